@@ -1,0 +1,225 @@
+"""AST questions about a submission's functions: is it still a template stub, and which notebook data does it read.
+
+Both are answered from the parse tree, never by searching the text: a solved
+function may still carry the template's "your code here" string, and a name
+that looks global may be a parameter, a local or a comprehension variable.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.extract import Definition
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    """True when the function's body does nothing, so a failing exercise can say "not implemented yet".
+
+    Doing nothing means only constants (docstrings, "your code here", ...), `pass`,
+    `return` / `return None` and `raise NotImplementedError[(...)]`; comments are not
+    in the tree at all. A lambda is a stub when its body is None, ... or a string.
+    """
+    if isinstance(node, ast.Lambda):
+        body = node.body
+        return isinstance(body, ast.Constant) and (
+            body.value is None or body.value is Ellipsis or isinstance(body.value, str)
+        )
+    return all(_does_nothing(statement) for statement in node.body)
+
+
+def _does_nothing(statement: ast.stmt) -> bool:
+    if isinstance(statement, ast.Pass):
+        return True
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, ast.Constant)
+    if isinstance(statement, ast.Return):
+        value = statement.value
+        return value is None or (isinstance(value, ast.Constant) and value.value is None)
+    if isinstance(statement, ast.Raise) and statement.cause is None:
+        exc = statement.exc
+        if isinstance(exc, ast.Call):
+            exc = exc.func
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
+
+
+def global_data_reads(func: FunctionNode, definitions: Mapping[str, Definition]) -> tuple[str, ...]:
+    """Notebook data (Definition kind "data") that `func` reads as module globals, sorted.
+
+    A function that silently reads a global such as `S` passes in the notebook and
+    fails under the grader, which sets up its own globals; feedback names the culprit.
+    Parameters, locals (assignments, for/with/except targets, imports, nested defs)
+    and comprehension variables are not globals; names declared `global` are.
+    Annotations are skipped because the grader does not evaluate them.
+    """
+    reads: set[str] = set()
+    _function_reads(func, (), reads)
+    data = {name for name, definition in definitions.items() if definition.kind == "data"}
+    return tuple(sorted(reads & data))
+
+
+@dataclass
+class _Scope:
+    local: set[str]
+    declared_global: set[str]
+    parents: tuple[frozenset[str], ...]  # enclosing function scopes, innermost last
+    is_class: bool = False
+    children: tuple[frozenset[str], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Class bodies are not visible from the functions and comprehensions nested in them.
+        own = () if self.is_class else (frozenset(self.local),)
+        self.children = self.parents + own
+
+    def resolve(self, name: str, reads: set[str]) -> None:
+        if name in self.declared_global:
+            reads.add(name)
+        elif name not in self.local and not any(name in scope for scope in self.parents):
+            reads.add(name)
+
+
+def _function_reads(
+    node: FunctionNode | ast.Lambda, parents: tuple[frozenset[str], ...], reads: set[str]
+) -> None:
+    body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+    local, declared = _bindings(body)
+    local = (local | set(_parameters(node.args))) - declared
+    scope = _Scope(local, declared, parents)
+    for statement in body:
+        _collect(statement, scope, reads)
+
+
+def _class_reads(node: ast.ClassDef, parents: tuple[frozenset[str], ...], reads: set[str]) -> None:
+    local, declared = _bindings(node.body)
+    scope = _Scope(local - declared, declared, parents, is_class=True)
+    for statement in node.body:
+        _collect(statement, scope, reads)
+
+
+def _collect(node: ast.AST, scope: _Scope, reads: set[str]) -> None:
+    """Add the global names read by `node` (evaluated in `scope`) to `reads`."""
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            scope.resolve(node.id, reads)
+        return
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for expression in [*node.decorator_list, *_defaults(node.args)]:
+            _collect(expression, scope, reads)
+        _function_reads(node, scope.children, reads)
+        return
+    if isinstance(node, ast.Lambda):
+        for expression in _defaults(node.args):
+            _collect(expression, scope, reads)
+        _function_reads(node, scope.children, reads)
+        return
+    if isinstance(node, ast.ClassDef):
+        for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            _collect(expression, scope, reads)
+        _class_reads(node, scope.children, reads)
+        return
+    if isinstance(node, _COMPREHENSIONS):
+        _comprehension_reads(node, scope, reads)
+        return
+    if isinstance(node, ast.AnnAssign):
+        for part in (node.target, node.value):
+            if part is not None:
+                _collect(part, scope, reads)
+        return
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        scope.resolve(node.target.id, reads)  # `x += 1` reads x before it binds it
+    for child in ast.iter_child_nodes(node):
+        _collect(child, scope, reads)
+
+
+def _comprehension_reads(
+    node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, scope: _Scope, reads: set[str]
+) -> None:
+    # The first iterable is evaluated outside; everything else sees the comprehension's own variables.
+    generators = node.generators
+    _collect(generators[0].iter, scope, reads)
+    targets: set[str] = set()
+    for generator in generators:
+        targets |= _target_names(generator.target)
+    inner = _Scope(targets, set(), scope.children)
+    parts: list[ast.AST] = []
+    for n, generator in enumerate(generators):
+        if n:
+            parts.append(generator.iter)
+        parts.extend(generator.ifs)
+    if isinstance(node, ast.DictComp):
+        parts += [node.key, node.value]
+    else:
+        parts.append(node.elt)
+    for part in parts:
+        _collect(part, inner, reads)
+
+
+def _bindings(body: Iterable[ast.AST]) -> tuple[set[str], set[str]]:
+    """(names bound in this scope, names declared global), without entering nested scopes."""
+    local: set[str] = set()
+    declared: set[str] = set()
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                local.add(node.id)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            local.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, _COMPREHENSIONS):
+            # Only an assignment expression inside a comprehension binds in the enclosing scope.
+            local |= {n.target.id for n in _walk_expression(node) if isinstance(n, ast.NamedExpr)}
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    local.add(alias.asname or alias.name.split(".")[0])
+            continue
+        if isinstance(node, ast.Global):
+            declared.update(node.names)
+            continue
+        if isinstance(node, ast.Nonlocal):
+            local.update(node.names)
+            continue
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            local.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            local.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            local.add(node.rest)
+        stack.extend(ast.iter_child_nodes(node))
+    return local, declared
+
+
+def _walk_expression(node: ast.AST) -> Iterable[ast.AST]:
+    """ast.walk that does not enter lambdas (their assignment expressions are their own)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child for child in ast.iter_child_nodes(current) if not isinstance(child, ast.Lambda))
+
+
+def _target_names(target: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _parameters(args: ast.arguments) -> list[str]:
+    names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return names
+
+
+def _defaults(args: ast.arguments) -> list[ast.expr]:
+    return [*args.defaults, *(d for d in args.kw_defaults if d is not None)]

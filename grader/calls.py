@@ -1,0 +1,138 @@
+"""Case expressions: split into what the trusted parent computes (data) and what the child evaluates (student names).
+
+A rubric writes `move_dir(Start, 0, 0, 1, 0)`. `Start` is a fixture: the parent computes it and ships it as a
+value, so the child never sees the reference module. `move_dir` is looked up in the submission, inside the child.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+# Builtins a rubric expression may use on data in the parent. Nothing here reads files or imports.
+SAFE_BUILTINS = {
+    name: getattr(builtins, name)
+    for name in (
+        "abs", "all", "any", "bool", "dict", "divmod", "enumerate", "filter", "float", "frozenset", "int",
+        "isinstance", "len", "list", "map", "max", "min", "range", "repr", "reversed", "round", "set",
+        "sorted", "str", "sum", "tuple", "type", "zip", "None", "True", "False", "Exception", "ValueError",
+        "TypeError", "KeyError", "IndexError",
+    )
+    if hasattr(builtins, name)
+}
+
+
+class ExpressionError(ValueError):
+    """A rubric expression that cannot be evaluated on the data side."""
+
+
+@dataclass(frozen=True)
+class ChildExpression:
+    """What the child evaluates: code over the submission's names plus placeholders for parent-computed values."""
+
+    code: str
+    values: tuple[tuple[str, Any], ...]   # placeholder name -> plain value, encoded when sent
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _bound_in(node: ast.AST) -> set[str]:
+    """Names bound inside an expression (comprehension targets, lambda parameters, walrus)."""
+    bound: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.comprehension):
+            bound |= {n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name)}
+        elif isinstance(sub, ast.Lambda):
+            bound |= {a.arg for a in ast.walk(sub.args) if isinstance(a, ast.arg)}
+        elif isinstance(sub, ast.NamedExpr):
+            bound.add(sub.target.id)
+    return bound
+
+
+def evaluate_data(code: str | ast.AST, data: Mapping[str, Any]) -> Any:
+    """Evaluate an expression over data names and safe builtins only (trusted side)."""
+    tree = ast.parse(code, mode="eval") if isinstance(code, str) else ast.Expression(body=code)
+    ast.fix_missing_locations(tree)
+    namespace = {"__builtins__": SAFE_BUILTINS, **data}
+    try:
+        return eval(compile(tree, "<rubric>", "eval"), namespace)  # noqa: S307 - rubric text is trusted
+    except Exception as error:  # the rubric is wrong: say which expression and why
+        shown = code if isinstance(code, str) else ast.unparse(code)
+        raise ExpressionError(f"cannot evaluate {shown!r}: {type(error).__name__}: {error}") from None
+
+
+class _Splitter(ast.NodeTransformer):
+    def __init__(self, data: Mapping[str, Any], renames: Mapping[str, str], bound: set[str]):
+        self.data, self.renames, self.bound = data, renames, bound
+        self.values: list[tuple[str, Any]] = []
+
+    def _is_data_only(self, node: ast.AST) -> bool:
+        names = _names_in(node)
+        if not names & set(self.data) or names & self.bound:
+            return False
+        return all(name in self.data or name in SAFE_BUILTINS for name in names)
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        # `*xs`, `a:b` and `a:b, c` (in a subscript) are syntax, not values (a slice object would not survive the
+        # codec): fold what is inside them, never the node itself.
+        syntax = isinstance(node, (ast.Starred, ast.Slice)) or (
+            isinstance(node, ast.Tuple) and any(isinstance(element, ast.Slice) for element in node.elts))
+        if isinstance(node, ast.expr) and not syntax and self._is_data_only(node):
+            placeholder = f"__v{len(self.values)}"
+            self.values.append((placeholder, evaluate_data(node, self.data)))
+            return ast.copy_location(ast.Name(id=placeholder, ctx=ast.Load()), node)
+        if isinstance(node, ast.Name) and node.id in self.renames and node.id not in self.bound:
+            return ast.copy_location(ast.Name(id=self.renames[node.id], ctx=node.ctx), node)
+        return self.generic_visit(node)
+
+
+def for_child(code: str, data: Mapping[str, Any], renames: Mapping[str, str] | None = None) -> ChildExpression:
+    """Fold every data-only subexpression into a placeholder value; rename graded names to the notebook's alias."""
+    tree = ast.parse(code, mode="eval")
+    splitter = _Splitter(data, renames or {}, _bound_in(tree))
+    body = splitter.visit(tree.body)
+    return ChildExpression(ast.unparse(body), tuple(splitter.values))
+
+
+def free_names(code: str) -> set[str]:
+    """Names an expression reads that it does not bind itself."""
+    tree = ast.parse(code, mode="eval")
+    return _names_in(tree) - _bound_in(tree)
+
+
+def call_arguments(code: str, data: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The positional and keyword argument values of a call, when all are data; None otherwise.
+
+    Checks receive these (e.g. the start state passed to `search`).
+    """
+    tree = ast.parse(code, mode="eval").body
+    if not isinstance(tree, ast.Call):
+        return None
+    args: list[Any] = []
+    for arg in tree.args:
+        if isinstance(arg, ast.Starred):
+            return None
+        try:
+            args.append(evaluate_data(arg, data))
+        except ExpressionError:
+            args.append(_NotData(ast.unparse(arg)))
+    kwargs: dict[str, Any] = {}
+    for keyword in tree.keywords:
+        if keyword.arg is None:
+            return None
+        try:
+            kwargs[keyword.arg] = evaluate_data(keyword.value, data)
+        except ExpressionError:
+            kwargs[keyword.arg] = _NotData(ast.unparse(keyword.value))
+    return tuple(args), kwargs
+
+
+@dataclass(frozen=True)
+class _NotData:
+    """An argument that names submission code (e.g. `next_states`), not data."""
+
+    expression: str

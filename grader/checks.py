@@ -1,0 +1,187 @@
+"""Checks: pure functions from (expected, got, case data) to a verdict, run in the trusted parent on plain data.
+
+A check never calls a method of a student object: `got` arrives as decoded plain data (tuples, lists, str, int).
+A new check is one function registered with @check("name").
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable, Mapping
+
+from grader.calls import ExpressionError, evaluate_data
+from grader.sandbox import codec
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    fraction: float      # credit in [0, 1]; a failed case may still earn partial credit (e.g. a longer path)
+    message: str
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything a check may look at; all of it plain data."""
+
+    expected: Any                          # wire form of the reference's answer
+    got: Any                               # wire form of the submission's answer
+    args: tuple = ()                       # the call's positional argument values (data arguments only)
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    probes: Mapping[str, Any] = field(default_factory=dict)   # decoded probe values, or ProbeError
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = field(default_factory=dict)     # fixtures + variables, for option expressions
+    options: Mapping[str, Any] = field(default_factory=dict)
+    reference: ModuleType | None = None
+
+
+class ProbeError(Exception):
+    """A probe expression raised in the child; the check sees this instead of a value."""
+
+
+class CheckError(ValueError):
+    """A check that is misconfigured (a rubric bug, not a student mistake)."""
+
+
+CheckFunction = Callable[[CheckContext], Verdict]
+CHECKS: dict[str, CheckFunction] = {}
+
+
+def check(name: str) -> Callable[[CheckFunction], CheckFunction]:
+    def register(function: CheckFunction) -> CheckFunction:
+        CHECKS[name] = function
+        return function
+    return register
+
+
+def _verdict(difference: str | None) -> Verdict:
+    return Verdict(True, 1.0, "") if difference is None else Verdict(False, 0.0, difference)
+
+
+@check("equal")
+def equal(context: CheckContext) -> Verdict:
+    """Type-strict equality: a tuple is not a list, 1 is not 1.0 or True, a tuple subclass is not a tuple."""
+    return _verdict(codec.same(context.expected, context.got, float(context.options.get("tolerance", 0.0))))
+
+
+@check("unordered")
+def unordered(context: CheckContext) -> Verdict:
+    """A list or tuple whose order does not matter: compared as a multiset."""
+    expected, got = context.expected, context.got
+    for tag in ("list", "tuple"):
+        if isinstance(expected, dict) and tag in expected and isinstance(got, dict) and tag in got:
+            if expected.get("class") != got.get("class"):
+                break
+            return _verdict(codec.same({tag: sorted(expected[tag], key=codec.canonical)},
+                                       {tag: sorted(got[tag], key=codec.canonical)},
+                                       float(context.options.get("tolerance", 0.0))))
+    return _verdict(codec.same(expected, got, float(context.options.get("tolerance", 0.0))))
+
+
+def _option_value(context: CheckContext, key: str) -> Any:
+    text = context.options.get(key)
+    if text is None:
+        raise CheckError(f"the path check needs the option '{key}'")
+    try:
+        return evaluate_data(str(text), {**context.data, "args": context.args, "kwargs": context.kwargs})
+    except ExpressionError as error:
+        raise CheckError(f"path check option '{key}': {error}") from None
+
+
+def _reference_function(context: CheckContext, key: str) -> Callable | None:
+    name = context.options.get(key)
+    if name is None:
+        return None
+    function = getattr(context.reference, str(name), None)
+    if not callable(function):
+        raise CheckError(f"path check option '{key}': the reference module has no function '{name}'")
+    return function
+
+
+def _shown(value: Any) -> str:
+    return codec.describe(codec.encode(value), 160)
+
+
+@check("path")
+def path(context: CheckContext) -> Verdict:
+    """A path is right if it starts at the start, every step is a legal move, and it reaches the goal.
+
+    With `optimal`, full credit needs the reference's length; a valid longer path earns `suboptimal_credit`.
+    """
+    successors = _reference_function(context, "next_states")
+    if successors is None:
+        raise CheckError("the path check needs the option 'next_states'")
+    matches = _reference_function(context, "matches") or (lambda goal, state: goal == state)
+    start, goal = _option_value(context, "start"), _option_value(context, "goal")
+    got = context.got
+    if got is None:
+        return Verdict(False, 0.0, "returned None: no path was found")
+    if not (isinstance(got, dict) and ("list" in got or "tuple" in got)):
+        return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}")
+    states = codec.decode(got)
+    if not states:
+        return Verdict(False, 0.0, "returned an empty path")
+    first = codec.same(codec.encode(start), codec.encode(states[0]))
+    if first is not None:
+        return Verdict(False, 0.0, f"the path does not begin with the start state: {first}")
+    for step, (before, after) in enumerate(zip(states, states[1:]), start=1):
+        try:
+            legal = after in successors(before)
+        except TypeError:  # e.g. an unhashable list where a tuple state belongs
+            legal = False
+        if not legal:
+            return Verdict(False, 0.0, f"step {step} is not a legal move: from {_shown(before)} "
+                                       f"to {_shown(after)}")
+    try:
+        reached = bool(matches(goal, states[-1]))
+    except Exception:
+        reached = False
+    if not reached:
+        return Verdict(False, 0.0, f"the path ends in {_shown(states[-1])}, which does not match the goal "
+                                   f"{_shown(goal)}")
+    moves = len(states) - 1
+    if context.options.get("optimal") and context.expected is not None:
+        best = len(codec.decode(context.expected)) - 1
+        if moves > best:
+            credit = float(context.options.get("suboptimal_credit", 0.5))
+            return Verdict(False, credit, f"a valid path of {moves} moves, but the shortest has {best} moves")
+    return Verdict(True, 1.0, f"a valid path of {moves} moves")
+
+
+def reference_check(function: Callable) -> CheckFunction:
+    """Adapt a check function of the reference module: it asks for any of got, expected, args, ... by name."""
+    offered = ("got", "expected", "args", "kwargs", "probes", "variables", "options")
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    wants_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    # A parameter the grader cannot supply is a rubric bug; found here it is not blamed on the student's answer.
+    unsupplied = [name for name, p in parameters.items() if name not in offered and p.default is p.empty
+                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def run(context: CheckContext) -> Verdict:
+        if unsupplied:
+            raise CheckError(f"check {function.__name__} asks for {', '.join(unsupplied)}; a check may ask for "
+                             f"{', '.join(offered)}")
+        decoded = {
+            "got": codec.decode(context.got), "expected": codec.decode(context.expected),
+            "args": context.args, "kwargs": dict(context.kwargs), "probes": dict(context.probes),
+            "variables": dict(context.variables), "options": dict(context.options),
+        }
+        answer = function(**{k: v for k, v in decoded.items() if wants_all or k in parameters and k in offered})
+        if isinstance(answer, Verdict):
+            return answer
+        message = ""
+        if isinstance(answer, tuple) and len(answer) == 2:
+            answer, message = answer
+        if isinstance(answer, bool):
+            return Verdict(answer, 1.0 if answer else 0.0, str(message))
+        if isinstance(answer, (int, float)) and 0.0 <= answer <= 1.0:
+            return Verdict(answer >= 1.0, float(answer), str(message))
+        raise CheckError(f"check {function.__name__} returned {answer!r}; expected bool, (bool, message) "
+                         f"or (fraction, message)")
+
+    return run

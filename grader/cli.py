@@ -1,0 +1,132 @@
+"""The command line: parses arguments and calls the library; nothing here grades."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from grader import __version__
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from grader.batch import grade
+    from grader.grading import Options
+    from grader.report.console import print_class
+    console = Console(stderr=False)
+    done = [0]
+
+    def progress(result) -> None:
+        done[0] += 1
+        if not args.quiet:
+            console.print(f"[{done[0]}] {result.submission}: {result.total:g}/{result.max_total:g}"
+                          f" ({result.seconds:.2f} s)", highlight=False)
+
+    options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
+                      memory_mb=args.memory_mb)
+    results = grade(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
+                    cache=Path(args.cache) if args.cache else None, on_result=progress)
+    if not results:
+        console.print("no submissions found", style="yellow")
+        return 1
+    print_class(results, console)
+    console.print(f"results written to {args.out}/", highlight=False)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from grader.batch import check
+    from grader.report.console import student_report
+    result, hidden = check(args.notebook, args.rubric, cache=Path(args.cache) if args.cache else None)
+    return 0 if student_report(result, hidden) else 1
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from grader.batch import validate
+    console = Console()
+    validation = validate(args.rubric, cache=Path(args.cache) if args.cache else None)
+    reference = validation.reference_result
+    console.print(f"reference: {reference.total:g}/{reference.max_total:g}", highlight=False)
+    if validation.template_result is not None:
+        template = validation.template_result
+        console.print(f"template:  {template.total:g}/{template.max_total:g}", highlight=False)
+    for problem in validation.problems:
+        console.print(problem, style="red", highlight=False, markup=False)
+    if validation.ok:
+        console.print(f"{validation.rubric.path}: valid ({sum(len(e.cases) for e in reference.exercises)} cases)",
+                      style="green", highlight=False)
+    return 0 if validation.ok else 1
+
+
+def _extract(args: argparse.Namespace) -> int:
+    from grader.extract import Policy, extract
+    from grader.notebook import read_notebook
+    policy = Policy()
+    if args.rubric:
+        from grader.rubric import load_rubric
+        policy = load_rubric(args.rubric).policy
+    extracted = extract(read_notebook(args.notebook), policy)
+    sys.stdout.write(extracted.source())
+    sys.stdout.write("\n# ---- left out ----\n")
+    for line in extracted.dropped_report().splitlines():
+        sys.stdout.write(f"# {line}\n")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="grader", description="Grade puzzle notebooks against a reference.")
+    main.add_argument("--version", action="version", version=f"puzzle-grader {__version__}")
+    verbs = main.add_subparsers(dest="verb", required=True)
+
+    grade = verbs.add_parser("grade", help="grade submissions and write one JSON result each")
+    grade.add_argument("paths", nargs="+", help="notebooks (.ipynb/.py) or folders of them")
+    grade.add_argument("--rubric", required=True)
+    grade.add_argument("--out", required=True, help="folder for <submission>.json results")
+    grade.add_argument("--jobs", type=int, default=None, help="parallel submissions (default: one per core)")
+    grade.add_argument("--case-seconds", type=float, default=None, help="floor of the per-case time limit")
+    grade.add_argument("--submission-seconds", type=float, default=None)
+    grade.add_argument("--memory-mb", type=int, default=None)
+    grade.add_argument("--cache", default=None, help="folder for cached reference answers")
+    grade.add_argument("--quiet", action="store_true", help="no line per submission")
+    grade.set_defaults(run=_grade)
+
+    check = verbs.add_parser("check", help="self-check a notebook on the public cases")
+    check.add_argument("notebook")
+    check.add_argument("--rubric", required=True)
+    check.add_argument("--cache", default=None)
+    check.set_defaults(run=_check)
+
+    validate = verbs.add_parser("validate", help="check a rubric: reference full marks, template zero")
+    validate.add_argument("rubric")
+    validate.add_argument("--cache", default=None)
+    validate.set_defaults(run=_validate)
+
+    extract = verbs.add_parser("extract", help="print the module the grader would run, and what it left out")
+    extract.add_argument("notebook")
+    extract.add_argument("--rubric", default=None, help="use this rubric's extraction policy")
+    extract.set_defaults(run=_extract)
+    return main
+
+
+def main(argv: list[str] | None = None) -> int:
+    from grader.notebook import NotebookError
+    from grader.rubric import RubricError
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except RubricError as error:
+        for problem in error.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    except NotebookError as error:
+        print(error, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: results written so far are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,326 @@
+"""Grade one submission: read, extract, run in the sandbox, judge against the plan, score.
+
+Data flows one way: Notebook -> Extracted -> Outcomes (from the child) -> CaseResults -> SubmissionResult.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from grader import __version__
+from grader.analysis import global_data_reads
+from grader.calls import ExpressionError, call_arguments, evaluate_data, for_child
+from grader.checks import CHECKS, CheckContext, CheckError, ProbeError, reference_check
+from grader.extract import Extracted, extract
+from grader.notebook import Notebook, NotebookError, read_notebook
+from grader.plan import Case, Plan
+from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.rubric import Exercise
+from grader.sandbox import codec
+from grader.sandbox.process import CaseRequest, Outcome, ProcessLimits, Sandbox, SandboxError
+from grader.scoring import exercise_score, total
+
+ISOLATION = "process"   # what containment the child ran with (recorded in every result)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Per-run choices a TA may change on the command line."""
+
+    case_seconds: float | None = None        # overrides the rubric's floor
+    submission_seconds: float | None = None
+    memory_mb: int | None = None
+
+
+def submission_id(path: Path) -> str:
+    """A file-name-safe id from the submission's file name."""
+    stem = path.stem if path.is_file() or path.suffix else path.name
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "submission"
+
+
+def file_sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def support_sources(plan: Plan) -> dict[str, str]:
+    """The assignment's support modules by name (a support notebook is extracted like a submission)."""
+    folder = plan.rubric.support
+    sources: dict[str, str] = {}
+    if folder is None or not folder.is_dir():
+        return sources
+    for path in sorted(folder.iterdir()):
+        if path.suffix == ".py":
+            sources[path.stem] = path.read_text(encoding="utf-8")
+        elif path.suffix == ".ipynb" and path.stem not in sources:
+            sources[path.stem] = extract(read_notebook(path)).source()
+    return sources
+
+
+def _statements(extracted: Extracted) -> list[dict[str, Any]]:
+    return [{"code": s.code, "filename": s.label, "line": s.line, "kind": s.kind} for s in extracted.statements]
+
+
+def _empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: float,
+                  submission: str | None = None) -> SubmissionResult:
+    exercises = tuple(
+        ExerciseResult(e.id, e.title, 0.0, float(e.points), tuple(
+            CaseResult(c.id, "missing", c.visibility, "not graded: " + reason, call=c.shown_call, weight=c.weight)
+            for c in plan.cases[e.id]))
+        for e in plan.rubric.exercises)
+    return SubmissionResult(
+        submission=submission or submission_id(path), path=str(path), sha256=sha256,
+        rubric=plan.rubric.assignment, rubric_sha256=plan.rubric.sha256, grader_version=__version__,
+        isolation=ISOLATION, total=0.0, max_total=plan.rubric.max_total, exercises=exercises,
+        warnings=(reason,), seconds=round(time.monotonic() - started, 3))
+
+
+def _resolve(exercise: Exercise, extracted: Extracted, loaded: Sequence[str]) -> str | None:
+    """The notebook's name for the graded function: the canonical one first, then aliases."""
+    for name in exercise.names:
+        if name in extracted.definitions or name in loaded:
+            return name
+    return None
+
+
+def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> str:
+    for dropped in extracted.syntax_errors:
+        if re.search(rf"\b(def|class)\s+{re.escape(name)}\b|^\s*{re.escape(name)}\s*=",
+                     notebook.cells[dropped.cell].source, re.MULTILINE):
+            return f"; its cell {dropped.label} was left out: {dropped.reason}"
+    return ""
+
+
+def _missing(exercise: Exercise, cases: Sequence[Case], message: str, notes: tuple[str, ...] = ()) -> ExerciseResult:
+    return ExerciseResult(exercise.id, exercise.title, 0.0, float(exercise.points), tuple(
+        CaseResult(c.id, "missing", c.visibility, message, call=c.shown_call, weight=c.weight) for c in cases),
+        notes=notes)
+
+
+def _requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str, options: Options) -> list[CaseRequest]:
+    renames = {alias: name for alias in exercise.names if alias != name}
+    limits = exercise.limits.merged({"case_seconds": options.case_seconds})
+    requests = []
+    for case in cases:
+        data = plan.data(case)
+        call = for_child(case.call, data, renames)
+        probes = {}
+        values = {k: codec.encode(v) for k, v in call.values}
+        for probe_name, code in case.probe:
+            probe = for_child(code, {**data}, renames)
+            # Probe placeholders must not collide with the call's.
+            text = probe.code
+            for placeholder, value in reversed(probe.values):
+                fresh = f"__p{len(values)}"
+                text = re.sub(rf"\b{placeholder}\b", fresh, text)
+                values[fresh] = codec.encode(value)
+            probes[probe_name] = text
+        settings = {k: codec.encode(evaluate_data(code, data)) for k, code in case.set}
+        requests.append(CaseRequest(case.id, call.code, values, settings, probes,
+                                    limits.case_timeout(plan.expected[case.id].seconds)))
+    return requests
+
+
+def _error_message(outcome: Outcome, exercise: Exercise) -> str:
+    error = outcome.error
+    message = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
+    if error.get("where"):
+        message += f" (at {error['where']})"
+    text = f"{error.get('type', '')}: {error.get('message', '')}"
+    for hint in exercise.error_hints:
+        if hint.match in text:
+            message += f". {hint.say}"
+    if error.get("type") == "SystemExit":
+        message += ". The code called sys.exit() (or raised SystemExit)"
+    return message
+
+
+def _probes(outcome: Outcome) -> dict[str, Any]:
+    decoded: dict[str, Any] = {}
+    for name, probe in outcome.probes.items():
+        if isinstance(probe, dict) and "value" in probe:
+            try:
+                decoded[name] = codec.decode(probe["value"])
+            except codec.CodecError as error:
+                decoded[name] = ProbeError(str(error))
+        else:
+            decoded[name] = ProbeError(str(probe.get("error", "failed")) if isinstance(probe, dict) else "failed")
+    return decoded
+
+
+def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
+    """Turn the child's answer into a verdict, in the parent, on plain data only."""
+    expected = plan.expected[case.id]
+    base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=expected.value,
+                seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
+                traceback=outcome.error.get("traceback", ""))
+    if outcome.status == "skipped":
+        status = "error" if "budget" in outcome.error.get("message", "") else "timeout"
+        return CaseResult(status=status, message=outcome.error.get("message", "not run"), **base)
+    if outcome.status == "timeout":
+        where = outcome.error.get("where")
+        timeout_message = outcome.error.get("message") or "did not finish in time"
+        if outcome.error.get("type") == "timeout":
+            timeout_message = "did not finish in time"
+        return CaseResult(status="timeout", message=timeout_message + (f"; it was still running at {where}"
+                                                                       if where else ""), **base)
+    if outcome.status == "crash":
+        return CaseResult(status="error", message=outcome.error.get("message", "the process died"), **base)
+    if outcome.status == "error":
+        return CaseResult(status="error", message=_error_message(outcome, exercise), **base)
+    got = outcome.value
+    try:
+        codec.decode(got)  # validate the untrusted wire before any check looks at it
+    except codec.CodecError as error:
+        return CaseResult(status="error", message=f"the result could not be read: {error}", **base)
+    data = plan.data(case)
+    arguments = call_arguments(case.call, data) or ((), {})
+    context = CheckContext(expected=expected.value, got=got, args=arguments[0], kwargs=arguments[1],
+                           probes=_probes(outcome), variables=dict(case.variables), data=data,
+                           options=dict(case.check.options), reference=plan.reference)
+    function = CHECKS.get(case.check.name) or reference_check(getattr(plan.reference, case.check.name))
+    try:
+        verdict = function(context)
+    except (CheckError, ExpressionError) as error:
+        return CaseResult(status="error", got=got, message=f"grader problem (rubric check): {error}", **base)
+    except Exception as error:  # a reference check that crashes on odd student data: the student's answer is wrong
+        return CaseResult(status="fail", got=got, message=f"the answer could not be checked: "
+                                                          f"{type(error).__name__}: {error}", **base)
+    message = verdict.message
+    if not verdict.passed:
+        for mistake in exercise.mistakes:
+            answer = dict(expected.mistakes).get(mistake.reference)
+            if answer is not None and codec.same(answer, got) is None:
+                message = f"{message}. {mistake.say}" if message else mistake.say
+                break
+    return CaseResult(status="pass" if verdict.passed else "fail", message=message, got=got,
+                      fraction=verdict.fraction, **base)
+
+
+def _notes(exercise: Exercise, name: str, extracted: Extracted) -> tuple[str, ...]:
+    notes = []
+    if name != exercise.function:
+        notes.append(f"graded {name} (accepted as another name for {exercise.function})")
+    definition = extracted.definitions.get(name)
+    if definition is not None and definition.node is not None and definition.kind == "function":
+        for global_name in global_data_reads(definition.node, extracted.definitions):
+            where = extracted.definitions[global_name]
+            notes.append(f"{name} reads the notebook's global variable {global_name} ({where.label}, line "
+                         f"{where.line}); the grader keeps top-level data, so it used the last value the "
+                         f"notebook assigns to {global_name}. Pass it as a parameter or compute it locally instead.")
+    return tuple(notes)
+
+
+def _no_oracle(name: str, args: list, kwargs: dict) -> Any:
+    raise LookupError(f"{name} is not isolated in this run")
+
+
+ISOLATED_RERUN_FACTOR = 10.0   # helper calls answered by the parent cost a round trip each
+
+
+def _second_chance(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequence[CaseRequest],
+                   results: list[CaseResult], sandbox: Sandbox, deadline: float) -> list[CaseResult]:
+    """Re-run failed cases with the reference's helpers (answered by the parent); the better verdict counts.
+
+    So a broken `matches` does not also fail `search`, and a notebook whose helpers work never pays for
+    the round trips.
+    """
+    retry = [i for i, r in enumerate(results) if r.status in ("fail", "error") and r.fraction < 1.0]
+    if not retry:
+        return results
+    reference = plan.reference
+
+    def oracle(function: str, args: list, kwargs: dict) -> Any:
+        return getattr(reference, function)(*args, **kwargs)
+
+    rerun = [replace(requests[i], timeout=requests[i].timeout * ISOLATED_RERUN_FACTOR) for i in retry]
+    outcomes = sandbox.run_exercise(rerun, exercise.isolate, oracle, deadline, max_timeouts=1)
+    improved = list(results)
+    helpers = ", ".join(exercise.isolate)
+    for index, outcome in zip(retry, outcomes):
+        second = judge(plan, exercise, cases[index], outcome)
+        first = results[index]
+        if second.fraction > first.fraction or (second.status == "pass" and first.status != "pass"):
+            improved[index] = replace(second, message=(
+                f"{second.message + '. ' if second.message else ''}Passed with the reference's {helpers}; with "
+                f"the notebook's own it failed: {first.message}" if second.status == "pass" else
+                f"{second.message} (with the reference's {helpers}; with the notebook's own: {first.message})"))
+    return improved
+
+
+def grade_exercise(plan: Plan, exercise: Exercise, sandbox: Sandbox | None, notebook: Notebook,
+                   extracted: Extracted, loaded: Sequence[str], deadline: float, options: Options) -> ExerciseResult:
+    cases = plan.cases[exercise.id]
+    name = _resolve(exercise, extracted, loaded)
+    if name is None:
+        names = " or ".join(exercise.names)
+        return _missing(exercise, cases, f"no function named {names} in the notebook"
+                        + _syntax_error_note(exercise.function, notebook, extracted))
+    definition = extracted.definitions.get(name)
+    location = f"{definition.label}, line {definition.line}" if definition else ""
+    if definition is not None and definition.is_stub:
+        return replace(_missing(exercise, cases, f"{name} is still the template's stub ({location})"),
+                       location=location, function=name)
+    if name not in loaded:
+        return replace(_missing(exercise, cases, f"{name} is defined ({location}) but could not be loaded; see the "
+                                                 f"warnings"), location=location, function=name)
+    assert sandbox is not None
+    requests = _requests(plan, exercise, cases, name, options)
+    outcomes = sandbox.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts)
+    results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes)]
+    if exercise.isolate:
+        results = _second_chance(plan, exercise, cases, requests, results, sandbox, deadline)
+    notes = _notes(exercise, name, extracted)
+    if any(r.status != "pass" for r in results):
+        notes += exercise.hints
+    return ExerciseResult(exercise.id, exercise.title, exercise_score(results, exercise.points, exercise.scoring),
+                          float(exercise.points), tuple(results), notes=notes, function=name, location=location)
+
+
+def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
+                   options: Options = Options(), submission: str | None = None,
+                   hide_paths: Sequence[str] = ()) -> SubmissionResult:
+    started = time.monotonic()
+    rubric = plan.rubric
+    extracted = extract(notebook, rubric.policy)
+    limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
+    deadline = started + limits.submission_seconds
+    warnings = [*notebook.warnings, *extracted.warnings]
+    process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
+                                   load_seconds=limits.load_seconds)
+    with Sandbox(_statements(extracted), support, process_limits, limits.output_bytes, hide_paths) as sandbox:
+        try:
+            report = sandbox.load()
+            loaded: Sequence[str] = report.names
+            warnings.extend(report.warnings)
+        except SandboxError as error:
+            warnings.append(str(error))
+            loaded = ()
+        exercises = tuple(grade_exercise(plan, exercise, sandbox if loaded else None, notebook, extracted, loaded,
+                                         deadline, options) for exercise in rubric.exercises)
+    return SubmissionResult(
+        submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
+        rubric_sha256=rubric.sha256, grader_version=__version__, isolation=ISOLATION,
+        total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
+        warnings=tuple(warnings), seconds=round(time.monotonic() - started, 3))
+
+
+def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Options = Options(),
+               submission: str | None = None) -> SubmissionResult:
+    """Grade one submission file; a file that cannot be read still gets a result, at zero, saying why."""
+    started = time.monotonic()
+    sha256 = file_sha256(path)
+    try:
+        notebook = read_notebook(path)
+    except NotebookError as error:
+        return _empty_result(path, plan, sha256, str(error), started, submission)
+    hide = [str(plan.rubric.reference.parent), str(plan.rubric.path.parent)]
+    return grade_notebook(notebook, plan, path=path, sha256=sha256, support=support, options=options,
+                          submission=submission, hide_paths=hide)

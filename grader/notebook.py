@@ -1,0 +1,223 @@
+"""Read a submission file (.ipynb of any nbformat version, or a .py script export) into plain Cell data.
+
+A batch grades hundreds of files written by hand, by old Jupyter versions and by
+other tools, so reading is tolerant where the cells are still recoverable (a
+schema problem becomes a warning) and fails with one clear `NotebookError`
+naming the file where they are not; the batch then goes on with the next file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+CELL_KINDS = ("code", "markdown", "raw")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One notebook cell; `index` counts all cells, so messages can point at the cell a student sees."""
+
+    index: int  # 0-based position among ALL cells of the notebook
+    kind: str  # "code" | "markdown" | "raw"
+    source: str
+    execution_count: int | None
+
+    @property
+    def label(self) -> str:
+        """How feedback names the cell: the prompt the student saw, and its position as a fallback."""
+        if self.execution_count is not None:
+            return f"In [{self.execution_count}] (cell {self.index + 1})"
+        return f"cell {self.index + 1}"
+
+
+@dataclass(frozen=True)
+class Notebook:
+    path: str
+    cells: tuple[Cell, ...]
+    warnings: tuple[str, ...]  # problems that did not stop reading (e.g. schema validation)
+
+
+class NotebookError(Exception):
+    """A submission file that cannot be read at all; the message names the file and says why."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+def read_notebook(path: str | Path) -> Notebook:
+    """Read a .ipynb or .py submission; raise NotebookError when no cells can be recovered."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".ipynb", ".py"):
+        shown = f"'{path.suffix}'" if path.suffix else "without suffix"
+        raise NotebookError(path, f"unsupported file type {shown} (expected .ipynb or .py)")
+    text = _read_text(path)
+    if suffix == ".py":
+        return notebook_from_source(text, str(path))
+    return _notebook_from_json(text, str(path))
+
+
+def notebook_from_source(source: str, path: str = "<string>") -> Notebook:
+    """Split Python script text into cells on `# %%` (VS Code, jupytext) or `# In[3]:` (nbconvert) markers.
+
+    Without markers the whole text is one code cell, so line numbers are the file's own.
+    """
+    lines = source.splitlines(keepends=True)
+    marks = [(i, m) for i, line in enumerate(lines) if (m := _marker(line)) is not None]
+    if not marks:
+        return Notebook(path, (Cell(0, "code", source, None),), ())
+    chunks: list[tuple[str, int | None, list[str]]] = []
+    preamble = lines[: marks[0][0]]
+    # nbconvert's export starts with "#!/usr/bin/env python" and "# coding: utf-8": not a cell.
+    if any(line.strip() and not line.lstrip().startswith("#") for line in preamble):
+        chunks.append(("code", None, preamble))
+    for n, (start, (kind, count)) in enumerate(marks):
+        end = marks[n + 1][0] if n + 1 < len(marks) else len(lines)
+        chunks.append((kind, count, lines[start + 1 : end]))
+    cells = tuple(
+        Cell(index, kind, _trim_blank_lines(body), count)
+        for index, (kind, count, body) in enumerate(chunks)
+    )
+    return Notebook(path, cells, ())
+
+
+_PERCENT_MARKER = re.compile(r"^#\s?%%(?P<rest>.*)$")
+_IN_MARKER = re.compile(r"^#\s*In\s*\[\s*(?P<count>\d*)\s*\]\s*:\s*$")
+
+
+def _marker(line: str) -> tuple[str, int | None] | None:
+    """(kind, execution_count) when `line` starts a cell, else None."""
+    line = line.rstrip("\r\n")
+    if m := _IN_MARKER.match(line):
+        return "code", int(m["count"]) if m["count"] else None
+    if m := _PERCENT_MARKER.match(line):
+        rest = m["rest"].lower()
+        if "[markdown]" in rest or "[md]" in rest:
+            return "markdown", None
+        if "[raw]" in rest:
+            return "raw", None
+        return "code", None
+    return None
+
+
+def _trim_blank_lines(lines: list[str]) -> str:
+    """Drop the blank lines exporters put around a cell, so line 1 is the cell's first line as it was typed."""
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return "".join(lines[start:end]).rstrip("\r\n")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NotebookError(path, "file not found") from None
+    except IsADirectoryError:
+        raise NotebookError(path, "is a directory, not a file") from None
+    except OSError as e:
+        raise NotebookError(path, f"cannot read file: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise NotebookError(
+            path, f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
+    if not text.strip():
+        raise NotebookError(path, "empty file")
+    return text
+
+
+def _notebook_from_json(text: str, path: str) -> Notebook:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise NotebookError(
+            path, f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+        ) from None
+    if not isinstance(raw, dict) or not (
+        isinstance(raw.get("cells"), list) or isinstance(raw.get("worksheets"), list)
+    ):
+        raise NotebookError(path, "not a Jupyter notebook (no cells)")
+    notes: list[str] = []
+    if "nbformat" not in raw:
+        # nbformat would read a version-less file as v1 and lose the cells; guess from the layout instead.
+        v4 = "cells" in raw
+        raw["nbformat"] = 4 if v4 else 3
+        raw.setdefault("nbformat_minor", 5 if v4 and _has_cell_ids(raw) else 0)
+        notes.append(f"no nbformat version in the file; read as nbformat {raw['nbformat']}")
+    major, minor = raw["nbformat"], raw.get("nbformat_minor", 0)
+    if type(major) is not int or major not in nbformat.versions:
+        raise NotebookError(path, f"unsupported nbformat version {major!r}")
+    try:
+        # What nbformat.reads does, minus parsing the JSON a second time and logging validation errors.
+        nb = nbformat.versions[major].to_notebook_json(raw, minor=minor)
+        nb = nbformat.convert(nb, 4)
+    except Exception as e:  # nbformat raises many kinds; any of them means unreadable
+        raise NotebookError(path, f"cannot read notebook: {_first_line(e)}") from None
+    problem = _validation_problem(nb)
+    if problem:
+        notes.append(f"notebook does not validate (read anyway): {problem}")
+    cells_raw = nb.get("cells")
+    if not isinstance(cells_raw, list):
+        raise NotebookError(path, "not a Jupyter notebook (no cells)")
+    cells = []
+    for index, node in enumerate(cells_raw):
+        cell, note = _cell(index, node)
+        cells.append(cell)
+        if note:
+            notes.append(f"{cell.label}: {note}")
+    return Notebook(path, tuple(cells), tuple(notes))
+
+
+def _has_cell_ids(raw: dict) -> bool:
+    return any(isinstance(c, dict) and "id" in c for c in raw.get("cells", ()))
+
+
+def _validation_problem(nb: nbformat.NotebookNode) -> str | None:
+    """The first schema problem as text, or None; a missing cell id (common in old 4.x files) is not one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            nbformat.validate(nb)
+        except nbformat.ValidationError as e:
+            return _first_line(e.message if hasattr(e, "message") else e)
+        except Exception as e:  # a schema library hiccup must not make a readable file unreadable
+            return _first_line(e)
+    return None
+
+
+def _cell(index: int, node: object) -> tuple[Cell, str | None]:
+    """A Cell from one cell node, tolerating what validation already complained about."""
+    if not isinstance(node, dict):
+        return Cell(index, "raw", "", None), "not a cell object; ignored"
+    note = None
+    kind = node.get("cell_type")
+    if kind not in CELL_KINDS:
+        note = f"unknown cell type {kind!r}; ignored"
+        kind = "raw"
+    source = node.get("source", "")
+    if isinstance(source, list):
+        source = "".join(part for part in source if isinstance(part, str))
+    elif not isinstance(source, str):
+        note = note or "cell source is not text; read as empty"
+        source = ""
+    count = node.get("execution_count")
+    if not isinstance(count, int) or isinstance(count, bool):
+        count = None
+    return Cell(index, kind, source, count if kind == "code" else None), note
+
+
+def _first_line(error: object) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

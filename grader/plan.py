@@ -1,0 +1,322 @@
+"""The grading plan: the rubric's cases expanded and their expected values computed by the reference, once per rubric.
+
+Only the trusted parent builds a plan. Expected values are cached on disk by the rubric hash, so a batch and
+every regrade pay for the reference once.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator, Mapping
+
+from grader import __version__
+from grader.calls import ExpressionError, evaluate_data, free_names
+from grader.checks import CHECKS
+from grader.rubric import CaseSpec, CheckSpec, Exercise, Rubric, RubricError
+from grader.sandbox import codec
+
+CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Case:
+    """One concrete case: an expression, its data, and how it is judged."""
+
+    id: str
+    exercise: str
+    call: str
+    visibility: str
+    check: CheckSpec
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    set: tuple[tuple[str, str], ...] = ()
+    probe: tuple[tuple[str, str], ...] = ()
+    expect: str | None = None
+    weight: float = 1.0
+    line: int = 0
+
+    @property
+    def shown_call(self) -> str:
+        """The call as a student reads it: generated variables written out."""
+        if not self.variables:
+            return self.call
+        values = ", ".join(f"{k}={codec.describe(codec.encode(v), 120)}" for k, v in self.variables.items())
+        return f"{self.call}  with {values}"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The reference's answer to a case (encoded), and what each known mistake would have answered."""
+
+    value: Any
+    seconds: float
+    mistakes: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    rubric: Rubric
+    reference: ModuleType
+    cases: Mapping[str, tuple[Case, ...]]          # exercise id -> its cases, in grading order
+    expected: Mapping[str, Expected]                # case id -> expected
+
+    def data(self, case: Case) -> dict[str, Any]:
+        """The data names a case expression may use: fixtures, then the case's own variables."""
+        return {**fixtures(self.rubric, self.reference), **case.variables}
+
+
+def load_reference(path: Path) -> ModuleType:
+    """Import the reference module from its path under a private name (never as `reference`).
+
+    The name includes the source's hash: an edited reference is imported afresh, never served stale under the
+    new rubric hash (which would also poison the expected-value cache).
+    """
+    try:
+        source = path.read_bytes()
+    except OSError as error:
+        raise RubricError([f"{path}:0: cannot read the reference module: {error.strerror}"]) from None
+    digest = hashlib.sha256(str(path).encode() + b"\0" + source).hexdigest()[:16]
+    name = f"_grader_reference_{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RubricError([f"{path}:0: cannot load the reference module"])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]
+        raise RubricError([f"{path}:0: the reference module fails to import: {type(error).__name__}: {error}"]) from None
+    return module
+
+
+def fixtures(rubric: Rubric, reference: ModuleType) -> dict[str, Any]:
+    return {name: getattr(reference, name) for name in rubric.fixtures if hasattr(reference, name)}
+
+
+def _problem(rubric: Rubric, line: int, reason: str) -> str:
+    return f"{rubric.path}:{line}: {reason}"
+
+
+def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
+    """Everything a rubric names in the reference module must exist there, with the right kind."""
+    problems = []
+    for index, name in enumerate(rubric.fixtures):
+        if not hasattr(reference, name):
+            line = rubric.fixture_lines[index] if index < len(rubric.fixture_lines) else 0
+            problems.append(_problem(rubric, line, f"fixture '{name}' is not defined in {rubric.reference.name}"))
+    for exercise in rubric.exercises:
+        where = f"exercise '{exercise.id}'"
+        if not hasattr(reference, exercise.function):
+            problems.append(_problem(rubric, exercise.line,
+                                     f"{where}: the reference module has no '{exercise.function}'"))
+        for name in exercise.isolate:
+            if not callable(getattr(reference, name, None)):
+                problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', "
+                                                                f"which is not a function of the reference module"))
+        for mistake in exercise.mistakes:
+            if not callable(getattr(reference, mistake.reference, None)):
+                problems.append(_problem(rubric, mistake.line, f"{where}: mistake '{mistake.reference}' is not a "
+                                                               f"function of the reference module"))
+        for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
+            if spec.name not in CHECKS and not callable(getattr(reference, spec.name, None)):
+                from grader.rubric import _suggest
+                known = [*CHECKS, *(n for n in dir(reference) if n.startswith("check"))]
+                problems.append(_problem(rubric, spec.line or exercise.line,
+                                         f"{where}: unknown check '{spec.name}'{_suggest(spec.name, known)}"))
+        for case in exercise.cases:
+            if case.generate and not callable(getattr(reference, case.generate, None)):
+                problems.append(_problem(rubric, case.line, f"{where}: generator '{case.generate}' is not a "
+                                                            f"function of the reference module"))
+    return problems
+
+
+def _generated(rubric: Rubric, reference: ModuleType, exercise: Exercise, spec: CaseSpec,
+               numbered: dict[str, int]) -> list[Case]:
+    generator = getattr(reference, spec.generate)
+    try:
+        produced = generator(random.Random(spec.seed), spec.count)
+    except Exception as error:
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' fails: "
+                                                       f"{type(error).__name__}: {error}")]) from None
+    if not isinstance(produced, list) or not all(isinstance(v, dict) for v in produced):
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' must return a list of dicts")])
+    # Smallest first, so feedback shows the smallest failing input.
+    ordered = sorted(produced, key=lambda variables: codec.size(codec.encode(variables)))
+    base = spec.id or f"{exercise.id}.{spec.generate}"
+    # The same generator may feed several cases of an exercise (a public and a hidden seed): number on.
+    first = numbered.get(base, 0) + 1
+    numbered[base] = first + len(ordered) - 1
+    return [
+        Case(id=f"{base}[{n}]", exercise=exercise.id, call=spec.call, visibility=spec.visibility,
+             check=spec.check or exercise.check, variables=variables, set=spec.set, probe=spec.probe,
+             expect=spec.expect, weight=spec.weight, line=spec.line)
+        for n, variables in enumerate(ordered, start=first)
+    ]
+
+
+def expand(rubric: Rubric, reference: ModuleType) -> dict[str, tuple[Case, ...]]:
+    """Every exercise's concrete cases, fixed ones in rubric order then generated ones smallest first."""
+    cases: dict[str, tuple[Case, ...]] = {}
+    for exercise in rubric.exercises:
+        produced: list[Case] = []
+        numbered: dict[str, int] = {}
+        for index, spec in enumerate(exercise.cases, start=1):
+            if spec.generate:
+                produced.extend(_generated(rubric, reference, exercise, spec, numbered))
+            else:
+                produced.append(Case(
+                    id=spec.id or f"{exercise.id}#{index}", exercise=exercise.id, call=spec.call,
+                    visibility=spec.visibility, check=spec.check or exercise.check, set=spec.set,
+                    probe=spec.probe, expect=spec.expect, weight=spec.weight, line=spec.line))
+        cases[exercise.id] = tuple(produced)
+    # Expected values and results are keyed by case id, so one id naming two cases would mix up their answers.
+    first: dict[str, Case] = {}
+    problems = []
+    for case in (case for group in cases.values() for case in group):
+        if case.id in first:
+            problems.append(_problem(rubric, case.line, f"exercise '{case.exercise}': case id '{case.id}' is "
+                                                        f"already used at line {first[case.id].line}"))
+        first.setdefault(case.id, case)
+    if problems:
+        raise RubricError(problems)
+    return cases
+
+
+@contextlib.contextmanager
+def patched_globals(module: ModuleType, values: Mapping[str, Any]) -> Iterator[None]:
+    """Set module globals for one call and put them back afterwards."""
+    missing = object()
+    saved = {name: module.__dict__.get(name, missing) for name in values}
+    module.__dict__.update(values)
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is missing:
+                module.__dict__.pop(name, None)
+            else:
+                module.__dict__[name] = old
+
+
+def evaluate_reference(reference: ModuleType, case: Case, data: Mapping[str, Any], exercise: Exercise,
+                       implementation: Any = None) -> Any:
+    """The reference's answer to a case (optionally with the graded function swapped for a mistake)."""
+    settings = {name: evaluate_data(code, data) for name, code in case.set}
+    namespace = {**reference.__dict__, **data}
+    if implementation is not None:
+        namespace.update({name: implementation for name in exercise.names})
+    with patched_globals(reference, settings):
+        random.seed(0)
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            return eval(compile(case.call, f"<rubric {case.id}>", "eval"), namespace)  # noqa: S307 - trusted
+
+
+def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: Case,
+              data: Mapping[str, Any]) -> Expected:
+    where = f"exercise '{exercise.id}', case {case.id}"
+    unknown = free_names(case.call) - set(data) - set(reference.__dict__) - set(dir(builtins))
+    if unknown:
+        raise RubricError([_problem(rubric, case.line, f"{where}: unknown name(s) {', '.join(sorted(unknown))} "
+                                                       f"(not a fixture, variable or reference function)")])
+    started = time.perf_counter()
+    try:
+        if case.expect is not None:
+            value = evaluate_data(case.expect, data)
+        else:
+            value = evaluate_reference(reference, case, data, exercise)
+    except (ExpressionError, Exception) as error:
+        raise RubricError([_problem(rubric, case.line, f"{where}: the reference fails on {case.call!r}: "
+                                                       f"{type(error).__name__}: {error}")]) from None
+    seconds = time.perf_counter() - started
+    mistakes = []
+    for mistake in exercise.mistakes:
+        try:
+            wrong = evaluate_reference(reference, case, data, exercise, getattr(reference, mistake.reference))
+            mistakes.append((mistake.reference, codec.encode(wrong)))
+        except Exception:  # a mistake that crashes on this input simply cannot be recognised here
+            mistakes.append((mistake.reference, None))
+    return Expected(codec.encode(value), seconds, tuple(mistakes))
+
+
+def cache_path(rubric: Rubric, cache_dir: Path | None) -> Path | None:
+    if cache_dir is None:
+        return None
+    return cache_dir / f"{rubric.assignment}-{rubric.sha256[:16]}-{__version__}.json"
+
+
+def _load_cached(path: Path | None, rubric: Rubric) -> dict[str, Expected] | None:
+    if path is None or not path.exists():
+        return None
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("format") != CACHE_FORMAT or stored.get("rubric_sha256") != rubric.sha256:
+            return None
+        expected = {}
+        for case_id, e in stored["expected"].items():
+            mistakes = tuple((str(name), answer) for name, answer in e["mistakes"])
+            for value in (e["value"], *(answer for _, answer in mistakes)):
+                codec.decode(value)  # a damaged value must never reach a check
+            expected[case_id] = Expected(e["value"], float(e["seconds"]), mistakes)
+        return expected
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # a damaged cache is recomputed, never trusted
+
+
+def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected]) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": CACHE_FORMAT, "rubric_sha256": rubric.sha256,
+               "expected": {k: {"value": e.value, "seconds": e.seconds, "mistakes": [list(m) for m in e.mistakes]}
+                            for k, e in expected.items()}}
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(payload), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
+    """Load the reference, expand the cases and compute (or load) every expected value."""
+    reference = load_reference(rubric.reference)
+    problems = _validate_names(rubric, reference)
+    if problems:
+        raise RubricError(problems)
+    cases = expand(rubric, reference)
+    location = cache_path(rubric, cache_dir)
+    expected = _load_cached(location, rubric)
+    if expected is None or set(expected) != {c.id for group in cases.values() for c in group}:
+        base = fixtures(rubric, reference)
+        expected = {}
+        for exercise in rubric.exercises:
+            for case in cases[exercise.id]:
+                expected[case.id] = _expected(rubric, reference, exercise, case, {**base, **case.variables})
+        _store(location, rubric, expected)
+    return Plan(rubric, reference, cases, expected)
+
+
+def check_function(plan: Plan, spec: CheckSpec):
+    """The check a case uses: a built-in one or a function of the reference module."""
+    if spec.name in CHECKS:
+        return CHECKS[spec.name]
+    return getattr(plan.reference, spec.name)
+
+
+def accepts(function, name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())

@@ -1,0 +1,1 @@
+"""Report formats: each module reads the result model and writes one format."""

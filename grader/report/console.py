@@ -1,0 +1,96 @@
+"""Terminal views of results: the TA's class table and the student's self-check report."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.sandbox import codec
+
+MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red"), "timeout": ("⏱", "yellow"),
+         "missing": ("–", "bright_black")}
+
+
+def _score(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+
+
+def class_table(results: Sequence[SubmissionResult]) -> Table:
+    """One row per submission, one column per exercise: what a TA scans first."""
+    table = Table(title="Scores", show_lines=False, pad_edge=False)
+    table.add_column("submission", no_wrap=True)
+    exercises = results[0].exercises if results else ()
+    for exercise in exercises:
+        table.add_column(exercise.id, justify="right")
+    table.add_column("total", justify="right", style="bold")
+    for result in results:
+        cells = []
+        for exercise in result.exercises:
+            style = "green" if exercise.score == exercise.max_score else ("red" if exercise.score == 0 else "yellow")
+            cells.append(Text(_score(exercise.score), style=style))
+        table.add_row(result.submission, *cells, f"{_score(result.total)}/{_score(result.max_total)}")
+    return table
+
+
+def print_class(results: Sequence[SubmissionResult], console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(class_table(results))
+    if results:
+        console.print(f"isolation: {results[0].isolation}")
+    for result in results:
+        ungraded = all(c.message.startswith("not graded") for e in result.exercises for c in e.cases)
+        if ungraded and result.warnings:
+            console.print(f"[yellow]{result.submission}[/]: not graded: {result.warnings[0]}", highlight=False)
+
+def _case_lines(case: CaseResult) -> list[str]:
+    lines = [f"    {MARKS[case.status][0]} {case.call}"]
+    if case.message:
+        lines.append(f"      {case.message}")
+    if case.status == "fail":
+        lines.append(f"      expected: {codec.describe(case.expected, 400)}")
+        lines.append(f"      got:      {codec.describe(case.got, 400)}")
+    if case.traceback and case.status == "error":
+        lines.extend(f"      {line}" for line in case.traceback.splitlines()[-6:])
+    if case.output and case.status != "pass":
+        shown = case.output if len(case.output) < 600 else case.output[:600] + " ..."
+        lines.append("      output: " + shown.replace("\n", "\n              "))
+    return lines
+
+
+def student_report(result: SubmissionResult, hidden: Mapping[str, int], console: Console | None = None) -> bool:
+    """The self-check: every public case, hidden ones only counted. Returns whether all public cases pass."""
+    console = console or Console()
+    all_pass = True
+    console.print(f"[bold]{result.submission}[/] — public cases of {result.rubric}")
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for exercise in result.exercises:
+        public = [c for c in exercise.cases if c.visibility == "public"]
+        passed = sum(c.status == "pass" for c in public)
+        ok = passed == len(public)
+        all_pass &= ok
+        mark, style = ("✓", "green") if ok else ("✗", "red")
+        line = f"[{style}]{mark}[/] {exercise.id}: {passed}/{len(public)} public cases pass"
+        if hidden.get(exercise.id):
+            line += f"; {hidden[exercise.id]} hidden cases, results after grading"
+        console.print(line, highlight=False)
+        for note in exercise.notes:
+            if not ok or "global variable" in note:
+                console.print(f"    note: {note}", highlight=False, markup=False)
+        for case in public:
+            if case.status != "pass":
+                console.print("\n".join(_case_lines(case)), highlight=False, markup=False)
+    if all_pass:
+        console.print("[green]All public cases pass.[/] Hidden cases are graded after submission.")
+    return all_pass
+
+
+def exercise_summary(exercise: ExerciseResult) -> str:
+    counts: dict[str, int] = {}
+    for case in exercise.cases:
+        counts[case.status] = counts.get(case.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))

@@ -1,0 +1,503 @@
+"""The rubric: parsed once from YAML into frozen dataclasses, every error reported as file:line: reason."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from grader.extract import Policy
+from grader.yamlmarks import Marked, MarkedList, YamlError, load_marked
+
+VISIBILITIES = ("public", "hidden")
+SCORINGS = ("proportional", "all_or_nothing")
+BUILTIN_CHECKS = ("equal", "unordered", "path")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits; rubric-wide, overridable per exercise and on the command line."""
+
+    case_seconds: float = 1.0        # floor of the per-case wall time
+    case_factor: float = 20.0        # a case may take this many times the reference's own time
+    load_seconds: float = 10.0       # running the notebook's kept top-level statements
+    submission_seconds: float = 180.0
+    memory_mb: int = 1024
+    output_bytes: int = 65536        # student output kept per case
+    max_timeouts: int = 2            # timeouts in one exercise before its remaining cases are skipped
+
+    def merged(self, overrides: Mapping[str, Any]) -> "Limits":
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def case_timeout(self, reference_seconds: float) -> float:
+        return max(self.case_seconds, self.case_factor * reference_seconds)
+
+
+LIMIT_DOCS = {
+    "case_seconds": "floor of the wall time one case may take (seconds)",
+    "case_factor": "a case may take this many times the reference's own time, when that is larger",
+    "load_seconds": "wall time for running the notebook's kept top-level statements",
+    "submission_seconds": "wall time for the whole submission",
+    "memory_mb": "address-space limit of the student process (MiB)",
+    "output_bytes": "student output kept per case (bytes)",
+    "max_timeouts": "timeouts in one exercise before its remaining cases are skipped",
+}
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """Which check judges a case, and its options (read-only)."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """A case as written in the rubric: one call, or a generator of many."""
+
+    line: int
+    call: str
+    id: str | None = None
+    visibility: str = "public"
+    expect: str | None = None
+    set: tuple[tuple[str, str], ...] = ()
+    probe: tuple[tuple[str, str], ...] = ()
+    check: CheckSpec | None = None
+    weight: float = 1.0
+    generate: str | None = None
+    count: int = 0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong implementation in the reference module and what to tell a student who made it."""
+
+    reference: str
+    say: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ErrorHint:
+    """An explanation added to errors whose text contains `match`."""
+
+    match: str
+    say: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    points: float
+    function: str
+    aliases: tuple[str, ...]
+    scoring: str
+    check: CheckSpec
+    isolate: tuple[str, ...]
+    hints: tuple[str, ...]
+    error_hints: tuple[ErrorHint, ...]
+    mistakes: tuple[Mistake, ...]
+    cases: tuple[CaseSpec, ...]
+    limits: Limits
+    line: int = 0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names the graded function may have in a notebook, preferred first."""
+        return (self.function, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Rubric:
+    path: Path
+    sha256: str                  # of the rubric and the reference source: what expected values depend on
+    assignment: str
+    title: str
+    reference: Path
+    template: Path | None
+    support: Path | None
+    submissions: Path | None
+    fixtures: tuple[str, ...]
+    limits: Limits
+    policy: Policy
+    exercises: tuple[Exercise, ...]
+    fixture_lines: tuple[int, ...] = ()   # line of each fixture name, for errors found against the reference
+
+    def exercise(self, exercise_id: str) -> Exercise:
+        for exercise in self.exercises:
+            if exercise.id == exercise_id:
+                return exercise
+        raise KeyError(exercise_id)
+
+    @property
+    def max_total(self) -> float:
+        return sum(exercise.points for exercise in self.exercises)
+
+
+class RubricError(ValueError):
+    """A rubric that does not validate; `problems` are 'file:line: reason' lines."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+# Keys each level accepts, with a description (the rubric reference in the README is tested against these).
+RUBRIC_KEYS = {
+    "assignment": "id of the assignment (used in results and file names)",
+    "title": "human title",
+    "reference": "path of the reference module, relative to the rubric file",
+    "template": "path of the student template notebook",
+    "support": "folder of support modules that notebooks import or %run",
+    "submissions": "folder of bundled example submissions",
+    "fixtures": "names of reference-module data usable in case expressions",
+    "limits": "resource limits (see limits keys)",
+    "extraction": "top-level policy overrides: allow_calls, drop",
+    "exercises": "the graded exercises",
+}
+EXERCISE_KEYS = {
+    "id": "canonical name of what the exercise grades",
+    "title": "human title",
+    "points": "points for the exercise",
+    "function": "name of the graded function (or constant) in the notebook",
+    "aliases": "other accepted names",
+    "scoring": "proportional (default) or all_or_nothing",
+    "check": "default check of its cases: equal, unordered, path, a reference check function, or {name: ..., options}",
+    "isolate": "notebook names replaced by the reference's answers during its cases",
+    "hints": "sentences shown when a case fails",
+    "error_hints": "list of {match, say}: explanations for errors whose text contains match",
+    "mistakes": "list of {reference, say}: known wrong implementations and the feedback for them",
+    "limits": "per-exercise limit overrides",
+    "cases": "the cases",
+}
+CASE_KEYS = {
+    "call": "the expression to evaluate (Python)",
+    "id": "explicit case id",
+    "visibility": "public (default) or hidden",
+    "expect": "Python expression of the expected value (default: the reference's answer)",
+    "set": "mapping of module globals to expressions, set before the call",
+    "probe": "mapping of names to expressions evaluated after the call with `result` bound",
+    "check": "check of this case (overrides the exercise's)",
+    "weight": "weight within the exercise (default 1)",
+    "generate": "name of a generator function in the reference module",
+    "count": "how many generated cases",
+    "seed": "seed of the generator",
+}
+EXTRACTION_KEYS = {"allow_calls": "notebook functions whose top-level calls are kept",
+                   "drop": "top-level names whose assignments are dropped"}
+
+
+class _Problems:
+    """Collects problems so one run reports every mistake in the file, not just the first."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.items: list[str] = []
+
+    def add(self, line: int, reason: str) -> None:
+        self.items.append(f"{self.path}:{line}: {reason}")
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(str(word), list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _check_keys(node: Marked, allowed: Mapping[str, str], where: str, problems: _Problems) -> None:
+    for key in node:
+        if key not in allowed:
+            problems.add(node.line_of(key), f"{where}: unknown key '{key}'{_suggest(key, allowed)}")
+
+
+def _expression(text: Any, line: int, what: str, problems: _Problems) -> str | None:
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool):
+        problems.add(line, f"{what}: expected a Python expression as text, got {type(text).__name__}")
+        return None
+    text = str(text)
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError as error:
+        problems.add(line, f"{what}: not a Python expression: {error.msg} in {text!r}")
+        return None
+    return text
+
+
+def _names(value: Any, line: int, what: str, problems: _Problems) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.isidentifier() for v in value):
+        problems.add(line, f"{what}: expected a list of names")
+        return ()
+    return tuple(value)
+
+
+def _texts(value: Any, line: int, what: str, problems: _Problems) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        problems.add(line, f"{what}: expected a list of strings")
+        return ()
+    return tuple(value)
+
+
+def _number(value: Any, line: int, what: str, problems: _Problems, *, minimum: float = 0.0) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        problems.add(line, f"{what}: expected a number >= {minimum:g}, got {value!r}")
+        return None
+    return value
+
+
+def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems) -> Limits:
+    if node is None:
+        return base
+    if not isinstance(node, Marked):
+        problems.add(line, f"{where}: limits must be a mapping")
+        return base
+    names = {f.name: f.type for f in fields(Limits)}
+    overrides = {}
+    for key, value in node.items():
+        if key not in names:
+            problems.add(node.line_of(key), f"{where}: unknown limit '{key}'{_suggest(key, names)}")
+            continue
+        number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems)
+        if number is not None:
+            overrides[key] = int(number) if names[key] == "int" else float(number)
+    return base.merged(overrides)
+
+
+def _check_spec(node: Any, line: int, where: str, problems: _Problems) -> CheckSpec | None:
+    if node is None:
+        return None
+    if isinstance(node, str):
+        if not node.isidentifier():
+            problems.add(line, f"{where}: check '{node}' is not a name")
+            return None
+        return CheckSpec(node, {}, line)
+    if isinstance(node, Marked):
+        name = node.get("name")
+        if not isinstance(name, str) or not name.isidentifier():
+            problems.add(node.line, f"{where}: check needs a 'name'")
+            return None
+        return CheckSpec(name, {k: v for k, v in node.items() if k != "name"}, node.line)
+    problems.add(line, f"{where}: check must be a name or a mapping with 'name'")
+    return None
+
+
+def _pairs(node: Any, line: int, what: str, problems: _Problems) -> tuple[tuple[str, str], ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, Marked):
+        problems.add(line, f"{what}: expected a mapping of name: expression")
+        return ()
+    pairs = []
+    for key, value in node.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            problems.add(node.line_of(key), f"{what}: '{key}' is not a name")
+            continue
+        text = _expression(value, node.line_of(key), f"{what} '{key}'", problems)
+        if text is not None:
+            pairs.append((key, text))
+    return tuple(pairs)
+
+
+def _case(node: Any, line: int, where: str, problems: _Problems) -> CaseSpec | None:
+    if not isinstance(node, Marked):
+        problems.add(line, f"{where}: a case must be a mapping with 'call'")
+        return None
+    _check_keys(node, CASE_KEYS, where, problems)
+    if "call" not in node:
+        problems.add(node.line, f"{where}: case has no 'call'")
+        return None
+    call = _expression(node["call"], node.line_of("call"), f"{where}: call", problems)
+    visibility = node.get("visibility", "public")
+    if visibility not in VISIBILITIES:
+        problems.add(node.line_of("visibility"),
+                     f"{where}: unknown visibility '{visibility}'{_suggest(visibility, VISIBILITIES)}")
+    expect = None
+    if "expect" in node:
+        expect = _expression(node["expect"], node.line_of("expect"), f"{where}: expect", problems)
+    weight = _number(node.get("weight", 1), node.line_of("weight"), f"{where}: weight", problems)
+    generate, count, seed = node.get("generate"), 0, 0
+    if generate is not None:
+        if not isinstance(generate, str) or not generate.isidentifier():
+            problems.add(node.line_of("generate"), f"{where}: generate must name a generator function")
+        count = node.get("count", 10)
+        seed = node.get("seed", 0)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            problems.add(node.line_of("count"), f"{where}: count must be a positive integer")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            problems.add(node.line_of("seed"), f"{where}: seed must be an integer")
+    elif "count" in node or "seed" in node:
+        key = "count" if "count" in node else "seed"
+        problems.add(node.line_of(key), f"{where}: '{key}' only applies to generated cases (add 'generate')")
+    case_id = node.get("id")
+    if case_id is not None and not isinstance(case_id, (str, int)):
+        problems.add(node.line_of("id"), f"{where}: id must be text")
+    # Validated before giving up on a bad call, so every problem of the case is reported at once.
+    settings = _pairs(node.get("set"), node.line_of("set"), f"{where}: set", problems)
+    probes = _pairs(node.get("probe"), node.line_of("probe"), f"{where}: probe", problems)
+    check = _check_spec(node.get("check"), node.line_of("check"), where, problems)
+    if call is None:
+        return None
+    return CaseSpec(
+        line=node.line, call=call, id=None if case_id is None else str(case_id), visibility=visibility,
+        expect=expect, set=settings, probe=probes, check=check,
+        weight=weight if weight is not None else 1.0, generate=generate,
+        count=count if isinstance(count, int) else 0, seed=seed if isinstance(seed, int) else 0)
+
+
+def _records(node: Any, line: int, keys: tuple[str, str], what: str, problems: _Problems) -> list[tuple]:
+    if node is None:
+        return []
+    if not isinstance(node, MarkedList):
+        problems.add(line, f"{what}: expected a list")
+        return []
+    records = []
+    for index, item in enumerate(node):
+        item_line = node.line_of(index)
+        if not isinstance(item, Marked) or set(item) != set(keys):
+            problems.add(item_line, f"{what}: each entry needs exactly the keys {', '.join(keys)}")
+            continue
+        if not all(isinstance(item[k], str) for k in keys):
+            problems.add(item_line, f"{what}: {' and '.join(keys)} must be text")
+            continue
+        records.append((*(item[k] for k in keys), item_line))
+    return records
+
+
+def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exercise | None:
+    if not isinstance(node, Marked):
+        problems.add(line, "exercise must be a mapping")
+        return None
+    exercise_id = node.get("id")
+    if not isinstance(exercise_id, str) or not exercise_id:
+        problems.add(node.line, "exercise has no 'id'")
+        return None
+    where = f"exercise '{exercise_id}'"
+    _check_keys(node, EXERCISE_KEYS, where, problems)
+    function = node.get("function", exercise_id)
+    if not isinstance(function, str) or not function.isidentifier():
+        problems.add(node.line_of("function"), f"{where}: function must be a name")
+        function = exercise_id
+    points = _number(node.get("points", 1), node.line_of("points"), f"{where}: points", problems)
+    scoring = node.get("scoring", "proportional")
+    if scoring not in SCORINGS:
+        problems.add(node.line_of("scoring"), f"{where}: unknown scoring '{scoring}'{_suggest(scoring, SCORINGS)}")
+    check = _check_spec(node.get("check", "equal"), node.line_of("check"), where, problems)
+    cases_node = node.get("cases")
+    cases: list[CaseSpec] = []
+    if not isinstance(cases_node, MarkedList) or not cases_node:
+        problems.add(node.line_of("cases"), f"{where}: needs a non-empty list of cases")
+    else:
+        for index, item in enumerate(cases_node):
+            case = _case(item, cases_node.line_of(index), f"{where}, case {index + 1}", problems)
+            if case is not None:
+                cases.append(case)
+    first_line: dict[str, int] = {}
+    for case in cases:
+        if case.id is None:
+            continue
+        if case.id in first_line:
+            problems.add(case.line, f"{where}: duplicate case id '{case.id}' (first at line {first_line[case.id]})")
+        first_line.setdefault(case.id, case.line)
+    return Exercise(
+        id=exercise_id, title=str(node.get("title", exercise_id)), points=points or 0.0, function=function,
+        aliases=_names(node.get("aliases"), node.line_of("aliases"), f"{where}: aliases", problems),
+        scoring=scoring, check=check or CheckSpec("equal"),
+        isolate=_names(node.get("isolate"), node.line_of("isolate"), f"{where}: isolate", problems),
+        hints=_texts(node.get("hints"), node.line_of("hints"), f"{where}: hints", problems),
+        error_hints=tuple(ErrorHint(m, s) for m, s, _ in _records(
+            node.get("error_hints"), node.line_of("error_hints"), ("match", "say"), f"{where}: error_hints", problems)),
+        mistakes=tuple(Mistake(r, s, ln) for r, s, ln in _records(
+            node.get("mistakes"), node.line_of("mistakes"), ("reference", "say"), f"{where}: mistakes", problems)),
+        cases=tuple(cases),
+        limits=_limits(node.get("limits"), node.line_of("limits"), limits, where, problems),
+        line=node.line)
+
+
+def _path(root: Path, node: Marked, key: str, problems: _Problems, *, required: bool) -> Path | None:
+    value = node.get(key)
+    if value is None:
+        if required:
+            problems.add(node.line, f"missing required key '{key}'")
+        return None
+    if not isinstance(value, str):
+        problems.add(node.line_of(key), f"'{key}' must be a path")
+        return None
+    path = (root / value).resolve()
+    if not path.exists():
+        problems.add(node.line_of(key), f"'{key}': {value} does not exist (looked for {path})")
+    return path
+
+
+def load_rubric(path: str | Path) -> Rubric:
+    """Parse and structurally validate a rubric; raises RubricError listing every problem found."""
+    path = Path(path)
+    try:
+        node = load_marked(path)
+    except YamlError as error:
+        raise RubricError([str(error)]) from None
+    problems = _Problems(path)
+    if not isinstance(node, Marked):
+        raise RubricError([f"{path}:{getattr(node, 'line', 1)}: a rubric must be a YAML mapping"])
+    _check_keys(node, RUBRIC_KEYS, "rubric", problems)
+    assignment = node.get("assignment")
+    if not isinstance(assignment, str) or not assignment:
+        problems.add(node.line_of("assignment"), "missing 'assignment' (the assignment id)")
+        assignment = path.stem
+    root = path.parent
+    reference = _path(root, node, "reference", problems, required=True)
+    limits = _limits(node.get("limits"), node.line_of("limits"), Limits(), "rubric", problems)
+    extraction = node.get("extraction")
+    policy = Policy()
+    if extraction is not None:
+        if not isinstance(extraction, Marked):
+            problems.add(node.line_of("extraction"), "extraction must be a mapping")
+        else:
+            _check_keys(extraction, EXTRACTION_KEYS, "extraction", problems)
+            policy = Policy(
+                allow_calls=frozenset(_names(extraction.get("allow_calls"), extraction.line_of("allow_calls"),
+                                             "extraction: allow_calls", problems)),
+                drop=frozenset(_names(extraction.get("drop"), extraction.line_of("drop"),
+                                      "extraction: drop", problems)))
+    exercises_node = node.get("exercises")
+    exercises: list[Exercise] = []
+    if not isinstance(exercises_node, MarkedList) or not exercises_node:
+        problems.add(node.line_of("exercises"), "needs a non-empty list of 'exercises'")
+    else:
+        for index, item in enumerate(exercises_node):
+            exercise = _exercise(item, exercises_node.line_of(index), limits, problems)
+            if exercise is not None:
+                exercises.append(exercise)
+    seen: dict[str, int] = {}
+    for exercise in exercises:
+        if exercise.id in seen:
+            problems.add(exercise.line, f"duplicate exercise id '{exercise.id}' (first at line {seen[exercise.id]})")
+        seen.setdefault(exercise.id, exercise.line)
+    template = _path(root, node, "template", problems, required=False)
+    support = _path(root, node, "support", problems, required=False)
+    submissions = _path(root, node, "submissions", problems, required=False)
+    fixtures_node = node.get("fixtures")
+    fixtures = _names(fixtures_node, node.line_of("fixtures"), "fixtures", problems)
+    fixture_lines = tuple(fixtures_node.line_of(index) if isinstance(fixtures_node, MarkedList)
+                          else node.line_of("fixtures") for index in range(len(fixtures)))
+    if problems.items:
+        raise RubricError(problems.items)
+    assert reference is not None
+    digest = hashlib.sha256(path.read_bytes())
+    digest.update(b"\0" + reference.read_bytes())
+    return Rubric(
+        path=path, sha256=digest.hexdigest(), assignment=assignment, title=str(node.get("title", assignment)),
+        reference=reference, template=template, support=support, submissions=submissions,
+        fixtures=fixtures, limits=limits, policy=policy, exercises=tuple(exercises), fixture_lines=fixture_lines)

@@ -1,0 +1,1 @@
+"""Sandbox: run untrusted submission code in a child process and move values across the trust boundary."""

@@ -1,0 +1,899 @@
+"""Safe tagged-JSON codec for values crossing the sandbox trust boundary (standard library only, never pickle).
+
+Why it exists: the child process runs hostile student code, the parent judges. The child turns a returned
+value into plain JSON data ("wire" form) that records exact types, so a tuple is not a list and a tuple
+subclass with a rigged ``__eq__`` gains nothing; the parent only ever looks at that plain data (``decode``,
+``same``, ``describe``) and never calls a method of a student object.
+
+Wire grammar (every container and every non-JSON scalar is a one-tag JSON object):
+
+    None, bool, int (at most 4000 digits), finite float, str  -> themselves
+    {"float": "nan" | "inf" | "-inf"}                          non-finite float
+    {"list" | "tuple" | "set" | "frozenset": [wire, ...]}       sets sorted by canonical() of their elements
+    {"dict": [[key wire, value wire], ...]}                     insertion order
+    {"bytes": base64 text}                                      bytes and bytearray
+    {"str": s, "class": c} / {"int": n, "class": c} / {"float": x, "class": c}
+                                                                subclasses of builtins; containers and bytes
+                                                                take an optional "class" too ("module.QualName")
+    {"ndarray": nested lists of wires, "dtype": str, "shape": [int, ...]}   (optional "class")
+    {"npscalar": wire of .item(), "dtype": str}
+    {"opaque": "module.QualName", "repr": first 200 characters of repr()}
+
+The module is loaded into the untrusted child as a plain top-level module, so it imports only the
+standard library and nothing of the ``grader`` package. Every walk is iterative and counts as it goes:
+a deep, cyclic or huge value trips a ``Limits`` bound instead of a RecursionError or a hang.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_INT_DIGITS",
+    "CodecError",
+    "Limits",
+    "NDArray",
+    "Opaque",
+    "Wire",
+    "canonical",
+    "decode",
+    "describe",
+    "encode",
+    "same",
+    "size",
+]
+
+Wire = Any
+"""JSON-compatible data in the tagged form above (None, bool, int, float, str, list and dict only)."""
+
+MAX_INT_DIGITS = 4000
+_INT_BOUND = 10**MAX_INT_DIGITS
+REPR_CHARS = 200
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one value, so a huge or cyclic answer fails fast instead of exhausting the grader."""
+
+    max_depth: int = 64  # nesting levels of containers
+    max_items: int = 200_000  # nodes in total (a dict entry counts its key and its value)
+    max_chars: int = 8_000_000  # characters of text (and base64 bytes) in total
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class CodecError(ValueError):
+    """A value broke a bound, or a wire value is malformed; the message says which."""
+
+
+@dataclass(frozen=True)
+class NDArray:
+    """A decoded numpy array: plain data, no numpy needed in the parent. ``data`` is nested tuples
+    (the element itself for a 0-d array)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    data: Any
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A decoded value of a type the codec does not carry: its type name and (truncated) repr only."""
+
+    type: str
+    repr: str
+
+
+class _Budget:
+    """Running totals of one encode or decode, checked as they grow so a bound trips early."""
+
+    __slots__ = ("limits", "items", "chars")
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.items = 0
+        self.chars = 0
+
+    def add_items(self, count: int) -> None:
+        self.items += count
+        if self.items > self.limits.max_items:
+            raise CodecError(f"value has more than {self.limits.max_items} items")
+
+    def add_chars(self, count: int) -> None:
+        self.chars += count
+        if self.chars > self.limits.max_chars:
+            raise CodecError(f"value has more than {self.limits.max_chars} characters of text and bytes")
+
+    def enter(self, level: int) -> None:
+        if level > self.limits.max_depth:
+            raise CodecError(f"value nested deeper than {self.limits.max_depth} levels")
+
+
+def _check_int(value: int) -> int:
+    # Compared, not converted: str() of a huge int is itself the slow path we must avoid.
+    if not -_INT_BOUND < value < _INT_BOUND:
+        raise CodecError(f"int has more than {MAX_INT_DIGITS} digits")
+    return value
+
+
+def _float_payload(value: float) -> float | str:
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "nan"
+    return "inf" if value > 0 else "-inf"
+
+
+def _b64_len(count: int) -> int:
+    return 4 * ((count + 2) // 3)
+
+
+# ---------------------------------------------------------------------------------------------- encode
+
+_VISIT, _FINISH = 0, 1
+_CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset", dict: "dict"}
+# Subclassable builtins in lookup order; a subclass is encoded through the base's C-level slots only.
+_BASES = (tuple, list, dict, set, frozenset, str, int, float, bytes, bytearray)
+
+
+def _type_name(cls: type) -> str:
+    """'module.QualName' read through type's own descriptors, so a metaclass cannot lie about it."""
+    try:
+        module = type.__dict__["__module__"].__get__(cls, type)
+        qualname = type.__dict__["__qualname__"].__get__(cls, type)
+    except Exception:
+        return "?"
+    if type(module) is not str:
+        module = "?"
+    if type(qualname) is not str:
+        qualname = "?"
+    return f"{module}.{qualname}"
+
+
+def _safe_repr(obj: object) -> str:
+    try:
+        text = str.__str__(repr(obj))
+    except Exception:
+        return "<unrepresentable>"
+    return text[:REPR_CHARS]
+
+
+def _numpy_types() -> tuple[type, type] | None:
+    # Never import numpy: if the child's code made numpy values, numpy is already in sys.modules.
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return None
+    try:
+        ndarray, generic = numpy.ndarray, numpy.generic
+    except Exception:
+        return None
+    if isinstance(ndarray, type) and isinstance(generic, type):
+        return ndarray, generic
+    return None
+
+
+def encode(obj: object, limits: Limits = DEFAULT_LIMITS) -> Wire:
+    """Turn a Python value into wire form; raises CodecError when a bound of ``limits`` is hit."""
+    budget = _Budget(limits)
+    budget.add_items(1)
+    numpy = _numpy_types()
+    root: list[Wire] = [None]
+    stack: list[tuple] = [(_VISIT, obj, 1, root, 0)]
+    while stack:
+        task = stack.pop()
+        if task[0] == _VISIT:
+            _, value, level, out, index = task
+            out[index] = _encode_node(value, level, budget, stack, numpy)
+        else:
+            task[1](*task[2:])
+    return root[0]
+
+
+def _encode_node(obj, level, budget, stack, numpy) -> Wire:  # noqa: C901 - one dispatch table
+    cls = type(obj)
+    if obj is None or cls is bool:
+        return obj
+    if cls is int:
+        return _check_int(obj)
+    if cls is str:
+        budget.add_chars(len(obj))
+        return obj
+    if cls is float:
+        payload = _float_payload(obj)
+        return payload if type(payload) is float else {"float": payload}
+    tag = _CONTAINERS.get(cls)
+    if tag is not None:
+        return _encode_container(obj, cls, tag, None, level, budget, stack)
+    if cls is bytes or cls is bytearray:
+        return _encode_bytes(bytes(obj), None, budget)
+    if numpy is not None:
+        ndarray, generic = numpy
+        if issubclass(cls, ndarray):
+            return _encode_ndarray(obj, cls, ndarray, level, budget, stack)
+        if issubclass(cls, generic):
+            return _encode_npscalar(obj, generic, level, budget, stack)
+    for base in _BASES:
+        if issubclass(cls, base):
+            name = _type_name(cls)
+            budget.add_chars(len(name))
+            if base is str:
+                text = str.__str__(obj)
+                budget.add_chars(len(text))
+                return {"str": text, "class": name}
+            if base is int:
+                return {"int": _check_int(int.__int__(obj)), "class": name}
+            if base is float:
+                return {"float": _float_payload(float.__float__(obj)), "class": name}
+            if base is bytes or base is bytearray:
+                return _encode_bytes(bytes(memoryview(obj)), name, budget)
+            return _encode_container(obj, base, _CONTAINERS[base], name, level, budget, stack)
+    name = _type_name(cls)
+    text = _safe_repr(obj)
+    budget.add_chars(len(name) + len(text))
+    return {"opaque": name, "repr": text}
+
+
+def _encode_bytes(data: bytes, name: str | None, budget: _Budget) -> Wire:
+    budget.add_chars(_b64_len(len(data)))
+    node = {"bytes": base64.b64encode(data).decode("ascii")}
+    if name is not None:
+        node["class"] = name
+    return node
+
+
+def _encode_container(obj, base, tag, name, level, budget, stack) -> Wire:
+    budget.enter(level)
+    # Length first, through the base type's slot: a million-item list trips before it is copied.
+    declared = base.__len__(obj)
+    budget.add_items(2 * declared if base is dict else declared)
+    items = list(dict.items(obj)) if base is dict else list(base.__iter__(obj))
+    if len(items) > declared:
+        budget.add_items((2 if base is dict else 1) * (len(items) - declared))
+    node: dict[str, Any]
+    child = level + 1
+    if base is dict:
+        pairs = [[None, None] for _ in items]
+        node = {"dict": pairs}
+        for pair, (key, value) in zip(reversed(pairs), reversed(items)):
+            stack.append((_VISIT, value, child, pair, 1))
+            stack.append((_VISIT, key, child, pair, 0))
+    else:
+        elements: list[Wire] = [None] * len(items)
+        node = {tag: elements}
+        if base is set or base is frozenset:
+            # Runs after every element is encoded (the stack is last in, first out).
+            stack.append((_FINISH, _sort_canonical, elements))
+        for i in range(len(items) - 1, -1, -1):
+            item = items[i]
+            kind = type(item)
+            # Plain scalars inline: most of a large answer is ints and strs, and a task per leaf is slow.
+            if kind is str:
+                budget.add_chars(len(item))
+                elements[i] = item
+            elif kind is int:
+                elements[i] = _check_int(item)
+            elif item is None or kind is bool or (kind is float and math.isfinite(item)):
+                elements[i] = item
+            else:
+                stack.append((_VISIT, item, child, elements, i))
+    if name is not None:
+        node["class"] = name
+    return node
+
+
+def _sort_canonical(elements: list[Wire]) -> None:
+    elements.sort(key=canonical)
+
+
+def _nd_counts(shape: tuple[int, ...], cap: int) -> int:
+    """Nodes an array of this shape needs (inner lists plus leaves), stopping once past ``cap``."""
+    total = 0
+    product = 1
+    for dim in shape:
+        product *= dim
+        total += product
+        if total > cap:
+            return total
+    return total if shape else 1
+
+
+def _encode_ndarray(obj, cls, ndarray, level, budget, stack) -> Wire:
+    shape = tuple(ndarray.shape.__get__(obj))
+    dtype = str(ndarray.dtype.__get__(obj))
+    levels = max(len(shape), 1)
+    budget.enter(level + levels - 1)
+    budget.add_items(_nd_counts(shape, budget.limits.max_items))
+    budget.add_chars(len(dtype))
+    node: dict[str, Any] = {"ndarray": None, "dtype": dtype, "shape": list(shape)}
+    if cls is not ndarray:
+        name = _type_name(cls)
+        budget.add_chars(len(name))
+        node["class"] = name
+    leaves = [leaf for _, leaf in _nd_leaves(ndarray.tolist(obj), shape)]
+    flat: list[Wire] = [None] * len(leaves)
+    stack.append((_FINISH, _set_nd_data, node, flat, shape))
+    for i in range(len(leaves) - 1, -1, -1):
+        stack.append((_VISIT, leaves[i], level + levels, flat, i))
+    return node
+
+
+def _set_nd_data(node: dict, flat: list, shape: tuple[int, ...]) -> None:
+    node["ndarray"] = _reshape(flat, shape, list)
+
+
+def _encode_npscalar(obj, generic, level, budget, stack) -> Wire:
+    budget.enter(level)
+    budget.add_items(1)
+    dtype = str(generic.dtype.__get__(obj))
+    budget.add_chars(len(dtype))
+    node = {"npscalar": None, "dtype": dtype}
+    stack.append((_VISIT, generic.item(obj), level + 1, node, "npscalar"))
+    return node
+
+
+def _nd_leaves(data: Any, shape: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], Any]]:
+    """Yield (index, leaf) of array data nested as lists, row-major, checking it matches ``shape``."""
+    if not shape:
+        yield (), data
+        return
+    last = len(shape) - 1
+    stack: list[tuple[tuple[int, ...], Any]] = [((), data)]
+    while stack:
+        index, node = stack.pop()
+        depth = len(index)
+        if type(node) is not list or len(node) != shape[depth]:
+            raise CodecError(f"ndarray data does not match its shape {tuple(shape)} at {_index_path(index)}")
+        if depth == last:
+            for i, leaf in enumerate(node):
+                yield index + (i,), leaf
+        else:
+            for i in range(len(node) - 1, -1, -1):
+                stack.append((index + (i,), node[i]))
+
+
+def _reshape(flat: list, shape: tuple[int, ...], make: Callable) -> Any:
+    """Nest row-major ``flat`` leaves by ``shape`` with ``make`` (list or tuple); 0-d gives the leaf."""
+    if not shape:
+        return flat[0]
+    zero = next((k for k, dim in enumerate(shape) if dim == 0), None)
+    if zero == 0:
+        return make()
+    if zero is not None:
+        # numpy's tolist() keeps the lists above the first empty dimension: shape (2, 0) -> [[], []].
+        count = math.prod(shape[:zero])
+        items: list = [make() for _ in range(count)]
+        dims = shape[1:zero]
+    else:
+        items = flat
+        dims = shape[1:]
+    for dim in reversed(dims):
+        items = [make(items[i : i + dim]) for i in range(0, len(items), dim)]
+    return make(items)
+
+
+def _index_path(index: tuple[int, ...]) -> str:
+    return "".join(f"[{i}]" for i in index) or "the top"
+
+
+# ---------------------------------------------------------------------------------------------- wire nodes
+
+_SCALAR_KINDS = frozenset({"none", "bool", "int", "float", "str", "bytes", "opaque"})
+_SEQUENCE_KINDS = frozenset({"list", "tuple", "set", "frozenset"})
+# tag -> (keys it requires besides the tag, keys it may have)
+_TAGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "float": ((), ("class",)),
+    "list": ((), ("class",)),
+    "tuple": ((), ("class",)),
+    "set": ((), ("class",)),
+    "frozenset": ((), ("class",)),
+    "dict": ((), ("class",)),
+    "bytes": ((), ("class",)),
+    "str": (("class",), ()),
+    "int": (("class",), ()),
+    "ndarray": (("dtype", "shape"), ("class",)),
+    "npscalar": (("dtype",), ()),
+    "opaque": (("repr",), ()),
+}
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _node(wire: Wire, budget: _Budget | None = None) -> tuple[str, str | None, Any, Any]:
+    """Check one wire node (not its children) and return (kind, class mark, value, extra).
+
+    value is the Python scalar for scalar kinds (bytes decoded, Opaque built), the child wires for
+    containers (``[[k, v], ...]`` for dict), the nested data for ndarray and the item wire for npscalar;
+    extra is (dtype, shape) for ndarray, dtype for npscalar and the type name for opaque.
+    """
+    kind = type(wire)
+    if wire is None:
+        return "none", None, None, None
+    if kind is bool:
+        return "bool", None, wire, None
+    if kind is int:
+        return "int", None, _check_int(wire), None
+    if kind is float:
+        if not math.isfinite(wire):
+            raise CodecError('a non-finite float must be tagged ({"float": "nan"})')
+        return "float", None, wire, None
+    if kind is str:
+        if budget is not None:
+            budget.add_chars(len(wire))
+        return "str", None, wire, None
+    if kind is list:
+        raise CodecError("a bare JSON list is not a value (lists are tagged {\"list\": [...]})")
+    if kind is not dict:
+        raise CodecError(f"wire holds a {_short(kind.__name__)}, which is not JSON data")
+    tags = [key for key in wire if type(key) is str and key in _TAGS]
+    if len(tags) != 1:
+        keys = _short(", ".join(repr(key) for key in list(wire)[:5]), 80)
+        raise CodecError(f"a tagged value needs exactly one known tag, got keys [{keys}]")
+    tag = tags[0]
+    required, optional = _TAGS[tag]
+    for key in wire:
+        if key != tag and key not in required and key not in optional:
+            raise CodecError(f"unexpected key {_short(repr(key))} in a {tag} value")
+    for key in required:
+        if key not in wire:
+            raise CodecError(f"a {tag} value lacks its {key!r}")
+    mark = None
+    if "class" in wire:
+        mark = wire["class"]
+        if type(mark) is not str:
+            raise CodecError(f"the class of a {tag} value must be a string")
+        if budget is not None:
+            budget.add_chars(len(mark))
+    payload = wire[tag]
+    if tag == "float":
+        if type(payload) is str and payload in _NON_FINITE:
+            return "float", mark, _NON_FINITE[payload], None
+        if type(payload) is float and mark is not None and math.isfinite(payload):
+            return "float", mark, payload, None
+        raise CodecError(f"malformed float value {_short(repr(payload))}")
+    if tag in _SEQUENCE_KINDS:
+        if type(payload) is not list:
+            raise CodecError(f"a {tag} value must hold a JSON list")
+        return tag, mark, payload, None
+    if tag == "dict":
+        if type(payload) is not list:
+            raise CodecError("a dict value must hold a JSON list of [key, value] pairs")
+        for pair in payload:
+            if type(pair) is not list or len(pair) != 2:
+                raise CodecError("a dict entry must be a [key, value] pair")
+        return "dict", mark, payload, None
+    if tag == "str":
+        if type(payload) is not str:
+            raise CodecError("a str value must hold a JSON string")
+        if budget is not None:
+            budget.add_chars(len(payload))
+        return "str", mark, payload, None
+    if tag == "int":
+        if type(payload) is not int:
+            raise CodecError("an int value must hold a JSON integer")
+        return "int", mark, _check_int(payload), None
+    if tag == "bytes":
+        if type(payload) is not str:
+            raise CodecError("a bytes value must hold base64 text")
+        if budget is not None:
+            budget.add_chars(len(payload))
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError) as error:
+            raise CodecError(f"a bytes value holds invalid base64: {error}") from None
+        return "bytes", mark, data, None
+    if tag == "opaque":
+        text = wire["repr"]
+        if type(payload) is not str or type(text) is not str:
+            raise CodecError("an opaque value needs string 'opaque' and 'repr'")
+        if budget is not None:
+            budget.add_chars(len(payload) + len(text))
+        return "opaque", None, Opaque(payload, text), payload
+    dtype = wire["dtype"]
+    if type(dtype) is not str:
+        raise CodecError(f"the dtype of a {tag} value must be a string")
+    if budget is not None:
+        budget.add_chars(len(dtype))
+    if tag == "npscalar":
+        return "npscalar", None, payload, dtype
+    shape = wire["shape"]
+    if type(shape) is not list:
+        raise CodecError("an ndarray shape must be a JSON list of integers")
+    for dim in shape:
+        if type(dim) is not int or dim < 0:
+            raise CodecError("an ndarray shape must be a JSON list of non-negative integers")
+    return "ndarray", mark, payload, (dtype, tuple(shape))
+
+
+# ---------------------------------------------------------------------------------------------- decode
+
+_BUILDERS: dict[str, Callable[[list], Any]] = {"list": list, "tuple": tuple}
+
+
+def _build_hashed(make: Callable, parts: list, what: str) -> Any:
+    try:
+        return make(parts)
+    except TypeError as error:
+        raise CodecError(f"{what} is not hashable: {error}") from None
+
+
+def _build_dict(parts: list) -> dict:
+    pairs = iter(parts)
+    return _build_hashed(lambda _: dict(zip(pairs, pairs)), parts, "a dict key")
+
+
+_BUILDERS["set"] = lambda parts: _build_hashed(set, parts, "a set element")
+_BUILDERS["frozenset"] = lambda parts: _build_hashed(frozenset, parts, "a frozenset element")
+_BUILDERS["dict"] = _build_dict
+_BUILDERS["npscalar"] = lambda parts: parts[0]
+
+
+def decode(wire: Wire, limits: Limits = DEFAULT_LIMITS) -> object:
+    """Turn untrusted wire data back into plain Python (class marks dropped); raises CodecError when
+    it is malformed or breaks a bound of ``limits``."""
+    budget = _Budget(limits)
+    budget.add_items(1)
+    root: list[Any] = [None]
+    stack: list[tuple] = [(_VISIT, wire, 1, root, 0)]
+    while stack:
+        task = stack.pop()
+        if task[0] == _VISIT:
+            _, node, level, out, index = task
+            out[index] = _decode_node(node, level, out, index, budget, stack)
+        else:
+            _, build, parts, out, index = task
+            out[index] = build(parts)
+    return root[0]
+
+
+def _decode_node(wire, level, out, index, budget, stack) -> Any:
+    kind, _mark, value, extra = _node(wire, budget)
+    if kind in _SCALAR_KINDS:
+        return value
+    budget.enter(level)
+    child = level + 1
+    if kind == "ndarray":
+        dtype, shape = extra
+        levels = max(len(shape), 1)
+        budget.enter(level + levels - 1)
+        budget.add_items(_nd_counts(shape, budget.limits.max_items))
+        children = [leaf for _, leaf in _nd_leaves(value, shape)]
+        child = level + levels
+        build: Callable = lambda parts: NDArray(dtype, shape, _reshape(parts, shape, tuple))  # noqa: E731
+    elif kind == "dict":
+        budget.add_items(2 * len(value))
+        children = [part for pair in value for part in pair]
+        build = _BUILDERS["dict"]
+    elif kind == "npscalar":
+        budget.add_items(1)
+        children = [value]
+        build = _BUILDERS["npscalar"]
+    else:
+        budget.add_items(len(value))
+        children = value
+        build = _BUILDERS[kind]
+    parts: list[Any] = [None] * len(children)
+    stack.append((_FINISH, build, parts, out, index))
+    for i in range(len(children) - 1, -1, -1):
+        item = children[i]
+        kind = type(item)
+        if kind is str:  # plain scalars inline, as in encode
+            budget.add_chars(len(item))
+            parts[i] = item
+        elif kind is int:
+            parts[i] = _check_int(item)
+        elif item is None or kind is bool or (kind is float and math.isfinite(item)):
+            parts[i] = item
+        else:
+            stack.append((_VISIT, item, child, parts, i))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- compare
+
+_BASE_LABEL = {"none": "NoneType", "npscalar": "numpy scalar"}
+_CONTAINER_KINDS = _SEQUENCE_KINDS | {"dict", "ndarray"}
+_SET_MATCH_BUDGET = 10_000  # pairs tried when exact matching leaves elements over (floats within tolerance)
+
+
+def canonical(wire: Wire) -> str:
+    """One text per wire value (sorted keys, compact): used for sorting set elements and for hashing."""
+    return _CANONICAL(wire)
+
+
+# One encoder for all calls: json.dumps with options builds a new JSONEncoder every time, which
+# dominates sorting a large set.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def same(expected: Wire, got: Wire, tolerance: float = 0.0, *, limits: Limits = DEFAULT_LIMITS) -> str | None:
+    """Type-strict comparison of two wire values: None when equal, else a message naming the first
+    difference and where it is. Both are validated first (CodecError when malformed or over ``limits``)."""
+    decode(expected, limits)
+    decode(got, limits)
+    if canonical(expected) == canonical(got):
+        return None  # identical text is equal under every rule below, and far cheaper to find
+    return _compare(expected, got, tolerance)
+
+
+def _compare(expected: Wire, got: Wire, tolerance: float) -> str | None:  # noqa: C901 - one walk
+    stack: list[tuple[str, Wire, Wire]] = [("", expected, got)]
+    while stack:
+        path, e, g = stack.pop()
+        kind = type(e)
+        if kind is type(g) and (kind is int or kind is str or kind is bool or e is None):
+            if e != g:
+                return (f"at {path}: " if path else "") + f"expected {describe(e, 80)}, got {describe(g, 80)}"
+            continue
+        e_kind, e_mark, e_value, e_extra = _node(e)
+        g_kind, g_mark, g_value, g_extra = _node(g)
+        where = f"at {path}: " if path else ""
+        if e_kind != g_kind or e_mark != g_mark:
+            return where + _type_mismatch(e, e_kind, e_mark, e_extra, g, g_kind, g_mark, g_extra)
+        if e_kind == "list" or e_kind == "tuple":
+            if len(e_value) != len(g_value):
+                return where + f"expected a {e_kind} of length {len(e_value)}, got length {len(g_value)}"
+            for i in range(len(e_value) - 1, -1, -1):
+                stack.append((f"{path}[{i}]", e_value[i], g_value[i]))
+        elif e_kind == "set" or e_kind == "frozenset":
+            message = _compare_sets(e_kind, e_value, g_value, tolerance)
+            if message is not None:
+                return where + message
+        elif e_kind == "dict":
+            message, pairs = _compare_dicts(path, e_value, g_value)
+            if message is not None:
+                return where + message
+            stack.extend(reversed(pairs))
+        elif e_kind == "ndarray":
+            if e_extra[0] != g_extra[0]:
+                return where + f"expected an array of dtype {e_extra[0]}, got dtype {g_extra[0]}"
+            if e_extra[1] != g_extra[1]:
+                return where + f"expected an array of shape {e_extra[1]}, got shape {g_extra[1]}"
+            e_leaves = list(_nd_leaves(e_value, e_extra[1]))
+            g_leaves = list(_nd_leaves(g_value, g_extra[1]))
+            for (index, e_leaf), (_, g_leaf) in zip(reversed(e_leaves), reversed(g_leaves)):
+                stack.append((path + "".join(f"[{i}]" for i in index), e_leaf, g_leaf))
+        elif e_kind == "npscalar":
+            if e_extra != g_extra:
+                return where + f"expected a numpy {e_extra}, got a numpy {g_extra}"
+            stack.append((path, e_value, g_value))
+        elif e_kind == "float":
+            if not _floats_equal(e_value, g_value, tolerance):
+                within = f" (tolerance {tolerance})" if tolerance else ""
+                return where + f"expected {e_value!r}, got {g_value!r}{within}"
+        elif e_value != g_value:
+            return where + f"expected {describe(e, 80)}, got {describe(g, 80)}"
+    return None
+
+
+def _floats_equal(a: float, b: float, tolerance: float) -> bool:
+    if a == b or (math.isnan(a) and math.isnan(b)):
+        return True
+    return tolerance > 0 and abs(a - b) <= tolerance
+
+
+def _short_class(mark: str) -> str:
+    return mark.rsplit(".", 1)[-1] or mark
+
+
+def _label(kind: str, mark: str | None, extra: Any, inline: bool) -> str:
+    if kind == "opaque":
+        return _short_class(extra)
+    if kind == "npscalar":
+        return f"numpy.{extra}"
+    base = _BASE_LABEL.get(kind, kind)
+    if mark is None:
+        return base
+    return f"{_short_class(mark)}, a subclass of {base}" if inline else f"{_short_class(mark)} (a subclass of {base})"
+
+
+def _type_mismatch(e, e_kind, e_mark, e_extra, g, g_kind, g_mark, g_extra) -> str:
+    if e_kind in _CONTAINER_KINDS and g_kind in _CONTAINER_KINDS:
+        return f"expected {_label(e_kind, e_mark, e_extra, False)}, got {_label(g_kind, g_mark, g_extra, False)}"
+    return (
+        f"expected {describe(e, 80)} ({_label(e_kind, e_mark, e_extra, True)}), "
+        f"got {describe(g, 80)} ({_label(g_kind, g_mark, g_extra, True)})"
+    )
+
+
+def _some(wires: list[Wire]) -> str:
+    shown = ", ".join(describe(wire, 60) for wire in wires[:3])
+    return shown + (f" and {len(wires) - 3} more" if len(wires) > 3 else "")
+
+
+def _compare_sets(kind: str, expected: list[Wire], got: list[Wire], tolerance: float) -> str | None:
+    e_texts = [canonical(wire) for wire in expected]
+    g_texts = [canonical(wire) for wire in got]
+    e_count, g_count = Counter(e_texts), Counter(g_texts)
+    missing_count, extra_count = e_count - g_count, g_count - e_count
+    if not missing_count and not extra_count:
+        return None
+    missing = _take(expected, e_texts, missing_count)
+    extra = _take(got, g_texts, extra_count)
+    if missing and extra and len(missing) * len(extra) <= _SET_MATCH_BUDGET:
+        # Exact text differs but the values may still be equal: floats within tolerance, 0.0 and -0.0.
+        unmatched = []
+        for wire in missing:
+            for j, candidate in enumerate(extra):
+                if _compare(wire, candidate, tolerance) is None:
+                    del extra[j]
+                    break
+            else:
+                unmatched.append(wire)
+        missing = unmatched
+        if not missing and not extra:
+            return None
+    if len(expected) != len(got):
+        head = f"expected a {kind} of {len(expected)} element{'s' * (len(expected) != 1)}, got {len(got)}"
+    else:
+        head = f"{kind} differs"
+    parts = []
+    if missing:
+        parts.append("missing " + _some(missing))
+    if extra:
+        parts.append("unexpected " + _some(extra))
+    return head + ": " + "; ".join(parts)
+
+
+def _take(wires: list[Wire], texts: list[str], wanted: Counter) -> list[Wire]:
+    left = Counter(wanted)
+    taken = []
+    for wire, text in zip(wires, texts):
+        if left[text] > 0:
+            left[text] -= 1
+            taken.append(wire)
+    return taken
+
+
+def _compare_dicts(path: str, expected: list, got: list) -> tuple[str | None, list]:
+    e_map = {canonical(key): (key, value) for key, value in expected}
+    g_map = {canonical(key): (key, value) for key, value in got}
+    if len(e_map) != len(expected) or len(g_map) != len(got):
+        # Keys that only look alike (opaque objects with one repr): compare whole entries as a multiset.
+        e_entries = Counter(canonical(pair) for pair in expected)
+        g_entries = Counter(canonical(pair) for pair in got)
+        return (None if e_entries == g_entries else "dict entries differ"), []
+    missing = [key for text, (key, _) in e_map.items() if text not in g_map]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        return f"missing key {describe(missing[0], 60)}{more}", []
+    extra = [key for text, (key, _) in g_map.items() if text not in e_map]
+    if extra:
+        more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+        return f"unexpected key {describe(extra[0], 60)}{more}", []
+    pairs = [(f"{path}[{describe(key, 40)}]", value, g_map[text][1]) for text, (key, value) in e_map.items()]
+    return None, pairs
+
+
+# ---------------------------------------------------------------------------------------------- render
+
+_LIT, _WIRE, _GEN = 0, 1, 2
+
+
+def describe(wire: Wire, limit: int = 300) -> str:
+    """A Python-like rendering of a wire value for messages, cut to ``limit`` characters with '...'."""
+    out: list[str] = []
+    length = 0
+    stack: list[Iterator[tuple[int, Any]]] = [iter(((_WIRE, wire),))]
+    while stack:
+        token = next(stack[-1], None)
+        if token is None:
+            stack.pop()
+            continue
+        kind, item = token
+        if kind == _LIT:
+            out.append(item)
+            length += len(item)
+            if length > limit:
+                break
+        elif kind == _WIRE:
+            stack.append(_tokens(item, limit))
+        else:
+            stack.append(item)
+    text = "".join(out)
+    if len(text) > limit:
+        return text[: max(limit - 3, 0)] + "..."
+    return text
+
+
+def _joined(items: Iterator[Any] | list, render: Callable[[Any], Iterator]) -> Iterator[tuple[int, Any]]:
+    first = True
+    for item in items:
+        if not first:
+            yield _LIT, ", "
+        first = False
+        yield from render(item)
+
+
+def _as_wire(item: Wire) -> Iterator[tuple[int, Any]]:
+    yield _WIRE, item
+
+
+def _as_entry(pair: list) -> Iterator[tuple[int, Any]]:
+    yield _WIRE, pair[0]
+    yield _LIT, ": "
+    yield _WIRE, pair[1]
+
+
+def _tokens(wire: Wire, limit: int) -> Iterator[tuple[int, Any]]:
+    kind, mark, value, extra = _node(wire)
+    if mark is not None:
+        yield _LIT, _short_class(mark) + "("
+    if kind == "str" or kind == "bytes":
+        yield _LIT, repr(value[: limit + 1])
+    elif kind in ("none", "bool", "int", "float"):
+        yield _LIT, repr(value)
+    elif kind == "opaque":
+        yield _LIT, f"<opaque {_short_class(value.type)}: {value.repr}>"
+    elif kind == "list":
+        yield _LIT, "["
+        yield from _joined(value, _as_wire)
+        yield _LIT, "]"
+    elif kind == "tuple":
+        yield _LIT, "("
+        yield from _joined(value, _as_wire)
+        yield _LIT, ",)" if len(value) == 1 else ")"
+    elif kind == "set" or kind == "frozenset":
+        if not value:
+            yield _LIT, f"{kind}()"
+        else:
+            yield _LIT, "{" if kind == "set" else "frozenset({"
+            yield from _joined(value, _as_wire)
+            yield _LIT, "}" if kind == "set" else "})"
+    elif kind == "dict":
+        yield _LIT, "{"
+        yield from _joined(value, _as_entry)
+        yield _LIT, "}"
+    elif kind == "ndarray":
+        dtype, shape = extra
+        yield _LIT, "array("
+        yield _GEN, _nd_tokens(value, len(shape))
+        yield _LIT, f", dtype={dtype})"
+    else:  # npscalar
+        yield _LIT, f"np.{extra}("
+        yield _WIRE, value
+        yield _LIT, ")"
+    if mark is not None:
+        yield _LIT, ")"
+
+
+def _nd_tokens(data: Any, ndim: int) -> Iterator[tuple[int, Any]]:
+    if ndim == 0:
+        yield _WIRE, data
+        return
+    if type(data) is not list:
+        raise CodecError("ndarray data does not match its shape")
+    yield _LIT, "["
+    yield from _joined(data, lambda item: iter(((_GEN, _nd_tokens(item, ndim - 1)),)))
+    yield _LIT, "]"
+
+
+def size(wire: Wire) -> int:
+    """Number of value nodes in a wire value (a dict entry counts its key and value; an array counts its
+    elements): the measure generated cases are sorted by, smallest first. Meant for wires the grader made
+    or has already decoded; it checks each node but applies no Limits."""
+    count = 0
+    stack = [wire]
+    while stack:
+        node = stack.pop()
+        count += 1
+        kind, _mark, value, extra = _node(node)
+        if kind in _SEQUENCE_KINDS:
+            stack.extend(value)
+        elif kind == "dict":
+            for pair in value:
+                stack.extend(pair)
+        elif kind == "ndarray":
+            stack.extend(leaf for _, leaf in _nd_leaves(value, extra[1]))
+    return count

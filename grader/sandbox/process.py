@@ -1,0 +1,345 @@
+"""The parent side of the sandbox: one child process per submission, driven over pipes with hard deadlines.
+
+The parent (trusted) sends the student's statements and case inputs, answers isolated-helper calls with the
+reference, and accepts exactly one answer per started case. A case that overruns is killed with its whole
+process group; the child is restarted and the remaining cases go on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from grader.sandbox import codec, wire
+
+RUNTIME = Path(__file__).with_name("runtime.py")
+GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
+RUNTIME_SECONDS = 5.0         # time the runtime itself may need between cases (fork, encode, send)
+MAX_RESTARTS = 4
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    memory_mb: int = 1024
+    cpu_seconds: int = 600
+    file_mb: int = 64
+    open_files: int = 256
+    load_seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class CaseRequest:
+    id: str
+    code: str                                   # expression over the submission's names and placeholders
+    values: Mapping[str, Any] = field(default_factory=dict)      # placeholder -> wire
+    set: Mapping[str, Any] = field(default_factory=dict)         # module global -> wire
+    probes: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 1.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the child answered for one case: a value (wire), an error, or why there is no answer."""
+
+    case: str
+    status: str                   # ok | error | timeout | crash | skipped
+    value: Any = None
+    probes: Mapping[str, Any] = field(default_factory=dict)
+    error: Mapping[str, str] = field(default_factory=dict)   # type, message, where, traceback
+    output: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    warnings: tuple[str, ...]
+    output: str
+    seconds: float
+    names: tuple[str, ...]
+
+
+Oracle = Callable[[str, list, dict], Any]
+
+
+class SandboxError(RuntimeError):
+    """The child could not be started or loaded at all."""
+
+
+def _child_environment(scratch: str) -> dict[str, str]:
+    """A minimal environment: nothing of the grader's (tokens, paths) reaches student code."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
+        "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    }
+
+
+def _kill_group(pid: int | None) -> None:
+    if pid is None:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Sandbox:
+    """One student's child process, restartable; use as a context manager so nothing outlives it."""
+
+    def __init__(self, statements: Sequence[Mapping[str, Any]], support: Mapping[str, str],
+                 limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = ()):
+        self.statements = list(statements)
+        self.support = dict(support)
+        self.limits = limits
+        self.output_bytes = output_bytes
+        self.hide_paths = list(hide_paths)
+        self.process: subprocess.Popen | None = None
+        self.fork_pid: int | None = None
+        self.reader: wire.FrameReader | None = None
+        self.request_fd: int | None = None
+        self.scratch = tempfile.mkdtemp(prefix="grader-")
+        self.restarts = 0
+        self.load_report: LoadReport | None = None
+        self.skipped_statements: set[int] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stop()
+        import shutil
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _stop(self) -> None:
+        _kill_group(self.fork_pid)
+        self.fork_pid = None
+        if self.process is not None:
+            _kill_group(self.process.pid)
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
+                pass
+            self.process = None
+        for fd in (self.request_fd, self.reader.fd if self.reader else None):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.request_fd, self.reader = None, None
+
+    def _start(self) -> None:
+        request_read, request_write = os.pipe()
+        response_read, response_write = os.pipe()
+        output = open(os.path.join(self.scratch, "output.log"), "ab")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", str(RUNTIME), str(request_read), str(response_write)],
+                stdin=subprocess.DEVNULL, stdout=output, stderr=output, pass_fds=(request_read, response_write),
+                cwd=self.scratch, env=_child_environment(self.scratch), start_new_session=True, close_fds=True)
+        except OSError as error:
+            raise SandboxError(f"cannot start the sandbox: {error}") from None
+        finally:
+            output.close()
+            os.close(request_read)
+            os.close(response_write)
+        self.request_fd = request_write
+        self.reader = wire.FrameReader(response_read)
+        limits = {"memory_bytes": self.limits.memory_mb * 1024 * 1024, "cpu_seconds": self.limits.cpu_seconds,
+                  "file_bytes": self.limits.file_mb * 1024 * 1024, "open_files": self.limits.open_files}
+        self._send({"op": "init", "limits": limits, "scratch": self.scratch, "hide_paths": self.hide_paths})
+
+    def _send(self, message: dict) -> None:
+        assert self.request_fd is not None
+        wire.send(self.request_fd, message)
+
+    def load(self) -> LoadReport:
+        """Start (or restart) the child and run the kept statements; a statement that hangs is left out."""
+        while True:
+            self._stop()
+            self._start()
+            kept = [s for i, s in enumerate(self.statements) if i not in self.skipped_statements]
+            indices = [i for i in range(len(self.statements)) if i not in self.skipped_statements]
+            self._send({"op": "load", "statements": kept, "support": self.support,
+                        "output_bytes": self.output_bytes, "statement_seconds": self.limits.load_seconds})
+            deadline = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
+            current = None
+            try:
+                while True:
+                    message = self.reader.read(deadline)
+                    if message.get("op") == "progress":
+                        current = message.get("index")
+                        deadline = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
+                    elif message.get("op") == "loaded":
+                        warnings = list(message.get("warnings", []))
+                        for index in sorted(self.skipped_statements):
+                            statement = self.statements[index]
+                            warnings.append(f"{statement['filename']}, line {statement['line']}: did not finish "
+                                            f"within {self.limits.load_seconds:g} s; left out")
+                        self.load_report = LoadReport(tuple(warnings), str(message.get("output", "")),
+                                                      float(message.get("seconds", 0.0)),
+                                                      tuple(message.get("names", ())))
+                        return self.load_report
+            except (wire.Timeout, wire.Closed, wire.FrameError) as error:
+                if isinstance(current, int) and 0 <= current < len(indices) and self.restarts < len(self.statements):
+                    self.skipped_statements.add(indices[current])
+                    self.restarts += 1
+                    continue
+                self._stop()
+                raise SandboxError(f"the notebook's code could not be loaded: {type(error).__name__}") from None
+
+    # -- cases ----------------------------------------------------------------------------------------------
+    def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
+                     deadline: float, max_timeouts: int = 2) -> list[Outcome]:
+        """Run cases in order; each started case gets exactly one outcome, even if the child dies."""
+        outcomes: list[Outcome] = []
+        timeouts = 0
+        position = 0
+        while position < len(cases):
+            if time.monotonic() >= deadline:
+                outcomes.extend(Outcome(c.id, "skipped", error={"message": "the submission's time budget is spent"})
+                                for c in cases[position:])
+                break
+            if timeouts >= max_timeouts:
+                outcomes.extend(Outcome(c.id, "skipped", error={
+                    "message": f"not run: {timeouts} earlier cases of this exercise timed out"})
+                    for c in cases[position:])
+                break
+            if self.process is None or self.process.poll() is not None:
+                if self.restarts >= MAX_RESTARTS + len(self.statements):
+                    outcomes.extend(Outcome(c.id, "crash", error={"message": "the submission's process kept dying"})
+                                    for c in cases[position:])
+                    break
+                self.restarts += 1
+                self.load()
+            batch = cases[position:]
+            produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts)
+            if not produced:  # the child died before running anything: count it against the restarts
+                self.restarts += 1
+                if self.restarts >= MAX_RESTARTS + len(self.statements):
+                    outcomes.extend(Outcome(c.id, "crash", error={"message": "the submission's process kept dying"})
+                                    for c in batch)
+                    break
+            outcomes.extend(produced)
+            position += len(produced)
+            timeouts += sum(1 for outcome in produced if outcome.status == "timeout")
+            if not clean:
+                self._stop()  # state unknown: the next batch starts in a fresh child
+        return outcomes
+
+    def _run_batch(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
+                   deadline: float, timeouts_left: int) -> tuple[list[Outcome], bool]:
+        """One fork running cases until done or dead. Returns the outcomes and whether the child is still sane."""
+        by_id = {case.id: case for case in cases}
+        self._send({"op": "exercise", "isolate": list(isolate), "cases": [
+            {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
+             "timeout": c.timeout} for c in cases]})
+        outcomes: list[Outcome] = []
+        current: CaseRequest | None = None
+        started = 0.0
+        wait_until = time.monotonic() + RUNTIME_SECONDS
+        while True:
+            limit = min(wait_until, deadline + GRACE_SECONDS)
+            try:
+                message = self.reader.read(limit)
+            except wire.Timeout:
+                if current is not None:
+                    outcomes.append(Outcome(current.id, "timeout", seconds=time.monotonic() - started, error={
+                        "message": f"did not finish within {current.timeout:g} s (stopped)"}))
+                return outcomes, False
+            except (wire.Closed, wire.FrameError) as error:
+                if current is not None:
+                    outcomes.append(self._crash(current, started, error))
+                return outcomes, False
+            operation = message.get("op")
+            if operation == "forked":
+                self.fork_pid = int(message.get("pid", 0)) or None
+            elif operation == "start" and current is None and message.get("case") in by_id:
+                current = by_id[message["case"]]
+                started = time.monotonic()
+                wait_until = started + current.timeout + GRACE_SECONDS
+            elif operation == "oracle" and current is not None:
+                self._answer_oracle(message, isolate, oracle)
+            elif operation == "result" and current is not None and message.get("case") == current.id:
+                outcomes.append(self._outcome(current, message))
+                current = None
+                if outcomes[-1].status == "timeout":
+                    timeouts_left -= 1
+                    if timeouts_left <= 0 and len(outcomes) < len(cases):
+                        return outcomes, False   # enough waiting on this exercise: the rest are skipped
+                wait_until = time.monotonic() + RUNTIME_SECONDS
+            elif operation == "done":
+                wait_until = time.monotonic() + RUNTIME_SECONDS
+            elif operation == "exited":
+                # Whatever the exercise left behind in its process group (sleepers, children) goes with it.
+                _kill_group(self.fork_pid)
+                self.fork_pid = None
+                if current is not None:
+                    status = message.get("status")
+                    outcomes.append(Outcome(current.id, "crash", seconds=time.monotonic() - started, error={
+                        "message": _exit_text(status)}))
+                return outcomes, True
+            # Anything else (a forged or duplicated message) is noise and is ignored.
+
+    def _crash(self, case: CaseRequest, started: float, error: Exception) -> Outcome:
+        status = None
+        if self.process is not None:
+            try:
+                status = self.process.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                status = None
+        reason = _exit_text(status) if status is not None else "the submission's process stopped answering"
+        if isinstance(error, wire.FrameError):
+            reason = "the submission's process wrote garbage on the grader's channel"
+        return Outcome(case.id, "crash", seconds=time.monotonic() - started, error={"message": reason})
+
+    def _answer_oracle(self, message: dict, isolate: Sequence[str], oracle: Oracle) -> None:
+        name = message.get("name")
+        try:
+            if name not in isolate:
+                raise LookupError(f"{name} is not isolated")
+            args = codec.decode(message.get("args"))
+            kwargs = codec.decode(message.get("kwargs"))
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise TypeError("malformed call")
+            reply = {"value": codec.encode(oracle(str(name), args, kwargs))}
+        except Exception as error:  # the reference rejects the student's arguments: the student's call fails
+            reply = {"error": f"{type(error).__name__}: {error}"[:500]}
+        reply["seq"] = message.get("seq")
+        self._send(reply)
+
+    def _outcome(self, case: CaseRequest, message: dict) -> Outcome:
+        status = message.get("status")
+        if status not in ("ok", "error", "timeout"):
+            status = "error"
+        error = message.get("error") if isinstance(message.get("error"), dict) else {}
+        probes = message.get("probes") if isinstance(message.get("probes"), dict) else {}
+        seconds = message.get("seconds")
+        return Outcome(case.id, status, value=message.get("value"), probes=probes,
+                       error={k: str(v) for k, v in error.items()}, output=str(message.get("output", "")),
+                       seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+
+
+def _exit_text(status: Any) -> str:
+    if not isinstance(status, int):
+        return "the submission's process died"
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = f"signal {-status}"
+        hint = {"SIGKILL": " (killed: out of memory or time?)", "SIGSEGV": " (crashed, e.g. infinite recursion)",
+                "SIGXCPU": " (CPU time limit)"}.get(name, "")
+        return f"the submission's process died from {name}{hint}"
+    return f"the submission's process exited with status {status} (os._exit or a crash)"

@@ -1,0 +1,425 @@
+"""The child side of the sandbox: loads a student's extracted notebook and answers case requests over a pipe.
+
+Runs as a script in a clean interpreter (`python -I runtime.py REQ_FD RESP_FD`) that never imported the grader
+package or the reference. It only ever sees the student's code, the cases' input values, and the reference's
+answers to isolated helper calls it asks for. Everything it sends back is judged by the parent.
+"""
+
+import ast
+import linecache
+import os
+import random
+import resource
+import signal
+import sys
+import time
+import traceback
+import types
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if __name__ == "__main__":  # run as a script with -I: this directory is not on sys.path, and must not stay
+    sys.path.insert(0, _HERE)
+    import codec as _codec  # noqa: E402
+    import wire as _wire  # noqa: E402
+    sys.path.remove(_HERE)
+else:  # imported as grader.sandbox.runtime (tests of helpers)
+    from grader.sandbox import codec as _codec, wire as _wire
+# Students may have their own `codec` or `wire` module; ours stay referenced here only.
+for _name in ("codec", "wire"):
+    sys.modules.pop(_name, None)
+
+_write = os.write
+_fork = os.fork
+_exit = os._exit
+_setitimer = signal.setitimer
+_perf = time.perf_counter
+_encode, _decode = _codec.encode, _codec.decode
+
+
+class CaseTimeout(BaseException):
+    """Raised inside student code when its case runs out of time (the parent kills it if it is swallowed)."""
+
+
+class Inert:
+    """Stands in for a module a notebook imports but the grading machine lacks (ipycanvas, nb_mypy, ...).
+
+    Every use of it does nothing and returns another stand-in, so drawing code is harmless at grading time.
+    """
+
+    def __init__(self, name):
+        object.__setattr__(self, "_name", name)
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__") and attribute.endswith("__"):
+            raise AttributeError(attribute)
+        return Inert(f"{self._name}.{attribute}")
+
+    def __setattr__(self, attribute, value):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        return Inert(f"{self._name}()")
+
+    def __getitem__(self, key):
+        return Inert(f"{self._name}[]")
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self):
+        return 0
+
+    def __bool__(self):
+        return False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+    def __repr__(self):
+        return f"<stand-in for {self._name}>"
+
+
+class _Capture:
+    """A bounded text sink for sys.stdout/sys.stderr: 10 MB of prints cost memory only up to the limit."""
+
+    def __init__(self, limit):
+        self.limit, self.parts, self.size, self.dropped = limit, [], 0, 0
+
+    def write(self, text):
+        if not isinstance(text, str):
+            text = str(text)
+        room = self.limit - self.size
+        if room > 0:
+            self.parts.append(text[:room])
+            self.size += min(len(text), room)
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def text(self):
+        shown = "".join(self.parts)
+        if self.dropped:
+            shown += f"\n... ({self.dropped} more characters of output not kept)"
+        return shown
+
+
+class _SupportFinder:
+    """Serves the assignment's support modules (e.g. Set.py) to `import` from sources the parent sent."""
+
+    def __init__(self, sources):
+        self.sources = sources
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.sources:
+            return None
+        import importlib.util
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        source = self.sources[module.__name__]
+        module.__file__ = f"{module.__name__}.py"
+        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102 - course support code
+
+
+class Child:
+    def __init__(self, request_fd, response_fd):
+        self.request_fd, self.response_fd = request_fd, response_fd
+        self.module = None
+        self.support = {}
+        self.output_limit = 65536
+        self.sequence = 0
+
+    # -- messages -------------------------------------------------------------------------------------------
+    def send(self, message):
+        _wire.send(self.response_fd, message)
+
+    def receive(self):
+        return _wire.read_frame_blocking(self.request_fd)
+
+    # -- loading ------------------------------------------------------------------------------------------
+    def _run_support(self, name):
+        """`%run X.ipynb` in a notebook: run support module X and copy its names into the notebook."""
+        stem = os.path.splitext(os.path.basename(str(name)))[0]
+        if stem not in self.support:
+            raise ImportError(f"%run {name}: no support module {stem!r} is provided by this assignment")
+        namespace = {"__name__": stem, "__builtins__": __builtins__}
+        exec(compile(self.support[stem], f"{stem}.py", "exec"), namespace)  # noqa: S102
+        for key, value in namespace.items():
+            if not key.startswith("__"):
+                self.module.__dict__[key] = value
+
+    def _register_lines(self, statements):
+        """Let tracebacks show notebook lines: each cell label becomes a pseudo-file for linecache."""
+        files = {}
+        for statement in statements:
+            lines = files.setdefault(statement["filename"], [])
+            code_lines = statement["code"].splitlines(keepends=True)
+            start = statement["line"] - 1
+            while len(lines) < start + len(code_lines):
+                lines.append("\n")
+            lines[start:start + len(code_lines)] = [line if line.endswith("\n") else line + "\n"
+                                                    for line in code_lines]
+        for filename, lines in files.items():
+            linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+
+    def _stand_in_for_import(self, statement, error, warnings):
+        tree = ast.parse(statement["code"])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    self.module.__dict__.setdefault(bound, Inert(alias.name))
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.module.__dict__.setdefault(alias.asname or alias.name,
+                                                        Inert(f"{node.module}.{alias.name}"))
+        warnings.append(f"{statement['filename']}, line {statement['line']}: {type(error).__name__}: "
+                        f"{_text(error)}; the imported names are inert stand-ins")
+
+    def load(self, request):
+        self.output_limit = int(request.get("output_bytes", 65536))
+        self.support = dict(request.get("support", {}))
+        sys.meta_path.insert(0, _SupportFinder(self.support))
+        module = types.ModuleType("__main__")
+        module.__dict__.update({
+            "__builtins__": __builtins__,
+            "display": lambda *args, **kwargs: None,
+            "get_ipython": lambda: Inert("get_ipython()"),
+            "__grader_run__": self._run_support,
+        })
+        self.module = module
+        sys.modules["__main__"] = module
+        statements = request["statements"]
+        self._register_lines(statements)
+        warnings = []
+        capture = _Capture(self.output_limit)
+        sys.stdout = sys.stderr = capture
+        budget = float(request.get("statement_seconds", 5.0))
+        started = _perf()
+        for index, statement in enumerate(statements):
+            self.send({"op": "progress", "index": index})
+            where = f"{statement['filename']}, line {statement['line']}"
+            try:
+                code = compile("\n" * (statement["line"] - 1) + statement["code"], statement["filename"], "exec",
+                               flags=_ANNOTATIONS, dont_inherit=True)
+            except SyntaxError as error:
+                warnings.append(f"{where}: left out: SyntaxError: {error.msg}")
+                continue
+            _setitimer(signal.ITIMER_REAL, budget)
+            try:
+                exec(code, module.__dict__)  # noqa: S102 - the student's own code, in the sandbox
+            except CaseTimeout:
+                warnings.append(f"{where}: did not finish within {budget:g} s; left out")
+            except ImportError as error:
+                if statement.get("kind") == "import":
+                    self._stand_in_for_import(statement, error, warnings)
+                else:
+                    warnings.append(f"{where}: {type(error).__name__}: {_text(error)}")
+            except BaseException as error:  # noqa: BLE001 - SystemExit and friends must not end the load
+                warnings.append(f"{where}: {type(error).__name__}: {_text(error)} (statement skipped)")
+            finally:
+                _setitimer(signal.ITIMER_REAL, 0)
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        self.send({"op": "loaded", "warnings": warnings, "output": capture.text(),
+                   "seconds": _perf() - started, "names": sorted(k for k in module.__dict__ if not k.startswith("__"))})
+
+    # -- cases ----------------------------------------------------------------------------------------------
+    def _oracle(self, name):
+        child = self
+
+        def oracle(*args, **kwargs):
+            try:
+                payload = {"op": "oracle", "name": name, "args": _encode(list(args)), "kwargs": _encode(kwargs)}
+            except _codec.CodecError as error:
+                raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
+            child.sequence += 1
+            payload["seq"] = child.sequence
+            # The case's alarm must not interrupt an exchange halfway: a half-read reply would be read later
+            # as the answer to another call. The alarm is delivered as soon as the exchange is complete.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            try:
+                child.send(payload)
+                while True:
+                    reply = child.receive()
+                    if reply.get("seq") == child.sequence:
+                        break
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+            if "error" in reply:
+                raise RuntimeError(f"{name} raised {reply['error']}")
+            return _decode(reply["value"])
+
+        oracle.__name__ = oracle.__qualname__ = name
+        return oracle
+
+    def run_case(self, case, isolate):
+        namespace = self.module.__dict__
+        missing = object()
+        settings = {name: _decode(value) for name, value in case.get("set", {}).items()}
+        replaced = {name: self._oracle(name) for name in isolate}
+        saved = {name: namespace.get(name, missing) for name in {**settings, **replaced}}
+        namespace.update(settings)
+        namespace.update(replaced)
+        scope = dict(namespace)
+        scope.update({name: _decode(value) for name, value in case.get("values", {}).items()})
+        capture = _Capture(self.output_limit)
+        random.seed(0)
+        outcome = {"op": "result", "case": case["id"]}
+        started = _perf()
+        sys.stdout = sys.stderr = capture
+        _setitimer(signal.ITIMER_REAL, float(case["timeout"]))
+        try:
+            try:
+                result = eval(compile(case["code"], "<case>", "eval"), scope)  # noqa: S307 - rubric expression
+                probes = {}
+                for name, code in case.get("probes", {}).items():
+                    try:
+                        probes[name] = {"value": _encode(eval(compile(code, "<probe>", "eval"),
+                                                              {**scope, "result": result}))}
+                    except CaseTimeout:
+                        raise
+                    except BaseException as error:  # noqa: BLE001
+                        probes[name] = {"error": f"{type(error).__name__}: {_text(error)}"}
+            finally:
+                _setitimer(signal.ITIMER_REAL, 0)
+                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            outcome["seconds"] = _perf() - started
+            try:
+                outcome.update(status="ok", value=_encode(result), probes=probes)
+            except _codec.CodecError as error:
+                outcome.update(status="error", error={"type": "UnencodableResult", "message": str(error),
+                                                      "where": "", "traceback": ""})
+        except CaseTimeout as error:
+            outcome.update(status="timeout", seconds=_perf() - started, error=_describe(error))
+        except BaseException as error:  # noqa: BLE001 - sys.exit, KeyboardInterrupt: all cost only this case
+            outcome.update(status="error", seconds=_perf() - started, error=_describe(error))
+        finally:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            for name, old in saved.items():
+                if old is missing:
+                    namespace.pop(name, None)
+                else:
+                    namespace[name] = old
+        outcome["output"] = capture.text()
+        return outcome
+
+    def exercise(self, request):
+        """Run an exercise's cases in a fork, so nothing one exercise does to the module leaks into the next."""
+        pid = _fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)
+                self.send({"op": "forked", "pid": os.getpid()})
+                for case in request["cases"]:
+                    self.send({"op": "start", "case": case["id"]})
+                    self.send(self.run_case(case, request.get("isolate", [])))
+                self.send({"op": "done"})
+            except BaseException:  # noqa: BLE001 - the parent learns from the exit status
+                _exit(70)
+            _exit(0)
+        _, status = os.waitpid(pid, 0)
+        self.send({"op": "exited", "status": os.waitstatus_to_exitcode(status)})
+
+    def serve(self):
+        while True:
+            try:
+                request = self.receive()
+            except EOFError:
+                return
+            operation = request.get("op")
+            if operation == "load":
+                self.load(request)
+            elif operation == "exercise":
+                self.exercise(request)
+            elif operation == "quit":
+                return
+
+
+def _text(error, limit=2000):
+    try:
+        text = str(error)
+    except BaseException:  # noqa: BLE001 - a student exception whose __str__ fails
+        text = "<unprintable>"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _describe(error):
+    """Type, message and the student's own frames (cells), innermost last."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename.startswith(("In [", "cell ")) or frame.filename.endswith(".py")
+              and not frame.filename.startswith(_HERE)]
+    student = [f for f in frames if f.filename.startswith(("In [", "cell "))]
+    where = f"{student[-1].filename}, line {student[-1].lineno}" if student else ""
+    lines = []
+    for frame in frames[-12:]:
+        lines.append(f'  {frame.filename}, line {frame.lineno}, in {frame.name}')
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    name = "timeout" if isinstance(error, CaseTimeout) else type(error).__name__
+    return {"type": name, "message": _text(error), "where": where, "traceback": "\n".join(lines)}
+
+
+def _on_alarm(signum, frame):
+    raise CaseTimeout("the time limit of this case was reached")
+
+
+try:
+    import __future__
+    _ANNOTATIONS = __future__.annotations.compiler_flag
+except (ImportError, AttributeError):  # pragma: no cover
+    _ANNOTATIONS = 0
+
+
+def _apply_limits(limits):
+    """Limits the student's process set for itself before running any student code."""
+    for name, value in (("RLIMIT_AS", limits.get("memory_bytes")), ("RLIMIT_CPU", limits.get("cpu_seconds")),
+                        ("RLIMIT_FSIZE", limits.get("file_bytes")), ("RLIMIT_CORE", 0),
+                        ("RLIMIT_NOFILE", limits.get("open_files"))):
+        if value is None or not hasattr(resource, name):
+            continue
+        kind = getattr(resource, name)
+        try:
+            soft, hard = resource.getrlimit(kind)
+            value = int(value)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(kind, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def main(argv):
+    request_fd, response_fd = int(argv[1]), int(argv[2])
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # a Ctrl-C in the grader's terminal is the grader's business
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # oversized writes fail with an error instead
+    child = Child(request_fd, response_fd)
+    first = child.receive()
+    _apply_limits(first.get("limits", {}))
+    scratch = first.get("scratch")
+    if scratch:
+        os.chdir(scratch)
+        sys.path.insert(0, scratch)
+    for entry in first.get("hide_paths", []):
+        sys.path[:] = [p for p in sys.path if not os.path.abspath(p or ".").startswith(entry)]
+    child.serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,93 @@
+"""YAML loading that remembers the line of every mapping key and list item, so rubric errors can say file:line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+
+class Marked(dict):
+    """A mapping from YAML that knows where it and each of its keys stand in the file."""
+
+    line: int = 0
+    key_lines: dict
+
+    def line_of(self, key: str) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class MarkedList(list):
+    """A YAML sequence that knows the line of each item."""
+
+    line: int = 0
+    item_lines: list
+
+    def line_of(self, index: int) -> int:
+        return self.item_lines[index] if index < len(self.item_lines) else self.line
+
+
+class YamlError(ValueError):
+    """Malformed YAML: carries the file and line of the problem."""
+
+    def __init__(self, path: str, line: int, reason: str):
+        super().__init__(f"{path}:{line}: {reason}")
+        self.path, self.line, self.reason = path, line, reason
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose mappings and sequences carry their line numbers (1-based)."""
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Marked:
+    written = {id(key_node) for key_node, _ in node.value}
+    loader.flatten_mapping(node)  # puts the keys of `<<: *anchor` merges first
+    result = Marked()
+    result.line = node.start_mark.line + 1
+    result.key_lines = {}
+    merged: set = set()  # keys whose value came from a merge: a key written in the mapping may override them
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, "mapping keys must be plain scalars", key_node.start_mark)
+        if key in result and key not in merged:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        if id(key_node) in written:
+            merged.discard(key)
+        else:
+            merged.add(key)
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = key_node.start_mark.line + 1
+    return result
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> MarkedList:
+    result = MarkedList(loader.construct_object(child, deep=True) for child in node.value)
+    result.line = node.start_mark.line + 1
+    result.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return result
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_marked(path: str | Path) -> object:
+    """Parse a YAML file into Marked/MarkedList trees; syntax errors become YamlError with the line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise YamlError(str(path), 0, "file not found") from None
+    except UnicodeDecodeError as error:
+        raise YamlError(str(path), 0, f"not UTF-8 text ({error.reason})") from None
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader derives from SafeLoader
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark else 0
+        raise YamlError(str(path), line, f"{error.problem or error}") from None
+    except yaml.YAMLError as error:
+        raise YamlError(str(path), 0, str(error)) from None

@@ -1,0 +1,455 @@
+"""Extraction: which top-level statements of a notebook are kept, which are dropped and why, and what wins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.extract import Extracted, Policy, Statement, extract
+from grader.notebook import notebook_from_source, read_notebook
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SEEDS = FIXTURES / "seeds"
+OWN = FIXTURES / "notebooks"
+SEED_NAMES = [
+    "000_5a034f3040ca5b29",
+    "001_41f7c61cc2742148",
+    "002_f30b892f30367653",
+    "003_e8760ccd72881298",
+    "004_6265c78a6fd907d9",
+]
+
+
+def seed(name: str) -> Extracted:
+    return extract(read_notebook(SEEDS / f"{name}.ipynb"))
+
+
+def own(name: str, policy: Policy = Policy()) -> Extracted:
+    return extract(read_notebook(OWN / name), policy)
+
+
+def drops(ex: Extracted) -> list[tuple[str, str]]:
+    return [(d.reason, d.excerpt) for d in ex.dropped]
+
+
+def binding(ex: Extracted, name: str) -> Statement:
+    """The last kept statement that binds `name`."""
+    return [s for s in ex.statements if name in s.names][-1]
+
+
+def run_kept(ex: Extracted) -> dict[str, object]:
+    """Execute the kept statements as the child would, with %run recorded instead of loaded."""
+    namespace: dict[str, object] = {"__grader_run__": lambda stem: loaded.append(stem)}
+    loaded: list[str] = []
+    exec(compile(ex.source(), "<extracted>", "exec"), namespace)
+    namespace["loaded"] = loaded
+    return namespace
+
+
+# ---------------------------------------------------------------- the five seed notebooks
+
+
+@pytest.mark.parametrize("name", SEED_NAMES)
+def test_every_seed_extracts_to_compilable_statements_without_syntax_errors(name: str) -> None:
+    ex = seed(name)
+    assert ex.syntax_errors == ()
+    assert ex.warnings == ()
+    assert ex.statements
+    compile(ex.source(), name, "exec")
+    for statement in ex.statements:
+        compile(statement.code, statement.label, "exec")
+
+
+@pytest.mark.parametrize("name", SEED_NAMES)
+def test_statement_line_points_at_its_first_line_in_the_cell(name: str) -> None:
+    nb = read_notebook(SEEDS / f"{name}.ipynb")
+    for statement in seed(name).statements:
+        if statement.kind == "run":
+            continue
+        cell = nb.cells[statement.cell]
+        assert statement.label == cell.label
+        cell_line = cell.source.splitlines()[statement.line - 1]
+        assert cell_line.startswith(statement.code.splitlines()[0])
+
+
+def test_seed000_real_find_tile_overrides_the_earlier_stub() -> None:
+    ex = seed("000_5a034f3040ca5b29")
+    stubs = [s for s in ex.statements if s.names == ("find_tile",)]
+    assert [s.label for s in stubs] == ["In [39] (cell 22)", "In [50] (cell 40)"]
+    find_tile = ex.definitions["find_tile"]
+    assert find_tile.is_stub is False
+    assert find_tile.label == "In [50] (cell 40)"
+    assert find_tile.kind == "function"
+
+
+def test_seed000_calls_of_notebook_functions_are_dropped() -> None:
+    ex = seed("000_5a034f3040ca5b29")
+    assert ("bare expression", "main()") in drops(ex)
+    assert ("assignment calls notebook function main()", "Path = main()") in drops(ex)
+    assert ("bare expression", "draw_state(Start)") in drops(ex)
+    assert ("bare expression", "HTML(css)") in drops(ex)
+    assert "Path" not in ex.definitions
+    # `if Path: animation(Path)` is dropped for its inner call
+    assert ("bare expression", "if Path:") in drops(ex)
+
+
+def test_seed000_load_ext_is_dropped_as_a_line_magic() -> None:
+    ex = seed("000_5a034f3040ca5b29")
+    [load_ext] = [d for d in ex.dropped if d.label.startswith("In [27]")]
+    assert (load_ext.reason, load_ext.line, load_ext.excerpt) == ("line magic %load_ext", 1, "%load_ext nb_mypy")
+
+
+def test_seed000_defines_the_graded_functions_and_keeps_data_and_imports() -> None:
+    ex = seed("000_5a034f3040ca5b29")
+    for name in ("find_numbers", "search", "main", "manhattan", "move_dir"):
+        assert ex.definitions[name].kind == "function"
+    assert ex.definitions["Start"].kind == "data"
+    assert ex.definitions["S"].label == "In [49] (cell 38)"  # S is assigned twice; the later cell wins
+    assert ex.definitions["heapq"].kind == "import"
+    assert binding(ex, "cnv").modules == ("ipycanvas",)
+    # the style cell: the import and the `with open(...)` block are kept, `HTML(css)` is not
+    with_block = binding(ex, "css")
+    assert (with_block.kind, with_block.names) == ("other", ("f", "css"))
+
+
+def test_seed001_html_cell_is_a_cell_magic_not_a_syntax_error() -> None:
+    ex = seed("001_41f7c61cc2742148")
+    first = ex.dropped[0]
+    assert (first.cell, first.line, first.reason, first.excerpt) == (0, 1, "cell magic %%HTML", "%%HTML")
+    assert ex.syntax_errors == ()
+    assert all(s.cell != 0 for s in ex.statements)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["matches", "manhattan", "replace_numbers", "intermediate_goals", "extract_move", "extract_move_list",
+     "apply_move_list"],
+)
+def test_seed001_template_functions_are_stubs(name: str) -> None:
+    definition = seed("001_41f7c61cc2742148").definitions[name]
+    assert (definition.kind, definition.is_stub) == ("function", True)
+
+
+@pytest.mark.parametrize("name", ["find_tiles", "search", "find_tile", "main"])
+def test_seed001_given_functions_are_not_stubs(name: str) -> None:
+    assert seed("001_41f7c61cc2742148").definitions[name].is_stub is False
+
+
+def test_seed001_to_list_and_to_tuple_are_lambdas() -> None:
+    ex = seed("001_41f7c61cc2742148")
+    for name in ("to_list", "to_tuple"):
+        definition = ex.definitions[name]
+        assert (definition.kind, definition.is_stub) == ("lambda", False)
+        assert binding(ex, name).kind == "assign"
+
+
+def test_seed001_time_cell_keeps_its_body_but_policy_drops_path_equals_main() -> None:
+    ex = seed("001_41f7c61cc2742148")
+    time_cell = [d for d in ex.dropped if d.excerpt == "%%time"][0].cell
+    assert [(d.line, d.reason) for d in ex.dropped if d.cell == time_cell] == [
+        (1, "cell magic %%time (body kept)"),
+        (2, "assignment calls notebook function main()"),
+        (3, "bare expression"),
+    ]
+    assert not [s for s in ex.statements if s.cell == time_cell]
+
+
+def test_seed002_percent_run_becomes_a_run_statement_in_document_order() -> None:
+    ex = seed("002_f30b892f30367653")
+    assert ex.runs == ("Breadth-First-Fast",)
+    [run] = [s for s in ex.statements if s.kind == "run"]
+    assert run.code == "__grader_run__('Breadth-First-Fast')"
+    assert (run.label, run.line, run.names) == ("In [8] (cell 12)", 1, ())
+    order = [s.names for s in ex.statements]
+    assert order.index(("arb",)) < order.index(()) < order.index(("start",))
+    assert not any(d.reason.startswith("line magic %run") for d in ex.dropped)
+
+
+def test_seed002_assignment_calling_a_function_from_the_run_module_is_dropped() -> None:
+    ex = seed("002_f30b892f30367653")
+    assert (
+        "assignment calls search() from %run Breadth-First-Fast",
+        "Path = search(nextStates, start, goal)",
+    ) in drops(ex)
+    assert ("loop at top level", "for State in Path:") in drops(ex)
+
+
+def test_seed003_top_level_loops_and_runs_are_dropped_and_the_state_class_kept() -> None:
+    ex = seed("003_e8760ccd72881298")
+    assert ("loop at top level", "while frontier:") in drops(ex)
+    assert ("assignment calls notebook class State.getSolution()", "state = State.getSolution()") in drops(ex)
+    assert ("assignment calls notebook class StatePriorityQueue()", "frontier = StatePriorityQueue()") in drops(ex)
+    assert ex.definitions["State"].kind == "class"
+    assert ex.definitions["rng"].kind == "data"  # a library call is kept
+    assert binding(ex, "cycle").code == "cycle=0"
+    imports = [s for s in ex.statements if s.kind == "import" and s.cell == 0]
+    assert [m for s in imports for m in s.modules] == ["tqdm.auto", "numpy", "icecream"]
+
+
+def test_seed004_class_and_search_functions_kept_and_instances_dropped() -> None:
+    ex = seed("004_6265c78a6fd907d9")
+    for name in ("EightPuzzle", "Problem", "Node", "PriorityQueue", "Board"):
+        assert ex.definitions[name].kind == "class"
+    for name in ("best_first_search", "astar_search", "expand", "path_states", "inversions", "g"):
+        assert (ex.definitions[name].kind, ex.definitions[name].is_stub) == ("function", False)
+    assert ("line magic %matplotlib", "%matplotlib inline") in drops(ex)
+    assert ex.definitions["heapq"].kind == "import"  # the rest of the magic's cell is kept
+    assert (
+        "assignment calls notebook class EightPuzzle()",
+        "e1 = EightPuzzle((1, 4, 2, 0, 7, 5, 3, 6, 8))",
+    ) in drops(ex)
+    # `failure = Node(...)` instantiates a notebook class, so the default policy drops it too
+    assert "failure" not in ex.definitions
+    assert ex.definitions["FIFOQueue"].kind == "data"
+
+
+def test_seed004_allow_calls_keeps_instances_of_an_allowed_class() -> None:
+    ex = extract(read_notebook(SEEDS / "004_6265c78a6fd907d9.ipynb"), Policy(allow_calls=frozenset({"Node"})))
+    assert ex.definitions["failure"].kind == "data"
+    assert "e1" not in ex.definitions
+
+
+# ---------------------------------------------------------------- syntax errors and redefinitions
+
+
+def test_syntax_error_leaves_out_only_its_cell() -> None:
+    ex = own("syntax_error.ipynb")
+    [error] = ex.syntax_errors
+    assert (error.cell, error.line, error.label) == (2, 3, "In [2] (cell 3)")
+    assert error.reason == "syntax error: invalid syntax (line 3)"
+    assert error.excerpt == "return total +"
+    assert error in ex.dropped
+    assert ex.warnings == ("In [2] (cell 3), line 3: cell left out: SyntaxError: invalid syntax",)
+    assert set(ex.definitions) == {"x", "later", "y"}
+    assert run_kept(ex)["later"]() == 1  # type: ignore[operator]
+
+
+def test_last_definition_in_document_order_wins_over_execution_order() -> None:
+    ex = own("redefinitions.ipynb")
+    solve = ex.definitions["solve"]
+    assert solve.label == "In [3] (cell 5)"
+    assert binding(ex, "solve").code.endswith("'second'")
+    assert ex.definitions["N"].label == "In [2] (cell 6)"
+    assert ex.definitions["helper"].kind == "data"  # `helper = None` after the def
+    assert ex.definitions["root"].kind == "data"  # the assignment after the import
+    assert list(ex.definitions)[-2:] == ["helper", "root"]  # ordered by last binding
+    namespace = run_kept(ex)
+    assert namespace["solve"](1) == "second"  # type: ignore[operator]
+
+
+# ---------------------------------------------------------------- magics, shell and help lines
+
+
+MAGICS_DROPPED_CELLS = ["HTML", "html", "bash", "writefile", "javascript", "latex", "markdown", "sh", "script", "svg"]
+
+
+@pytest.mark.parametrize(("index", "magic"), list(enumerate(MAGICS_DROPPED_CELLS)))
+def test_non_python_cell_magic_drops_the_whole_cell(index: int, magic: str) -> None:
+    ex = own("magics.ipynb")
+    assert [(d.line, d.reason) for d in ex.dropped if d.cell == index] == [(1, f"cell magic %%{magic}")]
+    assert not [s for s in ex.statements if s.cell == index]
+
+
+@pytest.mark.parametrize(("name", "magic"), [("CAPTURED", "capture"), ("TIMED_CELL", "timeit"), ("TIMED", "time")])
+def test_wrapping_cell_magic_keeps_its_body_with_line_numbers(name: str, magic: str) -> None:
+    ex = own("magics.ipynb")
+    statement = binding(ex, name)
+    magic_line = statement.line - 1
+    assert [d.reason for d in ex.dropped if d.cell == statement.cell and d.line == magic_line] == [
+        f"cell magic %%{magic} (body kept)"
+    ]
+
+
+def test_capture_body_statements_still_follow_the_policy() -> None:
+    ex = own("magics.ipynb")
+    cell = binding(ex, "CAPTURED").cell
+    assert [(d.line, d.reason) for d in ex.dropped if d.cell == cell][1:] == [(3, "bare expression")]
+
+
+def test_line_magics_are_replaced_and_line_numbers_kept() -> None:
+    ex = own("magics.ipynb")
+    statement = binding(ex, "AFTER_MAGICS")
+    assert statement.line == 4
+    assert [d.reason for d in ex.dropped if d.cell == statement.cell] == [
+        "line magic %matplotlib",
+        "line magic %load_ext",
+        "line magic %autoreload",
+    ]
+
+
+def test_time_and_timeit_keep_their_statement_and_timeit_options_are_removed() -> None:
+    ex = own("magics.ipynb")
+    assert binding(ex, "KEPT_TIME").code == "KEPT_TIME = 5"
+    assert binding(ex, "KEPT_TIMEIT").code == "KEPT_TIMEIT = 6"
+    cell = binding(ex, "KEPT_TIME").cell
+    assert [(d.line, d.reason) for d in ex.dropped if d.cell == cell] == [
+        (1, "line magic %time (statement kept)"),
+        (2, "line magic %timeit (statement kept)"),
+        (3, "line magic %timeit"),  # `t = %timeit ...` assigns the magic's result: dropped
+    ]
+    assert "t" not in ex.definitions
+
+
+def test_shell_lines_and_shell_assignments_are_dropped() -> None:
+    ex = own("magics.ipynb")
+    cell = binding(ex, "AFTER_SHELL").cell
+    assert [(d.reason, d.excerpt) for d in ex.dropped if d.cell == cell] == [
+        ("shell command", "!pip install numpy"),
+        ("shell command", "!!ls"),
+        ("shell command", "files = !ls"),
+    ]
+    assert "files" not in ex.definitions
+
+
+def test_help_lines_are_dropped() -> None:
+    ex = own("magics.ipynb")
+    cell = binding(ex, "AFTER_HELP").cell
+    assert [(d.reason, d.excerpt) for d in ex.dropped if d.cell == cell] == [
+        ("help request", "len?"),
+        ("help request", "len??"),
+        ("help request", "?len"),
+    ]
+
+
+def test_run_variants_name_the_support_module_stem_in_order() -> None:
+    ex = own("magics.ipynb")
+    assert ex.runs == ("Support", "Set", "helpers")
+    cell = binding(ex, "AFTER_RUN").cell
+    assert [(s.line, s.kind, s.code) for s in ex.statements if s.cell == cell] == [
+        (1, "run", "__grader_run__('Support')"),
+        (2, "assign", "AFTER_RUN = 9"),
+        (3, "run", "__grader_run__('Set')"),
+        (4, "run", "__grader_run__('helpers')"),
+    ]
+
+
+def test_magics_inside_a_function_body_are_replaced_and_the_function_still_parses() -> None:
+    ex = own("magics.ipynb")
+    assert binding(ex, "timed").code == "def timed():\n    total = sum(range(10))\n    return total"
+    assert binding(ex, "plot").code == "def plot():\n    pass"
+    cell = binding(ex, "timed").cell
+    assert [(d.line, d.reason) for d in ex.dropped if d.cell == cell] == [
+        (2, "line magic %time (statement kept)"),
+        (6, "line magic %matplotlib"),
+        (9, "line magic %run (not at top level)"),
+    ]
+    assert "Other" not in ex.runs
+
+
+def test_percent_and_bang_inside_strings_and_brackets_are_python() -> None:
+    ex = own("magics.ipynb")
+    assert "%matplotlib is just text" in binding(ex, "TEMPLATE").code
+    assert binding(ex, "rest").code == "rest = (100\n%width)"
+    assert not [d for d in ex.dropped if d.cell == binding(ex, "rest").cell]
+
+
+def test_cell_magic_not_on_the_first_line_is_dropped_like_a_line_magic() -> None:
+    ex = own("magics.ipynb")
+    cell = binding(ex, "MISPLACED").cell
+    assert [(d.line, d.reason) for d in ex.dropped if d.cell == cell] == [(2, "cell magic %%time not on the first line")]
+
+
+def test_kept_statements_of_the_magics_notebook_run_as_python() -> None:
+    namespace = run_kept(own("magics.ipynb"))
+    assert namespace["loaded"] == ["Support", "Set", "helpers"]
+    assert namespace["rest"] == 100 % 7
+    assert namespace["timed"]() == 45  # type: ignore[operator]
+    assert (namespace["CAPTURED"], namespace["KEPT_TIMEIT"], namespace["NEVER"]) == (1, 6, 11)
+
+
+# ---------------------------------------------------------------- the top-level policy
+
+
+def test_decorated_function_starts_at_its_decorator() -> None:
+    fib = binding(own("policy.ipynb"), "fib")
+    assert (fib.kind, fib.line) == ("def", 1)
+    assert fib.code.startswith("@functools.lru_cache(maxsize=None)\ndef fib(n):")
+
+
+def test_compound_statements_are_kept_only_when_everything_inside_is_kept() -> None:
+    ex = own("policy.ipynb")
+    kept = {s.code.splitlines()[0]: s for s in ex.statements}
+    assert kept["try:"].names == ("numba",) and kept["try:"].modules == ("numba",)
+    assert kept["with open('style.css') as f:"].names == ("f", "css")
+    assert kept["if True:"].names == ("LIMIT",)
+    assert all(s.kind == "other" for s in (kept["try:"], kept["if True:"]))
+    assert ("bare expression", "if LIMIT:") in drops(ex)
+    assert ("if condition calls notebook function setup()", "if setup():") in drops(ex)
+    assert ('if __name__ == "__main__" block', 'if __name__ == "__main__":') in drops(ex)
+
+
+def test_statements_that_do_work_at_load_time_are_dropped() -> None:
+    ex = own("policy.ipynb")
+    assert ("assignment calls notebook function setup()", "TABLE = setup()") in drops(ex)
+    assert ("bare expression", "setup()") in drops(ex)
+    assert ("delete statement", "del css") in drops(ex)
+    assert ("loop at top level", "for i in range(3):") in drops(ex)
+    assert ("assignment calls notebook function fib()", "squares = [fib(i) for i in range(5)]") in drops(ex)
+    assert ("assignment calls notebook class Board()", "board = Board()") in drops(ex)
+
+
+def test_lambda_bodies_and_attribute_reads_are_not_calls() -> None:
+    ex = own("policy.ipynb")
+    assert ex.definitions["key"].kind == "lambda"
+    assert binding(ex, "size").code == "size = Board.size"
+
+
+def test_statements_sharing_a_line_are_cut_at_the_semicolons() -> None:
+    ex = own("policy.ipynb")
+    assert binding(ex, "a").code == "a = 1"
+    assert binding(ex, "b").code == "b = 2"
+    assert ("bare expression", "fib(2)") in drops(ex)
+
+
+def test_global_and_pass_are_kept() -> None:
+    ex = own("policy.ipynb")
+    assert [s.code for s in ex.statements][-2:] == ["global LIMIT", "pass"]
+
+
+def test_allow_calls_keeps_assignments_conditions_and_bare_calls_of_that_function() -> None:
+    ex = own("policy.ipynb", Policy(allow_calls=frozenset({"setup"})))
+    assert binding(ex, "TABLE").code == "TABLE = setup()"
+    assert "setup()" in [s.code for s in ex.statements]
+    assert binding(ex, "READY").code.startswith("if setup():")
+    assert ("assignment calls notebook function fib()", "squares = [fib(i) for i in range(5)]") in drops(ex)
+
+
+def test_drop_policy_drops_assignments_to_named_globals() -> None:
+    ex = own("policy.ipynb", Policy(drop=frozenset({"SECRET", "LIMIT"})))
+    assert ("dropped by rubric", "SECRET = 42") in drops(ex)
+    assert ("dropped by rubric", "if True:") in drops(ex)  # the if assigns LIMIT
+    assert "SECRET" not in ex.definitions and "LIMIT" not in ex.definitions
+
+
+def test_dropped_report_and_source_name_cell_and_line() -> None:
+    ex = own("policy.ipynb")
+    report = ex.dropped_report().splitlines()
+    assert report[0] == "cell 4, line 1: assignment calls notebook function setup(): TABLE = setup()"
+    assert len(report) == len(ex.dropped)
+    assert ex.source().startswith("# cell 1, line 1\nimport functools\n\n# cell 2, line 1\n@functools")
+
+
+def test_markdown_and_raw_cells_are_ignored() -> None:
+    ex = extract(notebook_from_source("# %% [markdown]\n# x = 1\n# %% [raw]\ny = 2\n# %%\nz = 3\n"))
+    assert [s.code for s in ex.statements] == ["z = 3"]
+
+
+def test_excerpt_is_the_first_line_cut_to_80_characters() -> None:
+    long_call = "print(" + "'a', " * 30 + "'b')"
+    ex = extract(notebook_from_source(f"{long_call}\nx = 1\n"))
+    [dropped] = ex.dropped
+    assert len(dropped.excerpt) == 80
+    assert dropped.excerpt == long_call[:77] + "..."
+
+
+def test_import_statements_record_the_modules_for_stand_ins() -> None:
+    ex = extract(notebook_from_source("import os.path as p, sys\nfrom .. import sibling\nfrom a.b import c as d\n"))
+    assert [(s.names, s.modules) for s in ex.statements] == [
+        (("p", "sys"), ("os.path", "sys")),
+        (("sibling",), ("..",)),
+        (("d",), ("a.b",)),
+    ]
+    assert {name: d.kind for name, d in ex.definitions.items()} == {
+        "p": "import", "sys": "import", "sibling": "import", "d": "import"
+    }

@@ -1,0 +1,162 @@
+"""The sandbox with real child processes: answers, errors, timeouts, crashes and isolated helpers."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from grader.sandbox import codec
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+
+
+def statements(source: str) -> list[dict]:
+    return [{"code": source, "filename": "In [7] (cell 3)", "line": 1, "kind": "def"}]
+
+
+def run(source: str, *cases: CaseRequest, isolate=(), oracle=None, limits=ProcessLimits(load_seconds=3)):
+    with Sandbox(statements(source), {}, limits) as sandbox:
+        sandbox.load()
+        outcomes = sandbox.run_exercise(list(cases), isolate, oracle or (lambda *a: None), time.monotonic() + 60)
+        return outcomes, sandbox
+
+
+def case(code: str, timeout: float = 1.0, **values) -> CaseRequest:
+    return CaseRequest(id=f"c{abs(hash(code)) % 10000}", code=code,
+                       values={k: codec.encode(v) for k, v in values.items()}, timeout=timeout)
+
+
+def test_values_come_back_with_exact_types():
+    outcomes, _ = run("def f(x):\n    return (x, [x], {x})\n", case("f(__v0)", __v0="a"))
+    assert outcomes[0].status == "ok"
+    assert codec.decode(outcomes[0].value) == ("a", ["a"], {"a"})
+
+
+def test_error_points_at_notebook_cell_and_line():
+    outcomes, _ = run("def f():\n    x = 1\n    return x + 'a'\n", case("f()"))
+    assert outcomes[0].status == "error"
+    assert outcomes[0].error["type"] == "TypeError"
+    assert outcomes[0].error["where"] == "In [7] (cell 3), line 3"
+    assert "return x + 'a'" in outcomes[0].error["traceback"]
+
+
+def test_infinite_loop_costs_only_its_case():
+    source = "def spin():\n    while True:\n        pass\n\ndef ok():\n    return 1\n"
+    outcomes, _ = run(source, case("spin()", timeout=0.3), case("ok()"))
+    assert [o.status for o in outcomes] == ["timeout", "ok"]
+    assert "line 2" in outcomes[0].error["where"] or "line 3" in outcomes[0].error["where"]
+
+
+def test_swallowed_timeout_is_killed_and_the_next_case_runs_in_a_fresh_child():
+    source = ("def stubborn():\n    while True:\n        try:\n            while True:\n                pass\n"
+              "        except BaseException:\n            pass\n\ndef ok():\n    return 2\n")
+    started = time.monotonic()
+    outcomes, sandbox = run(source, case("stubborn()", timeout=0.3), case("ok()"))
+    assert [o.status for o in outcomes] == ["timeout", "ok"]
+    assert codec.decode(outcomes[1].value) == 2
+    assert sandbox.restarts == 1
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("body, status", [
+    ("import sys; sys.exit(3)", "error"),
+    ("raise SystemExit", "error"),
+    ("raise KeyboardInterrupt", "error"),
+    ("import os; os._exit(0)", "crash"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "crash"),
+])
+def test_exits_and_crashes_cost_only_their_case(body, status):
+    source = f"def bad():\n    {body}\n\ndef ok():\n    return 'fine'\n"
+    outcomes, _ = run(source, case("bad()"), case("ok()"))
+    assert outcomes[0].status == status
+    assert outcomes[1].status == "ok" and codec.decode(outcomes[1].value) == "fine"
+
+
+def test_killing_the_loaded_child_restarts_it():
+    source = "import os, signal\ndef bad():\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 1\n" \
+             "def ok():\n    return 3\n"
+    outcomes, _ = run(source, case("bad()"), case("ok()"))
+    assert outcomes[1].status == "ok" and codec.decode(outcomes[1].value) == 3
+
+
+def test_output_is_captured_per_case_and_truncated():
+    source = "def loud():\n    print('x' * 10_000_000)\n    return 1\n"
+    outcomes, _ = run(source, case("loud()"), limits=ProcessLimits(load_seconds=3))
+    assert outcomes[0].status == "ok"
+    assert len(outcomes[0].output) < 70_000
+    assert "more characters of output not kept" in outcomes[0].output
+
+
+def test_fake_results_on_stdout_do_not_count():
+    source = ("import sys, json\ndef f():\n    print(json.dumps({'op': 'result', 'status': 'ok', 'value': 42}))\n"
+              "    sys.__stdout__.write('PASSED\\n')\n    return 0\n")
+    outcomes, _ = run(source, case("f()"))
+    assert codec.decode(outcomes[0].value) == 0
+
+
+def test_isolated_helpers_are_answered_by_the_parent():
+    source = "def helper(x):\n    return 'broken'\n\ndef uses(x):\n    return helper(x) + 1\n"
+    calls = []
+
+    def oracle(name, args, kwargs):
+        calls.append((name, args))
+        return args[0] * 10
+
+    outcomes, _ = run(source, case("uses(4)"), isolate=["helper"], oracle=oracle)
+    assert codec.decode(outcomes[0].value) == 41
+    assert calls == [("helper", [4])]
+
+
+def test_exercises_do_not_leak_state_into_each_other():
+    source = "STATE = []\ndef add():\n    STATE.append(1)\n    return len(STATE)\n"
+    with Sandbox(statements(source), {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        first = sandbox.run_exercise([case("add()"), case("add() + 0")], (), None, time.monotonic() + 30)
+        second = sandbox.run_exercise([case("add()")], (), None, time.monotonic() + 30)
+    assert [codec.decode(o.value) for o in first] == [1, 2]
+    assert codec.decode(second[0].value) == 1
+
+
+def test_missing_import_becomes_inert_stand_in_and_annotations_are_not_evaluated():
+    imports = {"code": "import ipycanvas_not_installed as cnv\n", "filename": "cell 1", "line": 1, "kind": "import"}
+    define = {"code": "def draw(c: cnv.Canvas) -> cnv.Nothing:\n    cnv.Canvas(size=(1, 2)).fill_rect(0, 0)\n"
+                      "    return 5\n", "filename": "cell 1", "line": 2, "kind": "def"}
+    with Sandbox([imports, define], {}, ProcessLimits()) as box:
+        report = box.load()
+        outcomes = box.run_exercise([case("draw(None)")], (), None, time.monotonic() + 30)
+    assert any("inert stand-in" in w for w in report.warnings)
+    assert codec.decode(outcomes[0].value) == 5
+
+
+def test_hanging_top_level_statement_is_left_out():
+    hang = {"code": "while True:\n    pass\n", "filename": "cell 2", "line": 1, "kind": "other"}
+    define = {"code": "def f():\n    return 7\n", "filename": "cell 3", "line": 1, "kind": "def"}
+    with Sandbox([hang, define], {}, ProcessLimits(load_seconds=0.5)) as sandbox:
+        report = sandbox.load()
+        outcomes = sandbox.run_exercise([case("f()")], (), None, time.monotonic() + 30)
+    assert "f" in report.names
+    assert any("did not finish" in w for w in report.warnings)
+    assert codec.decode(outcomes[0].value) == 7
+
+
+def test_child_environment_holds_no_grader_secrets(monkeypatch):
+    monkeypatch.setenv("GRADER_SECRET_TOKEN", "s3cr3t")
+    outcomes, _ = run("import os\ndef env():\n    return dict(os.environ)\n", case("env()"))
+    environment = codec.decode(outcomes[0].value)
+    assert "GRADER_SECRET_TOKEN" not in environment
+    assert environment["PYTHONHASHSEED"] == "0"
+
+
+def test_no_process_survives_the_sandbox():
+    source = ("import subprocess, os\ndef spawn():\n    p = subprocess.Popen(['sleep', '300'])\n"
+              "    return p.pid\n")
+    outcomes, _ = run(source, case("spawn()"))
+    pid = codec.decode(outcomes[0].value)
+    time.sleep(0.2)
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat") as stat:
+            assert stat.read().split()[2] == "Z", "the sleeper is still running"
+    except ProcessLookupError:
+        pass

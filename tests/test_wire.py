@@ -1,0 +1,267 @@
+"""Tests for grader.sandbox.wire: frames over real pipes, deadlines, EOF, malformed data, a real child."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import wire
+from grader.sandbox.wire import (
+    MAX_FRAME,
+    Closed,
+    FrameError,
+    FrameReader,
+    Timeout,
+    encode_frame,
+    read_frame_blocking,
+    send,
+)
+
+SANDBOX_DIR = Path(wire.__file__).resolve().parent
+
+
+@pytest.fixture
+def pipe():
+    """A real pipe (read end, write end); ends a test has not closed are closed afterwards."""
+    read_end, write_end = os.pipe()
+    ends = {"read": read_end, "write": write_end}
+    yield ends
+    for fd in ends.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def close_writer(ends):
+    os.close(ends["write"])
+    ends["write"] = -1
+
+
+def write_later(fd: int, data: bytes, piece: int = 1, pause: float = 0.0) -> threading.Thread:
+    def run():
+        for start in range(0, len(data), piece):
+            os.write(fd, data[start : start + piece])
+            if pause:
+                time.sleep(pause)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def soon(seconds: float = 5.0) -> float:
+    return time.monotonic() + seconds
+
+
+def test_encode_frame_is_a_big_endian_length_and_compact_utf8_json():
+    frame = encode_frame({"k": 1, "text": "\u00e9"})
+    body = '{"k":1,"text":"\u00e9"}'.encode("utf-8")
+    assert frame == struct.pack(">I", len(body)) + body
+
+
+def test_a_message_round_trips_through_a_pipe(pipe):
+    message = {"case": 3, "value": {"tuple": [1, "\u00e9", None, 2.5]}}
+    send(pipe["write"], message)
+    assert FrameReader(pipe["read"]).read(soon()) == message
+
+
+def test_many_frames_in_one_write_are_split_correctly(pipe):
+    messages = [{"n": i, "pad": "x" * i} for i in range(50)]
+    os.write(pipe["write"], b"".join(encode_frame(message) for message in messages))
+    reader = FrameReader(pipe["read"])
+    assert [reader.read(soon()) for _ in messages] == messages
+
+
+def test_a_frame_delivered_one_byte_at_a_time_is_reassembled(pipe):
+    message = {"answer": list(range(20))}
+    writer = write_later(pipe["write"], encode_frame(message), piece=1, pause=0.001)
+    assert FrameReader(pipe["read"]).read(soon()) == message
+    writer.join()
+
+
+def test_a_large_frame_arrives_whole(pipe):
+    message = {"blob": "y" * 5_000_000}
+    writer = threading.Thread(target=send, args=(pipe["write"], message), daemon=True)
+    writer.start()
+    assert FrameReader(pipe["read"]).read(soon(20)) == message
+    writer.join()
+
+
+def test_a_partial_frame_times_out_then_completes_on_the_next_read(pipe):
+    frame = encode_frame({"late": True})
+    os.write(pipe["write"], frame[:7])
+    reader = FrameReader(pipe["read"])
+    started = time.monotonic()
+    with pytest.raises(Timeout):
+        reader.read(time.monotonic() + 0.2)
+    waited = time.monotonic() - started
+    assert 0.15 <= waited < 2.0
+    os.write(pipe["write"], frame[7:])
+    assert reader.read(soon()) == {"late": True}
+
+
+def test_a_deadline_already_passed_times_out_without_blocking(pipe):
+    reader = FrameReader(pipe["read"])  # the fd is blocking and nothing was written
+    started = time.monotonic()
+    with pytest.raises(Timeout):
+        reader.read(time.monotonic() - 1)
+    assert time.monotonic() - started < 1.0
+
+
+def test_eof_in_the_middle_of_a_frame_is_closed(pipe):
+    os.write(pipe["write"], encode_frame({"cut": "off"})[:9])
+    close_writer(pipe)
+    with pytest.raises(Closed, match="middle of a frame"):
+        FrameReader(pipe["read"]).read(soon())
+
+
+def test_eof_after_whole_frames_returns_them_then_closed(pipe):
+    os.write(pipe["write"], encode_frame({"a": 1}) + encode_frame({"b": 2}))
+    close_writer(pipe)
+    reader = FrameReader(pipe["read"])
+    assert reader.read(soon()) == {"a": 1}
+    assert reader.read(soon()) == {"b": 2}
+    with pytest.raises(Closed):
+        reader.read(soon())
+
+
+def test_an_oversized_length_header_is_a_frame_error_before_the_body_is_read(pipe):
+    os.write(pipe["write"], struct.pack(">I", MAX_FRAME + 1))
+    with pytest.raises(FrameError, match="over"):
+        FrameReader(pipe["read"]).read(soon())
+
+
+def test_a_caller_given_max_frame_is_enforced(pipe):
+    send(pipe["write"], {"text": "z" * 100})
+    with pytest.raises(FrameError, match="over the 50-byte limit"):
+        FrameReader(pipe["read"], max_frame=50).read(soon())
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "not an object"),
+        (b'"text"', "not an object"),
+        (b'{"x": NaN}', "not valid JSON"),
+        (b'{"x": "\xff"}', "not UTF-8"),
+        (b"[" * 100_000, "nested too deeply|not valid JSON"),
+    ],
+)
+def test_malformed_bodies_are_frame_errors_and_the_next_frame_still_reads(pipe, body, text):
+    good = encode_frame({"after": "bad"})
+    writer = write_later(pipe["write"], struct.pack(">I", len(body)) + body + good, piece=65536)
+    reader = FrameReader(pipe["read"])
+    with pytest.raises(FrameError, match=text):
+        reader.read(soon())
+    assert reader.read(soon()) == {"after": "bad"}
+    writer.join()
+
+
+def test_drain_discards_leftovers_in_the_buffer_and_the_pipe(pipe):
+    reader = FrameReader(pipe["read"])
+    half = encode_frame({"half": "written"})
+    os.write(pipe["write"], half[:10])
+    with pytest.raises(Timeout):
+        reader.read(time.monotonic() + 0.05)
+    os.write(pipe["write"], half[10:15])
+    assert reader.drain() == 15
+    assert reader.drain() == 0
+    send(pipe["write"], {"fresh": 1})
+    assert reader.read(soon()) == {"fresh": 1}
+
+
+def test_drain_returns_at_eof(pipe):
+    os.write(pipe["write"], b"\x00\x00")
+    close_writer(pipe)
+    assert FrameReader(pipe["read"]).drain() == 2
+
+
+def test_send_to_a_closed_reader_raises_closed(pipe):
+    os.close(pipe["read"])
+    pipe["read"] = -1
+    with pytest.raises(Closed):
+        send(pipe["write"], {"nobody": "listens"})
+
+
+def test_a_lone_surrogate_still_travels():
+    read_end, write_end = os.pipe()
+    try:
+        send(write_end, {"s": "a\ud800b"})
+        assert FrameReader(read_end).read(soon()) == {"s": "a\ud800b"}
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_read_frame_blocking_reads_exactly_one_frame(pipe):
+    os.write(pipe["write"], encode_frame({"first": 1}) + encode_frame({"second": 2}))
+    assert read_frame_blocking(pipe["read"]) == {"first": 1}
+    # Nothing beyond the first frame was consumed: the rest is still in the pipe.
+    assert FrameReader(pipe["read"]).read(soon()) == {"second": 2}
+
+
+def test_read_frame_blocking_raises_closed_on_eof(pipe):
+    os.write(pipe["write"], encode_frame({"x": 1})[:6])
+    close_writer(pipe)
+    with pytest.raises(Closed):
+        read_frame_blocking(pipe["read"])
+
+
+def test_read_frame_blocking_rejects_an_oversized_header(pipe):
+    os.write(pipe["write"], struct.pack(">I", 0xFFFFFFFF))
+    with pytest.raises(FrameError):
+        read_frame_blocking(pipe["read"])
+
+
+CHILD_SCRIPT = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import wire
+fd = int(sys.argv[2])
+request = wire.read_frame_blocking(0)
+for n in range(request["count"]):
+    wire.send(fd, {"n": n, "square": n * n, "echo": request["tag"]})
+print("noise on stdout is not a frame")
+"""
+
+
+def test_a_real_child_process_writes_frames_that_the_reader_reads():
+    answer_read, answer_write = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-c", CHILD_SCRIPT, str(SANDBOX_DIR), str(answer_write)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(answer_write,),
+    )
+    os.close(answer_write)
+    try:
+        send(child.stdin.fileno(), {"count": 5, "tag": "\u00e9"})
+        child.stdin.close()
+        reader = FrameReader(answer_read)
+        got = [reader.read(soon(30)) for _ in range(5)]
+        assert got == [{"n": n, "square": n * n, "echo": "\u00e9"} for n in range(5)]
+        with pytest.raises(Closed):
+            reader.read(soon(30))
+        assert child.wait(timeout=30) == 0
+        assert child.stdout.read() == b"noise on stdout is not a frame\n"
+    finally:
+        os.close(answer_read)
+        child.stdout.close()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_frames_are_plain_json_objects():
+    frame = encode_frame({"list": [1, 2]})
+    assert json.loads(frame[4:].decode("utf-8")) == {"list": [1, 2]}
+    with pytest.raises(TypeError):
+        encode_frame([1, 2])  # type: ignore[arg-type]
