@@ -61,7 +61,8 @@ def grade(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | P
           on_result: Callable[[SubmissionResult], None] | None = None) -> list[SubmissionResult]:
     """Grade submissions (files or folders), write DIR/<submission>.json for each, return results in input order."""
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-    plan = build_plan(rubric, cache if cache is not None else default_cache())
+    cache_dir = cache if cache is not None else default_cache()
+    plan = build_plan(rubric, cache_dir)
     files = collect(paths)
     ids = unique_ids(files)
     support = support_sources(plan)
@@ -69,7 +70,8 @@ def grade(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | P
     results: dict[int, SubmissionResult] = {}
 
     def one(index: int) -> SubmissionResult:
-        result = grade_path(files[index], plan, support, options, submission=ids[index])
+        result = grade_path(files[index], plan, support, options, submission=ids[index],
+                            hide=(out_dir, cache_dir))
         if out_dir is not None:
             write_json(result, out_dir)
         return result

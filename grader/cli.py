@@ -15,7 +15,7 @@ def _grade(args: argparse.Namespace) -> int:
     from grader.batch import grade
     from grader.grading import Options
     from grader.report.console import print_class
-    console = Console(stderr=False)
+    console = Console(width=None if sys.stdout.isatty() else 160)
     done = [0]
 
     def progress(result) -> None:

@@ -6,6 +6,7 @@ Data flows one way: Notebook -> Extracted -> Outcomes (from the child) -> CaseRe
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import time
 from dataclasses import dataclass, replace
@@ -25,7 +26,6 @@ from grader.sandbox import codec
 from grader.sandbox.process import CaseRequest, Outcome, ProcessLimits, Sandbox, SandboxError
 from grader.scoring import exercise_score, total
 
-ISOLATION = "process"   # what containment the child ran with (recorded in every result)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def _empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: flo
     return SubmissionResult(
         submission=submission or submission_id(path), path=str(path), sha256=sha256,
         rubric=plan.rubric.assignment, rubric_sha256=plan.rubric.sha256, grader_version=__version__,
-        isolation=ISOLATION, total=0.0, max_total=plan.rubric.max_total, exercises=exercises,
+        isolation="none (not run)", total=0.0, max_total=plan.rubric.max_total, exercises=exercises,
         warnings=(reason,), seconds=round(time.monotonic() - started, 3))
 
 
@@ -204,13 +204,17 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                       fraction=verdict.fraction, **base)
 
 
-def _notes(exercise: Exercise, name: str, extracted: Extracted) -> tuple[str, ...]:
+def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> tuple[str, ...]:
     notes = []
+    # Globals the course itself defines (fixtures) or that cases set on purpose are not worth a remark.
+    expected_globals = set(plan.rubric.fixtures) | {n for c in plan.cases[exercise.id] for n, _ in c.set}
     if name != exercise.function:
         notes.append(f"graded {name} (accepted as another name for {exercise.function})")
     definition = extracted.definitions.get(name)
     if definition is not None and definition.node is not None and definition.kind == "function":
         for global_name in global_data_reads(definition.node, extracted.definitions):
+            if global_name in expected_globals:
+                continue
             where = extracted.definitions[global_name]
             notes.append(f"{name} reads the notebook's global variable {global_name} ({where.label}, line "
                          f"{where.line}); the grader keeps top-level data, so it used the last value the "
@@ -277,7 +281,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: Sandbox | None, note
     results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes)]
     if exercise.isolate:
         results = _second_chance(plan, exercise, cases, requests, results, sandbox, deadline)
-    notes = _notes(exercise, name, extracted)
+    notes = _notes(exercise, name, extracted, plan)
     if any(r.status != "pass" for r in results):
         notes += exercise.hints
     return ExerciseResult(exercise.id, exercise.title, exercise_score(results, exercise.points, exercise.scoring),
@@ -296,6 +300,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds)
     with Sandbox(_statements(extracted), support, process_limits, limits.output_bytes, hide_paths) as sandbox:
+        sandbox_level = sandbox.isolation.level
         try:
             report = sandbox.load()
             loaded: Sequence[str] = report.names
@@ -305,15 +310,42 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
             loaded = ()
         exercises = tuple(grade_exercise(plan, exercise, sandbox if loaded else None, notebook, extracted, loaded,
                                          deadline, options) for exercise in rubric.exercises)
+        sandbox_level = sandbox.level or sandbox_level
     return SubmissionResult(
         submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
-        rubric_sha256=rubric.sha256, grader_version=__version__, isolation=ISOLATION,
+        rubric_sha256=rubric.sha256, grader_version=__version__, isolation=sandbox_level,
         total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
         warnings=tuple(warnings), seconds=round(time.monotonic() - started, 3))
 
 
+def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = ()) -> list[str]:
+    """Folders the child must not see: the course checkout (reference, rubrics, tests, .git), other
+    submissions, results, caches and other children's scratch dirs.
+
+    Inside them the child re-exposes only what it needs to run (its interpreter prefix and libraries).
+    A folder holding the base Python installation, the root or the home folder is never hidden whole.
+    """
+    import sys
+    from grader.sandbox.process import scratch_base
+    rubric = plan.rubric
+    course = Path(os.path.commonpath([rubric.path.parent.resolve(), rubric.reference.parent.resolve()]))
+    never = {Path("/"), Path.home().resolve(), *Path(sys.base_prefix).resolve().parents}
+    candidates = [course, rubric.reference.parent, rubric.path.parent, rubric.submissions,
+                  submission.resolve().parent, scratch_base(), *extra]
+    hidden: list[str] = []
+    for folder in candidates:
+        if folder is None:
+            continue
+        folder = Path(folder).resolve()
+        if folder in never or folder == Path(sys.base_prefix).resolve():
+            continue
+        if folder.is_dir() and str(folder) not in hidden:
+            hidden.append(str(folder))
+    return hidden
+
+
 def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Options = Options(),
-               submission: str | None = None) -> SubmissionResult:
+               submission: str | None = None, hide: Sequence[Path | None] = ()) -> SubmissionResult:
     """Grade one submission file; a file that cannot be read still gets a result, at zero, saying why."""
     started = time.monotonic()
     sha256 = file_sha256(path)
@@ -321,6 +353,5 @@ def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Opti
         notebook = read_notebook(path)
     except NotebookError as error:
         return _empty_result(path, plan, sha256, str(error), started, submission)
-    hide = [str(plan.rubric.reference.parent), str(plan.rubric.path.parent)]
     return grade_notebook(notebook, plan, path=path, sha256=sha256, support=support, options=options,
-                          submission=submission, hide_paths=hide)
+                          submission=submission, hide_paths=hidden_folders(plan, path, hide))

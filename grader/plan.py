@@ -49,10 +49,13 @@ class Case:
     @property
     def shown_call(self) -> str:
         """The call as a student reads it: generated variables written out."""
-        if not self.variables:
-            return self.call
-        values = ", ".join(f"{k}={codec.describe(codec.encode(v), 120)}" for k, v in self.variables.items())
-        return f"{self.call}  with {values}"
+        shown = self.call
+        if self.set:
+            shown += "  after " + ", ".join(f"{name} = {code}" for name, code in self.set)
+        if self.variables:
+            values = ", ".join(f"{k}={codec.describe(codec.encode(v), 120)}" for k, v in self.variables.items())
+            shown += f"  with {values}"
+        return shown
 
 
 @dataclass(frozen=True)

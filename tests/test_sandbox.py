@@ -148,15 +148,32 @@ def test_child_environment_holds_no_grader_secrets(monkeypatch):
     assert environment["PYTHONHASHSEED"] == "0"
 
 
-def test_no_process_survives_the_sandbox():
-    source = ("import subprocess, os\ndef spawn():\n    p = subprocess.Popen(['sleep', '300'])\n"
-              "    return p.pid\n")
-    outcomes, _ = run(source, case("spawn()"))
-    pid = codec.decode(outcomes[0].value)
+def _processes_running(marker: str) -> list[int]:
+    """Host pids whose command line contains marker (pids inside a pid namespace mean nothing here)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    if marker.encode() in cmdline.read():
+                        with open(f"/proc/{entry}/stat") as stat:
+                            if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
+                                found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("spawn", [
+    "subprocess.Popen(['sleep', '313.1'])",
+    "subprocess.Popen(['sleep', '313.1'], start_new_session=True)",   # escapes the process group
+])
+def test_no_process_survives_the_exercise(spawn):
+    source = f"import subprocess, os\ndef spawn():\n    {spawn}\n    return 1\n\ndef ok():\n    return 2\n"
+    with Sandbox(statements(source), {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        sandbox.run_exercise([case("spawn()")], (), None, time.monotonic() + 30)
+        sandbox.run_exercise([case("ok()")], (), None, time.monotonic() + 30)
+        assert not _processes_running("313.1"), "the exercise's sleeper outlived its exercise"
     time.sleep(0.2)
-    try:
-        os.kill(pid, 0)
-        with open(f"/proc/{pid}/stat") as stat:
-            assert stat.read().split()[2] == "Z", "the sleeper is still running"
-    except ProcessLookupError:
-        pass
+    assert not _processes_running("313.1"), "a sleeper outlived the sandbox"

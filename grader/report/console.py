@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -16,17 +17,24 @@ MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red")
 
 
 def _score(value: float) -> str:
-    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+    return f"{value:g}" if value == int(value) else f"{value:.1f}"
 
 
 def class_table(results: Sequence[SubmissionResult]) -> Table:
-    """One row per submission, one column per exercise: what a TA scans first."""
-    table = Table(title="Scores", show_lines=False, pad_edge=False)
-    table.add_column("submission", no_wrap=True)
+    """One row per submission, one column per exercise: what a TA scans first.
+
+    With many exercises the columns are numbered and a legend names them, so the table fits a terminal.
+    """
     exercises = results[0].exercises if results else ()
-    for exercise in exercises:
-        table.add_column(exercise.id, justify="right")
-    table.add_column("total", justify="right", style="bold")
+    numbered = len(exercises) > 6
+    legend = "  ".join(f"{n}={e.id}" for n, e in enumerate(exercises, start=1)) if numbered else None
+    table = Table(title="Scores", caption=legend, caption_justify="left", pad_edge=False, box=box.SIMPLE_HEAD,
+                  collapse_padding=True)
+    table.add_column("submission", no_wrap=True, overflow="ellipsis", max_width=22)
+    for number, exercise in enumerate(exercises, start=1):
+        table.add_column(str(number) if numbered else exercise.id, justify="right", no_wrap=True,
+                         min_width=None)
+    table.add_column("total", justify="right", style="bold", no_wrap=True, min_width=7)
     for result in results:
         cells = []
         for exercise in result.exercises:
@@ -76,7 +84,8 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         mark, style = ("✓", "green") if ok else ("✗", "red")
         line = f"[{style}]{mark}[/] {exercise.id}: {passed}/{len(public)} public cases pass"
         if hidden.get(exercise.id):
-            line += f"; {hidden[exercise.id]} hidden cases, results after grading"
+            count = hidden[exercise.id]
+            line += f"; {count} hidden case{'s' if count != 1 else ''}, results after grading"
         console.print(line, highlight=False)
         for note in exercise.notes:
             if not ok or "global variable" in note:

@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from grader.sandbox import codec, wire
+from grader.sandbox.isolation import Isolation, PidsGroup, command, detect
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
 RUNTIME_SECONDS = 5.0         # time the runtime itself may need between cases (fork, encode, send)
 MAX_RESTARTS = 4
+_STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,13 @@ class SandboxError(RuntimeError):
     """The child could not be started or loaded at all."""
 
 
+def scratch_base() -> Path:
+    """One folder per grader process holding every child's scratch dir (hidden from all children)."""
+    base = Path(tempfile.gettempdir()) / f"puzzle-grader-{os.getuid()}-{os.getpid()}"
+    base.mkdir(mode=0o700, exist_ok=True)
+    return base
+
+
 def _child_environment(scratch: str) -> dict[str, str]:
     """A minimal environment: nothing of the grader's (tokens, paths) reaches student code."""
     return {
@@ -94,7 +103,11 @@ class Sandbox:
     """One student's child process, restartable; use as a context manager so nothing outlives it."""
 
     def __init__(self, statements: Sequence[Mapping[str, Any]], support: Mapping[str, str],
-                 limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = ()):
+                 limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = (),
+                 isolation: Isolation | None = None):
+        self.isolation = isolation if isolation is not None else detect()
+        self.level: str | None = None            # what the children report they achieved (the weakest)
+        self.pids: PidsGroup | None = None
         self.statements = list(statements)
         self.support = dict(support)
         self.limits = limits
@@ -104,7 +117,7 @@ class Sandbox:
         self.fork_pid: int | None = None
         self.reader: wire.FrameReader | None = None
         self.request_fd: int | None = None
-        self.scratch = tempfile.mkdtemp(prefix="grader-")
+        self.scratch = tempfile.mkdtemp(prefix="submission-", dir=scratch_base())
         self.restarts = 0
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
@@ -122,10 +135,11 @@ class Sandbox:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _stop(self) -> None:
-        _kill_group(self.fork_pid)
+        if not self.isolation.namespaces:
+            _kill_group(self.fork_pid)   # inside a pid namespace this number means another process here
         self.fork_pid = None
         if self.process is not None:
-            _kill_group(self.process.pid)
+            _kill_group(self.process.pid)   # with namespaces: its PID 1 dies, and the namespace with it
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
@@ -138,14 +152,23 @@ class Sandbox:
                 except OSError:
                     pass
         self.request_fd, self.reader = None, None
+        if self.pids is not None:
+            self.pids.remove()
+            self.pids = None
 
     def _start(self) -> None:
         request_read, request_write = os.pipe()
         response_read, response_write = os.pipe()
         output = open(os.path.join(self.scratch, "output.log"), "ab")
+        if self.isolation.pids_root is not None:
+            try:
+                self.pids = PidsGroup(self.isolation.pids_root)
+            except OSError:
+                self.pids = None
+        runtime = [sys.executable, "-I", str(RUNTIME), str(request_read), str(response_write)]
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", str(RUNTIME), str(request_read), str(response_write)],
+                command(self.isolation, runtime, self.pids),
                 stdin=subprocess.DEVNULL, stdout=output, stderr=output, pass_fds=(request_read, response_write),
                 cwd=self.scratch, env=_child_environment(self.scratch), start_new_session=True, close_fds=True)
         except OSError as error:
@@ -158,7 +181,16 @@ class Sandbox:
         self.reader = wire.FrameReader(response_read)
         limits = {"memory_bytes": self.limits.memory_mb * 1024 * 1024, "cpu_seconds": self.limits.cpu_seconds,
                   "file_bytes": self.limits.file_mb * 1024 * 1024, "open_files": self.limits.open_files}
-        self._send({"op": "init", "limits": limits, "scratch": self.scratch, "hide_paths": self.hide_paths})
+        self._send({"op": "init", "limits": limits, "scratch": self.scratch, "hide_paths": self.hide_paths,
+                    "confine": self.isolation.namespaces})
+        try:
+            ready = self.reader.read(time.monotonic() + RUNTIME_SECONDS * 2)
+        except (wire.Timeout, wire.Closed, wire.FrameError) as error:
+            self._stop()
+            raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
+        level = str(ready.get("isolation", "unknown"))
+        if self.level is None or _STRENGTH.get(level, -1) < _STRENGTH.get(self.level, -1):
+            self.level = level   # a result reports the weakest containment any of its children had
 
     def _send(self, message: dict) -> None:
         assert self.request_fd is not None
@@ -282,8 +314,7 @@ class Sandbox:
             elif operation == "done":
                 wait_until = time.monotonic() + RUNTIME_SECONDS
             elif operation == "exited":
-                # Whatever the exercise left behind in its process group (sleepers, children) goes with it.
-                _kill_group(self.fork_pid)
+                # The child has already killed what the exercise left behind in its process group.
                 self.fork_pid = None
                 if current is not None:
                     status = message.get("status")

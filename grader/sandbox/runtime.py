@@ -20,12 +20,13 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script with -I: this directory is not on sys.path, and must not stay
     sys.path.insert(0, _HERE)
     import codec as _codec  # noqa: E402
+    import confine as _confine  # noqa: E402
     import wire as _wire  # noqa: E402
     sys.path.remove(_HERE)
 else:  # imported as grader.sandbox.runtime (tests of helpers)
-    from grader.sandbox import codec as _codec, wire as _wire
+    from grader.sandbox import codec as _codec, confine as _confine, wire as _wire
 # Students may have their own `codec` or `wire` module; ours stay referenced here only.
-for _name in ("codec", "wire"):
+for _name in ("codec", "wire", "confine"):
     sys.modules.pop(_name, None)
 
 _write = os.write
@@ -333,6 +334,11 @@ class Child:
                 _exit(70)
             _exit(0)
         _, status = os.waitpid(pid, 0)
+        try:  # sleepers and children the exercise left behind in its process group go with it
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _kill_orphans()
         self.send({"op": "exited", "status": os.waitstatus_to_exitcode(status)})
 
     def serve(self):
@@ -374,6 +380,34 @@ def _describe(error):
     return {"type": name, "message": _text(error), "where": where, "traceback": "\n".join(lines)}
 
 
+def _become_subreaper():
+    """Orphans of an exercise (even those that left its process group) become this process's children."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _kill_orphans():
+    """Kill and reap every child still attached to this process (the exercise's fork is already gone)."""
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                parent = stat.read().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            continue
+        if parent == me:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                os.waitpid(int(entry), 0)
+            except OSError:
+                pass
+
+
 def _on_alarm(signum, frame):
     raise CaseTimeout("the time limit of this case was reached")
 
@@ -409,15 +443,25 @@ def main(argv):
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # a Ctrl-C in the grader's terminal is the grader's business
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # oversized writes fail with an error instead
+    _become_subreaper()
     child = Child(request_fd, response_fd)
     first = child.receive()
     _apply_limits(first.get("limits", {}))
     scratch = first.get("scratch")
+    hide = list(first.get("hide_paths", []))
+    level, problems = "rlimits", []
+    if first.get("confine") and scratch:
+        if _confine.in_own_namespaces():
+            problems = _confine.confine(scratch, hide)
+            level = "namespaces" if not problems else "namespaces-partial"
+        else:
+            problems = ["not started in its own namespaces"]
     if scratch:
         os.chdir(scratch)
         sys.path.insert(0, scratch)
-    for entry in first.get("hide_paths", []):
+    for entry in hide:
         sys.path[:] = [p for p in sys.path if not os.path.abspath(p or ".").startswith(entry)]
+    child.send({"op": "ready", "isolation": level, "problems": problems})
     child.serve()
 
 
