@@ -111,20 +111,23 @@ def _requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str, 
     for case in cases:
         data = plan.data(case)
         call = for_child(case.call, data, renames)
-        probes = {}
         values = {k: codec.encode(v) for k, v in call.values}
-        for probe_name, code in case.probe:
-            probe = for_child(code, {**data}, renames)
-            # Probe placeholders must not collide with the call's.
-            text = probe.code
-            for placeholder, value in reversed(probe.values):
+
+        def merged(code: str) -> str:
+            """A further expression of the case, its placeholders renamed so they never collide with the call's."""
+            extra = for_child(code, data, renames)
+            text = extra.code
+            for placeholder, value in reversed(extra.values):
                 fresh = f"__p{len(values)}"
                 text = re.sub(rf"\b{placeholder}\b", fresh, text)
                 values[fresh] = codec.encode(value)
-            probes[probe_name] = text
+            return text
+
+        probes = {probe_name: merged(code) for probe_name, code in case.probe}
+        reduce = merged(case.reduce) if case.reduce else None
         settings = {k: codec.encode(evaluate_data(code, data)) for k, code in case.set}
         requests.append(CaseRequest(case.id, call.code, values, settings, probes,
-                                    limits.case_timeout(plan.expected[case.id].seconds)))
+                                    limits.case_timeout(plan.expected[case.id].seconds), reduce))
     return requests
 
 
@@ -213,8 +216,8 @@ def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> t
     definition = extracted.definitions.get(name)
     if definition is not None and definition.node is not None and definition.kind == "function":
         for global_name in global_data_reads(definition.node, extracted.definitions):
-            if global_name in expected_globals:
-                continue
+            if global_name in expected_globals or (len(global_name) > 1 and global_name.isupper()):
+                continue   # course fixtures, globals the rubric sets, and CONSTANTS are what they should be
             where = extracted.definitions[global_name]
             notes.append(f"{name} reads the notebook's global variable {global_name} ({where.label}, line "
                          f"{where.line}); the grader keeps top-level data, so it used the last value the "

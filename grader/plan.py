@@ -42,6 +42,7 @@ class Case:
     variables: Mapping[str, Any] = field(default_factory=dict)
     set: tuple[tuple[str, str], ...] = ()
     probe: tuple[tuple[str, str], ...] = ()
+    reduce: str | None = None                # turns the answer into plain data, in the child and the reference
     expect: str | None = None
     weight: float = 1.0
     line: int = 0
@@ -166,6 +167,7 @@ def _generated(rubric: Rubric, reference: ModuleType, exercise: Exercise, spec: 
     return [
         Case(id=f"{base}[{n}]", exercise=exercise.id, call=spec.call, visibility=spec.visibility,
              check=spec.check or exercise.check, variables=variables, set=spec.set, probe=spec.probe,
+             reduce=spec.reduce or exercise.reduce,
              expect=spec.expect, weight=spec.weight, line=spec.line)
         for n, variables in enumerate(ordered, start=first)
     ]
@@ -184,7 +186,7 @@ def expand(rubric: Rubric, reference: ModuleType) -> dict[str, tuple[Case, ...]]
                 produced.append(Case(
                     id=spec.id or f"{exercise.id}#{index}", exercise=exercise.id, call=spec.call,
                     visibility=spec.visibility, check=spec.check or exercise.check, set=spec.set,
-                    probe=spec.probe, expect=spec.expect, weight=spec.weight, line=spec.line))
+                    probe=spec.probe, reduce=spec.reduce or exercise.reduce, expect=spec.expect, weight=spec.weight, line=spec.line))
         cases[exercise.id] = tuple(produced)
     # Expected values and results are keyed by case id, so one id naming two cases would mix up their answers.
     first: dict[str, Case] = {}
@@ -225,7 +227,11 @@ def evaluate_reference(reference: ModuleType, case: Case, data: Mapping[str, Any
     with patched_globals(reference, settings):
         random.seed(0)
         with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-            return eval(compile(case.call, f"<rubric {case.id}>", "eval"), namespace)  # noqa: S307 - trusted
+            value = eval(compile(case.call, f"<rubric {case.id}>", "eval"), namespace)  # noqa: S307 - trusted
+            if case.reduce:
+                value = eval(compile(case.reduce, f"<rubric {case.id} reduce>", "eval"),  # noqa: S307
+                             {**namespace, "result": value})
+            return value
 
 
 def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: Case,

@@ -67,6 +67,7 @@ class CaseSpec:
     expect: str | None = None
     set: tuple[tuple[str, str], ...] = ()
     probe: tuple[tuple[str, str], ...] = ()
+    reduce: str | None = None
     check: CheckSpec | None = None
     weight: float = 1.0
     generate: str | None = None
@@ -107,6 +108,7 @@ class Exercise:
     cases: tuple[CaseSpec, ...]
     limits: Limits
     line: int = 0
+    reduce: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -175,6 +177,7 @@ EXERCISE_KEYS = {
     "error_hints": "list of {match, say}: explanations for errors whose text contains match",
     "mistakes": "list of {reference, say}: known wrong implementations and the feedback for them",
     "limits": "per-exercise limit overrides",
+    "reduce": "default reduce expression of its cases (e.g. path_states(result) for a Node)",
     "cases": "the cases",
 }
 CASE_KEYS = {
@@ -184,6 +187,7 @@ CASE_KEYS = {
     "expect": "Python expression of the expected value (default: the reference's answer)",
     "set": "mapping of module globals to expressions, set before the call",
     "probe": "mapping of names to expressions evaluated after the call with `result` bound",
+    "reduce": "expression over `result` evaluated in the child to turn the answer into plain data",
     "check": "check of this case (overrides the exercise's)",
     "weight": "weight within the exercise (default 1)",
     "generate": "name of a generator function in the reference module",
@@ -348,11 +352,14 @@ def _case(node: Any, line: int, where: str, problems: _Problems) -> CaseSpec | N
     settings = _pairs(node.get("set"), node.line_of("set"), f"{where}: set", problems)
     probes = _pairs(node.get("probe"), node.line_of("probe"), f"{where}: probe", problems)
     check = _check_spec(node.get("check"), node.line_of("check"), where, problems)
+    reduce = None
+    if "reduce" in node:
+        reduce = _expression(node["reduce"], node.line_of("reduce"), f"{where}: reduce", problems)
     if call is None:
         return None
     return CaseSpec(
         line=node.line, call=call, id=None if case_id is None else str(case_id), visibility=visibility,
-        expect=expect, set=settings, probe=probes, check=check,
+        expect=expect, set=settings, probe=probes, reduce=reduce, check=check,
         weight=weight if weight is not None else 1.0, generate=generate,
         count=count if isinstance(count, int) else 0, seed=seed if isinstance(seed, int) else 0)
 
@@ -423,7 +430,9 @@ def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exer
             node.get("mistakes"), node.line_of("mistakes"), ("reference", "say"), f"{where}: mistakes", problems)),
         cases=tuple(cases),
         limits=_limits(node.get("limits"), node.line_of("limits"), limits, where, problems),
-        line=node.line)
+        line=node.line,
+        reduce=_expression(node["reduce"], node.line_of("reduce"), f"{where}: reduce", problems)
+        if "reduce" in node else None)
 
 
 def _path(root: Path, node: Marked, key: str, problems: _Problems, *, required: bool) -> Path | None:

@@ -44,6 +44,7 @@ class CaseRequest:
     set: Mapping[str, Any] = field(default_factory=dict)         # module global -> wire
     probes: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 1.0
+    reduce: str | None = None                   # expression over `result`, applied before encoding
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,9 @@ class Sandbox:
                 self.pids = PidsGroup(self.isolation.pids_root)
             except OSError:
                 self.pids = None
-        runtime = [sys.executable, "-I", str(RUNTIME), str(request_read), str(response_write)]
+        # Not -I: it would also ignore PYTHONHASHSEED. The environment is ours entirely (no PYTHONPATH etc.),
+        # -s skips the user site and -P keeps the runtime's folder off sys.path.
+        runtime = [sys.executable, "-s", "-P", str(RUNTIME), str(request_read), str(response_write)]
         try:
             self.process = subprocess.Popen(
                 command(self.isolation, runtime, self.pids),
@@ -276,7 +279,7 @@ class Sandbox:
         by_id = {case.id: case for case in cases}
         self._send({"op": "exercise", "isolate": list(isolate), "cases": [
             {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
-             "timeout": c.timeout} for c in cases]})
+             "timeout": c.timeout, "reduce": c.reduce} for c in cases]})
         outcomes: list[Outcome] = []
         current: CaseRequest | None = None
         started = 0.0

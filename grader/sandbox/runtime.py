@@ -1,6 +1,6 @@
 """The child side of the sandbox: loads a student's extracted notebook and answers case requests over a pipe.
 
-Runs as a script in a clean interpreter (`python -I runtime.py REQ_FD RESP_FD`) that never imported the grader
+Runs as a script in a clean interpreter (`python -s -P runtime.py REQ_FD RESP_FD`, own environment) that never imported the grader
 package or the reference. It only ever sees the student's code, the cases' input values, and the reference's
 answers to isolated helper calls it asks for. Everything it sends back is judged by the parent.
 """
@@ -17,7 +17,7 @@ import traceback
 import types
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if __name__ == "__main__":  # run as a script with -I: this directory is not on sys.path, and must not stay
+if __name__ == "__main__":  # run as a script with -P: this directory is not on sys.path, and must not stay
     sys.path.insert(0, _HERE)
     import codec as _codec  # noqa: E402
     import confine as _confine  # noqa: E402
@@ -287,6 +287,8 @@ class Child:
         try:
             try:
                 result = eval(compile(case["code"], "<case>", "eval"), scope)  # noqa: S307 - rubric expression
+                if case.get("reduce"):
+                    result = eval(compile(case["reduce"], "<reduce>", "eval"), {**scope, "result": result})  # noqa: S307
                 probes = {}
                 for name, code in case.get("probes", {}).items():
                     try:

@@ -1,0 +1,60 @@
+"""Shared fixtures for the end-to-end tests: repository paths, a private cache, and one graded batch.
+
+Grading every bundled example takes several seconds (infinite-search alone spends most of them
+on timeouts), so it happens once per session and many tests read the results.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.batch import Validation, grade, validate
+from grader.results import SubmissionResult
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
+ASSIGNMENT = REPO / "assignments" / "taoistic-search"
+SUBMISSIONS = ASSIGNMENT / "submissions"
+TEMPLATE = ASSIGNMENT / "template.ipynb"
+REFERENCE = REPO / "reference" / "taoistic_search.py"
+NOTEBOOKS = REPO / "tests" / "fixtures" / "notebooks"
+
+# Graded in the same batch as the bundled examples: a file that is not a notebook must not stop the batch.
+EXTRA_SUBMISSIONS = (NOTEBOOKS / "invalid_json.ipynb", NOTEBOOKS / "e2e_find_tiles_alias.ipynb", REFERENCE)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One grading run: results by submission id, the folder of their JSON files, and its wall time."""
+
+    results: dict[str, SubmissionResult]
+    out: Path
+    seconds: float
+
+    def __getitem__(self, submission: str) -> SubmissionResult:
+        return self.results[submission]
+
+
+@pytest.fixture(scope="session")
+def grader_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Reference answers are cached here, never in the home directory; shared so they are computed once."""
+    return tmp_path_factory.mktemp("grader-cache")
+
+
+@pytest.fixture(scope="session")
+def bundled(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Batch:
+    """Every bundled example submission, the reference module, an invalid file and the alias notebook."""
+    out = tmp_path_factory.mktemp("bundled-results")
+    started = time.monotonic()
+    results = grade([SUBMISSIONS, *EXTRA_SUBMISSIONS], RUBRIC, out, jobs=2, cache=grader_cache)
+    seconds = time.monotonic() - started
+    return Batch({result.submission: result for result in results}, out, seconds)
+
+
+@pytest.fixture(scope="session")
+def validation(grader_cache: Path) -> Validation:
+    return validate(RUBRIC, cache=grader_cache)

@@ -1,0 +1,157 @@
+"""The real command line, run as a subprocess the way a TA or a student runs it: exit codes and what it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import grader
+from grader.plan import build_plan
+from grader.rubric import load_rubric
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = "rubrics/taoistic-search.yaml"              # paths below are relative to REPO, the subprocess's cwd
+SUBMISSIONS = "assignments/taoistic-search/submissions"
+CORRECT = f"{SUBMISSIONS}/correct.ipynb"
+TRANSPOSED = f"{SUBMISSIONS}/move-dir-transposed.ipynb"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    # COLUMNS pins rich's width to a common terminal's, whatever terminal runs the tests.
+    env = {**os.environ, "COLUMNS": "80"}
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def flat(text: str) -> str:
+    """Whitespace collapsed, so a message rich wrapped at the terminal width still reads as one line."""
+    return " ".join(text.split())
+
+
+def hidden_calls(cache: Path) -> list[str]:
+    plan = build_plan(load_rubric(REPO / RUBRIC), cache)
+    return [flat(case.shown_call) for cases in plan.cases.values() for case in cases if case.visibility == "hidden"]
+
+
+# ------------------------------------------------------------------------------------------------ grade
+
+
+def test_grade_writes_one_json_per_notebook_and_prints_the_class_table(tmp_path: Path, grader_cache: Path) -> None:
+    out = tmp_path / "results"
+    done = run("grade", CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["correct.json", "move-dir-transposed.json"]
+    totals = {p.stem: json.loads(p.read_text(encoding="utf-8"))["total"] for p in out.iterdir()}
+    assert totals == {"correct": 30, "move-dir-transposed": 28}
+    assert "Scores" in done.stdout
+    assert re.search(r"^\W*correct\b", done.stdout, re.MULTILINE)          # a table row per submission
+    assert re.search(r"^\W*move-dir-transposed\b", done.stdout, re.MULTILINE)
+    assert "isolation" in done.stdout
+    assert f"results written to {out}" in flat(done.stdout)
+
+
+def test_grade_table_shows_every_score_in_an_80_column_terminal(tmp_path: Path, grader_cache: Path) -> None:
+    done = run("grade", CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", str(tmp_path), "--cache",
+               str(grader_cache), "--quiet")   # no progress lines: the totals can only come from the table
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "move-dir-transposed" in line)
+    # 13 exercise columns (move_dir is the second) and the total, none squeezed out or cut to '…'.
+    assert re.findall(r"\d+(?:\.\d+)?(?:/\d+)?", row) == ["2", "0", "2", "2", "3", "1", "2", "2", "3", "2", "2",
+                                                         "4", "3", "28/30"]
+    assert "30/30" in done.stdout
+
+
+# ------------------------------------------------------------------------------------------------ check
+
+
+def test_check_on_correct_passes_and_only_counts_hidden_cases(grader_cache: Path) -> None:
+    done = run("check", CORRECT, "--rubric", RUBRIC, "--cache", str(grader_cache))
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = flat(done.stdout)
+    assert "hidden cases, results after grading" in shown
+    assert "All public cases pass" in shown
+    for call in hidden_calls(grader_cache):
+        assert call not in shown
+
+
+def test_check_on_transposed_move_dir_fails_showing_expected_got_and_the_mistake(grader_cache: Path) -> None:
+    done = run("check", TRANSPOSED, "--rubric", RUBRIC, "--cache", str(grader_cache))
+    assert done.returncode == 1, done.stdout + done.stderr
+    shown = flat(done.stdout)
+    assert "✗ move_dir: 0/2 public cases pass" in shown
+    assert "✗ move_dir(Start, 0, 0, 1, 0)" in shown
+    assert ("expected: (('14', '0', '8', '12'), ('10', '11', '13', '9'), ('6', '2', '4', '15'), "
+            "('3', '5', '7', '1'))") in shown
+    assert ("got: (('10', '14', '8', '12'), ('0', '11', '13', '9'), ('6', '2', '4', '15'), "
+            "('3', '5', '7', '1'))") in shown
+    assert "Rows and columns look swapped" in shown
+    # Hidden move_dir cases fail too, but a self-check never runs or shows them.
+    calls = hidden_calls(grader_cache)
+    assert "move_dir(S1, 2, 2, -1, 0)" in calls
+    for call in calls:
+        assert call not in shown
+
+
+# ------------------------------------------------------------------------------------------------ validate
+
+
+def test_validate_accepts_the_taoistic_rubric(grader_cache: Path) -> None:
+    done = run("validate", RUBRIC, "--cache", str(grader_cache))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reference: 30/30" in done.stdout
+    assert "template:  0/30" in done.stdout
+    assert "valid" in done.stdout
+
+
+def broken_rubric(tmp_path: Path, name: str, exercise_lines: str) -> Path:
+    """A one-exercise rubric with the real reference module, so the only problem is the one written in."""
+    reference = REPO / "reference" / "taoistic_search.py"
+    path = tmp_path / name
+    path.write_text(f"assignment: tiny\nreference: {reference}\nfixtures: [Start]\nexercises:\n"
+                    f"  - id: find_tile\n{exercise_lines}"
+                    f"    cases:\n      - call: \"find_tile('0', Start)\"\n", encoding="utf-8")
+    return path
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
+
+
+@pytest.mark.parametrize("exercise_lines, marker, reason", [
+    ("    pionts: 2\n", "pionts", "exercise 'find_tile': unknown key 'pionts' (did you mean 'points'?)"),
+    ("    points: 2\n    check: equals\n", "check: equals",
+     "exercise 'find_tile': unknown check 'equals' (did you mean 'equal'?)"),
+], ids=["typo-key", "unknown-check"])
+def test_validate_reports_a_broken_rubric_at_its_file_and_line(tmp_path: Path, grader_cache: Path,
+                                                               exercise_lines: str, marker: str, reason: str) -> None:
+    path = broken_rubric(tmp_path, "broken.yaml", exercise_lines)
+    done = run("validate", str(path), "--cache", str(grader_cache))
+    assert done.returncode != 0
+    assert f"{path}:{line_of(path, marker)}: {reason}" in done.stderr.splitlines()
+
+
+# ------------------------------------------------------------------------------------------------ extract, version
+
+
+def test_extract_prints_the_module_with_cell_markers_and_what_it_left_out() -> None:
+    done = run("extract", CORRECT)
+    assert done.returncode == 0, done.stderr
+    module, marker, left_out = done.stdout.partition("# ---- left out ----\n")
+    assert marker
+    assert module.startswith("# In [2] (cell 3), line 1\n")
+    assert "# In [24] (cell 39), line 1\ndef find_tile(" in module
+    assert "%load_ext" not in module
+    assert "# In [1] (cell 1), line 1: line magic %load_ext: %load_ext nb_mypy" in left_out.splitlines()
+    assert "# In [45] (cell 76), line 1: assignment calls notebook function main(): Path = main()" in left_out
+
+
+def test_version_names_the_package_and_its_version() -> None:
+    done = run("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"puzzle-grader {grader.__version__}"
