@@ -1,0 +1,429 @@
+"""The grading plan: cases expanded, expected values computed by the reference once, cached by rubric hash."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.plan import build_plan, cache_path, expand, load_reference, patched_globals
+from grader.rubric import CheckSpec, RubricError, load_rubric
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rubrics"
+MINI = FIXTURES / "mini.yaml"
+START, MIDDLE, GOAL = ("*", "1", "2"), ("1", "*", "2"), ("1", "2", "*")
+
+
+def copy_mini(folder: Path, rubric_text: str | None = None) -> Path:
+    """The mini rubric (or `rubric_text`, starting at line 1) next to a private copy of its reference module."""
+    shutil.copy(FIXTURES / "mini_reference.py", folder / "mini_reference.py")
+    path = folder / "mini.yaml"
+    text = MINI.read_text(encoding="utf-8") if rubric_text is None else textwrap.dedent(rubric_text).lstrip("\n")
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def plan_problems(path: Path) -> list[str]:
+    with pytest.raises(RubricError) as failure:
+        build_plan(load_rubric(path))
+    problems = failure.value.problems
+    assert all(problem.startswith(f"{path}:") for problem in problems), problems
+    return [problem[len(f"{path}:"):] for problem in problems]
+
+
+def values(plan, exercise: str) -> dict[str, object]:
+    return {case.id: plan.expected[case.id].value for case in plan.cases[exercise]}
+
+
+def answers(expected) -> dict[str, tuple]:
+    """Expected values without their timings (which differ from run to run)."""
+    return {case_id: (e.value, e.mistakes) for case_id, e in expected.items()}
+
+
+# ---------------------------------------------------------------- expected values
+
+
+def test_expected_values_are_the_reference_answers_in_wire_form() -> None:
+    plan = build_plan(load_rubric(MINI))
+    assert values(plan, "double") == {"double#1": 6, "double-len": 6, "double#3": 1000}
+    assert values(plan, "solve") == {"solve#1": {"list": [{"tuple": list(START)}, {"tuple": list(MIDDLE)},
+                                                          {"tuple": list(GOAL)}]}}
+    assert values(plan, "blanks") == {"blanks#1": {"list": [2, 0]}}
+    assert all(expected.seconds >= 0 for expected in plan.expected.values())
+
+
+def test_case_ids_and_order_follow_the_rubric() -> None:
+    plan = build_plan(load_rubric(MINI))
+    assert [case.id for case in plan.cases["double"]] == ["double#1", "double-len", "double#3"]
+    assert [case.id for case in plan.cases["total"]] == [f"total.random_lists[{n}]" for n in range(1, 7)]
+    assert set(plan.expected) == {case.id for group in plan.cases.values() for case in group}
+
+
+def test_cases_carry_their_rubric_settings() -> None:
+    plan = build_plan(load_rubric(MINI))
+    hidden = plan.cases["double"][1]
+    assert (hidden.exercise, hidden.call, hidden.visibility, hidden.weight, hidden.line) == (
+        "double", "double(len(Start))", "hidden", 2, 27)
+    assert hidden.check == CheckSpec("equal", {}, 13)
+    assert plan.cases["solve"][0].check.name == "path"
+    assert plan.cases["parity"][0].check.name == "check_same_parity"
+
+
+def test_expect_expression_replaces_the_reference_answer() -> None:
+    assert values(build_plan(load_rubric(MINI)), "scaled")["scaled#2"] == 5
+
+
+def test_set_patches_module_globals_for_the_reference_call_and_restores_them() -> None:
+    plan = build_plan(load_rubric(MINI))
+    assert values(plan, "scaled")["scaled#1"] == 15
+    assert plan.reference.Scale == 1
+    assert plan.cases["scaled"][0].set == (("Scale", "3"),)
+
+
+def test_mistake_answers_are_recorded_and_none_when_the_mistake_raises() -> None:
+    plan = build_plan(load_rubric(MINI))
+    assert plan.expected["double#1"].mistakes == (("double_plus_one", 7), ("double_if_small", 6))
+    assert plan.expected["double#3"].mistakes == (("double_plus_one", 1001), ("double_if_small", None))
+    assert plan.expected["scaled#1"].mistakes == ()
+
+
+def test_plan_data_is_the_fixtures_then_the_case_variables() -> None:
+    plan = build_plan(load_rubric(MINI))
+    assert plan.data(plan.cases["double"][0]) == {"Start": START, "Goal": GOAL}
+    generated = plan.cases["total"][2]
+    assert plan.data(generated) == {"Start": START, "Goal": GOAL, "xs": [2, 6]}
+    assert generated.shown_call == "total(xs)  with xs=[2, 6]"
+    assert plan.cases["double"][0].shown_call == "double(3)"
+
+
+# ---------------------------------------------------------------- generated cases
+
+
+def test_generated_cases_are_sorted_smallest_first() -> None:
+    plan = build_plan(load_rubric(MINI))
+    cases = plan.cases["total"]
+    assert [case.variables["xs"] for case in cases] == [[], [], [2, 6], [6, 1, 3], [0, 8, 3, 0], [0, 1, 8, 1, 5]]
+    assert [plan.expected[case.id].value for case in cases] == [0, 0, 8, 10, 11, 15]
+    assert all(case.visibility == "hidden" for case in cases)
+
+
+def test_generated_cases_are_the_same_for_the_same_seed_and_differ_for_another(tmp_path: Path) -> None:
+    rubric = load_rubric(MINI)
+    reference = load_reference(rubric.reference)
+    assert expand(rubric, reference) == expand(rubric, reference)
+    other = load_rubric(copy_mini(tmp_path, MINI.read_text(encoding="utf-8").replace("seed: 7", "seed: 8")))
+    first = [case.variables for case in expand(rubric, reference)["total"]]
+    assert [case.variables for case in expand(other, load_reference(other.reference))["total"]] != first
+
+
+def test_one_generator_feeding_two_cases_numbers_on_and_keeps_each_answer(tmp_path: Path) -> None:
+    path = copy_mini(tmp_path, """
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: total
+            cases:
+              - generate: random_lists
+                count: 2
+                seed: 1
+                call: total(xs)
+              - generate: random_lists
+                count: 3
+                seed: 2
+                call: total(xs)
+                visibility: hidden
+        """)
+    plan = build_plan(load_rubric(path))
+    cases = plan.cases["total"]
+    assert [(case.id, case.visibility) for case in cases] == [
+        ("total.random_lists[1]", "public"), ("total.random_lists[2]", "public"),
+        ("total.random_lists[3]", "hidden"), ("total.random_lists[4]", "hidden"), ("total.random_lists[5]", "hidden")]
+    assert [plan.expected[case.id].value for case in cases] == [sum(case.variables["xs"]) for case in cases]
+
+
+def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) -> None:
+    path = copy_mini(tmp_path, """
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: total
+            cases:
+              - generate: random_lists
+                id: lists
+                count: 2
+                call: total(xs)
+        """)
+    assert [case.id for case in build_plan(load_rubric(path)).cases["total"]] == ["lists[1]", "lists[2]"]
+
+
+# ---------------------------------------------------------------- rubric problems found against the reference
+
+
+@pytest.mark.parametrize(("rubric", "expected"), [
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        fixtures:
+          - Start
+          - Nowhere
+        exercises:
+          - id: double
+            cases: [{call: double(1)}]
+        """, ["5: fixture 'Nowhere' is not defined in mini_reference.py"], id="unknown_fixture"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases: [{call: double(1)}]
+          - id: triple
+            cases: [{call: triple(1)}]
+        """, ["6: exercise 'triple': the reference module has no 'triple'"], id="missing_function"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: total
+            cases:
+              - call: total([1])
+              - generate: random_tuples
+                call: total(xs)
+        """, ["7: exercise 'total': generator 'random_tuples' is not a function of the reference module"],
+        id="missing_generator"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            check: equals
+            cases: [{call: double(1)}]
+        """, ["5: exercise 'double': unknown check 'equals' (did you mean 'equal'?)"], id="unknown_check"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases:
+              - call: double(1)
+                check: {name: check_same_parit}
+        """, ["7: exercise 'double': unknown check 'check_same_parit' (did you mean 'check_same_parity'?)"],
+        id="unknown_case_check"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            mistakes:
+              - reference: double_plus_one
+                say: "one more"
+              - reference: Scale
+                say: "not a function"
+            cases: [{call: double(1)}]
+        """, ["8: exercise 'double': mistake 'Scale' is not a function of the reference module"],
+        id="mistake_that_is_not_a_function"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases:
+              - call: double(1)
+              - call: double(Begin) + twice(2)
+        """, ["7: exercise 'double', case double#2: unknown name(s) Begin, twice (not a fixture, variable or "
+              "reference function)"], id="unknown_name_in_a_call"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: broken
+            cases:
+              - call: broken(1)
+        """, ["6: exercise 'broken', case broken#1: the reference fails on 'broken(1)': ZeroDivisionError: "
+              "division by zero"], id="reference_that_raises"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases:
+              - call: double(1)
+                expect: "Start[9]"
+        """, ["6: exercise 'double', case double#1: the reference fails on 'double(1)': ExpressionError: "
+              "cannot evaluate 'Start[9]': NameError: name 'Start' is not defined"], id="expect_that_fails"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: total
+            cases:
+              - generate: random_crash
+                count: 3
+                call: total(xs)
+        """, ["6: generator 'random_crash' fails: ValueError: cannot make 3 cases"],
+        id="generator_that_raises"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: total
+            cases:
+              - generate: check_same_parity
+                call: total(xs)
+        """, ["6: generator 'check_same_parity' must return a list of dicts"], id="generator_without_dicts"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases: [{call: double(1), id: small}]
+          - id: scaled
+            cases: [{call: scaled(1), id: small}]
+        """, ["7: exercise 'scaled': case id 'small' is already used at line 5"], id="case_id_in_two_exercises"),
+])
+def test_rubric_problem_found_against_the_reference_names_file_and_line(tmp_path: Path, rubric: str,
+                                                                          expected: list[str]) -> None:
+    assert plan_problems(copy_mini(tmp_path, rubric)) == expected
+
+
+def test_every_name_problem_is_reported_at_once(tmp_path: Path) -> None:
+    path = copy_mini(tmp_path, """
+        assignment: mini
+        reference: mini_reference.py
+        fixtures: [Nowhere]
+        exercises:
+          - id: triple
+            check: equals
+            cases: [{call: triple(1)}]
+        """)
+    assert plan_problems(path) == [
+        "3: fixture 'Nowhere' is not defined in mini_reference.py",
+        "5: exercise 'triple': the reference module has no 'triple'",
+        "6: exercise 'triple': unknown check 'equals' (did you mean 'equal'?)",
+    ]
+
+
+def test_reference_that_fails_to_import_is_a_rubric_error(tmp_path: Path) -> None:
+    path = copy_mini(tmp_path)
+    (tmp_path / "mini_reference.py").write_text("raise ImportError('no numpy here')\n", encoding="utf-8")
+    with pytest.raises(RubricError, match=r"mini_reference.py:0: the reference module fails to import: "
+                                          r"ImportError: no numpy here"):
+        build_plan(load_rubric(path))
+
+
+# ---------------------------------------------------------------- patched globals
+
+
+def test_patched_globals_restores_old_values_and_removes_new_names_even_after_an_error() -> None:
+    reference = load_reference(FIXTURES / "mini_reference.py")
+    with pytest.raises(ZeroDivisionError):
+        with patched_globals(reference, {"Scale": 4, "Fresh": 1}):
+            assert reference.scaled(2) == 8
+            reference.broken(1)
+    assert reference.Scale == 1
+    assert not hasattr(reference, "Fresh")
+
+
+# ---------------------------------------------------------------- the expected-value cache
+
+
+def fail(*args, **kwargs):
+    raise AssertionError("the reference ran although its answers were cached")
+
+
+def test_expected_values_are_written_to_the_cache_and_reused(tmp_path: Path, monkeypatch) -> None:
+    rubric = load_rubric(copy_mini(tmp_path))
+    cache = tmp_path / "cache"
+    first = build_plan(rubric, cache)
+    stored = cache_path(rubric, cache)
+    assert list(cache.iterdir()) == [stored]
+    assert json.loads(stored.read_text(encoding="utf-8"))["rubric_sha256"] == rubric.sha256
+    monkeypatch.setattr(load_reference(rubric.reference), "double", fail)
+    with pytest.raises(RubricError, match="AssertionError: the reference ran"):
+        build_plan(rubric)  # without the cache the broken reference is noticed
+    again = build_plan(rubric, cache)
+    assert again.expected == first.expected
+
+
+def test_no_cache_directory_means_no_cache_file(tmp_path: Path) -> None:
+    rubric = load_rubric(copy_mini(tmp_path))
+    assert cache_path(rubric, None) is None
+    build_plan(rubric)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mini.yaml", "mini_reference.py"]
+
+
+def _poisoned(payload: dict) -> dict:
+    """A well-formed wrong answer, so that a damaged cache that was trusted anyway shows in the plan."""
+    payload["expected"]["double#1"]["value"] = 999
+    return payload
+
+
+def _with(payload: dict, **changes) -> str:
+    return json.dumps({**_poisoned(payload), **changes})
+
+
+def _with_case(payload: dict, **changes) -> str:
+    _poisoned(payload)["expected"]["double#1"].update(changes)
+    return json.dumps(payload)
+
+
+def _without_case(payload: dict) -> str:
+    del payload["expected"]["double#1"]
+    return json.dumps(payload)
+
+
+DAMAGES = {  # name -> the stored cache payload, damaged, as the text written back
+    "not_json": lambda payload: "{not json",
+    "a_list": lambda payload: "[]",
+    "expected_not_a_mapping": lambda payload: _with(payload, expected=[]),
+    "other_format": lambda payload: _with(payload, format=99),
+    "other_rubric_hash": lambda payload: _with(payload, rubric_sha256="0" * 64),
+    "malformed_value": lambda payload: _with_case(payload, value={"list": 5}),
+    "malformed_mistake_answer": lambda payload: _with_case(payload, mistakes=[["double_plus_one", {"tuple": 1}]]),
+    "seconds_not_a_number": lambda payload: _with_case(payload, seconds="soon"),
+    "a_case_missing": _without_case,
+}
+
+
+def test_intact_cache_is_trusted_as_stored(tmp_path: Path) -> None:
+    rubric = load_rubric(copy_mini(tmp_path))
+    cache = tmp_path / "cache"
+    build_plan(rubric, cache)
+    stored = cache_path(rubric, cache)
+    stored.write_text(json.dumps(_poisoned(json.loads(stored.read_text(encoding="utf-8")))), encoding="utf-8")
+    assert build_plan(rubric, cache).expected["double#1"].value == 999
+
+
+@pytest.mark.parametrize("damage", DAMAGES.values(), ids=DAMAGES.keys())
+def test_damaged_cache_is_ignored_and_rewritten(tmp_path: Path, damage) -> None:
+    rubric = load_rubric(copy_mini(tmp_path))
+    cache = tmp_path / "cache"
+    good = answers(build_plan(rubric, cache).expected)
+    stored = cache_path(rubric, cache)
+    stored.write_text(damage(json.loads(stored.read_text(encoding="utf-8"))), encoding="utf-8")
+    assert answers(build_plan(rubric, cache).expected) == good
+    assert json.loads(stored.read_text(encoding="utf-8"))["expected"]["double#1"]["value"] == 6
+
+
+def test_changed_rubric_does_not_use_the_old_cache(tmp_path: Path) -> None:
+    path = copy_mini(tmp_path)
+    cache = tmp_path / "cache"
+    old = load_rubric(path)
+    assert build_plan(old, cache).expected["double#1"].value == 6
+    path.write_text(path.read_text(encoding="utf-8").replace("call: double(3)", "call: double(4)"), encoding="utf-8")
+    new = load_rubric(path)
+    assert cache_path(new, cache) != cache_path(old, cache)
+    assert build_plan(new, cache).expected["double#1"].value == 8
+    assert len(list(cache.iterdir())) == 2
+
+
+def test_changed_reference_is_imported_afresh_and_not_answered_from_the_cache(tmp_path: Path) -> None:
+    path = copy_mini(tmp_path)
+    cache = tmp_path / "cache"
+    assert build_plan(load_rubric(path), cache).expected["double#1"].value == 6
+    reference = tmp_path / "mini_reference.py"
+    reference.write_text(reference.read_text(encoding="utf-8") + "\n\ndef double(x):\n    return 3 * x\n",
+                         encoding="utf-8")
+    assert build_plan(load_rubric(path), cache).expected["double#1"].value == 9

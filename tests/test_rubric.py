@@ -1,0 +1,414 @@
+"""Rubric loading: a valid YAML rubric becomes frozen dataclasses; an invalid one fails with file:line: reason."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.extract import Policy
+from grader.rubric import CheckSpec, Limits, Mistake, RubricError, load_rubric
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rubrics"
+MINI = FIXTURES / "mini.yaml"
+BROKEN = FIXTURES / "broken.yaml"
+
+
+def write_rubric(folder: Path, text: str, name: str = "rubric.yaml") -> Path:
+    """A rubric file next to a copy of the mini reference module; `text` starts at line 1."""
+    shutil.copy(FIXTURES / "mini_reference.py", folder / "mini_reference.py")
+    path = folder / name
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def problems_of(path: Path) -> list[str]:
+    """The problems a rubric fails with, each checked to start with the file name and stripped of it."""
+    with pytest.raises(RubricError) as failure:
+        load_rubric(path)
+    problems = failure.value.problems
+    assert all(problem.startswith(f"{path}:") for problem in problems), problems
+    assert str(failure.value) == "\n".join(problems)
+    return [problem[len(f"{path}:"):] for problem in problems]
+
+
+# ---------------------------------------------------------------- every problem of a file, each at its line
+
+
+def test_broken_rubric_reports_every_problem_at_once_each_at_its_own_line() -> None:
+    assert problems_of(BROKEN) == [
+        "6: rubric: unknown limit 'case_secnds' (did you mean 'case_seconds'?)",
+        "7: rubric: limit 'memory_mb': expected a number >= 0, got 'lots'",
+        "10: exercise 'double': unknown key 'poinst' (did you mean 'points'?)",
+        "11: exercise 'double': unknown scoring 'proportionnal' (did you mean 'proportional'?)",
+        "14: exercise 'double', case 1: unknown visibility 'pubic' (did you mean 'public'?)",
+        "15: exercise 'double', case 2: case has no 'call'",
+        "16: exercise 'double', case 3: call: not a Python expression: '(' was never closed in 'double(3'",
+        "22: exercise 'double', case 6: 'seed' only applies to generated cases (add 'generate')",
+        "19: exercise 'double': duplicate case id 'four' (first at line 17)",
+        "24: exercise 'double': check must be a name or a mapping with 'name'",
+        "23: duplicate exercise id 'double' (first at line 9)",
+    ]
+
+
+HEADER = """\
+assignment: t
+reference: mini_reference.py
+exercises:
+  - id: double
+"""
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    pytest.param("""\
+    poinst: 2
+    cases:
+      - call: double(1)
+""", ["5: exercise 'double': unknown key 'poinst' (did you mean 'points'?)"], id="misspelled_exercise_key"),
+    pytest.param("""\
+    cases:
+      - call: double(1)
+        wieght: 2
+""", ["7: exercise 'double', case 1: unknown key 'wieght' (did you mean 'weight'?)"], id="misspelled_case_key"),
+    pytest.param("""\
+    scoring: all-or-nothing
+    cases:
+      - call: double(1)
+""", ["5: exercise 'double': unknown scoring 'all-or-nothing' (did you mean 'all_or_nothing'?)"],
+        id="unknown_scoring"),
+    pytest.param("""\
+    cases:
+      - call: double(1)
+        visibility: secret
+""", ["7: exercise 'double', case 1: unknown visibility 'secret'"], id="unknown_visibility_without_close_match"),
+    pytest.param("""\
+    cases:
+      - call: double(1)
+      - id: no-call
+        visibility: hidden
+""", ["7: exercise 'double', case 2: case has no 'call'"], id="case_without_call"),
+    pytest.param("""\
+    cases:
+      - call: double(1)
+      - call: double(1) +
+""", ["7: exercise 'double', case 2: call: not a Python expression: invalid syntax in 'double(1) +'"],
+        id="call_that_is_not_python"),
+    pytest.param("""\
+    cases:
+      - call: "x = 1"
+""", ["6: exercise 'double', case 1: call: not a Python expression: invalid syntax in 'x = 1'"],
+        id="call_that_is_a_statement"),
+    pytest.param("""\
+    cases:
+      - call: double(1)
+        count: 3
+""", ["7: exercise 'double', case 1: 'count' only applies to generated cases (add 'generate')"],
+        id="count_without_generate"),
+    pytest.param("""\
+    cases:
+      - call: double(1)
+        id: same
+      - call: double(2)
+      - call: double(3)
+        id: same
+""", ["9: exercise 'double': duplicate case id 'same' (first at line 6)"], id="duplicate_case_id"),
+    pytest.param("""\
+    limits: {case_seconds: fast}
+    cases:
+      - call: double(1)
+""", ["5: exercise 'double': limit 'case_seconds': expected a number >= 0, got 'fast'"], id="non_numeric_limit"),
+    pytest.param("""\
+    limits:
+      timeout: 3
+    cases:
+      - call: double(1)
+""", ["6: exercise 'double': unknown limit 'timeout' (did you mean 'max_timeouts'?)"], id="unknown_limit_name"),
+    pytest.param("""\
+    check: "equal!"
+    cases:
+      - call: double(1)
+""", ["5: exercise 'double': check 'equal!' is not a name"], id="check_that_is_not_a_name"),
+    pytest.param("""\
+    cases:
+      - call: double(1)
+        check:
+          tolerance: 0.1
+""", ["8: exercise 'double', case 1: check needs a 'name'"], id="check_mapping_without_name"),
+    pytest.param("""\
+    cases:
+      - generate: random_lists
+        count: 0
+        seed: seven
+        call: total(xs)
+""", ["7: exercise 'double', case 1: count must be a positive integer",
+      "8: exercise 'double', case 1: seed must be an integer"], id="bad_count_and_seed"),
+    pytest.param("""\
+    mistakes:
+      - reference: double_plus_one
+    cases:
+      - call: double(1)
+""", ["6: exercise 'double': mistakes: each entry needs exactly the keys reference, say"],
+        id="mistake_without_say"),
+    pytest.param("""\
+    cases: []
+""", ["5: exercise 'double': needs a non-empty list of cases"], id="no_cases"),
+])
+def test_exercise_problem_is_reported_with_its_line_and_reason(tmp_path: Path, body: str,
+                                                                 expected: list[str]) -> None:
+    path = write_rubric(tmp_path, "")
+    path.write_text(HEADER + body, encoding="utf-8")
+    assert problems_of(path) == expected
+
+
+def test_a_case_with_a_bad_call_still_has_its_other_problems_reported(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases:
+              - call: double(
+                set: {1: "2"}
+                check: "not a name"
+        """)
+    assert problems_of(path) == [
+        "6: exercise 'double', case 1: call: not a Python expression: '(' was never closed in 'double('",
+        "7: exercise 'double', case 1: set: '1' is not a name",
+        "8: exercise 'double', case 1: check 'not a name' is not a name",
+    ]
+
+
+def test_duplicate_exercise_ids_name_both_lines(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases: [{call: double(1)}]
+          - id: scaled
+            cases: [{call: scaled(1)}]
+          - id: double
+            cases: [{call: double(2)}]
+        """)
+    assert problems_of(path) == ["8: duplicate exercise id 'double' (first at line 4)"]
+
+
+def test_unknown_top_level_key_and_missing_reference_file_are_both_reported(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: ../elsewhere/missing_reference.py
+        fixturs: [Start]
+        exercises:
+          - id: double
+            cases: [{call: double(1)}]
+        """)
+    missing = (tmp_path.parent / "elsewhere" / "missing_reference.py").resolve()
+    assert problems_of(path) == [
+        "3: rubric: unknown key 'fixturs' (did you mean 'fixtures'?)",
+        f"2: 'reference': ../elsewhere/missing_reference.py does not exist (looked for {missing})",
+    ]
+
+
+def test_rubric_without_reference_or_exercises_says_what_is_missing(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        # nothing but an id
+        assignment: t
+        """)
+    assert problems_of(path) == ["2: missing required key 'reference'", "2: needs a non-empty list of 'exercises'"]
+
+
+def test_missing_template_path_is_reported_at_its_line(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases: [{call: double(1)}]
+        template: template.ipynb
+        """)
+    assert problems_of(path) == [
+        f"6: 'template': template.ipynb does not exist (looked for {(tmp_path / 'template.ipynb').resolve()})"]
+
+
+# ---------------------------------------------------------------- YAML that is not a rubric
+
+
+def test_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases:
+              - call: double(1)
+             points: 2
+        """)
+    assert problems_of(path) == ["7: expected <block end>, but found '<block mapping start>'"]
+
+
+def test_duplicate_yaml_key_is_a_syntax_error_at_the_second_key(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        assignment: u
+        """)
+    assert problems_of(path) == ["3: duplicate key 'assignment'"]
+
+
+def test_top_level_list_is_not_a_rubric_and_says_where_it_starts(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        # a list, not a mapping
+        - assignment: t
+        """)
+    assert problems_of(path) == ["2: a rubric must be a YAML mapping"]
+
+
+def test_empty_file_is_not_a_rubric(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, "")
+    assert problems_of(path) == ["1: a rubric must be a YAML mapping"]
+
+
+def test_missing_rubric_file_is_a_rubric_error(tmp_path: Path) -> None:
+    assert problems_of(tmp_path / "nowhere.yaml") == ["0: file not found"]
+
+
+# ---------------------------------------------------------------- a valid rubric
+
+
+def test_valid_rubric_fills_in_defaults() -> None:
+    rubric = load_rubric(MINI)
+    scaled = rubric.exercise("scaled")
+    assert (scaled.title, scaled.points, scaled.function, scaled.aliases) == ("scaled", 1, "scaled", ())
+    assert scaled.scoring == "proportional"
+    assert scaled.check == CheckSpec("equal", {}, 32)
+    assert (scaled.hints, scaled.error_hints, scaled.mistakes, scaled.isolate) == ((), (), (), ())
+    first = scaled.cases[0]
+    assert (first.visibility, first.weight, first.check, first.id, first.expect) == ("public", 1, None, None, None)
+    assert (first.generate, first.count, first.seed) == (None, 0, 0)
+    assert (rubric.template, rubric.support, rubric.submissions) == (None, None, None)
+
+
+def test_valid_rubric_reads_every_field_it_was_given() -> None:
+    rubric = load_rubric(MINI)
+    assert (rubric.assignment, rubric.title) == ("mini", "Mini assignment")
+    assert rubric.reference == (FIXTURES / "mini_reference.py").resolve()
+    assert rubric.fixtures == ("Start", "Goal")
+    assert [exercise.id for exercise in rubric.exercises] == ["double", "scaled", "total", "solve", "blanks",
+                                                              "parity"]
+    double = rubric.exercise("double")
+    assert (double.points, double.names, double.line) == (3, ("double", "twice"), 13)
+    assert double.hints == ("doubling means times two",)
+    assert [(hint.match, hint.say) for hint in double.error_hints] == [("unsupported operand", "x is a number")]
+    assert double.mistakes == (Mistake("double_plus_one", "You added one.", 21),
+                               Mistake("double_if_small", "Large numbers crash.", 23))
+    assert [(case.line, case.call, case.id, case.visibility, case.weight) for case in double.cases] == [
+        (26, "double(3)", None, "public", 1),
+        (27, "double(len(Start))", "double-len", "hidden", 2),
+        (31, "double(500)", None, "public", 1),
+    ]
+    scaled = rubric.exercise("scaled")
+    assert scaled.cases[0].set == (("Scale", "3"),)
+    assert scaled.cases[1].expect == "5"
+    generated = rubric.exercise("total").cases[0]
+    assert (generated.generate, generated.count, generated.seed, generated.call) == ("random_lists", 6, 7, "total(xs)")
+    assert rubric.exercise("total").scoring == "all_or_nothing"
+    assert rubric.exercise("solve").check == CheckSpec(
+        "path", {"next_states": "next_states", "start": "args[0]", "goal": "args[1]", "optimal": True}, 49)
+    assert rubric.exercise("blanks").check.name == "unordered"
+    assert rubric.exercise("parity").function == "double"
+    assert rubric.max_total == 3 + 1 + 1 + 2 + 1 + 1
+    with pytest.raises(KeyError):
+        rubric.exercise("nope")
+
+
+def test_exercise_limits_override_rubric_limits_which_override_defaults() -> None:
+    rubric = load_rubric(MINI)
+    assert rubric.limits == Limits(case_seconds=2.0, memory_mb=512)
+    assert type(rubric.limits.memory_mb) is int and type(rubric.limits.case_seconds) is float
+    assert rubric.exercise("scaled").limits == Limits(case_seconds=5.0, memory_mb=512)
+    assert rubric.exercise("double").limits == rubric.limits
+
+
+def test_case_timeout_is_the_floor_or_the_factor_times_the_reference_time() -> None:
+    limits = Limits(case_seconds=2.0, case_factor=20.0)
+    assert limits.case_timeout(0.01) == 2.0
+    assert limits.case_timeout(0.5) == 10.0
+    assert limits.merged({"case_seconds": 30, "memory_mb": None}).case_timeout(0.5) == 30
+
+
+def test_extraction_policy_is_parsed() -> None:
+    assert load_rubric(MINI).policy == Policy(allow_calls=frozenset({"setup"}), drop=frozenset({"Board"}))
+
+
+def test_extraction_policy_defaults_to_the_plain_policy(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases: [{call: double(1)}]
+        """)
+    assert load_rubric(path).policy == Policy()
+
+
+def test_fixture_lines_point_at_each_fixture_name(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        fixtures:
+          - Start
+          - Goal
+        exercises:
+          - id: double
+            cases: [{call: double(1)}]
+        """)
+    assert load_rubric(path).fixture_lines == (4, 5)
+    assert load_rubric(MINI).fixture_lines == (5, 5)
+
+
+def test_sha256_depends_on_the_reference_source_as_well_as_the_rubric(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, MINI.read_text(encoding="utf-8"))
+    first = load_rubric(path).sha256
+    assert load_rubric(path).sha256 == first
+    reference = tmp_path / "mini_reference.py"
+    reference.write_text(reference.read_text(encoding="utf-8") + "\nExtra = 1\n", encoding="utf-8")
+    changed_reference = load_rubric(path).sha256
+    assert changed_reference != first
+    path.write_text(path.read_text(encoding="utf-8") + "# a comment\n", encoding="utf-8")
+    assert load_rubric(path).sha256 not in (first, changed_reference)
+
+
+def test_check_names_are_resolved_later_against_the_reference(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            check: equals
+            cases: [{call: double(1)}]
+        """)
+    assert load_rubric(path).exercise("double").check == CheckSpec("equals", {}, 5)
+
+
+def test_yaml_merge_keys_share_settings_and_written_keys_override_them(tmp_path: Path) -> None:
+    path = write_rubric(tmp_path, """
+        assignment: t
+        reference: mini_reference.py
+        exercises:
+          - id: solve
+            check: &path {name: path, next_states: next_states, start: "args[0]", goal: "args[1]", optimal: true}
+            cases:
+              - call: solve(("*", "1"), ("1", "*"))
+              - call: solve(("*", "1"), ("1", "*"))
+                check:
+                  <<: *path
+                  optimal: false
+        """)
+    solve = load_rubric(path).exercise("solve")
+    assert solve.check.options["optimal"] is True
+    overridden = solve.cases[1].check
+    assert overridden.options == {"next_states": "next_states", "start": "args[0]", "goal": "args[1]",
+                                  "optimal": False}
+    assert overridden.line == 10

@@ -1,0 +1,66 @@
+"""Scoring: a pure function from case outcomes and the exercise's scoring mode to points."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.results import CaseResult
+from grader.scoring import exercise_score, total
+
+
+def case(status: str, fraction: float | None = None, weight: float = 1.0) -> CaseResult:
+    if fraction is None:
+        fraction = 1.0 if status == "pass" else 0.0
+    return CaseResult(id=f"c{status}", status=status, visibility="public", message="", fraction=fraction,
+                      weight=weight)
+
+
+def test_proportional_gives_the_share_of_cases_passed() -> None:
+    assert exercise_score([case("pass"), case("fail"), case("pass"), case("timeout")], 2, "proportional") == 1.0
+
+
+def test_proportional_counts_each_case_by_its_weight() -> None:
+    cases = [case("pass", weight=3), case("fail", weight=1)]
+    assert exercise_score(cases, 2, "proportional") == 1.5
+
+
+def test_proportional_counts_partial_credit() -> None:
+    cases = [case("fail", fraction=0.5), case("pass"), case("error")]
+    assert exercise_score(cases, 3, "proportional") == 1.5
+
+
+def test_proportional_clamps_credit_to_between_zero_and_one() -> None:
+    assert exercise_score([case("pass", fraction=2.0), case("fail", fraction=-1.0)], 2, "proportional") == 1.0
+
+
+def test_proportional_score_is_rounded() -> None:
+    assert exercise_score([case("pass"), case("fail"), case("fail")], 1, "proportional") == 0.3333
+
+
+def test_proportional_with_only_zero_weights_scores_nothing() -> None:
+    assert exercise_score([case("pass", weight=0)], 2, "proportional") == 0.0
+
+
+def test_all_or_nothing_needs_every_case_to_pass() -> None:
+    assert exercise_score([case("pass"), case("pass")], 2, "all_or_nothing") == 2.0
+    assert exercise_score([case("pass"), case("fail", fraction=0.5)], 2, "all_or_nothing") == 0.0
+    assert exercise_score([case("pass"), case("missing")], 2, "all_or_nothing") == 0.0
+
+
+@pytest.mark.parametrize("scoring", ["proportional", "all_or_nothing"])
+def test_zero_points_score_zero(scoring: str) -> None:
+    assert exercise_score([case("pass")], 0, scoring) == 0.0
+
+
+@pytest.mark.parametrize("scoring", ["proportional", "all_or_nothing"])
+def test_no_cases_score_zero(scoring: str) -> None:
+    assert exercise_score([], 3, scoring) == 0.0
+
+
+def test_scores_accept_a_generator_of_cases() -> None:
+    assert exercise_score((case(s) for s in ("pass", "fail")), 4, "proportional") == 2.0
+
+
+def test_total_adds_and_rounds() -> None:
+    assert total([0.1, 0.2, 1.33333]) == 1.6333
+    assert total([]) == 0
