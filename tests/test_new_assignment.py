@@ -102,7 +102,7 @@ exercises:
     check: {name: path, next_states: neighbours, start: "args[0]", goal: "args[1]", optimal: true}
     cases:
       - call: solve(Start, Goal)
-      - call: solve((2, 1, 0), Goal)
+      - call: solve((1, 2, 0), Goal)
         visibility: hidden
 '''
 
