@@ -198,9 +198,9 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                                                           f"{type(error).__name__}: {error}", **base)
     message = verdict.message
     if not verdict.passed:
+        answers = dict(expected.mistakes)   # a mistake that raised on this input is absent
         for mistake in exercise.mistakes:
-            answer = dict(expected.mistakes).get(mistake.reference)
-            if answer is not None and codec.same(answer, got) is None:
+            if mistake.reference in answers and codec.same(answers[mistake.reference], got) is None:
                 message = f"{message}. {mistake.say}" if message else mistake.say
                 break
     return CaseResult(status="pass" if verdict.passed else "fail", message=message, got=got,

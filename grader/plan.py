@@ -6,8 +6,10 @@ every regrade pay for the reference once.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
+import copy
 import hashlib
 import importlib.util
 import inspect
@@ -22,7 +24,7 @@ from types import ModuleType
 from typing import Any, Iterator, Mapping
 
 from grader import __version__
-from grader.calls import ExpressionError, evaluate_data, free_names
+from grader.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
 from grader.checks import CHECKS
 from grader.rubric import CaseSpec, CheckSpec, Exercise, Rubric, RubricError
 from grader.sandbox import codec
@@ -141,10 +143,40 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
                 known = [*CHECKS, *(n for n in dir(reference) if n.startswith("check"))]
                 problems.append(_problem(rubric, spec.line or exercise.line,
                                          f"{where}: unknown check '{spec.name}'{_suggest(spec.name, known)}"))
+        for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
+            problems.extend(_check_options(rubric, reference, spec, where, exercise.line))
         for case in exercise.cases:
             if case.generate and not callable(getattr(reference, case.generate, None)):
                 problems.append(_problem(rubric, case.line, f"{where}: generator '{case.generate}' is not a "
                                                             f"function of the reference module"))
+    return problems
+
+
+def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where: str, line: int) -> list[str]:
+    """Options of the built-in path check are checked when the plan is built, not on every judged case."""
+    if spec.name != "path":
+        return []
+    problems, at = [], spec.line or line
+    for key, required in (("next_states", True), ("matches", False)):
+        name = spec.options.get(key)
+        if name is None:
+            if required:
+                problems.append(_problem(rubric, at, f"{where}: the path check needs '{key}: <reference function>'"))
+        elif not callable(getattr(reference, str(name), None)):
+            problems.append(_problem(rubric, at, f"{where}: path check option '{key}': the reference module has no "
+                                                 f"function '{name}'"))
+    for key in ("start", "goal"):
+        text = spec.options.get(key)
+        if text is None:
+            problems.append(_problem(rubric, at, f"{where}: the path check needs '{key}: <expression>'"))
+            continue
+        try:
+            ast.parse(str(text), mode="eval")
+        except SyntaxError as error:
+            problems.append(_problem(rubric, at, f"{where}: path check option '{key}': {error.msg} in {text!r}"))
+    unknown = set(spec.options) - {"next_states", "matches", "start", "goal", "optimal", "suboptimal_credit"}
+    if unknown:
+        problems.append(_problem(rubric, at, f"{where}: unknown path check option(s) {', '.join(sorted(unknown))}"))
     return problems
 
 
@@ -220,6 +252,7 @@ def patched_globals(module: ModuleType, values: Mapping[str, Any]) -> Iterator[N
 def evaluate_reference(reference: ModuleType, case: Case, data: Mapping[str, Any], exercise: Exercise,
                        implementation: Any = None) -> Any:
     """The reference's answer to a case (optionally with the graded function swapped for a mistake)."""
+    data = copy.deepcopy(dict(data))   # a reference (or mistake) that mutates its input must not change fixtures
     settings = {name: evaluate_data(code, data) for name, code in case.set}
     namespace = {**reference.__dict__, **data}
     if implementation is not None:
@@ -241,6 +274,13 @@ def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: C
     if unknown:
         raise RubricError([_problem(rubric, case.line, f"{where}: unknown name(s) {', '.join(sorted(unknown))} "
                                                        f"(not a fixture, variable or reference function)")])
+    for what, code in [*(("set " + name, code) for name, code in case.set), ("expect", case.expect)]:
+        if code is None:
+            continue
+        strangers = free_names(code) - set(data) - set(SAFE_BUILTINS)
+        if strangers:
+            raise RubricError([_problem(rubric, case.line, f"{where}: {what} may only use fixtures and variables, "
+                                                           f"not {', '.join(sorted(strangers))}")])
     started = time.perf_counter()
     try:
         if case.expect is not None:
@@ -248,7 +288,8 @@ def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: C
         else:
             value = evaluate_reference(reference, case, data, exercise)
     except (ExpressionError, Exception) as error:
-        raise RubricError([_problem(rubric, case.line, f"{where}: the reference fails on {case.call!r}: "
+        what = f"expect {case.expect!r} fails" if case.expect is not None else f"the reference fails on {case.call!r}"
+        raise RubricError([_problem(rubric, case.line, f"{where}: {what}: "
                                                        f"{type(error).__name__}: {error}")]) from None
     seconds = time.perf_counter() - started
     mistakes = []
@@ -256,8 +297,8 @@ def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: C
         try:
             wrong = evaluate_reference(reference, case, data, exercise, getattr(reference, mistake.reference))
             mistakes.append((mistake.reference, codec.encode(wrong)))
-        except Exception:  # a mistake that crashes on this input simply cannot be recognised here
-            mistakes.append((mistake.reference, None))
+        except Exception:  # a mistake that crashes on this input cannot be recognised here: it is left out
+            pass
     return Expected(codec.encode(value), seconds, tuple(mistakes))
 
 
@@ -312,7 +353,10 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
         for exercise in rubric.exercises:
             for case in cases[exercise.id]:
                 expected[case.id] = _expected(rubric, reference, exercise, case, {**base, **case.variables})
-        _store(location, rubric, expected)
+        try:
+            _store(location, rubric, expected)
+        except OSError:
+            pass   # no cache where it cannot be written: grading goes on, it just recomputes next time
     return Plan(rubric, reference, cases, expected)
 
 

@@ -257,7 +257,8 @@ def _texts(value: Any, line: int, what: str, problems: _Problems) -> tuple[str, 
 
 def _number(value: Any, line: int, what: str, problems: _Problems, *, minimum: float = 0.0) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        problems.add(line, f"{what}: expected a number >= {minimum:g}, got {value!r}")
+        wanted = "a positive number" if minimum > 0 else f"a number >= {minimum:g}"
+        problems.add(line, f"{what}: expected {wanted}, got {value!r}")
         return None
     return value
 
@@ -274,7 +275,8 @@ def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems)
         if key not in names:
             problems.add(node.line_of(key), f"{where}: unknown limit '{key}'{_suggest(key, names)}")
             continue
-        number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems)
+        number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems,
+                         minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor") else 0.0)
         if number is not None:
             overrides[key] = int(number) if names[key] == "int" else float(number)
     return base.merged(overrides)

@@ -83,10 +83,11 @@ def test_set_patches_module_globals_for_the_reference_call_and_restores_them() -
     assert plan.cases["scaled"][0].set == (("Scale", "3"),)
 
 
-def test_mistake_answers_are_recorded_and_none_when_the_mistake_raises() -> None:
+def test_mistake_answers_are_recorded_and_left_out_when_the_mistake_raises() -> None:
     plan = build_plan(load_rubric(MINI))
     assert plan.expected["double#1"].mistakes == (("double_plus_one", 7), ("double_if_small", 6))
-    assert plan.expected["double#3"].mistakes == (("double_plus_one", 1001), ("double_if_small", None))
+    # A mistake that raises cannot be recognised on that input; a None answer would have been recorded.
+    assert plan.expected["double#3"].mistakes == (("double_plus_one", 1001),)
     assert plan.expected["scaled#1"].mistakes == ()
 
 
@@ -251,8 +252,19 @@ def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) 
             cases:
               - call: double(1)
                 expect: "Start[9]"
-        """, ["6: exercise 'double', case double#1: the reference fails on 'double(1)': ExpressionError: "
-              "cannot evaluate 'Start[9]': NameError: name 'Start' is not defined"], id="expect_that_fails"),
+        """, ["6: exercise 'double', case double#1: expect may only use fixtures and variables, not Start"],
+        id="expect_naming_no_fixture"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        fixtures: [Start]
+        exercises:
+          - id: double
+            cases:
+              - call: double(1)
+                expect: "Start[9]"
+        """, ["7: exercise 'double', case double#1: expect 'Start[9]' fails: ExpressionError: "
+              "cannot evaluate 'Start[9]': IndexError: tuple index out of range"], id="expect_that_fails"),
     pytest.param("""
         assignment: mini
         reference: mini_reference.py
@@ -427,3 +439,58 @@ def test_changed_reference_is_imported_afresh_and_not_answered_from_the_cache(tm
     reference.write_text(reference.read_text(encoding="utf-8") + "\n\ndef double(x):\n    return 3 * x\n",
                          encoding="utf-8")
     assert build_plan(load_rubric(path), cache).expected["double#1"].value == 9
+
+
+def _write_assignment(tmp_path: Path, reference: str, rubric: str) -> Path:
+    (tmp_path / "ref.py").write_text(textwrap.dedent(reference))
+    path = tmp_path / "rubric.yaml"
+    path.write_text(textwrap.dedent(rubric))
+    return path
+
+
+def test_path_check_options_are_checked_when_the_plan_is_built(tmp_path: Path) -> None:
+    rubric = _write_assignment(tmp_path, """
+        def walk(n):
+            return [n]
+        """, """
+        assignment: t
+        reference: ref.py
+        exercises:
+          - id: walk
+            check: {name: path, next_states: nowhere, start: "args[0]", speed: 3}
+            cases:
+              - call: walk(1)
+        """)
+    with pytest.raises(RubricError) as raised:
+        build_plan(load_rubric(rubric))
+    problems = "\n".join(raised.value.problems)
+    assert "path check option 'next_states': the reference module has no function 'nowhere'" in problems
+    assert "the path check needs 'goal: <expression>'" in problems
+    assert "unknown path check option(s) speed" in problems
+
+
+def test_a_reference_that_mutates_its_input_does_not_change_the_fixtures(tmp_path: Path) -> None:
+    rubric = _write_assignment(tmp_path, """
+        Board = [3, 1, 2]
+        def sort_in_place(board):
+            board.sort()
+            return board
+        """, """
+        assignment: t
+        reference: ref.py
+        fixtures: [Board]
+        exercises:
+          - id: sort_in_place
+            cases:
+              - call: sort_in_place(Board)
+              - call: Board
+        """)
+    plan = build_plan(load_rubric(rubric))
+    assert plan.expected["sort_in_place#2"].value == {"list": [3, 1, 2]}
+
+
+def test_an_unwritable_cache_folder_does_not_stop_grading(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    plan = build_plan(load_rubric(MINI), blocker / "cache")
+    assert plan.expected["double#1"].value == 6

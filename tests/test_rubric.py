@@ -40,7 +40,7 @@ def problems_of(path: Path) -> list[str]:
 def test_broken_rubric_reports_every_problem_at_once_each_at_its_own_line() -> None:
     assert problems_of(BROKEN) == [
         "6: rubric: unknown limit 'case_secnds' (did you mean 'case_seconds'?)",
-        "7: rubric: limit 'memory_mb': expected a number >= 0, got 'lots'",
+        "7: rubric: limit 'memory_mb': expected a positive number, got 'lots'",
         "10: exercise 'double': unknown key 'poinst' (did you mean 'points'?)",
         "11: exercise 'double': unknown scoring 'proportionnal' (did you mean 'proportional'?)",
         "14: exercise 'double', case 1: unknown visibility 'pubic' (did you mean 'public'?)",
@@ -118,7 +118,7 @@ exercises:
     limits: {case_seconds: fast}
     cases:
       - call: double(1)
-""", ["5: exercise 'double': limit 'case_seconds': expected a number >= 0, got 'fast'"], id="non_numeric_limit"),
+""", ["5: exercise 'double': limit 'case_seconds': expected a positive number, got 'fast'"], id="non_numeric_limit"),
     pytest.param("""\
     limits:
       timeout: 3
