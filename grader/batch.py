@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from grader.grading import Options, grade_path, submission_id, support_sources
+from grader import __version__
+from grader.executor import Executor
+from grader.grading import Options, file_sha256, grade_path, submission_id, support_sources
 from grader.plan import Plan, build_plan
-from grader.results import SubmissionResult, write_json
+from grader.results import SubmissionResult, from_dict, write_json
 from grader.rubric import Rubric, load_rubric
 
 SUBMISSION_SUFFIXES = (".ipynb", ".py")
@@ -50,41 +52,126 @@ def unique_ids(paths: Sequence[Path]) -> list[str]:
     return ids
 
 
-@dataclass(frozen=True)
-class Graded:
-    result: SubmissionResult
-    json_path: Path | None
+@dataclass
+class Batch:
+    """What a batch did: every student's current result, and what was graded, reused or could not be read."""
+
+    results: list[SubmissionResult] = field(default_factory=list)
+    graded: int = 0
+    unchanged: int = 0
+    failed: list[str] = field(default_factory=list)       # worker died or timed out on these students
+    problems: list[str] = field(default_factory=list)     # intake: unreadable entries, skipped
+    notes: list[str] = field(default_factory=list)        # intake: decisions such as several notebooks
+    seconds: float = 0.0
+
+
+def _failure_result(plan: Plan, path: Path, student: str, reason: str) -> SubmissionResult:
+    from grader.grading import _empty_result, file_sha256
+    return _empty_result(path, plan, file_sha256(path), reason, time.monotonic(), student)
+
+
+def _entries(paths: Iterable[str | Path], workdir: Path) -> tuple[list[tuple[str, Path, str]], list[str], list[str]]:
+    """(student, path, source) for every submission, via the LMS-aware intake when it is available."""
+    try:
+        from grader.intake import gather
+    except ImportError:  # pragma: no cover - intake is optional
+        files = collect(paths)
+        return [(sid, p, str(p)) for sid, p in zip(unique_ids(files), files)], [], []
+    intake = gather(list(paths), workdir)
+    return ([(e.student, e.path, e.source) for e in intake.entries], list(intake.problems), list(intake.notes))
+
+
+def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
+                jobs: int | None = None, options: Options = Options(), cache: Path | None = None,
+                gradebook: Path | None = None, force: bool = False, executor: Executor | None = None,
+                on_start: Callable[[int, int], None] | None = None,
+                on_result: Callable[[SubmissionResult, bool], None] | None = None) -> Batch:
+    """Grade a class. Unchanged submissions (same file, rubric and grader version) are not graded again
+    unless `force`; every result is written (JSON, gradebook) the moment it is finished, so an interrupted
+    batch loses nothing and the next run does only what is missing.
+    """
+    import tempfile
+    from grader.executor import Job, LocalPool, Setup
+    started = time.monotonic()
+    rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
+    cache_dir = cache if cache is not None else default_cache()
+    plan = build_plan(rubric, cache_dir)     # once, here: the workers then read the expected values from the cache
+    out_dir = Path(out) if out is not None else None
+    book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
+    batch = Batch()
+    with tempfile.TemporaryDirectory(prefix="puzzle-grader-intake-") as workdir:
+        entries, batch.problems, batch.notes = _entries(paths, Path(workdir))
+        book = _open_gradebook(book_path)
+        try:
+            stored = {r.submission: r for r in book.current(rubric.assignment)} if book else {}
+            jobs_to_run: list[Job] = []
+            results: dict[str, SubmissionResult] = {}
+            for student, path, source in entries:
+                previous = stored.get(student)
+                if (book and not force and previous is not None
+                        and book.is_current(student, file_sha256(path), rubric.sha256, __version__)):
+                    results[student] = previous
+                    batch.unchanged += 1
+                    if on_result:
+                        on_result(previous, True)
+                else:
+                    jobs_to_run.append(Job(student, str(path), source))
+            if on_start:
+                on_start(len(entries), batch.unchanged)
+            hide = tuple(str(p) for p in (out_dir, cache_dir, Path(workdir)) if p is not None)
+            setup = Setup(rubric, str(cache_dir), options, hide)
+            runner = executor or LocalPool(setup, jobs)
+            sources = {job.student: job for job in jobs_to_run}
+            for done in runner.run(jobs_to_run):
+                if done.result is not None:
+                    result = from_dict(done.result)
+                else:
+                    batch.failed.append(done.job.student)
+                    result = _failure_result(plan, Path(done.job.path), done.job.student, done.failure)
+                results[done.job.student] = result
+                batch.graded += 1
+                if out_dir is not None:
+                    write_json(result, out_dir)
+                if book:
+                    book.record(done.job.student, sources[done.job.student].source, result)
+                if on_result:
+                    on_result(result, False)
+            batch.results = [results[student] for student, _, _ in entries if student in results]
+            if out_dir is not None and batch.results:
+                _write_csv(batch.results, out_dir / "gradebook.csv")
+        finally:
+            if book:
+                book.close()
+    batch.seconds = time.monotonic() - started
+    return batch
+
+
+def _open_gradebook(path: Path | None):
+    if path is None:
+        return None
+    try:
+        from grader.gradebook import Gradebook
+    except ImportError:  # pragma: no cover
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return Gradebook(path)
+
+
+def _write_csv(results: Sequence[SubmissionResult], path: Path) -> None:
+    try:
+        from grader.report.csv_export import write_csv
+    except ImportError:  # pragma: no cover
+        return
+    write_csv(results, path)
 
 
 def grade(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
           jobs: int | None = None, options: Options = Options(), cache: Path | None = None,
-          on_result: Callable[[SubmissionResult], None] | None = None) -> list[SubmissionResult]:
-    """Grade submissions (files or folders), write DIR/<submission>.json for each, return results in input order."""
-    rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-    cache_dir = cache if cache is not None else default_cache()
-    plan = build_plan(rubric, cache_dir)
-    files = collect(paths)
-    ids = unique_ids(files)
-    support = support_sources(plan)
-    out_dir = Path(out) if out is not None else None
-    results: dict[int, SubmissionResult] = {}
-
-    def one(index: int) -> SubmissionResult:
-        result = grade_path(files[index], plan, support, options, submission=ids[index],
-                            hide=(out_dir, cache_dir))
-        if out_dir is not None:
-            write_json(result, out_dir)
-        return result
-
-    workers = max(1, jobs or os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(one, index): index for index in range(len(files))}
-        for future in as_completed(futures):
-            result = future.result()
-            results[futures[future]] = result
-            if on_result is not None:
-                on_result(result)
-    return [results[i] for i in range(len(files))]
+          on_result: Callable[[SubmissionResult], None] | None = None, **batch_options) -> list[SubmissionResult]:
+    """Grade submissions and return their results (see grade_batch for the gradebook and regrades)."""
+    batch = grade_batch(paths, rubric, out, jobs=jobs, options=options, cache=cache,
+                        on_result=(lambda r, _unchanged: on_result(r)) if on_result else None, **batch_options)
+    return batch.results
 
 
 def public_plan(plan: Plan) -> Plan:

@@ -12,27 +12,31 @@ from grader import __version__
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from grader.batch import grade
+    from grader.batch import grade_batch
     from grader.grading import Options
     from grader.report.console import print_class
+    from grader.report.progress import BatchProgress
     console = Console(width=None if sys.stdout.isatty() else 160)
-    done = [0]
-
-    def progress(result) -> None:
-        done[0] += 1
-        if not args.quiet:
-            console.print(f"[{done[0]}] {result.submission}: {result.total:g}/{result.max_total:g}"
-                          f" ({result.seconds:.2f} s)", highlight=False)
-
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
                       memory_mb=args.memory_mb)
-    results = grade(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
-                    cache=Path(args.cache) if args.cache else None, on_result=progress)
-    if not results:
+    with BatchProgress(console, quiet=args.quiet) as progress:
+        batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
+                            cache=Path(args.cache) if args.cache else None,
+                            gradebook=Path(args.gradebook) if args.gradebook else None, force=args.force,
+                            on_start=progress.start, on_result=progress.result)
+    for problem in batch.problems:
+        console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
+    for note in batch.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    if not batch.results:
         console.print("no submissions found", style="yellow")
         return 1
-    print_class(results, console)
-    console.print(f"results written to {args.out}/", highlight=False)
+    print_class(batch.results, console)
+    for student in batch.failed:
+        console.print(f"[red]{student}[/]: the grader could not finish this submission (see its JSON)")
+    console.print(f"{len(batch.results)} submissions: {batch.graded} graded, {batch.unchanged} unchanged "
+                  f"in {batch.seconds:.1f} s; isolation: {batch.results[0].isolation}; results in {args.out}/",
+                  highlight=False)
     return 0
 
 
@@ -81,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     verbs = main.add_subparsers(dest="verb", required=True)
 
     grade = verbs.add_parser("grade", help="grade submissions and write one JSON result each")
-    grade.add_argument("paths", nargs="+", help="notebooks (.ipynb/.py) or folders of them")
+    grade.add_argument("paths", nargs="+", help="notebooks (.ipynb/.py), folders, globs or LMS zip downloads")
     grade.add_argument("--rubric", required=True)
     grade.add_argument("--out", required=True, help="folder for <submission>.json results")
     grade.add_argument("--jobs", type=int, default=None, help="parallel submissions (default: one per core)")
@@ -89,7 +93,9 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--submission-seconds", type=float, default=None)
     grade.add_argument("--memory-mb", type=int, default=None)
     grade.add_argument("--cache", default=None, help="folder for cached reference answers")
-    grade.add_argument("--quiet", action="store_true", help="no line per submission")
+    grade.add_argument("--quiet", action="store_true", help="no progress bar or table: a summary line (for CI logs)")
+    grade.add_argument("--gradebook", default=None, help="SQLite gradebook (default: OUT/gradebook.sqlite)")
+    grade.add_argument("--force", action="store_true", help="regrade submissions that have not changed")
     grade.set_defaults(run=_grade)
 
     check = verbs.add_parser("check", help="self-check a notebook on the public cases")

@@ -104,7 +104,25 @@ def _missing(exercise: Exercise, cases: Sequence[Case], message: str, notes: tup
         notes=notes)
 
 
+_PREPARED: dict[tuple, Any] = {}
+
+
+def _memo(key: tuple, make):
+    """What depends only on the plan and a case is prepared once per batch, not once per submission."""
+    if key not in _PREPARED:
+        if len(_PREPARED) > 100_000:
+            _PREPARED.clear()
+        _PREPARED[key] = make()
+    return _PREPARED[key]
+
+
 def _requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str, options: Options) -> list[CaseRequest]:
+    return _memo((id(plan), plan.rubric.sha256, exercise.id, name, options.case_seconds, len(cases)),
+                 lambda: _build_requests(plan, exercise, cases, name, options))
+
+
+def _build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
+                    options: Options) -> list[CaseRequest]:
     renames = {alias: name for alias in exercise.names if alias != name}
     limits = exercise.limits.merged({"case_seconds": options.case_seconds})
     requests = []
@@ -183,8 +201,9 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         codec.decode(got)  # validate the untrusted wire before any check looks at it
     except codec.CodecError as error:
         return CaseResult(status="error", message=f"the result could not be read: {error}", **base)
-    data = plan.data(case)
-    arguments = call_arguments(case.call, data) or ((), {})
+    data = _memo((id(plan), plan.rubric.sha256, "data", case.id), lambda: plan.data(case))
+    arguments = _memo((id(plan), plan.rubric.sha256, "arguments", case.id),
+                      lambda: call_arguments(case.call, data) or ((), {}))
     context = CheckContext(expected=expected.value, got=got, args=arguments[0], kwargs=arguments[1],
                            probes=_probes(outcome), variables=dict(case.variables), data=data,
                            options=dict(case.check.options), reference=plan.reference)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import functools
 import copy
 import hashlib
 import importlib.util
@@ -49,7 +50,7 @@ class Case:
     weight: float = 1.0
     line: int = 0
 
-    @property
+    @functools.cached_property
     def shown_call(self) -> str:
         """The call as a student reads it: generated variables written out."""
         shown = self.call

@@ -46,14 +46,15 @@ def test_grade_writes_one_json_per_notebook_and_prints_the_class_table(tmp_path:
     out = tmp_path / "results"
     done = run("grade", CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["correct.json", "move-dir-transposed.json"]
-    totals = {p.stem: json.loads(p.read_text(encoding="utf-8"))["total"] for p in out.iterdir()}
+    assert sorted(p.name for p in out.glob("*.json")) == ["correct.json", "move-dir-transposed.json"]
+    assert (out / "gradebook.sqlite").is_file() and (out / "gradebook.csv").is_file()
+    totals = {p.stem: json.loads(p.read_text(encoding="utf-8"))["total"] for p in out.glob("*.json")}
     assert totals == {"correct": 30, "move-dir-transposed": 28}
     assert "Scores" in done.stdout
     assert re.search(r"^\W*correct\b", done.stdout, re.MULTILINE)          # a table row per submission
     assert re.search(r"^\W*move-dir-transposed\b", done.stdout, re.MULTILINE)
     assert "isolation" in done.stdout
-    assert f"results written to {out}" in flat(done.stdout)
+    assert f"results in {out}" in flat(done.stdout)
 
 
 def test_grade_table_shows_every_score_in_an_80_column_terminal(tmp_path: Path, grader_cache: Path) -> None:

@@ -1,0 +1,312 @@
+"""(Re)build the 3x3 sliding puzzle template and its example submissions from the bundled seed notebook.
+
+The course notebook is known to us only through a student's completed copy,
+submissions/seed-002.ipynb (kept unchanged, as it was handed in). Everything here starts from
+its cells: the template empties the graded code cells (SLOTS) down to stubs and clears every
+output; an example submission fills the slots with a student's solution, and each changes
+exactly what its file name says (see README.md).
+
+Usage: python assignments/sliding-3x3/build_examples.py   (writes next to this file)
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+SEED = HERE / "submissions" / "seed-002.ipynb"
+
+# The graded code cells of the seed, by cell id, with the first line each must start with (so an
+# edited seed fails loudly instead of filling the wrong cell).
+SLOTS = {
+    "cell-015": ("goal", "goal = "),
+    "cell-017": ("findZero", "def findZero("),
+    "cell-021": ("listOfLists", "def listOfLists("),
+    "cell-024": ("tupleOfTuples", "def tupleOfTuples("),
+    "cell-027": ("moveUp", "def moveUp("),
+    "cell-031": ("moveDown", "def moveDown("),
+    "cell-034": ("moveRight", "def moveRight("),
+    "cell-036": ("moveLeft", "def moveLeft("),
+    "cell-039": ("nextStates", "def nextStates("),
+}
+
+# The template's stubs: the docstrings the seed still shows (and the ones its copy-and-paste lost),
+# then "your code here". The goal is a placeholder value: a constant has no body to stub.
+STUBS = {
+    "goal": 'goal = None # your code here',
+    "findZero": 'def findZero(S):\n    "your code here"',
+    "listOfLists": "def listOfLists(S):\n    'Transform a tuple of tuples into a list of lists.'\n"
+                   '    "your code here"',
+    "tupleOfTuples": "def tupleOfTuples(S):\n    'Transform a list of lists into a tuple of tuples.'\n"
+                     '    "your code here"',
+    "moveUp": "def moveUp(S, r, c):\n    'Move the tile below the blank up.'\n    \"your code here\"",
+    "moveDown": "def moveDown(S, r, c):\n    'Move the tile above the blank down.'\n    \"your code here\"",
+    "moveRight": "def moveRight(S, r, c):\n    'Move the tile left of the blank to the right.'\n"
+                 '    "your code here"',
+    "moveLeft": "def moveLeft(S, r, c):\n    'Move the tile right of the blank to the left.'\n"
+                '    "your code here"',
+    "nextStates": "def nextStates(S):\n    'Compute the set of states reachable in one step from the state S.'\n"
+                  '    "your code here"',
+}
+
+# Text of the template that differs from the seed: listOfLists and tupleOfTuples are graded, so
+# their text asks for them; Exercise 4 said "the tile below the blank" where it means above.
+TEXT_EDITS = {
+    "cell-020": ("The function $\\texttt{listOfLists}(S)$ takes",
+                 "Implement the function $\\texttt{listOfLists}(S)$ that takes"),
+    "cell-023": ("we also need a function that takes a list of list and transforms it back into a tuple of tuple.",
+                 "we also need a function $\\texttt{tupleOfTuples}(L)$ that takes a list of lists and transforms "
+                 "it back into a tuple of tuples.  Implement it below."),
+    "cell-030": ("moving the tile below the blank space **down**", "moving the tile above the blank space **down**"),
+}
+
+
+# ---------------------------------------------------------------------------
+# A student's correct solutions, deliberately not in the seed's or the reference's style
+# ---------------------------------------------------------------------------
+
+SOLUTIONS = {
+    "goal": "goal = tuple(tuple(range(k, k + 3)) for k in range(0, 9, 3))",
+
+    "findZero": '''\
+def findZero(S):
+    for r, row in enumerate(S):
+        for c, tile in enumerate(row):
+            if tile == 0:
+                return r, c''',
+
+    "listOfLists": '''\
+def listOfLists(S):
+    'Transform a tuple of tuples into a list of lists.'
+    return [list(row) for row in S]''',
+
+    "tupleOfTuples": '''\
+def tupleOfTuples(S):
+    'Transform a list of lists into a tuple of tuples.'
+    return tuple(map(tuple, S))''',
+
+    # A helper of the student's own, shared by the four moves; "your code here" left above it.
+    "moveUp": '''\
+def swap(S, r1, c1, r2, c2):
+    L = listOfLists(S)
+    L[r1][c1], L[r2][c2] = L[r2][c2], L[r1][c1]
+    return tupleOfTuples(L)
+
+def moveUp(S, r, c):
+    'Move the tile below the blank up.'
+    "your code here"
+    return swap(S, r, c, r + 1, c)''',
+
+    "moveDown": '''\
+def moveDown(S, r, c):
+    'Move the tile above the blank down.'
+    return swap(S, r, c, r - 1, c)''',
+
+    "moveRight": '''\
+def moveRight(S, r, c):
+    'Move the tile left of the blank to the right.'
+    return swap(S, r, c, r, c - 1)''',
+
+    "moveLeft": '''\
+def moveLeft(S, r, c):
+    'Move the tile right of the blank to the left.'
+    return swap(S, r, c, r, c + 1)''',
+
+    "nextStates": '''\
+def nextStates(S):
+    'Compute the set of states reachable in one step from the state S.'
+    r, c = findZero(S)
+    n = len(S)
+    Result = set()
+    if r + 1 < n:
+        Result.add(moveUp(S, r, c))
+    if r - 1 >= 0:
+        Result.add(moveDown(S, r, c))
+    if c - 1 >= 0:
+        Result.add(moveRight(S, r, c))
+    if c + 1 < n:
+        Result.add(moveLeft(S, r, c))
+    return Result''',
+}
+
+
+# ---------------------------------------------------------------------------
+# Wrong solutions, one realistic bug per example submission
+# ---------------------------------------------------------------------------
+
+# Each move is named for where the BLANK goes; nextStates checks the board consistently with that,
+# so it still finds the right successors (and search a legal path).
+MOVES_REVERSED = {
+    "moveUp": '''\
+def moveUp(S, r, c):
+    'Move the blank up.'
+    L = listOfLists(S)
+    L[r][c] = L[r-1][c]
+    L[r-1][c] = 0
+    return tupleOfTuples(L)''',
+    "moveDown": '''\
+def moveDown(S, r, c):
+    'Move the blank down.'
+    L = listOfLists(S)
+    L[r][c] = L[r+1][c]
+    L[r+1][c] = 0
+    return tupleOfTuples(L)''',
+    "moveRight": '''\
+def moveRight(S, r, c):
+    'Move the blank to the right.'
+    L = listOfLists(S)
+    L[r][c] = L[r][c+1]
+    L[r][c+1] = 0
+    return tupleOfTuples(L)''',
+    "moveLeft": '''\
+def moveLeft(S, r, c):
+    'Move the blank to the left.'
+    L = listOfLists(S)
+    L[r][c] = L[r][c-1]
+    L[r][c-1] = 0
+    return tupleOfTuples(L)''',
+    "nextStates": '''\
+def nextStates(S):
+    'Compute the set of states reachable in one step from the state S.'
+    r, c = findZero(S)
+    Result = set()
+    if r > 0:
+        Result.add(moveUp(S, r, c))
+    if r < 2:
+        Result.add(moveDown(S, r, c))
+    if c < 2:
+        Result.add(moveRight(S, r, c))
+    if c > 0:
+        Result.add(moveLeft(S, r, c))
+    return Result''',
+}
+
+# The textbook goal, blank last.
+GOAL_BLANK_LAST = {
+    "goal": '''\
+goal = ((1, 2, 3),
+        (4, 5, 6),
+        (7, 8, 0)
+       )''',
+}
+
+# Lets IndexError decide which moves are possible; but S[-1] is no IndexError in Python, so with the
+# blank in row 0 (or column 0) moveDown (moveRight) reaches around the board.
+NEXT_STATES_TRY_EXCEPT = {
+    "nextStates": '''\
+def nextStates(S):
+    'Compute the set of states reachable in one step from the state S.'
+    r, c = findZero(S)
+    Result = set()
+    for move in [moveUp, moveDown, moveRight, moveLeft]:
+        try:
+            Result.add(move(S, r, c))
+        except IndexError:
+            pass    # no tile on that side of the blank
+    return Result''',
+}
+
+# tuple(L) leaves the rows as lists.
+TUPLE_OF_LISTS = {
+    "tupleOfTuples": '''\
+def tupleOfTuples(S):
+    'Transform a list of lists into a tuple of tuples.'
+    return tuple(S)''',
+}
+
+# Loops over columns first and returns (x, y) = (column, row).
+FIND_ZERO_TRANSPOSED = {
+    "findZero": '''\
+def findZero(S):
+    for x in range(3):
+        for y in range(3):
+            if S[y][x] == 0:
+                return (x, y)''',
+}
+
+# Copied into the blank, but the tile's old square is never cleared.
+MOVE_LEFT_KEEPS_TILE = {
+    "moveLeft": '''\
+def moveLeft(S, r, c):
+    'Move the tile right of the blank to the left.'
+    L = listOfLists(S)
+    L[r][c] = L[r][c+1]
+    return tupleOfTuples(L)''',
+}
+
+
+# ---------------------------------------------------------------------------
+# Building notebooks
+# ---------------------------------------------------------------------------
+
+def seed() -> nbformat.NotebookNode:
+    return nbformat.read(SEED, as_version=4)
+
+
+def _base() -> nbformat.NotebookNode:
+    """The seed with outputs and execution counts cleared and the template's text edits made."""
+    nb = copy.deepcopy(seed())
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        if cell.id in TEXT_EDITS:
+            old, new = TEXT_EDITS[cell.id]
+            if old not in cell.source:
+                raise ValueError(f"{cell.id}: the seed no longer says {old!r}")
+            cell.source = cell.source.replace(old, new)
+    return nb
+
+
+def render(fill: dict[str, str]) -> nbformat.NotebookNode:
+    """The template with every slot replaced by fill[name]; a valid nbformat 4.5 notebook."""
+    nb = _base()
+    for cell in nb.cells:
+        if cell.id in SLOTS:
+            name, first = SLOTS[cell.id]
+            if not cell.source.startswith(first):
+                raise ValueError(f"{cell.id}: expected the cell of {name}, found {cell.source[:40]!r}")
+            cell.source = fill[name]
+    nbformat.validate(nb)
+    return nb
+
+
+def template() -> nbformat.NotebookNode:
+    return render(STUBS)
+
+
+def submission(overrides: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """The template solved by SOLUTIONS, with some of them replaced."""
+    return render({**SOLUTIONS, **(overrides or {})})
+
+
+def example_submissions() -> dict[str, nbformat.NotebookNode]:
+    return {
+        "correct": submission(),
+        "moves-reversed": submission(MOVES_REVERSED),
+        "goal-blank-last": submission(GOAL_BLANK_LAST),
+        "next-states-try-except": submission(NEXT_STATES_TRY_EXCEPT),
+        "tuple-of-lists": submission(TUPLE_OF_LISTS),
+        "find-zero-transposed": submission(FIND_ZERO_TRANSPOSED),
+        "move-left-keeps-tile": submission(MOVE_LEFT_KEEPS_TILE),
+    }
+
+
+def write(nb: nbformat.NotebookNode, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        nbformat.write(nb, f)
+    print(f"wrote {path.relative_to(HERE)}")
+
+
+def main() -> None:
+    write(template(), HERE / "template.ipynb")
+    for name, nb in example_submissions().items():
+        write(nb, HERE / "submissions" / f"{name}.ipynb")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Executors: where submissions are graded. The local pool runs one worker process per core.
+
+A worker is trusted: it loads the plan (reference and expected values) once and grades submissions one at a
+time, each in its own sandbox child. The coordinator hands out one job at a time per worker, so when a worker
+dies (a student killed it, or it ran out of memory) it knows which submission to mark, and starts another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import pickle
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Iterable, Iterator, Protocol, Sequence
+
+from grader.grading import Options
+from grader.rubric import Rubric
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission to grade."""
+
+    student: str
+    path: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every worker needs to build the same plan: passed by value, so it works across machines too."""
+
+    rubric: "Rubric"            # the parsed rubric itself, so a rubric adjusted in memory is the one graded
+    cache: str | None
+    options: Options = field(default_factory=Options)
+    hide: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Done:
+    """A finished job: the result as a dict (results.to_dict), or why there is none."""
+
+    job: Job
+    result: dict | None
+    failure: str = ""
+
+
+class Executor(Protocol):
+    def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
+        """Grade the jobs, yielding each as soon as it is finished (in any order)."""
+
+
+def grade_job(setup: Setup, job: Job, _plans: dict = {}) -> dict:  # noqa: B006 - per-process plan cache
+    """Grade one job in this process (a worker, or a Dask worker), building the plan once per process."""
+    from grader.grading import grade_path, support_sources
+    from grader.plan import build_plan
+    from grader.results import to_dict
+    key = hashlib.sha256(pickle.dumps((setup.rubric, setup.cache))).hexdigest()
+    if key not in _plans:
+        plan = build_plan(setup.rubric, Path(setup.cache) if setup.cache else None)
+        _plans[key] = (plan, support_sources(plan))
+    plan, support = _plans[key]
+    result = grade_path(Path(job.path), plan, support, setup.options, submission=job.student,
+                        hide=tuple(Path(h) for h in setup.hide))
+    return to_dict(result)
+
+
+def _worker(connection: Connection, setup: Setup) -> None:
+    """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG: die with the coordinator
+    except (OSError, AttributeError):
+        pass
+    while True:
+        try:
+            job = connection.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        try:
+            connection.send(Done(job, grade_job(setup, job)))
+        except (BrokenPipeError, OSError):
+            return
+        except Exception as error:  # a grader bug on one submission must not stop the others
+            connection.send(Done(job, None, f"the grader failed on this submission: {type(error).__name__}: "
+                                            f"{error}"))
+
+
+@dataclass
+class _Slot:
+    process: multiprocessing.Process
+    connection: Connection
+    job: Job | None = None
+    started: float = 0.0
+
+
+class LocalPool:
+    """One worker process per core (or `jobs`); a dead or stuck worker is replaced and its submission marked."""
+
+    def __init__(self, setup: Setup, jobs: int | None = None, watchdog_seconds: float | None = None):
+        self.setup = setup
+        self.size = max(1, jobs or os.cpu_count() or 1)
+        limit = setup.options.submission_seconds or 180.0
+        self.watchdog = watchdog_seconds if watchdog_seconds is not None else limit * 1.5 + 30.0
+        self.context = multiprocessing.get_context("spawn")
+        self.replaced = 0
+
+    def _start(self) -> _Slot:
+        ours, theirs = self.context.Pipe()
+        process = self.context.Process(target=_worker, args=(theirs, self.setup), daemon=True)
+        process.start()
+        theirs.close()
+        return _Slot(process, ours)
+
+    @staticmethod
+    def _stop(slot: _Slot) -> None:
+        try:
+            slot.connection.send(None)
+        except (OSError, ValueError):
+            pass
+        slot.process.join(timeout=2)
+        if slot.process.is_alive():
+            slot.process.kill()
+            slot.process.join(timeout=2)
+        slot.connection.close()
+
+    def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
+        pending = list(jobs)[::-1]
+        slots = [self._start() for _ in range(min(self.size, len(pending)))]
+        try:
+            while pending or any(slot.job for slot in slots):
+                for index, slot in enumerate(slots):
+                    if slot.job is None and pending:
+                        job = pending.pop()
+                        try:
+                            slot.connection.send(job)
+                        except (OSError, ValueError):   # it died while idle: replace it and hand the job over
+                            self._stop(slot)
+                            slot = slots[index] = self._start()
+                            self.replaced += 1
+                            slot.connection.send(job)
+                        slot.job, slot.started = job, time.monotonic()
+                busy = [slot for slot in slots if slot.job is not None]
+                ready = wait([s.connection for s in busy] + [s.process.sentinel for s in busy], timeout=1.0)
+                for index, slot in enumerate(slots):
+                    if slot.job is None:
+                        continue
+                    if slot.connection in ready:
+                        try:
+                            done = slot.connection.recv()
+                        except (EOFError, OSError):
+                            done = None
+                        if done is not None:
+                            slot.job = None
+                            yield done
+                            continue
+                    stuck = time.monotonic() - slot.started > self.watchdog
+                    if slot.process.sentinel in ready or not slot.process.is_alive() or stuck or \
+                            slot.connection in ready:
+                        job, slot.job = slot.job, None
+                        reason = (f"the grading worker took longer than {self.watchdog:g} s and was stopped"
+                                  if stuck else f"the grading worker died while grading this submission "
+                                                f"(exit code {slot.process.exitcode})")
+                        self._stop(slot)
+                        slots[index] = self._start()
+                        self.replaced += 1
+                        yield Done(job, None, reason)
+        finally:
+            for slot in slots:
+                self._stop(slot)
+
+
+def local_jobs(paths_and_students: Iterable[tuple[str, Path, str]]) -> list[Job]:
+    return [Job(student, str(path), source) for student, path, source in paths_and_students]

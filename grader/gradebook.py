@@ -1,0 +1,298 @@
+"""The class gradebook: every student's results in one SQLite file, current result and regrade history.
+
+Why SQLite: a TA grades thousands of notebooks, regrades after fixing a rubric and may kill the grader at
+any moment. Each `record` is one transaction in a WAL journal, so a kill -9 loses at most the result being
+written and never leaves half of one; the next batch asks `is_current` and grades only what is missing.
+
+Tables (schema version 1):
+
+    schema_version  (id = 1, version)                      what `open` compares with SCHEMA_VERSION
+    submissions     (id, student, rubric, sha256, source, current_result)
+                    one row per (student, rubric); sha256/source are those of the current result
+    results         (id, submission_id, sha256, source, rubric_sha256, grader_version, isolation, total,
+                     max_total, exercise_count, graded_at, json)
+                    every grading ever recorded (regrades are history); json is results.to_dict's form
+    scores          (result_id, position, exercise, score, max_score)
+                    one row per exercise of a result, in rubric order, for SQL reports
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator
+
+from grader.results import SubmissionResult, from_dict, to_dict
+
+SCHEMA_VERSION = 1
+
+# MIGRATIONS[n] takes a gradebook from version n to n + 1, one statement at a time (sqlite3's executescript
+# would commit halfway). A new schema appends a step; opening an older file upgrades it in one transaction.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE schema_version (
+               id INTEGER PRIMARY KEY CHECK (id = 1),
+               version INTEGER NOT NULL)""",
+        """CREATE TABLE submissions (
+               id INTEGER PRIMARY KEY,
+               student TEXT NOT NULL,
+               rubric TEXT NOT NULL,
+               sha256 TEXT NOT NULL,
+               source TEXT NOT NULL,
+               current_result INTEGER REFERENCES results (id),
+               UNIQUE (student, rubric))""",
+        """CREATE TABLE results (
+               id INTEGER PRIMARY KEY,
+               submission_id INTEGER NOT NULL REFERENCES submissions (id),
+               sha256 TEXT NOT NULL,
+               source TEXT NOT NULL,
+               rubric_sha256 TEXT NOT NULL,
+               grader_version TEXT NOT NULL,
+               isolation TEXT NOT NULL,
+               total REAL NOT NULL,
+               max_total REAL NOT NULL,
+               exercise_count INTEGER NOT NULL,
+               graded_at TEXT NOT NULL,
+               json TEXT NOT NULL)""",
+        # What makes two results "the same" when gradebooks are merged.
+        """CREATE UNIQUE INDEX results_identity
+               ON results (submission_id, sha256, rubric_sha256, grader_version, graded_at)""",
+        """CREATE TABLE scores (
+               result_id INTEGER NOT NULL REFERENCES results (id),
+               position INTEGER NOT NULL,
+               exercise TEXT NOT NULL,
+               score REAL NOT NULL,
+               max_score REAL NOT NULL,
+               PRIMARY KEY (result_id, position))""",
+        "CREATE INDEX scores_exercise ON scores (exercise)",
+    ),
+)
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
+
+class GradebookError(Exception):
+    """A gradebook file that cannot be used: not a gradebook, damaged, or written by a newer grader."""
+
+
+def utc_now() -> str:
+    """Fixed-width UTC ISO time, so text order is time order (history and merge sort on it)."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+class Gradebook:
+    """One gradebook file. Use from one thread at a time (the batch's coordinator)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT), never implicit.
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except sqlite3.Error as error:
+            raise GradebookError(f"{self.path}: cannot open the gradebook: {error}") from error
+        try:
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            # With WAL, NORMAL survives any crash of the grader (kill -9); only an OS crash or power loss may
+            # drop the last few commits, and even then the file stays consistent.
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            raise GradebookError(f"{self.path}: not a usable gradebook: {error}") from error
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Gradebook:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """All or nothing, also on Ctrl-C: BaseException rolls back before it propagates."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._transaction() as db:
+            version = _schema_version(db, self.path)
+            if version > SCHEMA_VERSION:
+                raise GradebookError(
+                    f"{self.path}: gradebook schema version {version} is newer than this grader understands "
+                    f"(version {SCHEMA_VERSION}); upgrade puzzle-grader to open it")
+            if version == 0 and _user_tables(db):
+                raise GradebookError(f"{self.path}: this SQLite file is not a puzzle-grader gradebook "
+                                     f"(it has tables but no schema_version)")
+            for step in MIGRATIONS[version:]:
+                for statement in step:
+                    db.execute(statement)
+            if version < SCHEMA_VERSION:
+                db.execute("INSERT OR REPLACE INTO schema_version (id, version) VALUES (1, ?)", (SCHEMA_VERSION,))
+
+    # -- queries -----------------------------------------------------------------------------------------
+
+    def is_current(self, student: str, sha256: str, rubric_sha256: str, grader_version: str) -> bool:
+        """True when the student's CURRENT result was graded from this file with this rubric and grader.
+
+        Only the current result counts: a student who goes back to an older file after submitting a newer
+        one must be graded again, or the gradebook would keep showing the newer file's grade.
+        """
+        row = self._db.execute(
+            """SELECT 1 FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.student = ? AND r.sha256 = ? AND r.rubric_sha256 = ? AND r.grader_version = ?
+               LIMIT 1""", (student, sha256, rubric_sha256, grader_version)).fetchone()
+        return row is not None
+
+    def current(self, rubric: str) -> list[SubmissionResult]:
+        """The latest result of every student graded under this rubric id, sorted by student."""
+        rows = self._db.execute(
+            """SELECT r.json FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? ORDER BY s.student""", (rubric,))
+        return [from_dict(json.loads(text)) for (text,) in rows]
+
+    def history(self, student: str, rubric: str) -> list[tuple[str, float, str]]:
+        """(graded_at, total, rubric_sha256) of every grading of the student's work, oldest first."""
+        rows = self._db.execute(
+            """SELECT r.graded_at, r.total, r.rubric_sha256 FROM results r
+               JOIN submissions s ON s.id = r.submission_id
+               WHERE s.student = ? AND s.rubric = ? ORDER BY r.graded_at, r.id""", (student, rubric))
+        return [(graded_at, total, rubric_sha256) for graded_at, total, rubric_sha256 in rows]
+
+    def students(self, rubric: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT student FROM submissions WHERE rubric = ? AND current_result IS NOT NULL ORDER BY student",
+            (rubric,))
+        return [student for (student,) in rows]
+
+    # -- writes ------------------------------------------------------------------------------------------
+
+    def record(self, student: str, source: str, result: SubmissionResult) -> None:
+        """Store a fresh grading as the student's current result; earlier ones stay as history."""
+        with self._transaction() as db:
+            submission_id = _submission(db, student, result.rubric, result.sha256, source)
+            latest = db.execute("SELECT max(graded_at) FROM results WHERE submission_id = ?",
+                                (submission_id,)).fetchone()[0]
+            result_id = _insert_result(db, submission_id, source, result, _after(utc_now(), latest))
+            _make_current(db, submission_id, result_id)
+
+    def merge(self, other: Path) -> int:
+        """Import every result of another gradebook file (graded on another machine, say).
+
+        For each (student, rubric) the result with the newest graded_at becomes current, whichever file it
+        came from. A result already here (same student, rubric, sha256, rubric_sha256, grader_version and
+        graded_at) is skipped, so merging the same file twice imports nothing the second time. One
+        transaction: an interrupted merge imports nothing. Returns the number of results imported.
+        """
+        other = Path(other)
+        if not other.is_file():
+            raise GradebookError(f"{other}: no such gradebook file")
+        try:
+            source_db = sqlite3.connect(other.resolve().as_uri() + "?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error as error:
+            raise GradebookError(f"{other}: cannot open the gradebook: {error}") from error
+        try:
+            try:
+                version = _schema_version(source_db, other)
+            except sqlite3.DatabaseError as error:
+                raise GradebookError(f"{other}: not a usable gradebook: {error}") from error
+            if version != SCHEMA_VERSION:
+                newer = version > SCHEMA_VERSION
+                raise GradebookError(
+                    f"{other}: gradebook schema version {version} cannot be merged into version {SCHEMA_VERSION}"
+                    + ("; upgrade puzzle-grader" if newer else
+                       "; open it once with this grader to upgrade it" if version else
+                       " (not a puzzle-grader gradebook)"))
+            rows = source_db.execute(
+                """SELECT s.student, s.rubric, r.source, r.graded_at, r.json FROM results r
+                   JOIN submissions s ON s.id = r.submission_id ORDER BY r.graded_at, r.id""")
+            imported = 0
+            touched: set[int] = set()
+            with self._transaction() as db:
+                for student, rubric, source, graded_at, text in rows:
+                    result = from_dict(json.loads(text))
+                    submission_id = _submission(db, student, rubric, result.sha256, source)
+                    if _insert_result(db, submission_id, source, result, graded_at, skip_existing=True):
+                        imported += 1
+                        touched.add(submission_id)
+                for submission_id in touched:
+                    newest = db.execute(
+                        "SELECT id FROM results WHERE submission_id = ? ORDER BY graded_at DESC, id DESC LIMIT 1",
+                        (submission_id,)).fetchone()[0]
+                    _make_current(db, submission_id, newest)
+            return imported
+        finally:
+            source_db.close()
+
+
+def _schema_version(db: sqlite3.Connection, path: Path) -> int:
+    """0 for a file without a schema_version table (new, or not a gradebook)."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone():
+        return 0
+    row = db.execute("SELECT version FROM schema_version WHERE id = 1").fetchone()
+    if row is None:
+        raise GradebookError(f"{path}: the gradebook's schema_version table is empty")
+    return int(row[0])
+
+
+def _user_tables(db: sqlite3.Connection) -> list[str]:
+    return [name for (name,) in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+
+
+def _after(now: str, latest: str | None) -> str:
+    """`now`, or one microsecond after the latest grading if the clock is not past it (a fast loop, a clock
+    set back, a merged result from a machine whose clock runs ahead): history order is recording order."""
+    if latest is None or now > latest:
+        return now
+    return (datetime.fromisoformat(latest) + timedelta(microseconds=1)).isoformat(timespec="microseconds")
+
+
+def _submission(db: sqlite3.Connection, student: str, rubric: str, sha256: str, source: str) -> int:
+    """The id of the (student, rubric) row, created if new; its sha256/source follow the current result."""
+    db.execute("INSERT OR IGNORE INTO submissions (student, rubric, sha256, source) VALUES (?, ?, ?, ?)",
+               (student, rubric, sha256, source))
+    return db.execute("SELECT id FROM submissions WHERE student = ? AND rubric = ?",
+                      (student, rubric)).fetchone()[0]
+
+
+def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
+                   graded_at: str, *, skip_existing: bool = False) -> int | None:
+    """Insert a result and its per-exercise scores; with skip_existing, None when it is already stored."""
+    text = json.dumps(to_dict(result), ensure_ascii=False, sort_keys=True)
+    cursor = db.execute(
+        f"""INSERT {'OR IGNORE' if skip_existing else ''} INTO results
+                (submission_id, sha256, source, rubric_sha256, grader_version, isolation, total, max_total,
+                 exercise_count, graded_at, json)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (submission_id, result.sha256, source, result.rubric_sha256, result.grader_version, result.isolation,
+         float(result.total), float(result.max_total), len(result.exercises), graded_at, text))
+    if cursor.rowcount == 0:
+        return None
+    result_id = cursor.lastrowid
+    db.executemany(
+        "INSERT INTO scores (result_id, position, exercise, score, max_score) VALUES (?, ?, ?, ?, ?)",
+        [(result_id, position, exercise.id, float(exercise.score), float(exercise.max_score))
+         for position, exercise in enumerate(result.exercises)])
+    return result_id
+
+
+def _make_current(db: sqlite3.Connection, submission_id: int, result_id: int) -> None:
+    # Plain UPDATE (no UPDATE ... FROM, no upsert): works with the SQLite of older Python builds too.
+    sha256, source = db.execute("SELECT sha256, source FROM results WHERE id = ?", (result_id,)).fetchone()
+    db.execute("UPDATE submissions SET current_result = ?, sha256 = ?, source = ? WHERE id = ?",
+               (result_id, sha256, source, submission_id))

@@ -1,0 +1,619 @@
+"""Submission intake: files, folders, globs and LMS zip exports in, one notebook per student out.
+
+A TA points the grader at whatever the LMS gave them (a Canvas or Moodle bulk download, a folder of
+student folders, a few loose files) and expects one result per student. So the intake names every
+student from the naming convention their files follow, picks ONE notebook when a student left
+several (by a rule that is stated in the notes, never silently), extracts archives safely into a
+work folder, and turns everything it cannot use into a one-line problem instead of an exception:
+a batch of 3,000 must not stop because one zip is corrupt.
+
+Naming conventions are a registry of small functions tried in order, most specific first; a new
+LMS export format is one more `@convention` function.
+"""
+
+from __future__ import annotations
+
+import calendar
+import glob
+import hashlib
+import os
+import re
+import stat
+import unicodedata
+import zipfile
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+NOTEBOOK_SUFFIXES = (".ipynb", ".py")
+ARCHIVE_SUFFIX = ".zip"
+UNSUPPORTED_ARCHIVES = (".rar", ".7z", ".tar", ".tgz", ".gz", ".bz2", ".xz")
+SKIPPED_FOLDERS = frozenset({"__MACOSX", ".ipynb_checkpoints", "__pycache__"})
+# Files that travel with submissions but are never one: a student folder holding only these has no submission.
+QUIET_SUFFIXES = frozenset({
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".svg", ".webp", ".tif", ".tiff", ".ico",
+    ".csv", ".tsv", ".json", ".txt", ".dat", ".npy", ".npz", ".pkl", ".pickle", ".h5", ".parquet",
+    ".xls", ".xlsx", ".md", ".rst", ".log", ".ini", ".cfg", ".toml", ".yaml", ".yml", ".xml", ".pyc",
+})
+QUIET_NAMES = re.compile(r"^(readme|licen[cs]e|thumbs\.db$|desktop\.ini$)", re.IGNORECASE)
+
+# Zip-bomb guards: an archive breaking them is a problem, not a full disk.
+MAX_MEMBER_BYTES = 50 * 1024 * 1024     # uncompressed size of one extracted member
+MAX_MEMBERS = 20_000                    # notebook, script and zip members read from one archive
+MAX_ARCHIVE_DEPTH = 2                   # an archive, and archives inside it; deeper ones are not opened
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One student's graded submission."""
+
+    student: str            # identity from the naming convention, file-name safe ([A-Za-z0-9._-]), unique
+    path: Path              # a real file on disk (zip members are extracted under workdir)
+    source: str             # human-readable origin, e.g. "export.zip:smithjohn_12345_67890_taoistic.ipynb"
+    convention: str         # "canvas" | "moodle" | "folder" | "file"
+    others: tuple[str, ...] = ()   # sources of this student's other notebooks that were NOT chosen
+
+
+@dataclass(frozen=True)
+class Intake:
+    entries: tuple[Entry, ...]      # sorted by student
+    problems: tuple[str, ...]       # unreadable / skipped items, each "source: reason" (never fatal)
+    notes: tuple[str, ...]          # decisions worth reporting (which of several notebooks, renamed ids)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Naming conventions
+
+@dataclass(frozen=True)
+class Place:
+    """Where a file sits: its path as folder names and file name, of which the last `inside` are inside
+    the input (the folders before them are context, e.g. the folder a single file was given from)."""
+
+    parts: tuple[str, ...]
+    inside: int
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1]
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        return self.parts[:-1]
+
+    @property
+    def top_folder(self) -> str | None:
+        """The first folder inside the input, which owns everything below it."""
+        return self.parts[-self.inside] if self.inside >= 2 else None
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The student a file belongs to, by one naming convention."""
+
+    student: str
+    convention: str
+    lms_name: str = ""      # the student's own file name inside a Canvas name; its "-N" counts resubmissions
+
+
+Convention = Callable[[Place], "Owner | None"]
+CONVENTIONS: dict[str, Convention] = {}     # tried in insertion order: the first that answers names the student
+
+
+def convention(name: str) -> Callable[[Convention], Convention]:
+    def register(function: Convention) -> Convention:
+        CONVENTIONS[name] = function
+        return function
+    return register
+
+
+MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_file_?$")
+MOODLE_FILE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_file_(?P<original>.+)$")
+# Moodle's other submission plugins (online text, comments) are never notebooks.
+MOODLE_OTHER = re.compile(r"^.+?_\d+_assignsubmission_(?!file_)[a-z]+_")
+# Canvas squeezes "Last First" to lowercase letters; ids are database ids (3+ digits, so that a plain
+# "hw_1_2_final.ipynb" is not taken for a Canvas name).
+CANVAS_FILE = re.compile(
+    r"^(?P<name>[^\W_](?:[^\W_]|-)*?)(?:_late)?_(?P<user>\d{3,})_(?P<submission>\d{3,})_(?P<original>.+)$",
+    re.IGNORECASE)
+
+
+@convention("moodle")
+def moodle(place: Place) -> Owner | None:
+    """`Full Name_123_assignsubmission_file_/lab.ipynb`, or in older Moodles the flat
+    `Full Name_123_assignsubmission_file_lab.ipynb`."""
+    for folder in place.folders:
+        match = MOODLE_FOLDER.match(folder)
+        if match:
+            return Owner(safe_id(f"{match['name']}_{match['id']}"), "moodle")
+    match = MOODLE_FILE.match(place.name)
+    if match:
+        return Owner(safe_id(f"{match['name']}_{match['id']}"), "moodle")
+    return None
+
+
+@convention("canvas")
+def canvas(place: Place) -> Owner | None:
+    """`smithjohn_12345_67890_lab.ipynb`, `smithjohn_LATE_12345_67890_lab-2.ipynb`: name and user id."""
+    match = CANVAS_FILE.match(place.name)
+    if match:
+        return Owner(safe_id(f"{match['name']}_{match['user']}"), "canvas", match["original"])
+    return None
+
+
+@convention("folder")
+def folder(place: Place) -> Owner | None:
+    """`<student>/<anything>.ipynb`, at any depth below the student's folder."""
+    top = place.top_folder
+    return Owner(safe_id(top), "folder") if top is not None else None
+
+
+@convention("file")
+def file(place: Place) -> Owner | None:
+    """`<student>.ipynb`: the file name without its suffix."""
+    name = place.name
+    stem = name[:-len(_suffix(name))] if _suffix(name) else name
+    return Owner(safe_id(stem), "file")
+
+
+def identify(place: Place) -> Owner:
+    for function in CONVENTIONS.values():
+        owner = function(place)
+        if owner is not None:
+            return owner
+    return file(place)  # type: ignore[return-value]  # never None
+
+
+def safe_id(text: str) -> str:
+    """A file-name-safe id: accents folded to ASCII ("Zoë" -> "Zoe"), everything else outside
+    [A-Za-z0-9._-] becomes "_"; a name with nothing left (e.g. all CJK) gets a stable hash."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    ident = re.sub(r"[^A-Za-z0-9._-]+", "_", folded).strip("._-")
+    if ident and len(ident) <= 100:
+        return ident
+    digest = hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{ident[:80].rstrip('._-')}-{digest}" if ident else f"student-{digest}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public entry point
+
+def gather(paths: Sequence[str | Path], workdir: Path) -> Intake:
+    """Every student's submission among `paths` (files, folders, glob patterns, .zip exports);
+    archive members are extracted under `workdir`."""
+    collector = _Collector(Path(workdir))
+    for raw in paths:
+        collector.add(raw)
+    return collector.finish()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Collecting
+
+@dataclass(frozen=True)
+class _Item:
+    """A file inside an input, before it is read: on disk, or an archive member not yet extracted."""
+
+    place: Place
+    source: str
+    size: int
+    modified: float
+    when: str                                   # `modified` as the TA would read it
+    fetch: Callable[[], Path]                   # the file on disk (extracts an archive member)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    owner: Owner
+    path: Path
+    source: str
+    name: str
+    modified: float
+    when: str
+
+
+class _Problem(Exception):
+    """An item that cannot be used; its message becomes the reason in `Intake.problems`."""
+
+
+class _Collector:
+    """The state of one `gather` call: what was found so far, and where archives are extracted."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.workdir_real = os.path.realpath(workdir)
+        self.candidates: list[_Candidate] = []
+        self.strays: list[tuple[Owner, str]] = []     # files that are not notebooks, by owner
+        self.problems: list[str] = []
+        self.seen: set[tuple[int, int]] = set()       # (device, inode) of disk files already taken
+
+    # -- inputs on disk -----------------------------------------------------------------------------
+
+    def add(self, raw: str | Path) -> None:
+        text = str(raw)
+        path = Path(text)
+        if not os.path.lexists(text) and re.search(r"[*?[]", text):
+            matches = sorted(glob.glob(text, recursive=True))
+            if not matches:
+                self.problems.append(f"{text}: no file or folder matches this pattern")
+                return
+            root = _glob_root(text)
+            files: list[Path] = []
+            for match in map(Path, matches):
+                if self._in_workdir(match):
+                    continue
+                if match.is_dir():
+                    files.extend(self._walk(match))
+                elif match.is_file():
+                    files.append(match)
+            self._take_folder(root, files)
+        elif path.is_dir():
+            self._take_folder(path, self._walk(path))
+        elif path.is_file():
+            self._take_direct(path)
+        else:
+            self.problems.append(f"{text}: no such file or folder")
+
+    def _in_workdir(self, path: Path) -> bool:
+        real = os.path.realpath(path)
+        return real == self.workdir_real or real.startswith(self.workdir_real + os.sep)
+
+    def _walk(self, top: Path) -> list[Path]:
+        found: list[Path] = []
+        def unreadable(error: OSError) -> None:
+            self.problems.append(f"{error.filename}: cannot be read ({error.strerror or error})")
+
+        for folder, dirs, names in os.walk(top, onerror=unreadable):
+            dirs[:] = sorted(d for d in dirs if not _skipped_name(d)
+                             and os.path.realpath(os.path.join(folder, d)) != self.workdir_real)
+            found.extend(Path(folder, name) for name in sorted(names))
+        return found
+
+    def _disk_item(self, path: Path, place: Place) -> _Item | None:
+        try:
+            info = path.stat()
+        except OSError as error:
+            self.problems.append(f"{path}: cannot be read ({error.strerror or error})")
+            return None
+        key = (info.st_dev, info.st_ino)
+        if key in self.seen:        # the same file reached twice (a folder and a glob inside it)
+            return None
+        self.seen.add(key)
+        when = datetime.fromtimestamp(info.st_mtime).strftime("%Y-%m-%d %H:%M:%S")
+        return _Item(place, str(path), info.st_size, info.st_mtime, when, lambda: path)
+
+    def _take_direct(self, path: Path) -> None:
+        above = os.path.basename(os.path.realpath(path.parent))
+        item = self._disk_item(path, Place((above, path.name), 1))
+        if item is not None:
+            self._take_items([item], level=0, owner=None, direct=True)
+
+    def _take_folder(self, root: Path, files: Iterable[Path]) -> None:
+        above = os.path.basename(os.path.realpath(root))
+        relative: list[tuple[tuple[str, ...], Path]] = []
+        for path in files:
+            try:
+                parts = path.relative_to(root).parts
+            except ValueError:
+                parts = (path.name,)
+            relative.append((parts, path))
+        wrappers = _wrappers([parts for parts, _ in relative if not _skipped(parts)], None)
+        items = []
+        for parts, path in relative:
+            item = self._disk_item(path, Place((above, *parts), len(parts) - wrappers))
+            if item is not None:
+                items.append(item)
+        self._take_items(items, level=0, owner=None, direct=False)
+
+    # -- one batch of items, from a folder or an archive -----------------------------------------------
+
+    def _take_items(self, items: Sequence[_Item], level: int, owner: Owner | None, direct: bool) -> None:
+        for item in items:
+            inner = item.place.parts[len(item.place.parts) - item.place.inside:]
+            if _skipped(inner):
+                continue
+            name = item.place.name
+            suffix = _suffix(name)
+            who = owner if owner is not None else identify(item.place)
+            try:
+                if suffix in NOTEBOOK_SUFFIXES:
+                    if item.size == 0:
+                        raise _Problem(f"empty {suffix} file, nothing to grade")
+                    self.candidates.append(_Candidate(who, item.fetch(), item.source, name, item.modified,
+                                                      item.when))
+                elif suffix == ARCHIVE_SUFFIX:
+                    self._take_nested(item, level, owner, who, direct)
+                elif suffix in UNSUPPORTED_ARCHIVES or name.lower().endswith(".tar.gz"):
+                    raise _Problem(f"{suffix} archives are not read (only .zip); extract it and grade the folder")
+                elif ".ipynb" in name.lower():
+                    raise _Problem("looks like a notebook saved under another name; rename it to .ipynb to grade it")
+                elif direct:
+                    raise _Problem(f"not a notebook ({suffix or 'no suffix'}); expected .ipynb, .py or .zip")
+                elif not (who.convention == "file" and _quiet(name)):
+                    self.strays.append((who, item.source))
+            except _Problem as problem:
+                self.problems.append(f"{item.source}: {problem}")
+
+    # -- archives -------------------------------------------------------------------------------------
+
+    def _take_nested(self, item: _Item, level: int, owner: Owner | None, who: Owner, direct: bool) -> None:
+        """A zip is a student's upload when its name or place says whose it is (or it sits inside an upload);
+        otherwise it is an export of many students, read like a folder."""
+        if level >= MAX_ARCHIVE_DEPTH:
+            raise _Problem(f"zip nested more than {MAX_ARCHIVE_DEPTH - 1} level deep, not opened")
+        path = item.fetch()
+        name = item.place.name
+        if owner is not None or who.convention != "file":
+            self._take_archive(path, name, item.source, level + 1, upload=owner or who, fallback=None)
+        elif direct:
+            self._take_archive(path, name, item.source, level + 1, upload=None, fallback=None)
+        else:
+            self._take_archive(path, name, item.source, level + 1, upload=None, fallback=who)
+
+    def _take_archive(self, path: Path, name: str, label: str, level: int, upload: Owner | None,
+                      fallback: Owner | None) -> None:
+        """Read one zip. `fallback`: the owner if its members carry no LMS names (a plain `alice.zip`
+        found inside a folder or export is Alice's upload; one holding Canvas names is an export)."""
+        try:
+            archive = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as error:
+            self.problems.append(f"{label}: not a readable zip archive ({error})")
+            return
+        with archive:
+            members = self._members(archive, label)
+            wanted = sum(1 for parts, _ in members
+                         if not _skipped(parts) and _suffix(parts[-1]) in (*NOTEBOOK_SUFFIXES, ARCHIVE_SUFFIX))
+            if wanted > MAX_MEMBERS:
+                self.problems.append(f"{label}: {wanted:,} notebook, script and zip members, more than the "
+                                     f"{MAX_MEMBERS:,} one archive may hold; archive not read")
+                return
+            if upload is None and fallback is not None and not any(
+                    identify(Place(parts, len(parts))).convention in ("canvas", "moodle") for parts, _ in members):
+                upload = fallback
+            wrappers = 0 if upload is not None else _wrappers(
+                [parts for parts, _ in members if not _skipped(parts)], _stem(name))
+            folder = self.workdir / _archive_folder(name, label)
+            items = [self._member_item(archive, info, parts, wrappers, folder, label) for parts, info in members]
+            self._take_items(items, level, upload, direct=False)
+
+    def _members(self, archive: zipfile.ZipFile, label: str) -> list[tuple[tuple[str, ...], zipfile.ZipInfo]]:
+        """The archive's files with safe relative paths; unsafe, linked and repeated names are problems."""
+        members: list[tuple[tuple[str, ...], zipfile.ZipInfo]] = []
+        names: set[tuple[str, ...]] = set()
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            name = info.filename.replace("\\", "/")
+            parts = tuple(part for part in name.split("/") if part not in ("", "."))
+            if name.startswith("/") or ".." in parts or not parts or re.match(r"^[A-Za-z]:", parts[0]):
+                self.problems.append(f"{label}:{info.filename}: unsafe member path (absolute or '..'), not extracted")
+                continue
+            if stat.S_ISLNK(info.external_attr >> 16):
+                self.problems.append(f"{label}:{info.filename}: symbolic link, not extracted")
+                continue
+            if parts in names:
+                self.problems.append(f"{label}:{info.filename}: the archive holds this name twice; "
+                                     "only the first is read")
+                continue
+            names.add(parts)
+            members.append((parts, info))
+        return members
+
+    def _member_item(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo, parts: tuple[str, ...],
+                     wrappers: int, folder: Path, label: str) -> _Item:
+        modified, when = _zip_time(info.date_time)
+        target = folder.joinpath(*parts)
+        return _Item(Place(parts, len(parts) - wrappers), f"{label}:{info.filename}", info.file_size, modified,
+                     when, lambda: _extract(archive, info, target, modified))
+
+    # -- choosing -------------------------------------------------------------------------------------
+
+    def finish(self) -> Intake:
+        groups: dict[tuple[str, str], list[_Candidate]] = {}
+        for candidate in self.candidates:
+            groups.setdefault((candidate.owner.convention, candidate.owner.student), []).append(candidate)
+        ids, id_notes = _unique_ids(groups)
+        entries: list[Entry] = []
+        notes: list[str] = []
+        for key, group in groups.items():
+            chosen, others, note = _choose(ids[key], group)
+            entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others)))
+            if note:
+                notes.append(note)
+        problems = list(self.problems)
+        reported: set[tuple[str, str]] = set()
+        for owner, source in self.strays:
+            key = (owner.convention, owner.student)
+            if key not in groups and key not in reported:
+                reported.add(key)
+                count = sum(1 for o, _ in self.strays if (o.convention, o.student) == key)
+                more = f" (and {count - 1} other file{'s' if count > 2 else ''})" if count > 1 else ""
+                problems.append(f"{source}: not a notebook; {owner.student} has no .ipynb or .py file to grade{more}")
+        entries.sort(key=lambda e: e.student)
+        return Intake(tuple(entries), tuple(problems), tuple(sorted(notes) + id_notes))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Choosing one notebook per student, and unique ids
+
+_REASONS = (
+    "a notebook is preferred to a .py script",
+    "highest Canvas resubmission number",
+    "newest modification time",
+    "last by file name, modified at the same time",
+    "last by source, same file name and time",
+)
+
+
+def _choose(student: str, group: list[_Candidate]) -> tuple[_Candidate, list[_Candidate], str]:
+    """The graded notebook: (0) .ipynb over .py, then (1) the highest Canvas resubmission number, then
+    (2) the newest modification time, then (3) the last file name, then (4) the last source."""
+    attempts = _attempts(group)
+    ranked = sorted(((c.name.lower().endswith(".ipynb"), attempts[i], c.modified, c.name, c.source, i)
+                     for i, c in enumerate(group)), reverse=True)
+    order = [group[key[-1]] for key in ranked]
+    chosen, others = order[0], order[1:]
+    if not others:
+        return chosen, [], ""
+    step = next((i for i in range(len(_REASONS)) if ranked[0][i] != ranked[1][i]), len(_REASONS) - 1)
+    reason = _REASONS[step]
+    if step == 1:
+        reason += f", -{ranked[0][1]}"
+    elif step == 2:
+        reason += f", {chosen.when}"
+    kind = "notebooks" if all(c.name.lower().endswith(".ipynb") for c in group) else "files"
+    shown = [c.source + (" (same content)" if _same_bytes(c.path, chosen.path) else "") for c in others]
+    return chosen, others, (f"{student}: {len(group)} {kind}, graded {chosen.source} ({reason}); "
+                            f"not graded: {', '.join(shown)}")
+
+
+def _attempts(group: Sequence[_Candidate]) -> list[int]:
+    """Canvas resubmission numbers. Canvas renames a re-uploaded `lab.ipynb` to `lab-1.ipynb`, `lab-2.ipynb`;
+    a "-N" counts only when the same student also has `lab.ipynb` or another `lab-M.ipynb`, so that a
+    file the student named `lab-2023.ipynb` is not taken for attempt 2023."""
+    parsed = []
+    for candidate in group:
+        match = re.match(r"^(?P<base>.*)-(?P<n>\d+)(?P<ext>\.[^.]*)?$", candidate.owner.lms_name)
+        if match and match["base"]:
+            parsed.append((match["base"] + (match["ext"] or ""), int(match["n"])))
+        else:
+            parsed.append((candidate.owner.lms_name, 0))
+    names = {c.owner.lms_name for c in group if c.owner.lms_name}
+    result = []
+    for candidate, (base, number) in zip(group, parsed):
+        siblings = base in names or any(b == base and n and c.owner.lms_name != candidate.owner.lms_name
+                                        for c, (b, n) in zip(group, parsed))
+        result.append(number if number and candidate.owner.lms_name and siblings else 0)
+    return result
+
+
+def _unique_ids(groups: dict[tuple[str, str], list[_Candidate]]) -> tuple[dict[tuple[str, str], str], list[str]]:
+    """Each (convention, student) gets its own id; when two conventions give the same one, the more specific
+    convention keeps it and the others get -2, -3 (never an id some other student has by right)."""
+    rank = {name: i for i, name in enumerate(CONVENTIONS)}
+    order = sorted(groups, key=lambda key: (key[1], rank.get(key[0], len(rank)),
+                                            min(c.source for c in groups[key])))
+    natural = {student for _, student in groups}
+    taken: dict[str, tuple[str, str]] = {}
+    ids: dict[tuple[str, str], str] = {}
+    notes: list[str] = []
+    for key in order:
+        convention_name, student = key
+        ident = student
+        if ident in taken:
+            number = 2
+            while f"{student}-{number}" in taken or f"{student}-{number}" in natural:
+                number += 1
+            ident = f"{student}-{number}"
+            first = taken[student]
+            notes.append(f"{ident}: its {convention_name} submission ({min(c.source for c in groups[key])}) has the "
+                         f"same id as the {first[0]} one ({min(c.source for c in groups[first])}); "
+                         f"graded as {ident}")
+        taken[ident] = key
+        ids[key] = ident
+    return ids, notes
+
+
+# ---------------------------------------------------------------------------------------------------
+# Small helpers
+
+def _suffix(name: str) -> str:
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 else ""
+
+
+def _stem(name: str) -> str:
+    suffix = _suffix(name)
+    return name[:-len(suffix)] if suffix else name
+
+
+def _skipped_name(name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_FOLDERS or bool(MOODLE_OTHER.match(name))
+
+
+def _skipped(parts: Sequence[str]) -> bool:
+    """Hidden files and folders, OS and Jupyter debris, Office lock files, Moodle non-file plugins."""
+    return any(_skipped_name(part) for part in parts) or parts[-1].startswith("~$")
+
+
+def _quiet(name: str) -> bool:
+    return _suffix(name) in QUIET_SUFFIXES or bool(QUIET_NAMES.match(name))
+
+
+def _glob_root(pattern: str) -> Path:
+    """The folder a pattern's matches are named relative to: its leading parts without wildcards."""
+    parts = Path(pattern).parts
+    fixed = []
+    for part in parts:
+        if re.search(r"[*?[]", part):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
+def _wrappers(paths: Sequence[tuple[str, ...]], archive_stem: str | None) -> int:
+    """How many leading folders merely wrap the whole input, e.g. `course/hw1/<student>/...` or the
+    `export/` folder a zip of `export/` holds. A lone `<student>/lab.ipynb` is not unwrapped: its folder
+    names the student. A Moodle student folder is never a wrapper."""
+    depth = 0
+    while paths and all(len(p) > depth + 1 for p in paths):
+        tops = {p[depth] for p in paths}
+        if len(tops) != 1:
+            break
+        top = tops.pop()
+        deeper = any(len(p) - depth - 1 >= 2 for p in paths)
+        if MOODLE_FOLDER.match(top) or not (deeper or (depth == 0 and top == archive_stem)):
+            break
+        depth += 1
+    return depth
+
+
+def _archive_folder(name: str, label: str) -> str:
+    """A per-archive folder under workdir, stable across runs: the archive's name and a hash of its source."""
+    digest = hashlib.sha1(label.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return f"{safe_id(_stem(name))}-{digest}"
+
+
+def _zip_time(date_time: tuple[int, int, int, int, int, int]) -> tuple[float, str]:
+    """A member's date as seconds (read as UTC: the zip format has no time zone) and as text."""
+    try:
+        seconds = float(calendar.timegm((*date_time, 0, 0, 0)))
+    except (ValueError, OverflowError, TypeError):
+        return 0.0, "unknown time"
+    return seconds, "%04d-%02d-%02d %02d:%02d:%02d" % date_time
+
+
+def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, modified: float) -> Path:
+    """Extract one member, streaming, so that a member lying about its size still stops at the limit."""
+    limit = f"{MAX_MEMBER_BYTES / 1024 / 1024:g} MB"
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise _Problem(f"{info.file_size / 1024 / 1024:,.1f} MB uncompressed, more than the {limit} limit "
+                       "for one member; not extracted")
+    written = 0
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with archive.open(info) as source, open(target, "wb") as sink:
+            while chunk := source.read(_CHUNK):
+                written += len(chunk)
+                if written > MAX_MEMBER_BYTES:
+                    raise _Problem(f"more than the {limit} limit for one member once uncompressed; not extracted")
+                sink.write(chunk)
+        if modified:
+            os.utime(target, (modified, modified))
+    except _Problem:
+        target.unlink(missing_ok=True)
+        raise
+    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError, ValueError,
+            zlib.error) as error:
+        target.unlink(missing_ok=True)
+        raise _Problem(f"could not be extracted ({error})") from None
+    return target
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    try:
+        return a.stat().st_size == b.stat().st_size and a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False

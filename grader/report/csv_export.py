@@ -1,0 +1,72 @@
+"""CSV gradebook for LMS import: one row per student, one column per exercise, total and max_total."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import secrets
+from pathlib import Path
+from typing import Sequence
+
+from grader.results import SubmissionResult
+
+# A spreadsheet runs a cell that starts with one of these as a formula; student names come from uploaded
+# file names, so they are quoted with a leading apostrophe (OWASP's advice for CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def number(value: float) -> str:
+    """28.8, not 28.799999999999997; 30, not 30.0: twelve significant digits hide float noise."""
+    if not math.isfinite(value):
+        return str(value)
+    rounded = float(f"{value:.12g}")
+    if rounded == int(rounded):
+        return str(int(rounded))
+    return repr(rounded)
+
+
+def text(value: str) -> str:
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
+def exercise_columns(results: Sequence[SubmissionResult]) -> list[str]:
+    """Exercise ids in rubric order: the order of the results' exercises, first seen first.
+
+    Results of one rubric share their exercises, but a result with none (an unreadable file) must not
+    remove the columns, and one graded before a rubric gained an exercise must not reorder them.
+    """
+    columns: dict[str, None] = {}
+    for result in results:
+        for exercise in result.exercises:
+            columns.setdefault(exercise.id, None)
+    return list(columns)
+
+
+def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequence[str] | None = None) -> None:
+    """Write atomically (temp file + os.replace): an LMS import never reads half a file.
+
+    `students` names the rows (parallel to `results`); by default each result's submission id. An exercise
+    a result does not have is left empty, not 0, so "not graded" stays distinguishable from "scored 0".
+    """
+    if students is not None and len(students) != len(results):
+        raise ValueError(f"{len(students)} students for {len(results)} results")
+    names = list(students) if students is not None else [result.submission for result in results]
+    columns = exercise_columns(results)
+    path = Path(path)
+    # Same folder (os.replace must not cross file systems), a fresh name per call, created with the umask.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(temporary, "x", encoding="utf-8", newline="") as stream:
+            writer = csv.writer(stream)
+            writer.writerow(["student", *columns, "total", "max_total"])
+            for name, result in zip(names, results):
+                scores = {exercise.id: number(exercise.score) for exercise in result.exercises}
+                writer.writerow([text(name), *(scores.get(column, "") for column in columns),
+                                 number(result.total), number(result.max_total)])
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

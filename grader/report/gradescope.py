@@ -1,0 +1,211 @@
+"""Gradescope's results.json from a graded submission: one Gradescope test per case, scores that add up exactly.
+
+The format is Gradescope's published "Autograder Specifications" (gradescope-autograders.readthedocs.io,
+/en/latest/specs/): top-level `score`, `execution_time`, `output`, `output_format`, `test_output_format`,
+`test_name_format`, `visibility`, `stdout_visibility`, `extra_data` and `tests`, each test with `score`,
+`max_score`, `status` (`passed` | `failed`), `name`, `number`, `output`, `tags`, `visibility` and `extra_data`.
+Visibility values are `hidden`, `after_due_date`, `after_published` and `visible`.
+
+Why one test per case: a student sees which call failed and what it returned, and a TA can regrade a single
+case in Gradescope. An exercise's points are split over its cases by their weights, and its score over the
+cases by the credit each earned, in whole units of 0.0001 (the grader's own rounding, grader.scoring) with
+largest remainders, so the tests' scores add up to the exercise score, and the exercises' to the total,
+exactly (as decimals; each JSON number is the float nearest its 4-decimal value).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+from pathlib import Path
+from typing import Sequence
+
+from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.sandbox import codec
+
+DECIMALS = 4                       # grader.scoring rounds scores to 4 decimals
+UNITS = 10 ** DECIMALS
+PUBLIC, HIDDEN = "visible", "after_published"      # Gradescope visibility of public and hidden cases
+NAME_CHARS = 200                   # a generated case's call spells out its data; names stay one line
+VALUE_CHARS = 600                  # expected / got as shown to the student
+TEXT_CHARS = 2000                  # traceback and printed output, each
+WARNINGS_SHOWN = 12
+STATUS_WORDS = {"pass": "passed", "fail": "failed", "error": "error", "timeout": "timed out",
+                "missing": "not graded"}
+
+
+def _units(score: float) -> int:
+    return int(round(score * UNITS))
+
+
+def _points(units: int) -> float:
+    return units / UNITS           # the float nearest the 4-decimal value: 6667 -> 0.6667
+
+
+def split_units(total: int, shares: Sequence[float], caps: Sequence[int] | None = None) -> list[int]:
+    """Whole units proportional to `shares` that add up to `total` exactly, none above its cap if it can be helped.
+
+    Largest remainder method: every part gets the floor of its exact share, the units left over go to the
+    largest remainders (ties to the earlier part). If the caps cannot hold `total`, the last part takes the rest,
+    so the sum stays exact whatever the input.
+    """
+    count = len(shares)
+    if count == 0:
+        return []
+    limits = list(caps) if caps is not None else [total] * count
+    weight = sum(max(0.0, s) for s in shares)
+    if total <= 0 or weight <= 0:
+        parts = [0] * count
+        parts[-1] = total
+        return parts
+    exact = [total * max(0.0, s) / weight for s in shares]
+    parts = [min(math.floor(x), cap) for x, cap in zip(exact, limits)]
+    left = total - sum(parts)
+    order = sorted(range(count), key=lambda i: (-(exact[i] - math.floor(exact[i])), i))
+    while left > 0:
+        open_parts = [i for i in order if parts[i] < limits[i]]
+        if not open_parts:
+            parts[-1] += left
+            break
+        for i in open_parts[:left]:
+            parts[i] += 1
+        left = total - sum(parts)
+    return parts
+
+
+def _case_units(exercise: ExerciseResult) -> tuple[list[int], list[int]]:
+    """(max units, score units) of each case of the exercise.
+
+    The score is spread by the credit each case earned (weight times fraction). That also fits all-or-nothing
+    scoring: a score of zero spreads to zeros, full marks to every case's full share.
+    """
+    cases = exercise.cases
+    maxima = split_units(_units(exercise.max_score), [c.weight for c in cases])
+    earned = _units(exercise.score)
+    shares = [c.weight * min(1.0, max(0.0, c.fraction)) for c in cases]
+    if earned and sum(shares) <= 0:
+        shares = [float(m) for m in maxima]   # a score the cases do not explain: spread it by size
+    return maxima, split_units(earned, shares, maxima)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f" ... ({len(text) - limit} more characters)"
+
+
+def _case_output(case: CaseResult) -> str:
+    """What the student reads in the test's box. Public cases show the call, expected beside got, the error and
+    the printed output; hidden ones only their verdict and message (they appear once grades are published)."""
+    word = STATUS_WORDS.get(case.status, case.status)
+    lines = [case.message if case.message.startswith(word) else word + (f": {case.message}" if case.message else "")]
+    if case.visibility != "public":
+        lines.append("(hidden case: its call and answers are not shown)")
+        return "\n".join(lines)
+    lines.append(f"call:     {case.call}")
+    if case.status == "fail":
+        lines.append(f"expected: {codec.describe(case.expected, VALUE_CHARS)}")
+        lines.append(f"got:      {codec.describe(case.got, VALUE_CHARS)}")
+    if case.traceback and case.status in ("error", "timeout"):
+        lines.append("traceback:\n" + _cut(case.traceback.rstrip(), TEXT_CHARS))
+    if case.output and case.status != "pass":
+        lines.append("printed:\n" + _cut(case.output.rstrip(), TEXT_CHARS))
+    return "\n".join(lines)
+
+
+def _case_name(exercise: ExerciseResult, case: CaseResult) -> str:
+    call = " ".join(case.call.split()) or case.id
+    return _cut(f"{exercise.id}: {call}", NAME_CHARS)
+
+
+def _tests(result: SubmissionResult) -> list[dict]:
+    tests: list[dict] = []
+    for number, exercise in enumerate(result.exercises, start=1):
+        if not exercise.cases:   # nothing to split: the exercise is one test
+            tests.append({"name": exercise.title or exercise.id, "number": str(number),
+                          "score": _points(_units(exercise.score)), "max_score": _points(_units(exercise.max_score)),
+                          "status": "passed" if exercise.score >= exercise.max_score else "failed",
+                          "output": "\n".join(exercise.notes), "tags": [exercise.id], "visibility": PUBLIC,
+                          "extra_data": {"exercise": exercise.id}})
+            continue
+        maxima, scores = _case_units(exercise)
+        for index, (case, max_units, score_units) in enumerate(zip(exercise.cases, maxima, scores), start=1):
+            tests.append({
+                "name": _case_name(exercise, case),
+                "number": f"{number}.{index}",
+                "score": _points(score_units),
+                "max_score": _points(max_units),
+                # explicit, because a passing case of a failed all-or-nothing exercise scores 0 of its share
+                "status": "passed" if case.status == "pass" else "failed",
+                "output": _case_output(case),
+                "tags": [exercise.id],
+                "visibility": PUBLIC if case.visibility == "public" else HIDDEN,
+                "extra_data": {"exercise": exercise.id, "case": case.id, "status": case.status,
+                               "fraction": case.fraction},
+            })
+    return tests
+
+
+def _summary(result: SubmissionResult) -> str:
+    """The top-level text every student sees: total, per-exercise scores, notes, isolation and warnings."""
+    lines = [f"{result.rubric}: {result.total:g} / {result.max_total:g} points for {Path(result.path).name}"]
+    cases = [c for e in result.exercises for c in e.cases]
+    if cases and result.warnings and all(c.status == "missing" and c.message.startswith("not graded") for c in cases):
+        lines.append(f"Your submission could not be graded: {result.warnings[0]}")
+    lines += [f"Graded by puzzle-grader {result.grader_version}; isolation: {result.isolation}.", "", "Exercises:"]
+    hidden = 0
+    for exercise in result.exercises:
+        lines.append(f"  {exercise.id}: {exercise.score:g} / {exercise.max_score:g}")
+        lines.extend(f"    note: {note}" for note in exercise.notes)
+        hidden += sum(1 for c in exercise.cases if c.visibility != "public")
+    if hidden:
+        lines += ["", f"{hidden} hidden case{'s' if hidden != 1 else ''}: shown once grades are published."]
+    if result.warnings:
+        lines += ["", f"Warnings ({len(result.warnings)}):"]
+        lines.extend(f"  - {_cut(w, 500)}" for w in result.warnings[:WARNINGS_SHOWN])
+        if len(result.warnings) > WARNINGS_SHOWN:
+            lines.append(f"  ... and {len(result.warnings) - WARNINGS_SHOWN} more")
+    else:
+        lines += ["", "Warnings: none."]
+    return "\n".join(lines)
+
+
+def to_gradescope(result: SubmissionResult) -> dict:
+    """Gradescope's results.json for one graded submission (plain JSON data)."""
+    tests = _tests(result)
+    return {
+        "score": _points(_units(result.total)),
+        "execution_time": max(0, int(math.ceil(result.seconds))),
+        # simple_format renders HTML and turns newlines into line breaks: the text is escaped, since warnings
+        # quote the student's notebook
+        "output": html.escape(_summary(result), quote=False),
+        "output_format": "simple_format",
+        "test_output_format": "text",
+        "test_name_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",   # the run's log is for the course staff
+        "extra_data": {"submission": result.submission, "sha256": result.sha256, "rubric": result.rubric,
+                       "rubric_sha256": result.rubric_sha256, "grader_version": result.grader_version,
+                       "isolation": result.isolation, "max_score": _points(_units(result.max_total))},
+        "tests": tests,
+    }
+
+
+def failure_results(message: str) -> dict:
+    """results.json for a submission that could not be graded at all: score 0 and why."""
+    return {"score": 0.0, "output": html.escape(message, quote=False), "output_format": "simple_format",
+            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+
+
+def write_results(data: dict, path: Path) -> Path:
+    """Write atomically: Gradescope must never read half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def write_gradescope(result: SubmissionResult, path: Path) -> Path:
+    return write_results(to_gradescope(result), path)

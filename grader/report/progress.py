@@ -1,0 +1,51 @@
+"""Live progress of a batch in the terminal: a bar with ETA and running counts; one line per result when quiet."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from grader.results import SubmissionResult
+
+
+class BatchProgress:
+    """Counts cases by status as results stream in, so a TA sees trouble (errors, timeouts) while it happens."""
+
+    def __init__(self, console: Console, quiet: bool = False):
+        self.console, self.quiet = console, quiet
+        self.counts = {"pass": 0, "fail": 0, "error": 0, "timeout": 0}
+        self.unchanged = 0
+        self.progress: Progress | None = None
+        self.task = None
+
+    def __enter__(self) -> "BatchProgress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def _summary(self) -> str:
+        c = self.counts
+        return (f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] [red]{c['error']} error[/] "
+                f"[yellow]{c['timeout']} timeout[/]" + (f" · {self.unchanged} unchanged" if self.unchanged else ""))
+
+    def start(self, total: int, unchanged: int) -> None:
+        if self.quiet:
+            return
+        self.progress = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[summary]}"),
+                                 console=self.console, transient=False)
+        self.progress.start()
+        self.task = self.progress.add_task("grading", total=total, summary="")
+
+    def result(self, result: SubmissionResult, unchanged: bool) -> None:
+        if unchanged:
+            self.unchanged += 1
+        else:
+            for exercise in result.exercises:
+                for case in exercise.cases:
+                    if case.status in self.counts:
+                        self.counts[case.status] += 1
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, advance=1, summary=self._summary())

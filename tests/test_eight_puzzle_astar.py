@@ -1,0 +1,371 @@
+"""Tests of the 8-Puzzle-with-A* assignment: the reference against breadth-first search, its generators and known
+mistakes, the notebooks build_examples.py makes, and every bundled example graded end to end with the scores
+the assignment's README promises."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import random
+import sys
+from collections import deque
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from grader.batch import grade, validate
+from grader.plan import build_plan
+from grader.rubric import load_rubric
+from grader.sandbox import codec
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "reference" / "eight_puzzle_astar.py"
+RUBRIC = ROOT / "rubrics" / "eight-puzzle-astar.yaml"
+ASSIGNMENT = ROOT / "assignments" / "eight-puzzle-astar"
+SUBMISSIONS = ASSIGNMENT / "submissions"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ref = _load("eight_puzzle_astar_under_test", REFERENCE)
+RUBRIC_DATA = yaml.safe_load(RUBRIC.read_text(encoding="utf-8"))
+EXERCISES = {exercise["id"]: exercise for exercise in RUBRIC_DATA["exercises"]}
+
+
+def bfs_distances(goal=ref.GOAL) -> dict[tuple, int]:
+    """Moves from every state of goal's half of the 8-puzzle to goal, by breadth-first search (181440 states)."""
+    distance = {goal: 0}
+    frontier = deque([goal])
+    while frontier:
+        state = frontier.popleft()
+        for successor in ref.successors(state):
+            if successor not in distance:
+                distance[successor] = distance[state] + 1
+                frontier.append(successor)
+    return distance
+
+
+@pytest.fixture(scope="module")
+def distance() -> dict[tuple, int]:
+    return bfs_distances()
+
+
+def manhattan(state, goal) -> int:
+    """The definition, spelled out with coordinates (independent of the reference's h2)."""
+    total = 0
+    for tile in range(1, 9):
+        (r1, c1), (r2, c2) = divmod(state.index(tile), 3), divmod(goal.index(tile), 3)
+        total += abs(r1 - r2) + abs(c1 - c2)
+    return total
+
+
+def moves(node) -> int:
+    return len(ref.path_states(node)) - 1
+
+
+def roads(graph, start="S", goal="G"):
+    """The rubric's graph problems: the notebook's generic Problem with actions/result/action_cost as keywords."""
+    return ref.Problem(start, goal, actions=lambda s: sorted(graph[s]), result=lambda s, a: a,
+                       action_cost=lambda s, a, s1: graph[s][s1])
+
+
+# ---------------------------------------------------------------------------------------------- the reference
+
+
+def test_astar_solves_the_notebooks_problems_in_as_few_moves_as_breadth_first_search(distance):
+    lengths = [moves(ref.astar_search(ref.EightPuzzle(state))) for state in ref.SEED_STATES]
+    assert lengths == [distance[state] for state in ref.SEED_STATES] == [5, 22, 23, 26, 27]
+
+
+def test_astar_and_uniform_cost_search_are_optimal_on_random_states(distance):
+    rng = random.Random(11)
+    for case in ref.random_states(rng, 12):
+        node = ref.astar_search(ref.EightPuzzle(case["state"]))
+        assert moves(node) == distance[case["state"]]
+        assert node.path_cost == moves(node) == len(ref.path_actions(node))
+    for case in ref.shallow_problems(rng, 6):
+        assert moves(ref.best_first_search(ref.EightPuzzle(case["state"]), ref.g)) == distance[case["state"]]
+        assert moves(ref.astar_search(ref.EightPuzzle(case["state"]), lambda n: 0)) == distance[case["state"]]
+
+
+def test_solution_paths_are_legal_moves_whose_actions_are_the_blanks_new_squares():
+    node = ref.astar_search(ref.EightPuzzle(ref.SEED_STATES[0]))
+    states, actions = ref.path_states(node), ref.path_actions(node)
+    assert states[0] == ref.SEED_STATES[0] and states[-1] == ref.GOAL
+    for before, action, after in zip(states, actions, states[1:]):
+        assert after in ref.successors(before)
+        assert after.index(0) == action
+
+
+def test_heuristics_never_overestimate_and_h2_is_the_manhattan_distance(distance):
+    rng = random.Random(12)
+    for case in ref.random_states(rng, 200):
+        state = case["state"]
+        problem, node = ref.EightPuzzle(state), ref.Node(state)
+        assert problem.h2(node) == manhattan(state, ref.GOAL)
+        assert problem.h1(node) <= problem.h2(node) <= distance[state]
+        assert problem.h(node) == problem.h2(node)
+    for case in ref.random_goal_pairs(rng, 50):
+        node = ref.Node(case["state"])
+        assert ref.EightPuzzle(case["state"], case["goal"]).h2(node) == manhattan(case["state"], case["goal"])
+
+
+def test_inversions_parity_is_what_moves_keep():
+    rng = random.Random(13)
+    assert ref.inversions(ref.GOAL) == 0 and ref.inversions((8, 7, 6, 5, 4, 3, 2, 1, 0)) == 28
+    for case in ref.random_boards(rng, 100):
+        board = case["board"]
+        for successor in ref.successors(board):
+            assert ref.inversions(successor) % 2 == ref.inversions(board) % 2
+    with pytest.raises(ValueError):
+        ref.EightPuzzle((2, 1, 0, 3, 4, 5, 6, 7, 8))       # one swap away from the goal: the other half
+
+
+def test_best_first_search_on_the_rubrics_graphs():
+    def answer(graph, f=ref.g, start="S"):
+        node = ref.best_first_search(roads(graph, start), f)
+        return ref.path_states(node), node.path_cost
+
+    assert answer(ref.ROADS_REOPEN) == (["S", "B", "A", "G"], 3)
+    assert answer(ref.ROADS_SHORTCUT) == (["S", "A", "G"], 2)
+    assert answer(ref.ROADS_GREEDY, lambda n: ref.GREEDY_H[n.state]) == (["S", "A", "G"], 11)
+    assert answer(ref.ROADS_GREEDY) == (["S", "B", "G"], 3)
+    assert answer(ref.ROADS_REOPEN, start="G") == (["G"], 0)
+    assert ref.best_first_search(roads(ref.ROADS_CUT), ref.g) is ref.failure
+    assert ref.path_states(ref.failure) == [] and ref.path_actions(ref.failure) == []
+
+
+def test_known_mistakes_of_best_first_search_give_the_documented_answers():
+    def answer(search, graph, f=ref.g, start="S"):
+        node = search(roads(graph, start), f)
+        return ref.path_states(node), node.path_cost
+
+    assert answer(ref.best_first_search_no_reopen, ref.ROADS_REOPEN) == (["S", "A", "G"], 6)
+    assert answer(ref.best_first_search_goal_on_generation, ref.ROADS_REOPEN) == (["S", "B", "A", "G"], 3)
+    for wrong in (ref.best_first_search_no_reopen, ref.best_first_search_goal_on_generation):
+        assert answer(wrong, ref.ROADS_SHORTCUT) == (["S", "G"], 10)
+    assert answer(ref.best_first_search_by_cost, ref.ROADS_GREEDY, lambda n: ref.GREEDY_H[n.state]) == (
+        ["S", "B", "G"], 3)
+
+
+def test_the_notebooks_own_h2_is_right_for_the_default_goal_only():
+    """Why the rubric's other-goal cases exist: AIMA's h2 reads tile numbers as squares."""
+    rng = random.Random(14)
+    for case in ref.random_states(rng, 50):
+        node = ref.Node(case["state"])
+        assert ref.EightPuzzleH2TileNumbers(case["state"]).h2(node) == ref.EightPuzzle(case["state"]).h2(node)
+    differ = 0
+    for case in ref.random_goal_pairs(rng, 20):
+        node = ref.Node(case["state"])
+        wrong = ref.EightPuzzleH2TileNumbers(case["state"], case["goal"]).h2(node)
+        differ += wrong != ref.EightPuzzle(case["state"], case["goal"]).h2(node)
+    assert differ >= 15
+
+
+# ---------------------------------------------------------------------------------------------- generators
+
+GENERATORS = sorted({case["generate"] for exercise in EXERCISES.values() for case in exercise["cases"]
+                     if "generate" in case} - {"seed_problems"})
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_generators_are_deterministic_for_a_seed(name):
+    generator = getattr(ref, name)
+    first = generator(random.Random(7), 6)
+    assert first == generator(random.Random(7), 6) != generator(random.Random(8), 6)
+    assert len(first) == 6
+
+
+def test_seed_problems_are_the_notebooks_e1_to_e5():
+    assert ref.seed_problems(random.Random(0), 5) == [{"state": state} for state in ref.SEED_STATES]
+    assert ref.seed_problems(random.Random(0), 1) == [{"state": (1, 4, 2, 0, 7, 5, 3, 6, 8)}]
+
+
+def test_generated_search_problems_are_solvable_and_as_deep_as_promised(distance):
+    rng = random.Random(15)
+    assert all(distance[c["state"]] <= 10 for c in ref.shallow_problems(rng, 30))
+    assert all(distance[c["state"]] <= 16 for c in ref.medium_problems(rng, 30))
+    assert all(c["state"] in distance for c in ref.random_states(rng, 30))
+    for case in ref.random_goal_pairs(rng, 30):
+        assert case["goal"] != ref.GOAL
+        assert ref.inversions(case["state"]) % 2 == ref.inversions(case["goal"]) % 2
+
+
+# ---------------------------------------------------------------------------------------------- rubric
+
+
+def test_module_keeps_only_what_extraction_keeps():
+    """Graded as a submission, only imports, defs, classes and data survive, plus the Node(...) sentinels the
+    rubric's extraction.allow_calls keeps."""
+    tree = ast.parse(REFERENCE.read_text(encoding="utf-8"))
+    for node in tree.body[1:]:
+        assert isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign)), node.lineno
+        if isinstance(node, ast.Assign):
+            called = {ast.unparse(c.func) for c in ast.walk(node.value) if isinstance(c, ast.Call)}
+            assert called <= set(RUBRIC_DATA["extraction"]["allow_calls"]), node.lineno
+
+
+def test_rubric_fixtures_are_literals_of_the_module():
+    literals = {}
+    for node in ast.parse(REFERENCE.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                literals[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    for name in RUBRIC_DATA["fixtures"]:
+        assert literals[name] == getattr(ref, name), name
+
+
+def test_rubric_points_sum_to_eighteen_and_every_exercise_has_public_and_hidden_cases():
+    assert sum(exercise["points"] for exercise in EXERCISES.values()) == 18
+    for exercise in EXERCISES.values():
+        visibilities = {case.get("visibility", "public") for case in exercise["cases"]}
+        assert visibilities == {"public", "hidden"}, exercise["id"]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    """Expected values are computed once for this module's plan, validation and batch."""
+    return tmp_path_factory.mktemp("eight-puzzle-cache")
+
+
+@pytest.fixture(scope="module")
+def plan(cache):
+    return build_plan(load_rubric(RUBRIC), cache)
+
+
+def test_every_mistake_differs_from_the_reference_on_some_rubric_case(plan):
+    for exercise in plan.rubric.exercises:
+        for mistake in exercise.mistakes:
+            answers = [dict(plan.expected[case.id].mistakes)[mistake.reference] for case in plan.cases[exercise.id]]
+            differing = [case.id for case, answer in zip(plan.cases[exercise.id], answers)
+                         if answer is not None and codec.same(answer, plan.expected[case.id].value) is not None]
+            assert differing, (exercise.id, mistake.reference)
+
+
+# ---------------------------------------------------------------------------------------------- notebooks
+
+
+def test_notebooks_are_what_build_examples_makes():
+    build = _load("eight_puzzle_build_examples_under_test", ASSIGNMENT / "build_examples.py")
+    assert build.template() == nbformat.read(ASSIGNMENT / "template.ipynb", as_version=4)
+    for name, nb in build.example_submissions().items():
+        assert nb == nbformat.read(SUBMISSIONS / f"{name}.ipynb", as_version=4), name
+
+
+def test_template_keeps_the_given_code_and_leaves_every_graded_part_a_stub():
+    nb = nbformat.read(ASSIGNMENT / "template.ipynb", as_version=4)
+    source = "\n".join("" if line.lstrip().startswith("%") else line
+                       for cell in nb.cells if cell.cell_type == "code" for line in cell.source.splitlines())
+    tree = ast.parse(source)
+    top = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assert {"Problem", "Node", "expand", "path_actions", "path_states", "PriorityQueue", "g", "board8"} <= set(top)
+    methods = {node.name: node for node in top["EightPuzzle"].body if isinstance(node, ast.FunctionDef)}
+    for function in (top["inversions"], top["best_first_search"], top["astar_search"], methods["h1"], methods["h2"]):
+        assert [type(statement) for statement in function.body] in ([ast.Expr, ast.Pass], [ast.Pass]), function.name
+    assert "Solutions" not in "".join(cell.source for cell in nb.cells)
+
+
+# ---------------------------------------------------------------------------------------------- end to end
+
+# Total of every bundled example (rubric total 18) and the exercises that lose points; all others get full marks.
+EXPECTED = {
+    "correct": (18, {}),
+    "seed-004": (11.1429, {"h2": 0, "astar_search": 4 * 4 / 14}),
+    "course-solution": (17.2941, {"h2": 4 * 14 / 17}),
+    "h2-counts-blank": (14, {"h2": 0}),
+    "h2-flat-distance": (13.4286, {"h2": 0, "astar_search": 4 * 12 / 14}),
+    "no-reopen": (17, {"best_first_search": 5}),
+    "goal-on-generation": (17, {"best_first_search": 5}),
+    "greedy-astar": (16.7143, {"astar_search": 4 * 9.5 / 14}),
+    "inversions-with-blank": (16.2667, {"inversions": 2 * 2 / 15}),
+    "inversions-ascending": (16, {"inversions": 0}),
+    "reference": (18, {}),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, cache):
+    out = tmp_path_factory.mktemp("eight-puzzle-results")
+    results = grade([SUBMISSIONS, REFERENCE], RUBRIC, out, jobs=2, cache=cache)
+    by_name = {result.submission: result for result in results}
+    by_name["reference"] = by_name.pop("eight_puzzle_astar")
+    return by_name
+
+
+def test_validate_accepts_the_rubric_reference_full_template_zero(cache):
+    validation = validate(RUBRIC, cache=cache)
+    assert validation.ok, validation.problems
+    assert validation.reference_result.total == 18
+    assert validation.template_result.total == 0
+
+
+@pytest.mark.parametrize("submission", sorted(EXPECTED))
+def test_example_scores_its_expected_total_losing_only_the_listed_exercises(graded, submission):
+    total, losses = EXPECTED[submission]
+    result = graded[submission]
+    assert result.total == pytest.approx(total, abs=1e-3)
+    scores = {e.id: e.score for e in result.exercises}
+    assert scores == pytest.approx({**{e.id: e.max_score for e in result.exercises}, **losses}, abs=1e-3)
+
+
+def test_seed_loses_its_unimplemented_h2_and_the_astar_cases_that_use_it_but_keeps_best_first_search(graded):
+    result = graded["seed-004"]
+    h2 = result.exercise("h2")
+    # The h2 stub is a method: the grader runs it (no "missing"), and every case fails with None.
+    assert {c.status for c in h2.cases} == {"fail"}
+    assert all("got None" in c.message for c in h2.cases)
+    assert any("still the template's stub" in note for note in h2.notes)
+    astar = result.exercise("astar_search")
+    default_heuristic = [c for c in astar.cases if "lambda n: 0" not in c.call]
+    assert {c.status for c in default_heuristic} == {"error"}
+    assert all("is h2 still the template's stub?" in c.message for c in default_heuristic)
+    assert {c.status for c in astar.cases if "lambda n: 0" in c.call} == {"pass"}
+    assert {c.status for c in result.exercise("best_first_search").cases} == {"pass"}
+
+
+def test_course_solution_loses_only_the_other_goal_h2_cases_with_their_feedback(graded):
+    failed = [c for c in graded["course-solution"].exercise("h2").cases if c.status != "pass"]
+    # The fourth other-goal case happens to get the right sum from the wrong formula.
+    assert [c.id for c in failed] == [f"h2.random_goal_pairs[{n}]" for n in range(1, 4)]
+    assert all("right for the default goal (0, 1, ..., 8) only" in c.message for c in failed)
+
+
+def test_best_first_search_mistakes_get_their_feedback(graded):
+    no_reopen = {c.id: c for c in graded["no-reopen"].exercise("best_first_search").cases}
+    assert "must replace the old node" in no_reopen["best_first_search.roads_reopen"].message
+    early = {c.id: c for c in graded["goal-on-generation"].exercise("best_first_search").cases}
+    assert "POPPED" in early["best_first_search.roads_shortcut"].message
+    assert "POPPED" in early["best_first_search.roads_at_goal"].message
+
+
+def test_a_wrong_inversions_is_paid_for_once_thanks_to_isolation(graded):
+    result = graded["inversions-with-blank"]
+    rescued = [c for e in result.exercises if e.id != "inversions" for c in e.cases
+               if "Passed with the reference's inversions" in c.message]
+    assert rescued, "some EightPuzzle(...) of this notebook fails its parity assert and is rerun"
+    assert any("AssertionError" in c.message for c in rescued)
+
+
+def test_greedy_astar_earns_half_credit_for_longer_legal_paths(graded):
+    cases = graded["greedy-astar"].exercise("astar_search").cases
+    longer = [c for c in cases if c.status == "fail"]
+    assert longer and all(c.fraction == 0.5 and "but the shortest has" in c.message for c in longer)
+
+
+def test_check_count_takes_the_right_number_in_any_numeric_type_but_not_none_or_bools():
+    assert ref.check_count(got=5, expected=5) == (True, "")
+    assert ref.check_count(got=5.0, expected=5)[0]
+    assert ref.check_count(got=6, expected=5) == (False, "expected 5, got 6")
+    assert ref.check_count(got=None, expected=5) == (False, "expected the number 5, got None")
+    assert not ref.check_count(got=True, expected=1)[0]
+    assert not ref.check_count(got="5", expected=5)[0]

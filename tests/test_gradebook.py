@@ -1,0 +1,327 @@
+"""Gradebook (SQLite) and CSV export: regrades keep history, merges do not duplicate, kill -9 loses nothing whole."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
+from grader.report.csv_export import write_csv
+from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json, to_dict
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = "taoistic-search"
+
+
+def make_result(student: str = "alice", *, sha256: str = "a" * 64, rubric_sha256: str = "r1",
+                grader_version: str = "0.1.0", scores: tuple[float, ...] = (2.0, 0.8, 26.0),
+                rubric: str = RUBRIC) -> SubmissionResult:
+    exercises = tuple(
+        ExerciseResult(f"ex{n}", f"Exercise {n}", score, 30.0 if n == 2 else 2.0,
+                       (CaseResult(f"ex{n}-1", "pass" if score else "fail", "public", "", call=f"f{n}(1)",
+                                   expected=[1, 2], got=[1, 2] if score else None, fraction=1.0 if score else 0.0),))
+        for n, score in enumerate(scores))
+    return SubmissionResult(
+        submission=student, path=f"submissions/{student}.ipynb", sha256=sha256, rubric=rubric,
+        rubric_sha256=rubric_sha256, grader_version=grader_version, isolation="namespaces",
+        total=sum(scores), max_total=sum(e.max_score for e in exercises), exercises=exercises)
+
+
+def consistency_problems(path: Path) -> list[str]:
+    """Checked with plain SQL, not with the code under test: what a whole gradebook must satisfy."""
+    db = sqlite3.connect(path)
+    try:
+        problems = [row[0] for row in db.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        problems += [f"foreign key: {row}" for row in db.execute("PRAGMA foreign_key_check")]
+        for result_id, count, text in db.execute("SELECT id, exercise_count, json FROM results"):
+            stored = json.loads(text)
+            rows = db.execute("SELECT exercise, score FROM scores WHERE result_id = ? ORDER BY position",
+                              (result_id,)).fetchall()
+            expected = [(e["id"], e["score"]) for e in stored["exercises"]]
+            if rows != expected or count != len(expected):
+                problems.append(f"result {result_id}: scores {rows} but its JSON has {expected}")
+        for student, current in db.execute(
+                """SELECT s.student, s.current_result FROM submissions s
+                   LEFT JOIN results r ON r.id = s.current_result AND r.submission_id = s.id
+                   WHERE r.id IS NULL"""):
+            problems.append(f"{student}: current result {current} is not one of its results")
+        for student, in db.execute(
+                """SELECT s.student FROM submissions s JOIN results r ON r.id = s.current_result
+                   WHERE s.sha256 != r.sha256 OR s.source != r.source"""):
+            problems.append(f"{student}: submission sha256/source differ from its current result")
+        return problems
+    finally:
+        db.close()
+
+
+def test_new_gradebook_uses_wal_and_records_its_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "gradebook.sqlite"
+    with Gradebook(path):
+        pass
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    db.close()
+    with Gradebook(path) as book:                 # reopening an existing file changes nothing
+        assert book.students(RUBRIC) == []
+
+
+def test_recorded_result_comes_back_whole_and_is_current(tmp_path: Path) -> None:
+    result = make_result()
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        assert not book.is_current("alice", result.sha256, "r1", "0.1.0")
+        book.record("alice", "export.zip!alice/puzzle.ipynb", result)
+        assert book.is_current("alice", result.sha256, "r1", "0.1.0")
+        assert book.current(RUBRIC) == [result]
+        assert book.students(RUBRIC) == ["alice"]
+        assert book.current("another-rubric") == []
+    assert consistency_problems(tmp_path / "gb.sqlite") == []
+
+
+@pytest.mark.parametrize("changed", ["sha256", "rubric_sha256", "grader_version"])
+def test_a_changed_file_rubric_or_grader_is_not_current_and_regrading_keeps_history(
+        tmp_path: Path, changed: str) -> None:
+    first = make_result(scores=(2.0, 0.0, 10.0))
+    second = make_result(scores=(2.0, 2.0, 28.8), **{changed: "changed"})
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        book.record("alice", "alice.ipynb", first)
+        now = (second.sha256, second.rubric_sha256, second.grader_version)
+        assert not book.is_current("alice", *now)
+        book.record("alice", "alice.ipynb", second)
+        assert book.is_current("alice", *now)
+        assert not book.is_current("alice", first.sha256, first.rubric_sha256, first.grader_version)
+        assert book.current(RUBRIC) == [second]
+        history = book.history("alice", RUBRIC)
+        assert [(total, rubric_sha256) for _, total, rubric_sha256 in history] == [
+            (12.0, first.rubric_sha256), (32.8, second.rubric_sha256)]
+        assert history[0][0] < history[1][0]
+        assert book.students(RUBRIC) == ["alice"]
+
+
+def test_going_back_to_an_older_file_is_graded_again(tmp_path: Path) -> None:
+    old, new = make_result(sha256="old"), make_result(sha256="new")
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        book.record("alice", "a", old)
+        book.record("alice", "a", new)
+        assert not book.is_current("alice", "old", "r1", "0.1.0")
+
+
+def test_current_is_sorted_by_student_and_separate_per_rubric(tmp_path: Path) -> None:
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        for student in ("carol", "alice", "bob"):
+            book.record(student, f"{student}.ipynb", make_result(student))
+        book.record("alice", "alice.ipynb", make_result("alice", rubric="sliding-3x3"))
+        assert [r.submission for r in book.current(RUBRIC)] == ["alice", "bob", "carol"]
+        assert book.students("sliding-3x3") == ["alice"]
+        assert len(book.history("alice", RUBRIC)) == 1
+
+
+def test_history_stays_in_recording_order_when_records_come_faster_than_the_clock(tmp_path: Path) -> None:
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        for total in range(50):
+            book.record("alice", "a", make_result(scores=(float(total),)))
+        history = book.history("alice", RUBRIC)
+    assert [total for _, total, _ in history] == [float(t) for t in range(50)]
+    assert len({graded_at for graded_at, _, _ in history}) == 50
+
+
+def test_unicode_zero_score_and_empty_results_round_trip(tmp_path: Path) -> None:
+    unicode = make_result("zoë-søren-李")
+    unicode = SubmissionResult(**{**unicode.__dict__, "warnings": ("cell «In [3]»: ⏱ timeout 🧩",),
+                                  "extra": {"note": "naïve ∑"}})
+    zero = make_result("zero", scores=(0.0, 0.0, 0.0))
+    empty = SubmissionResult(**{**make_result("empty").__dict__, "exercises": (), "total": 0.0,
+                                "warnings": ("not a notebook: Expecting value: line 1 column 1",)})
+    (tmp_path / "unicode.json").write_text(json.dumps(to_dict(unicode), ensure_ascii=False), encoding="utf-8")
+    unicode = read_json(tmp_path / "unicode.json")
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        for result in (unicode, zero, empty):
+            book.record(result.submission, f"{result.submission}.ipynb", result)
+        assert {r.submission: r for r in book.current(RUBRIC)} == {
+            "zoë-søren-李": unicode, "zero": zero, "empty": empty}
+        assert book.is_current("zoë-søren-李", unicode.sha256, "r1", "0.1.0")
+        assert book.history("zero", RUBRIC)[0][1] == 0.0
+    assert consistency_problems(tmp_path / "gb.sqlite") == []
+
+
+def test_merge_imports_other_results_newest_current_and_twice_imports_nothing(tmp_path: Path) -> None:
+    here, there = tmp_path / "here.sqlite", tmp_path / "there.sqlite"
+    with Gradebook(here) as book:
+        book.record("alice", "a", make_result("alice", sha256="alice-1"))
+        book.record("bob", "b", make_result("bob", sha256="bob-new-here", scores=(1.0,)))
+    with Gradebook(there) as book:
+        book.record("carol", "c", make_result("carol"))
+        book.record("alice", "a", make_result("alice", sha256="alice-2", scores=(2.0, 2.0, 30.0)))  # newer
+    time.sleep(0.002)
+    with Gradebook(here) as book:
+        book.record("bob", "b", make_result("bob", sha256="bob-newest-here", scores=(2.0,)))
+    with Gradebook(here) as book:
+        assert book.merge(there) == 2
+        assert book.merge(there) == 0
+        current = {r.submission: r for r in book.current(RUBRIC)}
+        assert book.students(RUBRIC) == ["alice", "bob", "carol"]
+        assert current["alice"].sha256 == "alice-2" and current["alice"].total == 34.0
+        assert current["bob"].sha256 == "bob-newest-here"
+        assert [total for _, total, _ in book.history("alice", RUBRIC)] == [28.8, 34.0]
+        assert book.is_current("alice", "alice-2", "r1", "0.1.0")
+        assert not book.is_current("alice", "alice-1", "r1", "0.1.0")
+    with Gradebook(there) as book:                # and the other way round: only what `there` lacked
+        assert book.merge(here) == 3              # alice-1 and bob's two results; alice-2 and carol are there
+    assert consistency_problems(here) == []
+
+
+def test_merge_keeps_the_current_result_when_it_is_newer_than_the_imported_one(tmp_path: Path) -> None:
+    here, there = tmp_path / "here.sqlite", tmp_path / "there.sqlite"
+    with Gradebook(there) as book:
+        book.record("alice", "a", make_result("alice", sha256="older-elsewhere"))
+    time.sleep(0.002)
+    with Gradebook(here) as book:
+        book.record("alice", "a", make_result("alice", sha256="newer-here"))
+        assert book.merge(there) == 1
+        assert [r.sha256 for r in book.current(RUBRIC)] == ["newer-here"]
+        assert len(book.history("alice", RUBRIC)) == 2
+
+
+def test_merge_rejects_a_file_that_is_not_a_gradebook(tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        with pytest.raises(GradebookError, match="other.sqlite"):
+            book.merge(other)
+        with pytest.raises(GradebookError, match="missing.sqlite"):
+            book.merge(tmp_path / "missing.sqlite")
+
+
+def test_newer_schema_version_is_refused_with_the_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "from-the-future.sqlite"
+    with Gradebook(path):
+        pass
+    db = sqlite3.connect(path)
+    db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    db.commit()
+    db.close()
+    with pytest.raises(GradebookError, match=r"from-the-future\.sqlite.*newer") as error:
+        Gradebook(path)
+    assert f"version {SCHEMA_VERSION + 1}" in str(error.value)
+    with Gradebook(tmp_path / "gb.sqlite") as book, pytest.raises(GradebookError, match="from-the-future"):
+        book.merge(path)
+
+
+def test_files_that_are_not_gradebooks_are_refused_with_the_file_name(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database at all, just some words that are long enough to be a header" * 10)
+    with pytest.raises(GradebookError, match=r"notes\.txt"):
+        Gradebook(text)
+    other = tmp_path / "other-app.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE things (x)").connection.close()
+    with pytest.raises(GradebookError, match=r"other-app\.sqlite.*not a puzzle-grader gradebook"):
+        Gradebook(other)
+
+
+CHILD = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from grader.gradebook import Gradebook
+    from grader.results import CaseResult, ExerciseResult, SubmissionResult
+
+    path, seed = Path(sys.argv[1]), int(sys.argv[2])
+    # Built before the loop, small: the loop's time is then mostly spent inside record's transaction.
+    exercises = [tuple(ExerciseResult(f"ex{k}", "é", float(k), 9.0, (CaseResult("c", "pass", "hidden", "ok"),))
+                       for k in range(count)) for count in range(9)]     # 0..8 exercises: a torn write shows
+    book = Gradebook(path)
+    print("ready", flush=True)
+    n = 0
+    while True:
+        student, count = f"s{(seed * 7 + n) % 13:02d}", n % 9
+        result = SubmissionResult(student, student, f"sha-{seed}-{n}", "kill", "r", "v", "none",
+                                  float(sum(range(count))), 9.0 * count, exercises[count])
+        book.record(student, f"{student}.ipynb", result)
+        print(f"{student} sha-{seed}-{n}", flush=True)  # after the commit: this one must survive the kill
+        n += 1
+""")
+
+
+def test_kill_9_at_any_moment_leaves_a_consistent_gradebook(tmp_path: Path) -> None:
+    path = tmp_path / "gradebook.sqlite"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    rng = random.Random(1)
+    committed: list[tuple[str, str]] = []
+    for round_ in range(10):
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(round_)], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if round_ >= 2:                      # the first rounds may die while the gradebook is being created
+            assert child.stdout.readline() == "ready\n", child.stderr.read()
+        time.sleep(rng.uniform(0.0, 0.15))
+        child.send_signal(signal.SIGKILL)
+        out, err = child.communicate(timeout=30)
+        assert child.returncode == -signal.SIGKILL, err
+        committed += [tuple(line.split()) for line in out.splitlines() if line != "ready"]
+    assert len(committed) > 20, "the child barely recorded anything; the kills proved little"
+    assert (tmp_path / "gradebook.sqlite-wal").exists()       # left by the last kill, not yet checkpointed
+    with Gradebook(tmp_path / "merged.sqlite") as merged:   # read-only, as the killed grader left it
+        imported = merged.merge(path)
+
+    assert consistency_problems(path) == []
+    db = sqlite3.connect(path)
+    every = set(db.execute("SELECT s.student, r.sha256 FROM results r JOIN submissions s "
+                           "ON s.id = r.submission_id").fetchall())
+    db.close()
+    assert set(committed) <= every                   # nothing reported as recorded was lost
+    with Gradebook(path) as book:
+        students = book.students("kill")
+        assert [r.submission for r in book.current("kill")] == students
+        assert {(r.submission, r.sha256) for r in book.current("kill")} <= every
+        assert sum(len(book.history(student, "kill")) for student in students) == len(every)
+        book.record("s00", "s00.ipynb", make_result("s00", rubric="kill"))   # and it still takes writes
+        assert book.is_current("s00", "a" * 64, "r1", "0.1.0")
+    assert imported == len(every)                             # a killed gradebook merges whole, too
+    assert consistency_problems(tmp_path / "merged.sqlite") == []
+
+
+def read_rows(path: Path) -> list[list[str]]:
+    with open(path, encoding="utf-8", newline="") as stream:
+        return list(csv.reader(stream))
+
+
+def test_csv_has_a_row_per_student_and_exercise_columns_in_rubric_order(tmp_path: Path) -> None:
+    results = [make_result("bob", scores=(0.1, 0.8, 27.9)), make_result("zoë", scores=(0.0, 0.0, 0.0)),
+               SubmissionResult(**{**make_result("empty").__dict__, "exercises": (), "total": 0.0})]
+    path = tmp_path / "gradebook.csv"
+    write_csv(results, path)
+    assert read_rows(path) == [
+        ["student", "ex0", "ex1", "ex2", "total", "max_total"],
+        ["bob", "0.1", "0.8", "27.9", "28.8", "34"],
+        ["zoë", "0", "0", "0", "0", "34"],
+        ["empty", "", "", "", "0", "34"]]
+    assert results[0].total == 28.799999999999997    # the float noise the formatting hides
+    assert path.read_bytes().decode("utf-8").startswith("student,")
+    assert [p.name for p in tmp_path.iterdir()] == ["gradebook.csv"]   # no temp file left behind
+
+
+def test_csv_takes_student_names_and_defuses_formulas(tmp_path: Path) -> None:
+    path = tmp_path / "out.csv"
+    path.write_text("old content\n", encoding="utf-8")
+    write_csv([make_result("a", scores=(1 / 3,)), make_result("b", scores=(1.0,))], path,
+              students=["=HYPERLINK(\"x\")", "Łukasz"])
+    rows = read_rows(path)
+    assert rows[1] == ["'=HYPERLINK(\"x\")", "0.333333333333", "0.333333333333", "2"]
+    assert rows[2][0] == "Łukasz"
+    with pytest.raises(ValueError):
+        write_csv([make_result()], path, students=[])
+    assert read_rows(path) == rows                    # a failed write leaves the old file as it was
+
+
+def test_csv_of_no_results_has_only_the_header(tmp_path: Path) -> None:
+    write_csv([], tmp_path / "empty.csv")
+    assert read_rows(tmp_path / "empty.csv") == [["student", "total", "max_total"]]

@@ -1,0 +1,635 @@
+"""Hostile notebooks: each attack costs at most its own exercise, and nothing of it outlives the batch.
+
+Every notebook of tests/fixtures/hostile is the bundled correct notebook with one attack added (see
+build.py there, which says what each does). All of them, with correct.ipynb itself, are graded in ONE
+batch by a module-scoped fixture, so the batch also proves that a class full of hostile submissions
+completes with every other submission graded. Around the batch the fixture sets traps the attacks aim
+at (a secret in the grader's environment, a TCP server on 127.0.0.1, a victim process, a leak-probe
+control file, a grader cache of an earlier run) and afterwards looks at the host: surviving processes
+(by the marker 7171 in their command line), canary files, the repository tree.
+
+Assertions that only namespaces can make true (no network, course hidden, read-only world) check the
+result's `isolation` and are skipped without namespaces; the grader surviving is asserted always.
+Tests marked xfail(strict=True) pin grader bugs these attacks found; each reason says where.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.batch import grade
+from grader.calls import call_arguments
+from grader.plan import Plan, build_plan
+from grader.results import STATUSES, SubmissionResult
+from grader.rubric import load_rubric
+from grader.sandbox import codec
+from grader.sandbox.isolation import PIDS_MAX, detect
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+
+REPO = Path(__file__).resolve().parents[1]
+HOSTILE = REPO / "tests" / "fixtures" / "hostile"
+RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
+CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
+EXERCISES = ("find_tile", "move_dir", "next_states", "matches", "manhattan", "find_numbers", "replace_numbers",
+             "intermediate_goals", "extract_move", "extract_move_list", "apply_move_list", "search", "main")
+
+
+def _load_builder():
+    spec = importlib.util.spec_from_file_location("hostile_build", HOSTILE / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+BUILD = _load_builder()
+ISOLATION = detect()
+RLIMITS_ONLY = not ISOLATION.namespaces
+SECRET_VALUE = "hx7171-secret-value"
+# The slowest attacks go first, so they overlap with the rest of the batch.
+FIRST = ("infinite_loop_at_top_level", "swallowed_timeout_in_apply_move_list", "sigalrm_ignored_loop_in_search",
+         "sigterm_ignored_loop_in_intermediate_goals", "infinite_loop_in_find_numbers")
+
+
+# ------------------------------------------------------------------------------------------------ the batch
+
+
+@dataclass(frozen=True)
+class Corpus:
+    results: dict[str, SubmissionResult]
+    plan: Plan
+    seconds: float
+    out: Path
+    survivors: dict[int, str]          # host pid -> command line, of processes carrying the marker
+    repo_changes: list[str]            # files of the repository created, changed or removed by the batch
+    canaries: list[str]                # canary files that exist after the batch
+    connections: list[bytes]           # what the test's TCP server received
+    victim_alive: bool
+    stale_cache: Path                  # a grader cache of an "earlier run", outside what the grader hides
+
+    def __getitem__(self, name: str) -> SubmissionResult:
+        return self.results[name]
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """(mtime, size) of every file under root, except git internals and Python/pytest caches."""
+    found = {}
+    for folder, folders, files in os.walk(root):
+        folders[:] = [f for f in folders if f not in (".git", "__pycache__", ".pytest_cache")]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                status = os.lstat(path)
+            except OSError:
+                continue
+            found[os.path.relpath(path, root)] = (status.st_mtime_ns, status.st_size)
+    return found
+
+
+def _marked_processes(exclude: set[int]) -> dict[int, str]:
+    """Host processes (not zombies) whose command line or name carries the attacks' marker."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in exclude:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            with open(f"/proc/{entry}/comm", "rb") as handle:
+                comm = handle.read()
+            with open(f"/proc/{entry}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and (b"\x007171." in cmdline or comm.startswith(b"hx7171")):
+            found[int(entry)] = cmdline.replace(b"\x00", b" ").decode(errors="replace")
+    return found
+
+
+def _canaries() -> list[str]:
+    return [path for number in (26, 34) for path in BUILD.canary(number)]
+
+
+def _remove_canaries() -> None:
+    for path in _canaries():
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _listen() -> socket.socket | None:
+    for port in BUILD.PORTS:
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            server.bind(("127.0.0.1", port))
+        except OSError:
+            server.close()
+            continue
+        server.listen(4)
+        return server
+    return None
+
+
+def _received(server: socket.socket | None) -> list[bytes]:
+    """Connections the server got during the batch (a bounded look: the backlog, then a short timeout)."""
+    if server is None:
+        return []
+    received = []
+    server.settimeout(0.2)
+    for _ in range(4):
+        try:
+            connection, _ = server.accept()
+        except (socket.timeout, OSError):
+            break
+        with connection:
+            connection.settimeout(0.2)
+            try:
+                received.append(connection.recv(100))
+            except OSError:
+                received.append(b"")
+    server.close()
+    return received
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    if RLIMITS_ONLY and os.geteuid() == 0 and not os.environ.get("PUZZLE_GRADER_HOSTILE_AS_ROOT"):
+        pytest.skip("no namespaces and running as root: the hostile corpus would run unconfined as root "
+                    "(set PUZZLE_GRADER_HOSTILE_AS_ROOT=1 to run it anyway)")
+    paths = sorted(HOSTILE.glob("*.ipynb"), key=lambda p: (p.stem not in FIRST, FIRST.index(p.stem)
+                                                            if p.stem in FIRST else 0, p.stem))
+    out = tmp_path_factory.mktemp("hostile-results")
+    cache = tmp_path_factory.mktemp("hostile-cache")
+    stale = tmp_path_factory.mktemp("earlier-run-cache")
+    build_plan(load_rubric(RUBRIC), stale)      # what a TA's earlier run with another --cache leaves behind
+    _remove_canaries()
+    Path(BUILD.LEAK_CONTROL_FILE).write_text(f"the leak probe must find this: {BUILD.LEAK_CONTROL_TEXT}\n")
+    victim = subprocess.Popen(["sleep", "7171.99"], start_new_session=True)
+    Path(BUILD.VICTIM_PID_FILE).write_text(str(victim.pid))
+    server = _listen()
+    before = _snapshot(REPO)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(BUILD.SECRET_NAME, SECRET_VALUE)
+            started = time.monotonic()
+            results = grade([*paths, CORRECT], RUBRIC, out, jobs=2, cache=cache)
+            seconds = time.monotonic() - started
+        time.sleep(0.3)   # SIGKILLed processes need a moment to disappear from /proc
+        after = _snapshot(REPO)
+        changes = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+        survivors = _marked_processes(exclude={victim.pid})
+        canaries = [path for path in _canaries() if os.path.lexists(path)]
+        connections = _received(server)
+        victim_alive = victim.poll() is None
+        plan = build_plan(load_rubric(RUBRIC), cache)
+    finally:
+        for pid in _marked_processes(exclude={victim.pid}):   # only processes our attacks started
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        victim.kill()
+        victim.wait()
+        for path in (BUILD.VICTIM_PID_FILE, BUILD.LEAK_CONTROL_FILE):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        _remove_canaries()
+        if server is not None:
+            server.close()
+    return Corpus({r.submission: r for r in results}, plan, seconds, out, survivors, changes, canaries,
+                  connections, victim_alive, stale)
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def graded(corpus: Corpus, name: str) -> SubmissionResult:
+    """The notebook's result, after checking the grader did its job on it (whatever the attack did)."""
+    result = corpus[name]
+    assert result.isolation in ("namespaces", "namespaces-partial", "rlimits"), (name, result.warnings)
+    assert tuple(e.id for e in result.exercises) == EXERCISES
+    assert result.max_total == 30
+    for exercise in result.exercises:
+        assert 0 <= exercise.score <= exercise.max_score
+        for case in exercise.cases:
+            assert case.status in STATUSES, (case.id, case.status)
+    assert (corpus.out / f"{name}.json").exists()
+    return result
+
+
+def lost(result: SubmissionResult) -> set[str]:
+    return {e.id for e in result.exercises if e.score < e.max_score}
+
+
+def failing(result: SubmissionResult, exercise: str):
+    return [c for c in result.exercise(exercise).cases if c.status != "pass"]
+
+
+def only(corpus: Corpus, name: str, *exercises: str) -> SubmissionResult:
+    """The attack cost exactly these exercises (their points, nothing else)."""
+    result = graded(corpus, name)
+    details = {e.id: [(c.id, c.status, c.message[:120]) for c in e.cases if c.status != "pass"][:3]
+               for e in result.exercises if e.score < e.max_score}
+    assert lost(result) == set(exercises), details
+    return result
+
+
+def got(case) -> object:
+    return codec.decode(case.got)
+
+
+def needs_namespaces(result: SubmissionResult) -> None:
+    if result.isolation != "namespaces":
+        pytest.skip(f"isolation is {result.isolation}: only namespaces can make this true")
+
+
+# ------------------------------------------------------------------------------------------------ the batch as a whole
+
+
+def test_batch_with_every_attack_grades_the_correct_notebook_in_full(corpus):
+    names = {p.stem for p in HOSTILE.glob("*.ipynb")}
+    assert len(names) >= 30
+    assert set(corpus.results) == names | {"correct"}
+    for name in names:
+        graded(corpus, name)
+    correct = graded(corpus, "correct")
+    assert correct.total == 30 and not lost(correct)
+    assert corpus.seconds < 110, f"the hostile batch took {corpus.seconds:.0f} s"
+
+
+def test_no_process_of_any_attack_outlives_the_batch(corpus):
+    assert corpus.survivors == {}
+
+
+def test_no_file_of_the_repository_changes_and_no_canary_appears(corpus):
+    assert corpus.repo_changes == []
+    assert [c for c in corpus.canaries if "canary-34" not in c] == []
+
+
+# ------------------------------------------------------------------------------------------------ loops, exits, signals
+
+
+def test_infinite_loop_in_find_numbers_costs_only_find_numbers(corpus):
+    result = only(corpus, "infinite_loop_in_find_numbers", "find_numbers")
+    statuses = [c.status for c in result.exercise("find_numbers").cases]
+    assert set(statuses) == {"timeout"}
+    assert any("still running at" in c.message for c in result.exercise("find_numbers").cases)
+
+
+def test_infinite_loop_at_top_level_is_left_out_and_everything_grades(corpus):
+    result = only(corpus, "infinite_loop_at_top_level")
+    assert any("did not finish within" in w for w in result.warnings), result.warnings
+    assert result.total == 30
+
+
+def test_sys_exit_in_move_dir_costs_only_move_dir(corpus):
+    result = only(corpus, "sys_exit_in_move_dir", "move_dir")
+    assert all(c.status == "error" and "sys.exit" in c.message for c in result.exercise("move_dir").cases)
+
+
+def test_sys_exit_at_top_level_is_a_warning_and_everything_grades(corpus):
+    result = only(corpus, "sys_exit_at_top_level")
+    assert any("SystemExit" in w for w in result.warnings), result.warnings
+
+
+def test_os_exit_in_matches_costs_only_matches(corpus):
+    result = only(corpus, "os_exit_in_matches", "matches")
+    assert all(c.status == "error" and "exited with status 0" in c.message
+               for c in result.exercise("matches").cases)
+
+
+def test_raise_system_exit_in_manhattan_costs_only_manhattan(corpus):
+    result = only(corpus, "raise_system_exit_in_manhattan", "manhattan")
+    assert all("SystemExit" in c.message for c in result.exercise("manhattan").cases)
+
+
+def test_raise_keyboard_interrupt_in_replace_numbers_costs_only_replace_numbers(corpus):
+    result = only(corpus, "raise_keyboard_interrupt_in_replace_numbers", "replace_numbers")
+    assert all("KeyboardInterrupt" in c.message for c in result.exercise("replace_numbers").cases)
+
+
+def test_ignored_sigterm_and_endless_loop_cost_only_intermediate_goals(corpus):
+    result = only(corpus, "sigterm_ignored_loop_in_intermediate_goals", "intermediate_goals")
+    assert {c.status for c in result.exercise("intermediate_goals").cases} == {"timeout"}
+
+
+def test_swallowed_timeout_is_hard_killed_and_costs_only_apply_move_list(corpus):
+    result = only(corpus, "swallowed_timeout_in_apply_move_list", "apply_move_list")
+    cases = result.exercise("apply_move_list").cases
+    assert {c.status for c in cases} == {"timeout"}
+    assert "(stopped)" in cases[0].message     # the soft interrupt was swallowed: the process was killed
+    assert result.exercise("apply_move_list").cases[0].seconds < 5
+
+
+def test_ignored_sigalrm_loop_is_hard_killed_and_costs_only_search(corpus):
+    result = only(corpus, "sigalrm_ignored_loop_in_search", "search")
+    cases = result.exercise("search").cases
+    assert {c.status for c in cases} == {"timeout"}
+    assert "(stopped)" in cases[0].message
+
+
+def test_killing_the_loaded_child_from_search_loses_nothing_else(corpus):
+    result = graded(corpus, "kill_parent_from_search")
+    if result.isolation == "namespaces":
+        assert lost(result) == set()          # the child is PID 1 of its namespace: the signal is ignored
+    else:
+        assert lost(result) <= {"search"}
+    assert result.total >= 30 - 4
+
+
+# ------------------------------------------------------------------------------------------------ resources
+
+
+def test_bytearray_memory_bomb_costs_one_case_of_extract_move_list(corpus):
+    result = only(corpus, "memory_bomb_bytearray_in_extract_move_list", "extract_move_list")
+    [case] = failing(result, "extract_move_list")
+    assert case.status == "error" and "MemoryError" in case.message
+
+
+def test_growing_memory_bomb_costs_one_case_of_find_tile(corpus):
+    result = only(corpus, "memory_bomb_growing_list_in_find_tile", "find_tile")
+    [case] = failing(result, "find_tile")
+    assert case.status == "error" and "MemoryError" in case.message, case.message
+
+
+def test_segfault_from_deep_recursion_costs_one_case_of_next_states(corpus):
+    result = only(corpus, "deep_recursion_segfault_in_next_states", "next_states")
+    [case] = failing(result, "next_states")
+    assert case.status == "error" and "SIGSEGV" in case.message
+
+
+def test_sleepers_left_by_extract_move_cost_nothing_and_do_not_survive(corpus):
+    result = only(corpus, "sleepers_left_by_extract_move")
+    assert "left three sleepers" in result.exercise("extract_move").cases[0].output
+    assert not [cmd for cmd in corpus.survivors.values() if "7171.1" in cmd]
+
+
+def test_fork_bomb_is_capped_and_costs_nothing(corpus):
+    result = only(corpus, "fork_bomb_in_replace_numbers")
+    output = result.exercise("replace_numbers").cases[0].output
+    assert "hx7171.14 forked" in output
+    forked = int(output.split("forked")[1].split()[0])
+    assert 0 < forked < 2000
+    if ISOLATION.pids_root is not None:
+        assert forked <= PIDS_MAX
+    assert not [cmd for cmd in corpus.survivors.values() if "7171.14" in cmd]
+
+
+def test_ten_thousand_open_files_are_capped_and_cost_nothing(corpus):
+    result = only(corpus, "ten_thousand_files_opened_by_extract_move_list")
+    output = result.exercise("extract_move_list").cases[0].output
+    held = int(output.split("holding")[1].split()[0])
+    assert 0 < held < 10000
+
+
+def test_ten_megabytes_of_prints_are_truncated_and_the_answers_count(corpus):
+    result = only(corpus, "ten_megabytes_printed_by_move_dir")
+    for case in result.exercise("move_dir").cases:
+        assert len(case.output) < 70_000
+        assert "more characters of output not kept" in case.output
+
+
+def test_huge_return_value_costs_one_case(corpus):
+    result = only(corpus, "huge_return_from_find_numbers", "find_numbers")
+    [case] = failing(result, "find_numbers")
+    assert case.status == "error" and "items" in case.message
+
+
+def test_deeply_nested_return_value_costs_one_case(corpus):
+    result = only(corpus, "deeply_nested_return_from_move_dir", "move_dir")
+    [case] = failing(result, "move_dir")
+    assert case.status == "error" and "deeper" in case.message
+
+
+def test_self_referencing_return_value_costs_one_case(corpus):
+    result = only(corpus, "self_referencing_return_from_matches", "matches")
+    [case] = failing(result, "matches")
+    assert case.status == "error" and "deeper" in case.message
+
+
+def test_hanging_repr_of_the_answer_times_out_one_case(corpus):
+    result = only(corpus, "hanging_repr_from_apply_move_list", "apply_move_list")
+    [case] = failing(result, "apply_move_list")
+    assert case.status == "timeout" and case.id == "apply_move_list#1"
+
+
+def test_oracle_flood_costs_only_search(corpus):
+    only(corpus, "oracle_flooded_by_search", "search")
+
+
+# ------------------------------------------------------------------------------------------------ the channel and the runtime
+
+
+def test_fake_results_on_every_output_stream_earn_nothing(corpus):
+    result = only(corpus, "fake_results_printed_by_find_numbers", "find_numbers")
+    exercise = result.exercise("find_numbers")
+    assert exercise.score == 0 and result.total == 29
+    assert all(c.status == "fail" and got(c) == ["forged"] for c in exercise.cases)
+    assert "PASSED" in exercise.cases[0].output   # what it printed is shown as its output, nothing more
+
+
+def test_garbage_and_forged_frames_on_every_fd_cost_only_intermediate_goals(corpus):
+    result = only(corpus, "garbage_on_every_fd_in_intermediate_goals", "intermediate_goals")
+    assert result.exercise("intermediate_goals").score == 0
+    assert not any(c.status == "pass" for c in result.exercise("intermediate_goals").cases)
+
+
+@pytest.mark.xfail(condition=RLIMITS_ONLY, strict=True, reason=(
+    "grader bug without namespaces: Sandbox._run_batch (grader/sandbox/process.py) trusts the child's "
+    "{'op': 'forked', 'pid': N} frame and stores N as fork_pid; after an unclean batch Sandbox._stop calls "
+    "os.killpg(N, SIGKILL), so a forged frame makes the trusted parent kill any process group"))
+def test_forged_fork_pid_cannot_make_the_grader_kill_another_process_group(corpus):
+    graded(corpus, "garbage_on_every_fd_in_intermediate_goals")
+    assert corpus.victim_alive
+
+
+def test_builtins_patched_in_manhattan_cost_one_case_of_manhattan(corpus):
+    result = only(corpus, "builtins_patched_in_manhattan", "manhattan")
+    [case] = failing(result, "manhattan")
+    assert case.id == "manhattan#1" and case.status == "error"
+
+
+def test_rigged_tuple_subclass_fails_with_its_class_named(corpus):
+    result = only(corpus, "rigged_tuple_from_find_tile", "find_tile")
+    exercise = result.exercise("find_tile")
+    assert exercise.score == 0
+    assert all(c.status == "fail" and "RiggedPair" in c.message for c in exercise.cases)
+
+
+def _honest_extract_move_score(plan: Plan, answer: tuple[int, int]) -> float:
+    """What a constant extract_move earns when only the parent's own knowledge judges it."""
+    cases = plan.cases["extract_move"]
+    passed = 0
+    for case in cases:
+        args, kwargs = call_arguments(case.call, plan.data(case))
+        verdict = plan.reference.check_extract_move(got=answer, args=args, probes={},
+                                                    options={"convention": "reference"})
+        passed += bool(verdict[0] if isinstance(verdict, tuple) else verdict)
+    exercise = next(e for e in plan.rubric.exercises if e.id == "extract_move")
+    return exercise.points * passed / len(cases)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "grader bug: probe values are computed in the child and trusted by the parent. check_extract_move "
+    "(reference/taoistic_search.py, _judge_move, convention 'either'/'notebook') accepts any direction whose "
+    "'applied' probe equals P2; a notebook that replaces its runtime's Child.send (found with gc) sets "
+    "probes['applied'] = P2 on every result, so extract_move answering (1, 0) to everything scores 13/14"))
+def test_patched_runtime_cannot_forge_probe_evidence(corpus):
+    result = graded(corpus, "runtime_patched_to_forge_probes")
+    assert lost(result) >= set(EXERCISES) - {"extract_move"}     # stubs: not run at all
+    honest = _honest_extract_move_score(corpus.plan, (1, 0))
+    assert honest < 3
+    assert result.exercise("extract_move").score <= honest + 1e-9
+    assert result.total <= honest + 1e-9
+
+
+def test_thread_outliving_find_tile_does_not_reach_later_exercises(corpus):
+    result = only(corpus, "thread_outliving_find_tile")
+    assert "hx7171.24 thread noise" in result.exercise("find_tile").cases[0].output
+
+
+def test_stdout_none_at_top_level_changes_nothing(corpus):
+    result = only(corpus, "stdout_none_at_top_level")
+    assert result.total == 30
+
+
+# ------------------------------------------------------------------------------------------------ the world outside
+
+
+@pytest.mark.xfail(condition=RLIMITS_ONLY, strict=True, reason=(
+    "grader bug without namespaces: Sandbox._start (grader/sandbox/process.py) opens scratch/output.log "
+    "(and runs the child with cwd=scratch) without recreating the scratch dir, so a child that removed it "
+    "makes the restart after its timeout raise FileNotFoundError in the parent and the whole submission is "
+    "lost ('none (not run)', 0 points) instead of one case; with namespaces the dir is a mount point"))
+def test_scratch_dir_deleted_and_left_costs_one_case(corpus):
+    result = only(corpus, "scratch_deleted_by_apply_move_list", "apply_move_list")
+    [case] = failing(result, "apply_move_list")
+    assert case.status == "timeout" and case.id == "apply_move_list#1"
+
+
+def test_course_files_are_not_readable_by_absolute_path(corpus):
+    result = only(corpus, "course_files_read_by_find_numbers", "find_numbers")
+    needs_namespaces(result)
+    assert all(got(c) == [] for c in result.exercise("find_numbers").cases)
+
+
+def test_network_is_unreachable_and_the_test_server_sees_nothing(corpus):
+    result = only(corpus, "network_from_find_tile", "find_tile")
+    report = got(result.exercise("find_tile").cases[0])
+    assert set(report) == {"connected", "errors"}
+    needs_namespaces(result)
+    assert report["connected"] == []
+    assert not [c for c in corpus.connections if b"hx7171" in c]
+
+
+def test_files_written_outside_scratch_are_not_created(corpus):
+    result = only(corpus, "files_written_outside_scratch_by_matches", "matches")
+    needs_namespaces(result)
+    assert got(result.exercise("matches").cases[0]) == []
+    assert not [c for c in corpus.canaries if "canary-26" in c]
+
+
+def test_environment_secret_of_the_grader_is_not_visible(corpus):
+    result = only(corpus, "environment_secret_read_by_extract_move", "extract_move")
+    found = got(result.exercise("extract_move").cases[0])
+    assert not [place for place in found if place.startswith("os.environ")]   # the child's env is its own
+    needs_namespaces(result)
+    assert found == []                        # and the grader's /proc/PID/environ is out of sight
+
+
+def _leak_report(corpus: Corpus) -> dict:
+    result = only(corpus, "leak_probe_in_find_tile", "find_tile")
+    [case] = failing(result, "find_tile")
+    assert case.id == "find_tile#1"
+    report = got(case)
+    needles = BUILD.leak_needles(corpus.plan)
+    source = (HOSTILE / "leak_probe_in_find_tile.ipynb").read_text(encoding="utf-8")
+    assert needles["sha"] in source, "the probe's needle is stale: rebuild the corpus (build.py)"
+    assert report["memory_control"], "the memory scan did not even find the notebook's own Start"
+    assert BUILD.LEAK_CONTROL_FILE in report["file_controls"], "the file walk did not reach /tmp"
+    assert report["descriptors"]
+    return {"result": result, **report}
+
+
+def test_leak_probe_finds_no_hidden_expected_value_in_memory_descriptors_environment_or_course(corpus):
+    report = _leak_report(corpus)
+    needs_namespaces(report["result"])
+    batch_dirs = (str(corpus.out), str(corpus.plan.rubric.path.parent), str(REPO))
+    inside = [place for place in report["leaks"] if not place.startswith("file: /tmp/")
+              or any(place.startswith(f"file: {d}") for d in batch_dirs)]
+    assert inside == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "containment gap: the child sees the host's /tmp read-only (grader/sandbox/confine.py hides only the "
+    "course, this batch's out and cache dirs and the scratch base, grading.hidden_folders), so grader "
+    "caches and results of other runs there (here a cache built by the test, as an earlier run with another "
+    "--cache leaves) hand hidden expected values to student code"))
+def test_leak_probe_finds_no_hidden_expected_value_in_other_files_under_tmp(corpus):
+    report = _leak_report(corpus)
+    needs_namespaces(report["result"])
+    assert [place for place in report["leaks"] if place.startswith("file: /tmp/")] == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "grader bug: the child runs student code as root of its own user namespace with every capability "
+    "(runtime.py never drops them after confine.confine), and the tmpfs that hides the course is a mount "
+    "it made itself, so umount2(course, MNT_DETACH) uncovers the reference and the rubric; the mounts "
+    "should be locked (confine, then unshare a second user+mount namespace) and capabilities dropped"))
+def test_course_cannot_be_unhidden_by_unmounting(corpus):
+    result = only(corpus, "course_unhidden_by_umount_in_find_numbers", "find_numbers")
+    needs_namespaces(result)
+    assert got(result.exercise("find_numbers").cases[0]) == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "grader bug: the read-only bind remounts confine.confine makes are not locked and the child keeps "
+    "CAP_SYS_ADMIN in its namespaces, so mount(NULL, '/', NULL, MS_REMOUNT|MS_BIND) makes the host's root "
+    "writable again; with --map-root-user mapping to the grader's uid, student code writes host files as "
+    "that user (here /tmp/hx7171-canary-34)"))
+def test_root_cannot_be_remounted_writable(corpus):
+    result = only(corpus, "root_remounted_writable_by_matches", "matches")
+    needs_namespaces(result)
+    assert got(result.exercise("matches").cases[0]) == []
+    assert not [c for c in corpus.canaries if "canary-34" in c]
+
+
+# ------------------------------------------------------------------------------------------------ the parent's own time
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "grader bug: Sandbox._run_batch answers an isolated helper call by running the reference in the "
+    "parent (grading._second_chance's oracle) with no time bound, and only then checks the case's "
+    "deadline; the child picks the arguments, e.g. the reference manhattan is O(width^2), and one call "
+    "with two 1 x 28000 patterns held a grading worker for over a minute (rerun limit 10 s)"))
+def test_isolated_helper_call_cannot_hold_the_parent_past_the_case_limit():
+    """A slow reference answer stands in for the child's quadratic question (the real one, in the corpus
+    as oracle_flooded_by_search, is kept small there so the batch stays quick)."""
+    def slow_reference(name, args, kwargs):
+        time.sleep(3.0)
+        return 0
+
+    source = "def asks(helper):\n    return helper(1)\n\ndef helper(x):\n    return 'broken'\n"
+    statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+    with Sandbox(statements, {}, ProcessLimits(load_seconds=3)) as sandbox:
+        sandbox.load()
+        started = time.monotonic()
+        [outcome] = sandbox.run_exercise([CaseRequest("c1", "asks(helper)", timeout=0.3)], ["helper"],
+                                         slow_reference, time.monotonic() + 30)
+        spent = time.monotonic() - started
+    assert outcome.status == "timeout"
+    assert spent < 0.3 + 0.5 + 1.5, f"the case's parent side took {spent:.1f} s"

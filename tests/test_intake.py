@@ -1,0 +1,425 @@
+"""Submission intake: LMS exports, folders, globs and plain files become one notebook per student.
+
+Every archive here is a real zip built with zipfile in tmp_path, holding real notebooks written by nbformat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import struct
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import intake
+from grader.intake import Entry, Intake, gather
+
+OLD = (2024, 3, 1, 9, 0, 0)
+NEW = (2024, 3, 2, 9, 0, 0)
+NEWEST = (2024, 3, 3, 9, 0, 0)
+
+
+def notebook(text: str) -> bytes:
+    """A real notebook whose one code cell says who wrote it, so tests can tell which file was picked."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(f"WHO = {text!r}"))
+    return nbformat.writes(nb).encode("utf-8")
+
+
+def make_zip(path: Path, members: dict[str, bytes | tuple[bytes, tuple[int, ...]]]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, value in members.items():
+            data, date_time = value if isinstance(value, tuple) else (value, OLD)
+            archive.writestr(zipfile.ZipInfo(name, date_time), data, zipfile.ZIP_DEFLATED)
+    return path
+
+
+def write(path: Path, data: bytes, mtime: float | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def by_student(result: Intake) -> dict[str, Entry]:
+    return {entry.student: entry for entry in result.entries}
+
+
+def who(entry: Entry) -> str:
+    return nbformat.reads(entry.path.read_text(encoding="utf-8"), as_version=4).cells[0].source
+
+
+def canvas_export(tmp_path: Path) -> Path:
+    return make_zip(tmp_path / "export.zip", {
+        "smithjohn_12345_67890_taoistic.ipynb": (notebook("smith attempt 0"), NEWEST),
+        "smithjohn_12345_67891_taoistic-1.ipynb": (notebook("smith attempt 1"), NEW),
+        "smithjohn_12345_67892_taoistic-2.ipynb": (notebook("smith attempt 2"), OLD),
+        "doejane_LATE_23456_78901_puzzle.ipynb": notebook("doe late"),
+        "leeann_34567_89012_scratch.ipynb": (notebook("lee scratch"), OLD),
+        "leeann_34567_89013_taoistic.ipynb": (notebook("lee final"), NEW),
+    })
+
+
+# --- Canvas -------------------------------------------------------------------------------------------
+
+def test_canvas_export_names_each_student_by_name_and_user_id(tmp_path: Path) -> None:
+    result = gather([canvas_export(tmp_path)], tmp_path / "work")
+    assert [e.student for e in result.entries] == ["doejane_23456", "leeann_34567", "smithjohn_12345"]
+    assert {e.convention for e in result.entries} == {"canvas"}
+    doe = by_student(result)["doejane_23456"]
+    assert doe.source == f"{tmp_path / 'export.zip'}:doejane_LATE_23456_78901_puzzle.ipynb"
+    assert doe.path.is_file() and doe.path.is_relative_to(tmp_path / "work")
+    assert who(doe) == "WHO = 'doe late'"
+    assert result.problems == ()
+
+
+def test_canvas_highest_resubmission_is_graded_even_when_its_date_is_older(tmp_path: Path) -> None:
+    result = gather([canvas_export(tmp_path)], tmp_path / "work")
+    smith = by_student(result)["smithjohn_12345"]
+    assert who(smith) == "WHO = 'smith attempt 2'"
+    assert [s.rsplit(":", 1)[1] for s in smith.others] == [
+        "smithjohn_12345_67891_taoistic-1.ipynb", "smithjohn_12345_67890_taoistic.ipynb"]
+    [note] = [n for n in result.notes if n.startswith("smithjohn_12345:")]
+    assert "3 notebooks, graded" in note and "taoistic-2.ipynb (highest Canvas resubmission number, -2)" in note
+    assert "not graded:" in note and "taoistic-1.ipynb" in note
+
+
+def test_student_with_two_different_canvas_notebooks_gets_the_newest(tmp_path: Path) -> None:
+    result = gather([canvas_export(tmp_path)], tmp_path / "work")
+    lee = by_student(result)["leeann_34567"]
+    assert who(lee) == "WHO = 'lee final'"
+    assert lee.others == (f"{tmp_path / 'export.zip'}:leeann_34567_89012_scratch.ipynb",)
+    [note] = [n for n in result.notes if n.startswith("leeann_34567:")]
+    assert "(newest modification time, 2024-03-02 09:00:00)" in note
+
+
+def test_a_dash_number_without_its_base_file_is_not_a_resubmission(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "export.zip", {
+        "kimsam_45678_90123_lab-2023.ipynb": (notebook("year in the name"), OLD),
+        "kimsam_45678_90124_final.ipynb": (notebook("final"), NEW),
+    })
+    kim = by_student(gather([export], tmp_path / "work"))["kimsam_45678"]
+    assert who(kim) == "WHO = 'final'"
+
+
+def test_same_time_ties_go_to_the_last_file_name(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "export.zip", {
+        "kimsam_45678_90124_b.ipynb": (notebook("b"), OLD),
+        "kimsam_45678_90123_a.ipynb": (notebook("a"), OLD),
+    })
+    result = gather([export], tmp_path / "work")
+    assert who(by_student(result)["kimsam_45678"]) == "WHO = 'b'"
+    assert "last by file name, modified at the same time" in result.notes[0]
+
+
+def test_extracted_members_keep_their_zip_date(tmp_path: Path) -> None:
+    result = gather([canvas_export(tmp_path)], tmp_path / "work")
+    doe = by_student(result)["doejane_23456"]
+    assert time.gmtime(doe.path.stat().st_mtime)[:6] == OLD
+
+
+# --- Moodle -------------------------------------------------------------------------------------------
+
+def test_moodle_folders_and_old_flat_names_name_students_by_full_name_and_participant_id(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "moodle.zip", {
+        "John Smith_101_assignsubmission_file_/lab.ipynb": notebook("john"),
+        "John Smith_101_assignsubmission_onlinetext_/onlinetext.html": b"<p>see notebook</p>",
+        "Zoë Ng_102_assignsubmission_file_/work/puzzle.ipynb": notebook("zoe"),
+        "Zoë Ng_102_assignsubmission_file_/work/board.png": b"\x89PNG",
+        "Ann Lee_103_assignsubmission_file_taoistic.ipynb": notebook("ann"),
+    })
+    result = gather([export], tmp_path / "work")
+    students = by_student(result)
+    assert sorted(students) == ["Ann_Lee_103", "John_Smith_101", "Zoe_Ng_102"]
+    assert {e.convention for e in result.entries} == {"moodle"}
+    assert who(students["Zoe_Ng_102"]) == "WHO = 'zoe'"
+    assert students["Ann_Lee_103"].source.endswith("moodle.zip:Ann Lee_103_assignsubmission_file_taoistic.ipynb")
+    assert result.problems == () and result.notes == ()
+
+
+def test_moodle_student_folder_given_directly_is_still_that_student(tmp_path: Path) -> None:
+    folder = tmp_path / "Mary Major_104_assignsubmission_file_"
+    write(folder / "lab.ipynb", notebook("mary"))
+    [entry] = gather([folder], tmp_path / "work").entries
+    assert (entry.student, entry.convention) == ("Mary_Major_104", "moodle")
+
+
+# --- folders, plain files, globs ----------------------------------------------------------------------
+
+def test_folder_of_student_folders_names_each_student_by_folder(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    write(subs / "alice" / "anything.ipynb", notebook("alice"))
+    write(subs / "bob" / "work" / "x.ipynb", notebook("bob"))
+    write(subs / "bob" / ".ipynb_checkpoints" / "x-checkpoint.ipynb", notebook("bob checkpoint"))
+    write(subs / "bob" / "__pycache__" / "x.py", b"x = 1\n")
+    write(subs / "__MACOSX" / "alice" / "._anything.ipynb", b"\0\0")
+    write(subs / ".git" / "hook.py", b"x = 1\n")
+    write(subs / "README.md", b"# hw1\n")
+    result = gather([subs], tmp_path / "work")
+    assert [(e.student, e.convention) for e in result.entries] == [("alice", "folder"), ("bob", "folder")]
+    assert by_student(result)["bob"].path == subs / "bob" / "work" / "x.ipynb"
+    assert result.problems == () and result.notes == ()
+
+
+def test_notebook_is_preferred_to_a_newer_helper_script(tmp_path: Path) -> None:
+    write(tmp_path / "subs" / "alice" / "lab.ipynb", notebook("alice"), mtime=1_000_000)
+    write(tmp_path / "subs" / "alice" / "helpers.py", b"x = 1\n", mtime=2_000_000)
+    result = gather([tmp_path / "subs"], tmp_path / "work")
+    assert by_student(result)["alice"].path.name == "lab.ipynb"
+    assert "(a notebook is preferred to a .py script)" in result.notes[0]
+    assert "2 files, graded" in result.notes[0]
+
+
+def test_plain_files_are_named_by_their_stem(tmp_path: Path) -> None:
+    alice = write(tmp_path / "alice.ipynb", notebook("alice"))
+    bob = write(tmp_path / "b o b.py", b"x = 1\n")
+    result = gather([alice, str(bob)], tmp_path / "work")
+    assert [(e.student, e.convention, e.path) for e in result.entries] == [
+        ("alice", "file", alice), ("b_o_b", "file", bob)]
+
+
+def test_glob_pattern_is_expanded_and_keeps_student_folders(tmp_path: Path) -> None:
+    write(tmp_path / "subs" / "alice" / "lab.ipynb", notebook("alice"))
+    write(tmp_path / "subs" / "bob" / "lab.ipynb", notebook("bob"))
+    write(tmp_path / "subs" / "bob" / "notes.pdf", b"%PDF")
+    result = gather([str(tmp_path / "subs" / "*" / "*.ipynb"), str(tmp_path / "nothing-*.ipynb")],
+                    tmp_path / "work")
+    assert [(e.student, e.convention) for e in result.entries] == [("alice", "folder"), ("bob", "folder")]
+    assert result.problems == (f"{tmp_path / 'nothing-*.ipynb'}: no file or folder matches this pattern",)
+
+
+def test_the_same_file_reached_twice_is_taken_once(tmp_path: Path) -> None:
+    alice = write(tmp_path / "subs" / "alice.ipynb", notebook("alice"))
+    result = gather([tmp_path / "subs", alice, str(tmp_path / "subs" / "*.ipynb")], tmp_path / "work")
+    assert [(e.student, e.others) for e in result.entries] == [("alice", ())]
+
+
+def test_missing_path_is_a_problem(tmp_path: Path) -> None:
+    result = gather([tmp_path / "nope.ipynb"], tmp_path / "work")
+    assert result.entries == () and result.problems == (f"{tmp_path / 'nope.ipynb'}: no such file or folder",)
+
+
+# --- wrapped and nested archives ----------------------------------------------------------------------
+
+def test_zip_of_a_folder_is_unwrapped(tmp_path: Path) -> None:
+    plain = make_zip(tmp_path / "submissions.zip", {
+        "submissions/alice.ipynb": notebook("alice"), "submissions/bob.ipynb": notebook("bob")})
+    deep = make_zip(tmp_path / "course.zip", {
+        "course/hw1/carol/lab.ipynb": notebook("carol"), "course/hw1/dan/lab.ipynb": notebook("dan"),
+        "__MACOSX/course/hw1/carol/._lab.ipynb": b"\0"})
+    result = gather([plain, deep], tmp_path / "work")
+    assert [(e.student, e.convention) for e in result.entries] == [
+        ("alice", "file"), ("bob", "file"), ("carol", "folder"), ("dan", "folder")]
+
+
+def test_zip_upload_inside_a_canvas_export_belongs_to_that_student(tmp_path: Path) -> None:
+    upload = make_zip(tmp_path / "upload.zip", {
+        "taoistic/taoistic.ipynb": notebook("lee zipped"),
+        "__MACOSX/taoistic/._taoistic.ipynb": b"\0\0",
+        "taoistic/data.csv": b"1,2\n"})
+    export = make_zip(tmp_path / "export.zip", {
+        "leeann_34567_89012_submission.zip": upload.read_bytes(),
+        "smithjohn_12345_67890_taoistic.ipynb": notebook("smith")})
+    result = gather([export], tmp_path / "work")
+    lee = by_student(result)["leeann_34567"]
+    assert lee.convention == "canvas"
+    assert lee.source == f"{export}:leeann_34567_89012_submission.zip:taoistic/taoistic.ipynb"
+    assert who(lee) == "WHO = 'lee zipped'"
+    assert result.problems == ()
+
+
+def test_export_zipped_inside_a_zip_is_read_as_an_export(tmp_path: Path) -> None:
+    inner = make_zip(tmp_path / "section1.zip", {"smithjohn_12345_67890_lab.ipynb": notebook("smith"),
+                                                 "doejane_23456_78901_lab.ipynb": notebook("doe")})
+    outer = make_zip(tmp_path / "all.zip", {"section1.zip": inner.read_bytes(),
+                                            "bob.zip": make_zip(tmp_path / "b.zip", {
+                                                "lab.ipynb": notebook("bob")}).read_bytes()})
+    result = gather([outer], tmp_path / "work")
+    assert [(e.student, e.convention) for e in result.entries] == [
+        ("bob", "file"), ("doejane_23456", "canvas"), ("smithjohn_12345", "canvas")]
+
+
+def test_zip_nested_two_levels_is_a_problem_not_opened(tmp_path: Path) -> None:
+    deepest = make_zip(tmp_path / "deepest.zip", {"lab.ipynb": notebook("deep")})
+    middle = make_zip(tmp_path / "middle.zip", {"deepest.zip": deepest.read_bytes(), "ok.ipynb": notebook("ok")})
+    export = make_zip(tmp_path / "export.zip", {"smithjohn_12345_67890_middle.zip": middle.read_bytes()})
+    result = gather([export], tmp_path / "work")
+    assert who(by_student(result)["smithjohn_12345"]) == "WHO = 'ok'"
+    assert result.problems == (f"{export}:smithjohn_12345_67890_middle.zip:deepest.zip: "
+                               "zip nested more than 1 level deep, not opened",)
+
+
+# --- hostile and broken archives ----------------------------------------------------------------------
+
+def test_zip_slip_members_are_problems_and_nothing_lands_outside_workdir(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "export.zip", {
+        "../evil.ipynb": notebook("evil"),
+        "/tmp/evil-absolute.ipynb": notebook("evil"),
+        "alice/../../evil2.ipynb": notebook("evil"),
+        "..\\evil3.ipynb": notebook("evil"),
+        "smithjohn_12345_67890_lab.ipynb": notebook("smith"),
+    })
+    work = tmp_path / "deep" / "work"
+    result = gather([export], work)
+    assert [e.student for e in result.entries] == ["smithjohn_12345"]
+    assert len(result.problems) == 4
+    assert all("unsafe member path (absolute or '..'), not extracted" in p for p in result.problems)
+    assert not list(tmp_path.rglob("evil*"))
+    assert not Path("/tmp/evil-absolute.ipynb").exists()
+
+
+def test_zip_bomb_member_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    export = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(export, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("smithjohn_12345_67890_lab.ipynb", notebook("smith"))
+        with archive.open("doejane_23456_78901_lab.ipynb", "w") as member:
+            zeros = bytes(1024 * 1024)
+            for _ in range(51):
+                member.write(zeros)
+    result = gather([export], tmp_path / "work")
+    assert [e.student for e in result.entries] == ["smithjohn_12345"]
+    [problem] = result.problems
+    assert problem.startswith(f"{export}:doejane_23456_78901_lab.ipynb: 51.0 MB uncompressed, more than the 50 MB")
+    assert not list((tmp_path / "work").rglob("doejane*"))
+
+
+def test_member_that_understates_its_size_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "export.zip", {"smithjohn_12345_67890_lab.ipynb": notebook("smith")})
+    data = bytearray(export.read_bytes())
+    central = data.index(b"PK\x01\x02")
+    struct.pack_into("<I", data, central + 24, 10)       # uncompressed size in the central directory
+    export.write_bytes(bytes(data))
+    result = gather([export], tmp_path / "work")
+    assert result.entries == ()
+    [problem] = result.problems
+    assert problem.startswith(f"{export}:smithjohn_12345_67890_lab.ipynb: could not be extracted (")
+
+
+def test_too_many_members_is_a_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(intake, "MAX_MEMBERS", 3)
+    export = make_zip(tmp_path / "export.zip", {f"s{i}.ipynb": notebook(str(i)) for i in range(4)})
+    result = gather([export], tmp_path / "work")
+    assert result.entries == ()
+    assert result.problems == (f"{export}: 4 notebook, script and zip members, more than the 3 one archive may "
+                               "hold; archive not read",)
+
+
+def test_corrupt_zips_are_problems_and_the_rest_is_still_read(tmp_path: Path) -> None:
+    garbage = write(tmp_path / "garbage.zip", b"PK\x03\x04 this is not really a zip")
+    truncated = canvas_export(tmp_path)
+    write(tmp_path / "truncated.zip", truncated.read_bytes()[:200])
+    alice = write(tmp_path / "alice.ipynb", notebook("alice"))
+    result = gather([garbage, tmp_path / "truncated.zip", alice], tmp_path / "work")
+    assert [e.student for e in result.entries] == ["alice"]
+    assert [p.split(": ", 1)[1].split(" (")[0] for p in result.problems] == [
+        "not a readable zip archive", "not a readable zip archive"]
+
+
+def test_unusable_files_are_reported_and_clear_non_submissions_are_not(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "export.zip", {
+        "smithjohn_12345_67890_lab.ipynb": b"",
+        "doejane_23456_78901_lab.ipynb.txt": notebook("doe"),
+        "leeann_34567_89012_lab.rar": b"Rar!",
+        "kimsam_45678_90123_lab.pdf": b"%PDF",
+        "kimsam_45678_90124_plot.png": b"\x89PNG",
+        "parkjo_56789_90125_lab.ipynb": notebook("park"),
+        "parkjo_56789_90126_lab.pdf": b"%PDF",
+        "parkjo_56789_90127_plot.png": b"\x89PNG",
+        "grades.csv": b"a,b\n",
+    })
+    result = gather([export], tmp_path / "work")
+    assert [e.student for e in result.entries] == ["parkjo_56789"]
+    assert [p.removeprefix(f"{export}:") for p in result.problems] == [
+        "smithjohn_12345_67890_lab.ipynb: empty .ipynb file, nothing to grade",
+        "doejane_23456_78901_lab.ipynb.txt: looks like a notebook saved under another name; "
+        "rename it to .ipynb to grade it",
+        "leeann_34567_89012_lab.rar: .rar archives are not read (only .zip); extract it and grade the folder",
+        "kimsam_45678_90123_lab.pdf: not a notebook; kimsam_45678 has no .ipynb or .py file to grade "
+        "(and 1 other file)",
+    ]
+
+
+def test_a_given_file_that_is_not_a_notebook_is_a_problem(tmp_path: Path) -> None:
+    pdf = write(tmp_path / "alice.pdf", b"%PDF")
+    result = gather([pdf], tmp_path / "work")
+    assert result.problems == (f"{pdf}: not a notebook (.pdf); expected .ipynb, .py or .zip",)
+
+
+# --- identities ---------------------------------------------------------------------------------------
+
+def test_ids_shared_by_two_conventions_get_a_suffix_and_a_note(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "export.zip", {"alice_12345_67890_lab.ipynb": notebook("canvas alice")})
+    plain = write(tmp_path / "loose" / "alice_12345.ipynb", notebook("plain alice"))
+    write(tmp_path / "subs" / "bob" / "lab.ipynb", notebook("folder bob"))
+    write(tmp_path / "more" / "bob.ipynb", notebook("file bob"))
+    write(tmp_path / "more" / "bob-2.ipynb", notebook("the real bob-2"))
+    result = gather([export, plain, tmp_path / "subs", tmp_path / "more"], tmp_path / "work")
+    students = {e.student: (e.convention, who(e)) for e in result.entries}
+    assert students == {
+        "alice_12345": ("canvas", "WHO = 'canvas alice'"),
+        "alice_12345-2": ("file", "WHO = 'plain alice'"),
+        "bob": ("folder", "WHO = 'folder bob'"),
+        "bob-2": ("file", "WHO = 'the real bob-2'"),
+        "bob-3": ("file", "WHO = 'file bob'"),
+    }
+    assert result.notes == (
+        f"alice_12345-2: its file submission ({plain}) has the same id as the canvas one "
+        f"({export}:alice_12345_67890_lab.ipynb); graded as alice_12345-2",
+        f"bob-3: its file submission ({tmp_path / 'more' / 'bob.ipynb'}) has the same id as the folder one "
+        f"({tmp_path / 'subs' / 'bob' / 'lab.ipynb'}); graded as bob-3",
+    )
+
+
+def test_ids_are_file_name_safe(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "moodle.zip", {
+        "José Núñez-O'Brien_105_assignsubmission_file_/lab.ipynb": notebook("jose"),
+        "张伟_106_assignsubmission_file_/lab.ipynb": notebook("zhang"),
+        "李娜/lab.ipynb": notebook("li"),
+    })
+    ids = [e.student for e in gather([export], tmp_path / "work").entries]
+    assert ids[:2] == ["106", "Jose_Nunez-O_Brien_105"]
+    assert ids[2].startswith("student-")
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", i) for i in ids)
+
+
+# --- determinism and speed ----------------------------------------------------------------------------
+
+def test_same_input_gives_the_same_intake(tmp_path: Path) -> None:
+    inputs = [canvas_export(tmp_path), make_zip(tmp_path / "moodle.zip", {
+        "John Smith_101_assignsubmission_file_/lab.ipynb": notebook("john")})]
+    write(tmp_path / "subs" / "alice" / "a.ipynb", notebook("a"), mtime=1_000_000)
+    write(tmp_path / "subs" / "alice" / "b.ipynb", notebook("b"), mtime=1_000_000)
+    inputs.append(tmp_path / "subs")
+
+    def relative(result: Intake, work: Path) -> Intake:
+        entries = tuple(dataclasses.replace(e, path=e.path.relative_to(work) if e.path.is_relative_to(work)
+                                            else e.path) for e in result.entries)
+        return dataclasses.replace(result, entries=entries)
+
+    first = gather(inputs, tmp_path / "w1")
+    again = gather(inputs, tmp_path / "w1")
+    elsewhere = gather(inputs, tmp_path / "w2")
+    assert first == again
+    assert relative(first, tmp_path / "w1") == relative(elsewhere, tmp_path / "w2")
+    assert len(first.entries) == 5 and len(first.notes) == 3
+
+
+def test_three_thousand_students_are_taken_in_well_under_a_second(tmp_path: Path) -> None:
+    folder = tmp_path / "export"
+    folder.mkdir()
+    data = notebook("x")
+    for i in range(3000):
+        (folder / f"student{i:04d}_{10000 + i}_{50000 + i}_taoistic.ipynb").write_bytes(data)
+    for i in range(0, 3000, 10):   # every tenth student resubmitted once
+        (folder / f"student{i:04d}_{10000 + i}_{90000 + i}_taoistic-1.ipynb").write_bytes(data)
+    started = time.perf_counter()
+    result = gather([folder], tmp_path / "work")
+    seconds = time.perf_counter() - started
+    assert len(result.entries) == 3000 and len(result.notes) == 300
+    assert seconds < 3.0, f"intake of 3,300 files took {seconds:.2f} s"
