@@ -152,7 +152,7 @@ def path(context: CheckContext) -> Verdict:
 
 def reference_check(function: Callable) -> CheckFunction:
     """Adapt a check function of the reference module: it asks for any of got, expected, args, ... by name."""
-    offered = ("got", "expected", "args", "kwargs", "probes", "variables", "options")
+    offered = ("got", "expected", "args", "kwargs", "probes", "variables", "options", "data")
     try:
         parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):
@@ -170,6 +170,7 @@ def reference_check(function: Callable) -> CheckFunction:
             "got": codec.decode(context.got), "expected": codec.decode(context.expected),
             "args": context.args, "kwargs": dict(context.kwargs), "probes": dict(context.probes),
             "variables": dict(context.variables), "options": dict(context.options),
+            "data": dict(context.data),
         }
         answer = function(**{k: v for k, v in decoded.items() if wants_all or k in parameters and k in offered})
         if isinstance(answer, Verdict):

@@ -32,11 +32,24 @@ def _grade(args: argparse.Namespace) -> int:
         console.print("no submissions found", style="yellow")
         return 1
     print_class(batch.results, console)
+    if args.gradescope:
+        from grader.report.gradescope import write_gradescope
+        folder = Path(args.gradescope)
+        for result in batch.results:
+            write_gradescope(result, folder / f"{result.submission}.json")
+        console.print(f"Gradescope results.json files in {folder}/", highlight=False)
     for student in batch.failed:
         console.print(f"[red]{student}[/]: the grader could not finish this submission (see its JSON)")
     console.print(f"{len(batch.results)} submissions: {batch.graded} graded, {batch.unchanged} unchanged "
                   f"in {batch.seconds:.1f} s; isolation: {batch.results[0].isolation}; results in {args.out}/",
                   highlight=False)
+    return 0
+
+
+def _gradescope(args: argparse.Namespace) -> int:
+    from grader.autograder import build_autograder
+    path = build_autograder(Path(args.rubric), Path(args.output), wheel=not args.source)
+    print(f"Gradescope autograder written to {path}: upload it as the assignment's autograder zip")
     return 0
 
 
@@ -96,7 +109,15 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table: a summary line (for CI logs)")
     grade.add_argument("--gradebook", default=None, help="SQLite gradebook (default: OUT/gradebook.sqlite)")
     grade.add_argument("--force", action="store_true", help="regrade submissions that have not changed")
+    grade.add_argument("--gradescope", default=None, metavar="DIR",
+                       help="also write a Gradescope results.json per submission into DIR")
     grade.set_defaults(run=_grade)
+
+    gradescope = verbs.add_parser("gradescope", help="build a Gradescope autograder zip for a rubric")
+    gradescope.add_argument("rubric")
+    gradescope.add_argument("-o", "--output", required=True, help="the zip to write, e.g. autograder.zip")
+    gradescope.add_argument("--source", action="store_true", help="ship the grader's source instead of a wheel")
+    gradescope.set_defaults(run=_gradescope)
 
     check = verbs.add_parser("check", help="self-check a notebook on the public cases")
     check.add_argument("notebook")

@@ -631,6 +631,9 @@ def _definition_is_stub(kind: str, node: ast.stmt) -> bool:
         return is_stub(node)
     if kind == "lambda" and isinstance(node.value, ast.Lambda):  # type: ignore[attr-defined]
         return is_stub(node.value)  # type: ignore[attr-defined]
+    if kind == "data":   # a graded constant left as the template's placeholder: `goal = None` or `goal = ...`
+        value = getattr(node, "value", None)
+        return isinstance(value, ast.Constant) and (value.value is None or value.value is Ellipsis)
     return False
 
 

@@ -5,6 +5,7 @@ Data flows one way: Notebook -> Extracted -> Outcomes (from the child) -> CaseRe
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import re
@@ -14,10 +15,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from grader import __version__
-from grader.analysis import global_data_reads
+from grader.analysis import global_data_reads, is_stub
 from grader.calls import ExpressionError, call_arguments, evaluate_data, for_child
 from grader.checks import CHECKS, CheckContext, CheckError, ProbeError, reference_check
-from grader.extract import Extracted, extract
+from grader.extract import Definition, Extracted, extract
 from grader.notebook import Notebook, NotebookError, read_notebook
 from grader.plan import Case, Plan
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
@@ -83,11 +84,23 @@ def _empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: flo
 
 
 def _resolve(exercise: Exercise, extracted: Extracted, loaded: Sequence[str]) -> str | None:
-    """The notebook's name for the graded function: the canonical one first, then aliases."""
-    for name in exercise.names:
+    """The notebook's name for the graded function (or the class of a graded method): canonical first, then aliases."""
+    for name in (n.split(".")[0] for n in exercise.names):
         if name in extracted.definitions or name in loaded:
             return name
     return None
+
+
+def _method(definition: Definition, method: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, bool]:
+    """The last definition of `method` in a class's body, and whether the class has bases it may come from."""
+    node = definition.node
+    if not isinstance(node, ast.ClassDef):
+        return None, True
+    found = None
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method:
+            found = item
+    return found, bool(node.bases)
 
 
 def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> str:
@@ -158,6 +171,8 @@ def _error_message(outcome: Outcome, exercise: Exercise) -> str:
     for hint in exercise.error_hints:
         if hint.match in text:
             message += f". {hint.say}"
+    if error.get("stage") == "reduce":
+        message = f"while turning the answer into data ({error.get('reduce', 'reduce')}): {message}"
     if error.get("type") == "SystemExit":
         message += ". The code called sys.exit() (or raised SystemExit)"
     return message
@@ -226,10 +241,30 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                       fraction=verdict.fraction, **base)
 
 
+def _template_names(plan: Plan) -> frozenset[str]:
+    """Globals the course's own template code reads (AIMA's given best_first_search reads `failure`):
+    a student's function reading them does so by design."""
+    def names() -> frozenset[str]:
+        template = plan.rubric.template
+        if template is None or not template.is_file():
+            return frozenset()
+        try:
+            definitions = extract(read_notebook(template), plan.rubric.policy).definitions
+        except NotebookError:
+            return frozenset()
+        read: set[str] = set()
+        for definition in definitions.values():
+            if definition.kind == "function" and definition.node is not None:
+                read.update(global_data_reads(definition.node, definitions))
+        return frozenset(read)
+    return _memo((id(plan), plan.rubric.sha256, "template-names"), names)
+
+
 def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> tuple[str, ...]:
     notes = []
     # Globals the course itself defines (fixtures) or that cases set on purpose are not worth a remark.
-    expected_globals = set(plan.rubric.fixtures) | {n for c in plan.cases[exercise.id] for n, _ in c.set}
+    expected_globals = (set(plan.rubric.fixtures) | {n for c in plan.cases[exercise.id] for n, _ in c.set}
+                        | _template_names(plan))
     if name != exercise.function:
         notes.append(f"graded {name} (accepted as another name for {exercise.function})")
     definition = extracted.definitions.get(name)
@@ -291,6 +326,18 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: Sandbox | None, note
                         + _syntax_error_note(exercise.function, notebook, extracted))
     definition = extracted.definitions.get(name)
     location = f"{definition.label}, line {definition.line}" if definition else ""
+    if "." in exercise.function and definition is not None:
+        method_name = exercise.function.split(".")[1]
+        method, inherits = _method(definition, method_name)
+        if method is None and not inherits:
+            return replace(_missing(exercise, cases, f"class {name} ({location}) has no method {method_name}"),
+                           location=location, function=f"{name}.{method_name}")
+        if method is not None:
+            location = f"{definition.label}, line {method.lineno}"
+            if is_stub(method):
+                return replace(_missing(exercise, cases, f"{name}.{method_name} is still the template's stub "
+                                                         f"({location})"),
+                               location=location, function=f"{name}.{method_name}")
     if definition is not None and definition.is_stub:
         return replace(_missing(exercise, cases, f"{name} is still the template's stub ({location})"),
                        location=location, function=name)

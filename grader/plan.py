@@ -127,9 +127,15 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
             problems.append(_problem(rubric, line, f"fixture '{name}' is not defined in {rubric.reference.name}"))
     for exercise in rubric.exercises:
         where = f"exercise '{exercise.id}'"
-        if not hasattr(reference, exercise.function):
+        if _lookup(reference, exercise.function) is None:
             problems.append(_problem(rubric, exercise.line,
                                      f"{where}: the reference module has no '{exercise.function}'"))
+        graded = {exercise.function.split(".")[0], *exercise.aliases}
+        for name in rubric.fixtures:
+            if name in graded:
+                problems.append(_problem(rubric, exercise.line, f"{where}: fixture '{name}' has the name of what "
+                                                                f"the exercise grades: its cases would use the "
+                                                                f"course's value instead of the notebook's"))
         for name in exercise.isolate:
             if not callable(getattr(reference, name, None)):
                 problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', "
@@ -151,6 +157,19 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
                 problems.append(_problem(rubric, case.line, f"{where}: generator '{case.generate}' is not a "
                                                             f"function of the reference module"))
     return problems
+
+
+_MISSING = object()
+
+
+def _lookup(module: ModuleType, dotted: str) -> Any:
+    """`name` or `Class.method` in a module; None when absent."""
+    value: Any = module
+    for part in dotted.split("."):
+        value = getattr(value, part, _MISSING)
+        if value is _MISSING:
+            return None
+    return value
 
 
 def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where: str, line: int) -> list[str]:
@@ -256,8 +275,21 @@ def evaluate_reference(reference: ModuleType, case: Case, data: Mapping[str, Any
     data = copy.deepcopy(dict(data))   # a reference (or mistake) that mutates its input must not change fixtures
     settings = {name: evaluate_data(code, data) for name, code in case.set}
     namespace = {**reference.__dict__, **data}
-    if implementation is not None:
+    method = None
+    if implementation is not None and "." in exercise.function:
+        owner, attribute = exercise.function.split(".")
+        method = (getattr(reference, owner), attribute, getattr(getattr(reference, owner), attribute))
+        setattr(method[0], attribute, implementation)   # a wrong method is swapped into the class for the call
+    elif implementation is not None:
         namespace.update({name: implementation for name in exercise.names})
+    try:
+        return _evaluate(reference, case, namespace, settings)
+    finally:
+        if method is not None:
+            setattr(method[0], method[1], method[2])
+
+
+def _evaluate(reference: ModuleType, case: Case, namespace: dict, settings: Mapping[str, Any]) -> Any:
     with patched_globals(reference, settings):
         random.seed(0)
         with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):

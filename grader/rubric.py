@@ -168,7 +168,7 @@ EXERCISE_KEYS = {
     "id": "canonical name of what the exercise grades",
     "title": "human title",
     "points": "points for the exercise",
-    "function": "name of the graded function (or constant) in the notebook",
+    "function": "name of the graded function, constant, or Class.method in the notebook",
     "aliases": "other accepted names",
     "scoring": "proportional (default) or all_or_nothing",
     "check": "default check of its cases: equal, unordered, path, a reference check function, or {name: ..., options}",
@@ -396,8 +396,9 @@ def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exer
     where = f"exercise '{exercise_id}'"
     _check_keys(node, EXERCISE_KEYS, where, problems)
     function = node.get("function", exercise_id)
-    if not isinstance(function, str) or not function.isidentifier():
-        problems.add(node.line_of("function"), f"{where}: function must be a name")
+    if not isinstance(function, str) or not all(part.isidentifier() for part in function.split(".")) \
+            or function.count(".") > 1:
+        problems.add(node.line_of("function"), f"{where}: function must be a name or Class.method")
         function = exercise_id
     points = _number(node.get("points", 1), node.line_of("points"), f"{where}: points", problems)
     scoring = node.get("scoring", "proportional")

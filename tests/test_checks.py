@@ -227,7 +227,7 @@ def test_reference_check_with_var_keywords_gets_everything_decoded() -> None:
         return True
 
     reference_check(everything)(context([1, (2,)], {3}))
-    assert set(seen) == {"got", "expected", "args", "kwargs", "probes", "variables", "options"}
+    assert set(seen) == {"got", "expected", "args", "kwargs", "probes", "variables", "options", "data"}
     assert (seen["got"], seen["expected"]) == ({3}, [1, (2,)])
 
 

@@ -299,7 +299,7 @@ class Sandbox:
                 return outcomes, False
             operation = message.get("op")
             if operation == "forked":
-                self.fork_pid = int(message.get("pid", 0)) or None
+                self.fork_pid = self._verified_fork(message.get("pid"))
             elif operation == "start" and current is None and message.get("case") in by_id:
                 current = by_id[message["case"]]
                 started = time.monotonic()
@@ -325,6 +325,18 @@ class Sandbox:
                         "message": _exit_text(status)}))
                 return outcomes, True
             # Anything else (a forged or duplicated message) is noise and is ignored.
+
+    def _verified_fork(self, pid: Any) -> int | None:
+        """The pid a child says it forked, if the kernel agrees it is its child: a forged message must never
+        make the grader kill some other process group."""
+        if self.isolation.namespaces or self.process is None or not isinstance(pid, int) or pid <= 1:
+            return None   # inside a pid namespace the number means nothing here; PID 1's death ends them all
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return pid if int(fields[1]) == self.process.pid else None
 
     def _crash(self, case: CaseRequest, started: float, error: Exception) -> Outcome:
         status = None

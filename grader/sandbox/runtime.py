@@ -271,13 +271,13 @@ class Child:
     def run_case(self, case, isolate):
         namespace = self.module.__dict__
         missing = object()
-        settings = {name: _decode(value) for name, value in case.get("set", {}).items()}
+        settings = {name: _arrays(_decode(value)) for name, value in case.get("set", {}).items()}
         replaced = {name: self._oracle(name) for name in isolate}
         saved = {name: namespace.get(name, missing) for name in {**settings, **replaced}}
         namespace.update(settings)
         namespace.update(replaced)
         scope = dict(namespace)
-        scope.update({name: _decode(value) for name, value in case.get("values", {}).items()})
+        scope.update({name: _arrays(_decode(value)) for name, value in case.get("values", {}).items()})
         capture = _Capture(self.output_limit)
         random.seed(0)
         outcome = {"op": "result", "case": case["id"]}
@@ -288,7 +288,14 @@ class Child:
             try:
                 result = eval(compile(case["code"], "<case>", "eval"), scope)  # noqa: S307 - rubric expression
                 if case.get("reduce"):
-                    result = eval(compile(case["reduce"], "<reduce>", "eval"), {**scope, "result": result})  # noqa: S307
+                    try:
+                        result = eval(compile(case["reduce"], "<reduce>", "eval"),  # noqa: S307 - rubric expression
+                                      {**scope, "result": result})
+                    except CaseTimeout:
+                        raise
+                    except BaseException as error:  # noqa: BLE001 - say that it failed while reducing
+                        error.__grader_stage__ = "reduce"
+                        raise
                 probes = {}
                 for name, code in case.get("probes", {}).items():
                     try:
@@ -358,6 +365,23 @@ class Child:
                 return
 
 
+def _arrays(value):
+    """Arrays arrive as plain data; student code gets real numpy arrays back (when numpy is there)."""
+    if isinstance(value, _codec.NDArray):
+        try:
+            import numpy
+        except ImportError:
+            return value
+        return numpy.array(value.data, dtype=value.dtype).reshape(value.shape)
+    if isinstance(value, list):
+        return [_arrays(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_arrays(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _arrays(v) for k, v in value.items()}
+    return value
+
+
 def _text(error, limit=2000):
     try:
         text = str(error)
@@ -379,7 +403,10 @@ def _describe(error):
         if frame.line:
             lines.append(f"    {frame.line.strip()}")
     name = "timeout" if isinstance(error, CaseTimeout) else type(error).__name__
-    return {"type": name, "message": _text(error), "where": where, "traceback": "\n".join(lines)}
+    described = {"type": name, "message": _text(error), "where": where, "traceback": "\n".join(lines)}
+    if getattr(error, "__grader_stage__", None) == "reduce":
+        described["stage"] = "reduce"
+    return described
 
 
 def _become_subreaper():
