@@ -94,7 +94,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     from grader.executor import Job, LocalPool, Setup
     started = time.monotonic()
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-    cache_dir = cache if cache is not None else default_cache()
+    cache_dir = Path(cache) if cache is not None else default_cache()
     plan = build_plan(rubric, cache_dir)     # once, here: the workers then read the expected values from the cache
     out_dir = Path(out) if out is not None else None
     book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
@@ -132,7 +132,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 batch.graded += 1
                 if out_dir is not None:
                     write_json(result, out_dir)
-                if book:
+                if book and done.result is not None:   # a worker that died is retried next run, not kept
                     book.record(done.job.student, sources[done.job.student].source, result)
                 if on_result:
                     on_result(result, False)

@@ -9,6 +9,7 @@ import ast
 import hashlib
 import os
 import re
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -398,15 +399,18 @@ def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = 
     from grader.sandbox.process import scratch_base
     rubric = plan.rubric
     course = Path(os.path.commonpath([rubric.path.parent.resolve(), rubric.reference.parent.resolve()]))
-    never = {Path("/"), Path.home().resolve(), *Path(sys.base_prefix).resolve().parents}
+    never = {Path("/"), *Path(sys.base_prefix).resolve().parents} - {Path.home().resolve()}
+    from grader.batch import default_cache
+    # Temporary and home folders hold other runs' results and caches (with hidden expected values).
+    shared = [Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/dev/shm"), Path.home(), default_cache()]
     candidates = [course, rubric.reference.parent, rubric.path.parent, rubric.submissions,
-                  submission.resolve().parent, scratch_base(), *extra]
+                  submission.resolve().parent, scratch_base(), *shared, *extra]
     hidden: list[str] = []
     for folder in candidates:
         if folder is None:
             continue
         folder = Path(folder).resolve()
-        if folder in never or folder == Path(sys.base_prefix).resolve():
+        if folder in never or folder == Path(sys.base_prefix).resolve() or folder == Path(sys.prefix).resolve():
             continue
         if folder.is_dir() and str(folder) not in hidden:
             hidden.append(str(folder))

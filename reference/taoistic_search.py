@@ -475,10 +475,24 @@ def _judge_move(P1: State, move: object, P2: State, applied: object, options: di
         elif applied is None:
             reasons.append("the rubric has no 'applied' probe for the notebook's move_dir")
         elif applied == P2 and type(applied) is type(P2):
-            return True, ""
+            # The probe ran in the student's process and could be forged: it may only select a convention
+            # the course has actually used, so the parent recomputes the 2020/21 one itself.
+            if _transposed_move_gives(P1, move, P2):
+                return True, ""
+            reasons.append(f"the move {move} gives {target} under neither convention the course has used")
         else:
             reasons.append(f"the move {move} applied with your move_dir gives {applied!r}, not {target}")
     return False, "; ".join(reasons)
+
+
+def _transposed_move_gives(P1: State, move: tuple[int, int], P2: State) -> bool:
+    """Does the 2020/21 move_dir (blank to S[row+dx][col+dy]) turn P1 into P2 with this move?"""
+    n = len(P1)
+    row, col = find_tile('0', P1)
+    dx, dy = move
+    if not (0 <= row + dx < n and 0 <= col + dy < n):
+        return False
+    return move_dir_transposed(P1, row, col, dx, dy) == P2
 
 
 def check_extract_move(got, args, probes=None, options=None):

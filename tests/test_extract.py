@@ -453,3 +453,11 @@ def test_import_statements_record_the_modules_for_stand_ins() -> None:
     assert {name: d.kind for name, d in ex.definitions.items()} == {
         "p": "import", "sys": "import", "sibling": "import", "d": "import"
     }
+
+
+def test_calling_a_lambda_at_top_level_is_dropped_like_any_notebook_call():
+    notebook = notebook_from_source("def main():\n    return 1\n\nX = (lambda: main())()\nY = lambda: main()\n")
+    extracted = extract(notebook)
+    reasons = [d.reason for d in extracted.dropped]
+    assert "assignment calls a lambda defined in the notebook" in reasons
+    assert "Y" in extracted.definitions and "X" not in extracted.definitions

@@ -15,9 +15,11 @@ Tests marked xfail(strict=True) pin grader bugs these attacks found; each reason
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
-import json
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -26,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from grader.batch import grade
@@ -71,8 +74,9 @@ class Corpus:
     plan: Plan
     seconds: float
     out: Path
+    cache: Path
     survivors: dict[int, str]          # host pid -> command line, of processes carrying the marker
-    repo_changes: list[str]            # files of the repository created, changed or removed by the batch
+    repo_changes: list[str]            # files of the repository created, changed or removed during the batch
     canaries: list[str]                # canary files that exist after the batch
     connections: list[bytes]           # what the test's TCP server received
     victim_alive: bool
@@ -117,8 +121,25 @@ def _marked_processes(exclude: set[int]) -> dict[int, str]:
     return found
 
 
+# What the batch itself or a contained attack could leave in the checkout: the marker, sandbox output,
+# results, gradebooks. Other changes during the batch are people editing the shared checkout meanwhile.
+_ARTIFACTS = ("output.log", ".sqlite", ".tmp", "puzzle-grader")
+
+
+def _written_by_the_batch(change: str) -> bool:
+    path = REPO / change
+    if "7171" in change or any(mark in path.name for mark in _ARTIFACTS):
+        return True
+    try:
+        ours = path.is_relative_to(HOSTILE) or path == Path(__file__).resolve()
+        return path.is_file() and not ours and b"hx7171" in path.read_bytes()
+    except OSError:
+        return False
+
+
 def _canaries() -> list[str]:
-    return [path for number in (26, 34) for path in BUILD.canary(number)]
+    homes = {Path.home(), Path(pwd.getpwuid(os.getuid()).pw_dir)}
+    return sorted({path for number in (26, 34) for home in homes for path in BUILD.canary(number, REPO, home)})
 
 
 def _remove_canaries() -> None:
@@ -163,8 +184,25 @@ def _received(server: socket.socket | None) -> list[bytes]:
     return received
 
 
+@contextlib.contextmanager
+def _exclusive():
+    """One hostile batch at a time on this machine: the traps (victim, control file, canaries, port) and the
+    survivor scan are machine-wide, and a test run elsewhere in the same checkout may be grading them too."""
+    with open("/tmp/hx7171.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    with _exclusive():
+        return _grade_corpus(tmp_path_factory)
+
+
+def _grade_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     if RLIMITS_ONLY and os.geteuid() == 0 and not os.environ.get("PUZZLE_GRADER_HOSTILE_AS_ROOT"):
         pytest.skip("no namespaces and running as root: the hostile corpus would run unconfined as root "
                     "(set PUZZLE_GRADER_HOSTILE_AS_ROOT=1 to run it anyway)")
@@ -177,10 +215,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     _remove_canaries()
     Path(BUILD.LEAK_CONTROL_FILE).write_text(f"the leak probe must find this: {BUILD.LEAK_CONTROL_TEXT}\n")
     victim = subprocess.Popen(["sleep", "7171.99"], start_new_session=True)
-    Path(BUILD.VICTIM_PID_FILE).write_text(str(victim.pid))
-    server = _listen()
-    before = _snapshot(REPO)
+    server, earlier = None, set()
     try:
+        Path(BUILD.VICTIM_PID_FILE).write_text(str(victim.pid))
+        time.sleep(0.05)
+        assert victim.pid in _marked_processes(exclude=set()), "the survivor scan cannot see a marked sleeper"
+        earlier = set(_marked_processes(exclude={victim.pid}))   # not ours to judge (or to kill)
+        server = _listen()
+        before = _snapshot(REPO)
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(BUILD.SECRET_NAME, SECRET_VALUE)
             started = time.monotonic()
@@ -189,13 +231,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
         time.sleep(0.3)   # SIGKILLed processes need a moment to disappear from /proc
         after = _snapshot(REPO)
         changes = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
-        survivors = _marked_processes(exclude={victim.pid})
+        survivors = _marked_processes(exclude={victim.pid, *earlier})
         canaries = [path for path in _canaries() if os.path.lexists(path)]
         connections = _received(server)
         victim_alive = victim.poll() is None
         plan = build_plan(load_rubric(RUBRIC), cache)
     finally:
-        for pid in _marked_processes(exclude={victim.pid}):   # only processes our attacks started
+        for pid in _marked_processes(exclude={victim.pid, *earlier}):   # only what our attacks started
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -210,7 +252,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
         _remove_canaries()
         if server is not None:
             server.close()
-    return Corpus({r.submission: r for r in results}, plan, seconds, out, survivors, changes, canaries,
+    return Corpus({r.submission: r for r in results}, plan, seconds, out, cache, survivors, changes, canaries,
                   connections, victim_alive, stale)
 
 
@@ -260,6 +302,15 @@ def needs_namespaces(result: SubmissionResult) -> None:
 # ------------------------------------------------------------------------------------------------ the batch as a whole
 
 
+def test_every_hostile_notebook_is_the_correct_one_plus_one_cell():
+    correct = nbformat.read(CORRECT, as_version=4)
+    for path in HOSTILE.glob("*.ipynb"):
+        hostile = nbformat.read(path, as_version=4)
+        assert len(hostile.cells) == len(correct.cells) + 1, path.name
+        assert [c.source for c in hostile.cells[:-1]] == [c.source for c in correct.cells], \
+            f"{path.name} is not built from today's correct.ipynb: rerun tests/fixtures/hostile/build.py"
+
+
 def test_batch_with_every_attack_grades_the_correct_notebook_in_full(corpus):
     names = {p.stem for p in HOSTILE.glob("*.ipynb")}
     assert len(names) >= 30
@@ -276,7 +327,11 @@ def test_no_process_of_any_attack_outlives_the_batch(corpus):
 
 
 def test_no_file_of_the_repository_changes_and_no_canary_appears(corpus):
-    assert corpus.repo_changes == []
+    """Every file of the checkout is compared before and after the batch (mtime, size). A change counts
+    against the batch when it carries the marker or is a grader artifact: people may edit a shared checkout
+    while the batch runs (the message lists every change either way)."""
+    blamed = [change for change in corpus.repo_changes if _written_by_the_batch(change)]
+    assert blamed == [], f"changed during the batch: {corpus.repo_changes}"
     assert [c for c in corpus.canaries if "canary-34" not in c] == []
 
 
@@ -471,23 +526,22 @@ def test_rigged_tuple_subclass_fails_with_its_class_named(corpus):
 
 
 def _honest_extract_move_score(plan: Plan, answer: tuple[int, int]) -> float:
-    """What a constant extract_move earns when only the parent's own knowledge judges it."""
+    """The most a constant extract_move can earn from a genuine notebook of either era: the answer must give
+    P2 under today's convention or the 2020/21 one, both recomputed by the parent (a forged probe may only
+    choose between the two)."""
+    reference = plan.reference
     cases = plan.cases["extract_move"]
     passed = 0
     for case in cases:
         args, kwargs = call_arguments(case.call, plan.data(case))
-        verdict = plan.reference.check_extract_move(got=answer, args=args, probes={},
-                                                    options={"convention": "reference"})
-        passed += bool(verdict[0] if isinstance(verdict, tuple) else verdict)
+        verdict = reference.check_extract_move(got=answer, args=args, probes={},
+                                               options={"convention": "reference"})
+        today = bool(verdict[0] if isinstance(verdict, tuple) else verdict)
+        passed += today or reference._transposed_move_gives(args[0], answer, args[1])
     exercise = next(e for e in plan.rubric.exercises if e.id == "extract_move")
     return exercise.points * passed / len(cases)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "grader bug: probe values are computed in the child and trusted by the parent. check_extract_move "
-    "(reference/taoistic_search.py, _judge_move, convention 'either'/'notebook') accepts any direction whose "
-    "'applied' probe equals P2; a notebook that replaces its runtime's Child.send (found with gc) sets "
-    "probes['applied'] = P2 on every result, so extract_move answering (1, 0) to everything scores 13/14"))
 def test_patched_runtime_cannot_forge_probe_evidence(corpus):
     result = graded(corpus, "runtime_patched_to_forge_probes")
     assert lost(result) >= set(EXERCISES) - {"extract_move"}     # stubs: not run at all
@@ -523,8 +577,10 @@ def test_scratch_dir_deleted_and_left_costs_one_case(corpus):
 
 def test_course_files_are_not_readable_by_absolute_path(corpus):
     result = only(corpus, "course_files_read_by_find_numbers", "find_numbers")
+    reports = [got(c) for c in result.exercise("find_numbers").cases]
+    assert all(report["repo"] == str(REPO) for report in reports)   # it did find the checkout
     needs_namespaces(result)
-    assert all(got(c) == [] for c in result.exercise("find_numbers").cases)
+    assert all(report["readable"] == [] for report in reports)
 
 
 def test_network_is_unreachable_and_the_test_server_sees_nothing(corpus):
@@ -538,8 +594,10 @@ def test_network_is_unreachable_and_the_test_server_sees_nothing(corpus):
 
 def test_files_written_outside_scratch_are_not_created(corpus):
     result = only(corpus, "files_written_outside_scratch_by_matches", "matches")
+    report = got(result.exercise("matches").cases[0])
+    assert report["repo"] == str(REPO)
     needs_namespaces(result)
-    assert got(result.exercise("matches").cases[0]) == []
+    assert report["written"] == []
     assert not [c for c in corpus.canaries if "canary-26" in c]
 
 
@@ -560,47 +618,38 @@ def _leak_report(corpus: Corpus) -> dict:
     source = (HOSTILE / "leak_probe_in_find_tile.ipynb").read_text(encoding="utf-8")
     assert needles["sha"] in source, "the probe's needle is stale: rebuild the corpus (build.py)"
     assert report["memory_control"], "the memory scan did not even find the notebook's own Start"
-    assert BUILD.LEAK_CONTROL_FILE in report["file_controls"], "the file walk did not reach /tmp"
-    assert report["descriptors"]
+    if result.isolation == "namespaces":   # /tmp is covered: the probe must not even see the control file
+        assert BUILD.LEAK_CONTROL_FILE not in report["file_controls"], "the child can read the host's /tmp"
+    else:
+        assert BUILD.LEAK_CONTROL_FILE in report["file_controls"], "the file walk did not reach /tmp"
+    assert report["descriptors"] and report["repo"] == str(REPO)
     return {"result": result, **report}
 
 
 def test_leak_probe_finds_no_hidden_expected_value_in_memory_descriptors_environment_or_course(corpus):
     report = _leak_report(corpus)
     needs_namespaces(report["result"])
-    batch_dirs = (str(corpus.out), str(corpus.plan.rubric.path.parent), str(REPO))
+    batch_dirs = (str(corpus.out), str(corpus.cache), str(REPO))
     inside = [place for place in report["leaks"] if not place.startswith("file: /tmp/")
               or any(place.startswith(f"file: {d}") for d in batch_dirs)]
     assert inside == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "containment gap: the child sees the host's /tmp read-only (grader/sandbox/confine.py hides only the "
-    "course, this batch's out and cache dirs and the scratch base, grading.hidden_folders), so grader "
-    "caches and results of other runs there (here a cache built by the test, as an earlier run with another "
-    "--cache leaves) hand hidden expected values to student code"))
 def test_leak_probe_finds_no_hidden_expected_value_in_other_files_under_tmp(corpus):
     report = _leak_report(corpus)
     needs_namespaces(report["result"])
+    assert [place for place in report["leaks"] if str(corpus.stale_cache) in place] == []
     assert [place for place in report["leaks"] if place.startswith("file: /tmp/")] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "grader bug: the child runs student code as root of its own user namespace with every capability "
-    "(runtime.py never drops them after confine.confine), and the tmpfs that hides the course is a mount "
-    "it made itself, so umount2(course, MNT_DETACH) uncovers the reference and the rubric; the mounts "
-    "should be locked (confine, then unshare a second user+mount namespace) and capabilities dropped"))
 def test_course_cannot_be_unhidden_by_unmounting(corpus):
     result = only(corpus, "course_unhidden_by_umount_in_find_numbers", "find_numbers")
+    report = got(result.exercise("find_numbers").cases[0])
+    assert report["repo"] == str(REPO)
     needs_namespaces(result)
-    assert got(result.exercise("find_numbers").cases[0]) == []
+    assert report["readable"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "grader bug: the read-only bind remounts confine.confine makes are not locked and the child keeps "
-    "CAP_SYS_ADMIN in its namespaces, so mount(NULL, '/', NULL, MS_REMOUNT|MS_BIND) makes the host's root "
-    "writable again; with --map-root-user mapping to the grader's uid, student code writes host files as "
-    "that user (here /tmp/hx7171-canary-34)"))
 def test_root_cannot_be_remounted_writable(corpus):
     result = only(corpus, "root_remounted_writable_by_matches", "matches")
     needs_namespaces(result)
@@ -611,11 +660,6 @@ def test_root_cannot_be_remounted_writable(corpus):
 # ------------------------------------------------------------------------------------------------ the parent's own time
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "grader bug: Sandbox._run_batch answers an isolated helper call by running the reference in the "
-    "parent (grading._second_chance's oracle) with no time bound, and only then checks the case's "
-    "deadline; the child picks the arguments, e.g. the reference manhattan is O(width^2), and one call "
-    "with two 1 x 28000 patterns held a grading worker for over a minute (rerun limit 10 s)"))
 def test_isolated_helper_call_cannot_hold_the_parent_past_the_case_limit():
     """A slow reference answer stands in for the child's quadratic question (the real one, in the corpus
     as oracle_flooded_by_search, is kept small there so the batch stays quick)."""

@@ -6,9 +6,11 @@ from typing import Mapping, Sequence
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from grader.report import boards
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
 from grader.sandbox import codec
 
@@ -54,35 +56,24 @@ def print_class(results: Sequence[SubmissionResult], console: Console | None = N
         if ungraded and result.warnings:
             console.print(f"[yellow]{result.submission}[/]: not graded: {result.warnings[0]}", highlight=False)
 
-def _case_lines(case: CaseResult) -> list[str]:
-    lines = [f"    {MARKS[case.status][0]} {case.call}"]
-    if case.message:
-        lines.append(f"      {case.message}")
-    if case.status == "fail":
-        lines.append(f"      expected: {codec.describe(case.expected, 400)}")
-        lines.append(f"      got:      {codec.describe(case.got, 400)}")
-    if case.traceback and case.status == "error":
-        lines.extend(f"      {line}" for line in case.traceback.splitlines()[-6:])
-    if case.output and case.status != "pass":
-        shown = case.output if len(case.output) < 600 else case.output[:600] + " ..."
-        lines.append("      output: " + shown.replace("\n", "\n              "))
-    return lines
-
-
 def student_report(result: SubmissionResult, hidden: Mapping[str, int], console: Console | None = None) -> bool:
-    """The self-check: every public case, hidden ones only counted. Returns whether all public cases pass."""
+    """The self-check: every public case, hidden ones only counted. Returns whether all public cases pass.
+
+    A failing case whose values are puzzle states also gets them drawn as boards, expected beside got, the
+    differing cells in [brackets] (and red where the terminal has colour).
+    """
     console = console or Console()
     all_pass = True
-    console.print(f"[bold]{result.submission}[/] — public cases of {result.rubric}")
+    console.print(f"[bold]{escape(result.submission)}[/] — public cases of {escape(result.rubric)}")
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for exercise in result.exercises:
         public = [c for c in exercise.cases if c.visibility == "public"]
         passed = sum(c.status == "pass" for c in public)
         ok = passed == len(public)
         all_pass &= ok
         mark, style = ("✓", "green") if ok else ("✗", "red")
-        line = f"[{style}]{mark}[/] {exercise.id}: {passed}/{len(public)} public cases pass"
+        line = f"[{style}]{mark}[/] {escape(exercise.id)}: {passed}/{len(public)} public cases pass"
         if hidden.get(exercise.id):
             count = hidden[exercise.id]
             line += f"; {count} hidden case{'s' if count != 1 else ''}, results after grading"
@@ -92,10 +83,40 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
                 console.print(f"    note: {note}", highlight=False, markup=False)
         for case in public:
             if case.status != "pass":
-                console.print("\n".join(_case_lines(case)), highlight=False, markup=False)
+                _print_case(console, case)
     if all_pass:
         console.print("[green]All public cases pass.[/] Hidden cases are graded after submission.")
     return all_pass
+
+
+CASE_INDENT = 6
+
+
+def _print_case(console: Console, case: CaseResult) -> None:
+    """One failing public case: call, message, expected and got (as one line each, then as boards), traceback
+    and printed output."""
+    pad = " " * CASE_INDENT
+    lines = [f"    {MARKS[case.status][0]} {case.call}"]
+    if case.message:
+        lines.append(pad + case.message)
+    if case.status == "fail":
+        lines.append(f"{pad}expected: {codec.describe(case.expected, 400)}")
+        lines.append(f"{pad}got:      {codec.describe(case.got, 400)}")
+    console.print("\n".join(lines), highlight=False, markup=False)
+    if case.status == "fail":
+        comparison = boards.compare(case.expected, case.got)
+        if comparison.drawn:
+            width = max((console.width or 80) - CASE_INDENT, 40)
+            for segments in boards.comparison_lines(comparison, width):
+                console.print(Text(pad).append_text(Text.assemble(*segments)), highlight=False, soft_wrap=True)
+    lines = []
+    if case.traceback and case.status == "error":
+        lines.extend(pad + line for line in case.traceback.splitlines()[-6:])
+    if case.output:
+        shown = case.output if len(case.output) < 600 else case.output[:600] + " ..."
+        lines.append(pad + "output: " + shown.replace("\n", "\n" + pad + "        "))
+    if lines:
+        console.print("\n".join(lines), highlight=False, markup=False)
 
 
 def exercise_summary(exercise: ExerciseResult) -> str:

@@ -106,3 +106,24 @@ def confine(scratch, hide, keep=None):
         except OSError as error:
             problems.append(str(error))
     return problems
+
+
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+
+
+def lock():
+    """Enter a fresh user and mount namespace: every mount inherited from the confining namespace becomes
+    locked, so the student (root of the new namespace) can neither unmount a cover to reveal the course
+    nor remount anything writable. Returns the problems met."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
+        error = ctypes.get_errno()
+        return [f"unshare: {os.strerror(error)}"]
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as file:
+                file.write(text)
+    except OSError as error:
+        return [f"user namespace map: {error}"]
+    return []

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,7 @@ class Sandbox:
             self.pids = None
 
     def _start(self) -> None:
+        os.makedirs(self.scratch, exist_ok=True)   # the student may have deleted it: the next child needs one
         request_read, request_write = os.pipe()
         response_read, response_write = os.pipe()
         output = open(os.path.join(self.scratch, "output.log"), "ab")
@@ -305,7 +307,7 @@ class Sandbox:
                 started = time.monotonic()
                 wait_until = started + current.timeout + GRACE_SECONDS
             elif operation == "oracle" and current is not None:
-                self._answer_oracle(message, isolate, oracle)
+                self._answer_oracle(message, isolate, oracle, wait_until - GRACE_SECONDS - time.monotonic())
             elif operation == "result" and current is not None and message.get("case") == current.id:
                 outcomes.append(self._outcome(current, message))
                 current = None
@@ -350,7 +352,7 @@ class Sandbox:
             reason = "the submission's process wrote garbage on the grader's channel"
         return Outcome(case.id, "crash", seconds=time.monotonic() - started, error={"message": reason})
 
-    def _answer_oracle(self, message: dict, isolate: Sequence[str], oracle: Oracle) -> None:
+    def _answer_oracle(self, message: dict, isolate: Sequence[str], oracle: Oracle, seconds: float) -> None:
         name = message.get("name")
         try:
             if name not in isolate:
@@ -359,7 +361,8 @@ class Sandbox:
             kwargs = codec.decode(message.get("kwargs"))
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise TypeError("malformed call")
-            reply = {"value": codec.encode(oracle(str(name), args, kwargs))}
+            # The child chose the arguments: the reference gets no more than the case's remaining time.
+            reply = {"value": codec.encode(_bounded(lambda: oracle(str(name), args, kwargs), seconds))}
         except Exception as error:  # the reference rejects the student's arguments: the student's call fails
             reply = {"error": f"{type(error).__name__}: {error}"[:500]}
         reply["seq"] = message.get("seq")
@@ -375,6 +378,29 @@ class Sandbox:
         return Outcome(case.id, status, value=message.get("value"), probes=probes,
                        error={k: str(v) for k, v in error.items()}, output=str(message.get("output", "")),
                        seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+
+
+class _ReferenceTooSlow(Exception):
+    pass
+
+
+def _bounded(call: Callable[[], Any], seconds: float) -> Any:
+    """Run a trusted call for at most `seconds` (an alarm, where this thread may take signals)."""
+    if seconds <= 0:
+        raise _ReferenceTooSlow("the case's time ran out")
+    if threading.current_thread() is not threading.main_thread():
+        return call()   # no alarms off the main thread: the case deadline still applies after the call
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _ReferenceTooSlow(f"the reference took longer than {seconds:.2g} s on these arguments")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return call()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _exit_text(status: Any) -> str:

@@ -482,14 +482,18 @@ def main(argv):
     if first.get("confine") and scratch:
         if _confine.in_own_namespaces():
             problems = _confine.confine(scratch, hide)
+            problems += _confine.lock()
             level = "namespaces" if not problems else "namespaces-partial"
         else:
             problems = ["not started in its own namespaces"]
     if scratch:
         os.chdir(scratch)
         sys.path.insert(0, scratch)
-    for entry in hide:
-        sys.path[:] = [p for p in sys.path if not os.path.abspath(p or ".").startswith(entry)]
+    needed = _confine.needed_paths(scratch or os.getcwd())
+    for entry in hide:   # without namespaces this is all that keeps the course off the import path
+        sys.path[:] = [p for p in sys.path
+                       if not _confine._inside(os.path.realpath(p or "."), os.path.realpath(entry))
+                       or any(_confine._inside(os.path.realpath(p or "."), keep) for keep in needed)]
     child.send({"op": "ready", "isolation": level, "problems": problems})
     child.serve()
 

@@ -1,0 +1,226 @@
+"""The student's own notebook as HTML (nbconvert), with a feedback box after each cell that defines a graded function.
+
+Why: feedback next to the code it is about needs no cross-referencing of cell numbers. The notebook is exported
+as it was handed in (outputs kept); the boxes are raw HTML cells inserted into a copy before export, so nbconvert
+does all the rendering and no HTML is patched afterwards. The page is self-contained: the template drops what
+nbconvert loads from the network (require.js, MathJax, mermaid, widgets), images in Markdown are embedded or
+replaced by their name, and a Content-Security-Policy keeps any script in the student's outputs from running.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import mimetypes
+import re
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import nbformat
+from markupsafe import Markup
+
+from grader.extract import Extracted, extract
+from grader.notebook import Notebook, NotebookError, read_notebook
+from grader.report import student
+from grader.results import ExerciseResult, SubmissionResult
+
+TEMPLATES = Path(__file__).parent / "templates"
+BOX_CSS = """
+.grader-box { margin: .6em 0 1.2em 0; padding: .6em 1em; border: 2px solid #3465a4; border-radius: 6px;
+  background: #f3f7fc; }
+.grader-box > .grader-label { font-weight: 700; color: #3465a4; font-size: .9em; text-transform: uppercase;
+  letter-spacing: .04em; }
+.grader-box section.exercise { border-top: none; margin-top: .4em; }
+.grader-box section.exercise + section.exercise { border-top: 1px solid #c8d6ea; }
+.grader-box h2 { font-size: 1.2em; }
+.grader-box h3 { font-size: 1.05em; }
+"""
+_IMAGE_MARKDOWN = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)(?P<title>\s+\"[^\"]*\")?\)")
+_IMAGE_TAG = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*(?P<q>[\"'])(?P<src>.*?)(?P=q)[^>]*>", re.IGNORECASE | re.DOTALL)
+_MAX_IMAGE_BYTES = 2_000_000
+FEEDBACK_MARK = "grader_feedback"     # metadata key of the inserted cells (see templates/annotated/index.html.j2)
+
+
+def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, hidden_details: bool = False) -> str:
+    """The notebook at `notebook_path` as one HTML page with `result`'s feedback boxes in it."""
+    path = Path(notebook_path)
+    parsed = read_notebook(path)
+    nb = _notebook_node(path, parsed)
+    extracted = extract(parsed)
+    by_cell, unplaced = _placement(result, extracted, len(nb.cells))
+    cells = [_raw_html(_summary_box(result, unplaced, hidden_details), "grader-summary")]
+    for index, cell in enumerate(nb.cells):
+        cell.metadata.pop(FEEDBACK_MARK, None)   # a student cannot pass HTML off as the grader's
+        if cell.cell_type == "markdown":
+            cell.source = _embed_images(cell.source, path.parent, cell.get("attachments"))
+        cells.append(cell)
+        if index in by_cell:
+            cells.append(_raw_html(_exercise_box(by_cell[index], hidden_details), f"grader-feedback-{index}"))
+    nb.cells = cells
+    return _export(nb, result.submission)
+
+
+def write_annotated(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, *,
+                    notebooks: Mapping[str, Path] | str | Path | None = None,
+                    hidden_details: bool = False) -> list[Path]:
+    """Write <student>.notebook.html for every result whose notebook is found; returns the files written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for result in student.load_results(results):
+        notebook = student.locate_notebook(result, notebooks)
+        if notebook is None:
+            continue
+        try:
+            page = annotated_notebook(notebook, result, hidden_details=hidden_details)
+        except NotebookError:
+            continue  # unreadable file: its result already says so, and there is nothing to annotate
+        target = out / f"{result.submission}.notebook.html"
+        target.write_text(page, encoding="utf-8")
+        written.append(target)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------- placing
+
+
+def _notebook_node(path: Path, parsed: Notebook) -> nbformat.NotebookNode:
+    """The notebook with its outputs, its cells numbered as read_notebook numbers them (or rebuilt from those
+    cells, without outputs, when the file cannot be read that way: a .py script, an odd JSON file)."""
+    if path.suffix.lower() == ".ipynb":
+        try:
+            with path.open(encoding="utf-8-sig") as handle:
+                raw = json.load(handle)
+            if isinstance(raw, dict) and "nbformat" not in raw:
+                raw["nbformat"], raw["nbformat_minor"] = (4, 0) if "cells" in raw else (3, 0)
+            node = nbformat.versions[raw["nbformat"]].to_notebook_json(raw, minor=raw.get("nbformat_minor", 0))
+            node = nbformat.convert(node, 4)
+            if len(node.cells) == len(parsed.cells):
+                return node
+        except Exception:  # any reading problem: fall back to the cells the grader itself read
+            pass
+    node = nbformat.v4.new_notebook()
+    for cell in parsed.cells:
+        make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell}.get(
+            cell.kind, nbformat.v4.new_raw_cell)
+        new = make(cell.source)
+        new["id"] = f"cell-{cell.index}"
+        if cell.kind == "code":
+            new.execution_count = cell.execution_count
+        node.cells.append(new)
+    return node
+
+
+def _placement(result: SubmissionResult, extracted: Extracted, cell_count: int
+               ) -> tuple[dict[int, list[ExerciseResult]], list[ExerciseResult]]:
+    """Cell index -> the exercises whose graded definition is in that cell; and those found nowhere."""
+    by_cell: dict[int, list[ExerciseResult]] = {}
+    unplaced = []
+    for exercise in result.exercises:
+        index = _cell_of(exercise, extracted)
+        if index is None or not 0 <= index < cell_count:
+            unplaced.append(exercise)
+        else:
+            by_cell.setdefault(index, []).append(exercise)
+    return by_cell, unplaced
+
+
+def _cell_of(exercise: ExerciseResult, extracted: Extracted) -> int | None:
+    for name in (exercise.function, exercise.id):
+        definition = extracted.definitions.get(name.split(".")[0]) if name else None
+        if definition is not None:
+            return definition.cell
+    match = re.search(r"\bcell (\d+)\)?,", exercise.location)   # "In [26] (cell 44), line 1" or "cell 6, line 2"
+    return int(match[1]) - 1 if match else None
+
+
+# ---------------------------------------------------------------------------------------------- boxes
+
+
+def _raw_html(html: str, cell_id: str) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_raw_cell(str(html), metadata={"raw_mimetype": "text/html", FEEDBACK_MARK: True})
+    cell["id"] = cell_id    # fixed ids: the page must be the same bytes for the same input
+    return cell
+
+
+def _exercise_box(exercises: list[ExerciseResult], hidden_details: bool) -> Markup:
+    parts = [student.exercise_html(e, hidden_details=hidden_details, heading="h3") for e in exercises]
+    return Markup('<div class="feedback grader-box" data-exercises="{}"><div class="grader-label">Grader feedback'
+                  '</div>{}</div>').format(" ".join(e.id for e in exercises), Markup("").join(parts))
+
+
+def _summary_box(result: SubmissionResult, unplaced: list[ExerciseResult], hidden_details: bool) -> Markup:
+    missing = Markup("").join(student.exercise_html(e, hidden_details=hidden_details, heading="h3")
+                              for e in unplaced)
+    intro = Markup("<p>The feedback on each exercise follows the cell that defines its function.</p>")
+    if unplaced:
+        intro += Markup("<p>Not found in a cell of this notebook:</p>")
+    return Markup('<div class="feedback grader-box grader-summary"><div class="grader-label">Grader feedback</div>'
+                  '<h1>{}: {} / {}</h1>{}{}{}</div>').format(
+        result.submission, student._score(result.total), student._score(result.max_total),
+        student.summary_html(result), intro, missing)
+
+
+# ---------------------------------------------------------------------------------------------- images
+
+
+def _embed_images(source: str, folder: Path, attachments: Mapping | None) -> str:
+    """Markdown images as data: URIs when the file is next to the notebook, else as their name in text:
+    the page loads nothing from disk or network."""
+    def replacement(src: str, alt: str) -> str | None:
+        if src.startswith("data:") or (src.startswith("attachment:") and attachments):
+            return None
+        data_uri = _data_uri(folder, src)
+        return data_uri if data_uri is not None else ""
+
+    def markdown_image(match: re.Match) -> str:
+        new = replacement(match["src"], match["alt"])
+        if new is None:
+            return match[0]
+        if new:
+            return f"![{match['alt']}]({new})"
+        return f"*[image: {match['alt'] or Path(match['src']).name}]*"
+
+    def tag_image(match: re.Match) -> str:
+        new = replacement(match["src"], "")
+        if new is None:
+            return match[0]
+        if new:
+            return match[0].replace(match["src"], new, 1)
+        return f"<em>[image: {_escape_text(Path(match['src']).name)}]</em>"
+
+    return _IMAGE_TAG.sub(tag_image, _IMAGE_MARKDOWN.sub(markdown_image, source))
+
+
+def _data_uri(folder: Path, src: str) -> str | None:
+    if re.match(r"^[a-z][a-z0-9+.-]*:", src, re.IGNORECASE):
+        return None    # http:, https:, file: ...: never fetched
+    try:
+        target = (folder / src).resolve()
+        if not target.is_relative_to(folder.resolve()) or not target.is_file():
+            return None
+        if target.stat().st_size > _MAX_IMAGE_BYTES:
+            return None
+        kind = mimetypes.guess_type(target.name)[0]
+        if kind is None or not kind.startswith("image/"):
+            return None
+        return f"data:{kind};base64,{base64.b64encode(target.read_bytes()).decode('ascii')}"
+    except (OSError, ValueError):
+        return None
+
+
+def _escape_text(text: str) -> str:
+    return str(Markup.escape(text))
+
+
+# ---------------------------------------------------------------------------------------------- export
+
+
+def _export(nb: nbformat.NotebookNode, name: str) -> str:
+    from nbconvert import HTMLExporter
+    exporter = HTMLExporter(extra_template_basedirs=[str(TEMPLATES)], template_name="annotated")
+    resources = {"metadata": {"name": name}, "feedback_css": student.stylesheet() + Markup(BOX_CSS),
+                 "feedback_csp": student.CSP}
+    body, _ = exporter.from_notebook_node(copy.deepcopy(nb), resources=resources)
+    return body

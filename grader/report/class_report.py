@@ -1,0 +1,563 @@
+"""The class report: one self-contained HTML dashboard of a graded class for TAs, and the CSV beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from grader.results import CaseResult, SubmissionResult, read_json
+
+TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATE = "class_report.html.j2"
+EXAMPLE_STUDENTS = 3          # names shown beside a mistake; the rest are counted
+MISTAKES_PER_EXERCISE = 8
+SLOWEST = 10
+SHOWN_CHARACTERS = 400        # a message longer than this is cut in the page (the JSON keeps it whole)
+WARNING_KEY = 200             # warnings alike in this many characters are one row
+
+
+# ---------------------------------------------------------------------------------------------- the summaries
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    """The headline numbers: how many, how well, and how they were graded."""
+
+    submissions: int
+    ungraded: int                          # results at zero because the file could not be graded
+    max_total: float
+    mean: float | None                     # None when there is no submission
+    median: float | None
+    full_marks: int
+    zero: int
+    isolation: tuple[tuple[str, int], ...]  # (level, submissions), commonest first
+    rubrics: tuple[str, ...]
+    grader_versions: tuple[str, ...]
+    totals: tuple[float, ...]              # every submission's total, in submission order
+
+
+@dataclass(frozen=True)
+class ExerciseSummary:
+    id: str
+    title: str
+    max_score: float
+    submissions: int
+    mean: float
+    median: float
+    zero: int
+    partial: int
+    full: int
+
+    @property
+    def mean_share(self) -> float:
+        return self.mean / self.max_score if self.max_score else 0.0
+
+
+@dataclass(frozen=True)
+class CaseRate:
+    """How one case went across the graded submissions."""
+
+    exercise: str
+    case: str
+    visibility: str
+    call: str
+    submissions: int
+    passed: int
+    failed: int
+    errors: int
+    timeouts: int
+    missing: int
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.submissions if self.submissions else 0.0
+
+
+@dataclass(frozen=True)
+class MistakeGroup:
+    """Failing cases of one exercise that share a cause, keyed by their message with the values taken out.
+
+    `kind` is "mistake" (a known-mistake or hint sentence followed the check's own message), "fail"
+    (the check's message alone), "error", "timeout" or "missing". `summary` is the text to show (the
+    sentence, or the error type and message); `detail` the other half of a first example.
+    """
+
+    exercise: str
+    kind: str
+    key: str
+    summary: str
+    detail: str
+    submissions: int
+    cases: int
+    students: tuple[str, ...]              # every submission that hit it, sorted
+
+
+@dataclass(frozen=True)
+class Trouble:
+    """An exercise of a submission in which a case raised or ran out of time."""
+
+    submission: str
+    exercise: str
+    errors: int
+    timeouts: int
+    status: str                            # of the first such case
+    message: str
+
+
+@dataclass(frozen=True)
+class WarningGroup:
+    """One warning of the grader (a skipped statement, a missing module, an unreadable file) and who got it."""
+
+    message: str
+    students: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Ungraded:
+    submission: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SlowSubmission:
+    submission: str
+    seconds: float
+    total: float
+    max_total: float
+    slowest_exercise: str
+    exercise_seconds: float
+
+
+@dataclass(frozen=True)
+class ClassReport:
+    """Everything the page shows, computed from results alone; rendering only formats it."""
+
+    title: str
+    summary: ClassSummary
+    exercises: tuple[ExerciseSummary, ...]
+    cases: tuple[CaseRate, ...]
+    mistakes: tuple[MistakeGroup, ...]
+    troubles: tuple[Trouble, ...]
+    ungraded: tuple[Ungraded, ...]
+    warnings: tuple[WarningGroup, ...]
+    slowest: tuple[SlowSubmission, ...]
+    problems: tuple[str, ...]              # result files that could not be read, and mixed rubrics
+
+
+def _ordered(results: Sequence[SubmissionResult]) -> list[SubmissionResult]:
+    """By submission id, so the page does not depend on the order the files were listed in."""
+    return sorted(results, key=lambda r: (r.submission, r.path))
+
+
+def is_ungraded(result: SubmissionResult) -> bool:
+    """A result the grader wrote at zero because the file could not be read or run (every case 'not graded')."""
+    cases = [c for e in result.exercises for c in e.cases]
+    if not cases:
+        return bool(result.warnings)
+    return all(c.status == "missing" and c.message.startswith("not graded") for c in cases)
+
+
+def exercise_order(results: Sequence[SubmissionResult]) -> list[tuple[str, str, float]]:
+    """(id, title, max score) in rubric order: the results' exercises, first seen first."""
+    seen: dict[str, tuple[str, str, float]] = {}
+    for result in _ordered(results):
+        for exercise in result.exercises:
+            seen.setdefault(exercise.id, (exercise.id, exercise.title, exercise.max_score))
+    return list(seen.values())
+
+
+def summarize(results: Sequence[SubmissionResult]) -> ClassSummary:
+    ordered = _ordered(results)
+    totals = tuple(r.total for r in ordered)
+    levels: dict[str, int] = {}
+    for result in ordered:
+        levels[result.isolation] = levels.get(result.isolation, 0) + 1
+    return ClassSummary(
+        submissions=len(ordered),
+        ungraded=sum(is_ungraded(r) for r in ordered),
+        max_total=max((r.max_total for r in ordered), default=0.0),
+        mean=statistics.fmean(totals) if totals else None,
+        median=statistics.median(totals) if totals else None,
+        full_marks=sum(r.max_total > 0 and r.total >= r.max_total for r in ordered),
+        zero=sum(r.total == 0 for r in ordered),
+        isolation=tuple(sorted(levels.items(), key=lambda item: (-item[1], item[0]))),
+        rubrics=tuple(sorted({r.rubric for r in ordered})),
+        grader_versions=tuple(sorted({r.grader_version for r in ordered})),
+        totals=totals)
+
+
+def exercise_summaries(results: Sequence[SubmissionResult]) -> tuple[ExerciseSummary, ...]:
+    """Per exercise over every submission that has it (an ungraded file counts: its zero is its grade)."""
+    summaries = []
+    for exercise_id, title, max_score in exercise_order(results):
+        scores = [e.score for r in _ordered(results) for e in r.exercises if e.id == exercise_id]
+        summaries.append(ExerciseSummary(
+            id=exercise_id, title=title, max_score=max_score, submissions=len(scores),
+            mean=statistics.fmean(scores) if scores else 0.0, median=statistics.median(scores) if scores else 0.0,
+            zero=sum(s <= 0 for s in scores), full=sum(max_score > 0 and s >= max_score for s in scores),
+            partial=sum(0 < s < max_score for s in scores)))
+    return tuple(summaries)
+
+
+def case_rates(results: Sequence[SubmissionResult]) -> tuple[CaseRate, ...]:
+    """Per case, by exercise (rubric order) then case (rubric order), over graded submissions only:
+    an unreadable file says nothing about how hard a case is.
+    """
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    info: dict[tuple[str, str], tuple[str, str]] = {}
+    for result in _ordered(results):
+        if is_ungraded(result):
+            continue
+        for exercise in result.exercises:
+            for case in exercise.cases:
+                key = (exercise.id, case.id)
+                info.setdefault(key, (case.visibility, case.call))
+                tally = counts.setdefault(key, {})
+                tally[case.status] = tally.get(case.status, 0) + 1
+    rank = {exercise_id: n for n, (exercise_id, _, _) in enumerate(exercise_order(results))}
+    keys = sorted(counts, key=lambda k: rank[k[0]])   # stable: cases keep their first-seen order
+    return tuple(CaseRate(
+        exercise=k[0], case=k[1], visibility=info[k][0], call=info[k][1], submissions=sum(counts[k].values()),
+        passed=counts[k].get("pass", 0), failed=counts[k].get("fail", 0), errors=counts[k].get("error", 0),
+        timeouts=counts[k].get("timeout", 0), missing=counts[k].get("missing", 0)) for k in keys)
+
+
+# ------------------------------------------------------------------------------------------ grouping messages
+
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_DATA_BRACKETS = re.compile(r"[(\[{][\s…,.'\"]*[)\]}]")      # a bracket holding nothing but values
+_DATA_RUN = re.compile(r"…(?:[\s,.]*…)+")                       # "…, …, …" is one value
+_DANGLING = re.compile(r"[(\[{'\"]+…|…['\"]+")                 # what a value cut short leaves behind
+_MORE = re.compile(r"\s*\(?and … more\)?")
+_LOCATION = re.compile(r" \(at (?:[^()]|\([^()]*\))*\)")
+_WARNING_PLACE = re.compile(r"^(?:In \[[^\]]*\] \(cell \d+\)|cell \d+), line \d+: ")
+_STILL_RUNNING = "; it was still running at "
+
+
+def string_spans(text: str) -> list[tuple[int, int]]:
+    """Where the quoted values of a message are, as (start, end) slices.
+
+    A quote opens a value only where a value can begin (not the apostrophe of "template's"); a value that
+    describe() cut short ends at its '...', so what follows it is not taken for the inside of a string.
+    """
+    spans = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char in "'\"" and (index == 0 or text[index - 1] in " \t\n([{,:=<"):
+            scan = index + 1
+            while scan < len(text) and text[scan] != char and not text.startswith("...", scan):
+                scan += 2 if text[scan] == "\\" else 1
+            if scan < len(text):
+                stop = scan + (3 if text.startswith("...", scan) else 1)
+                spans.append((index, stop))
+                index = stop
+                continue
+        index += 1
+    return spans
+
+
+def split_sentence(message: str) -> tuple[str, str]:
+    """(first sentence, the rest): the check's own message, then what the rubric adds after '. '.
+
+    A '. ' inside a quoted value ('a. b') does not end the sentence, and the '...' of a value cut short is
+    no full stop (though '.... ' is one after it).
+    """
+    quoted = string_spans(message)
+    for index in range(len(message)):
+        if message.startswith(". ", index) and _full_stop(message, index) \
+                and not any(start < index < stop - 1 for start, stop in quoted):
+            return message[:index], message[index + 2:].strip()
+    return message, ""
+
+
+def _strings_out(text: str) -> str:
+    """Every quoted value replaced by '…'."""
+    pieces, last = [], 0
+    for start, stop in string_spans(text):
+        pieces += [text[last:start], "…"]
+        last = stop
+    return "".join(pieces) + text[last:]
+
+
+def _full_stop(message: str, index: int) -> bool:
+    dots = len(message[: index + 1]) - len(message[: index + 1].rstrip("."))
+    return dots != 3
+
+
+def _balanced(text: str) -> str:
+    """Drop the brackets a value cut short left without a partner, so "from …) to …)" reads "from … to …"."""
+    pairs = {")": "(", "]": "[", "}": "{"}
+    stack: list[int] = []
+    unmatched: set[int] = set()
+    for index, char in enumerate(text):
+        if char in "([{":
+            stack.append(index)
+        elif char in pairs:
+            if stack and text[stack[-1]] == pairs[char]:
+                stack.pop()
+            else:
+                unmatched.add(index)
+    unmatched.update(stack)
+    return "".join(char for index, char in enumerate(text) if index not in unmatched)
+
+
+def normalize_values(text: str) -> str:
+    """The shape of a message without its values: quoted strings, numbers and bracketed data become '…'.
+
+    "expected 44, got 48" and "expected 32, got 36" become one key, and so do two different boards or sets
+    of states (also when cut short with '...'), while words such as "(str)" and "(int)" stay.
+    """
+    text = _strings_out(text)
+    text = _HEX.sub("…", text)
+    text = _NUMBER.sub("…", text)
+    text = text.replace("...", "…")
+    previous = None
+    while previous != text:                  # innermost data first, so nested values collapse fully
+        previous = text
+        text = _DATA_BRACKETS.sub("…", text)
+        text = _DATA_RUN.sub("…", text)
+        text = _DANGLING.sub("…", text)
+    text = _MORE.sub("", _balanced(text))
+    return " ".join(text.split())
+
+
+def normalize_numbers(text: str) -> str:
+    """Error messages keep their quoted names ('str' and 'int' matter); only numbers and addresses go."""
+    return " ".join(_NUMBER.sub("#", _HEX.sub("0x…", text)).split())
+
+
+def split_error(message: str) -> tuple[str, str]:
+    """("TypeError: ...", the explanation the rubric added), without the notebook location."""
+    located = _LOCATION.search(message)
+    if located:
+        return message[:located.start()].strip(), message[located.end():].lstrip(". ").strip()
+    return split_sentence(message)
+
+
+def message_key(case: CaseResult) -> tuple[str, str, str, str]:
+    """(kind, key, summary, detail) of a case that did not pass: what groups it with the same mistake."""
+    message = case.message.strip()
+    if case.status == "fail":
+        check, said = split_sentence(message)
+        if said:
+            return "mistake", "mistake:" + normalize_values(said), said, check
+        shape = normalize_values(check) or "wrong answer (the check gave no message)"
+        return "fail", "fail:" + shape, shape, check
+    if case.status == "error":
+        error, explanation = split_error(message)
+        return "error", "error:" + normalize_numbers(error), error, explanation
+    if case.status == "timeout":
+        head, _, where = message.partition(_STILL_RUNNING)
+        return "timeout", "timeout:" + normalize_numbers(head), head, (f"still running at {where}" if where else "")
+    return case.status, f"{case.status}:" + normalize_numbers(message), message, ""
+
+
+def common_mistakes(results: Sequence[SubmissionResult]) -> tuple[MistakeGroup, ...]:
+    """Every cause of failing cases per exercise, commonest first (most submissions, then most cases).
+
+    The summary and detail shown are those of the first submission (by id) that hit the group.
+    """
+    groups: dict[tuple[str, str], dict] = {}
+    for result in _ordered(results):
+        if is_ungraded(result):
+            continue
+        for exercise in result.exercises:
+            for case in exercise.cases:
+                if case.status == "pass":
+                    continue
+                kind, key, summary, detail = message_key(case)
+                group = groups.setdefault((exercise.id, key), {
+                    "kind": kind, "summary": summary, "detail": detail, "students": set(), "cases": 0})
+                group["students"].add(result.submission)
+                group["cases"] += 1
+    rank = {exercise_id: n for n, (exercise_id, _, _) in enumerate(exercise_order(results))}
+    ordered = sorted(groups.items(), key=lambda item: (
+        rank[item[0][0]], -len(item[1]["students"]), -item[1]["cases"], item[0][1]))
+    return tuple(MistakeGroup(
+        exercise=exercise_id, kind=group["kind"], key=key, summary=group["summary"], detail=group["detail"],
+        submissions=len(group["students"]), cases=group["cases"], students=tuple(sorted(group["students"])))
+        for (exercise_id, key), group in ordered)
+
+
+def troubles(results: Sequence[SubmissionResult]) -> tuple[Trouble, ...]:
+    """Exercises in which a case raised or timed out, by submission then exercise."""
+    found = []
+    for result in _ordered(results):
+        for exercise in result.exercises:
+            bad = [c for c in exercise.cases if c.status in ("error", "timeout")]
+            if bad:
+                found.append(Trouble(
+                    submission=result.submission, exercise=exercise.id,
+                    errors=sum(c.status == "error" for c in bad), timeouts=sum(c.status == "timeout" for c in bad),
+                    status=bad[0].status, message=bad[0].message))
+    return tuple(found)
+
+
+def ungraded(results: Sequence[SubmissionResult]) -> tuple[Ungraded, ...]:
+    return tuple(Ungraded(r.submission, r.warnings[0] if r.warnings else "no reason recorded")
+                 for r in _ordered(results) if is_ungraded(r))
+
+
+def warning_groups(results: Sequence[SubmissionResult]) -> tuple[WarningGroup, ...]:
+    """The grader's warnings without their cell and line, so one missing module is one row; commonest first."""
+    groups: dict[str, tuple[str, set[str]]] = {}
+    for result in _ordered(results):
+        for warning in result.warnings:
+            # One line: numpy's ImportError is "ImportError: " and then paragraphs of advice.
+            message = _WARNING_PLACE.sub("", " ".join(warning.split())) or "(empty warning)"
+            _, students = groups.setdefault(normalize_numbers(message[:WARNING_KEY]), (message, set()))
+            students.add(result.submission)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1][1]), item[0]))
+    return tuple(WarningGroup(message, tuple(sorted(students))) for _, (message, students) in ordered)
+
+
+def slowest(results: Sequence[SubmissionResult], count: int = SLOWEST) -> tuple[SlowSubmission, ...]:
+    """The submissions that took longest to grade, with the exercise that took longest in each."""
+    rows = []
+    for result in _ordered(results):
+        times = [(sum(c.seconds for c in e.cases), e.id) for e in result.exercises]
+        exercise_seconds, exercise_id = max(times, key=lambda item: (item[0], item[1]), default=(0.0, ""))
+        rows.append(SlowSubmission(result.submission, result.seconds, result.total, result.max_total,
+                                   exercise_id, exercise_seconds))
+    rows.sort(key=lambda row: (-row.seconds, row.submission))
+    return tuple(rows[:count])
+
+
+def build_report(results: Sequence[SubmissionResult], *, title: str | None = None,
+                 problems: Sequence[str] = ()) -> ClassReport:
+    summary = summarize(results)
+    notes = list(problems)
+    if len(summary.rubrics) > 1:
+        notes.append(f"these results come from {len(summary.rubrics)} rubrics ({', '.join(summary.rubrics)}): "
+                     f"their scores are not comparable")
+    if title is None:
+        title = f"Class report: {summary.rubrics[0]}" if len(summary.rubrics) == 1 else "Class report"
+    return ClassReport(
+        title=title, summary=summary, exercises=exercise_summaries(results), cases=case_rates(results),
+        mistakes=common_mistakes(results), troubles=troubles(results), ungraded=ungraded(results),
+        warnings=warning_groups(results), slowest=slowest(results), problems=tuple(notes))
+
+
+# ------------------------------------------------------------------------------------------------- rendering
+
+
+def number(value: float | None) -> str:
+    """28.8, 30, 17.3: one decimal at most, none when whole."""
+    if value is None:
+        return "–"
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def shorten(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def case_name(case_id: str, exercise_id: str) -> str:
+    """'random_moves[3]' for 'move_dir.random_moves[3]', '#2' for 'move_dir#2': the table names the exercise."""
+    if case_id.startswith(exercise_id) and case_id[len(exercise_id):][:1] in (".", "#"):
+        rest = case_id[len(exercise_id):]
+        return rest[1:] if rest.startswith(".") else rest
+    return case_id
+
+
+def _figures(report: ClassReport) -> dict[str, str]:
+    if not report.summary.submissions:
+        return {}
+    from grader.report import plots
+    shares = [plots.ExerciseShares(e.id, e.zero, e.partial, e.full, e.mean_share) for e in report.exercises]
+    figures = {"totals": plots.total_histogram(report.summary.totals, report.summary.max_total)}
+    if shares:
+        figures["exercises"] = plots.exercise_shares(shares)
+    return figures
+
+
+def _environment():
+    import jinja2
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    environment.filters.update(number=number, percent=percent, shorten=shorten, case_name=case_name)
+    return environment
+
+
+def render(report: ClassReport, csv_name: str | None = None) -> str:
+    mistakes: dict[str, list[MistakeGroup]] = {}
+    for group in report.mistakes:
+        mistakes.setdefault(group.exercise, []).append(group)
+    titles = {e.id: e.title for e in report.exercises}
+    cases: dict[str, list[CaseRate]] = {}
+    for rate in report.cases:
+        cases.setdefault(rate.exercise, []).append(rate)
+    return _environment().get_template(TEMPLATE).render(
+        report=report, figures=_figures(report), mistakes=mistakes, titles=titles,
+        cases_by_exercise=list(cases.items()),
+        shown_mistakes=MISTAKES_PER_EXERCISE, example_students=EXAMPLE_STUDENTS, csv_name=csv_name)
+
+
+def class_report_html(results: Sequence[SubmissionResult], *, title: str | None = None,
+                      problems: Sequence[str] = (), csv_name: str | None = None) -> str:
+    """The dashboard as one HTML string: inline CSS, figures as data: URIs, no script, no network.
+
+    Same results (in any order) give the same bytes. `problems` are listed as warnings (e.g. result files
+    that could not be read); `csv_name`, the gradebook CSV's file name beside the page, is linked.
+    """
+    return render(build_report(results, title=title, problems=problems), csv_name)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_class_report(results: Sequence[SubmissionResult], path: Path, *, title: str | None = None,
+                       problems: Sequence[str] = ()) -> Path:
+    """Write the HTML page to `path` and the gradebook CSV beside it (same name, .csv). Returns `path`."""
+    from grader.report.csv_export import write_csv
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    csv_path = path.with_suffix(".csv")
+    _write_atomically(path, class_report_html(results, title=title, problems=problems, csv_name=csv_path.name))
+    write_csv(_ordered(results), csv_path)
+    return path
+
+
+@dataclass(frozen=True)
+class LoadedResults:
+    results: tuple[SubmissionResult, ...]
+    problems: tuple[str, ...]              # files in the folder that are not readable results
+
+
+def read_results(directory: Path | str) -> LoadedResults:
+    """Every `<student>.json` of a results folder (as written by `grader grade --out`), sorted by name.
+
+    A JSON file that is not a result (or is damaged) is reported, not fatal: one bad file must not hide
+    the class.
+    """
+    directory = Path(directory)
+    files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
+    results, problems = [], []
+    for file in files:
+        try:
+            results.append(read_json(file))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else f"{type(error).__name__}: {error}"
+            problems.append(f"{file.name}: not a readable result ({reason})")
+    return LoadedResults(tuple(results), tuple(problems))

@@ -1,0 +1,331 @@
+"""Per-student feedback a TA can send: Markdown (an LMS comment) and a self-contained HTML page.
+
+Both formats show the same content, read from the result model only: the score, a table of the exercises,
+and for every failing public case the call, expected and got (drawn as boards when they are boards), the
+message, the traceback and what the code printed. Hidden cases are only counted unless the TA asks for their
+details: their expected values are the reference's answers and must not reach a student by default. The HTML
+page adds the student's own code of each function that lost points, taken from the notebook.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import jinja2
+from markupsafe import Markup
+
+from grader.report import boards
+from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json
+
+TEMPLATES = Path(__file__).parent / "templates"
+OUTPUT_CHARS = 1500
+OUTPUT_LINES = 30
+SYMBOLS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "missing": "–"}
+STATUS_WORDS = {"pass": "passed", "fail": "failed", "error": "raised an error", "timeout": "timed out",
+                "missing": "not run (function missing)"}
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"   # no script, no network
+
+
+# ---------------------------------------------------------------------------------------------- content
+
+
+def _score(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{value:.2f}".rstrip("0")
+
+
+def status_counts(cases: Iterable[CaseResult]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for case in cases:
+        counts[case.status] = counts.get(case.status, 0) + 1
+    return counts
+
+
+def hidden_summary(cases: Sequence[CaseResult]) -> str:
+    """'3 hidden cases: 2 passed, 1 failed' (never the calls or values of hidden cases)."""
+    hidden = [c for c in cases if c.visibility == "hidden"]
+    if not hidden:
+        return ""
+    counts = status_counts(hidden)
+    parts = ", ".join(f"{counts[s]} {STATUS_WORDS[s]}" for s in STATUS_WORDS if s in counts)
+    return f"{len(hidden)} hidden case{'s' if len(hidden) != 1 else ''}: {parts}"
+
+
+def public_summary(cases: Sequence[CaseResult]) -> str:
+    public = [c for c in cases if c.visibility == "public"]
+    if not public:
+        return "no public cases"
+    counts = status_counts(public)
+    passed = counts.get("pass", 0)
+    rest = ", ".join(f"{counts[s]} {s}" for s in ("fail", "error", "timeout", "missing") if s in counts)
+    return f"{passed}/{len(public)} public pass" + (f" ({rest})" if rest else "")
+
+
+def truncated_output(text: str) -> str:
+    lines = text.splitlines()
+    cut = len(lines) > OUTPUT_LINES or len(text) > OUTPUT_CHARS
+    shown = "\n".join(lines[:OUTPUT_LINES])[:OUTPUT_CHARS]
+    return shown + ("\n... (output cut)" if cut else "")
+
+
+def shown_cases(exercise: ExerciseResult, hidden_details: bool) -> list[CaseResult]:
+    """The cases a report details: failing public ones, and failing hidden ones when the TA asks for them."""
+    return [c for c in exercise.cases
+            if c.status != "pass" and (c.visibility == "public" or hidden_details)]
+
+
+def needs_section(exercise: ExerciseResult) -> bool:
+    """Exercises with full marks and every case passing stay a row of the table."""
+    return exercise.score < exercise.max_score or any(c.status != "pass" for c in exercise.cases)
+
+
+# ---------------------------------------------------------------------------------------------- student code
+
+
+def locate_notebook(result: SubmissionResult, notebooks: Mapping[str, Path] | str | Path | None) -> Path | None:
+    """The graded file: from the mapping (submission id -> path), else in a folder by the file's name or the
+    submission id, else the path recorded in the result when it still exists."""
+    if isinstance(notebooks, Mapping):
+        path = notebooks.get(result.submission)
+        return Path(path) if path is not None and Path(path).is_file() else None
+    recorded = Path(result.path) if result.path else None
+    if notebooks is not None:
+        folder = Path(notebooks)
+        candidates = ([folder / recorded.name] if recorded else []) + [
+            folder / f"{result.submission}{suffix}" for suffix in (".ipynb", ".py")]
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+    if recorded is not None and recorded.is_file():
+        return recorded
+    return None
+
+
+def function_code(notebook: Path, exercises: Sequence[ExerciseResult]) -> dict[str, str]:
+    """Exercise id -> the student's code of the graded function (a method alone when a class method is graded)."""
+    from grader.extract import extract
+    from grader.notebook import NotebookError, read_notebook
+    try:
+        extracted = extract(read_notebook(notebook))
+    except (NotebookError, OSError, ValueError):
+        return {}
+    code: dict[str, str] = {}
+    for exercise in exercises:
+        name = (exercise.function or exercise.id).split(".")[0]
+        definition = extracted.definitions.get(name)
+        if definition is None or definition.kind == "import":
+            continue
+        statements = [s for s in extracted.statements if s.cell == definition.cell and s.line <= definition.line]
+        if not statements:
+            continue
+        statement = max(statements, key=lambda s: s.line)
+        text = _method_code(statement.code, statement.line, definition.node, exercise) or statement.code
+        code[exercise.id] = text.rstrip() + "\n"
+    return code
+
+
+def _method_code(code: str, first_line: int, node: ast.AST | None, exercise: ExerciseResult) -> str | None:
+    """From a graded class, the one method the exercise grades: named after the part after the dot of the
+    function, or found at the line the result's location names."""
+    if not isinstance(node, ast.ClassDef):
+        return None
+    wanted = exercise.function.split(".")[1] if "." in exercise.function else None
+    line = re.search(r"line (\d+)\s*$", exercise.location)
+    methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    method = next((m for m in methods if m.name == wanted), None) if wanted else None
+    if method is None and line:
+        method = next((m for m in methods if m.lineno == int(line[1]) and m.lineno != node.lineno), None)
+    if method is None:
+        method = next((m for m in methods if m.name == exercise.id), None)
+    if method is None or method.end_lineno is None:
+        return None
+    start = min([method.lineno] + [d.lineno for d in method.decorator_list])
+    lines = code.splitlines()[start - first_line: method.end_lineno - first_line + 1]
+    return f"class {node.name}:  # only the method {method.name}\n" + textwrap.indent(
+        textwrap.dedent("\n".join(lines)), "    ")
+
+
+# ---------------------------------------------------------------------------------------------- Markdown
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|#<>~])")
+
+
+def md_text(text: str) -> str:
+    """Student text as Markdown that renders literally (no HTML, links or emphasis sneak in)."""
+    return _MD_SPECIAL.sub(r"\\\1", text.replace("&", "&amp;"))
+
+
+def md_code(text: str) -> str:
+    """An inline code span that holds any backticks the text has."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_block(text: str, info: str = "text") -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text.rstrip()}\n{fence}"
+
+
+def _md_case(case: CaseResult) -> list[str]:
+    where = " (hidden)" if case.visibility == "hidden" else ""
+    out = [f"#### {SYMBOLS[case.status]} {md_code(case.call or case.id)} — {case.status}{where}", ""]
+    if case.message:
+        out += [md_text(case.message), ""]
+    if case.status == "fail":
+        out += [md_block(boards.text_comparison(case.expected, case.got, width=80)), ""]
+    if case.traceback and case.status in ("error", "timeout"):
+        out += ["Traceback (your code, by notebook cell):", "", md_block(case.traceback), ""]
+    if case.output:
+        out += ["Printed output:", "", md_block(truncated_output(case.output)), ""]
+    return out
+
+
+def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
+                    code: Mapping[str, str] | None = None) -> str:
+    """The feedback as Markdown; `code` (exercise id -> the student's code) is shown for exercises that lost
+    points when given."""
+    out = [f"# Feedback: {md_text(result.submission)}", "",
+           f"**Score: {_score(result.total)} / {_score(result.max_total)}** · assignment {md_text(result.rubric)} · "
+           f"isolation: {md_text(result.isolation)}", ""]
+    if result.warnings:
+        out += ["**Warnings**", ""] + [f"- {md_text(w)}" for w in result.warnings] + [""]
+    out += ["| Exercise | Score | Public cases | Hidden cases |", "|---|---:|---|---|"]
+    for exercise in result.exercises:
+        out.append(f"| {md_text(exercise.id)} | {_score(exercise.score)} / {_score(exercise.max_score)} | "
+                   f"{public_summary(exercise.cases)} | {hidden_summary(exercise.cases) or '–'} |")
+    out.append("")
+    for exercise in result.exercises:
+        if not needs_section(exercise):
+            continue
+        out += [f"## {md_text(exercise.id)}: {md_text(exercise.title)} "
+                f"({_score(exercise.score)} / {_score(exercise.max_score)})", ""]
+        if exercise.location:
+            out += [f"Graded {md_code(exercise.function or exercise.id)} at {md_text(exercise.location)}.", ""]
+        out += [f"- {md_text(note)}" for note in exercise.notes] + ([""] if exercise.notes else [])
+        for case in shown_cases(exercise, hidden_details):
+            out += _md_case(case)
+        summary = hidden_summary(exercise.cases)
+        if summary and not hidden_details:
+            out += [f"*{summary}.*", ""]
+        if code and exercise.id in code:
+            out += ["Your code:", "", md_block(code[exercise.id], "python"), ""]
+    if all(not needs_section(e) for e in result.exercises):
+        out += ["Every case passes, hidden ones included." if any(
+            c.visibility == "hidden" for e in result.exercises for c in e.cases) else "Every public case passes.", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- HTML
+
+
+@dataclass(frozen=True)
+class _CaseView:
+    case: CaseResult
+    symbol: str
+    comparison: Markup | None
+    output: str
+
+
+def _environment() -> jinja2.Environment:
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                                     undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                                     trim_blocks=True, lstrip_blocks=True)
+    environment.filters["score"] = _score
+    return environment
+
+
+def highlight_python(code: str) -> Markup:
+    """Code coloured with inline styles (no stylesheet to ship), escaped by pygments."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+    return Markup(highlight(code, PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True, style="default")))
+
+
+def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseView]:
+    return [_CaseView(case, SYMBOLS[case.status],
+                      boards.html_comparison(case.expected, case.got) if case.status == "fail" else None,
+                      truncated_output(case.output) if case.output else "")
+            for case in shown_cases(exercise, hidden_details)]
+
+
+def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, code: str | None = None,
+                  heading: str = "h2") -> Markup:
+    """One exercise's feedback as an HTML fragment (needs STYLE_CSS); the annotated notebook reuses it."""
+    template = _environment().get_template("exercise.html.j2")
+    return Markup(template.render(exercise=exercise, cases=_case_views(exercise, hidden_details),
+                                  hidden=hidden_summary(exercise.cases) if not hidden_details else "",
+                                  public=public_summary(exercise.cases), code=highlight_python(code) if code else None,
+                                  heading=heading, full=not needs_section(exercise)))
+
+
+def stylesheet() -> Markup:
+    return Markup((TEMPLATES / "feedback.css").read_text(encoding="utf-8") + boards.HTML_CSS)
+
+
+def summary_html(result: SubmissionResult, *, linked: Iterable[str] = ()) -> Markup:
+    """The warnings and the table of exercises as an HTML fragment (needs the stylesheet)."""
+    template = _environment().get_template("summary.html.j2")
+    return Markup(template.render(result=result, rows=_rows(result), linked=set(linked)))
+
+
+def _rows(result: SubmissionResult) -> list[tuple[ExerciseResult, str, str]]:
+    return [(e, public_summary(e.cases), hidden_summary(e.cases)) for e in result.exercises]
+
+
+def html_report(result: SubmissionResult, *, hidden_details: bool = False,
+                code: Mapping[str, str] | None = None) -> str:
+    """The feedback as one self-contained HTML page: inline CSS, no script, no network, escaped throughout."""
+    code = code or {}
+    sections = [exercise_html(e, hidden_details=hidden_details, code=code.get(e.id))
+                for e in result.exercises if needs_section(e)]
+    template = _environment().get_template("student.html.j2")
+    return template.render(result=result, rows=_rows(result), sections=sections, css=stylesheet(), csp=CSP,
+                           all_pass=not sections, linked={e.id for e in result.exercises if needs_section(e)},
+                           has_hidden=any(c.visibility == "hidden" for e in result.exercises for c in e.cases))
+
+
+# ---------------------------------------------------------------------------------------------- files
+
+
+def load_results(results: str | Path | Iterable[SubmissionResult]) -> list[SubmissionResult]:
+    """Results from a folder of <student>.json files (other JSON files skipped), or as given."""
+    if isinstance(results, (str, Path)):
+        loaded = []
+        for path in sorted(Path(results).glob("*.json")):
+            try:
+                loaded.append(read_json(path))
+            except (KeyError, TypeError, ValueError):
+                continue  # not a result file (a kit, a Gradescope file ...)
+        return loaded
+    return list(results)
+
+
+def write_reports(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, *,
+                  notebooks: Mapping[str, Path] | str | Path | None = None,
+                  hidden_details: bool = False) -> list[Path]:
+    """Write <student>.md and <student>.html for every result; returns the files written.
+
+    `notebooks` maps submission ids to graded files, or names a folder holding them; without it the path
+    recorded in each result is used when it still exists. The student's code appears only when the file is found.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for result in load_results(results):
+        notebook = locate_notebook(result, notebooks)
+        failing = [e for e in result.exercises if needs_section(e)]
+        code = function_code(notebook, failing) if notebook is not None and failing else {}
+        for suffix, text in ((".md", markdown_report(result, hidden_details=hidden_details)),
+                             (".html", html_report(result, hidden_details=hidden_details, code=code))):
+            target = out / f"{result.submission}{suffix}"
+            target.write_text(text, encoding="utf-8")
+            written.append(target)
+    return written

@@ -1,0 +1,419 @@
+"""The class report: its numbers from real graded submissions and from made-up classes, and the page it renders.
+
+The real results come from grading the bundled taoistic-search submissions (and a file that is not a
+notebook) once for this module; the edge cases (no submission, all zero, one exercise, hostile names) are
+built from the result model directly.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import re
+import shutil
+import statistics
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader.batch import grade_batch
+from grader.report import plots
+from grader.report.class_report import (
+    case_rates, class_report_html, common_mistakes, exercise_summaries, message_key, normalize_values,
+    read_results, slowest, split_sentence, summarize, troubles, ungraded, warning_groups, write_class_report)
+from grader.results import CaseResult, ExerciseResult, SubmissionResult, write_json
+from grader.rubric import load_rubric
+
+from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS
+
+HEADINGS = ("Summary", "Score distribution", "Pass rate per case", "Common mistakes and errors",
+            "Errors and timeouts", "Warnings", "Slowest submissions")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------------------------------ made-up classes
+
+
+def case(case_id: str, status: str = "pass", message: str = "", *, visibility: str = "public",
+         seconds: float = 0.01, call: str = "") -> CaseResult:
+    return CaseResult(case_id, status, visibility, message, call=call or f"{case_id.split('#')[0]}(S)",
+                      fraction=1.0 if status == "pass" else 0.0, seconds=seconds)
+
+
+def exercise(exercise_id: str, cases: list[CaseResult], max_score: float = 2.0) -> ExerciseResult:
+    passed = sum(c.status == "pass" for c in cases)
+    return ExerciseResult(exercise_id, exercise_id.replace("_", " ").title(),
+                          max_score * passed / len(cases) if cases else 0.0, max_score, tuple(cases))
+
+
+def submission(name: str, exercises: list[ExerciseResult], *, warnings: tuple[str, ...] = (),
+               seconds: float = 0.5, isolation: str = "namespaces", rubric: str = "demo") -> SubmissionResult:
+    return SubmissionResult(
+        submission=name, path=f"/class/{name}.ipynb", sha256="0" * 64, rubric=rubric, rubric_sha256="1" * 64,
+        grader_version="0.1.0", isolation=isolation, total=sum(e.score for e in exercises),
+        max_total=sum(e.max_score for e in exercises), exercises=tuple(exercises), warnings=warnings,
+        seconds=seconds)
+
+
+def small_class() -> list[SubmissionResult]:
+    """Three students, two exercises: one right, one counting the blank, one crashing on ints."""
+    blank = "You also count the blank '0'. Leave it out."
+    return [
+        submission("ada", [exercise("manhattan", [case("manhattan#1"), case("manhattan#2")]),
+                           exercise("search", [case("search#1")], 4.0)], seconds=0.4),
+        submission("bob", [exercise("manhattan", [case("manhattan#1", "fail", f"expected 44, got 48. {blank}"),
+                                                  case("manhattan#2", "fail", f"expected 32, got 36. {blank}")]),
+                           exercise("search", [case("search#1")], 4.0)], seconds=1.5),
+        submission("cy", [exercise("manhattan", [case("manhattan#1"), case("manhattan#2", "fail",
+                                                                           f"expected 7, got 11. {blank}")]),
+                          exercise("search", [case("search#1", "error",
+                                                   "TypeError: '<' not supported between instances of 'str' and "
+                                                   "'int' (at In [41] (cell 71), line 15). Tiles are strings.")],
+                                   4.0)],
+                  warnings=("In [5] (cell 7), line 1: ModuleNotFoundError: No module named 'ipycanvas'",),
+                  seconds=0.9),
+    ]
+
+
+# --------------------------------------------------------------------------------------- grouping messages
+
+
+def test_known_mistake_sentence_groups_cases_whatever_their_numbers():
+    first = message_key(case("m#1", "fail", "expected 44, got 48. You also count the blank '0'. Leave it out."))
+    second = message_key(case("m#5", "fail", "expected 32, got 36. You also count the blank '0'. Leave it out."))
+    assert first[1] == second[1]
+    assert first[0] == "mistake"
+    assert first[2] == "You also count the blank '0'. Leave it out."
+    assert first[3] == "expected 44, got 48"
+
+
+def test_check_message_alone_groups_by_its_shape_and_keeps_type_names():
+    assert normalize_values("at [0][1]: expected '0' (str), got 0 (int)") == \
+        normalize_values("at [3][2]: expected '12' (str), got 12 (int)") == "at …: expected … (str), got … (int)"
+    assert normalize_values("a valid path of 58 moves, but the shortest has 22 moves") == \
+        "a valid path of … moves, but the shortest has … moves"
+
+
+def test_sets_cut_short_differently_still_group_together():
+    one = ("set differs: missing (('10', '14', '8', '12'), ('0', '11', '13', '9'), ('6', '..., (('14', '0'), ('6', "
+           "'...; unexpected (('10', '14', '8', '12'), (0, '11', '13', '9'), ('6', '2'...")
+    two = ("set differs: missing (('10', '8', '13', '12'), ('11', '5', '0', '9'), ('6', '7... and 1 more; "
+           "unexpected (('10', '8', '13', '12'), ('11', '5', '2', '9'), ('6', 0,... and 1 more")
+    assert message_key(case("n#1", "fail", one))[1] == message_key(case("n#2", "fail", two))[1]
+    assert normalize_values(one) == "set differs: missing …; unexpected …"
+
+
+def test_sentence_split_ignores_quoted_full_stops_and_cut_values():
+    assert split_sentence("expected 'a. b', got 'c'. Hint here.") == ("expected 'a. b', got 'c'", "Hint here.")
+    assert split_sentence("missing ((1, 2... and 1 more; unexpected (3,") == (
+        "missing ((1, 2... and 1 more; unexpected (3,", "")
+    assert split_sentence("got ((1, 2.... You swapped them.") == ("got ((1, 2...", "You swapped them.")
+    assert split_sentence("the template's stub. Fill it in") == ("the template's stub", "Fill it in")
+
+
+def test_error_key_is_type_and_message_without_cell_or_line():
+    kind, key, summary, detail = message_key(case("s#1", "error", (
+        "TypeError: '<' not supported between instances of 'str' and 'int' (at In [41] (cell 71), line 15). "
+        "Tiles are strings.")))
+    other = message_key(case("s#2", "error",
+                             "TypeError: '<' not supported between instances of 'str' and 'int' (at cell 3, line 2)"))
+    assert (kind, summary, detail) == (
+        "error", "TypeError: '<' not supported between instances of 'str' and 'int'", "Tiles are strings.")
+    assert other[1] == key
+
+
+def test_timeouts_group_without_where_they_were_still_running():
+    running = "did not finish in time; it was still running at "
+    one = message_key(case("s#1", "timeout", running + "In [28] (cell 48), line 1"))
+    two = message_key(case("s#2", "timeout", running + "In [9] (cell 4), line 7"))
+    assert one[1] == two[1] and one[2] == "did not finish in time"
+
+
+# ------------------------------------------------------------------------------------------ made-up classes
+
+
+def test_summary_of_a_small_class():
+    summary = summarize(small_class())
+    assert summary.submissions == 3
+    assert summary.max_total == 6
+    assert summary.totals == (6.0, 4.0, 1.0)
+    assert summary.mean == pytest.approx(11 / 3)
+    assert summary.median == 4
+    assert summary.full_marks == 1 and summary.zero == 0 and summary.ungraded == 0
+    assert summary.isolation == (("namespaces", 3),)
+
+
+def test_mistakes_count_submissions_and_cases_commonest_first():
+    groups = common_mistakes(small_class())
+    manhattan = [g for g in groups if g.exercise == "manhattan"]
+    assert len(manhattan) == 1
+    assert (manhattan[0].kind, manhattan[0].submissions, manhattan[0].cases) == ("mistake", 2, 3)
+    assert manhattan[0].students == ("bob", "cy")
+    search = [g for g in groups if g.exercise == "search"]
+    assert [(g.kind, g.summary, g.students) for g in search] == [
+        ("error", "TypeError: '<' not supported between instances of 'str' and 'int'", ("cy",))]
+
+
+def test_case_rates_sorted_by_exercise_then_case_with_visibility():
+    results = small_class()
+    results[0] = replace(results[0], exercises=(
+        results[0].exercises[0], exercise("search", [case("search#1", visibility="hidden")], 4.0)))
+    rates = case_rates(results)
+    assert [(r.exercise, r.case, r.passed, r.submissions) for r in rates] == [
+        ("manhattan", "manhattan#1", 2, 3), ("manhattan", "manhattan#2", 1, 3), ("search", "search#1", 2, 3)]
+    assert rates[2].visibility == "hidden" and rates[2].errors == 1
+
+
+def test_slowest_are_sorted_by_seconds_with_their_slowest_exercise():
+    rows = slowest(small_class())
+    assert [row.submission for row in rows] == ["bob", "cy", "ada"]
+    many = [submission(f"s{n:02d}", [exercise("e", [case("e#1", seconds=n / 100)])], seconds=n) for n in range(15)]
+    rows = slowest(many)
+    assert len(rows) == 10 and rows[0].submission == "s14" and rows[0].slowest_exercise == "e"
+
+
+def test_warnings_grouped_without_their_cell():
+    results = small_class()
+    results[0] = replace(results[0], warnings=(
+        "In [3] (cell 2), line 1: ModuleNotFoundError: No module named 'ipycanvas'",))
+    groups = warning_groups(results)
+    assert [(g.message, g.students) for g in groups] == [
+        ("ModuleNotFoundError: No module named 'ipycanvas'", ("ada", "cy"))]
+
+
+def test_no_submissions_gives_a_clear_page():
+    summary = summarize([])
+    assert summary.submissions == 0 and summary.mean is None and summary.median is None
+    page = class_report_html([])
+    assert "<h2>No submissions</h2>" in page
+    assert "grader grade" in page
+    assert "<img" not in page
+    assert "Pass rate per case" not in page
+
+
+def test_all_zero_class_renders_with_zero_counts():
+    results = [submission(name, [exercise("move_dir", [case("move_dir#1", "fail", "expected 1, got 2")]),
+                                 exercise("search", [case("search#1", "missing", "no function named search")])])
+               for name in ("ann", "ben", "col")]
+    summary = summarize(results)
+    assert (summary.mean, summary.median, summary.zero, summary.full_marks) == (0, 0, 3, 0)
+    assert [(e.id, e.zero, e.partial, e.full) for e in exercise_summaries(results)] == [
+        ("move_dir", 3, 0, 0), ("search", 3, 0, 0)]
+    page = class_report_html(results)
+    assert page.count('src="data:image/png;base64,') == 2
+    assert "0%" in page
+    for heading in HEADINGS:
+        assert f"<h2>{heading}</h2>" in page
+
+
+def test_one_exercise_class_renders():
+    swapped = case("find_tile#2", "fail", "expected (0, 1), got (1, 0)")
+    results = [submission("solo", [exercise("find_tile", [case("find_tile#1"), swapped])])]
+    assert [e.id for e in exercise_summaries(results)] == ["find_tile"]
+    page = class_report_html(results, title="Week 1")
+    assert "<title>Week 1</title>" in page
+    assert "expected …, got …" in page
+    assert page.count('src="data:image/png;base64,') == 2
+
+
+def test_student_text_is_escaped_everywhere():
+    evil = "<script>alert(1)</script>"
+    results = [submission(evil, [exercise("f", [case("f#1", "fail", f"expected 1, got 2. {evil} & \"q\"",
+                                                     call=f"f('{evil}')"),
+                                                case("f#2", "error", f"ValueError: {evil} (at cell 1, line 1)")])],
+                          warnings=(f"cell 1, line 1: {evil}",))]
+    page = class_report_html(results, title=evil, problems=[f"{evil}.json: not a readable result"])
+    assert "<script" not in page.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert 'title="f(&#39;&lt;script&gt;' in page        # inside an attribute too
+
+
+def test_page_is_the_same_for_results_in_any_order():
+    results = small_class()
+    assert class_report_html(results) == class_report_html(list(reversed(results)))
+
+
+def test_several_rubrics_are_flagged():
+    results = small_class()
+    results[0] = replace(results[0], rubric="other")
+    page = class_report_html(results)
+    assert "from 2 rubrics (demo, other)" in page
+    assert "<title>Class report</title>" in page
+
+
+def test_ungraded_file_is_listed_and_left_out_of_pass_rates():
+    results = small_class() + [submission("broken", [exercise("manhattan", [
+        case("manhattan#1", "missing", "not graded: not a notebook"),
+        case("manhattan#2", "missing", "not graded: not a notebook")])], warnings=("not a notebook",))]
+    assert [(u.submission, u.reason) for u in ungraded(results)] == [("broken", "not a notebook")]
+    assert summarize(results).ungraded == 1
+    assert {r.submissions for r in case_rates(results) if r.exercise == "manhattan"} == {3}
+    assert all("broken" not in g.students for g in common_mistakes(results))
+
+
+# ------------------------------------------------------------------------------------------------ figures
+
+
+def _chunks(png: bytes) -> list[bytes]:
+    names, index = [], len(PNG_SIGNATURE)
+    while index < len(png):
+        length = int.from_bytes(png[index:index + 4], "big")
+        names.append(png[index + 4:index + 8])
+        index += 12 + length
+    return names
+
+
+def test_figures_are_reproducible_pngs_without_software_or_date():
+    rows = [plots.ExerciseShares("move_dir", 3, 1, 7, 0.7), plots.ExerciseShares("search", 0, 0, 11, 1.0)]
+    first, second = plots.exercise_shares(rows), plots.exercise_shares(rows)
+    assert first == second
+    histogram = plots.total_histogram([30, 22.2, 25.5, 0], 30)
+    assert histogram == plots.total_histogram([30, 22.2, 25.5, 0], 30)
+    for uri in (first, histogram):
+        assert uri.startswith("data:image/png;base64,")
+        png = base64.b64decode(uri.split(",", 1)[1])
+        assert png.startswith(PNG_SIGNATURE)
+        assert not {b"tEXt", b"iTXt", b"zTXt", b"tIME"} & set(_chunks(png))
+        assert int.from_bytes(png[16:20], "big") == plots.WIDTH * plots.DPI   # IHDR width: a fixed size
+
+
+# ------------------------------------------------------------------------------------ the bundled examples
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Path:
+    """The bundled taoistic-search submissions and one file that is not a notebook, graded into a folder."""
+    out = tmp_path_factory.mktemp("class-report-results")
+    batch = grade_batch([SUBMISSIONS, NOTEBOOKS / "invalid_json.ipynb"], RUBRIC, out, jobs=2, cache=grader_cache)
+    assert len(batch.results) == 12
+    return out
+
+
+@pytest.fixture(scope="module")
+def results(graded: Path) -> list[SubmissionResult]:
+    loaded = read_results(graded)
+    assert loaded.problems == ()
+    return list(loaded.results)
+
+
+@pytest.mark.slow
+def test_bundled_summary_counts_every_submission(results):
+    summary = summarize(results)
+    assert summary.submissions == 12
+    assert summary.ungraded == 1
+    assert summary.full_marks == 2                            # correct and main-animation
+    assert summary.max_total == 30
+    assert summary.mean == pytest.approx(statistics.fmean(r.total for r in results))
+    assert summary.rubrics == ("taoistic-search",)
+    assert sum(count for _, count in summary.isolation) == 12
+
+
+@pytest.mark.slow
+def test_bundled_known_mistakes_are_grouped_with_their_students(results):
+    groups = {(g.exercise, g.summary.split(".")[0]): g for g in common_mistakes(results)}
+    blank = groups[("manhattan", "You also count the blank '0'")]
+    assert blank.kind == "mistake"
+    assert blank.students == ("manhattan-counts-blank", "seed-000")
+    assert blank.cases > blank.submissions                     # several cases, different numbers, one group
+    swapped = groups[("move_dir", "Rows and columns look swapped: you move the blank to S[row + dx][col + dy], "
+                                  "the convention of the 2020/21 notebook")]
+    assert swapped.students == ("move-dir-transposed", "old-era")
+    ints = groups[("main", "TypeError: '<' not supported between instances of 'str' and 'int'")]
+    assert ints.kind == "error" and ints.students == ("int-tiles",)
+    assert next(g for g in common_mistakes(results) if g.exercise == "move_dir") == swapped   # commonest first
+
+
+@pytest.mark.slow
+def test_bundled_errors_timeouts_and_unreadable_file_are_listed(results):
+    found = {(t.submission, t.exercise): t for t in troubles(results)}
+    assert found[("infinite-search", "search")].timeouts > 0
+    assert found[("syntax-error", "main")].message.startswith("NameError: name 'replace_numbers' is not defined")
+    assert found[("int-tiles", "replace_numbers")].status == "error"
+    assert [u.submission for u in ungraded(results)] == ["invalid_json"]
+    ipycanvas = next(g for g in warning_groups(results) if "ipycanvas" in g.message)
+    assert len(ipycanvas.students) == 11 and not ipycanvas.message.startswith("In [")
+
+
+@pytest.mark.slow
+def test_bundled_pass_rates_follow_the_rubric_order(results):
+    rubric = load_rubric(RUBRIC)
+    rates = case_rates(results)
+    assert list(dict.fromkeys(r.exercise for r in rates)) == [e.id for e in rubric.exercises]
+    correct = next(r for r in results if r.submission == "correct")
+    assert [(r.exercise, r.case) for r in rates] == [(e.id, c.id) for e in correct.exercises for c in e.cases]
+    assert {r.submissions for r in rates} == {11}              # the unreadable file is left out
+    move_dir_public = [r for r in rates if r.exercise == "move_dir" and r.visibility == "public"]
+    assert move_dir_public and all(r.passed == 8 for r in move_dir_public)   # transposed, old-era, int-tiles fail
+
+
+@pytest.mark.slow
+def test_bundled_slowest_submission_is_the_infinite_search(results):
+    rows = slowest(results)
+    assert len(rows) == 10
+    assert rows[0].submission == "infinite-search"
+    assert rows[0].slowest_exercise in ("search", "main")
+
+
+@pytest.mark.slow
+def test_bundled_report_is_self_contained_and_deterministic(results, tmp_path):
+    page_path = write_class_report(results, tmp_path / "report.html")
+    again = write_class_report(list(reversed(results)), tmp_path / "again.html")
+    page = page_path.read_text(encoding="utf-8")
+    renamed = again.read_text(encoding="utf-8").replace('href="again.csv">again.csv', 'href="report.csv">report.csv')
+    assert page == renamed
+    for heading in HEADINGS:
+        assert f"<h2>{heading}</h2>" in page
+    assert page.count('src="data:image/png;base64,') == 2
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)   # nothing from the network
+    assert "<script" not in page and "@import" not in page and "url(" not in page
+    assert "You also count the blank" in page
+    with open(tmp_path / "report.csv", newline="", encoding="utf-8") as stream:
+        rows = list(csv.reader(stream))
+    assert rows[0][0] == "student" and rows[0][-2:] == ["total", "max_total"]
+    assert sorted(row[0] for row in rows[1:]) == sorted(r.submission for r in results)
+
+
+@pytest.mark.slow
+def test_read_results_reports_files_that_are_not_results(graded, tmp_path):
+    folder = tmp_path / "mixed"
+    shutil.copytree(graded, folder)
+    (folder / "kit.json").write_text('{"cases": []}', encoding="utf-8")
+    (folder / "damaged.json").write_text('{"submission": ', encoding="utf-8")
+    loaded = read_results(folder)
+    assert len(loaded.results) == 12
+    assert [p.split(":")[0] for p in loaded.problems] == ["damaged.json", "kit.json"]
+    page = class_report_html(loaded.results, problems=loaded.problems)
+    assert "kit.json: not a readable result" in page
+
+
+def test_read_results_round_trips_written_results(tmp_path):
+    for result in small_class():
+        write_json(result, tmp_path)
+    loaded = read_results(tmp_path)
+    assert loaded.problems == ()
+    assert [r.submission for r in loaded.results] == ["ada", "bob", "cy"]
+    assert class_report_html(loaded.results) == class_report_html(small_class())
+
+
+@pytest.mark.slow
+def test_bundled_report_renders_in_chromium(results, tmp_path):
+    """Headless Chromium shows a page that is not blank, with every heading, and logs no console message."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    page = write_class_report(results, tmp_path / "report.html")
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+              f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0"]
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    for heading in HEADINGS:
+        assert f"<h2>{heading}</h2>" in dom.stdout
+    assert "CONSOLE" not in dom.stderr
+    shot = tmp_path / "shot.png"
+    subprocess.run([*common, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    from PIL import Image
+    with Image.open(shot) as image:
+        colours = image.convert("L").getextrema()
+    assert colours[0] < 100 < colours[1]                       # dark text on a light page: not blank

@@ -1,0 +1,201 @@
+"""Per-student feedback (Markdown, HTML, the annotated notebook, the terminal self-check) read from real results."""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import nbformat
+from rich.console import Console
+
+from conftest import SUBMISSIONS, Batch
+from grader.report import annotated, boards, student
+from grader.report.console import student_report
+from grader.results import CaseResult, ExerciseResult, SubmissionResult
+
+TRANSPOSED = "move-dir-transposed"
+HIDDEN_MOVE_DIR_CALL = "move_dir(S1, 2, 2, -1, 0)"    # a hidden case of the rubric: never shown by default
+
+
+def public_only(result: SubmissionResult) -> SubmissionResult:
+    """What a student's self-check produces: the same submission with its public cases only."""
+    return replace(result, exercises=tuple(
+        replace(e, cases=tuple(c for c in e.cases if c.visibility == "public")) for e in result.exercises))
+
+
+def hostile_result() -> SubmissionResult:
+    """A result full of text a student controls: name, call, message, output, traceback, tiles."""
+    script = "<script>alert('x')</script>"
+    board = (("<b>", "0"), ("*", "1"))
+    from grader.sandbox import codec
+    case = CaseResult(id="c#1", status="fail", visibility="public", message=f"bad {script} [link](http://evil)",
+                      call=f"f({script!r})", expected=codec.encode(board), got=codec.encode(((script[:6], "0"), ("*", "1"))),
+                      output=f"printed {script}\n" * 100, traceback=f"  cell 2, line 1, in f\n    {script}")
+    exercise = ExerciseResult(id="f", title=f"Title {script}", score=0.0, max_score=1.0, cases=(case,),
+                              notes=(f"note {script}",), function="f", location="cell 2, line 1")
+    return SubmissionResult(submission=f"eve{script}", path="", sha256="", rubric="r", rubric_sha256="",
+                            grader_version="0", isolation="namespaces", total=0.0, max_total=1.0,
+                            exercises=(exercise,), warnings=(f"warning {script}",))
+
+
+# ---------------------------------------------------------------------------------------------- Markdown
+
+
+def test_markdown_shows_the_failed_move_dir_cases_as_boards_and_only_counts_hidden_cases(bundled: Batch) -> None:
+    text = student.markdown_report(bundled[TRANSPOSED])
+    assert "**Score: 28 / 30**" in text
+    assert "## move\\_dir: Move the blank (0 / 2)" in text
+    assert "#### ✗ `move_dir(Start, 0, 0, 1, 0)` — fail" in text
+    assert "│[14]│[  ]│  8 │ 12 │   │[10]│[14]│  8 │ 12 │" in text       # expected beside got, cells marked
+    assert "Rows and columns look swapped" in text
+    assert "*12 hidden cases: 11 failed, 1 raised an error.*" in text
+    assert HIDDEN_MOVE_DIR_CALL not in text
+    assert "'10', '8', '13', '12'" not in text          # the first hidden case's expected first row
+    assert "def move_dir" not in text                   # the student's code is for the HTML page
+
+
+def test_hidden_details_show_the_hidden_cases_when_the_ta_asks(bundled: Batch) -> None:
+    text = student.markdown_report(bundled[TRANSPOSED], hidden_details=True)
+    assert HIDDEN_MOVE_DIR_CALL in text
+    assert "— fail (hidden)" in text
+    assert "hidden cases: 11 failed" in text            # still counted in the table
+
+
+def test_an_error_shows_the_traceback_pointing_at_the_notebook_cell(bundled: Batch) -> None:
+    text = student.markdown_report(bundled["extract-move-of-tile"])
+    assert "#### ! `main()  after Start = EasyStart` — error" in text
+    assert "In [26] (cell 44), line 3, in move_dir" in text
+    assert "Printed output:" in text and "Number of states visited: 48" in text
+
+
+def test_a_self_check_that_passes_claims_only_the_public_cases(bundled: Batch) -> None:
+    checked = public_only(bundled["correct"])
+    assert "Every public case passes." in student.markdown_report(checked)
+    assert "Every public case passes." in student.html_report(checked)
+    graded = student.markdown_report(bundled["correct"])
+    assert "Every case passes, hidden ones included." in graded
+    assert "all tests passed" not in (graded + student.markdown_report(checked)).lower()
+
+
+def test_markdown_escapes_what_the_student_wrote() -> None:
+    text = student.markdown_report(hostile_result())
+    assert "<script>" not in text
+    assert "\\[link\\](http://evil)" in text
+    assert "... (output cut)" in text                  # 100 printed lines cut to the first 30
+
+
+# ---------------------------------------------------------------------------------------------- HTML
+
+
+def test_html_report_draws_boards_and_shows_the_students_own_code_of_failing_functions(bundled: Batch) -> None:
+    result = bundled[TRANSPOSED]
+    notebook = student.locate_notebook(result, None)
+    assert notebook == SUBMISSIONS / f"{TRANSPOSED}.ipynb"
+    code = student.function_code(notebook, [e for e in result.exercises if student.needs_section(e)])
+    assert set(code) == {"move_dir"}
+    assert code["move_dir"].startswith("def move_dir(S: State, row: int, col: int, dx: int, dy: int) -> State:")
+    html = student.html_report(result, code=code)
+    assert html.count('<table class="board" data-role="expected">') == 2        # the two public move_dir cases
+    assert len(re.findall(r'<td class="tile[^"]*\bdiff"', html)) == 12
+    assert "<h3>Your code</h3>" in html and "L[row + dx][col + dy]" in re.sub(r"<[^>]+>", "", html)
+    assert HIDDEN_MOVE_DIR_CALL not in html
+
+
+def test_html_report_is_self_contained_escaped_and_deterministic(bundled: Batch) -> None:
+    result = bundled[TRANSPOSED]
+    first, second = student.html_report(result), student.html_report(result)
+    assert first == second
+    assert "<script" not in first and "http://" not in first and "https://" not in first
+    assert 'http-equiv="Content-Security-Policy"' in first
+    hostile = student.html_report(hostile_result())
+    assert "<script" not in hostile and "&lt;script&gt;" in hostile
+    assert "<b>" not in hostile
+
+
+def test_the_code_of_a_graded_method_is_that_method_alone(tmp_path: Path) -> None:
+    notebook = tmp_path / "methods.py"
+    notebook.write_text("# %%\nclass State:\n    def __init__(self, board):\n        self.board = board\n\n"
+                        "    def zeropos(self):\n        return (0, 0)\n", encoding="utf-8")
+    exercise = ExerciseResult(id="zeropos", title="", score=0, max_score=1, cases=(), function="State",
+                              location="cell 1, line 5")
+    code = student.function_code(notebook, [exercise])["zeropos"]
+    assert code == "class State:  # only the method zeropos\n    def zeropos(self):\n        return (0, 0)\n"
+
+
+def test_write_reports_writes_markdown_and_html_for_every_result(bundled: Batch, tmp_path: Path) -> None:
+    written = student.write_reports(bundled.out, tmp_path)
+    names = {p.name for p in written}
+    assert {f"{TRANSPOSED}.md", f"{TRANSPOSED}.html", "correct.md", "correct.html"} <= names
+    assert len(names) == 2 * len(bundled.results)
+    assert "<h3>Your code</h3>" in (tmp_path / f"{TRANSPOSED}.html").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------- annotated notebook
+
+
+def test_annotated_notebook_puts_each_feedback_box_after_the_cell_that_defines_the_function(bundled: Batch) -> None:
+    html = annotated.annotated_notebook(SUBMISSIONS / f"{TRANSPOSED}.ipynb", bundled[TRANSPOSED])
+    box = html.index('data-exercises="move_dir"')
+    definition = html.rindex('<span class="nf">move_dir</span>', 0, box)
+    assert "jp-CodeCell" not in html[definition:box]          # no other code cell between definition and box
+    assert html.count('<table class="board" data-role="got">') == 2
+    assert html.count('class="feedback grader-box"') == len(bundled[TRANSPOSED].exercises)
+
+
+def test_annotated_notebook_keeps_outputs_and_is_self_contained_and_deterministic(bundled: Batch) -> None:
+    path = SUBMISSIONS / "seed-000.ipynb"
+    first = annotated.annotated_notebook(path, bundled["seed-000"])
+    assert first == annotated.annotated_notebook(path, bundled["seed-000"])
+    outputs = [o for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code" for o in c.outputs
+               if o.get("output_type") == "stream"]
+    assert outputs and outputs[0]["text"].splitlines()[0] in first
+    assert "<script" not in first and not re.search(r"""src=["']?https?:""", first)
+    assert "seed-000: 28.8 / 30" in first
+
+
+def test_annotated_notebook_embeds_local_images_drops_remote_ones_and_trusts_no_student_raw_cell(
+        bundled: Batch, tmp_path: Path) -> None:
+    (tmp_path / "picture.png").write_bytes(_tiny_png())
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("![local](picture.png) ![remote](https://example.com/a.png)"),
+                nbformat.v4.new_raw_cell("<h1>forged</h1>", metadata={"raw_mimetype": "text/html",
+                                                                      annotated.FEEDBACK_MARK: True}),
+                nbformat.v4.new_code_cell("def move_dir(S, row, col, dx, dy):\n    return S\n")]
+    path = tmp_path / "eve.ipynb"
+    nbformat.write(nb, path)
+    html = annotated.annotated_notebook(path, bundled[TRANSPOSED])
+    assert 'src="data:image/png;base64,' in html
+    assert "example.com/a.png" not in html and "[image: remote]" in html
+    assert "<h1>forged</h1>" not in html
+    assert 'data-exercises="move_dir"' in html
+
+
+def _tiny_png() -> bytes:
+    import struct
+    import zlib
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b""))
+
+
+# ---------------------------------------------------------------------------------------------- terminal
+
+
+def test_self_check_in_the_terminal_draws_the_failed_move_dir_case_as_boards(bundled: Batch) -> None:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=100, color_system=None)
+    assert student_report(public_only(bundled[TRANSPOSED]), {"move_dir": 12}, console) is False
+    shown = buffer.getvalue()
+    assert "✗ move_dir: 0/2 public cases pass; 12 hidden cases, results after grading" in shown
+    assert "│[14]│[  ]│  8 │ 12 │   │[10]│[14]│  8 │ 12 │" in shown
+    assert boards.TEXT_LEGEND in shown
+    assert "All public cases pass" not in shown
+
+
+def test_self_check_of_a_passing_submission_draws_no_board(bundled: Batch) -> None:
+    buffer = io.StringIO()
+    assert student_report(public_only(bundled["correct"]), {}, Console(file=buffer, width=100)) is True
+    assert "┌" not in buffer.getvalue() and "All public cases pass" in buffer.getvalue()
