@@ -84,6 +84,7 @@ def _entries(paths: Iterable[str | Path], workdir: Path) -> tuple[list[tuple[str
 def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
                 jobs: int | None = None, options: Options = Options(), cache: Path | None = None,
                 gradebook: Path | None = None, force: bool = False, executor: Executor | None = None,
+                dask: str | None = None,
                 on_start: Callable[[int, int], None] | None = None,
                 on_result: Callable[[SubmissionResult, bool], None] | None = None) -> Batch:
     """Grade a class. Unchanged submissions (same file, rubric and grader version) are not graded again
@@ -120,7 +121,13 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 on_start(len(entries), batch.unchanged)
             hide = tuple(str(p) for p in (out_dir, cache_dir, Path(workdir)) if p is not None)
             setup = Setup(rubric, str(cache_dir), options, hide)
-            runner = executor or LocalPool(setup, jobs)
+            if executor is not None:
+                runner = executor
+            elif dask is not None:
+                from grader.executor_dask import DaskExecutor
+                runner = DaskExecutor(setup, dask, workers=jobs)
+            else:
+                runner = LocalPool(setup, jobs)
             sources = {job.student: job for job in jobs_to_run}
             for done in runner.run(jobs_to_run):
                 if done.result is not None:
@@ -136,6 +143,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     book.record(done.job.student, sources[done.job.student].source, result)
                 if on_result:
                     on_result(result, False)
+            if dask is not None and executor is None:
+                runner.close()
             batch.results = [results[student] for student, _, _ in entries if student in results]
             if out_dir is not None and batch.results:
                 _write_csv(batch.results, out_dir / "gradebook.csv")

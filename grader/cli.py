@@ -23,6 +23,7 @@ def _grade(args: argparse.Namespace) -> int:
         batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
                             cache=Path(args.cache) if args.cache else None,
                             gradebook=Path(args.gradebook) if args.gradebook else None, force=args.force,
+                            dask=args.dask,
                             on_start=progress.start, on_result=progress.result)
     for problem in batch.problems:
         console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
@@ -109,6 +110,8 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table: a summary line (for CI logs)")
     grade.add_argument("--gradebook", default=None, help="SQLite gradebook (default: OUT/gradebook.sqlite)")
     grade.add_argument("--force", action="store_true", help="regrade submissions that have not changed")
+    grade.add_argument("--dask", default=None, metavar="ADDRESS",
+                       help="grade on a Dask cluster: a scheduler address, or 'local' for a LocalCluster")
     grade.add_argument("--gradescope", default=None, metavar="DIR",
                        help="also write a Gradescope results.json per submission into DIR")
     grade.set_defaults(run=_grade)
