@@ -54,6 +54,14 @@ def _gradescope(args: argparse.Namespace) -> int:
     return 0
 
 
+def _merge(args: argparse.Namespace) -> int:
+    from grader.gradebook import Gradebook
+    with Gradebook(Path(args.into)) as book:
+        for other in args.gradebooks:
+            print(f"{other}: {book.merge(Path(other))} results merged into {args.into}")
+    return 0
+
+
 def _check(args: argparse.Namespace) -> int:
     from grader.batch import check
     from grader.report.console import student_report
@@ -121,6 +129,11 @@ def parser() -> argparse.ArgumentParser:
     gradescope.add_argument("-o", "--output", required=True, help="the zip to write, e.g. autograder.zip")
     gradescope.add_argument("--source", action="store_true", help="ship the grader's source instead of a wheel")
     gradescope.set_defaults(run=_gradescope)
+
+    merge = verbs.add_parser("merge", help="merge gradebooks (e.g. graded on several machines) into one")
+    merge.add_argument("gradebooks", nargs="+", help="gradebook files to merge in")
+    merge.add_argument("--into", required=True, help="the gradebook that receives them (created if missing)")
+    merge.set_defaults(run=_merge)
 
     check = verbs.add_parser("check", help="self-check a notebook on the public cases")
     check.add_argument("notebook")

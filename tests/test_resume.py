@@ -1,0 +1,107 @@
+"""A batch killed with kill -9 and run again ends with exactly the results of an uninterrupted batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
+EXAMPLES = REPO / "assignments" / "taoistic-search" / "submissions"
+CALM = ["correct", "seed-000", "old-era", "move-dir-transposed", "manhattan-counts-blank", "syntax-error",
+        "extract-move-of-tile", "int-tiles", "find-tile-transposed", "main-animation"]
+TIMING = {"seconds"}
+
+
+def comparable(value):
+    """A result without what legitimately differs between runs: timings."""
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value
+
+
+def start(out: Path, cache: Path, submissions: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "grader", "grade", str(submissions), "--rubric", str(RUBRIC),
+                             "--out", str(out), "--cache", str(cache), "--jobs", "2", "--quiet"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def results(out: Path) -> dict:
+    return {p.stem: comparable(json.loads(p.read_text(encoding="utf-8"))) for p in sorted(out.glob("*.json"))}
+
+
+def test_a_batch_killed_with_kill_9_and_rerun_ends_as_if_never_interrupted(tmp_path: Path) -> None:
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for name in CALM:
+        shutil.copy(EXAMPLES / f"{name}.ipynb", submissions / f"{name}.ipynb")
+    cache = tmp_path / "cache"
+
+    whole = start(tmp_path / "whole", cache, submissions)
+    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+
+    interrupted = tmp_path / "interrupted"
+    process = start(interrupted, cache, submissions)
+    deadline = time.monotonic() + 120
+    while len(list(interrupted.glob("*.json"))) < 3 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)        # the coordinator and its workers, mid-batch
+    process.wait(timeout=30)
+    finished_before = len(list(interrupted.glob("*.json")))
+    assert 0 < finished_before < len(CALM), "the kill should land mid-batch"
+
+    with sqlite3.connect(interrupted / "gradebook.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+    again = start(interrupted, cache, submissions)
+    output, errors = again.communicate(timeout=300)
+    assert again.returncode == 0, errors
+    unchanged = int(output.split(" unchanged")[0].rsplit(" ", 1)[-1])
+    assert unchanged >= finished_before - 2      # at most the results in flight were lost, and redone
+    assert results(interrupted).keys() == results(tmp_path / "whole").keys()
+    for student, result in results(tmp_path / "whole").items():
+        assert results(interrupted)[student] == result, student
+    assert (interrupted / "gradebook.csv").read_text() == (tmp_path / "whole" / "gradebook.csv").read_text()
+
+
+def test_a_regrade_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for name in CALM[:3]:
+        shutil.copy(EXAMPLES / f"{name}.ipynb", submissions / f"{name}.ipynb")
+    first = start(tmp_path / "out", tmp_path / "cache", submissions)
+    assert first.wait(timeout=300) == 0
+    again = start(tmp_path / "out", tmp_path / "cache", submissions)
+    output, _ = again.communicate(timeout=300)
+    assert "0 graded, 3 unchanged" in output
+    forced = subprocess.run([sys.executable, "-m", "grader", "grade", str(submissions), "--rubric", str(RUBRIC),
+                             "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--quiet",
+                             "--force"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert "3 graded, 0 unchanged" in forced.stdout
+
+
+def test_gradebooks_graded_apart_merge_into_one(tmp_path: Path) -> None:
+    for half, names in (("a", CALM[:2]), ("b", CALM[2:4])):
+        folder = tmp_path / half
+        folder.mkdir()
+        for name in names:
+            shutil.copy(EXAMPLES / f"{name}.ipynb", folder / f"{name}.ipynb")
+        assert start(tmp_path / f"out-{half}", tmp_path / "cache", folder).wait(timeout=300) == 0
+    merged = tmp_path / "all.sqlite"
+    done = subprocess.run([sys.executable, "-m", "grader", "merge", str(tmp_path / "out-a" / "gradebook.sqlite"),
+                           str(tmp_path / "out-b" / "gradebook.sqlite"), "--into", str(merged)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    from grader.gradebook import Gradebook
+    with Gradebook(merged) as book:
+        assert book.students("taoistic-search") == sorted(CALM[:4])
