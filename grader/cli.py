@@ -54,6 +54,25 @@ def _gradescope(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from grader.report.student import write_reports
+    written = write_reports(args.results, args.out, notebooks=args.notebooks, hidden_details=args.hidden_details)
+    if args.annotated:
+        from grader.report.annotated import write_annotated
+        written += write_annotated(args.results, args.out, notebooks=args.notebooks,
+                                   hidden_details=args.hidden_details)
+    print(f"{len(written)} report files written to {args.out}/")
+    return 0 if written else 1
+
+
+def _class_report(args: argparse.Namespace) -> int:
+    from grader.report.class_report import read_results, write_class_report
+    loaded = read_results(args.results)
+    path = write_class_report(loaded.results, Path(args.output), title=args.title, problems=loaded.problems)
+    print(f"class report of {len(loaded.results)} submissions written to {path} (and {path.with_suffix('.csv')})")
+    return 0 if loaded.results else 1
+
+
 def _merge(args: argparse.Namespace) -> int:
     from grader.gradebook import Gradebook
     with Gradebook(Path(args.into)) as book:
@@ -62,7 +81,17 @@ def _merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kit(args: argparse.Namespace) -> int:
+    from grader.kit import write_kit
+    path = write_kit(args.rubric, args.output, cache=args.cache)
+    print(f"student kit written to {path}: public cases and their answers only, no reference code")
+    return 0
+
+
 def _check(args: argparse.Namespace) -> int:
+    if args.kit:
+        from grader.kit_check import run_check
+        return run_check(args.notebook, args.kit)
     from grader.batch import check
     from grader.report.console import student_report
     result, hidden = check(args.notebook, args.rubric, cache=Path(args.cache) if args.cache else None)
@@ -130,6 +159,27 @@ def parser() -> argparse.ArgumentParser:
     gradescope.add_argument("--source", action="store_true", help="ship the grader's source instead of a wheel")
     gradescope.set_defaults(run=_gradescope)
 
+    report = verbs.add_parser("report", help="per-student feedback: Markdown and HTML (and annotated notebooks)")
+    report.add_argument("results", help="a results folder written by grade --out")
+    report.add_argument("--out", required=True, help="folder for <student>.md / .html")
+    report.add_argument("--notebooks", default=None, help="folder of the submitted notebooks (default: their "
+                                                           "recorded paths)")
+    report.add_argument("--hidden-details", action="store_true", help="show hidden cases in detail, not counted")
+    report.add_argument("--annotated", action="store_true", help="also the student's notebook with feedback boxes")
+    report.set_defaults(run=_report)
+
+    class_report = verbs.add_parser("class-report", help="one HTML dashboard of the whole class (and the CSV)")
+    class_report.add_argument("results", help="a results folder written by grade --out")
+    class_report.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    class_report.add_argument("--title", default=None)
+    class_report.set_defaults(run=_class_report)
+
+    kit = verbs.add_parser("kit", help="export a student self-check kit (public cases only, no reference code)")
+    kit.add_argument("rubric")
+    kit.add_argument("-o", "--output", required=True, help="the kit to write, e.g. kit.json")
+    kit.add_argument("--cache", default=None)
+    kit.set_defaults(run=_kit)
+
     merge = verbs.add_parser("merge", help="merge gradebooks (e.g. graded on several machines) into one")
     merge.add_argument("gradebooks", nargs="+", help="gradebook files to merge in")
     merge.add_argument("--into", required=True, help="the gradebook that receives them (created if missing)")
@@ -137,7 +187,9 @@ def parser() -> argparse.ArgumentParser:
 
     check = verbs.add_parser("check", help="self-check a notebook on the public cases")
     check.add_argument("notebook")
-    check.add_argument("--rubric", required=True)
+    source = check.add_mutually_exclusive_group(required=True)
+    source.add_argument("--rubric", help="the course's rubric (TAs, instructors)")
+    source.add_argument("--kit", help="a student kit built by grader kit: no reference needed")
     check.add_argument("--cache", default=None)
     check.set_defaults(run=_check)
 
@@ -166,6 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     except NotebookError as error:
         print(error, file=sys.stderr)
         return 2
+    except Exception as error:  # a damaged kit or gradebook: say which file and why, no traceback
+        from grader.gradebook import GradebookError
+        from grader.kit import KitError
+        if isinstance(error, (KitError, GradebookError)):
+            print(error, file=sys.stderr)
+            return 2
+        raise
     except KeyboardInterrupt:
         print("interrupted: results written so far are kept", file=sys.stderr)
         return 130

@@ -73,6 +73,8 @@ def grade_job(setup: Setup, job: Job, _plans: dict = {}) -> dict:  # noqa: B006 
 def _worker(connection: Connection, setup: Setup) -> None:
     """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
+    from grader.sandbox import process
+    process.PREFETCH = True   # one submission after another: start the next child while grading this one
     try:
         import ctypes
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG: die with the coordinator

@@ -855,7 +855,7 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     summary. Hidden cases are only counted.
     """
     from grader.extract import Extracted
-    from grader.grading import Options, _no_oracle, grade_exercise
+    from grader.grading import Options, grade_exercise
     from grader.notebook import Notebook
     from grader.results import SubmissionResult
     from grader.scoring import total
@@ -874,11 +874,15 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     exercises = settle(kit, [
         grade_exercise(plan, exercise, KitCases(runner, kx), notebook, extracted, loaded, deadline, Options())
         for exercise, kx in zip(plan.rubric.exercises, kit.exercises)], loaded)
+    warnings = kit.warnings
+    if threading.current_thread() is not threading.main_thread():
+        warnings += ("cases ran without a time limit (not in the main thread): a case that never ends hangs "
+                     "this check; interrupt the kernel to stop it",)
     result = SubmissionResult(
         submission="this notebook", path="<kernel>", sha256="", rubric=kit.assignment,
         rubric_sha256=kit.rubric_sha256, grader_version=__version__, isolation="none (the notebook's own kernel)",
         total=total(e.score for e in exercises), max_total=plan.rubric.max_total, exercises=exercises,
-        warnings=kit.warnings, seconds=round(time.monotonic() - started, 3),
+        warnings=warnings, seconds=round(time.monotonic() - started, 3),
         extra={"kit": kit.sha256, "hidden": kit.hidden})
     report(result, kit.hidden, console)
     return KitSummary(result, kit.hidden)

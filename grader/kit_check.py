@@ -12,7 +12,7 @@ from typing import Any
 
 from grader import __version__
 from grader.extract import extract
-from grader.grading import (Options, _empty_result, _no_oracle, _statements, file_sha256, grade_exercise,
+from grader.grading import (Options, _empty_result, _statements, file_sha256, grade_exercise,
                             hidden_folders)
 from grader.kit import Kit, KitCases, kit_plan, load_kit, report, settle
 from grader.notebook import NotebookError, read_notebook

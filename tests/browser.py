@@ -73,6 +73,12 @@ class Rendered:
     def console_errors(self) -> tuple[str, ...]:
         return tuple(line for line in self.console if "Uncaught" in line or ":CONSOLE" in line)
 
+    @property
+    def external_resources(self) -> tuple[str, ...]:
+        """What the rendered page loads from anywhere but itself: a file beside it or the network. (Headless
+        Chromium does not log a failed load to stderr, so the DOM after rendering is read instead.)"""
+        return external_resources(self.dom)
+
 
 _CONSOLE = re.compile(r"^\[[^\]]*:CONSOLE[^\]]*\].*$|^.*Uncaught .*$", re.MULTILINE)
 
@@ -231,3 +237,26 @@ def parse_dom(html: str) -> Element:
     builder.feed(html)
     builder.close()
     return builder.root
+
+
+_LOADED_BY = {"img": "src", "script": "src", "iframe": "src", "embed": "src", "source": "src", "audio": "src",
+              "video": "src", "track": "src", "input": "src", "object": "data", "link": "href"}
+_CSS_URL = re.compile(r"url\(\s*['\"]?(?!data:|#)([^'\")]+)", re.IGNORECASE)
+
+
+def external_resources(html: str) -> tuple[str, ...]:
+    """Every URL the page loads that is not a data: URI: element sources, stylesheets, CSS url()s."""
+    found = []
+    root = parse_dom(html)
+    for element in root.iter():
+        attribute = _LOADED_BY.get(element.tag)
+        if element.tag == "link" and "stylesheet" not in element.attrs.get("rel", "") \
+                and "icon" not in element.attrs.get("rel", ""):
+            attribute = None
+        value = element.attrs.get(attribute or "", "")
+        if value and not value.startswith("data:"):
+            found.append(value)
+        found += _CSS_URL.findall(element.attrs.get("style", ""))
+        if element.tag == "style":
+            found += _CSS_URL.findall(element.text)
+    return tuple(found)

@@ -63,7 +63,8 @@ def test_values_that_are_not_puzzle_states_are_described_instead(value: object) 
 def test_a_list_of_states_is_a_path_and_a_set_of_states_keeps_the_wire_order() -> None:
     path = [THREE, ((0, 8, 6), (5, 4, 7), (2, 3, 1))]
     assert boards.picture(wire(path)).kind == "path"
-    successors = {((0, 8, 6), (5, 4, 7), (2, 3, 1)), ((8, 4, 6), (5, 0, 7), (2, 3, 1)), ((8, 6, 0), (5, 4, 7), (2, 3, 1))}
+    successors = {((0, 8, 6), (5, 4, 7), (2, 3, 1)), ((8, 4, 6), (5, 0, 7), (2, 3, 1)),
+                  ((8, 6, 0), (5, 4, 7), (2, 3, 1))}
     encoded = wire(successors)
     picture = boards.picture(encoded)
     assert picture.kind == "set"

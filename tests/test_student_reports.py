@@ -14,6 +14,7 @@ from conftest import SUBMISSIONS, Batch
 from grader.report import annotated, boards, student
 from grader.report.console import student_report
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.sandbox import codec
 
 TRANSPOSED = "move-dir-transposed"
 HIDDEN_MOVE_DIR_CALL = "move_dir(S1, 2, 2, -1, 0)"    # a hidden case of the rubric: never shown by default
@@ -28,11 +29,10 @@ def public_only(result: SubmissionResult) -> SubmissionResult:
 def hostile_result() -> SubmissionResult:
     """A result full of text a student controls: name, call, message, output, traceback, tiles."""
     script = "<script>alert('x')</script>"
-    board = (("<b>", "0"), ("*", "1"))
-    from grader.sandbox import codec
+    expected, got = codec.encode((("<b>", "0"), ("*", "1"))), codec.encode((("<scri", "0"), ("*", "1")))
     case = CaseResult(id="c#1", status="fail", visibility="public", message=f"bad {script} [link](http://evil)",
-                      call=f"f({script!r})", expected=codec.encode(board), got=codec.encode(((script[:6], "0"), ("*", "1"))),
-                      output=f"printed {script}\n" * 100, traceback=f"  cell 2, line 1, in f\n    {script}")
+                      call=f"f({script!r})", expected=expected, got=got, output=f"printed {script}\n" * 100,
+                      traceback=f"  cell 2, line 1, in f\n    {script}")
     exercise = ExerciseResult(id="f", title=f"Title {script}", score=0.0, max_score=1.0, cases=(case,),
                               notes=(f"note {script}",), function="f", location="cell 2, line 1")
     return SubmissionResult(submission=f"eve{script}", path="", sha256="", rubric="r", rubric_sha256="",
@@ -43,7 +43,7 @@ def hostile_result() -> SubmissionResult:
 # ---------------------------------------------------------------------------------------------- Markdown
 
 
-def test_markdown_shows_the_failed_move_dir_cases_as_boards_and_only_counts_hidden_cases(bundled: Batch) -> None:
+def test_markdown_draws_failed_move_dir_cases_as_boards_and_only_counts_hidden_ones(bundled: Batch) -> None:
     text = student.markdown_report(bundled[TRANSPOSED])
     assert "**Score: 28 / 30**" in text
     assert "## move\\_dir: Move the blank (0 / 2)" in text
@@ -61,6 +61,8 @@ def test_hidden_details_show_the_hidden_cases_when_the_ta_asks(bundled: Batch) -
     assert HIDDEN_MOVE_DIR_CALL in text
     assert "— fail (hidden)" in text
     assert "hidden cases: 11 failed" in text            # still counted in the table
+    html = student.html_report(bundled[TRANSPOSED], hidden_details=True)
+    assert HIDDEN_MOVE_DIR_CALL in html and "(hidden case)" in html
 
 
 def test_an_error_shows_the_traceback_pointing_at_the_notebook_cell(bundled: Batch) -> None:
@@ -81,7 +83,9 @@ def test_a_self_check_that_passes_claims_only_the_public_cases(bundled: Batch) -
 
 def test_markdown_escapes_what_the_student_wrote() -> None:
     text = student.markdown_report(hostile_result())
-    assert "<script>" not in text
+    # Inside code spans and fenced blocks Markdown shows text literally; everywhere else it must be escaped.
+    prose = re.sub(r"(`+).*?\1", "", re.sub(r"(?ms)^(`{3,})\w*\n.*?^\1$", "", text))
+    assert "<script>" in text and "<script>" not in prose and "\\<script\\>" in prose
     assert "\\[link\\](http://evil)" in text
     assert "... (output cut)" in text                  # 100 printed lines cut to the first 30
 

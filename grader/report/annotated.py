@@ -158,7 +158,7 @@ def _summary_box(result: SubmissionResult, unplaced: list[ExerciseResult], hidde
         intro += Markup("<p>Not found in a cell of this notebook:</p>")
     return Markup('<div class="feedback grader-box grader-summary"><div class="grader-label">Grader feedback</div>'
                   '<h1>{}: {} / {}</h1>{}{}{}</div>').format(
-        result.submission, student._score(result.total), student._score(result.max_total),
+        result.submission, student.score_text(result.total), student.score_text(result.max_total),
         student.summary_html(result), intro, missing)
 
 

@@ -29,7 +29,6 @@ Tile = Any                               # str | int
 Board = tuple[tuple[Tile, ...], ...]     # rows of tiles
 Cell = tuple[int, int]                   # (row, column)
 
-BLANKS = ("0", 0)
 WILDCARD = "*"
 MAX_SIDE = 12          # a 30x30 matrix is data, not a puzzle; drawing it helps nobody
 MAX_TILE_CHARS = 6
@@ -86,11 +85,9 @@ def _rows_of(value: object) -> Board | None:
 def _is_state(rows: Board) -> bool:
     """One blank and no tile twice (wildcards aside): what makes a grid of numbers a puzzle state."""
     tiles = [tile for row in rows for tile in row]
-    if sum(_is_blank(t) for t in tiles) != 1:
+    if sum(_is_blank(t) for t in tiles) != 1 or any(type(t) is int and t < 0 for t in tiles):
         return False
     named = [_key(t) for t in tiles if t != WILDCARD]
-    if any(type(t) is int and t < 0 for t in tiles):
-        return False
     return len(named) == len(set(named))
 
 
@@ -120,12 +117,13 @@ def picture(wire: codec.Wire, *, loose: bool = False) -> Picture:
     """Recognise the boards in a wire value (see the module docstring)."""
     text = _describe(wire)
     try:
-        if isinstance(wire, dict) and len(wire) == 1 and ("set" in wire or "frozenset" in wire):
+        tag = _set_tag(wire)
+        if tag is not None:
             # Decoded element by element: a decoded set's order would change with the hash seed.
-            elements = [codec.decode(item) for item in next(iter(wire.values()))]
+            elements = [codec.decode(item) for item in wire[tag]]
             boards = [as_board(e, loose=loose) for e in elements]
             if elements and all(b is not None for b in boards):
-                form = f"{next(iter(wire))} of {_forms(elements)}"
+                form = f"{tag} of {_forms(elements)}"
                 return Picture("set", tuple(boards), text, form)       # type: ignore[arg-type]
             return Picture("value", (), text)
         value = codec.decode(wire)
@@ -139,6 +137,13 @@ def picture(wire: codec.Wire, *, loose: bool = False) -> Picture:
         if all(b is not None for b in boards):
             return Picture("path", tuple(boards), text, f"{type(value).__name__} of {_forms(value)}")  # type: ignore
     return Picture("value", (), text)
+
+
+def _set_tag(wire: codec.Wire) -> str | None:
+    if isinstance(wire, dict) and set(wire) - {"class"} in ({"set"}, {"frozenset"}):
+        tag = "set" if "set" in wire else "frozenset"
+        return tag if isinstance(wire[tag], list) else None
+    return None
 
 
 def _form(value: object) -> str:
@@ -310,7 +315,6 @@ FLAG_TEXT = {"missing": "missing from got", "unexpected": "not expected", "extra
 Segment = tuple[str, str | None]         # text and a rich style (None: plain)
 Line = list[Segment]
 MARK_STYLE = "bold red"
-BLANK_STYLE = "dim"
 TEXT_LEGEND = "[x] marks a cell that differs; an empty cell is the blank"
 
 
@@ -331,7 +335,7 @@ def _board_lines(drawn: Drawn, title: str) -> list[Line]:
             if marked:
                 line.append(("[" + body + "]", MARK_STYLE))
             else:
-                line.append((" " + body + " ", BLANK_STYLE if not label else None))
+                line.append((" " + body + " ", None))
             line.append(("│", None))
         lines.append(line)
         if r < len(labels) - 1:
@@ -427,16 +431,6 @@ def text_comparison(expected: codec.Wire, got: codec.Wire, width: int = 100) -> 
     return plain(comparison_lines(compare(expected, got), width))
 
 
-def text_board(value: codec.Wire, title: str = "") -> str:
-    """One wire value drawn as a board (or its path/set of boards), else its description."""
-    pic = picture(value)
-    if not pic.is_board:
-        return pic.text
-    caption, blocks = _side_blocks(pic, tuple(Drawn(b) for b in pic.boards), title or "state")
-    lines: list[Line] = [[(caption, None)]] if caption else []
-    return plain(lines + _side_by_side(blocks, 100))
-
-
 # ---------------------------------------------------------------------------------------------- HTML
 
 HTML_CSS = """
@@ -527,13 +521,6 @@ def html_comparison(expected: codec.Wire, got: codec.Wire) -> Markup:
     return body
 
 
-def html_value(value: codec.Wire, name: str = "value") -> Markup:
-    """One wire value: its boards when it is a board, path or set, else its description."""
-    pic = picture(value)
-    return _html_side(pic, tuple(Drawn(b) for b in pic.boards), name, name)
-
-
 __all__ = ["Board", "Comparison", "Drawn", "HTML_CSS", "Picture", "as_board", "compare", "comparison_lines",
-           "diff_cells", "html_comparison", "html_value", "picture", "plain", "text_board", "text_comparison",
-           "tile_label"]
+           "diff_cells", "html_comparison", "picture", "plain", "text_comparison", "tile_label"]
 

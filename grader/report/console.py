@@ -15,7 +15,8 @@ from grader.results import CaseResult, ExerciseResult, SubmissionResult
 from grader.sandbox import codec
 
 MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red"), "timeout": ("⏱", "yellow"),
-         "missing": ("–", "bright_black")}
+         "missing": ("–", "bright_black"), "unverified": ("?", "yellow")}
+FAILING = ("fail", "error", "timeout", "missing")   # 'unverified' (kit only) is checked after submission
 
 
 def _score(value: float) -> str:
@@ -64,16 +65,21 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
     """
     console = console or Console()
     all_pass = True
+    unverified_total = 0
     console.print(f"[bold]{escape(result.submission)}[/] — public cases of {escape(result.rubric)}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for exercise in result.exercises:
         public = [c for c in exercise.cases if c.visibility == "public"]
         passed = sum(c.status == "pass" for c in public)
-        ok = passed == len(public)
+        unverified = sum(c.status == "unverified" for c in public)
+        unverified_total += unverified
+        ok = not any(c.status in FAILING for c in public)
         all_pass &= ok
         mark, style = ("✓", "green") if ok else ("✗", "red")
         line = f"[{style}]{mark}[/] {escape(exercise.id)}: {passed}/{len(public)} public cases pass"
+        if unverified:
+            line += f", {unverified} checked after submission"
         if hidden.get(exercise.id):
             count = hidden[exercise.id]
             line += f"; {count} hidden case{'s' if count != 1 else ''}, results after grading"
@@ -84,7 +90,10 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         for case in public:
             if case.status != "pass":
                 _print_case(console, case)
-    if all_pass:
+    if all_pass and unverified_total:
+        console.print(f"[green]No public case failed;[/] {unverified_total} can only be checked after submission. "
+                      f"Hidden cases are graded after submission.")
+    elif all_pass:
         console.print("[green]All public cases pass.[/] Hidden cases are graded after submission.")
     return all_pass
 

@@ -10,6 +10,7 @@ page adds the student's own code of each function that lost points, taken from t
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import textwrap
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from typing import Iterable, Mapping, Sequence
 import jinja2
 from markupsafe import Markup
 
+from grader.extract import extract
+from grader.notebook import NotebookError, read_notebook
 from grader.report import boards
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json
 
@@ -34,7 +37,7 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"   # no scri
 # ---------------------------------------------------------------------------------------------- content
 
 
-def _score(value: float) -> str:
+def score_text(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.2f}".rstrip("0")
 
 
@@ -51,7 +54,8 @@ def hidden_summary(cases: Sequence[CaseResult]) -> str:
     if not hidden:
         return ""
     counts = status_counts(hidden)
-    parts = ", ".join(f"{counts[s]} {STATUS_WORDS[s]}" for s in STATUS_WORDS if s in counts)
+    order = list(STATUS_WORDS) + sorted(set(counts) - set(STATUS_WORDS))   # a status of a newer grader last
+    parts = ", ".join(f"{counts[s]} {STATUS_WORDS.get(s, s)}" for s in order if s in counts)
     return f"{len(hidden)} hidden case{'s' if len(hidden) != 1 else ''}: {parts}"
 
 
@@ -61,8 +65,12 @@ def public_summary(cases: Sequence[CaseResult]) -> str:
         return "no public cases"
     counts = status_counts(public)
     passed = counts.get("pass", 0)
-    rest = ", ".join(f"{counts[s]} {s}" for s in ("fail", "error", "timeout", "missing") if s in counts)
+    rest = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda item: _rank(item[0])) if s != "pass")
     return f"{passed}/{len(public)} public pass" + (f" ({rest})" if rest else "")
+
+
+def _rank(status: str) -> tuple[int, str]:
+    return (list(SYMBOLS).index(status) if status in SYMBOLS else len(SYMBOLS), status)
 
 
 def truncated_output(text: str) -> str:
@@ -107,8 +115,6 @@ def locate_notebook(result: SubmissionResult, notebooks: Mapping[str, Path] | st
 
 def function_code(notebook: Path, exercises: Sequence[ExerciseResult]) -> dict[str, str]:
     """Exercise id -> the student's code of the graded function (a method alone when a class method is graded)."""
-    from grader.extract import extract
-    from grader.notebook import NotebookError, read_notebook
     try:
         extracted = extract(read_notebook(notebook))
     except (NotebookError, OSError, ValueError):
@@ -175,7 +181,7 @@ def md_block(text: str, info: str = "text") -> str:
 
 def _md_case(case: CaseResult) -> list[str]:
     where = " (hidden)" if case.visibility == "hidden" else ""
-    out = [f"#### {SYMBOLS[case.status]} {md_code(case.call or case.id)} — {case.status}{where}", ""]
+    out = [f"#### {SYMBOLS.get(case.status, '?')} {md_code(case.call or case.id)} — {case.status}{where}", ""]
     if case.message:
         out += [md_text(case.message), ""]
     if case.status == "fail":
@@ -191,21 +197,21 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
                     code: Mapping[str, str] | None = None) -> str:
     """The feedback as Markdown; `code` (exercise id -> the student's code) is shown for exercises that lost
     points when given."""
+    score = f"{score_text(result.total)} / {score_text(result.max_total)}"
     out = [f"# Feedback: {md_text(result.submission)}", "",
-           f"**Score: {_score(result.total)} / {_score(result.max_total)}** · assignment {md_text(result.rubric)} · "
-           f"isolation: {md_text(result.isolation)}", ""]
+           f"**Score: {score}** · assignment {md_text(result.rubric)} · isolation: {md_text(result.isolation)}", ""]
     if result.warnings:
         out += ["**Warnings**", ""] + [f"- {md_text(w)}" for w in result.warnings] + [""]
     out += ["| Exercise | Score | Public cases | Hidden cases |", "|---|---:|---|---|"]
     for exercise in result.exercises:
-        out.append(f"| {md_text(exercise.id)} | {_score(exercise.score)} / {_score(exercise.max_score)} | "
+        out.append(f"| {md_text(exercise.id)} | {score_text(exercise.score)} / {score_text(exercise.max_score)} | "
                    f"{public_summary(exercise.cases)} | {hidden_summary(exercise.cases) or '–'} |")
     out.append("")
     for exercise in result.exercises:
         if not needs_section(exercise):
             continue
         out += [f"## {md_text(exercise.id)}: {md_text(exercise.title)} "
-                f"({_score(exercise.score)} / {_score(exercise.max_score)})", ""]
+                f"({score_text(exercise.score)} / {score_text(exercise.max_score)})", ""]
         if exercise.location:
             out += [f"Graded {md_code(exercise.function or exercise.id)} at {md_text(exercise.location)}.", ""]
         out += [f"- {md_text(note)}" for note in exercise.notes] + ([""] if exercise.notes else [])
@@ -233,11 +239,12 @@ class _CaseView:
     output: str
 
 
+@functools.lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                                      undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                                      trim_blocks=True, lstrip_blocks=True)
-    environment.filters["score"] = _score
+    environment.filters["score"] = score_text
     return environment
 
 
@@ -250,7 +257,7 @@ def highlight_python(code: str) -> Markup:
 
 
 def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseView]:
-    return [_CaseView(case, SYMBOLS[case.status],
+    return [_CaseView(case, SYMBOLS.get(case.status, "?"),
                       boards.html_comparison(case.expected, case.got) if case.status == "fail" else None,
                       truncated_output(case.output) if case.output else "")
             for case in shown_cases(exercise, hidden_details)]
@@ -258,7 +265,7 @@ def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseVie
 
 def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, code: str | None = None,
                   heading: str = "h2") -> Markup:
-    """One exercise's feedback as an HTML fragment (needs STYLE_CSS); the annotated notebook reuses it."""
+    """One exercise's feedback as an HTML fragment (needs stylesheet()); the annotated notebook reuses it."""
     template = _environment().get_template("exercise.html.j2")
     return Markup(template.render(exercise=exercise, cases=_case_views(exercise, hidden_details),
                                   hidden=hidden_summary(exercise.cases) if not hidden_details else "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import os
@@ -68,16 +69,47 @@ class PidsGroup:
     def procs(self) -> str:
         return str(self.path / "cgroup.procs")
 
-    def remove(self) -> None:
+    def empty(self) -> None:
+        """SIGKILL every process still in the group (escapees of every kind included)."""
         try:
             for pid in (self.path / "cgroup.procs").read_text().split():
                 try:
                     os.kill(int(pid), 9)
                 except (ProcessLookupError, ValueError):
                     pass
+        except OSError:
+            pass
+
+    def remove(self) -> None:
+        self.empty()
+        try:
             self.path.rmdir()
         except OSError:
             pass  # still busy for a moment; an empty group costs nothing
+
+
+_FREE: list[PidsGroup] = []
+_FREE_LOCK = __import__("threading").Lock()
+
+
+def acquire_group(root: Path) -> PidsGroup:
+    """A pids group no running child uses: made once per grader process and reused, since creating and
+    removing one costs more than starting the child."""
+    with _FREE_LOCK:
+        for group in _FREE:
+            if group.path.parent == root:
+                _FREE.remove(group)
+                return group
+    group = PidsGroup(root)
+    atexit.register(group.remove)
+    return group
+
+
+def release_group(group: PidsGroup) -> None:
+    """Kill whatever is left in the group and make it available to the next child."""
+    group.empty()
+    with _FREE_LOCK:
+        _FREE.append(group)
 
 
 def command(isolation: Isolation, runtime: list[str], pids: PidsGroup | None) -> list[str]:

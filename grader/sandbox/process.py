@@ -7,6 +7,7 @@ process group; the child is restarted and the remaining cases go on.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from grader.sandbox import codec, wire
-from grader.sandbox.isolation import Isolation, PidsGroup, command, detect
+from grader.sandbox.isolation import Isolation, PidsGroup, acquire_group, command, detect, release_group
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
@@ -155,47 +156,24 @@ class Sandbox:
                     pass
         self.request_fd, self.reader = None, None
         if self.pids is not None:
-            self.pids.remove()
+            release_group(self.pids)
             self.pids = None
 
     def _start(self) -> None:
-        os.makedirs(self.scratch, exist_ok=True)   # the student may have deleted it: the next child needs one
-        request_read, request_write = os.pipe()
-        response_read, response_write = os.pipe()
-        output = open(os.path.join(self.scratch, "output.log"), "ab")
-        if self.isolation.pids_root is not None:
-            try:
-                self.pids = PidsGroup(self.isolation.pids_root)
-            except OSError:
-                self.pids = None
-        # Not -I: it would also ignore PYTHONHASHSEED. The environment is ours entirely (no PYTHONPATH etc.),
-        # -s skips the user site and -P keeps the runtime's folder off sys.path.
-        runtime = [sys.executable, "-s", "-P", str(RUNTIME), str(request_read), str(response_write)]
-        try:
-            self.process = subprocess.Popen(
-                command(self.isolation, runtime, self.pids),
-                stdin=subprocess.DEVNULL, stdout=output, stderr=output, pass_fds=(request_read, response_write),
-                cwd=self.scratch, env=_child_environment(self.scratch), start_new_session=True, close_fds=True)
-        except OSError as error:
-            raise SandboxError(f"cannot start the sandbox: {error}") from None
-        finally:
-            output.close()
-            os.close(request_read)
-            os.close(response_write)
-        self.request_fd = request_write
-        self.reader = wire.FrameReader(response_read)
-        limits = {"memory_bytes": self.limits.memory_mb * 1024 * 1024, "cpu_seconds": self.limits.cpu_seconds,
-                  "file_bytes": self.limits.file_mb * 1024 * 1024, "open_files": self.limits.open_files}
-        self._send({"op": "init", "limits": limits, "scratch": self.scratch, "hide_paths": self.hide_paths,
-                    "confine": self.isolation.namespaces})
-        try:
-            ready = self.reader.read(time.monotonic() + RUNTIME_SECONDS * 2)
-        except (wire.Timeout, wire.Closed, wire.FrameError) as error:
-            self._stop()
-            raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
-        level = str(ready.get("isolation", "unknown"))
-        if self.level is None or _STRENGTH.get(level, -1) < _STRENGTH.get(self.level, -1):
-            self.level = level   # a result reports the weakest containment any of its children had
+        key = (self.isolation, self.limits, tuple(self.hide_paths))
+        child = _take_spare(key) if PREFETCH and self.restarts == 0 else None
+        if child is not None:   # started and confined while the previous submission was being graded
+            import shutil
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = child.scratch
+        else:
+            child = _spawn(self.isolation, self.limits, self.hide_paths, self.scratch)
+        if PREFETCH:
+            _order_spare(key, self.isolation, self.limits, self.hide_paths)
+        self.process, self.request_fd, self.reader, self.pids = child.process, child.request_fd, child.reader, \
+            child.pids
+        if self.level is None or _STRENGTH.get(child.level, -1) < _STRENGTH.get(self.level, -1):
+            self.level = child.level   # a result reports the weakest containment any of its children had
 
     def _send(self, message: dict) -> None:
         assert self.request_fd is not None
@@ -401,6 +379,114 @@ def _bounded(call: Callable[[], Any], seconds: float) -> Any:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@dataclass
+class _Child:
+    """A started, initialised (and confined) child, waiting for its notebook."""
+
+    process: subprocess.Popen
+    request_fd: int
+    reader: wire.FrameReader
+    pids: PidsGroup | None
+    scratch: str
+    level: str
+
+
+def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str], scratch: str) -> _Child:
+    """Start a child from a clean interpreter, set its limits and confinement, and wait until it is ready."""
+    os.makedirs(scratch, exist_ok=True)   # the student may have deleted it: the next child needs one
+    request_read, request_write = os.pipe()
+    response_read, response_write = os.pipe()
+    output = open(os.path.join(scratch, "output.log"), "ab")
+    pids = None
+    if isolation.pids_root is not None:
+        try:
+            pids = acquire_group(isolation.pids_root)
+        except OSError:
+            pids = None
+    # Not -I: it would also ignore PYTHONHASHSEED. The environment is ours entirely (no PYTHONPATH etc.),
+    # -s skips the user site and -P keeps the runtime's folder off sys.path.
+    runtime = [sys.executable, "-s", "-P", str(RUNTIME), str(request_read), str(response_write)]
+    try:
+        process = subprocess.Popen(
+            command(isolation, runtime, pids), stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+            pass_fds=(request_read, response_write), cwd=scratch, env=_child_environment(scratch),
+            start_new_session=True, close_fds=True)
+    except OSError as error:
+        os.close(request_write)
+        os.close(response_read)
+        raise SandboxError(f"cannot start the sandbox: {error}") from None
+    finally:
+        output.close()
+        os.close(request_read)
+        os.close(response_write)
+    reader = wire.FrameReader(response_read)
+    init = {"op": "init", "scratch": scratch, "hide_paths": list(hide_paths), "confine": isolation.namespaces,
+            "limits": {"memory_bytes": limits.memory_mb * 1024 * 1024, "cpu_seconds": limits.cpu_seconds,
+                       "file_bytes": limits.file_mb * 1024 * 1024, "open_files": limits.open_files}}
+    try:
+        wire.send(request_write, init)
+        ready = reader.read(time.monotonic() + RUNTIME_SECONDS * 2)
+    except (wire.Timeout, wire.Closed, wire.FrameError) as error:
+        _kill_group(process.pid)
+        process.wait()
+        os.close(request_write)
+        os.close(response_read)
+        if pids is not None:
+            release_group(pids)
+        raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
+    return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")))
+
+
+# Worker processes grade one submission after another: they start the next child (a spare) while the
+# current one is graded, so its start costs no wall time. Off elsewhere (tests, one-off checks).
+PREFETCH = False
+_SPARES: dict[tuple, Any] = {}
+_SPARES_LOCK = threading.Lock()
+_SPARE_STARTER: Any = None
+
+
+def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str]) -> None:
+    global _SPARE_STARTER
+    from concurrent.futures import ThreadPoolExecutor
+    with _SPARES_LOCK:
+        if key in _SPARES:
+            return
+        if _SPARE_STARTER is None:
+            _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child")
+            atexit.register(_drop_spares)
+        scratch = tempfile.mkdtemp(prefix="submission-", dir=scratch_base())
+        _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths), scratch)
+
+
+def _take_spare(key: tuple) -> _Child | None:
+    with _SPARES_LOCK:
+        future = _SPARES.pop(key, None)
+    if future is None:
+        return None
+    try:
+        child = future.result(timeout=RUNTIME_SECONDS * 3)
+    except Exception:  # a spare that failed to start is simply not used
+        return None
+    if child.process.poll() is not None:
+        return None
+    return child
+
+
+def _drop_spares() -> None:
+    import shutil
+    with _SPARES_LOCK:
+        futures = list(_SPARES.values())
+        _SPARES.clear()
+    for future in futures:
+        try:
+            child = future.result(timeout=RUNTIME_SECONDS)
+        except Exception:
+            continue
+        _kill_group(child.process.pid)
+        child.process.wait()
+        shutil.rmtree(child.scratch, ignore_errors=True)
 
 
 def _exit_text(status: Any) -> str:

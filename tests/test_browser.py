@@ -1,0 +1,115 @@
+"""The HTML reports opened in a real browser (headless Chromium): they render, show what they should, log nothing.
+
+Each page is rendered once (about a second) and checked three ways: the screenshot is not blank, the DOM after
+rendering has the expected headings and boards, and the browser console stayed silent (our pages run no script,
+so any console line is a script error, a failed load or a Content-Security-Policy refusal).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import browser
+from conftest import SUBMISSIONS, Batch
+from grader.report import annotated, student
+
+HIGHLIGHT = (0xFF, 0xD2, 0x3F)      # the background of a differing cell (boards.HTML_CSS)
+BLANK = (0xD9, 0xD9, 0xD9)          # the background of the blank
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def assert_rendered_cleanly(page: browser.Rendered, min_ink: float = 0.02) -> browser.PixelStats:
+    assert page.console_errors == (), "\n".join(page.console_errors)
+    assert page.external_resources == ()
+    stats = browser.pixel_stats(page.png)
+    assert (stats.width, stats.height) == (1200, 1600)
+    assert stats.colours > 50, "the screenshot is (nearly) one colour"
+    assert stats.ink > min_ink, f"only {stats.ink:.1%} of the screenshot is not white"
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------- the helper itself
+
+
+def test_the_helper_catches_script_errors_and_blank_pages(tmp_path: Path) -> None:
+    broken = write(tmp_path / "broken.html", "<!DOCTYPE html><html><head><meta charset='utf-8'><title>t</title>"
+                   "</head><body><h1>Broken</h1><script>undefinedFunction();</script></body></html>")
+    page = browser.render(broken, tmp_path / "broken.png")
+    assert any("Uncaught ReferenceError: undefinedFunction is not defined" in line for line in page.console_errors)
+    assert [h.text for h in browser.parse_dom(page.dom).find_all("h1")] == ["Broken"]
+
+    empty = browser.render(write(tmp_path / "empty.html", "<!DOCTYPE html><html><body></body></html>"),
+                           tmp_path / "empty.png")
+    assert empty.console_errors == ()
+    stats = browser.pixel_stats(empty.png)
+    assert stats.colours == 1 and stats.ink == 0.0
+
+
+def test_the_helper_finds_what_a_page_loads_from_outside_itself(tmp_path: Path) -> None:
+    page = browser.render(write(tmp_path / "loads.html", "<!DOCTYPE html><html><head><style>"
+                                "body { background: url('paper.png'); }</style></head><body><p>x</p>"
+                                "<img src='missing.png'><img src='data:image/png;base64,AAAA'></body></html>"),
+                          tmp_path / "loads.png")
+    assert page.external_resources == ("paper.png", "missing.png")
+
+
+# ---------------------------------------------------------------------------------------------- the reports
+
+
+def test_student_report_shows_the_failed_move_dir_case_as_two_boards_with_the_differences_highlighted(
+        bundled: Batch, tmp_path: Path) -> None:
+    result = bundled["move-dir-transposed"]
+    code = student.function_code(SUBMISSIONS / "move-dir-transposed.ipynb", result.exercises)
+    html = write(tmp_path / "report.html", student.html_report(result, code=code))
+    page = browser.render(html, tmp_path / "report.png")
+    stats = assert_rendered_cleanly(page)
+    # Seen, not only present in the markup: the highlight and the blank's grey are on the screen.
+    assert stats.share(lambda colour: colour == HIGHLIGHT) > 0.0005
+    assert stats.share(lambda colour: colour == BLANK) > 0.0002
+
+    dom = browser.parse_dom(page.dom)
+    assert [h.text for h in dom.find_all("h1")] == ["Feedback: move-dir-transposed"]
+    assert "move_dir: Move the blank (0 / 2)" in [h.text for h in dom.find_all("h2")]
+    first = next(c for c in dom.find_all("div", cls="case") if "move_dir(Start, 0, 0, 1, 0)" in c.text)
+    tables = first.find_all("table", cls="board")
+    assert [t.attrs["data-role"] for t in tables] == ["expected", "got"]
+    differing = [[cell.text for cell in table.find_all("td", cls="diff")] for table in tables]
+    assert differing == [["14", "", "10"], ["10", "14", ""]]     # the blank is the empty cell
+    assert "Your code" in [h.text for h in dom.find_all("h3")]
+
+
+def test_annotated_notebook_of_seed_000_renders_with_its_feedback_boxes(bundled: Batch, tmp_path: Path) -> None:
+    result = bundled["seed-000"]
+    html = write(tmp_path / "seed-000.html", annotated.annotated_notebook(SUBMISSIONS / "seed-000.ipynb", result))
+    page = browser.render(html, tmp_path / "seed-000.png")
+    assert_rendered_cleanly(page, min_ink=0.05)
+    dom = browser.parse_dom(page.dom)
+    headings = [h.text for h in dom.find_all("h1")]
+    assert headings[0] == "seed-000: 28.8 / 30"
+    assert any(h.startswith("Taoistic Search") for h in headings)          # the notebook's own title
+    boxes = dom.find_all("div", cls="grader-box")
+    placed = [box.attrs["data-exercises"] for box in boxes if "data-exercises" in box.attrs]
+    assert sorted(" ".join(placed).split()) == sorted(e.id for e in result.exercises)
+    manhattan = next(box for box in boxes if box.attrs.get("data-exercises") == "manhattan")
+    assert "manhattan(S1, Goal)" in manhattan.text and "You also count the blank" in manhattan.text
+    assert len(dom.find_all("div", cls="jp-CodeCell")) > 20          # the student's cells are all there
+
+
+@pytest.mark.skipif(importlib.util.find_spec("grader.report.class_report") is None, reason="no class report yet")
+def test_class_report_renders(bundled: Batch, tmp_path: Path) -> None:
+    from grader.report.class_report import class_report_html
+    html = write(tmp_path / "class.html", class_report_html(list(bundled.results.values())))
+    page = browser.render(html, tmp_path / "class.png")
+    assert_rendered_cleanly(page)
+    dom = browser.parse_dom(page.dom)
+    assert len(dom.find_all("h1")) == 1
+    headings = [h.text for h in dom.find_all("h2")]
+    assert "Score distribution" in headings and "Common mistakes and errors" in headings
+    assert all(img.attrs["src"].startswith("data:image/") for img in dom.find_all("img"))

@@ -1,0 +1,376 @@
+"""Student kits: what a kit holds (and never holds), and that checking with it gives the grader's public verdicts."""
+
+from __future__ import annotations
+
+import __future__
+import json
+import linecache
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from conftest import REFERENCE, REPO, RUBRIC, SUBMISSIONS
+from grader.batch import check as rubric_check
+from grader.extract import extract
+from grader.grading import Options, _build_requests
+from grader.kit import (FALLBACK_PASS, PATH_UNVERIFIED, UNVERIFIED, KitCheck, KitError, check, kit_from_dict,
+                        path_failure, write_kit)
+from grader.kit_check import check_with_kit, run_check
+from grader.notebook import read_notebook
+from grader.plan import build_plan
+from grader.rubric import load_rubric
+from grader.sandbox import codec
+
+EXAMPLES = ("correct", "move-dir-transposed", "seed-000", "syntax-error")
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _strings(value) -> list[str]:
+    """Every string in a JSON document, keys included: what a student can read in the kit, unescaped."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in (key, *_strings(item))]
+    return []
+
+
+def _subvalues(wire) -> set[str]:
+    """The canonical JSON of a wire value and of every value nested in it."""
+    found = {_canonical(wire)}
+    if isinstance(wire, list):
+        for item in wire:
+            found |= _subvalues(item)
+    elif isinstance(wire, dict):
+        for item in wire.values():
+            found |= _subvalues(item)
+    return found
+
+
+@pytest.fixture(scope="module")
+def plan(grader_cache: Path):
+    return build_plan(load_rubric(RUBRIC), grader_cache)
+
+
+@pytest.fixture(scope="module")
+def kit_path(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Path:
+    return write_kit(RUBRIC, tmp_path_factory.mktemp("kit") / "kit.json", cache=grader_cache)
+
+
+@pytest.fixture(scope="module")
+def kit_data(kit_path: Path) -> dict:
+    return json.loads(kit_path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def public_facts(plan) -> set[str]:
+    """Values students get anyway: every public case's inputs, expected answer and known-mistake answers."""
+    facts: set[str] = set()
+    for exercise in plan.rubric.exercises:
+        public = [c for c in plan.cases[exercise.id] if c.visibility == "public"]
+        for case, request in zip(public, _build_requests(plan, exercise, public, exercise.function, Options())):
+            expected = plan.expected[case.id]
+            for wire in (*request.values.values(), *request.set.values(), expected.value,
+                         *(answer for _, answer in expected.mistakes)):
+                facts |= _subvalues(wire)
+    return facts
+
+
+# ------------------------------------------------------------------------------------------ what a kit holds
+
+
+def test_kit_contains_no_line_of_the_reference_module(kit_path: Path, kit_data: dict):
+    text = kit_path.read_text(encoding="utf-8")
+    readable = "\n".join(_strings(kit_data))
+    lines = {line.strip() for line in REFERENCE.read_text(encoding="utf-8").splitlines() if len(line.strip()) >= 20}
+    assert len(lines) > 100
+    leaked = sorted(line for line in lines if line in text or line in readable)
+    assert leaked == []
+
+
+def test_kit_contains_no_hidden_case_expected_value_call_or_variables(plan, kit_path: Path, kit_data: dict,
+                                                                      public_facts: set[str]):
+    canonical_kit = _canonical(kit_data)
+    readable = "\n".join(_strings(kit_data))
+    hidden = [c for cases in plan.cases.values() for c in cases if c.visibility == "hidden"]
+    checked = 0
+    for case in hidden:
+        assert case.shown_call not in readable, case.id
+        assert case.shown_call not in kit_path.read_text(encoding="utf-8"), case.id
+        values = [plan.expected[case.id].value]
+        if case.variables:
+            values.append(codec.encode(dict(case.variables)))
+        for wire in values:
+            shown = _canonical(wire)
+            if len(shown) < 8 or shown in public_facts:
+                continue   # True, 12, (1, 0) or a state some public case uses: not evidence of a leak
+            checked += 1
+            assert shown not in canonical_kit, case.id
+            described = codec.describe(wire, 10_000)
+            assert len(described) < 12 or described not in readable, case.id
+    assert checked > 60       # most hidden answers are distinctive enough to be looked for
+
+
+def test_kit_has_only_public_cases_and_counts_the_hidden_ones(plan, kit_data: dict):
+    kit = kit_from_dict(kit_data)
+    for exercise in kit.exercises:
+        cases = plan.cases[exercise.id]
+        assert [c.id for c in exercise.cases] == [c.id for c in cases if c.visibility == "public"]
+        assert exercise.hidden_cases == sum(c.visibility == "hidden" for c in cases) > 0
+
+
+def test_kit_cases_are_the_requests_the_grader_sends(plan, kit_data: dict):
+    kit = kit_from_dict(kit_data)
+    for exercise, kit_exercise in zip(plan.rubric.exercises, kit.exercises):
+        public = [c for c in plan.cases[exercise.id] if c.visibility == "public"]
+        requests = _build_requests(plan, exercise, public, exercise.function, Options())
+        for request, case in zip(requests, kit_exercise.cases):
+            assert (case.code, dict(case.values), dict(case.set), dict(case.probes), case.reduce, case.timeout) == (
+                request.code, dict(request.values), dict(request.set), dict(request.probes), request.reduce,
+                request.timeout)
+            assert case.expected == plan.expected[case.id].value
+
+
+def test_kit_carries_the_support_modules_and_no_course_paths(kit_path: Path, kit_data: dict):
+    support = REPO / "assignments" / "taoistic-search" / "support" / "Set.py"
+    assert kit_data["support"]["Set"] == support.read_text(encoding="utf-8")
+    assert str(REPO) not in kit_path.read_text(encoding="utf-8")
+
+
+def test_kit_of_another_format_is_refused_with_the_reason(kit_data: dict):
+    with pytest.raises(KitError, match="format 99"):
+        kit_from_dict({**kit_data, "format": 99})
+    with pytest.raises(KitError, match="not a puzzle-grader kit"):
+        kit_from_dict({"exercises": []})
+
+
+def test_damaged_wire_value_in_a_kit_is_refused(kit_data: dict):
+    damaged = json.loads(json.dumps(kit_data))
+    damaged["exercises"][0]["cases"][0]["expected"] = {"tuple": "not a list"}
+    with pytest.raises(KitError, match="find_tile#1"):
+        kit_from_dict(damaged)
+
+
+# --------------------------------------------------------------------------------- judging without reference
+
+
+START = codec.encode((("1", "0"), ("2", "3")))
+STEP = codec.encode((("0", "1"), ("2", "3")))
+GOAL = codec.encode((("2", "1"), ("0", "3")))
+
+
+def _path(*states):
+    return {"list": list(states)}
+
+
+def test_path_that_does_not_begin_at_the_start_fails_without_the_rules():
+    check_ = KitCheck("path", start=START, goal=GOAL, optimal=True)
+    assert "does not begin with the start state" in path_failure(check_, _path(START, STEP, GOAL), _path(STEP, GOAL))
+
+
+def test_path_of_another_length_than_the_shortest_fails_and_same_length_is_left_open():
+    check_ = KitCheck("path", start=START, goal=GOAL, optimal=True)
+    expected = _path(START, STEP, GOAL)
+    assert "shortest has 2 moves" in path_failure(check_, expected, _path(START, STEP, START, STEP, GOAL))
+    assert "shortest possible has 2" in path_failure(check_, expected, _path(START, GOAL))
+    assert path_failure(check_, expected, _path(START, codec.encode((("1", "3"), ("2", "0"))), GOAL)) is None
+    assert path_failure(check_, expected, None) == "returned None: no path was found"
+
+
+# ------------------------------------------------------------------------------------- checking in the sandbox
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_kit_check_gives_the_rubric_checks_public_verdicts(example: str, kit_path: Path, grader_cache: Path):
+    notebook = SUBMISSIONS / f"{example}.ipynb"
+    graded, hidden = rubric_check(notebook, RUBRIC, cache=grader_cache)
+    checked, kit_hidden = check_with_kit(notebook, kit_path)
+    assert kit_hidden == hidden
+    real = {c.id: c for e in graded.exercises for c in e.cases}
+    mine = {c.id: c for e in checked.exercises for c in e.cases}
+    assert mine.keys() == real.keys()
+    for case_id, case in mine.items():
+        # What the kit cannot settle is unverified, never a verdict of its own.
+        assert case.status in (real[case_id].status, UNVERIFIED), (case_id, case.status, real[case_id].status)
+        assert case.call == real[case_id].call
+    unverified = {i for i, c in mine.items() if c.status == UNVERIFIED}
+    assert len(unverified) <= 8
+    if example == "correct":
+        assert unverified <= {"search#2", "main#1"}           # a different, equally short path
+        assert all(mine[i].message.startswith(PATH_UNVERIFIED) for i in unverified)
+        assert mine["search#1"].message == FALLBACK_PASS     # the reference's own path
+    if example == "move-dir-transposed":
+        assert [mine[f"move_dir#{n}"].status for n in (1, 2)] == ["fail", "fail"]
+        assert "Rows and columns look swapped" in mine["move_dir#1"].message
+        assert mine["extract_move#1"].status == UNVERIFIED  # right by the notebook's own move_dir: a relational check
+        assert "known mistake" in mine["extract_move#1"].message
+    if example == "syntax-error":
+        assert {mine[f"replace_numbers#{n}"].status for n in (1, 2)} == {"missing"}
+        assert mine["intermediate_goals#1"].status == UNVERIFIED
+        assert "replace_numbers missing" in mine["intermediate_goals#1"].message
+        assert mine["main#1"].status == "error"
+
+
+def test_known_mistake_answer_gets_the_full_checks_precomputed_verdict(tmp_path: Path, grader_cache: Path):
+    """check_count is a reference function: the kit holds its verdict on the known mistakes' answers, not its code."""
+    rubric = REPO / "rubrics" / "eight-puzzle-astar.yaml"
+    kit = write_kit(rubric, tmp_path / "kit.json", cache=grader_cache)
+    notebook = REPO / "assignments" / "eight-puzzle-astar" / "submissions" / "h2-counts-blank.ipynb"
+    graded, _ = rubric_check(notebook, rubric, cache=grader_cache)
+    checked, _ = check_with_kit(notebook, kit)
+    real = {c.id: c for c in graded.exercise("h2").cases}
+    mine = {c.id: c for c in checked.exercise("h2").cases}
+    failing = [i for i, c in real.items() if c.status == "fail"]
+    assert failing and all(mine[i].status == "fail" and mine[i].message == real[i].message for i in failing)
+
+
+def test_unreadable_notebook_still_gets_a_result_from_the_kit(kit_path: Path):
+    result, hidden = check_with_kit(REPO / "tests" / "fixtures" / "notebooks" / "invalid_json.ipynb", kit_path)
+    assert result.total == 0 and result.warnings
+    assert {c.status for e in result.exercises for c in e.cases} == {"missing"}
+    assert result.exercise("move_dir").cases[0].call == "move_dir(Start, 0, 0, 1, 0)"
+    assert sum(hidden.values()) == 108
+
+
+def test_run_check_exit_status_is_zero_only_when_no_public_case_fails(kit_path: Path):
+    from rich.console import Console
+    quiet = Console(file=open(os.devnull, "w"))
+    assert run_check(SUBMISSIONS / "correct.ipynb", kit_path, quiet) == 0
+    assert run_check(SUBMISSIONS / "move-dir-transposed.ipynb", kit_path, quiet) == 1
+
+
+# ------------------------------------------------------------------------------------------ in the live kernel
+
+
+def _namespace_of(notebook: Path) -> dict:
+    """The notebook's extracted module run as a kernel would have run its cells (unavailable imports mocked)."""
+    namespace: dict = {"__name__": "__main__", "display": lambda *args, **kwargs: None}   # IPython's display
+    for statement in extract(read_notebook(notebook)).statements:
+        try:
+            _run_cell(namespace, statement.code, statement.label, statement.line)
+        except ImportError:
+            namespace.update({name: mock.MagicMock() for name in statement.names})
+    return namespace
+
+
+def _run_cell(namespace: dict, source: str, label: str, line: int = 1) -> None:
+    """Run code as IPython runs a cell: its source registered under the cell's name, so inspect can find it."""
+    lines = ["\n"] * (line - 1) + [text + "\n" for text in source.splitlines()]
+    linecache.cache[label] = (0, None, lines, label)
+    code = compile("".join(lines), label, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    exec(code, namespace)  # noqa: S102 - bundled example notebooks and test snippets
+
+
+def _quiet():
+    from rich.console import Console
+    return Console(file=open(os.devnull, "w"))
+
+
+def test_in_kernel_check_passes_every_public_case_of_the_correct_notebook(kit_path: Path):
+    namespace = _namespace_of(SUBMISSIONS / "correct.ipynb")
+    start = namespace["Start"]
+    summary = check(kit_path, namespace=namespace, console=_quiet())
+    assert namespace["Start"] is start                      # main's case set Start = EasyStart, and undid it
+    statuses = {c.id: c.status for e in summary.result.exercises for c in e.cases}
+    sandboxed, _ = check_with_kit(SUBMISSIONS / "correct.ipynb", kit_path)
+    assert statuses == {c.id: c.status for e in sandboxed.exercises for c in e.cases}
+    assert summary.ok and summary.failed == 0 and summary.passed + summary.unverified == summary.public == 28
+    assert "108 hidden cases, results after grading" in repr(summary)
+    assert "all tests passed" not in repr(summary).lower()
+
+
+def test_in_kernel_check_reads_the_callers_globals(kit_path: Path):
+    namespace = _namespace_of(SUBMISSIONS / "move-dir-transposed.ipynb")
+    namespace["kit_path"] = str(kit_path)
+    with mock.patch("grader.kit.report"):
+        exec("from grader import check\nsummary = check(kit_path)", namespace)  # noqa: S102 - as a notebook cell
+    summary = namespace["summary"]
+    move_dir = summary.result.exercise("move_dir")
+    assert [c.status for c in move_dir.cases] == ["fail", "fail"] and not summary.ok
+
+
+def test_in_kernel_case_over_its_time_limit_is_stopped(kit_path: Path):
+    namespace: dict = {"__name__": "__main__"}
+    _run_cell(namespace, "def find_tile(tile, S):\n    while True:\n        pass\n", "In [90]")
+    summary = check(kit_path, namespace=namespace, console=_quiet())
+    find_tile = summary.result.exercise("find_tile")
+    assert [c.status for c in find_tile.cases] == ["timeout", "timeout", "timeout"]
+    assert "still running at In [90], line " in find_tile.cases[0].message
+    assert "earlier cases of this exercise timed out" in find_tile.cases[2].message
+    assert {c.status for c in summary.result.exercise("move_dir").cases} == {"missing"}
+
+
+def test_in_kernel_check_reports_a_stub_as_missing(kit_path: Path):
+    namespace = _namespace_of(SUBMISSIONS / "correct.ipynb")
+    _run_cell(namespace, 'def matches(Pattern, S):\n    "your code here"\n', "In [91]")
+    summary = check(kit_path, namespace=namespace, console=_quiet())
+    assert {c.status for c in summary.result.exercise("matches").cases} == {"missing"}
+
+
+def test_import_grader_loads_nothing_heavy():
+    probe = "import grader, sys; print(sorted(m for m in ('grader.kit', 'rich', 'yaml', 'nbformat') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_check_from_a_running_jupyter_kernel(kit_path: Path, tmp_path: Path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\nsys.modules['ipycanvas'] = mock.MagicMock()")]
+    cells += [nbformat.v4.new_code_cell(s.code)
+              for s in extract(read_notebook(SUBMISSIONS / "correct.ipynb")).statements]
+    cells.append(nbformat.v4.new_code_cell(
+        f"from grader import check\nsummary = check({str(kit_path)!r})\n"
+        f"print('RESULT', summary.passed, summary.unverified, summary.failed)"))
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = notebook.cells[-1].outputs
+    text = "".join(o.get("text", "") + "".join(str(v) for v in o.get("data", {}).values()) for o in outputs)
+    assert "RESULT 26 2 0" in text
+    assert "hidden cases, results after grading" in text
+
+
+@pytest.mark.slow
+def test_kit_check_works_from_the_wheel_alone(kit_path: Path, tmp_path: Path):
+    """A fresh virtual environment with only the built wheel: no reference, rubric or assignment in reach."""
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
+                   check=True, capture_output=True)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *map(str, wheels.glob("*.whl"))], check=True,
+                   capture_output=True)
+    environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    for example, status in (("correct", 0), ("move-dir-transposed", 1)):
+        work = tmp_path / example
+        work.mkdir()
+        shutil.copy(kit_path, work / "kit.json")
+        shutil.copy(SUBMISSIONS / f"{example}.ipynb", work / "notebook.ipynb")
+        grader = venv / "bin" / "grader"
+        if "--kit" in subprocess.run([str(grader), "check", "--help"], capture_output=True, text=True,
+                                     cwd=work, env=environment).stdout:
+            command = [str(grader), "check", "--kit", "kit.json", "notebook.ipynb"]
+        else:   # until the CLI verb is wired: the function it calls
+            command = [str(python), "-c", "from grader.kit_check import run_check; "
+                                          "raise SystemExit(run_check('notebook.ipynb', 'kit.json'))"]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=work, env=environment, timeout=300)
+        assert done.returncode == status, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        assert "hidden cases, results after grading" in done.stdout
+        assert sorted(p.name for p in work.iterdir()) == ["kit.json", "notebook.ipynb"]
+        located = subprocess.run([str(python), "-c", "import grader; print(grader.__file__)"], capture_output=True,
+                                 text=True, cwd=work, env=environment, check=True).stdout
+        assert str(venv) in located and str(REPO) not in located
