@@ -104,7 +104,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir))
         book = _open_gradebook(book_path)
         try:
-            stored = {r.submission: r for r in book.current(rubric.assignment)} if book else {}
+            stored = book.summaries(rubric.assignment) if book else {}   # scores only: fast for a regrade
             jobs_to_run: list[Job] = []
             results: dict[str, SubmissionResult] = {}
             for student, path, source in entries:
