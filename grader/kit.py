@@ -605,23 +605,6 @@ class _Capture:
         return shown + (f"\n... ({self.dropped} more characters of output not kept)" if self.dropped else "")
 
 
-def _arrays(value: Any) -> Any:
-    """Arrays arrive as plain data; student code gets numpy arrays, as in the sandbox."""
-    if isinstance(value, codec.NDArray):
-        try:
-            import numpy
-        except ImportError:
-            return value
-        return numpy.array(value.data, dtype=value.dtype).reshape(value.shape)
-    if isinstance(value, list):
-        return [_arrays(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_arrays(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _arrays(v) for k, v in value.items()}
-    return value
-
-
 _PACKAGE = str(Path(__file__).resolve().parent)
 _PSEUDO_FILES = ("<case>", "<reduce>", "<probe>")
 
@@ -716,7 +699,7 @@ class Kernel:
         from grader.sandbox.process import Outcome
         namespace = self.namespace
         missing = object()
-        settings = {name: _arrays(codec.decode(value)) for name, value in case.set.items()}
+        settings = {name: codec.with_arrays(codec.decode(value)) for name, value in case.set.items()}
         saved = {name: namespace.get(name, missing) for name in settings}
         capture = _Capture(self.output_bytes)
         state = random.getstate()
@@ -724,7 +707,7 @@ class Kernel:
         try:
             namespace.update(settings)
             scope = dict(namespace)
-            scope.update({name: _arrays(codec.decode(value)) for name, value in case.values.items()})
+            scope.update({name: codec.with_arrays(codec.decode(value)) for name, value in case.values.items()})
             random.seed(0)
             probes: dict[str, Any] = {}
             with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture), \

@@ -271,13 +271,13 @@ class Child:
     def run_case(self, case, isolate):
         namespace = self.module.__dict__
         missing = object()
-        settings = {name: _arrays(_decode(value)) for name, value in case.get("set", {}).items()}
+        settings = {name: _codec.with_arrays(_decode(value)) for name, value in case.get("set", {}).items()}
         replaced = {name: self._oracle(name) for name in isolate}
         saved = {name: namespace.get(name, missing) for name in {**settings, **replaced}}
         namespace.update(settings)
         namespace.update(replaced)
         scope = dict(namespace)
-        scope.update({name: _arrays(_decode(value)) for name, value in case.get("values", {}).items()})
+        scope.update({name: _codec.with_arrays(_decode(value)) for name, value in case.get("values", {}).items()})
         capture = _Capture(self.output_limit)
         random.seed(0)
         outcome = {"op": "result", "case": case["id"]}
@@ -363,23 +363,6 @@ class Child:
                 self.exercise(request)
             elif operation == "quit":
                 return
-
-
-def _arrays(value):
-    """Arrays arrive as plain data; student code gets real numpy arrays back (when numpy is there)."""
-    if isinstance(value, _codec.NDArray):
-        try:
-            import numpy
-        except ImportError:
-            return value
-        return numpy.array(value.data, dtype=value.dtype).reshape(value.shape)
-    if isinstance(value, list):
-        return [_arrays(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_arrays(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _arrays(v) for k, v in value.items()}
-    return value
 
 
 def _text(error, limit=2000):
