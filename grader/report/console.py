@@ -102,18 +102,18 @@ CASE_INDENT = 6
 
 
 def _print_case(console: Console, case: CaseResult) -> None:
-    """One failing public case: call, message, expected and got (as one line each, then as boards), traceback
-    and printed output."""
+    """One failing public case: call, message, expected and got (as boards when they are puzzle states,
+    else one line each), traceback and printed output."""
     pad = " " * CASE_INDENT
     lines = [f"    {MARKS[case.status][0]} {case.call}"]
     if case.message:
         lines.append(pad + case.message)
-    if case.status == "fail":
+    comparison = boards.compare(case.expected, case.got) if case.status == "fail" else None
+    if comparison is not None and not comparison.drawn:
         lines.append(f"{pad}expected: {codec.describe(case.expected, 400)}")
         lines.append(f"{pad}got:      {codec.describe(case.got, 400)}")
     console.print("\n".join(lines), highlight=False, markup=False)
-    if case.status == "fail":
-        comparison = boards.compare(case.expected, case.got)
+    if comparison is not None:
         if comparison.drawn:
             width = max((console.width or 80) - CASE_INDENT, 40)
             for segments in boards.comparison_lines(comparison, width):
