@@ -35,6 +35,7 @@ class CheckContext:
     data: Mapping[str, Any] = field(default_factory=dict)     # fixtures + variables, for option expressions
     options: Mapping[str, Any] = field(default_factory=dict)
     reference: ModuleType | None = None
+    validated: bool = False        # got was decoded once already (expected is the parent's own)
 
 
 class ProbeError(Exception):
@@ -63,7 +64,8 @@ def _verdict(difference: str | None) -> Verdict:
 @check("equal")
 def equal(context: CheckContext) -> Verdict:
     """Type-strict equality: a tuple is not a list, 1 is not 1.0 or True, a tuple subclass is not a tuple."""
-    return _verdict(codec.same(context.expected, context.got, float(context.options.get("tolerance", 0.0))))
+    return _verdict(codec.same(context.expected, context.got, float(context.options.get("tolerance", 0.0)),
+                               validated=context.validated))
 
 
 @check("unordered")

@@ -222,7 +222,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                       lambda: call_arguments(case.call, data) or ((), {}))
     context = CheckContext(expected=expected.value, got=got, args=arguments[0], kwargs=arguments[1],
                            probes=_probes(outcome), variables=dict(case.variables), data=data,
-                           options=dict(case.check.options), reference=plan.reference)
+                           options=dict(case.check.options), reference=plan.reference, validated=True)
     function = CHECKS.get(case.check.name) or reference_check(getattr(plan.reference, case.check.name))
     try:
         verdict = function(context)
@@ -235,7 +235,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     if not verdict.passed:
         answers = dict(expected.mistakes)   # a mistake that raised on this input is absent
         for mistake in exercise.mistakes:
-            if mistake.reference in answers and codec.same(answers[mistake.reference], got) is None:
+            if mistake.reference in answers and codec.same(answers[mistake.reference], got, validated=True) is None:
                 message = f"{message}. {mistake.say}" if message else mistake.say
                 break
     return CaseResult(status="pass" if verdict.passed else "fail", message=message, got=got,

@@ -617,11 +617,14 @@ def canonical(wire: Wire) -> str:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
-def same(expected: Wire, got: Wire, tolerance: float = 0.0, *, limits: Limits = DEFAULT_LIMITS) -> str | None:
+def same(expected: Wire, got: Wire, tolerance: float = 0.0, *, limits: Limits = DEFAULT_LIMITS,
+         validated: bool = False) -> str | None:
     """Type-strict comparison of two wire values: None when equal, else a message naming the first
-    difference and where it is. Both are validated first (CodecError when malformed or over ``limits``)."""
-    decode(expected, limits)
-    decode(got, limits)
+    difference and where it is. Both are validated first (CodecError when malformed or over ``limits``),
+    unless the caller already did (`validated`)."""
+    if not validated:
+        decode(expected, limits)
+        decode(got, limits)
     if canonical(expected) == canonical(got):
         return None  # identical text is equal under every rule below, and far cheaper to find
     return _compare(expected, got, tolerance)
