@@ -10,7 +10,10 @@ from typing import Callable, Iterable, Sequence
 
 from grader import __version__
 from grader.executor import Executor
-from grader.grading import Options, file_sha256, grade_path, submission_id, support_sources
+from grader.gradebook import Gradebook
+from grader.intake import gather
+from grader.report.csv_export import write_csv
+from grader.grading import Options, file_sha256, grade_path, support_sources
 from grader.plan import Plan, build_plan
 from grader.results import SubmissionResult, from_dict, write_json
 from grader.rubric import Rubric, load_rubric
@@ -38,20 +41,6 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
-def unique_ids(paths: Sequence[Path]) -> list[str]:
-    """Ids from file names; where two files share a name, their folders are prefixed so results never collide."""
-    ids = [submission_id(p) for p in paths]
-    seen: dict[str, int] = {}
-    for index, path in enumerate(paths):
-        if ids.count(ids[index]) > 1:
-            ids[index] = submission_id(Path(f"{path.parent.name}_{path.name}"))
-        count = seen.get(ids[index], 0)
-        seen[ids[index]] = count + 1
-        if count:
-            ids[index] = f"{ids[index]}-{count + 1}"
-    return ids
-
-
 @dataclass
 class Batch:
     """What a batch did: every student's current result, and what was graded, reused or could not be read."""
@@ -71,12 +60,7 @@ def _failure_result(plan: Plan, path: Path, student: str, reason: str) -> Submis
 
 
 def _entries(paths: Iterable[str | Path], workdir: Path) -> tuple[list[tuple[str, Path, str]], list[str], list[str]]:
-    """(student, path, source) for every submission, via the LMS-aware intake when it is available."""
-    try:
-        from grader.intake import gather
-    except ImportError:  # pragma: no cover - intake is optional
-        files = collect(paths)
-        return [(sid, p, str(p)) for sid, p in zip(unique_ids(files), files)], [], []
+    """(student, path, source) for every submission, with the intake's problems and notes."""
     intake = gather(list(paths), workdir)
     return ([(e.student, e.path, e.source) for e in intake.entries], list(intake.problems), list(intake.notes))
 
@@ -147,7 +131,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 runner.close()
             batch.results = [results[student] for student, _, _ in entries if student in results]
             if out_dir is not None and batch.results:
-                _write_csv(batch.results, out_dir / "gradebook.csv")
+                write_csv(batch.results, out_dir / "gradebook.csv")
         finally:
             if book:
                 book.close()
@@ -155,23 +139,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     return batch
 
 
-def _open_gradebook(path: Path | None):
+def _open_gradebook(path: Path | None) -> Gradebook | None:
     if path is None:
-        return None
-    try:
-        from grader.gradebook import Gradebook
-    except ImportError:  # pragma: no cover
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
     return Gradebook(path)
-
-
-def _write_csv(results: Sequence[SubmissionResult], path: Path) -> None:
-    try:
-        from grader.report.csv_export import write_csv
-    except ImportError:  # pragma: no cover
-        return
-    write_csv(results, path)
 
 
 def grade(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
