@@ -256,7 +256,6 @@ class Sandbox:
     def _run_batch(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                    deadline: float, timeouts_left: int) -> tuple[list[Outcome], bool]:
         """One fork running cases until done or dead. Returns the outcomes and whether the child is still sane."""
-        by_id = {case.id: case for case in cases}
         self._send({"op": "exercise", "isolate": list(isolate), "cases": [
             {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
              "timeout": c.timeout, "reduce": c.reduce} for c in cases]})
@@ -279,10 +278,9 @@ class Sandbox:
                 return outcomes, False
             operation = message.get("op")
             if operation == "forked":
+                # Cases run back to back: each one's clock starts when the previous answer arrives.
                 self.fork_pid = self._verified_fork(message.get("pid"))
-            elif operation == "start" and current is None and message.get("case") in by_id:
-                current = by_id[message["case"]]
-                started = time.monotonic()
+                current, started = cases[0], time.monotonic()
                 wait_until = started + current.timeout + GRACE_SECONDS
             elif operation == "oracle" and current is not None:
                 self._answer_oracle(message, isolate, oracle, wait_until - GRACE_SECONDS - time.monotonic())
@@ -294,6 +292,9 @@ class Sandbox:
                     if timeouts_left <= 0 and len(outcomes) < len(cases):
                         return outcomes, False   # enough waiting on this exercise: the rest are skipped
                 wait_until = time.monotonic() + RUNTIME_SECONDS
+                if len(outcomes) < len(cases):
+                    current, started = cases[len(outcomes)], time.monotonic()
+                    wait_until = started + current.timeout + GRACE_SECONDS
             elif operation == "done":
                 wait_until = time.monotonic() + RUNTIME_SECONDS
             elif operation == "exited":

@@ -336,7 +336,6 @@ class Child:
                 os.setpgid(0, 0)
                 self.send({"op": "forked", "pid": os.getpid()})
                 for case in request["cases"]:
-                    self.send({"op": "start", "case": case["id"]})
                     self.send(self.run_case(case, request.get("isolate", [])))
                 self.send({"op": "done"})
             except BaseException:  # noqa: BLE001 - the parent learns from the exit status
