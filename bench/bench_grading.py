@@ -50,7 +50,7 @@ def generate(folder: Path, count: int, seed: int = 1) -> list[Path]:
 def in_process_seconds(paths: list[Path], cache: Path) -> float:
     """The same cases run in this process with no isolation at all: the floor our overhead is measured against."""
     from grader.calls import for_child
-    from grader.checks import CHECKS, CheckContext, reference_check
+    from grader.checks import CheckContext, resolve
     from grader.extract import extract
     from grader.notebook import read_notebook
     from grader.plan import build_plan
@@ -81,7 +81,7 @@ def in_process_seconds(paths: list[Path], cache: Path) -> float:
                             sys.stdout = stdout
                 except BaseException:  # noqa: BLE001
                     continue
-                check = CHECKS.get(case.check.name) or reference_check(getattr(plan.reference, case.check.name))
+                check = resolve(case.check.name, plan.reference)
                 try:
                     check(CheckContext(plan.expected[case.id].value, got, options=dict(case.check.options),
                                        reference=plan.reference, data=plan.data(case)))

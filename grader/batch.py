@@ -87,6 +87,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     with tempfile.TemporaryDirectory(prefix="puzzle-grader-intake-") as workdir:
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir))
         book = _open_gradebook(book_path)
+        started_cluster = None
         try:
             stored = book.summaries(rubric.assignment) if book else {}   # scores only: fast for a regrade
             jobs_to_run: list[Job] = []
@@ -109,7 +110,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 runner = executor
             elif dask is not None:
                 from grader.executor_dask import DaskExecutor
-                runner = DaskExecutor(setup, dask, workers=jobs)
+                runner = started_cluster = DaskExecutor(setup, dask, workers=jobs)
             else:
                 runner = LocalPool(setup, jobs)
             sources = {job.student: job for job in jobs_to_run}
@@ -127,12 +128,12 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     book.record(done.job.student, sources[done.job.student].source, result)
                 if on_result:
                     on_result(result, False)
-            if dask is not None and executor is None:
-                runner.close()
             batch.results = [results[student] for student, _, _ in entries if student in results]
             if out_dir is not None and batch.results:
                 write_csv(batch.results, out_dir / "gradebook.csv")
-        finally:
+        finally:   # however the batch ends (Ctrl-C too), what it opened is closed
+            if started_cluster is not None:
+                started_cluster.close()
             if book:
                 book.close()
     batch.seconds = time.monotonic() - started

@@ -152,6 +152,11 @@ def path(context: CheckContext) -> Verdict:
     return Verdict(True, 1.0, f"a valid path of {moves} moves")
 
 
+def resolve(name: str, reference: ModuleType | None) -> CheckFunction:
+    """The check called `name`: a built-in one, or a function of the reference module adapted to CheckContext."""
+    return CHECKS.get(name) or reference_check(getattr(reference, name))
+
+
 def reference_check(function: Callable) -> CheckFunction:
     """Adapt a check function of the reference module: it asks for any of got, expected, args, ... by name."""
     offered = ("got", "expected", "args", "kwargs", "probes", "variables", "options", "data")

@@ -178,7 +178,3 @@ class LocalPool:
         finally:
             for slot in slots:
                 self._stop(slot)
-
-
-def local_jobs(paths_and_students: Iterable[tuple[str, Path, str]]) -> list[Job]:
-    return [Job(student, str(path), source) for student, path, source in paths_and_students]

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from grader import __version__
 from grader.analysis import global_data_reads, is_stub
 from grader.calls import ExpressionError, call_arguments, evaluate_data, for_child
-from grader.checks import CHECKS, CheckContext, CheckError, ProbeError, reference_check
+from grader.checks import CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract import Definition, Extracted, extract
 from grader.notebook import Notebook, NotebookError, read_notebook
 from grader.plan import Case, Plan
@@ -223,7 +223,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     context = CheckContext(expected=expected.value, got=got, args=arguments[0], kwargs=arguments[1],
                            probes=_probes(outcome), variables=dict(case.variables), data=data,
                            options=dict(case.check.options), reference=plan.reference, validated=True)
-    function = CHECKS.get(case.check.name) or reference_check(getattr(plan.reference, case.check.name))
+    function = resolve_check(case.check.name, plan.reference)
     try:
         verdict = function(context)
     except (CheckError, ExpressionError) as error:

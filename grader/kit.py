@@ -176,13 +176,13 @@ def _known_verdicts(plan: Any, case: Any) -> list[dict[str, Any]]:
     verdict on the same answer after submission is the same.
     """
     from grader.calls import ExpressionError, call_arguments
-    from grader.checks import CHECKS, CheckContext, CheckError, Verdict, reference_check
+    from grader.checks import CHECKS, CheckContext, CheckError, Verdict, resolve
     from grader.plan import accepts
     name = case.check.name
     function = CHECKS.get(name) or getattr(plan.reference, name)
     if case.probe and name not in CHECKS and accepts(function, "probes"):
         return []
-    check = CHECKS.get(name) or reference_check(function)
+    check = resolve(name, plan.reference)
     expected = plan.expected[case.id]
     data = plan.data(case)
     args, kwargs = call_arguments(case.call, data) or ((), {})
@@ -579,32 +579,6 @@ class _CaseTimeout(BaseException):
     """Raised inside the student's code when its case runs out of time (not an Exception: `except` misses it)."""
 
 
-class _Capture:
-    """A bounded text sink for the case's prints."""
-
-    def __init__(self, limit: int):
-        self.limit, self.parts, self.size, self.dropped = limit, [], 0, 0
-
-    def write(self, text: Any) -> int:
-        text = text if isinstance(text, str) else str(text)
-        room = self.limit - self.size
-        if room > 0:
-            self.parts.append(text[:room])
-            self.size += min(len(text), room)
-        self.dropped += max(0, len(text) - max(room, 0))
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
-
-    def text(self) -> str:
-        shown = "".join(self.parts)
-        return shown + (f"\n... ({self.dropped} more characters of output not kept)" if self.dropped else "")
-
-
 _PACKAGE = str(Path(__file__).resolve().parent)
 _PSEUDO_FILES = ("<case>", "<reduce>", "<probe>")
 
@@ -701,6 +675,7 @@ class Kernel:
         missing = object()
         settings = {name: codec.with_arrays(codec.decode(value)) for name, value in case.set.items()}
         saved = {name: namespace.get(name, missing) for name in settings}
+        from grader.sandbox.runtime import _Capture   # the child's bounded sink, here in the student's kernel
         capture = _Capture(self.output_bytes)
         state = random.getstate()
         started = time.perf_counter()

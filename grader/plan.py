@@ -393,13 +393,6 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
     return Plan(rubric, reference, cases, expected)
 
 
-def check_function(plan: Plan, spec: CheckSpec):
-    """The check a case uses: a built-in one or a function of the reference module."""
-    if spec.name in CHECKS:
-        return CHECKS[spec.name]
-    return getattr(plan.reference, spec.name)
-
-
 def accepts(function, name: str) -> bool:
     try:
         parameters = inspect.signature(function).parameters

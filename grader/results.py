@@ -10,7 +10,6 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 STATUSES = ("pass", "fail", "error", "timeout", "missing")
-KIT_STATUSES = (*STATUSES, "unverified")   # a self-check without the reference may not be able to decide
 
 
 @dataclass(frozen=True)

@@ -126,10 +126,3 @@ def _print_case(console: Console, case: CaseResult) -> None:
         lines.append(pad + "output: " + shown.replace("\n", "\n" + pad + "        "))
     if lines:
         console.print("\n".join(lines), highlight=False, markup=False)
-
-
-def exercise_summary(exercise: ExerciseResult) -> str:
-    counts: dict[str, int] = {}
-    for case in exercise.cases:
-        counts[case.status] = counts.get(case.status, 0) + 1
-    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))

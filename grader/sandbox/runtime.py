@@ -23,11 +23,11 @@ if __name__ == "__main__":  # run as a script with -P: this directory is not on 
     import confine as _confine  # noqa: E402
     import wire as _wire  # noqa: E402
     sys.path.remove(_HERE)
-else:  # imported as grader.sandbox.runtime (tests of helpers)
+    # Students may have their own `codec` or `wire` module; ours stay referenced here only.
+    for _name in ("codec", "wire", "confine"):
+        sys.modules.pop(_name, None)
+else:  # imported as grader.sandbox.runtime (the in-kernel kit check, tests)
     from grader.sandbox import codec as _codec, confine as _confine, wire as _wire
-# Students may have their own `codec` or `wire` module; ours stay referenced here only.
-for _name in ("codec", "wire", "confine"):
-    sys.modules.pop(_name, None)
 
 _write = os.write
 _fork = os.fork
