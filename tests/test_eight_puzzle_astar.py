@@ -5,9 +5,7 @@ the assignment's README promises."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import random
-import sys
 from collections import deque
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 import yaml
 
 from grader.batch import grade, validate
-from grader.plan import build_plan
+from grader.plan import load_reference, build_plan
 from grader.rubric import load_rubric
 from grader.sandbox import codec
 
@@ -27,15 +25,8 @@ ASSIGNMENT = ROOT / "assignments" / "eight-puzzle-astar"
 SUBMISSIONS = ASSIGNMENT / "submissions"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
-
-ref = _load("eight_puzzle_astar_under_test", REFERENCE)
+ref = load_reference(REFERENCE)
 RUBRIC_DATA = yaml.safe_load(RUBRIC.read_text(encoding="utf-8"))
 EXERCISES = {exercise["id"]: exercise for exercise in RUBRIC_DATA["exercises"]}
 
@@ -256,7 +247,7 @@ def test_every_mistake_differs_from_the_reference_on_some_rubric_case(plan):
 
 
 def test_notebooks_are_what_build_examples_makes():
-    build = _load("eight_puzzle_build_examples_under_test", ASSIGNMENT / "build_examples.py")
+    build = load_reference(ASSIGNMENT / "build_examples.py")
     assert build.template() == nbformat.read(ASSIGNMENT / "template.ipynb", as_version=4)
     for name, nb in build.example_submissions().items():
         assert nb == nbformat.read(SUBMISSIONS / f"{name}.ipynb", as_version=4), name

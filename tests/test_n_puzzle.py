@@ -4,15 +4,14 @@ generators, mistakes and check, and end to end the rubric with every bundled exa
 from __future__ import annotations
 
 import ast
-import importlib.util
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
+from grader.plan import load_reference
 from grader.batch import grade, validate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,15 +21,8 @@ ASSIGNMENT = ROOT / "assignments" / "n-puzzle"
 SUBMISSIONS = ASSIGNMENT / "submissions"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
-
-ref = _load("n_puzzle_under_test", REFERENCE)
+ref = load_reference(REFERENCE)
 RUBRIC_DATA = yaml.safe_load(RUBRIC.read_text(encoding="utf-8"))
 EXERCISES = {exercise["id"]: exercise for exercise in RUBRIC_DATA["exercises"]}
 MOVES = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}

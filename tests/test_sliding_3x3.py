@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.util
 import io
 import random
 import re
-import sys
 from collections import deque
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import yaml
 
 from grader.analysis import is_stub
 from grader.batch import grade, validate
-from grader.plan import build_plan
+from grader.plan import load_reference, build_plan
 from grader.rubric import load_rubric
 from grader.sandbox import codec
 
@@ -34,16 +32,9 @@ RUBRIC_DATA = yaml.safe_load(RUBRIC.read_text(encoding="utf-8"))
 EXERCISES = {e["id"]: e for e in RUBRIC_DATA["exercises"]}
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
-
-ref = _load("sliding_3x3_under_test", REFERENCE)
-support = _load("breadth_first_fast_under_test", SUPPORT)
+ref = load_reference(REFERENCE)
+support = load_reference(SUPPORT)
 
 
 # ---------------------------------------------------------------------------
@@ -328,7 +319,7 @@ def test_template_is_unexecuted_and_stubs_every_graded_function():
 
 
 def test_notebooks_are_what_build_examples_makes():
-    build = _load("sliding_build_examples_under_test", ASSIGNMENT / "build_examples.py")
+    build = load_reference(ASSIGNMENT / "build_examples.py")
     assert build.template() == nbformat.read(ASSIGNMENT / "template.ipynb", as_version=4)
     examples = build.example_submissions()
     for name, nb in examples.items():

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import ast
 import heapq
-import importlib.util
 import random
-import sys
 from collections import deque
 from pathlib import Path
 
@@ -14,22 +12,15 @@ import nbformat
 import pytest
 import yaml
 
+from grader.plan import load_reference
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reference" / "taoistic_search.py"
 RUBRIC = ROOT / "rubrics" / "taoistic-search.yaml"
 ASSIGNMENT = ROOT / "assignments" / "taoistic-search"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module          # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-ref = _load("taoistic_search_under_test", REFERENCE)
-SetModule = _load("Set_under_test", ASSIGNMENT / "support" / "Set.py")
+ref = load_reference(REFERENCE)
+SetModule = load_reference(ASSIGNMENT / "support" / "Set.py")
 RUBRIC_DATA = yaml.safe_load(RUBRIC.read_text(encoding="utf-8"))
 EXERCISES = RUBRIC_DATA["exercises"]
 
@@ -560,7 +551,7 @@ def test_template_is_valid_unexecuted_and_stubs_every_graded_function():
 
 def test_notebooks_are_what_build_examples_makes():
     """template.ipynb and the example submissions are rebuilt outputs of build_examples.py, kept in sync."""
-    build = _load("build_examples_under_test", ASSIGNMENT / "build_examples.py")
+    build = load_reference(ASSIGNMENT / "build_examples.py")
     assert build.template() == nbformat.read(ASSIGNMENT / "template.ipynb", as_version=4)
     for name, nb in build.example_submissions().items():
         assert nb == nbformat.read(ASSIGNMENT / "submissions" / f"{name}.ipynb", as_version=4), name
