@@ -99,7 +99,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from grader.batch import validate
+    from grader.validate import validate
     console = Console()
     validation = validate(args.rubric, cache=Path(args.cache) if args.cache else None)
     reference = validation.reference_result

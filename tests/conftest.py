@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import Validation, grade, validate
+from grader.batch import grade
+from grader.validate import Validation, validate
 from grader.results import SubmissionResult
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,7 +13,8 @@ import nbformat
 import pytest
 import yaml
 
-from grader.batch import grade, validate
+from grader.batch import grade
+from grader.validate import validate
 from grader.plan import load_reference, build_plan
 from grader.rubric import load_rubric
 from grader.sandbox import codec

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from grader.plan import load_reference
-from grader.batch import grade, validate
+from grader.batch import grade
+from grader.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reference" / "n_puzzle.py"

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from grader.batch import validate
+from grader.validate import validate
 from grader.grading import grade_path, support_sources
 from grader.plan import build_plan
 from grader.rubric import RubricError, load_rubric

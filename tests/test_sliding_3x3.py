@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from grader.analysis import is_stub
-from grader.batch import grade, validate
+from grader.batch import grade
+from grader.validate import validate
 from grader.plan import load_reference, build_plan
 from grader.rubric import load_rubric
 from grader.sandbox import codec
