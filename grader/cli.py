@@ -73,6 +73,28 @@ def _class_report(args: argparse.Namespace) -> int:
     return 0 if loaded.results else 1
 
 
+def _similarity(args: argparse.Namespace) -> int:
+    from grader.report.class_report import read_results
+    from grader.report.similarity_page import write_similarity
+    from grader.similarity import class_code, compare, template_code
+    loaded = read_results(args.results)
+    template = args.template
+    if template is None and args.rubric:
+        from grader.rubric import load_rubric
+        template = load_rubric(args.rubric).template
+    code, notes = class_code(loaded.results, args.notebooks)
+    similarity = compare(code, template_code=template_code(template) if template else "",
+                         threshold=args.threshold, notes=[*loaded.problems, *notes])
+    page, table = write_similarity(similarity, Path(args.out), Path(args.csv) if args.csv else None)
+    print(f"{len(similarity.students)} submissions, {len(similarity.pairs)} pairs, {len(similarity.flagged)} at or "
+          f"above {args.threshold:g}: {page} (and {table})")
+    for pair in similarity.flagged[:10]:
+        print(f"  {pair.score:.0%}  {pair.left}  {pair.right}")
+    for note in similarity.notes:
+        print(f"note: {note}")
+    return 0 if similarity.students else 1
+
+
 def _merge(args: argparse.Namespace) -> int:
     from grader.gradebook import Gradebook
     with Gradebook(Path(args.into)) as book:
@@ -174,6 +196,18 @@ def parser() -> argparse.ArgumentParser:
     class_report.add_argument("--title", default=None)
     class_report.set_defaults(run=_class_report)
 
+    similarity = verbs.add_parser("similarity", help="pairwise similarity of each graded function across the class")
+    similarity.add_argument("results", help="a results folder written by grade --out")
+    similarity.add_argument("--out", required=True, help="the HTML page to write, e.g. similarity.html")
+    similarity.add_argument("--csv", default=None, help="the CSV of every pair (default: beside the page)")
+    similarity.add_argument("--threshold", type=float, default=0.6, help="flag pairs at or above this score (0-1)")
+    template = similarity.add_mutually_exclusive_group()
+    template.add_argument("--template", default=None, help="the template notebook: its code never counts")
+    template.add_argument("--rubric", default=None, help="take the template notebook from this rubric")
+    similarity.add_argument("--notebooks", default=None, help="folder of the submitted notebooks (default: their "
+                                                              "recorded paths)")
+    similarity.set_defaults(run=_similarity)
+
     kit = verbs.add_parser("kit", help="export a student self-check kit (public cases only, no reference code)")
     kit.add_argument("rubric")
     kit.add_argument("-o", "--output", required=True, help="the kit to write, e.g. kit.json")
@@ -221,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # a damaged kit or gradebook: say which file and why, no traceback
         from grader.gradebook import GradebookError
         from grader.kit import KitError
-        if isinstance(error, (KitError, GradebookError)):
+        from grader.similarity import SimilarityUnavailable
+        if isinstance(error, (KitError, GradebookError, SimilarityUnavailable)):
             print(error, file=sys.stderr)
             return 2
         raise
