@@ -6,7 +6,9 @@ A new check is one function registered with @check("name").
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Mapping
@@ -150,6 +152,90 @@ def path(context: CheckContext) -> Verdict:
             credit = float(context.options.get("suboptimal_credit", 0.5))
             return Verdict(False, credit, f"a valid path of {moves} moves, but the shortest has {best} moves")
     return Verdict(True, 1.0, f"a valid path of {moves} moves")
+
+
+# Options each built-in check reads; `public` is the kit's (see grader.kit), accepted on every check.
+BUILTIN_OPTIONS: dict[str, frozenset[str]] = {
+    "equal": frozenset({"tolerance"}),
+    "unordered": frozenset({"tolerance"}),
+    "path": frozenset({"next_states", "matches", "start", "goal", "optimal", "suboptimal_credit"}),
+}
+COMMON_OPTIONS = frozenset({"public"})
+
+
+def option_keys(function: Callable, module: ModuleType | None = None) -> frozenset[str] | None:
+    """The option keys a reference check function reads (`options["k"]`, `options.get("k")`, `"k" in options`),
+    following the options mapping into other functions of its module. None when it uses the mapping in a way
+    that cannot be followed (iterated, unpacked, handed to a function of another module): then any key goes.
+    """
+    return _option_keys(function, "options", module, set())
+
+
+def _option_keys(function: Callable, parameter: str, module: ModuleType | None,
+                 seen: set[Callable]) -> frozenset[str] | None:
+    if function in seen:
+        return frozenset()
+    seen.add(function)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    parents = {child: node for node in ast.walk(definition) for child in ast.iter_child_nodes(node)}
+    keys: set[str] = set()
+    for node in ast.walk(definition):
+        if not (isinstance(node, ast.Name) and node.id == parameter and isinstance(node.ctx, ast.Load)):
+            continue
+        use: ast.AST = node
+        parent = parents.get(use)
+        if isinstance(parent, ast.BoolOp) and parent.values[0] is use:   # (options or {})
+            use, parent = parent, parents.get(parent)
+        if isinstance(parent, ast.Subscript) and parent.value is use:
+            if not (isinstance(parent.slice, ast.Constant) and isinstance(parent.slice.value, str)):
+                return None
+            keys.add(parent.slice.value)
+        elif isinstance(parent, ast.Attribute) and parent.value is use and parent.attr == "get":
+            call = parents.get(parent)
+            if not (isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Constant)
+                    and isinstance(call.args[0].value, str)):
+                return None
+            keys.add(call.args[0].value)
+        elif isinstance(parent, ast.Compare) and use in parent.comparators:
+            if all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+                continue          # options is None
+            if not (isinstance(parent.left, ast.Constant) and isinstance(parent.left.value, str)):
+                return None
+            keys.add(parent.left.value)
+        elif isinstance(parent, ast.Compare) and parent.left is use \
+                and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            continue
+        elif isinstance(parent, (ast.If, ast.IfExp, ast.UnaryOp, ast.BoolOp)):
+            continue              # `if options:`, `not options`
+        elif isinstance(parent, (ast.Call, ast.keyword)):
+            call = parent if isinstance(parent, ast.Call) else parents.get(parent)
+            callee = getattr(module, call.func.id, None) if isinstance(call.func, ast.Name) and module else None
+            if not inspect.isfunction(callee):
+                return None
+            try:
+                names = list(inspect.signature(callee).parameters)
+            except (TypeError, ValueError):
+                return None
+            if isinstance(parent, ast.keyword):
+                target = parent.arg
+            else:
+                index = call.args.index(use) if use in call.args else -1
+                target = names[index] if 0 <= index < len(names) else None
+            if target is None or target not in names:
+                return None
+            found = _option_keys(callee, target, module, seen)
+            if found is None:
+                return None
+            keys |= found
+        else:
+            return None
+    return frozenset(keys)
 
 
 def resolve(name: str, reference: ModuleType | None) -> CheckFunction:

@@ -19,15 +19,16 @@ import os
 import random
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from grader import __version__
 from grader.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
-from grader.checks import CHECKS
-from grader.rubric import CaseSpec, CheckSpec, Exercise, Rubric, RubricError
+from grader.checks import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
+from grader.rubric import CaseSpec, CheckSpec, Exercise, Rubric, RubricError, _suggest
 from grader.sandbox import codec
 
 CACHE_FORMAT = 1
@@ -83,11 +84,12 @@ class Plan:
         return {**fixtures(self.rubric, self.reference), **case.variables}
 
 
-def load_reference(path: Path) -> ModuleType:
+def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType:
     """Import the reference module from its path under a private name (never as `reference`).
 
     The name includes the source's hash: an edited reference is imported afresh, never served stale under the
-    new rubric hash (which would also poison the expected-value cache).
+    new rubric hash (which would also poison the expected-value cache). While it runs, its own folder and
+    `search` (the rubric's support folder) are on the import path, so it may import sibling modules.
     """
     try:
         source = path.read_bytes()
@@ -102,12 +104,43 @@ def load_reference(path: Path) -> ModuleType:
         raise RubricError([f"{path}:0: cannot load the reference module"])
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    folders = [str(folder) for folder in (path.parent, *search) if folder is not None and folder.is_dir()]
+    added = [folder for folder in folders if folder not in sys.path]
+    sys.path[:0] = added
+    before = set(sys.modules)
     try:
         spec.loader.exec_module(module)
-    except Exception as error:
+    except BaseException as error:   # SystemExit and KeyboardInterrupt at import are a broken reference too
         del sys.modules[name]
-        raise RubricError([f"{path}:0: the reference module fails to import: {type(error).__name__}: {error}"]) from None
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        line = _failing_line(error, path)
+        reason = f"{type(error).__name__}: {error}"
+        if isinstance(error, ModuleNotFoundError):
+            reason += f" (searched the reference's folder{' and the support folder' if len(folders) > 1 else ''} " \
+                      f"and the installed packages)"
+        raise RubricError([f"{path}:{line}: the reference module fails to import: {reason}"]) from None
+    finally:
+        for folder in added:
+            if folder in sys.path:
+                sys.path.remove(folder)
+        # Sibling modules stay bound in the reference, not in sys.modules: another course's `helpers` is its own.
+        for imported in set(sys.modules) - before:
+            origin = getattr(sys.modules[imported], "__file__", None) or ""
+            if any(origin.startswith(folder + os.sep) for folder in folders):
+                del sys.modules[imported]
     return module
+
+
+def _failing_line(error: BaseException, path: Path) -> int:
+    """The line of the reference module where an error at import was raised (innermost frame in that file)."""
+    if isinstance(error, SyntaxError) and error.filename and Path(error.filename).resolve() == path.resolve():
+        return error.lineno or 0
+    line = 0
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        if Path(frame.f_code.co_filename).resolve() == path.resolve():
+            line = lineno
+    return line
 
 
 def fixtures(rubric: Rubric, reference: ModuleType) -> dict[str, Any]:
@@ -143,10 +176,10 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
         for mistake in exercise.mistakes:
             if not callable(getattr(reference, mistake.reference, None)):
                 problems.append(_problem(rubric, mistake.line, f"{where}: mistake '{mistake.reference}' is not a "
-                                                               f"function of the reference module"))
+                                                               f"function of the reference module"
+                                                               f"{_suggest(mistake.reference, _functions(reference))}"))
         for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
             if spec.name not in CHECKS and not callable(getattr(reference, spec.name, None)):
-                from grader.rubric import _suggest
                 known = [*CHECKS, *(n for n in dir(reference) if n.startswith("check"))]
                 problems.append(_problem(rubric, spec.line or exercise.line,
                                          f"{where}: unknown check '{spec.name}'{_suggest(spec.name, known)}"))
@@ -155,11 +188,18 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
         for case in exercise.cases:
             if case.generate and not callable(getattr(reference, case.generate, None)):
                 problems.append(_problem(rubric, case.line, f"{where}: generator '{case.generate}' is not a "
-                                                            f"function of the reference module"))
+                                                            f"function of the reference module"
+                                                            f"{_suggest(case.generate, _functions(reference))}"))
     return problems
 
 
 _MISSING = object()
+
+
+def _functions(reference: ModuleType) -> list[str]:
+    """Names of the reference module's own functions: what a misspelt mistake or generator name may mean."""
+    return [name for name, value in vars(reference).items()
+            if inspect.isfunction(value) and value.__module__ == reference.__name__]
 
 
 def _lookup(module: ModuleType, dotted: str) -> Any:
@@ -173,10 +213,29 @@ def _lookup(module: ModuleType, dotted: str) -> Any:
 
 
 def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where: str, line: int) -> list[str]:
-    """Options of the built-in path check are checked when the plan is built, not on every judged case."""
-    if spec.name != "path":
-        return []
+    """A check's options are checked when the plan is built, not on every judged case: a misspelt option
+    (`suboptimal_credt`, `tolerence`) would otherwise be ignored silently and grade with the default."""
     problems, at = [], spec.line or line
+    if spec.name in CHECKS:
+        known: frozenset[str] | None = BUILTIN_OPTIONS.get(spec.name, frozenset())
+        owner = f"the {spec.name} check"
+    else:
+        function = getattr(reference, spec.name, None)
+        if not callable(function):
+            return []       # reported as an unknown check
+        known = option_keys(function, reference)
+        owner = f"check {spec.name}"
+        if spec.options and set(spec.options) - COMMON_OPTIONS and not accepts(function, "options"):
+            problems.append(_problem(rubric, at, f"{where}: {owner} has no 'options' parameter, so its options "
+                                                 f"{', '.join(sorted(set(spec.options) - COMMON_OPTIONS))} "
+                                                 f"would be ignored"))
+            known = None
+    if known is not None:
+        for key in sorted(set(spec.options) - known - COMMON_OPTIONS):
+            problems.append(_problem(rubric, at, f"{where}: unknown option '{key}' of {owner}"
+                                                 f"{_suggest(key, [*known, *COMMON_OPTIONS])}"))
+    if spec.name != "path":
+        return problems
     for key, required in (("next_states", True), ("matches", False)):
         name = spec.options.get(key)
         if name is None:
@@ -184,7 +243,7 @@ def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where
                 problems.append(_problem(rubric, at, f"{where}: the path check needs '{key}: <reference function>'"))
         elif not callable(getattr(reference, str(name), None)):
             problems.append(_problem(rubric, at, f"{where}: path check option '{key}': the reference module has no "
-                                                 f"function '{name}'"))
+                                                 f"function '{name}'{_suggest(str(name), _functions(reference))}"))
     for key in ("start", "goal"):
         text = spec.options.get(key)
         if text is None:
@@ -194,9 +253,6 @@ def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where
             ast.parse(str(text), mode="eval")
         except SyntaxError as error:
             problems.append(_problem(rubric, at, f"{where}: path check option '{key}': {error.msg} in {text!r}"))
-    unknown = set(spec.options) - {"next_states", "matches", "start", "goal", "optimal", "suboptimal_credit"}
-    if unknown:
-        problems.append(_problem(rubric, at, f"{where}: unknown path check option(s) {', '.join(sorted(unknown))}"))
     return problems
 
 
@@ -210,6 +266,10 @@ def _generated(rubric: Rubric, reference: ModuleType, exercise: Exercise, spec: 
                                                        f"{type(error).__name__}: {error}")]) from None
     if not isinstance(produced, list) or not all(isinstance(v, dict) for v in produced):
         raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' must return a list of dicts")])
+    if len(produced) < spec.count:
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' returned {len(produced)} "
+                                                       f"case{'s' if len(produced) != 1 else ''} for count "
+                                                       f"{spec.count}: lower the count or make it produce more")])
     # Smallest first, so feedback shows the smallest failing input.
     ordered = sorted(produced, key=lambda variables: codec.size(codec.encode(variables)))
     base = spec.id or f"{exercise.id}.{spec.generate}"
@@ -373,7 +433,7 @@ def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected]) 
 
 def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
     """Load the reference, expand the cases and compute (or load) every expected value."""
-    reference = load_reference(rubric.reference)
+    reference = load_reference(rubric.reference, (rubric.support,))
     problems = _validate_names(rubric, reference)
     if problems:
         raise RubricError(problems)

@@ -73,6 +73,7 @@ class CaseSpec:
     generate: str | None = None
     count: int = 0
     seed: int = 0
+    seeded: bool = False             # the rubric wrote `seed:` (validate asks for one where the generator uses it)
 
 
 @dataclass(frozen=True)
@@ -363,7 +364,8 @@ def _case(node: Any, line: int, where: str, problems: _Problems) -> CaseSpec | N
         line=node.line, call=call, id=None if case_id is None else str(case_id), visibility=visibility,
         expect=expect, set=settings, probe=probes, reduce=reduce, check=check,
         weight=weight if weight is not None else 1.0, generate=generate,
-        count=count if isinstance(count, int) else 0, seed=seed if isinstance(seed, int) else 0)
+        count=count if isinstance(count, int) else 0, seed=seed if isinstance(seed, int) else 0,
+        seeded="seed" in node)
 
 
 def _records(node: Any, line: int, keys: tuple[str, str], what: str, problems: _Problems) -> list[tuple]:

@@ -1,0 +1,198 @@
+"""Authoring mistakes are found before a class is graded: each with its file, line and (where it helps) a guess."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.authoring import authoring_findings
+from grader.plan import build_plan
+from grader.rubric import RubricError, load_rubric
+
+REFERENCE = '''
+import random
+
+Start = (3, 1, 2)
+
+
+def rotate(state):
+    return state[1:] + state[:1]
+
+
+def rotate_back(state):
+    return state[-1:] + state[:-1]
+
+
+def rotate_same(state):
+    """Listed as a mistake, but it is the reference itself."""
+    return state[1:] + state[:1]
+
+
+def rotate_tuple(state):
+    """Listed as a mistake: it does differ, but the loose check accepts it."""
+    return tuple(reversed(state))
+
+
+def check_loose(got, expected, options):
+    """Any permutation passes; the option `strict` is the only one it reads."""
+    if options.get("strict"):
+        return got == expected
+    return sorted(got) == sorted(expected), "not a permutation"
+
+
+def check_broken(got, expected):
+    if got == expected:
+        return "yes"                                   # not a verdict: the contract says bool or (x, message)
+    return False, "differs"
+
+
+def check_crashes(got, expected):
+    return got[10] == expected                          # IndexError on every answer
+
+
+def tuples(rng, count):
+    return [{"state": tuple(rng.sample(range(9), rng.randint(2, 5)))} for _ in range(count)]
+
+
+def short(rng, count):
+    return [{"state": (1, 2)}]
+'''
+
+RUBRIC = '''
+assignment: rot
+reference: rot.py
+fixtures: [Start]
+exercises:
+  - id: rotate
+    mistakes:
+      - reference: rotate_back
+        say: "The other way round."
+    cases:
+      - call: rotate(Start)
+      - generate: tuples
+        count: 4
+        seed: 1
+        call: rotate(state)
+'''
+
+
+def write(tmp_path: Path, rubric: str = RUBRIC, reference: str = REFERENCE) -> Path:
+    (tmp_path / "rot.py").write_text(textwrap.dedent(reference))
+    path = tmp_path / "rot.yaml"
+    path.write_text(textwrap.dedent(rubric))
+    return path
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
+
+
+def findings(path: Path) -> list[str]:
+    return [str(f) for f in authoring_findings(build_plan(load_rubric(path)))]
+
+
+def problems(path: Path) -> list[str]:
+    with pytest.raises(RubricError) as raised:
+        build_plan(load_rubric(path))
+    return raised.value.problems
+
+
+def test_a_sound_rubric_has_no_findings(tmp_path: Path) -> None:
+    assert findings(write(tmp_path)) == []
+
+
+def test_misspelt_options_of_builtin_and_reference_checks_get_a_guess(tmp_path: Path) -> None:
+    rubric = write(tmp_path, RUBRIC.replace("    mistakes:", "    check: {name: equal, tolerence: 0.1}\n    mistakes:")
+                   + "      - call: rotate(Start)\n        check: {name: check_loose, strikt: true}\n"
+                   + "      - call: rotate(Start)\n"
+                     "        check: {name: path, next_states: rotate, start: Start, goal: Start, "
+                     "suboptimal_credt: 0.2}\n")
+    found = problems(rubric)
+    assert f"{rubric}:{line_of(rubric, 'tolerence')}: exercise 'rotate': unknown option 'tolerence' of the equal " \
+           f"check (did you mean 'tolerance'?)" in found
+    assert any(f":{line_of(rubric, 'strikt')}:" in p and "unknown option 'strikt' of check check_loose (did you "
+               "mean 'strict'?)" in p for p in found)
+    assert any("unknown option 'suboptimal_credt' of the path check (did you mean 'suboptimal_credit'?)" in p
+               for p in found)
+
+
+def test_a_misspelt_mistake_name_gets_a_guess(tmp_path: Path) -> None:
+    rubric = write(tmp_path, RUBRIC.replace("reference: rotate_back", "reference: rotate_bak"))
+    assert problems(rubric) == [f"{rubric}:{line_of(rubric, 'rotate_bak')}: exercise 'rotate': mistake 'rotate_bak' "
+                                f"is not a function of the reference module (did you mean 'rotate_back'?)"]
+
+
+def test_a_generator_short_of_its_count_is_a_problem(tmp_path: Path) -> None:
+    rubric = write(tmp_path, RUBRIC.replace("generate: tuples", "generate: short"))
+    assert problems(rubric) == [f"{rubric}:{line_of(rubric, 'generate: short')}: generator 'short' returned 1 case "
+                                f"for count 4: lower the count or make it produce more"]
+
+
+def test_a_generated_case_without_seed_is_found_when_its_generator_uses_it(tmp_path: Path) -> None:
+    rubric = write(tmp_path, RUBRIC.replace("        seed: 1\n", ""))
+    assert findings(rubric) == [f"{rubric}:{line_of(rubric, 'generate: tuples')}: exercise 'rotate': generated case "
+                                f"'tuples' has no 'seed', but its cases depend on it: write one (e.g. seed: 1) so "
+                                f"the cases are chosen on purpose and stay the same"]
+
+
+def test_a_mistake_identical_to_the_reference_and_one_the_check_accepts_are_found(tmp_path: Path) -> None:
+    rubric = write(tmp_path, RUBRIC.replace('''        say: "The other way round."''', '''        say: "The other way round."
+      - reference: rotate_same
+        say: "Same."
+      - reference: rotate_tuple
+        say: "Reversed."
+    check: check_loose'''))
+    found = findings(rubric)
+    assert f"{rubric}:{line_of(rubric, 'rotate_same')}: exercise 'rotate': mistake 'rotate_same' gives the " \
+           f"reference's answer on every case: it is not a mistake, or no case tells them apart" in found
+    assert f"{rubric}:{line_of(rubric, 'rotate_tuple')}: exercise 'rotate': mistake 'rotate_tuple' passes every " \
+           f"case's check: it would lose no points" in found
+    assert f"{rubric}:{line_of(rubric, 'rotate_back')}: exercise 'rotate': mistake 'rotate_back' passes every " \
+           f"case's check: it would lose no points" in found
+
+
+def test_check_contract_errors_name_the_references_own_file_and_line(tmp_path: Path) -> None:
+    rubric = write(tmp_path, RUBRIC.replace("    mistakes:", "    check: check_broken\n    mistakes:"))
+    reference = tmp_path / "rot.py"
+    found = findings(rubric)
+    assert found[0] == (f"{reference}:{line_of(reference, 'def check_broken')}: exercise 'rotate': check "
+                        f"check_broken fails on the reference's own answer to case rotate#1: CheckError: check "
+                        f"check_broken returned 'yes'; expected bool, (bool, message) or (fraction, message) "
+                        f"(and 4 more cases)")
+    rubric = write(tmp_path, RUBRIC.replace("    mistakes:", "    check: check_crashes\n    mistakes:"))
+    found = findings(rubric)
+    assert f"{reference}:{line_of(reference, 'got[10]')}: exercise 'rotate': check check_crashes fails on the " \
+           f"reference's own answer to case rotate#1: IndexError: tuple index out of range (and 4 more cases)" in found
+    assert any(f.startswith(f"{reference}:{line_of(reference, 'got[10]')}:") and "answer of mistake 'rotate_back'"
+               in f for f in found)
+
+
+def test_the_reference_imports_sibling_modules_and_support_modules(tmp_path: Path) -> None:
+    (tmp_path / "shapes.py").write_text("SIZE = 3\n")
+    support = tmp_path / "support"
+    support.mkdir()
+    (support / "helpers.py").write_text("def first(t):\n    return t[0]\n")
+    reference = REFERENCE.replace("import random\n", "import random\nimport shapes\nfrom helpers import first\n")
+    rubric = write(tmp_path, "support: support\n" + RUBRIC, reference)
+    assert findings(rubric) == []
+
+
+def test_a_failing_import_in_the_reference_names_its_line(tmp_path: Path) -> None:
+    reference = REFERENCE.replace("import random\n", "import random\n\n\nimport no_such_sibling\n")
+    rubric = write(tmp_path, RUBRIC, reference)
+    path = tmp_path / "rot.py"
+    [problem] = problems(rubric)
+    assert problem.startswith(f"{path}:{line_of(path, 'import no_such_sibling')}: the reference module fails to "
+                              f"import: ModuleNotFoundError: No module named 'no_such_sibling'")
+
+
+def test_a_reference_with_sibling_imports_validates_graded_as_a_submission(tmp_path: Path) -> None:
+    from grader.validate import validate
+    (tmp_path / "shapes.py").write_text("def turn(t):\n    return t[1:] + t[:1]\n")
+    reference = REFERENCE.replace("import random\n", "import random\nfrom shapes import turn\n").replace(
+        "def rotate(state):\n    return state[1:] + state[:1]", "def rotate(state):\n    return turn(state)")
+    validation = validate(write(tmp_path, RUBRIC, reference), cache=tmp_path / "cache")
+    assert validation.problems == ()
+    assert validation.reference_result.total == 1
