@@ -130,7 +130,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     on_result(result, False)
             batch.results = [results[student] for student, _, _ in entries if student in results]
             if out_dir is not None and batch.results:
-                write_csv(batch.results, out_dir / "gradebook.csv")
+                from grader.overrides import apply_all    # TA overrides kept in the gradebook, never in results
+                write_csv(apply_all(batch.results, book_path), out_dir / "gradebook.csv")
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
             if started_cluster is not None:
                 started_cluster.close()

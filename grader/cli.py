@@ -36,7 +36,9 @@ def _grade(args: argparse.Namespace) -> int:
     if args.gradescope:
         from grader.report.gradescope import write_gradescope
         folder = Path(args.gradescope)
-        for result in batch.results:
+        from grader.overrides import apply_all
+        book = Path(args.gradebook) if args.gradebook else Path(args.out) / "gradebook.sqlite"
+        for result in apply_all(batch.results, book):
             write_gradescope(result, folder / f"{result.submission}.json")
         console.print(f"Gradescope results.json files in {folder}/", highlight=False)
     for student in batch.failed:
@@ -54,12 +56,20 @@ def _gradescope(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gradebook_beside(results: str) -> Path | None:
+    """RESULTS/gradebook.sqlite, where grade --out keeps it: the TA overrides reports show."""
+    path = Path(results) / "gradebook.sqlite"
+    return path if path.is_file() else None
+
+
 def _report(args: argparse.Namespace) -> int:
-    from grader.report.student import write_reports
-    written = write_reports(args.results, args.out, notebooks=args.notebooks, hidden_details=args.hidden_details)
+    from grader.overrides import apply_all
+    from grader.report.student import load_results, write_reports
+    results = apply_all(load_results(args.results), _gradebook_beside(args.results))
+    written = write_reports(results, args.out, notebooks=args.notebooks, hidden_details=args.hidden_details)
     if args.annotated:
         from grader.report.annotated import write_annotated
-        written += write_annotated(args.results, args.out, notebooks=args.notebooks,
+        written += write_annotated(results, args.out, notebooks=args.notebooks,
                                    hidden_details=args.hidden_details)
     print(f"{len(written)} report files written to {args.out}/")
     return 0 if written else 1
@@ -67,8 +77,9 @@ def _report(args: argparse.Namespace) -> int:
 
 def _class_report(args: argparse.Namespace) -> int:
     from grader.report.class_report import read_results, write_class_report
+    from grader.overrides import apply_all
     loaded = read_results(args.results)
-    path = write_class_report(loaded.results, Path(args.output), title=args.title, problems=loaded.problems)
+    path = write_class_report(apply_all(loaded.results, _gradebook_beside(args.results)), Path(args.output), title=args.title, problems=loaded.problems)
     print(f"class report of {len(loaded.results)} submissions written to {path} (and {path.with_suffix('.csv')})")
     return 0 if loaded.results else 1
 
@@ -96,10 +107,44 @@ def _similarity(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
+    from grader import overrides
     from grader.gradebook import Gradebook
     with Gradebook(Path(args.into)) as book:
         for other in args.gradebooks:
             print(f"{other}: {book.merge(Path(other))} results merged into {args.into}")
+    for other in args.gradebooks:
+        added = overrides.merge(Path(other), Path(args.into))
+        if added:
+            print(f"{other}: {added} overrides merged into {args.into}")
+    return 0
+
+
+def _override(args: argparse.Namespace) -> int:
+    import getpass
+    from grader import overrides
+    book = Path(args.gradebook)
+    if args.remove == (args.points is not None):
+        print("give either --points P or --remove", file=sys.stderr)
+        return 2
+    try:
+        made = overrides.record(book, args.student, args.exercise, points=None if args.remove else args.points,
+                                reason=args.why, author=args.by or getpass.getuser(), case=args.case or "",
+                                rubric=args.rubric)
+    except overrides.OverrideError as error:
+        print(error, file=sys.stderr)
+        return 2
+    where = f"{made.exercise}" + (f" case {made.case}" if made.case else "")
+    change = "back to the automatic score" if made.points is None else f"{made.automatic:g} -> {made.points:g}"
+    print(f"{made.student} {where}: {change} by {made.author} at {made.at}")
+    csv_path = book.parent / "gradebook.csv"
+    if csv_path.is_file():
+        from grader.report.csv_export import write_csv
+        write_csv(overrides.apply_all(overrides.current_results(book, made.rubric), book), csv_path)
+        print(f"{csv_path} rewritten with the overrides")
+    for entry in overrides.history(book, made.rubric, made.student):
+        points = "automatic" if entry.points is None else f"{entry.points:g}"
+        print(f"  {entry.at}  {entry.exercise}{' ' + entry.case if entry.case else ''}: {points} "
+              f"(automatic {entry.automatic:g}) by {entry.author}: {entry.reason}")
     return 0
 
 
@@ -218,6 +263,18 @@ def parser() -> argparse.ArgumentParser:
     merge.add_argument("gradebooks", nargs="+", help="gradebook files to merge in")
     merge.add_argument("--into", required=True, help="the gradebook that receives them (created if missing)")
     merge.set_defaults(run=_merge)
+
+    override = verbs.add_parser("override", help="set a student's points for an exercise (or case), with why and who")
+    override.add_argument("student")
+    override.add_argument("exercise")
+    override.add_argument("--points", type=float, default=None, help="the points the exercise (or case) gets")
+    override.add_argument("--remove", action="store_true", help="back to the automatic score (kept in the history)")
+    override.add_argument("--why", required=True, help="the reason, shown to the student and the next TA")
+    override.add_argument("--by", default=None, help="who decided (default: the login name)")
+    override.add_argument("--case", default=None, help="a case id: override that case's points only")
+    override.add_argument("--gradebook", default="results/gradebook.sqlite")
+    override.add_argument("--rubric", default=None, help="the rubric id, when the gradebook holds several")
+    override.set_defaults(run=_override)
 
     check = verbs.add_parser("check", help="self-check a notebook on the public cases")
     check.add_argument("notebook")

@@ -53,17 +53,26 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
         raise ValueError(f"{len(students)} students for {len(results)} results")
     names = list(students) if students is not None else [result.submission for result in results]
     columns = exercise_columns(results)
+    # TA overrides (grader.overrides.apply) put the final score in the exercise columns; the automatic total and
+    # what was overridden, by whom and why, get their own columns (only in a class that has overrides).
+    overridden = any("overrides" in result.extra for result in results)
     path = Path(path)
     # Same folder (os.replace must not cross file systems), a fresh name per call, created with the umask.
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with open(temporary, "x", encoding="utf-8", newline="") as stream:
             writer = csv.writer(stream)
-            writer.writerow(["student", *columns, "total", "max_total"])
+            writer.writerow(["student", *columns, "total", "max_total"]
+                            + (["automatic_total", "overrides", "override_review"] if overridden else []))
             for name, result in zip(names, results):
                 scores = {exercise.id: number(exercise.score) for exercise in result.exercises}
-                writer.writerow([text(name), *(scores.get(column, "") for column in columns),
-                                 number(result.total), number(result.max_total)])
+                row = [text(name), *(scores.get(column, "") for column in columns),
+                       number(result.total), number(result.max_total)]
+                if overridden:
+                    from grader.overrides import describe, needs_review
+                    row += [number(result.extra.get("automatic_total", result.total)), text("; ".join(describe(result))),
+                            "review" if needs_review(result) else ""]
+                writer.writerow(row)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)

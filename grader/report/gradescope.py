@@ -154,10 +154,16 @@ def _summary(result: SubmissionResult) -> str:
         lines.append(f"Your submission could not be graded: {result.warnings[0]}")
     lines += [f"Graded by puzzle-grader {result.grader_version}; isolation: {result.isolation}.", "", "Exercises:"]
     hidden = 0
+    automatic = {fact["exercise"]: fact["automatic"] for fact in result.extra.get("overrides", ())}
     for exercise in result.exercises:
-        lines.append(f"  {exercise.id}: {exercise.score:g} / {exercise.max_score:g}")
+        lines.append(f"  {exercise.id}: {exercise.score:g} / {exercise.max_score:g}"
+                     + (f" (set by the course staff; automatic score {automatic[exercise.id]:g})"
+                        if exercise.id in automatic else ""))
         lines.extend(f"    note: {note}" for note in exercise.notes)
         hidden += sum(1 for c in exercise.cases if c.visibility != "public")
+    if automatic:
+        from grader.overrides import describe
+        lines += ["", "Grade adjustments by the course staff:"] + [f"  {line}" for line in describe(result)]
     if hidden:
         lines += ["", f"{hidden} hidden case{'s' if hidden != 1 else ''}: shown once grades are published."]
     if result.warnings:
@@ -186,7 +192,9 @@ def to_gradescope(result: SubmissionResult) -> dict:
         "stdout_visibility": "hidden",   # the run's log is for the course staff
         "extra_data": {"submission": result.submission, "sha256": result.sha256, "rubric": result.rubric,
                        "rubric_sha256": result.rubric_sha256, "grader_version": result.grader_version,
-                       "isolation": result.isolation, "max_score": _points(_units(result.max_total))},
+                       "isolation": result.isolation, "max_score": _points(_units(result.max_total)),
+                       **({"automatic_score": _points(_units(result.extra["automatic_total"])),
+                           "overrides": result.extra["overrides"]} if "overrides" in result.extra else {})},
         "tests": tests,
     }
 

@@ -207,6 +207,12 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         out.append(f"| {md_text(exercise.id)} | {score_text(exercise.score)} / {score_text(exercise.max_score)} | "
                    f"{public_summary(exercise.cases)} | {hidden_summary(exercise.cases) or '–'} |")
     out.append("")
+    adjusted = [(fact, entry) for fact in result.extra.get("overrides", ()) for entry in fact["by"]]
+    if adjusted:
+        out += ["**Grade adjustments by the course staff** (the automatic score is kept beside them)", ""]
+        out += [f"- {md_text(fact['exercise'])}{' case ' + md_text(entry['case']) if entry['case'] else ''}: "
+                f"{score_text(entry['automatic'])} → {score_text(entry['points'])} ({md_text(entry['why'])}; "
+                f"{md_text(entry['author'])}, {entry['at'][:10]})" for fact, entry in adjusted] + [""]
     for exercise in result.exercises:
         if not needs_section(exercise):
             continue
