@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 import time
+import hashlib
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
 from grader import __version__
-from grader.executor import Executor
-from grader.gradebook import Gradebook
+from grader.executor import Executor, Job
+from grader.gradebook import Gradebook, ScoreRow
 from grader.intake import gather
-from grader.report.csv_export import write_csv
+from grader.report.csv_export import write_csv, write_score_csv
 from grader.grading import Options, file_sha256, grade_path, support_sources
 from grader.plan import Plan, build_plan
 from grader.results import SubmissionResult, from_dict, write_json
@@ -43,20 +45,78 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
 
 @dataclass
 class Batch:
-    """What a batch did: every student's current result, and what was graded, reused or could not be read."""
+    """What a batch did, as counters: results stream to disk (JSON, gradebook) as they finish, and the batch
+    keeps only a score row per student, so its memory does not grow with the class.
 
-    results: list[SubmissionResult] = field(default_factory=list)
-    graded: int = 0
-    unchanged: int = 0
-    failed: list[str] = field(default_factory=list)       # worker died or timed out on these students
+    `results` reads this batch's students back whole from the gradebook (or, without one, keeps them).
+    """
+
+    students: list[str] = field(default_factory=list)     # this batch's students, in intake order
+    graded: int = 0                                       # graded in this run (their cases ran)
+    unreadable: int = 0                                   # in this run: the file could not be read
+    unchanged: int = 0                                    # not graded again: same file, rubric and grader
+    failed: list[str] = field(default_factory=list)       # the grader could not finish these (see their reasons)
+    reasons: dict[str, str] = field(default_factory=dict)  # student -> why it failed
     problems: list[str] = field(default_factory=list)     # intake: unreadable entries, skipped
     notes: list[str] = field(default_factory=list)        # intake: decisions such as several notebooks
+    rows: list[ScoreRow] = field(default_factory=list)    # this batch's students' scores (no cases), intake order
     seconds: float = 0.0
+    gradebook: Path | None = None
+    rubric: str = ""
+    _kept: dict[str, SubmissionResult] = field(default_factory=dict, repr=False)   # only without a gradebook
+
+    @property
+    def skipped(self) -> int:
+        return len(self.problems)
+
+    @property
+    def isolation(self) -> dict[str, int]:
+        """Isolation levels of this batch's results with their counts, commonest first."""
+        counts = Counter(row.isolation for row in self.rows)
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+    @property
+    def results(self) -> list[SubmissionResult]:
+        """This batch's students' current results, whole (every case), in intake order."""
+        if self.gradebook is None:
+            return [self._kept[s] for s in self.students if s in self._kept]
+        with Gradebook(self.gradebook) as book:
+            found = {r.submission: r for r in book.iter_current(self.rubric, self.students)}
+        return [found[s] for s in self.students if s in found]
 
 
-def _failure_result(plan: Plan, path: Path, student: str, reason: str) -> SubmissionResult:
-    from grader.grading import _empty_result, file_sha256
-    return _empty_result(path, plan, file_sha256(path), reason, time.monotonic(), student)
+def _failure_result(plan: Plan, job: Job, reason: str) -> SubmissionResult:
+    from grader.grading import _empty_result
+    path = Path(job.path)
+    return replace(_empty_result(path, plan, file_sha256(path), reason, time.monotonic(), job.student),
+                   state="failed")
+
+
+def _row(result: SubmissionResult) -> ScoreRow:
+    return ScoreRow(result.submission, result.total, result.max_total, result.state, result.isolation,
+                    {e.id: e.score for e in result.exercises})
+
+
+def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
+    """A content-addressed copy of the graded file under the results folder (`notebooks/<sha256><suffix>`), so
+    reports find the student's code from anywhere, after a zip intake and on another machine. Returns its path
+    relative to `out_dir`, or "" when the file no longer has the graded content."""
+    suffix = path.suffix.lower() if path.suffix.lower() in SUBMISSION_SUFFIXES else ""
+    relative = f"notebooks/{sha256}{suffix}"
+    target = out_dir / relative
+    if target.is_file():
+        return relative
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    if hashlib.sha256(data).hexdigest() != sha256:
+        return ""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, target)
+    return relative
 
 
 def _entries(paths: Iterable[str | Path], workdir: Path) -> tuple[list[tuple[str, Path, str]], list[str], list[str]]:
@@ -65,43 +125,66 @@ def _entries(paths: Iterable[str | Path], workdir: Path) -> tuple[list[tuple[str
     return ([(e.student, e.path, e.source) for e in intake.entries], list(intake.problems), list(intake.notes))
 
 
+def missing_paths(paths: Iterable[str | Path]) -> list[str]:
+    """Command-line paths that name nothing: no file or folder, and no match for a pattern."""
+    import glob
+    missing = []
+    for raw in paths:
+        text = str(raw)
+        if os.path.lexists(text):
+            continue
+        if any(c in text for c in "*?[") and glob.glob(text, recursive=True):
+            continue
+        missing.append(text)
+    return missing
+
+
 def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
                 jobs: int | None = None, options: Options = Options(), cache: Path | None = None,
                 gradebook: Path | None = None, force: bool = False, executor: Executor | None = None,
-                dask: str | None = None,
+                dask: str | None = None, gradescope: Path | None = None,
                 on_start: Callable[[int, int], None] | None = None,
                 on_result: Callable[[SubmissionResult, bool], None] | None = None) -> Batch:
     """Grade a class. Unchanged submissions (same file, rubric and grader version) are not graded again
     unless `force`; every result is written (JSON, gradebook) the moment it is finished, so an interrupted
     batch loses nothing and the next run does only what is missing.
+
+    Exports (the CSV, and Gradescope files with `gradescope`) are derived from the gradebook: always every
+    student of the rubric, whatever subset this batch graded. A result JSON missing from `out` is rewritten.
+    `on_result` gets each result of this run whole, and each unchanged one as a score-only summary.
     """
     import tempfile
-    from grader.executor import Job, LocalPool, Setup
+    from grader.executor import LocalPool, Setup
     started = time.monotonic()
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     cache_dir = Path(cache) if cache is not None else default_cache()
     plan = build_plan(rubric, cache_dir)     # once, here: the workers then read the expected values from the cache
-    out_dir = Path(out) if out is not None else None
+    out_dir = Path(out).resolve() if out is not None else None
     book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
-    batch = Batch()
+    batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
     with tempfile.TemporaryDirectory(prefix="puzzle-grader-intake-") as workdir:
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir))
+        batch.students = [student for student, _, _ in entries]
         book = _open_gradebook(book_path)
         started_cluster = None
         try:
-            stored = book.summaries(rubric.assignment) if book else {}   # scores only: fast for a regrade
+            stored = {row.student: row for row in book.score_rows(rubric.assignment)} if book else {}
+            rows: dict[str, ScoreRow] = {}
             jobs_to_run: list[Job] = []
-            results: dict[str, SubmissionResult] = {}
             for student, path, source in entries:
                 previous = stored.get(student)
+                sha256 = file_sha256(path)
                 if (book and not force and previous is not None
-                        and book.is_current(student, file_sha256(path), rubric.sha256, __version__)):
-                    results[student] = previous
+                        and book.is_current(student, sha256, rubric.sha256, __version__)):
+                    rows[student] = previous
                     batch.unchanged += 1
+                    if out_dir is not None:
+                        _restore_missing(book, student, rubric.assignment, path, out_dir)
                     if on_result:
-                        on_result(previous, True)
+                        on_result(_summary(previous, rubric), True)
                 else:
-                    jobs_to_run.append(Job(student, str(path), source))
+                    jobs_to_run.append(Job(student, str(Path(path).resolve()), source))
+            del stored
             if on_start:
                 on_start(len(entries), batch.unchanged)
             hide = tuple(str(p) for p in (out_dir, cache_dir, Path(workdir)) if p is not None)
@@ -113,25 +196,38 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 runner = started_cluster = DaskExecutor(setup, dask, workers=jobs)
             else:
                 runner = LocalPool(setup, jobs)
-            sources = {job.student: job for job in jobs_to_run}
             for done in runner.run(jobs_to_run):
+                student = done.job.student
                 if done.result is not None:
                     result = from_dict(done.result)
                 else:
-                    batch.failed.append(done.job.student)
-                    result = _failure_result(plan, Path(done.job.path), done.job.student, done.failure)
-                results[done.job.student] = result
-                batch.graded += 1
+                    batch.failed.append(student)
+                    batch.reasons[student] = done.failure
+                    if not done.record:      # the grading machine's fault: reported, tried again next run
+                        continue
+                    result = _failure_result(plan, done.job, done.failure)
                 if out_dir is not None:
+                    copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
+                    result = replace(result, notebook=copy)
                     write_json(result, out_dir)
-                if book and done.result is not None:   # a worker that died is retried next run, not kept
-                    book.record(done.job.student, sources[done.job.student].source, result)
+                if result.state == "graded":
+                    batch.graded += 1
+                elif result.state == "unreadable":
+                    batch.unreadable += 1
+                if book:
+                    book.record(student, done.job.source, result)
+                else:
+                    batch._kept[student] = result
+                rows[student] = _row(result)
                 if on_result:
                     on_result(result, False)
-            batch.results = [results[student] for student, _, _ in entries if student in results]
-            if out_dir is not None and batch.results:
-                from grader.overrides import apply_all    # TA overrides kept in the gradebook, never in results
-                write_csv(apply_all(batch.results, book_path), out_dir / "gradebook.csv")
+            batch.rows = [rows[student] for student in batch.students if student in rows]
+            if book is not None and out_dir is not None:
+                _export(book, rubric.assignment, out_dir, gradescope)
+            elif out_dir is not None and batch._kept:
+                write_csv(list(batch._kept.values()), out_dir / "gradebook.csv")
+                if gradescope is not None:
+                    _write_gradescope(batch._kept.values(), Path(gradescope))
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
             if started_cluster is not None:
                 started_cluster.close()
@@ -139,6 +235,55 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 book.close()
     batch.seconds = time.monotonic() - started
     return batch
+
+
+def _summary(row: ScoreRow, rubric: Rubric) -> SubmissionResult:
+    """A score-only result (no cases) for progress callbacks of unchanged students."""
+    from grader.results import ExerciseResult
+    maxima = {e.id: float(e.points) for e in rubric.exercises}
+    return SubmissionResult(
+        submission=row.student, path="", sha256="", rubric=rubric.assignment, rubric_sha256=rubric.sha256,
+        grader_version=__version__, isolation=row.isolation, total=row.total, max_total=row.max_total,
+        exercises=tuple(ExerciseResult(e, e, score, maxima.get(e, 0.0), ()) for e, score in row.scores.items()),
+        state=row.state)
+
+
+def _restore_missing(book: Gradebook, student: str, rubric: str, path: Path, out_dir: Path) -> None:
+    """An unchanged student whose result JSON (or notebook copy) was deleted gets it back from the gradebook."""
+    target = out_dir / f"{student}.json"
+    if target.is_file():
+        return
+    result = book.result(student, rubric)
+    if result is None:
+        return
+    copy = keep_notebook(path, result.sha256, out_dir)
+    write_json(replace(result, notebook=copy or result.notebook), out_dir)
+
+
+def _export(book: Gradebook, rubric: str, out_dir: Path, gradescope: Path | None) -> None:
+    """The CSV (and Gradescope files) of every student of the rubric, from the gradebook, TA overrides applied.
+
+    Without overrides the CSV streams from the scores table; with them each result is read, overridden and
+    kept as scores only (no cases), so memory stays a row per student.
+    """
+    from grader.overrides import apply, history
+    overrides = history(book.path, rubric)
+    if overrides:
+        write_csv([_scores_only(apply(r, overrides)) for r in book.iter_current(rubric)], out_dir / "gradebook.csv")
+    else:
+        write_score_csv(book.columns(rubric), book.score_rows(rubric), out_dir / "gradebook.csv")
+    if gradescope is not None:
+        _write_gradescope((apply(r, overrides) for r in book.iter_current(rubric)), Path(gradescope))
+
+
+def _scores_only(result: SubmissionResult) -> SubmissionResult:
+    return replace(result, exercises=tuple(replace(e, cases=()) for e in result.exercises), warnings=())
+
+
+def _write_gradescope(results: Iterable[SubmissionResult], folder: Path) -> None:
+    from grader.report.gradescope import write_gradescope
+    for result in results:
+        write_gradescope(result, folder / f"{result.submission}.json")
 
 
 def _open_gradebook(path: Path | None) -> Gradebook | None:
@@ -151,9 +296,10 @@ def _open_gradebook(path: Path | None) -> Gradebook | None:
 def grade(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
           jobs: int | None = None, options: Options = Options(), cache: Path | None = None,
           on_result: Callable[[SubmissionResult], None] | None = None, **batch_options) -> list[SubmissionResult]:
-    """Grade submissions and return their results (see grade_batch for the gradebook and regrades)."""
+    """Grade submissions and return their results, whole (see grade_batch for the gradebook and regrades)."""
     batch = grade_batch(paths, rubric, out, jobs=jobs, options=options, cache=cache,
-                        on_result=(lambda r, _unchanged: on_result(r)) if on_result else None, **batch_options)
+                        on_result=(lambda r, unchanged: None if unchanged else on_result(r)) if on_result else None,
+                        **batch_options)
     return batch.results
 
 

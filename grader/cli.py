@@ -12,45 +12,89 @@ from grader import __version__
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from grader.batch import grade_batch
+    from grader.batch import grade_batch, missing_paths
     from grader.grading import Options
-    from grader.report.console import print_class
+    from grader.report.console import print_rows
     from grader.report.progress import BatchProgress
     console = Console(width=None if sys.stdout.isatty() else 160)
+    missing = missing_paths(args.paths)
+    if missing:
+        for path in missing:
+            print(f"{path}: no such file or folder", file=sys.stderr)
+        return 2
+    _check_rubric(args.rubric)
+    _check_folder(args.out, "--out")
+    if args.gradescope:
+        _check_folder(args.gradescope, "--gradescope")
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
                       memory_mb=args.memory_mb)
     with BatchProgress(console, quiet=args.quiet) as progress:
         batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
                             cache=Path(args.cache) if args.cache else None,
                             gradebook=Path(args.gradebook) if args.gradebook else None, force=args.force,
-                            dask=args.dask,
+                            dask=args.dask, gradescope=Path(args.gradescope) if args.gradescope else None,
                             on_start=progress.start, on_result=progress.result)
-    for problem in batch.problems:
-        console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
-    for note in batch.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
-    if not batch.results:
+    if not args.quiet:
+        for problem in batch.problems:
+            console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
+        for note in batch.notes:
+            console.print(f"note: {note}", highlight=False, markup=False)
+    if not batch.students:
         console.print("no submissions found", style="yellow")
         return 1
-    print_class(batch.results, console)
-    if args.gradescope:
-        from grader.report.gradescope import write_gradescope
-        folder = Path(args.gradescope)
-        from grader.overrides import apply_all
-        book = Path(args.gradebook) if args.gradebook else Path(args.out) / "gradebook.sqlite"
-        for result in apply_all(batch.results, book):
-            write_gradescope(result, folder / f"{result.submission}.json")
-        console.print(f"Gradescope results.json files in {folder}/", highlight=False)
+    if not args.quiet:
+        print_rows(batch.rows, console)
+        if args.gradescope:
+            console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",
+                          highlight=False)
     for student in batch.failed:
-        console.print(f"[red]{student}[/]: the grader could not finish this submission (see its JSON)")
-    console.print(f"{len(batch.results)} submissions: {batch.graded} graded, {batch.unchanged} unchanged "
-                  f"in {batch.seconds:.1f} s; isolation: {batch.results[0].isolation}; results in {args.out}/",
-                  highlight=False)
-    return 0
+        console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
+                      highlight=False)
+    levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
+    console.print(f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
+                  f"{len(batch.failed)} failed, {batch.unchanged} unchanged; {batch.skipped} skipped "
+                  f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/", highlight=False, soft_wrap=True,
+                  markup=False)
+    return 1 if batch.failed else 0
+
+
+class UsageError(Exception):
+    """A mistyped path or argument: one line naming it, exit 2."""
+
+
+def _check_rubric(path: str) -> None:
+    rubric = Path(path)
+    if not rubric.exists():
+        raise UsageError(f"{path}: no such rubric file")
+    if not rubric.is_file():
+        raise UsageError(f"{path}: a rubric is a YAML file, not a folder")
+
+
+def _check_folder(path: str, option: str) -> None:
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{path}: {option} must be a folder, and this is a file")
+
+
+def _check_file(path: str, what: str) -> None:
+    file = Path(path)
+    if not file.exists():
+        raise UsageError(f"{path}: no such file")
+    if not file.is_file():
+        raise UsageError(f"{path}: {what} must be a file, and this is a folder")
+
+
+def _check_results(path: str) -> None:
+    folder = Path(path)
+    if not folder.exists():
+        raise UsageError(f"{path}: no such results folder")
+    if not folder.is_dir():
+        raise UsageError(f"{path}: a results folder is expected, and this is a file")
 
 
 def _gradescope(args: argparse.Namespace) -> int:
     from grader.autograder import build_autograder
+    _check_rubric(args.rubric)
     path = build_autograder(Path(args.rubric), Path(args.output), wheel=not args.source)
     print(f"Gradescope autograder written to {path}: upload it as the assignment's autograder zip")
     return 0
@@ -65,12 +109,15 @@ def _gradebook_beside(results: str) -> Path | None:
 def _report(args: argparse.Namespace) -> int:
     from grader.overrides import apply_all
     from grader.report.student import load_results, write_reports
+    _check_results(args.results)
+    _check_folder(args.out, "--out")
     results = apply_all(load_results(args.results), _gradebook_beside(args.results))
-    written = write_reports(results, args.out, notebooks=args.notebooks, hidden_details=args.hidden_details)
+    written = write_reports(results, args.out, notebooks=args.notebooks, hidden_details=args.hidden_details,
+                            results_folder=Path(args.results))
     if args.annotated:
         from grader.report.annotated import write_annotated
         written += write_annotated(results, args.out, notebooks=args.notebooks,
-                                   hidden_details=args.hidden_details)
+                                   hidden_details=args.hidden_details, results_folder=Path(args.results))
     print(f"{len(written)} report files written to {args.out}/")
     return 0 if written else 1
 
@@ -78,6 +125,9 @@ def _report(args: argparse.Namespace) -> int:
 def _class_report(args: argparse.Namespace) -> int:
     from grader.report.class_report import read_results, write_class_report
     from grader.overrides import apply_all
+    _check_results(args.results)
+    if Path(args.output).is_dir():
+        raise UsageError(f"{args.output}: -o names the HTML file to write, and this is a folder")
     loaded = read_results(args.results)
     path = write_class_report(apply_all(loaded.results, _gradebook_beside(args.results)), Path(args.output), title=args.title, problems=loaded.problems)
     print(f"class report of {len(loaded.results)} submissions written to {path} (and {path.with_suffix('.csv')})")
@@ -150,12 +200,18 @@ def _override(args: argparse.Namespace) -> int:
 
 def _kit(args: argparse.Namespace) -> int:
     from grader.kit import write_kit
+    _check_rubric(args.rubric)
     path = write_kit(args.rubric, args.output, cache=args.cache)
     print(f"student kit written to {path}: public cases and their answers only, no reference code")
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
+    _check_file(args.notebook, "the notebook")
+    if args.rubric:
+        _check_rubric(args.rubric)
+    else:
+        _check_file(args.kit, "--kit")
     if args.kit:
         from grader.kit_check import run_check
         return run_check(args.notebook, args.kit)
@@ -167,6 +223,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from grader.validate import validate
+    _check_rubric(args.rubric)
     console = Console()
     validation = validate(args.rubric, cache=Path(args.cache) if args.cache else None)
     reference = validation.reference_result
@@ -185,6 +242,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _extract(args: argparse.Namespace) -> int:
     from grader.extract import Policy, extract
     from grader.notebook import read_notebook
+    _check_file(args.notebook, "the notebook")
     policy = Policy()
     if args.rubric:
         from grader.rubric import load_rubric
@@ -302,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
+    except UsageError as error:
+        print(error, file=sys.stderr)
+        return 2
     except RubricError as error:
         for problem in error.problems:
             print(problem, file=sys.stderr)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Iterator, Protocol, Sequence
 
 from grader.grading import Options
 from grader.rubric import Rubric
@@ -27,8 +27,9 @@ class Job:
     """One submission to grade."""
 
     student: str
-    path: str
+    path: str                   # absolute, so a worker elsewhere (Dask) reads the same file
     source: str = ""
+    data: bytes | None = None   # the file's bytes, when they travel with the job (Dask workers need no shared disk)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class Done:
     job: Job
     result: dict | None
     failure: str = ""
+    # A failure is recorded (and not retried unless forced) when the submission caused it: its worker died or
+    # was stopped by the watchdog. One the grading machine caused (a worker that cannot read the course or the
+    # file, a grader bug, a lost cluster worker) is reported but not recorded, so the next run tries again.
+    record: bool = True
 
 
 class Executor(Protocol):
@@ -55,19 +60,45 @@ class Executor(Protocol):
         """Grade the jobs, yielding each as soon as it is finished (in any order)."""
 
 
+class WorkerProblem(Exception):
+    """This worker cannot grade anything: the course or the submission is out of its reach (not the student's fault)."""
+
+
+def _readable(path: Path, what: str) -> None:
+    if not os.access(path, os.R_OK):
+        import socket
+        raise WorkerProblem(f"the worker on {socket.gethostname()} cannot read {what} {path} "
+                            f"({'no such file' if not path.exists() else 'permission denied'}); "
+                            f"give absolute paths on a filesystem the workers share")
+
+
 def grade_job(setup: Setup, job: Job, _plans: dict = {}) -> dict:  # noqa: B006 - per-process plan cache
-    """Grade one job in this process (a worker, or a Dask worker), building the plan once per process."""
+    """Grade one job in this process (a worker, or a Dask worker), building the plan once per process.
+
+    Raises WorkerProblem when the course or the submission cannot be read here, rather than grading a
+    "file not found" zero.
+    """
+    import tempfile
+    from dataclasses import replace
     from grader.grading import grade_path, support_sources
     from grader.plan import build_plan
     from grader.results import to_dict
     key = hashlib.sha256(pickle.dumps((setup.rubric, setup.cache))).hexdigest()
     if key not in _plans:
+        _readable(setup.rubric.reference, "the course's reference")
         plan = build_plan(setup.rubric, Path(setup.cache) if setup.cache else None)
         _plans[key] = (plan, support_sources(plan))
     plan, support = _plans[key]
-    result = grade_path(Path(job.path), plan, support, setup.options, submission=job.student,
-                        hide=tuple(Path(h) for h in setup.hide))
-    return to_dict(result)
+    hide = tuple(Path(h) for h in setup.hide)
+    if job.data is None:
+        _readable(Path(job.path), "the submission")
+        result = grade_path(Path(job.path), plan, support, setup.options, submission=job.student, hide=hide)
+        return to_dict(result)
+    with tempfile.TemporaryDirectory(prefix="puzzle-grader-job-") as folder:   # the bytes travelled with the job
+        local = Path(folder) / Path(job.path).name
+        local.write_bytes(job.data)
+        result = grade_path(local, plan, support, setup.options, submission=job.student, hide=hide)
+    return to_dict(replace(result, path=job.path))
 
 
 def _worker(connection: Connection, setup: Setup) -> None:
@@ -91,9 +122,23 @@ def _worker(connection: Connection, setup: Setup) -> None:
             connection.send(Done(job, grade_job(setup, job)))
         except (BrokenPipeError, OSError):
             return
+        except WorkerProblem as problem:
+            connection.send(Done(job, None, str(problem), record=False))
         except Exception as error:  # a grader bug on one submission must not stop the others
             connection.send(Done(job, None, f"the grader failed on this submission: {type(error).__name__}: "
-                                            f"{error}"))
+                                            f"{error}", record=False))
+
+
+WATCHDOG_MARGIN = 30.0     # seconds beyond the submission's own budget: start-up, plan, writing the result
+
+
+def watchdog_for(setup: Setup) -> float:
+    """How long a worker may spend on one submission: the rubric's (or the command line's) budget plus a margin.
+
+    The sandbox already stops a submission at its budget; the watchdog only catches a worker that is stuck.
+    """
+    limit = setup.options.submission_seconds or setup.rubric.limits.submission_seconds
+    return limit * 1.1 + WATCHDOG_MARGIN
 
 
 @dataclass
@@ -110,8 +155,7 @@ class LocalPool:
     def __init__(self, setup: Setup, jobs: int | None = None, watchdog_seconds: float | None = None):
         self.setup = setup
         self.size = max(1, jobs or os.cpu_count() or 1)
-        limit = setup.options.submission_seconds or 180.0
-        self.watchdog = watchdog_seconds if watchdog_seconds is not None else limit * 1.5 + 30.0
+        self.watchdog = watchdog_seconds if watchdog_seconds is not None else watchdog_for(setup)
         self.context = multiprocessing.get_context("spawn")
         self.replaced = 0
 
@@ -168,8 +212,8 @@ class LocalPool:
                     if slot.process.sentinel in ready or not slot.process.is_alive() or stuck or \
                             slot.connection in ready:
                         job, slot.job = slot.job, None
-                        reason = (f"the grading worker took longer than {self.watchdog:g} s and was stopped"
-                                  if stuck else f"the grading worker died while grading this submission "
+                        reason = (f"the grading worker took longer than {self.watchdog:g} s (the rubric's "
+                                  f"budget and a margin) and was stopped" if stuck else f"the grading worker died while grading this submission "
                                                 f"(exit code {slot.process.exitcode})")
                         self._stop(slot)
                         slots[index] = self._start()

@@ -4,7 +4,7 @@ Why SQLite: a TA grades thousands of notebooks, regrades after fixing a rubric a
 any moment. Each `record` is one transaction in a WAL journal, so a kill -9 loses at most the result being
 written and never leaves half of one; the next batch asks `is_current` and grades only what is missing.
 
-Tables (schema version 1):
+Tables (schema version 2):
 
     schema_version  (id = 1, version)                      what `open` compares with SCHEMA_VERSION
     submissions     (id, student, rubric, sha256, source, current_result)
@@ -14,6 +14,12 @@ Tables (schema version 1):
                     every grading ever recorded (regrades are history); json is results.to_dict's form
     scores          (result_id, position, exercise, score, max_score)
                     one row per exercise of a result, in rubric order, for SQL reports
+    shared_values   (rubric_sha256, exercise, case_id, call, expected)
+                    what every result of a rubric shares (a case's call and expected value), stored once per
+                    rubric: a result's json leaves out `call` and `expected` of a case whose values are the
+                    shared ones, and reading puts them back (a class of 10,000 stores 136 expected values, not
+                    1.36 million)
+    results.state   graded | unreadable | failed (results.STATES), for counts in SQL (version 2)
 """
 
 from __future__ import annotations
@@ -21,13 +27,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from grader.results import ExerciseResult, SubmissionResult, from_dict, to_dict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # MIGRATIONS[n] takes a gradebook from version n to n + 1, one statement at a time (sqlite3's executescript
 # would commit halfway). A new schema appends a step; opening an older file upgrades it in one transaction.
@@ -69,6 +76,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                PRIMARY KEY (result_id, position))""",
         "CREATE INDEX scores_exercise ON scores (exercise)",
     ),
+    (
+        "ALTER TABLE results ADD COLUMN state TEXT NOT NULL DEFAULT 'graded'",
+        """CREATE TABLE shared_values (
+               rubric_sha256 TEXT NOT NULL,
+               exercise TEXT NOT NULL,
+               case_id TEXT NOT NULL,
+               call TEXT NOT NULL,
+               expected TEXT NOT NULL,
+               PRIMARY KEY (rubric_sha256, exercise, case_id))""",
+    ),
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -87,6 +104,7 @@ class Gradebook:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._shared: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}   # rubric_sha256 -> shared values
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT), never implicit.
             self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -125,6 +143,7 @@ class Gradebook:
             yield self._db
         except BaseException:
             self._db.execute("ROLLBACK")
+            self._shared.clear()      # it may hold shared values of the rolled-back transaction
             raise
         self._db.execute("COMMIT")
 
@@ -160,10 +179,75 @@ class Gradebook:
 
     def current(self, rubric: str) -> list[SubmissionResult]:
         """The latest result of every student graded under this rubric id, sorted by student."""
+        return list(self.iter_current(rubric))
+
+    def iter_current(self, rubric: str, students: Iterable[str] | None = None) -> Iterator[SubmissionResult]:
+        """The current results of a rubric (or of `students` among them), one at a time, sorted by student.
+
+        One result is decoded at a time, so a report over 10,000 students holds one in memory, not the class.
+        """
+        ids = self._db.execute(
+            """SELECT s.student, s.current_result FROM submissions s
+               WHERE s.rubric = ? AND s.current_result IS NOT NULL ORDER BY s.student""", (rubric,)).fetchall()
+        wanted = set(students) if students is not None else None
+        for student, result_id in ids:
+            if wanted is None or student in wanted:
+                yield self._load(result_id)
+
+    def result(self, student: str, rubric: str) -> SubmissionResult | None:
+        """The student's current result under this rubric, whole (every case), or None."""
+        row = self._db.execute("SELECT current_result FROM submissions WHERE student = ? AND rubric = ?",
+                               (student, rubric)).fetchone()
+        return self._load(row[0]) if row and row[0] is not None else None
+
+    def _load(self, result_id: int) -> SubmissionResult:
+        rubric_sha256, text = self._db.execute("SELECT rubric_sha256, json FROM results WHERE id = ?",
+                                               (result_id,)).fetchone()
+        return from_dict(_restore(json.loads(text), self._shared_values(self._db, rubric_sha256)))
+
+    def _insert(self, db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
+                graded_at: str, *, skip_existing: bool = False) -> int | None:
+        shared = self._shared_values(db, result.rubric_sha256)
+        data = _compact(db, to_dict(result), result.rubric_sha256, shared)
+        return _insert_result(db, submission_id, source, result, graded_at, data, skip_existing=skip_existing)
+
+    def _shared_values(self, db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
+        if rubric_sha256 not in self._shared:
+            self._shared[rubric_sha256] = _read_shared(db, rubric_sha256)
+        return self._shared[rubric_sha256]
+
+    def columns(self, rubric: str) -> list[str]:
+        """Exercise ids of the rubric's current results, in rubric order (first position seen)."""
         rows = self._db.execute(
-            """SELECT r.json FROM submissions s JOIN results r ON r.id = s.current_result
-               WHERE s.rubric = ? ORDER BY s.student""", (rubric,))
-        return [from_dict(json.loads(text)) for (text,) in rows]
+            """SELECT sc.exercise, min(sc.position), min(sc.result_id) FROM scores sc
+               JOIN submissions s ON s.current_result = sc.result_id WHERE s.rubric = ?
+               GROUP BY sc.exercise ORDER BY min(sc.position), min(sc.result_id)""", (rubric,))
+        return [exercise for exercise, _, _ in rows]
+
+    def score_rows(self, rubric: str) -> Iterator[ScoreRow]:
+        """Every student's current scores (no cases), sorted by student: what the CSV and the table need."""
+        cursor = self._db.execute(
+            """SELECT s.student, r.total, r.max_total, r.state, r.isolation, sc.exercise, sc.score, sc.max_score
+               FROM submissions s JOIN results r ON r.id = s.current_result
+               LEFT JOIN scores sc ON sc.result_id = r.id
+               WHERE s.rubric = ? ORDER BY s.student, sc.position""", (rubric,))
+        row: ScoreRow | None = None
+        for student, total, max_total, state, isolation, exercise, score, max_score in cursor:
+            if row is None or row.student != student:
+                if row is not None:
+                    yield row
+                row = ScoreRow(student, total, max_total, state, isolation, {})
+            if exercise is not None:
+                row.scores[exercise] = score
+        if row is not None:
+            yield row
+
+    def counts(self, rubric: str) -> dict[str, int]:
+        """How many students of the rubric are in each state (graded, unreadable, failed)."""
+        rows = self._db.execute(
+            """SELECT r.state, count(*) FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? GROUP BY r.state""", (rubric,))
+        return {state: count for state, count in rows}
 
     def summaries(self, rubric: str) -> dict[str, SubmissionResult]:
         """The current result of every student as scores only (exercises without their cases), by student.
@@ -195,6 +279,11 @@ class Gradebook:
                WHERE s.student = ? AND s.rubric = ? ORDER BY r.graded_at, r.id""", (student, rubric))
         return [(graded_at, total, rubric_sha256) for graded_at, total, rubric_sha256 in rows]
 
+    def rubrics(self) -> list[str]:
+        """Rubric ids with at least one current result, sorted."""
+        return [rubric for (rubric,) in self._db.execute(
+            "SELECT DISTINCT rubric FROM submissions WHERE current_result IS NOT NULL ORDER BY rubric")]
+
     def students(self, rubric: str) -> list[str]:
         rows = self._db.execute(
             "SELECT student FROM submissions WHERE rubric = ? AND current_result IS NOT NULL ORDER BY student",
@@ -209,7 +298,7 @@ class Gradebook:
             submission_id = _submission(db, student, result.rubric, result.sha256, source)
             latest = db.execute("SELECT max(graded_at) FROM results WHERE submission_id = ?",
                                 (submission_id,)).fetchone()[0]
-            result_id = _insert_result(db, submission_id, source, result, _after(utc_now(), latest))
+            result_id = self._insert(db, submission_id, source, result, _after(utc_now(), latest))
             _make_current(db, submission_id, result_id)
 
     def merge(self, other: Path) -> int:
@@ -240,15 +329,18 @@ class Gradebook:
                        "; open it once with this grader to upgrade it" if version else
                        " (not a puzzle-grader gradebook)"))
             rows = source_db.execute(
-                """SELECT s.student, s.rubric, r.source, r.graded_at, r.json FROM results r
+                """SELECT s.student, s.rubric, r.source, r.graded_at, r.rubric_sha256, r.json FROM results r
                    JOIN submissions s ON s.id = r.submission_id ORDER BY r.graded_at, r.id""")
             imported = 0
             touched: set[int] = set()
+            theirs: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}
             with self._transaction() as db:
-                for student, rubric, source, graded_at, text in rows:
-                    result = from_dict(json.loads(text))
+                for student, rubric, source, graded_at, rubric_sha256, text in rows:
+                    if rubric_sha256 not in theirs:
+                        theirs[rubric_sha256] = _read_shared(source_db, rubric_sha256)
+                    result = from_dict(_restore(json.loads(text), theirs[rubric_sha256]))
                     submission_id = _submission(db, student, rubric, result.sha256, source)
-                    if _insert_result(db, submission_id, source, result, graded_at, skip_existing=True):
+                    if self._insert(db, submission_id, source, result, graded_at, skip_existing=True):
                         imported += 1
                         touched.add(submission_id)
                 for submission_id in touched:
@@ -292,17 +384,76 @@ def _submission(db: sqlite3.Connection, student: str, rubric: str, sha256: str, 
                       (student, rubric)).fetchone()[0]
 
 
+
+@dataclass
+class ScoreRow:
+    """One student's current scores, without cases: a row of the CSV or the terminal table."""
+
+    student: str
+    total: float
+    max_total: float
+    state: str
+    isolation: str
+    scores: dict[str, float]          # exercise id -> score
+
+
+def _read_shared(db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
+    return {(exercise, case): (call, expected) for exercise, case, call, expected in db.execute(
+        "SELECT exercise, case_id, call, expected FROM shared_values WHERE rubric_sha256 = ?", (rubric_sha256,))}
+
+
+def _value_text(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _compact(db: sqlite3.Connection, data: dict, rubric_sha256: str,
+             shared: dict[tuple[str, str], tuple[str, str]]) -> dict:
+    """`data` without the call and expected value of every case whose values are the rubric's shared ones.
+
+    The first result of a rubric defines them; a case whose values differ (a result graded with another
+    `expect:`, say) keeps its own, so reading back always gives exactly what was recorded.
+    """
+    for exercise in data["exercises"]:
+        for case in exercise["cases"]:
+            key = (exercise["id"], case["id"])
+            expected = _value_text(case["expected"])
+            if key not in shared:   # first come, first stored; another process may have come first
+                db.execute("INSERT OR IGNORE INTO shared_values (rubric_sha256, exercise, case_id, call, expected) "
+                           "VALUES (?, ?, ?, ?, ?)", (rubric_sha256, key[0], key[1], case["call"], expected))
+                shared[key] = db.execute(
+                    "SELECT call, expected FROM shared_values WHERE rubric_sha256 = ? AND exercise = ? AND case_id = ?",
+                    (rubric_sha256, key[0], key[1])).fetchone()
+            call, shared_expected = shared[key]
+            if case["call"] == call:
+                del case["call"]
+            if expected == shared_expected:
+                del case["expected"]
+    return data
+
+
+def _restore(data: dict, shared: dict[tuple[str, str], tuple[str, str]]) -> dict:
+    """The whole result again: a case without `call` or `expected` takes the rubric's shared value."""
+    for exercise in data["exercises"]:
+        for case in exercise["cases"]:
+            if "call" not in case or "expected" not in case:
+                call, expected = shared[(exercise["id"], case["id"])]
+                case.setdefault("call", call)
+                if "expected" not in case:
+                    case["expected"] = json.loads(expected)
+    return data
+
+
 def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
-                   graded_at: str, *, skip_existing: bool = False) -> int | None:
+                   graded_at: str, data: dict, *, skip_existing: bool = False) -> int | None:
     """Insert a result and its per-exercise scores; with skip_existing, None when it is already stored."""
-    text = json.dumps(to_dict(result), ensure_ascii=False, sort_keys=True)
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
     cursor = db.execute(
         f"""INSERT {'OR IGNORE' if skip_existing else ''} INTO results
                 (submission_id, sha256, source, rubric_sha256, grader_version, isolation, total, max_total,
-                 exercise_count, graded_at, json)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 exercise_count, graded_at, json, state)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (submission_id, result.sha256, source, result.rubric_sha256, result.grader_version, result.isolation,
-         float(result.total), float(result.max_total), len(result.exercises), graded_at, text))
+         float(result.total), float(result.max_total), len(result.exercises), graded_at, text, result.state))
     if cursor.rowcount == 0:
         return None
     result_id = cursor.lastrowid

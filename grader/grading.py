@@ -81,7 +81,7 @@ def _empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: flo
         submission=submission or submission_id(path), path=str(path), sha256=sha256,
         rubric=plan.rubric.assignment, rubric_sha256=plan.rubric.sha256, grader_version=__version__,
         isolation="none (not run)", total=0.0, max_total=plan.rubric.max_total, exercises=exercises,
-        warnings=(reason,), seconds=round(time.monotonic() - started, 3))
+        warnings=(reason,), seconds=round(time.monotonic() - started, 3), state="unreadable")
 
 
 def _resolve(exercise: Exercise, extracted: Extracted, loaded: Sequence[str]) -> str | None:

@@ -18,13 +18,12 @@ An override remembers the sha256 of the file it was made for. When the student's
 from __future__ import annotations
 
 import difflib
-import json
 import sqlite3
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from grader.results import ExerciseResult, SubmissionResult, from_dict
+from grader.results import ExerciseResult, SubmissionResult
 
 TABLE = """CREATE TABLE IF NOT EXISTS overrides (
                id INTEGER PRIMARY KEY,
@@ -112,13 +111,10 @@ def in_force(overrides: Iterable[Override]) -> list[Override]:
 
 def current_results(gradebook: Path, rubric: str) -> list[SubmissionResult]:
     """The current result of every student of the rubric, as recorded (without overrides), by student."""
-    db = _connect(gradebook, create=False)
-    try:
-        rows = db.execute("""SELECT r.json FROM submissions s JOIN results r ON r.id = s.current_result
-                             WHERE s.rubric = ? ORDER BY s.student""", (rubric,)).fetchall()
-    finally:
-        db.close()
-    return [from_dict(json.loads(text)) for (text,) in rows]
+    from grader.gradebook import Gradebook
+    _connect(gradebook, create=False).close()     # a missing file or another SQLite file: its clear error
+    with Gradebook(gradebook) as book:            # results share their rubric's case values: read them whole
+        return book.current(rubric)
 
 
 def rubrics(gradebook: Path) -> list[str]:

@@ -10,6 +10,10 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 STATUSES = ("pass", "fail", "error", "timeout", "missing")
+# What happened to a submission as a whole: graded (its cases ran), unreadable (the file could not be read or
+# parsed: a zero with the reason in `warnings`), failed (the grader could not finish it: its worker died or was
+# stopped by the watchdog; not retried unless forced).
+STATES = ("graded", "unreadable", "failed")
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class SubmissionResult:
     seconds: float = 0.0
     schema: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)
+    state: str = "graded"        # one of STATES
+    notebook: str = ""           # the graded file's content-addressed copy, relative to the results folder
 
     def exercise(self, exercise_id: str) -> ExerciseResult:
         for exercise in self.exercises:

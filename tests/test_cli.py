@@ -59,13 +59,31 @@ def test_grade_writes_one_json_per_notebook_and_prints_the_class_table(tmp_path:
 
 def test_grade_table_shows_every_score_in_an_80_column_terminal(tmp_path: Path, grader_cache: Path) -> None:
     done = run("grade", CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", str(tmp_path), "--cache",
-               str(grader_cache), "--quiet")   # no progress lines: the totals can only come from the table
+               str(grader_cache))   # the progress bar names no submission: the row can only come from the table
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if "move-dir-transposed" in line)
     # 13 exercise columns (move_dir is the second) and the total, none squeezed out or cut to '…'.
     assert re.findall(r"\d+(?:\.\d+)?(?:/\d+)?", row) == ["2", "0", "2", "2", "3", "1", "2", "2", "3", "2", "2",
                                                          "4", "3", "28/30"]
     assert "30/30" in done.stdout
+
+
+def test_quiet_grade_prints_one_summary_line_with_counts_and_isolation_levels(tmp_path: Path,
+                                                                              grader_cache: Path) -> None:
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{ not json", encoding="utf-8")
+    out = tmp_path / "results"
+    done = run("grade", CORRECT, TRANSPOSED, str(broken), "--rubric", RUBRIC, "--out", str(out), "--cache",
+               str(grader_cache), "--quiet")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, done.stdout
+    assert "3 submissions: 2 graded, 1 unreadable, 0 failed, 0 unchanged; 0 skipped" in lines[0]
+    levels = lines[0].split("isolation: ")[1].split(";")[0]
+    assert sum(int(n) for n in re.findall(r"\((\d+)\)", levels)) == 3 and "none (not run) (1)" in levels
+    again = run("grade", CORRECT, TRANSPOSED, str(broken), "--rubric", RUBRIC, "--out", str(out), "--cache",
+                str(grader_cache), "--quiet")
+    assert "3 submissions: 0 graded, 0 unreadable, 0 failed, 3 unchanged" in again.stdout
 
 
 # ------------------------------------------------------------------------------------------------ check

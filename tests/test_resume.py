@@ -83,11 +83,41 @@ def test_a_regrade_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
     assert first.wait(timeout=300) == 0
     again = start(tmp_path / "out", tmp_path / "cache", submissions)
     output, _ = again.communicate(timeout=300)
-    assert "0 graded, 3 unchanged" in output
+    assert "0 graded, 0 unreadable, 0 failed, 3 unchanged" in output
     forced = subprocess.run([sys.executable, "-m", "grader", "grade", str(submissions), "--rubric", str(RUBRIC),
                              "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--quiet",
                              "--force"], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert "3 graded, 0 unchanged" in forced.stdout
+    assert "3 graded, 0 unreadable, 0 failed, 0 unchanged" in forced.stdout
+
+
+def test_exports_are_the_whole_class_and_a_rerun_rewrites_what_is_missing(tmp_path: Path) -> None:
+    """Regrading one student keeps every student in the CSV and the Gradescope folder; a rerun writes the same
+    Gradescope files (every case, not score-only stubs) and puts back a deleted result JSON."""
+    from grader.batch import grade, grade_batch
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for name in CALM[:3]:
+        shutil.copy(EXAMPLES / f"{name}.ipynb", submissions / f"{name}.ipynb")
+    out, cache, scope = tmp_path / "out", tmp_path / "cache", tmp_path / "gradescope"
+    first = grade_batch([submissions], RUBRIC, out, jobs=2, cache=cache, gradescope=scope)
+    assert first.graded == 3
+    files = {p.name: p.read_text(encoding="utf-8") for p in scope.glob("*.json")}
+    assert len(files) == 3
+    one = grade_batch([submissions / f"{CALM[0]}.ipynb"], RUBRIC, out, jobs=1, cache=cache, gradescope=scope,
+                      force=True)
+    assert (one.graded, one.students) == (1, [CALM[0]])
+    with open(out / "gradebook.csv", encoding="utf-8") as stream:
+        assert sorted(line.split(",")[0] for line in stream.read().splitlines()[1:]) == sorted(CALM[:3])
+    (out / f"{CALM[1]}.json").unlink()
+    again = grade_batch([submissions], RUBRIC, out, jobs=2, cache=cache, gradescope=scope)
+    assert (again.graded, again.unchanged) == (0, 3)
+    assert (out / f"{CALM[1]}.json").is_file()
+    rewritten = {p.name: p.read_text(encoding="utf-8") for p in scope.glob("*.json")}
+    assert {k: comparable(json.loads(v)) for k, v in rewritten.items() if k != f"{CALM[0]}.json"} == \
+        {k: comparable(json.loads(v)) for k, v in files.items() if k != f"{CALM[0]}.json"}
+    assert all(len(json.loads(v)["tests"]) > 100 for v in rewritten.values())     # one test per case
+    returned = grade([submissions], RUBRIC, out, jobs=2, cache=cache)
+    assert all(len(e.cases) for r in returned for e in r.exercises)                # whole results, no stubs
 
 
 def test_gradebooks_graded_apart_merge_into_one(tmp_path: Path) -> None:

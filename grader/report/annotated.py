@@ -63,13 +63,14 @@ def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, h
 
 def write_annotated(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, *,
                     notebooks: Mapping[str, Path] | str | Path | None = None,
-                    hidden_details: bool = False) -> list[Path]:
+                    hidden_details: bool = False, results_folder: Path | None = None) -> list[Path]:
     """Write <student>.notebook.html for every result whose notebook is found; returns the files written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    folder = Path(results) if isinstance(results, (str, Path)) else results_folder
     for result in student.load_results(results):
-        notebook = student.locate_notebook(result, notebooks)
+        notebook = student.locate_notebook(result, notebooks, folder)
         if notebook is None:
             continue
         try:

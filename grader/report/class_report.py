@@ -546,12 +546,18 @@ class LoadedResults:
 
 
 def read_results(directory: Path | str) -> LoadedResults:
-    """Every `<student>.json` of a results folder (as written by `grader grade --out`), sorted by name.
+    """The class of a results folder (as written by `grader grade --out`), sorted by student.
 
-    A JSON file that is not a result (or is damaged) is reported, not fatal: one bad file must not hide
-    the class.
+    From its gradebook when there is one: every student of every rubric in it, whatever the last batch
+    graded and whichever JSON files were deleted. Otherwise every `<student>.json` of the folder; a JSON
+    file that is not a result (or is damaged) is reported, not fatal: one bad file must not hide the class.
     """
     directory = Path(directory)
+    book_path = directory / "gradebook.sqlite"
+    if book_path.is_file():
+        from grader.gradebook import Gradebook
+        with Gradebook(book_path) as book:
+            return LoadedResults(tuple(r for rubric in book.rubrics() for r in book.iter_current(rubric)), ())
     files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
     results, problems = [], []
     for file in files:

@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.report import boards
-from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.gradebook import ScoreRow
+from grader.results import CaseResult, SubmissionResult
 from grader.sandbox import codec
 
 MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red"), "timeout": ("⏱", "yellow"),
@@ -56,6 +57,33 @@ def print_class(results: Sequence[SubmissionResult], console: Console | None = N
         ungraded = all(c.message.startswith("not graded") for e in result.exercises for c in e.cases)
         if ungraded and result.warnings:
             console.print(f"[yellow]{result.submission}[/]: not graded: {result.warnings[0]}", highlight=False)
+
+def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None:
+    """The class table from score rows (what a batch keeps), and which submissions could not be read."""
+    console = console or Console()
+    exercises = list(rows[0].scores) if rows else []
+    numbered = len(exercises) > 6
+    legend = "  ".join(f"{n}={e}" for n, e in enumerate(exercises, start=1)) if numbered else None
+    table = Table(title="Scores", caption=legend, caption_justify="left", pad_edge=False, box=box.SIMPLE_HEAD,
+                  collapse_padding=True)
+    table.add_column("submission", no_wrap=True, overflow="ellipsis", max_width=22)
+    for number, exercise in enumerate(exercises, start=1):
+        table.add_column(str(number) if numbered else exercise, justify="right", no_wrap=True)
+    table.add_column("total", justify="right", style="bold", no_wrap=True, min_width=7)
+    for row in rows:
+        cells = []
+        for exercise in exercises:
+            score = row.scores.get(exercise)
+            cells.append(Text("" if score is None else _score(score),
+                              style="red" if not score else ""))
+        table.add_row(row.student, *cells,
+                      f"{_score(row.total)}/{_score(row.max_total)}")
+    console.print(table)
+    for row in rows:
+        if row.state != "graded":
+            console.print(f"[yellow]{escape(row.student)}[/]: {row.state} (the reason is in its JSON result)",
+                          highlight=False)
+
 
 def student_report(result: SubmissionResult, hidden: Mapping[str, int], console: Console | None = None) -> bool:
     """The self-check: every public case, hidden ones only counted. Returns whether all public cases pass.

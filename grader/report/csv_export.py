@@ -7,7 +7,8 @@ import math
 import os
 import secrets
 from pathlib import Path
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Iterable, Protocol, Sequence
 
 from grader.results import SubmissionResult
 
@@ -52,27 +53,62 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
     if students is not None and len(students) != len(results):
         raise ValueError(f"{len(students)} students for {len(results)} results")
     names = list(students) if students is not None else [result.submission for result in results]
-    columns = exercise_columns(results)
     # TA overrides (grader.overrides.apply) put the final score in the exercise columns; the automatic total and
     # what was overridden, by whom and why, get their own columns (only in a class that has overrides).
     overridden = any("overrides" in result.extra for result in results)
+    rows = (_Row(name, result.total, result.max_total, result.state,
+                 {exercise.id: exercise.score for exercise in result.exercises},
+                 _override_cells(result) if overridden else ())
+            for name, result in zip(names, results))
+    write_score_csv(exercise_columns(results), rows, path, OVERRIDE_COLUMNS if overridden else ())
+
+
+OVERRIDE_COLUMNS = ("automatic_total", "overrides", "override_review")
+
+
+def _override_cells(result: SubmissionResult) -> tuple[str, ...]:
+    from grader.overrides import describe, needs_review
+    return (number(result.extra.get("automatic_total", result.total)), text("; ".join(describe(result))),
+            "review" if needs_review(result) else "")
+
+
+class ScoreRowLike(Protocol):
+    """What one CSV row needs (a gradebook.ScoreRow is one)."""
+
+    student: str
+    total: float
+    max_total: float
+    state: str
+    scores: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _Row:
+    student: str
+    total: float
+    max_total: float
+    state: str
+    scores: dict[str, float]
+    more: tuple[str, ...] = ()      # cells of the extra columns
+
+
+def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: Path,
+                    more: Sequence[str] = ()) -> None:
+    """The CSV from score rows, streamed: one row per student, then `state` (graded, unreadable, failed) and
+    the `more` columns (a row's `more` cells, when it has them)."""
     path = Path(path)
     # Same folder (os.replace must not cross file systems), a fresh name per call, created with the umask.
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with open(temporary, "x", encoding="utf-8", newline="") as stream:
             writer = csv.writer(stream)
-            writer.writerow(["student", *columns, "total", "max_total"]
-                            + (["automatic_total", "overrides", "override_review"] if overridden else []))
-            for name, result in zip(names, results):
-                scores = {exercise.id: number(exercise.score) for exercise in result.exercises}
-                row = [text(name), *(scores.get(column, "") for column in columns),
-                       number(result.total), number(result.max_total)]
-                if overridden:
-                    from grader.overrides import describe, needs_review
-                    row += [number(result.extra.get("automatic_total", result.total)), text("; ".join(describe(result))),
-                            "review" if needs_review(result) else ""]
-                writer.writerow(row)
+            writer.writerow(["student", *columns, "total", "max_total", "state", *more])
+            for row in rows:
+                scores = row.scores
+                writer.writerow([text(row.student),
+                                 *(number(scores[column]) if column in scores else "" for column in columns),
+                                 number(row.total), number(row.max_total), row.state,
+                                 *(getattr(row, "more", ()) if more else ())])
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)

@@ -94,12 +94,18 @@ def needs_section(exercise: ExerciseResult) -> bool:
 # ---------------------------------------------------------------------------------------------- student code
 
 
-def locate_notebook(result: SubmissionResult, notebooks: Mapping[str, Path] | str | Path | None) -> Path | None:
+def locate_notebook(result: SubmissionResult, notebooks: Mapping[str, Path] | str | Path | None,
+                    results_folder: Path | None = None) -> Path | None:
     """The graded file: from the mapping (submission id -> path), else in a folder by the file's name or the
-    submission id, else the path recorded in the result when it still exists."""
+    submission id, else the content-addressed copy the grader kept in the results folder, else the path
+    recorded in the result when it still exists."""
     if isinstance(notebooks, Mapping):
         path = notebooks.get(result.submission)
         return Path(path) if path is not None and Path(path).is_file() else None
+    if notebooks is None and results_folder is not None and result.notebook:
+        copy = Path(results_folder) / result.notebook
+        if copy.is_file() and copy.resolve().is_relative_to(Path(results_folder).resolve()):
+            return copy
     recorded = Path(result.path) if result.path else None
     if notebooks is not None:
         folder = Path(notebooks)
@@ -323,7 +329,7 @@ def load_results(results: str | Path | Iterable[SubmissionResult]) -> list[Submi
 
 def write_reports(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, *,
                   notebooks: Mapping[str, Path] | str | Path | None = None,
-                  hidden_details: bool = False) -> list[Path]:
+                  hidden_details: bool = False, results_folder: Path | None = None) -> list[Path]:
     """Write <student>.md and <student>.html for every result; returns the files written.
 
     `notebooks` maps submission ids to graded files, or names a folder holding them; without it the path
@@ -332,8 +338,9 @@ def write_reports(results: str | Path | Iterable[SubmissionResult], out_dir: str
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    folder = Path(results) if isinstance(results, (str, Path)) else results_folder
     for result in load_results(results):
-        notebook = locate_notebook(result, notebooks)
+        notebook = locate_notebook(result, notebooks, folder)
         failing = [e for e in result.exercises if needs_section(e)]
         code = function_code(notebook, failing) if notebook is not None and failing else {}
         for suffix, text in ((".md", markdown_report(result, hidden_details=hidden_details)),

@@ -1,0 +1,48 @@
+"""What a batch leaves behind stands on its own: results with absolute paths and a copy of the graded notebook,
+so feedback reports work from any folder, after a zip intake, and once the submissions are gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
+EXAMPLES = REPO / "assignments" / "taoistic-search" / "submissions"
+
+
+def grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "160"})
+
+
+def test_reports_find_the_students_code_after_a_zip_intake_from_another_folder(tmp_path: Path) -> None:
+    export = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.write(EXAMPLES / "move-dir-transposed.ipynb", "smithjohn_12345_67890_lab.ipynb")
+        archive.write(EXAMPLES / "correct.ipynb", "doejane_LATE_22345_67891_lab.ipynb")
+    here = tmp_path / "grading"
+    here.mkdir()
+    done = grader("grade", "../canvas.zip", "--rubric", str(RUBRIC), "--out", "results", "--cache",
+                  str(tmp_path / "cache"), "--quiet", cwd=here)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((here / "results" / "smithjohn_12345.json").read_text(encoding="utf-8"))
+    assert Path(result["path"]).is_absolute()
+    copy = here / "results" / result["notebook"]
+    assert copy.is_file() and copy.name.startswith(result["sha256"])
+    # Another machine: the results folder moved, the submissions and the intake's temporary folder gone.
+    moved = tmp_path / "elsewhere" / "results"
+    shutil.move(str(here / "results"), moved)
+    export.unlink()
+    elsewhere = tmp_path / "another"
+    elsewhere.mkdir()
+    done = grader("report", str(moved), "--out", "feedback", "--annotated", cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert (elsewhere / "feedback" / "smithjohn_12345.notebook.html").is_file()
+    page = (elsewhere / "feedback" / "smithjohn_12345.html").read_text(encoding="utf-8")
+    assert "<h3>Your code</h3>" in page and "move_dir" in page     # the student's own code of the failing exercise
