@@ -156,8 +156,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     import tempfile
     from grader.executor import LocalPool, Setup
     started = time.monotonic()
-    rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-    cache_dir = Path(cache) if cache is not None else default_cache()
+    # Absolute paths: a worker elsewhere (Dask) or in another folder reads the same course and cache.
+    rubric = rubric if isinstance(rubric, Rubric) else load_rubric(Path(rubric).resolve())
+    cache_dir = (Path(cache) if cache is not None else default_cache()).resolve()
     plan = build_plan(rubric, cache_dir)     # once, here: the workers then read the expected values from the cache
     out_dir = Path(out).resolve() if out is not None else None
     book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
@@ -230,6 +231,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     _write_gradescope(batch._kept.values(), Path(gradescope))
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
             if started_cluster is not None:
+                batch.notes.extend(started_cluster.notes)
                 started_cluster.close()
             if book:
                 book.close()

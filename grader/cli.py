@@ -374,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         from grader.gradebook import GradebookError
         from grader.kit import KitError
         from grader.similarity import SimilarityUnavailable
-        if isinstance(error, (KitError, GradebookError, SimilarityUnavailable)):
+        from grader.executor_dask import ClusterError
+        if isinstance(error, (KitError, GradebookError, SimilarityUnavailable, ClusterError)):
             print(error, file=sys.stderr)
             return 2
         raise

@@ -175,3 +175,54 @@ def test_version_names_the_package_and_its_version() -> None:
     done = run("--version")
     assert done.returncode == 0
     assert done.stdout.strip() == f"puzzle-grader {grader.__version__}"
+
+
+# ------------------------------------------------------------------------------------------------ mistakes
+
+
+def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
+    a_file = tmp / "a-file.txt"
+    a_file.write_text("not a folder\n", encoding="utf-8")
+    nope = str(tmp / "nope")
+    return [
+        (["grade", CORRECT, "--rubric", "rubrics", "--out", str(tmp / "o")], "rubrics"),
+        (["grade", CORRECT, "--rubric", "rubrics/nope.yaml", "--out", str(tmp / "o")], "rubrics/nope.yaml"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(a_file)], str(a_file)),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--gradescope", str(a_file)], str(a_file)),
+        (["grade", f"{SUBMISSIONS}/nope.ipynb", "--rubric", RUBRIC, "--out", str(tmp / "o")], "nope.ipynb"),
+        (["grade", f"{SUBMISSIONS}/*.nothing", "--rubric", RUBRIC, "--out", str(tmp / "o")], "*.nothing"),
+        (["check", "nope.ipynb", "--rubric", RUBRIC], "nope.ipynb"),
+        (["check", SUBMISSIONS, "--rubric", RUBRIC], SUBMISSIONS),
+        (["check", CORRECT, "--kit", nope], nope),
+        (["report", nope, "--out", str(tmp / "f")], nope),
+        (["report", str(a_file), "--out", str(tmp / "f")], str(a_file)),
+        (["class-report", nope, "-o", str(tmp / "c.html")], nope),
+        (["class-report", str(tmp), "-o", str(tmp)], str(tmp)),
+        (["validate", "rubrics"], "rubrics"),
+        (["validate", nope], nope),
+        (["kit", nope, "-o", str(tmp / "k.json")], nope),
+        (["extract", nope], nope),
+        (["merge", nope, "--into", str(tmp / "g.sqlite")], nope),
+        (["gradescope", "rubrics", "-o", str(tmp / "a.zip")], "rubrics"),
+    ]
+
+
+def test_every_mistyped_path_or_argument_is_one_line_and_exit_2_never_a_traceback(tmp_path: Path, capsys,
+                                                                                   monkeypatch) -> None:
+    from grader.cli import main
+    monkeypatch.chdir(REPO)
+    for argv, named in _mistakes(tmp_path):
+        code = main(argv)
+        captured = capsys.readouterr()
+        assert code == 2, (argv, captured.out, captured.err)
+        assert "Traceback" not in captured.err + captured.out, argv
+        assert named in captured.err, (argv, captured.err)
+        assert len(captured.err.strip().splitlines()) <= 2, (argv, captured.err)
+
+
+def test_a_mistake_through_the_real_command_line_prints_no_traceback(tmp_path: Path) -> None:
+    done = run("check", "nope.ipynb", "--rubric", RUBRIC)
+    assert done.returncode == 2 and done.stderr.strip() == "nope.ipynb: no such file", done.stderr
+    done = run("grade", "nowhere/", "--rubric", RUBRIC, "--out", str(tmp_path / "o"))
+    assert done.returncode == 2 and done.stderr.strip() == "nowhere/: no such file or folder", done.stderr
+    assert not (tmp_path / "o").exists()

@@ -73,3 +73,122 @@ def test_a_worker_killed_mid_submission_is_replaced_and_only_that_submission_is_
     assert pool.replaced == len(killed)
     survivors = [d for d in done.values() if d.result is not None]
     assert all(to_dict is not None and d.result["total"] >= 0 for d in survivors)
+
+
+# ------------------------------------------------------------------------------------------ a real cluster
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A real `dask scheduler` and two `dask worker` processes on loopback, started from another folder."""
+    pytest.importorskip("dask.distributed")
+    import subprocess
+    import sys
+    import time
+    dask = Path(sys.executable).parent / "dask"
+    if not dask.exists():
+        pytest.skip("no dask command in this environment")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    log = open(tmp_path / "cluster.log", "w")
+    common = dict(cwd=elsewhere, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    processes = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                   "--no-dashboard", "--no-show"], **common)]
+    try:
+        for _ in range(2):
+            processes.append(subprocess.Popen([str(dask), "worker", address, "--nworkers", "1", "--nthreads", "1",
+                                               "--no-dashboard", "--host", "127.0.0.1"], **common))
+        from dask.distributed import Client
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=120)
+        yield address
+    finally:
+        import os
+        import signal
+        for process in processes[::-1]:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 30
+        for process in processes:
+            try:
+                process.wait(timeout=max(1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+        log.close()
+
+
+@pytest.mark.slow
+def test_a_real_dask_cluster_grades_relative_paths_like_the_local_pool(pool_results, cluster, tmp_path, monkeypatch):
+    """Workers started in another folder get absolute course paths and the notebooks' bytes: no zeros."""
+    results, cache = pool_results
+    monkeypatch.chdir(REPO)
+    paths = [f"assignments/taoistic-search/submissions/{name}.ipynb" for name in SAMPLE]
+    batch = grade_batch(paths, "rubrics/taoistic-search.yaml", tmp_path / "out", cache=cache, dask=cluster)
+    assert batch.failed == [] and batch.graded + batch.unreadable == len(SAMPLE)
+    assert scores(batch.results) == scores(results)
+
+
+def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path):
+    pytest.importorskip("dask.distributed")
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(SUBMISSIONS / "correct.ipynb"),
+                           "--rubric", str(RUBRIC), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"),
+                           "--dask", f"tcp://127.0.0.1:{_free_port()}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("cannot reach the Dask scheduler at tcp://127.0.0.1:")
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+# --------------------------------------------------------------------------------------- supervision
+
+
+def test_watchdog_follows_the_rubrics_budget_with_a_margin():
+    from dataclasses import replace as changed
+    from grader.executor import WATCHDOG_MARGIN, watchdog_for
+    from grader.grading import Options
+    rubric = load_rubric(RUBRIC)
+    short = changed(rubric, limits=changed(rubric.limits, submission_seconds=20.0))
+    assert watchdog_for(Setup(short, None)) == pytest.approx(20.0 * 1.1 + WATCHDOG_MARGIN)
+    assert watchdog_for(Setup(short, None, Options(submission_seconds=5.0))) == pytest.approx(5.5 + WATCHDOG_MARGIN)
+    assert LocalPool(Setup(short, None)).watchdog == watchdog_for(Setup(short, None))
+
+
+class _Stops:
+    """An executor whose worker is always stopped: what the watchdog does to a stuck submission."""
+
+    def __init__(self):
+        self.seen = []
+
+    def run(self, jobs):
+        from grader.executor import Done
+        for job in jobs:
+            self.seen.append(job.student)
+            yield Done(job, None, "the grading worker took longer than 42 s (the rubric's budget and a margin) "
+                                  "and was stopped")
+
+
+def test_a_stopped_submission_is_recorded_with_its_reason_and_not_retried_unless_forced(tmp_path, pool_results):
+    _, cache = pool_results
+    paths = [SUBMISSIONS / "correct.ipynb"]
+    stops = _Stops()
+    first = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops)
+    assert first.failed == ["correct"] and "was stopped" in first.reasons["correct"]
+    stored = json.loads((tmp_path / "out" / "correct.json").read_text(encoding="utf-8"))
+    assert stored["state"] == "failed" and "was stopped" in stored["warnings"][0]
+    again = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops)
+    assert (again.unchanged, stops.seen) == (1, ["correct"])
+    forced = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops, force=True)
+    assert forced.failed == ["correct"] and stops.seen == ["correct", "correct"]
+    assert "failed" in (tmp_path / "out" / "gradebook.csv").read_text(encoding="utf-8")
