@@ -199,10 +199,18 @@ def _override(args: argparse.Namespace) -> int:
 
 
 def _kit(args: argparse.Namespace) -> int:
-    from grader.kit import write_kit
+    import json
+    from grader.kit import coverage, write_kit
     _check_rubric(args.rubric)
     path = write_kit(args.rubric, args.output, cache=args.cache)
-    print(f"student kit written to {path}: public cases and their answers only, no reference code")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    shipped = ", ".join((data.get("public") or {}).get("names", ())) or "none"
+    print(f"student kit written to {path}: public cases and their answers, no reference code but the public "
+          f"checks' ({shipped})")
+    for exercise, full, later, checks in coverage(data):
+        if later:
+            print(f"  {exercise}: {later} of {full + later} public cases checked after submission "
+                  f"(check {', '.join(checks)} needs the course's code)")
     return 0
 
 
@@ -231,8 +239,10 @@ def _validate(args: argparse.Namespace) -> int:
     if validation.template_result is not None:
         template = validation.template_result
         console.print(f"template:  {template.total:g}/{template.max_total:g}", highlight=False)
+    for warning in validation.warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False, soft_wrap=True)
     for problem in validation.problems:
-        console.print(problem, style="red", highlight=False, markup=False)
+        console.print(problem, style="red", highlight=False, markup=False, soft_wrap=True)
     if validation.ok:
         console.print(f"{validation.rubric.path}: valid ({sum(len(e.cases) for e in reference.exercises)} cases)",
                       style="green", highlight=False)

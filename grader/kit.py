@@ -65,10 +65,11 @@ class KitCheck:
     goal: Any = None             # path check: the goal (wire), only when reaching it means equality
     optimal: bool = False        # path check: full credit only for the reference's length
     known: tuple["KnownVerdict", ...] = ()   # the check's verdicts on anticipated answers, computed when built
+    public: bool = False         # the rubric made this check public: its code is in the kit, it runs in full
 
     @property
     def full(self) -> bool:
-        return self.name in FULL_CHECKS
+        return self.name in FULL_CHECKS or self.public
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class KitCase:
     check: KitCheck
     expected: Any                             # wire
     mistakes: Mapping[str, Any]               # known mistake -> its answer (wire); absent where it raised
+    data: Mapping[str, Any] = field(default_factory=dict)   # public checks: variables and option names (wire)
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,7 @@ class Kit:
     sha256: str = ""                          # of the kit's content
     path: Path | None = None
     warnings: tuple[str, ...] = ()
+    public_source: str = ""                   # the course's public check code (grader.public), or none
 
     @property
     def hidden(self) -> dict[str, int]:
@@ -206,15 +209,43 @@ def _known_verdicts(plan: Any, case: Any) -> list[dict[str, Any]]:
     return known
 
 
+def _public_data(plan: Any, case: Any) -> dict[str, Any]:
+    """What a public check reads besides the answer: the case's variables and the data its options name
+    (e.g. the path check's `start: state`), never the rest of the course's fixtures."""
+    from grader.calls import free_names
+    data = plan.data(case)
+    names = set(case.variables)
+    for value in case.check.options.values():
+        if isinstance(value, str):
+            try:
+                names |= free_names(value)
+            except SyntaxError:
+                pass
+    return {name: codec.encode(data[name]) for name in sorted(names) if name in data}
+
+
+def coverage(kit: Mapping[str, Any]) -> list[tuple[str, int, int, tuple[str, ...]]]:
+    """Per exercise of kit data: (id, public cases judged in full, public cases checked after submission, the
+    checks that need the course's code). What `grader kit` lists and `grader validate` warns about."""
+    rows = []
+    for exercise in kit["exercises"]:
+        later = [case["check"]["name"] for case in exercise["cases"]
+                 if case["check"]["name"] not in FULL_CHECKS and not case["check"].get("public")]
+        rows.append((exercise["id"], len(exercise["cases"]) - len(later), len(later), tuple(dict.fromkeys(later))))
+    return rows
+
+
 def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> dict[str, Any]:
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
     from grader.batch import default_cache
     from grader.grading import Options, _build_requests, _template_names, support_sources
     from grader.plan import build_plan
+    from grader.public import is_public, public_code
     from grader.rubric import load_rubric
 
     rubric = load_rubric(rubric_path)
     plan = build_plan(rubric, Path(cache) if cache is not None else default_cache())
+    shipped = public_code(rubric)
     exercises = []
     public_settings: set[str] = set()
     for exercise in rubric.exercises:
@@ -228,10 +259,13 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
             expected = plan.expected[case.id]
             check: dict[str, Any] = {"name": case.check.name, "options": _plain(dict(case.check.options)),
                                      "judged": "in full" if case.check.name in FULL_CHECKS
+                                     else "in full (public check)" if is_public(case.check)
                                      else "against the reference answer"}
             if case.check.name == "path":
                 check.update(_path_facts(plan, case))
-            if case.check.name not in FULL_CHECKS:
+            if is_public(case.check):
+                check["public"] = True
+            elif case.check.name not in FULL_CHECKS:
                 check["known"] = _known_verdicts(plan, case)
             public_settings.update(request.set)
             entries.append({
@@ -239,6 +273,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
                 "set": dict(request.set), "probes": dict(request.probes), "reduce": request.reduce,
                 "timeout": request.timeout, "weight": case.weight, "check": check,
                 "expected": expected.value, "mistakes": {name: answer for name, answer in expected.mistakes},
+                **({"data": _public_data(plan, case)} if is_public(case.check) else {}),
             })
         exercises.append({
             "id": exercise.id, "title": exercise.title, "points": exercise.points, "function": exercise.function,
@@ -259,6 +294,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         "known_globals": sorted(set(rubric.fixtures) | public_settings | set(_template_names(plan))),
         "support": support_sources(plan),
         "exercises": exercises,
+        **({"public": {"source": shipped.source, "names": list(shipped.names)}} if shipped else {}),
     }
 
 
@@ -298,9 +334,11 @@ def _case(raw: Mapping[str, Any], where: str) -> KitCase:
                        _wire(check.get("start"), where), _wire(check.get("goal"), where),
                        bool(check.get("optimal", False)),
                        tuple(KnownVerdict(_wire(k["answer"], where), bool(k["passed"]), float(k["fraction"]),
-                                          str(k.get("message", ""))) for k in check.get("known", ()))),
+                                          str(k.get("message", ""))) for k in check.get("known", ())),
+                       check.get("public") is True),
         expected=_wire(raw.get("expected"), where),
         mistakes={str(k): _wire(v, where) for k, v in dict(raw.get("mistakes") or {}).items()},
+        data={str(k): _wire(v, where) for k, v in dict(raw.get("data") or {}).items()},
     )
 
 
@@ -336,7 +374,8 @@ def kit_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Kit:
             drop=tuple(extraction.get("drop", ())), known_globals=tuple(data.get("known_globals", ())),
             support={str(k): str(v) for k, v in dict(data.get("support") or {}).items()},
             exercises=exercises, path=path, warnings=warnings,
-            sha256=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest())
+            sha256=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(),
+            public_source=str((data.get("public") or {}).get("source", "")))
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         if isinstance(error, KitError):
             raise
@@ -362,6 +401,7 @@ def kit_plan(kit: Kit) -> Any:
     it like any plan. Cases whose check needs the reference are judged `equal` there and by `settle` after."""
     from grader.extract import Policy
     from grader.plan import Case, Expected, Plan
+    from grader.public import public_module
     from grader.rubric import CheckSpec, ErrorHint, Exercise, Limits, Mistake, Rubric
 
     where = kit.path.resolve() if kit.path is not None else Path.cwd() / "kit.json"
@@ -376,7 +416,7 @@ def kit_plan(kit: Kit) -> Any:
             mistakes=tuple(Mistake(name, say) for name, say in kx.mistakes), cases=(), limits=limits))
         cases[kx.id] = tuple(
             Case(id=c.id, exercise=kx.id, call=c.code, visibility="public", weight=c.weight,
-                 probe=tuple(c.probes.items()), reduce=c.reduce,
+                 probe=tuple(c.probes.items()), reduce=c.reduce, variables=_judge_variables(c),
                  check=CheckSpec(c.check.name if c.check.full else "equal", dict(c.check.options)))
             for c in kx.cases)
         expected.update({c.id: Expected(c.expected, c.timeout, tuple(c.mistakes.items())) for c in kx.cases})
@@ -385,7 +425,18 @@ def kit_plan(kit: Kit) -> Any:
         template=None, support=None, submissions=None, fixtures=kit.known_globals,
         limits=Limits(**{k: v for k, v in kit.limits.items() if k in Limits.__dataclass_fields__}),
         policy=Policy(frozenset(kit.allow_calls), frozenset(kit.drop)), exercises=tuple(exercises))
-    return Plan(rubric, ModuleType("no_reference_in_a_kit"), cases, expected)
+    # Only the code the course published runs here: public checks, on decoded plain data, as in grading.
+    reference = public_module(kit.public_source) if kit.public_source else ModuleType("no_reference_in_a_kit")
+    return Plan(rubric, reference, cases, expected)
+
+
+def _judge_variables(case: KitCase) -> dict[str, Any]:
+    """A public check's case data: the call's placeholder values (so the check gets `args`), then the data
+    its options name and the case's variables, as numpy arrays where they were arrays."""
+    if not case.check.public:
+        return {}
+    values = {**case.values, **case.data}
+    return {name: codec.with_arrays(codec.decode(value)) for name, value in values.items()}
 
 
 class KitCases:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from grader.authoring import authoring_findings
 from grader.grading import Options, grade_path, support_sources
-from grader.plan import build_plan
+from grader.kit import FULL_CHECKS
+from grader.plan import Plan, build_plan
+from grader.public import PublicError, is_public, public_code
 from grader.results import SubmissionResult
 from grader.rubric import Rubric, load_rubric
 
@@ -19,10 +21,26 @@ class Validation:
     reference_result: SubmissionResult
     template_result: SubmissionResult | None
     problems: tuple[str, ...]
+    warnings: tuple[str, ...] = ()     # what does not fail validation but an instructor should know
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def kit_warnings(plan: Plan) -> list[str]:
+    """Public cases a student's kit cannot judge: their check needs the course's code and is not public."""
+    warnings = []
+    for exercise in plan.rubric.exercises:
+        later = [case for case in plan.cases[exercise.id] if case.visibility == "public"
+                 and case.check.name not in FULL_CHECKS and not is_public(case.check)]
+        if later:
+            checks = ", ".join(dict.fromkeys(case.check.name for case in later))
+            warnings.append(f"{plan.rubric.path}:{later[0].line}: exercise '{exercise.id}': {len(later)} public "
+                            f"case{'s' if len(later) != 1 else ''} cannot be judged by the student's kit (check "
+                            f"{checks} needs the course's code): a wrong answer there is only 'checked after "
+                            f"submission'; mark the check 'public: true' if its code reveals no solution")
+    return warnings
 
 
 def sibling_sources(reference: Path) -> dict[str, str]:
@@ -52,6 +70,11 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
     plan = build_plan(rubric, cache)
     support = {**support_sources(plan), **sibling_sources(rubric.reference)}
     problems: list[str] = [str(finding) for finding in authoring_findings(plan)]
+    try:
+        public_code(rubric)
+    except PublicError as error:
+        problems.extend(error.problems)
+    warnings = kit_warnings(plan)
     reference_result = grade_path(rubric.reference, plan, support, options, submission="reference")
     for exercise in reference_result.exercises:
         if exercise.score < exercise.max_score:
@@ -68,4 +91,4 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
             crashed = [c for c in exercise.cases if c.status == "error" and "grader problem" in c.message]
             if crashed:
                 problems.append(f"{rubric.path}: exercise '{exercise.id}': {crashed[0].message}")
-    return Validation(rubric, reference_result, template_result, tuple(problems))
+    return Validation(rubric, reference_result, template_result, tuple(problems), tuple(warnings))

@@ -104,7 +104,8 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         unverified_total += unverified
         ok = not any(c.status in FAILING for c in public)
         all_pass &= ok
-        mark, style = ("✓", "green") if ok else ("✗", "red")
+        # A tick means something passed here: an exercise whose public cases all wait for submission gets "?".
+        mark, style = ("✓", "green") if ok and passed else ("?", "yellow") if ok else ("✗", "red")
         line = f"[{style}]{mark}[/] {escape(exercise.id)}: {passed}/{len(public)} public cases pass"
         if unverified:
             line += f", {unverified} checked after submission"
