@@ -27,7 +27,7 @@ def _grade(args: argparse.Namespace) -> int:
     if args.gradescope:
         _check_folder(args.gradescope, "--gradescope")
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
-                      memory_mb=args.memory_mb)
+                      memory_mb=args.memory_mb, allow_root_sandbox=args.allow_root_sandbox)
     with BatchProgress(console, quiet=args.quiet) as progress:
         batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
                             cache=Path(args.cache) if args.cache else None,
@@ -220,12 +220,15 @@ def _check(args: argparse.Namespace) -> int:
         _check_rubric(args.rubric)
     else:
         _check_file(args.kit, "--kit")
+    from grader.grading import Options
+    options = Options(allow_root_sandbox=args.allow_root_sandbox)
     if args.kit:
         from grader.kit_check import run_check
-        return run_check(args.notebook, args.kit)
+        return run_check(args.notebook, args.kit, options=options)
     from grader.batch import check
     from grader.report.console import student_report
-    result, hidden = check(args.notebook, args.rubric, cache=Path(args.cache) if args.cache else None)
+    result, hidden = check(args.notebook, args.rubric, cache=Path(args.cache) if args.cache else None,
+                           options=options)
     return 0 if student_report(result, hidden) else 1
 
 
@@ -233,7 +236,9 @@ def _validate(args: argparse.Namespace) -> int:
     from grader.validate import validate
     _check_rubric(args.rubric)
     console = Console()
-    validation = validate(args.rubric, cache=Path(args.cache) if args.cache else None)
+    from grader.grading import Options
+    validation = validate(args.rubric, cache=Path(args.cache) if args.cache else None,
+                          options=Options(allow_root_sandbox=args.allow_root_sandbox))
     reference = validation.reference_result
     console.print(f"reference: {reference.total:g}/{reference.max_total:g}", highlight=False)
     if validation.template_result is not None:
@@ -265,6 +270,10 @@ def _extract(args: argparse.Namespace) -> int:
     return 0
 
 
+ALLOW_ROOT = ("where the machine offers no user namespaces and no unused uid can be had, run student code as "
+              "root anyway (otherwise such a submission is refused)")
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="grader", description="Grade puzzle notebooks against a reference.")
     main.add_argument("--version", action="version", version=f"puzzle-grader {__version__}")
@@ -278,6 +287,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--case-seconds", type=float, default=None, help="floor of the per-case time limit")
     grade.add_argument("--submission-seconds", type=float, default=None)
     grade.add_argument("--memory-mb", type=int, default=None)
+    grade.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
     grade.add_argument("--cache", default=None, help="folder for cached reference answers")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table: a summary line (for CI logs)")
     grade.add_argument("--gradebook", default=None, help="SQLite gradebook (default: OUT/gradebook.sqlite)")
@@ -350,11 +360,13 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument("--rubric", help="the course's rubric (TAs, instructors)")
     source.add_argument("--kit", help="a student kit built by grader kit: no reference needed")
     check.add_argument("--cache", default=None)
+    check.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
     check.set_defaults(run=_check)
 
     validate = verbs.add_parser("validate", help="check a rubric: reference full marks, template zero")
     validate.add_argument("rubric")
     validate.add_argument("--cache", default=None)
+    validate.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
     validate.set_defaults(run=_validate)
 
     extract = verbs.add_parser("extract", help="print the module the grader would run, and what it left out")

@@ -25,6 +25,7 @@ from grader.plan import Case, Plan
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
 from grader.rubric import Exercise
 from grader.sandbox import codec
+from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import CaseRequest, Outcome, ProcessLimits, Sandbox, SandboxError
 from grader.scoring import exercise_score, total
 
@@ -37,6 +38,7 @@ class Options:
     case_seconds: float | None = None        # overrides the rubric's floor
     submission_seconds: float | None = None
     memory_mb: int | None = None
+    allow_root_sandbox: bool = False         # run student code as root where no unused uid can be had
 
 
 def submission_id(path: Path) -> str:
@@ -368,8 +370,9 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     deadline = started + limits.submission_seconds
     warnings = [*notebook.warnings, *extracted.warnings]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
-                                   load_seconds=limits.load_seconds)
-    with Sandbox(_statements(extracted), support, process_limits, limits.output_bytes, hide_paths) as sandbox:
+                                   load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
+    with Sandbox(_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
+                 allow_root=options.allow_root_sandbox) as sandbox:
         sandbox_level = sandbox.isolation.level
         try:
             report = sandbox.load()
@@ -381,11 +384,12 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         exercises = tuple(grade_exercise(plan, exercise, sandbox if loaded else None, notebook, extracted, loaded,
                                          deadline, options) for exercise in rubric.exercises)
         sandbox_level = sandbox.level or sandbox_level
+        held = isolation_report(sandbox_level, sandbox.facts, process_limits)
     return SubmissionResult(
         submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
         rubric_sha256=rubric.sha256, grader_version=__version__, isolation=sandbox_level,
         total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
-        warnings=tuple(warnings), seconds=round(time.monotonic() - started, 3))
+        warnings=tuple(warnings), seconds=round(time.monotonic() - started, 3), extra={"isolation": held})
 
 
 def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = ()) -> list[str]:

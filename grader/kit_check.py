@@ -40,10 +40,10 @@ def check_with_kit(notebook_path: str | Path, kit_path: str | Path | Kit, *,
     deadline = started + limits.submission_seconds
     warnings = [*kit.warnings, *notebook.warnings, *extracted.warnings]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
-                                   load_seconds=limits.load_seconds)
+                                   load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     # The kit's folder stands in for the course's: hidden like it, with the notebook's folder, temp and home.
     with Sandbox(_statements(extracted), kit.support, process_limits, limits.output_bytes,
-                 hidden_folders(plan, path)) as sandbox:
+                 hidden_folders(plan, path), allow_root=options.allow_root_sandbox) as sandbox:
         level = sandbox.isolation.level
         try:
             load = sandbox.load()
@@ -73,7 +73,8 @@ def _finished(result: SubmissionResult, kit: Kit, exercises: tuple[Any, ...],
                    extra={**result.extra, "kit": kit.sha256, "hidden": kit.hidden})
 
 
-def run_check(notebook_path: str | Path, kit_path: str | Path, console: Any = None) -> int:
+def run_check(notebook_path: str | Path, kit_path: str | Path, console: Any = None,
+              options: Options = Options()) -> int:
     """The `grader check --kit KIT NOTEBOOK` verb: print the report; exit status 0 when no public case failed."""
-    result, hidden = check_with_kit(notebook_path, kit_path)
+    result, hidden = check_with_kit(notebook_path, kit_path, options=options)
     return 0 if report(result, hidden, console) else 1

@@ -28,6 +28,8 @@ class Limits:
     memory_mb: int = 1024
     output_bytes: int = 65536        # student output kept per case
     max_timeouts: int = 2            # timeouts in one exercise before its remaining cases are skipped
+    disk_mb: int = 64                # the student's scratch (a tmpfs, counted in memory_mb)
+    files: int = 1000                # files and folders in the scratch
 
     def merged(self, overrides: Mapping[str, Any]) -> "Limits":
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -44,6 +46,8 @@ LIMIT_DOCS = {
     "memory_mb": "address-space limit of the student process (MiB)",
     "output_bytes": "student output kept per case (bytes)",
     "max_timeouts": "timeouts in one exercise before its remaining cases are skipped",
+    "disk_mb": "size of the student's scratch folder, fresh for each exercise (MiB; counted in memory_mb)",
+    "files": "files and folders the student's scratch folder may hold",
 }
 
 
@@ -277,7 +281,7 @@ def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems)
             problems.add(node.line_of(key), f"{where}: unknown limit '{key}'{_suggest(key, names)}")
             continue
         number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems,
-                         minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor") else 0.0)
+                         minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor", "disk_mb", "files") else 0.0)
         if number is not None:
             overrides[key] = int(number) if names[key] == "int" else float(number)
     return base.merged(overrides)

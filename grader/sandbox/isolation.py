@@ -5,19 +5,19 @@ from __future__ import annotations
 import atexit
 import functools
 import itertools
+import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-NAMESPACES = "namespaces"        # user, pid, net, mount: no network, read-only world, course hidden
-RLIMITS = "rlimits"              # own process group and resource limits only
-UNSHARE = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--net", "--mount",
-           "--mount-proc")
+NAMESPACES = "namespaces"        # every namespace kind, an allowlist root, an unprivileged uid, no capabilities
+RLIMITS = "rlimits"              # own session, resource limits, an unused uid when the grader is root
 PIDS_MAX = 256                   # processes (and threads) one submission may have at once
 _counter = itertools.count()
+ZYGOTE = Path(__file__).with_name("zygote.py")
 
 
 @dataclass(frozen=True)
@@ -30,16 +30,15 @@ class Isolation:
         return NAMESPACES if self.namespaces else RLIMITS
 
 
-def _unshare_works() -> bool:
-    if shutil.which("unshare") is None:
-        return False
+@functools.lru_cache(maxsize=None)
+def probe() -> dict:
+    """What this machine offers a sandbox, tried the way a real child does it (in a clean interpreter)."""
     try:
-        probe = subprocess.run([*UNSHARE, sys.executable, "-I", "-c", "import os; assert os.getpid() == 1"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+        done = subprocess.run([sys.executable, "-s", "-P", str(ZYGOTE), "--probe"], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=30, cwd="/", env={"PATH": "/usr/bin:/bin"})
+        return json.loads(done.stdout.decode() or "{}")
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return {}
 
 
 def _pids_root() -> Path | None:
@@ -53,8 +52,26 @@ def _pids_root() -> Path | None:
 def detect(allow_namespaces: bool = True) -> Isolation:
     """Probe once per process; PUZZLE_GRADER_ISOLATION=rlimits forces the fallback (e.g. to test it)."""
     forced = os.environ.get("PUZZLE_GRADER_ISOLATION")
-    namespaces = allow_namespaces and forced != RLIMITS and _unshare_works()
+    namespaces = allow_namespaces and forced != RLIMITS and bool(probe().get("jail"))
     return Isolation(namespaces=namespaces, pids_root=_pids_root() if forced != RLIMITS else None)
+
+
+def isolation_report(level: str | None, facts: dict[str, Any], limits: Any) -> dict[str, Any]:
+    """What held for a submission, as plain fields: the `isolation` of a result says the level word; this
+    says the namespaces, the uid the student ran as (on the host and inside), the filesystem mode
+    (allowlist: a built root; none: the host's), and the limits that applied."""
+    return {
+        "level": level or "none (not run)",
+        "namespaces": list(facts.get("namespaces", [])),
+        "host_uid": facts.get("host_uid"),
+        "uid": facts.get("uid"),
+        "grader_uid": facts.get("grader_uid"),
+        "filesystem": facts.get("filesystem", "none" if facts else "unknown"),
+        "capabilities": facts.get("capabilities"),
+        "root_because": facts.get("root_because"),
+        "limits": {name: getattr(limits, name) for name in ("memory_mb", "cpu_seconds", "disk_mb", "files",
+                                                              "open_files", "processes") if hasattr(limits, name)},
+    }
 
 
 class PidsGroup:
@@ -110,12 +127,3 @@ def release_group(group: PidsGroup) -> None:
     group.empty()
     with _FREE_LOCK:
         _FREE.append(group)
-
-
-def command(isolation: Isolation, runtime: list[str], pids: PidsGroup | None) -> list[str]:
-    """The child's command line: the runtime, inside namespaces and a pids group where available."""
-    line = [*UNSHARE, *runtime] if isolation.namespaces else list(runtime)
-    if pids is not None:
-        # The shell joins the group before exec, so every process of the child is counted from the start.
-        line = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', pids.procs, *line]
-    return line

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from grader.sandbox import codec, wire
-from grader.sandbox.isolation import Isolation, PidsGroup, acquire_group, command, detect, release_group
+from grader.sandbox import codec, supervisor, wire
+from grader.sandbox.isolation import PIDS_MAX, Isolation, PidsGroup, acquire_group, detect, release_group
+from grader.sandbox.supervisor import Jail, SpawnError
 
-RUNTIME = Path(__file__).with_name("runtime.py")
 GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
 RUNTIME_SECONDS = 5.0         # time the runtime itself may need between cases (fork, encode, send)
 MAX_RESTARTS = 4
@@ -36,6 +34,9 @@ class ProcessLimits:
     file_mb: int = 64
     open_files: int = 256
     load_seconds: float = 10.0
+    disk_mb: int = 64             # the scratch tmpfs (it counts toward memory_mb)
+    files: int = 1000             # inodes in the scratch
+    processes: int = PIDS_MAX
 
 
 @dataclass(frozen=True)
@@ -78,19 +79,8 @@ class SandboxError(RuntimeError):
 
 
 def scratch_base() -> Path:
-    """One folder per grader process holding every child's scratch dir (hidden from all children)."""
-    base = Path(tempfile.gettempdir()) / f"puzzle-grader-{os.getuid()}-{os.getpid()}"
-    base.mkdir(mode=0o700, exist_ok=True)
-    return base
-
-
-def _child_environment(scratch: str) -> dict[str, str]:
-    """A minimal environment: nothing of the grader's (tokens, paths) reaches student code."""
-    return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-        "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
-        "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-    }
+    """This grader process's one temp folder (rlimits-mode scratch dirs live there; hidden from children)."""
+    return supervisor.temp_root()
 
 
 def _kill_group(pid: int | None) -> None:
@@ -107,20 +97,22 @@ class Sandbox:
 
     def __init__(self, statements: Sequence[Mapping[str, Any]], support: Mapping[str, str],
                  limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = (),
-                 isolation: Isolation | None = None):
+                 isolation: Isolation | None = None, allow_root: bool = False):
         self.isolation = isolation if isolation is not None else detect()
         self.level: str | None = None            # what the children report they achieved (the weakest)
+        self.facts: dict[str, Any] = {}          # what held for the weakest child: namespaces, uid, filesystem
+        self.allow_root = allow_root             # run student code as root where no unused uid can be had
         self.pids: PidsGroup | None = None
         self.statements = list(statements)
         self.support = dict(support)
         self.limits = limits
         self.output_bytes = output_bytes
         self.hide_paths = list(hide_paths)
-        self.process: subprocess.Popen | None = None
+        self.process: Jail | None = None
         self.fork_pid: int | None = None
         self.reader: wire.FrameReader | None = None
         self.request_fd: int | None = None
-        self.scratch = tempfile.mkdtemp(prefix="submission-", dir=scratch_base())
+        self.scratch: str | None = None          # a host folder in rlimits mode only
         self.restarts = 0
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
@@ -134,19 +126,17 @@ class Sandbox:
 
     def close(self) -> None:
         self._stop()
-        import shutil
-        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _stop(self) -> None:
         if not self.isolation.namespaces:
             _kill_group(self.fork_pid)   # inside a pid namespace this number means another process here
         self.fork_pid = None
         if self.process is not None:
-            _kill_group(self.process.pid)   # with namespaces: its PID 1 dies, and the namespace with it
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
-                pass
+            if not self.isolation.namespaces and self.process.poll() is None:
+                _kill_group(self.process.pid)   # its session's group, while the number is surely still its own
+            self.process.kill()   # with namespaces: its PID 1 dies, and the namespace with it
+            self.process.wait(timeout=5)
+            self.process.close()
             self.process = None
         for fd in (self.request_fd, self.reader.fd if self.reader else None):
             if fd is not None:
@@ -158,22 +148,27 @@ class Sandbox:
         if self.pids is not None:
             release_group(self.pids)
             self.pids = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     def _start(self) -> None:
         key = (self.isolation, self.limits, tuple(self.hide_paths))
         child = _take_spare(key) if PREFETCH and self.restarts == 0 else None
-        if child is not None:   # started and confined while the previous submission was being graded
-            import shutil
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = child.scratch
-        else:
-            child = _spawn(self.isolation, self.limits, self.hide_paths, self.scratch)
+        if child is None:
+            child = _spawn(self.isolation, self.limits, self.hide_paths)
         if PREFETCH:
             _order_spare(key, self.isolation, self.limits, self.hide_paths)
-        self.process, self.request_fd, self.reader, self.pids = child.process, child.request_fd, child.reader, \
-            child.pids
+        self.process, self.request_fd, self.reader, self.pids, self.scratch = \
+            child.process, child.request_fd, child.reader, child.pids, child.scratch
         if self.level is None or _STRENGTH.get(child.level, -1) < _STRENGTH.get(self.level, -1):
             self.level = child.level   # a result reports the weakest containment any of its children had
+            self.facts = child.facts
+        if child.facts.get("host_uid") == 0 and not self.allow_root:
+            self._stop()
+            why = child.facts.get("root_because") or "no unused uid could be had"
+            raise SandboxError(f"refusing to run student code as root without namespaces: {why} "
+                               "(give --allow-root-sandbox to run it anyway)")
 
     def _send(self, message: dict) -> None:
         assert self.request_fd is not None
@@ -322,10 +317,7 @@ class Sandbox:
     def _crash(self, case: CaseRequest, started: float, error: Exception) -> Outcome:
         status = None
         if self.process is not None:
-            try:
-                status = self.process.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                status = None
+            status = self.process.wait(timeout=0.2)
         reason = _exit_text(status) if status is not None else "the submission's process stopped answering"
         if isinstance(error, wire.FrameError):
             reason = "the submission's process wrote garbage on the grader's channel"
@@ -386,58 +378,75 @@ def _bounded(call: Callable[[], Any], seconds: float) -> Any:
 class _Child:
     """A started, initialised (and confined) child, waiting for its notebook."""
 
-    process: subprocess.Popen
+    process: Jail
     request_fd: int
     reader: wire.FrameReader
     pids: PidsGroup | None
-    scratch: str
+    scratch: str | None
     level: str
+    facts: dict[str, Any]
 
 
-def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str], scratch: str) -> _Child:
-    """Start a child from a clean interpreter, set its limits and confinement, and wait until it is ready."""
-    os.makedirs(scratch, exist_ok=True)   # the student may have deleted it: the next child needs one
-    request_read, request_write = os.pipe()
-    response_read, response_write = os.pipe()
-    output = open(os.path.join(scratch, "output.log"), "ab")
+def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str], scratch: str | None,
+            pids: PidsGroup | None) -> dict[str, Any]:
+    """What the zygote's child needs to know: plain data, sent as JSON."""
+    memory = limits.memory_mb * 1024 * 1024
+    if isolation.namespaces:   # the scratch is a tmpfs: what it holds is memory, in the same budget
+        memory = max(memory // 2, memory - limits.disk_mb * 1024 * 1024)
+    return {
+        "namespaces": isolation.namespaces, "grader_uid": os.geteuid(), "scratch": scratch,
+        "scratch_bytes": limits.disk_mb * 1024 * 1024, "scratch_files": limits.files,
+        "cgroup_procs": pids.procs if pids is not None else None, "hide": list(hide_paths), "cover": list(hide_paths),
+        "limits": {"memory_bytes": memory, "cpu_seconds": limits.cpu_seconds,
+                   "file_bytes": min(limits.file_mb, limits.disk_mb) * 1024 * 1024, "open_files": limits.open_files,
+                   "processes": limits.processes}}
+
+
+def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str]) -> _Child:
+    """Have the zygote fork a child, jailed where the machine allows, and wait until it is ready."""
+    scratch = None if isolation.namespaces else supervisor.make_temp_folder("submission-")
     pids = None
     if isolation.pids_root is not None:
         try:
             pids = acquire_group(isolation.pids_root)
         except OSError:
             pids = None
-    # Not -I: it would also ignore PYTHONHASHSEED. The environment is ours entirely (no PYTHONPATH etc.),
-    # -s skips the user site and -P keeps the runtime's folder off sys.path.
-    runtime = [sys.executable, "-s", "-P", str(RUNTIME), str(request_read), str(response_write)]
+    request_read, request_write = os.pipe()
+    response_read, response_write = os.pipe()
+    output = os.open(os.path.join(scratch, "output.log") if scratch else os.devnull,
+                     os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        process = subprocess.Popen(
-            command(isolation, runtime, pids), stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-            pass_fds=(request_read, response_write), cwd=scratch, env=_child_environment(scratch),
-            start_new_session=True, close_fds=True)
-    except OSError as error:
-        os.close(request_write)
-        os.close(response_read)
-        raise SandboxError(f"cannot start the sandbox: {error}") from None
-    finally:
-        output.close()
-        os.close(request_read)
-        os.close(response_write)
-    reader = wire.FrameReader(response_read)
-    init = {"op": "init", "scratch": scratch, "hide_paths": list(hide_paths), "confine": isolation.namespaces,
-            "limits": {"memory_bytes": limits.memory_mb * 1024 * 1024, "cpu_seconds": limits.cpu_seconds,
-                       "file_bytes": limits.file_mb * 1024 * 1024, "open_files": limits.open_files}}
-    try:
-        wire.send(request_write, init)
-        ready = reader.read(time.monotonic() + RUNTIME_SECONDS * 2)
-    except (wire.Timeout, wire.Closed, wire.FrameError) as error:
-        _kill_group(process.pid)
-        process.wait()
+        process = supervisor.zygote().spawn(_config(isolation, limits, hide_paths, scratch, pids),
+                                            [request_read, response_write, output])
+    except (SpawnError, OSError) as error:
         os.close(request_write)
         os.close(response_read)
         if pids is not None:
             release_group(pids)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise SandboxError(f"cannot start the sandbox: {error}") from None
+    finally:
+        for fd in (output, request_read, response_write):
+            os.close(fd)
+    reader = wire.FrameReader(response_read)
+    try:
+        ready = reader.read(time.monotonic() + RUNTIME_SECONDS * 2)
+        if ready.get("op") != "ready":
+            raise wire.FrameError("not a ready frame")
+    except (wire.Timeout, wire.Closed, wire.FrameError) as error:
+        process.kill()
+        process.wait(timeout=5)
+        process.close()
+        os.close(request_write)
+        os.close(response_read)
+        if pids is not None:
+            release_group(pids)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
-    return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")))
+    facts = ready.get("facts") if isinstance(ready.get("facts"), dict) else {}
+    return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")), facts)
 
 
 # Worker processes grade one submission after another: they start the next child (a spare) while the
@@ -457,8 +466,7 @@ def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_p
         if _SPARE_STARTER is None:
             _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child")
             atexit.register(_drop_spares)
-        scratch = tempfile.mkdtemp(prefix="submission-", dir=scratch_base())
-        _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths), scratch)
+        _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths))
 
 
 def _take_spare(key: tuple) -> _Child | None:
@@ -471,12 +479,27 @@ def _take_spare(key: tuple) -> _Child | None:
     except Exception:  # a spare that failed to start is simply not used
         return None
     if child.process.poll() is not None:
+        _discard(child)
         return None
     return child
 
 
+def _discard(child: _Child) -> None:
+    child.process.kill()
+    child.process.wait(timeout=5)
+    child.process.close()
+    for fd in (child.request_fd, child.reader.fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    if child.pids is not None:
+        release_group(child.pids)
+    if child.scratch:
+        shutil.rmtree(child.scratch, ignore_errors=True)
+
+
 def _drop_spares() -> None:
-    import shutil
     with _SPARES_LOCK:
         futures = list(_SPARES.values())
         _SPARES.clear()
@@ -485,9 +508,7 @@ def _drop_spares() -> None:
             child = future.result(timeout=RUNTIME_SECONDS)
         except Exception:
             continue
-        _kill_group(child.process.pid)
-        child.process.wait()
-        shutil.rmtree(child.scratch, ignore_errors=True)
+        _discard(child)
 
 
 def _exit_text(status: Any) -> str:

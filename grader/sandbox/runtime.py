@@ -17,7 +17,9 @@ import traceback
 import types
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if __name__ == "__main__":  # run as a script with -P: this directory is not on sys.path, and must not stay
+if __package__:  # imported as grader.sandbox.runtime (the in-kernel kit check, tests)
+    from grader.sandbox import codec as _codec, confine as _confine, wire as _wire
+else:  # loaded by the zygote (or run as a script with -P): this folder must not stay on sys.path
     sys.path.insert(0, _HERE)
     import codec as _codec  # noqa: E402
     import confine as _confine  # noqa: E402
@@ -26,8 +28,6 @@ if __name__ == "__main__":  # run as a script with -P: this directory is not on 
     # Students may have their own `codec` or `wire` module; ours stay referenced here only.
     for _name in ("codec", "wire", "confine"):
         sys.modules.pop(_name, None)
-else:  # imported as grader.sandbox.runtime (the in-kernel kit check, tests)
-    from grader.sandbox import codec as _codec, confine as _confine, wire as _wire
 
 _write = os.write
 _fork = os.fork
@@ -143,6 +143,9 @@ class Child:
         self.support = {}
         self.output_limit = 65536
         self.sequence = 0
+        self.scratch = None          # emptied between phases
+        self.sweep = False           # kill(-1) reaches only the student's processes
+        self.jailed = False          # PID 2 of the sandbox's own pid namespace
 
     # -- messages -------------------------------------------------------------------------------------------
     def send(self, message):
@@ -334,6 +337,7 @@ class Child:
         if pid == 0:
             try:
                 os.setpgid(0, 0)
+                _confine.die_with_parent()
                 self.send({"op": "forked", "pid": os.getpid()})
                 for case in request["cases"]:
                     self.send(self.run_case(case, request.get("isolate", [])))
@@ -346,8 +350,20 @@ class Child:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
-        _kill_orphans()
+        self.reset()
         self.send({"op": "exited", "status": os.waitstatus_to_exitcode(status)})
+
+    def reset(self):
+        """Between phases: no process of the student's survives (whatever session, group or parent it
+        found) and the scratch is empty again, so each exercise starts from the same state."""
+        if self.sweep and (self.jailed or os.getuid() == os.geteuid() >= _confine.UID_BASE):
+            try:   # every process this uid may signal: in the jail's pid namespace, or of our unique uid
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+        _kill_orphans()
+        if self.scratch:
+            _confine.empty_folder(self.scratch)
 
     def serve(self):
         while True:
@@ -358,6 +374,7 @@ class Child:
             operation = request.get("op")
             if operation == "load":
                 self.load(request)
+                self.reset()
             elif operation == "exercise":
                 self.exercise(request)
             elif operation == "quit":
@@ -434,7 +451,7 @@ def _apply_limits(limits):
     """Limits the student's process set for itself before running any student code."""
     for name, value in (("RLIMIT_AS", limits.get("memory_bytes")), ("RLIMIT_CPU", limits.get("cpu_seconds")),
                         ("RLIMIT_FSIZE", limits.get("file_bytes")), ("RLIMIT_CORE", 0),
-                        ("RLIMIT_NOFILE", limits.get("open_files"))):
+                        ("RLIMIT_NOFILE", limits.get("open_files")), ("RLIMIT_NPROC", limits.get("processes"))):
         if value is None or not hasattr(resource, name):
             continue
         kind = getattr(resource, name)
@@ -448,36 +465,49 @@ def _apply_limits(limits):
             pass
 
 
-def main(argv):
-    request_fd, response_fd = int(argv[1]), int(argv[2])
+def start(request_fd, response_fd, config, facts, jailed):
+    """The runtime's start in a freshly forked child (see zygote.py): limits, scratch, then serve."""
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # a Ctrl-C in the grader's terminal is the grader's business
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # oversized writes fail with an error instead
     _become_subreaper()
     child = Child(request_fd, response_fd)
-    first = child.receive()
-    _apply_limits(first.get("limits", {}))
-    scratch = first.get("scratch")
-    hide = list(first.get("hide_paths", []))
-    level, problems = "rlimits", []
-    if first.get("confine") and scratch:
-        if _confine.in_own_namespaces():
-            problems = _confine.confine(scratch, hide)
-            problems += _confine.lock()
-            level = "namespaces" if not problems else "namespaces-partial"
-        else:
-            problems = ["not started in its own namespaces"]
+    unique = os.getuid() == os.geteuid() >= _confine.UID_BASE and not jailed
+    limits = dict(config.get("limits", {}))
+    if not unique:
+        limits.pop("processes", None)   # RLIMIT_NPROC counts every process of a shared uid
+    _apply_limits(limits)
+    scratch = "/tmp" if jailed else config.get("scratch")
+    environment = {"HOME": scratch, "TMPDIR": scratch} if scratch else {}
+    os.environ.update(environment)
+    hide = list(config.get("hide", []))
     if scratch:
         os.chdir(scratch)
         sys.path.insert(0, scratch)
-    needed = _confine.needed_paths(scratch or os.getcwd())
-    for entry in hide:   # without namespaces this is all that keeps the course off the import path
-        sys.path[:] = [p for p in sys.path
-                       if not _confine._inside(os.path.realpath(p or "."), os.path.realpath(entry))
-                       or any(_confine._inside(os.path.realpath(p or "."), keep) for keep in needed)]
-    child.send({"op": "ready", "isolation": level, "problems": problems})
+    if not jailed:
+        needed = _confine.needed_paths(scratch or os.getcwd())
+        for entry in hide:   # without a built root this is all that keeps the course off the import path
+            sys.path[:] = [p for p in sys.path
+                           if not _confine._inside(os.path.realpath(p or "."), os.path.realpath(entry))
+                           or any(_confine._inside(os.path.realpath(p or "."), keep) for keep in needed)]
+    child.scratch, child.sweep, child.jailed = scratch, jailed or unique, jailed
+    if jailed and os.getpid() != 2:
+        child.sweep = False
+    facts = dict(facts, uid=os.getuid(), student_uid=os.getuid(), host_uid=facts.get("host_uid", os.geteuid()),
+                 filesystem=facts.get("filesystem", "none"))
+    level = "namespaces" if jailed else "rlimits"
+    child.send({"op": "ready", "isolation": level, "facts": facts, "problems": []})
     child.serve()
+
+
+def main(argv):
+    """Run without a zygote (`python -s -P runtime.py REQ_FD RESP_FD`): rlimits only, configured by the
+    first message."""
+    request_fd, response_fd = int(argv[1]), int(argv[2])
+    first = _wire.read_frame_blocking(request_fd)
+    start(request_fd, response_fd, first, {"host_uid": os.geteuid(), "grader_uid": os.geteuid()}, jailed=False)
 
 
 if __name__ == "__main__":

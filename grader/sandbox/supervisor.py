@@ -1,0 +1,226 @@
+"""The grader's side of the zygote, and everything a grader process leaves on the machine, kept to one place.
+
+One zygote per grader process (a worker, a `grader check`, a Dask worker): started on first use, stopped at
+exit. The only things a grader process puts on disk or in the kernel are its temp folder
+(/tmp/puzzle-grader-UID-PID, for rlimits-mode scratch dirs only) and its pids cgroups
+(puzzle-grader-PID-N); both are removed at exit, and those of grader processes that died without exiting
+(SIGKILL from a watchdog, an OOM kill) are removed by the next grader process that starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ZYGOTE = Path(__file__).with_name("zygote.py")
+_LEFTOVER = re.compile(r"puzzle-grader-(\d+)-(\d+)$")
+_LOCK = threading.Lock()
+_ZYGOTE: "Zygote | None" = None
+_CLEANED = False
+
+
+class SpawnError(RuntimeError):
+    """The zygote could not start a child."""
+
+
+def child_environment() -> dict[str, str]:
+    """A minimal environment: nothing of the grader's (tokens, paths) reaches the zygote or student code."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
+        "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    }
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def temp_root() -> Path:
+    """This grader process's temp folder (not created here)."""
+    return Path(tempfile.gettempdir()) / f"puzzle-grader-{os.getuid()}-{os.getpid()}"
+
+
+def make_temp_folder(prefix: str) -> str:
+    """A fresh folder under this process's temp folder, which goes at exit."""
+    root = temp_root()
+    if not root.exists():
+        clean_leftovers()
+        root.mkdir(mode=0o711, exist_ok=True)   # children (another uid) reach their own folder
+        atexit.register(shutil.rmtree, root, True)
+    return tempfile.mkdtemp(prefix=prefix, dir=root)
+
+
+def _pids_folders() -> list[Path]:
+    root = Path("/sys/fs/cgroup/pids")
+    try:
+        return [p for p in root.iterdir() if p.name.startswith("puzzle-grader-")]
+    except OSError:
+        return []
+
+
+def clean_leftovers(grader_pid: int | None = None) -> list[str]:
+    """Remove the temp folders and pids cgroups of grader processes that are gone (or of `grader_pid`,
+    which the caller knows is gone). Kills what is still inside such a cgroup first. Returns what went."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"puzzle-grader-{os.getuid()}-*"):
+        match = _LEFTOVER.search(folder.name)
+        if match and int(match.group(2)) != os.getpid() and \
+                (int(match.group(2)) == grader_pid or not _alive(int(match.group(2)))):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(str(folder))
+    for group in _pids_folders():
+        match = _LEFTOVER.search(group.name)
+        if match and int(match.group(1)) != os.getpid() and \
+                (int(match.group(1)) == grader_pid or not _alive(int(match.group(1)))):
+            try:
+                for pid in (group / "cgroup.procs").read_text().split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (OSError, ValueError):
+                        pass
+                group.rmdir()
+                removed.append(str(group))
+            except OSError:
+                pass
+    return removed
+
+
+@dataclass
+class Jail:
+    """A started child, as the grader holds it: a pidfd (never a bare pid) and a pipe for its exit status."""
+
+    pid: int
+    pidfd: int
+    status_fd: int
+    status: int | None = None
+    ended: bool = False
+
+    def poll(self) -> int | None:
+        """None while it runs; else its exit code (-9 when its status is unknown: it was killed)."""
+        if not self.ended:
+            if self.pidfd < 0 or not select.select([self.pidfd], [], [], 0)[0]:
+                return None
+            self.ended = True
+            self._read_status()
+        return self.status if self.status is not None else -signal.SIGKILL
+
+    def _read_status(self) -> None:
+        try:
+            data = os.read(self.status_fd, 4) if select.select([self.status_fd], [], [], 0)[0] else b""
+        except OSError:
+            data = b""
+        if len(data) == 4:
+            self.status = int.from_bytes(data, "big", signed=True)
+
+    def wait(self, timeout: float) -> int | None:
+        if not self.ended and self.pidfd >= 0:
+            select.select([self.pidfd], [], [], timeout)
+        return self.poll()
+
+    def kill(self) -> None:
+        if self.pidfd >= 0 and not self.ended:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        for fd in (self.pidfd, self.status_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.pidfd = self.status_fd = -1
+        self.ended = True
+
+
+class Zygote:
+    """A running zygote and the socket to it; one request at a time."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.socket = ours
+        self.lock = threading.Lock()
+        self.process = subprocess.Popen(
+            [sys.executable, "-s", "-P", str(ZYGOTE), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL, env=child_environment(), cwd="/", start_new_session=True, close_fds=True)
+        theirs.close()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def spawn(self, config: dict[str, Any], fds: list[int]) -> Jail:
+        status_read, status_write = os.pipe()
+        try:
+            with self.lock:
+                socket.send_fds(self.socket, [json.dumps({"op": "spawn", "config": config}).encode()],
+                                [*fds, status_write])
+                data, received, _, _ = socket.recv_fds(self.socket, 1 << 16, 2)
+        except OSError as error:
+            os.close(status_read)
+            raise SpawnError(f"the zygote is gone: {error}") from None
+        finally:
+            os.close(status_write)
+        reply = json.loads(data) if data else {"error": "the zygote closed its socket"}
+        if "error" in reply or len(received) != 1:
+            for fd in received:
+                os.close(fd)
+            os.close(status_read)
+            raise SpawnError(str(reply.get("error", "no pidfd")))
+        return Jail(int(reply["pid"]), received[0], status_read)
+
+    def stop(self) -> None:
+        """Close the socket: the zygote kills every child it started (and sweeps their uids), then exits."""
+        try:
+            self.socket.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def zygote() -> Zygote:
+    """This process's zygote, started on first use (and again if it died)."""
+    global _ZYGOTE, _CLEANED
+    with _LOCK:
+        if not _CLEANED:
+            _CLEANED = True
+            clean_leftovers()
+        if _ZYGOTE is None or not _ZYGOTE.alive():
+            if _ZYGOTE is None:
+                atexit.register(stop)
+            _ZYGOTE = Zygote()
+        return _ZYGOTE
+
+
+def stop() -> None:
+    """Stop this process's zygote and with it every sandbox it started."""
+    global _ZYGOTE
+    with _LOCK:
+        if _ZYGOTE is not None:
+            _ZYGOTE.stop()
+            _ZYGOTE = None

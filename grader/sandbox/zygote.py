@@ -1,0 +1,326 @@
+"""The zygote: a clean interpreter that forks one jailed child per submission, so a sandbox costs a fork.
+
+Started by the grader as `python -s -P zygote.py CONTROL_FD` with an environment of its own. It never
+imports `grader` or a reference: it preloads the runtime (with codec, wire and confine) and waits for
+spawn requests on a SOCK_SEQPACKET socket. A request carries the child's configuration as JSON and its
+descriptors (request pipe, response pipe, output file, exit-status pipe); the reply carries a pidfd of
+the child, so the grader can kill it without ever naming a pid that may have been reused.
+
+The chain, each link dying with the one before it (PR_SET_PDEATHSIG):
+
+    grader -> zygote -> outer (host pid namespace; drops to an unused uid, enters every namespace)
+                          -> init (PID 1: builds the root, reaps; never runs student code)
+                               -> runtime (no capabilities, the student's uid: loads the notebook)
+                                    -> one fork per exercise
+
+Without user namespaces the outer process becomes the runtime itself (rlimits mode). When the grader
+goes (the control socket reads EOF, or the zygote is told to stop) every child is killed, and in rlimits
+mode each child's uid is swept with kill(-1) so a double-forked escapee goes too.
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if __name__ == "__main__":   # run as a script with -P: load our modules, then take the folder off sys.path
+    sys.path.insert(0, _HERE)
+    import confine  # noqa: E402
+    import runtime  # noqa: E402
+    sys.path.remove(_HERE)
+    for _name in ("codec", "wire", "confine", "runtime"):
+        sys.modules.pop(_name, None)
+else:
+    from grader.sandbox import confine, runtime
+
+MAX_MESSAGE = 1 << 20
+
+
+def _status_bytes(status):
+    return int(status).to_bytes(4, "big", signed=True)
+
+
+def _outer(config, request_fd, response_fd, output_fd, status_fd):
+    """The first link in the child: never returns."""
+    code = 70
+    try:
+        os.setsid()
+        zygote = os.getppid()
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        os.close(output_fd)
+        procs = config.get("cgroup_procs")
+        if procs:
+            try:
+                with open(procs, "w", encoding="ascii") as file:
+                    file.write(str(os.getpid()))
+            except OSError:
+                pass
+        facts = {"namespaces": [], "grader_uid": config.get("grader_uid")}
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        root = os.geteuid() == 0
+        unique = confine.UID_BASE + os.getpid() if root else os.geteuid()
+        facts["host_uid"] = os.geteuid()     # what the student runs as: set from the kernel, never assumed
+        if config.get("namespaces"):
+            # Real root builds the jail with its own powers and the student enters a user namespace last;
+            # anyone else builds it as root of a new user namespace.
+            facts["namespaces"] = confine.enter_namespaces(user=not root)
+        else:
+            scratch = config.get("scratch")
+            unreadable = [tree for tree in confine.python_trees() if not confine.readable_by_anyone(tree)]
+            if root and unreadable:   # an unused uid could not even import the standard library
+                facts["root_because"] = f"{unreadable[0]} is not readable by an unprivileged uid"
+            else:
+                if scratch and root:
+                    os.chown(scratch, unique, unique)
+                facts["host_uid"] = confine.drop_privileges(unique, unique)
+        confine.die_with_parent()
+        if os.getppid() != zygote:
+            os._exit(code)
+        confine.prctl(confine.PR_SET_DUMPABLE, 0)
+        if not config.get("namespaces"):
+            os.close(status_fd)
+            runtime.start(request_fd, response_fd, config, facts, jailed=False)
+            os._exit(0)
+        init = os.fork()
+        if init == 0:
+            if root:
+                facts["host_uid"] = unique
+            os.close(status_fd)
+            _init(config, request_fd, response_fd, facts, unique if root else None)
+        os.close(request_fd)
+        os.close(response_fd)
+        while True:
+            try:
+                _, status = os.waitpid(init, 0)
+                break
+            except ChildProcessError:
+                status = 0
+                break
+            except InterruptedError:
+                continue
+        code = os.waitstatus_to_exitcode(status)
+        try:
+            os.write(status_fd, _status_bytes(code))
+        except OSError:
+            pass
+    except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
+        try:
+            os.write(2, f"sandbox start failed: {type(error).__name__}: {error}\n".encode())
+        except OSError:
+            pass
+    os._exit(0 if code >= 0 else 128 - code)
+
+
+def _init(config, request_fd, response_fd, facts, drop_to):
+    """PID 1 of the sandbox's pid namespace: build the root, start the runtime, reap until it ends.
+    `drop_to`: the unused uid the runtime becomes when the grader is root (None: it already is the user)."""
+    status = 70 << 8
+    try:
+        confine.die_with_parent()
+        confine.prctl(confine.PR_SET_DUMPABLE, 0)
+        trees = confine.allowlist(confine.python_trees(), config.get("allow", ()))
+        owner = drop_to if drop_to is not None else confine.STUDENT_ID
+        confine.build_root(trees, config["scratch_bytes"], config["scratch_files"], config.get("cover", ()), owner)
+        facts["filesystem"] = "allowlist"
+        try:
+            socket.sethostname("sandbox")
+        except OSError:
+            pass
+        if drop_to is None:
+            confine.forbid_user_namespaces()
+        child = os.fork()
+        if child == 0:
+            try:
+                if drop_to is not None:
+                    confine.drop_privileges(drop_to, drop_to)
+                    confine.enter_student_namespace()
+                    facts["namespaces"] = ["user", *facts["namespaces"]]
+                confine.drop_capabilities()
+                confine.die_with_parent()
+                facts["capabilities"] = confine.capabilities_effective()
+                runtime.start(request_fd, response_fd, config, facts, jailed=True)
+            except BaseException as error:  # noqa: BLE001
+                os.write(2, f"sandbox start failed: {type(error).__name__}: {error}\n".encode())
+            finally:
+                os._exit(70)
+        os.close(request_fd)
+        os.close(response_fd)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while True:   # reap orphans until the runtime ends; its end ends the namespace
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if pid == child:
+                break
+    except BaseException as error:  # noqa: BLE001
+        try:
+            os.write(2, f"sandbox start failed: {type(error).__name__}: {error}\n".encode())
+        except OSError:
+            pass
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
+class Zygote:
+    def __init__(self, control):
+        self.control = control
+        self.children = {}       # pidfd -> (pid, host uid swept when it ends, or None)
+
+    def _sweep(self, uid):
+        """kill(-1) as `uid`: every process of that (unique, sandbox-only) uid dies, escapees included."""
+        if uid is None or uid < confine.UID_BASE:
+            return
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                if os.getuid() == os.geteuid() == uid >= confine.UID_BASE:   # never as anyone else
+                    os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+    def _ended(self, pidfd):
+        pid, uid = self.children.pop(pidfd)
+        os.close(pidfd)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        self._sweep(uid)
+
+    def spawn(self, config, fds):
+        request_fd, response_fd, output_fd, status_fd = fds
+        pid = os.fork()
+        if pid == 0:
+            self.control.close()
+            for other in self.children:
+                os.close(other)
+            _outer(config, request_fd, response_fd, output_fd, status_fd)
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        sweep = confine.UID_BASE + pid if os.geteuid() == 0 and not config.get("namespaces") else None
+        self.children[pidfd] = (pid, sweep)
+        return pid, pidfd
+
+    def stop_all(self):
+        for pidfd in list(self.children):
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+        for pidfd in list(self.children):
+            select.select([pidfd], [], [], 5)
+            self._ended(pidfd)
+
+    def serve(self):
+        while True:
+            readable, _, _ = select.select([self.control, *self.children], [], [])
+            for pidfd in readable:
+                if pidfd is not self.control:
+                    self._ended(pidfd)
+            if self.control not in readable:
+                continue
+            try:
+                data, fds, _, _ = socket.recv_fds(self.control, MAX_MESSAGE, 8)
+            except OSError:
+                data, fds = b"", []
+            if not data:
+                return
+            try:
+                request = json.loads(data)
+                if request.get("op") == "stop":
+                    return
+                if len(fds) != 4:
+                    raise ValueError("a spawn needs four descriptors")
+                pid, pidfd = self.spawn(request["config"], fds)
+                socket.send_fds(self.control, [json.dumps({"pid": pid}).encode()], [pidfd])
+            except Exception as error:  # noqa: BLE001 - a bad request is answered, never fatal
+                for fd in fds:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                socket.send_fds(self.control, [json.dumps({"error": f"{type(error).__name__}: {error}"}).encode()],
+                                [])
+
+
+def _try(action):
+    """Run `action` in a forked child; True when it returned without an exception."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            action()
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def probe():
+    """What this machine lets a sandbox have, tried the way a real child does it. Printed as JSON."""
+    unique = confine.UID_BASE + os.getpid()
+
+    def unprivileged():
+        confine.drop_privileges(unique, unique)
+
+    def kind(flag):
+        def action():
+            unprivileged()
+            if confine._libc.unshare(confine.CLONE_NEWUSER | flag) != 0:
+                raise OSError("unshare")
+        return action
+
+    def jail():
+        root = os.geteuid() == 0
+        confine.enter_namespaces(user=not root)
+
+        def inside():
+            confine.build_root(confine.python_trees(), 1 << 20, 64, owner=unique if root else confine.STUDENT_ID)
+            if root:
+                confine.drop_privileges(unique, unique)
+                confine.enter_student_namespace()
+            else:
+                confine.forbid_user_namespaces()
+            confine.drop_capabilities()
+            if confine.capabilities_effective() != 0 or os.listdir("/tmp"):
+                raise OSError("not confined")
+        if not _try(inside):
+            raise OSError("build_root")
+
+    facts = {"uid": os.geteuid(), "drop_uid": os.geteuid() != 0 or _try(unprivileged),
+             "namespaces": {name: _try(kind(flag if name != "user" else 0)) for name, flag in confine.ALL_NAMESPACES},
+             "jail": _try(jail)}
+    print(json.dumps(facts))
+
+
+def main(argv):
+    if argv[1:] == ["--probe"]:
+        return probe()
+    control = socket.socket(fileno=int(argv[1]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)          # Ctrl-C is the grader's; it stops us
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # pdeathsig: clean up, then go
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
+    zygote = Zygote(control)
+    if os.getppid() == 1:
+        return
+    try:
+        zygote.serve()
+    finally:
+        zygote.stop_all()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
