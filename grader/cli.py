@@ -232,6 +232,13 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if student_report(result, hidden) else 1
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from grader.doctor import diagnose, render
+    diagnosis = diagnose()
+    print(render(diagnosis))
+    return 0 if not diagnosis.advice else 1
+
+
 def _validate(args: argparse.Namespace) -> int:
     from grader.validate import validate
     _check_rubric(args.rubric)
@@ -362,6 +369,10 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--cache", default=None)
     check.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
     check.set_defaults(run=_check)
+
+    doctor = verbs.add_parser("doctor", help="what containment this machine offers student code, and what to "
+                                             "change for full isolation")
+    doctor.set_defaults(run=_doctor)
 
     validate = verbs.add_parser("validate", help="check a rubric: reference full marks, template zero")
     validate.add_argument("rubric")

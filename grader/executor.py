@@ -177,6 +177,11 @@ class LocalPool:
             slot.process.kill()
             slot.process.join(timeout=2)
         slot.connection.close()
+        if slot.process.exitcode is not None:
+            # Its zygote saw the socket close and killed its sandboxes; what a killed worker could not
+            # remove (its temp folder, its pids cgroups) goes now.
+            from grader.sandbox.supervisor import clean_leftovers
+            clean_leftovers(slot.process.pid)
 
     def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
         pending = list(jobs)[::-1]

@@ -1,0 +1,72 @@
+"""`grader doctor`: what containment this machine offers student code, and what a TA would change for more."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from grader.sandbox import confine
+from grader.sandbox.isolation import Isolation, detect, probe
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    isolation: Isolation
+    grader_uid: int
+    namespaces: dict[str, bool]       # kind -> an unprivileged process may enter a new one
+    jail: bool                        # the whole jail (allowlist root, no capabilities) could be built
+    unused_uid: bool                  # as root: student code can run as a uid that owns nothing
+    interpreter_readable: bool        # an unprivileged uid can read the interpreter's files
+    pids_cgroup: bool
+    advice: tuple[str, ...]
+
+
+def diagnose() -> Diagnosis:
+    facts = probe()
+    isolation = detect()
+    namespaces = {name: bool(facts.get("namespaces", {}).get(name)) for name, _ in confine.ALL_NAMESPACES}
+    readable = all(confine.readable_by_anyone(tree) for tree in confine.python_trees())
+    advice = []
+    if not namespaces["user"]:
+        advice.append("User namespaces are off: student code sees the host's files (read-only protection is "
+                      "only Unix permissions), shares its network and IPC, and runs as "
+                      + ("an unused uid" if os.geteuid() == 0 and readable else "the grader's uid") + ". "
+                      "Enable them (sysctl user.max_user_namespaces=10000; kernel.unprivileged_userns_clone=1 on "
+                      "Debian/Ubuntu kernels; kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04; "
+                      "in Docker: --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or "
+                      "--privileged).")
+    elif not facts.get("jail"):
+        advice.append("User namespaces work but the jail could not be built (mount, pivot_root or procfs "
+                      "refused): in Docker, add --security-opt seccomp=unconfined and a writable /proc "
+                      "(no masked /proc paths: --security-opt systempaths=unconfined).")
+    if os.geteuid() == 0 and not isolation.namespaces and not readable:
+        advice.append(f"The interpreter ({sys.base_prefix}) is not readable by an unprivileged uid, so without "
+                      "namespaces student code could only run as root: install Python where others can read "
+                      "it (e.g. /usr/local), or grade with --allow-root-sandbox knowingly.")
+    if isolation.pids_root is None:
+        advice.append("No writable pids cgroup (/sys/fs/cgroup/pids): a fork bomb is capped only by "
+                      "RLIMIT_NPROC, which needs an unused uid. Run the grader as root, or delegate a cgroup.")
+    if os.geteuid() != 0 and isolation.namespaces:
+        advice.append("Student code runs as your own uid mapped into its namespaces (it still sees only its "
+                      "allowlist root). Run as root to give each sandbox a uid that owns nothing.")
+    return Diagnosis(isolation, os.geteuid(), namespaces, bool(facts.get("jail")),
+                     bool(facts.get("drop_uid")) if os.geteuid() == 0 else False, readable,
+                     isolation.pids_root is not None, tuple(advice))
+
+
+def render(diagnosis: Diagnosis) -> str:
+    mark = {True: "yes", False: "no"}
+    lines = [f"isolation level: {diagnosis.isolation.level}",
+             f"grader uid: {diagnosis.grader_uid}",
+             "namespaces an unprivileged process may enter: "
+             + ", ".join(f"{name} {mark[ok]}" for name, ok in diagnosis.namespaces.items()),
+             f"allowlist root (pivot_root into a built tmpfs, no capabilities): {mark[diagnosis.jail]}",
+             f"unused uid for student code: {mark[diagnosis.unused_uid]}",
+             f"interpreter readable by an unprivileged uid: {mark[diagnosis.interpreter_readable]}",
+             f"pids cgroup: {mark[diagnosis.pids_cgroup]}"]
+    if diagnosis.advice:
+        lines += ["", "To get full isolation:", *(f"- {line}" for line in diagnosis.advice)]
+    else:
+        lines += ["", "Full isolation: every namespace, an allowlist root, an unused uid, a pids cgroup."]
+    return "\n".join(lines)
