@@ -165,6 +165,11 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
     os.chdir("/")
     old, new = "/oldroot", "/newroot"
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
+    # The scratch first: a tree that lives under /tmp on the host (a venv in a temp folder) is bound into it.
+    os.makedirs(new + "/tmp")
+    _mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+           f"size={max(4096, int(scratch_bytes))},nr_inodes={max(16, int(scratch_files))},mode=700,"
+           f"uid={owner},gid={owner}")
     for path in SYSTEM_TREES:
         source = old + path
         if os.path.islink(source):
@@ -197,10 +202,6 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
         os.symlink(target, f"{new}/dev/{name}")
     os.makedirs(new + "/proc")
     _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    os.makedirs(new + "/tmp")
-    _mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-           f"size={max(4096, int(scratch_bytes))},nr_inodes={max(16, int(scratch_files))},mode=700,"
-           f"uid={owner},gid={owner}")
     _check(_libc.umount2(old.encode(), MNT_DETACH), "umount old root")
     os.rmdir(old)
     os.chdir(new)
@@ -251,9 +252,16 @@ def empty_folder(path):
         entries = os.listdir(path)
     except OSError:
         return
+    try:
+        device = os.lstat(path).st_dev
+    except OSError:
+        return
     for entry in entries:
         full = os.path.join(path, entry)
         try:
+            status = os.lstat(full)
+            if status.st_dev != device or os.path.ismount(full):
+                continue   # a read-only tree bound into the scratch (or the way to one)
             if os.path.isdir(full) and not os.path.islink(full):
                 try:
                     os.chmod(full, 0o700)
