@@ -107,31 +107,34 @@ def _gradebook_beside(results: str) -> Path | None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from grader.overrides import apply_all
-    from grader.report.student import load_results, write_reports
+    from grader.overrides import apply, history
+    from grader.report.student import iter_results, write_reports
     _check_results(args.results)
     _check_folder(args.out, "--out")
-    results = apply_all(load_results(args.results), _gradebook_beside(args.results))
-    written = write_reports(results, args.out, notebooks=args.notebooks, hidden_details=args.hidden_details,
+    book = _gradebook_beside(args.results)
+    overrides = history(book) if book is not None else []
+
+    def results():   # streamed, one student at a time, each time it is needed
+        return (apply(result, overrides) for result in iter_results(args.results))
+
+    written = write_reports(results(), args.out, notebooks=args.notebooks, hidden_details=args.hidden_details,
                             results_folder=Path(args.results))
     if args.annotated:
         from grader.report.annotated import write_annotated
-        written += write_annotated(results, args.out, notebooks=args.notebooks,
+        written += write_annotated(results(), args.out, notebooks=args.notebooks,
                                    hidden_details=args.hidden_details, results_folder=Path(args.results))
     print(f"{len(written)} report files written to {args.out}/")
     return 0 if written else 1
 
 
 def _class_report(args: argparse.Namespace) -> int:
-    from grader.report.class_report import read_results, write_class_report
-    from grader.overrides import apply_all
+    from grader.report.class_report import class_report_of_folder
     _check_results(args.results)
     if Path(args.output).is_dir():
         raise UsageError(f"{args.output}: -o names the HTML file to write, and this is a folder")
-    loaded = read_results(args.results)
-    path = write_class_report(apply_all(loaded.results, _gradebook_beside(args.results)), Path(args.output), title=args.title, problems=loaded.problems)
-    print(f"class report of {len(loaded.results)} submissions written to {path} (and {path.with_suffix('.csv')})")
-    return 0 if loaded.results else 1
+    path, count = class_report_of_folder(args.results, Path(args.output), title=args.title)
+    print(f"class report of {count} submissions written to {path} (and {path.with_suffix('.csv')})")
+    return 0 if count else 1
 
 
 def _similarity(args: argparse.Namespace) -> int:

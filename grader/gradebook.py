@@ -428,18 +428,23 @@ def _compact(db: sqlite3.Connection, data: dict, rubric_sha256: str,
                 del case["call"]
             if expected == shared_expected:
                 del case["expected"]
+                if "got" in case and _value_text(case["got"]) == expected:
+                    del case["got"]      # a right answer is the expected value: most of a class stores nothing
     return data
 
 
 def _restore(data: dict, shared: dict[tuple[str, str], tuple[str, str]]) -> dict:
-    """The whole result again: a case without `call` or `expected` takes the rubric's shared value."""
+    """The whole result again: a case without `call` or `expected` takes the rubric's shared value, and one
+    without `got` (only ever left out when it equals the shared expected value) takes that too."""
     for exercise in data["exercises"]:
         for case in exercise["cases"]:
-            if "call" not in case or "expected" not in case:
+            if "call" not in case or "expected" not in case or "got" not in case:
                 call, expected = shared[(exercise["id"], case["id"])]
                 case.setdefault("call", call)
                 if "expected" not in case:
                     case["expected"] = json.loads(expected)
+                if "got" not in case:
+                    case["got"] = json.loads(expected)
     return data
 
 

@@ -325,3 +325,30 @@ def test_csv_takes_student_names_and_defuses_formulas(tmp_path: Path) -> None:
 def test_csv_of_no_results_has_only_the_header(tmp_path: Path) -> None:
     write_csv([], tmp_path / "empty.csv")
     assert read_rows(tmp_path / "empty.csv") == [["student", "total", "max_total", "state"]]
+
+
+def test_values_every_result_shares_are_stored_once_per_rubric_and_come_back_whole(tmp_path: Path) -> None:
+    path = tmp_path / "gradebook.sqlite"
+    right = make_result("alice")
+    wrong = make_result("bob", scores=(0.0, 0.8, 26.0))                      # ex0 got None: kept
+    own = make_result("carol", rubric_sha256="r1")
+    own = SubmissionResult(**{**own.__dict__, "exercises": tuple(
+        ExerciseResult(e.id, e.title, e.score, e.max_score, tuple(
+            CaseResult(**{**c.__dict__, "expected": [9, 9], "got": [9, 9]}) for c in e.cases))
+        for e in own.exercises)})                                           # an `expect:` of its own: kept
+    with Gradebook(path) as book:
+        for result in (right, wrong, own):
+            book.record(result.submission, "s", result)
+    db = sqlite3.connect(path)
+    stored = {student: json.loads(text) for student, text in db.execute(
+        "SELECT s.student, r.json FROM results r JOIN submissions s ON s.id = r.submission_id")}
+    shared = db.execute("SELECT count(*) FROM shared_values").fetchone()[0]
+    db.close()
+    assert shared == 3                                                      # one row per case of the rubric
+    alice_cases = [c for e in stored["alice"]["exercises"] for c in e["cases"]]
+    assert all("expected" not in c and "got" not in c and "call" not in c for c in alice_cases)
+    assert stored["bob"]["exercises"][0]["cases"][0]["got"] is None
+    assert stored["carol"]["exercises"][0]["cases"][0]["expected"] == [9, 9]
+    with Gradebook(path) as book:
+        assert {r.submission: r for r in book.current(RUBRIC)} == {"alice": right, "bob": wrong, "carol": own}
+    assert consistency_problems(path) == []

@@ -69,7 +69,7 @@ def write_annotated(results: str | Path | Iterable[SubmissionResult], out_dir: s
     out.mkdir(parents=True, exist_ok=True)
     written = []
     folder = Path(results) if isinstance(results, (str, Path)) else results_folder
-    for result in student.load_results(results):
+    for result in student.iter_results(results):
         notebook = student.locate_notebook(result, notebooks, folder)
         if notebook is None:
             continue

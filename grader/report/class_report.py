@@ -7,9 +7,9 @@ import os
 import re
 import secrets
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 from grader.results import CaseResult, SubmissionResult, read_json
 
@@ -173,59 +173,166 @@ def exercise_order(results: Sequence[SubmissionResult]) -> list[tuple[str, str, 
 
 
 def summarize(results: Sequence[SubmissionResult]) -> ClassSummary:
-    ordered = _ordered(results)
-    totals = tuple(r.total for r in ordered)
-    levels: dict[str, int] = {}
-    for result in ordered:
-        levels[result.isolation] = levels.get(result.isolation, 0) + 1
-    return ClassSummary(
-        submissions=len(ordered),
-        ungraded=sum(is_ungraded(r) for r in ordered),
-        max_total=max((r.max_total for r in ordered), default=0.0),
-        mean=statistics.fmean(totals) if totals else None,
-        median=statistics.median(totals) if totals else None,
-        full_marks=sum(r.max_total > 0 and r.total >= r.max_total for r in ordered),
-        zero=sum(r.total == 0 for r in ordered),
-        isolation=tuple(sorted(levels.items(), key=lambda item: (-item[1], item[0]))),
-        rubrics=tuple(sorted({r.rubric for r in ordered})),
-        grader_versions=tuple(sorted({r.grader_version for r in ordered})),
-        totals=totals)
+    return tally(results).summary()
 
 
 def exercise_summaries(results: Sequence[SubmissionResult]) -> tuple[ExerciseSummary, ...]:
     """Per exercise over every submission that has it (an ungraded file counts: its zero is its grade)."""
-    summaries = []
-    for exercise_id, title, max_score in exercise_order(results):
-        scores = [e.score for r in _ordered(results) for e in r.exercises if e.id == exercise_id]
-        summaries.append(ExerciseSummary(
-            id=exercise_id, title=title, max_score=max_score, submissions=len(scores),
-            mean=statistics.fmean(scores) if scores else 0.0, median=statistics.median(scores) if scores else 0.0,
-            zero=sum(s <= 0 for s in scores), full=sum(max_score > 0 and s >= max_score for s in scores),
-            partial=sum(0 < s < max_score for s in scores)))
-    return tuple(summaries)
+    return tally(results).exercises()
 
 
 def case_rates(results: Sequence[SubmissionResult]) -> tuple[CaseRate, ...]:
     """Per case, by exercise (rubric order) then case (rubric order), over graded submissions only:
     an unreadable file says nothing about how hard a case is.
     """
-    counts: dict[tuple[str, str], dict[str, int]] = {}
-    info: dict[tuple[str, str], tuple[str, str]] = {}
-    for result in _ordered(results):
-        if is_ungraded(result):
-            continue
+    return tally(results).cases()
+
+
+def tally(results: Iterable[SubmissionResult], *, ordered: bool = False) -> "ClassTally":
+    """Everything the page needs from `results`, in one pass. `ordered`: they already come sorted by
+    submission (the gradebook gives them so), and are read one at a time instead of sorted in memory."""
+    counted = ClassTally()
+    for result in (results if ordered else _ordered(list(results))):
+        counted.add(result)
+    return counted
+
+
+class ClassTally:
+    """The class report's numbers gathered one result at a time, so a class of 10,000 is never held whole:
+    what is kept per submission is a total, a score per exercise and the names in each group."""
+
+    def __init__(self) -> None:
+        self.totals: list[float] = []
+        self.count = 0
+        self.ungraded_count = 0
+        self.max_total = 0.0
+        self.full_marks = 0
+        self.zero = 0
+        self.levels: dict[str, int] = {}
+        self.rubrics: set[str] = set()
+        self.versions: set[str] = set()
+        self.order: dict[str, tuple[str, str, float]] = {}          # exercise id -> (id, title, max score)
+        self.scores: dict[str, list[float]] = {}
+        self.case_counts: dict[tuple[str, str], dict[str, int]] = {}
+        self.case_info: dict[tuple[str, str], tuple[str, str]] = {}
+        self.groups: dict[tuple[str, str], dict] = {}
+        self.trouble: list[Trouble] = []
+        self.ungraded_rows: list[Ungraded] = []
+        self.warning_rows: dict[str, tuple[str, set[str]]] = {}
+        self.slow: list[SlowSubmission] = []
+        self.keep_slowest = SLOWEST
+
+    def add(self, result: SubmissionResult) -> None:
+        ungraded_result = is_ungraded(result)
+        self.count += 1
+        self.totals.append(result.total)
+        self.ungraded_count += ungraded_result
+        self.max_total = max(self.max_total, result.max_total)
+        self.full_marks += result.max_total > 0 and result.total >= result.max_total
+        self.zero += result.total == 0
+        self.levels[result.isolation] = self.levels.get(result.isolation, 0) + 1
+        self.rubrics.add(result.rubric)
+        self.versions.add(result.grader_version)
+        times = []
         for exercise in result.exercises:
+            self.order.setdefault(exercise.id, (exercise.id, exercise.title, exercise.max_score))
+            self.scores.setdefault(exercise.id, []).append(exercise.score)
+            times.append((sum(c.seconds for c in exercise.cases), exercise.id))
+            bad = [c for c in exercise.cases if c.status in ("error", "timeout")]
+            if bad:
+                self.trouble.append(Trouble(
+                    submission=result.submission, exercise=exercise.id,
+                    errors=sum(c.status == "error" for c in bad), timeouts=sum(c.status == "timeout" for c in bad),
+                    status=bad[0].status, message=bad[0].message))
+            if ungraded_result:
+                continue
             for case in exercise.cases:
                 key = (exercise.id, case.id)
-                info.setdefault(key, (case.visibility, case.call))
-                tally = counts.setdefault(key, {})
-                tally[case.status] = tally.get(case.status, 0) + 1
-    rank = {exercise_id: n for n, (exercise_id, _, _) in enumerate(exercise_order(results))}
-    keys = sorted(counts, key=lambda k: rank[k[0]])   # stable: cases keep their first-seen order
-    return tuple(CaseRate(
-        exercise=k[0], case=k[1], visibility=info[k][0], call=info[k][1], submissions=sum(counts[k].values()),
-        passed=counts[k].get("pass", 0), failed=counts[k].get("fail", 0), errors=counts[k].get("error", 0),
-        timeouts=counts[k].get("timeout", 0), missing=counts[k].get("missing", 0)) for k in keys)
+                self.case_info.setdefault(key, (case.visibility, case.call))
+                counts = self.case_counts.setdefault(key, {})
+                counts[case.status] = counts.get(case.status, 0) + 1
+                if case.status == "pass":
+                    continue
+                kind, message, summary, detail = message_key(case)
+                group = self.groups.setdefault((exercise.id, message), {
+                    "kind": kind, "summary": summary, "detail": detail, "students": set(), "cases": 0})
+                group["students"].add(result.submission)
+                group["cases"] += 1
+        if ungraded_result:
+            self.ungraded_rows.append(Ungraded(result.submission,
+                                               result.warnings[0] if result.warnings else "no reason recorded"))
+        for warning in result.warnings:
+            # One line: numpy's ImportError is "ImportError: " and then paragraphs of advice.
+            message = _WARNING_PLACE.sub("", " ".join(warning.split())) or "(empty warning)"
+            _, students = self.warning_rows.setdefault(normalize_numbers(message[:WARNING_KEY]), (message, set()))
+            students.add(result.submission)
+        exercise_seconds, exercise_id = max(times, key=lambda item: (item[0], item[1]), default=(0.0, ""))
+        self.slow.append(SlowSubmission(result.submission, result.seconds, result.total, result.max_total,
+                                        exercise_id, exercise_seconds))
+        if len(self.slow) > 4 * self.keep_slowest:      # keep the slowest few, not one row per student
+            self.slow = _slowest_first(self.slow)[:self.keep_slowest]
+
+    def summary(self) -> ClassSummary:
+        totals = tuple(self.totals)
+        return ClassSummary(
+            submissions=self.count, ungraded=self.ungraded_count, max_total=self.max_total,
+            mean=statistics.fmean(totals) if totals else None, median=statistics.median(totals) if totals else None,
+            full_marks=self.full_marks, zero=self.zero,
+            isolation=tuple(sorted(self.levels.items(), key=lambda item: (-item[1], item[0]))),
+            rubrics=tuple(sorted(self.rubrics)), grader_versions=tuple(sorted(self.versions)), totals=totals)
+
+    def exercise_order(self) -> list[tuple[str, str, float]]:
+        return list(self.order.values())
+
+    def exercises(self) -> tuple[ExerciseSummary, ...]:
+        summaries = []
+        for exercise_id, title, max_score in self.exercise_order():
+            scores = self.scores.get(exercise_id, [])
+            summaries.append(ExerciseSummary(
+                id=exercise_id, title=title, max_score=max_score, submissions=len(scores),
+                mean=statistics.fmean(scores) if scores else 0.0,
+                median=statistics.median(scores) if scores else 0.0,
+                zero=sum(s <= 0 for s in scores), full=sum(max_score > 0 and s >= max_score for s in scores),
+                partial=sum(0 < s < max_score for s in scores)))
+        return tuple(summaries)
+
+    def _rank(self) -> dict[str, int]:
+        return {exercise_id: n for n, (exercise_id, _, _) in enumerate(self.exercise_order())}
+
+    def cases(self) -> tuple[CaseRate, ...]:
+        rank = self._rank()
+        counts, info = self.case_counts, self.case_info
+        keys = sorted(counts, key=lambda k: rank[k[0]])   # stable: cases keep their first-seen order
+        return tuple(CaseRate(
+            exercise=k[0], case=k[1], visibility=info[k][0], call=info[k][1], submissions=sum(counts[k].values()),
+            passed=counts[k].get("pass", 0), failed=counts[k].get("fail", 0), errors=counts[k].get("error", 0),
+            timeouts=counts[k].get("timeout", 0), missing=counts[k].get("missing", 0)) for k in keys)
+
+    def mistakes(self) -> tuple[MistakeGroup, ...]:
+        rank = self._rank()
+        ordered = sorted(self.groups.items(), key=lambda item: (
+            rank[item[0][0]], -len(item[1]["students"]), -item[1]["cases"], item[0][1]))
+        return tuple(MistakeGroup(
+            exercise=exercise_id, kind=group["kind"], key=key, summary=group["summary"], detail=group["detail"],
+            submissions=len(group["students"]), cases=group["cases"], students=tuple(sorted(group["students"])))
+            for (exercise_id, key), group in ordered)
+
+    def troubles(self) -> tuple[Trouble, ...]:
+        return tuple(self.trouble)
+
+    def ungraded(self) -> tuple[Ungraded, ...]:
+        return tuple(self.ungraded_rows)
+
+    def warnings(self) -> tuple[WarningGroup, ...]:
+        ordered = sorted(self.warning_rows.items(), key=lambda item: (-len(item[1][1]), item[0]))
+        return tuple(WarningGroup(message, tuple(sorted(students))) for _, (message, students) in ordered)
+
+    def slowest(self, count: int = SLOWEST) -> tuple[SlowSubmission, ...]:
+        return tuple(_slowest_first(self.slow)[:count])
+
+
+def _slowest_first(rows: list[SlowSubmission]) -> list[SlowSubmission]:
+    return sorted(rows, key=lambda row: (-row.seconds, row.submission))
 
 
 # ------------------------------------------------------------------------------------------ grouping messages
@@ -365,75 +472,37 @@ def common_mistakes(results: Sequence[SubmissionResult]) -> tuple[MistakeGroup, 
 
     The summary and detail shown are those of the first submission (by id) that hit the group.
     """
-    groups: dict[tuple[str, str], dict] = {}
-    for result in _ordered(results):
-        if is_ungraded(result):
-            continue
-        for exercise in result.exercises:
-            for case in exercise.cases:
-                if case.status == "pass":
-                    continue
-                kind, key, summary, detail = message_key(case)
-                group = groups.setdefault((exercise.id, key), {
-                    "kind": kind, "summary": summary, "detail": detail, "students": set(), "cases": 0})
-                group["students"].add(result.submission)
-                group["cases"] += 1
-    rank = {exercise_id: n for n, (exercise_id, _, _) in enumerate(exercise_order(results))}
-    ordered = sorted(groups.items(), key=lambda item: (
-        rank[item[0][0]], -len(item[1]["students"]), -item[1]["cases"], item[0][1]))
-    return tuple(MistakeGroup(
-        exercise=exercise_id, kind=group["kind"], key=key, summary=group["summary"], detail=group["detail"],
-        submissions=len(group["students"]), cases=group["cases"], students=tuple(sorted(group["students"])))
-        for (exercise_id, key), group in ordered)
+    return tally(results).mistakes()
 
 
 def troubles(results: Sequence[SubmissionResult]) -> tuple[Trouble, ...]:
     """Exercises in which a case raised or timed out, by submission then exercise."""
-    found = []
-    for result in _ordered(results):
-        for exercise in result.exercises:
-            bad = [c for c in exercise.cases if c.status in ("error", "timeout")]
-            if bad:
-                found.append(Trouble(
-                    submission=result.submission, exercise=exercise.id,
-                    errors=sum(c.status == "error" for c in bad), timeouts=sum(c.status == "timeout" for c in bad),
-                    status=bad[0].status, message=bad[0].message))
-    return tuple(found)
+    return tally(results).troubles()
 
 
 def ungraded(results: Sequence[SubmissionResult]) -> tuple[Ungraded, ...]:
-    return tuple(Ungraded(r.submission, r.warnings[0] if r.warnings else "no reason recorded")
-                 for r in _ordered(results) if is_ungraded(r))
+    return tally(results).ungraded()
 
 
 def warning_groups(results: Sequence[SubmissionResult]) -> tuple[WarningGroup, ...]:
     """The grader's warnings without their cell and line, so one missing module is one row; commonest first."""
-    groups: dict[str, tuple[str, set[str]]] = {}
-    for result in _ordered(results):
-        for warning in result.warnings:
-            # One line: numpy's ImportError is "ImportError: " and then paragraphs of advice.
-            message = _WARNING_PLACE.sub("", " ".join(warning.split())) or "(empty warning)"
-            _, students = groups.setdefault(normalize_numbers(message[:WARNING_KEY]), (message, set()))
-            students.add(result.submission)
-    ordered = sorted(groups.items(), key=lambda item: (-len(item[1][1]), item[0]))
-    return tuple(WarningGroup(message, tuple(sorted(students))) for _, (message, students) in ordered)
+    return tally(results).warnings()
 
 
 def slowest(results: Sequence[SubmissionResult], count: int = SLOWEST) -> tuple[SlowSubmission, ...]:
     """The submissions that took longest to grade, with the exercise that took longest in each."""
-    rows = []
-    for result in _ordered(results):
-        times = [(sum(c.seconds for c in e.cases), e.id) for e in result.exercises]
-        exercise_seconds, exercise_id = max(times, key=lambda item: (item[0], item[1]), default=(0.0, ""))
-        rows.append(SlowSubmission(result.submission, result.seconds, result.total, result.max_total,
-                                   exercise_id, exercise_seconds))
-    rows.sort(key=lambda row: (-row.seconds, row.submission))
-    return tuple(rows[:count])
+    counted = ClassTally()
+    counted.keep_slowest = count
+    for result in _ordered(list(results)):
+        counted.add(result)
+    return counted.slowest(count)
 
 
-def build_report(results: Sequence[SubmissionResult], *, title: str | None = None,
+def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str | None = None,
                  problems: Sequence[str] = ()) -> ClassReport:
-    summary = summarize(results)
+    """The report of `results` (any order), or of a tally already gathered one result at a time."""
+    counted = results if isinstance(results, ClassTally) else tally(results)
+    summary = counted.summary()
     notes = list(problems)
     if len(summary.rubrics) > 1:
         notes.append(f"these results come from {len(summary.rubrics)} rubrics ({', '.join(summary.rubrics)}): "
@@ -441,9 +510,9 @@ def build_report(results: Sequence[SubmissionResult], *, title: str | None = Non
     if title is None:
         title = f"Class report: {summary.rubrics[0]}" if len(summary.rubrics) == 1 else "Class report"
     return ClassReport(
-        title=title, summary=summary, exercises=exercise_summaries(results), cases=case_rates(results),
-        mistakes=common_mistakes(results), troubles=troubles(results), ungraded=ungraded(results),
-        warnings=warning_groups(results), slowest=slowest(results), problems=tuple(notes))
+        title=title, summary=summary, exercises=counted.exercises(), cases=counted.cases(),
+        mistakes=counted.mistakes(), troubles=counted.troubles(), ungraded=counted.ungraded(),
+        warnings=counted.warnings(), slowest=counted.slowest(), problems=tuple(notes))
 
 
 # ------------------------------------------------------------------------------------------------- rendering
@@ -527,16 +596,66 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def write_class_report(results: Sequence[SubmissionResult], path: Path, *, title: str | None = None,
-                       problems: Sequence[str] = ()) -> Path:
-    """Write the HTML page to `path` and the gradebook CSV beside it (same name, .csv). Returns `path`."""
-    from grader.report.csv_export import write_csv
+def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title: str | None = None,
+                       problems: Sequence[str] = (), ordered: bool = False) -> Path:
+    """Write the HTML page to `path` and the gradebook CSV beside it (same name, .csv). Returns `path`.
+
+    `ordered`: the results come sorted by submission and are read once, one at a time (a class streamed
+    from the gradebook); otherwise they are sorted first.
+    """
+    from grader.report.csv_export import OVERRIDE_COLUMNS, _override_cells, _Row, write_score_csv
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     csv_path = path.with_suffix(".csv")
-    _write_atomically(path, class_report_html(results, title=title, problems=problems, csv_name=csv_path.name))
-    write_csv(_ordered(results), csv_path)
+    rows: list[_Row] = []
+    overridden = False
+
+    def rows_too(stream: Iterable[SubmissionResult]) -> Iterator[SubmissionResult]:
+        nonlocal overridden
+        for result in stream:
+            overridden = overridden or "overrides" in result.extra
+            rows.append(_Row(result.submission, result.total, result.max_total, result.state,
+                             {e.id: e.score for e in result.exercises},
+                             _override_cells(result) if "overrides" in result.extra else ()))
+            yield result
+
+    counted = tally(rows_too(results if ordered else _ordered(list(results))), ordered=True)
+    _write_atomically(path, render(build_report(counted, title=title, problems=problems), csv_path.name))
+    if overridden:
+        rows = [row if row.more else replace(row, more=(_number_cell(row.total), "", "")) for row in rows]
+    columns = [exercise_id for exercise_id, _, _ in counted.exercise_order()]
+    write_score_csv(columns, rows, csv_path, OVERRIDE_COLUMNS if overridden else ())
     return path
+
+
+def _number_cell(value: float) -> str:
+    from grader.report.csv_export import number as csv_number
+    return csv_number(value)
+
+
+def class_report_of_folder(folder: Path | str, path: Path, *, title: str | None = None) -> tuple[Path, int]:
+    """The class report of a results folder, TA overrides applied: streamed from its gradebook one student at
+    a time when it has one (memory flat in class size), else from its JSON files. Returns (page, students)."""
+    folder = Path(folder)
+    book_path = folder / "gradebook.sqlite"
+    if not book_path.is_file():
+        loaded = read_results(folder)
+        return write_class_report(loaded.results, path, title=title, problems=loaded.problems), len(loaded.results)
+    from grader.gradebook import Gradebook
+    from grader.overrides import apply, history
+    overrides = history(book_path)
+    count = 0
+
+    def stream(book: Gradebook) -> Iterator[SubmissionResult]:
+        nonlocal count
+        for rubric in book.rubrics():
+            for result in book.iter_current(rubric):
+                count += 1
+                yield apply(result, overrides)
+
+    with Gradebook(book_path) as book:
+        written = write_class_report(stream(book), path, title=title, ordered=True)
+    return written, count
 
 
 @dataclass(frozen=True)

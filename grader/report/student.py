@@ -15,7 +15,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import jinja2
 from markupsafe import Markup
@@ -314,17 +314,21 @@ def html_report(result: SubmissionResult, *, hidden_details: bool = False,
 # ---------------------------------------------------------------------------------------------- files
 
 
-def load_results(results: str | Path | Iterable[SubmissionResult]) -> list[SubmissionResult]:
-    """Results from a folder of <student>.json files (other JSON files skipped), or as given."""
+def iter_results(results: str | Path | Iterable[SubmissionResult]) -> Iterator[SubmissionResult]:
+    """Results from a folder of <student>.json files (other JSON files skipped) one at a time, or as given."""
     if isinstance(results, (str, Path)):
-        loaded = []
         for path in sorted(Path(results).glob("*.json")):
             try:
-                loaded.append(read_json(path))
+                yield read_json(path)
             except (KeyError, TypeError, ValueError):
                 continue  # not a result file (a kit, a Gradescope file ...)
-        return loaded
-    return list(results)
+        return
+    yield from results
+
+
+def load_results(results: str | Path | Iterable[SubmissionResult]) -> list[SubmissionResult]:
+    """Results from a folder of <student>.json files (other JSON files skipped), or as given."""
+    return list(iter_results(results))
 
 
 def write_reports(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, *,
@@ -339,7 +343,7 @@ def write_reports(results: str | Path | Iterable[SubmissionResult], out_dir: str
     out.mkdir(parents=True, exist_ok=True)
     written = []
     folder = Path(results) if isinstance(results, (str, Path)) else results_folder
-    for result in load_results(results):
+    for result in iter_results(results):      # one at a time: a class of 10,000 is never held whole
         notebook = locate_notebook(result, notebooks, folder)
         failing = [e for e in result.exercises if needs_section(e)]
         code = function_code(notebook, failing) if notebook is not None and failing else {}
