@@ -83,6 +83,7 @@ class Corpus:
     connections: list[bytes]           # what the test's TCP server received
     victim_alive: bool
     stale_cache: Path                  # a grader cache of an "earlier run", outside what the grader hides
+    shm_left: bool                     # the published System V segment still exists on the host
 
     def __getitem__(self, name: str) -> SubmissionResult:
         return self.results[name]
@@ -142,6 +143,43 @@ def _written_by_the_batch(change: str) -> bool:
 def _canaries() -> list[str]:
     homes = {Path.home(), Path(pwd.getpwuid(os.getuid()).pw_dir)}
     return sorted({path for number in (26, 34) for home in homes for path in BUILD.canary(number, REPO, home)})
+
+
+def _host_shm_keys() -> set[int]:
+    try:
+        with open("/proc/sysvipc/shm", encoding="ascii") as table:
+            return {int(line.split()[0]) for line in table.readlines()[1:] if line.split()}
+    except OSError:
+        return set()
+
+
+def _remove_shm(key: int) -> None:
+    import ctypes
+    libc = ctypes.CDLL(None)
+    segment = libc.shmget(key, 0, 0)
+    if segment >= 0:
+        libc.shmctl(segment, 0, None)   # IPC_RMID
+
+
+@contextlib.contextmanager
+def _classmates_and_a_course_copy():
+    """CLASS/<student>/lab.ipynb outside /tmp and $HOME, and a second checkout of the course's reference."""
+    made = []
+    try:
+        for folder, source, name in ((Path(BUILD.CLASS_FOLDER) / "alice", CORRECT, "lab.ipynb"),
+                                     (Path(BUILD.COURSE_COPY) / "reference", REPO / "reference" /
+                                      "taoistic_search.py", "taoistic_search.py")):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_bytes(source.read_bytes())
+                made.append(folder.parent)
+            except OSError:
+                pass
+        yield
+    finally:
+        import shutil
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove_canaries() -> None:
@@ -230,8 +268,9 @@ def _grade_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
             started = time.monotonic()
             # A 3 s floor per case (the rubric's is 1 s): the memory and fork bombs must hit their limits before
             # their case's clock runs out, also on a busy 2-core machine at load 4.
-            results = grade([*paths, CORRECT], RUBRIC, out, jobs=2, cache=cache,
-                            options=Options(case_seconds=CASE_FLOOR))
+            with _classmates_and_a_course_copy():
+                results = grade([*paths, CORRECT], RUBRIC, out, jobs=2, cache=cache,
+                                options=Options(case_seconds=CASE_FLOOR))
             seconds = time.monotonic() - started
         time.sleep(0.3)   # SIGKILLed processes need a moment to disappear from /proc
         after = _snapshot(REPO)
@@ -240,6 +279,7 @@ def _grade_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
         canaries = [path for path in _canaries() if os.path.lexists(path)]
         connections = _received(server)
         victim_alive = victim.poll() is None
+        shm_left = BUILD.SHM_KEY in _host_shm_keys()
         plan = build_plan(load_rubric(RUBRIC), cache)
     finally:
         for pid in _marked_processes(exclude={victim.pid, *earlier}):   # only what our attacks started
@@ -249,6 +289,7 @@ def _grade_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
                 pass
         victim.kill()
         victim.wait()
+        _remove_shm(BUILD.SHM_KEY)
         for path in (BUILD.VICTIM_PID_FILE, BUILD.LEAK_CONTROL_FILE):
             try:
                 os.remove(path)
@@ -258,7 +299,7 @@ def _grade_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
         if server is not None:
             server.close()
     return Corpus({r.submission: r for r in results}, plan, seconds, out, cache, survivors, changes, canaries,
-                  connections, victim_alive, stale)
+                  connections, victim_alive, stale, shm_left)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -678,3 +719,43 @@ def test_isolated_helper_call_cannot_hold_the_parent_past_the_case_limit():
         spent = time.monotonic() - started
     assert outcome.status == "timeout"
     assert spent < 0.3 + 0.5 + 1.5, f"the case's parent side took {spent:.1f} s"
+
+
+# ------------------------------------------------------------------------------------------------ sandbox v2 attacks
+
+
+def test_classmates_notebooks_are_not_found_outside_tmp_and_home(corpus):
+    result = only(corpus, "classmates_run_by_find_numbers", "find_numbers")
+    needs_namespaces(result)
+    assert all(got(c) == {"found": []} for c in result.exercise("find_numbers").cases)
+
+
+def test_host_secrets_and_a_second_course_checkout_are_out_of_reach(corpus):
+    result = only(corpus, "shadow_and_course_copy_read_by_matches", "matches")
+    [case] = failing(result, "matches")
+    needs_namespaces(result)
+    assert got(case) == {"shadow": False, "references": []}
+
+
+def test_shared_memory_answers_reach_no_other_notebook_and_do_not_outlive_the_batch(corpus):
+    only(corpus, "ipc_answers_published_at_top_level")
+    reader = only(corpus, "ipc_answers_read_by_find_tile", "find_tile")
+    [case] = failing(reader, "find_tile")
+    needs_namespaces(reader)
+    assert got(case) == {"published": None}
+    assert not corpus.shm_left, "the System V segment stayed on the host after the batch"
+
+
+def test_a_full_scratch_at_load_costs_nothing(corpus):
+    result = only(corpus, "disk_filled_at_top_level")
+    assert result.total == 30
+    assert graded(corpus, "correct").total == 30
+
+
+def test_files_of_one_exercise_are_gone_in_the_next(corpus):
+    only(corpus, "files_persisting_from_find_tile_to_move_dir")
+
+
+def test_double_forked_survivor_with_subreaper_off_does_not_outlive_the_batch(corpus):
+    only(corpus, "survivor_double_forked_at_top_level")
+    assert not [cmd for cmd in corpus.survivors.values() if "7171.41" in cmd]
