@@ -105,27 +105,32 @@ def main() -> None:
     cache = work / "cache"
     try:
         print(f"peak resident memory (ru_maxrss), {args.jobs} workers, Python {sys.version.split()[0]}:")
-        for size in args.sizes:
-            folder = work / f"class-{size}"
-            notebooks = generate(folder / "submissions", size)
-            results = folder / "results"
-            graded = min(size, args.grade_up_to)
-            seconds, own, worker = measure("grade", *map(str, notebooks[:graded]), "--rubric", str(RUBRIC),
-                                           "--out", str(results), "--cache", str(cache), "--jobs", str(args.jobs),
-                                           "--quiet", cwd=folder)
-            print(f"  {size:>6} submissions: grade {graded}: {own:6.0f} MB (largest worker {worker:.0f} MB) "
-                  f"in {seconds:.0f} s")
-            if graded < size:
+        notebooks = generate(work / "submissions", max(args.sizes))
+        graded: Path | None = None
+        for size in sorted(args.sizes):
+            results = work / f"results-{size}"
+            paths = [str(p) for p in notebooks[:size]]
+            if size <= args.grade_up_to or graded is None:
+                seconds, own, worker = measure("grade", *paths, "--rubric", str(RUBRIC), "--out", str(results),
+                                               "--cache", str(cache), "--jobs", str(args.jobs), "--quiet", cwd=work)
+                print(f"  {size:>6} submissions: grade (all graded):       {own:5.0f} MB "
+                      f"(largest worker {worker:.0f} MB) in {seconds:.0f} s")
+                graded = results
+            else:
+                shutil.copytree(graded, results)
                 clone(results, size, notebooks)
-            seconds, own, _ = measure("class-report", str(results), "-o", str(folder / "class.html"), cwd=folder)
-            print(f"  {size:>6} submissions: class-report: {own:6.0f} MB in {seconds:.0f} s")
-            seconds, own, _ = measure("report", str(results), "--out", str(folder / "feedback"), cwd=folder)
-            print(f"  {size:>6} submissions: report: {own:6.0f} MB in {seconds:.0f} s")
+                seconds, own, worker = measure("grade", *paths, "--rubric", str(RUBRIC), "--out", str(results),
+                                               "--cache", str(cache), "--jobs", str(args.jobs), "--quiet", cwd=work)
+                print(f"  {size:>6} submissions: grade (all unchanged):    {own:5.0f} MB in {seconds:.1f} s "
+                      f"(the class grown from graded results)")
+            seconds, own, _ = measure("class-report", str(results), "-o", str(work / f"class-{size}.html"), cwd=work)
+            print(f"  {size:>6} submissions: class-report:             {own:5.0f} MB in {seconds:.0f} s")
+            seconds, own, _ = measure("report", str(results), "--out", str(work / f"feedback-{size}"), cwd=work)
+            print(f"  {size:>6} submissions: report:                   {own:5.0f} MB in {seconds:.0f} s")
+            shutil.rmtree(work / f"feedback-{size}", ignore_errors=True)
             size_mb = sum(p.stat().st_size for p in results.rglob("*") if p.is_file()) / 1e6
             print(f"  {size:>6} submissions: results folder {size_mb:.0f} MB "
                   f"(gradebook {(results / 'gradebook.sqlite').stat().st_size / 1e6:.0f} MB)")
-            if not args.keep:
-                shutil.rmtree(folder)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -13,7 +13,8 @@ from typing import Callable, Iterable
 from grader import __version__
 from grader.executor import Executor, Job
 from grader.gradebook import Gradebook, ScoreRow
-from grader.intake import gather
+from grader.intake import Entry, gather
+from grader.lateness import LatePolicy, assess
 from grader.report.csv_export import write_csv, write_score_csv
 from grader.grading import Options, file_sha256, grade_path, support_sources
 from grader.plan import Plan, build_plan
@@ -94,7 +95,7 @@ def _failure_result(plan: Plan, job: Job, reason: str) -> SubmissionResult:
 
 def _row(result: SubmissionResult) -> ScoreRow:
     return ScoreRow(result.submission, result.total, result.max_total, result.state, result.isolation,
-                    {e.id: e.score for e in result.exercises})
+                    {e.id: e.score for e in result.exercises}, result.late, result.penalty)
 
 
 def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
@@ -119,10 +120,15 @@ def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
     return relative
 
 
-def _entries(paths: Iterable[str | Path], workdir: Path) -> tuple[list[tuple[str, Path, str]], list[str], list[str]]:
-    """(student, path, source) for every submission, with the intake's problems and notes."""
+def _entries(paths: Iterable[str | Path], workdir: Path) -> tuple[list[Entry], list[str], list[str]]:
+    """Every submission, with the intake's problems and notes."""
     intake = gather(list(paths), workdir)
-    return ([(e.student, e.path, e.source) for e in intake.entries], list(intake.problems), list(intake.notes))
+    return list(intake.entries), list(intake.problems), list(intake.notes)
+
+
+def _with_lateness(result: SubmissionResult, entry: Entry, policy: LatePolicy | None) -> SubmissionResult:
+    lateness = assess(entry.late, entry.modified or None, result.total, policy)
+    return replace(result, late=lateness.late, submitted_at=lateness.submitted_at, penalty=lateness.penalty)
 
 
 def missing_paths(paths: Iterable[str | Path]) -> list[str]:
@@ -165,14 +171,16 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
     with tempfile.TemporaryDirectory(prefix="puzzle-grader-intake-") as workdir:
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir))
-        batch.students = [student for student, _, _ in entries]
+        batch.students = [entry.student for entry in entries]
+        by_student = {entry.student: entry for entry in entries}
         book = _open_gradebook(book_path)
         started_cluster = None
         try:
             stored = {row.student: row for row in book.score_rows(rubric.assignment)} if book else {}
             rows: dict[str, ScoreRow] = {}
             jobs_to_run: list[Job] = []
-            for student, path, source in entries:
+            for entry in entries:
+                student, path, source = entry.student, entry.path, entry.source
                 previous = stored.get(student)
                 sha256 = file_sha256(path)
                 if (book and not force and previous is not None
@@ -207,6 +215,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     if not done.record:      # the grading machine's fault: reported, tried again next run
                         continue
                     result = _failure_result(plan, done.job, done.failure)
+                result = _with_lateness(result, by_student[student], rubric.late)
                 if out_dir is not None:
                     copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
                     result = replace(result, notebook=copy)

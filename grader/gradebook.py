@@ -227,16 +227,18 @@ class Gradebook:
     def score_rows(self, rubric: str) -> Iterator[ScoreRow]:
         """Every student's current scores (no cases), sorted by student: what the CSV and the table need."""
         cursor = self._db.execute(
-            """SELECT s.student, r.total, r.max_total, r.state, r.isolation, sc.exercise, sc.score, sc.max_score
+            """SELECT s.student, r.total, r.max_total, r.state, r.isolation,
+                      coalesce(json_extract(r.json, '$.late'), 0), coalesce(json_extract(r.json, '$.penalty'), 0),
+                      sc.exercise, sc.score, sc.max_score
                FROM submissions s JOIN results r ON r.id = s.current_result
                LEFT JOIN scores sc ON sc.result_id = r.id
                WHERE s.rubric = ? ORDER BY s.student, sc.position""", (rubric,))
         row: ScoreRow | None = None
-        for student, total, max_total, state, isolation, exercise, score, max_score in cursor:
+        for student, total, max_total, state, isolation, late, penalty, exercise, score, max_score in cursor:
             if row is None or row.student != student:
                 if row is not None:
                     yield row
-                row = ScoreRow(student, total, max_total, state, isolation, {})
+                row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty))
             if exercise is not None:
                 row.scores[exercise] = score
         if row is not None:
@@ -395,6 +397,8 @@ class ScoreRow:
     state: str
     isolation: str
     scores: dict[str, float]          # exercise id -> score
+    late: bool = False
+    penalty: float = 0.0              # the late policy's, apart from `total`
 
 
 def _read_shared(db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:

@@ -55,6 +55,8 @@ class Entry:
     source: str             # human-readable origin, e.g. "export.zip:smithjohn_12345_67890_taoistic.ipynb"
     convention: str         # "canvas" | "moodle" | "folder" | "file"
     others: tuple[str, ...] = ()   # sources of this student's other notebooks that were NOT chosen
+    late: bool = False      # the LMS marked it late (Canvas `_LATE_` in the name)
+    modified: float = 0.0   # the file's time (seconds since the epoch; a zip member's own date), 0 if unknown
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class Owner:
     student: str
     convention: str
     lms_name: str = ""      # the student's own file name inside a Canvas name; its "-N" counts resubmissions
+    late: bool = False      # the LMS's own late flag
 
 
 Convention = Callable[[Place], "Owner | None"]
@@ -116,7 +119,7 @@ MOODLE_OTHER = re.compile(r"^.+?_\d+_assignsubmission_(?!file_)[a-z]+_")
 # Canvas squeezes "Last First" to lowercase letters; ids are database ids (3+ digits, so that a plain
 # "hw_1_2_final.ipynb" is not taken for a Canvas name).
 CANVAS_FILE = re.compile(
-    r"^(?P<name>[^\W_](?:[^\W_]|-)*?)(?:_late)?_(?P<user>\d{3,})_(?P<submission>\d{3,})_(?P<original>.+)$",
+    r"^(?P<name>[^\W_](?:[^\W_]|-)*?)(?P<late>_late)?_(?P<user>\d{3,})_(?P<submission>\d{3,})_(?P<original>.+)$",
     re.IGNORECASE)
 
 
@@ -139,7 +142,7 @@ def canvas(place: Place) -> Owner | None:
     """`smithjohn_12345_67890_lab.ipynb`, `smithjohn_LATE_12345_67890_lab-2.ipynb`: name and user id."""
     match = CANVAS_FILE.match(place.name)
     if match:
-        return Owner(safe_id(f"{match['name']}_{match['user']}"), "canvas", match["original"])
+        return Owner(safe_id(f"{match['name']}_{match['user']}"), "canvas", match["original"], bool(match["late"]))
     return None
 
 
@@ -419,7 +422,8 @@ class _Collector:
         notes: list[str] = []
         for key, group in groups.items():
             chosen, others, note = _choose(ids[key], group)
-            entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others)))
+            entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
+                                 chosen.owner.late, chosen.modified))
             if note:
                 notes.append(note)
         problems = list(self.problems)

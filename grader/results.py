@@ -62,6 +62,9 @@ class SubmissionResult:
     extra: dict = field(default_factory=dict)
     state: str = "graded"        # one of STATES
     notebook: str = ""           # the graded file's content-addressed copy, relative to the results folder
+    late: bool = False           # the LMS flagged it late, or its file time is after the rubric's due date
+    submitted_at: str = ""       # the file's time as the intake saw it (UTC ISO)
+    penalty: float = 0.0         # points the rubric's late policy takes off; `total` is the score before it
 
     def exercise(self, exercise_id: str) -> ExerciseResult:
         for exercise in self.exercises:

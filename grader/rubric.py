@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from grader.extract import Policy
+from grader.lateness import LatePolicy, parse_due
 from grader.yamlmarks import Marked, MarkedList, YamlError, load_marked
 
 VISIBILITIES = ("public", "hidden")
@@ -136,6 +137,7 @@ class Rubric:
     policy: Policy
     exercises: tuple[Exercise, ...]
     fixture_lines: tuple[int, ...] = ()   # line of each fixture name, for errors found against the reference
+    late: LatePolicy | None = None        # the penalty for late submissions, shown apart from the score
 
     def exercise(self, exercise_id: str) -> Exercise:
         for exercise in self.exercises:
@@ -168,6 +170,7 @@ RUBRIC_KEYS = {
     "limits": "resource limits (see limits keys)",
     "extraction": "top-level policy overrides: allow_calls, drop",
     "exercises": "the graded exercises",
+    "late": "late policy {due, per_day, cap}: a share of the score off per day late, at most cap, shown apart",
 }
 EXERCISE_KEYS = {
     "id": "canonical name of what the exercise grades",
@@ -266,6 +269,34 @@ def _number(value: Any, line: int, what: str, problems: _Problems, *, minimum: f
         problems.add(line, f"{what}: expected {wanted}, got {value!r}")
         return None
     return value
+
+
+def _late(node: Any, line: int, problems: _Problems) -> LatePolicy | None:
+    if node is None:
+        return None
+    if not isinstance(node, Marked):
+        problems.add(line, "late: must be a mapping {due, per_day, cap}")
+        return None
+    for key in node:
+        if key not in ("due", "per_day", "cap"):
+            problems.add(node.line_of(key), f"late: unknown key '{key}'{_suggest(key, ['due', 'per_day', 'cap'])}")
+    due = node.get("due")
+    try:
+        when = parse_due(str(due)) if due is not None else None
+    except ValueError:
+        when = None
+    if when is None:
+        problems.add(node.line_of("due") if due is not None else node.line,
+                     "late: 'due' must be an ISO date or date-time, e.g. 2026-11-20T23:59:00+01:00")
+        return None
+    per_day = _number(node.get("per_day", 0.1), node.line_of("per_day"), "late: per_day", problems, minimum=0.0)
+    cap = _number(node.get("cap", 1.0), node.line_of("cap"), "late: cap", problems, minimum=0.0)
+    if per_day is None or cap is None:
+        return None
+    if cap > 1 or per_day > 1:
+        problems.add(node.line, "late: per_day and cap are shares of the score, between 0 and 1")
+        return None
+    return LatePolicy(when, float(per_day), float(cap))
 
 
 def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems) -> Limits:
@@ -510,6 +541,7 @@ def load_rubric(path: str | Path) -> Rubric:
     fixtures = _names(fixtures_node, node.line_of("fixtures"), "fixtures", problems)
     fixture_lines = tuple(fixtures_node.line_of(index) if isinstance(fixtures_node, MarkedList)
                           else node.line_of("fixtures") for index in range(len(fixtures)))
+    late = _late(node.get("late"), node.line_of("late"), problems)
     if problems.items:
         raise RubricError(problems.items)
     assert reference is not None
@@ -518,4 +550,5 @@ def load_rubric(path: str | Path) -> Rubric:
     return Rubric(
         path=path, sha256=digest.hexdigest(), assignment=assignment, title=str(node.get("title", assignment)),
         reference=reference, template=template, support=support, submissions=submissions,
-        fixtures=fixtures, limits=limits, policy=policy, exercises=tuple(exercises), fixture_lines=fixture_lines)
+        fixtures=fixtures, limits=limits, policy=policy, exercises=tuple(exercises), fixture_lines=fixture_lines,
+        late=late)

@@ -300,10 +300,11 @@ def test_csv_has_a_row_per_student_and_exercise_columns_in_rubric_order(tmp_path
     path = tmp_path / "gradebook.csv"
     write_csv(results, path)
     assert read_rows(path) == [
-        ["student", "ex0", "ex1", "ex2", "total", "max_total", "state"],
-        ["bob", "0.1", "0.8", "27.9", "28.8", "34", "graded"],
-        ["zoë", "0", "0", "0", "0", "34", "graded"],
-        ["empty", "", "", "", "0", "34", "graded"]]
+        ["student", "ex0", "ex1", "ex2", "total", "max_total", "state", "late", "late_penalty",
+         "total_after_penalty"],
+        ["bob", "0.1", "0.8", "27.9", "28.8", "34", "graded", "", "0", "28.8"],
+        ["zoë", "0", "0", "0", "0", "34", "graded", "", "0", "0"],
+        ["empty", "", "", "", "0", "34", "graded", "", "0", "0"]]
     assert results[0].total == 28.799999999999997    # the float noise the formatting hides
     assert path.read_bytes().decode("utf-8").startswith("student,")
     assert [p.name for p in tmp_path.iterdir()] == ["gradebook.csv"]   # no temp file left behind
@@ -315,7 +316,8 @@ def test_csv_takes_student_names_and_defuses_formulas(tmp_path: Path) -> None:
     write_csv([make_result("a", scores=(1 / 3,)), make_result("b", scores=(1.0,))], path,
               students=["=HYPERLINK(\"x\")", "Łukasz"])
     rows = read_rows(path)
-    assert rows[1] == ["'=HYPERLINK(\"x\")", "0.333333333333", "0.333333333333", "2", "graded"]
+    assert rows[1] == ["'=HYPERLINK(\"x\")", "0.333333333333", "0.333333333333", "2", "graded", "", "0",
+                       "0.333333333333"]
     assert rows[2][0] == "Łukasz"
     with pytest.raises(ValueError):
         write_csv([make_result()], path, students=[])
@@ -324,7 +326,8 @@ def test_csv_takes_student_names_and_defuses_formulas(tmp_path: Path) -> None:
 
 def test_csv_of_no_results_has_only_the_header(tmp_path: Path) -> None:
     write_csv([], tmp_path / "empty.csv")
-    assert read_rows(tmp_path / "empty.csv") == [["student", "total", "max_total", "state"]]
+    assert read_rows(tmp_path / "empty.csv") == [["student", "total", "max_total", "state", "late", "late_penalty",
+                                                        "total_after_penalty"]]
 
 
 def test_values_every_result_shares_are_stored_once_per_rubric_and_come_back_whole(tmp_path: Path) -> None:

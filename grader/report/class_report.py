@@ -40,6 +40,9 @@ class ClassSummary:
     rubrics: tuple[str, ...]
     grader_versions: tuple[str, ...]
     totals: tuple[float, ...]              # every submission's total, in submission order
+    unreadable: int = 0                    # of `ungraded`: the file could not be read
+    failed: int = 0                        # of `ungraded`: the grader could not finish it (worker stopped, died)
+    late: int = 0                          # flagged late by the LMS or the due date
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,8 @@ def _ordered(results: Sequence[SubmissionResult]) -> list[SubmissionResult]:
 
 def is_ungraded(result: SubmissionResult) -> bool:
     """A result the grader wrote at zero because the file could not be read or run (every case 'not graded')."""
+    if result.state != "graded":
+        return True
     cases = [c for e in result.exercises for c in e.cases]
     if not cases:
         return bool(result.warnings)
@@ -205,6 +210,8 @@ class ClassTally:
         self.totals: list[float] = []
         self.count = 0
         self.ungraded_count = 0
+        self.states: dict[str, int] = {}
+        self.late = 0
         self.max_total = 0.0
         self.full_marks = 0
         self.zero = 0
@@ -227,6 +234,8 @@ class ClassTally:
         self.count += 1
         self.totals.append(result.total)
         self.ungraded_count += ungraded_result
+        self.states[result.state] = self.states.get(result.state, 0) + 1
+        self.late += result.late
         self.max_total = max(self.max_total, result.max_total)
         self.full_marks += result.max_total > 0 and result.total >= result.max_total
         self.zero += result.total == 0
@@ -279,7 +288,8 @@ class ClassTally:
             mean=statistics.fmean(totals) if totals else None, median=statistics.median(totals) if totals else None,
             full_marks=self.full_marks, zero=self.zero,
             isolation=tuple(sorted(self.levels.items(), key=lambda item: (-item[1], item[0]))),
-            rubrics=tuple(sorted(self.rubrics)), grader_versions=tuple(sorted(self.versions)), totals=totals)
+            rubrics=tuple(sorted(self.rubrics)), grader_versions=tuple(sorted(self.versions)), totals=totals,
+            unreadable=self.states.get("unreadable", 0), failed=self.states.get("failed", 0), late=self.late)
 
     def exercise_order(self) -> list[tuple[str, str, float]]:
         return list(self.order.values())
@@ -616,7 +626,8 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
             overridden = overridden or "overrides" in result.extra
             rows.append(_Row(result.submission, result.total, result.max_total, result.state,
                              {e.id: e.score for e in result.exercises},
-                             _override_cells(result) if "overrides" in result.extra else ()))
+                             _override_cells(result) if "overrides" in result.extra else (), result.late,
+                             result.penalty))
             yield result
 
     counted = tally(rows_too(results if ordered else _ordered(list(results))), ordered=True)

@@ -58,7 +58,7 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
     overridden = any("overrides" in result.extra for result in results)
     rows = (_Row(name, result.total, result.max_total, result.state,
                  {exercise.id: exercise.score for exercise in result.exercises},
-                 _override_cells(result) if overridden else ())
+                 _override_cells(result) if overridden else (), result.late, result.penalty)
             for name, result in zip(names, results))
     write_score_csv(exercise_columns(results), rows, path, OVERRIDE_COLUMNS if overridden else ())
 
@@ -90,24 +90,30 @@ class _Row:
     state: str
     scores: dict[str, float]
     more: tuple[str, ...] = ()      # cells of the extra columns
+    late: bool = False
+    penalty: float = 0.0
 
 
 def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: Path,
                     more: Sequence[str] = ()) -> None:
-    """The CSV from score rows, streamed: one row per student, then `state` (graded, unreadable, failed) and
-    the `more` columns (a row's `more` cells, when it has them)."""
+    """The CSV from score rows, streamed: one row per student, then `state` (graded, unreadable, failed), the
+    lateness (`late`, the late policy's `late_penalty` and `total_after_penalty`: the score itself stays in
+    `total`) and the `more` columns (a row's `more` cells, when it has them)."""
     path = Path(path)
     # Same folder (os.replace must not cross file systems), a fresh name per call, created with the umask.
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with open(temporary, "x", encoding="utf-8", newline="") as stream:
             writer = csv.writer(stream)
-            writer.writerow(["student", *columns, "total", "max_total", "state", *more])
+            writer.writerow(["student", *columns, "total", "max_total", "state", "late", "late_penalty",
+                             "total_after_penalty", *more])
             for row in rows:
                 scores = row.scores
+                late, penalty = getattr(row, "late", False), getattr(row, "penalty", 0.0)
                 writer.writerow([text(row.student),
                                  *(number(scores[column]) if column in scores else "" for column in columns),
-                                 number(row.total), number(row.max_total), row.state,
+                                 number(row.total), number(row.max_total), row.state, "late" if late else "",
+                                 number(penalty), number(max(0.0, row.total - penalty)),
                                  *(getattr(row, "more", ()) if more else ())])
             stream.flush()
             os.fsync(stream.fileno())

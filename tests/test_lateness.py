@@ -1,0 +1,88 @@
+"""Lateness: the LMS's flag and the file's time become a column, and a rubric's late policy a penalty shown
+apart from the score."""
+
+from __future__ import annotations
+
+import csv
+import zipfile
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from grader.batch import grade_batch
+from grader.intake import gather
+from grader.lateness import DAY, LatePolicy, assess, parse_due
+from grader.rubric import RubricError, load_rubric
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
+EXAMPLES = REPO / "assignments" / "taoistic-search" / "submissions"
+DUE = datetime(2026, 11, 20, 23, 59, tzinfo=timezone.utc)
+POLICY = LatePolicy(DUE, per_day=0.1, cap=0.3)
+
+
+def test_penalty_counts_started_days_up_to_the_cap_and_leaves_the_score_alone():
+    due = DUE.timestamp()
+    assert assess(False, due - 60, 30.0, POLICY).penalty == 0.0
+    one = assess(False, due + 60, 30.0, POLICY)
+    assert (one.late, one.days, one.penalty) == (True, 1, 3.0)
+    assert assess(False, due + 2 * DAY + 1, 30.0, POLICY).penalty == pytest.approx(9.0)
+    assert assess(False, due + 30 * DAY, 30.0, POLICY).penalty == pytest.approx(9.0)      # the cap
+    flagged = assess(True, None, 20.0, POLICY)                                            # no time: one day
+    assert (flagged.late, flagged.days, flagged.penalty) == (True, 1, 2.0)
+    assert assess(True, due + 60, 30.0, None) == assess(True, due + 60, 30.0, None)
+    assert assess(True, None, 30.0, None).penalty == 0.0 and assess(True, None, 30.0, None).late
+
+
+@given(st.floats(-1e7, 1e7), st.floats(0, 100), st.floats(0, 1), st.floats(0, 1))
+def test_a_penalty_is_never_negative_nor_above_the_cap(offset, total, per_day, cap):
+    lateness = assess(False, DUE.timestamp() + offset, total, LatePolicy(DUE, per_day, cap))
+    assert 0.0 <= lateness.penalty <= total * cap + 1e-9
+    assert lateness.late == (lateness.days > 0)
+
+
+def test_canvas_late_flag_and_zip_times_are_kept_by_the_intake(tmp_path: Path):
+    export = tmp_path / "export.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.writestr(zipfile.ZipInfo("doejane_LATE_22345_67891_lab.ipynb", (2026, 11, 21, 8, 0, 0)), "{}")
+        archive.writestr(zipfile.ZipInfo("smithjohn_12345_67890_lab.ipynb", (2026, 11, 19, 8, 0, 0)), "{}")
+    entries = {e.student: e for e in gather([export], tmp_path / "work").entries}
+    assert entries["doejane_22345"].late and not entries["smithjohn_12345"].late
+    assert datetime.fromtimestamp(entries["doejane_22345"].modified, timezone.utc) == \
+        datetime(2026, 11, 21, 8, 0, tzinfo=timezone.utc)
+
+
+def test_a_rubric_late_policy_is_parsed_and_its_mistakes_are_reported(tmp_path: Path):
+    text = RUBRIC.read_text(encoding="utf-8").replace("../", str(RUBRIC.parent.parent) + "/")
+    good = tmp_path / "late.yaml"
+    good.write_text(text + "late: {due: '2026-11-20T23:59:00+00:00', per_day: 0.1, cap: 0.3}\n", encoding="utf-8")
+    assert load_rubric(good).late == POLICY
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text + "late: {due: next friday, per_dya: 2}\n", encoding="utf-8")
+    with pytest.raises(RubricError) as error:
+        load_rubric(bad)
+    assert any("'due' must be an ISO date" in p for p in error.value.problems)
+    assert any("unknown key 'per_dya'" in p and "per_day" in p for p in error.value.problems)
+    assert parse_due("2026-11-20") == datetime(2026, 11, 20, tzinfo=timezone.utc)
+
+
+def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_path: Path, grader_cache: Path):
+    export = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        for name, date in (("doejane_LATE_22345_67891_lab.ipynb", (2026, 11, 22, 8, 0, 0)),
+                           ("smithjohn_12345_67890_lab.ipynb", (2026, 11, 19, 8, 0, 0))):
+            info = zipfile.ZipInfo(name, date)
+            archive.writestr(info, (EXAMPLES / "correct.ipynb").read_bytes())
+    rubric = replace(load_rubric(RUBRIC), late=POLICY)
+    batch = grade_batch([export], rubric, tmp_path / "out", jobs=1, cache=grader_cache)
+    results = {r.submission: r for r in batch.results}
+    late, on_time = results["doejane_22345"], results["smithjohn_12345"]
+    assert (late.total, late.late, late.penalty) == (30, True, 6.0)        # two started days, 10% each
+    assert (on_time.total, on_time.late, on_time.penalty) == (30, False, 0.0)
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open(encoding="utf-8"))}
+    assert (rows["doejane_22345"]["total"], rows["doejane_22345"]["late"], rows["doejane_22345"]["late_penalty"],
+            rows["doejane_22345"]["total_after_penalty"]) == ("30", "late", "6", "24")
+    assert rows["smithjohn_12345"]["late"] == ""
