@@ -16,6 +16,7 @@ from grader.grading import (Options, _empty_result, _statements, file_sha256, gr
                             hidden_folders)
 from grader.kit import Kit, KitCases, kit_plan, load_kit, report, settle
 from grader.notebook import NotebookError, read_notebook
+from grader.sandbox.isolation import isolation_report
 from grader.results import SubmissionResult
 from grader.sandbox.process import ProcessLimits, Sandbox, SandboxError
 from grader.scoring import total
@@ -57,10 +58,11 @@ def check_with_kit(notebook_path: str | Path, kit_path: str | Path | Kit, *,
                            deadline, options)
             for exercise, kx in zip(rubric.exercises, kit.exercises))
         level = sandbox.level or level
+        held = isolation_report(level, sandbox.facts, process_limits)
     result = SubmissionResult(
         submission=path.stem, path=str(path), sha256=sha256, rubric=kit.assignment, rubric_sha256=kit.rubric_sha256,
         grader_version=__version__, isolation=level, total=0.0, max_total=rubric.max_total, exercises=(),
-        warnings=tuple(warnings), seconds=0.0)
+        warnings=tuple(warnings), seconds=0.0, extra={"isolation": held})
     return _finished(result, kit, settle(kit, exercises, loaded), started), kit.hidden
 
 

@@ -134,6 +134,17 @@ def test_the_course_the_class_and_host_secrets_do_not_exist_inside():
     assert [p for p in paths if seen[p] and p not in skeleton and p != "/proc/1/environ"] == [], seen
 
 
+def test_the_child_never_had_the_grader_or_a_reference_in_memory():
+    probe = """
+    import sys
+    def modules():
+        return sorted(name for name in sys.modules if name.split(".")[0] in ("grader", "reference", "taoistic_search",
+                                                                           "codec", "wire", "confine", "runtime"))
+    """
+    [outcome], _ = _run(probe, "modules()")
+    assert _value(outcome) == []   # the runtime's own modules are referenced privately, not importable by name
+
+
 # ------------------------------------------------------------------------------------------------ who it is
 
 @needs_jail
