@@ -93,6 +93,13 @@ def _failure_result(plan: Plan, job: Job, reason: str) -> SubmissionResult:
                    state="failed")
 
 
+def _unreadable(plan: Plan, entry: Entry) -> SubmissionResult:
+    from grader.grading import _empty_result
+    return replace(_empty_result(entry.path, plan, file_sha256(entry.path), f"{entry.source}: {entry.problem}",
+                                 time.monotonic(),
+                                 entry.student), path=entry.source)
+
+
 def _row(result: SubmissionResult) -> ScoreRow:
     return ScoreRow(result.submission, result.total, result.max_total, result.state, result.isolation,
                     {e.id: e.score for e in result.exercises}, result.late, result.penalty)
@@ -191,6 +198,18 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         _restore_missing(book, student, rubric.assignment, path, out_dir)
                     if on_result:
                         on_result(_summary(previous, rubric), True)
+                elif entry.problem:    # unreadable before any worker sees it: its row says why
+                    result = _with_lateness(_unreadable(plan, entry), entry, rubric.late)
+                    batch.unreadable += 1
+                    if out_dir is not None:
+                        write_json(result, out_dir)
+                    if book:
+                        book.record(student, source, result)
+                    else:
+                        batch._kept[student] = result
+                    rows[student] = _row(result)
+                    if on_result:
+                        on_result(result, False)
                 else:
                     jobs_to_run.append(Job(student, str(Path(path).resolve()), source))
             del stored

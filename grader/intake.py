@@ -57,6 +57,7 @@ class Entry:
     others: tuple[str, ...] = ()   # sources of this student's other notebooks that were NOT chosen
     late: bool = False      # the LMS marked it late (Canvas `_LATE_` in the name)
     modified: float = 0.0   # the file's time (seconds since the epoch; a zip member's own date), 0 if unknown
+    problem: str = ""       # why the notebook cannot be read (empty, does not extract): graded as unreadable
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,7 @@ class _Candidate:
     name: str
     modified: float
     when: str
+    problem: str = ""       # why this notebook cannot be read (empty, a member that does not extract)
 
 
 class _Problem(Exception):
@@ -321,11 +323,14 @@ class _Collector:
             suffix = _suffix(name)
             who = owner if owner is not None else identify(item.place)
             try:
-                if suffix in NOTEBOOK_SUFFIXES:
-                    if item.size == 0:
-                        raise _Problem(f"empty {suffix} file, nothing to grade")
-                    self.candidates.append(_Candidate(who, item.fetch(), item.source, name, item.modified,
-                                                      item.when))
+                if suffix in NOTEBOOK_SUFFIXES:   # even an unreadable notebook is the student's row, at zero
+                    problem = f"empty {suffix} file, nothing to grade" if item.size == 0 else ""
+                    try:
+                        path = item.fetch()
+                    except _Problem as unreadable:
+                        path, problem = self.workdir / "unreadable" / safe_id(item.source), str(unreadable)
+                    self.candidates.append(_Candidate(who, path, item.source, name, item.modified, item.when,
+                                                      problem))
                 elif suffix == ARCHIVE_SUFFIX:
                     self._take_nested(item, level, owner, who, direct)
                 elif suffix in UNSUPPORTED_ARCHIVES or name.lower().endswith(".tar.gz"):
@@ -423,7 +428,7 @@ class _Collector:
         for key, group in groups.items():
             chosen, others, note = _choose(ids[key], group)
             entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
-                                 chosen.owner.late, chosen.modified))
+                                 chosen.owner.late, chosen.modified, chosen.problem))
             if note:
                 notes.append(note)
         problems = list(self.problems)
@@ -443,6 +448,7 @@ class _Collector:
 # Choosing one notebook per student, and unique ids
 
 _REASONS = (
+    "a readable file is preferred to an unreadable one",
     "a notebook is preferred to a .py script",
     "highest Canvas resubmission number",
     "newest modification time",
@@ -452,20 +458,21 @@ _REASONS = (
 
 
 def _choose(student: str, group: list[_Candidate]) -> tuple[_Candidate, list[_Candidate], str]:
-    """The graded notebook: (0) .ipynb over .py, then (1) the highest Canvas resubmission number, then
-    (2) the newest modification time, then (3) the last file name, then (4) the last source."""
+    """The graded notebook: (0) a readable file over an unreadable one, (1) .ipynb over .py, then (2) the highest
+    Canvas resubmission number, then (3) the newest modification time, then (4) the last file name, then (5) the
+    last source."""
     attempts = _attempts(group)
-    ranked = sorted(((c.name.lower().endswith(".ipynb"), attempts[i], c.modified, c.name, c.source, i)
-                     for i, c in enumerate(group)), reverse=True)
+    ranked = sorted(((not c.problem, c.name.lower().endswith(".ipynb"), attempts[i], c.modified, c.name, c.source,
+                      i) for i, c in enumerate(group)), reverse=True)
     order = [group[key[-1]] for key in ranked]
     chosen, others = order[0], order[1:]
     if not others:
         return chosen, [], ""
     step = next((i for i in range(len(_REASONS)) if ranked[0][i] != ranked[1][i]), len(_REASONS) - 1)
     reason = _REASONS[step]
-    if step == 1:
-        reason += f", -{ranked[0][1]}"
-    elif step == 2:
+    if step == 2:
+        reason += f", -{ranked[0][2]}"
+    elif step == 3:
         reason += f", {chosen.when}"
     kind = "notebooks" if all(c.name.lower().endswith(".ipynb") for c in group) else "files"
     shown = [c.source + (" (same content)" if _same_bytes(c.path, chosen.path) else "") for c in others]

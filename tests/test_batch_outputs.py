@@ -46,3 +46,19 @@ def test_reports_find_the_students_code_after_a_zip_intake_from_another_folder(t
     assert (elsewhere / "feedback" / "smithjohn_12345.notebook.html").is_file()
     page = (elsewhere / "feedback" / "smithjohn_12345.html").read_text(encoding="utf-8")
     assert "<h3>Your code</h3>" in page and "move_dir" in page     # the student's own code of the failing exercise
+
+
+def test_an_empty_notebook_is_a_row_counted_unreadable_not_skipped(tmp_path: Path, grader_cache: Path) -> None:
+    from grader.batch import grade_batch
+    export = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.writestr("emptyeve_32345_67892_lab.ipynb", b"")
+        archive.write(EXAMPLES / "correct.ipynb", "smithjohn_12345_67890_lab.ipynb")
+    batch = grade_batch([export], RUBRIC, tmp_path / "out", jobs=1, cache=grader_cache)
+    assert (batch.graded, batch.unreadable, batch.skipped) == (1, 1, 0)
+    rows = {line.split(",")[0]: line for line in (tmp_path / "out" / "gradebook.csv").read_text().splitlines()}
+    assert ",unreadable," in rows["emptyeve_32345"] and ",graded," in rows["smithjohn_12345"]
+    result = json.loads((tmp_path / "out" / "emptyeve_32345.json").read_text(encoding="utf-8"))
+    assert result["state"] == "unreadable" and "empty .ipynb file" in result["warnings"][0]
+    again = grade_batch([export], RUBRIC, tmp_path / "out", jobs=1, cache=grader_cache)
+    assert (again.graded, again.unreadable, again.unchanged) == (0, 0, 2)

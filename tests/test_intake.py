@@ -274,7 +274,7 @@ def test_zip_slip_members_are_problems_and_nothing_lands_outside_workdir(tmp_pat
     assert not Path("/tmp/evil-absolute.ipynb").exists()
 
 
-def test_zip_bomb_member_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+def test_zip_bomb_member_is_an_unreadable_row_not_a_crash(tmp_path: Path) -> None:
     export = tmp_path / "bomb.zip"
     with zipfile.ZipFile(export, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("smithjohn_12345_67890_lab.ipynb", notebook("smith"))
@@ -283,22 +283,23 @@ def test_zip_bomb_member_is_a_problem_not_a_crash(tmp_path: Path) -> None:
             for _ in range(51):
                 member.write(zeros)
     result = gather([export], tmp_path / "work")
-    assert [e.student for e in result.entries] == ["smithjohn_12345"]
-    [problem] = result.problems
-    assert problem.startswith(f"{export}:doejane_23456_78901_lab.ipynb: 51.0 MB uncompressed, more than the 50 MB")
+    assert [e.student for e in result.entries] == ["doejane_23456", "smithjohn_12345"]
+    assert result.problems == ()
+    assert result.entries[0].problem.startswith("51.0 MB uncompressed, more than the 50 MB")
+    assert not result.entries[1].problem
     assert not list((tmp_path / "work").rglob("doejane*"))
 
 
-def test_member_that_understates_its_size_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+def test_member_that_understates_its_size_is_an_unreadable_row_not_a_crash(tmp_path: Path) -> None:
     export = make_zip(tmp_path / "export.zip", {"smithjohn_12345_67890_lab.ipynb": notebook("smith")})
     data = bytearray(export.read_bytes())
     central = data.index(b"PK\x01\x02")
     struct.pack_into("<I", data, central + 24, 10)       # uncompressed size in the central directory
     export.write_bytes(bytes(data))
     result = gather([export], tmp_path / "work")
-    assert result.entries == ()
-    [problem] = result.problems
-    assert problem.startswith(f"{export}:smithjohn_12345_67890_lab.ipynb: could not be extracted (")
+    [entry] = result.entries
+    assert entry.student == "smithjohn_12345" and entry.problem.startswith("could not be extracted (")
+    assert result.problems == ()
 
 
 def test_too_many_members_is_a_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -334,9 +335,9 @@ def test_unusable_files_are_reported_and_clear_non_submissions_are_not(tmp_path:
         "grades.csv": b"a,b\n",
     })
     result = gather([export], tmp_path / "work")
-    assert [e.student for e in result.entries] == ["parkjo_56789"]
+    assert [e.student for e in result.entries] == ["parkjo_56789", "smithjohn_12345"]
+    assert result.entries[1].problem == "empty .ipynb file, nothing to grade"   # a row at zero, saying why
     assert [p.removeprefix(f"{export}:") for p in result.problems] == [
-        "smithjohn_12345_67890_lab.ipynb: empty .ipynb file, nothing to grade",
         "doejane_23456_78901_lab.ipynb.txt: looks like a notebook saved under another name; "
         "rename it to .ipynb to grade it",
         "leeann_34567_89012_lab.rar: .rar archives are not read (only .zip); extract it and grade the folder",
