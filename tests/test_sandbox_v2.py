@@ -431,3 +431,66 @@ def test_doctor_says_what_this_machine_offers():
     assert diagnosis.jail == ISOLATION.namespaces
     if not ISOLATION.namespaces:
         assert "To get full isolation" in text
+
+
+HANG_AT_LOAD = '''Hang = exec(compile("""
+import subprocess, time
+subprocess.Popen(["sleep", "313.8"], start_new_session=True)
+while True:
+    time.sleep(0.05)
+""", "hx-hang", "exec"), {})
+'''
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
+def test_a_batch_stopped_by_ctrl_c_or_kill_leaves_nothing_behind(tmp_path: Path, stop: int):
+    """Ctrl-C in the TA's terminal (SIGINT to the whole foreground group), or the grader killed outright:
+    the sandboxes die with their workers, and the temp folders and cgroups go (at once, or when the next
+    grader process starts)."""
+    correct = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
+    notebook = nbformat.read(correct, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(HANG_AT_LOAD))
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for number in range(2):
+        nbformat.write(notebook, folder / f"hang-{number}.ipynb")
+    grader = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(folder), "--rubric",
+                               str(REPO / "rubrics" / "taoistic-search.yaml"), "--out", str(tmp_path / "out"),
+                               "--jobs", "2", "--quiet", "--cache", str(tmp_path / "cache")],
+                              cwd=str(REPO), start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        assert _until(lambda: bool(_marked("313.8")), 120), "the hanging notebooks never started"
+        zygotes = [pid for pid in _marked("zygote.py") if grader.pid in _ancestors(pid)]
+        assert zygotes, "no zygote under the grader"
+        os.killpg(grader.pid, stop)
+        grader.wait(timeout=120)
+        assert _until(lambda: not _marked("313.8")), "a sandbox outlived the stopped batch"
+        assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
+        supervisor.clean_leftovers()
+        assert not [p for p in Path("/tmp").glob(f"puzzle-grader-{os.getuid()}-*")
+                    if not supervisor._alive(int(p.name.rsplit("-", 1)[1]))]
+        assert not [p for p in Path("/sys/fs/cgroup/pids").glob("puzzle-grader-*")
+                    if not supervisor._alive(int(p.name.split("-")[2]))]
+    finally:
+        if grader.poll() is None:
+            os.killpg(grader.pid, signal.SIGKILL)
+            grader.wait()
+        for pid in _marked("313.8"):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _ancestors(pid: int) -> list[int]:
+    chain = []
+    while pid > 1 and len(chain) < 16:
+        pid = _parent(pid)
+        chain.append(pid)
+    return chain
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
