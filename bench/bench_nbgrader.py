@@ -1,0 +1,154 @@
+"""Benchmark: this grader beside nbgrader autograde, on the same batch, in one run.
+
+    python bench/bench_nbgrader.py [--submissions 40] [--jobs 2] [--venv DIR]
+
+Installs nbgrader from PyPI into its own virtual environment (DIR, default
+~/.cache/puzzle-grader-bench/nbgrader-venv, reused when present), builds an nbgrader course whose assignment is
+the Taoistic Search template with one autograder test cell, submits the same generated class to both graders
+(the bundled examples without deliberate infinite loops, each with its own comment cell so none share a
+hash), and prints the wall time per submission of `nbgrader autograde` and of `grader grade` with `--jobs`
+workers, and their ratio. nbgrader runs one kernel per notebook, serially, as `nbgrader autograde` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
+ASSIGNMENT = REPO / "assignments" / "taoistic-search"
+EXAMPLES = ASSIGNMENT / "submissions"
+CALM = ["correct", "main-animation", "seed-000", "old-era", "move-dir-transposed", "manhattan-counts-blank",
+        "extract-move-of-tile", "find-tile-transposed", "syntax-error", "int-tiles"]
+NAME = "taoistic"
+# The autograder tests nbgrader runs after the student's cells: a few calls per graded function (nbgrader
+# itself only executes the notebook; what is checked is up to the course).
+TESTS = """\
+find_tile('0', Start)
+assert len(next_states(Start)) > 0
+"""
+
+
+def venv_python(venv: Path) -> Path:
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"installing nbgrader into {venv} (once) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "nbgrader", "ipykernel"], check=True)
+        subprocess.run([str(python), "-m", "ipykernel", "install", "--prefix", str(venv), "--name", "python3"],
+                       check=True, stdout=subprocess.DEVNULL)
+    return python
+
+
+def grade_cell() -> dict:
+    return {"cell_type": "code", "execution_count": None, "id": "autograder-tests", "outputs": [],
+            "metadata": {"nbgrader": {"grade": True, "grade_id": "tests", "points": 30, "solution": False,
+                                      "locked": True, "schema_version": 3}},
+            "source": TESTS.splitlines(keepends=True)}
+
+
+def with_cell(notebook: dict, index: int | None) -> dict:
+    extra = [] if index is None else [{"cell_type": "code", "execution_count": None, "id": f"bench-{index}",
+                                       "metadata": {}, "outputs": [],
+                                       "source": [f"# submission {index} of the benchmark class"]}]
+    cells = [c for c in notebook["cells"] if c.get("id") != "autograder-tests"]
+    for cell in cells:
+        cell.setdefault("id", f"c{id(cell)}")
+    return {**notebook, "cells": [*cells, *extra, grade_cell()], "nbformat": 4,
+            "nbformat_minor": max(5, notebook.get("nbformat_minor", 5))}
+
+
+def build_course(root: Path, count: int) -> list[Path]:
+    """An nbgrader course (source assignment, submitted class) and the same class as plain files for us."""
+    source = root / "course" / "source" / NAME
+    source.mkdir(parents=True)
+    template = json.loads((ASSIGNMENT / "template.ipynb").read_text(encoding="utf-8"))
+    (source / f"{NAME}.ipynb").write_text(json.dumps(with_cell(template, None)), encoding="utf-8")
+    for support in (ASSIGNMENT / "support").iterdir():
+        shutil.copy(support, source / support.name)
+    ours = root / "class"
+    ours.mkdir()
+    paths = []
+    for index in range(count):
+        name = CALM[index % len(CALM)]
+        student = f"student{index:03d}"
+        notebook = json.loads((EXAMPLES / f"{name}.ipynb").read_text(encoding="utf-8"))
+        submitted = root / "course" / "submitted" / student / NAME
+        submitted.mkdir(parents=True)
+        (submitted / f"{NAME}.ipynb").write_text(json.dumps(with_cell(notebook, index)), encoding="utf-8")
+        for support in (ASSIGNMENT / "support").iterdir():
+            shutil.copy(support, submitted / support.name)
+        (submitted / "timestamp.txt").write_text("2026-11-20 12:00:00 UTC\n", encoding="utf-8")
+        path = ours / f"{student}.ipynb"
+        path.write_text(json.dumps(with_cell(notebook, index)), encoding="utf-8")
+        paths.append(path)
+    (root / "course" / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(root / 'course')!r}\n"
+        f"c.CourseDirectory.db_url = 'sqlite:///{root / 'course' / 'gradebook.db'}'\n"
+        "c.ExecutePreprocessor.timeout = 60\n"
+        "c.Execute.timeout = 60\n", encoding="utf-8")
+    return paths
+
+
+def run_nbgrader(python: Path, course: Path, students: int) -> float:
+    jupyter = [str(python), "-m", "nbgrader"]
+    env = {**os.environ, "JUPYTER_PATH": str(python.parent.parent / "share" / "jupyter")}
+    subprocess.run([*jupyter, "generate_assignment", NAME, "--force", "--create"], cwd=course, env=env, check=True,
+                   capture_output=True)
+    started = time.perf_counter()
+    done = subprocess.run([*jupyter, "autograde", NAME, "--force", "--create"], cwd=course, env=env,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    graded = list((course / "autograded").glob(f"*/{NAME}/{NAME}.ipynb"))
+    if done.returncode != 0 or len(graded) != students:
+        raise SystemExit(f"nbgrader autograde graded {len(graded)} of {students} ({done.returncode}):\n"
+                         f"{done.stderr[-3000:]}")
+    return seconds
+
+
+def run_ours(paths: list[Path], root: Path, jobs: int) -> tuple[float, str]:
+    cache = root / "cache"
+    subprocess.run([sys.executable, "-m", "grader", "kit", str(RUBRIC), "-o", str(root / "kit.json"), "--cache",
+                    str(cache)], check=True, capture_output=True)     # expected values cached, as on any rerun
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, paths), "--rubric", str(RUBRIC),
+                           "--out", str(root / "ours"), "--cache", str(cache), "--jobs", str(jobs), "--quiet"],
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"grader grade failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return seconds, done.stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--submissions", type=int, default=40)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "puzzle-grader-bench" / "nbgrader-venv")
+    args = parser.parse_args()
+    python = venv_python(args.venv)
+    root = Path(tempfile.mkdtemp(prefix="puzzle-grader-bench-nbgrader-"))
+    try:
+        paths = build_course(root, args.submissions)
+        nbgrader = run_nbgrader(python, root / "course", args.submissions)
+        ours, summary = run_ours(paths, root, args.jobs)
+        n = args.submissions
+        print(f"the same {n} Taoistic Search submissions, one run, {os.cpu_count()} cores:")
+        print(f"  nbgrader autograde:          {nbgrader:7.1f} s = {nbgrader / n:.2f} s per submission")
+        print(f"  grader grade --jobs {args.jobs}:       {ours:7.1f} s = {ours / n:.3f} s per submission  ({summary})")
+        print(f"  ratio: {nbgrader / ours:.1f}x nbgrader autograde")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
