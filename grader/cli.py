@@ -248,12 +248,17 @@ def _validate(args: argparse.Namespace) -> int:
     console = Console()
     from grader.grading import Options
     validation = validate(args.rubric, cache=Path(args.cache) if args.cache else None,
-                          options=Options(allow_root_sandbox=args.allow_root_sandbox))
+                          options=Options(allow_root_sandbox=args.allow_root_sandbox), mutants=args.mutants,
+                          mutation_seconds=args.mutation_seconds, jobs=args.jobs)
     reference = validation.reference_result
     console.print(f"reference: {reference.total:g}/{reference.max_total:g}", highlight=False)
     if validation.template_result is not None:
         template = validation.template_result
         console.print(f"template:  {template.total:g}/{template.max_total:g}", highlight=False)
+    if validation.mutation is not None:
+        from grader.mutation import describe
+        for line in describe(validation.mutation, diffs=args.show_survivors):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
     for warning in validation.warnings:
         console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False, soft_wrap=True)
     for problem in validation.problems:
@@ -285,6 +290,7 @@ ALLOW_ROOT = ("where the machine offers no user namespaces and no unused uid can
 
 
 def parser() -> argparse.ArgumentParser:
+    from grader.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
     main = argparse.ArgumentParser(prog="grader", description="Grade puzzle notebooks against a reference.")
     main.add_argument("--version", action="version", version=f"puzzle-grader {__version__}")
     verbs = main.add_subparsers(dest="verb", required=True)
@@ -377,9 +383,17 @@ def parser() -> argparse.ArgumentParser:
                                              "change for full isolation")
     doctor.set_defaults(run=_doctor)
 
-    validate = verbs.add_parser("validate", help="check a rubric: reference full marks, template zero")
+    validate = verbs.add_parser("validate", help="prove a rubric: reference full marks, template zero, "
+                                                "mistakes caught, mutation score per exercise")
     validate.add_argument("rubric")
     validate.add_argument("--cache", default=None)
+    validate.add_argument("--mutants", type=int, default=DEFAULT_MUTANTS, metavar="N",
+                          help=f"mutants graded per exercise (default {DEFAULT_MUTANTS}; 0: no mutation testing)")
+    validate.add_argument("--mutation-seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
+                          help=f"time budget of mutation testing (default {DEFAULT_SECONDS:g} s)")
+    validate.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
+    validate.add_argument("--show-survivors", type=int, default=3, metavar="K",
+                          help="surviving mutants shown with their diff per exercise (default 3)")
     validate.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
     validate.set_defaults(run=_validate)
 

@@ -31,6 +31,7 @@ class Limits:
     max_timeouts: int = 2            # timeouts in one exercise before its remaining cases are skipped
     disk_mb: int = 64                # the student's scratch (a tmpfs, counted in memory_mb)
     files: int = 1000                # files and folders in the scratch
+    mutation_score: float = 0.0      # validate fails below this share of mutants killed (0: no threshold)
 
     def merged(self, overrides: Mapping[str, Any]) -> "Limits":
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -49,6 +50,7 @@ LIMIT_DOCS = {
     "max_timeouts": "timeouts in one exercise before its remaining cases are skipped",
     "disk_mb": "size of the student's scratch folder, fresh for each exercise (MiB; counted in memory_mb)",
     "files": "files and folders the student's scratch folder may hold",
+    "mutation_score": "grader validate fails when fewer of the mutants of a graded function lose points (0 to 1)",
 }
 
 
@@ -313,7 +315,9 @@ def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems)
             continue
         number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems,
                          minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor", "disk_mb", "files") else 0.0)
-        if number is not None:
+        if number is not None and key == "mutation_score" and number > 1:
+            problems.add(node.line_of(key), f"{where}: limit 'mutation_score' is a share between 0 and 1, got {number}")
+        elif number is not None:
             overrides[key] = int(number) if names[key] == "int" else float(number)
     return base.merged(overrides)
 

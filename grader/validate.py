@@ -9,6 +9,8 @@ from pathlib import Path
 from grader.authoring import authoring_findings
 from grader.grading import Options, grade_path, support_sources
 from grader.kit import FULL_CHECKS
+from grader.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
+from grader.mutation import MutationReport, report_problems, run_mutation
 from grader.plan import Plan, build_plan
 from grader.public import PublicError, is_public, public_code
 from grader.results import SubmissionResult
@@ -22,6 +24,7 @@ class Validation:
     template_result: SubmissionResult | None
     problems: tuple[str, ...]
     warnings: tuple[str, ...] = ()     # what does not fail validation but an instructor should know
+    mutation: MutationReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -64,8 +67,12 @@ def sibling_sources(reference: Path) -> dict[str, str]:
     return found
 
 
-def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Options = Options()) -> Validation:
-    """A rubric is valid when it parses, the reference scores full marks and the template scores zero."""
+def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Options = Options(),
+             mutants: int = DEFAULT_MUTANTS, mutation_seconds: float = DEFAULT_SECONDS,
+             jobs: int | None = None) -> Validation:
+    """A rubric is valid when it parses, no authoring mistake is found, the reference scores full marks, the
+    template zero, each known mistake loses points and is recognised, each accepted variant earns full marks,
+    and each exercise's mutation score reaches the rubric's `mutation_score` (`mutants` per exercise, 0: none)."""
     rubric = load_rubric(rubric_path)
     plan = build_plan(rubric, cache)
     support = {**support_sources(plan), **sibling_sources(rubric.reference)}
@@ -91,4 +98,9 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
             crashed = [c for c in exercise.cases if c.status == "error" and "grader problem" in c.message]
             if crashed:
                 problems.append(f"{rubric.path}: exercise '{exercise.id}': {crashed[0].message}")
-    return Validation(rubric, reference_result, template_result, tuple(problems), tuple(warnings))
+    mutation = None
+    if mutants > 0 or any(e.mistakes or getattr(e, "variants", ()) for e in rubric.exercises):
+        mutation = run_mutation(plan, support, per_exercise=mutants, seconds=mutation_seconds, jobs=jobs,
+                                options=options)
+        problems.extend(report_problems(mutation, rubric.path, {e.id: e.line for e in rubric.exercises}))
+    return Validation(rubric, reference_result, template_result, tuple(problems), tuple(warnings), mutation)

@@ -58,4 +58,4 @@ def bundled(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Bat
 
 @pytest.fixture(scope="session")
 def validation(grader_cache: Path) -> Validation:
-    return validate(RUBRIC, cache=grader_cache)
+    return validate(RUBRIC, cache=grader_cache, mutants=1)   # mutation testing proper: tests/test_mutation.py

@@ -193,6 +193,6 @@ def test_a_reference_with_sibling_imports_validates_graded_as_a_submission(tmp_p
     (tmp_path / "shapes.py").write_text("def turn(t):\n    return t[1:] + t[:1]\n")
     reference = REFERENCE.replace("import random\n", "import random\nfrom shapes import turn\n").replace(
         "def rotate(state):\n    return state[1:] + state[:1]", "def rotate(state):\n    return turn(state)")
-    validation = validate(write(tmp_path, RUBRIC, reference), cache=tmp_path / "cache")
+    validation = validate(write(tmp_path, RUBRIC, reference), cache=tmp_path / "cache", mutants=2)
     assert validation.problems == ()
     assert validation.reference_result.total == 1

@@ -122,10 +122,12 @@ def test_check_on_transposed_move_dir_fails_showing_expected_got_and_the_mistake
 
 
 def test_validate_accepts_the_taoistic_rubric(grader_cache: Path) -> None:
-    done = run("validate", RUBRIC, "--cache", str(grader_cache))
+    done = run("validate", RUBRIC, "--cache", str(grader_cache), "--mutants", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "reference: 30/30" in done.stdout
     assert "template:  0/30" in done.stdout
+    assert "  move_dir: mutation score 100%: 1 killed, 0 survived" in done.stdout
+    assert "mistake move_dir/move_dir_transposed: 0/2, ok" in done.stdout
     assert "valid" in done.stdout
 
 

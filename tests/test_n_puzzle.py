@@ -399,7 +399,7 @@ def bundled(tmp_path_factory, cache):
 
 
 def test_validate_accepts_the_rubric_reference_full_template_zero(cache):
-    validation = validate(RUBRIC, cache=cache)
+    validation = validate(RUBRIC, cache=cache, mutants=1)
     assert validation.ok, validation.problems
     assert validation.reference_result.total == 20
     template = validation.template_result

@@ -144,5 +144,5 @@ def test_validate_accepts_a_rubric_of_methods_and_constants(tmp_path: Path) -> N
         "        pass\n    def tiles(self):\n        ...\n"), new_code_cell("goal = None"),
         new_code_cell("def total(grid):\n    'your code here'")]), template)
     rubric.write_text(rubric.read_text().replace("reference: ref.py", "reference: ref.py\ntemplate: template.ipynb"))
-    validation = validate(rubric, cache=tmp_path / "cache")
+    validation = validate(rubric, cache=tmp_path / "cache", mutants=1)
     assert validation.ok, validation.problems

@@ -355,7 +355,7 @@ def graded(tmp_path_factory, cache):
 
 @pytest.mark.slow
 def test_rubric_validates_reference_full_marks_template_zero(cache):
-    validation = validate(RUBRIC, cache=cache)
+    validation = validate(RUBRIC, cache=cache, mutants=1)
     assert validation.ok, validation.problems
     assert validation.reference_result.total == 20
     assert validation.template_result.total == 0

@@ -1,0 +1,187 @@
+"""Mutation testing in validate: a rubric is good when wrong code loses points, not only when the reference passes."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.mutants import OPERATORS, mutants, sample, swapped
+from grader.validate import validate
+
+REFERENCE = '''
+"""Count steps: a tiny reference whose functions exercise every mutation operator."""
+import random
+
+
+def clamp(x, low, high):
+    """x limited to [low, high]."""
+    if x < low:
+        return low
+    if x > high:
+        return high
+    return x
+
+
+def walk(n):
+    """The squares 0, 1, 4, ... below n*n, as (index, square) pairs."""
+    pairs = []
+    i = 0
+    while i < n:
+        pairs.append((i, pow(i, 2)))
+        i += 1
+    return pairs
+
+
+def total(xs):
+    return sum(xs) + 0 * len(xs)
+
+
+def total_plus_one(xs):
+    return sum(xs) + 1
+
+
+def total_same(xs):
+    return sum(xs)
+
+
+def numbers(rng, count):
+    return [{"x": rng.randint(-20, 20), "low": -5, "high": 5} for _ in range(count)]
+
+
+def sizes(rng, count):
+    return [{"n": rng.randint(0, 12)} for _ in range(count)]
+'''
+
+STRONG = '''
+assignment: steps
+reference: steps.py
+exercises:
+  - id: clamp
+    cases:
+      - call: clamp(0, -5, 5)
+      - call: clamp(-5, -5, 5)
+      - call: clamp(5, -5, 5)
+      - generate: numbers
+        count: 20
+        seed: 1
+        call: clamp(x, low, high)
+  - id: walk
+    cases:
+      - generate: sizes
+        count: 8
+        seed: 2
+        call: walk(n)
+  - id: total
+    mistakes:
+      - reference: total_plus_one
+        say: "Nothing to add: the total is the sum."
+    cases:
+      - call: total([1, 2, 3])
+      - call: total([])
+'''
+
+# Two cases, both inside the bounds: the mutants of the bounds' tests survive them.
+WEAK = '''
+assignment: steps
+reference: steps.py
+limits: {mutation_score: 0.9}
+exercises:
+  - id: clamp
+    cases:
+      - call: clamp(0, -5, 5)
+      - generate: numbers     # seed 7 draws x = 0: inside the bounds again
+        count: 1
+        seed: 7
+        call: clamp(x, low, high)
+        visibility: hidden
+'''
+
+
+def course(tmp_path: Path, rubric: str) -> Path:
+    (tmp_path / "steps.py").write_text(textwrap.dedent(REFERENCE))
+    path = tmp_path / "steps.yaml"
+    path.write_text(textwrap.dedent(rubric))
+    return path
+
+
+def test_every_operator_makes_mutants_that_compile_and_change_only_the_function() -> None:
+    source = textwrap.dedent(REFERENCE)
+    found = mutants(source, "clamp") + mutants(source, "walk") + mutants(source, "total")
+    assert {m.operator for m in found} == set(OPERATORS) - {"boolean"}
+    descriptions = {m.description for m in found}
+    assert {"< -> <=", "remove line 21: i += 1", "not (x < low)", "return sum(xs)",
+            "swap the first two tuple elements", "+ -> -", "0 -> 1"} <= descriptions
+    untouched = source.split("def total(")[1]
+    for mutant in mutants(source, "clamp"):
+        compile(mutant.source, "<mutant>", "exec")
+        assert mutant.source.endswith(untouched)
+        assert mutant.diff.startswith("--- reference clamp\n+++ mutant clamp\n")
+    assert len({m.source for m in found}) == len(found)       # no two mutants are the same code
+
+
+def test_a_sample_spreads_over_the_operators_and_is_the_same_every_time() -> None:
+    found = mutants(textwrap.dedent(REFERENCE), "walk")
+    chosen = sample(found, 4, "walk")
+    assert chosen == sample(found, 4, "walk")
+    assert len({m.operator for m in chosen}) == 4
+
+
+def test_a_renamed_mutant_keeps_its_recursion_and_a_swapped_mistake_reaches_the_original() -> None:
+    source = "def f(n):\n    return 1 if n <= 1 else n * f(n - 1)\n\n\ndef g(n):\n    return f(n) + 1\n"
+    mutant = next(m for m in mutants(source, "f") if m.description == "* -> +")
+    assert "n + f__m(n - 1)" in mutant.renamed("f__m")
+    module = ast.parse(swapped(source, "f", "g"))
+    assert [node.name for node in module.body] == ["_reference_f", "f"]
+    assert "_reference_f(n) + 1" in ast.unparse(module.body[1])
+
+
+def test_a_strong_rubric_kills_every_mutant_and_catches_its_known_mistake(tmp_path: Path) -> None:
+    validation = validate(course(tmp_path, STRONG), cache=tmp_path / "cache", mutants=5, jobs=2)
+    assert validation.problems == ()
+    report = validation.mutation
+    assert report is not None
+    for exercise in report.exercises:
+        assert exercise.score == 1.0, [(v.mutant.id, v.status) for v in exercise.verdicts]
+        assert exercise.count("killed") >= 3
+    [known] = report.known
+    assert (known.name, known.kind, known.score, known.recognised, known.problem) == (
+        "total_plus_one", "mistake", 0.0, True, "")
+
+
+def test_a_weak_rubric_shows_its_survivors_with_a_diff_and_the_input_that_would_kill_them(tmp_path: Path) -> None:
+    rubric = course(tmp_path, WEAK)
+    validation = validate(rubric, cache=tmp_path / "cache", mutants=8, jobs=2)
+    clamp = validation.mutation.exercise("clamp")
+    assert clamp.score is not None and clamp.score < 0.9
+    survivor = clamp.survivors[0]
+    assert survivor.mutant.diff.count("\n-") >= 1
+    killed_by = [v.killer for v in clamp.survivors if v.killer]
+    assert killed_by and all(k.startswith("clamp(x, low, high)  with x=") for k in killed_by)
+    assert f"{rubric}:6: exercise 'clamp': mutation score {clamp.score:.0%} is below its threshold 90% " \
+           f"({len(clamp.survivors)} surviving mutants)" in validation.problems
+
+
+def test_a_mutant_that_never_ends_is_dropped_not_counted(tmp_path: Path) -> None:
+    validation = validate(course(tmp_path, STRONG), cache=tmp_path / "cache", mutants=40, jobs=2)
+    walk = validation.mutation.exercise("walk")
+    endless = [v for v in walk.verdicts if v.status == "endless"]
+    assert any(v.mutant.description == "remove line 21: i += 1" for v in endless)
+    assert walk.score == 1.0
+
+
+def test_a_known_mistake_that_loses_no_points_fails_validation(tmp_path: Path) -> None:
+    rubric = course(tmp_path, STRONG.replace("reference: total_plus_one", "reference: total_same"))
+    validation = validate(rubric, cache=tmp_path / "cache", mutants=0)
+    line = next(n for n, text in enumerate(rubric.read_text().splitlines(), start=1) if "id: total" in text)
+    assert f"{rubric}:{line}: exercise 'total': mistake 'total_same': the known mistake loses no points" \
+        in validation.problems
+
+
+@pytest.mark.parametrize("score", ["1.5", "-1"])
+def test_a_mutation_threshold_outside_zero_to_one_is_a_rubric_error(tmp_path: Path, score: str) -> None:
+    from grader.rubric import RubricError, load_rubric
+    with pytest.raises(RubricError):
+        load_rubric(course(tmp_path, WEAK.replace("mutation_score: 0.9", f"mutation_score: {score}")))
