@@ -295,10 +295,10 @@ def _grade_entries(source: str, entries: Sequence[_Entry], plan: Plan, support: 
     extracted = extract(notebook, plan.rubric.policy)
     limits = plan.rubric.limits.merged({"memory_mb": options.memory_mb})
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(max(1, deadline - time.monotonic()))
-                                   + 30, load_seconds=limits.load_seconds)
+                                   + 30, load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     results: dict[Any, ExerciseResult | None] = {entry.key: None for entry in entries}
     with Sandbox(_statements(extracted), support, process_limits, limits.output_bytes,
-                 hidden_folders(plan, path)) as sandbox:
+                 hidden_folders(plan, path), allow_root=options.allow_root_sandbox) as sandbox:
         try:
             loaded = sandbox.load().names
         except SandboxError:
