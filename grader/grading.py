@@ -161,7 +161,8 @@ def _build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name:
         reduce = merged(case.reduce) if case.reduce else None
         settings = {k: codec.encode(evaluate_data(code, data)) for k, code in case.set}
         requests.append(CaseRequest(case.id, call.code, values, settings, probes,
-                                    limits.case_timeout(plan.expected[case.id].seconds), reduce))
+                                    limits.case_timeout(plan.expected[case.id].seconds), reduce,
+                                    oracle_calls=limits.oracle_calls))
     return requests
 
 
@@ -375,7 +376,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
                  allow_root=options.allow_root_sandbox) as sandbox:
         sandbox_level = sandbox.isolation.level
         try:
-            report = sandbox.load()
+            report = sandbox.load(deadline)
             loaded: Sequence[str] = report.names
             warnings.extend(report.warnings)
         except SandboxError as error:

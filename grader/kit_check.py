@@ -47,7 +47,7 @@ def check_with_kit(notebook_path: str | Path, kit_path: str | Path | Kit, *,
                  hidden_folders(plan, path), allow_root=options.allow_root_sandbox) as sandbox:
         level = sandbox.isolation.level
         try:
-            load = sandbox.load()
+            load = sandbox.load(deadline)
             loaded: tuple[str, ...] = load.names
             warnings.extend(load.warnings)
         except SandboxError as error:

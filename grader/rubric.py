@@ -32,6 +32,7 @@ class Limits:
     disk_mb: int = 64                # the student's scratch (a tmpfs, counted in memory_mb)
     files: int = 1000                # files and folders in the scratch
     mutation_score: float = 0.0      # validate fails below this share of mutants killed (0: no threshold)
+    oracle_calls: int = 10_000       # isolated-helper calls one case may make before it ends in an error
 
     def merged(self, overrides: Mapping[str, Any]) -> "Limits":
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -51,6 +52,7 @@ LIMIT_DOCS = {
     "disk_mb": "size of the student's scratch folder, fresh for each exercise (MiB; counted in memory_mb)",
     "files": "files and folders the student's scratch folder may hold",
     "mutation_score": "grader validate fails when fewer of the mutants of a graded function lose points (0 to 1)",
+    "oracle_calls": "calls one case may make to the isolated (reference) helpers before it ends in an error",
 }
 
 

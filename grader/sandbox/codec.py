@@ -28,12 +28,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins as _builtins
 import json
 import math
 import sys
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
+
+# Private references. In the sandbox child this module shares a process with student code, which may rebind
+# `builtins.isinstance`, `math.isfinite`, `json.dumps` and the like: the functions below resolve builtins in this
+# snapshot and call the originals bound here, so such a patch cannot corrupt how a correct answer is encoded.
+__builtins__ = dict(_builtins.__dict__)
+_isfinite, _isnan, _prod = math.isfinite, math.isnan, math.prod
+_b2a_base64, _b64decode, _Base64Error = binascii.b2a_base64, base64.b64decode, binascii.Error
+_modules = sys.modules
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -127,9 +136,9 @@ def _check_int(value: int) -> int:
 
 
 def _float_payload(value: float) -> float | str:
-    if math.isfinite(value):
+    if _isfinite(value):
         return value
-    if math.isnan(value):
+    if _isnan(value):
         return "nan"
     return "inf" if value > 0 else "-inf"
 
@@ -170,7 +179,7 @@ def _safe_repr(obj: object) -> str:
 
 def _numpy_types() -> tuple[type, type] | None:
     # Never import numpy: if the child's code made numpy values, numpy is already in sys.modules.
-    numpy = sys.modules.get("numpy")
+    numpy = _modules.get("numpy")
     if numpy is None:
         return None
     try:
@@ -245,7 +254,7 @@ def _encode_node(obj, level, budget, stack, numpy) -> Wire:  # noqa: C901 - one 
 
 def _encode_bytes(data: bytes, name: str | None, budget: _Budget) -> Wire:
     budget.add_chars(_b64_len(len(data)))
-    node = {"bytes": base64.b64encode(data).decode("ascii")}
+    node = {"bytes": _b2a_base64(data, newline=False).decode("ascii")}
     if name is not None:
         node["class"] = name
     return node
@@ -282,7 +291,7 @@ def _encode_container(obj, base, tag, name, level, budget, stack) -> Wire:
                 elements[i] = item
             elif kind is int:
                 elements[i] = _check_int(item)
-            elif item is None or kind is bool or (kind is float and math.isfinite(item)):
+            elif item is None or kind is bool or (kind is float and _isfinite(item)):
                 elements[i] = item
             else:
                 stack.append((_VISIT, item, child, elements, i))
@@ -370,7 +379,7 @@ def _reshape(flat: list, shape: tuple[int, ...], make: Callable) -> Any:
         return make()
     if zero is not None:
         # numpy's tolist() keeps the lists above the first empty dimension: shape (2, 0) -> [[], []].
-        count = math.prod(shape[:zero])
+        count = _prod(shape[:zero])
         items: list = [make() for _ in range(count)]
         dims = shape[1:zero]
     else:
@@ -425,7 +434,7 @@ def _node(wire: Wire, budget: _Budget | None = None) -> tuple[str, str | None, A
     if kind is int:
         return "int", None, _check_int(wire), None
     if kind is float:
-        if not math.isfinite(wire):
+        if not _isfinite(wire):
             raise CodecError('a non-finite float must be tagged ({"float": "nan"})')
         return "float", None, wire, None
     if kind is str:
@@ -459,7 +468,7 @@ def _node(wire: Wire, budget: _Budget | None = None) -> tuple[str, str | None, A
     if tag == "float":
         if type(payload) is str and payload in _NON_FINITE:
             return "float", mark, _NON_FINITE[payload], None
-        if type(payload) is float and mark is not None and math.isfinite(payload):
+        if type(payload) is float and mark is not None and _isfinite(payload):
             return "float", mark, payload, None
         raise CodecError(f"malformed float value {_short(repr(payload))}")
     if tag in _SEQUENCE_KINDS:
@@ -489,8 +498,8 @@ def _node(wire: Wire, budget: _Budget | None = None) -> tuple[str, str | None, A
         if budget is not None:
             budget.add_chars(len(payload))
         try:
-            data = base64.b64decode(payload, validate=True)
-        except (binascii.Error, ValueError) as error:
+            data = _b64decode(payload, validate=True)
+        except (_Base64Error, ValueError) as error:
             raise CodecError(f"a bytes value holds invalid base64: {error}") from None
         return "bytes", mark, data, None
     if tag == "opaque":
@@ -593,7 +602,7 @@ def _decode_node(wire, level, out, index, budget, stack) -> Any:
             parts[i] = item
         elif kind is int:
             parts[i] = _check_int(item)
-        elif item is None or kind is bool or (kind is float and math.isfinite(item)):
+        elif item is None or kind is bool or (kind is float and _isfinite(item)):
             parts[i] = item
         else:
             stack.append((_VISIT, item, child, parts, i))
@@ -609,12 +618,26 @@ _SET_MATCH_BUDGET = 10_000  # pairs tried when exact matching leaves elements ov
 
 def canonical(wire: Wire) -> str:
     """One text per wire value (sorted keys, compact): used for sorting set elements and for hashing."""
-    return _CANONICAL(wire)
+    return "".join(_CANONICAL(wire, 0))
 
 
-# One encoder for all calls: json.dumps with options builds a new JSONEncoder every time, which
-# dominates sorting a large set.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+def _not_json(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not wire data")
+
+
+def _canonical_encoder() -> Callable[[Wire, int], Any]:
+    """One encoder for all calls (json.dumps with options builds a new JSONEncoder every time, which dominates
+    sorting a large set), made of the C accelerator's parts: the json package's Python code runs on builtins
+    the student may have patched in the child."""
+    try:
+        from _json import encode_basestring, make_encoder
+    except ImportError:  # pragma: no cover - CPython always has _json
+        encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return lambda wire, _level: encoder.encode(wire)
+    return make_encoder(None, _not_json, encode_basestring, None, ":", ",", True, False, True)
+
+
+_CANONICAL = _canonical_encoder()
 
 
 def same(expected: Wire, got: Wire, tolerance: float = 0.0, *, limits: Limits = DEFAULT_LIMITS,
@@ -681,7 +704,7 @@ def _compare(expected: Wire, got: Wire, tolerance: float) -> str | None:  # noqa
 
 
 def _floats_equal(a: float, b: float, tolerance: float) -> bool:
-    if a == b or (math.isnan(a) and math.isnan(b)):
+    if a == b or (_isnan(a) and _isnan(b)):
         return True
     return tolerance > 0 and abs(a - b) <= tolerance
 

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from grader.sandbox import codec, supervisor, wire
+from grader.sandbox import codec, frames, supervisor, wire
 from grader.sandbox.isolation import PIDS_MAX, Isolation, PidsGroup, acquire_group, detect, release_group
 from grader.sandbox.supervisor import Jail, SpawnError
 
 GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
 RUNTIME_SECONDS = 5.0         # time the runtime itself may need between cases (fork, encode, send)
 MAX_RESTARTS = 4
+ORACLE_CALLS = 10_000         # isolated-helper calls one case may make (rubric: limits.oracle_calls)
+OUTPUT_SLACK = 200            # the cut marker the child appends to an output it truncated
 _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
 
 
@@ -48,6 +50,7 @@ class CaseRequest:
     probes: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 1.0
     reduce: str | None = None                   # expression over `result`, applied before encoding
+    oracle_calls: int = ORACLE_CALLS            # at most this many isolated-helper calls, then the case ends
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class Outcome:
     probes: Mapping[str, Any] = field(default_factory=dict)
     error: Mapping[str, str] = field(default_factory=dict)   # type, message, where, traceback
     output: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0          # measured by the parent, from the case's start to its answer
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,9 @@ class Sandbox:
         self.reader: wire.FrameReader | None = None
         self.request_fd: int | None = None
         self.scratch: str | None = None          # a host folder in rlimits mode only
+        self.outbox: wire.Outbox | None = None       # requests to the child, written without ever blocking
+        self._outbox_reader: wire.FrameReader | None = None
+        self.bounds = frames.Bounds(output=output_bytes + OUTPUT_SLACK)
         self.restarts = 0
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
@@ -171,43 +177,71 @@ class Sandbox:
                                "(give --allow-root-sandbox to run it anyway)")
 
     def _send(self, message: dict) -> None:
-        assert self.request_fd is not None
-        wire.send(self.request_fd, message)
+        """Queue a request for the child: it is written while the parent waits for frames, never blocking."""
+        assert self.request_fd is not None and self.reader is not None
+        if self.outbox is None or self._outbox_reader is not self.reader:   # a new child: a new queue
+            self.outbox = wire.Outbox(self.request_fd)
+            self._outbox_reader = self.reader
+        self.outbox.put(message)
 
-    def load(self) -> LoadReport:
-        """Start (or restart) the child and run the kept statements; a statement that hangs is left out."""
+    def _receive(self, deadline: float) -> frames.Message:
+        """The child's next frame, validated against the schema (frames.Invalid when it does not fit)."""
+        assert self.reader is not None
+        outbox = self.outbox if self._outbox_reader is self.reader else None
+        return frames.parse(self.reader.read(deadline, outbox), self.bounds)
+
+    def load(self, deadline: float | None = None) -> LoadReport:
+        """Start (or restart) the child and run the kept statements; a statement that hangs is left out.
+
+        Each attempt has one budget, limits.load_seconds, fixed when it starts and never past the submission's
+        `deadline`. The child's progress frames only say which statement was running when the budget ran out
+        (that one is left out of the next attempt); nothing the child says makes the parent wait longer.
+        """
+        started = time.monotonic()
         while True:
             self._stop()
             self._start()
-            kept = [s for i, s in enumerate(self.statements) if i not in self.skipped_statements]
             indices = [i for i in range(len(self.statements)) if i not in self.skipped_statements]
-            self._send({"op": "load", "statements": kept, "support": self.support,
-                        "output_bytes": self.output_bytes, "statement_seconds": self.limits.load_seconds})
-            deadline = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
-            current = None
+            skipped_before = sorted(self.skipped_statements)
+            limit = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
+            if deadline is not None:
+                limit = min(limit, deadline)
+            running: int | None = None
+            left_out: tuple[int, ...] = ()
             try:
+                self._send({"op": "load", "statements": [self.statements[i] for i in indices],
+                            "support": self.support, "output_bytes": self.output_bytes,
+                            "statement_seconds": self.limits.load_seconds})
                 while True:
-                    message = self.reader.read(deadline)
-                    if message.get("op") == "progress":
-                        current = message.get("index")
-                        deadline = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
-                    elif message.get("op") == "loaded":
-                        warnings = list(message.get("warnings", []))
-                        for index in sorted(self.skipped_statements):
-                            statement = self.statements[index]
-                            warnings.append(f"{statement['filename']}, line {statement['line']}: did not finish "
-                                            f"within {self.limits.load_seconds:g} s; left out")
-                        self.load_report = LoadReport(tuple(warnings), str(message.get("output", "")),
-                                                      float(message.get("seconds", 0.0)),
-                                                      tuple(message.get("names", ())))
-                        return self.load_report
-            except (wire.Timeout, wire.Closed, wire.FrameError) as error:
-                if isinstance(current, int) and 0 <= current < len(indices) and self.restarts < len(self.statements):
-                    self.skipped_statements.add(indices[current])
+                    message = self._receive(limit)
+                    if isinstance(message, frames.Progress):
+                        running, left_out = message.index, message.left_out
+                    elif isinstance(message, frames.Loaded):
+                        break
+            except (wire.Timeout, wire.Closed, wire.FrameError, frames.Invalid) as error:
+                self._leave_out(left_out, indices)
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if (running is not None and running < len(indices) and self.restarts < len(self.statements)
+                        and not out_of_time):
+                    self.skipped_statements.add(indices[running])
                     self.restarts += 1
                     continue
                 self._stop()
-                raise SandboxError(f"the notebook's code could not be loaded: {type(error).__name__}") from None
+                why = "the submission's time budget ran out" if out_of_time else type(error).__name__
+                raise SandboxError(f"the notebook's code could not be loaded: {why}") from None
+            warnings = list(message.warnings)
+            for index in skipped_before:
+                statement = self.statements[index]
+                warnings.append(f"{statement['filename']}, line {statement['line']}: did not finish "
+                                f"within {self.limits.load_seconds:g} s; left out")
+            self._leave_out(message.left_out, indices)   # not run again when the child is restarted
+            self.load_report = LoadReport(tuple(warnings), message.output, time.monotonic() - started,
+                                          message.names)
+            return self.load_report
+
+    def _leave_out(self, positions: Sequence[int], indices: Sequence[int]) -> None:
+        """Statements the child says it stopped on time: leaving them out costs only the student."""
+        self.skipped_statements.update(indices[p] for p in positions if p < len(indices))
 
     # -- cases ----------------------------------------------------------------------------------------------
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
@@ -232,7 +266,11 @@ class Sandbox:
                                     for c in cases[position:])
                     break
                 self.restarts += 1
-                self.load()
+                try:
+                    self.load(deadline)
+                except SandboxError as error:
+                    outcomes.extend(Outcome(c.id, "crash", error={"message": str(error)}) for c in cases[position:])
+                    break
             batch = cases[position:]
             produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts)
             if not produced:  # the child died before running anything: count it against the restarts
@@ -250,57 +288,86 @@ class Sandbox:
 
     def _run_batch(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                    deadline: float, timeouts_left: int) -> tuple[list[Outcome], bool]:
-        """One fork running cases until done or dead. Returns the outcomes and whether the child is still sane."""
-        self._send({"op": "exercise", "isolate": list(isolate), "cases": [
-            {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
-             "timeout": c.timeout, "reduce": c.reduce} for c in cases]})
+        """One fork running cases until done or dead. Returns the outcomes and whether the child is still sane.
+
+        The parent's clock decides: the first case starts when the fork is announced (once per batch; a later
+        `forked` is noise), each next case when the previous answer arrives, and an answer that is not in by
+        the case's timeout plus a grace is a timeout whatever the child says. A frame that does not fit the
+        schema, or breaks the oracle's rules, costs the case it arrives in an error and the child is replaced.
+        """
         outcomes: list[Outcome] = []
         current: CaseRequest | None = None
         started = 0.0
-        wait_until = time.monotonic() + RUNTIME_SECONDS
+        forked = False
+        calls = 0
+        try:
+            self._send({"op": "exercise", "isolate": list(isolate), "cases": [
+                {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
+                 "timeout": c.timeout, "reduce": c.reduce} for c in cases]})
+        except (wire.Closed, wire.FrameError):
+            return outcomes, False
+        wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
         while True:
-            limit = min(wait_until, deadline + GRACE_SECONDS)
+            case_deadline = started + current.timeout + GRACE_SECONDS if current is not None else wait_until
             try:
-                message = self.reader.read(limit)
+                message = self._receive(min(case_deadline, deadline + GRACE_SECONDS))
             except wire.Timeout:
                 if current is not None:
                     outcomes.append(Outcome(current.id, "timeout", seconds=time.monotonic() - started, error={
                         "message": f"did not finish within {current.timeout:g} s (stopped)"}))
                 return outcomes, False
-            except (wire.Closed, wire.FrameError) as error:
+            except wire.Closed as error:
                 if current is not None:
                     outcomes.append(self._crash(current, started, error))
                 return outcomes, False
-            operation = message.get("op")
-            if operation == "forked":
-                # Cases run back to back: each one's clock starts when the previous answer arrives.
-                self.fork_pid = self._verified_fork(message.get("pid"))
-                current, started = cases[0], time.monotonic()
-                wait_until = started + current.timeout + GRACE_SECONDS
-            elif operation == "oracle" and current is not None:
-                self._answer_oracle(message, isolate, oracle, wait_until - GRACE_SECONDS - time.monotonic())
-            elif operation == "result" and current is not None and message.get("case") == current.id:
-                outcomes.append(self._outcome(current, message))
+            except (wire.FrameError, frames.Invalid) as error:
+                victim = current or (cases[len(outcomes)] if len(outcomes) < len(cases) else None)
+                if victim is not None:
+                    outcomes.append(_broken_rule(victim, started if current else time.monotonic(),
+                                                 f"sent the grader a malformed message ({error})"))
+                return outcomes, False
+            now = time.monotonic()
+            if isinstance(message, frames.Forked):
+                if forked or current is not None or outcomes:
+                    continue   # a second `forked` (student code can write one) must not restart a clock
+                forked = True
+                self.fork_pid = self._verified_fork(message.pid)
+                current, started, calls = cases[0], now, 0
+            elif isinstance(message, frames.OracleCall):
+                if current is None:
+                    continue   # no case is running: nobody may ask
+                calls += 1
+                problem = _oracle_problem(message.name, isolate, calls, current.oracle_calls)
+                if problem is None:
+                    try:
+                        self._answer_oracle(message, oracle, case_deadline - GRACE_SECONDS - now)
+                    except (wire.Closed, wire.FrameError):
+                        problem = "does not read the grader's answers to its isolated-helper calls"
+                if problem is not None:
+                    outcomes.append(_broken_rule(current, started, problem))
+                    return outcomes, False
+            elif isinstance(message, frames.Result):
+                if current is None or message.case != current.id:
+                    continue   # a forged or late answer to another case is noise
+                outcomes.append(self._outcome(current, message, now - started))
                 current = None
                 if outcomes[-1].status == "timeout":
                     timeouts_left -= 1
                     if timeouts_left <= 0 and len(outcomes) < len(cases):
                         return outcomes, False   # enough waiting on this exercise: the rest are skipped
-                wait_until = time.monotonic() + RUNTIME_SECONDS
                 if len(outcomes) < len(cases):
-                    current, started = cases[len(outcomes)], time.monotonic()
-                    wait_until = started + current.timeout + GRACE_SECONDS
-            elif operation == "done":
-                wait_until = time.monotonic() + RUNTIME_SECONDS
-            elif operation == "exited":
+                    current, started, calls = cases[len(outcomes)], now, 0
+                else:
+                    wait_until = now + RUNTIME_SECONDS
+            elif isinstance(message, frames.Exited):
                 # The child has already killed what the exercise left behind in its process group.
                 self.fork_pid = None
                 if current is not None:
-                    status = message.get("status")
-                    outcomes.append(Outcome(current.id, "crash", seconds=time.monotonic() - started, error={
-                        "message": _exit_text(status)}))
+                    outcomes.append(Outcome(current.id, "crash", seconds=now - started, error={
+                        "message": _exit_text(message.status)}))
                 return outcomes, True
-            # Anything else (a forged or duplicated message) is noise and is ignored.
+            # Anything else (`done`, a stray `progress`) moves no clock: between cases the runtime's own
+            # deadline holds, and during a case the case's.
 
     def _verified_fork(self, pid: Any) -> int | None:
         """The pid a child says it forked, if the kernel agrees it is its child: a forged message must never
@@ -319,36 +386,44 @@ class Sandbox:
         if self.process is not None:
             status = self.process.wait(timeout=0.2)
         reason = _exit_text(status) if status is not None else "the submission's process stopped answering"
-        if isinstance(error, wire.FrameError):
-            reason = "the submission's process wrote garbage on the grader's channel"
         return Outcome(case.id, "crash", seconds=time.monotonic() - started, error={"message": reason})
 
-    def _answer_oracle(self, message: dict, isolate: Sequence[str], oracle: Oracle, seconds: float) -> None:
-        name = message.get("name")
+    def _answer_oracle(self, call: frames.OracleCall, oracle: Oracle, seconds: float) -> None:
+        """The reference's answer to an isolated-helper call the child made (already checked as allowed)."""
         try:
-            if name not in isolate:
-                raise LookupError(f"{name} is not isolated")
-            args = codec.decode(message.get("args"))
-            kwargs = codec.decode(message.get("kwargs"))
-            if not isinstance(args, list) or not isinstance(kwargs, dict):
+            args = codec.decode(call.args)
+            kwargs = codec.decode(call.kwargs)
+            if type(args) is not list or type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
                 raise TypeError("malformed call")
             # The child chose the arguments: the reference gets no more than the case's remaining time.
-            reply = {"value": codec.encode(_bounded(lambda: oracle(str(name), args, kwargs), seconds))}
+            reply = {"value": codec.encode(_bounded(lambda: oracle(call.name, args, kwargs), seconds))}
         except Exception as error:  # the reference rejects the student's arguments: the student's call fails
             reply = {"error": f"{type(error).__name__}: {error}"[:500]}
-        reply["seq"] = message.get("seq")
+        reply["seq"] = call.seq
         self._send(reply)
 
-    def _outcome(self, case: CaseRequest, message: dict) -> Outcome:
-        status = message.get("status")
-        if status not in ("ok", "error", "timeout"):
-            status = "error"
-        error = message.get("error") if isinstance(message.get("error"), dict) else {}
-        probes = message.get("probes") if isinstance(message.get("probes"), dict) else {}
-        seconds = message.get("seconds")
-        return Outcome(case.id, status, value=message.get("value"), probes=probes,
-                       error={k: str(v) for k, v in error.items()}, output=str(message.get("output", "")),
-                       seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+    def _outcome(self, case: CaseRequest, message: frames.Result, seconds: float) -> Outcome:
+        """The child's answer as the parent sees it: its own clock decides whether it came in time."""
+        status, error = message.status, dict(message.error)
+        if seconds > case.timeout + GRACE_SECONDS and status != "timeout":
+            status, error = "timeout", {"message": f"did not finish within {case.timeout:g} s "
+                                                   f"(the answer came after {seconds:.1f} s)"}
+        return Outcome(case.id, status, value=message.value, probes=dict(message.probes), error=error,
+                       output=message.output, seconds=seconds)
+
+
+def _oracle_problem(name: str, isolate: Sequence[str], calls: int, allowed: int) -> str | None:
+    """Why an isolated-helper call breaks the rules (the runtime itself never breaks them), or None."""
+    if name not in isolate:
+        return f"asked the grader for {name[:80]!r}, which this run does not isolate"
+    if calls > allowed:
+        return f"called the isolated helpers more than {allowed} times in one case"
+    return None
+
+
+def _broken_rule(case: CaseRequest, started: float, what: str) -> Outcome:
+    return Outcome(case.id, "error", seconds=time.monotonic() - started, error={
+        "type": "ProtocolError", "message": f"the submission's process {what}"})
 
 
 class _ReferenceTooSlow(Exception):

@@ -6,6 +6,7 @@ answers to isolated helper calls it asks for. Everything it sends back is judged
 """
 
 import ast
+import builtins as _builtins
 import linecache
 import os
 import random
@@ -13,7 +14,6 @@ import resource
 import signal
 import sys
 import time
-import traceback
 import types
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,6 +28,17 @@ else:  # loaded by the zygote (or run as a script with -P): this folder must not
     # Students may have their own `codec` or `wire` module; ours stay referenced here only.
     for _name in ("codec", "wire", "confine"):
         sys.modules.pop(_name, None)
+
+# Private references. Student code shares this process: it may rebind `builtins.len`, `os.write`,
+# `signal.setitimer`, `sys.__stdout__` and so on. The runtime's functions resolve builtins in this module's own
+# snapshot, and `os`, `signal`, `time` and `random` here are snapshots of those modules taken before any student
+# code ran, so such a patch harms only the student's own answers. (Student code can still reach these objects
+# through gc or frames; what it changes then is only what the parent judges as its answers, never its verdict.)
+__builtins__ = dict(_builtins.__dict__)
+os, signal, time, random = (types.SimpleNamespace(**vars(_module)) for _module in (os, signal, time, random))
+_STDOUT, _STDERR = sys.__stdout__, sys.__stderr__
+_SOURCES: dict = {}   # pseudo-file name -> source lines, for tracebacks (see _describe)
+_PRISTINE = dict(__builtins__)   # copied for each case's rubric expressions
 
 _write = os.write
 _fork = os.fork
@@ -93,8 +104,7 @@ class _Capture:
         self.limit, self.parts, self.size, self.dropped = limit, [], 0, 0
 
     def write(self, text):
-        if not isinstance(text, str):
-            text = str(text)
+        text = _plain(text if isinstance(text, str) else _text(text, None))
         room = self.limit - self.size
         if room > 0:
             self.parts.append(text[:room])
@@ -133,6 +143,8 @@ class _SupportFinder:
     def exec_module(self, module):
         source = self.sources[module.__name__]
         module.__file__ = f"{module.__name__}.py"
+        module.__builtins__ = _builtins
+        _SOURCES[module.__file__] = source.splitlines()
         exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102 - course support code
 
 
@@ -160,7 +172,8 @@ class Child:
         stem = os.path.splitext(os.path.basename(str(name)))[0]
         if stem not in self.support:
             raise ImportError(f"%run {name}: no support module {stem!r} is provided by this assignment")
-        namespace = {"__name__": stem, "__builtins__": __builtins__}
+        namespace = {"__name__": stem, "__builtins__": _builtins}
+        _SOURCES[f"{stem}.py"] = self.support[stem].splitlines()
         exec(compile(self.support[stem], f"{stem}.py", "exec"), namespace)  # noqa: S102
         for key, value in namespace.items():
             if not key.startswith("__"):
@@ -179,6 +192,7 @@ class Child:
                                                     for line in code_lines]
         for filename, lines in files.items():
             linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+            _SOURCES[filename] = lines
 
     def _stand_in_for_import(self, statement, error, warnings):
         tree = ast.parse(statement["code"])
@@ -192,7 +206,7 @@ class Child:
                     if alias.name != "*":
                         self.module.__dict__.setdefault(alias.asname or alias.name,
                                                         Inert(f"{node.module}.{alias.name}"))
-        warnings.append(f"{statement['filename']}, line {statement['line']}: {type(error).__name__}: "
+        warnings.append(f"{statement['filename']}, line {statement['line']}: {_error_name(error)}: "
                         f"{_text(error)}; the imported names are inert stand-ins")
 
     def load(self, request):
@@ -201,7 +215,7 @@ class Child:
         sys.meta_path.insert(0, _SupportFinder(self.support))
         module = types.ModuleType("__main__")
         module.__dict__.update({
-            "__builtins__": __builtins__,
+            "__builtins__": _builtins,   # the real module: the student may patch it, for its own code only
             "display": lambda *args, **kwargs: None,
             "get_ipython": lambda: Inert("get_ipython()"),
             "__grader_run__": self._run_support,
@@ -213,10 +227,12 @@ class Child:
         warnings = []
         capture = _Capture(self.output_limit)
         sys.stdout = sys.stderr = capture
-        budget = float(request.get("statement_seconds", 5.0))
+        budget = float(request.get("statement_seconds", 5.0))   # the whole load phase's wall time
+        reserve = min(1.0, budget / 10)   # kept for the statements after one that runs out of time
+        left_out = []
         started = _perf()
         for index, statement in enumerate(statements):
-            self.send({"op": "progress", "index": index})
+            self.send({"op": "progress", "index": index, "left_out": list(left_out)})
             where = f"{statement['filename']}, line {statement['line']}"
             try:
                 code = compile("\n" * (statement["line"] - 1) + statement["code"], statement["filename"], "exec",
@@ -224,23 +240,31 @@ class Child:
             except SyntaxError as error:
                 warnings.append(f"{where}: left out: SyntaxError: {error.msg}")
                 continue
-            _setitimer(signal.ITIMER_REAL, budget)
+            remaining = budget - (_perf() - started)
+            seconds = remaining - reserve if remaining > 2 * reserve else remaining
+            _setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
             try:
                 exec(code, module.__dict__)  # noqa: S102 - the student's own code, in the sandbox
             except CaseTimeout:
-                warnings.append(f"{where}: did not finish within {budget:g} s; left out")
+                left_out.append(index)
+                warnings.append(f"{where}: did not finish within the {budget:g} s for the notebook's top-level "
+                                f"code; left out")
             except ImportError as error:
-                if statement.get("kind") == "import":
+                try:
+                    if statement.get("kind") != "import":
+                        raise error
                     self._stand_in_for_import(statement, error, warnings)
-                else:
-                    warnings.append(f"{where}: {type(error).__name__}: {_text(error)}")
+                except BaseException as failure:  # noqa: BLE001 - e.g. ast broken by patched builtins
+                    warnings.append(f"{where}: {_error_name(failure)}: {_text(failure)}")
             except BaseException as error:  # noqa: BLE001 - SystemExit and friends must not end the load
-                warnings.append(f"{where}: {type(error).__name__}: {_text(error)} (statement skipped)")
+                warnings.append(f"{where}: {_error_name(error)}: {_text(error)} (statement skipped)")
             finally:
                 _setitimer(signal.ITIMER_REAL, 0)
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        self.send({"op": "loaded", "warnings": warnings, "output": capture.text(),
-                   "seconds": _perf() - started, "names": sorted(k for k in module.__dict__ if not k.startswith("__"))})
+        sys.stdout, sys.stderr = _STDOUT, _STDERR
+        names = sorted(k for k in module.__dict__ if type(k) is str and not k.startswith("__"))
+        self.send({"op": "loaded", "warnings": [_cut(w, 4000) for w in warnings[:10_000]],
+                   "output": capture.text(), "names": [n for n in names if len(n) <= 1000][:100_000],
+                   "left_out": left_out})
 
     # -- cases ----------------------------------------------------------------------------------------------
     def _oracle(self, name):
@@ -281,48 +305,46 @@ class Child:
         namespace.update(replaced)
         scope = dict(namespace)
         scope.update({name: _codec.with_arrays(_decode(value)) for name, value in case.get("values", {}).items()})
+        # The rubric's expressions see the original builtins (a fresh copy each case); the student's functions
+        # see the builtins module, patched or not, as they left it.
+        scope["__builtins__"] = dict(_PRISTINE)
         capture = _Capture(self.output_limit)
         random.seed(0)
         outcome = {"op": "result", "case": case["id"]}
-        started = _perf()
+        stage = ""
         sys.stdout = sys.stderr = capture
         _setitimer(signal.ITIMER_REAL, float(case["timeout"]))
         try:
             try:
                 result = eval(compile(case["code"], "<case>", "eval"), scope)  # noqa: S307 - rubric expression
                 if case.get("reduce"):
-                    try:
-                        result = eval(compile(case["reduce"], "<reduce>", "eval"),  # noqa: S307 - rubric expression
-                                      {**scope, "result": result})
-                    except CaseTimeout:
-                        raise
-                    except BaseException as error:  # noqa: BLE001 - say that it failed while reducing
-                        error.__grader_stage__ = "reduce"
-                        raise
+                    stage = "reduce"
+                    result = eval(compile(case["reduce"], "<reduce>", "eval"),  # noqa: S307 - rubric expression
+                                  {**scope, "result": result})
+                    stage = ""
                 probes = {}
                 for name, code in case.get("probes", {}).items():
                     try:
-                        probes[name] = {"value": _encode(eval(compile(code, "<probe>", "eval"),
+                        probes[name] = {"value": _encode(eval(compile(code, "<probe>", "eval"),  # noqa: S307
                                                               {**scope, "result": result}))}
                     except CaseTimeout:
                         raise
                     except BaseException as error:  # noqa: BLE001
-                        probes[name] = {"error": f"{type(error).__name__}: {_text(error)}"}
+                        probes[name] = {"error": _cut(f"{_error_name(error)}: {_text(error)}", 3000)}
             finally:
                 _setitimer(signal.ITIMER_REAL, 0)
-                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-            outcome["seconds"] = _perf() - started
+                sys.stdout, sys.stderr = _STDOUT, _STDERR
             try:
                 outcome.update(status="ok", value=_encode(result), probes=probes)
             except _codec.CodecError as error:
-                outcome.update(status="error", error={"type": "UnencodableResult", "message": str(error),
+                outcome.update(status="error", error={"type": "UnencodableResult", "message": _text(error),
                                                       "where": "", "traceback": ""})
         except CaseTimeout as error:
-            outcome.update(status="timeout", seconds=_perf() - started, error=_describe(error))
+            outcome.update(status="timeout", error=_describe(error))
         except BaseException as error:  # noqa: BLE001 - sys.exit, KeyboardInterrupt: all cost only this case
-            outcome.update(status="error", seconds=_perf() - started, error=_describe(error))
+            outcome.update(status="error", error=_describe(error, stage))
         finally:
-            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            sys.stdout, sys.stderr = _STDOUT, _STDERR
             for name, old in saved.items():
                 if old is missing:
                     namespace.pop(name, None)
@@ -381,30 +403,59 @@ class Child:
                 return
 
 
+def _plain(text, limit=None):
+    """Exact str, cut to `limit` characters: a student's str subclass may lie about its length or contents."""
+    if type(text) is not str:
+        text = str.__str__(text) if isinstance(text, str) else "<not text>"
+    return text if limit is None or len(text) <= limit else text[:limit] + "..."
+
+
+_cut = _plain
+
+
 def _text(error, limit=2000):
     try:
         text = str(error)
     except BaseException:  # noqa: BLE001 - a student exception whose __str__ fails
         text = "<unprintable>"
-    return text if len(text) <= limit else text[:limit] + "..."
+    return _plain(text, limit)
 
 
-def _describe(error):
-    """Type, message and the student's own frames (cells), innermost last."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if frame.filename.startswith(("In [", "cell ")) or frame.filename.endswith(".py")
-              and not frame.filename.startswith(_HERE)]
-    student = [f for f in frames if f.filename.startswith(("In [", "cell "))]
-    where = f"{student[-1].filename}, line {student[-1].lineno}" if student else ""
+def _error_name(error):
+    """The exception's class name, read through type's own descriptor so a metaclass cannot lie about it."""
+    try:
+        return _plain(type.__dict__["__name__"].__get__(type(error), type), 200)
+    except BaseException:  # noqa: BLE001
+        return "<exception>"
+
+
+def _describe(error, stage=""):
+    """Type, message and the student's own frames (cells), innermost last.
+
+    The traceback is walked here, with source lines from the runtime's own copy of the notebook's cells, rather
+    than through the traceback and linecache modules, which run on builtins the student may have patched.
+    """
+    frames = []
+    tb = BaseException.__traceback__.__get__(error)
+    while tb is not None and len(frames) < 1000:
+        code = tb.tb_frame.f_code
+        filename = _plain(code.co_filename)
+        if filename.startswith(("In [", "cell ")) or filename.endswith(".py") and not filename.startswith(_HERE):
+            frames.append((filename, tb.tb_lineno, _plain(code.co_name, 200)))
+        tb = tb.tb_next
+    student = [f for f in frames if f[0].startswith(("In [", "cell "))]
+    where = f"{student[-1][0]}, line {student[-1][1]}" if student else ""
     lines = []
-    for frame in frames[-12:]:
-        lines.append(f'  {frame.filename}, line {frame.lineno}, in {frame.name}')
-        if frame.line:
-            lines.append(f"    {frame.line.strip()}")
-    name = "timeout" if isinstance(error, CaseTimeout) else type(error).__name__
-    described = {"type": name, "message": _text(error), "where": where, "traceback": "\n".join(lines)}
-    if getattr(error, "__grader_stage__", None) == "reduce":
-        described["stage"] = "reduce"
+    for filename, number, name in frames[-12:]:
+        lines.append(_plain(f"  {filename}, line {number}, in {name}", 400))
+        source = _SOURCES.get(filename, ())
+        if type(number) is int and 0 < number <= len(source):
+            lines.append("    " + _plain(source[number - 1].strip(), 400))
+    name = "timeout" if isinstance(error, CaseTimeout) else _error_name(error)
+    described = {"type": name, "message": _text(error), "where": _plain(where, 1000),
+                 "traceback": _plain("\n".join(lines), 19_000)}
+    if stage:
+        described["stage"] = stage
     return described
 
 

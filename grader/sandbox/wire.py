@@ -10,6 +10,7 @@ standard library (and not ``codec``: values are encoded before they reach this l
 
 from __future__ import annotations
 
+import builtins as _builtins
 import json
 import math
 import os
@@ -17,12 +18,24 @@ import select
 import struct
 import time
 
+# Private references. In the child this module shares a process with student code, which may rebind
+# `builtins.len`, `json.dumps`, `os.write` and the like: every function below resolves builtins in this
+# snapshot and calls the originals bound here, so a patch harms only the student's own code.
+__builtins__ = dict(_builtins.__dict__)
+_os_read, _os_write, _set_blocking = os.read, os.write, os.set_blocking
+_poll_new, _select, _POLL_IN, _POLL_OUT = getattr(select, "poll", None), select.select, 0, 0
+if _poll_new is not None:
+    _POLL_IN = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
+    _POLL_OUT = select.POLLOUT | select.POLLHUP | select.POLLERR
+_ceil, _isfinite, _monotonic = math.ceil, math.isfinite, time.monotonic
+
 __all__ = [
     "CHUNK",
     "MAX_FRAME",
     "Closed",
     "FrameError",
     "FrameReader",
+    "Outbox",
     "Timeout",
     "encode_frame",
     "read_frame_blocking",
@@ -46,62 +59,147 @@ class Timeout(TimeoutError):
     """The deadline passed before a whole frame arrived; what did arrive stays buffered."""
 
 
+def _unserializable(value: object) -> object:
+    raise TypeError(f"a frame holds only JSON data, not {type(value).__name__}")
+
+
+def _c_dumps(ascii: bool):  # noqa: ANN202 - a C encoder's call
+    """A compact, strict JSON encoder made of the C accelerator's parts only, so no Python-level code of the
+    json package (which a student may patch, or break through patched builtins) runs when a frame is made."""
+    try:
+        from _json import encode_basestring, encode_basestring_ascii, make_encoder
+    except ImportError:  # pragma: no cover - CPython always has _json
+        return json.JSONEncoder(ensure_ascii=ascii, separators=(",", ":"), allow_nan=False).iterencode
+    encoder = make_encoder(None, _unserializable, encode_basestring_ascii if ascii else encode_basestring,
+                           None, ":", ",", False, False, False)
+    return lambda message: encoder(message, 0)
+
+
+_DUMP_UTF8, _DUMP_ASCII = _c_dumps(False), _c_dumps(True)
+
+
 def encode_frame(message: dict) -> bytes:
     """The bytes of one frame holding ``message`` (a JSON object)."""
     if type(message) is not dict:
         raise TypeError(f"a frame holds a dict, not {type(message).__name__}")
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
-        body = text.encode("utf-8")
+        body = "".join(_DUMP_UTF8(message)).encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (legal in a Python str, not in UTF-8): escape it as \udXXX instead.
-        body = json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+        body = "".join(_DUMP_ASCII(message)).encode("ascii")
     if len(body) > MAX_FRAME:
         raise FrameError(f"frame of {len(body)} bytes is over the {MAX_FRAME}-byte limit")
     return _HEADER.pack(len(body)) + body
 
 
 def send(fd: int, message: dict) -> None:
-    """Write one whole frame to ``fd``; raises Closed if the reader has gone (EPIPE)."""
+    """Write one whole frame to ``fd``, blocking until it is written (the child's side: its reader is the
+    trusted parent); raises Closed if the reader has gone (EPIPE)."""
     view = memoryview(encode_frame(message))
     while view:
         try:
-            written = os.write(fd, view)
+            written = _os_write(fd, view)
         except BlockingIOError:
-            select.select([], [fd], [])
+            _select([], [fd], [])
             continue
         except BrokenPipeError:
             raise Closed("the reader closed the pipe") from None
         view = view[written:]
 
 
+class Outbox:
+    """Frames queued for a reader that may never read (the parent's side: the child is untrusted).
+
+    Writes never block: what the pipe takes now is written, the rest waits in memory and goes out while
+    the parent waits for the child's frames (``FrameReader.read(deadline, outbox)``), so the parent's
+    deadlines hold even when the child stops reading. ``limit`` bounds what may wait.
+    """
+
+    def __init__(self, fd: int, limit: int = 2 * MAX_FRAME) -> None:
+        self.fd = fd
+        self.limit = limit
+        self._pending = bytearray()
+        _set_blocking(fd, False)
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def put(self, message: dict) -> None:
+        """Queue one frame and write what fits; raises FrameError when the queue would pass ``limit``
+        (the child is not reading) and Closed when the child has gone."""
+        frame = encode_frame(message)
+        if len(self._pending) + len(frame) > self.limit:
+            raise FrameError(f"{len(self._pending)} bytes already wait for a reader that does not read")
+        self._pending += frame
+        self.flush()
+
+    def flush(self) -> None:
+        """Write as much of the queue as the pipe takes right now."""
+        while self._pending:
+            try:
+                written = _os_write(self.fd, self._pending[:CHUNK])
+            except BlockingIOError:
+                return
+            except BrokenPipeError:
+                self._pending.clear()
+                raise Closed("the reader closed the pipe") from None
+            del self._pending[:written]
+
+
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not _isfinite(value):   # 1e400: a number JSON can write but a float cannot hold
+        raise ValueError(f"{text[:20]} is not a finite number")
+    return value
+
+
+# A private decoder (its scanner is C code): json.loads and the module's default decoder may be patched.
+_SCAN = json.JSONDecoder(parse_float=_finite_float, parse_constant=_reject_constant).scan_once
+
+
 def _parse(body: bytes | bytearray) -> dict:
     try:
-        message = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        text = body.decode("utf-8")
+        message, end = _SCAN(text, 0)
     except UnicodeDecodeError as error:
         raise FrameError(f"frame is not UTF-8: {error}") from None
+    except StopIteration:
+        raise FrameError("frame is not valid JSON: no value at the start") from None
     except RecursionError:
         raise FrameError("frame JSON is nested too deeply") from None
-    except ValueError as error:  # JSONDecodeError, NaN/Infinity, ints over the digit limit
+    except ValueError as error:  # JSONDecodeError, NaN/Infinity, 1e400, ints over the digit limit
         raise FrameError(f"frame is not valid JSON: {error}") from None
+    if end != len(text):
+        raise FrameError(f"frame is not valid JSON: extra data after character {end}")
     if type(message) is not dict:
         raise FrameError(f"frame holds a JSON {type(message).__name__}, not an object")
     return message
 
 
+def _wait(fd: int, timeout: float | None, outbox: Outbox | None = None) -> tuple[bool, bool]:
+    """(readable, writable) for ``fd`` and the outbox's fd, once either is ready or ``timeout`` seconds
+    (None: forever) pass; a pipe at EOF or in error counts as ready."""
+    write_fd = outbox.fd if outbox is not None and outbox.pending else None
+    if _poll_new is not None:
+        poller = _poll_new()
+        poller.register(fd, _POLL_IN)
+        if write_fd is not None:
+            poller.register(write_fd, _POLL_OUT)
+        millis = None if timeout is None else max(0, _ceil(timeout * 1000))
+        events = dict(poller.poll(millis))
+        return fd in events, write_fd is not None and write_fd in events
+    readable, writable, _ = _select([fd], [write_fd] if write_fd is not None else [], [], timeout)
+    return bool(readable), bool(writable)
+
+
 def _wait_readable(fd: int, timeout: float | None) -> bool:
     """True when ``fd`` has data or EOF; False when ``timeout`` seconds (None: forever) pass first."""
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR)
-        millis = None if timeout is None else max(0, math.ceil(timeout * 1000))
-        return bool(poller.poll(millis))
-    readable, _, _ = select.select([fd], [], [], timeout)
-    return bool(readable)
+    return _wait(fd, timeout)[0]
 
 
 class FrameReader:
@@ -127,22 +225,26 @@ class FrameReader:
         del self._buffer[:end]  # consumed even when malformed, so the next frame still parses
         return _parse(body)
 
-    def read(self, deadline: float | None = None) -> dict:
+    def read(self, deadline: float | None = None, outbox: Outbox | None = None) -> dict:
         """The next message. ``deadline`` is an absolute time.monotonic() value (None: wait forever);
-        raises Timeout when it passes first, Closed on EOF, FrameError on malformed data."""
+        raises Timeout when it passes first, Closed on EOF, FrameError on malformed data. While waiting,
+        queued frames of ``outbox`` are written as the other end takes them."""
         while True:
             message = self._take()
             if message is not None:
                 return message
             timeout = None
             if deadline is not None:
-                timeout = deadline - time.monotonic()
+                timeout = deadline - _monotonic()
                 if timeout <= 0:
                     raise Timeout(f"no whole frame before the deadline ({len(self._buffer)} bytes buffered)")
-            if not _wait_readable(self.fd, timeout):
+            readable, writable = _wait(self.fd, timeout, outbox)
+            if writable and outbox is not None:
+                outbox.flush()
+            if not readable:
                 continue  # the loop re-checks the clock: poll may wake a little early
             try:
-                chunk = os.read(self.fd, CHUNK)
+                chunk = _os_read(self.fd, CHUNK)
             except BlockingIOError:
                 continue
             if not chunk:
@@ -158,7 +260,7 @@ class FrameReader:
         cap = 2 * max(self.max_frame, CHUNK)
         while discarded < cap and _wait_readable(self.fd, 0):
             try:
-                chunk = os.read(self.fd, CHUNK)
+                chunk = _os_read(self.fd, CHUNK)
             except BlockingIOError:
                 break
             if not chunk:
@@ -171,7 +273,7 @@ def _read_exactly(fd: int, count: int, what: str) -> bytearray:
     data = bytearray()
     while len(data) < count:
         try:
-            chunk = os.read(fd, min(count - len(data), CHUNK))
+            chunk = _os_read(fd, min(count - len(data), CHUNK))
         except BlockingIOError:
             _wait_readable(fd, None)
             continue

@@ -1,0 +1,232 @@
+"""The schema of what the sandbox child may send: every frame becomes a typed message, or `Invalid`.
+
+Why: the child runs hostile code in the same process as the runtime, so any frame may be forged. The parent
+acts only on messages that fit this schema (exact JSON types, finite numbers, bounded sizes, known keys), and
+even then treats the child's timing, pids and progress as advice: its own clock decides every deadline.
+Values (`value`, oracle `args`) stay wire data here; the codec validates them when the parent decodes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = [
+    "Bounds",
+    "Done",
+    "Exited",
+    "Forked",
+    "Invalid",
+    "Loaded",
+    "Message",
+    "OracleCall",
+    "Progress",
+    "Ready",
+    "Result",
+    "parse",
+]
+
+STATUSES = ("ok", "error", "timeout")
+ERROR_FIELDS = {"type": 200, "message": 4_000, "where": 1_000, "traceback": 20_000, "stage": 20}
+PROBE_FIELDS = ("value", "error")
+MAX_SECONDS = 1e9        # an advisory duration beyond this is not a duration
+MAX_PID = 1 << 22        # pid_max on Linux
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Sizes a frame may reach; `output` follows the sandbox's output limit (plus room for the cut marker)."""
+
+    output: int = 65_536 + 200
+    text: int = 4_000              # one warning, one probe error, one oracle helper name
+    items: int = 100_000           # names in `loaded`, warnings, probes
+    ident: int = 1_000             # a case id
+
+
+class Invalid(ValueError):
+    """A frame that does not fit the schema; the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    isolation: str
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The child says it starts kept statement `index` (advisory: it only chooses what to leave out)."""
+
+    index: int
+    left_out: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Loaded:
+    warnings: tuple[str, ...]
+    output: str
+    names: tuple[str, ...]
+    left_out: tuple[int, ...] = ()        # statements the child stopped on time (advisory)
+
+
+@dataclass(frozen=True)
+class Forked:
+    pid: int                              # advisory: the parent checks it against the kernel before using it
+
+
+@dataclass(frozen=True)
+class OracleCall:
+    name: str
+    args: Any                             # wire data, decoded by the parent only after the name is accepted
+    kwargs: Any
+    seq: int
+
+
+@dataclass(frozen=True)
+class Result:
+    case: str
+    status: str
+    value: Any = None
+    probes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    error: Mapping[str, str] = field(default_factory=dict)
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class Done:
+    pass
+
+
+@dataclass(frozen=True)
+class Exited:
+    status: int
+
+
+Message = Ready | Progress | Loaded | Forked | OracleCall | Result | Done | Exited
+
+
+def _keys(message: dict, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
+    for key in required:
+        if key not in message:
+            raise Invalid(f"'{message['op']}' frame lacks '{key}'")
+    for key in message:
+        if key != "op" and key not in required and key not in optional:
+            raise Invalid(f"'{message['op']}' frame has an unexpected key {_short(key)}")
+
+
+def _short(value: object, limit: int = 40) -> str:
+    text = repr(value) if type(value) is str and len(value) <= limit else f"<{type(value).__name__}>"
+    return text
+
+
+def _text(value: Any, where: str, limit: int) -> str:
+    if type(value) is not str:
+        raise Invalid(f"{where} must be a string, not {type(value).__name__}")
+    if len(value) > limit:
+        raise Invalid(f"{where} has {len(value)} characters, over the {limit} allowed")
+    return value
+
+
+def _int(value: Any, where: str, low: int, high: int) -> int:
+    if type(value) is not int:
+        raise Invalid(f"{where} must be an integer, not {type(value).__name__}")
+    if not low <= value <= high:   # compared, never converted: 10**400 is just out of range
+        raise Invalid(f"{where} is out of range")
+    return value
+
+
+def _seconds(value: Any, where: str) -> float:
+    """An advisory duration: checked (a number, finite, in range), then never used for a deadline."""
+    if type(value) is int:
+        _int(value, where, 0, int(MAX_SECONDS))
+        return float(value)
+    if type(value) is not float or not 0.0 <= value <= MAX_SECONDS:   # NaN fails both comparisons
+        raise Invalid(f"{where} must be a finite number of seconds")
+    return value
+
+
+def _texts(value: Any, where: str, bounds: Bounds) -> tuple[str, ...]:
+    if type(value) is not list:
+        raise Invalid(f"{where} must be a list")
+    if len(value) > bounds.items:
+        raise Invalid(f"{where} has {len(value)} entries, over the {bounds.items} allowed")
+    return tuple(_text(item, f"an entry of {where}", bounds.text) for item in value)
+
+
+def _indices(value: Any, where: str, bounds: Bounds) -> tuple[int, ...]:
+    if type(value) is not list or len(value) > bounds.items:
+        raise Invalid(f"{where} must be a list of at most {bounds.items} statement numbers")
+    return tuple(_int(item, f"an entry of {where}", 0, bounds.items) for item in value)
+
+
+def _error(value: Any) -> dict[str, str]:
+    if type(value) is not dict:
+        raise Invalid("'error' must be an object")
+    for key, text in value.items():
+        if key not in ERROR_FIELDS:
+            raise Invalid(f"'error' has an unexpected key {_short(key)}")
+        _text(text, f"error '{key}'", ERROR_FIELDS[key])
+    return dict(value)
+
+
+def _probes(value: Any, bounds: Bounds) -> dict[str, dict[str, Any]]:
+    if type(value) is not dict or len(value) > bounds.items:
+        raise Invalid("'probes' must be an object of bounded size")
+    probes = {}
+    for name, probe in value.items():
+        if type(probe) is not dict or len(probe) != 1 or next(iter(probe)) not in PROBE_FIELDS:
+            raise Invalid(f"probe {_short(name)} must be {{'value': ...}} or {{'error': text}}")
+        if "error" in probe:
+            _text(probe["error"], f"probe {_short(name)} error", bounds.text)
+        probes[name] = dict(probe)
+    return probes
+
+
+def parse(message: dict, bounds: Bounds = Bounds()) -> Message:
+    """The typed message a frame holds; raises Invalid when it does not fit the schema."""
+    operation = message.get("op")
+    if type(operation) is not str:
+        raise Invalid("a frame needs a string 'op'")
+    if operation == "result":
+        _keys(message, ("case", "status"), ("value", "probes", "error", "output", "seconds"))
+        status = message["status"]
+        if status not in STATUSES:
+            raise Invalid(f"'status' must be one of {', '.join(STATUSES)}")
+        if "seconds" in message:
+            _seconds(message["seconds"], "'seconds'")
+        if status == "ok" and "value" not in message:
+            raise Invalid("an 'ok' result carries a 'value'")
+        return Result(case=_text(message["case"], "'case'", bounds.ident), status=status,
+                      value=message.get("value"), probes=_probes(message.get("probes", {}), bounds),
+                      error=_error(message.get("error", {})),
+                      output=_text(message.get("output", ""), "'output'", bounds.output))
+    if operation == "oracle":
+        _keys(message, ("name", "args", "kwargs", "seq"))
+        return OracleCall(_text(message["name"], "'name'", bounds.text), message["args"], message["kwargs"],
+                          _int(message["seq"], "'seq'", 0, 1 << 62))
+    if operation == "forked":
+        _keys(message, ("pid",))
+        return Forked(_int(message["pid"], "'pid'", 0, MAX_PID))
+    if operation == "exited":
+        _keys(message, ("status",))
+        return Exited(_int(message["status"], "'status'", -1024, 1024))
+    if operation == "done":
+        _keys(message, ())
+        return Done()
+    if operation == "progress":
+        _keys(message, ("index",), ("left_out",))
+        return Progress(_int(message["index"], "'index'", 0, bounds.items),
+                        _indices(message.get("left_out", []), "'left_out'", bounds))
+    if operation == "loaded":
+        _keys(message, ("warnings", "output", "names"), ("seconds", "left_out"))
+        if "seconds" in message:
+            _seconds(message["seconds"], "'seconds'")
+        return Loaded(_texts(message["warnings"], "'warnings'", bounds),
+                      _text(message["output"], "'output'", bounds.output),
+                      _texts(message["names"], "'names'", bounds),
+                      _indices(message.get("left_out", []), "'left_out'", bounds))
+    if operation == "ready":
+        # The runtime's own first word, before any student code ran; extra facts are allowed but bounded.
+        problems = message.get("problems", [])
+        return Ready(_text(message.get("isolation"), "'isolation'", 100), _texts(problems, "'problems'", bounds))
+    raise Invalid(f"unknown frame {_short(operation)}")

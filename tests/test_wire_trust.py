@@ -1,0 +1,201 @@
+"""The parent trusts no frame: student code in a real child forges frames on the wire, and the parent's clock,
+schema and oracle rules still decide. Nothing here asserts wall time: limits are far apart (a case that runs
+4 s under a 1 s limit), so only the status is checked, and it holds on a loaded machine."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from grader.sandbox import codec
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+
+# Student code finds the wire the way an attacker would: by writing to every descriptor it may have.
+FORGE = '''
+import json, os, signal, struct, time
+
+def _frame(message):
+    body = json.dumps(message).encode() if not isinstance(message, bytes) else message
+    return struct.pack(">I", len(body)) + body
+
+def _forge(message):
+    data = _frame(message)
+    for fd in range(3, 64):
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+'''
+
+
+def statements(*sources: str) -> list[dict]:
+    return [{"code": source, "filename": f"In [{n}] (cell {n})", "line": 1, "kind": "other"}
+            for n, source in enumerate(sources, start=1)]
+
+
+def case(code: str, timeout: float = 1.0, case_id: str = "c1", **fields) -> CaseRequest:
+    return CaseRequest(id=case_id, code=code, timeout=timeout, **fields)
+
+
+def run(sources: list[str], cases: list[CaseRequest], isolate=(), oracle=None,
+        limits: ProcessLimits = ProcessLimits(load_seconds=5)):
+    with Sandbox(statements(*sources), {}, limits) as sandbox:
+        report = sandbox.load(time.monotonic() + 120)
+        outcomes = sandbox.run_exercise(cases, isolate, oracle or (lambda *a: None), time.monotonic() + 120)
+    return report, outcomes
+
+
+def test_a_forged_forked_frame_does_not_rewind_the_case_clock():
+    """The attack that made a 4 s case under a 1 s limit pass: SIGALRM ignored, a `forked` frame forged every
+    0.2 s so the parent restarted its clock, then the right answer."""
+    slow = FORGE + '''
+def answer():
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    for _ in range(20):
+        _forge({"op": "forked", "pid": os.getpid()})
+        time.sleep(0.2)
+    return 42
+'''
+    _, outcomes = run([slow], [case("answer()", timeout=1.0)])
+    assert outcomes[0].status == "timeout", outcomes[0]
+    assert outcomes[0].value is None
+
+
+@pytest.mark.parametrize("seconds", ["1" + "0" * 400, "1e400", "-1", "NaN", '"fast"', "[1]"])
+def test_a_forged_seconds_field_costs_that_case_an_error_and_the_next_case_runs(seconds):
+    forged = FORGE + f'''
+def forger():
+    _forge(b'{{"op":"result","case":"c1","status":"ok","value":1,"seconds":{seconds}}}')
+    time.sleep(0.5)
+    return 1
+
+def honest():
+    return 2
+'''
+    _, outcomes = run([forged], [case("forger()"), case("honest()", case_id="c2")])
+    assert outcomes[0].status == "error", outcomes[0]
+    assert outcomes[0].error["type"] == "ProtocolError"
+    assert outcomes[1].status == "ok" and codec.decode(outcomes[1].value) == 2
+
+
+def test_a_forged_result_for_the_running_case_is_just_its_answer_and_times_are_the_parents():
+    forged = FORGE + '''
+def forger():
+    _forge({"op": "result", "case": "c1", "status": "ok", "value": 7, "seconds": 0.0})
+    return 1
+'''
+    _, outcomes = run([forged], [case("forger()")])
+    assert outcomes[0].status == "ok" and codec.decode(outcomes[0].value) == 7   # what it sent is its answer
+    assert outcomes[0].seconds > 0.0                                             # measured by the parent
+
+
+def test_forged_progress_frames_do_not_renew_the_load_deadline():
+    """A top-level statement that ignores the soft alarm and keeps saying it is making progress is stopped at
+    the load budget, left out, and the rest of the notebook loads."""
+    hang = FORGE + '''
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+for _ in range(300):          # 30 s at most, so an unfixed grader still ends
+    _forge({"op": "progress", "index": 0})
+    time.sleep(0.1)
+Finished = True
+'''
+    define = "def f():\n    return 5\n"
+    report, outcomes = run([hang, define], [case("f()")], limits=ProcessLimits(load_seconds=1.0))
+    assert "Finished" not in report.names
+    assert "f" in report.names and codec.decode(outcomes[0].value) == 5
+    assert any("did not finish" in warning for warning in report.warnings), report.warnings
+
+
+def test_the_load_phase_stops_at_the_submissions_deadline():
+    hang = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass\n"
+    with Sandbox(statements(hang), {}, ProcessLimits(load_seconds=30)) as sandbox:
+        from grader.sandbox.process import SandboxError
+        with pytest.raises(SandboxError, match="time budget"):
+            sandbox.load(time.monotonic() + 1.0)
+
+
+def test_an_oracle_request_for_a_helper_this_run_does_not_isolate_is_refused():
+    asked = []
+    forged = FORGE + '''
+def forger():
+    _forge({"op": "oracle", "name": "secret", "args": [], "kwargs": {"dict": []}, "seq": 1})
+    time.sleep(0.5)
+    return 1
+'''
+    _, outcomes = run([forged], [case("forger()")], isolate=(), oracle=lambda *call: asked.append(call))
+    assert asked == []
+    assert outcomes[0].status == "error" and "does not isolate" in outcomes[0].error["message"]
+
+
+def test_a_case_may_call_the_isolated_helpers_at_most_its_limit():
+    calls = []
+    source = "def helper(x):\n    return 'broken'\n\ndef uses():\n    return sum(helper(i) for i in range(50))\n"
+
+    def oracle(name, args, kwargs):
+        calls.append(args)
+        return 1
+
+    _, outcomes = run([source], [case("uses()", oracle_calls=5), case("helper(0)", case_id="c2", oracle_calls=5)],
+                      isolate=["helper"], oracle=oracle)
+    assert outcomes[0].status == "error" and "more than 5 times" in outcomes[0].error["message"]
+    assert calls == [[0], [1], [2], [3], [4], [0]]   # five, then the next case's own call
+    assert outcomes[1].status == "ok" and codec.decode(outcomes[1].value) == 1   # the next case starts afresh
+
+
+def test_a_child_that_floods_oracle_requests_and_never_reads_cannot_stall_the_parent():
+    """Each answer is 200 kB and the child never reads one: with blocking writes the parent would wait forever
+    once the pipe is full. The sandbox runs in a thread so that a stalled parent fails the test instead of
+    hanging it."""
+    flood = FORGE + '''
+def flood():
+    request = _frame({"op": "oracle", "name": "helper", "args": {"list": [1]}, "kwargs": {"dict": []}, "seq": 1})
+    for fd in range(3, 64):
+        try:
+            for _ in range(100000):
+                os.write(fd, request)
+        except OSError:
+            pass
+    return 1
+
+def helper(x):
+    return 0
+'''
+    done: list = []
+
+    def grade():
+        done.append(run([flood], [case("flood()", oracle_calls=10**6)], isolate=["helper"],
+                        oracle=lambda name, args, kwargs: "x" * 200_000)[1])
+
+    worker = threading.Thread(target=grade, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "the parent blocked writing to a child that does not read"
+    assert done[0][0].status in ("error", "timeout"), done[0][0]
+
+
+def test_a_frame_that_is_not_json_costs_the_running_case_an_error():
+    forged = FORGE + '''
+def forger():
+    _forge(b"\\xff\\xfe not json")
+    time.sleep(0.5)
+    return 1
+
+def honest():
+    return 2
+'''
+    _, outcomes = run([forged], [case("forger()"), case("honest()", case_id="c2")])
+    assert outcomes[0].status == "error" and "malformed" in outcomes[0].error["message"]
+    assert codec.decode(outcomes[1].value) == 2
+
+
+def test_a_frame_outside_the_schema_costs_the_running_case_an_error():
+    forged = FORGE + '''
+def forger():
+    _forge({"op": "result", "case": "c1", "status": "ok", "value": 1, "output": "x" * 10_000_000})
+    time.sleep(0.5)
+    return 1
+'''
+    _, outcomes = run([forged], [case("forger()")])
+    assert outcomes[0].status == "error" and "characters" in outcomes[0].error["message"]
