@@ -63,7 +63,8 @@ CASE_FLOOR = 3.0
 RLIMITS_ONLY = not ISOLATION.namespaces
 SECRET_VALUE = "hx7171-secret-value"
 # The slowest attacks go first, so they overlap with the rest of the batch.
-FIRST = ("infinite_loop_at_top_level", "swallowed_timeout_in_apply_move_list", "sigalrm_ignored_loop_in_search",
+FIRST = ("infinite_loop_at_top_level", "progress_frames_forged_at_top_level", "swallowed_timeout_in_apply_move_list",
+         "sigalrm_ignored_loop_in_search",
          "sigterm_ignored_loop_in_intermediate_goals", "infinite_loop_in_find_numbers")
 
 
@@ -554,9 +555,51 @@ def test_forged_fork_pid_cannot_make_the_grader_kill_another_process_group(corpu
 
 
 def test_builtins_patched_in_manhattan_cost_one_case_of_manhattan(corpus):
+    """The patch breaks the notebook's own manhattan (it uses len) for that case; the runtime is immune and puts
+    the builtins back after the case, so the next cases are judged on the real ones."""
     result = only(corpus, "builtins_patched_in_manhattan", "manhattan")
     [case] = failing(result, "manhattan")
-    assert case.id == "manhattan#1" and case.status == "error"
+    assert case.id == "manhattan#1" and case.status == "fail" and got(case) == 0
+
+
+def test_builtins_patched_to_lie_to_the_runtime_still_score_full_marks(corpus):
+    """len, isinstance, repr, __import__, os.write, math.isfinite, json, signal.setitimer, the standard streams...
+    patched at top level to lie only to the grader's runtime: a runtime that keeps private references to all it
+    uses still reports the notebook's correct answers."""
+    result = only(corpus, "builtins_patched_to_lie_to_the_runtime_at_top_level")
+    assert result.total == 30
+
+
+# ------------------------------------------------------------------------------------------------ forged frames
+
+
+def test_forged_forked_frames_do_not_rewind_the_case_clock(corpus):
+    """4 s under a 1 s limit with a `forked` frame forged every 0.2 s: the parent's clock says timeout."""
+    result = only(corpus, "forked_frames_forged_by_find_tile", "find_tile")
+    [case] = failing(result, "find_tile")
+    assert case.id == "find_tile#1" and case.status == "timeout"
+
+
+def test_forged_progress_frames_do_not_renew_the_load_deadline(corpus):
+    result = only(corpus, "progress_frames_forged_at_top_level")
+    assert any("did not finish within" in w for w in result.warnings), result.warnings
+    assert result.total == 30
+
+
+def test_forged_seconds_out_of_any_float_cost_their_own_case_and_never_reach_the_json(corpus):
+    result = only(corpus, "seconds_overflow_forged_by_find_numbers", "find_numbers", "replace_numbers")
+    for exercise in ("find_numbers", "replace_numbers"):
+        [case] = failing(result, exercise)
+        assert case.id == f"{exercise}#1" and case.status == "error", case
+    text = (corpus.out / "seconds_overflow_forged_by_find_numbers.json").read_text(encoding="utf-8")
+    assert "Infinity" not in text and "NaN" not in text
+
+
+def test_oracle_requests_flooded_unread_cost_only_search(corpus):
+    """Without isolation the first forged request is refused (the run isolates nothing); with it, the parent's
+    answers queue without blocking and the case ends at its limit of calls. Either way only search pays."""
+    result = only(corpus, "oracle_requests_flooded_unread_by_search", "search")
+    assert all(c.status in ("error", "timeout") for c in failing(result, "search"))
 
 
 def test_rigged_tuple_subclass_fails_with_its_class_named(corpus):

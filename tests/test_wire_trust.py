@@ -199,3 +199,45 @@ def forger():
 '''
     _, outcomes = run([forged], [case("forger()")])
     assert outcomes[0].status == "error" and "characters" in outcomes[0].error["message"]
+
+
+PATCHED = '''
+import builtins, json, math, os, random, sys
+
+def _liar(real, lie):
+    def patched(*args, **kwargs):
+        if sys._getframe(1).f_code.co_filename.endswith(("runtime.py", "codec.py", "wire.py")):
+            return lie(*args, **kwargs)
+        return real(*args, **kwargs)
+    return patched
+
+def _refuse(*args, **kwargs):
+    raise RuntimeError("patched")
+
+for name, lie in (("len", lambda *a: 0), ("isinstance", lambda *a: True), ("repr", lambda *a: "lie"),
+                  ("sorted", lambda *a, **k: []), ("__import__", _refuse), ("compile", _refuse)):
+    setattr(builtins, name, _liar(getattr(builtins, name), lie))
+os.write = _liar(os.write, lambda fd, data: os.write(fd, b"garbage"))
+math.isfinite = _liar(math.isfinite, lambda x: False)
+random.seed = json.dumps = json.loads = _refuse
+sys.stdout = sys.__stdout__ = sys.stderr = sys.__stderr__ = None
+'''
+
+
+def test_builtins_patched_to_lie_to_the_runtime_do_not_change_a_correct_answer():
+    """Everything the runtime, codec and wire use, patched to lie to them alone: a correct answer (a set, a
+    tuple of floats, an opaque object) still arrives as it is, and so does an error."""
+    answer = "def answer():\n    return ({1.5, 2}, (0.25, 'a'), [None])\n\ndef fails():\n    return 1 / 0\n"
+    _, outcomes = run([PATCHED, answer], [case("answer()"), case("fails()", case_id="c2")])
+    assert outcomes[0].status == "ok", outcomes[0]
+    assert codec.decode(outcomes[0].value) == ({1.5, 2}, (0.25, "a"), [None])
+    assert outcomes[1].status == "error" and outcomes[1].error["type"] == "ZeroDivisionError"
+    assert "return 1 / 0" in outcomes[1].error["traceback"]
+
+
+def test_builtins_patched_in_a_case_last_only_that_case():
+    source = "import builtins\n\ndef patch():\n    builtins.len = lambda obj: 0\n    return len([1, 2])\n\n" \
+             "def count():\n    return len([1, 2, 3])\n"
+    _, outcomes = run([source], [case("patch()"), case("count()", case_id="c2")])
+    assert codec.decode(outcomes[0].value) == 0          # the student's own answer, as patched
+    assert codec.decode(outcomes[1].value) == 3          # the next case runs on the real builtins

@@ -215,7 +215,10 @@ class Sandbox:
                 while True:
                     message = self._receive(limit)
                     if isinstance(message, frames.Progress):
-                        running, left_out = message.index, message.left_out
+                        # The runtime announces statements in order, each once: a frame that does not name
+                        # the next one is not the runtime's (student code may write them) and says nothing.
+                        if message.index == (-1 if running is None else running) + 1:
+                            running, left_out = message.index, message.left_out
                     elif isinstance(message, frames.Loaded):
                         break
             except (wire.Timeout, wire.Closed, wire.FrameError, frames.Invalid) as error:
@@ -343,6 +346,11 @@ class Sandbox:
                         self._answer_oracle(message, oracle, case_deadline - GRACE_SECONDS - now)
                     except (wire.Closed, wire.FrameError):
                         problem = "does not read the grader's answers to its isolated-helper calls"
+                    except _ReferenceTooSlow:   # the case's time went on the reference's answer: by our clock
+                        outcomes.append(Outcome(current.id, "timeout", seconds=time.monotonic() - started, error={
+                            "message": f"did not finish within {current.timeout:g} s (stopped while the "
+                                       f"reference answered its call to an isolated helper)"}))
+                        return outcomes, False
                 if problem is not None:
                     outcomes.append(_broken_rule(current, started, problem))
                     return outcomes, False
@@ -397,6 +405,8 @@ class Sandbox:
                 raise TypeError("malformed call")
             # The child chose the arguments: the reference gets no more than the case's remaining time.
             reply = {"value": codec.encode(_bounded(lambda: oracle(call.name, args, kwargs), seconds))}
+        except _ReferenceTooSlow:
+            raise
         except Exception as error:  # the reference rejects the student's arguments: the student's call fails
             reply = {"error": f"{type(error).__name__}: {error}"[:500]}
         reply["seq"] = call.seq

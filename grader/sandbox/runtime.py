@@ -37,6 +37,7 @@ else:  # loaded by the zygote (or run as a script with -P): this folder must not
 __builtins__ = dict(_builtins.__dict__)
 os, signal, time, random = (types.SimpleNamespace(**vars(_module)) for _module in (os, signal, time, random))
 _STDOUT, _STDERR = sys.__stdout__, sys.__stderr__
+_RANDOM, _SEED = random._inst, random.Random.__mro__[1].seed   # the C seed: Random.seed is Python code
 _SOURCES: dict = {}   # pseudo-file name -> source lines, for tracebacks (see _describe)
 _PRISTINE = dict(__builtins__)   # copied for each case's rubric expressions
 
@@ -309,9 +310,11 @@ class Child:
         # see the builtins module, patched or not, as they left it.
         scope["__builtins__"] = dict(_PRISTINE)
         capture = _Capture(self.output_limit)
-        random.seed(0)
+        _SEED(_RANDOM, 0)   # what random.seed(0) does, without its Python code (which runs on patchable builtins)
+        _RANDOM.gauss_next = None
         outcome = {"op": "result", "case": case["id"]}
         stage = ""
+        builtins_before = dict(_builtins.__dict__)   # what the student patches there lasts one case
         sys.stdout = sys.stderr = capture
         _setitimer(signal.ITIMER_REAL, float(case["timeout"]))
         try:
@@ -345,6 +348,7 @@ class Child:
             outcome.update(status="error", error=_describe(error, stage))
         finally:
             sys.stdout, sys.stderr = _STDOUT, _STDERR
+            _restore(_builtins.__dict__, builtins_before)
             for name, old in saved.items():
                 if old is missing:
                     namespace.pop(name, None)
@@ -401,6 +405,13 @@ class Child:
                 self.exercise(request)
             elif operation == "quit":
                 return
+
+
+def _restore(namespace, saved):
+    """Put a namespace back as it was, by identity only: comparing would call a student object's __eq__."""
+    for key in [key for key in namespace if key not in saved]:
+        del namespace[key]
+    namespace.update(saved)
 
 
 def _plain(text, limit=None):
