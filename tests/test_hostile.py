@@ -574,7 +574,7 @@ def test_builtins_patched_to_lie_to_the_runtime_still_score_full_marks(corpus):
 
 
 def test_forged_forked_frames_do_not_rewind_the_case_clock(corpus):
-    """4 s under a 1 s limit with a `forked` frame forged every 0.2 s: the parent's clock says timeout."""
+    """8 s under a 3 s limit with a `forked` frame forged every 0.2 s: the parent's clock says timeout."""
     result = only(corpus, "forked_frames_forged_by_find_tile", "find_tile")
     [case] = failing(result, "find_tile")
     assert case.id == "find_tile#1" and case.status == "timeout"
