@@ -195,6 +195,18 @@ def _probes(outcome: Outcome) -> dict[str, Any]:
     return decoded
 
 
+def _canonical(wire: Any) -> str | None:
+    try:
+        return codec.canonical(wire)
+    except (TypeError, ValueError, RecursionError):   # not plain JSON data: the slow path says why
+        return None
+
+
+def _canonical_expected(plan: Plan, case_id: str) -> str | None:
+    return _memo((id(plan), plan.rubric.sha256, "canonical", case_id),
+                 lambda: _canonical(plan.expected[case_id].value))
+
+
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
     """Turn the child's answer into a verdict, in the parent, on plain data only."""
     expected = plan.expected[case.id]
@@ -216,6 +228,10 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     if outcome.status == "error":
         return CaseResult(status="error", message=_error_message(outcome, exercise), **base)
     got = outcome.value
+    if case.check.name == "equal" and _canonical_expected(plan, case.id) == _canonical(got):
+        # The same text as the (valid) expected wire: equal under every rule of `equal`, and valid, so the
+        # decode and the check's walk are skipped (most answers of a class are right).
+        return CaseResult(status="pass", message="", got=got, fraction=1.0, **base)
     try:
         codec.decode(got)  # validate the untrusted wire before any check looks at it
     except codec.CodecError as error:
