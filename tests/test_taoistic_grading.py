@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -87,10 +86,12 @@ def test_correct_keeps_the_real_find_tile_defined_after_an_early_stub(bundled: B
     assert find_tile.location.startswith("In [24] (cell 39)")   # the stub is In [13] (cell 21)
 
 
-def test_main_animation_drops_the_animation_and_grades_fast(bundled: Batch) -> None:
+def test_main_animation_drops_the_animation_and_grades_in_full(bundled: Batch) -> None:
     result = bundled["main-animation"]
     assert result.total == 30
-    assert result.seconds < 3, "animation(Path) or time.sleep at top level ran while loading"
+    # Not the clock (tests hold on a busy machine): had animation(Path) or time.sleep run while loading, the
+    # load would have hit its budget and said so.
+    assert not any("did not finish within" in w for w in result.warnings), result.warnings
 
 
 def test_seed_000_loses_manhattan_for_counting_the_blank_and_is_told_it_reads_global_s(bundled: Batch) -> None:
@@ -148,7 +149,6 @@ def test_infinite_search_times_out_only_search_and_main_in_bounded_time(bundled:
     for exercise in result.exercises:
         if exercise.id not in ("search", "main"):
             assert {c.status for c in exercise.cases} == {"pass"}, exercise.id
-    assert result.seconds < 20
 
 
 def test_reference_module_graded_as_a_submission_passes_every_case(bundled: Batch) -> None:
@@ -226,12 +226,10 @@ def test_a_set_ordered_answer_gets_identical_json_when_graded_twice(grader_cache
     assert strip_seconds(to_dict(first)) == strip_seconds(to_dict(second))
 
 
-def test_correct_grades_in_under_two_seconds(bundled: Batch, grader_cache: Path) -> None:
-    # Generous: it takes about 0.4 s. It catches a regression to one interpreter start per case.
-    started = time.monotonic()
+def test_correct_grades_alone_to_full_marks(bundled: Batch, grader_cache: Path) -> None:
+    # How fast is measured by bench/ (ratios in one run), never asserted here: tests hold on a busy machine.
     result = grade([SUBMISSIONS / "correct.ipynb"], RUBRIC, cache=grader_cache)[0]
     assert result.total == 30
-    assert time.monotonic() - started < 2
 
 
 # ------------------------------------------------------------------------------------ reference and template
@@ -288,7 +286,6 @@ def test_hostile_os_exit_crashes_only_its_case_and_the_child_comes_back(hostile:
 def test_hostile_load_survives_a_hang_and_sys_exit(hostile: SubmissionResult) -> None:
     assert any("did not finish within 2 s; left out" in w for w in hostile.warnings)
     assert any("SystemExit: 3" in w for w in hostile.warnings)
-    assert hostile.seconds < 15
 
 
 def test_hostile_ten_megabytes_of_output_is_cut_and_the_answer_still_counts(hostile: SubmissionResult) -> None:
