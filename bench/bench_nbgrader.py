@@ -101,7 +101,8 @@ def build_course(root: Path, count: int) -> list[Path]:
 
 def run_nbgrader(python: Path, course: Path, students: int) -> float:
     jupyter = [str(python), "-m", "nbgrader"]
-    env = {**os.environ, "JUPYTER_PATH": str(python.parent.parent / "share" / "jupyter")}
+    env = {**os.environ, "JUPYTER_PATH": str(python.parent.parent / "share" / "jupyter"),
+           "PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"}    # nbgrader runs `alembic`
     subprocess.run([*jupyter, "generate_assignment", NAME, "--force", "--create"], cwd=course, env=env, check=True,
                    capture_output=True)
     started = time.perf_counter()
