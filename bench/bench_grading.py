@@ -32,10 +32,10 @@ MIX = [("correct", 40), ("main-animation", 10), ("seed-000", 10), ("old-era", 8)
        ("syntax-error", 4), ("int-tiles", 4), ("infinite-search", 2)]
 
 
-def generate(folder: Path, count: int, seed: int = 1) -> list[Path]:
+def generate(folder: Path, count: int, seed: int = 1, mix: list[tuple[str, int]] = MIX) -> list[Path]:
     """`count` distinct notebooks: example submissions with a unique comment cell (so no two share a hash)."""
     rng = random.Random(seed)
-    names = [name for name, weight in MIX for _ in range(weight)]
+    names = [name for name, weight in mix for _ in range(weight)]
     paths = []
     for index in range(count):
         name = names[index % len(names)] if index < len(names) else rng.choice(names)
@@ -128,6 +128,7 @@ def main() -> None:
     parser.add_argument("--nbconvert-sample", type=int, default=4, help="notebooks executed with nbconvert")
     parser.add_argument("--speedup-sample", type=int, default=40, help="submissions timed with 1 and all workers")
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--correct", type=int, default=200, help="distinct correct notebooks graded on their own")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="puzzle-grader-bench-") as tmp:
         root = Path(tmp)
@@ -136,6 +137,12 @@ def main() -> None:
         paths = generate(root / "class", args.submissions)
         from grader.batch import grade_batch
         grade_batch([paths[0]], RUBRIC, root / "warm", jobs=1, cache=cache)   # expected values computed and cached
+
+        (root / "correct").mkdir()
+        correct = generate(root / "correct", args.correct, mix=[("correct", 1)])
+        correct_seconds, correct_batch = graded_seconds(correct, root / "correct-out", cache, args.jobs)
+        correct_regrade, _ = graded_seconds(correct, root / "correct-out", cache, args.jobs, force=False)
+        full = sum(row.total == row.max_total for row in correct_batch.rows)
 
         batch_seconds, batch = graded_seconds(paths, root / "out", cache, args.jobs)
         regrade_seconds, regrade = graded_seconds(paths, root / "out", cache, args.jobs, force=False)
@@ -158,7 +165,10 @@ def main() -> None:
     n, m = len(paths), len(calm)
     ours_per_notebook = one_seconds / m
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, isolation: "
-          f"{batch.results[0].isolation}")
+          f"{', '.join(f'{level} ({count})' for level, count in batch.isolation.items())}")
+    print(f"{args.correct} distinct correct notebooks, {args.jobs} workers: {correct_seconds:.1f} s = "
+          f"{args.correct / correct_seconds:.1f} submissions/s, {full} of {args.correct} with full marks; "
+          f"regrade with nothing changed: {correct_regrade:.2f} s")
     print(f"class of {n} submissions (correct, wrong and hostile mixed), {args.jobs} workers:")
     print(f"  graded in {batch_seconds:.1f} s = {n / batch_seconds:.1f} submissions/s "
           f"({batch.graded} graded, {len(batch.failed)} failed)")

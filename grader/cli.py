@@ -124,7 +124,19 @@ def _report(args: argparse.Namespace) -> int:
         written += write_annotated(results(), args.out, notebooks=args.notebooks,
                                    hidden_details=args.hidden_details, results_folder=Path(args.results))
     print(f"{len(written)} report files written to {args.out}/")
+    if not written:
+        print(f"{args.results}: no results in this folder (grade with --out {args.results} first)", file=sys.stderr)
+    missing = _without_notebook(results(), args.notebooks, Path(args.results))
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        print(f"the notebook of {len(missing)} student(s) was not found, so their reports have no 'Your code' "
+              f"and no annotated notebook: {shown} (give --notebooks FOLDER)", file=sys.stderr)
     return 0 if written else 1
+
+
+def _without_notebook(results, notebooks, folder: Path) -> list[str]:
+    from grader.report.student import locate_notebook
+    return [r.submission for r in results if locate_notebook(r, notebooks, folder) is None]
 
 
 def _class_report(args: argparse.Namespace) -> int:

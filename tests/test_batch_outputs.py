@@ -62,3 +62,15 @@ def test_an_empty_notebook_is_a_row_counted_unreadable_not_skipped(tmp_path: Pat
     assert result["state"] == "unreadable" and "empty .ipynb file" in result["warnings"][0]
     again = grade_batch([export], RUBRIC, tmp_path / "out", jobs=1, cache=grader_cache)
     assert (again.graded, again.unreadable, again.unchanged) == (0, 0, 2)
+
+
+def test_report_says_which_students_notebooks_it_could_not_find(tmp_path: Path, capsys) -> None:
+    from grader.cli import main
+    from grader.results import ExerciseResult, SubmissionResult, write_json
+    result = SubmissionResult(submission="alice", path=str(tmp_path / "gone.ipynb"), sha256="a" * 64,
+                              rubric="taoistic-search", rubric_sha256="r", grader_version="0", isolation="none",
+                              total=0.0, max_total=2.0,
+                              exercises=(ExerciseResult("move_dir", "Move", 0.0, 2.0, ()),))
+    write_json(result, tmp_path / "results")
+    assert main(["report", str(tmp_path / "results"), "--out", str(tmp_path / "feedback")]) == 0
+    assert "the notebook of 1 student(s) was not found" in capsys.readouterr().err
