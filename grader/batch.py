@@ -178,6 +178,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
     with tempfile.TemporaryDirectory(prefix="puzzle-grader-intake-") as workdir:
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir))
+        batch.notes[:0] = plan.warnings   # e.g. a cache file that did not verify: the TA should know
         batch.students = [entry.student for entry in entries]
         by_student = {entry.student: entry for entry in entries}
         book = _open_gradebook(book_path)

@@ -25,13 +25,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator, Mapping, Sequence
 
-from grader import __version__
+from grader import __version__, sealed
 from grader.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
 from grader.checks import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
 from grader.rubric import CaseSpec, CheckSpec, Exercise, Rubric, RubricError, _suggest
 from grader.sandbox import codec
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2   # 2: sealed with the cache folder's key (grader.sealed)
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,7 @@ class Plan:
     reference: ModuleType
     cases: Mapping[str, tuple[Case, ...]]          # exercise id -> its cases, in grading order
     expected: Mapping[str, Expected]                # case id -> expected
+    warnings: tuple[str, ...] = ()                  # for the TA: e.g. a cache file that did not verify
 
     def data(self, case: Case) -> dict[str, Any]:
         """The data names a case expression may use: fixtures, then the case's own variables."""
@@ -401,56 +402,72 @@ def cache_path(rubric: Rubric, cache_dir: Path | None) -> Path | None:
     return cache_dir / f"{rubric.assignment}-{rubric.sha256[:16]}-{__version__}.json"
 
 
-def _load_cached(path: Path | None, rubric: Rubric) -> dict[str, Expected] | None:
-    if path is None or not path.exists():
-        return None
+def _load_cached(path: Path | None, rubric: Rubric, key: bytes | None) -> tuple[dict[str, Expected] | None, str]:
+    """The cached expected values, if the file verifies under the folder's key; else None and why not
+    ("" when there is simply no file)."""
+    if path is None or key is None:
+        return None, ""
+    body, why = sealed.read_sealed(key, path)
+    if body is None:
+        return None, why
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = json.loads(body.decode("utf-8"))
         if stored.get("format") != CACHE_FORMAT or stored.get("rubric_sha256") != rubric.sha256:
-            return None
+            return None, "it was made for another rubric or by another grader"
         expected = {}
         for case_id, e in stored["expected"].items():
             mistakes = tuple((str(name), answer) for name, answer in e["mistakes"])
             for value in (e["value"], *(answer for _, answer in mistakes)):
                 codec.decode(value)  # a damaged value must never reach a check
             expected[case_id] = Expected(e["value"], float(e["seconds"]), mistakes)
-        return expected
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # a damaged cache is recomputed, never trusted
+        return expected, ""
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        return None, f"it does not hold expected values ({type(error).__name__})"
 
 
-def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected]) -> None:
-    if path is None:
+def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected], key: bytes | None) -> None:
+    if path is None or key is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": CACHE_FORMAT, "rubric_sha256": rubric.sha256,
                "expected": {k: {"value": e.value, "seconds": e.seconds, "mistakes": [list(m) for m in e.mistakes]}
                             for k, e in expected.items()}}
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(payload), encoding="utf-8")
-    os.replace(temporary, path)
+    sealed.write_sealed(key, path, json.dumps(payload).encode("utf-8"))
 
 
 def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
-    """Load the reference, expand the cases and compute (or load) every expected value."""
+    """Load the reference, expand the cases and compute (or load) every expected value.
+
+    Cached values are believed only when their file's seal verifies under the cache folder's key (see
+    grader.sealed); a file that does not is recomputed and named in the plan's warnings.
+    """
     reference = load_reference(rubric.reference, (rubric.support,))
     problems = _validate_names(rubric, reference)
     if problems:
         raise RubricError(problems)
     cases = expand(rubric, reference)
     location = cache_path(rubric, cache_dir)
-    expected = _load_cached(location, rubric)
-    if expected is None or set(expected) != {c.id for group in cases.values() for c in group}:
+    warnings: list[str] = []
+    key = None
+    if cache_dir is not None:
+        folder = sealed.folder_key(cache_dir)
+        key = folder.key
+        warnings.extend(folder.problems)
+    expected, why = _load_cached(location, rubric, key)
+    if expected is not None and set(expected) != {c.id for group in cases.values() for c in group}:
+        expected, why = None, "it does not hold this rubric's cases"
+    if why:
+        warnings.append(f"expected-value cache {location} was not used: {why}; recomputed from the reference")
+    if expected is None:
         base = fixtures(rubric, reference)
         expected = {}
         for exercise in rubric.exercises:
             for case in cases[exercise.id]:
                 expected[case.id] = _expected(rubric, reference, exercise, case, {**base, **case.variables})
         try:
-            _store(location, rubric, expected)
-        except OSError:
-            pass   # no cache where it cannot be written: grading goes on, it just recomputes next time
-    return Plan(rubric, reference, cases, expected)
+            _store(location, rubric, expected, key)
+        except OSError as error:   # grading goes on; it just recomputes next time
+            warnings.append(f"expected-value cache {location} could not be written: {error.strerror or error}")
+    return Plan(rubric, reference, cases, expected, tuple(warnings))
 
 
 def accepts(function, name: str) -> bool:

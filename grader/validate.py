@@ -81,7 +81,7 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
         public_code(rubric)
     except PublicError as error:
         problems.extend(error.problems)
-    warnings = kit_warnings(plan)
+    warnings = [*plan.warnings, *kit_warnings(plan)]
     reference_result = grade_path(rubric.reference, plan, support, options, submission="reference")
     for exercise in reference_result.exercises:
         if exercise.score < exercise.max_score:

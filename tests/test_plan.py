@@ -345,13 +345,30 @@ def fail(*args, **kwargs):
     raise AssertionError("the reference ran although its answers were cached")
 
 
+def stored_payload(stored: Path) -> dict:
+    """A cache file's JSON body (after the seal's header line, see test_cache_seal.py for the seal itself)."""
+    return json.loads(stored.read_bytes().partition(b"\n")[2])
+
+
+def reseal(stored: Path, text: str) -> None:
+    """Write a body sealed with the folder's own key, as the grader would: the seal verifies, so what is
+    tested is how the plan treats the content."""
+    from grader import sealed
+    key = (stored.parent / sealed.KEY_FILE).read_bytes()
+    sealed.write_sealed(key, stored, text.encode("utf-8"))
+
+
+def cache_files(cache: Path) -> list[Path]:
+    return [path for path in cache.iterdir() if not path.name.startswith(".")]
+
+
 def test_expected_values_are_written_to_the_cache_and_reused(tmp_path: Path, monkeypatch) -> None:
     rubric = load_rubric(copy_mini(tmp_path))
     cache = tmp_path / "cache"
     first = build_plan(rubric, cache)
     stored = cache_path(rubric, cache)
-    assert list(cache.iterdir()) == [stored]
-    assert json.loads(stored.read_text(encoding="utf-8"))["rubric_sha256"] == rubric.sha256
+    assert cache_files(cache) == [stored]
+    assert stored_payload(stored)["rubric_sha256"] == rubric.sha256
     monkeypatch.setattr(load_reference(rubric.reference), "double", fail)
     with pytest.raises(RubricError, match="AssertionError: the reference ran"):
         build_plan(rubric)  # without the cache the broken reference is noticed
@@ -399,13 +416,25 @@ DAMAGES = {  # name -> the stored cache payload, damaged, as the text written ba
 }
 
 
-def test_intact_cache_is_trusted_as_stored(tmp_path: Path) -> None:
+def test_a_cache_sealed_with_the_folders_key_is_trusted_as_stored(tmp_path: Path) -> None:
     rubric = load_rubric(copy_mini(tmp_path))
     cache = tmp_path / "cache"
     build_plan(rubric, cache)
     stored = cache_path(rubric, cache)
-    stored.write_text(json.dumps(_poisoned(json.loads(stored.read_text(encoding="utf-8")))), encoding="utf-8")
+    reseal(stored, json.dumps(_poisoned(stored_payload(stored))))
     assert build_plan(rubric, cache).expected["double#1"].value == 999
+
+
+def test_a_cache_edited_without_the_key_is_not_trusted(tmp_path: Path) -> None:
+    rubric = load_rubric(copy_mini(tmp_path))
+    cache = tmp_path / "cache"
+    build_plan(rubric, cache)
+    stored = cache_path(rubric, cache)
+    header = stored.read_bytes().partition(b"\n")[0]
+    stored.write_bytes(header + b"\n" + json.dumps(_poisoned(stored_payload(stored))).encode())
+    plan = build_plan(rubric, cache)
+    assert plan.expected["double#1"].value == 6
+    assert any("does not verify" in warning for warning in plan.warnings)
 
 
 @pytest.mark.parametrize("damage", DAMAGES.values(), ids=DAMAGES.keys())
@@ -414,9 +443,11 @@ def test_damaged_cache_is_ignored_and_rewritten(tmp_path: Path, damage) -> None:
     cache = tmp_path / "cache"
     good = answers(build_plan(rubric, cache).expected)
     stored = cache_path(rubric, cache)
-    stored.write_text(damage(json.loads(stored.read_text(encoding="utf-8"))), encoding="utf-8")
-    assert answers(build_plan(rubric, cache).expected) == good
-    assert json.loads(stored.read_text(encoding="utf-8"))["expected"]["double#1"]["value"] == 6
+    reseal(stored, damage(stored_payload(stored)))
+    plan = build_plan(rubric, cache)
+    assert answers(plan.expected) == good
+    assert plan.warnings                                   # the TA is told the cache was not used
+    assert stored_payload(stored)["expected"]["double#1"]["value"] == 6
 
 
 def test_changed_rubric_does_not_use_the_old_cache(tmp_path: Path) -> None:
@@ -428,7 +459,7 @@ def test_changed_rubric_does_not_use_the_old_cache(tmp_path: Path) -> None:
     new = load_rubric(path)
     assert cache_path(new, cache) != cache_path(old, cache)
     assert build_plan(new, cache).expected["double#1"].value == 8
-    assert len(list(cache.iterdir())) == 2
+    assert len(cache_files(cache)) == 2
 
 
 def test_changed_reference_is_imported_afresh_and_not_answered_from_the_cache(tmp_path: Path) -> None:
