@@ -328,7 +328,13 @@ def run(root: Path, rubric_path: Path) -> dict:
         traceback.print_exc()
         data = failure_results("The autograder could not grade this submission "
                                f"({type(error).__name__}: {error}). Please tell your instructor.")
-    write_results(data, results_path)
+    try:
+        write_results(data, results_path)
+    except Exception as error:  # noqa: BLE001 - e.g. a value JSON cannot hold: still a grade file, saying why
+        traceback.print_exc()
+        data = failure_results(f"The autograder could not write this submission's results ({type(error).__name__}). "
+                               "Please tell your instructor.")
+        write_results(data, results_path)
     print(f"results.json: score {data.get('score')}", flush=True)
     return data
 

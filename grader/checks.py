@@ -45,7 +45,10 @@ class ProbeError(Exception):
 
 
 class CheckError(ValueError):
-    """A check that is misconfigured (a rubric bug, not a student mistake)."""
+    """A check that is misconfigured or a reference helper that crashed: a rubric bug, not a student mistake.
+
+    The case is then recorded with status "problem" (grader problem), never as the student's fail.
+    """
 
 
 CheckFunction = Callable[[CheckContext], Verdict]
@@ -139,9 +142,11 @@ def path(context: CheckContext) -> Verdict:
             return Verdict(False, 0.0, f"step {step} is not a legal move: from {_shown(before)} "
                                        f"to {_shown(after)}")
     try:
+        # states[-1] was reached by legal moves, so it is a state the reference made: a crash is the reference's.
         reached = bool(matches(goal, states[-1]))
-    except Exception:
-        reached = False
+    except Exception as error:  # noqa: BLE001
+        raise CheckError(f"the reference's {context.options.get('matches', 'goal test')} raised "
+                         f"{type(error).__name__}: {error}") from error
     if not reached:
         return Verdict(False, 0.0, f"the path ends in {_shown(states[-1])}, which does not match the goal "
                                    f"{_shown(goal)}")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from grader import __version__
 
@@ -35,10 +36,11 @@ def _grade(args: argparse.Namespace) -> int:
                             dask=args.dask, gradescope=Path(args.gradescope) if args.gradescope else None,
                             on_start=progress.start, on_result=progress.result)
     if not args.quiet:
-        for problem in batch.problems:
-            console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
+        from grader.textsafe import terminal
+        for problem in batch.problems:   # they quote file names: any byte, any markup
+            console.print(f"[yellow]skipped:[/] {escape(terminal(problem))}", highlight=False)
         for note in batch.notes:
-            console.print(f"note: {note}", highlight=False, markup=False)
+            console.print(f"note: {terminal(note)}", highlight=False, markup=False)
     if not batch.students:
         console.print("no submissions found", style="yellow")
         return 1
@@ -289,11 +291,13 @@ def _extract(args: argparse.Namespace) -> int:
     if args.rubric:
         from grader.rubric import load_rubric
         policy = load_rubric(args.rubric).policy
+    from grader.textsafe import terminal
     extracted = extract(read_notebook(args.notebook), policy)
-    sys.stdout.write(extracted.source())
+    # The notebook's own text, for a terminal: no escape sequences, no lone surrogates (they cannot be printed).
+    sys.stdout.write(terminal(extracted.source()))
     sys.stdout.write("\n# ---- left out ----\n")
     for line in extracted.dropped_report().splitlines():
-        sys.stdout.write(f"# {line}\n")
+        sys.stdout.write(f"# {terminal(line)}\n")
     return 0
 
 

@@ -165,16 +165,49 @@ def _prepare(cell: Cell) -> _Prepared:
     _replace_line_magics(prepared)
     text = "\n".join(lines)
     try:
-        prepared.tree = ast.parse(text)
-    except (SyntaxError, ValueError) as e:
+        if len(text) > MAX_CELL_CHARS:
+            raise _Unparsable(f"the cell is too large to parse ({len(text):,} characters; at most "
+                              f"{MAX_CELL_CHARS:,})")
+        tree = ast.parse(text)
+        if _deeper_than(tree, MAX_NESTING):
+            raise _Unparsable(f"the code is nested too deeply to analyse (more than {MAX_NESTING} levels)")
+        prepared.tree = tree
+    except (SyntaxError, ValueError, RecursionError, MemoryError, _Unparsable) as e:
+        # RecursionError and MemoryError: CPython's parser gives up on very deep expressions (`1+1+...`, 3000
+        # terms; `----...1`). The cell is reported like a syntax error; the rest of the notebook still grades.
         line = (getattr(e, "lineno", None) or 1) if isinstance(e, SyntaxError) else 1
-        message = e.msg if isinstance(e, SyntaxError) else str(e)
+        if isinstance(e, SyntaxError):
+            message, kind = e.msg, "syntax error"
+        elif isinstance(e, (RecursionError, MemoryError)):
+            message, kind = "the expression is too deeply nested or too long for Python's parser", "cannot parse"
+        else:
+            message, kind = str(e), "cannot parse"
         excerpt = lines[line - 1] if 0 < line <= len(lines) else lines[0]
         # The whole cell is out: its magic drops and %runs go with it, only the error is reported.
         prepared.dropped, prepared.runs = [], []
-        prepared.syntax_error = _dropped(cell, line, f"syntax error: {message} (line {line})", excerpt)
-        prepared.warning = f"{cell.label}, line {line}: cell left out: {type(e).__name__}: {message}"
+        prepared.syntax_error = _dropped(cell, line, f"{kind}: {message} (line {line})", excerpt)
+        prepared.warning = f"{cell.label}, line {line}: cell left out: {type(e).__name__.lstrip('_')}: {message}"
     return prepared
+
+
+MAX_CELL_CHARS = 2_000_000   # a code cell longer than this is data, not a solution: parsing it could take GBs
+# The grader's own tree walks (global reads, bindings) recurse once per level; CPython's parser allows about 200
+# levels of brackets but any depth of `1+1+...`, so depth is measured (without recursion) before any walk.
+MAX_NESTING = 400
+
+
+class _Unparsable(Exception):
+    """A cell the grader will not analyse although Python might parse it (too big, too deep)."""
+
+
+def _deeper_than(tree: ast.AST, limit: int) -> bool:
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
 
 
 def _replace_line_magics(prepared: _Prepared) -> None:

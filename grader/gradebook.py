@@ -32,7 +32,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from grader.results import ExerciseResult, SubmissionResult, from_dict, to_dict
+from grader import textsafe
+from grader.results import ExerciseResult, SubmissionResult, bound_result, from_dict, to_dict
 
 SCHEMA_VERSION = 2
 
@@ -208,6 +209,7 @@ class Gradebook:
     def _insert(self, db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
                 graded_at: str, *, skip_existing: bool = False) -> int | None:
         shared = self._shared_values(db, result.rubric_sha256)
+        result = bound_result(result)     # the row is bounded like the JSON file: no answer is too big for SQLite
         data = _compact(db, to_dict(result), result.rubric_sha256, shared)
         return _insert_result(db, submission_id, source, result, graded_at, data, skip_existing=skip_existing)
 
@@ -379,7 +381,12 @@ def _after(now: str, latest: str | None) -> str:
 
 
 def _submission(db: sqlite3.Connection, student: str, rubric: str, sha256: str, source: str) -> int:
-    """The id of the (student, rubric) row, created if new; its sha256/source follow the current result."""
+    """The id of the (student, rubric) row, created if new; its sha256/source follow the current result.
+
+    `source` names a file: an undecodable byte in it (a surrogate escape) is stored as U+FFFD, since SQLite
+    text is UTF-8.
+    """
+    source = textsafe.unicode(source)
     db.execute("INSERT OR IGNORE INTO submissions (student, rubric, sha256, source) VALUES (?, ?, ?, ?)",
                (student, rubric, sha256, source))
     return db.execute("SELECT id FROM submissions WHERE student = ? AND rubric = ?",
@@ -407,7 +414,7 @@ def _read_shared(db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, 
 
 
 def _value_text(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return textsafe.json_text(value, sort_keys=True, separators=(",", ":"))
 
 
 def _compact(db: sqlite3.Connection, data: dict, rubric_sha256: str,
@@ -454,15 +461,20 @@ def _restore(data: dict, shared: dict[tuple[str, str], tuple[str, str]]) -> dict
 
 def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
                    graded_at: str, data: dict, *, skip_existing: bool = False) -> int | None:
-    """Insert a result and its per-exercise scores; with skip_existing, None when it is already stored."""
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    """Insert a result and its per-exercise scores; with skip_existing, None when it is already stored.
+
+    Any string: a lone surrogate stays as a \\udXXX escape in the JSON (textsafe.json_text); the source, a file
+    name that may hold an undecodable byte, is stored with U+FFFD (SQLite text is UTF-8).
+    """
+    text = textsafe.json_text(data, sort_keys=True)
     cursor = db.execute(
         f"""INSERT {'OR IGNORE' if skip_existing else ''} INTO results
                 (submission_id, sha256, source, rubric_sha256, grader_version, isolation, total, max_total,
                  exercise_count, graded_at, json, state)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-        (submission_id, result.sha256, source, result.rubric_sha256, result.grader_version, result.isolation,
-         float(result.total), float(result.max_total), len(result.exercises), graded_at, text, result.state))
+        (submission_id, result.sha256, textsafe.unicode(source), result.rubric_sha256, result.grader_version,
+         result.isolation, float(result.total), float(result.max_total), len(result.exercises), graded_at, text,
+         result.state))
     if cursor.rowcount == 0:
         return None
     result_id = cursor.lastrowid

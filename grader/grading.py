@@ -22,7 +22,7 @@ from grader.checks import CheckContext, CheckError, ProbeError, resolve as resol
 from grader.extract import Definition, Extracted, extract
 from grader.notebook import Notebook, NotebookError, read_notebook
 from grader.plan import Case, Plan
-from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.results import CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result
 from grader.rubric import Exercise
 from grader.sandbox import codec
 from grader.sandbox.isolation import isolation_report
@@ -246,10 +246,11 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     try:
         verdict = function(context)
     except (CheckError, ExpressionError) as error:
-        return CaseResult(status="error", got=got, message=f"grader problem (rubric check): {error}", **base)
-    except Exception as error:  # a reference check that crashes on odd student data: the student's answer is wrong
-        return CaseResult(status="fail", got=got, message=f"the answer could not be checked: "
-                                                          f"{type(error).__name__}: {error}", **base)
+        return CaseResult(status="problem", got=got, message=f"grader problem (rubric check): {error}", **base)
+    except Exception as error:  # noqa: BLE001 - a check or reference helper that crashes is the course's bug
+        # Not the student's fail: a check must reject odd answers with a verdict, never by raising.
+        return CaseResult(status="problem", got=got, message=f"grader problem: the check {case.check.name} "
+                                                             f"crashed: {type(error).__name__}: {error}", **base)
     message = verdict.message
     if not verdict.passed:
         answers = dict(expected.mistakes)   # a mistake that raised on this input is absent
@@ -367,9 +368,12 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: Sandbox | None, note
     assert sandbox is not None
     requests = _requests(plan, exercise, cases, name, options)
     outcomes = sandbox.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts)
-    results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes)]
+    # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
+    results = [bound_case(judge(plan, exercise, case, outcome)) for case, outcome in zip(cases, outcomes)]
+    del outcomes
     if exercise.isolate:
-        results = _second_chance(plan, exercise, cases, requests, results, sandbox, deadline)
+        results = [bound_case(r) for r in _second_chance(plan, exercise, cases, requests, results, sandbox,
+                                                         deadline)]
     notes = _notes(exercise, name, extracted, plan)
     if any(r.status != "pass" for r in results):
         notes += exercise.hints
@@ -402,11 +406,11 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
                                          deadline, options) for exercise in rubric.exercises)
         sandbox_level = sandbox.level or sandbox_level
         held = isolation_report(sandbox_level, sandbox.facts, process_limits)
-    return SubmissionResult(
+    return bound_result(SubmissionResult(
         submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
         rubric_sha256=rubric.sha256, grader_version=__version__, isolation=sandbox_level,
         total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
-        warnings=tuple(warnings), seconds=round(time.monotonic() - started, 3), extra={"isolation": held})
+        warnings=tuple(warnings), seconds=round(time.monotonic() - started, 3), extra={"isolation": held}))
 
 
 def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = ()) -> list[str]:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from grader import textsafe
+
 SCHEMA_VERSION = 1
-STATUSES = ("pass", "fail", "error", "timeout", "missing")
+# "problem": the grader or the rubric failed on this case (a reference check or helper raised), not the student.
+STATUSES = ("pass", "fail", "error", "timeout", "missing", "problem")
 # What happened to a submission as a whole: graded (its cases ran), unreadable (the file could not be read or
 # parsed: a zero with the reason in `warnings`), failed (the grader could not finish it: its worker died or was
 # stopped by the watchdog; not retried unless forced).
@@ -19,7 +23,7 @@ STATES = ("graded", "unreadable", "failed")
 @dataclass(frozen=True)
 class CaseResult:
     id: str
-    status: str                  # pass | fail | error | timeout | missing
+    status: str                  # pass | fail | error | timeout | missing | problem
     visibility: str              # public | hidden
     message: str
     call: str = ""
@@ -106,14 +110,135 @@ def from_dict(data: dict) -> SubmissionResult:
     return SubmissionResult(**{**data, "exercises": exercises, "warnings": tuple(data["warnings"])})
 
 
+# ---------------------------------------------------------------------------------------------- bounds
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What one case may store, in characters. Student code controls all of these fields."""
+
+    message: int = 4_000
+    output: int = 16_000
+    traceback: int = 16_000
+    call: int = 2_000
+    value: int = 100_000         # expected and got, each, as JSON
+    warning: int = 2_000
+    warnings: int = 200          # how many warnings a result keeps
+
+
+CASE_BOUNDS = Bounds()
+SUBMISSION_CHARS = 2_000_000     # a whole result's JSON; the gradebook row holds the same text
+# Tighter and tighter bounds, tried in turn until a result fits SUBMISSION_CHARS (the last one always does for
+# any rubric of sane size: values and output are gone, messages are one line).
+_TIGHTER = (Bounds(1_000, 2_000, 2_000, 500, 4_000, 500, 50), Bounds(300, 300, 300, 200, 300, 200, 10),
+            Bounds(120, 0, 0, 120, 0, 120, 3))
+
+
+def _finite(value: Any) -> float:
+    """Numbers the JSON must hold as numbers: a forged or broken one becomes 0 rather than NaN or Infinity."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+def cut_value(wire: Any, limit: int) -> Any:
+    """A wire value within `limit` characters of JSON: itself, or an opaque stand-in saying what was cut."""
+    if wire is None or isinstance(wire, (bool, int)):
+        return wire
+    if isinstance(wire, float):   # a bare non-finite float is not JSON: the codec's tagged form instead
+        return wire if math.isfinite(wire) else {"float": "nan" if wire != wire else "inf" if wire > 0 else "-inf"}
+    if isinstance(wire, str) and len(wire) <= limit // 2:
+        return wire
+    if isinstance(wire, dict) and wire.get("opaque") == CUT_VALUE and len(str(wire.get("repr", ""))) <= limit:
+        return wire
+    try:
+        size = textsafe.value_size(wire)
+    except (TypeError, ValueError, RecursionError):
+        size = limit + 1
+    if size <= limit:
+        return wire
+    from grader.sandbox import codec
+    try:
+        shown = codec.describe(wire, max(0, min(limit, 2_000) - 60))
+    except Exception:   # a malformed wire cannot even be described: say only how big it was
+        shown = ""
+    return {"opaque": CUT_VALUE, "repr": textsafe.cut(f"{shown} [value of {size:,} characters cut]", max(limit, 40))}
+
+
+CUT_VALUE = "grader.cut"          # the opaque type name of a value too big to keep
+
+
+def bound_case(case: CaseResult, bounds: Bounds = CASE_BOUNDS) -> CaseResult:
+    """The case with every stored field within `bounds` (head and tail kept, with a marker); idempotent."""
+    changes: dict[str, Any] = {}
+    for name, limit in (("message", bounds.message), ("output", bounds.output), ("traceback", bounds.traceback),
+                        ("call", bounds.call), ("id", bounds.call)):
+        text = getattr(case, name)
+        if not isinstance(text, str):
+            changes[name] = text = textsafe.cut(str(text), limit)
+        elif len(text) > limit:
+            changes[name] = textsafe.cut(text, limit)
+    for name in ("expected", "got"):
+        value = getattr(case, name)
+        bounded = cut_value(value, bounds.value)
+        if bounded is not value:
+            changes[name] = bounded
+    for name in ("fraction", "seconds", "weight"):
+        value = getattr(case, name)
+        if type(value) is not float or not math.isfinite(value):
+            changes[name] = _finite(value)
+    return replace(case, **changes) if changes else case
+
+
+def _bound_texts(texts: tuple[str, ...], bounds: Bounds) -> tuple[str, ...]:
+    kept = [textsafe.cut(str(text), bounds.warning) for text in texts[:bounds.warnings]]
+    if len(texts) > bounds.warnings:
+        kept.append(f"... and {len(texts) - bounds.warnings} more")
+    return tuple(kept)
+
+
+def _bounded(result: SubmissionResult, bounds: Bounds) -> SubmissionResult:
+    exercises = tuple(replace(e, cases=tuple(bound_case(c, bounds) for c in e.cases),
+                              notes=_bound_texts(e.notes, bounds), score=_finite(e.score),
+                              max_score=_finite(e.max_score))
+                      for e in result.exercises)
+    return replace(result, exercises=exercises, warnings=_bound_texts(result.warnings, bounds),
+                   total=_finite(result.total), max_total=_finite(result.max_total), seconds=_finite(result.seconds))
+
+
+def bounded_json(result: SubmissionResult, **options: Any) -> tuple[SubmissionResult, str]:
+    """The result cut to fit SUBMISSION_CHARS of JSON, and that JSON (lone surrogates kept as escapes).
+
+    Scores are never cut: only what the student's code produced (values, output, messages) gets shorter.
+    """
+    options.setdefault("separators", (",", ":"))
+    current = _bounded(result, CASE_BOUNDS)
+    text = textsafe.json_text(to_dict(current), **options)
+    for bounds in _TIGHTER:
+        if len(text) <= SUBMISSION_CHARS:
+            break
+        current = _bounded(current, bounds)
+        current = replace(current, warnings=(*current.warnings, f"this result was cut to fit "
+                                                               f"{SUBMISSION_CHARS:,} characters"))
+        text = textsafe.json_text(to_dict(current), **options)
+    return current, text
+
+
+def bound_result(result: SubmissionResult) -> SubmissionResult:
+    """The result as it will be stored: within every bound."""
+    return bounded_json(result)[0]
+
+
 def write_json(result: SubmissionResult, directory: Path) -> Path:
-    """Write atomically, so an interrupted batch never leaves half a result behind."""
+    """Write atomically, so an interrupted batch never leaves half a result behind; bounded, any string."""
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{result.submission}.json"
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     # Compact: the C encoder is ten times faster than an indented dump (pretty-print with `jq` or `python -m json.tool`).
-    temporary.write_text(json.dumps(to_dict(result), ensure_ascii=False, separators=(",", ":")) + "\n",
-                         encoding="utf-8")
+    _, text = bounded_json(result)
+    temporary.write_text(text + "\n", encoding="utf-8")
     os.replace(temporary, target)
     return target
 

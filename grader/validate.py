@@ -95,7 +95,7 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
             if exercise.score > 0:
                 problems.append(f"{rubric.path}: the template already scores {exercise.score:g} on exercise "
                                 f"'{exercise.id}' (its stub should score zero)")
-            crashed = [c for c in exercise.cases if c.status == "error" and "grader problem" in c.message]
+            crashed = [c for c in exercise.cases if c.status == "problem"]   # a field, not a message to parse
             if crashed:
                 problems.append(f"{rubric.path}: exercise '{exercise.id}': {crashed[0].message}")
     mutation = None

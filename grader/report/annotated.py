@@ -5,12 +5,18 @@ as it was handed in (outputs kept); the boxes are raw HTML cells inserted into a
 does all the rendering and no HTML is patched afterwards. The page is self-contained: the template drops what
 nbconvert loads from the network (require.js, MathJax, mermaid, widgets), images in Markdown are embedded or
 replaced by their name, and a Content-Security-Policy keeps any script in the student's outputs from running.
+
+The student's content is hostile: every cell is rebuilt from what the page shows (no metadata, whose tags would
+become CSS classes; a fixed id; outputs reduced to text, checked images and HTML), and all HTML the student
+wrote (Markdown, HTML outputs, raw cells) goes through nh3 with no class, id or style attribute and no
+<style>, <form> or <script>: it cannot hide the grader's boxes or draw one of its own. Student cells sit in
+grey-ruled frames, the grader's boxes in blue ones. A notebook past MAX_CELLS cells or MAX_CHARS characters is
+shown up to there, the rest summarized.
 """
 
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import mimetypes
 import re
@@ -24,6 +30,7 @@ from grader.extract import Extracted, extract
 from grader.notebook import Notebook, NotebookError, read_notebook
 from grader.report import student
 from grader.results import ExerciseResult, SubmissionResult
+from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
 BOX_CSS = """
@@ -40,23 +47,43 @@ _IMAGE_MARKDOWN = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)(?P<title>\
 _IMAGE_TAG = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*(?P<q>[\"'])(?P<src>.*?)(?P=q)[^>]*>", re.IGNORECASE | re.DOTALL)
 _MAX_IMAGE_BYTES = 2_000_000
 FEEDBACK_MARK = "grader_feedback"     # metadata key of the inserted cells (see templates/annotated/index.html.j2)
+MAX_CELLS = 2_000                     # cells shown; the rest of a bigger notebook is summarized
+MAX_CHARS = 5_000_000                 # characters of sources and outputs shown, all cells together
+MAX_OUTPUT_CHARS = 500_000            # one cell's outputs; more are summarized in one line
+_SHOWN_DATA = ("text/html", "text/markdown", "image/png", "image/jpeg", "image/svg+xml", "text/plain")
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+STUDENT_CSS = """
+.jp-Notebook-cell { border-left: 4px solid #d5d5d5; padding: .1em 0 .1em .8em; margin: .5em 0; }
+.jp-InputPrompt, .jp-OutputPrompt { color: #777; font-size: .8em; }
+.jp-Notebook-cell img { max-width: 100%; }
+"""
 
 
 def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, hidden_details: bool = False) -> str:
     """The notebook at `notebook_path` as one HTML page with `result`'s feedback boxes in it."""
     path = Path(notebook_path)
     parsed = read_notebook(path)
-    nb = _notebook_node(path, parsed)
+    nb = _notebook_node(path, parsed, MAX_CELLS)
     extracted = extract(parsed)
-    by_cell, unplaced = _placement(result, extracted, len(nb.cells))
+    shown, budget = [], MAX_CHARS
+    for index, node in enumerate(nb.cells[:MAX_CELLS]):
+        cell = _student_cell(index, node, path.parent)
+        budget -= _size(cell)
+        if budget < 0 and shown:
+            break
+        shown.append(cell)
+    by_cell, unplaced = _placement(result, extracted, len(shown))
     cells = [_raw_html(_summary_box(result, unplaced, hidden_details), "grader-summary")]
-    for index, cell in enumerate(nb.cells):
-        cell.metadata.pop(FEEDBACK_MARK, None)   # a student cannot pass HTML off as the grader's
-        if cell.cell_type == "markdown":
-            cell.source = _embed_images(cell.source, path.parent, cell.get("attachments"))
+    for index, cell in enumerate(shown):
         cells.append(cell)
         if index in by_cell:
             cells.append(_raw_html(_exercise_box(by_cell[index], hidden_details), f"grader-feedback-{index}"))
+    left = len(parsed.cells) - len(shown)
+    if left > 0:
+        cells.append(_raw_html(Markup('<div class="feedback grader-box"><div class="grader-label">Grader</div>'
+                                      '<p>{} more cell{} of this notebook (of {}) are not shown: the page shows at '
+                                      'most {:,} cells and {:,} characters.</p></div>').format(
+            left, "" if left == 1 else "s", len(parsed.cells), MAX_CELLS, MAX_CHARS), "grader-rest"))
     nb.cells = cells
     return _export(nb, result.submission)
 
@@ -77,6 +104,8 @@ def write_annotated(results: str | Path | Iterable[SubmissionResult], out_dir: s
             page = annotated_notebook(notebook, result, hidden_details=hidden_details)
         except NotebookError:
             continue  # unreadable file: its result already says so, and there is nothing to annotate
+        except (RecursionError, MemoryError, ValueError):
+            continue  # a notebook nbconvert cannot render: one student's page is missing, the class's are not
         target = out / f"{result.submission}.notebook.html"
         target.write_text(page, encoding="utf-8")
         written.append(target)
@@ -86,23 +115,28 @@ def write_annotated(results: str | Path | Iterable[SubmissionResult], out_dir: s
 # ---------------------------------------------------------------------------------------------- placing
 
 
-def _notebook_node(path: Path, parsed: Notebook) -> nbformat.NotebookNode:
-    """The notebook with its outputs, its cells numbered as read_notebook numbers them (or rebuilt from those
-    cells, without outputs, when the file cannot be read that way: a .py script, an odd JSON file)."""
+def _notebook_node(path: Path, parsed: Notebook, limit: int) -> nbformat.NotebookNode:
+    """The notebook's first `limit` cells with their outputs, numbered as read_notebook numbers them (or rebuilt
+    from those cells, without outputs, when the file cannot be read that way: a .py script, an odd JSON file)."""
+    wanted = min(len(parsed.cells), limit)
     if path.suffix.lower() == ".ipynb":
         try:
             with path.open(encoding="utf-8-sig") as handle:
                 raw = json.load(handle)
             if isinstance(raw, dict) and "nbformat" not in raw:
                 raw["nbformat"], raw["nbformat_minor"] = (4, 0) if "cells" in raw else (3, 0)
+            if isinstance(raw.get("cells"), list):
+                raw["cells"] = raw["cells"][:limit]     # a 200,000-cell notebook is not converted whole
             node = nbformat.versions[raw["nbformat"]].to_notebook_json(raw, minor=raw.get("nbformat_minor", 0))
             node = nbformat.convert(node, 4)
-            if len(node.cells) == len(parsed.cells):
+            del raw
+            if len(node.cells) >= wanted:
+                node.cells = node.cells[:wanted]
                 return node
-        except Exception:  # any reading problem: fall back to the cells the grader itself read
+        except Exception:  # noqa: BLE001 - any reading problem: fall back to the cells the grader itself read
             pass
     node = nbformat.v4.new_notebook()
-    for cell in parsed.cells:
+    for cell in parsed.cells[:limit]:
         make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell}.get(
             cell.kind, nbformat.v4.new_raw_cell)
         new = make(cell.source)
@@ -136,6 +170,98 @@ def _cell_of(exercise: ExerciseResult, extracted: Extracted) -> int | None:
     return int(match[1]) - 1 if match else None
 
 
+# ---------------------------------------------------------------------------------------------- student cells
+
+
+def _text(value: object) -> str:
+    """Notebook text fields may be a string or a list of strings (or, in a hostile file, anything)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(part for part in value if isinstance(part, str))
+    return ""
+
+
+def _student_cell(index: int, node: object, folder: Path) -> nbformat.NotebookNode:
+    """A fresh cell holding only what the page shows of the student's cell (see the module's docstring)."""
+    node = node if isinstance(node, dict) else {}
+    kind = node.get("cell_type")
+    source = _text(node.get("source"))
+    if kind == "markdown":
+        attachments = node.get("attachments") if isinstance(node.get("attachments"), dict) else None
+        cell = nbformat.v4.new_markdown_cell(_embed_images(source, folder, attachments))
+        if attachments:
+            cell["attachments"] = attachments
+    elif kind == "code":
+        cell = nbformat.v4.new_code_cell(source)
+        count = node.get("execution_count")
+        cell.execution_count = count if type(count) is int else None
+        cell.outputs = _outputs(node.get("outputs"), cell.execution_count)
+    else:
+        cell = nbformat.v4.new_raw_cell(source)     # shown as text (templates/annotated/index.html.j2)
+    cell["id"] = f"cell-{index}"
+    return cell
+
+
+def _outputs(outputs: object, count: int | None) -> list:
+    """Streams, errors and display data restricted to text, sanitized HTML and Markdown, and checked images."""
+    kept: list = []
+    if not isinstance(outputs, list):
+        return kept
+    for output in outputs:
+        if not isinstance(output, dict):
+            continue
+        kind = output.get("output_type")
+        if kind == "stream":
+            name = "stderr" if output.get("name") == "stderr" else "stdout"
+            kept.append(nbformat.v4.new_output("stream", name=name, text=_text(output.get("text"))))
+        elif kind == "error":
+            lines = output.get("traceback") if isinstance(output.get("traceback"), list) else []
+            kept.append(nbformat.v4.new_output("error", ename=_text(output.get("ename")),
+                                               evalue=_text(output.get("evalue")),
+                                               traceback=[line for line in lines if isinstance(line, str)]))
+        elif kind in ("display_data", "execute_result"):
+            raw = output.get("data") if isinstance(output.get("data"), dict) else {}
+            data = {key: _text(raw[key]) for key in _SHOWN_DATA if key in raw}
+            for image in ("image/png", "image/jpeg"):
+                if image in data and not _BASE64.fullmatch(data[image]):
+                    del data[image]
+            if data:
+                extra = {"execution_count": count} if kind == "execute_result" else {}
+                kept.append(nbformat.v4.new_output(kind, data=data, **extra))
+    size = sum(len(json.dumps(output, ensure_ascii=False)) for output in kept)
+    if size > MAX_OUTPUT_CHARS:
+        return [nbformat.v4.new_output("stream", name="stdout", text=f"[{size:,} characters of output not shown]")]
+    return kept
+
+
+def _size(cell: nbformat.NotebookNode) -> int:
+    return len(cell.source) + sum(len(json.dumps(o, ensure_ascii=False)) for o in cell.get("outputs", ()))
+
+
+def sanitize_html(html: object) -> str:
+    """Student HTML made inert: nh3's safe tags, no class/id/style (so nothing can look like or hide the grader's
+    boxes), links only within the page, images only as data: URIs."""
+    import nh3
+
+    def keep(tag: str, attribute: str, value: str) -> str | None:
+        if attribute == "href":
+            return value if value.startswith("#") else None
+        if attribute == "src":
+            return value if value.startswith("data:image/") else None
+        return value
+
+    text = html.decode("utf-8", "replace") if isinstance(html, bytes) else str(html)
+    return nh3.clean(display(text), attribute_filter=keep, url_schemes={"data"},
+                     clean_content_tags={"script", "style", "template", "textarea", "title", "noscript"})
+
+
+def svg_data_uri(svg: object) -> str:
+    """An SVG output as an <img> source: an image cannot run script or load anything."""
+    text = svg.decode("utf-8", "replace") if isinstance(svg, bytes) else str(svg)
+    return "data:image/svg+xml;base64," + base64.b64encode(display(text).encode("utf-8")).decode("ascii")
+
+
 # ---------------------------------------------------------------------------------------------- boxes
 
 
@@ -154,7 +280,9 @@ def _exercise_box(exercises: list[ExerciseResult], hidden_details: bool) -> Mark
 def _summary_box(result: SubmissionResult, unplaced: list[ExerciseResult], hidden_details: bool) -> Markup:
     missing = Markup("").join(student.exercise_html(e, hidden_details=hidden_details, heading="h3")
                               for e in unplaced)
-    intro = Markup("<p>The feedback on each exercise follows the cell that defines its function.</p>")
+    intro = Markup("<p>The feedback on each exercise follows the cell that defines its function. Only boxes framed "
+                   "in blue like this one come from the grader; the notebook as handed in is shown in grey-ruled "
+                   "cells.</p>")
     if unplaced:
         intro += Markup("<p>Not found in a cell of this notebook:</p>")
     return Markup('<div class="feedback grader-box grader-summary"><div class="grader-label">Grader feedback</div>'
@@ -220,8 +348,9 @@ def _escape_text(text: str) -> str:
 
 def _export(nb: nbformat.NotebookNode, name: str) -> str:
     from nbconvert import HTMLExporter
-    exporter = HTMLExporter(extra_template_basedirs=[str(TEMPLATES)], template_name="annotated")
-    resources = {"metadata": {"name": name}, "feedback_css": student.stylesheet() + Markup(BOX_CSS),
+    exporter = HTMLExporter(extra_template_basedirs=[str(TEMPLATES)], template_name="annotated", sanitize_html=True,
+                            filters={"clean_html": sanitize_html, "svg_data_uri": svg_data_uri})
+    resources = {"metadata": {"name": name}, "feedback_css": student.stylesheet() + Markup(BOX_CSS + STUDENT_CSS),
                  "feedback_csp": student.CSP}
-    body, _ = exporter.from_notebook_node(copy.deepcopy(nb), resources=resources)
-    return body
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    return display(body)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from grader.results import CaseResult, SubmissionResult, read_json
+from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "class_report.html.j2"
@@ -43,6 +44,8 @@ class ClassSummary:
     unreadable: int = 0                    # of `ungraded`: the file could not be read
     failed: int = 0                        # of `ungraded`: the grader could not finish it (worker stopped, died)
     late: int = 0                          # flagged late by the LMS or the due date
+    grader_problems: int = 0               # cases where a reference check or helper crashed (status "problem")
+    problem_submissions: int = 0           # submissions with at least one such case: regrade after the fix
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class CaseRate:
     errors: int
     timeouts: int
     missing: int
+    problems: int = 0                      # grader problems: the check crashed, not the student's answer
 
     @property
     def rate(self) -> float:
@@ -212,6 +216,8 @@ class ClassTally:
         self.ungraded_count = 0
         self.states: dict[str, int] = {}
         self.late = 0
+        self.grader_problems = 0
+        self.problem_submissions = 0
         self.max_total = 0.0
         self.full_marks = 0
         self.zero = 0
@@ -242,6 +248,9 @@ class ClassTally:
         self.levels[result.isolation] = self.levels.get(result.isolation, 0) + 1
         self.rubrics.add(result.rubric)
         self.versions.add(result.grader_version)
+        problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
+        self.grader_problems += problems
+        self.problem_submissions += problems > 0
         times = []
         for exercise in result.exercises:
             self.order.setdefault(exercise.id, (exercise.id, exercise.title, exercise.max_score))
@@ -289,7 +298,8 @@ class ClassTally:
             full_marks=self.full_marks, zero=self.zero,
             isolation=tuple(sorted(self.levels.items(), key=lambda item: (-item[1], item[0]))),
             rubrics=tuple(sorted(self.rubrics)), grader_versions=tuple(sorted(self.versions)), totals=totals,
-            unreadable=self.states.get("unreadable", 0), failed=self.states.get("failed", 0), late=self.late)
+            unreadable=self.states.get("unreadable", 0), failed=self.states.get("failed", 0), late=self.late,
+            grader_problems=self.grader_problems, problem_submissions=self.problem_submissions)
 
     def exercise_order(self) -> list[tuple[str, str, float]]:
         return list(self.order.values())
@@ -316,7 +326,8 @@ class ClassTally:
         return tuple(CaseRate(
             exercise=k[0], case=k[1], visibility=info[k][0], call=info[k][1], submissions=sum(counts[k].values()),
             passed=counts[k].get("pass", 0), failed=counts[k].get("fail", 0), errors=counts[k].get("error", 0),
-            timeouts=counts[k].get("timeout", 0), missing=counts[k].get("missing", 0)) for k in keys)
+            timeouts=counts[k].get("timeout", 0), missing=counts[k].get("missing", 0),
+            problems=counts[k].get("problem", 0)) for k in keys)
 
     def mistakes(self) -> tuple[MistakeGroup, ...]:
         rank = self._rank()
@@ -599,7 +610,7 @@ def class_report_html(results: Sequence[SubmissionResult], *, title: str | None 
 def _write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        temporary.write_text(text, encoding="utf-8")
+        temporary.write_text(display(text), encoding="utf-8")   # any string: a lone surrogate becomes U+FFFD
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)

@@ -14,9 +14,10 @@ from grader.report import boards
 from grader.gradebook import ScoreRow
 from grader.results import CaseResult, SubmissionResult
 from grader.sandbox import codec
+from grader.textsafe import terminal
 
 MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red"), "timeout": ("⏱", "yellow"),
-         "missing": ("–", "bright_black"), "unverified": ("?", "yellow")}
+         "missing": ("–", "bright_black"), "unverified": ("?", "yellow"), "problem": ("⚠", "magenta")}
 FAILING = ("fail", "error", "timeout", "missing")   # 'unverified' (kit only) is checked after submission
 
 
@@ -44,8 +45,15 @@ def class_table(results: Sequence[SubmissionResult]) -> Table:
         for exercise in result.exercises:
             style = "green" if exercise.score == exercise.max_score else ("red" if exercise.score == 0 else "yellow")
             cells.append(Text(_score(exercise.score), style=style))
-        table.add_row(result.submission, *cells, f"{_score(result.total)}/{_score(result.max_total)}")
+        table.add_row(Text(terminal(result.submission)), *cells,
+                      f"{_score(result.total)}/{_score(result.max_total)}")
     return table
+
+
+def grader_problems(results: Sequence[SubmissionResult]) -> tuple[int, int]:
+    """(cases, submissions) where the rubric's check or a reference helper crashed: the course's bug to fix."""
+    per_result = [sum(c.status == "problem" for e in r.exercises for c in e.cases) for r in results]
+    return sum(per_result), sum(1 for n in per_result if n)
 
 
 def print_class(results: Sequence[SubmissionResult], console: Console | None = None) -> None:
@@ -56,7 +64,14 @@ def print_class(results: Sequence[SubmissionResult], console: Console | None = N
     for result in results:
         ungraded = all(c.message.startswith("not graded") for e in result.exercises for c in e.cases)
         if ungraded and result.warnings:
-            console.print(f"[yellow]{result.submission}[/]: not graded: {result.warnings[0]}", highlight=False)
+            console.print(Text.assemble((terminal(result.submission), "yellow"),
+                                        f": not graded: {terminal(result.warnings[0])}"), highlight=False)
+    cases, submissions = grader_problems(results)
+    if cases:
+        console.print(Text(f"{cases} case{'s' if cases != 1 else ''} in {submissions} submission"
+                           f"{'s' if submissions != 1 else ''}: grader problem (a check or reference helper of the "
+                           f"rubric crashed; not the students' mistakes): fix the rubric, then regrade with --force",
+                           style="magenta"), highlight=False)
 
 def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None:
     """The class table from score rows (what a batch keeps), and which submissions could not be read."""
@@ -94,28 +109,31 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
     console = console or Console()
     all_pass = True
     unverified_total = 0
-    console.print(f"[bold]{escape(result.submission)}[/] — public cases of {escape(result.rubric)}")
+    console.print(f"[bold]{escape(terminal(result.submission))}[/] — public cases of {escape(result.rubric)}")
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(terminal(warning))}", highlight=False)
     for exercise in result.exercises:
         public = [c for c in exercise.cases if c.visibility == "public"]
         passed = sum(c.status == "pass" for c in public)
         unverified = sum(c.status == "unverified" for c in public)
         unverified_total += unverified
         ok = not any(c.status in FAILING for c in public)
+        problems = sum(c.status == "problem" for c in public)
         all_pass &= ok
         # A tick means something passed here: an exercise whose public cases all wait for submission gets "?".
         mark, style = ("✓", "green") if ok and passed else ("?", "yellow") if ok else ("✗", "red")
         line = f"[{style}]{mark}[/] {escape(exercise.id)}: {passed}/{len(public)} public cases pass"
         if unverified:
             line += f", {unverified} checked after submission"
+        if problems:
+            line += f", {problems} not judged (a grader problem, not your mistake: tell your instructor)"
         if hidden.get(exercise.id):
             count = hidden[exercise.id]
             line += f"; {count} hidden case{'s' if count != 1 else ''}, results after grading"
         console.print(line, highlight=False)
         for note in exercise.notes:
             if not ok or "global variable" in note:
-                console.print(f"    note: {note}", highlight=False, markup=False)
+                console.print(f"    note: {terminal(note)}", highlight=False, markup=False)
         for case in public:
             if case.status != "pass":
                 _print_case(console, case)
@@ -141,12 +159,13 @@ def _print_case(console: Console, case: CaseResult) -> None:
     if comparison is not None and not comparison.drawn:
         lines.append(f"{pad}expected: {codec.describe(case.expected, 400)}")
         lines.append(f"{pad}got:      {codec.describe(case.got, 400)}")
-    console.print("\n".join(lines), highlight=False, markup=False)
+    console.print(terminal("\n".join(lines)), highlight=False, markup=False)
     if comparison is not None:
         if comparison.drawn:
             width = max((console.width or 80) - CASE_INDENT, 40)
             for segments in boards.comparison_lines(comparison, width):
-                console.print(Text(pad).append_text(Text.assemble(*segments)), highlight=False, soft_wrap=True)
+                safe = [(terminal(text), style) for text, style in segments]
+                console.print(Text(pad).append_text(Text.assemble(*safe)), highlight=False, soft_wrap=True)
     lines = []
     if case.traceback and case.status == "error":
         lines.extend(pad + line for line in case.traceback.splitlines()[-6:])
@@ -154,4 +173,4 @@ def _print_case(console: Console, case: CaseResult) -> None:
         shown = case.output if len(case.output) < 600 else case.output[:600] + " ..."
         lines.append(pad + "output: " + shown.replace("\n", "\n" + pad + "        "))
     if lines:
-        console.print("\n".join(lines), highlight=False, markup=False)
+        console.print(terminal("\n".join(lines)), highlight=False, markup=False)

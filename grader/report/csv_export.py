@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
 from grader.results import SubmissionResult
+from grader.textsafe import display
 
 # A spreadsheet runs a cell that starts with one of these as a formula; student names come from uploaded
 # file names, so they are quoted with a leading apostrophe (OWASP's advice for CSV injection).
@@ -28,6 +29,8 @@ def number(value: float) -> str:
 
 
 def text(value: str) -> str:
+    """A text cell: valid UTF-8 without NULs (textsafe.display), never read as a formula."""
+    value = display(value)
     return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 

@@ -24,6 +24,7 @@ from typing import Sequence
 
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
 from grader.sandbox import codec
+from grader.textsafe import display
 
 DECIMALS = 4                       # grader.scoring rounds scores to 4 decimals
 UNITS = 10 ** DECIMALS
@@ -33,7 +34,7 @@ VALUE_CHARS = 600                  # expected / got as shown to the student
 TEXT_CHARS = 2000                  # traceback and printed output, each
 WARNINGS_SHOWN = 12
 STATUS_WORDS = {"pass": "passed", "fail": "failed", "error": "error", "timeout": "timed out",
-                "missing": "not graded"}
+                "missing": "not graded", "problem": "not judged: a grader problem (not your mistake)"}
 
 
 def _units(score: float) -> int:
@@ -206,11 +207,11 @@ def failure_results(message: str) -> dict:
 
 
 def write_results(data: dict, path: Path) -> Path:
-    """Write atomically: Gradescope must never read half a file."""
+    """Write atomically: Gradescope must never read half a file. Any string: a lone surrogate becomes U+FFFD."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    temporary.write_text(display(json.dumps(data, indent=1, ensure_ascii=False)) + "\n", encoding="utf-8")
     os.replace(temporary, path)
     return path
 

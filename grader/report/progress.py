@@ -13,7 +13,7 @@ class BatchProgress:
 
     def __init__(self, console: Console, quiet: bool = False):
         self.console, self.quiet = console, quiet
-        self.counts = {"pass": 0, "fail": 0, "error": 0, "timeout": 0}
+        self.counts = {"pass": 0, "fail": 0, "error": 0, "timeout": 0, "problem": 0}
         self.unchanged = 0
         self.progress: Progress | None = None
         self.task = None
@@ -28,7 +28,8 @@ class BatchProgress:
     def _summary(self) -> str:
         c = self.counts
         return (f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] [red]{c['error']} error[/] "
-                f"[yellow]{c['timeout']} timeout[/]" + (f" · {self.unchanged} unchanged" if self.unchanged else ""))
+                f"[yellow]{c['timeout']} timeout[/]" + (f" [magenta]{c['problem']} grader problem[/]" if c["problem"] else "")
+                + (f" · {self.unchanged} unchanged" if self.unchanged else ""))
 
     def start(self, total: int, unchanged: int) -> None:
         if self.quiet:

@@ -24,14 +24,16 @@ from grader.extract import extract
 from grader.notebook import NotebookError, read_notebook
 from grader.report import boards
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json
+from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
 OUTPUT_CHARS = 1500
 OUTPUT_LINES = 30
-SYMBOLS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "missing": "–"}
+SYMBOLS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "missing": "–", "problem": "⚠"}
 STATUS_WORDS = {"pass": "passed", "fail": "failed", "error": "raised an error", "timeout": "timed out",
-                "missing": "not run (function missing)"}
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"   # no script, no network
+                "missing": "not run (function missing)", "problem": "not judged (grader problem, not your mistake)"}
+# No script, no network, no form submission, no <base> redirecting links (a meta CSP cannot set frame-ancestors).
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'"
 
 
 # ---------------------------------------------------------------------------------------------- content
@@ -166,13 +168,23 @@ def _method_code(code: str, first_line: int, node: ast.AST | None, exercise: Exe
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|#<>~])")
 
 
+_MD_LEADING = re.compile(r"^(\s*)([-+=]|\d+[.)])")
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
 def md_text(text: str) -> str:
-    """Student text as Markdown that renders literally (no HTML, links or emphasis sneak in)."""
-    return _MD_SPECIAL.sub(r"\\\1", text.replace("&", "&amp;"))
+    """Student text as Markdown that renders literally (no HTML, links, emphasis or structure sneak in).
+
+    One line: a line break would let the text start a heading, a list or a table row of its own.
+    """
+    one_line = _LINE_BREAKS.sub(" ", display(text))
+    escaped = _MD_SPECIAL.sub(r"\\\1", one_line.replace("&", "&amp;"))
+    return _MD_LEADING.sub(lambda m: m[1] + m[2][:-1] + "\\" + m[2][-1], escaped)   # "1." or "-" would start a list
 
 
 def md_code(text: str) -> str:
-    """An inline code span that holds any backticks the text has."""
+    """An inline code span that holds any backticks the text has (on one line, as inline code must be)."""
+    text = _LINE_BREAKS.sub(" ", display(text))
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
@@ -180,6 +192,8 @@ def md_code(text: str) -> str:
 
 
 def md_block(text: str, info: str = "text") -> str:
+    """A fenced block longer than any backtick run inside it, so nothing the text holds can close it."""
+    text = display(text)
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{text.rstrip()}\n{fence}"
@@ -237,7 +251,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
     if all(not needs_section(e) for e in result.exercises):
         out += ["Every case passes, hidden ones included." if any(
             c.visibility == "hidden" for e in result.exercises for c in e.cases) else "Every public case passes.", ""]
-    return "\n".join(out).rstrip() + "\n"
+    return display("\n".join(out).rstrip() + "\n")
 
 
 # ---------------------------------------------------------------------------------------------- HTML
@@ -306,9 +320,9 @@ def html_report(result: SubmissionResult, *, hidden_details: bool = False,
     sections = [exercise_html(e, hidden_details=hidden_details, code=code.get(e.id))
                 for e in result.exercises if needs_section(e)]
     template = _environment().get_template("student.html.j2")
-    return template.render(result=result, rows=_rows(result), sections=sections, css=stylesheet(), csp=CSP,
+    return display(template.render(result=result, rows=_rows(result), sections=sections, css=stylesheet(), csp=CSP,
                            all_pass=not sections, linked={e.id for e in result.exercises if needs_section(e)},
-                           has_hidden=any(c.visibility == "hidden" for e in result.exercises for c in e.cases))
+                           has_hidden=any(c.visibility == "hidden" for e in result.exercises for c in e.cases)))
 
 
 # ---------------------------------------------------------------------------------------------- files

@@ -1,0 +1,80 @@
+"""Text the grader did not write (student output, answers, messages, file names), made safe to store and show.
+
+Why one module: every writer (JSON, SQLite, CSV, Markdown, HTML, terminal) must survive any string a
+submission can produce, and they must all follow the same policy, which is:
+
+- **Valid Unicode on display, lossless in JSON.** A Python string may hold lone surrogates (student code
+  prints "\\ud800"; an undecodable byte of a file name is held as a surrogate escape). JSON writers keep them
+  as \\udXXX escapes (valid JSON that Python reads back to the same string); every display writer (CSV,
+  Markdown, HTML, terminal, Gradescope) writes U+FFFD in their place.
+- **Bounded.** Stored text is cut to a limit keeping its head and its tail, with a marker in the middle saying
+  how much was cut (as Autolab's Tango does), so the start and the end of a long output both survive.
+- **Inert.** Each format escapes what it would interpret: control characters never reach a terminal, student
+  text never becomes Markdown structure, and HTML is escaped (or sanitized, see report/annotated.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 and C1 controls except tab and newline, DEL, and the bidirectional overrides that reorder what a terminal
+# or an editor shows ("Trojan source"). A carriage return would let a line overwrite itself: it becomes a newline.
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_DISPLAY_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unicode(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it encodes as UTF-8."""
+    return _SURROGATE.sub(REPLACEMENT, text) if _SURROGATE.search(text) else text
+
+
+def display(text: str) -> str:
+    """For a display format (CSV, Markdown, HTML): valid Unicode without NUL characters."""
+    return _DISPLAY_UNSAFE.sub(REPLACEMENT, text) if _DISPLAY_UNSAFE.search(text) else text
+
+
+def terminal(text: str) -> str:
+    """For a terminal: no escape sequences, no control characters (tab and newline kept), valid Unicode."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _TERMINAL_UNSAFE.sub(REPLACEMENT, text) if _TERMINAL_UNSAFE.search(text) else text
+
+
+def cut(text: str, limit: int) -> str:
+    """At most `limit` characters: the head and the tail of `text` around a marker saying how much was cut.
+
+    Idempotent: a text already within the limit (a cut one included) comes back unchanged.
+    """
+    if len(text) <= limit:
+        return text
+    removed = len(text) - limit
+    while True:   # the marker's own length depends on the number it shows
+        marker = f"\n[... {removed:,} characters cut ...]\n"
+        keep = max(0, limit - len(marker))
+        if len(text) - keep <= removed:
+            break
+        removed = len(text) - keep
+    if keep == 0:
+        return marker[:limit]
+    head = (keep + 1) // 2
+    return text[:head] + marker + text[len(text) - (keep - head):]
+
+
+def json_text(data: Any, **options: Any) -> str:
+    """JSON of `data` that encodes as UTF-8 whatever strings it holds.
+
+    Readable UTF-8 normally; when a string holds a lone surrogate the whole document is ASCII with \\u escapes
+    instead, which keeps the surrogate (Python reads it back as it was) and is still valid JSON.
+    """
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, **options)
+    if _SURROGATE.search(text):
+        text = json.dumps(data, ensure_ascii=True, allow_nan=False, **options)
+    return text
+
+
+def value_size(wire: Any) -> int:
+    """Characters of a wire value's JSON form (what storing it costs)."""
+    return len(json.dumps(wire, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str))
