@@ -61,6 +61,7 @@ class Batch:
     problems: list[str] = field(default_factory=list)     # intake: unreadable entries, skipped
     notes: list[str] = field(default_factory=list)        # intake: decisions such as several notebooks
     rows: list[ScoreRow] = field(default_factory=list)    # this batch's students' scores (no cases), intake order
+    grader_problems: dict[str, int] = field(default_factory=dict)  # student -> cases a rubric check crashed on
     seconds: float = 0.0
     gradebook: Path | None = None
     rubric: str = ""
@@ -240,6 +241,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
                     result = replace(result, notebook=copy)
                     write_json(result, out_dir)
+                problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
+                if problems:
+                    batch.grader_problems[student] = problems
                 if result.state == "graded":
                     batch.graded += 1
                 elif result.state == "unreadable":

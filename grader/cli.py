@@ -49,6 +49,13 @@ def _grade(args: argparse.Namespace) -> int:
         if args.gradescope:
             console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",
                           highlight=False)
+    if batch.grader_problems:
+        cases = sum(batch.grader_problems.values())
+        console.print(f"{cases} case{'s' if cases != 1 else ''} of {len(batch.grader_problems)} submission"
+                      f"{'s' if len(batch.grader_problems) != 1 else ''} not judged: grader problem (a check or "
+                      f"reference helper of the rubric crashed; not the students' mistakes). Fix the rubric, then "
+                      f"regrade with --force: {', '.join(sorted(batch.grader_problems)[:10])}",
+                      style="magenta", highlight=False, markup=False)
     for student in batch.failed:
         console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)

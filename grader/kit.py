@@ -178,8 +178,8 @@ def _known_verdicts(plan: Any, case: Any) -> list[dict[str, Any]]:
     Data, not code: only for checks whose verdict depends on nothing the student's run adds (probes), so the
     verdict on the same answer after submission is the same.
     """
-    from grader.calls import ExpressionError, call_arguments
-    from grader.checks import CHECKS, CheckContext, CheckError, Verdict, resolve
+    from grader.calls import call_arguments
+    from grader.checks import CHECKS, CheckContext, resolve
     from grader.plan import accepts
     name = case.check.name
     function = CHECKS.get(name) or getattr(plan.reference, name)
@@ -200,10 +200,8 @@ def _known_verdicts(plan: Any, case: Any) -> list[dict[str, Any]]:
                                reference=plan.reference)
         try:
             verdict = check(context)
-        except (CheckError, ExpressionError):
-            continue          # a rubric problem, reported when grading: nothing to precompute
-        except Exception as error:  # as judge(): a check that crashes on an answer fails that answer
-            verdict = Verdict(False, 0.0, f"the answer could not be checked: {type(error).__name__}: {error}")
+        except Exception:  # noqa: BLE001 - as judge(): a crashing check is a grader problem, never a verdict
+            continue          # reported when grading: nothing to precompute
         known.append({"answer": answer, "passed": verdict.passed, "fraction": verdict.fraction,
                       "message": verdict.message})
     return known
@@ -788,7 +786,7 @@ def _source_node(value: Any) -> tuple[ast.AST | None, str, int]:
         lines, line = inspect.getsourcelines(value)
         filename = filename or inspect.getsourcefile(value) or ""
         tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
+    except (OSError, TypeError, SyntaxError, ValueError, RecursionError, MemoryError):  # any source the parser refuses
         return None, _cell_label(filename) or filename, line
     return (tree.body[0] if tree.body else None), _cell_label(filename) or filename, line
 

@@ -50,12 +50,6 @@ def class_table(results: Sequence[SubmissionResult]) -> Table:
     return table
 
 
-def grader_problems(results: Sequence[SubmissionResult]) -> tuple[int, int]:
-    """(cases, submissions) where the rubric's check or a reference helper crashed: the course's bug to fix."""
-    per_result = [sum(c.status == "problem" for e in r.exercises for c in e.cases) for r in results]
-    return sum(per_result), sum(1 for n in per_result if n)
-
-
 def print_class(results: Sequence[SubmissionResult], console: Console | None = None) -> None:
     console = console or Console()
     console.print(class_table(results))
@@ -66,12 +60,7 @@ def print_class(results: Sequence[SubmissionResult], console: Console | None = N
         if ungraded and result.warnings:
             console.print(Text.assemble((terminal(result.submission), "yellow"),
                                         f": not graded: {terminal(result.warnings[0])}"), highlight=False)
-    cases, submissions = grader_problems(results)
-    if cases:
-        console.print(Text(f"{cases} case{'s' if cases != 1 else ''} in {submissions} submission"
-                           f"{'s' if submissions != 1 else ''}: grader problem (a check or reference helper of the "
-                           f"rubric crashed; not the students' mistakes): fix the rubric, then regrade with --force",
-                           style="magenta"), highlight=False)
+
 
 def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None:
     """The class table from score rows (what a batch keeps), and which submissions could not be read."""
@@ -91,12 +80,12 @@ def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None
             score = row.scores.get(exercise)
             cells.append(Text("" if score is None else _score(score),
                               style="red" if not score else ""))
-        table.add_row(row.student, *cells,
+        table.add_row(Text(terminal(row.student)), *cells,
                       f"{_score(row.total)}/{_score(row.max_total)}")
     console.print(table)
     for row in rows:
         if row.state != "graded":
-            console.print(f"[yellow]{escape(row.student)}[/]: {row.state} (the reason is in its JSON result)",
+            console.print(f"[yellow]{escape(terminal(row.student))}[/]: {row.state} (the reason is in its JSON result)",
                           highlight=False)
 
 
