@@ -28,7 +28,8 @@ class BatchProgress:
     def _summary(self) -> str:
         c = self.counts
         return (f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] [red]{c['error']} error[/] "
-                f"[yellow]{c['timeout']} timeout[/]" + (f" [magenta]{c['problem']} grader problem[/]" if c["problem"] else "")
+                f"[yellow]{c['timeout']} timeout[/]"
+                + (f" [magenta]{c['problem']} grader problem[/]" if c["problem"] else "")
                 + (f" · {self.unchanged} unchanged" if self.unchanged else ""))
 
     def start(self, total: int, unchanged: int) -> None:
