@@ -178,7 +178,7 @@ def _screen(task: tuple[str, int]) -> tuple[str, str, tuple[str, ...]]:
         expected = plan.expected[case.id].value
         if isinstance(got, tuple) or codec.same(expected, got) is not None:
             shown = got[1] if isinstance(got, tuple) else codec.describe(got, 80)
-            reason = reason or f"case {case.id}: {shown}"
+            reason = reason or f"differs on case {case.id}: {shown}"
             differing.append(case.id)
         elif case.probe:
             differing.append(case.id)
@@ -432,7 +432,7 @@ def run_mutation(plan: Plan, support: Mapping[str, str], *, per_exercise: int = 
         for task in alike:
             if hunted.get(task):
                 verdicts[task] = replace(verdicts[task], status="survived",
-                                         reason="the reference's answer on every case of the rubric")
+                                         reason="gives the reference's answer on every case of the rubric")
     finally:
         _SCREEN.clear()
         if pool is not None:
@@ -494,7 +494,7 @@ def describe(report: MutationReport, diffs: int = 3) -> list[str]:
                      + (f", {exercise.count('ungraded')} ungraded" if exercise.count("ungraded") else "")
                      + f" (of {exercise.found} mutants)")
         for verdict in exercise.survivors[:diffs]:
-            lines.append(f"    survived {verdict.mutant.id}: {verdict.mutant.description} (differs on {verdict.reason})")
+            lines.append(f"    survived {verdict.mutant.id}: {verdict.mutant.description} ({verdict.reason})")
             lines.extend("      " + line for line in verdict.mutant.diff.rstrip("\n").splitlines()[2:])
             if verdict.killer:
                 lines.append(f"      would be killed by: {verdict.killer}")

@@ -238,7 +238,7 @@ def test_unreadable_notebook_still_gets_a_result_from_the_kit(kit_path: Path):
     assert result.total == 0 and result.warnings
     assert {c.status for e in result.exercises for c in e.cases} == {"missing"}
     assert result.exercise("move_dir").cases[0].call == "move_dir(Start, 0, 0, 1, 0)"
-    assert sum(hidden.values()) == 108
+    assert sum(hidden.values()) == 109
 
 
 def test_run_check_exit_status_is_zero_only_when_no_public_case_fails(kit_path: Path):
@@ -284,7 +284,7 @@ def test_in_kernel_check_passes_every_public_case_of_the_correct_notebook(kit_pa
     sandboxed, _ = check_with_kit(SUBMISSIONS / "correct.ipynb", kit_path)
     assert statuses == {c.id: c.status for e in sandboxed.exercises for c in e.cases}
     assert summary.ok and summary.failed == 0 and summary.passed + summary.unverified == summary.public == 28
-    assert "108 hidden cases, results after grading" in repr(summary)
+    assert "109 hidden cases, results after grading" in repr(summary)
     assert "all tests passed" not in repr(summary).lower()
 
 
