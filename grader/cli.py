@@ -264,11 +264,15 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from grader.validate import validate
     _check_rubric(args.rubric)
-    console = Console()
+    return _run_validate(args.rubric, args)
+
+
+def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
     from grader.grading import Options
-    validation = validate(args.rubric, cache=Path(args.cache) if args.cache else None,
+    from grader.validate import validate
+    console = Console()
+    validation = validate(rubric, cache=Path(args.cache) if args.cache else None,
                           options=Options(allow_root_sandbox=args.allow_root_sandbox), mutants=args.mutants,
                           mutation_seconds=args.mutation_seconds, jobs=args.jobs)
     reference = validation.reference_result
@@ -288,6 +292,20 @@ def _validate(args: argparse.Namespace) -> int:
         console.print(f"{validation.rubric.path}: valid ({sum(len(e.cases) for e in reference.exercises)} cases)",
                       style="green", highlight=False)
     return 0 if validation.ok else 1
+
+
+def _assign(args: argparse.Namespace) -> int:
+    from grader.assign import build, write
+    _check_file(args.master, "the master notebook")
+    assignment, root = build(args.master, args.course)
+    written = write(assignment, root)
+    for what, path in written.items():
+        print(f"{what}: {path}")
+    for exercise in assignment.skeletons:
+        print(f"exercise '{exercise}' has no '# tests' cell yet: its rubric entry is a skeleton to fill in")
+    if args.no_validate:
+        return 0
+    return _run_validate(written["rubric"], args)
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -406,18 +424,29 @@ def parser() -> argparse.ArgumentParser:
                                              "change for full isolation")
     doctor.set_defaults(run=_doctor)
 
+    assign = verbs.add_parser("assign", help="from one master notebook: the student template, the reference "
+                                             "module and the rubric; then validate them")
+    assign.add_argument("master", help="the instructor's notebook (solution regions, # tests cells, a # rubric cell)")
+    assign.add_argument("--course", default=None, help="the course folder (default: the nearest folder above the "
+                                                       "master with a rubrics/ folder)")
+    assign.add_argument("--no-validate", action="store_true", help="write the files only")
+    validators = [assign]
+
     validate = verbs.add_parser("validate", help="prove a rubric: reference full marks, template zero, "
                                                 "mistakes caught, mutation score per exercise")
     validate.add_argument("rubric")
-    validate.add_argument("--cache", default=None)
-    validate.add_argument("--mutants", type=int, default=DEFAULT_MUTANTS, metavar="N",
-                          help=f"mutants graded per exercise (default {DEFAULT_MUTANTS}; 0: no mutation testing)")
-    validate.add_argument("--mutation-seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
-                          help=f"time budget of mutation testing (default {DEFAULT_SECONDS:g} s)")
-    validate.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
-    validate.add_argument("--show-survivors", type=int, default=3, metavar="K",
-                          help="surviving mutants shown with their diff per exercise (default 3)")
-    validate.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
+    validators.append(validate)
+    for command in validators:
+        command.add_argument("--cache", default=None)
+        command.add_argument("--mutants", type=int, default=DEFAULT_MUTANTS, metavar="N",
+                              help=f"mutants graded per exercise (default {DEFAULT_MUTANTS}; 0: no mutation testing)")
+        command.add_argument("--mutation-seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
+                              help=f"time budget of mutation testing (default {DEFAULT_SECONDS:g} s)")
+        command.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
+        command.add_argument("--show-survivors", type=int, default=3, metavar="K",
+                              help="surviving mutants shown with their diff per exercise (default 3)")
+        command.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
+    assign.set_defaults(run=_assign)
     validate.set_defaults(run=_validate)
 
     extract = verbs.add_parser("extract", help="print the module the grader would run, and what it left out")

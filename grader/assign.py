@@ -1,0 +1,346 @@
+"""`grader assign MASTER.ipynb`: one instructor notebook becomes the student template, the reference module and
+the rubric, so the three never drift apart.
+
+The master notebook's cells, in order:
+
+- a raw cell starting with `# rubric` (or tagged `rubric`): the rubric's top-level keys in YAML (`assignment`,
+  `title`, `fixtures`, `limits`, ...); `reference`, `template`, `support` and `submissions` are filled in;
+- code cells: in the template and in the reference. Lines between `# BEGIN SOLUTION` and `# END SOLUTION` (or
+  a whole cell tagged `solution`) are the solution: kept in the reference, replaced in the template by a stub
+  that `grader validate` recognises. A definition wholly inside a region becomes its signature, docstring and
+  `...`; a region inside a body becomes `...` (a constant becomes `None`);
+- code cells starting with `# REFERENCE ONLY` (or tagged `reference`): the reference only (known mistakes,
+  generators, check functions); cells starting with `# TEMPLATE ONLY` (or tagged `template`): the template only;
+- raw cells starting with `# tests` (or tagged `tests`): one exercise each, in YAML (`cases`, `points`,
+  `mistakes`, `check`, ...). Its `id` defaults to the last solution function defined above the cell;
+- markdown cells: the template only.
+
+Every function with a solution region gets an exercise: its test cell, or a skeleton (`cases:` left for the
+author, which validate reports). Outputs are deterministic: the same master gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from grader.rubric import RubricError
+
+BEGIN = re.compile(r"^\s*# BEGIN SOLUTION\s*$")
+END = re.compile(r"^\s*# END SOLUTION\s*$")
+_MAGIC = re.compile(r"^\s*[%!]")
+
+
+class AssignError(RubricError):
+    """A master notebook that cannot be split; the message names the file and the cell."""
+
+    def __init__(self, message: str):
+        super().__init__([message])
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What a master notebook produces, as text, before anything is written."""
+
+    name: str                      # the assignment id
+    module: str                    # the reference module's name
+    template: str                  # the template notebook (JSON text)
+    reference: str                 # the reference module (Python source)
+    rubric: str                    # the rubric (YAML text)
+    exercises: tuple[str, ...] = ()
+    skeletons: tuple[str, ...] = ()   # exercises with no test cell yet
+
+
+@dataclass
+class _Parts:
+    template_cells: list[Any] = field(default_factory=list)
+    reference: list[str] = field(default_factory=list)
+    header: str = ""
+    tests: list[tuple[str | None, str, str]] = field(default_factory=list)   # (id, yaml text, where)
+    functions: list[str] = field(default_factory=list)
+
+
+def _kind(cell: Any) -> str:
+    tags = set(cell.get("metadata", {}).get("tags", ()))
+    first = cell.source.lstrip().splitlines()[0].strip().lower() if cell.source.strip() else ""
+    if cell.cell_type == "raw" or cell.cell_type == "markdown" and ("rubric" in tags or "tests" in tags):
+        if "rubric" in tags or first == "# rubric":
+            return "rubric"
+        if "tests" in tags or first == "# tests":
+            return "tests"
+        return "markdown" if cell.cell_type == "markdown" else "raw"
+    if cell.cell_type != "code":
+        return cell.cell_type
+    if "reference" in tags or first == "# reference only":
+        return "reference"
+    if "template" in tags or first == "# template only":
+        return "template"
+    if "solution" in tags:
+        return "solution"
+    return "code"
+
+
+def _body_without_first_line(source: str) -> str:
+    return "\n".join(source.splitlines()[1:])
+
+
+def _regions(lines: list[str], where: str) -> list[tuple[int, int]]:
+    """(first, last) line indexes of each solution region, markers included."""
+    regions, start = [], None
+    for index, line in enumerate(lines):
+        if BEGIN.match(line):
+            if start is not None:
+                raise AssignError(f"{where}, line {index + 1}: BEGIN SOLUTION inside another solution region")
+            start = index
+        elif END.match(line):
+            if start is None:
+                raise AssignError(f"{where}, line {index + 1}: END SOLUTION without BEGIN SOLUTION")
+            regions.append((start, index))
+            start = None
+    if start is not None:
+        raise AssignError(f"{where}, line {start + 1}: BEGIN SOLUTION is never ended")
+    return regions
+
+
+def _stub(node: ast.stmt) -> str:
+    """What a student gets for a definition that is all solution: its signature and docstring."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        stub = copy.deepcopy(node)
+        docstring = ast.get_docstring(node, clean=False)
+        stub.body = [*([ast.Expr(ast.Constant(docstring))] if docstring is not None else []),
+                     ast.Expr(ast.Constant(...))]
+        return ast.unparse(ast.fix_missing_locations(stub))
+    if isinstance(node, ast.ClassDef):
+        stub = copy.deepcopy(node)
+        stub.body = [ast.parse(_stub(item)).body[0] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     else item for item in node.body]
+        return ast.unparse(ast.fix_missing_locations(stub))
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return " = ".join(ast.unparse(t) for t in targets) + " = None"
+    return ""
+
+
+def _enclosing(tree: ast.Module, line: int) -> str:
+    """The innermost function whose body holds a line ('' at top level)."""
+    name, size = "", None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _start(node) < line <= node.end_lineno:
+            span = node.end_lineno - _start(node)
+            if size is None or span < size:
+                name, size = node.name, span
+    return name
+
+
+def _solution_cell(source: str, where: str, whole: bool) -> tuple[str, str, list[str]]:
+    """(template source, reference source, names of the solution functions) of a code cell."""
+    lines = source.splitlines()
+    regions = [(-1, len(lines))] if whole else _regions(lines, where)
+    kept = [line for index, line in enumerate(lines) if not any(index in (a, b) for a, b in regions)]
+    reference = "\n".join(kept)
+    if not regions:
+        return source, source, []
+    try:   # magics and shell lines parse as comments, so line numbers stay those of the cell
+        tree = ast.parse("\n".join("#" if _MAGIC.match(line) else line for line in kept))
+    except SyntaxError as error:
+        raise AssignError(f"{where}, line {error.lineno}: the solution does not parse: {error.msg}") from None
+    # Map every line of the cell to its line in `reference` (markers removed) to find what each region holds.
+    position, mapping = 0, {}
+    for index in range(len(lines)):
+        if any(index in (a, b) for a, b in regions):
+            continue
+        position += 1
+        mapping[index] = position
+    names: list[str] = []
+    output: list[str] = []
+    index = 0
+    while index < len(lines):
+        region = next(((a, b) for a, b in regions if a == index or (a == -1 and index == 0)), None)
+        if region is None:
+            output.append(lines[index])
+            index += 1
+            continue
+        first, last = max(region[0] + 1, 0), min(region[1] - 1, len(lines) - 1)
+        inside = {mapping[i] for i in range(first, last + 1) if i in mapping}
+        whole_nodes = [node for node in _top_and_members(tree) if inside and
+                       all(line in inside for line in range(_start(node), node.end_lineno + 1))]
+        whole_nodes = [n for n in whole_nodes if not any(o is not n and _contains(o, n) for o in whole_nodes)]
+        if whole_nodes:
+            indent = re.match(r"\s*", lines[first] if first <= last else "").group(0)
+            for node in whole_nodes:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.append(node.name)
+                stub = _stub(node)
+                output.extend(indent + line if line else line for line in stub.splitlines())
+        else:
+            indent = re.match(r"\s*", lines[region[0]] if region[0] >= 0 else "").group(0)
+            output.append(f"{indent}...")
+            if inside:
+                names.append(_enclosing(tree, min(inside)))
+        index = region[1] + 1 if region[0] >= 0 else len(lines)
+    return "\n".join(output), reference, [n for n in names if n]
+
+
+def _start(node: ast.AST) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+
+
+def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return outer is not inner and any(n is inner for n in ast.walk(outer))
+
+
+def _top_and_members(tree: ast.Module) -> list[ast.stmt]:
+    found: list[ast.stmt] = []
+    for node in tree.body:
+        found.append(node)
+        if isinstance(node, ast.ClassDef):
+            found.extend(node.body)
+    return found
+
+
+def _reference_source(source: str) -> str:
+    """A code cell as reference code: IPython magics and shell lines out (the reference is imported, not run in
+    Jupyter)."""
+    return "\n".join(line for line in source.splitlines() if not _MAGIC.match(line)).strip("\n")
+
+
+def split(master: Path) -> _Parts:
+    try:
+        notebook = nbformat.read(str(master), as_version=4)
+    except Exception as error:  # noqa: BLE001 - any unreadable master is one clear line
+        raise AssignError(f"{master}: not a readable notebook: {error}") from None
+    parts = _Parts()
+    for number, cell in enumerate(notebook.cells, start=1):
+        where = f"{master}: cell {number}"
+        kind = _kind(cell)
+        if kind == "rubric":
+            parts.header = _body_without_first_line(cell.source) if cell.source.lstrip().startswith("#") \
+                else cell.source
+        elif kind == "tests":
+            text = _body_without_first_line(cell.source) if cell.source.lstrip().lower().startswith("# tests") \
+                else cell.source
+            found = re.search(r"^id:\s*(\S+)\s*$", text, re.MULTILINE)
+            parts.tests.append((found.group(1) if found else None, text, where))
+            if not found and not parts.functions:
+                raise AssignError(f"{where}: a tests cell needs an 'id:' or a solution function above it")
+            if not found:
+                parts.tests[-1] = (parts.functions[-1], text, where)
+        elif kind in ("code", "solution"):
+            template, reference, names = _solution_cell(cell.source, where, kind == "solution")
+            parts.functions.extend(name for name in names if name not in parts.functions)
+            parts.template_cells.append(_template_cell(cell, template))
+            if reference.strip():
+                parts.reference.append(_reference_source(reference))
+        elif kind == "reference":
+            body = _body_without_first_line(cell.source) if cell.source.lstrip().lower().startswith(
+                "# reference only") else cell.source
+            parts.reference.append(_reference_source(body))
+        elif kind == "template":
+            body = _body_without_first_line(cell.source) if cell.source.lstrip().lower().startswith(
+                "# template only") else cell.source
+            parts.template_cells.append(_template_cell(cell, body))
+        elif kind == "markdown":
+            parts.template_cells.append(_template_cell(cell, cell.source))
+    if not parts.header.strip():
+        raise AssignError(f"{master}: no rubric cell (a raw cell starting with '# rubric' holding 'assignment: ...')")
+    return parts
+
+
+def _template_cell(cell: Any, source: str) -> dict[str, Any]:
+    """A template cell: the master's id and type, no outputs, no master-only tags."""
+    metadata = {k: v for k, v in cell.get("metadata", {}).items() if k != "tags"}
+    tags = [t for t in cell.get("metadata", {}).get("tags", ()) if t not in ("solution", "template", "reference")]
+    if tags:
+        metadata["tags"] = tags
+    out: dict[str, Any] = {"cell_type": cell.cell_type, "id": cell.get("id"), "metadata": metadata,
+                           "source": source.strip("\n")}
+    if cell.cell_type == "code":
+        out.update(execution_count=None, outputs=[])
+    return out
+
+
+def _header_value(header: str, key: str) -> str | None:
+    found = re.search(rf"^{key}:\s*(.+?)\s*$", header, re.MULTILINE)
+    return found.group(1).strip("'\"") if found else None
+
+
+def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignment, Path]:
+    """The outputs of a master notebook, and the course folder they belong in."""
+    master = Path(master)
+    parts = split(master)
+    name = _header_value(parts.header, "assignment")
+    if not name:
+        raise AssignError(f"{master}: the rubric cell has no 'assignment: <id>'")
+    root = Path(course) if course is not None else _course_of(master)
+    module = re.sub(r"\W", "_", name)
+    folder = root / "assignments" / name
+    relative = {"reference": f"../reference/{module}.py", "template": f"../assignments/{name}/template.ipynb"}
+    for key in ("support", "submissions"):
+        if (folder / key).is_dir():
+            relative[key] = f"../assignments/{name}/{key}"
+    lines = [f"# Generated by `grader assign` from {master.name}: edit the master notebook, not this file.",
+             parts.header.strip("\n")]
+    lines += [f"{key}: {value}" for key, value in relative.items() if _header_value(parts.header, key) is None]
+    lines.append("exercises:")
+    tested = {exercise_id for exercise_id, _, _ in parts.tests}
+    exercises, skeletons = [], []
+    for exercise_id, text, _ in parts.tests:
+        body = text.strip("\n")
+        if not re.search(r"^id:", body, re.MULTILINE):
+            body = f"id: {exercise_id}\n{body}"
+        lines.append(_item(body))
+        exercises.append(str(exercise_id))
+    for function in parts.functions:
+        if function not in tested:
+            lines.append(_item(f"id: {function}\ncases:   # write this exercise's cases in a '# tests' cell"))
+            exercises.append(function)
+            skeletons.append(function)
+    rubric = "\n".join(lines) + "\n"
+    template = _notebook_text(master, parts)
+    reference = (f'"""Reference of {name}, generated by `grader assign` from {master.name}: edit the master '
+                 f'notebook, not this file."""\n\n' + "\n\n\n".join(parts.reference) + "\n")
+    return Assignment(name, module, template, reference, rubric, tuple(exercises), tuple(skeletons)), root
+
+
+def _item(body: str) -> str:
+    lines = body.splitlines()
+    return "\n".join([f"  - {lines[0]}", *(f"    {line}" if line else "" for line in lines[1:])])
+
+
+def _notebook_text(master: Path, parts: _Parts) -> str:
+    source = json.loads(master.read_text(encoding="utf-8"))
+    notebook = {"cells": parts.template_cells, "metadata": source.get("metadata", {}),
+                "nbformat": 4, "nbformat_minor": max(5, int(source.get("nbformat_minor", 5)))}
+    for index, cell in enumerate(notebook["cells"]):
+        if not cell.get("id"):
+            cell["id"] = f"cell-{index:03d}"       # deterministic, unlike nbformat's random ids
+    nbformat.validate(nbformat.from_dict(notebook))
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _course_of(master: Path) -> Path:
+    """The course folder: the nearest folder above the master with `rubrics/` in it, else the master's own."""
+    for folder in master.resolve().parents:
+        if (folder / "rubrics").is_dir():
+            return folder
+    return master.resolve().parent
+
+
+def write(assignment: Assignment, root: Path) -> dict[str, Path]:
+    """Write the three outputs (only when their bytes change, so a rerun touches nothing)."""
+    targets = {"template": root / "assignments" / assignment.name / "template.ipynb",
+               "reference": root / "reference" / f"{assignment.module}.py",
+               "rubric": root / "rubrics" / f"{assignment.name}.yaml"}
+    texts = {"template": assignment.template, "reference": assignment.reference, "rubric": assignment.rubric}
+    for key, path in targets.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != texts[key]:
+            path.write_text(texts[key], encoding="utf-8")
+    return targets

@@ -1,0 +1,112 @@
+"""`grader assign`: one master notebook gives the template, the reference and the rubric, the same bytes every time."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
+
+from grader.analysis import is_stub
+from grader.assign import AssignError, build
+
+RUBRIC_CELL = """# rubric
+assignment: tiny-slide
+title: Tiny sliding puzzle
+fixtures: [Start, Goal]
+"""
+
+CELLS = [
+    new_markdown_cell("# Tiny slide\n\nA state is a tuple of tiles with one blank `0`."),
+    new_raw_cell(RUBRIC_CELL),
+    new_code_cell("import random\n\nStart = (1, 0, 2)\nGoal = (0, 1, 2)"),
+    new_code_cell('def blank(state):\n    """Where the blank is."""\n    # BEGIN SOLUTION\n    return state.index(0)\n'
+                  "    # END SOLUTION"),
+    new_raw_cell("# tests\npoints: 1\ncases:\n  - call: blank(Start)\n  - generate: shuffled\n    count: 4\n"
+                 "    seed: 3\n    call: blank(state)\n    visibility: hidden"),
+    new_code_cell("# BEGIN SOLUTION\ndef neighbours(state):\n    \"\"\"States one slide away.\"\"\"\n    found = set()\n"
+                  "    i = blank(state)\n    for j in (i - 1, i + 1):\n        if 0 <= j < len(state):\n"
+                  "            tiles = list(state)\n            tiles[i], tiles[j] = tiles[j], tiles[i]\n"
+                  "            found.add(tuple(tiles))\n    return found\n# END SOLUTION"),
+    new_raw_cell("# tests\npoints: 2\nmistakes:\n  - reference: neighbours_as_lists\n"
+                 "    say: \"Return a set of tuples: lists cannot be members of a set.\"\n"
+                 "cases:\n  - call: neighbours(Start)   # the blank in the middle\n  - generate: shuffled\n"
+                 "    count: 4\n    seed: 5\n    call: neighbours(state)"),
+    new_code_cell("# REFERENCE ONLY\ndef neighbours_as_lists(state):\n    return [list(s) for s in neighbours(state)]\n\n\n"
+                  "def shuffled(rng, count):\n    cases = []\n    for _ in range(count):\n"
+                  "        tiles = list(range(rng.randint(3, 6)))\n        rng.shuffle(tiles)\n"
+                  "        cases.append({'state': tuple(tiles)})\n    return cases"),
+    new_code_cell("# TEMPLATE ONLY\nprint(neighbours(Start))"),
+    new_code_cell("%%time\n# BEGIN SOLUTION\ndef swap_ends(state):\n    return state[-1:] + state[1:-1] + state[:1]\n"
+                  "# END SOLUTION"),
+]
+
+
+def master(folder: Path, cells=None) -> Path:
+    (folder / "rubrics").mkdir(parents=True, exist_ok=True)
+    path = folder / "assignments" / "tiny-slide" / "master.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    notebook = new_notebook(cells=cells or CELLS)
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"master-{index}"
+    nbformat.write(notebook, path)
+    return path
+
+
+def grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "COLUMNS": "160"})
+
+
+def test_a_master_notebook_becomes_template_reference_and_rubric_that_validate(tmp_path: Path) -> None:
+    path = master(tmp_path)
+    done = grader("assign", str(path), "--mutants", "2", "--cache", str(tmp_path / "cache"), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr      # swap_ends has no tests cell yet
+    assert "exercise 'swap_ends' has no '# tests' cell yet" in done.stdout
+    rubric = tmp_path / "rubrics" / "tiny-slide.yaml"
+    line = next(n for n, text in enumerate(rubric.read_text().splitlines(), start=1) if "- id: swap_ends" in text) + 1   # its empty cases:
+    assert f"tiny-slide.yaml:{line}: exercise 'swap_ends': needs a non-empty list of cases" in done.stderr
+
+    # The author writes the missing tests cell; the rerun validates.
+    cells = [*CELLS, new_raw_cell("# tests\nid: swap_ends\ncases:\n  - call: swap_ends((1, 2, 3))")]
+    path = master(tmp_path, cells)
+    done = grader("assign", str(path), "--mutants", "2", "--cache", str(tmp_path / "cache"), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reference: 4/4" in done.stdout and "template:  0/4" in done.stdout
+    assert "mistake neighbours/neighbours_as_lists: 0/2, ok" in done.stdout
+
+    template = nbformat.read(tmp_path / "assignments" / "tiny-slide" / "template.ipynb", as_version=4)
+    code = "\n\n".join(c.source for c in template.cells if c.cell_type == "code")
+    assert "state.index(0)" not in code and "found.add" not in code and "def shuffled" not in code
+    assert "print(neighbours(Start))" in code and "%%time" in code
+    functions = {n.name: n for n in ast.walk(ast.parse(code.replace("%%time", ""))) if isinstance(n, ast.FunctionDef)}
+    assert set(functions) == {"blank", "neighbours", "swap_ends"} and all(map(is_stub, functions.values()))
+    assert ast.get_docstring(functions["neighbours"]) == "States one slide away."
+    assert [c["id"] for c in template.cells][:3] == ["master-0", "master-2", "master-3"]
+    reference = (tmp_path / "reference" / "tiny_slide.py").read_text()
+    assert "def neighbours_as_lists" in reference and "print(" not in reference and "%%time" not in reference
+
+
+def test_a_rerun_writes_the_same_bytes(tmp_path: Path) -> None:
+    path = master(tmp_path)
+    first, root = build(path)
+    again, _ = build(path)
+    assert (first.template, first.reference, first.rubric) == (again.template, again.reference, again.rubric)
+    assert root == tmp_path.resolve()
+    json.loads(first.template)
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("def f():\n    # BEGIN SOLUTION\n    return 1\n", "cell 2, line 2: BEGIN SOLUTION is never ended"),
+    ("def f():\n    return 1\n    # END SOLUTION\n", "cell 2, line 3: END SOLUTION without BEGIN SOLUTION"),
+])
+def test_an_unbalanced_solution_region_names_its_cell_and_line(tmp_path: Path, source: str, reason: str) -> None:
+    path = master(tmp_path, [new_raw_cell(RUBRIC_CELL), new_code_cell(source)])
+    with pytest.raises(AssignError) as raised:
+        build(path)
+    assert raised.value.problems == [f"{path}: {reason}"]
