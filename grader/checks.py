@@ -11,7 +11,7 @@ import inspect
 import textwrap
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Union
 
 from grader.calls import ExpressionError, evaluate_data
 from grader.sandbox import codec
@@ -248,9 +248,28 @@ def resolve(name: str, reference: ModuleType | None) -> CheckFunction:
     return CHECKS.get(name) or reference_check(getattr(reference, name))
 
 
+# The check-author API: what a check function of the reference module may ask for, by parameter name (the README's
+# rubric reference is tested against this table). Values are decoded plain data: None, bool, int, float, str,
+# bytes, tuple, list, dict, set, frozenset; a numpy array arrives as codec.NDArray (dtype, shape, data), anything
+# else (a generator, an object of the student's class) as codec.Opaque (type, repr). Never a student object.
+CHECK_PARAMETERS: dict[str, str] = {
+    "got": "the submission's answer, decoded (after the case's `reduce`)",
+    "expected": "the reference's answer to the same call (or the case's `expect`), decoded",
+    "args": "the call's positional argument values, as a tuple (data arguments only; a name of submission code "
+            "is a placeholder)",
+    "kwargs": "the call's keyword argument values, as a dict",
+    "probes": "the case's probes by name: each value, or a `ProbeError` when the probe raised in the submission",
+    "variables": "the generated case's variables (empty for a written case)",
+    "options": "the check's options from the rubric (`check: {name: ..., key: value}`), as a dict",
+    "data": "fixtures and variables by name: what the case's expressions could use",
+}
+CheckAnswer = Union[bool, float, tuple[bool, str], tuple[float, str], Verdict]
+"""What a check function returns: passed, a credit in [0, 1], either with a message, or a Verdict."""
+
+
 def reference_check(function: Callable) -> CheckFunction:
     """Adapt a check function of the reference module: it asks for any of got, expected, args, ... by name."""
-    offered = ("got", "expected", "args", "kwargs", "probes", "variables", "options", "data")
+    offered = tuple(CHECK_PARAMETERS)
     try:
         parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):

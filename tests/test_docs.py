@@ -50,3 +50,44 @@ def test_ci_runs_the_readme_test_command():
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
     command = README.splitlines()[2].replace("pip install -e", "pip install -q -e")
     assert command in ci
+
+
+def test_readme_documents_the_check_author_api():
+    """What a check receives (parameters, NDArray and Opaque fields) and may return, as the code has it."""
+    from dataclasses import fields as dataclass_fields
+
+    from grader.checks import CHECK_PARAMETERS, CheckAnswer, Verdict, reference_check
+    from grader.sandbox.codec import NDArray, Opaque
+    section = README[README.index("### Writing a check function"):]
+    documented = {}
+    for line in section.splitlines()[1:]:
+        if line.startswith("| `") and line.split("`")[1] in CHECK_PARAMETERS:
+            documented[line.split("`")[1]] = line.split("|")[2].strip()
+    assert documented == CHECK_PARAMETERS
+    for cls in (NDArray, Opaque):
+        assert f"`{cls.__name__}`" in section
+        for field in dataclass_fields(cls):
+            assert f"`{field.name}`" in section, (cls.__name__, field.name)
+    assert f"Verdict({', '.join(f.name for f in dataclass_fields(Verdict))[:6]}" in section
+    # Every documented return gives its verdict; anything else is the rubric's error.
+    from grader.checks import CheckContext, CheckError
+    from grader.sandbox import codec
+    context = CheckContext(expected=codec.encode(1), got=codec.encode(1))
+    for answer, verdict in [(True, Verdict(True, 1.0, "")), (0.5, Verdict(False, 0.5, "")),
+                            ((False, "why"), Verdict(False, 0.0, "why")), ((0.25, "why"), Verdict(False, 0.25, "why")),
+                            (Verdict(True, 1.0, "ok"), Verdict(True, 1.0, "ok"))]:
+        assert reference_check(lambda got, answer=answer: answer)(context) == verdict
+    with pytest.raises(CheckError):
+        reference_check(lambda got: "yes")(context)
+    seen = {}
+    reference_check(lambda **given: seen.update(given) or True)(context)
+    assert set(seen) == set(CHECK_PARAMETERS)
+    assert "Union[bool, float, tuple[bool, str], tuple[float, str], grader.checks.Verdict]" in str(CheckAnswer)
+
+def test_readme_documents_the_master_notebook_markers():
+    from grader import assign
+    section = README[README.index("### From one master notebook"):]
+    for marker in ("# BEGIN SOLUTION", "# END SOLUTION", "# REFERENCE ONLY", "# TEMPLATE ONLY", "# tests",
+                   "# rubric"):
+        assert marker in section
+    assert assign.BEGIN.match("    # BEGIN SOLUTION") and assign.END.match("# END SOLUTION")
