@@ -175,6 +175,36 @@ def unseeded_generators(plan: Plan) -> list[Finding]:
     return findings
 
 
+def variants_like_mistakes(plan: Plan) -> list[Finding]:
+    """An accepted variant that answers like a known mistake on every case: no notebook can be told apart, so
+    the same code would be both right and wrong."""
+    from grader.plan import evaluate_reference
+    findings = []
+    for exercise in plan.rubric.exercises:
+        for variant in getattr(exercise, "variants", ()):
+            implementation = getattr(plan.reference, variant.reference, None)
+            if implementation is None:
+                continue
+            alike = {mistake.reference for mistake in exercise.mistakes}
+            for case in plan.cases[exercise.id]:
+                try:
+                    answer = codec.encode(evaluate_reference(plan.reference, case, plan.data(case), exercise,
+                                                             implementation))
+                except Exception:  # noqa: BLE001 - a variant that raises is told apart by that case
+                    alike.clear()
+                    break
+                answers = dict(plan.expected[case.id].mistakes)
+                alike = {name for name in alike if name in answers and codec.same(answers[name], answer) is None}
+                if not alike:
+                    break
+            for name in sorted(alike):
+                line = getattr(variant, "line", 0) or exercise.line
+                findings.append(Finding(f"{plan.rubric.path}:{line}", (
+                    f"exercise '{exercise.id}': variant '{variant.reference}' gives the answers of mistake "
+                    f"'{name}' on every case: the same notebook would be accepted and told it is wrong")))
+    return findings
+
+
 def authoring_findings(plan: Plan) -> list[Finding]:
-    return [*unseeded_generators(plan), *check_contracts(plan)]
+    return [*unseeded_generators(plan), *check_contracts(plan), *variants_like_mistakes(plan)]
 
