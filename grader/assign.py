@@ -294,7 +294,10 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
     for exercise_id, text, _ in parts.tests:
         body = text.strip("\n")
         if not re.search(r"^id:", body, re.MULTILINE):
-            body = f"id: {exercise_id}\n{body}"
+            lines_of = body.splitlines()
+            first = next((i for i, line in enumerate(lines_of) if line.strip() and not line.lstrip().startswith("#")),
+                         len(lines_of))
+            body = "\n".join([*lines_of[:first], f"id: {exercise_id}", *lines_of[first:]])
         lines.append(_item(body))
         exercises.append(str(exercise_id))
     for function in parts.functions:
@@ -310,8 +313,14 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
 
 
 def _item(body: str) -> str:
+    """A tests cell as one entry of `exercises:`; its leading comments stay above the entry."""
     lines = body.splitlines()
-    return "\n".join([f"  - {lines[0]}", *(f"    {line}" if line else "" for line in lines[1:])])
+    lead = 0
+    while lead < len(lines) - 1 and (not lines[lead].strip() or lines[lead].lstrip().startswith("#")):
+        lead += 1
+    comments = [f"  {line}" if line.strip() else "" for line in lines[:lead]]
+    entry = lines[lead:]
+    return "\n".join([*comments, f"  - {entry[0]}", *(f"    {line}" if line else "" for line in entry[1:])])
 
 
 def _notebook_text(master: Path, parts: _Parts) -> str:

@@ -33,7 +33,7 @@ CELLS = [
                   "    i = blank(state)\n    for j in (i - 1, i + 1):\n        if 0 <= j < len(state):\n"
                   "            tiles = list(state)\n            tiles[i], tiles[j] = tiles[j], tiles[i]\n"
                   "            found.add(tuple(tiles))\n    return found\n# END SOLUTION"),
-    new_raw_cell("# tests\npoints: 2\nmistakes:\n  - reference: neighbours_as_lists\n"
+    new_raw_cell("# tests\n# Neighbours are a set: lists cannot be members.\npoints: 2\nmistakes:\n  - reference: neighbours_as_lists\n"
                  "    say: \"Return a set of tuples: lists cannot be members of a set.\"\n"
                  "cases:\n  - call: neighbours(Start)   # the blank in the middle\n  - generate: shuffled\n"
                  "    count: 4\n    seed: 5\n    call: neighbours(state)"),
@@ -97,6 +97,7 @@ def test_a_rerun_writes_the_same_bytes(tmp_path: Path) -> None:
     first, root = build(path)
     again, _ = build(path)
     assert (first.template, first.reference, first.rubric) == (again.template, again.reference, again.rubric)
+    assert "  # Neighbours are a set: lists cannot be members.\n  - id: neighbours\n    points: 2\n" in first.rubric
     assert root == tmp_path.resolve()
     json.loads(first.template)
 
