@@ -111,3 +111,24 @@ def test_an_unbalanced_solution_region_names_its_cell_and_line(tmp_path: Path, s
     with pytest.raises(AssignError) as raised:
         build(path)
     assert raised.value.problems == [f"{path}: {reason}"]
+
+
+def test_a_solution_method_becomes_an_exercise_grading_class_dot_method(tmp_path: Path) -> None:
+    from grader.validate import validate
+    cells = [
+        new_raw_cell("# rubric\nassignment: shapes"),
+        new_code_cell("class Square:\n    def __init__(self, side):\n        self.side = side\n\n"
+                      "    def area(self):\n        \"\"\"The area.\"\"\"\n        # BEGIN SOLUTION\n"
+                      "        return self.side * self.side\n        # END SOLUTION"),
+        new_code_cell("# tests\ncases:\n  - call: Square(3).area()\n  - call: Square(0).area()\n"
+                      "  - call: Square(1).area()"),
+    ]
+    path = master(tmp_path, cells)
+    assignment, root = build(path)
+    assert "  - id: area\n    function: Square.area\n    cases:" in assignment.rubric
+    assert assignment.skeletons == ()
+    from grader.assign import write
+    written = write(assignment, root)
+    validation = validate(written["rubric"], cache=tmp_path / "cache", mutants=3)
+    assert validation.problems == (), validation.problems
+    assert validation.template_result.total == 0 and validation.reference_result.total == 1
