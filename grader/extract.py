@@ -169,7 +169,8 @@ def _prepare(cell: Cell) -> _Prepared:
             raise _Unparsable(f"the cell is too large to parse ({len(text):,} characters; at most "
                               f"{MAX_CELL_CHARS:,})")
         tree = ast.parse(text)
-        if _deeper_than(tree, MAX_NESTING):
+        # Every level of an AST takes at least one character of source, give or take a few: short cells are shallow.
+        if len(text) > MAX_NESTING // 4 and _deeper_than(tree, MAX_NESTING):
             raise _Unparsable(f"the code is nested too deeply to analyse (more than {MAX_NESTING} levels)")
         prepared.tree = tree
     except (SyntaxError, ValueError, RecursionError, MemoryError, _Unparsable) as e:

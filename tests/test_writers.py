@@ -420,3 +420,17 @@ def test_a_huge_notebook_is_annotated_up_to_a_bound_and_the_rest_summarized(tmp_
     assert page.count("jp-MarkdownCell jp-Notebook-cell") == annotated.MAX_CELLS
     assert f"500 more cells of this notebook (of {annotated.MAX_CELLS + 500})" in page
     assert len(read_notebook(path).cells) == annotated.MAX_CELLS + 500   # the grader itself reads every cell
+
+
+@pytest.mark.parametrize("name", ["lone_surrogate", "huge_strings"])
+def test_the_gradescope_runner_always_writes_a_valid_results_json(name: str, tmp_path: Path) -> None:
+    from grader.autograder import run
+    (tmp_path / "submission").mkdir()
+    shutil.copy(WRITERS / f"{name}.ipynb", tmp_path / "submission" / f"{name}.ipynb")
+    run(tmp_path, RUBRIC)
+    raw = (tmp_path / "results" / "results.json").read_bytes()
+    data = json.loads(raw.decode("utf-8"))
+    assert data["score"] > 0 and data["tests"]
+    assert len(raw) < 4 * SUBMISSION_CHARS
+    failed = {t["extra_data"]["exercise"] for t in data["tests"] if t["status"] == "failed"}
+    assert {"find_numbers", "move_dir"} <= failed     # the exercises the attack is in, shown to the student
