@@ -37,7 +37,10 @@ def _case(code: str, timeout: float = 10.0) -> CaseRequest:
     return CaseRequest(id=f"c{abs(hash(code)) % 100000}", code=code, timeout=timeout)
 
 
-def _run(source: str, *codes: str, limits: ProcessLimits = ProcessLimits(), isolation: Isolation | None = None,
+DEFAULT_LIMITS = ProcessLimits()
+
+
+def _run(source: str, *codes: str, limits: ProcessLimits = DEFAULT_LIMITS, isolation: Isolation | None = None,
          **options) -> tuple[list, Sandbox]:
     with Sandbox(_statements(source), {}, limits, isolation=isolation, **options) as sandbox:
         sandbox.load()
@@ -337,11 +340,12 @@ def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
     try:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "loaded"
         assert _until(lambda: bool(_marked("313.6"))), "the sleeper never started"
+        zygotes = [pid for pid in _marked("zygote.py") if _parent(pid) == worker.pid]
+        assert zygotes, "no zygote under the worker"
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         assert _until(lambda: not _marked("313.6")), "a sandbox outlived its worker"
-        assert _until(lambda: not _marked(f"zygote.py")) or not [
-            pid for pid in _marked("zygote.py") if _parent(pid) == worker.pid]
+        assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
         supervisor.clean_leftovers(worker.pid)
         assert not list(Path("/tmp").glob(f"puzzle-grader-*-{worker.pid}"))
         assert not list(Path("/sys/fs/cgroup/pids").glob(f"puzzle-grader-{worker.pid}-*"))

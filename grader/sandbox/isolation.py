@@ -30,12 +30,12 @@ class Isolation:
         return NAMESPACES if self.namespaces else RLIMITS
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def probe() -> dict:
     """What this machine offers a sandbox, tried the way a real child does it (in a clean interpreter)."""
     try:
         done = subprocess.run([sys.executable, "-s", "-P", str(ZYGOTE), "--probe"], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=30, cwd="/", env={"PATH": "/usr/bin:/bin"})
+                              capture_output=True, timeout=30, cwd="/", env={"PATH": "/usr/bin:/bin"}, check=False)
         return json.loads(done.stdout.decode() or "{}")
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return {}
@@ -48,7 +48,7 @@ def _pids_root() -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def detect(allow_namespaces: bool = True) -> Isolation:
     """Probe once per process; PUZZLE_GRADER_ISOLATION=rlimits forces the fallback (e.g. to test it)."""
     forced = os.environ.get("PUZZLE_GRADER_ISOLATION")

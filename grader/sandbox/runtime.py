@@ -538,8 +538,10 @@ def start(request_fd, response_fd, config, facts, jailed):
     child = Child(request_fd, response_fd)
     unique = os.getuid() == os.geteuid() >= _confine.UID_BASE and not jailed
     limits = dict(config.get("limits", {}))
-    if not unique:
-        limits.pop("processes", None)   # RLIMIT_NPROC counts every process of a shared uid
+    if not (unique or jailed):
+        # RLIMIT_NPROC counts every process of a uid; in the jail's own user namespace that is only the
+        # sandbox's (and with an unused uid, too), elsewhere it would count the grader user's processes.
+        limits.pop("processes", None)
     _apply_limits(limits)
     scratch = "/tmp" if jailed else config.get("scratch")
     environment = {"HOME": scratch, "TMPDIR": scratch} if scratch else {}
