@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.sandbox.confine import UID_BASE
+
 NAMESPACES = "namespaces"        # every namespace kind, an allowlist root, an unprivileged uid, no capabilities
 RLIMITS = "rlimits"              # own session, resource limits, an unused uid when the grader is root
 PIDS_MAX = 256                   # processes (and threads) one submission may have at once
@@ -56,14 +58,25 @@ def detect(allow_namespaces: bool = True) -> Isolation:
     return Isolation(namespaces=namespaces, pids_root=_pids_root() if forced != RLIMITS else None)
 
 
+def host_user(uid: Any, grader_uid: Any) -> str:
+    """Who the student ran as on the host, as a stable word (the unused uid itself differs every run)."""
+    if not isinstance(uid, int):
+        return "unknown"
+    if uid == 0:
+        return "root"
+    if uid >= UID_BASE:
+        return "unused uid"
+    return "the grader's uid" if uid == grader_uid else f"uid {uid}"
+
+
 def isolation_report(level: str | None, facts: dict[str, Any], limits: Any) -> dict[str, Any]:
     """What held for a submission, as plain fields: the `isolation` of a result says the level word; this
-    says the namespaces, the uid the student ran as (on the host and inside), the filesystem mode
+    says the namespaces, who the student ran as (on the host, and its uid inside), the filesystem mode
     (allowlist: a built root; none: the host's), and the limits that applied."""
     return {
         "level": level or "none (not run)",
         "namespaces": list(facts.get("namespaces", [])),
-        "host_uid": facts.get("host_uid"),
+        "host_user": host_user(facts.get("host_uid"), facts.get("grader_uid")),
         "uid": facts.get("uid"),
         "grader_uid": facts.get("grader_uid"),
         "filesystem": facts.get("filesystem", "none" if facts else "unknown"),
