@@ -319,7 +319,8 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
         if function not in tested and function.split(".")[-1] not in tested:
             exercise_id = function.split(".")[-1]
             graded = f"\nfunction: {function}" if "." in function else ""
-            lines.append(_item(f"id: {exercise_id}{graded}\ncases:   # write this exercise's cases in a '# tests' cell"))
+            lines.append(_item(f"id: {exercise_id}{graded}\n"
+                               f"cases:   # write this exercise's cases in a '# tests' cell"))
             exercises.append(exercise_id)
             skeletons.append(exercise_id)
     rubric = "\n".join(lines) + "\n"

@@ -89,7 +89,8 @@ def build_wheel(root: Path, into: Path) -> Path:
             if done.returncode == 0 and wheels:
                 return wheels[-1]
             tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-            failures.append(f"pip wheel {' '.join(extra) + ' ' if extra else ''}failed (exit {done.returncode}): {tail}")
+            command = " ".join(["pip wheel", *extra])
+            failures.append(f"{command} failed (exit {done.returncode}): {tail}")
     raise RuntimeError("; ".join(failures))
 
 
@@ -151,7 +152,9 @@ export DEBIAN_FRONTEND=noninteractive
 python_ok() {{ "$1" -c 'import sys; sys.exit(sys.version_info < ({min_tuple}))' 2>/dev/null; }}
 PY=""
 for candidate in python3.13 python3.12 python3.11 python3; do
-    if command -v "$candidate" >/dev/null 2>&1 && python_ok "$candidate"; then PY="$(command -v "$candidate")"; break; fi
+    if command -v "$candidate" >/dev/null 2>&1 && python_ok "$candidate"; then
+        PY="$(command -v "$candidate")"; break
+    fi
 done
 if [ -z "$PY" ]; then
     apt-get update
@@ -202,7 +205,10 @@ cat "$ERRORS" >&2
 if [ "$STATUS" -ne 0 ]; then echo "puzzle-grader exited with status $STATUS" >&2; fi
 
 # The grader normally writes results.json itself, even when grading fails; this covers the grader not starting.
-"$PY" -I - "$RESULTS" "$ERRORS" <<'PYTHON' || printf '%s\n' '{{"score": 0.0, "output": "The autograder could not start (no working Python). Please tell your instructor.", "visibility": "visible", "stdout_visibility": "hidden", "tests": []}}' > "$RESULTS"
+NO_PYTHON='{{"score": 0.0, "output": "The autograder could not start (no working Python). '
+NO_PYTHON="$NO_PYTHON"'Please tell your instructor.", "visibility": "visible", "stdout_visibility": "hidden", '
+NO_PYTHON="$NO_PYTHON"'"tests": []}}'
+"$PY" -I - "$RESULTS" "$ERRORS" <<'PYTHON' || printf '%s\n' "$NO_PYTHON" > "$RESULTS"
 import json, sys
 results, errors = sys.argv[1], sys.argv[2]
 try:
@@ -369,7 +375,8 @@ def _grade_into_results(root: Path, rubric_path: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.autograder",
-                                     description="Grade the Gradescope submission under ROOT (what run_autograder runs).")
+                                     description="Grade the Gradescope submission under ROOT "
+                                                 "(what run_autograder runs).")
     parser.add_argument("--root", default=os.environ.get(ROOT_ENV, DEFAULT_ROOT),
                         help=f"the autograder tree (default ${ROOT_ENV} or {DEFAULT_ROOT})")
     parser.add_argument("--rubric", default=None, help="the bundled rubric (default: the one the manifest names)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import textwrap
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -133,7 +134,7 @@ def path(context: CheckContext) -> Verdict:
     first = codec.same(codec.encode(start), codec.encode(states[0]))
     if first is not None:
         return Verdict(False, 0.0, f"the path does not begin with the start state: {first}")
-    for step, (before, after) in enumerate(zip(states, states[1:]), start=1):
+    for step, (before, after) in enumerate(itertools.pairwise(states), start=1):
         try:
             legal = after in successors(before)
         except TypeError:  # e.g. an unhashable list where a tuple state belongs

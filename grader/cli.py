@@ -62,8 +62,8 @@ def _grade(args: argparse.Namespace) -> int:
     levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
     console.print(f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
                   f"{len(batch.failed)} failed, {batch.unchanged} unchanged; {batch.skipped} skipped "
-                  f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/", highlight=False, soft_wrap=True,
-                  markup=False)
+                  f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/", highlight=False,
+                  soft_wrap=True, markup=False)
     return 1 if batch.failed else 0
 
 

@@ -218,8 +218,9 @@ class LocalPool:
                             slot.connection in ready:
                         job, slot.job = slot.job, None
                         reason = (f"the grading worker took longer than {self.watchdog:g} s (the rubric's "
-                                  f"budget and a margin) and was stopped" if stuck else f"the grading worker died while grading this submission "
-                                                f"(exit code {slot.process.exitcode})")
+                                  f"budget and a margin) and was stopped" if stuck else
+                                  f"the grading worker died while grading this submission "
+                                  f"(exit code {slot.process.exitcode})")
                         self._stop(slot)
                         slots[index] = self._start()
                         self.replaced += 1

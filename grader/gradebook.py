@@ -236,7 +236,7 @@ class Gradebook:
                LEFT JOIN scores sc ON sc.result_id = r.id
                WHERE s.rubric = ? ORDER BY s.student, sc.position""", (rubric,))
         row: ScoreRow | None = None
-        for student, total, max_total, state, isolation, late, penalty, exercise, score, max_score in cursor:
+        for student, total, max_total, state, isolation, late, penalty, exercise, score, _max_score in cursor:
             if row is None or row.student != student:
                 if row is not None:
                     yield row

@@ -137,6 +137,18 @@ def _requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str, 
                  lambda: _build_requests(plan, exercise, cases, name, options))
 
 
+def _merged(code: str, data: Mapping[str, Any], renames: Mapping[str, str], values: dict[str, Any]) -> str:
+    """A further expression of a case, its placeholders renamed so they never collide with the call's; their
+    encoded values are added to `values`."""
+    extra = for_child(code, data, renames)
+    text = extra.code
+    for placeholder, value in reversed(extra.values):
+        fresh = f"__p{len(values)}"
+        text = re.sub(rf"\b{placeholder}\b", fresh, text)
+        values[fresh] = codec.encode(value)
+    return text
+
+
 def _build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
                     options: Options) -> list[CaseRequest]:
     renames = {alias: name for alias in exercise.names if alias != name}
@@ -146,19 +158,8 @@ def _build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name:
         data = plan.data(case)
         call = for_child(case.call, data, renames)
         values = {k: codec.encode(v) for k, v in call.values}
-
-        def merged(code: str) -> str:
-            """A further expression of the case, its placeholders renamed so they never collide with the call's."""
-            extra = for_child(code, data, renames)
-            text = extra.code
-            for placeholder, value in reversed(extra.values):
-                fresh = f"__p{len(values)}"
-                text = re.sub(rf"\b{placeholder}\b", fresh, text)
-                values[fresh] = codec.encode(value)
-            return text
-
-        probes = {probe_name: merged(code) for probe_name, code in case.probe}
-        reduce = merged(case.reduce) if case.reduce else None
+        probes = {probe_name: _merged(code, data, renames, values) for probe_name, code in case.probe}
+        reduce = _merged(case.reduce, data, renames, values) if case.reduce else None
         settings = {k: codec.encode(evaluate_data(code, data)) for k, code in case.set}
         requests.append(CaseRequest(case.id, call.code, values, settings, probes,
                                     limits.case_timeout(plan.expected[case.id].seconds), reduce,
@@ -326,7 +327,7 @@ def _second_chance(plan: Plan, exercise: Exercise, cases: Sequence[Case], reques
     outcomes = sandbox.run_exercise(rerun, exercise.isolate, oracle, deadline, max_timeouts=1)
     improved = list(results)
     helpers = ", ".join(exercise.isolate)
-    for index, outcome in zip(retry, outcomes):
+    for index, outcome in zip(retry, outcomes, strict=True):
         second = judge(plan, exercise, cases[index], outcome)
         first = results[index]
         if second.fraction > first.fraction or (second.status == "pass" and first.status != "pass"):
@@ -369,7 +370,8 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: Sandbox | None, note
     requests = _requests(plan, exercise, cases, name, options)
     outcomes = sandbox.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts)
     # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
-    results = [bound_case(judge(plan, exercise, case, outcome)) for case, outcome in zip(cases, outcomes)]
+    results = [bound_case(judge(plan, exercise, case, outcome))
+               for case, outcome in zip(cases, outcomes, strict=True)]
     del outcomes
     if exercise.isolate:
         results = [bound_case(r) for r in _second_chance(plan, exercise, cases, requests, results, sandbox,
@@ -377,8 +379,9 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: Sandbox | None, note
     notes = _notes(exercise, name, extracted, plan)
     if any(r.status != "pass" for r in results):
         notes += exercise.hints
-    return ExerciseResult(exercise.id, exercise.title, exercise_score(results, exercise.points, exercise.scoring),
-                          float(exercise.points), tuple(results), notes=notes, function=name, location=location)
+    score = exercise_score(results, exercise.points, exercise.scoring, planned={c.id: c.weight for c in cases})
+    return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
+                          function=name, location=location)
 
 
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],

@@ -493,9 +493,9 @@ def _attempts(group: Sequence[_Candidate]) -> list[int]:
             parsed.append((candidate.owner.lms_name, 0))
     names = {c.owner.lms_name for c in group if c.owner.lms_name}
     result = []
-    for candidate, (base, number) in zip(group, parsed):
+    for candidate, (base, number) in zip(group, parsed, strict=True):
         siblings = base in names or any(b == base and n and c.owner.lms_name != candidate.owner.lms_name
-                                        for c, (b, n) in zip(group, parsed))
+                                        for c, (b, n) in zip(group, parsed, strict=True))
         result.append(number if number and candidate.owner.lms_name and siblings else 0)
     return result
 

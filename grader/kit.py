@@ -253,7 +253,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         # when it is checked, as the grader does).
         requests = _build_requests(plan, exercise, public, exercise.function.split(".")[0], Options())
         entries = []
-        for case, request in zip(public, requests):
+        for case, request in zip(public, requests, strict=True):
             expected = plan.expected[case.id]
             check: dict[str, Any] = {"name": case.check.name, "options": _plain(dict(case.check.options)),
                                      "judged": "in full" if case.check.name in FULL_CHECKS
@@ -602,7 +602,8 @@ def settle(kit: Kit, exercises: Sequence[Any], available: Sequence[str] | set[st
         kx = by_id[result.id]
         if kx.isolate:
             result = _isolated(kx, result, doubtful)
-        settled.append(replace(result, score=exercise_score(result.cases, kx.points, kx.scoring)))
+        planned = {case.id: case.weight for case in kx.cases}
+        settled.append(replace(result, score=exercise_score(result.cases, kx.points, kx.scoring, planned=planned)))
     return tuple(settled)
 
 
@@ -880,7 +881,7 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     deadline = started + float(kit.limits.get("submission_seconds", 180.0))
     exercises = settle(kit, [
         grade_exercise(plan, exercise, KitCases(runner, kx), notebook, extracted, loaded, deadline, Options())
-        for exercise, kx in zip(plan.rubric.exercises, kit.exercises)], loaded)
+        for exercise, kx in zip(plan.rubric.exercises, kit.exercises, strict=True)], loaded)
     warnings = kit.warnings
     if threading.current_thread() is not threading.main_thread():
         warnings += ("cases ran without a time limit (not in the main thread): a case that never ends hangs "

@@ -56,7 +56,7 @@ def check_with_kit(notebook_path: str | Path, kit_path: str | Path | Kit, *,
         exercises = tuple(
             grade_exercise(plan, exercise, KitCases(sandbox, kx) if loaded else None, notebook, extracted, loaded,
                            deadline, options)
-            for exercise, kx in zip(rubric.exercises, kit.exercises))
+            for exercise, kx in zip(rubric.exercises, kit.exercises, strict=True))
         level = sandbox.level or level
         held = isolation_report(level, sandbox.facts, process_limits)
     result = SubmissionResult(

@@ -400,7 +400,8 @@ def run_mutation(plan: Plan, support: Mapping[str, str], *, per_exercise: int = 
                                       deadline) for n, chunk in enumerate(chunks)]
             futures += [threads.submit(_grade_entries, text, [_Entry(key, plan.rubric.exercise(key[1]),
                                                                       plan.rubric.exercise(key[1]).function)],
-                                       plan, support, options, folder, f"known{n}", max(deadline, time.monotonic() + 60))
+                                       plan, support, options, folder, f"known{n}",
+                                       max(deadline, time.monotonic() + 60))
                         for n, (key, text) in enumerate(separate)]
             for future in futures:
                 results.update(future.result())

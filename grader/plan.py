@@ -299,7 +299,8 @@ def expand(rubric: Rubric, reference: ModuleType) -> dict[str, tuple[Case, ...]]
                 produced.append(Case(
                     id=spec.id or f"{exercise.id}#{index}", exercise=exercise.id, call=spec.call,
                     visibility=spec.visibility, check=spec.check or exercise.check, set=spec.set,
-                    probe=spec.probe, reduce=spec.reduce or exercise.reduce, expect=spec.expect, weight=spec.weight, line=spec.line))
+                    probe=spec.probe, reduce=spec.reduce or exercise.reduce, expect=spec.expect, weight=spec.weight,
+                    line=spec.line))
         cases[exercise.id] = tuple(produced)
     # Expected values and results are keyed by case id, so one id naming two cases would mix up their answers.
     first: dict[str, Case] = {}

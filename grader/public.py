@@ -150,7 +150,7 @@ def public_code(rubric: Rubric, extra_roots: Iterable[str] = ()) -> PublicCode |
     if problems:
         raise PublicError(sorted(set(problems)))
     header = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "__future__"]
-    pieces = [segment for index, (node, segment) in enumerate(zip(tree.body, segments))
+    pieces = [segment for index, (node, segment) in enumerate(zip(tree.body, segments, strict=True))
               if index in chosen or node in header]
     names = tuple(sorted({name for index in chosen for name in _bound(tree.body[index])}))
     return PublicCode("\n".join(pieces), names, tuple(dict.fromkeys(wanted)))

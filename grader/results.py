@@ -236,7 +236,8 @@ def write_json(result: SubmissionResult, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{result.submission}.json"
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    # Compact: the C encoder is ten times faster than an indented dump (pretty-print with `jq` or `python -m json.tool`).
+    # Compact: the C encoder is ten times faster than an indented dump (pretty-print with `jq` or
+    # `python -m json.tool`).
     _, text = bounded_json(result)
     temporary.write_text(text + "\n", encoding="utf-8")
     os.replace(temporary, target)

@@ -316,7 +316,8 @@ def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems)
             problems.add(node.line_of(key), f"{where}: unknown limit '{key}'{_suggest(key, names)}")
             continue
         number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems,
-                         minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor", "disk_mb", "files") else 0.0)
+                         minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor", "disk_mb",
+                                                                             "files") else 0.0)
         if number is not None and key == "mutation_score" and number > 1:
             problems.add(node.line_of(key), f"{where}: limit 'mutation_score' is a share between 0 and 1, got {number}")
         elif number is not None:

@@ -154,7 +154,7 @@ def compare(code: Mapping[str, Mapping[str, str]], *, template_code: str = "", t
 def _spans(slices) -> tuple[tuple[int, int], ...]:
     """copydetect's 2xN array of starts and stops in the original code, merged where they overlap."""
     spans: list[tuple[int, int]] = []
-    for start, stop in sorted(zip((int(x) for x in slices[0]), (int(x) for x in slices[1]))):
+    for start, stop in sorted(zip((int(x) for x in slices[0]), (int(x) for x in slices[1]), strict=True)):
         if spans and start <= spans[-1][1]:
             spans[-1] = (spans[-1][0], max(spans[-1][1], stop))
         else:

@@ -19,7 +19,6 @@ call the class Node, so the rubric lists Node in `extraction: allow_calls`.
 import heapq
 import itertools
 import math
-from itertools import combinations
 
 Board = tuple[int, ...]
 

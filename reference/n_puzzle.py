@@ -1,4 +1,5 @@
-"""Reference solution of "n-puzzle" (numpy State class, weighted A*), with fixtures, known mistakes, a check and generators.
+"""Reference solution of "n-puzzle" (numpy State class, weighted A*), with fixtures, known mistakes, a check and
+generators.
 
 Course material, never shown to students. The grader reads it by path and uses it for expected
 values (the reference's answer to each rubric case), for targeted feedback (the known-mistake
@@ -380,7 +381,8 @@ def check_solution(got, expected, variables, options):
     if final is None:
         message = f"action {bad} of {len(moves)}: {why}"
     elif final != _goal(n):
-        message = f"after the {len(moves)} actions the board is {[list(final[i:i + n]) for i in range(0, n * n, n)]}, not the goal"
+        rows = [list(final[i:i + n]) for i in range(0, n * n, n)]
+        message = f"after the {len(moves)} actions the board is {rows}, not the goal"
     else:
         message = ""
     if message:

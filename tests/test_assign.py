@@ -29,15 +29,18 @@ CELLS = [
                   "    # END SOLUTION"),
     new_raw_cell("# tests\npoints: 1\ncases:\n  - call: blank(Start)\n  - generate: shuffled\n    count: 4\n"
                  "    seed: 3\n    call: blank(state)\n    visibility: hidden"),
-    new_code_cell("# BEGIN SOLUTION\ndef neighbours(state):\n    \"\"\"States one slide away.\"\"\"\n    found = set()\n"
+    new_code_cell("# BEGIN SOLUTION\ndef neighbours(state):\n    \"\"\"States one slide away.\"\"\"\n"
+                  "    found = set()\n"
                   "    i = blank(state)\n    for j in (i - 1, i + 1):\n        if 0 <= j < len(state):\n"
                   "            tiles = list(state)\n            tiles[i], tiles[j] = tiles[j], tiles[i]\n"
                   "            found.add(tuple(tiles))\n    return found\n# END SOLUTION"),
-    new_raw_cell("# tests\n# Neighbours are a set: lists cannot be members.\npoints: 2\nmistakes:\n  - reference: neighbours_as_lists\n"
+    new_raw_cell("# tests\n# Neighbours are a set: lists cannot be members.\npoints: 2\nmistakes:\n"
+                 "  - reference: neighbours_as_lists\n"
                  "    say: \"Return a set of tuples: lists cannot be members of a set.\"\n"
                  "cases:\n  - call: neighbours(Start)   # the blank in the middle\n  - generate: shuffled\n"
                  "    count: 4\n    seed: 5\n    call: neighbours(state)"),
-    new_code_cell("# REFERENCE ONLY\ndef neighbours_as_lists(state):\n    return [list(s) for s in neighbours(state)]\n\n\n"
+    new_code_cell("# REFERENCE ONLY\ndef neighbours_as_lists(state):\n"
+                  "    return [list(s) for s in neighbours(state)]\n\n\n"
                   "def shuffled(rng, count):\n    cases = []\n    for _ in range(count):\n"
                   "        tiles = list(range(rng.randint(3, 6)))\n        rng.shuffle(tiles)\n"
                   "        cases.append({'state': tuple(tiles)})\n    return cases"),
@@ -69,7 +72,8 @@ def test_a_master_notebook_becomes_template_reference_and_rubric_that_validate(t
     assert done.returncode == 2, done.stdout + done.stderr      # swap_ends has no tests cell yet
     assert "exercise 'swap_ends' has no '# tests' cell yet" in done.stdout
     rubric = tmp_path / "rubrics" / "tiny-slide.yaml"
-    line = next(n for n, text in enumerate(rubric.read_text().splitlines(), start=1) if "- id: swap_ends" in text) + 1   # its empty cases:
+    lines = enumerate(rubric.read_text().splitlines(), start=1)
+    line = next(n for n, text in lines if "- id: swap_ends" in text) + 1   # its empty cases:
     assert f"tiny-slide.yaml:{line}: exercise 'swap_ends': needs a non-empty list of cases" in done.stderr
 
     # The author writes the missing tests cell; the rerun validates.

@@ -138,7 +138,8 @@ def test_a_generated_case_without_seed_is_found_when_its_generator_uses_it(tmp_p
 
 
 def test_a_mistake_identical_to_the_reference_and_one_the_check_accepts_are_found(tmp_path: Path) -> None:
-    rubric = write(tmp_path, RUBRIC.replace('''        say: "The other way round."''', '''        say: "The other way round."
+    rubric = write(tmp_path, RUBRIC.replace('''        say: "The other way round."''',
+                                            '''        say: "The other way round."
       - reference: rotate_same
         say: "Same."
       - reference: rotate_tuple

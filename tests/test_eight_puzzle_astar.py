@@ -92,7 +92,7 @@ def test_solution_paths_are_legal_moves_whose_actions_are_the_blanks_new_squares
     node = ref.astar_search(ref.EightPuzzle(ref.SEED_STATES[0]))
     states, actions = ref.path_states(node), ref.path_actions(node)
     assert states[0] == ref.SEED_STATES[0] and states[-1] == ref.GOAL
-    for before, action, after in zip(states, actions, states[1:]):
+    for before, action, after in zip(states[:-1], actions, states[1:], strict=True):
         assert after in ref.successors(before)
         assert after.index(0) == action
 
@@ -239,7 +239,7 @@ def test_every_mistake_differs_from_the_reference_on_some_rubric_case(plan):
     for exercise in plan.rubric.exercises:
         for mistake in exercise.mistakes:
             answers = [dict(plan.expected[case.id].mistakes)[mistake.reference] for case in plan.cases[exercise.id]]
-            differing = [case.id for case, answer in zip(plan.cases[exercise.id], answers)
+            differing = [case.id for case, answer in zip(plan.cases[exercise.id], answers, strict=True)
                          if answer is not None and codec.same(answer, plan.expected[case.id].value) is not None]
             assert differing, (exercise.id, mistake.reference)
 

@@ -347,7 +347,8 @@ def test_percent_and_bang_inside_strings_and_brackets_are_python() -> None:
 def test_cell_magic_not_on_the_first_line_is_dropped_like_a_line_magic() -> None:
     ex = own("magics.ipynb")
     cell = binding(ex, "MISPLACED").cell
-    assert [(d.line, d.reason) for d in ex.dropped if d.cell == cell] == [(2, "cell magic %%time not on the first line")]
+    dropped = [(d.line, d.reason) for d in ex.dropped if d.cell == cell]
+    assert dropped == [(2, "cell magic %%time not on the first line")]
 
 
 def test_kept_statements_of_the_magics_notebook_run_as_python() -> None:

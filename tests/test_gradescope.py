@@ -101,7 +101,7 @@ def test_each_case_is_one_test_and_the_tests_add_up_exactly_to_the_total(graded:
             own = [t for t in tests if t["extra_data"]["exercise"] == exercise.id]
             assert decimal_sum(t["score"] for t in own) == Decimal(str(exercise.score)), exercise.id
             assert decimal_sum(t["max_score"] for t in own) == Decimal(str(exercise.max_score)), exercise.id
-        for test, (exercise, case) in zip(tests, cases):
+        for test, (exercise, case) in zip(tests, cases, strict=True):
             assert test["name"].startswith(f"{exercise.id}: ")
             assert test["status"] == ("passed" if case.status == "pass" else "failed")
     assert graded["extract-move-of-tile"].total == 22.2222     # the split really had to round
@@ -111,8 +111,8 @@ def test_hidden_cases_are_shown_after_publishing_without_their_answers(graded: d
     result = graded["move-dir-transposed"]
     tests = to_gradescope(result)["tests"]
     cases = [case for exercise in result.exercises for case in exercise.cases]
-    hidden = [(t, c) for t, c in zip(tests, cases) if c.visibility == "hidden"]
-    public = [(t, c) for t, c in zip(tests, cases) if c.visibility == "public"]
+    hidden = [(t, c) for t, c in zip(tests, cases, strict=True) if c.visibility == "hidden"]
+    public = [(t, c) for t, c in zip(tests, cases, strict=True) if c.visibility == "public"]
     assert hidden and public
     assert all(t["visibility"] == "after_published" for t, _ in hidden)
     assert all(t["visibility"] == "visible" for t, _ in public)

@@ -528,7 +528,7 @@ def test_oracle_flood_costs_only_search(corpus):
     only(corpus, "oracle_flooded_by_search", "search")
 
 
-# ------------------------------------------------------------------------------------------------ the channel and the runtime
+# ------------------------------------------------------------------------------------ the channel and the runtime
 
 
 def test_fake_results_on_every_output_stream_earn_nothing(corpus):

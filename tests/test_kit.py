@@ -77,7 +77,8 @@ def public_facts(plan) -> set[str]:
     facts: set[str] = set()
     for exercise in plan.rubric.exercises:
         public = [c for c in plan.cases[exercise.id] if c.visibility == "public"]
-        for case, request in zip(public, _build_requests(plan, exercise, public, exercise.function, Options())):
+        requests = _build_requests(plan, exercise, public, exercise.function, Options())
+        for case, request in zip(public, requests, strict=True):
             expected = plan.expected[case.id]
             for wire in (*request.values.values(), *request.set.values(), expected.value,
                          *(answer for _, answer in expected.mistakes)):
@@ -130,10 +131,10 @@ def test_kit_has_only_public_cases_and_counts_the_hidden_ones(plan, kit_data: di
 
 def test_kit_cases_are_the_requests_the_grader_sends(plan, kit_data: dict):
     kit = kit_from_dict(kit_data)
-    for exercise, kit_exercise in zip(plan.rubric.exercises, kit.exercises):
+    for exercise, kit_exercise in zip(plan.rubric.exercises, kit.exercises, strict=True):
         public = [c for c in plan.cases[exercise.id] if c.visibility == "public"]
         requests = _build_requests(plan, exercise, public, exercise.function, Options())
-        for request, case in zip(requests, kit_exercise.cases):
+        for request, case in zip(requests, kit_exercise.cases, strict=True):
             assert (case.code, dict(case.values), dict(case.set), dict(case.probes), case.reduce, case.timeout) == (
                 request.code, dict(request.values), dict(request.set), dict(request.probes), request.reduce,
                 request.timeout)
@@ -317,7 +318,8 @@ def test_in_kernel_check_reports_a_stub_as_missing(kit_path: Path):
 
 
 def test_import_grader_loads_nothing_heavy():
-    probe = "import grader, sys; print(sorted(m for m in ('grader.kit', 'rich', 'yaml', 'nbformat') if m in sys.modules))"
+    probe = ("import grader, sys; "
+             "print(sorted(m for m in ('grader.kit', 'rich', 'yaml', 'nbformat') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
 
@@ -327,7 +329,8 @@ def test_check_from_a_running_jupyter_kernel(kit_path: Path, tmp_path: Path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\nsys.modules['ipycanvas'] = mock.MagicMock()")]
+    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\n"
+                                       "sys.modules['ipycanvas'] = mock.MagicMock()")]
     cells += [nbformat.v4.new_code_cell(s.code)
               for s in extract(read_notebook(SUBMISSIONS / "correct.ipynb")).statements]
     cells.append(nbformat.v4.new_code_cell(

@@ -163,13 +163,13 @@ def test_fixtures_describe_the_boards_their_comments_say():
     assert legal(ref.Board3) == {"D", "L"}
     walk = [as_tuple(b) for b in ref.Walk3]
     assert walk[0] == goal(3)
-    assert [moved(a, m) for a, m in zip(walk, "ULLD")] == walk[1:]
+    assert [moved(a, m) for a, m in zip(walk[:-1], "ULLD", strict=True)] == walk[1:]
 
 
 def test_reconstruct_path_walks_up_the_parents_first_action_first():
     boards = [np.array(b) for b in ref.Walk3]
     chain = ref.State(boards[0])
-    for depth, (board, action) in enumerate(zip(boards[1:], "ULLD"), start=2):
+    for depth, (board, action) in enumerate(zip(boards[1:], "ULLD", strict=True), start=2):
         chain = ref.State(board, depth, action, chain)
     assert ref.reconstruct_path(chain) == ["U", "L", "L", "D"]
     assert ref.reconstruct_path(ref.State(boards[0])) == []

@@ -192,7 +192,8 @@ def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) 
               - call: total([1])
               - generate: random_tuples
                 call: total(xs)
-        """, ["7: exercise 'total': generator 'random_tuples' is not a function of the reference module (did you mean 'random_lists'?)"],
+        """, ["7: exercise 'total': generator 'random_tuples' is not a function of the reference module "
+              "(did you mean 'random_lists'?)"],
         id="missing_generator"),
     pytest.param("""
         assignment: mini
@@ -223,7 +224,8 @@ def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) 
               - reference: Scale
                 say: "not a function"
             cases: [{call: double(1)}]
-        """, ["8: exercise 'double': mistake 'Scale' is not a function of the reference module (did you mean 'scaled'?)"],
+        """, ["8: exercise 'double': mistake 'Scale' is not a function of the reference module "
+              "(did you mean 'scaled'?)"],
         id="mistake_that_is_not_a_function"),
     pytest.param("""
         assignment: mini

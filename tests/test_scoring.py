@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
+
 import pytest
 
 from grader.results import CaseResult
-from grader.scoring import exercise_score, total
+from grader.scoring import exercise_score as score_of
+from grader.scoring import total
+
+_made = itertools.count()
 
 
 def case(status: str, fraction: float | None = None, weight: float = 1.0) -> CaseResult:
     if fraction is None:
         fraction = 1.0 if status == "pass" else 0.0
-    return CaseResult(id=f"c{status}", status=status, visibility="public", message="", fraction=fraction,
-                      weight=weight)
+    return CaseResult(id=f"c{next(_made)}-{status}", status=status, visibility="public", message="",
+                      fraction=fraction, weight=weight)
+
+
+def exercise_score(cases: Iterable[CaseResult], points: float, scoring: str) -> float:
+    """The score when every planned case has its result."""
+    cases = list(cases)
+    return score_of(cases, points, scoring, planned={c.id: c.weight for c in cases})
 
 
 def test_proportional_gives_the_share_of_cases_passed() -> None:
@@ -64,3 +76,19 @@ def test_scores_accept_a_generator_of_cases() -> None:
 def test_total_adds_and_rounds() -> None:
     assert total([0.1, 0.2, 1.33333]) == 1.6333
     assert total([]) == 0
+
+
+@pytest.mark.parametrize("scoring", ["proportional", "all_or_nothing"])
+def test_a_planned_case_without_a_result_earns_nothing(scoring: str) -> None:
+    # An outcome lost on the way (a short list from the sandbox) must not raise the score: the share is
+    # taken over the planned cases, not over the results given.
+    passed, lost = case("pass"), case("pass")
+    planned = {passed.id: 1.0, lost.id: 1.0}
+    assert score_of([passed], 2, scoring, planned=planned) == (1.0 if scoring == "proportional" else 0.0)
+    assert score_of([], 2, scoring, planned=planned) == 0.0
+
+
+def test_a_result_for_an_unplanned_case_is_the_graders_bug() -> None:
+    stray = case("pass")
+    with pytest.raises(ValueError, match="not planned"):
+        score_of([stray], 2, "proportional", planned={"other": 1.0})

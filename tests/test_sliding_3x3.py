@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import contextlib
 import io
 import random
@@ -75,7 +76,7 @@ def distance_to_goal() -> dict:
 
 def assert_legal_path(path, start, goal):
     assert type(path) is tuple and path[0] == start and path[-1] == goal
-    for before, after in zip(path, path[1:]):
+    for before, after in itertools.pairwise(path):
         assert after in neighbours(before)
 
 

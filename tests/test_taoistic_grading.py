@@ -20,7 +20,7 @@ from grader.batch import grade
 from grader.results import STATUSES, SubmissionResult, to_dict
 from grader.rubric import Rubric, load_rubric
 
-from conftest import NOTEBOOKS, REFERENCE, RUBRIC, SUBMISSIONS, Batch
+from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS, Batch
 
 EXERCISE_IDS = ["find_tile", "move_dir", "next_states", "matches", "manhattan", "find_numbers", "replace_numbers",
                 "intermediate_goals", "extract_move", "extract_move_list", "apply_move_list", "search", "main"]

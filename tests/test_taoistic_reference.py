@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import heapq
 import random
 from collections import deque
@@ -64,7 +65,7 @@ def naive_search(start, goal, next_states, heuristic):
 
 def assert_legal_path(path, start, goal):
     assert path[0] == start
-    for a, b in zip(path, path[1:]):
+    for a, b in itertools.pairwise(path):
         assert b in ref.next_states(a)
     assert ref.matches(goal, path[-1])
 
@@ -213,7 +214,8 @@ def test_matches_treats_wildcards_of_the_pattern_only_as_jokers():
 
 def test_manhattan_ignores_the_blank_and_wildcards():
     assert ref.manhattan(ref.S1, ref.Goal1) == 0
-    assert ref.manhattan(ref.S1, ref.Goal) == ref.manhattan(ref.S1, ref.replace_numbers(ref.Goal, [str(k) for k in range(1, 16)]))
+    renamed = ref.replace_numbers(ref.Goal, [str(k) for k in range(1, 16)])
+    assert ref.manhattan(ref.S1, ref.Goal) == ref.manhattan(ref.S1, renamed)
     assert ref.manhattan_with_blank(ref.S1, ref.Goal) == ref.manhattan(ref.S1, ref.Goal) + 4
 
 
@@ -301,11 +303,11 @@ def test_generated_moves_are_legal_in_todays_convention():
         assert ref.find_tile('0', case["p1"]) == (case["row"], case["col"])
     for case in ref.random_move_lists(random.Random(3), 30):
         states = ref.apply_move_list(case["state"], case["moves"])
-        assert all(b in ref.next_states(a) for a, b in zip(states, states[1:]))
+        assert all(b in ref.next_states(a) for a, b in itertools.pairwise(states))
     for case in ref.random_pattern_paths(random.Random(4), 30):
         states = case["states"]
-        assert all(b in ref.next_states(a) for a, b in zip(states, states[1:]))
-        assert [ref.find_tile('0', s) for s in states[:-1]] == list(zip(case["rows"], case["cols"]))
+        assert all(b in ref.next_states(a) for a, b in itertools.pairwise(states))
+        assert [ref.find_tile('0', s) for s in states[:-1]] == list(zip(case["rows"], case["cols"], strict=True))
 
 
 def test_generated_manhattan_states_keep_the_tiles_of_the_pattern():
@@ -387,7 +389,7 @@ def test_check_extract_move_list_judges_every_step():
     ok, message = ref.check_extract_move_list(moves[:-1], [states], {}, {})
     assert not ok and "need 4 moves" in message
     old = [(dy, dx) for dx, dy in moves]
-    applied = [ref.move_dir_transposed(s, *ref.find_tile('0', s), *m) for s, m in zip(states, old)]
+    applied = [ref.move_dir_transposed(s, *ref.find_tile('0', s), *m) for s, m in zip(states[:-1], old, strict=True)]
     assert ref.check_extract_move_list(old, [states], {"applied": applied}, {"convention": "either"})[0]
 
 
@@ -539,7 +541,7 @@ def test_template_is_valid_unexecuted_and_stubs_every_graded_function():
     assert all(c.execution_count is None and c.outputs == [] for c in code)
     stubs = {}
     for cell in code:
-        tree = ast.parse("\n".join("" if l.startswith("%") else l for l in cell.source.splitlines()))
+        tree = ast.parse("\n".join("" if line.startswith("%") else line for line in cell.source.splitlines()))
         for node in tree.body:
             if isinstance(node, ast.FunctionDef):
                 stubs[node.name] = ast.get_source_segment(cell.source, node.body[0]) if len(node.body) == 1 else None

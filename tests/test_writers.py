@@ -135,7 +135,7 @@ def test_csv_parses_back_one_row_per_student(names: list[str], tmp_path: Path) -
     with open(path, encoding="utf-8", newline="") as stream:
         rows = list(csv.reader(stream))
     assert len(rows) == len(names) + 1
-    for row, name in zip(rows[1:], names):
+    for row, name in zip(rows[1:], names, strict=True):
         assert row[0].lstrip("'") == textsafe.display(name).lstrip("'")
 
 

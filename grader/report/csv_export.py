@@ -62,7 +62,7 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
     rows = (_Row(name, result.total, result.max_total, result.state,
                  {exercise.id: exercise.score for exercise in result.exercises},
                  _override_cells(result) if overridden else (), result.late, result.penalty)
-            for name, result in zip(names, results))
+            for name, result in zip(names, results, strict=True))
     write_score_csv(exercise_columns(results), rows, path, OVERRIDE_COLUMNS if overridden else ())
 
 

@@ -62,7 +62,7 @@ def split_units(total: int, shares: Sequence[float], caps: Sequence[int] | None 
         parts[-1] = total
         return parts
     exact = [total * max(0.0, s) / weight for s in shares]
-    parts = [min(math.floor(x), cap) for x, cap in zip(exact, limits)]
+    parts = [min(math.floor(x), cap) for x, cap in zip(exact, limits, strict=True)]
     left = total - sum(parts)
     order = sorted(range(count), key=lambda i: (-(exact[i] - math.floor(exact[i])), i))
     while left > 0:
@@ -130,7 +130,8 @@ def _tests(result: SubmissionResult) -> list[dict]:
                           "extra_data": {"exercise": exercise.id}})
             continue
         maxima, scores = _case_units(exercise)
-        for index, (case, max_units, score_units) in enumerate(zip(exercise.cases, maxima, scores), start=1):
+        units = zip(exercise.cases, maxima, scores, strict=True)
+        for index, (case, max_units, score_units) in enumerate(units, start=1):
             tests.append({
                 "name": _case_name(exercise, case),
                 "number": f"{number}.{index}",

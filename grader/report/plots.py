@@ -77,7 +77,7 @@ def exercise_shares(rows: Sequence[ExerciseShares]) -> str:
                 count = row.zero + row.partial + row.full
                 shares.append(getattr(row, kind) / count if count else 0.0)
             axes.barh(labels, shares, left=left, color=COLOURS[kind], label=f"{kind} marks", height=0.7)
-            left = [a + b for a, b in zip(left, shares)]
+            left = [a + b for a, b in zip(left, shares, strict=True)]
         for y, row in enumerate(ordered):
             axes.text(1.01, y, f"mean {row.mean_share:.0%}", va="center", fontsize=8)
         axes.set_xlim(0.0, 1.0)

@@ -273,7 +273,7 @@ def _encode_container(obj, base, tag, name, level, budget, stack) -> Wire:
     if base is dict:
         pairs = [[None, None] for _ in items]
         node = {"dict": pairs}
-        for pair, (key, value) in zip(reversed(pairs), reversed(items)):
+        for pair, (key, value) in zip(reversed(pairs), reversed(items), strict=True):
             stack.append((_VISIT, value, child, pair, 1))
             stack.append((_VISIT, key, child, pair, 0))
     else:
@@ -539,7 +539,7 @@ def _build_hashed(make: Callable, parts: list, what: str) -> Any:
 
 def _build_dict(parts: list) -> dict:
     pairs = iter(parts)
-    return _build_hashed(lambda _: dict(zip(pairs, pairs)), parts, "a dict key")
+    return _build_hashed(lambda _: dict(zip(pairs, pairs, strict=True)), parts, "a dict key")
 
 
 _BUILDERS["set"] = lambda parts: _build_hashed(set, parts, "a set element")
@@ -688,7 +688,7 @@ def _compare(expected: Wire, got: Wire, tolerance: float) -> str | None:  # noqa
                 return where + f"expected an array of shape {e_extra[1]}, got shape {g_extra[1]}"
             e_leaves = list(_nd_leaves(e_value, e_extra[1]))
             g_leaves = list(_nd_leaves(g_value, g_extra[1]))
-            for (index, e_leaf), (_, g_leaf) in zip(reversed(e_leaves), reversed(g_leaves)):
+            for (index, e_leaf), (_, g_leaf) in zip(reversed(e_leaves), reversed(g_leaves), strict=True):
                 stack.append((path + "".join(f"[{i}]" for i in index), e_leaf, g_leaf))
         elif e_kind == "npscalar":
             if e_extra != g_extra:
@@ -775,7 +775,7 @@ def _compare_sets(kind: str, expected: list[Wire], got: list[Wire], tolerance: f
 def _take(wires: list[Wire], texts: list[str], wanted: Counter) -> list[Wire]:
     left = Counter(wanted)
     taken = []
-    for wire, text in zip(wires, texts):
+    for wire, text in zip(wires, texts, strict=True):
         if left[text] > 0:
             left[text] -= 1
             taken.append(wire)

@@ -1,8 +1,8 @@
 """The child side of the sandbox: loads a student's extracted notebook and answers case requests over a pipe.
 
-Runs as a script in a clean interpreter (`python -s -P runtime.py REQ_FD RESP_FD`, own environment) that never imported the grader
-package or the reference. It only ever sees the student's code, the cases' input values, and the reference's
-answers to isolated helper calls it asks for. Everything it sends back is judged by the parent.
+Runs as a script in a clean interpreter (`python -s -P runtime.py REQ_FD RESP_FD`, own environment) that never
+imported the grader package or the reference. It only ever sees the student's code, the cases' input values, and
+the reference's answers to isolated helper calls it asks for. Everything it sends back is judged by the parent.
 """
 
 import ast
