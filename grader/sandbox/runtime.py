@@ -248,8 +248,7 @@ class Child:
                 exec(code, module.__dict__)  # noqa: S102 - the student's own code, in the sandbox
             except CaseTimeout:
                 left_out.append(index)
-                warnings.append(f"{where}: did not finish within the {budget:g} s for the notebook's top-level "
-                                f"code; left out")
+                warnings.append(f"{where}: did not finish within {budget:g} s; left out")
             except ImportError as error:
                 try:
                     if statement.get("kind") != "import":
