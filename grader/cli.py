@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -153,23 +154,47 @@ def _class_report(args: argparse.Namespace) -> int:
     _check_results(args.results)
     if Path(args.output).is_dir():
         raise UsageError(f"{args.output}: -o names the HTML file to write, and this is a folder")
-    path, count = class_report_of_folder(args.results, Path(args.output), title=args.title)
-    print(f"class report of {count} submissions written to {path} (and {path.with_suffix('.csv')})")
+    similarity, note = None, ""
+    if args.no_similarity:
+        note = "The similarity check was not run (--no-similarity)."
+    else:
+        from grader.similarity import SimilarityUnavailable
+        try:
+            similarity = _class_similarity(args)
+        except SimilarityUnavailable as error:
+            note = str(error)
+    path, count = class_report_of_folder(args.results, Path(args.output), title=args.title, notebooks=args.notebooks,
+                                         template=_template(args), similarity=similarity, similarity_note=note)
+    print(f"class report of {count} submissions written to {path} (and {path.with_suffix('.csv')}, the students' "
+          f"reports in {path.parent / 'students'}/"
+          + (f", {path.parent / (path.stem + '-similarity.html')}" if similarity is not None else "") + ")")
     return 0 if count else 1
 
 
-def _similarity(args: argparse.Namespace) -> int:
-    from grader.report.class_report import read_results
-    from grader.report.similarity_page import write_similarity
-    from grader.similarity import class_code, compare, template_code
-    loaded = read_results(args.results)
-    template = args.template
-    if template is None and args.rubric:
+def _template(args: argparse.Namespace) -> Path | None:
+    """The template notebook: --template, or the one the --rubric names."""
+    if getattr(args, "template", None):
+        return Path(args.template)
+    if getattr(args, "rubric", None):
         from grader.rubric import load_rubric
-        template = load_rubric(args.rubric).template
-    code, notes = class_code(loaded.results, args.notebooks)
-    similarity = compare(code, template_code=template_code(template) if template else "",
-                         threshold=args.threshold, notes=[*loaded.problems, *notes])
+        return load_rubric(args.rubric).template
+    return None
+
+
+def _class_similarity(args: argparse.Namespace, problems: Sequence[str] = ()):
+    """The similarity of a results folder's class (its notebooks read one student at a time)."""
+    from grader.report.class_report import iter_class
+    from grader.similarity import class_code, compare, template_code
+    template = _template(args)
+    code, notes = class_code(iter_class(args.results), args.notebooks, Path(args.results))
+    return compare(code, template_code=template_code(template) if template else "", threshold=args.threshold,
+                   notes=[*problems, *notes])
+
+
+def _similarity(args: argparse.Namespace) -> int:
+    from grader.report.similarity_page import write_similarity
+    _check_results(args.results)
+    similarity = _class_similarity(args)
     page, table = write_similarity(similarity, Path(args.out), Path(args.csv) if args.csv else None)
     print(f"{len(similarity.students)} submissions, {len(similarity.pairs)} pairs, {len(similarity.flagged)} at or "
           f"above {args.threshold:g}: {page} (and {table})")
@@ -374,6 +399,13 @@ def parser() -> argparse.ArgumentParser:
     class_report.add_argument("results", help="a results folder written by grade --out")
     class_report.add_argument("-o", "--output", required=True, help="the HTML file to write")
     class_report.add_argument("--title", default=None)
+    class_report.add_argument("--notebooks", default=None, help="folder of the submitted notebooks (default: the "
+                                                                "copies in the results folder)")
+    class_report.add_argument("--threshold", type=float, default=0.6, help="flag similar pairs at or above this")
+    class_template = class_report.add_mutually_exclusive_group()
+    class_template.add_argument("--template", default=None, help="the template notebook: its code never counts")
+    class_template.add_argument("--rubric", default=None, help="take the template notebook from this rubric")
+    class_report.add_argument("--no-similarity", action="store_true", help="leave out the similarity check")
     class_report.set_defaults(run=_class_report)
 
     similarity = verbs.add_parser("similarity", help="pairwise similarity of each graded function across the class")

@@ -165,14 +165,14 @@ def _spans(slices) -> tuple[tuple[int, int], ...]:
 # ------------------------------------------------------------------------------------------- from the files
 
 
-def class_code(results, notebooks=None) -> tuple[dict[str, dict[str, str]], list[str]]:
+def class_code(results, notebooks=None, results_folder=None) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Student -> graded function -> that student's code, read from each result's notebook; and the
     submissions left out (notebook not found, nothing extracted), each with why."""
     from grader.report.student import function_code, locate_notebook
     code: dict[str, dict[str, str]] = {}
     notes: list[str] = []
     for result in results:
-        notebook = locate_notebook(result, notebooks)
+        notebook = locate_notebook(result, notebooks, results_folder)
         if notebook is None:
             notes.append(f"{result.submission}: left out, its notebook {result.path or '(no path)'} was not found")
             continue

@@ -83,12 +83,14 @@ class Rendered:
 _CONSOLE = re.compile(r"^\[[^\]]*:CONSOLE[^\]]*\].*$|^.*Uncaught .*$", re.MULTILINE)
 
 
-def render(html: Path, png: Path, *, width: int = 1200, height: int = 1600) -> Rendered:
-    """Open `html` in headless Chromium: screenshot to `png`, return DOM and console lines."""
+def render(html: Path, png: Path, *, width: int = 1200, height: int = 1600, fragment: str = "") -> Rendered:
+    """Open `html` (with `#fragment` when given) in headless Chromium: screenshot to `png`, return DOM and
+    console lines."""
     binary = chromium()
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         done = subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", f"--screenshot={png}",
-                               f"--window-size={width},{height}", Path(html).resolve().as_uri()],
+                               f"--window-size={width},{height}",
+                               Path(html).resolve().as_uri() + (f"#{fragment}" if fragment else "")],
                               capture_output=True, text=True, timeout=RENDER_SECONDS)
     if not png.is_file():
         raise AssertionError(f"Chromium wrote no screenshot (exit {done.returncode}):\n{done.stderr[-3000:]}")

@@ -25,11 +25,12 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def assert_rendered_cleanly(page: browser.Rendered, min_ink: float = 0.02) -> browser.PixelStats:
+def assert_rendered_cleanly(page: browser.Rendered, min_ink: float = 0.02,
+                            size: tuple[int, int] = (1200, 1600)) -> browser.PixelStats:
     assert page.console_errors == (), "\n".join(page.console_errors)
     assert page.external_resources == ()
     stats = browser.pixel_stats(page.png)
-    assert (stats.width, stats.height) == (1200, 1600)
+    assert (stats.width, stats.height) == size
     assert stats.colours > 50, "the screenshot is (nearly) one colour"
     assert stats.ink > min_ink, f"only {stats.ink:.1%} of the screenshot is not white"
     return stats
@@ -113,3 +114,71 @@ def test_class_report_renders(bundled: Batch, tmp_path: Path) -> None:
     headings = [h.text for h in dom.find_all("h2")]
     assert "Score distribution" in headings and "Common mistakes and errors" in headings
     assert all(img.attrs["src"].startswith("data:image/") for img in dom.find_all("img"))
+
+
+# ---------------------------------------------------------------------------------------------- the dashboard
+
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"   # shown in the README
+
+
+def screenshot(page: Path, name: str, *, fragment: str = "", height: int = 1000) -> browser.Rendered:
+    """Render `page` into the README's screenshot `name`, so the pictures there are of the current pages."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return browser.render(page, SCREENSHOTS / name, width=1200, height=height, fragment=fragment)
+
+
+def student_order(rendered: browser.Rendered) -> list[str]:
+    table = browser.parse_dom(rendered.dom).find_all("table", id="students-table")[0]
+    return [row.attrs["data-student"] for row in table.find_all("tr") if "data-student" in row.attrs]
+
+
+def test_dashboard_table_sorts_and_every_student_link_opens_that_report(bundled: Batch, tmp_path: Path) -> None:
+    from grader import overrides
+    from grader.report.class_report import write_class_report
+    results = sorted(bundled.results.values(), key=lambda r: r.submission)
+    adjusted = overrides.Override("move-dir-transposed", results[0].rubric, "move_dir", "", 2.0, "regrade request",
+                                  "ta-anna", "2026-01-01T00:00:00.000000+00:00",
+                                  bundled["move-dir-transposed"].sha256, 0.0)
+    results = [overrides.apply(r, [adjusted]) for r in results]
+    page = write_class_report(results, tmp_path / "class.html", notebooks=SUBMISSIONS)
+
+    rendered = browser.render(page, tmp_path / "class.png")
+    assert_rendered_cleanly(rendered)
+    names = sorted(r.submission for r in results)
+    assert student_order(rendered) == names                                  # by name until asked otherwise
+    totals = {r.submission: r.total for r in results}
+    by_total = student_order(browser.render(page, tmp_path / "t.png", fragment="sort=total-desc"))
+    assert [totals[s] for s in by_total] == sorted(totals.values(), reverse=True)
+    ascending = student_order(browser.render(page, tmp_path / "a.png", fragment="sort=total"))
+    assert [totals[s] for s in ascending] == sorted(totals.values())
+    assert student_order(browser.render(page, tmp_path / "n.png", fragment="sort=student-desc")) == names[::-1]
+
+    dom = browser.parse_dom(rendered.dom)
+    row = next(r for r in dom.find_all("tr") if r.attrs.get("data-student") == "move-dir-transposed")
+    assert "regrade request" in row.find_all("span", cls="override")[0].attrs["title"]
+    links = {a.text: a.attrs["href"] for a in dom.find_all("a", cls="student")}
+    assert sorted(links) == names
+    for student, href in links.items():                                      # every link opens that report
+        opened = browser.render(page.parent / href, tmp_path / "student.png")
+        assert opened.console_errors == ()
+        assert [h.text for h in browser.parse_dom(opened.dom).find_all("h1")] == [f"Feedback: {student}"]
+    screenshot(page, "dashboard.png", fragment="sort=total-desc")
+    screenshot(page.parent / links["manhattan-counts-blank"], "student-report.png")
+
+
+def test_similarity_page_shows_the_planted_pair_first(tmp_path: Path) -> None:
+    from grader.report.similarity_page import write_similarity
+    from grader.similarity import class_code, compare, template_code
+    from similarity_class import FUNCTIONS, write_class
+    from test_similarity import results_for
+    from conftest import TEMPLATE
+    code, _ = class_code(results_for(write_class(tmp_path / "class")))
+    page, _ = write_similarity(compare(code, template_code=template_code(TEMPLATE)), tmp_path / "similarity.html")
+    rendered = screenshot(page, "similarity.png", height=1400)
+    assert_rendered_cleanly(rendered, size=(1200, 1400))
+    dom = browser.parse_dom(rendered.dom)
+    first = next(r for r in dom.find_all("tr") if "data-left" in r.attrs)
+    assert (first.attrs["data-left"], first.attrs["data-right"]) == ("copier", "original")
+    section = dom.find_all("section", cls="pair")[0]
+    assert {f.attrs["data-function"] for f in section.find_all("div", cls="function")} == set(FUNCTIONS)
+    assert len(section.find_all("mark")) >= 2 * len(FUNCTIONS)              # both sides marked

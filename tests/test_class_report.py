@@ -22,7 +22,8 @@ from grader.batch import grade_batch
 from grader.report import plots
 from grader.report.class_report import (
     case_rates, class_report_html, common_mistakes, exercise_summaries, message_key, normalize_values,
-    read_results, slowest, split_sentence, summarize, troubles, ungraded, warning_groups, write_class_report)
+    read_results, script_hash, slowest, sort_script, split_sentence, summarize, troubles, ungraded, warning_groups,
+    write_class_report)
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, write_json
 from grader.rubric import load_rubric
 
@@ -225,7 +226,7 @@ def test_student_text_is_escaped_everywhere():
                                                 case("f#2", "error", f"ValueError: {evil} (at cell 1, line 1)")])],
                           warnings=(f"cell 1, line 1: {evil}",))]
     page = class_report_html(results, title=evil, problems=[f"{evil}.json: not a readable result"])
-    assert "<script" not in page.lower()
+    assert page.lower().count("<script") == 1 == page.count("<script>" + sort_script() + "</script>")  # ours only
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert 'title="f(&#39;&lt;script&gt;' in page        # inside an attribute too
 
@@ -372,7 +373,8 @@ def test_bundled_report_is_self_contained_and_deterministic(results, tmp_path):
         assert f"<h2>{heading}</h2>" in page
     assert page.count('src="data:image/png;base64,') == 2
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)   # nothing from the network
-    assert "<script" not in page and "@import" not in page and "url(" not in page
+    assert page.count("<script") == 1 and "@import" not in page and "url(" not in page   # the sort script only
+    assert f"script-src '{script_hash(sort_script())}'" in page                          # allowed by its hash
     assert "You also count the blank" in page
     with open(tmp_path / "report.csv", newline="", encoding="utf-8") as stream:
         rows = list(csv.reader(stream))

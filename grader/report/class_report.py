@@ -7,11 +7,14 @@ import os
 import re
 import secrets
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
+from grader.report.dashboard import (
+    AnswerGroup, AnswerTally, GeneratorRate, StudentRow, generator_rates, scores_only, student_rows)
 from grader.results import CaseResult, SubmissionResult, read_json
+from grader.similarity import Pair, Similarity
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -19,6 +22,7 @@ TEMPLATE = "class_report.html.j2"
 EXAMPLE_STUDENTS = 3          # names shown beside a mistake; the rest are counted
 MISTAKES_PER_EXERCISE = 8
 SLOWEST = 10
+REPORTS = "students"          # folder beside the page with every student's report, which the names link to
 SHOWN_CHARACTERS = 400        # a message longer than this is cut in the page (the JSON keeps it whole)
 WARNING_KEY = 200             # warnings alike in this many characters are one row
 
@@ -155,6 +159,12 @@ class ClassReport:
     warnings: tuple[WarningGroup, ...]
     slowest: tuple[SlowSubmission, ...]
     problems: tuple[str, ...]              # result files that could not be read, and mixed rubrics
+    students: tuple[StudentRow, ...] = ()  # the dashboard's table, by name
+    answers: Mapping[str, tuple[AnswerGroup, ...]] = field(default_factory=dict)      # by exercise
+    generators: Mapping[str, tuple[GeneratorRate, ...]] = field(default_factory=dict)  # by exercise
+    similar: tuple[Pair, ...] = ()         # flagged pairs of the similarity check, most similar first
+    similarity_page: str = ""              # href of the similarity page ("" when there is none)
+    similarity_note: str = ""              # why there is no similarity section, when there is none
 
 
 def _ordered(results: Sequence[SubmissionResult]) -> list[SubmissionResult]:
@@ -234,9 +244,17 @@ class ClassTally:
         self.warning_rows: dict[str, tuple[str, set[str]]] = {}
         self.slow: list[SlowSubmission] = []
         self.keep_slowest = SLOWEST
+        self.light: list[SubmissionResult] = []     # each result's scores only (no cases): the student table
+        self.ungraded_names: set[str] = set()
+        self.answers = AnswerTally()
 
     def add(self, result: SubmissionResult) -> None:
         ungraded_result = is_ungraded(result)
+        self.light.append(scores_only(result))
+        if ungraded_result:
+            self.ungraded_names.add(result.submission)
+        else:
+            self.answers.add(result)
         self.count += 1
         self.totals.append(result.total)
         self.ungraded_count += ungraded_result
@@ -520,10 +538,20 @@ def slowest(results: Sequence[SubmissionResult], count: int = SLOWEST) -> tuple[
 
 
 def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str | None = None,
-                 problems: Sequence[str] = ()) -> ClassReport:
-    """The report of `results` (any order), or of a tally already gathered one result at a time."""
+                 problems: Sequence[str] = (), reports: str = REPORTS, similarity: Similarity | None = None,
+                 similarity_page: str = "", similarity_note: str = "") -> ClassReport:
+    """The report of `results` (any order), or of a tally already gathered one result at a time.
+
+    `reports` is the folder (relative to the page) of the students' reports, which their names link to;
+    `similarity`, computed beforehand, flags students and lists the flagged pairs (linked into
+    `similarity_page` when given)."""
     counted = results if isinstance(results, ClassTally) else tally(results)
     summary = counted.summary()
+    flagged: dict[str, tuple[float, str]] = {}
+    for rank, pair in enumerate(similarity.pairs if similarity is not None else (), start=1):
+        for student in (pair.left, pair.right) if pair.flagged else ():
+            flagged.setdefault(student, (pair.score, f"{similarity_page}#pair-{rank}" if similarity_page else ""))
+    rates = counted.cases()
     notes = list(problems)
     if len(summary.rubrics) > 1:
         notes.append(f"these results come from {len(summary.rubrics)} rubrics ({', '.join(summary.rubrics)}): "
@@ -531,9 +559,14 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
     if title is None:
         title = f"Class report: {summary.rubrics[0]}" if len(summary.rubrics) == 1 else "Class report"
     return ClassReport(
-        title=title, summary=summary, exercises=counted.exercises(), cases=counted.cases(),
+        title=title, summary=summary, exercises=counted.exercises(), cases=rates,
         mistakes=counted.mistakes(), troubles=counted.troubles(), ungraded=counted.ungraded(),
-        warnings=counted.warnings(), slowest=counted.slowest(), problems=tuple(notes))
+        warnings=counted.warnings(), slowest=counted.slowest(), problems=tuple(notes),
+        students=student_rows(counted.light, [e for e, _, _ in counted.exercise_order()], reports=reports,
+                              flagged=flagged, ungraded=lambda r: r.submission in counted.ungraded_names),
+        answers=counted.answers.groups(), generators=generator_rates(rates, case_name),
+        similar=similarity.flagged if similarity is not None else (), similarity_page=similarity_page,
+        similarity_note=similarity_note)
 
 
 # ------------------------------------------------------------------------------------------------- rendering
@@ -591,20 +624,48 @@ def render(report: ClassReport, csv_name: str | None = None) -> str:
     cases: dict[str, list[CaseRate]] = {}
     for rate in report.cases:
         cases.setdefault(rate.exercise, []).append(rate)
+    from markupsafe import Markup
+
+    from grader.report import boards
+    from grader.report.dashboard import GENERATED
+    groups: dict[str, dict[str, list[CaseRate]]] = {}
+    for rate in report.cases:
+        name = case_name(rate.case, rate.exercise)
+        matched = GENERATED.match(name)
+        groups.setdefault(rate.exercise, {}).setdefault(matched["group"] if matched else name, []).append(rate)
+    script = sort_script()
     return _environment().get_template(TEMPLATE).render(
         report=report, figures=_figures(report), mistakes=mistakes, titles=titles,
-        cases_by_exercise=list(cases.items()),
-        shown_mistakes=MISTAKES_PER_EXERCISE, example_students=EXAMPLE_STUDENTS, csv_name=csv_name)
+        cases_by_exercise=list(cases.items()), cases_by_group=groups,
+        shown_mistakes=MISTAKES_PER_EXERCISE, example_students=EXAMPLE_STUDENTS, csv_name=csv_name,
+        board=boards.html_comparison, board_css=Markup(boards.HTML_CSS), script=Markup(script),
+        csp=Markup(f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src '{script_hash(script)}'"))
+
+
+def sort_script() -> str:
+    return (TEMPLATES / "sort_table.js").read_text(encoding="utf-8")
+
+
+def script_hash(script: str) -> str:
+    """The CSP source that allows exactly this inline script and nothing else."""
+    import base64
+    import hashlib
+    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
 
 
 def class_report_html(results: Sequence[SubmissionResult], *, title: str | None = None,
-                      problems: Sequence[str] = (), csv_name: str | None = None) -> str:
-    """The dashboard as one HTML string: inline CSS, figures as data: URIs, no script, no network.
+                      problems: Sequence[str] = (), csv_name: str | None = None, reports: str = REPORTS,
+                      similarity: Similarity | None = None, similarity_page: str = "",
+                      similarity_note: str = "") -> str:
+    """The dashboard as one HTML string: inline CSS, figures as data: URIs, no network, and one inline script
+    (sorting the student table) that the page's Content-Security-Policy allows by its hash.
 
     Same results (in any order) give the same bytes. `problems` are listed as warnings (e.g. result files
-    that could not be read); `csv_name`, the gradebook CSV's file name beside the page, is linked.
+    that could not be read); `csv_name`, the gradebook CSV's file name beside the page, is linked; student
+    names link to `reports`/<student>.html.
     """
-    return render(build_report(results, title=title, problems=problems), csv_name)
+    return render(build_report(results, title=title, problems=problems, reports=reports, similarity=similarity,
+                               similarity_page=similarity_page, similarity_note=similarity_note), csv_name)
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -618,12 +679,22 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title: str | None = None,
-                       problems: Sequence[str] = (), ordered: bool = False) -> Path:
-    """Write the HTML page to `path` and the gradebook CSV beside it (same name, .csv). Returns `path`.
+                       problems: Sequence[str] = (), ordered: bool = False, notebooks=None,
+                       results_folder: Path | None = None, template: Path | None = None,
+                       student_reports: bool = True, similarity: Similarity | None = None,
+                       similarity_note: str = "") -> Path:
+    """Write the HTML page to `path` and the gradebook CSV beside it (same name, .csv), every student's report
+    into the `students` folder beside it (what the names link to) and, given a similarity, its page and CSV
+    (<page>-similarity.html/.csv). Returns `path`.
 
     `ordered`: the results come sorted by submission and are read once, one at a time (a class streamed
     from the gradebook); otherwise they are sorted first.
     """
+    similarity_page = ""
+    if similarity is not None:
+        from grader.report.similarity_page import write_similarity
+        similarity_page = f"{Path(path).stem}-similarity.html"
+        write_similarity(similarity, Path(path).parent / similarity_page)
     from grader.report.csv_export import OVERRIDE_COLUMNS, _override_cells, _Row, write_score_csv
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -635,6 +706,10 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
         nonlocal overridden
         for result in stream:
             overridden = overridden or "overrides" in result.extra
+            if student_reports:     # one at a time, as the class streams past
+                from grader.report.student import write_reports
+                write_reports([result], path.parent / REPORTS, notebooks=notebooks, results_folder=results_folder,
+                              template=template)
             rows.append(_Row(result.submission, result.total, result.max_total, result.state,
                              {e.id: e.score for e in result.exercises},
                              _override_cells(result) if "overrides" in result.extra else (), result.late,
@@ -642,7 +717,9 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
             yield result
 
     counted = tally(rows_too(results if ordered else _ordered(list(results))), ordered=True)
-    _write_atomically(path, render(build_report(counted, title=title, problems=problems), csv_path.name))
+    _write_atomically(path, render(build_report(counted, title=title, problems=problems, similarity=similarity,
+                                                similarity_page=similarity_page, similarity_note=similarity_note),
+                                   csv_path.name))
     if overridden:
         rows = [row if row.more else replace(row, more=(_number_cell(row.total), "", "")) for row in rows]
     columns = [exercise_id for exercise_id, _, _ in counted.exercise_order()]
@@ -655,14 +732,17 @@ def _number_cell(value: float) -> str:
     return csv_number(value)
 
 
-def class_report_of_folder(folder: Path | str, path: Path, *, title: str | None = None) -> tuple[Path, int]:
+def class_report_of_folder(folder: Path | str, path: Path, *, title: str | None = None, **more) -> tuple[Path, int]:
     """The class report of a results folder, TA overrides applied: streamed from its gradebook one student at
-    a time when it has one (memory flat in class size), else from its JSON files. Returns (page, students)."""
+    a time when it has one (memory flat in class size), else from its JSON files. Returns (page, students).
+    `more`: write_class_report's options (notebooks, template, similarity ...)."""
     folder = Path(folder)
+    more.setdefault("results_folder", folder)
     book_path = folder / "gradebook.sqlite"
     if not book_path.is_file():
         loaded = read_results(folder)
-        return write_class_report(loaded.results, path, title=title, problems=loaded.problems), len(loaded.results)
+        return (write_class_report(loaded.results, path, title=title, problems=loaded.problems, **more),
+                len(loaded.results))
     from grader.gradebook import Gradebook
     from grader.overrides import apply, history
     overrides = history(book_path)
@@ -676,8 +756,22 @@ def class_report_of_folder(folder: Path | str, path: Path, *, title: str | None 
                 yield apply(result, overrides)
 
     with Gradebook(book_path) as book:
-        written = write_class_report(stream(book), path, title=title, ordered=True)
+        written = write_class_report(stream(book), path, title=title, ordered=True, **more)
     return written, count
+
+
+def iter_class(folder: Path | str) -> Iterator[SubmissionResult]:
+    """Every student's current result of a results folder, one at a time (from its gradebook when it has one,
+    else its readable JSON files): for passes over the class that keep only a little of each result."""
+    folder = Path(folder)
+    book_path = folder / "gradebook.sqlite"
+    if book_path.is_file():
+        from grader.gradebook import Gradebook
+        with Gradebook(book_path) as book:
+            for rubric in book.rubrics():
+                yield from book.iter_current(rubric)
+        return
+    yield from read_results(folder).results
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,171 @@
+"""What the class dashboard adds to the class report: a row per student, wrong answers grouped by what they
+are, and pass rates per case folded by generator. Pure functions of the results (and of a similarity
+computed beforehand); class_report renders them."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+from urllib.parse import quote
+
+from grader.results import CaseResult, SubmissionResult
+
+GROUPS_PER_EXERCISE = 6
+GENERATED = re.compile(r"^(?P<group>.+?)\[(?P<index>\d+)\]$")     # exercise.generator[3]
+
+
+@dataclass(frozen=True)
+class StudentRow:
+    """One student's line of the table: scores per exercise, and the flags a TA looks at first."""
+
+    student: str
+    report: str                              # href of the student's report, relative to the page
+    scores: tuple[float | None, ...]         # per exercise of the class, None when the result lacks it
+    total: float
+    max_total: float
+    late: bool | None                        # None: the result does not say
+    overrides: tuple[str, ...]               # one line per override in force
+    review: bool                             # an override was made for another file than the current one
+    similarity: float | None                 # highest score of a flagged pair this student is in
+    similarity_link: str                     # href of that pair in the similarity page ("" when none)
+    ungraded: bool
+
+
+@dataclass(frozen=True)
+class AnswerGroup:
+    """Students who gave the same wrong answer: the same known mistake (any case), or the same value on a case."""
+
+    exercise: str
+    mistake: str                             # the known mistake's name ("" when grouped by value)
+    case: str                                # the example's case
+    call: str
+    message: str
+    expected: object                         # wire values of the example, for its board
+    got: object
+    students: tuple[str, ...]
+    cases: int
+
+
+@dataclass(frozen=True)
+class GeneratorRate:
+    """Pass rate of the cases one generator made (or of one written case), over graded submissions."""
+
+    exercise: str
+    group: str                               # 'random_moves' for move_dir.random_moves[0..9], else the case name
+    cases: int
+    runs: int                                # cases times submissions
+    passed: int
+    lowest: float                            # pass rate of its hardest case
+    hardest: str                             # that case's id
+    visibility: str                          # 'public', 'hidden' or 'mixed'
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.runs if self.runs else 0.0
+
+
+def report_href(student: str, folder: str) -> str:
+    """Where `grader report` writes the student's page (<student>.html), quoted for an href."""
+    prefix = folder.rstrip("/") + "/" if folder else ""
+    return prefix + quote(f"{student}.html", safe="")
+
+
+def student_rows(results: Sequence[SubmissionResult], exercises: Sequence[str], *, reports: str = "students",
+                 flagged: Mapping[str, tuple[float, str]] | None = None,
+                 ungraded=lambda result: False) -> tuple[StudentRow, ...]:
+    """A row per student, by name. `flagged` maps a student to (similarity score, href of the pair)."""
+    from grader.overrides import describe, needs_review
+    flagged = flagged or {}
+    rows = []
+    for result in sorted(results, key=lambda r: r.submission):
+        scores = {e.id: e.score for e in result.exercises}
+        late = getattr(result, "late", None)
+        if late is None:
+            late = result.extra.get("late")
+        similarity, link = flagged.get(result.submission, (None, ""))
+        rows.append(StudentRow(
+            student=result.submission, report=report_href(result.submission, reports),
+            scores=tuple(scores.get(e) for e in exercises), total=result.total, max_total=result.max_total,
+            late=None if late is None else bool(late), overrides=tuple(describe(result)),
+            review=needs_review(result), similarity=similarity, similarity_link=link, ungraded=ungraded(result)))
+    return tuple(rows)
+
+
+def _value_key(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+class AnswerTally:
+    """Wrong answers (status fail) gathered one result at a time, per exercise grouped by the known mistake they
+    match (the result's `mistake` field) or else by the same value returned on the same case."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, dict[tuple[str, ...], dict]] = {}
+
+    def add(self, result: SubmissionResult) -> None:
+        for exercise in result.exercises:
+            for case in exercise.cases:
+                if case.status != "fail":
+                    continue
+                mistake = str(getattr(case, "mistake", "") or "")
+                key = ("mistake", mistake) if mistake else ("value", case.id, _value_key(case.got))
+                group = self._groups.setdefault(exercise.id, {}).setdefault(key, {
+                    "mistake": mistake, "example": case, "students": set(), "cases": 0})
+                group["students"].add(result.submission)
+                group["cases"] += 1
+
+    def groups(self, per_exercise: int = GROUPS_PER_EXERCISE) -> dict[str, tuple[AnswerGroup, ...]]:
+        """Per exercise, the biggest groups first (most students, then most cases)."""
+        out: dict[str, tuple[AnswerGroup, ...]] = {}
+        for exercise_id, by_key in self._groups.items():
+            ordered = sorted(by_key.items(), key=lambda item: (-len(item[1]["students"]), -item[1]["cases"],
+                                                                item[0]))
+            out[exercise_id] = tuple(_group(exercise_id, g) for _, g in ordered[:per_exercise])
+        return out
+
+
+def answer_groups(results: Sequence[SubmissionResult], *, ungraded=lambda result: False,
+                  per_exercise: int = GROUPS_PER_EXERCISE) -> dict[str, tuple[AnswerGroup, ...]]:
+    """AnswerTally over `results` (by submission; ungraded ones left out)."""
+    tally = AnswerTally()
+    for result in sorted(results, key=lambda r: r.submission):
+        if not ungraded(result):
+            tally.add(result)
+    return tally.groups(per_exercise)
+
+
+def scores_only(result: SubmissionResult) -> SubmissionResult:
+    """The result without its cases: what the student table needs, kept per student of a streamed class."""
+    return replace(result, exercises=tuple(replace(e, cases=()) for e in result.exercises), warnings=())
+
+
+def _group(exercise: str, group: dict) -> AnswerGroup:
+    case: CaseResult = group["example"]
+    return AnswerGroup(exercise, group["mistake"], case.id, case.call, case.message, case.expected, case.got,
+                       tuple(sorted(group["students"])), group["cases"])
+
+
+def generator_rates(rates: Sequence, label=lambda case, exercise: case) -> dict[str, tuple[GeneratorRate, ...]]:
+    """Per exercise, class_report.CaseRate rows folded by generator (`random_moves[3]` joins `random_moves`),
+    hardest first (lowest pass rate, then lowest single case). `label(case id, exercise id)` is the name a
+    case is shown by; a generated one ends in [n]."""
+    folded: dict[str, dict[str, list]] = {}
+    for rate in rates:
+        name = label(rate.case, rate.exercise)
+        matched = GENERATED.match(name)
+        group = matched["group"] if matched else name
+        folded.setdefault(rate.exercise, {}).setdefault(group, []).append(rate)
+    out = {}
+    for exercise, groups in folded.items():
+        rows = []
+        for group, members in groups.items():
+            hardest = min(members, key=lambda r: (r.rate, r.case))
+            visibilities = {m.visibility for m in members}
+            rows.append(GeneratorRate(exercise, group, len(members), sum(m.submissions for m in members),
+                                      sum(m.passed for m in members), hardest.rate, hardest.case,
+                                      visibilities.pop() if len(visibilities) == 1 else "mixed"))
+        rows.sort(key=lambda r: (r.rate, r.lowest, r.group))
+        out[exercise] = tuple(rows)
+    return out
