@@ -128,7 +128,7 @@ def _report(args: argparse.Namespace) -> int:
         return (apply(result, overrides) for result in iter_results(args.results))
 
     written = write_reports(results(), args.out, notebooks=args.notebooks, hidden_details=args.hidden_details,
-                            results_folder=Path(args.results))
+                            results_folder=Path(args.results), template=_template(args))
     if args.annotated:
         from grader.report.annotated import write_annotated
         written += write_annotated(results(), args.out, notebooks=args.notebooks,
@@ -393,6 +393,10 @@ def parser() -> argparse.ArgumentParser:
                                                            "recorded paths)")
     report.add_argument("--hidden-details", action="store_true", help="show hidden cases in detail, not counted")
     report.add_argument("--annotated", action="store_true", help="also the student's notebook with feedback boxes")
+    report_template = report.add_mutually_exclusive_group()
+    report_template.add_argument("--template", default=None, help="the template notebook: given code is shown "
+                                                                  "as given, not as the student's")
+    report_template.add_argument("--rubric", default=None, help="take the template notebook from this rubric")
     report.set_defaults(run=_report)
 
     class_report = verbs.add_parser("class-report", help="one HTML dashboard of the whole class (and the CSV)")

@@ -892,5 +892,9 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
         total=total(e.score for e in exercises), max_total=plan.rubric.max_total, exercises=exercises,
         warnings=warnings, seconds=round(time.monotonic() - started, 3),
         extra={"kit": kit.sha256, "hidden": kit.hidden})
-    report(result, kit.hidden, console)
+    from grader.report import notebook_view
+    if console is None and notebook_view.in_notebook():
+        notebook_view.show(result, kit.hidden)      # one output: HTML, with the text report as its fallback
+    else:
+        report(result, kit.hidden, console)
     return KitSummary(result, kit.hidden)

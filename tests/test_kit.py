@@ -377,3 +377,26 @@ def test_kit_check_works_from_the_wheel_alone(kit_path: Path, tmp_path: Path):
         located = subprocess.run([str(python), "-c", "import grader; print(grader.__file__)"], capture_output=True,
                                  text=True, cwd=work, env=environment, check=True).stdout
         assert str(venv) in located and str(REPO) not in located
+
+
+@pytest.mark.slow
+def test_in_jupyter_the_check_is_one_html_output_with_a_text_fallback(kit_path: Path, tmp_path: Path):
+    """A failing notebook's check in a real kernel: one display (HTML + plain text), not one output per line."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\nsys.modules['ipycanvas'] = mock.MagicMock()")]
+    cells += [nbformat.v4.new_code_cell(s.code)
+              for s in extract(read_notebook(SUBMISSIONS / "manhattan-counts-blank.ipynb")).statements]
+    cells.append(nbformat.v4.new_code_cell(f"from grader import check\nsummary = check({str(kit_path)!r})"))
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = notebook.cells[-1].outputs
+    assert [o.output_type for o in outputs] == ["display_data"]
+    html, text = outputs[0].data["text/html"], outputs[0].data["text/plain"]
+    assert 'data-verdict="failing"' in html and 'data-exercise="manhattan"' in html
+    assert 'class="board"' in html                                   # expected and got drawn as boards
+    last = text.rstrip().splitlines()[-1]
+    assert last.startswith("✗ 1 of 13 exercises have failing public cases: manhattan.")
+    assert last in html

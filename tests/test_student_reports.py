@@ -203,3 +203,58 @@ def test_self_check_of_a_passing_submission_draws_no_board(bundled: Batch) -> No
     buffer = io.StringIO()
     assert student_report(public_only(bundled["correct"]), {}, Console(file=buffer, width=100)) is True
     assert "┌" not in buffer.getvalue() and "All public cases pass" in buffer.getvalue()
+
+
+def test_given_code_is_folded_not_called_the_students_and_identical_failures_are_shown_once(bundled, tmp_path):
+    """main is handed out whole by the template: infinite-search left it alone, so it is not 'Your code'. Its
+    two public search cases time out the same way: shown once, the other named."""
+    from conftest import TEMPLATE
+    from grader.report.student import given_code, html_report, markdown_report
+    result = bundled["infinite-search"]
+    failing = [e for e in result.exercises if student.needs_section(e)]
+    code = student.function_code(SUBMISSIONS / "infinite-search.ipynb", failing)
+    given = given_code(code, TEMPLATE, failing)
+    assert sorted(code) == ["main", "search"] and given == {"main"}
+    page = html_report(result, code=code, given=given)
+    assert page.count("<h3>Your code</h3>") == 1 and page.count("Given code (the template's, unchanged)") == 1
+    dom_search = page[page.index('id="exercise-search"'):page.index('id="exercise-main"')]
+    assert dom_search.count('class="case timeout"') == 1
+    assert "And 1 more case failed the same way" in dom_search
+    text = markdown_report(result)
+    assert "And 1 more case failed the same way" in text
+    assert "⏱" not in page and "⏱" not in text
+
+
+def _long_result() -> "SubmissionResult":
+    from grader.results import CaseResult, ExerciseResult, SubmissionResult
+    message = "expected 44, got 48. " + "You also count the blank; " * 8
+    printed = "".join(f"step {n}\n" for n in range(30))
+    cases = tuple(CaseResult(f"manhattan#{n}", "fail", "public", message, call=f"manhattan(S{n}, Goal)",
+                             expected=44, got=48, output=printed) for n in range(3))
+    return SubmissionResult("ada", "/ada.ipynb", "", "taoistic-search", "", "0.1.0", "rlimits", 0.0, 3.0,
+                            (ExerciseResult("manhattan", "Manhattan", 0.0, 3.0, cases),
+                             ExerciseResult("find_tile", "Find", 2.0, 2.0, ())))
+
+
+def test_the_terminal_check_ends_with_one_summary_line_does_not_wrap_and_folds_output(capsys):
+    from grader.report.console import student_report
+    assert student_report(_long_result(), {"manhattan": 12}) is False   # pytest's stdout is no terminal
+    lines = capsys.readouterr().out.rstrip("\n").splitlines()
+    assert lines[-1] == ("✗ 1 of 2 exercises have failing public cases: manhattan. 12 hidden cases are graded "
+                         "after submission.")
+    assert any(len(line) > 120 for line in lines)                        # long lines stay whole
+    assert not any(line.startswith("the blank") or line.startswith("blank;") for line in lines)
+    assert sum("step" in line for line in lines) == 4                   # first lines of what it printed
+    assert "... (26 more lines printed)" in "\n".join(lines)
+    assert sum("manhattan(S" in line for line in lines) == 1 + 1        # shown once, the others named
+    assert "and 2 more cases failed the same way: manhattan(S1, Goal), manhattan(S2, Goal)" in "\n".join(lines)
+
+
+def test_the_terminal_check_summary_line_when_everything_passes(capsys):
+    from dataclasses import replace as change
+    from grader.report.console import student_report
+    result = _long_result()
+    passing = change(result, exercises=(result.exercises[1],))
+    assert student_report(passing, {}) is True
+    assert capsys.readouterr().out.rstrip("\n").splitlines()[-1] == (
+        "✓ All public cases pass. Hidden cases are graded after submission.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Mapping, Sequence
 
 from rich import box
@@ -11,12 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.report import boards
+from grader.report.grouping import failure_groups
 from grader.gradebook import ScoreRow
 from grader.results import CaseResult, SubmissionResult
 from grader.sandbox import codec
 from grader.textsafe import terminal
 
-MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red"), "timeout": ("⏱", "yellow"),
+MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red"), "timeout": ("◔", "yellow"),
          "missing": ("–", "bright_black"), "unverified": ("?", "yellow"), "problem": ("⚠", "magenta")}
 FAILING = ("fail", "error", "timeout", "missing")   # 'unverified' (kit only) is checked after submission
 
@@ -89,14 +91,22 @@ def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None
                           highlight=False)
 
 
+def student_console() -> Console:
+    """The student's terminal: its own width; outside a terminal (a log, a pipe, an editor's output pane) lines
+    are never wrapped, so no continuation line loses its indentation."""
+    return Console() if sys.stdout.isatty() else Console(soft_wrap=True, width=10_000)
+
+
 def student_report(result: SubmissionResult, hidden: Mapping[str, int], console: Console | None = None) -> bool:
     """The self-check: every public case, hidden ones only counted. Returns whether all public cases pass.
 
     A failing case whose values are puzzle states also gets them drawn as boards, expected beside got, the
-    differing cells in [brackets] (and red where the terminal has colour).
+    differing cells in [brackets] (and red where the terminal has colour). Cases that failed the same way
+    (same status, same known mistake or same message) are shown once, with the others named. The last line
+    is always one summary line.
     """
-    console = console or Console()
-    all_pass = True
+    console = console or student_console()
+    failing: list[str] = []
     unverified_total = 0
     console.print(f"[bold]{escape(terminal(result.submission))}[/] — public cases of {escape(result.rubric)}")
     for warning in result.warnings:
@@ -108,7 +118,8 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         unverified_total += unverified
         ok = not any(c.status in FAILING for c in public)
         problems = sum(c.status == "problem" for c in public)
-        all_pass &= ok
+        if not ok:
+            failing.append(exercise.id)
         # A tick means something passed here: an exercise whose public cases all wait for submission gets "?".
         mark, style = ("✓", "green") if ok and passed else ("?", "yellow") if ok else ("✗", "red")
         line = f"[{style}]{mark}[/] {escape(exercise.id)}: {passed}/{len(public)} public cases pass"
@@ -123,18 +134,30 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         for note in exercise.notes:
             if not ok or "global variable" in note:
                 console.print(f"    note: {terminal(note)}", highlight=False, markup=False)
-        for case in public:
-            if case.status != "pass":
-                _print_case(console, case)
-    if all_pass and unverified_total:
-        console.print(f"[green]No public case failed;[/] {unverified_total} can only be checked after submission. "
-                      f"Hidden cases are graded after submission.")
-    elif all_pass:
-        console.print("[green]All public cases pass.[/] Hidden cases are graded after submission.")
-    return all_pass
+        for first, alike in failure_groups([c for c in public if c.status != "pass"]):
+            _print_case(console, first)
+            if alike:
+                console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} failed the same "
+                              f"way: " + ", ".join(terminal(c.call or c.id) for c in alike), highlight=False,
+                              markup=False)
+    console.print(summary_line(len(result.exercises), failing, unverified_total, sum(hidden.values())),
+                  highlight=False)
+    return not failing
 
 
 CASE_INDENT = 6
+OUTPUT_LINES = 4              # printed output shown per failing case; the rest is counted
+OUTPUT_CHARS = 400
+
+
+def folded_output(text: str) -> str:
+    """What a case printed, folded: its first lines, and how many more there were."""
+    lines = text.rstrip("\n").splitlines() or [""]
+    shown = "\n".join(lines[:OUTPUT_LINES])
+    if len(shown) > OUTPUT_CHARS:
+        shown = shown[:OUTPUT_CHARS] + " ..."
+    more = len(lines) - OUTPUT_LINES
+    return shown + (f"\n... ({more} more line{'s' if more != 1 else ''} printed)" if more > 0 else "")
 
 
 def _print_case(console: Console, case: CaseResult) -> None:
@@ -159,7 +182,6 @@ def _print_case(console: Console, case: CaseResult) -> None:
     if case.traceback and case.status == "error":
         lines.extend(pad + line for line in case.traceback.splitlines()[-6:])
     if case.output:
-        shown = case.output if len(case.output) < 600 else case.output[:600] + " ..."
-        lines.append(pad + "output: " + shown.replace("\n", "\n" + pad + "        "))
+        lines.append(pad + "output: " + folded_output(case.output).replace("\n", "\n" + pad + "        "))
     if lines:
         console.print(terminal("\n".join(lines)), highlight=False, markup=False)

@@ -23,13 +23,14 @@ from markupsafe import Markup
 from grader.extract import extract
 from grader.notebook import NotebookError, read_notebook
 from grader.report import boards
+from grader.report.grouping import failure_groups
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
 OUTPUT_CHARS = 1500
 OUTPUT_LINES = 30
-SYMBOLS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "missing": "–", "problem": "⚠"}
+SYMBOLS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "◔", "missing": "–", "problem": "⚠"}  # in DejaVu Sans
 STATUS_WORDS = {"pass": "passed", "fail": "failed", "error": "raised an error", "timeout": "timed out",
                 "missing": "not run (function missing)", "problem": "not judged (grader problem, not your mistake)"}
 # No script, no network, no form submission, no <base> redirecting links (a meta CSP cannot set frame-ancestors).
@@ -241,8 +242,11 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         if exercise.location:
             out += [f"Graded {md_code(exercise.function or exercise.id)} at {md_text(exercise.location)}.", ""]
         out += [f"- {md_text(note)}" for note in exercise.notes] + ([""] if exercise.notes else [])
-        for case in shown_cases(exercise, hidden_details):
+        for case, alike in failure_groups(shown_cases(exercise, hidden_details)):
             out += _md_case(case)
+            if alike:
+                out += [f"And {len(alike)} more case{'s' if len(alike) != 1 else ''} failed the same way: "
+                        + ", ".join(md_code(c.call or c.id) for c in alike), ""]
         summary = hidden_summary(exercise.cases)
         if summary and not hidden_details:
             out += [f"*{summary}.*", ""]
@@ -263,6 +267,7 @@ class _CaseView:
     symbol: str
     comparison: Markup | None
     output: str
+    alike: tuple[CaseResult, ...] = ()   # other cases that failed the same way, shown by their call only
 
 
 @functools.lru_cache(maxsize=1)
@@ -285,18 +290,44 @@ def highlight_python(code: str) -> Markup:
 def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseView]:
     return [_CaseView(case, SYMBOLS.get(case.status, "?"),
                       boards.html_comparison(case.expected, case.got) if case.status == "fail" else None,
-                      truncated_output(case.output) if case.output else "")
-            for case in shown_cases(exercise, hidden_details)]
+                      truncated_output(case.output) if case.output else "", tuple(alike))
+            for case, alike in failure_groups(shown_cases(exercise, hidden_details))]
 
 
 def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, code: str | None = None,
-                  heading: str = "h2") -> Markup:
-    """One exercise's feedback as an HTML fragment (needs stylesheet()); the annotated notebook reuses it."""
+                  heading: str = "h2", given: bool = False) -> Markup:
+    """One exercise's feedback as an HTML fragment (needs stylesheet()); the annotated notebook reuses it.
+    `given`: the code is the template's, unchanged, so it is folded and not called the student's."""
     template = _environment().get_template("exercise.html.j2")
     return Markup(template.render(exercise=exercise, cases=_case_views(exercise, hidden_details),
                                   hidden=hidden_summary(exercise.cases) if not hidden_details else "",
                                   public=public_summary(exercise.cases), code=highlight_python(code) if code else None,
-                                  heading=heading, full=not needs_section(exercise)))
+                                  heading=heading, full=not needs_section(exercise), given=given))
+
+
+def same_code(one: str, other: str | None) -> bool:
+    """Whether two pieces of code are the same program (comments, blank lines and layout aside)."""
+    if other is None:
+        return False
+    try:
+        return ast.dump(ast.parse(textwrap.dedent(one))) == ast.dump(ast.parse(textwrap.dedent(other)))
+    except (SyntaxError, ValueError):
+        return one.split() == other.split()
+
+
+@functools.lru_cache(maxsize=8)
+def _template_code(template: str, exercises: tuple[ExerciseResult, ...]) -> dict[str, str]:
+    """The template's code of these exercises, read once per class rather than once per student."""
+    return function_code(Path(template), exercises)
+
+
+def given_code(code: Mapping[str, str], template: Path | None, exercises: Sequence[ExerciseResult]) -> set[str]:
+    """The exercises whose graded code is the template's, unchanged: code the student was given."""
+    if template is None or not code:
+        return set()
+    from dataclasses import replace as without
+    handed_out = _template_code(str(template), tuple(without(e, cases=()) for e in exercises if e.id in code))
+    return {exercise_id for exercise_id, text in code.items() if same_code(text, handed_out.get(exercise_id))}
 
 
 def stylesheet() -> Markup:
@@ -314,10 +345,12 @@ def _rows(result: SubmissionResult) -> list[tuple[ExerciseResult, str, str]]:
 
 
 def html_report(result: SubmissionResult, *, hidden_details: bool = False,
-                code: Mapping[str, str] | None = None) -> str:
-    """The feedback as one self-contained HTML page: inline CSS, no script, no network, escaped throughout."""
+                code: Mapping[str, str] | None = None, given: Iterable[str] = ()) -> str:
+    """The feedback as one self-contained HTML page: inline CSS, no script, no network, escaped throughout.
+    `given` names the exercises whose code is the template's (not called "Your code")."""
     code = code or {}
-    sections = [exercise_html(e, hidden_details=hidden_details, code=code.get(e.id))
+    given = set(given)
+    sections = [exercise_html(e, hidden_details=hidden_details, code=code.get(e.id), given=e.id in given)
                 for e in result.exercises if needs_section(e)]
     template = _environment().get_template("student.html.j2")
     return display(template.render(result=result, rows=_rows(result), sections=sections, css=stylesheet(), csp=CSP,
@@ -347,11 +380,13 @@ def load_results(results: str | Path | Iterable[SubmissionResult]) -> list[Submi
 
 def write_reports(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, *,
                   notebooks: Mapping[str, Path] | str | Path | None = None,
-                  hidden_details: bool = False, results_folder: Path | None = None) -> list[Path]:
+                  hidden_details: bool = False, results_folder: Path | None = None,
+                  template: Path | None = None) -> list[Path]:
     """Write <student>.md and <student>.html for every result; returns the files written.
 
     `notebooks` maps submission ids to graded files, or names a folder holding them; without it the path
-    recorded in each result is used when it still exists. The student's code appears only when the file is found.
+    recorded in each result is used when it still exists. The student's code appears only when the file is found;
+    code that is the `template`'s, unchanged, is shown folded as given code.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -361,8 +396,9 @@ def write_reports(results: str | Path | Iterable[SubmissionResult], out_dir: str
         notebook = locate_notebook(result, notebooks, folder)
         failing = [e for e in result.exercises if needs_section(e)]
         code = function_code(notebook, failing) if notebook is not None and failing else {}
+        given = given_code(code, template, failing)
         for suffix, text in ((".md", markdown_report(result, hidden_details=hidden_details)),
-                             (".html", html_report(result, hidden_details=hidden_details, code=code))):
+                             (".html", html_report(result, hidden_details=hidden_details, code=code, given=given))):
             target = out / f"{result.submission}{suffix}"
             target.write_text(text, encoding="utf-8")
             written.append(target)

@@ -1,0 +1,26 @@
+"""Which failing cases are "the same failure", so a report shows it once and names the other cases."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from grader.results import CaseResult
+
+
+def failure_key(case: CaseResult) -> tuple[str, str]:
+    """What makes two failing cases 'the same failure': their status and known mistake when the result names
+    one (a fact of the judged case), else their status and whole message."""
+    mistake = str(getattr(case, "mistake", "") or "")
+    return (case.status, "mistake:" + mistake) if mistake else (case.status, case.message)
+
+
+def failure_groups(cases: Sequence[CaseResult]) -> list[tuple[CaseResult, list[CaseResult]]]:
+    """(first case, the other cases that failed the same way), in case order."""
+    groups: dict[tuple[str, str], tuple[CaseResult, list[CaseResult]]] = {}
+    for case in cases:
+        key = failure_key(case)
+        if key in groups:
+            groups[key][1].append(case)
+        else:
+            groups[key] = (case, [])
+    return list(groups.values())
