@@ -106,12 +106,18 @@ def _method(definition: Definition, method: str) -> tuple[ast.FunctionDef | ast.
     return found, bool(node.bases)
 
 
-def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> str:
+def _broken_cell(name: str, notebook: Notebook, extracted: Extracted):
+    """The cell left out for a syntax error that defines `name` (read as text: the cell does not parse)."""
     for dropped in extracted.syntax_errors:
         if re.search(rf"\b(def|class)\s+{re.escape(name)}\b|^\s*{re.escape(name)}\s*=",
                      notebook.cells[dropped.cell].source, re.MULTILINE):
-            return f"; its cell {dropped.label} was left out: {dropped.reason}"
-    return ""
+            return dropped
+    return None
+
+
+def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> str:
+    dropped = _broken_cell(name, notebook, extracted)
+    return f"; its cell {dropped.label} was left out: {dropped.reason}" if dropped is not None else ""
 
 
 def _missing(exercise: Exercise, cases: Sequence[Case], message: str, notes: tuple[str, ...] = ()) -> ExerciseResult:
@@ -344,8 +350,11 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: Sandbox | None, note
     name = _resolve(exercise, extracted, loaded)
     if name is None:
         names = " or ".join(exercise.names)
-        return _missing(exercise, cases, f"no function named {names} in the notebook"
-                        + _syntax_error_note(exercise.function, notebook, extracted))
+        missing = _missing(exercise, cases, f"no function named {names} in the notebook"
+                           + _syntax_error_note(exercise.function, notebook, extracted))
+        broken = _broken_cell(exercise.function, notebook, extracted)
+        # where the function is, although it could not run: reports put its feedback beside that cell
+        return replace(missing, location=f"{broken.label}, line {broken.line}") if broken is not None else missing
     definition = extracted.definitions.get(name)
     location = f"{definition.label}, line {definition.line}" if definition else ""
     if "." in exercise.function and definition is not None:

@@ -8,10 +8,13 @@ from grader.results import CaseResult
 
 
 def failure_key(case: CaseResult) -> tuple[str, str]:
-    """What makes two failing cases 'the same failure': their status and known mistake when the result names
-    one (a fact of the judged case), else their status and whole message."""
+    """What makes two failing cases 'the same failure': the known mistake when the result names one (a fact of
+    the judged case); for timeouts the status alone (where a case was stopped is a sample, not a cause); else
+    the status and the whole message."""
     mistake = str(getattr(case, "mistake", "") or "")
-    return (case.status, "mistake:" + mistake) if mistake else (case.status, case.message)
+    if mistake:
+        return case.status, "mistake:" + mistake
+    return (case.status, "") if case.status == "timeout" else (case.status, case.message)
 
 
 def failure_groups(cases: Sequence[CaseResult]) -> list[tuple[CaseResult, list[CaseResult]]]:

@@ -16,7 +16,9 @@ def check_text(result: SubmissionResult, hidden: Mapping[str, int]) -> tuple[str
     from rich.console import Console
 
     from grader.report.console import student_report
-    console = Console(file=io.StringIO(), record=True, soft_wrap=True, width=120, color_system=None)
+    # force_jupyter=False: in a kernel rich would otherwise display every print as its own output
+    console = Console(file=io.StringIO(), record=True, soft_wrap=True, width=120, color_system=None,
+                      force_jupyter=False)
     ok = student_report(result, hidden, console)
     return console.export_text(styles=False), ok
 
