@@ -182,10 +182,22 @@ def _template(args: argparse.Namespace) -> Path | None:
 
 
 def _class_similarity(args: argparse.Namespace, problems: Sequence[str] = ()):
-    """The similarity of a results folder's class (its notebooks read one student at a time)."""
+    """The similarity of a results folder's class (its notebooks read one student at a time). Without
+    --template or --rubric, the template of rubrics/<assignment>.yaml is used when there is one."""
     from grader.report.class_report import iter_class
     from grader.similarity import class_code, compare, template_code
     template = _template(args)
+    if template is None:
+        first = next(iter(iter_class(args.results)), None)
+        guess = Path("rubrics") / f"{first.rubric}.yaml" if first is not None else None
+        if guess is not None and guess.is_file():
+            from grader.rubric import RubricError, load_rubric
+            try:
+                template = load_rubric(guess).template
+            except RubricError:
+                template = None      # a guess that does not load is no template: say nothing, use none
+            else:
+                print(f"template: {template} (from {guess}; --template or --rubric to choose another)")
     code, notes = class_code(iter_class(args.results), args.notebooks, Path(args.results))
     return compare(code, template_code=template_code(template) if template else "", threshold=args.threshold,
                    notes=[*problems, *notes])

@@ -182,3 +182,30 @@ def test_similarity_page_shows_the_planted_pair_first(tmp_path: Path) -> None:
     section = dom.find_all("section", cls="pair")[0]
     assert {f.attrs["data-function"] for f in section.find_all("div", cls="function")} == set(FUNCTIONS)
     assert len(section.find_all("mark")) >= 2 * len(FUNCTIONS)              # both sides marked
+
+
+def test_annotated_notebook_renders_latex_places_a_syntax_error_box_and_links_boxes_and_cells(
+        bundled: Batch, tmp_path: Path) -> None:
+    pytest.importorskip("latex2mathml")
+    result = bundled["syntax-error"]
+    html = write(tmp_path / "syntax-error.html",
+                 annotated.annotated_notebook(SUBMISSIONS / "syntax-error.ipynb", result))
+    page = browser.render(html, tmp_path / "syntax-error.png")
+    assert_rendered_cleanly(page, min_ink=0.05)
+    dom = browser.parse_dom(page.dom)
+    formulas = dom.find_all("math")
+    assert len(formulas) > 20                                             # the template's LaTeX, as MathML
+    assert any(f.find_all("msub") for f in formulas)                      # P_1 drawn with a subscript
+    text = dom.text
+    assert "$P_1$" not in text and "$x$" not in text
+    # replace_numbers is in a cell that does not parse: its box is after that cell, not in the summary.
+    boxes = dom.find_all("div", cls="grader-box")
+    placed = [b for b in boxes if "replace_numbers" in b.attrs.get("data-exercises", "").split()]
+    assert len(placed) == 1 and "grader-summary" not in placed[0].classes
+    ids = {e.attrs["id"] for e in dom.iter() if "id" in e.attrs}
+    to_cells = [a.attrs["href"] for a in dom.find_all("a", cls="grader-to-cell")]
+    assert to_cells and all(href[1:] in ids for href in to_cells)         # each box links to its cell
+    summary = next(b for b in boxes if "grader-summary" in b.classes)
+    to_exercises = [a.attrs["href"] for a in summary.find_all("a") if a.attrs.get("href", "").startswith("#")]
+    assert sorted(href[len("#exercise-"):] for href in to_exercises) == sorted(e.id for e in result.exercises)
+    assert all(href[1:] in ids for href in to_exercises)                  # summary -> each exercise

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from grader.report.class_report import case_name, case_rates
 from grader.report.dashboard import answer_groups, generator_rates, report_href, student_rows
@@ -54,10 +54,10 @@ def test_generated_cases_fold_into_their_generator_hardest_first() -> None:
 
 
 def test_student_rows_carry_flags_and_links_that_survive_odd_names() -> None:
-    results = [result("ann marie", [case("move_dir#1", "pass")], extra={"late": True}),
+    results = [replace(result("ann marie", [case("move_dir#1", "pass")]), late=True),
                result("bo", [case("move_dir#1", "fail", [2])])]
     rows = student_rows(results, ["move_dir", "gone"], flagged={"bo": (0.9, "class-similarity.html#pair-1")})
     assert [(r.student, r.scores, r.late, r.similarity) for r in rows] == [
-        ("ann marie", (1.0, None), True, None), ("bo", (0.0, None), None, 0.9)]
+        ("ann marie", (1.0, None), True, None), ("bo", (0.0, None), False, 0.9)]
     assert rows[0].report == "students/ann%20marie.html" and rows[1].similarity_link.endswith("#pair-1")
     assert report_href("../x?y#z", "") == "..%2Fx%3Fy%23z.html"

@@ -108,3 +108,13 @@ def test_the_command_writes_page_and_csv(planted_class, tmp_path: Path) -> None:
     assert "1 at or above 0.6" in done.stdout and "copier  original" in done.stdout
     rows = list(csv.DictReader(out.with_suffix(".csv").read_text(encoding="utf-8").splitlines()))
     assert (rows[0]["student_a"], rows[0]["student_b"]) == PLANTED
+
+
+def test_without_a_template_option_the_course_rubric_of_the_assignment_is_used(planted_class, tmp_path: Path) -> None:
+    folder, _ = planted_class
+    out = tmp_path / "similarity.html"
+    done = subprocess.run([sys.executable, "-m", "grader", "similarity", str(folder / "results"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=RUBRIC.parents[1])
+    assert done.returncode == 0, done.stderr
+    assert "template: " in done.stdout and "taoistic-search.yaml" in done.stdout
+    assert "1 at or above 0.6" in done.stdout and "copier  original" in done.stdout

@@ -29,6 +29,7 @@ from markupsafe import Markup
 from grader.extract import Extracted, extract
 from grader.notebook import Notebook, NotebookError, read_notebook
 from grader.report import student
+from grader.report.math import render_math
 from grader.results import ExerciseResult, SubmissionResult
 from grader.textsafe import display
 
@@ -42,6 +43,7 @@ BOX_CSS = """
 .grader-box section.exercise + section.exercise { border-top: 1px solid #c8d6ea; }
 .grader-box h2 { font-size: 1.2em; }
 .grader-box h3 { font-size: 1.05em; }
+.grader-box > .grader-label a { color: inherit; }
 """
 _IMAGE_MARKDOWN = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)(?P<title>\s+\"[^\"]*\")?\)")
 _IMAGE_TAG = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*(?P<q>[\"'])(?P<src>.*?)(?P=q)[^>]*>", re.IGNORECASE | re.DOTALL)
@@ -75,9 +77,12 @@ def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, h
     by_cell, unplaced = _placement(result, extracted, len(shown))
     cells = [_raw_html(_summary_box(result, unplaced, hidden_details), "grader-summary")]
     for index, cell in enumerate(shown):
+        if index in by_cell:     # the target of the box's link back to its cell
+            cells.append(_raw_html(Markup('<a class="grader-anchor" id="{}"></a>').format(cell_anchor(index)),
+                                   f"grader-anchor-{index}"))
         cells.append(cell)
         if index in by_cell:
-            cells.append(_raw_html(_exercise_box(by_cell[index], hidden_details), f"grader-feedback-{index}"))
+            cells.append(_raw_html(_exercise_box(by_cell[index], hidden_details, index), f"grader-feedback-{index}"))
     left = len(parsed.cells) - len(shown)
     if left > 0:
         cells.append(_raw_html(Markup('<div class="feedback grader-box"><div class="grader-label">Grader</div>'
@@ -189,7 +194,7 @@ def _student_cell(index: int, node: object, folder: Path) -> nbformat.NotebookNo
     source = _text(node.get("source"))
     if kind == "markdown":
         attachments = node.get("attachments") if isinstance(node.get("attachments"), dict) else None
-        cell = nbformat.v4.new_markdown_cell(_embed_images(source, folder, attachments))
+        cell = nbformat.v4.new_markdown_cell(render_math(_embed_images(source, folder, attachments)))
         if attachments:
             cell["attachments"] = attachments
     elif kind == "code":
@@ -252,8 +257,21 @@ def sanitize_html(html: object) -> str:
         return value
 
     text = html.decode("utf-8", "replace") if isinstance(html, bytes) else str(html)
-    return nh3.clean(display(text), attribute_filter=keep, url_schemes={"data"},
+    return nh3.clean(display(text), tags=set(nh3.ALLOWED_TAGS) | MATHML_TAGS,
+                     attributes={**nh3.ALLOWED_ATTRIBUTES, **{tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS}},
+                     attribute_filter=keep, url_schemes={"data"},
                      clean_content_tags={"script", "style", "template", "textarea", "title", "noscript"})
+
+
+# The notebook's LaTeX arrives as MathML (grader.report.math): presentation elements and their layout attributes
+# only (no href, no style, no annotation-xml that could carry HTML).
+MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac",
+               "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mstyle", "mpadded",
+               "mphantom", "menclose", "semantics", "annotation"}
+MATHML_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator", "minsize", "maxsize", "form",
+                     "lspace", "rspace", "accent", "accentunder", "linethickness", "columnalign", "rowalign",
+                     "width", "height", "depth", "notation", "displaystyle", "scriptlevel", "movablelimits",
+                     "symmetric", "largeop", "encoding"}
 
 
 def svg_data_uri(svg: object) -> str:
@@ -271,10 +289,16 @@ def _raw_html(html: str, cell_id: str) -> nbformat.NotebookNode:
     return cell
 
 
-def _exercise_box(exercises: list[ExerciseResult], hidden_details: bool) -> Markup:
+def cell_anchor(index: int) -> str:
+    """The id of the anchor before the notebook's cell `index` (0-based), which its feedback box links to."""
+    return f"notebook-cell-{index + 1}"
+
+
+def _exercise_box(exercises: list[ExerciseResult], hidden_details: bool, index: int) -> Markup:
     parts = [student.exercise_html(e, hidden_details=hidden_details, heading="h3") for e in exercises]
     return Markup('<div class="feedback grader-box" data-exercises="{}"><div class="grader-label">Grader feedback'
-                  '</div>{}</div>').format(" ".join(e.id for e in exercises), Markup("").join(parts))
+                  ' on <a class="grader-to-cell" href="#{}">the cell above (cell {})</a></div>{}</div>').format(
+        " ".join(e.id for e in exercises), cell_anchor(index), index + 1, Markup("").join(parts))
 
 
 def _summary_box(result: SubmissionResult, unplaced: list[ExerciseResult], hidden_details: bool) -> Markup:
@@ -288,7 +312,7 @@ def _summary_box(result: SubmissionResult, unplaced: list[ExerciseResult], hidde
     return Markup('<div class="feedback grader-box grader-summary"><div class="grader-label">Grader feedback</div>'
                   '<h1>{}: {} / {}</h1>{}{}{}</div>').format(
         result.submission, student.score_text(result.total), student.score_text(result.max_total),
-        student.summary_html(result), intro, missing)
+        student.summary_html(result, linked=[e.id for e in result.exercises]), intro, missing)
 
 
 # ---------------------------------------------------------------------------------------------- images

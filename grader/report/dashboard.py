@@ -25,7 +25,7 @@ class StudentRow:
     scores: tuple[float | None, ...]         # per exercise of the class, None when the result lacks it
     total: float
     max_total: float
-    late: bool | None                        # None: the result does not say
+    late: bool                               # the result's late fact (LMS flag or file time past the due date)
     overrides: tuple[str, ...]               # one line per override in force
     review: bool                             # an override was made for another file than the current one
     similarity: float | None                 # highest score of a flagged pair this student is in
@@ -81,14 +81,11 @@ def student_rows(results: Sequence[SubmissionResult], exercises: Sequence[str], 
     rows = []
     for result in sorted(results, key=lambda r: r.submission):
         scores = {e.id: e.score for e in result.exercises}
-        late = getattr(result, "late", None)
-        if late is None:
-            late = result.extra.get("late")
         similarity, link = flagged.get(result.submission, (None, ""))
         rows.append(StudentRow(
             student=result.submission, report=report_href(result.submission, reports),
             scores=tuple(scores.get(e) for e in exercises), total=result.total, max_total=result.max_total,
-            late=None if late is None else bool(late), overrides=tuple(describe(result)),
+            late=bool(result.late), overrides=tuple(describe(result)),
             review=needs_review(result), similarity=similarity, similarity_link=link, ungraded=ungraded(result)))
     return tuple(rows)
 
