@@ -125,8 +125,9 @@ def compare(code: Mapping[str, Mapping[str, str]], *, template_code: str = "", t
             for value in fingerprint.hashes:
                 frequency[int(value)] = frequency.get(int(value), 0) + 1
         idioms = {value for value, count in frequency.items() if count >= common}
-        prints[function] = first if not idioms else {
-            s: _fingerprint(code[s][function], template | idioms, noise, guarantee) for s in first}
+        for fingerprint in first.values() if idioms else ():
+            _drop(fingerprint, idioms)
+        prints[function] = first
     pairs = []
     for i, left in enumerate(students):
         for right in students[i + 1:]:
@@ -134,6 +135,10 @@ def compare(code: Mapping[str, Mapping[str, str]], *, template_code: str = "", t
             for function in functions:
                 a, b = prints[function].get(left), prints[function].get(right)
                 if a is None or b is None or not a.token_coverage or not b.token_coverage:
+                    continue
+                if a.hashes.isdisjoint(b.hashes):     # most honest pairs: nothing shared, nothing to locate
+                    matches.append(FunctionMatch(function, 0.0, 0, int(a.token_coverage) + int(b.token_coverage),
+                                                 (), ()))
                     continue
                 overlap, (share_a, share_b), (slices_a, slices_b) = compare_files(a, b)
                 # copydetect's shares are matched / fingerprinted token characters of each side
@@ -149,6 +154,16 @@ def compare(code: Mapping[str, Mapping[str, str]], *, template_code: str = "", t
             pairs.append(Pair(left, right, score, matched, compared, tuple(matches), score >= threshold))
     pairs.sort(key=lambda p: (-p.score, -p.matched, p.left, p.right))
     return Similarity(students, functions, tuple(pairs), code, threshold, bool(template), tuple(notes))
+
+
+def _drop(fingerprint, hashes: set[int]) -> None:
+    """Remove fingerprints from a copydetect CodeFingerprint, as if they had been given as boilerplate
+    (copydetect drops boilerplate after winnowing too), without tokenizing the code again."""
+    from copydetect.utils import get_token_coverage
+    fingerprint.hash_idx = {h: i for h, i in fingerprint.hash_idx.items() if int(h) not in hashes}
+    fingerprint.hashes = set(fingerprint.hash_idx)
+    fingerprint.token_coverage = get_token_coverage(fingerprint.hash_idx, fingerprint.k,
+                                                    len(fingerprint.filtered_code))
 
 
 def _spans(slices) -> tuple[tuple[int, int], ...]:

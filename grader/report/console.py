@@ -145,6 +145,19 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
     return not failing
 
 
+def summary_line(exercises: int, failing: list[str], unverified: int, hidden: int) -> str:
+    """The closing line of a self-check, in every case: what failed, or that nothing public did."""
+    later = f"{hidden} hidden case{'s' if hidden != 1 else ''} are graded after submission." if hidden else \
+        "Hidden cases are graded after submission."
+    if failing:
+        names = ", ".join(failing[:6]) + (f" and {len(failing) - 6} more" if len(failing) > 6 else "")
+        return (f"[red]✗ {len(failing)} of {exercises} exercises have failing public cases:[/] {escape(names)}. "
+                + later)
+    if unverified:
+        return f"[green]✓ No public case failed;[/] {unverified} can only be checked after submission. " + later
+    return "[green]✓ All public cases pass.[/] " + later
+
+
 CASE_INDENT = 6
 OUTPUT_LINES = 4              # printed output shown per failing case; the rest is counted
 OUTPUT_CHARS = 400
