@@ -520,6 +520,13 @@ def main(argv: list[str] | None = None) -> int:
     except NotebookError as error:
         print(error, file=sys.stderr)
         return 2
+    except ModuleNotFoundError as error:   # a TA command without its extra: say what to install
+        from grader.extras import missing_extra
+        line = missing_extra(error)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 2
     except Exception as error:  # a damaged kit or gradebook: say which file and why, no traceback
         from grader.gradebook import GradebookError
         from grader.kit import KitError

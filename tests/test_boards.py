@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from grader.report import boards
+from grader.report import boards, boards_html
 from grader.sandbox import codec
 
 START = (("14", "0", "8", "12"), ("10", "11", "13", "9"), ("6", "2", "4", "15"), ("3", "5", "7", "1"))
@@ -166,7 +166,7 @@ def test_values_that_are_not_boards_are_shown_as_their_description() -> None:
 
 
 def test_html_comparison_highlights_the_differing_cells_of_both_boards() -> None:
-    html = str(boards.html_comparison(wire(EXPECTED), wire(TRANSPOSED)))
+    html = str(boards_html.html_comparison(wire(EXPECTED), wire(TRANSPOSED)))
     assert html.count('<table class="board" data-role="expected">') == 1
     assert html.count('<table class="board" data-role="got">') == 1
     assert len(re.findall(r'<td class="tile[^"]*\bdiff"', html)) == 6       # three cells on each side
@@ -176,6 +176,6 @@ def test_html_comparison_highlights_the_differing_cells_of_both_boards() -> None
 
 def test_html_escapes_tiles_and_values() -> None:
     board = (("<b>", "0"), ("&", "x"))
-    html = str(boards.html_comparison(wire(board), wire("<script>alert(1)</script>")))
+    html = str(boards_html.html_comparison(wire(board), wire("<script>alert(1)</script>")))
     assert "<b>" not in html and "&lt;b&gt;" in html and "&amp;" in html
     assert "<script>" not in html

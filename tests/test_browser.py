@@ -16,7 +16,7 @@ import browser
 from conftest import SUBMISSIONS, Batch
 from grader.report import annotated, student
 
-HIGHLIGHT = (0xFF, 0xD2, 0x3F)      # the background of a differing cell (boards.HTML_CSS)
+HIGHLIGHT = (0xFF, 0xD2, 0x3F)      # the background of a differing cell (boards_html.HTML_CSS)
 BLANK = (0xD9, 0xD9, 0xD9)          # the background of the blank
 
 

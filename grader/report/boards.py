@@ -1,4 +1,5 @@
-"""Puzzle states drawn as boards: recognised in any decoded value, compared cell by cell, shown as text or HTML.
+"""Puzzle states drawn as boards: recognised in any decoded value, compared cell by cell, shown as text (as HTML by
+boards_html).
 
 Why: a failed move_dir case printed as two 4x4 tuples asks the student to diff 32 strings by eye. Drawn as two
 boards with the differing cells marked, the mistake is visible at once. Recognition is generic (a shape and a
@@ -20,8 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
-
-from markupsafe import Markup
 
 from grader.sandbox import codec
 
@@ -48,7 +47,7 @@ def _is_tile(value: object) -> bool:
     return type(value) is int and -10**6 < value < 10**6
 
 
-def _is_blank(tile: Tile) -> bool:
+def is_blank(tile: Tile) -> bool:
     return (type(tile) is str and tile == "0") or (type(tile) is int and tile == 0)
 
 
@@ -85,7 +84,7 @@ def _rows_of(value: object) -> Board | None:
 def _is_state(rows: Board) -> bool:
     """One blank and no tile twice (wildcards aside): what makes a grid of numbers a puzzle state."""
     tiles = [tile for row in rows for tile in row]
-    if sum(_is_blank(t) for t in tiles) != 1 or any(type(t) is int and t < 0 for t in tiles):
+    if sum(is_blank(t) for t in tiles) != 1 or any(type(t) is int and t < 0 for t in tiles):
         return False
     named = [_key(t) for t in tiles if t != WILDCARD]
     return len(named) == len(set(named))
@@ -288,13 +287,13 @@ def tile_label(tile: Tile, other: Tile | None = None) -> str:
     the other board's tile (so '0' beside 0 is not two identical empty cells)."""
     if other is not None and _key(tile) != _key(other) and str(tile) == str(other):
         return repr(tile)
-    if _is_blank(tile):
+    if is_blank(tile):
         return ""
     text = str(tile)
     return text if len(text) <= MAX_TILE_CHARS else text[:MAX_TILE_CHARS - 1] + "…"
 
 
-def _labels(drawn: Drawn) -> list[list[str]]:
+def cell_labels(drawn: Drawn) -> list[list[str]]:
     board, other = drawn.board, drawn.other
     out = []
     for r, row in enumerate(board):
@@ -319,7 +318,7 @@ TEXT_LEGEND = "[x] marks a cell that differs; an empty cell is the blank"
 
 
 def _board_lines(drawn: Drawn, title: str) -> list[Line]:
-    labels = _labels(drawn)
+    labels = cell_labels(drawn)
     width = max([len(label) for row in labels for label in row] + [1])
     columns = len(labels[0])
     rule = "─" * (width + 2)
@@ -431,96 +430,6 @@ def text_comparison(expected: codec.Wire, got: codec.Wire, width: int = 100) -> 
     return plain(comparison_lines(compare(expected, got), width))
 
 
-# ---------------------------------------------------------------------------------------------- HTML
-
-HTML_CSS = """
-.cmp { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; margin: .5em 0; }
-.side { display: flex; flex-direction: column; gap: .3em; }
-.side > .caption { font-weight: 600; }
-.states { display: flex; flex-wrap: wrap; gap: .8em; align-items: flex-start; }
-figure.state { margin: 0; display: inline-flex; flex-direction: column; align-items: center; }
-figure.state figcaption { font-size: .85em; color: #333; margin-bottom: .2em; font-weight: 600; }
-figure.state.flagged figcaption { color: #b00020; }
-table.board { border-collapse: collapse; font-family: ui-monospace, 'DejaVu Sans Mono', monospace;
-  font-size: 15px; background: #fff; }
-table.board td { border: 1px solid #555; width: 2.1em; height: 2.1em; min-width: 2.1em; text-align: center;
-  vertical-align: middle; padding: 0; }
-table.board td.blank { background: #d9d9d9; }
-table.board td.wild { color: #888; }
-table.board td.diff { background: #ffd23f; outline: 3px solid #d62828; outline-offset: -3px; font-weight: 700; }
-table.board td.blank.diff { background: #f4a259; }
-.legend { font-size: .85em; color: #333; margin: .3em 0 .8em 0; }
-.swatch { display: inline-block; width: 1em; height: 1em; vertical-align: -0.15em; border: 1px solid #555;
-  margin: 0 .3em 0 .8em; }
-.swatch.diff { background: #ffd23f; outline: 2px solid #d62828; outline-offset: -2px; }
-.swatch.blank { background: #d9d9d9; }
-.value { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; white-space: pre-wrap; word-break: break-all; }
-.arrow { align-self: center; color: #777; }
-"""
-
-HTML_LEGEND = Markup('<p class="legend">'
-                     '<span class="swatch diff"></span>a cell that differs from the other side'
-                     '<span class="swatch blank"></span>the blank</p>')
-
-
-def html_board(drawn: Drawn, caption: str, role: str) -> Markup:
-    labels = _labels(drawn)
-    rows = []
-    for r, row in enumerate(drawn.board):
-        cells = []
-        for c, tile in enumerate(row):
-            classes = ["tile"]
-            if _is_blank(tile):
-                classes.append("blank")
-            elif tile == WILDCARD:
-                classes.append("wild")
-            if (r, c) in drawn.marks:
-                classes.append("diff")
-            cells.append(Markup('<td class="{}" title="{}">{}</td>').format(
-                " ".join(classes), f"row {r}, column {c}: {tile!r}", labels[r][c]))
-        rows.append(Markup("<tr>{}</tr>").format(Markup("").join(cells)))
-    flag = FLAG_TEXT.get(drawn.flag, "")
-    figure_class = "state flagged" if flag else "state"
-    heading = caption + (f" ({flag})" if flag else "")
-    return Markup('<figure class="{}" data-role="{}"><figcaption>{}</figcaption>'
-                  '<table class="board" data-role="{}">{}</table></figure>').format(
-        figure_class, role, heading, role, Markup("").join(rows))
-
-
-def _html_side(pic: Picture, drawn: tuple[Drawn, ...], role: str, name: str) -> Markup:
-    """One side of a comparison; `role` ("expected" | "got") is a stable data attribute, `name` its caption."""
-    if not pic.is_board:
-        return Markup('<div class="side" data-role="{}"><div class="caption">{}</div>'
-                      '<div class="value">{}</div></div>').format(role, name, pic.text)
-    if pic.kind == "board":
-        return Markup('<div class="side" data-role="{}">{}</div>').format(role, html_board(drawn[0], name, role))
-    shown = drawn[:MAX_STATES]
-    noun = f"state{'s' if len(drawn) != 1 else ''}"
-    if pic.kind == "path":
-        caption = f"{name}: a path of {len(drawn)} {noun}"
-        figures = [html_board(d, str(n), role) for n, d in enumerate(shown, start=1)]
-        joined = Markup('<span class="arrow">→</span>').join(figures)
-    else:
-        caption = f"{name}: a set of {len(drawn)} {noun} (any order)"
-        joined = Markup("").join(html_board(d, f"#{n}", role) for n, d in enumerate(shown, start=1))
-    more = Markup('<span class="arrow">… {} more</span>').format(len(drawn) - len(shown)) \
-        if len(drawn) > len(shown) else Markup("")
-    return Markup('<div class="side" data-role="{}"><div class="caption">{}</div>'
-                  '<div class="states">{}{}</div></div>').format(role, caption, joined, more)
-
-
-def html_comparison(expected: codec.Wire, got: codec.Wire) -> Markup:
-    """Expected beside got as HTML (boards as tables, differing cells highlighted, a legend); needs HTML_CSS."""
-    comparison = compare(expected, got)
-    e_name, g_name = comparison.names()
-    body = Markup('<div class="cmp">{}{}</div>').format(
-        _html_side(comparison.expected, comparison.expected_boards, "expected", e_name),
-        _html_side(comparison.got, comparison.got_boards, "got", g_name))
-    if comparison.drawn:
-        body += HTML_LEGEND
-    return body
-
-
-__all__ = ["Board", "Comparison", "Drawn", "HTML_CSS", "Picture", "as_board", "compare", "comparison_lines",
-           "diff_cells", "html_comparison", "picture", "plain", "text_comparison", "tile_label"]
+__all__ = ["Board", "Comparison", "Drawn", "Picture", "as_board", "compare", "comparison_lines", "diff_cells",
+           "cell_labels", "is_blank", "picture", "plain", "text_comparison", "tile_label"]
 

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from grader.extract import extract
 from grader.notebook import NotebookError, read_notebook
-from grader.report import boards
+from grader.report import boards, boards_html
 from grader.report.grouping import failure_groups
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json
 from grader.textsafe import display
@@ -289,7 +289,7 @@ def highlight_python(code: str) -> Markup:
 
 def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseView]:
     return [_CaseView(case, SYMBOLS.get(case.status, "?"),
-                      boards.html_comparison(case.expected, case.got) if case.status == "fail" else None,
+                      boards_html.html_comparison(case.expected, case.got) if case.status == "fail" else None,
                       truncated_output(case.output) if case.output else "", tuple(alike))
             for case, alike in failure_groups(shown_cases(exercise, hidden_details))]
 
@@ -331,7 +331,7 @@ def given_code(code: Mapping[str, str], template: Path | None, exercises: Sequen
 
 
 def stylesheet() -> Markup:
-    return Markup((TEMPLATES / "feedback.css").read_text(encoding="utf-8") + boards.HTML_CSS)
+    return Markup((TEMPLATES / "feedback.css").read_text(encoding="utf-8") + boards_html.HTML_CSS)
 
 
 def summary_html(result: SubmissionResult, *, linked: Iterable[str] = ()) -> Markup:
