@@ -158,10 +158,10 @@ def test_dashboard_table_sorts_and_every_student_link_opens_that_report(bundled:
     assert "regrade request" in row.find_all("span", cls="override")[0].attrs["title"]
     links = {a.text: a.attrs["href"] for a in dom.find_all("a", cls="student")}
     assert sorted(links) == names
-    for student, href in links.items():                                      # every link opens that report
+    for name, href in links.items():                                      # every link opens that report
         opened = browser.render(page.parent / href, tmp_path / "student.png")
         assert opened.console_errors == ()
-        assert [h.text for h in browser.parse_dom(opened.dom).find_all("h1")] == [f"Feedback: {student}"]
+        assert [h.text for h in browser.parse_dom(opened.dom).find_all("h1")] == [f"Feedback: {name}"]
     screenshot(page, "dashboard.png", fragment="sort=total-desc")
     screenshot(page.parent / links["manhattan-counts-blank"], "student-report.png")
 

@@ -46,7 +46,7 @@ def test_wrong_answers_group_by_known_mistake_across_cases_else_by_value_on_a_ca
 def test_generated_cases_fold_into_their_generator_hardest_first() -> None:
     ids = ["move_dir#1", *(f"move_dir.random_moves[{n}]" for n in range(3)), "move_dir#2"]
     statuses = {"a": ["pass", "pass", "fail", "pass", "fail"], "b": ["pass", "pass", "pass", "pass", "fail"]}
-    results = [result(name, [case(i, s) for i, s in zip(ids, row)]) for name, row in statuses.items()]
+    results = [result(name, [case(i, s) for i, s in zip(ids, row, strict=True)]) for name, row in statuses.items()]
     rows = generator_rates(case_rates(results), case_name)["move_dir"]
     assert [(r.group, r.cases, r.passed, r.runs) for r in rows] == [
         ("#2", 1, 0, 2), ("random_moves", 3, 5, 6), ("#1", 1, 2, 2)]

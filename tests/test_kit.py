@@ -385,7 +385,8 @@ def test_in_jupyter_the_check_is_one_html_output_with_a_text_fallback(kit_path: 
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\nsys.modules['ipycanvas'] = mock.MagicMock()")]
+    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\n"
+                                       "sys.modules['ipycanvas'] = mock.MagicMock()")]
     cells += [nbformat.v4.new_code_cell(s.code)
               for s in extract(read_notebook(SUBMISSIONS / "manhattan-counts-blank.ipynb")).statements]
     cells.append(nbformat.v4.new_code_cell(f"from grader import check\nsummary = check({str(kit_path)!r})"))

@@ -626,7 +626,7 @@ def render(report: ClassReport, csv_name: str | None = None) -> str:
         cases.setdefault(rate.exercise, []).append(rate)
     from markupsafe import Markup
 
-    from grader.report import boards
+    from grader.report import boards_html
     from grader.report.dashboard import GENERATED
     groups: dict[str, dict[str, list[CaseRate]]] = {}
     for rate in report.cases:
@@ -638,7 +638,7 @@ def render(report: ClassReport, csv_name: str | None = None) -> str:
         report=report, figures=_figures(report), mistakes=mistakes, titles=titles,
         cases_by_exercise=list(cases.items()), cases_by_group=groups,
         shown_mistakes=MISTAKES_PER_EXERCISE, example_students=EXAMPLE_STUDENTS, csv_name=csv_name,
-        board=boards.html_comparison, board_css=Markup(boards.HTML_CSS), script=Markup(script),
+        board=boards_html.html_comparison, board_css=Markup(boards_html.HTML_CSS), script=Markup(script),
         csp=Markup(f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src '{script_hash(script)}'"))
 
 
