@@ -169,6 +169,10 @@ fi
 "$VENV/bin/python" -m pip install --upgrade pip
 {install}
 "$VENV/bin/python" -c 'import grader; print("puzzle-grader", grader.__version__, "installed")'
+# The course (rubric, reference, support) is root's alone: without user namespaces student code runs as an
+# unused uid, which must read the interpreter ($VENV from a system Python, outside /root) and nothing else.
+chmod -R go-rwx "$SOURCE"
+chmod -R go+rX "$VENV"
 """
 
 INSTALL_WHEEL = '"$VENV/bin/python" -m pip install "$SOURCE/{wheel}"'
@@ -187,6 +191,8 @@ ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 SOURCE="$ROOT/source"
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
+# Course, submission and results readable by root only (student code runs as another uid).
+chmod -R go-rwx "$SOURCE" "$ROOT/submission" "$ROOT/results" 2>/dev/null || true
 rm -f "$RESULTS"
 if [ -n "${{PYTHON:-}}" ]; then
     PY="$PYTHON"
@@ -241,7 +247,7 @@ def _zip(stage: Path, output_zip: Path) -> None:
             name = path.relative_to(stage).as_posix()
             info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
             executable = name in ("setup.sh", "run_autograder")
-            info.external_attr = ((0o755 if executable else 0o644) | 0o100000) << 16
+            info.external_attr = ((0o700 if executable else 0o600) | 0o100000) << 16   # root's alone
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, path.read_bytes())
     os.replace(temporary, output_zip)
@@ -358,10 +364,16 @@ def _grade_into_results(root: Path, rubric_path: Path) -> dict:
         return failure_results("No notebook (.ipynb) was found in your submission"
                                + (f"; it holds: {', '.join(found[:20])}" if found else "")
                                + ". Upload your notebook file itself.")
-    with tempfile.TemporaryDirectory(prefix="puzzle-grader-cache-") as cache:
-        plan = build_plan(rubric, Path(cache))
+    from grader.sandbox.supervisor import make_temp_folder
+    # In this process's own temp folder (0711, a 0700 folder inside): it holds hidden expected values, and a
+    # run killed before it could remove it leaves it to the next grader process's clean_leftovers.
+    cache = Path(make_temp_folder("cache-"))
+    try:
+        plan = build_plan(rubric, cache)
         result = grade_path(submission, plan, support_sources(plan), Options(),
-                            hide=(Path(cache), root / "results"))
+                            hide=(cache, root / "results"))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     data = to_gradescope(result)
     if others:
         from html import escape

@@ -347,7 +347,7 @@ def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
         assert _until(lambda: not _marked("313.6")), "a sandbox outlived its worker"
         assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
         supervisor.clean_leftovers(worker.pid)
-        assert not list(Path("/tmp").glob(f"puzzle-grader-*-{worker.pid}"))
+        assert not list(Path("/tmp").glob(f"puzzle-grader-*-{worker.pid}-*"))
         assert not list(Path("/sys/fs/cgroup/pids").glob(f"puzzle-grader-{worker.pid}-*"))
     finally:
         if worker.poll() is None:
@@ -419,8 +419,8 @@ def test_nothing_outlives_a_batch_of_notebooks_that_try_to_persist(tmp_path: Pat
         assert 0x7171BEEF not in {int(row.split()[0]) for row in rows.readlines()[1:] if row.split()}
     for place in ("/tmp", "/dev/shm", str(Path.home())):
         assert not os.path.exists(os.path.join(place, "hx-persist-313.7"))
-    mine = [p for p in Path("/tmp").glob(f"puzzle-grader-{os.getuid()}-*")
-            if not supervisor._alive(int(p.name.rsplit("-", 1)[1]))]
+    mine = [p for p in Path("/tmp").glob(f"puzzle-grader-{os.getuid()}-*") if supervisor._TEMP.fullmatch(p.name)
+            and not supervisor._alive(int(supervisor._TEMP.fullmatch(p.name).group(2)))]
     assert mine == [], "a grader temp folder outlived its process"
     new_groups = {p.name for p in Path("/sys/fs/cgroup/pids").glob("puzzle-grader-*")} - groups_before
     dead = [name for name in new_groups if not supervisor._alive(int(name.split("-")[2]))]
@@ -473,7 +473,8 @@ def test_a_batch_stopped_by_ctrl_c_or_kill_leaves_nothing_behind(tmp_path: Path,
         assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
         supervisor.clean_leftovers()
         assert not [p for p in Path("/tmp").glob(f"puzzle-grader-{os.getuid()}-*")
-                    if not supervisor._alive(int(p.name.rsplit("-", 1)[1]))]
+                    if supervisor._TEMP.fullmatch(p.name)
+                    and not supervisor._alive(int(supervisor._TEMP.fullmatch(p.name).group(2)))]
         assert not [p for p in Path("/sys/fs/cgroup/pids").glob("puzzle-grader-*")
                     if not supervisor._alive(int(p.name.split("-")[2]))]
     finally:
@@ -498,3 +499,107 @@ def _state(pid: int) -> str:
             return stat.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+PLANTED = """
+import os, sys
+from pathlib import Path
+from grader.sandbox import supervisor
+planted = Path(f"/tmp/puzzle-grader-{os.getuid()}-{os.getpid()}")
+planted.mkdir()
+os.chmod(planted, 0o777)
+root = supervisor.temp_root()
+folder = supervisor.make_temp_folder("submission-")
+status = os.lstat(root)
+print(root != planted, Path(folder).parent == root, status.st_uid == os.getuid(), oct(status.st_mode & 0o777))
+planted.rmdir()
+"""
+
+
+def test_a_planted_temp_folder_is_never_the_graders():
+    """Attack 2 of the red-team report: a student plants world-writable /tmp/puzzle-grader-UID-PID folders
+    for future grader pids; the grader's temp folder has a name no one can plant (mkdtemp), and is its own."""
+    done = subprocess.run([sys.executable, "-c", PLANTED], capture_output=True, text=True, cwd=str(REPO),
+                          timeout=120)
+    assert done.stdout.split() == ["True", "True", "True", "0o711"], done.stderr
+
+
+def test_the_scratch_is_handed_over_by_descriptor_never_through_a_symlink(tmp_path):
+    """zygote._outer gives the scratch to the sandbox's uid as root: a symlink swapped in its place (the
+    red-team's inotify race) must make it refuse, leaving the link's target untouched."""
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    (tmp_path / "scratch").symlink_to(victim)
+    before = os.stat(victim)
+    with pytest.raises(OSError):
+        confine.hand_over(str(tmp_path / "scratch"), os.getuid() + 1)
+    after = os.stat(victim)
+    assert (after.st_uid, after.st_mode) == (before.st_uid, before.st_mode)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)    # a folder others may write into is not the grader's to hand over
+    with pytest.raises(OSError):
+        confine.hand_over(str(shared), os.getuid())
+
+
+def test_clean_leftovers_follows_no_link_and_removes_only_the_graders_folders(tmp_path):
+    """Leftovers of dead grader processes go; a symlink or a folder of another uid named like one stays,
+    and what it points to is never touched."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep")
+    link = Path(f"/tmp/puzzle-grader-{os.getuid()}-{gone.pid}")
+    real = Path(f"/tmp/puzzle-grader-{os.getuid()}-{gone.pid}-leftover")
+    try:
+        link.symlink_to(victim)
+        real.mkdir(mode=0o711)
+        (real / "cache-x").mkdir()
+        removed = supervisor.clean_leftovers(gone.pid)
+        assert str(real) in removed and not real.exists()
+        assert link.is_symlink() and (victim / "keep.txt").read_text() == "keep"
+        if os.geteuid() == 0:   # a folder a sandbox uid made, named like ours: not ours to delete
+            link.unlink()
+            link.mkdir()
+            os.chown(link, confine.UID_BASE + 7, confine.UID_BASE + 7)
+            supervisor.clean_leftovers(gone.pid)
+            assert link.is_dir()
+    finally:
+        if link.is_symlink():
+            link.unlink()
+        elif link.is_dir():
+            link.rmdir()
+        if real.exists():
+            import shutil
+            shutil.rmtree(real)
+
+
+RLIMITS = Isolation(namespaces=False, pids_root=None)
+
+
+@pytest.mark.skipif(confine.landlock_abi() <= 0, reason="no Landlock in this kernel")
+def test_rlimits_mode_reads_only_the_allowlist_with_landlock(tmp_path):
+    """Attack 1 of the red-team report: without namespaces the child found the course through the grader's
+    command line and read the (world-readable) reference. Landlock keeps it to the allowlist."""
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "reference.py").write_text("SECRET = 1\n")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(course / "reference.py", 0o644)
+    source = f"""
+    import os
+    def peek():
+        try:
+            return open({str(course / "reference.py")!r}).read()
+        except OSError as error:
+            return type(error).__name__
+    def scratch():
+        with open("mine.txt", "w") as file:
+            file.write("ok")
+        return open("mine.txt").read(), os.path.exists("/etc/passwd")
+    """
+    outcomes, sandbox = _run(source, "peek()", "scratch()", isolation=RLIMITS, allow_root=True)
+    assert _value(outcomes[0]) == "PermissionError"
+    assert _value(outcomes[1]) == ("ok", True)
+    assert sandbox.facts["filesystem"] == "landlock" and sandbox.facts["landlock"] >= 1

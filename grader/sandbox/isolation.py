@@ -72,7 +72,8 @@ def host_user(uid: Any, grader_uid: Any) -> str:
 def isolation_report(level: str | None, facts: dict[str, Any], limits: Any) -> dict[str, Any]:
     """What held for a submission, as plain fields: the `isolation` of a result says the level word; this
     says the namespaces, who the student ran as (on the host, and its uid inside), the filesystem mode
-    (allowlist: a built root; none: the host's), and the limits that applied."""
+    (allowlist: a built root; landlock: the host's, restricted to the same allowlist; none: the host's),
+    whether a memory cgroup bounded the whole sandbox, and the limits that applied."""
     return {
         "level": level or "none (not run)",
         "namespaces": list(facts.get("namespaces", [])),
@@ -81,6 +82,8 @@ def isolation_report(level: str | None, facts: dict[str, Any], limits: Any) -> d
         "grader_uid": facts.get("grader_uid"),
         "filesystem": facts.get("filesystem", "none" if facts else "unknown"),
         "capabilities": facts.get("capabilities"),
+        "landlock": facts.get("landlock"),
+        "memory_cgroup": facts.get("memory_cgroup"),
         "root_because": facts.get("root_because"),
         "limits": {name: getattr(limits, name) for name in ("memory_mb", "cpu_seconds", "disk_mb", "files",
                                                               "open_files", "processes") if hasattr(limits, name)},

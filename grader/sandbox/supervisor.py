@@ -2,9 +2,12 @@
 
 One zygote per grader process (a worker, a `grader check`, a Dask worker): started on first use, stopped at
 exit. The only things a grader process puts on disk or in the kernel are its temp folder
-(/tmp/puzzle-grader-UID-PID, for rlimits-mode scratch dirs only) and its pids cgroups
-(puzzle-grader-PID-N); both are removed at exit, and those of grader processes that died without exiting
-(SIGKILL from a watchdog, an OOM kill) are removed by the next grader process that starts.
+(/tmp/puzzle-grader-UID-PID-RANDOM, made like mkdtemp: a name nobody can plant in advance, mode 0711, owned
+by the grader; it holds rlimits-mode scratch dirs and the Gradescope runner's expected-value cache) and its
+pids and memory cgroups (puzzle-grader-PID-N); all are removed at exit, and those of grader processes that
+died without exiting (SIGKILL from a watchdog, an OOM kill) are removed by the next grader process that
+starts. Leftovers are judged with lstat: only real folders owned by the grader's uid are ever removed, and
+never through a symlink.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -27,6 +31,7 @@ from typing import Any
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _LEFTOVER = re.compile(r"puzzle-grader-(\d+)-(\d+)$")
+_TEMP = re.compile(r"puzzle-grader-(\d+)-(\d+)(?:-[A-Za-z0-9_]+)?$")
 _LOCK = threading.Lock()
 _ZYGOTE: "Zygote | None" = None
 _CLEANED = False
@@ -55,19 +60,36 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_ROOT: "Path | None" = None
+_ROOT_LOCK = threading.Lock()
+
+
 def temp_root() -> Path:
-    """This grader process's temp folder (not created here)."""
-    return Path(tempfile.gettempdir()) / f"puzzle-grader-{os.getuid()}-{os.getpid()}"
+    """This grader process's temp folder, made on first use (mkdtemp: an unpredictable name, created
+    exclusively, so nothing a student planted in /tmp can be it)."""
+    global _ROOT
+    with _ROOT_LOCK:
+        if _ROOT is None or not _own_folder(_ROOT):
+            clean_leftovers()
+            made = Path(tempfile.mkdtemp(prefix=f"puzzle-grader-{os.getuid()}-{os.getpid()}-"))
+            os.chmod(made, 0o711)   # children (another uid) reach their own folder inside, list nothing
+            atexit.register(shutil.rmtree, made, True)
+            _ROOT = made
+        return _ROOT
+
+
+def _own_folder(path: Path) -> bool:
+    """A real folder (not a symlink) owned by this process's uid and writable by no one else."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o022
 
 
 def make_temp_folder(prefix: str) -> str:
-    """A fresh folder under this process's temp folder, which goes at exit."""
-    root = temp_root()
-    if not root.exists():
-        clean_leftovers()
-        root.mkdir(mode=0o711, exist_ok=True)   # children (another uid) reach their own folder
-        atexit.register(shutil.rmtree, root, True)
-    return tempfile.mkdtemp(prefix=prefix, dir=root)
+    """A fresh folder (0700, this process's uid) under this process's temp folder, which goes at exit."""
+    return tempfile.mkdtemp(prefix=prefix, dir=temp_root())
 
 
 def _pids_folders() -> list[Path]:
@@ -83,10 +105,10 @@ def clean_leftovers(grader_pid: int | None = None) -> list[str]:
     which the caller knows is gone). Kills what is still inside such a cgroup first. Returns what went."""
     removed = []
     for folder in Path(tempfile.gettempdir()).glob(f"puzzle-grader-{os.getuid()}-*"):
-        match = _LEFTOVER.search(folder.name)
+        match = _TEMP.fullmatch(folder.name)
         if match and int(match.group(2)) != os.getpid() and \
-                (int(match.group(2)) == grader_pid or not _alive(int(match.group(2)))):
-            shutil.rmtree(folder, ignore_errors=True)
+                (int(match.group(2)) == grader_pid or not _alive(int(match.group(2)))) and _own_folder(folder):
+            shutil.rmtree(folder, ignore_errors=True)   # fd-based: never follows a link inside
             removed.append(str(folder))
     for group in _pids_folders():
         match = _LEFTOVER.search(group.name)

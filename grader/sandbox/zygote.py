@@ -75,7 +75,7 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
                 facts["root_because"] = f"{unreadable[0]} is not readable by an unprivileged uid"
             else:
                 if scratch and root:
-                    os.chown(scratch, unique, unique)
+                    confine.hand_over(scratch, unique)
                 facts["host_uid"] = confine.drop_privileges(unique, unique)
         confine.die_with_parent()
         if os.getppid() != zygote:
@@ -83,6 +83,13 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
         if not config.get("namespaces"):
             os.close(status_fd)
+            try:   # no built root here: Landlock keeps the file system to the same allowlist where it can
+                trees = confine.allowlist(confine.python_trees(), config.get("allow", ()))
+                abi = confine.landlock(*confine.landlock_paths(trees, config.get("scratch")))
+                facts["filesystem"] = "landlock" if abi else "none"
+                facts["landlock"] = abi
+            except OSError as error:
+                facts["filesystem"], facts["landlock_error"] = "none", str(error)[:300]
             runtime.start(request_fd, response_fd, config, facts, jailed=False)
             os._exit(0)
         init = os.fork()
@@ -307,7 +314,9 @@ def probe():
 
 def main(argv):
     if argv[1:] == ["--probe"]:
+        os.umask(0o022)
         return probe()
+    os.umask(0o022)   # the jail's folders must be reachable by the student's uid whatever the grader's umask
     control = socket.socket(fileno=int(argv[1]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)          # Ctrl-C is the grader's; it stops us
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # pdeathsig: clean up, then go
