@@ -107,7 +107,7 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
     """
     console = console or student_console()
     failing: list[str] = []
-    unverified_total = 0
+    unverified_total = problems_total = 0
     console.print(f"[bold]{escape(terminal(result.submission))}[/] — public cases of {escape(result.rubric)}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {escape(terminal(warning))}", highlight=False)
@@ -118,6 +118,7 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         unverified_total += unverified
         ok = not any(c.status in FAILING for c in public)
         problems = sum(c.status == "problem" for c in public)
+        problems_total += problems
         if not ok:
             failing.append(exercise.id)
         # A tick means something passed here: an exercise whose public cases all wait for submission gets "?".
@@ -140,12 +141,12 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
                 console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} failed the same "
                               f"way: " + ", ".join(terminal(c.call or c.id) for c in alike), highlight=False,
                               markup=False)
-    console.print(summary_line(len(result.exercises), failing, unverified_total, sum(hidden.values())),
-                  highlight=False)
+    console.print(summary_line(len(result.exercises), failing, unverified_total, sum(hidden.values()),
+                               problems_total), highlight=False)
     return not failing
 
 
-def summary_line(exercises: int, failing: list[str], unverified: int, hidden: int) -> str:
+def summary_line(exercises: int, failing: list[str], unverified: int, hidden: int, problems: int = 0) -> str:
     """The closing line of a self-check, in every case: what failed, or that nothing public did."""
     later = f"{hidden} hidden case{'s' if hidden != 1 else ''} are graded after submission." if hidden else \
         "Hidden cases are graded after submission."
@@ -153,6 +154,9 @@ def summary_line(exercises: int, failing: list[str], unverified: int, hidden: in
         names = ", ".join(failing[:6]) + (f" and {len(failing) - 6} more" if len(failing) > 6 else "")
         return (f"[red]✗ {len(failing)} of {exercises} exercises have failing public cases:[/] {escape(names)}. "
                 + later)
+    if problems:   # never "all pass" when the grader could not judge some: they are not the student's mistake
+        return (f"[green]No public case failed;[/] {problems} could not be judged because of a grader problem "
+                f"(not your mistake). " + later)
     if unverified:
         return f"[green]✓ No public case failed;[/] {unverified} can only be checked after submission. " + later
     return "[green]✓ All public cases pass.[/] " + later
