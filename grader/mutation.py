@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping, Sequence
@@ -94,7 +94,6 @@ class MutationReport:
     seconds: float
     per_exercise: int
     out_of_time: bool = False
-    problems: tuple[str, ...] = field(default=())
 
     def exercise(self, exercise_id: str) -> ExerciseMutation:
         return next(e for e in self.exercises if e.exercise == exercise_id)
