@@ -269,9 +269,9 @@ def _apply(definition: ast.AST, node: ast.AST, edit: Edit) -> ast.AST | None:
     if replacement is not None:
         copied = _Replace(target, replacement).visit(copied)
     ast.fix_missing_locations(copied)
-    try:
-        compile(ast.Module(body=[copied], type_ignores=[]), "<mutant>", "exec")
-    except (SyntaxError, ValueError, TypeError):
+    try:   # from text: compiling the tree itself trips CPython 3.11's AST validator on deep stacks (SystemError)
+        compile(ast.unparse(copied), "<mutant>", "exec")
+    except (SyntaxError, ValueError, TypeError, RecursionError):
         return None
     return copied
 

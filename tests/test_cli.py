@@ -126,7 +126,7 @@ def test_validate_accepts_the_taoistic_rubric(grader_cache: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "reference: 30/30" in done.stdout
     assert "template:  0/30" in done.stdout
-    assert "  move_dir: mutation score 100%: 1 killed, 0 survived" in done.stdout
+    assert "  move_dir: mutation score 100% (threshold 90%): 1 killed, 0 survived" in done.stdout
     assert "mistake move_dir/move_dir_transposed: 0/2, ok" in done.stdout
     assert "valid" in done.stdout
 

@@ -24,7 +24,7 @@ def table_keys(heading: str) -> set[str]:
 
 
 @pytest.mark.parametrize("heading, keys", [
-    ("Top level:", RUBRIC_KEYS), ("Exercise:", EXERCISE_KEYS), ("Case:", CASE_KEYS),
+    ("\nTop level:", RUBRIC_KEYS), ("Exercise:", EXERCISE_KEYS), ("Case:", CASE_KEYS),
     ("Limits (rubric-wide", {f.name: "" for f in fields(Limits)}),
 ])
 def test_readme_documents_every_rubric_key(heading, keys):
