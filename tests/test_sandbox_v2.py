@@ -603,3 +603,44 @@ def test_rlimits_mode_reads_only_the_allowlist_with_landlock(tmp_path):
     assert _value(outcomes[0]) == "PermissionError"
     assert _value(outcomes[1]) == ("ok", True)
     assert sandbox.facts["filesystem"] == "landlock" and sandbox.facts["landlock"] >= 1
+
+
+@pytest.mark.skipif(ISOLATION.memory_root is None, reason="no memory cgroup may be made here")
+def test_memory_is_bounded_per_sandbox_not_per_process():
+    """Attack 6 of the red-team report: memfd pages are not in RLIMIT_AS, and three processes each stay under
+    it. The sandbox's memory cgroup holds all of it: such a case is a memory error, and the next case runs."""
+    source = """
+    import os
+    def hog(megabytes):
+        chunk = b"x" * (1 << 20)
+        fds = []
+        for _ in range(megabytes // 16):
+            fd = os.memfd_create("hog")
+            for _ in range(16):
+                os.write(fd, chunk)
+            fds.append(fd)
+        return len(fds)
+    def split(count, megabytes):
+        children = []
+        for _ in range(count):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(megabytes << 20)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                os._exit(0)
+            children.append(pid)
+        return sorted(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children)
+    def small():
+        return 1
+    """
+    limits = ProcessLimits(memory_mb=160, disk_mb=16)
+    with Sandbox(_statements(source), {}, limits) as sandbox:
+        sandbox.load()
+        outcomes = sandbox.run_exercise([_case("hog(400)"), _case("small()")], (), None, time.monotonic() + 120)
+        split = sandbox.run_exercise([_case("split(3, 120)")], (), None, time.monotonic() + 120)
+        assert sandbox.facts["memory_cgroup"] == 160 + (16 if sandbox.isolation.namespaces else 0)
+    assert outcomes[0].status == "crash" and outcomes[0].error.get("type") == "MemoryError", outcomes[0]
+    assert _value(outcomes[1]) == 1
+    # three forks of 120 MB each under one 160 MB limit: not all of them can finish
+    assert split[0].status != "ok" or -signal.SIGKILL in _value(split[0]), split[0]

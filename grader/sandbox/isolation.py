@@ -26,6 +26,7 @@ ZYGOTE = Path(__file__).with_name("zygote.py")
 class Isolation:
     namespaces: bool
     pids_root: Path | None       # a writable pids cgroup directory, when we may create groups in it
+    memory_root: Path | None = None   # a writable memory cgroup (v1 or v2) directory, likewise
 
     @property
     def level(self) -> str:
@@ -50,12 +51,46 @@ def _pids_root() -> Path | None:
     return None
 
 
+def _own_cgroup(controller: str) -> str | None:
+    """This process's cgroup path for `controller` (v1), or its unified path ("" controller: v2)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controller in controllers.split(",") if controller else controllers == "":
+            return path
+    return None
+
+
+def _memory_root() -> Path | None:
+    """Where this process may make memory cgroups: under its own memory cgroup (so a sandbox stays inside
+    whatever limit the grader itself runs under), v1 or v2 (where the memory controller is delegated)."""
+    v1 = _own_cgroup("memory")
+    if v1 is not None:
+        candidate = Path("/sys/fs/cgroup/memory") / v1.lstrip("/")
+        if (candidate / "memory.limit_in_bytes").exists() and os.access(candidate, os.W_OK):
+            return candidate
+    v2 = _own_cgroup("")
+    if v2 is not None:
+        candidate = Path("/sys/fs/cgroup") / v2.lstrip("/")
+        try:
+            delegated = "memory" in (candidate / "cgroup.subtree_control").read_text().split()
+        except OSError:
+            delegated = False
+        if delegated and os.access(candidate, os.W_OK):
+            return candidate
+    return None
+
+
 @functools.cache
 def detect(allow_namespaces: bool = True) -> Isolation:
     """Probe once per process; PUZZLE_GRADER_ISOLATION=rlimits forces the fallback (e.g. to test it)."""
     forced = os.environ.get("PUZZLE_GRADER_ISOLATION")
     namespaces = allow_namespaces and forced != RLIMITS and bool(probe().get("jail"))
-    return Isolation(namespaces=namespaces, pids_root=_pids_root() if forced != RLIMITS else None)
+    return Isolation(namespaces=namespaces, pids_root=_pids_root() if forced != RLIMITS else None,
+                     memory_root=_memory_root() if forced != RLIMITS else None)
 
 
 def host_user(uid: Any, grader_uid: Any) -> str:
@@ -143,3 +178,93 @@ def release_group(group: PidsGroup) -> None:
     group.empty()
     with _FREE_LOCK:
         _FREE.append(group)
+
+
+class MemoryGroup:
+    """A memory cgroup for one child: the limit holds for the whole sandbox (every process, its tmpfs
+    scratch, memfd and shared pages), where RLIMIT_AS bounds one process's address space only."""
+
+    def __init__(self, root: Path):
+        self.path = root / f"puzzle-grader-{os.getpid()}-{next(_counter)}"
+        self.path.mkdir()
+        self.v2 = not (self.path / "memory.limit_in_bytes").exists()
+        self.limit = 0
+        self.kills = 0
+
+    @property
+    def procs(self) -> str:
+        return str(self.path / "cgroup.procs")
+
+    def set_limit(self, limit: int) -> None:
+        """Memory and memory+swap both at `limit` bytes (no swap beyond it); the OOM killer acts inside."""
+        if self.v2:
+            (self.path / "memory.max").write_text(str(limit))
+            if (self.path / "memory.swap.max").exists():
+                (self.path / "memory.swap.max").write_text("0")
+        else:
+            memsw = self.path / "memory.memsw.limit_in_bytes"
+            current = int((self.path / "memory.limit_in_bytes").read_text())
+            if memsw.exists() and current > limit:     # memsw >= memory at every step
+                (self.path / "memory.limit_in_bytes").write_text(str(limit))
+                memsw.write_text(str(limit))
+            else:
+                if memsw.exists():
+                    memsw.write_text(str(limit))
+                (self.path / "memory.limit_in_bytes").write_text(str(limit))
+        self.limit = limit
+        self.kills = self.oom_kills()
+
+    def oom_kills(self) -> int:
+        """How many processes the OOM killer has killed in this group so far."""
+        try:
+            text = (self.path / ("memory.events" if self.v2 else "memory.oom_control")).read_text()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return 0
+
+    def out_of_memory(self) -> bool:
+        """True when a process of this sandbox was OOM-killed since the limit was set."""
+        return self.oom_kills() > self.kills
+
+    def empty(self) -> None:
+        PidsGroup.empty(self)  # type: ignore[arg-type]
+
+    def remove(self) -> None:
+        self.empty()
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+
+_FREE_MEMORY: list[MemoryGroup] = []
+
+
+def acquire_memory_group(root: Path, limit: int) -> MemoryGroup:
+    """A memory group with `limit` bytes no running child uses (reused, like pids groups)."""
+    with _FREE_LOCK:
+        for group in _FREE_MEMORY:
+            if group.path.parent == root:
+                _FREE_MEMORY.remove(group)
+                break
+        else:
+            group = None
+    if group is None:
+        group = MemoryGroup(root)
+        atexit.register(group.remove)
+    try:
+        group.set_limit(limit)
+    except OSError:
+        group.remove()
+        raise
+    return group
+
+
+def release_memory_group(group: MemoryGroup) -> None:
+    group.empty()
+    with _FREE_LOCK:
+        _FREE_MEMORY.append(group)

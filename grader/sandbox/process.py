@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from grader.sandbox import codec, frames, supervisor, wire
-from grader.sandbox.isolation import PIDS_MAX, Isolation, PidsGroup, acquire_group, detect, release_group
+from grader.sandbox.isolation import (PIDS_MAX, Isolation, MemoryGroup, PidsGroup, acquire_group,
+                                      acquire_memory_group, detect, release_group, release_memory_group)
 from grader.sandbox.supervisor import Jail, SpawnError
 
 GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
@@ -106,6 +107,7 @@ class Sandbox:
         self.facts: dict[str, Any] = {}          # what held for the weakest child: namespaces, uid, filesystem
         self.allow_root = allow_root             # run student code as root where no unused uid can be had
         self.pids: PidsGroup | None = None
+        self.memory: MemoryGroup | None = None   # the whole sandbox's memory, where cgroups allow
         self.statements = list(statements)
         self.support = dict(support)
         self.limits = limits
@@ -154,6 +156,9 @@ class Sandbox:
         if self.pids is not None:
             release_group(self.pids)
             self.pids = None
+        if self.memory is not None:
+            release_memory_group(self.memory)
+            self.memory = None
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
@@ -165,8 +170,8 @@ class Sandbox:
             child = _spawn(self.isolation, self.limits, self.hide_paths)
         if PREFETCH:
             _order_spare(key, self.isolation, self.limits, self.hide_paths)
-        self.process, self.request_fd, self.reader, self.pids, self.scratch = \
-            child.process, child.request_fd, child.reader, child.pids, child.scratch
+        self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory = \
+            child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory
         if self.level is None or _STRENGTH.get(child.level, -1) < _STRENGTH.get(self.level, -1):
             self.level = child.level   # a result reports the weakest containment any of its children had
             self.facts = child.facts
@@ -371,8 +376,8 @@ class Sandbox:
                 # The child has already killed what the exercise left behind in its process group.
                 self.fork_pid = None
                 if current is not None:
-                    outcomes.append(Outcome(current.id, "crash", seconds=now - started, error={
-                        "message": _exit_text(message.status)}))
+                    outcomes.append(Outcome(current.id, "crash", seconds=now - started,
+                                            error=self._death(_exit_text(message.status))))
                 return outcomes, True
             # Anything else (`done`, a stray `progress`) moves no clock: between cases the runtime's own
             # deadline holds, and during a case the case's.
@@ -394,7 +399,16 @@ class Sandbox:
         if self.process is not None:
             status = self.process.wait(timeout=0.2)
         reason = _exit_text(status) if status is not None else "the submission's process stopped answering"
-        return Outcome(case.id, "crash", seconds=time.monotonic() - started, error={"message": reason})
+        return Outcome(case.id, "crash", seconds=time.monotonic() - started, error=self._death(reason))
+
+    def _death(self, reason: str) -> dict[str, str]:
+        """Why a process of the case died: the memory cgroup's OOM killer (the kernel's count, never the
+        child's word) makes it the case's memory error."""
+        if self.memory is not None and self.memory.out_of_memory():
+            self.memory.kills = self.memory.oom_kills()   # charged once, to the case it happened in
+            return {"type": "MemoryError", "message": f"the sandbox ran out of memory (its limit is "
+                                                      f"{self.memory.limit >> 20} MB for all its processes and files)"}
+        return {"message": reason}
 
     def _answer_oracle(self, call: frames.OracleCall, oracle: Oracle, seconds: float) -> None:
         """The reference's answer to an isolated-helper call the child made (already checked as allowed)."""
@@ -470,10 +484,17 @@ class _Child:
     scratch: str | None
     level: str
     facts: dict[str, Any]
+    memory: MemoryGroup | None = None
+
+
+def memory_cgroup_bytes(isolation: Isolation, limits: ProcessLimits) -> int:
+    """The whole sandbox's memory: the rubric's limit, plus the scratch where it is a tmpfs (its pages are
+    memory charged to the sandbox)."""
+    return (limits.memory_mb + (limits.disk_mb if isolation.namespaces else 0)) * 1024 * 1024
 
 
 def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str], scratch: str | None,
-            pids: PidsGroup | None) -> dict[str, Any]:
+            pids: PidsGroup | None, group: MemoryGroup | None = None) -> dict[str, Any]:
     """What the zygote's child needs to know: plain data, sent as JSON."""
     memory = limits.memory_mb * 1024 * 1024
     if isolation.namespaces:   # the scratch is a tmpfs: what it holds is memory, in the same budget
@@ -481,7 +502,7 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
     return {
         "namespaces": isolation.namespaces, "grader_uid": os.geteuid(), "scratch": scratch,
         "scratch_bytes": limits.disk_mb * 1024 * 1024, "scratch_files": limits.files,
-        "cgroup_procs": pids.procs if pids is not None else None, "hide": list(hide_paths), "cover": list(hide_paths),
+        "cgroup_procs": [each.procs for each in (pids, group) if each is not None], "hide": list(hide_paths), "cover": list(hide_paths),
         "limits": {"memory_bytes": memory, "cpu_seconds": limits.cpu_seconds,
                    "file_bytes": min(limits.file_mb, limits.disk_mb) * 1024 * 1024, "open_files": limits.open_files,
                    "processes": limits.processes}}
@@ -496,18 +517,26 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
             pids = acquire_group(isolation.pids_root)
         except OSError:
             pids = None
+    memory = None
+    if isolation.memory_root is not None:
+        try:
+            memory = acquire_memory_group(isolation.memory_root, memory_cgroup_bytes(isolation, limits))
+        except OSError:
+            memory = None   # RLIMIT_AS stays the backstop; the facts say no group held
     request_read, request_write = os.pipe()
     response_read, response_write = os.pipe()
     output = os.open(os.path.join(scratch, "output.log") if scratch else os.devnull,
                      os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        process = supervisor.zygote().spawn(_config(isolation, limits, hide_paths, scratch, pids),
+        process = supervisor.zygote().spawn(_config(isolation, limits, hide_paths, scratch, pids, memory),
                                             [request_read, response_write, output])
     except (SpawnError, OSError) as error:
         os.close(request_write)
         os.close(response_read)
         if pids is not None:
             release_group(pids)
+        if memory is not None:
+            release_memory_group(memory)
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"cannot start the sandbox: {error}") from None
@@ -527,11 +556,16 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
         os.close(response_read)
         if pids is not None:
             release_group(pids)
+        if memory is not None:
+            release_memory_group(memory)
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
-    facts = ready.get("facts") if isinstance(ready.get("facts"), dict) else {}
-    return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")), facts)
+    facts = dict(ready.get("facts")) if isinstance(ready.get("facts"), dict) else {}
+    # Set here, never taken from the child: the limit in MB of the cgroup that holds the whole sandbox.
+    facts["memory_cgroup"] = memory.limit >> 20 if memory is not None else None
+    return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")), facts,
+                  memory)
 
 
 # Worker processes grade one submission after another: they start the next child (a spare) while the
@@ -580,6 +614,8 @@ def _discard(child: _Child) -> None:
             pass
     if child.pids is not None:
         release_group(child.pids)
+    if child.memory is not None:
+        release_memory_group(child.memory)
     if child.scratch:
         shutil.rmtree(child.scratch, ignore_errors=True)
 

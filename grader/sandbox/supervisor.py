@@ -93,11 +93,15 @@ def make_temp_folder(prefix: str) -> str:
 
 
 def _pids_folders() -> list[Path]:
-    root = Path("/sys/fs/cgroup/pids")
-    try:
-        return [p for p in root.iterdir() if p.name.startswith("puzzle-grader-")]
-    except OSError:
-        return []
+    """The grader's cgroups: pids groups, and memory groups under this process's own memory cgroup."""
+    from grader.sandbox.isolation import _memory_root
+    found = []
+    for root in (Path("/sys/fs/cgroup/pids"), _memory_root()):
+        try:
+            found += [p for p in root.iterdir() if p.name.startswith("puzzle-grader-")] if root else []
+        except OSError:
+            pass
+    return found
 
 
 def clean_leftovers(grader_pid: int | None = None) -> list[str]:

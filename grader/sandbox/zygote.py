@@ -52,10 +52,10 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        procs = config.get("cgroup_procs")
-        if procs:
+        procs = config.get("cgroup_procs") or []
+        for path in [procs] if isinstance(procs, str) else procs:   # pids and memory groups, before anything
             try:
-                with open(procs, "w", encoding="ascii") as file:
+                with open(path, "w", encoding="ascii") as file:
                     file.write(str(os.getpid()))
             except OSError:
                 pass
