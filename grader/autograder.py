@@ -89,8 +89,8 @@ def build_wheel(root: Path, into: Path) -> Path:
             if done.returncode == 0 and wheels:
                 return wheels[-1]
             tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-            command = " ".join(["pip wheel", *extra])
-            failures.append(f"{command} failed (exit {done.returncode}): {tail}")
+            tried = " ".join(["pip wheel", *extra])
+            failures.append(f"{tried} failed (exit {done.returncode}): {tail}")
     raise RuntimeError("; ".join(failures))
 
 

@@ -55,7 +55,12 @@ def _bound_in(node: ast.AST) -> set[str]:
 
 def evaluate_data(code: str | ast.AST, data: Mapping[str, Any]) -> Any:
     """Evaluate an expression over data names and safe builtins only (trusted side)."""
-    tree = ast.parse(code, mode="eval") if isinstance(code, str) else ast.Expression(body=code)
+    if isinstance(code, str):
+        tree = ast.parse(code, mode="eval")
+    elif isinstance(code, ast.expr):
+        tree = ast.Expression(body=code)
+    else:
+        raise ExpressionError(f"not an expression: {type(code).__name__}")
     ast.fix_missing_locations(tree)
     namespace = {"__builtins__": SAFE_BUILTINS, **data}
     try:

@@ -129,6 +129,8 @@ def path(context: CheckContext) -> Verdict:
     if not (isinstance(got, dict) and ("list" in got or "tuple" in got)):
         return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}")
     states = codec.decode(got)
+    if not isinstance(states, (list, tuple)):   # a list or tuple wire decodes to one; this is for the type checker
+        return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}")
     if not states:
         return Verdict(False, 0.0, "returned an empty path")
     first = codec.same(codec.encode(start), codec.encode(states[0]))
@@ -153,7 +155,8 @@ def path(context: CheckContext) -> Verdict:
                                    f"{_shown(goal)}")
     moves = len(states) - 1
     if context.options.get("optimal") and context.expected is not None:
-        best = len(codec.decode(context.expected)) - 1
+        shortest = codec.decode(context.expected)
+        best = len(shortest) - 1 if isinstance(shortest, (list, tuple)) else moves
         if moves > best:
             credit = float(context.options.get("suboptimal_credit", 0.5))
             return Verdict(False, credit, f"a valid path of {moves} moves, but the shortest has {best} moves")
@@ -221,6 +224,8 @@ def _option_keys(function: Callable, parameter: str, module: ModuleType | None,
             continue              # `if options:`, `not options`
         elif isinstance(parent, (ast.Call, ast.keyword)):
             call = parent if isinstance(parent, ast.Call) else parents.get(parent)
+            if not isinstance(call, ast.Call):
+                return None
             callee = getattr(module, call.func.id, None) if isinstance(call.func, ast.Name) and module else None
             if not inspect.isfunction(callee):
                 return None
@@ -271,6 +276,7 @@ CheckAnswer = Union[bool, float, tuple[bool, str], tuple[float, str], Verdict]
 def reference_check(function: Callable) -> CheckFunction:
     """Adapt a check function of the reference module: it asks for any of got, expected, args, ... by name."""
     offered = tuple(CHECK_PARAMETERS)
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):

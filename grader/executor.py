@@ -143,7 +143,7 @@ def watchdog_for(setup: Setup) -> float:
 
 @dataclass
 class _Slot:
-    process: multiprocessing.Process
+    process: multiprocessing.process.BaseProcess
     connection: Connection
     job: Job | None = None
     started: float = 0.0

@@ -13,7 +13,7 @@ import ast
 import builtins
 import re
 import shlex
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -451,12 +451,13 @@ class _Judge:
         if any(name in self.policy.drop for name in _bound_names(node)):
             return "dropped by rubric"
         parts: list[ast.AST] = [*_assign_targets(node)]
-        if node.value is not None:
-            parts.append(node.value)
+        value = getattr(node, "value", None)   # every kind of assignment has one; `x: int` has None
+        if value is not None:
+            parts.append(value)
         return self._calls_reason("assignment", parts)
 
     def _compound(
-        self, node: ast.stmt, what: str, tests: list[ast.AST], bodies: list[list[ast.stmt]]
+        self, node: ast.stmt, what: str, tests: Sequence[ast.AST], bodies: list[list[ast.stmt]]
     ) -> str | None:
         reason = self._calls_reason(what, tests)
         if reason:
@@ -562,7 +563,7 @@ def _bindings(node: ast.stmt) -> Iterator[tuple[str, str, ast.stmt]]:
     elif isinstance(node, ast.ClassDef):
         yield node.name, "class", node
     elif isinstance(node, _ASSIGNMENTS):
-        value = node.value
+        value = getattr(node, "value", None)
         if isinstance(node, ast.AnnAssign) and value is None:
             return  # `x: int` binds nothing
         for name in _walrus_names(value):

@@ -303,6 +303,7 @@ class Gradebook:
             latest = db.execute("SELECT max(graded_at) FROM results WHERE submission_id = ?",
                                 (submission_id,)).fetchone()[0]
             result_id = self._insert(db, submission_id, source, result, _after(utc_now(), latest))
+            assert result_id is not None   # a fresh insert always has an id (only skip_existing gives None)
             _make_current(db, submission_id, result_id)
 
     def merge(self, other: Path) -> int:

@@ -13,7 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from grader import __version__
 from grader.analysis import global_data_reads, is_stub
@@ -26,9 +26,19 @@ from grader.results import CaseResult, ExerciseResult, SubmissionResult, bound_c
 from grader.rubric import Exercise
 from grader.sandbox import codec
 from grader.sandbox.isolation import isolation_report
-from grader.sandbox.process import CaseRequest, Outcome, ProcessLimits, Sandbox, SandboxError
+from grader.sandbox.process import CaseRequest, Oracle, Outcome, ProcessLimits, Sandbox, SandboxError
 from grader.scoring import exercise_score, total
 
+
+
+class CaseRunner(Protocol):
+    """What runs an exercise's cases: the sandbox, the kit's runner over it, or the live Jupyter kernel.
+
+    Each request gets exactly one outcome, in order, whatever happens to the code under test.
+    """
+
+    def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
+                     deadline: float, max_timeouts: int = 2) -> list[Outcome]: ...
 
 
 @dataclass(frozen=True)
@@ -282,7 +292,7 @@ def _template_names(plan: Plan) -> frozenset[str]:
             return frozenset()
         read: set[str] = set()
         for definition in definitions.values():
-            if definition.kind == "function" and definition.node is not None:
+            if isinstance(definition.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 read.update(global_data_reads(definition.node, definitions))
         return frozenset(read)
     return _memo((id(plan), plan.rubric.sha256, "template-names"), names)
@@ -296,7 +306,7 @@ def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> t
     if name != exercise.function:
         notes.append(f"graded {name} (accepted as another name for {exercise.function})")
     definition = extracted.definitions.get(name)
-    if definition is not None and definition.node is not None and definition.kind == "function":
+    if definition is not None and isinstance(definition.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         for global_name in global_data_reads(definition.node, extracted.definitions):
             if global_name in expected_globals or (len(global_name) > 1 and global_name.isupper()):
                 continue   # course fixtures, globals the rubric sets, and CONSTANTS are what they should be
@@ -315,7 +325,7 @@ ISOLATED_RERUN_FACTOR = 10.0   # helper calls answered by the parent cost a roun
 
 
 def _second_chance(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequence[CaseRequest],
-                   results: list[CaseResult], sandbox: Sandbox, deadline: float) -> list[CaseResult]:
+                   results: list[CaseResult], sandbox: CaseRunner, deadline: float) -> list[CaseResult]:
     """Re-run failed cases with the reference's helpers (answered by the parent); the better verdict counts.
 
     So a broken `matches` does not also fail `search`, and a notebook whose helpers work never pays for
@@ -344,7 +354,7 @@ def _second_chance(plan: Plan, exercise: Exercise, cases: Sequence[Case], reques
     return improved
 
 
-def grade_exercise(plan: Plan, exercise: Exercise, sandbox: Sandbox | None, notebook: Notebook,
+def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, notebook: Notebook,
                    extracted: Extracted, loaded: Sequence[str], deadline: float, options: Options) -> ExerciseResult:
     cases = plan.cases[exercise.id]
     name = _resolve(exercise, extracted, loaded)

@@ -33,10 +33,14 @@ import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from grader import __version__
 from grader.sandbox import codec
+
+if TYPE_CHECKING:   # types only: importing the kit loads neither the grading pipeline nor the sandbox
+    from grader.grading import CaseRunner
+    from grader.sandbox.process import CaseRequest, Oracle, Outcome
 
 KIT_KIND = "puzzle-grader-kit"
 KIT_FORMAT = 1
@@ -361,7 +365,7 @@ def kit_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Kit:
                 cases=tuple(_case(c, f"{where}: exercise {e['id']}") for c in e.get("cases", ())))
             for e in data["exercises"])
         extraction = data.get("extraction") or {}
-        warnings = ()
+        warnings: tuple[str, ...] = ()
         if data.get("grader_version") != __version__:
             warnings = (f"this kit was made with grader {data.get('grader_version')}; you have {__version__}: "
                         f"if results differ after submission, install the course's version",)
@@ -421,7 +425,7 @@ def kit_plan(kit: Kit) -> Any:
     rubric = Rubric(
         path=where, sha256=f"kit:{kit.sha256}", assignment=kit.assignment, title=kit.title, reference=where,
         template=None, support=None, submissions=None, fixtures=kit.known_globals,
-        limits=Limits(**{k: v for k, v in kit.limits.items() if k in Limits.__dataclass_fields__}),
+        limits=Limits(**{k: v for k, v in kit.limits.items() if k in Limits.__dataclass_fields__}),  # type: ignore[arg-type]
         policy=Policy(frozenset(kit.allow_calls), frozenset(kit.drop)), exercises=tuple(exercises))
     # Only the code the course published runs here: public checks, on decoded plain data, as in grading.
     reference = public_module(kit.public_source) if kit.public_source else ModuleType("no_reference_in_a_kit")
@@ -445,12 +449,13 @@ class KitCases:
     placeholder values, settings and the time limit.
     """
 
-    def __init__(self, runner: Any, exercise: KitExercise):
+    def __init__(self, runner: CaseRunner, exercise: KitExercise):
         self.runner = runner
         self.cases = {case.id: case for case in exercise.cases}
 
-    def run_exercise(self, requests: Sequence[Any], isolate: Sequence[str], oracle: Any, deadline: float,
-                     max_timeouts: int = 2) -> list[Any]:
+    def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle, deadline: float,
+                     max_timeouts: int = 2) -> list[Outcome]:
+        requests = cases
         complete = [replace(r, values=dict(self.cases[r.id].values), set=dict(self.cases[r.id].set),
                             timeout=self.cases[r.id].timeout) for r in requests]
         return self.runner.run_exercise(complete, isolate, oracle, deadline, max_timeouts)
@@ -655,7 +660,7 @@ def _describe(error: BaseException) -> dict[str, str]:
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if f.filename not in _PSEUDO_FILES and not f.filename.startswith(_PACKAGE)]
     cells = [f for f in frames if _cell_label(f.filename)]
-    last = (cells or frames or [None])[-1]
+    last = (cells or frames)[-1] if cells or frames else None
     lines = []
     for frame in frames[-12:]:
         lines.append(f"  {_frame_place(frame.filename, frame.lineno)}, in {frame.name}")
@@ -703,10 +708,10 @@ class Kernel:
         self.namespace = namespace
         self.output_bytes = output_bytes
 
-    def run_exercise(self, cases: Sequence[Any], isolate: Sequence[str], oracle: Any, deadline: float,
-                     max_timeouts: int = 2) -> list[Any]:
+    def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle, deadline: float,
+                     max_timeouts: int = 2) -> list[Outcome]:
         from grader.sandbox.process import Outcome
-        outcomes: list[Any] = []
+        outcomes: list[Outcome] = []
         timeouts = 0
         for case in cases:
             if time.monotonic() >= deadline:

@@ -422,9 +422,9 @@ def run_mutation(plan: Plan, support: Mapping[str, str], *, per_exercise: int = 
             answers.append(_judge_known(exercise, name, kind, say, results.get(entry.key)))
         survivors = [task for task, verdict in verdicts.items() if verdict.status == "survived"]
         hunts = {task: pool.apply_async(_hunt, (task,)) for task in survivors} if pool else {}
-        for task, answer in [*alike_hunts.items(), *hunts.items()]:
+        for task, hunt in [*alike_hunts.items(), *hunts.items()]:
             try:
-                hunted[task] = answer.get(timeout=max(0.1, deadline - time.monotonic()) + 5.0)
+                hunted[task] = hunt.get(timeout=max(0.1, deadline - time.monotonic()) + 5.0)
             except multiprocessing.TimeoutError:
                 out_of_time = True
             except Exception:  # noqa: BLE001 - no killer found is the honest answer then

@@ -223,9 +223,10 @@ def apply(result: SubmissionResult, overrides: Sequence[Override]) -> Submission
             exercises.append(exercise)
             continue
         whole = [o for o in own if not o.case]
-        score = whole[-1].points if whole else exercise.score
+        score = whole[-1].points if whole and whole[-1].points is not None else exercise.score
         for override in own:
-            if override.case and not whole and any(c.id == override.case for c in exercise.cases):
+            if override.case and override.points is not None and not whole and any(
+                    c.id == override.case for c in exercise.cases):
                 score += override.points - case_points(exercise, override.case)
         score = round(min(exercise.max_score, max(0.0, float(score))), 4)
         exercises.append(replace(exercise, score=score))

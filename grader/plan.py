@@ -259,6 +259,7 @@ def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where
 
 def _generated(rubric: Rubric, reference: ModuleType, exercise: Exercise, spec: CaseSpec,
                numbered: dict[str, int]) -> list[Case]:
+    assert spec.generate is not None   # only generated cases come here
     generator = getattr(reference, spec.generate)
     try:
         produced = generator(random.Random(spec.seed), spec.count)

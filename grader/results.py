@@ -83,7 +83,7 @@ def _case_dict(case: CaseResult) -> dict:
 
 def to_dict(result: SubmissionResult) -> dict:
     """The JSON form. Not dataclasses.asdict: that deep-copies every expected and got value (slow on 400 KB)."""
-    data = {}
+    data: dict[str, Any] = {}
     for name in _ALL_RESULT_FIELDS:
         if name == "exercises":
             data[name] = [{f: ([_case_dict(c) for c in e.cases] if f == "cases" else

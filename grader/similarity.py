@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 NOISE = 25            # k: a match shorter than this many token characters is never reported (copydetect's default)
 GUARANTEE = 30        # a match this long is always found: winnowing window = GUARANTEE - NOISE + 1
@@ -116,7 +116,7 @@ def compare(code: Mapping[str, Mapping[str, str]], *, template_code: str = "", t
     functions = tuple(dict.fromkeys(f for s in students for f in code[s]))
     template = template_fingerprints(template_code, noise=noise, guarantee=guarantee)
     common = max(common_at_least, math.ceil(common_share * len(students)))
-    prints: dict[str, dict[str, object]] = {f: {} for f in functions}
+    prints: dict[str, dict[str, Any]] = {f: {} for f in functions}   # copydetect's CodeFingerprint
     for function in functions:
         first = {s: _fingerprint(code[s][function], template, noise, guarantee)
                  for s in students if code[s].get(function, "").strip()}

@@ -53,7 +53,7 @@ def sibling_sources(reference: Path) -> dict[str, str]:
         tree = ast.parse(reference.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return {}
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)

@@ -46,10 +46,13 @@ def test_readme_starts_with_the_two_setup_commands():
     assert lines[3] == "```"
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_test_command_after_the_linters():
+    """CI is the README's second command: its install, then ruff and mypy, then its tests, in that order."""
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
-    command = README.splitlines()[2].replace("pip install -e", "pip install -q -e")
-    assert command in ci
+    install, tests = README.splitlines()[2].rsplit(" && ", 1)
+    steps = [install.replace("pip install -e", "pip install -q -e"), ".venv/bin/ruff check .", ".venv/bin/mypy", tests]
+    where = [ci.find(step) for step in steps]
+    assert -1 not in where and where == sorted(where), dict(zip(steps, where, strict=True))
 
 
 def test_readme_documents_the_check_author_api():

@@ -21,7 +21,7 @@ import json
 import mimetypes
 import re
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import nbformat
 from markupsafe import Markup
@@ -67,7 +67,8 @@ def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, h
     parsed = read_notebook(path)
     nb = _notebook_node(path, parsed, MAX_CELLS)
     extracted = extract(parsed)
-    shown, budget = [], MAX_CHARS
+    shown: list[Any] = []
+    budget = MAX_CHARS
     for index, node in enumerate(nb.cells[:MAX_CELLS]):
         cell = _student_cell(index, node, path.parent)
         budget -= _size(cell)
@@ -221,12 +222,12 @@ def _outputs(outputs: object, count: int | None) -> list:
             name = "stderr" if output.get("name") == "stderr" else "stdout"
             kept.append(nbformat.v4.new_output("stream", name=name, text=_text(output.get("text"))))
         elif kind == "error":
-            lines = output.get("traceback") if isinstance(output.get("traceback"), list) else []
+            lines = found if isinstance(found := output.get("traceback"), list) else []
             kept.append(nbformat.v4.new_output("error", ename=_text(output.get("ename")),
                                                evalue=_text(output.get("evalue")),
                                                traceback=[line for line in lines if isinstance(line, str)]))
         elif kind in ("display_data", "execute_result"):
-            raw = output.get("data") if isinstance(output.get("data"), dict) else {}
+            raw = found if isinstance(found := output.get("data"), dict) else {}
             data = {key: _text(raw[key]) for key in _SHOWN_DATA if key in raw}
             for image in ("image/png", "image/jpeg"):
                 if image in data and not _BASE64.fullmatch(data[image]):

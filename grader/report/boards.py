@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, TypeGuard
 
 from grader.sandbox import codec
 
@@ -56,13 +56,18 @@ def _key(tile: Tile) -> tuple[str, Tile]:
     return (type(tile).__name__, tile)
 
 
+def _is_sequence(value: object) -> TypeGuard[tuple[Any, ...] | list[Any]]:
+    """Exactly a tuple or a list (decoded values are plain data; a subclass is something else)."""
+    return type(value) in (tuple, list)
+
+
 def _rows_of(value: object) -> Board | None:
     """The value's rows when it has the shape of a board, whatever its tiles say."""
     if isinstance(value, codec.NDArray):
         if len(value.shape) != 2:
             return None
         value = value.data
-    if type(value) not in (tuple, list) or not value:
+    if not _is_sequence(value) or not value:
         return None
     if all(type(row) in (tuple, list) for row in value):
         width = len(value[0])
@@ -131,7 +136,7 @@ def picture(wire: codec.Wire, *, loose: bool = False) -> Picture:
     board = as_board(value, loose=loose)
     if board is not None:
         return Picture("board", (board,), text, _form(value))
-    if type(value) in (tuple, list) and value and not _flat_scalars(value):
+    if _is_sequence(value) and value and not _flat_scalars(value):
         boards = [as_board(v, loose=loose) for v in value]
         if all(b is not None for b in boards):
             return Picture("path", tuple(boards), text, f"{type(value).__name__} of {_forms(value)}")  # type: ignore
@@ -149,8 +154,8 @@ def _form(value: object) -> str:
     if isinstance(value, codec.NDArray):
         return "array"
     outer = type(value).__name__
-    if value and all(type(row) in (tuple, list) for row in value):  # type: ignore[union-attr]
-        inner = sorted({type(row).__name__ for row in value})      # type: ignore[union-attr]
+    if _is_sequence(value) and value and all(type(row) in (tuple, list) for row in value):
+        inner = sorted({type(row).__name__ for row in value})
         return f"{outer} of {' and '.join(name + 's' for name in inner)}"
     return f"flat {outer}"
 

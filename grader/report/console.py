@@ -193,7 +193,7 @@ def _print_case(console: Console, case: CaseResult) -> None:
         if comparison.drawn:
             width = max((console.width or 80) - CASE_INDENT, 40)
             for segments in boards.comparison_lines(comparison, width):
-                safe = [(terminal(text), style) for text, style in segments]
+                safe = [(terminal(text), style) if style else terminal(text) for text, style in segments]
                 console.print(Text(pad).append_text(Text.assemble(*safe)), highlight=False, soft_wrap=True)
     lines = []
     if case.traceback and case.status == "error":

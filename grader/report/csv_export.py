@@ -8,7 +8,7 @@ import os
 import secrets
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Mapping, Protocol, Sequence
 
 from grader.results import SubmissionResult
 from grader.textsafe import display
@@ -78,11 +78,16 @@ def _override_cells(result: SubmissionResult) -> tuple[str, ...]:
 class ScoreRowLike(Protocol):
     """What one CSV row needs (a gradebook.ScoreRow is one)."""
 
-    student: str
-    total: float
-    max_total: float
-    state: str
-    scores: dict[str, float]
+    @property
+    def student(self) -> str: ...
+    @property
+    def total(self) -> float: ...
+    @property
+    def max_total(self) -> float: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def scores(self) -> Mapping[str, float]: ...
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,9 @@ def total_histogram(totals: Sequence[float], max_total: float) -> str:
         axes.set_xlim(0.0, top)
         axes.set_xlabel(f"total score (of {top:g})")
         axes.set_ylabel("submissions")
-        axes.yaxis.get_major_locator().set_params(integer=True)
+        # The default (auto) locator's ticks, on whole submissions only.
+        ticks = matplotlib.ticker.MaxNLocator(nbins="auto", steps=[1, 2, 2.5, 5, 10], integer=True)
+        axes.yaxis.set_major_locator(ticks)
         axes.spines[["top", "right"]].set_visible(False)
         return _png_uri(figure)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
 from grader.results import SubmissionResult
 
@@ -16,7 +17,7 @@ class BatchProgress:
         self.counts = {"pass": 0, "fail": 0, "error": 0, "timeout": 0, "problem": 0}
         self.unchanged = 0
         self.progress: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> "BatchProgress":
         return self

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterator
 # Private references. In the sandbox child this module shares a process with student code, which may rebind
 # `builtins.isinstance`, `math.isfinite`, `json.dumps` and the like: the functions below resolve builtins in this
 # snapshot and call the originals bound here, so such a patch cannot corrupt how a correct answer is encoded.
-__builtins__ = dict(_builtins.__dict__)
+__builtins__ = dict(_builtins.__dict__)  # type: ignore[assignment]  # a private snapshot, on purpose
 _isfinite, _isnan, _prod = math.isfinite, math.isnan, math.prod
 _b2a_base64, _b64decode, _Base64Error = binascii.b2a_base64, base64.b64decode, binascii.Error
 _modules = sys.modules
@@ -150,7 +150,7 @@ def _b64_len(count: int) -> int:
 # ---------------------------------------------------------------------------------------------- encode
 
 _VISIT, _FINISH = 0, 1
-_CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset", dict: "dict"}
+_CONTAINERS: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset", dict: "dict"}
 # Subclassable builtins in lookup order; a subclass is encoded through the base's C-level slots only.
 _BASES = (tuple, list, dict, set, frozenset, str, int, float, bytes, bytearray)
 
@@ -283,7 +283,7 @@ def _encode_container(obj, base, tag, name, level, budget, stack) -> Wire:
             # Runs after every element is encoded (the stack is last in, first out).
             stack.append((_FINISH, _sort_canonical, elements))
         for i in range(len(items) - 1, -1, -1):
-            item = items[i]
+            item: Any = items[i]
             kind = type(item)
             # Plain scalars inline: most of a large answer is ints and strs, and a task per leaf is slow.
             if kind is str:
@@ -596,13 +596,13 @@ def _decode_node(wire, level, out, index, budget, stack) -> Any:
     stack.append((_FINISH, build, parts, out, index))
     for i in range(len(children) - 1, -1, -1):
         item = children[i]
-        kind = type(item)
-        if kind is str:  # plain scalars inline, as in encode
+        item_type = type(item)
+        if item_type is str:  # plain scalars inline, as in encode
             budget.add_chars(len(item))
             parts[i] = item
-        elif kind is int:
+        elif item_type is int:
             parts[i] = _check_int(item)
-        elif item is None or kind is bool or (kind is float and _isfinite(item)):
+        elif item is None or item_type is bool or (item_type is float and _isfinite(item)):
             parts[i] = item
         else:
             stack.append((_VISIT, item, child, parts, i))

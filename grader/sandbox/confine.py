@@ -122,7 +122,7 @@ def allowlist(python_paths, extra=()):
     """Host paths the child sees read-only: system libraries and tools, the interpreter's trees, and
     `extra`. Paths under another listed tree are dropped; symlinks (merged /usr) are kept as links."""
     wanted = [os.path.realpath(p) for p in (*python_paths, *extra) if p and os.path.isdir(p)]
-    trees = []
+    trees: list = []
     for path in sorted(set(wanted), key=len):
         if not any(_inside(path, tree) for tree in trees):
             trees.append(path)

@@ -561,7 +561,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
-    facts = dict(ready.get("facts")) if isinstance(ready.get("facts"), dict) else {}
+    facts = dict(found) if isinstance(found := ready.get("facts"), dict) else {}
     # Set here, never taken from the child: the limit in MB of the cgroup that holds the whole sandbox.
     facts["memory_cgroup"] = memory.limit >> 20 if memory is not None else None
     return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")), facts,

@@ -21,9 +21,9 @@ if __package__:  # imported as grader.sandbox.runtime (the in-kernel kit check, 
     from grader.sandbox import codec as _codec, confine as _confine, wire as _wire
 else:  # loaded by the zygote (or run as a script with -P): this folder must not stay on sys.path
     sys.path.insert(0, _HERE)
-    import codec as _codec  # noqa: E402
-    import confine as _confine  # noqa: E402
-    import wire as _wire  # noqa: E402
+    import codec as _codec  # type: ignore[no-redef]  # noqa: E402
+    import confine as _confine  # type: ignore[no-redef]  # noqa: E402
+    import wire as _wire  # type: ignore[no-redef]  # noqa: E402
     sys.path.remove(_HERE)
     # Students may have their own `codec` or `wire` module; ours stay referenced here only.
     for _name in ("codec", "wire", "confine"):
@@ -34,12 +34,14 @@ else:  # loaded by the zygote (or run as a script with -P): this folder must not
 # snapshot, and `os`, `signal`, `time` and `random` here are snapshots of those modules taken before any student
 # code ran, so such a patch harms only the student's own answers. (Student code can still reach these objects
 # through gc or frames; what it changes then is only what the parent judges as its answers, never its verdict.)
-__builtins__ = dict(_builtins.__dict__)
-os, signal, time, random = (types.SimpleNamespace(**vars(_module)) for _module in (os, signal, time, random))
+__builtins__ = dict(_builtins.__dict__)  # type: ignore[assignment]  # a private snapshot, on purpose
+os, signal, time, random = (  # type: ignore[assignment]  # snapshots stand in for the modules, on purpose
+    types.SimpleNamespace(**vars(_module)) for _module in (os, signal, time, random))
 _STDOUT, _STDERR = sys.__stdout__, sys.__stderr__
-_RANDOM, _SEED = random._inst, random.Random.__mro__[1].seed   # the C seed: Random.seed is Python code
+# The C seed: Random.seed is Python code.
+_RANDOM, _SEED = random._inst, random.Random.__mro__[1].seed  # type: ignore[attr-defined]
 _SOURCES: dict = {}   # pseudo-file name -> source lines, for tracebacks (see _describe)
-_PRISTINE = dict(__builtins__)   # copied for each case's rubric expressions
+_PRISTINE: dict = dict(_builtins.__dict__)   # copied for each case's rubric expressions
 
 _write = os.write
 _fork = os.fork
@@ -136,7 +138,7 @@ class _SupportFinder:
         if name not in self.sources:
             return None
         import importlib.util
-        return importlib.util.spec_from_loader(name, self)
+        return importlib.util.spec_from_loader(name, self)  # type: ignore[arg-type]  # a finder and its loader
 
     def create_module(self, spec):
         return None
@@ -182,7 +184,7 @@ class Child:
 
     def _register_lines(self, statements):
         """Let tracebacks show notebook lines: each cell label becomes a pseudo-file for linecache."""
-        files = {}
+        files: dict = {}
         for statement in statements:
             lines = files.setdefault(statement["filename"], [])
             code_lines = statement["code"].splitlines(keepends=True)
@@ -230,7 +232,7 @@ class Child:
         sys.stdout = sys.stderr = capture
         budget = float(request.get("statement_seconds", 5.0))   # the whole load phase's wall time
         reserve = min(1.0, budget / 10)   # kept for the statements after one that runs out of time
-        left_out = []
+        left_out: list = []
         started = _perf()
         for index, statement in enumerate(statements):
             self.send({"op": "progress", "index": index, "left_out": list(left_out)})
@@ -310,7 +312,7 @@ class Child:
         scope["__builtins__"] = dict(_PRISTINE)
         capture = _Capture(self.output_limit)
         _SEED(_RANDOM, 0)   # what random.seed(0) does, without its Python code (which runs on patchable builtins)
-        _RANDOM.gauss_next = None
+        _RANDOM.gauss_next = None  # type: ignore[attr-defined]  # what Random.seed resets too
         outcome = {"op": "result", "case": case["id"]}
         stage = ""
         builtins_before = dict(_builtins.__dict__)   # what the student patches there lasts one case
@@ -445,8 +447,9 @@ def _describe(error, stage=""):
     The traceback is walked here, with source lines from the runtime's own copy of the notebook's cells, rather
     than through the traceback and linecache modules, which run on builtins the student may have patched.
     """
-    frames = []
-    tb = BaseException.__traceback__.__get__(error)
+    frames: list = []
+    # The descriptor itself: a student's exception class may override the attribute.
+    tb = BaseException.__traceback__.__get__(error)  # type: ignore[union-attr]
     while tb is not None and len(frames) < 1000:
         code = tb.tb_frame.f_code
         filename = _plain(code.co_filename)

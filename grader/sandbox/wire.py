@@ -21,7 +21,7 @@ import time
 # Private references. In the child this module shares a process with student code, which may rebind
 # `builtins.len`, `json.dumps`, `os.write` and the like: every function below resolves builtins in this
 # snapshot and calls the originals bound here, so a patch harms only the student's own code.
-__builtins__ = dict(_builtins.__dict__)
+__builtins__ = dict(_builtins.__dict__)  # type: ignore[assignment]  # a private snapshot, on purpose
 _os_read, _os_write, _set_blocking = os.read, os.write, os.set_blocking
 _poll_new, _select, _POLL_IN, _POLL_OUT = getattr(select, "poll", None), select.select, 0, 0
 if _poll_new is not None:
@@ -159,7 +159,7 @@ def _finite_float(text: str) -> float:
 
 
 # A private decoder (its scanner is C code): json.loads and the module's default decoder may be patched.
-_SCAN = json.JSONDecoder(parse_float=_finite_float, parse_constant=_reject_constant).scan_once
+_SCAN = json.JSONDecoder(parse_float=_finite_float, parse_constant=_reject_constant).scan_once  # type: ignore[attr-defined]
 
 
 def _parse(body: bytes | bytearray) -> dict:
