@@ -502,7 +502,8 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
     return {
         "namespaces": isolation.namespaces, "grader_uid": os.geteuid(), "scratch": scratch,
         "scratch_bytes": limits.disk_mb * 1024 * 1024, "scratch_files": limits.files,
-        "cgroup_procs": [each.procs for each in (pids, group) if each is not None], "hide": list(hide_paths), "cover": list(hide_paths),
+        "cgroup_procs": [each.procs for each in (pids, group) if each is not None], "hide": list(hide_paths),
+        "cover": list(hide_paths),
         "limits": {"memory_bytes": memory, "cpu_seconds": limits.cpu_seconds,
                    "file_bytes": min(limits.file_mb, limits.disk_mb) * 1024 * 1024, "open_files": limits.open_files,
                    "processes": limits.processes}}
