@@ -215,8 +215,10 @@ def test_a_file_that_is_not_a_notebook_scores_zero_with_the_reason_and_the_batch
 # ------------------------------------------------------------------------------------ determinism and time
 
 
-def test_grading_correct_again_gives_identical_json_apart_from_seconds(bundled: Batch, grader_cache: Path) -> None:
-    again = grade([SUBMISSIONS / "correct.ipynb"], RUBRIC, cache=grader_cache)[0]
+def test_grading_correct_again_gives_identical_json_apart_from_seconds(bundled: Batch, grader_cache: Path,
+                                                                      tmp_path: Path) -> None:
+    # Into another results folder: the notebook's copy there has the same content-addressed name.
+    again = grade([SUBMISSIONS / "correct.ipynb"], RUBRIC, tmp_path / "again", cache=grader_cache)[0]
     assert strip_seconds(to_dict(again)) == strip_seconds(to_dict(bundled["correct"]))
 
 
