@@ -114,7 +114,8 @@ def test_a_walk_of_the_root_finds_only_the_allowlist():
     devices = {f"/dev/{name}" for name in (*confine.DEVICES, "fd", "stdin", "stdout", "stderr", "shm")}
     unexpected = set(outside) - skeleton - generated - devices - {"/tmp", "/dev", "/etc"}
     assert unexpected == set(), sorted(unexpected)[:20]
-    assert str(REPO / "reference") not in outside and not any(p.startswith(str(REPO) + "/") for p in outside)
+    assert str(REPO / "reference") not in outside and \
+        not any(p.startswith(str(REPO) + "/") for p in set(outside) - skeleton)   # only the way to a tree
     # Files readable inside that belong to someone other than the student: only what the jail generated.
     foreign = {path for path, (uid, readable) in outside.items() if readable and uid != confine.STUDENT_ID}
     assert foreign <= generated, foreign
@@ -644,3 +645,22 @@ def test_memory_is_bounded_per_sandbox_not_per_process():
     assert _value(outcomes[1]) == 1
     # three forks of 120 MB each under one 160 MB limit: not all of them can finish
     assert split[0].status != "ok" or -signal.SIGKILL in _value(split[0]), split[0]
+
+
+@needs_jail
+@pytest.mark.skipif(not confine.unrelated_site_packages(), reason="not run from a venv over another Python")
+def test_the_base_interpreters_site_packages_are_not_visible():
+    """The red-team saw the whole base prefix bound (its unrelated site-packages with them): only what the
+    interpreter needs is, and the base site-packages inside the standard library's tree is covered."""
+    base = confine.unrelated_site_packages()[0]
+    source = """
+    import os
+    def look(path):
+        return sorted(os.listdir(path)) if os.path.isdir(path) else None
+    def stdlib():
+        import json, decimal
+        return json.dumps(str(decimal.Decimal(1)))
+    """
+    outcomes, _ = _run(source, f"look({base!r})", "stdlib()", "look('/root/.pyenv/versions')")
+    assert _value(outcomes[0]) in (None, [])
+    assert _value(outcomes[1]) == '"1"'

@@ -353,18 +353,39 @@ def empty_folder(path):
 
 
 def needed_paths(scratch):
-    """What the child must still see without a built root: its interpreter, libraries and scratch dir."""
+    """What the child must see: its interpreter (the executable's folders, and the folder of a shared
+    libpython), the standard library with lib-dynload, the site-packages it imports from, and its scratch.
+    Not the whole prefix: the base interpreter's own site-packages, include/ and share/ stay out (see
+    unrelated_site_packages for what is covered inside these trees)."""
     import site
     import sys
     import sysconfig
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, scratch}
+    paths = {scratch, os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths().get(key, ""))
+    library = sysconfig.get_config_var("LIBDIR") or ""
+    if sysconfig.get_config_var("Py_ENABLE_SHARED") and os.path.isfile(
+            os.path.join(library, sysconfig.get_config_var("INSTSONAME") or "-")):
+        paths.add(library)
     try:
         paths.update(site.getsitepackages())
     except AttributeError:  # pragma: no cover - virtualenv's old site.py
         pass
     return sorted(os.path.realpath(p) for p in paths if p and os.path.isdir(p))
+
+
+def unrelated_site_packages():
+    """The base interpreter's site-packages when a venv without system site-packages runs us: it lies
+    inside the standard library's tree, yet nothing on sys.path comes from it. The jail covers it."""
+    import site
+    import sys
+    import sysconfig
+    if sys.prefix == sys.base_prefix:
+        return []
+    wanted = {os.path.realpath(p) for p in site.getsitepackages()}
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    found = {os.path.realpath(base[key]) for key in ("purelib", "platlib") if base.get(key)}
+    return sorted(p for p in found - wanted if os.path.isdir(p) and not any(_inside(w, p) for w in wanted))
 
 
 def readable_by_anyone(path):

@@ -131,7 +131,8 @@ def _init(config, request_fd, response_fd, facts, drop_to):
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
         trees = confine.allowlist(confine.python_trees(), config.get("allow", ()))
         owner = drop_to if drop_to is not None else confine.STUDENT_ID
-        confine.build_root(trees, config["scratch_bytes"], config["scratch_files"], config.get("cover", ()), owner)
+        cover = [*config.get("cover", ()), *confine.unrelated_site_packages()]
+        confine.build_root(trees, config["scratch_bytes"], config["scratch_files"], cover, owner)
         facts["filesystem"] = "allowlist"
         try:
             socket.sethostname("sandbox")
