@@ -20,6 +20,8 @@ class Diagnosis:
     interpreter_readable: bool        # an unprivileged uid can read the interpreter's files
     pids_cgroup: bool
     advice: tuple[str, ...]
+    memory_cgroup: bool = False       # one memory limit for the whole sandbox (processes, tmpfs, memfd)
+    landlock: int = 0                 # the Landlock ABI: rlimits mode's file system allowlist (0: none)
 
 
 def diagnose() -> Diagnosis:
@@ -47,12 +49,22 @@ def diagnose() -> Diagnosis:
     if isolation.pids_root is None:
         advice.append("No writable pids cgroup (/sys/fs/cgroup/pids): a fork bomb is capped only by "
                       "RLIMIT_NPROC, which needs an unused uid. Run the grader as root, or delegate a cgroup.")
+    landlock = confine.landlock_abi()
+    if not isolation.namespaces and not landlock:
+        advice.append("No Landlock (Linux >= 5.13 with landlock in the lsm= list): without namespaces student "
+                      "code can read every world-readable file on this machine. Keep the course readable by "
+                      "its owner only (chmod -R go-rwx), or enable namespaces or Landlock.")
+    if isolation.memory_root is None:
+        advice.append("No writable memory cgroup: memory is bounded per process (RLIMIT_AS), so forked "
+                      "processes, memfd and tmpfs pages can exceed limits.memory_mb. Run the grader as root, or "
+                      "delegate the memory controller to its cgroup.")
     if os.geteuid() != 0 and isolation.namespaces:
         advice.append("Student code runs as your own uid mapped into its namespaces (it still sees only its "
                       "allowlist root). Run as root to give each sandbox a uid that owns nothing.")
     return Diagnosis(isolation, os.geteuid(), namespaces, bool(facts.get("jail")),
                      bool(facts.get("drop_uid")) if os.geteuid() == 0 else False, readable,
-                     isolation.pids_root is not None, tuple(advice))
+                     isolation.pids_root is not None, tuple(advice), isolation.memory_root is not None,
+                     landlock)
 
 
 def render(diagnosis: Diagnosis) -> str:
@@ -64,9 +76,12 @@ def render(diagnosis: Diagnosis) -> str:
              f"allowlist root (pivot_root into a built tmpfs, no capabilities): {mark[diagnosis.jail]}",
              f"unused uid for student code: {mark[diagnosis.unused_uid]}",
              f"interpreter readable by an unprivileged uid: {mark[diagnosis.interpreter_readable]}",
-             f"pids cgroup: {mark[diagnosis.pids_cgroup]}"]
+             f"pids cgroup: {mark[diagnosis.pids_cgroup]}",
+             f"memory cgroup (one limit for the whole sandbox): {mark[diagnosis.memory_cgroup]}",
+             "Landlock (rlimits mode's file system allowlist): "
+             + (f"ABI {diagnosis.landlock}" if diagnosis.landlock else "no")]
     if diagnosis.advice:
         lines += ["", "To get full isolation:", *(f"- {line}" for line in diagnosis.advice)]
     else:
-        lines += ["", "Full isolation: every namespace, an allowlist root, an unused uid, a pids cgroup."]
+        lines += ["", "Full isolation: every namespace, an allowlist root, an unused uid, pids and memory cgroups."]
     return "\n".join(lines)

@@ -434,6 +434,8 @@ def test_doctor_says_what_this_machine_offers():
     text = render(diagnosis)
     assert f"isolation level: {ISOLATION.level}" in text
     assert diagnosis.jail == ISOLATION.namespaces
+    assert diagnosis.memory_cgroup == (ISOLATION.memory_root is not None)
+    assert ("memory cgroup (one limit for the whole sandbox): " + ("yes" if diagnosis.memory_cgroup else "no")) in text
     if not ISOLATION.namespaces:
         assert "To get full isolation" in text
 
