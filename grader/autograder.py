@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 import grader
+from grader.files import atomic_open
 from grader.report.gradescope import failure_results, to_gradescope, write_results
 from grader.rubric import Rubric, load_rubric
 
@@ -241,8 +242,8 @@ exit 0
 
 def _zip(stage: Path, output_zip: Path) -> None:
     output_zip.parent.mkdir(parents=True, exist_ok=True)
-    temporary = output_zip.with_name(f".{output_zip.name}.{os.getpid()}.tmp")
-    with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with atomic_open(output_zip, "wb") as stream, zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) \
+            as archive:
         for path in sorted(p for p in stage.rglob("*") if p.is_file()):
             name = path.relative_to(stage).as_posix()
             info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
@@ -250,7 +251,6 @@ def _zip(stage: Path, output_zip: Path) -> None:
             info.external_attr = ((0o700 if executable else 0o600) | 0o100000) << 16   # root's alone
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, path.read_bytes())
-    os.replace(temporary, output_zip)
 
 
 def build_autograder(rubric_path: Path, output_zip: Path, *, wheel: bool = True) -> Path:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from grader.files import write_bytes
 from grader import __version__
 from grader.executor import Executor, Job
 from grader.gradebook import Gradebook, ScoreRow
@@ -122,9 +123,7 @@ def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
     if hashlib.sha256(data).hexdigest() != sha256:
         return ""
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, target)
+    write_bytes(target, data)
     return relative
 
 

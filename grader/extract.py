@@ -46,7 +46,6 @@ class Statement:
     label: str  # the Cell.label
     kind: str  # "import" | "def" | "class" | "assign" | "run" | "other"
     names: tuple[str, ...]  # top-level names it binds
-    modules: tuple[str, ...] = ()  # modules it imports (for stand-ins), also inside a kept if/try/with
 
 
 @dataclass(frozen=True)
@@ -544,8 +543,7 @@ def _statement(node: ast.stmt, code: str, cell: Cell) -> Statement:
     else:
         kind = "other"
     names = tuple(dict.fromkeys(name for name, _, _ in _bindings(node)))
-    modules = tuple(dict.fromkeys(_imported_modules(node)))
-    return Statement(code, cell.index, _first_line(node), cell.label, kind, names, modules)
+    return Statement(code, cell.index, _first_line(node), cell.label, kind, names)
 
 
 def _call_run(stem: str) -> str:
@@ -633,14 +631,6 @@ def _walk_outside_lambdas(node: ast.AST) -> Iterator[ast.AST]:
         current = stack.pop()
         yield current
         stack.extend(c for c in ast.iter_child_nodes(current) if not isinstance(c, ast.Lambda))
-
-
-def _imported_modules(node: ast.stmt) -> Iterator[str]:
-    for inner in _top_level([node]):
-        if isinstance(inner, ast.Import):
-            yield from (alias.name for alias in inner.names)
-        elif isinstance(inner, ast.ImportFrom):
-            yield "." * inner.level + (inner.module or "")
 
 
 def _definitions(kept: list[tuple[Statement, ast.stmt | None]]) -> dict[str, Definition]:

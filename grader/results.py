@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from grader.files import write_text
 from grader import textsafe
 
 SCHEMA_VERSION = 1
@@ -234,14 +234,10 @@ def bound_result(result: SubmissionResult) -> SubmissionResult:
 def write_json(result: SubmissionResult, directory: Path) -> Path:
     """Write atomically, so an interrupted batch never leaves half a result behind; bounded, any string."""
     directory.mkdir(parents=True, exist_ok=True)
-    target = directory / f"{result.submission}.json"
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     # Compact: the C encoder is ten times faster than an indented dump (pretty-print with `jq` or
     # `python -m json.tool`).
     _, text = bounded_json(result)
-    temporary.write_text(text + "\n", encoding="utf-8")
-    os.replace(temporary, target)
-    return target
+    return write_text(directory / f"{result.submission}.json", text + "\n")
 
 
 def read_json(path: Path) -> SubmissionResult:

@@ -15,7 +15,6 @@ from grader.yamlmarks import Marked, MarkedList, YamlError, load_marked
 
 VISIBILITIES = ("public", "hidden")
 SCORINGS = ("proportional", "all_or_nothing")
-BUILTIN_CHECKS = ("equal", "unordered", "path")
 
 
 @dataclass(frozen=True)
@@ -39,21 +38,6 @@ class Limits:
 
     def case_timeout(self, reference_seconds: float) -> float:
         return max(self.case_seconds, self.case_factor * reference_seconds)
-
-
-LIMIT_DOCS = {
-    "case_seconds": "floor of the wall time one case may take (seconds)",
-    "case_factor": "a case may take this many times the reference's own time, when that is larger",
-    "load_seconds": "wall time for running the notebook's kept top-level statements",
-    "submission_seconds": "wall time for the whole submission",
-    "memory_mb": "address-space limit of the student process (MiB)",
-    "output_bytes": "student output kept per case (bytes)",
-    "max_timeouts": "timeouts in one exercise before its remaining cases are skipped",
-    "disk_mb": "size of the student's scratch folder, fresh for each exercise (MiB; counted in memory_mb)",
-    "files": "files and folders the student's scratch folder may hold",
-    "mutation_score": "grader validate fails when fewer of the mutants of a graded function lose points (0 to 1)",
-    "oracle_calls": "calls one case may make to the isolated (reference) helpers before it ends in an error",
-}
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.files import write_bytes
+
 KEY_FILE = ".key"
 KEY_BYTES = 32
 HEADER = b"puzzle-grader sealed v1 hmac-sha256="
@@ -126,18 +128,7 @@ def unseal(key: bytes, data: bytes) -> bytes | None:
 
 def write_sealed(key: bytes, path: Path, body: bytes) -> None:
     """Write a sealed file atomically, readable by the grader's uid only."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(seal(key, body))
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    write_bytes(path, seal(key, body), private=True)
 
 
 def read_sealed(key: bytes, path: Path) -> tuple[bytes | None, str]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from grader.files import write_text
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentRow, generator_rates, scores_only, student_rows)
 from grader.results import CaseResult, SubmissionResult, read_json
@@ -669,13 +668,7 @@ def class_report_html(results: Sequence[SubmissionResult], *, title: str | None 
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        temporary.write_text(display(text), encoding="utf-8")   # any string: a lone surrogate becomes U+FFFD
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    write_text(path, display(text))   # any string: a lone surrogate becomes U+FFFD
 
 
 def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title: str | None = None,

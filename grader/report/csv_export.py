@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import math
-import os
-import secrets
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol, Sequence
 
+from grader.files import atomic_open
 from grader.results import SubmissionResult
 from grader.textsafe import display
 
@@ -107,25 +106,15 @@ def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: 
     """The CSV from score rows, streamed: one row per student, then `state` (graded, unreadable, failed), the
     lateness (`late`, the late policy's `late_penalty` and `total_after_penalty`: the score itself stays in
     `total`) and the `more` columns (a row's `more` cells, when it has them)."""
-    path = Path(path)
-    # Same folder (os.replace must not cross file systems), a fresh name per call, created with the umask.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(temporary, "x", encoding="utf-8", newline="") as stream:
-            writer = csv.writer(stream)
-            writer.writerow(["student", *columns, "total", "max_total", "state", "late", "late_penalty",
-                             "total_after_penalty", *more])
-            for row in rows:
-                scores = row.scores
-                late, penalty = getattr(row, "late", False), getattr(row, "penalty", 0.0)
-                writer.writerow([text(row.student),
-                                 *(number(scores[column]) if column in scores else "" for column in columns),
-                                 number(row.total), number(row.max_total), row.state, "late" if late else "",
-                                 number(penalty), number(max(0.0, row.total - penalty)),
-                                 *(getattr(row, "more", ()) if more else ())])
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    with atomic_open(path, newline="", durable=True) as stream:   # an LMS import never reads half a file
+        writer = csv.writer(stream)
+        writer.writerow(["student", *columns, "total", "max_total", "state", "late", "late_penalty",
+                         "total_after_penalty", *more])
+        for row in rows:
+            scores = row.scores
+            late, penalty = getattr(row, "late", False), getattr(row, "penalty", 0.0)
+            writer.writerow([text(row.student),
+                             *(number(scores[column]) if column in scores else "" for column in columns),
+                             number(row.total), number(row.max_total), row.state, "late" if late else "",
+                             number(penalty), number(max(0.0, row.total - penalty)),
+                             *(getattr(row, "more", ()) if more else ())])

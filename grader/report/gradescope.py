@@ -18,10 +18,10 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
 from pathlib import Path
 from typing import Sequence
 
+from grader.files import write_text
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
 from grader.sandbox import codec
 from grader.textsafe import display
@@ -211,10 +211,7 @@ def write_results(data: dict, path: Path) -> Path:
     """Write atomically: Gradescope must never read half a file. Any string: a lone surrogate becomes U+FFFD."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(display(json.dumps(data, indent=1, ensure_ascii=False)) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-    return path
+    return write_text(path, display(json.dumps(data, indent=1, ensure_ascii=False)) + "\n")
 
 
 def write_gradescope(result: SubmissionResult, path: Path) -> Path:
