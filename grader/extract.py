@@ -13,6 +13,7 @@ import ast
 import builtins
 import re
 import shlex
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -167,7 +168,7 @@ def _prepare(cell: Cell) -> _Prepared:
         if len(text) > MAX_CELL_CHARS:
             raise _Unparsable(f"the cell is too large to parse ({len(text):,} characters; at most "
                               f"{MAX_CELL_CHARS:,})")
-        tree = ast.parse(text)
+        tree = _parse(text)
         # Every level of an AST takes at least one character of source, give or take a few: short cells are shallow.
         if len(text) > MAX_NESTING // 4 and _deeper_than(tree, MAX_NESTING):
             raise _Unparsable(f"the code is nested too deeply to analyse (more than {MAX_NESTING} levels)")
@@ -194,6 +195,23 @@ MAX_CELL_CHARS = 2_000_000   # a code cell longer than this is data, not a solut
 # The grader's own tree walks (global reads, bindings) recurse once per level; CPython's parser allows about 200
 # levels of brackets but any depth of `1+1+...`, so depth is measured (without recursion) before any walk.
 MAX_NESTING = 400
+
+
+PARSE_RECURSION_LIMIT = 20_000
+
+
+def _parse(text: str) -> ast.Module:
+    """ast.parse with room for the deepest tree CPython's parser accepts (its own stack stops near 6,000 levels).
+
+    Why: a RecursionError while CPython 3.11 builds the tree leaves its AST state off, and later parses in the same
+    process can fail with "SystemError: AST constructor recursion depth mismatch". The depth is checked after.
+    """
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, PARSE_RECURSION_LIMIT))
+    try:
+        return ast.parse(text)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 class _Unparsable(Exception):

@@ -198,7 +198,8 @@ def test_exercise_ids_are_the_canonical_names_for_every_submission(bundled: Batc
 
 def test_every_status_occurs_and_no_other(bundled: Batch) -> None:
     seen = {c.status for r in bundled.results.values() for e in r.exercises for c in e.cases}
-    assert seen == set(STATUSES) == {"pass", "fail", "error", "timeout", "missing"}
+    # "problem" (a check of the rubric crashed) never happens with a sound rubric: tests/test_writers.py makes it.
+    assert seen == set(STATUSES) - {"problem"} == {"pass", "fail", "error", "timeout", "missing"}
 
 
 def test_a_file_that_is_not_a_notebook_scores_zero_with_the_reason_and_the_batch_goes_on(bundled: Batch) -> None:
