@@ -223,3 +223,72 @@ def _parameters(args: ast.arguments) -> list[str]:
 
 def _defaults(args: ast.arguments) -> list[ast.expr]:
     return [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+
+
+def statement_reads(node: ast.stmt) -> frozenset[str]:
+    """Every module-level name a top-level statement reads when it runs or when what it defines is called.
+
+    For a def or class: its decorators, defaults and bases, and the globals its body reads (annotations are
+    not evaluated by the grader, so they are not reads). For any other statement: every name it loads, the
+    bodies of the lambdas and comprehensions in it included.
+    """
+    reads: set[str] = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for expression in [*node.decorator_list, *_defaults(node.args)]:
+            _collect(expression, _Scope(set(), set(), ()), reads)
+        _function_reads(node, (), reads)
+    elif isinstance(node, ast.ClassDef):
+        for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            _collect(expression, _Scope(set(), set(), ()), reads)
+        _class_reads(node, (), reads)
+    else:
+        module = _Scope(set(), set(), ())
+        _collect(node, module, reads)
+    return frozenset(reads)
+
+
+# Methods of list, dict, set, bytearray and deque that change the object they are called on.
+MUTATING_METHODS = frozenset({
+    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "update", "add", "discard",
+    "setdefault", "popitem", "appendleft", "extendleft", "popleft", "rotate", "difference_update",
+    "intersection_update", "symmetric_difference_update", "__setitem__", "__delitem__",
+})
+
+
+def mutated_names(node: ast.stmt) -> frozenset[str]:
+    """Module-level names a top-level statement changes without rebinding them.
+
+    `goal.append(0)`, `goal[2] = 0`, `EightPuzzle.h1 = f`, `del table[k]`, also inside a loop or an if.
+    A method call changes its object only for the container methods that do (MUTATING_METHODS):
+    `solver.solve(...)` is not taken to change `solver`.
+    """
+    names: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        targets: list[ast.AST] = []
+        if isinstance(inner, ast.Assign):
+            targets = list(inner.targets)
+        elif isinstance(inner, (ast.AugAssign, ast.AnnAssign)):
+            targets = [inner.target]
+        elif isinstance(inner, ast.Delete):
+            targets = list(inner.targets)
+        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+                and inner.func.attr in MUTATING_METHODS:
+            targets = [inner.func.value]
+            root = _root_name(inner.func.value)
+            if root is not None:
+                names.add(root)
+            continue
+        for target in targets:
+            if isinstance(target, (ast.Subscript, ast.Attribute)):
+                root = _root_name(target.value)
+                if root is not None:
+                    names.add(root)
+    return frozenset(names)
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import time
 import hashlib
@@ -59,6 +61,7 @@ class Batch:
     unchanged: int = 0                                    # not graded again: same file, rubric and grader
     failed: list[str] = field(default_factory=list)       # the grader could not finish these (see their reasons)
     reasons: dict[str, str] = field(default_factory=dict)  # student -> why it failed
+    mismatch: dict[str, str] = field(default_factory=dict)  # student -> "does not look like <assignment>" (graded now)
     problems: list[str] = field(default_factory=list)     # intake: unreadable entries, skipped
     notes: list[str] = field(default_factory=list)        # intake: decisions such as several notebooks
     rows: list[ScoreRow] = field(default_factory=list)    # this batch's students' scores (no cases), intake order
@@ -174,6 +177,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     cache_dir = (Path(cache) if cache is not None else default_cache()).resolve()
     plan = build_plan(rubric, cache_dir)     # once, here: the workers then read the expected values from the cache
     out_dir = Path(out).resolve() if out is not None else None
+    if out_dir is not None:
+        claim_results_folder(out_dir, rubric)
     book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
     batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
     with tempfile.TemporaryDirectory(prefix="puzzle-grader-intake-") as workdir:
@@ -252,6 +257,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 else:
                     batch._kept[student] = result
                 rows[student] = _row(result)
+                if result.mismatch:
+                    batch.mismatch[student] = result.mismatch
                 if on_result:
                     on_result(result, False)
             batch.rows = [rows[student] for student in batch.students if student in rows]
@@ -318,6 +325,40 @@ def _write_gradescope(results: Iterable[SubmissionResult], folder: Path) -> None
     from grader.report.gradescope import write_gradescope
     for result in results:
         write_gradescope(result, folder / f"{result.submission}.json")
+
+
+RUBRIC_MARK = ".assignment"   # JSON naming the assignment a results folder holds (not *.json: result readers skip it)
+
+
+class ResultsFolderError(ValueError):
+    """A results folder that holds another assignment's results: mixing them would overwrite students' results
+    and put two assignments in one class report."""
+
+
+def claim_results_folder(folder: Path, rubric: Rubric) -> None:
+    """Remember which assignment a results folder holds, and refuse to mix another one in."""
+    mark = folder / RUBRIC_MARK
+    held = None
+    try:
+        held = json.loads(mark.read_text(encoding="utf-8")).get("assignment")
+    except (OSError, ValueError, AttributeError):
+        held = None
+    if held is None and folder.is_dir():     # a folder written before the mark existed: ask its results
+        for result in sorted(p for p in folder.glob("*.json") if p.name != RUBRIC_MARK)[:20]:
+            try:
+                held = json.loads(result.read_text(encoding="utf-8")).get("rubric")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(held, str):
+                break
+            held = None
+    if held is not None and held != rubric.assignment:
+        raise ResultsFolderError(f"{folder}: this results folder holds results of {held}, not {rubric.assignment}; "
+                                 f"grade {rubric.assignment} into another folder (--out)")
+    folder.mkdir(parents=True, exist_ok=True)
+    if held is None:
+        mark.write_text(json.dumps({"assignment": rubric.assignment, "rubric": str(rubric.path)}) + "\n",
+                        encoding="utf-8")
 
 
 def _open_gradebook(path: Path | None) -> Gradebook | None:

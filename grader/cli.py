@@ -63,8 +63,15 @@ def _grade(args: argparse.Namespace) -> int:
     levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
     console.print(f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
                   f"{len(batch.failed)} failed, {batch.unchanged} unchanged; {batch.skipped} skipped "
-                  f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/", highlight=False,
-                  soft_wrap=True, markup=False)
+                  f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/", highlight=False, soft_wrap=True,
+                  markup=False)
+    mismatched = [student for student in batch.students if batch.mismatch.get(student)]
+    for student in mismatched:
+        console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False)
+    if mismatched and not args.allow_mismatch:
+        console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
+                      f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
+        return 3
     return 1 if batch.failed else 0
 
 
@@ -356,7 +363,9 @@ def _extract(args: argparse.Namespace) -> int:
     from grader.textsafe import terminal
     extracted = extract(read_notebook(args.notebook), policy)
     # The notebook's own text, for a terminal: no escape sequences, no lone surrogates (they cannot be printed).
-    sys.stdout.write(terminal(extracted.source()))
+    for statement in extracted.statements:
+        why = f"; kept: {statement.why}" if statement.why else ""
+        sys.stdout.write(terminal(f"# {statement.label}, line {statement.line}{why}\n{statement.code}\n\n"))
     sys.stdout.write("\n# ---- left out ----\n")
     for line in extracted.dropped_report().splitlines():
         sys.stdout.write(f"# {terminal(line)}\n")
@@ -386,6 +395,8 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table: a summary line (for CI logs)")
     grade.add_argument("--gradebook", default=None, help="SQLite gradebook (default: OUT/gradebook.sqlite)")
     grade.add_argument("--force", action="store_true", help="regrade submissions that have not changed")
+    grade.add_argument("--allow-mismatch", action="store_true",
+                       help="exit 0 even when notebooks do not look like the rubric's assignment")
     grade.add_argument("--dask", default=None, metavar="ADDRESS",
                        help="grade on a Dask cluster: a scheduler address, or 'local' for a LocalCluster")
     grade.add_argument("--gradescope", default=None, metavar="DIR",
@@ -532,7 +543,8 @@ def main(argv: list[str] | None = None) -> int:
         from grader.kit import KitError
         from grader.similarity import SimilarityUnavailable
         from grader.executor_dask import ClusterError
-        if isinstance(error, (KitError, GradebookError, SimilarityUnavailable, ClusterError)):
+        from grader.batch import ResultsFolderError
+        if isinstance(error, (KitError, GradebookError, SimilarityUnavailable, ClusterError, ResultsFolderError)):
             print(error, file=sys.stderr)
             return 2
         raise

@@ -15,7 +15,7 @@ import re
 import shlex
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from grader.analysis import is_stub
@@ -35,6 +35,10 @@ class Policy:
 
     allow_calls: frozenset[str] = frozenset()  # notebook functions whose top-level calls are kept anyway
     drop: frozenset[str] = frozenset()  # top-level names whose assignments are dropped anyway
+    # Names the grading needs from the notebook (graded functions, names the cases call or set, names support
+    # modules read): the roots of the dependency slice. None (no rubric): the syntactic policy, which keeps data
+    # and drops statements that call notebook code.
+    roots: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class Statement:
     label: str  # the Cell.label
     kind: str  # "import" | "def" | "class" | "assign" | "run" | "other"
     names: tuple[str, ...]  # top-level names it binds
+    why: str = ""  # why a statement that is not a definition was kept ("Goal read by manhattan")
 
 
 @dataclass(frozen=True)
@@ -87,11 +92,16 @@ class Extracted:
 
 
 def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
-    """Keep the defining top-level statements of the code cells, in document order (not execution order)."""
+    """Keep the definitions and the top-level statements the graded code depends on, in document order."""
     prepared = [_prepare(cell) for cell in notebook.cells if cell.kind == "code"]
     trees = [p.tree for p in prepared if p.tree is not None]
     run_stems = tuple(stem for p in prepared for _, stem in p.runs)
     judge = _Judge(_notebook_callables(trees), policy, run_stems, _names_bound_anywhere(trees))
+    located = [(p.cell, node) for p in prepared if p.tree is not None for node in p.tree.body]
+    # Without roots (no rubric says what grading needs) the older syntactic policy applies: keep data, drop
+    # statements that call notebook code.
+    needed = _slice(located, policy, judge) if policy.roots is not None else {
+        id(node): "" for _, node in located if judge.reason_to_drop(node) is None}
     kept: list[tuple[Statement, ast.stmt | None]] = []
     dropped: list[Dropped] = []
     syntax_errors: list[Dropped] = []
@@ -103,17 +113,19 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
             dropped_here.append(p.syntax_error)
             warnings.append(p.warning)
         kept_here: list[tuple[Statement, ast.stmt | None]] = [
-            (Statement(_call_run(stem), p.cell.index, line, p.cell.label, "run", ()), None)
+            (Statement(_call_run(stem), p.cell.index, line, p.cell.label, "run", (), why="%run of a support module"),
+             None)
             for line, stem in p.runs
         ]
         body = p.tree.body if p.tree is not None else []
         for n, node in enumerate(body):
             code = _statement_code(p.lines, body, n)
-            reason = judge.reason_to_drop(node)
-            if reason is None:
-                kept_here.append((_statement(node, code, p.cell), node))
+            why = needed.get(id(node))
+            if why is not None:
+                kept_here.append((replace(_statement(node, code, p.cell), why=why), node))
             else:
-                dropped_here.append(_dropped(p.cell, _first_line(node), reason, code))
+                reason = _why_dropped(node, policy, judge) if policy.roots is not None else judge.reason_to_drop(node)
+                dropped_here.append(_dropped(p.cell, _first_line(node), reason or "not needed", code))
         kept += sorted(kept_here, key=lambda pair: pair[0].line)
         dropped += sorted(dropped_here, key=lambda d: d.line)
     return Extracted(
@@ -124,6 +136,108 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
         warnings=tuple(warnings),
         runs=run_stems,
     )
+
+
+# ---------------------------------------------------------------- the dependency slice
+
+
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global, ast.Pass)
+# Top-level calls that only configure the interpreter, which graded code may rely on (a deep recursion).
+_CONFIGURING_CALLS = frozenset({"sys.setrecursionlimit", "random.seed", "np.random.seed", "numpy.random.seed",
+                                "warnings.filterwarnings", "warnings.simplefilter"})
+
+
+def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge") -> dict[int, str]:
+    """id(statement) -> why it is kept, for the statements the graded code depends on.
+
+    Definitions (imports, def, class) are always kept. Any other statement is kept when a needed name is one
+    it binds or mutates; a name is needed when the rubric needs it (the roots), or a needed function or class
+    reads it, or a kept statement reads it: computed transitively on the AST. What a statement calls does not
+    matter, so `Path = main()` is dropped unless something needed reads Path.
+    """
+    from grader.analysis import mutated_names, statement_reads
+
+    kept: dict[int, str] = {}
+    definitions: dict[str, list[ast.stmt]] = {}
+    candidates: list[tuple[Cell, ast.stmt, frozenset[str]]] = []
+    for cell, node in located:
+        if isinstance(node, _DEFINITIONS):
+            kept[id(node)] = ""
+            for name in _bound_names(node):
+                definitions.setdefault(name, []).append(node)
+        elif isinstance(node, _ASSIGNMENTS) and any(name in policy.drop for name in _bound_names(node)):
+            continue
+        else:
+            touched = frozenset(_bound_names(node)) | mutated_names(node)
+            candidates.append((cell, node, touched))
+            if isinstance(node, ast.Expr) and _configuring_call(node.value, policy):
+                kept[id(node)] = "configures the interpreter" if not judge._allowed_bare_call(node.value) \
+                    else "a call the rubric allows"
+    roots = policy.roots or frozenset()
+    queue: list[tuple[str, str]] = [(name, "the rubric's cases") for name in sorted(roots | policy.allow_calls)]
+    for cell, node, _ in candidates:
+        if kept.get(id(node)):
+            queue.extend((name, f"{cell.label}, line {_first_line(node)}") for name in statement_reads(node))
+    needed: set[str] = set()
+    while queue:
+        name, reader = queue.pop(0)
+        if name in needed:
+            continue
+        needed.add(name)
+        for node in definitions.get(name, []):
+            queue.extend((read, name) for read in statement_reads(node))
+        for cell, node, touched in candidates:
+            if name in touched and id(node) not in kept:
+                verb = "read" if name in _bound_names(node) else "changed here and read"
+                kept[id(node)] = f"{name} {verb} by {reader}"
+                queue.extend((read, name) for read in statement_reads(node))
+    return kept
+
+
+def _why_dropped(node: ast.stmt, policy: Policy, judge: "_Judge") -> str:
+    """What the statement is, and why the grader does not need it."""
+    names = _bound_names(node)
+    if isinstance(node, _ASSIGNMENTS) and any(name in policy.drop for name in names):
+        return "dropped by rubric"
+    what = _label(node)
+    if isinstance(node, ast.If) and _is_main_guard(node.test):
+        return 'if __name__ == "__main__" block'
+    calls = judge.reason_to_drop(node) if not isinstance(node, _ASSIGNMENTS) else judge._assignment(node)
+    runs = f" (it calls {calls.split(' calls ', 1)[1]})" if calls and " calls " in calls else ""
+    if names:
+        shown = ", ".join(dict.fromkeys(names))
+        return f"{what}: nothing graded reads {shown}{runs}"
+    return f"{what}: graded code does not depend on it{runs}"
+
+
+def _label(node: ast.stmt) -> str:
+    """A statement as a student would name it: "call of draw_state()", "assignment to Path", "for loop"."""
+    if isinstance(node, ast.Expr):
+        if isinstance(node.value, ast.Call):
+            callee = _callee(node.value.func)
+            return f"call of {callee}()" if callee else "call"
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return "string"
+        return "expression"
+    if isinstance(node, _ASSIGNMENTS):
+        names = list(dict.fromkeys(_bound_names(node)))
+        if names:
+            return f"assignment to {', '.join(names)}"
+        targets = [ast.unparse(t) for t in _assign_targets(node)]
+        return f"assignment to {', '.join(targets)}" if targets else "assignment"
+    return {ast.For: "for loop", ast.AsyncFor: "for loop", ast.While: "while loop", ast.If: "if statement",
+            ast.With: "with statement", ast.AsyncWith: "with statement", ast.Try: "try statement",
+            ast.Match: "match statement", ast.Delete: "del statement", ast.Assert: "assert statement",
+            ast.Raise: "raise statement"}.get(type(node), f"{type(node).__name__.lower()} statement")
+
+
+def _configuring_call(value: ast.expr, policy: Policy) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    callee = _callee(value.func)
+    if callee is None:
+        return False
+    return callee in _CONFIGURING_CALLS or callee in policy.allow_calls or callee.split(".")[0] in policy.allow_calls
 
 
 # ---------------------------------------------------------------- magics and parsing, one cell at a time

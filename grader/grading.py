@@ -17,7 +17,8 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from grader import __version__
 from grader.analysis import global_data_reads, is_stub
-from grader.calls import ExpressionError, call_arguments, evaluate_data, for_child
+from grader.calls import ExpressionError, call_arguments, evaluate_data, for_child, free_names
+from grader.conventions import allowed_variants, hold_to_one, variant_note
 from grader.checks import CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract import Definition, Extracted, extract
 from grader.notebook import Notebook, NotebookError, read_notebook
@@ -79,7 +80,8 @@ def support_sources(plan: Plan) -> dict[str, str]:
 
 
 def _statements(extracted: Extracted) -> list[dict[str, Any]]:
-    return [{"code": s.code, "filename": s.label, "line": s.line, "kind": s.kind} for s in extracted.statements]
+    return [{"code": s.code, "filename": s.label, "line": s.line, "kind": s.kind, "names": list(s.names)}
+            for s in extracted.statements]
 
 
 def _empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: float,
@@ -114,6 +116,72 @@ def _method(definition: Definition, method: str) -> tuple[ast.FunctionDef | ast.
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method:
             found = item
     return found, bool(node.bases)
+
+
+def _kind(plan: Plan, exercise: Exercise) -> str:
+    """What the graded name is, as the reference has it: a function, class, method or constant."""
+    if "." in exercise.function:
+        return "method"
+    value = getattr(plan.reference, exercise.function, None)
+    if isinstance(value, type):
+        return "class"
+    return "function" if callable(value) or value is None else "constant"
+
+
+def _lacking(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
+             loaded: Sequence[str]) -> dict[str, str]:
+    """Case id -> the notebook names its call needs that the notebook does not define ("the class State"),
+    found by the parent before anything runs, so the student reads that, not a NameError of the grader's call."""
+    import builtins
+    # The graded name under any of its names: the call is renamed to the notebook's own.
+    present = set(loaded) | set(exercise.isolate) | {name} | {n.split(".")[0] for n in exercise.names} \
+        | set(dir(builtins))
+    lacking = {}
+    for case in cases:
+        try:
+            tree = ast.parse(case.call, mode="eval")
+        except SyntaxError:
+            continue
+        # Only names the call calls (`Node(state)`): data reaches the child as values, never by name.
+        called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        needed = called - set(plan.data(case)) - present
+        if needed:
+            lacking[case.id] = ", ".join(f"the {_kind_of(plan, n)} {n}" for n in sorted(needed))
+    return lacking
+
+
+def same_failures(results: Sequence[CaseResult]) -> tuple[str, ...]:
+    """One note per failure repeated word for word (the same error, the same traceback) in several cases."""
+    groups: dict[tuple[str, str, str], list[CaseResult]] = {}
+    for result in results:
+        if result.status in ("fail", "error", "timeout", "missing") and result.message:
+            groups.setdefault((result.status, result.message, result.traceback), []).append(result)
+    return tuple(f"{len(group)} cases fail the same way ({group[0].status}: {group[0].message})"
+                 for group in groups.values() if len(group) > 1)
+
+
+def _kind_of(plan: Plan, name: str) -> str:
+    value = getattr(plan.reference, name, None)
+    if isinstance(value, type):
+        return "class"
+    return "function" if callable(value) or value is None else "constant"
+
+
+def _called_method(exercise: Exercise, cases: Sequence[Case]) -> str:
+    """The one method every case calls on an instance of the graded class (`EightPuzzle(s).h2(...)`), if any:
+    what a class-graded exercise really grades, so its template stub is reported as missing."""
+    methods = set()
+    for case in cases:
+        try:
+            call = ast.parse(case.call, mode="eval").body
+        except SyntaxError:
+            return ""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Call) and isinstance(call.func.value.func, ast.Name)
+                and call.func.value.func.id in exercise.names):
+            return ""
+        methods.add(call.func.attr)
+    return methods.pop() if len(methods) == 1 else ""
 
 
 def _broken_cell(name: str, notebook: Notebook, extracted: Extracted):
@@ -224,12 +292,31 @@ def _canonical_expected(plan: Plan, case_id: str) -> str | None:
                  lambda: _canonical(plan.expected[case_id].value))
 
 
+def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
+    """The course fixtures a public case's call and settings use, by name, as wire values: feedback shows them
+    (`Board3` means nothing to a student who never saw it). Hidden cases keep theirs secret."""
+    if case.visibility != "public":
+        return {}
+
+    def make() -> dict[str, Any]:
+        names: set[str] = set()
+        for code in (case.call, *(code for _, code in case.set)):
+            try:
+                names |= free_names(code)
+            except SyntaxError:
+                pass
+        fixtures = set(plan.rubric.fixtures) - set(case.variables)
+        data = plan.data(case)
+        return {name: codec.encode(data[name]) for name in sorted(names & fixtures) if name in data}
+    return _memo((id(plan), plan.rubric.sha256, "inputs", case.id), make)
+
+
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
     """Turn the child's answer into a verdict, in the parent, on plain data only."""
     expected = plan.expected[case.id]
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=expected.value,
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
-                traceback=outcome.error.get("traceback", ""))
+                traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
     if outcome.status == "skipped":
         status = "error" if "budget" in outcome.error.get("message", "") else "timeout"
         return CaseResult(status=status, message=outcome.error.get("message", "not run"), **base)
@@ -253,10 +340,23 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         codec.decode(got)  # validate the untrusted wire before any check looks at it
     except codec.CodecError as error:
         return CaseResult(status="error", message=f"the result could not be read: {error}", **base)
+    result = _checked(plan, case, outcome, expected.value, base)
+    if result.status != "pass":
+        answers = dict(expected.mistakes)   # a mistake that raised on this input is absent
+        for mistake in exercise.mistakes:
+            if mistake.reference in answers and codec.same(answers[mistake.reference], got, validated=True) is None:
+                message = f"{result.message}. {mistake.say}" if result.message else mistake.say
+                return replace(result, message=message, mistake=mistake.reference)
+    return result
+
+
+def _checked(plan: Plan, case: Case, outcome: Outcome, expected_value: Any, base: dict[str, Any]) -> CaseResult:
+    """The case's check run on a decoded answer against one expected value (the reference's or a variant's)."""
+    got = outcome.value
     data = _memo((id(plan), plan.rubric.sha256, "data", case.id), lambda: plan.data(case))
     arguments = _memo((id(plan), plan.rubric.sha256, "arguments", case.id),
                       lambda: call_arguments(case.call, data) or ((), {}))
-    context = CheckContext(expected=expected.value, got=got, args=arguments[0], kwargs=arguments[1],
+    context = CheckContext(expected=expected_value, got=got, args=arguments[0], kwargs=arguments[1],
                            probes=_probes(outcome), variables=dict(case.variables), data=data,
                            options=dict(case.check.options), reference=plan.reference, validated=True)
     function = resolve_check(case.check.name, plan.reference)
@@ -268,15 +368,21 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         # Not the student's fail: a check must reject odd answers with a verdict, never by raising.
         return CaseResult(status="problem", got=got, message=f"grader problem: the check {case.check.name} "
                                                              f"crashed: {type(error).__name__}: {error}", **base)
-    message = verdict.message
-    if not verdict.passed:
-        answers = dict(expected.mistakes)   # a mistake that raised on this input is absent
-        for mistake in exercise.mistakes:
-            if mistake.reference in answers and codec.same(answers[mistake.reference], got, validated=True) is None:
-                message = f"{message}. {mistake.say}" if message else mistake.say
-                break
-    return CaseResult(status="pass" if verdict.passed else "fail", message=message, got=got,
+    return CaseResult(status="pass" if verdict.passed else "fail", message=verdict.message, got=got,
                       fraction=verdict.fraction, **base)
+
+
+def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
+                   first: CaseResult) -> dict[str, CaseResult]:
+    """The verdict of an answer under each accepted variant whose answer to this case is known."""
+    if not exercise.variants or outcome.status != "ok" or first.status in ("error", "problem"):
+        return {}
+    answers = dict(plan.expected[case.id].variants)
+    base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, seconds=first.seconds,
+                output=first.output, weight=case.weight, traceback=first.traceback, inputs=first.inputs)
+    return {variant.reference: _checked(plan, case, outcome, answers[variant.reference],
+                                        {**base, "expected": answers[variant.reference]})
+            for variant in exercise.variants if variant.reference in answers}
 
 
 def _template_names(plan: Plan) -> frozenset[str]:
@@ -321,54 +427,63 @@ def _no_oracle(name: str, args: list, kwargs: dict) -> Any:
     raise LookupError(f"{name} is not isolated in this run")
 
 
-ISOLATED_RERUN_FACTOR = 10.0   # helper calls answered by the parent cost a round trip each
+def graded_by(rubric: Any, helper: str) -> Exercise | None:
+    """The exercise that grades a helper (by its function name or an alias), if any."""
+    for exercise in rubric.exercises:
+        if helper in exercise.names:
+            return exercise
+    return None
 
 
-def _second_chance(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequence[CaseRequest],
-                   results: list[CaseResult], sandbox: CaseRunner, deadline: float) -> list[CaseResult]:
-    """Re-run failed cases with the reference's helpers (answered by the parent); the better verdict counts.
+def helpers_to_isolate(plan: Plan, exercise: Exercise, judged: Mapping[str, ExerciseResult]) -> tuple[str, ...]:
+    """The helpers the reference may answer for: those whose own exercise was already judged wrong.
 
-    So a broken `matches` does not also fail `search`, and a notebook whose helpers work never pays for
-    the round trips.
+    Isolation compensates, it does not retry. The exercise always runs with the notebook's own helpers; only
+    when a helper's own (earlier) exercise lost points for this notebook is the WHOLE exercise run once more,
+    every case, with the same limits, the reference answering for those helpers, and the better of the two
+    exercise scores counts. What the second run does is decided before any case runs, so the child never
+    learns which cases failed; a helper judged right with its own helpers (or never judged) is never swapped.
+    A notebook whose own helpers are consistent with each other (moves named the other way round) keeps its
+    own run.
     """
-    retry = [i for i, r in enumerate(results) if r.status in ("fail", "error") and r.fraction < 1.0]
-    if not retry:
-        return results
-    reference = plan.reference
+    swapped = []
+    for helper in exercise.isolate:
+        own = graded_by(plan.rubric, helper)
+        result = judged.get(own.id) if own is not None else None
+        # Full marks earned only with the reference's helpers of ITS own (next_states with a broken find_tile)
+        # is not right as the notebook runs it.
+        if result is not None and (result.score < result.max_score or result.isolated):
+            swapped.append(helper)
+    return tuple(swapped)
 
-    def oracle(function: str, args: list, kwargs: dict) -> Any:
-        return getattr(reference, function)(*args, **kwargs)
 
-    rerun = [replace(requests[i], timeout=requests[i].timeout * ISOLATED_RERUN_FACTOR) for i in retry]
-    outcomes = sandbox.run_exercise(rerun, exercise.isolate, oracle, deadline, max_timeouts=1)
-    improved = list(results)
-    helpers = ", ".join(exercise.isolate)
-    for index, outcome in zip(retry, outcomes, strict=True):
-        second = judge(plan, exercise, cases[index], outcome)
-        first = results[index]
-        if second.fraction > first.fraction or (second.status == "pass" and first.status != "pass"):
-            improved[index] = replace(second, message=(
-                f"{second.message + '. ' if second.message else ''}Passed with the reference's {helpers}; with "
-                f"the notebook's own it failed: {first.message}" if second.status == "pass" else
-                f"{second.message} (with the reference's {helpers}; with the notebook's own: {first.message})"))
-    return improved
+def _isolation_note(helpers: Sequence[str], plan: Plan) -> str:
+    owners = []
+    for helper in helpers:
+        own = graded_by(plan.rubric, helper)
+        owners.append(f"{helper} (see {own.id})" if own is not None and own.id != helper else helper)
+    return (f"judged with the reference's {', '.join(owners)}: yours lost points in "
+            f"{'its' if len(helpers) == 1 else 'their'} own exercise, so it is not charged again here")
 
 
 def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, notebook: Notebook,
-                   extracted: Extracted, loaded: Sequence[str], deadline: float, options: Options) -> ExerciseResult:
+                   extracted: Extracted, loaded: Sequence[str], deadline: float, options: Options,
+                   judged: Mapping[str, ExerciseResult] | None = None) -> ExerciseResult:
+    """One exercise's verdicts; `judged` holds the exercises graded before it (isolation and variants read it)."""
+    judged = judged or {}
     cases = plan.cases[exercise.id]
     name = _resolve(exercise, extracted, loaded)
     if name is None:
         names = " or ".join(exercise.names)
-        missing = _missing(exercise, cases, f"no function named {names} in the notebook"
+        missing = _missing(exercise, cases, f"no {_kind(plan, exercise)} named {names} in the notebook"
                            + _syntax_error_note(exercise.function, notebook, extracted))
         broken = _broken_cell(exercise.function, notebook, extracted)
         # where the function is, although it could not run: reports put its feedback beside that cell
         return replace(missing, location=f"{broken.label}, line {broken.line}") if broken is not None else missing
     definition = extracted.definitions.get(name)
     location = f"{definition.label}, line {definition.line}" if definition else ""
-    if "." in exercise.function and definition is not None:
-        method_name = exercise.function.split(".")[1]
+    method_name = exercise.function.split(".")[1] if "." in exercise.function else _called_method(exercise, cases)
+    if method_name and definition is not None:
         method, inherits = _method(definition, method_name)
         if method is None and not inherits:
             return replace(_missing(exercise, cases, f"class {name} ({location}) has no method {method_name}"),
@@ -387,20 +502,101 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
                                                  f"warnings"), location=location, function=name)
     assert sandbox is not None
     requests = _requests(plan, exercise, cases, name, options)
-    outcomes = sandbox.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts)
-    # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
-    results = [bound_case(judge(plan, exercise, case, outcome))
-               for case, outcome in zip(cases, outcomes, strict=True)]
-    del outcomes
-    if exercise.isolate:
-        results = [bound_case(r) for r in _second_chance(plan, exercise, cases, requests, results, sandbox,
-                                                         deadline)]
-    notes = _notes(exercise, name, extracted, plan)
+    allowed = allowed_variants(exercise, judged, plan.expected)
+    graded = exercise.function if "." in exercise.function else name
+    lacking = _lacking(plan, exercise, cases, name, loaded)
+    results, chosen = _run(plan, exercise, cases, requests, sandbox, deadline, (), allowed, graded, extracted, lacking)
+    isolate = helpers_to_isolate(plan, exercise, judged)
+    if isolate and exercise_score(results, exercise.points, exercise.scoring) < exercise.points:
+        # The whole exercise again, every case, the same limits: the child learns nothing of which cases failed.
+        second, second_chosen = _run(plan, exercise, cases, requests, sandbox, deadline, isolate, allowed, graded,
+                                     extracted, lacking)
+        if exercise_score(second, exercise.points, exercise.scoring) > \
+                exercise_score(results, exercise.points, exercise.scoring):
+            results, chosen = second, second_chosen
+        else:
+            isolate = ()
+    else:
+        isolate = ()
+    notes = _notes(exercise, name, extracted, plan) + variant_note(exercise, chosen)
+    if isolate:
+        notes += (_isolation_note(isolate, plan),)
+    notes += same_failures(results)
     if any(r.status != "pass" for r in results):
         notes += exercise.hints
     score = exercise_score(results, exercise.points, exercise.scoring, planned={c.id: c.weight for c in cases})
     return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
-                          function=name, location=location)
+                          function=name, location=location, variant=chosen, isolated=isolate)
+
+
+def culprit(where: str, extracted: Extracted) -> tuple[str, str] | None:
+    """The notebook function or method (and its place) holding a traceback's innermost student line, if any.
+
+    `where` is "<cell label>, line N", the child's innermost notebook frame; it is matched against the parent's
+    own parse of the notebook, so the child can at most misplace a message, never a verdict.
+    """
+    match = re.fullmatch(r"(.+), line (\d+)", where or "")
+    if match is None:
+        return None
+    label, line = match[1], int(match[2])
+    for definition in extracted.definitions.values():
+        node = definition.node
+        if definition.label != label or definition.kind not in ("function", "class") or node is None:
+            continue
+        if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        name = definition.name
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                        and item.lineno <= line <= (item.end_lineno or item.lineno):
+                    name = f"{definition.name}.{item.name}"
+        return name, f"{label}, line {line}"
+    return None
+
+
+def _charge(result: CaseResult, outcome: Outcome, graded: str, extracted: Extracted) -> CaseResult:
+    """An error raised inside another function of the notebook names it: that is where the fix belongs."""
+    if result.status != "error" or not outcome.error:
+        return result
+    found = culprit(str(outcome.error.get("where", "")), extracted)
+    if found is None:
+        return result
+    name, place = found
+    if name == graded or name.split(".")[0] == graded.split(".")[0]:   # its own body, or its own class
+        return result
+    return replace(result, culprit=name,
+                   message=f"{result.message}. The error is in {name} ({place}), called while running {graded}")
+
+
+def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequence[CaseRequest], sandbox: CaseRunner,
+         deadline: float, isolate: Sequence[str], allowed: Sequence[Any],
+         graded: str = "", extracted: Extracted | None = None,
+         lacking: Mapping[str, str] | None = None) -> tuple[list[CaseResult], str]:
+    """Run every case of the exercise once (with `isolate` answered by the reference) and judge the answers."""
+    reference = plan.reference
+    lacking = lacking or {}
+
+    def oracle(function: str, args: list, kwargs: dict) -> Any:
+        if function not in isolate:
+            raise LookupError(f"{function} is not isolated in this run")
+        return getattr(reference, function)(*args, **kwargs)
+
+    outcomes = sandbox.run_exercise(requests, tuple(isolate), oracle if isolate else _no_oracle, deadline,
+                                    max_timeouts=exercise.limits.max_timeouts)
+    results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]
+    if extracted is not None:
+        results = [_charge(result, outcome, graded, extracted) for result, outcome in zip(results, outcomes)]
+    for index, case in enumerate(cases):
+        absent = lacking.get(case.id)
+        if absent and results[index].status != "pass":
+            results[index] = replace(results[index], status="missing", fraction=0.0, message=(
+                f"this case needs {absent}, which the notebook does not define"))
+    variants = [judge_variants(plan, exercise, case, outcome, result)
+                for case, outcome, result in zip(cases, outcomes, results)]
+    held, chosen = hold_to_one(results, variants, allowed)
+    # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
+    return [bound_case(result) for result in held], chosen
 
 
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
@@ -421,18 +617,34 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
             report = sandbox.load(deadline)
             loaded: Sequence[str] = report.names
             warnings.extend(report.warnings)
+            environment = report.environment
         except SandboxError as error:
             warnings.append(str(error))
             loaded = ()
-        exercises = tuple(grade_exercise(plan, exercise, sandbox if loaded else None, notebook, extracted, loaded,
-                                         deadline, options) for exercise in rubric.exercises)
+            environment = ()
+        judged: dict[str, ExerciseResult] = {}
+        for exercise in rubric.exercises:
+            judged[exercise.id] = grade_exercise(plan, exercise, sandbox if loaded else None, notebook, extracted,
+                                                 loaded, deadline, options, judged)
+        exercises = tuple(judged.values())
         sandbox_level = sandbox.level or sandbox_level
         held = isolation_report(sandbox_level, sandbox.facts, process_limits)
+    mismatch = mismatch_note(rubric.assignment, exercises, extracted)
     return bound_result(SubmissionResult(
         submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
         rubric_sha256=rubric.sha256, grader_version=__version__, isolation=sandbox_level,
         total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
-        warnings=tuple(warnings), seconds=round(time.monotonic() - started, 3), extra={"isolation": held}))
+        warnings=(mismatch, *warnings) if mismatch else tuple(warnings), mismatch=mismatch, environment=environment,
+        seconds=round(time.monotonic() - started, 3), extra={"isolation": held}))
+
+
+def mismatch_note(assignment: str, exercises: Sequence[ExerciseResult], extracted: Extracted) -> str:
+    """Say so when most graded names are absent: the notebook was probably graded with the wrong rubric."""
+    absent = [e for e in exercises if not e.function]    # no definition under any accepted name
+    if len(exercises) < 2 or 2 * len(absent) <= len(exercises):
+        return ""
+    return (f"this notebook does not look like {assignment}: {len(absent)} of {len(exercises)} graded names are "
+            f"not defined in it (is it the right assignment, or the right rubric?)")
 
 
 def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = ()) -> list[str]:

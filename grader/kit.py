@@ -101,6 +101,7 @@ class KitCase:
     expected: Any                             # wire
     mistakes: Mapping[str, Any]               # known mistake -> its answer (wire); absent where it raised
     data: Mapping[str, Any] = field(default_factory=dict)   # public checks: variables and option names (wire)
+    variants: Mapping[str, Any] = field(default_factory=dict)   # accepted variant -> its answer (wire)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class KitExercise:
     max_timeouts: int
     hidden_cases: int
     cases: tuple[KitCase, ...]
+    variants: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()   # (name, say, when)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -136,6 +138,7 @@ class Kit:
     known_globals: tuple[str, ...]            # course globals a graded function may read without a note
     support: Mapping[str, str]                # support modules notebooks import or %run, by name
     exercises: tuple[KitExercise, ...]
+    roots: tuple[str, ...] | None = None      # what grading needs from a notebook (the extraction slice's roots)
     sha256: str = ""                          # of the kit's content
     path: Path | None = None
     warnings: tuple[str, ...] = ()
@@ -276,12 +279,14 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
                 "timeout": request.timeout, "weight": case.weight, "check": check,
                 "expected": expected.value, "mistakes": {name: answer for name, answer in expected.mistakes},
                 **({"data": _public_data(plan, case)} if is_public(case.check) else {}),
+                "variants": {name: answer for name, answer in expected.variants},
             })
         exercises.append({
             "id": exercise.id, "title": exercise.title, "points": exercise.points, "function": exercise.function,
             "aliases": list(exercise.aliases), "scoring": exercise.scoring, "hints": list(exercise.hints),
             "error_hints": [{"match": hint.match, "say": hint.say} for hint in exercise.error_hints],
             "mistakes": [{"name": mistake.reference, "say": mistake.say} for mistake in exercise.mistakes],
+            "variants": [{"name": v.reference, "say": v.say, "when": dict(v.when)} for v in exercise.variants],
             "isolate": list(exercise.isolate), "max_timeouts": exercise.limits.max_timeouts,
             "hidden_cases": sum(1 for case in cases if case.visibility == "hidden"),
             "cases": entries,
@@ -292,7 +297,8 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         "rubric_sha256": rubric.sha256, "grader_version": __version__,
         "limits": {"load_seconds": limits.load_seconds, "submission_seconds": limits.submission_seconds,
                    "memory_mb": limits.memory_mb, "output_bytes": limits.output_bytes},
-        "extraction": {"allow_calls": sorted(rubric.policy.allow_calls), "drop": sorted(rubric.policy.drop)},
+        "extraction": {"allow_calls": sorted(rubric.policy.allow_calls), "drop": sorted(rubric.policy.drop),
+                       "roots": sorted(rubric.policy.roots or ())},
         "known_globals": sorted(set(rubric.fixtures) | public_settings | set(_template_names(plan))),
         "support": support_sources(plan),
         "exercises": exercises,
@@ -341,6 +347,7 @@ def _case(raw: Mapping[str, Any], where: str) -> KitCase:
         expected=_wire(raw.get("expected"), where),
         mistakes={str(k): _wire(v, where) for k, v in dict(raw.get("mistakes") or {}).items()},
         data={str(k): _wire(v, where) for k, v in dict(raw.get("data") or {}).items()},
+        variants={str(k): _wire(v, where) for k, v in dict(raw.get("variants") or {}).items()},
     )
 
 
@@ -362,7 +369,10 @@ def kit_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Kit:
                 mistakes=tuple((str(m["name"]), str(m["say"])) for m in e.get("mistakes", ())),
                 isolate=tuple(map(str, e.get("isolate", ()))), max_timeouts=int(e.get("max_timeouts", 2)),
                 hidden_cases=int(e.get("hidden_cases", 0)),
-                cases=tuple(_case(c, f"{where}: exercise {e['id']}") for c in e.get("cases", ())))
+                cases=tuple(_case(c, f"{where}: exercise {e['id']}") for c in e.get("cases", ())),
+                variants=tuple((str(v["name"]), str(v.get("say", "")),
+                                tuple((str(k), str(f)) for k, f in dict(v.get("when") or {}).items()))
+                               for v in e.get("variants", ())))
             for e in data["exercises"])
         extraction = data.get("extraction") or {}
         warnings: tuple[str, ...] = ()
@@ -376,6 +386,7 @@ def kit_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Kit:
             drop=tuple(extraction.get("drop", ())), known_globals=tuple(data.get("known_globals", ())),
             support={str(k): str(v) for k, v in dict(data.get("support") or {}).items()},
             exercises=exercises, path=path, warnings=warnings,
+            roots=tuple(map(str, extraction["roots"])) if "roots" in extraction else None,
             sha256=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(),
             public_source=str((data.get("public") or {}).get("source", "")))
     except (KeyError, TypeError, ValueError, AttributeError) as error:
@@ -404,7 +415,7 @@ def kit_plan(kit: Kit) -> Any:
     from grader.extract import Policy
     from grader.plan import Case, Expected, Plan
     from grader.public import public_module
-    from grader.rubric import CheckSpec, ErrorHint, Exercise, Limits, Mistake, Rubric
+    from grader.rubric import CheckSpec, ErrorHint, Exercise, Limits, Mistake, Rubric, Variant
 
     where = kit.path.resolve() if kit.path is not None else Path.cwd() / "kit.json"
     exercises, cases, expected = [], {}, {}
@@ -415,18 +426,21 @@ def kit_plan(kit: Kit) -> Any:
             id=kx.id, title=kx.title, points=kx.points, function=kx.function, aliases=kx.aliases,
             scoring=kx.scoring, check=CheckSpec("equal"), isolate=(), hints=kx.hints,
             error_hints=tuple(ErrorHint(match, say) for match, say in kx.error_hints),
-            mistakes=tuple(Mistake(name, say) for name, say in kx.mistakes), cases=(), limits=limits))
+            mistakes=tuple(Mistake(name, say) for name, say in kx.mistakes), cases=(), limits=limits,
+            variants=tuple(Variant(name, say, when) for name, say, when in kx.variants)))
         cases[kx.id] = tuple(
             Case(id=c.id, exercise=kx.id, call=c.code, visibility="public", weight=c.weight,
                  probe=tuple(c.probes.items()), reduce=c.reduce, variables=_judge_variables(c),
                  check=CheckSpec(c.check.name if c.check.full else "equal", dict(c.check.options)))
             for c in kx.cases)
-        expected.update({c.id: Expected(c.expected, c.timeout, tuple(c.mistakes.items())) for c in kx.cases})
+        expected.update({c.id: Expected(c.expected, c.timeout, tuple(c.mistakes.items()), tuple(c.variants.items()))
+                         for c in kx.cases})
     rubric = Rubric(
         path=where, sha256=f"kit:{kit.sha256}", assignment=kit.assignment, title=kit.title, reference=where,
         template=None, support=None, submissions=None, fixtures=kit.known_globals,
         limits=Limits(**{k: v for k, v in kit.limits.items() if k in Limits.__dataclass_fields__}),  # type: ignore[arg-type]
-        policy=Policy(frozenset(kit.allow_calls), frozenset(kit.drop)), exercises=tuple(exercises))
+        policy=Policy(frozenset(kit.allow_calls), frozenset(kit.drop),
+                      frozenset(kit.roots) if kit.roots is not None else None), exercises=tuple(exercises))
     # Only the code the course published runs here: public checks, on decoded plain data, as in grading.
     reference = public_module(kit.public_source) if kit.public_source else ModuleType("no_reference_in_a_kit")
     return Plan(rubric, reference, cases, expected)
@@ -884,9 +898,11 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     loaded = [name for name in namespace if not name.startswith("__")]
     runner = Kernel(namespace, int(kit.limits.get("output_bytes", 65536)))
     deadline = started + float(kit.limits.get("submission_seconds", 180.0))
-    exercises = settle(kit, [
-        grade_exercise(plan, exercise, KitCases(runner, kx), notebook, extracted, loaded, deadline, Options())
-        for exercise, kx in zip(plan.rubric.exercises, kit.exercises, strict=True)], loaded)
+    judged: dict[str, Any] = {}
+    for exercise, kx in zip(plan.rubric.exercises, kit.exercises, strict=True):
+        judged[exercise.id] = grade_exercise(plan, exercise, KitCases(runner, kx), notebook, extracted, loaded,
+                                             deadline, Options(), judged)
+    exercises = settle(kit, list(judged.values()), loaded)
     warnings = kit.warnings
     if threading.current_thread() is not threading.main_thread():
         warnings += ("cases ran without a time limit (not in the main thread): a case that never ends hangs "

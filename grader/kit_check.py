@@ -53,10 +53,11 @@ def check_with_kit(notebook_path: str | Path, kit_path: str | Path | Kit, *,
         except SandboxError as error:
             warnings.append(str(error))
             loaded = ()
-        exercises = tuple(
-            grade_exercise(plan, exercise, KitCases(sandbox, kx) if loaded else None, notebook, extracted, loaded,
-                           deadline, options)
-            for exercise, kx in zip(rubric.exercises, kit.exercises, strict=True))
+        judged: dict[str, Any] = {}
+        for exercise, kx in zip(rubric.exercises, kit.exercises, strict=True):
+            judged[exercise.id] = grade_exercise(plan, exercise, KitCases(sandbox, kx) if loaded else None, notebook,
+                                                 extracted, loaded, deadline, options, judged)
+        exercises = tuple(judged.values())
         level = sandbox.level or level
         held = isolation_report(level, sandbox.facts, process_limits)
     result = SubmissionResult(

@@ -338,10 +338,16 @@ def _known_entries(plan: Plan, source: str) -> tuple[list[_Entry], list[tuple[An
         answers += [("variant", v.reference) for v in getattr(exercise, "variants", ())]
         for kind, name in answers:
             key = ("known", exercise.id, kind, name)
+            judged_as = exercise
+            if kind == "variant":
+                # A variant that depends on earlier verdicts (`when`) is checked as if they held: graded alone,
+                # there are none, and what is proved is that it earns full marks where it applies.
+                judged_as = replace(exercise, variants=tuple(replace(v, when=()) if v.reference == name else v
+                                                             for v in exercise.variants))
             if "." in exercise.function:
                 separate.append((key, swapped(source, exercise.function, name)))
             else:
-                entries.append(_Entry(key, exercise, name))
+                entries.append(_Entry(key, judged_as, name))
     return entries, separate
 
 

@@ -28,10 +28,10 @@ from typing import Any, Iterator, Mapping, Sequence
 from grader import __version__, sealed
 from grader.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
 from grader.checks import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
-from grader.rubric import CaseSpec, CheckSpec, Exercise, Rubric, RubricError, _suggest
+from grader.rubric import CaseSpec, CheckSpec, Exercise, Limits, Rubric, RubricError, _suggest
 from grader.sandbox import codec
 
-CACHE_FORMAT = 2   # 2: sealed with the cache folder's key (grader.sealed)
+CACHE_FORMAT = 3   # 2: sealed with the cache folder's key (grader.sealed); 3: answers of accepted variants too
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,13 @@ class Case:
 
 @dataclass(frozen=True)
 class Expected:
-    """The reference's answer to a case (encoded), and what each known mistake would have answered."""
+    """The reference's answer to a case (encoded), and what each known mistake and accepted variant would have
+    answered (a function that raised on this input is absent)."""
 
     value: Any
     seconds: float
     mistakes: tuple[tuple[str, Any], ...] = ()
+    variants: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,11 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
                 problems.append(_problem(rubric, exercise.line, f"{where}: fixture '{name}' has the name of what "
                                                                 f"the exercise grades: its cases would use the "
                                                                 f"course's value instead of the notebook's"))
+        earlier = {n for e in rubric.exercises[:rubric.exercises.index(exercise)] for n in e.names}
         for name in exercise.isolate:
+            if name not in earlier:   # isolation compensates for a helper judged wrong BEFORE: it needs a verdict
+                problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', which no earlier "
+                                                                f"exercise grades: it could never be swapped"))
             if not callable(getattr(reference, name, None)):
                 problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', "
                                                                 f"which is not a function of the reference module"))
@@ -179,6 +185,17 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
                 problems.append(_problem(rubric, mistake.line, f"{where}: mistake '{mistake.reference}' is not a "
                                                                f"function of the reference module"
                                                                f"{_suggest(mistake.reference, _functions(reference))}"))
+        for variant in exercise.variants:
+            if _lookup(reference, variant.reference) is None or not callable(_lookup(reference, variant.reference)):
+                problems.append(_problem(rubric, variant.line, f"{where}: variant '{variant.reference}' is not a "
+                                                               f"function of the reference module"))
+            for earlier, function in variant.when:
+                known = {m.reference for m in _exercise_named(rubric, earlier).mistakes} | \
+                    {v.reference for v in _exercise_named(rubric, earlier).variants}
+                if function not in known:
+                    problems.append(_problem(rubric, variant.line, f"{where}: variant '{variant.reference}' needs "
+                                                                   f"'{earlier}' to match '{function}', which is not "
+                                                                   f"a mistake or variant of '{earlier}'"))
         for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
             if spec.name not in CHECKS and not callable(getattr(reference, spec.name, None)):
                 known = [*CHECKS, *(n for n in dir(reference) if n.startswith("check"))]
@@ -201,6 +218,14 @@ def _functions(reference: ModuleType) -> list[str]:
     """Names of the reference module's own functions: what a misspelt mistake or generator name may mean."""
     return [name for name, value in vars(reference).items()
             if inspect.isfunction(value) and value.__module__ == reference.__name__]
+
+
+def _exercise_named(rubric: Rubric, exercise_id: str) -> Exercise:
+    for exercise in rubric.exercises:
+        if exercise.id == exercise_id:
+            return exercise
+    return Exercise(exercise_id, exercise_id, 0, exercise_id, (), "proportional", CheckSpec("equal"), (), (), (),
+                    (), (), Limits())
 
 
 def _lookup(module: ModuleType, dotted: str) -> Any:
@@ -388,14 +413,22 @@ def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: C
         raise RubricError([_problem(rubric, case.line, f"{where}: {what}: "
                                                        f"{type(error).__name__}: {error}")]) from None
     seconds = time.perf_counter() - started
-    mistakes = []
-    for mistake in exercise.mistakes:
+    return Expected(codec.encode(value), seconds,
+                    _answers(reference, case, data, exercise, [m.reference for m in exercise.mistakes]),
+                    _answers(reference, case, data, exercise, [v.reference for v in exercise.variants]))
+
+
+def _answers(reference: ModuleType, case: Case, data: Mapping[str, Any], exercise: Exercise,
+             names: list[str]) -> tuple[tuple[str, Any], ...]:
+    """What each named reference function (a mistake or a variant) answers to the case."""
+    answers = []
+    for name in names:
         try:
-            wrong = evaluate_reference(reference, case, data, exercise, getattr(reference, mistake.reference))
-            mistakes.append((mistake.reference, codec.encode(wrong)))
-        except Exception:  # a mistake that crashes on this input cannot be recognised here: it is left out
+            answer = evaluate_reference(reference, case, data, exercise, _lookup(reference, name))
+            answers.append((name, codec.encode(answer)))
+        except Exception:  # one that crashes on this input cannot be recognised here: it is left out
             pass
-    return Expected(codec.encode(value), seconds, tuple(mistakes))
+    return tuple(answers)
 
 
 def cache_path(rubric: Rubric, cache_dir: Path | None) -> Path | None:
@@ -419,9 +452,10 @@ def _load_cached(path: Path | None, rubric: Rubric, key: bytes | None) -> tuple[
         expected = {}
         for case_id, e in stored["expected"].items():
             mistakes = tuple((str(name), answer) for name, answer in e["mistakes"])
-            for value in (e["value"], *(answer for _, answer in mistakes)):
+            variants = tuple((str(name), answer) for name, answer in e["variants"])
+            for value in (e["value"], *(answer for _, answer in mistakes + variants)):
                 codec.decode(value)  # a damaged value must never reach a check
-            expected[case_id] = Expected(e["value"], float(e["seconds"]), mistakes)
+            expected[case_id] = Expected(e["value"], float(e["seconds"]), mistakes, variants)
         return expected, ""
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         return None, f"it does not hold expected values ({type(error).__name__})"
@@ -431,7 +465,8 @@ def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected], 
     if path is None or key is None:
         return
     payload = {"format": CACHE_FORMAT, "rubric_sha256": rubric.sha256,
-               "expected": {k: {"value": e.value, "seconds": e.seconds, "mistakes": [list(m) for m in e.mistakes]}
+               "expected": {k: {"value": e.value, "seconds": e.seconds, "mistakes": [list(m) for m in e.mistakes],
+                                "variants": [list(v) for v in e.variants]}
                             for k, e in expected.items()}}
     sealed.write_sealed(key, path, json.dumps(payload).encode("utf-8"))
 

@@ -34,6 +34,10 @@ class CaseResult:
     output: str = ""             # what the student's code printed during this case (truncated)
     traceback: str = ""          # student frames only, pointing at notebook cells
     weight: float = 1.0
+    mistake: str = ""            # the known mistake (reference function) the wrong answer equals
+    variant: str = ""            # the accepted variant (reference function) the answer was judged by
+    culprit: str = ""            # the other notebook function or method an error was raised in ("EightPuzzle.h")
+    inputs: dict = field(default_factory=dict)   # public cases: each course fixture the call uses -> its value (wire)
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class ExerciseResult:
     notes: tuple[str, ...] = ()  # exercise-level remarks: stub, alias used, globals read, hints
     function: str = ""           # the notebook name that was graded (an alias, maybe)
     location: str = ""           # where the graded definition is, e.g. "In [50] (cell 37), line 1"
+    variant: str = ""            # the accepted variant the notebook follows ("" = the reference's convention)
+    isolated: tuple[str, ...] = ()   # helpers answered by the reference, because their own exercise failed
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,8 @@ class SubmissionResult:
     late: bool = False           # the LMS flagged it late, or its file time is after the rubric's due date
     submitted_at: str = ""       # the file's time as the intake saw it (UTC ISO)
     penalty: float = 0.0         # points the rubric's late policy takes off; `total` is the score before it
+    mismatch: str = ""           # "this notebook does not look like <assignment>: ..." when most graded names are absent
+    environment: tuple[str, ...] = ()   # for the TA: what the grading machine lacked (modules given stand-ins)
 
     def exercise(self, exercise_id: str) -> ExerciseResult:
         for exercise in self.exercises:
@@ -87,10 +95,11 @@ def to_dict(result: SubmissionResult) -> dict:
     for name in _ALL_RESULT_FIELDS:
         if name == "exercises":
             data[name] = [{f: ([_case_dict(c) for c in e.cases] if f == "cases" else
-                               list(e.notes) if f == "notes" else getattr(e, f)) for f in _EXERCISE_FIELDS}
+                               list(e.notes) if f == "notes" else list(e.isolated) if f == "isolated" else
+                               getattr(e, f)) for f in _EXERCISE_FIELDS}
                           for e in result.exercises]
-        elif name == "warnings":
-            data[name] = list(result.warnings)
+        elif name in ("warnings", "environment"):
+            data[name] = list(getattr(result, name))
         elif name == "extra":
             data[name] = dict(result.extra)
         else:
@@ -105,9 +114,11 @@ _ALL_RESULT_FIELDS = tuple(f.name for f in fields(SubmissionResult))
 
 def from_dict(data: dict) -> SubmissionResult:
     exercises = tuple(
-        ExerciseResult(**{**e, "cases": tuple(CaseResult(**c) for c in e["cases"]), "notes": tuple(e["notes"])})
+        ExerciseResult(**{**e, "cases": tuple(CaseResult(**c) for c in e["cases"]), "notes": tuple(e["notes"]),
+                          "isolated": tuple(e.get("isolated", ()))})
         for e in data["exercises"])
-    return SubmissionResult(**{**data, "exercises": exercises, "warnings": tuple(data["warnings"])})
+    return SubmissionResult(**{**data, "exercises": exercises, "warnings": tuple(data["warnings"]),
+                               "environment": tuple(data.get("environment", ()))})
 
 
 # ---------------------------------------------------------------------------------------------- bounds

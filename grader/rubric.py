@@ -79,6 +79,21 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """Another accepted convention: a reference function whose answers also earn full credit.
+
+    The mirror image of a Mistake. `when` makes it conditional on how earlier exercises were judged:
+    (exercise id, function) pairs, each met only when that exercise's answers consistently matched that
+    function (a mistake or variant of it), e.g. extract_move's 2020/21 convention needs a 2020/21 move_dir.
+    """
+
+    reference: str
+    say: str = ""
+    when: tuple[tuple[str, str], ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class ErrorHint:
     """An explanation added to errors whose text contains `match`."""
 
@@ -103,6 +118,7 @@ class Exercise:
     limits: Limits
     line: int = 0
     reduce: str | None = None
+    variants: tuple[Variant, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -172,6 +188,7 @@ EXERCISE_KEYS = {
     "hints": "sentences shown when a case fails",
     "error_hints": "list of {match, say}: explanations for errors whose text contains match",
     "mistakes": "list of {reference, say}: known wrong implementations and the feedback for them",
+    "variants": "list of {reference, say, when}: other accepted conventions (full credit), held to consistently",
     "limits": "per-exercise limit overrides",
     "reduce": "default reduce expression of its cases (e.g. path_states(result) for a Node)",
     "cases": "the cases",
@@ -413,6 +430,41 @@ def _records(node: Any, line: int, keys: tuple[str, str], what: str, problems: _
     return records
 
 
+VARIANT_KEYS = {"reference": "reference function whose answers are also accepted",
+                "say": "note shown to a student whose answers follow it",
+                "when": "mapping exercise id: function; accepted only if that exercise consistently matched it"}
+
+
+def _variants(node: Any, line: int, where: str, problems: _Problems) -> tuple[Variant, ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, MarkedList):
+        problems.add(line, f"{where}: variants: expected a list")
+        return ()
+    variants = []
+    for index, item in enumerate(node):
+        item_line = node.line_of(index)
+        if not isinstance(item, Marked) or not isinstance(item.get("reference"), str) \
+                or not item["reference"].isidentifier():
+            problems.add(item_line, f"{where}: variants: each entry needs 'reference: <function>'")
+            continue
+        _check_keys(item, VARIANT_KEYS, f"{where}: variant", problems)
+        say = item.get("say", "")
+        if not isinstance(say, str):
+            problems.add(item.line_of("say"), f"{where}: variant 'say' must be text")
+            say = ""
+        when: list[tuple[str, str]] = []
+        condition = item.get("when")
+        if condition is not None:
+            if not isinstance(condition, Marked) or not all(
+                    isinstance(k, str) and isinstance(v, str) and v.isidentifier() for k, v in condition.items()):
+                problems.add(item.line_of("when"), f"{where}: variant 'when' must map exercise ids to functions")
+            else:
+                when = list(condition.items())
+        variants.append(Variant(item["reference"], say, tuple(when), item_line))
+    return tuple(variants)
+
+
 def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exercise | None:
     if not isinstance(node, Marked):
         problems.add(line, "exercise must be a mapping")
@@ -459,6 +511,7 @@ def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exer
             node.get("error_hints"), node.line_of("error_hints"), ("match", "say"), f"{where}: error_hints", problems)),
         mistakes=tuple(Mistake(r, s, ln) for r, s, ln in _records(
             node.get("mistakes"), node.line_of("mistakes"), ("reference", "say"), f"{where}: mistakes", problems)),
+        variants=_variants(node.get("variants"), node.line_of("variants"), where, problems),
         cases=tuple(cases),
         limits=_limits(node.get("limits"), node.line_of("limits"), limits, where, problems),
         line=node.line,
@@ -479,6 +532,56 @@ def _path(root: Path, node: Marked, key: str, problems: _Problems, *, required: 
     if not path.exists():
         problems.add(node.line_of(key), f"'{key}': {value} does not exist (looked for {path})")
     return path
+
+
+def _support_reads(folder: Path | None) -> set[str]:
+    """Every name the support modules read: a notebook that %runs one provides them (e.g. nextStates)."""
+    reads: set[str] = set()
+    if folder is None or not folder.is_dir():
+        return reads
+    for path in sorted(folder.iterdir()):
+        sources: list[str] = []
+        try:
+            if path.suffix == ".py":
+                sources = [path.read_text(encoding="utf-8")]
+            elif path.suffix == ".ipynb":
+                import json
+                cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+                sources = ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source"))
+                           for c in cells if c.get("cell_type") == "code"]
+        except (OSError, ValueError, AttributeError):
+            continue
+        for source in sources:
+            try:
+                tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            from grader.analysis import statement_reads
+            bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+            bound |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            bound |= {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                      for a in n.names}
+            reads.update(name for node in tree.body for name in statement_reads(node) if name not in bound)
+    return reads
+
+
+def _roots(exercises: list[Exercise], support: Path | None) -> frozenset[str]:
+    """What grading needs from a notebook: the graded names, every name a case calls, sets or reduces with,
+    and the names the support modules read. The top-level dependency slice starts from these."""
+    from grader.calls import free_names
+    roots: set[str] = set()
+    for exercise in exercises:
+        roots.update(name.split(".")[0] for name in exercise.names)
+        roots.update(exercise.isolate)
+        for code in (exercise.reduce, *(c.call for c in exercise.cases), *(c.reduce for c in exercise.cases),
+                     *(code for c in exercise.cases for _, code in c.probe)):
+            if code:
+                try:
+                    roots.update(free_names(code))
+                except SyntaxError:
+                    pass
+        roots.update(name for c in exercise.cases for name, _ in c.set)
+    return frozenset(roots | _support_reads(support))
 
 
 def load_rubric(path: str | Path) -> Rubric:
@@ -524,6 +627,11 @@ def load_rubric(path: str | Path) -> Rubric:
     for exercise in exercises:
         if exercise.id in seen:
             problems.add(exercise.line, f"duplicate exercise id '{exercise.id}' (first at line {seen[exercise.id]})")
+        for variant in exercise.variants:
+            for earlier, _ in variant.when:
+                if earlier not in seen:   # judged in rubric order: a condition can only look back
+                    problems.add(variant.line, f"exercise '{exercise.id}': variant '{variant.reference}' depends "
+                                               f"on '{earlier}', which is not an exercise listed before it")
         seen.setdefault(exercise.id, exercise.line)
     template = _path(root, node, "template", problems, required=False)
     support = _path(root, node, "support", problems, required=False)
@@ -535,6 +643,7 @@ def load_rubric(path: str | Path) -> Rubric:
     late = _late(node.get("late"), node.line_of("late"), problems)
     if problems.items:
         raise RubricError(problems.items)
+    policy = replace(policy, roots=_roots(exercises, support))
     assert reference is not None
     digest = hashlib.sha256(path.read_bytes())
     digest.update(b"\0" + reference.read_bytes())

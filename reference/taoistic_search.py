@@ -424,6 +424,11 @@ def extract_move_transposed(P1: State, P2: State) -> Move:
     return dy, dx
 
 
+def extract_move_list_transposed(pattern_list: list[State]) -> list[Move]:
+    """Each move as (row offset, column offset): right for the 2020/21 move_dir."""
+    return [extract_move_transposed(p, q) for p, q in zip(pattern_list, pattern_list[1:])]
+
+
 def apply_move_list_without_start(S: State, move_list: list[Move]) -> list[State]:
     """Forgets to put the given state first."""
     return apply_move_list(S, move_list)[1:]

@@ -201,24 +201,15 @@ def test_a_reference_with_sibling_imports_validates_graded_as_a_submission(tmp_p
 
 def test_a_variant_that_answers_like_a_known_mistake_is_found(tmp_path: Path) -> None:
     """Variants come from the rubric's `variants:`; here an exercise carries one the way the parser gives it."""
-    from dataclasses import dataclass, fields, replace
+    from dataclasses import replace
 
-    from grader.rubric import Exercise
-
-    @dataclass(frozen=True)
-    class Variant:
-        reference: str
-        line: int = 0
-
-    @dataclass(frozen=True)
-    class WithVariants(Exercise):
-        variants: tuple = ()
+    from grader.rubric import Variant
 
     rubric_path = write(tmp_path)
     plan = build_plan(load_rubric(rubric_path))
     [exercise] = plan.rubric.exercises
-    copied = WithVariants(**{f.name: getattr(exercise, f.name) for f in fields(Exercise)},
-                          variants=(Variant("rotate_back", 99), Variant("rotate_tuple", 98)))
+    copied = replace(exercise, variants=(Variant("rotate_back", line=99), Variant("rotate_tuple", line=98),
+                                         Variant("rotate_back", when=(("rotate", "rotate_back"),), line=97)))
     plan = replace(plan, rubric=replace(plan.rubric, exercises=(copied,)))
     found = [str(f) for f in authoring_findings(plan)]
     assert found == [f"{rubric_path}:99: exercise 'rotate': variant 'rotate_back' gives the answers of mistake "

@@ -313,10 +313,9 @@ def test_example_scores_its_expected_total_losing_only_the_listed_exercises(grad
 def test_seed_loses_its_unimplemented_h2_and_the_astar_cases_that_use_it_but_keeps_best_first_search(graded):
     result = graded["seed-004"]
     h2 = result.exercise("h2")
-    # The h2 stub is a method: the grader runs it (no "missing"), and every case fails with None.
-    assert {c.status for c in h2.cases} == {"fail"}
-    assert all("got None" in c.message for c in h2.cases)
-    assert any("still the template's stub" in note for note in h2.notes)
+    # Every case calls EightPuzzle(...).h2(...), and that method is still the template's stub: missing, not run.
+    assert {c.status for c in h2.cases} == {"missing"}
+    assert all("EightPuzzle.h2 is still the template's stub" in c.message for c in h2.cases)
     astar = result.exercise("astar_search")
     default_heuristic = [c for c in astar.cases if "lambda n: 0" not in c.call]
     assert {c.status for c in default_heuristic} == {"error"}
@@ -342,10 +341,11 @@ def test_best_first_search_mistakes_get_their_feedback(graded):
 
 def test_a_wrong_inversions_is_paid_for_once_thanks_to_isolation(graded):
     result = graded["inversions-with-blank"]
-    rescued = [c for e in result.exercises if e.id != "inversions" for c in e.cases
-               if "Passed with the reference's inversions" in c.message]
-    assert rescued, "some EightPuzzle(...) of this notebook fails its parity assert and is rerun"
-    assert any("AssertionError" in c.message for c in rescued)
+    # inversions lost its own points, so each exercise that builds an EightPuzzle is run again, whole, with
+    # the reference's inversions where its own run lost points (a parity assert failed); the better run counts.
+    rescued = [e for e in result.exercises if e.id != "inversions" and e.isolated == ("inversions",)]
+    assert rescued, "some EightPuzzle(...) of this notebook fails its parity assert and is judged again"
+    assert all(e.score == e.max_score for e in rescued)
 
 
 def test_greedy_astar_earns_half_credit_for_longer_legal_paths(graded):

@@ -135,8 +135,10 @@ def test_a_failing_public_case_shows_expected_beside_got(graded: dict[str, Submi
 
 
 def test_the_summary_names_the_isolation_level_and_every_warning(graded: dict[str, SubmissionResult]) -> None:
-    result = graded["extract-move-of-tile"]
-    assert result.warnings
+    import dataclasses
+    # A missing module is the TA's information now (`environment`), so this notebook has no warning of its own.
+    result = dataclasses.replace(graded["extract-move-of-tile"],
+                                 warnings=("In [17] (cell 54), line 1: cell left out: SyntaxError: expected ':'",))
     output = to_gradescope(result)["output"]
     assert f"isolation: {result.isolation}" in output
     for warning in result.warnings:

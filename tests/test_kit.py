@@ -212,8 +212,9 @@ def test_kit_check_gives_the_rubric_checks_public_verdicts(example: str, kit_pat
     if example == "move-dir-transposed":
         assert [mine[f"move_dir#{n}"].status for n in (1, 2)] == ["fail", "fail"]
         assert "Rows and columns look swapped" in mine["move_dir#1"].message
-        assert mine["extract_move#1"].status == UNVERIFIED  # right by the notebook's own move_dir: a relational check
-        assert "known mistake" in mine["extract_move#1"].message
+        # move_dir was judged consistently transposed on the public cases, so the kit accepts the 2020/21 variant.
+        assert mine["extract_move#1"].status == "pass"
+        assert mine["extract_move#1"].variant == "extract_move_transposed"
     if example == "syntax-error":
         assert {mine[f"replace_numbers#{n}"].status for n in (1, 2)} == {"missing"}
         assert mine["intermediate_goals#1"].status == UNVERIFIED

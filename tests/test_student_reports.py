@@ -156,7 +156,7 @@ def test_annotated_notebook_keeps_outputs_and_is_self_contained_and_deterministi
                if o.get("output_type") == "stream"]
     assert outputs and outputs[0]["text"].splitlines()[0] in first
     assert "<script" not in first and not re.search(r"""src=["']?https?:""", first)
-    assert "seed-000: 28.8 / 30" in first
+    assert "seed-000: 30 / 30" in first
 
 
 def test_annotated_notebook_embeds_local_images_drops_remote_ones_and_trusts_no_student_raw_cell(

@@ -29,14 +29,14 @@ EXERCISE_IDS = ["find_tile", "move_dir", "next_states", "matches", "manhattan", 
 EXPECTED = {
     "correct": (30, {}),
     "main-animation": (30, {}),
-    "seed-000": (28.8, {"manhattan": 1.8}),
-    "manhattan-counts-blank": (28.8, {"manhattan": 1.8}),
+    "seed-000": (30, {}),                  # counts the blank in manhattan: an accepted variant
+    "manhattan-counts-blank": (30, {}),
     "move-dir-transposed": (28, {"move_dir": 0}),
     "old-era": (28, {"move_dir": 0}),
     "extract-move-of-tile": (22.2222, {"extract_move": 0, "extract_move_list": 2 / 9, "main": 0}),
-    "find-tile-transposed": (25.5, {"find_tile": 0.5, "main": 0}),
-    "int-tiles": (21.1667, {"move_dir": 0, "next_states": 0, "find_numbers": 0, "replace_numbers": 7 / 6,
-                            "main": 0}),
+    "find-tile-transposed": (21.5, {"find_tile": 0.5, "search": 0, "main": 0}),
+    "int-tiles": (17.1667, {"move_dir": 0, "next_states": 0, "find_numbers": 0, "replace_numbers": 7 / 6,
+                            "search": 0, "main": 0}),
     "syntax-error": (25, {"replace_numbers": 0, "main": 0}),
     "infinite-search": (23, {"search": 0, "main": 0}),
     "taoistic_search": (30, {}),   # the reference module graded as a submission
@@ -94,26 +94,32 @@ def test_main_animation_drops_the_animation_and_grades_in_full(bundled: Batch) -
     assert not any("did not finish within" in w for w in result.warnings), result.warnings
 
 
-def test_seed_000_loses_manhattan_for_counting_the_blank_and_is_told_it_reads_global_s(bundled: Batch) -> None:
+def test_seed_000_counts_the_blank_as_an_accepted_variant_and_is_told_it_reads_global_s(bundled: Batch) -> None:
     result = bundled["seed-000"]
-    assert any("You also count the blank '0'" in m for m in messages(result, "manhattan"))
-    assert any("reads the notebook's global variable S (" in note for note in result.exercise("manhattan").notes)
+    manhattan = result.exercise("manhattan")
+    assert manhattan.score == 3 and manhattan.variant == "manhattan_with_blank"
+    assert any("not admissible" in note for note in manhattan.notes)
+    assert any("reads the notebook's global variable S (" in note for note in manhattan.notes)
 
 
-def test_manhattan_counting_the_blank_gets_the_mistake_feedback(bundled: Batch) -> None:
+def test_manhattan_counting_the_blank_earns_full_credit_with_the_variant_recorded(bundled: Batch) -> None:
     result = bundled["manhattan-counts-blank"]
-    failed = [c for c in result.exercise("manhattan").cases if c.status == "fail"]
-    assert len(failed) == 6
-    assert all("You also count the blank '0'" in c.message for c in failed)
+    manhattan = result.exercise("manhattan")
+    assert statuses(result, "manhattan") == {"pass"}
+    assert manhattan.variant == "manhattan_with_blank"
+    assert all(c.variant == "manhattan_with_blank" for c in manhattan.cases)
+    # Not charged elsewhere: a right helper is never swapped, and search judges paths.
+    assert manhattan.isolated == () and result.exercise("search").isolated == ()
 
 
 @pytest.mark.parametrize("submission", ["move-dir-transposed", "old-era"])
 def test_transposed_move_dir_is_recognised_and_charged_only_once(bundled: Batch, submission: str) -> None:
     result = bundled[submission]
     assert any("Rows and columns look swapped" in m for m in messages(result, "move_dir"))
-    # extract_move is judged against the notebook's own move_dir, so a consistent notebook keeps it.
+    # move_dir was judged consistently transposed, so the 2020/21 variant of extract_move is accepted.
     assert statuses(result, "extract_move") == {"pass"}
     assert statuses(result, "extract_move_list") == {"pass"}
+    assert result.exercise("extract_move").variant == "extract_move_transposed"
 
 
 def test_extract_move_of_the_tile_gets_the_tile_move_feedback(bundled: Batch) -> None:
@@ -270,10 +276,11 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Sub
 
 
 def test_hostile_notebook_costs_only_what_it_touches(hostile: SubmissionResult) -> None:
-    # os._exit on tile '13' costs the one find_tile case asking for it, and main, whose manhattan asks for it.
-    assert hostile.total == pytest.approx(30 - 2 / 12 - 3, abs=1e-3)
+    # os._exit on tile '13' costs the one find_tile case asking for it, and the search and main cases whose
+    # manhattan asks for it (manhattan's own cases never do, so it is judged right and never swapped).
+    assert hostile.total == pytest.approx(30 - 2 / 12 - 3 * 4 / 10 - 3, abs=1e-3)
     for exercise in hostile.exercises:
-        if exercise.id not in ("find_tile", "main"):
+        if exercise.id not in ("find_tile", "search", "main"):
             assert exercise.score == exercise.max_score, exercise.id
 
 
@@ -286,9 +293,11 @@ def test_hostile_os_exit_crashes_only_its_case_and_the_child_comes_back(hostile:
     assert {c.status for c in hostile.exercise("main").cases} == {"error"}
 
 
-def test_hostile_load_survives_a_hang_and_sys_exit(hostile: SubmissionResult) -> None:
-    assert any("did not finish within 2 s; left out" in w for w in hostile.warnings)
-    assert any("SystemExit: 3" in w for w in hostile.warnings)
+def test_hostile_load_never_runs_the_hang_and_sys_exit_nothing_graded_reads(hostile: SubmissionResult) -> None:
+    # `Stuck = next(...)` and `ExitCode = sys.exit(3)` bind names no graded code reads: the dependency slice
+    # drops them, so they cause no load warning (a needed statement over budget: tests/test_slice.py).
+    assert not any("did not finish" in w or "SystemExit" in w for w in hostile.warnings)
+    assert hostile.seconds < 15
 
 
 def test_hostile_ten_megabytes_of_output_is_cut_and_the_answer_still_counts(hostile: SubmissionResult) -> None:

@@ -438,3 +438,22 @@ def text_comparison(expected: codec.Wire, got: codec.Wire, width: int = 100) -> 
 __all__ = ["Board", "Comparison", "Drawn", "Picture", "as_board", "compare", "comparison_lines", "diff_cells",
            "cell_labels", "is_blank", "picture", "plain", "text_comparison", "tile_label"]
 
+
+
+def input_lines(name: str, wire: codec.Wire) -> list[Line]:
+    """A case's input as the student should see it: a board when it is a state, else one line."""
+    pic = picture(wire)
+    if pic.kind == "board":
+        return _board_lines(Drawn(pic.boards[0]), name)
+    return [[(f"{name} = {codec.describe(wire, 400)}", None)]]
+
+
+def text_input(name: str, wire: codec.Wire) -> str:
+    return plain(input_lines(name, wire))
+
+
+def html_input(name: str, wire: codec.Wire) -> Markup:
+    pic = picture(wire)
+    if pic.kind == "board":
+        return html_board(Drawn(pic.boards[0]), name, "input")
+    return Markup('<p class="input"><code>{} = {}</code></p>').format(name, codec.describe(wire, 400))

@@ -296,7 +296,8 @@ class ClassTally:
         if ungraded_result:
             self.ungraded_rows.append(Ungraded(result.submission,
                                                result.warnings[0] if result.warnings else "no reason recorded"))
-        for warning in result.warnings:
+        # The TA sees what the grading machine lacked (inert stand-ins) beside the students' warnings.
+        for warning in (*result.warnings, *getattr(result, "environment", ())):
             # One line: numpy's ImportError is "ImportError: " and then paragraphs of advice.
             message = _WARNING_PLACE.sub("", " ".join(warning.split())) or "(empty warning)"
             _, students = self.warning_rows.setdefault(normalize_numbers(message[:WARNING_KEY]), (message, set()))

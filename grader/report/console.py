@@ -189,6 +189,9 @@ def _print_case(console: Console, case: CaseResult) -> None:
         lines.append(f"{pad}expected: {codec.describe(case.expected, 400)}")
         lines.append(f"{pad}got:      {codec.describe(case.got, 400)}")
     console.print(terminal("\n".join(lines)), highlight=False, markup=False)
+    for name, value in case.inputs.items():
+        for segments in boards.input_lines(name, value):
+            console.print(Text(pad).append_text(Text.assemble(*segments)), highlight=False, soft_wrap=True)
     if comparison is not None:
         if comparison.drawn:
             width = max((console.width or 80) - CASE_INDENT, 40)

@@ -205,6 +205,9 @@ def _md_case(case: CaseResult) -> list[str]:
     out = [f"#### {SYMBOLS.get(case.status, '?')} {md_code(case.call or case.id)} — {case.status}{where}", ""]
     if case.message:
         out += [md_text(case.message), ""]
+    if case.inputs and case.status != "pass":
+        out += ["With:", "", md_block("\n\n".join(boards.text_input(name, value)
+                                                  for name, value in case.inputs.items())), ""]
     if case.status == "fail":
         out += [md_block(boards.text_comparison(case.expected, case.got, width=80)), ""]
     if case.traceback and case.status in ("error", "timeout"):
@@ -268,6 +271,7 @@ class _CaseView:
     comparison: Markup | None
     output: str
     alike: tuple[CaseResult, ...] = ()   # other cases that failed the same way, shown by their call only
+    inputs: Markup | None = None     # the course fixtures the call uses, drawn (failing public cases)
 
 
 @functools.lru_cache(maxsize=1)
@@ -290,8 +294,16 @@ def highlight_python(code: str) -> Markup:
 def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseView]:
     return [_CaseView(case, SYMBOLS.get(case.status, "?"),
                       boards_html.html_comparison(case.expected, case.got) if case.status == "fail" else None,
-                      truncated_output(case.output) if case.output else "", tuple(alike))
+                      truncated_output(case.output) if case.output else "", tuple(alike),
+                      _html_inputs(case))
             for case, alike in failure_groups(shown_cases(exercise, hidden_details))]
+
+
+def _html_inputs(case: CaseResult) -> Markup | None:
+    if case.status == "pass" or not case.inputs:
+        return None
+    return Markup('<div class="inputs">{}</div>').format(
+        Markup("").join(boards.html_input(name, value) for name, value in case.inputs.items()))
 
 
 def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, code: str | None = None,

@@ -67,6 +67,7 @@ class Loaded:
     output: str
     names: tuple[str, ...]
     left_out: tuple[int, ...] = ()        # statements the child stopped on time (advisory)
+    environment: tuple[str, ...] = ()     # modules this machine lacks, given inert stand-ins (for the TA)
 
 
 @dataclass(frozen=True)
@@ -218,13 +219,14 @@ def parse(message: dict, bounds: Bounds = Bounds()) -> Message:
         return Progress(_int(message["index"], "'index'", 0, bounds.items),
                         _indices(message.get("left_out", []), "'left_out'", bounds))
     if operation == "loaded":
-        _keys(message, ("warnings", "output", "names"), ("seconds", "left_out"))
+        _keys(message, ("warnings", "output", "names"), ("seconds", "left_out", "environment"))
         if "seconds" in message:
             _seconds(message["seconds"], "'seconds'")
         return Loaded(_texts(message["warnings"], "'warnings'", bounds),
                       _text(message["output"], "'output'", bounds.output),
                       _texts(message["names"], "'names'", bounds),
-                      _indices(message.get("left_out", []), "'left_out'", bounds))
+                      _indices(message.get("left_out", []), "'left_out'", bounds),
+                      _texts(message.get("environment", []), "'environment'", bounds))
     if operation == "ready":
         # The runtime's own first word, before any student code ran; extra facts are allowed but bounded.
         problems = message.get("problems", [])

@@ -73,6 +73,7 @@ class LoadReport:
     output: str
     seconds: float
     names: tuple[str, ...]
+    environment: tuple[str, ...] = ()    # what the grading machine lacks (modules given inert stand-ins)
 
 
 Oracle = Callable[[str, list, dict], Any]
@@ -240,11 +241,13 @@ class Sandbox:
             warnings = list(message.warnings)
             for index in skipped_before:
                 statement = self.statements[index]
+                names = ", ".join(str(name) for name in statement.get("names", ()))
                 warnings.append(f"{statement['filename']}, line {statement['line']}: did not finish "
-                                f"within {self.limits.load_seconds:g} s; left out")
+                                f"within {self.limits.load_seconds:g} s; left out"
+                                + (f"; {names} unavailable" if names else ""))
             self._leave_out(message.left_out, indices)   # not run again when the child is restarted
             self.load_report = LoadReport(tuple(warnings), message.output, time.monotonic() - started,
-                                          message.names)
+                                          message.names, message.environment)
             return self.load_report
 
     def _leave_out(self, positions: Sequence[int], indices: Sequence[int]) -> None:

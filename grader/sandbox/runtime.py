@@ -197,7 +197,7 @@ class Child:
             linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
             _SOURCES[filename] = lines
 
-    def _stand_in_for_import(self, statement, error, warnings):
+    def _stand_in_for_import(self, statement, error, warnings, environment=None):
         tree = ast.parse(statement["code"])
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -209,8 +209,11 @@ class Child:
                     if alias.name != "*":
                         self.module.__dict__.setdefault(alias.asname or alias.name,
                                                         Inert(f"{node.module}.{alias.name}"))
-        warnings.append(f"{statement['filename']}, line {statement['line']}: {_error_name(error)}: "
-                        f"{_text(error)}; the imported names are inert stand-ins")
+        # A module this machine lacks (a drawing library, IPython) is the grading environment's business, not
+        # the student's: it is reported to the TA, not as a warning in the student's feedback.
+        target = environment if environment is not None and _error_name(error) == "ModuleNotFoundError" else warnings
+        target.append(f"{statement['filename']}, line {statement['line']}: {_error_name(error)}: "
+                      f"{_text(error)}; the imported names are inert stand-ins")
 
     def load(self, request):
         self.output_limit = int(request.get("output_bytes", 65536))
@@ -228,6 +231,7 @@ class Child:
         statements = request["statements"]
         self._register_lines(statements)
         warnings = []
+        environment = []
         capture = _Capture(self.output_limit)
         sys.stdout = sys.stderr = capture
         budget = float(request.get("statement_seconds", 5.0))   # the whole load phase's wall time
@@ -250,12 +254,14 @@ class Child:
                 exec(code, module.__dict__)  # noqa: S102 - the student's own code, in the sandbox
             except CaseTimeout:
                 left_out.append(index)
-                warnings.append(f"{where}: did not finish within {budget:g} s; left out")
+                names = [str(name) for name in statement.get("names", ()) if str(name) not in module.__dict__]
+                unavailable = f"; {', '.join(names)} unavailable" if names else ""
+                warnings.append(f"{where}: did not finish within {budget:g} s; left out{unavailable}")
             except ImportError as error:
                 try:
                     if statement.get("kind") != "import":
                         raise error
-                    self._stand_in_for_import(statement, error, warnings)
+                    self._stand_in_for_import(statement, error, warnings, environment)
                 except BaseException as failure:  # noqa: BLE001 - e.g. ast broken by patched builtins
                     warnings.append(f"{where}: {_error_name(failure)}: {_text(failure)}")
             except BaseException as error:  # noqa: BLE001 - SystemExit and friends must not end the load
@@ -266,7 +272,7 @@ class Child:
         names = sorted(k for k in module.__dict__ if type(k) is str and not k.startswith("__"))
         self.send({"op": "loaded", "warnings": [_cut(w, 4000) for w in warnings[:10_000]],
                    "output": capture.text(), "names": [n for n in names if len(n) <= 1000][:100_000],
-                   "left_out": left_out})
+                   "left_out": left_out, "environment": [_cut(e, 4000) for e in environment[:1000]]})
 
     # -- cases ----------------------------------------------------------------------------------------------
     def _oracle(self, name):

@@ -1,0 +1,202 @@
+"""Graded as a fair TA would: accepted variants held to one convention, isolation that compensates and
+never retries, and the extract_move convention taken from the parent's move_dir verdict.
+
+Real notebooks (tests/fixtures/fair, built by build.py from a bundled correct notebook plus one cell)
+graded by the real grader with real child processes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.batch import grade
+from grader.conventions import REFERENCE, consistently_matched, hold_to_one
+from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.rubric import Variant
+
+from conftest import REPO, RUBRIC
+
+FAIR = REPO / "tests" / "fixtures" / "fair"
+EIGHT_RUBRIC = REPO / "rubrics" / "eight-puzzle-astar.yaml"
+
+
+@pytest.fixture(scope="module")
+def taoistic(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> dict[str, SubmissionResult]:
+    names = ["manhattan_mixed_conventions", "manhattan_right_only_on_a_rerun",
+             "search_fails_fast_then_solves_slowly", "extract_move_transposed_with_forged_probe"]
+    results = grade([FAIR / f"{name}.ipynb" for name in names], RUBRIC, tmp_path_factory.mktemp("fair"), jobs=2,
+                    cache=grader_cache)
+    return {result.submission: result for result in results}
+
+
+def test_a_notebook_mixing_manhattan_conventions_does_not_pass(taoistic: dict[str, SubmissionResult]) -> None:
+    manhattan = taoistic["manhattan_mixed_conventions"].exercise("manhattan")
+    assert manhattan.score < manhattan.max_score
+    failed = [c for c in manhattan.cases if c.status != "pass"]
+    assert failed and all("hold to one convention" in c.message for c in failed)
+
+
+def test_a_helper_judged_right_is_never_swapped_so_a_rerun_liar_gains_nothing(
+        taoistic: dict[str, SubmissionResult]) -> None:
+    result = taoistic["manhattan_right_only_on_a_rerun"]
+    assert result.exercise("find_tile").score == result.exercise("find_tile").max_score
+    manhattan = result.exercise("manhattan")
+    assert manhattan.score == 0 and manhattan.isolated == ()
+
+
+def test_a_search_that_fails_fast_and_solves_slowly_with_the_reference_helpers_gains_nothing(
+        taoistic: dict[str, SubmissionResult]) -> None:
+    result = taoistic["search_fails_fast_then_solves_slowly"]
+    assert result.exercise("matches").score < result.exercise("matches").max_score   # so isolation may apply
+    search = result.exercise("search")
+    assert search.score == 0
+    # The second run had the same limit as the first (no 10x), so the slow answers were timeouts.
+    assert all(c.status in ("fail", "timeout") for c in search.cases)
+
+
+def test_extract_move_convention_comes_from_the_move_dir_verdict_not_a_probe(
+        taoistic: dict[str, SubmissionResult]) -> None:
+    result = taoistic["extract_move_transposed_with_forged_probe"]
+    assert result.exercise("move_dir").score == result.exercise("move_dir").max_score
+    extract_move = result.exercise("extract_move")
+    assert extract_move.score == 0 and extract_move.variant == REFERENCE
+    assert all(c.mistake == "extract_move_transposed" for c in extract_move.cases)
+
+
+def test_aimas_h1_counting_the_blank_is_an_accepted_variant(tmp_path: Path, grader_cache: Path) -> None:
+    [result] = grade([FAIR / "aima_h1_counts_the_blank.ipynb"], EIGHT_RUBRIC, tmp_path, cache=grader_cache)
+    h1 = result.exercise("h1")
+    assert h1.score == h1.max_score and h1.variant == "EightPuzzleH1WithBlank"
+    assert result.total == result.max_total
+
+
+# ---------------------------------------------------------------- the pure rules
+
+
+def _case(case_id: str, status: str, variant: str = "", got: object = None) -> CaseResult:
+    return CaseResult(case_id, status, "public", "" if status == "pass" else "wrong",
+                      fraction=1.0 if status == "pass" else 0.0, variant=variant, got=got)
+
+
+def test_the_convention_that_explains_most_answers_judges_every_case() -> None:
+    variant = Variant("with_blank")
+    first = [_case("a", "pass"), _case("b", "fail"), _case("c", "fail")]
+    under_variant = [{"with_blank": _case("a", "pass")}, {"with_blank": _case("b", "pass")},
+                     {"with_blank": _case("c", "pass")}]
+    results, chosen = hold_to_one(first, under_variant, [variant])
+    assert chosen == "with_blank" and all(r.status == "pass" and r.variant == "with_blank" for r in results)
+    # Not allowed (e.g. its `when` does not hold): the reference's convention judges.
+    results, chosen = hold_to_one(first, under_variant, [])
+    assert chosen == REFERENCE and [r.status for r in results] == ["pass", "fail", "fail"]
+
+
+def test_a_tie_goes_to_the_reference_and_the_other_cases_say_why_they_fail() -> None:
+    first = [_case("a", "pass"), _case("b", "fail")]
+    under_variant = [{"v": _case("a", "fail")}, {"v": _case("b", "pass")}]
+    results, chosen = hold_to_one(first, under_variant, [Variant("v")])
+    assert chosen == REFERENCE
+    assert results[0].status == "pass" and results[1].status == "fail"
+    assert "hold to one convention" in results[1].message
+
+
+def test_consistency_needs_an_answer_that_tells_the_conventions_apart() -> None:
+    from grader.plan import Expected
+    expected = {"a": Expected(1, 0.0, (("f", 1),)), "b": Expected(2, 0.0, (("f", 3),))}
+    matched = ExerciseResult("x", "x", 0.0, 1.0, (_case("a", "pass", got=1), _case("b", "fail", got=3)))
+    assert consistently_matched(matched, "f", expected)
+    not_told = ExerciseResult("x", "x", 1.0, 1.0, (_case("a", "pass", got=1),))
+    assert not consistently_matched(not_told, "f", {"a": expected["a"]})
+    other = ExerciseResult("x", "x", 0.0, 1.0, (_case("a", "pass", got=1), _case("b", "fail", got=4)))
+    assert not consistently_matched(other, "f", expected)
+
+
+# ---------------------------------------------------------------- the wrong rubric is noticed
+
+
+def test_grading_with_the_wrong_rubric_says_so_and_the_cli_exits_non_zero(tmp_path: Path, grader_cache: Path) -> None:
+    from grader.cli import main
+    notebook = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
+    sliding = REPO / "rubrics" / "sliding-3x3.yaml"
+    cache = ["--cache", str(grader_cache), "--quiet"]
+    assert main(["grade", "--rubric", str(sliding), "--out", str(tmp_path / "a"), *cache, str(notebook)]) == 3
+    [result] = grade([notebook], sliding, tmp_path / "b", cache=grader_cache)
+    assert result.mismatch.startswith("this notebook does not look like sliding-3x3")
+    assert result.warnings[0] == result.mismatch
+    assert main(["grade", "--rubric", str(sliding), "--out", str(tmp_path / "c"), "--allow-mismatch", *cache,
+                 str(notebook)]) == 0
+
+
+def test_a_results_folder_refuses_another_assignment(tmp_path: Path, grader_cache: Path, capsys) -> None:
+    from grader.cli import main
+    notebook = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
+    out = tmp_path / "results"
+    cache = ["--cache", str(grader_cache), "--quiet"]
+    assert main(["grade", "--rubric", str(RUBRIC), "--out", str(out), *cache, str(notebook)]) == 0
+    before = (out / "correct.json").read_bytes()
+    code = main(["grade", "--rubric", str(REPO / "rubrics" / "sliding-3x3.yaml"), "--out", str(out),
+                 "--allow-mismatch", *cache, str(notebook)])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "holds results of taoistic-search, not sliding-3x3" in error and "Traceback" not in error
+    assert (out / "correct.json").read_bytes() == before      # nothing graded is lost
+
+
+# ---------------------------------------------------------------- errors charged where they happen, messages
+
+
+@pytest.fixture(scope="module")
+def eight(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> dict[str, SubmissionResult]:
+    names = ["aima_h_calls_h2_as_a_function", "node_class_renamed"]
+    results = grade([FAIR / f"{name}.ipynb" for name in names], EIGHT_RUBRIC, tmp_path_factory.mktemp("eight"),
+                    jobs=2, cache=grader_cache)
+    return {result.submission: result for result in results}
+
+
+def test_an_error_inside_another_method_is_charged_to_it_by_name(eight: dict[str, SubmissionResult]) -> None:
+    astar = eight["aima_h_calls_h2_as_a_function"].exercise("astar_search")
+    errors = [c for c in astar.cases if c.status == "error"]
+    assert errors and all(c.culprit == "EightPuzzle.h" for c in errors)
+    assert all("The error is in EightPuzzle.h (cell " in c.message and "called while running astar_search"
+               in c.message for c in errors)
+    assert any("cases fail the same way" in note for note in astar.notes)
+
+
+def test_a_case_needing_a_class_the_notebook_lacks_says_so(eight: dict[str, SubmissionResult]) -> None:
+    h1 = eight["node_class_renamed"].exercise("h1")
+    assert {c.status for c in h1.cases} == {"missing"}
+    assert all(c.message == "this case needs the class Node, which the notebook does not define" for c in h1.cases)
+    assert f"{len(h1.cases)} cases fail the same way" in h1.notes[0]
+
+
+def test_a_missing_graded_name_is_called_what_it_is(tmp_path: Path, grader_cache: Path) -> None:
+    notebook = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
+    [result] = grade([notebook], REPO / "rubrics" / "sliding-3x3.yaml", tmp_path, cache=grader_cache)
+    assert result.exercise("goal").cases[0].message.startswith("no constant named goal")
+    assert result.exercise("findZero").cases[0].message.startswith("no function named findZero")
+
+
+def test_a_failing_public_case_shows_every_fixture_it_uses_in_every_format(bundled) -> None:
+    import io
+
+    from rich.console import Console
+
+    from grader.report.console import student_report
+    from grader.report.student import html_report, markdown_report
+    result = bundled["extract-move-of-tile"]
+    case = result.exercise("extract_move").cases[0]
+    assert case.status == "fail" and set(case.inputs) == {"Start", "StartDown"}
+    assert all(c.inputs == {} for e in result.exercises for c in e.cases if c.visibility == "hidden")
+    markdown = markdown_report(result)
+    assert "StartDown\n┌" in markdown
+    assert 'data-role="input"' in html_report(result)
+    stream = io.StringIO()
+    student_report(result, {}, Console(file=stream, width=120, color_system=None))
+    assert "StartDown" in stream.getvalue() and "┌" in stream.getvalue()
+
+
+def test_a_module_the_grading_machine_lacks_is_information_for_the_ta_not_a_student_warning(bundled) -> None:
+    result = bundled["seed-000"]
+    assert any("ipycanvas" in line and "inert stand-ins" in line for line in result.environment)
+    assert not any("ipycanvas" in warning or "style.css" in warning for warning in result.warnings)

@@ -1,0 +1,94 @@
+"""The top-level dependency slice: a statement is kept only when what the grading needs reads what it binds or
+changes (transitively, on the AST), whatever it calls; `grader extract` says why for each statement.
+
+Real notebooks built by tests/fixtures/fair/build.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.extract import Extracted, Policy, extract
+from grader.grading import _statements
+from grader.notebook import read_notebook
+from grader.rubric import load_rubric
+from grader.sandbox.process import ProcessLimits, Sandbox
+
+from conftest import REPO, RUBRIC, SUBMISSIONS
+
+FAIR = REPO / "tests" / "fixtures" / "fair"
+
+
+def sliced(name: str, *roots: str) -> Extracted:
+    return extract(read_notebook(FAIR / f"{name}.ipynb"), Policy(roots=frozenset(roots)))
+
+
+def kept_code(extracted: Extracted) -> list[str]:
+    return [statement.code for statement in extracted.statements]
+
+
+def test_alias_and_method_calls_at_top_level_are_not_run() -> None:
+    extracted = sliced("slice_alias_and_method_calls", "moves")
+    code = "\n".join(kept_code(extracted))
+    assert "solve_puzzle((1, 2, 3))" not in code and "solver.solve()" not in code
+    assert "switch =" not in code and "solver = Solver()" not in code
+    assert "def solve(" in code and "class Solver" in code      # definitions always stay
+    reasons = {d.excerpt: d.reason for d in extracted.dropped}
+    assert reasons["solution = solve_puzzle((1, 2, 3))"] == "assignment to solution: nothing graded reads solution"
+    assert reasons["solver.solve()"].startswith("call of solver.solve()")
+
+
+def test_data_read_by_graded_functions_is_kept_with_the_reason() -> None:
+    extracted = sliced("slice_needed_data", "h", "is_goal", "neighbours")
+    why = {statement.code.splitlines()[0]: statement.why for statement in extracted.statements}
+    assert why["CORRECT_POS = get_correct_pos()"] == "CORRECT_POS read by h"
+    assert why["goal.append(0)"] == "goal changed here and read by is_goal"
+    assert why["romania = Map({'Arad': ['Sibiu', 'Zerind'], 'Sibiu': ['Arad']})"] == "romania read by neighbours"
+    code = "\n".join(kept_code(extracted))
+    assert "unused = h(" not in code and "for city in" not in code
+
+
+def test_what_nothing_graded_reads_is_dropped_even_when_it_calls_nothing() -> None:
+    extracted = sliced("slice_needed_data", "is_goal")
+    code = "\n".join(kept_code(extracted))
+    assert "goal.append(0)" in code
+    assert "CORRECT_POS =" not in code and "romania =" not in code
+
+
+def test_the_loaded_notebook_has_what_graded_functions_read(tmp_path: Path) -> None:
+    extracted = sliced("slice_needed_data", "h", "is_goal", "neighbours")
+    with Sandbox(_statements(extracted), {}, ProcessLimits(load_seconds=5)) as sandbox:
+        report = sandbox.load()
+    assert {"CORRECT_POS", "goal", "romania"} <= set(report.names)
+    assert "unused" not in report.names and "city" not in report.names
+    assert report.warnings == ()
+
+
+def test_a_needed_statement_over_the_load_budget_is_stopped_and_its_names_reported() -> None:
+    extracted = sliced("slice_slow_needed_statement", "lookup")
+    assert any(s.code == "TABLE = build_table()" for s in extracted.statements)
+    with Sandbox(_statements(extracted), {}, ProcessLimits(load_seconds=0.5)) as sandbox:
+        report = sandbox.load()
+    [warning] = [w for w in report.warnings if "did not finish" in w]
+    assert warning.startswith("cell 3, line 1:") and "TABLE unavailable" in warning
+    assert "lookup" in report.names and "TABLE" not in report.names
+
+
+def test_the_rubric_roots_keep_what_main_and_the_cases_read_and_drop_the_animation() -> None:
+    policy = load_rubric(RUBRIC).policy
+    assert policy.roots is not None and {"main", "search", "Start"} <= policy.roots
+    extracted = extract(read_notebook(SUBMISSIONS / "main-animation.ipynb"), policy)
+    code = "\n".join(kept_code(extracted))
+    assert "animation(" not in code.replace("def animation(", "") and "Path = main()" not in code
+
+
+def test_grader_extract_says_why_each_statement_was_kept_or_dropped() -> None:
+    shown = subprocess.run([sys.executable, "-m", "grader", "extract", "--rubric", str(RUBRIC),
+                            str(SUBMISSIONS / "seed-000.ipynb")], capture_output=True, text=True, check=True).stdout
+    assert "kept: S read by manhattan" in shown
+    assert "call of draw_state(): graded code does not depend on it" in shown
+    assert "if statement: graded code does not depend on it: if Path:" in shown
