@@ -507,12 +507,13 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     lacking = _lacking(plan, exercise, cases, name, loaded)
     results, chosen = _run(plan, exercise, cases, requests, sandbox, deadline, (), allowed, graded, extracted, lacking)
     isolate = helpers_to_isolate(plan, exercise, judged)
-    if isolate and exercise_score(results, exercise.points, exercise.scoring) < exercise.points:
+    planned = {c.id: c.weight for c in cases}
+    if isolate and exercise_score(results, exercise.points, exercise.scoring, planned=planned) < exercise.points:
         # The whole exercise again, every case, the same limits: the child learns nothing of which cases failed.
         second, second_chosen = _run(plan, exercise, cases, requests, sandbox, deadline, isolate, allowed, graded,
                                      extracted, lacking)
-        if exercise_score(second, exercise.points, exercise.scoring) > \
-                exercise_score(results, exercise.points, exercise.scoring):
+        if exercise_score(second, exercise.points, exercise.scoring, planned=planned) > \
+                exercise_score(results, exercise.points, exercise.scoring, planned=planned):
             results, chosen = second, second_chosen
         else:
             isolate = ()
@@ -524,7 +525,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     notes += same_failures(results)
     if any(r.status != "pass" for r in results):
         notes += exercise.hints
-    score = exercise_score(results, exercise.points, exercise.scoring, planned={c.id: c.weight for c in cases})
+    score = exercise_score(results, exercise.points, exercise.scoring, planned=planned)
     return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
                           function=name, location=location, variant=chosen, isolated=isolate)
 
