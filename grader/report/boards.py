@@ -450,10 +450,3 @@ def input_lines(name: str, wire: codec.Wire) -> list[Line]:
 
 def text_input(name: str, wire: codec.Wire) -> str:
     return plain(input_lines(name, wire))
-
-
-def html_input(name: str, wire: codec.Wire) -> Markup:
-    pic = picture(wire)
-    if pic.kind == "board":
-        return html_board(Drawn(pic.boards[0]), name, "input")
-    return Markup('<p class="input"><code>{} = {}</code></p>').format(name, codec.describe(wire, 400))

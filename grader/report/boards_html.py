@@ -97,3 +97,12 @@ def html_comparison(expected: codec.Wire, got: codec.Wire) -> Markup:
     if comparison.drawn:
         body += HTML_LEGEND
     return body
+
+
+def html_input(name: str, wire: codec.Wire) -> Markup:
+    """A case's input: a board when it is a state, else one line of code."""
+    from grader.report.boards import picture
+    pic = picture(wire)
+    if pic.kind == "board":
+        return html_board(Drawn(pic.boards[0]), name, "input")
+    return Markup('<p class="input"><code>{} = {}</code></p>').format(name, codec.describe(wire, 400))

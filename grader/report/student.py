@@ -303,7 +303,7 @@ def _html_inputs(case: CaseResult) -> Markup | None:
     if case.status == "pass" or not case.inputs:
         return None
     return Markup('<div class="inputs">{}</div>').format(
-        Markup("").join(boards.html_input(name, value) for name, value in case.inputs.items()))
+        Markup("").join(boards_html.html_input(name, value) for name, value in case.inputs.items()))
 
 
 def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, code: str | None = None,
