@@ -55,7 +55,7 @@ def in_process_seconds(paths: list[Path], cache: Path) -> float:
     from grader.notebook import read_notebook
     from grader.plan import build_plan
     from grader.rubric import load_rubric
-    from grader.sandbox import codec
+    from grader import codec
     plan = build_plan(load_rubric(RUBRIC), cache)
     support = {p.stem: p.read_text() for p in (plan.rubric.support or Path("/nonexistent")).glob("*.py")}
     started = time.perf_counter()

@@ -10,10 +10,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from grader.extract import Definition
+
+class Binding(Protocol):
+    """What the analysis needs of a notebook's top-level name (an extract.Definition is one)."""
+
+    @property
+    def kind(self) -> str: ...
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -50,7 +54,7 @@ def _does_nothing(statement: ast.stmt) -> bool:
     return False
 
 
-def global_data_reads(func: FunctionNode, definitions: Mapping[str, Definition]) -> tuple[str, ...]:
+def global_data_reads(func: FunctionNode, definitions: Mapping[str, Binding]) -> tuple[str, ...]:
     """Notebook data (Definition kind "data") that `func` reads as module globals, sorted.
 
     A function that silently reads a global such as `S` passes in the notebook and

@@ -21,7 +21,7 @@ from grader.calls import call_arguments, evaluate_data
 from grader.checks import CHECKS, CheckContext, CheckError, ProbeError, Verdict, resolve
 from grader.plan import Case, Plan, patched_globals
 from grader.rubric import Exercise
-from grader.sandbox import codec
+from grader import codec
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def variants_like_mistakes(plan: Plan) -> list[Finding]:
     for exercise in plan.rubric.exercises:
         for variant in getattr(exercise, "variants", ()):
             implementation = getattr(plan.reference, variant.reference, None)
-            if implementation is None or getattr(variant, "when", ()):
+            if implementation is None or variant.when:
                 # A conditional variant (`when`) is a mistake where its condition fails, by design: the
                 # 2020/21 extract_move is right only beside a 2020/21 move_dir.
                 continue

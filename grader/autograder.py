@@ -38,7 +38,7 @@ from grader.report.gradescope import failure_results, to_gradescope, write_resul
 from grader.rubric import Rubric, load_rubric
 
 if TYPE_CHECKING:
-    from grader.extract import Policy
+    from grader.rubric import Policy
 
 ROOT_ENV = "AUTOGRADER_ROOT"
 DEFAULT_ROOT = "/autograder"
@@ -309,7 +309,8 @@ def find_submission(folder: Path, exercise_names: set[str], policy: Policy | Non
     functions wins, then the first by path, so a stray checkpoint copy or scratch notebook is not graded.
     """
     from grader.batch import collect
-    from grader.extract import Policy, extract
+    from grader.extract import extract
+    from grader.rubric import Policy
     from grader.notebook import NotebookError, read_notebook
     files = [p for p in collect([folder]) if "__MACOSX" not in p.parts] if folder.is_dir() else []
     candidates = [p for p in files if p.suffix == ".ipynb"] or [p for p in files if p.suffix == ".py"]

@@ -20,16 +20,11 @@ from grader.intake import Entry, gather
 from grader.lateness import LatePolicy, assess
 from grader.report.csv_export import write_csv, write_score_csv
 from grader.grading import Options, file_sha256, grade_path, support_sources
-from grader.plan import Plan, build_plan
+from grader.plan import Plan, build_plan, default_cache
 from grader.results import SubmissionResult, from_dict, write_json
 from grader.rubric import Rubric, load_rubric
 
 SUBMISSION_SUFFIXES = (".ipynb", ".py")
-
-
-def default_cache() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "puzzle-grader"
 
 
 def collect(paths: Iterable[str | Path]) -> list[Path]:
@@ -92,15 +87,15 @@ class Batch:
 
 
 def _failure_result(plan: Plan, job: Job, reason: str) -> SubmissionResult:
-    from grader.grading import _empty_result
+    from grader.grading import empty_result
     path = Path(job.path)
-    return replace(_empty_result(path, plan, file_sha256(path), reason, time.monotonic(), job.student),
+    return replace(empty_result(path, plan, file_sha256(path), reason, time.monotonic(), job.student),
                    state="failed")
 
 
 def _unreadable(plan: Plan, entry: Entry) -> SubmissionResult:
-    from grader.grading import _empty_result
-    return replace(_empty_result(entry.path, plan, file_sha256(entry.path), f"{entry.source}: {entry.problem}",
+    from grader.grading import empty_result
+    return replace(empty_result(entry.path, plan, file_sha256(entry.path), f"{entry.source}: {entry.problem}",
                                  time.monotonic(),
                                  entry.student), path=entry.source)
 

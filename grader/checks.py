@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping, Union
 
 from grader.calls import ExpressionError, evaluate_data
-from grader.sandbox import codec
+from grader import codec
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,8 @@ def _grade(args: argparse.Namespace) -> int:
     levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
     console.print(f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
                   f"{len(batch.failed)} failed, {batch.unchanged} unchanged; {batch.skipped} skipped "
-                  f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/", highlight=False, soft_wrap=True,
+                  f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/", highlight=False,
+                  soft_wrap=True,
                   markup=False)
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]
     for student in mismatched:
@@ -353,7 +354,8 @@ def _assign(args: argparse.Namespace) -> int:
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from grader.extract import Policy, extract
+    from grader.extract import extract
+    from grader.rubric import Policy
     from grader.notebook import read_notebook
     _check_file(args.notebook, "the notebook")
     policy = Policy()

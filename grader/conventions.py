@@ -14,7 +14,7 @@ from typing import Any
 
 from grader.results import CaseResult, ExerciseResult
 from grader.rubric import Exercise, Variant
-from grader.sandbox import codec
+from grader import codec
 
 REFERENCE = ""   # the name of the reference's own convention
 
@@ -33,7 +33,7 @@ def hold_to_one(results: Sequence[CaseResult], by_variant: Sequence[Mapping[str,
     options: dict[str, list[CaseResult]] = {REFERENCE: list(results)}
     for variant in allowed:
         options[variant.reference] = [judged.get(variant.reference, first)
-                                      for first, judged in zip(results, by_variant)]
+                                      for first, judged in zip(results, by_variant, strict=True)]
     chosen = max(options, key=lambda name: (_earned(options[name]), name == REFERENCE))
     says = {v.reference: v for v in allowed}
     final = []

@@ -20,6 +20,7 @@ from types import MappingProxyType
 
 from grader.analysis import is_stub
 from grader.notebook import Cell, Notebook
+from grader.rubric import Policy
 
 # Cell magics whose body is ordinary Python that IPython merely wraps (timing, output capture).
 WRAPPING_CELL_MAGICS = frozenset({"time", "timeit", "capture"})
@@ -27,18 +28,6 @@ RUN_FUNCTION = "__grader_run__"
 # `type X = ...` exists from Python 3.12 on; on 3.11 there is nothing to match.
 _TYPE_ALIAS: tuple[type, ...] = (ast.TypeAlias,) if hasattr(ast, "TypeAlias") else ()
 _ASSIGNMENTS: tuple[type, ...] = (ast.Assign, ast.AnnAssign, ast.AugAssign, *_TYPE_ALIAS)
-
-
-@dataclass(frozen=True)
-class Policy:
-    """Rubric overrides of the top-level policy."""
-
-    allow_calls: frozenset[str] = frozenset()  # notebook functions whose top-level calls are kept anyway
-    drop: frozenset[str] = frozenset()  # top-level names whose assignments are dropped anyway
-    # Names the grading needs from the notebook (graded functions, names the cases call or set, names support
-    # modules read): the roots of the dependency slice. None (no rubric): the syntactic policy, which keeps data
-    # and drops statements that call notebook code.
-    roots: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +175,7 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
         needed.add(name)
         for node in definitions.get(name, []):
             queue.extend((read, name) for read in statement_reads(node))
-        for cell, node, touched in candidates:
+        for _cell, node, touched in candidates:
             if name in touched and id(node) not in kept:
                 verb = "read" if name in _bound_names(node) else "changed here and read"
                 kept[id(node)] = f"{name} {verb} by {reader}"

@@ -22,10 +22,10 @@ from grader.conventions import allowed_variants, hold_to_one, variant_note
 from grader.checks import CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract import Definition, Extracted, extract
 from grader.notebook import Notebook, NotebookError, read_notebook
-from grader.plan import Case, Plan
+from grader.plan import Case, Plan, default_cache
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result
 from grader.rubric import Exercise
-from grader.sandbox import codec
+from grader import codec
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import CaseRequest, Oracle, Outcome, ProcessLimits, Sandbox, SandboxError
 from grader.scoring import exercise_score, total
@@ -79,12 +79,12 @@ def support_sources(plan: Plan) -> dict[str, str]:
     return sources
 
 
-def _statements(extracted: Extracted) -> list[dict[str, Any]]:
+def child_statements(extracted: Extracted) -> list[dict[str, Any]]:
     return [{"code": s.code, "filename": s.label, "line": s.line, "kind": s.kind, "names": list(s.names)}
             for s in extracted.statements]
 
 
-def _empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: float,
+def empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: float,
                   submission: str | None = None) -> SubmissionResult:
     exercises = tuple(
         ExerciseResult(e.id, e.title, 0.0, float(e.points), tuple(
@@ -143,7 +143,8 @@ def _lacking(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
         except SyntaxError:
             continue
         # Only names the call calls (`Node(state)`): data reaches the child as values, never by name.
-        called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        called = {node.func.id for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
         needed = called - set(plan.data(case)) - present
         if needed:
             lacking[case.id] = ", ".join(f"the {_kind_of(plan, n)} {n}" for n in sorted(needed))
@@ -218,7 +219,7 @@ def _memo(key: tuple, make):
 
 def _requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str, options: Options) -> list[CaseRequest]:
     return _memo((id(plan), plan.rubric.sha256, exercise.id, name, options.case_seconds, len(cases)),
-                 lambda: _build_requests(plan, exercise, cases, name, options))
+                 lambda: build_requests(plan, exercise, cases, name, options))
 
 
 def _merged(code: str, data: Mapping[str, Any], renames: Mapping[str, str], values: dict[str, Any]) -> str:
@@ -233,7 +234,7 @@ def _merged(code: str, data: Mapping[str, Any], renames: Mapping[str, str], valu
     return text
 
 
-def _build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
+def build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
                     options: Options) -> list[CaseRequest]:
     renames = {alias: name for alias in exercise.names if alias != name}
     limits = exercise.limits.merged({"case_seconds": options.case_seconds})
@@ -385,7 +386,7 @@ def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
             for variant in exercise.variants if variant.reference in answers}
 
 
-def _template_names(plan: Plan) -> frozenset[str]:
+def template_names(plan: Plan) -> frozenset[str]:
     """Globals the course's own template code reads (AIMA's given best_first_search reads `failure`):
     a student's function reading them does so by design."""
     def names() -> frozenset[str]:
@@ -408,7 +409,7 @@ def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> t
     notes = []
     # Globals the course itself defines (fixtures) or that cases set on purpose are not worth a remark.
     expected_globals = (set(plan.rubric.fixtures) | {n for c in plan.cases[exercise.id] for n, _ in c.set}
-                        | _template_names(plan))
+                        | template_names(plan))
     if name != exercise.function:
         notes.append(f"graded {name} (accepted as another name for {exercise.function})")
     definition = extracted.definitions.get(name)
@@ -542,7 +543,7 @@ def culprit(where: str, extracted: Extracted) -> tuple[str, str] | None:
     label, line = match[1], int(match[2])
     for definition in extracted.definitions.values():
         node = definition.node
-        if definition.label != label or definition.kind not in ("function", "class") or node is None:
+        if definition.label != label or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
             continue
@@ -587,14 +588,15 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
                                     max_timeouts=exercise.limits.max_timeouts)
     results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]
     if extracted is not None:
-        results = [_charge(result, outcome, graded, extracted) for result, outcome in zip(results, outcomes)]
+        results = [_charge(result, outcome, graded, extracted)
+                   for result, outcome in zip(results, outcomes, strict=True)]
     for index, case in enumerate(cases):
         absent = lacking.get(case.id)
         if absent and results[index].status != "pass":
             results[index] = replace(results[index], status="missing", fraction=0.0, message=(
                 f"this case needs {absent}, which the notebook does not define"))
     variants = [judge_variants(plan, exercise, case, outcome, result)
-                for case, outcome, result in zip(cases, outcomes, results)]
+                for case, outcome, result in zip(cases, outcomes, results, strict=True)]
     held, chosen = hold_to_one(results, variants, allowed)
     # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
     return [bound_case(result) for result in held], chosen
@@ -611,7 +613,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     warnings = [*notebook.warnings, *extracted.warnings]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
-    with Sandbox(_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
+    with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
                  allow_root=options.allow_root_sandbox) as sandbox:
         sandbox_level = sandbox.isolation.level
         try:
@@ -660,7 +662,6 @@ def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = 
     rubric = plan.rubric
     course = Path(os.path.commonpath([rubric.path.parent.resolve(), rubric.reference.parent.resolve()]))
     never = {Path("/"), *Path(sys.base_prefix).resolve().parents} - {Path.home().resolve()}
-    from grader.batch import default_cache
     # Temporary and home folders hold other runs' results and caches (with hidden expected values).
     shared = [Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/dev/shm"), Path.home(), default_cache()]
     candidates = [course, rubric.reference.parent, rubric.path.parent, rubric.submissions,
@@ -685,6 +686,6 @@ def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Opti
     try:
         notebook = read_notebook(path)
     except NotebookError as error:
-        return _empty_result(path, plan, sha256, str(error), started, submission)
+        return empty_result(path, plan, sha256, str(error), started, submission)
     return grade_notebook(notebook, plan, path=path, sha256=sha256, support=support, options=options,
                           submission=submission, hide_paths=hidden_folders(plan, path, hide))

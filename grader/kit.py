@@ -36,7 +36,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from grader import __version__
-from grader.sandbox import codec
+from grader import codec
 
 if TYPE_CHECKING:   # types only: importing the kit loads neither the grading pipeline nor the sandbox
     from grader.grading import CaseRunner
@@ -242,9 +242,8 @@ def coverage(kit: Mapping[str, Any]) -> list[tuple[str, int, int, tuple[str, ...
 
 def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> dict[str, Any]:
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
-    from grader.batch import default_cache
-    from grader.grading import Options, _build_requests, _template_names, support_sources
-    from grader.plan import build_plan
+    from grader.grading import Options, build_requests, template_names, support_sources
+    from grader.plan import build_plan, default_cache
     from grader.public import is_public, public_code
     from grader.rubric import load_rubric
 
@@ -258,7 +257,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         public = [case for case in cases if case.visibility == "public"]
         # The requests the grader would send for a notebook that uses the canonical name (renamed per notebook
         # when it is checked, as the grader does).
-        requests = _build_requests(plan, exercise, public, exercise.function.split(".")[0], Options())
+        requests = build_requests(plan, exercise, public, exercise.function.split(".")[0], Options())
         entries = []
         for case, request in zip(public, requests, strict=True):
             expected = plan.expected[case.id]
@@ -299,7 +298,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
                    "memory_mb": limits.memory_mb, "output_bytes": limits.output_bytes},
         "extraction": {"allow_calls": sorted(rubric.policy.allow_calls), "drop": sorted(rubric.policy.drop),
                        "roots": sorted(rubric.policy.roots or ())},
-        "known_globals": sorted(set(rubric.fixtures) | public_settings | set(_template_names(plan))),
+        "known_globals": sorted(set(rubric.fixtures) | public_settings | set(template_names(plan))),
         "support": support_sources(plan),
         "exercises": exercises,
         **({"public": {"source": shipped.source, "names": list(shipped.names)}} if shipped else {}),
@@ -412,7 +411,7 @@ def load_kit(path: str | Path) -> Kit:
 def kit_plan(kit: Kit) -> Any:
     """The kit as a grading Plan whose reference module is empty, so grading.grade_exercise and judge() read
     it like any plan. Cases whose check needs the reference are judged `equal` there and by `settle` after."""
-    from grader.extract import Policy
+    from grader.rubric import Policy
     from grader.plan import Case, Expected, Plan
     from grader.public import public_module
     from grader.rubric import CheckSpec, ErrorHint, Exercise, Limits, Mistake, Rubric, Variant
@@ -744,8 +743,8 @@ class Kernel:
         missing = object()
         settings = {name: codec.with_arrays(codec.decode(value)) for name, value in case.set.items()}
         saved = {name: namespace.get(name, missing) for name in settings}
-        from grader.sandbox.runtime import _Capture   # the child's bounded sink, here in the student's kernel
-        capture = _Capture(self.output_bytes)
+        from grader.sandbox.runtime import Capture   # the child's bounded sink, here in the student's kernel
+        capture = Capture(self.output_bytes)
         state = random.getstate()
         started = time.perf_counter()
         try:

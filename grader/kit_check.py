@@ -12,7 +12,7 @@ from typing import Any
 
 from grader import __version__
 from grader.extract import extract
-from grader.grading import (Options, _empty_result, _statements, file_sha256, grade_exercise,
+from grader.grading import (Options, empty_result, child_statements, file_sha256, grade_exercise,
                             hidden_folders)
 from grader.kit import Kit, KitCases, kit_plan, load_kit, report, settle
 from grader.notebook import NotebookError, read_notebook
@@ -33,7 +33,7 @@ def check_with_kit(notebook_path: str | Path, kit_path: str | Path | Kit, *,
     try:
         notebook = read_notebook(path)
     except NotebookError as error:
-        empty = _empty_result(path, plan, sha256, str(error), started)
+        empty = empty_result(path, plan, sha256, str(error), started)
         return _finished(empty, kit, settle(kit, empty.exercises, ())), kit.hidden
     rubric = plan.rubric
     extracted = extract(notebook, rubric.policy)
@@ -43,7 +43,7 @@ def check_with_kit(notebook_path: str | Path, kit_path: str | Path | Kit, *,
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     # The kit's folder stands in for the course's: hidden like it, with the notebook's folder, temp and home.
-    with Sandbox(_statements(extracted), kit.support, process_limits, limits.output_bytes,
+    with Sandbox(child_statements(extracted), kit.support, process_limits, limits.output_bytes,
                  hidden_folders(plan, path), allow_root=options.allow_root_sandbox) as sandbox:
         level = sandbox.isolation.level
         try:

@@ -37,7 +37,7 @@ from grader.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS, Mutant, mutants, sa
 from grader.plan import Case, Plan, evaluate_reference
 from grader.results import ExerciseResult
 from grader.rubric import Exercise
-from grader.sandbox import codec
+from grader import codec
 
 HUNT_INPUTS = 200            # generated inputs tried, smallest first, to find one that kills a survivor
 SCREEN_MEMORY_MB = 1024      # per screening worker, above what the grader already uses
@@ -283,7 +283,7 @@ def _grade_entries(source: str, entries: Sequence[_Entry], plan: Plan, support: 
     own name is loaded once, then each entry is graded as its exercise with the graded name pointing at it
     (in a fork of the loaded child, as every exercise is). What the deadline leaves ungraded is None."""
     from grader.extract import extract
-    from grader.grading import _statements, grade_exercise, hidden_folders
+    from grader.grading import child_statements, grade_exercise, hidden_folders
     from grader.notebook import read_notebook
     from grader.sandbox.process import ProcessLimits, Sandbox, SandboxError
 
@@ -296,7 +296,7 @@ def _grade_entries(source: str, entries: Sequence[_Entry], plan: Plan, support: 
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(max(1, deadline - time.monotonic()))
                                    + 30, load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     results: dict[Any, ExerciseResult | None] = {entry.key: None for entry in entries}
-    with Sandbox(_statements(extracted), support, process_limits, limits.output_bytes,
+    with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes,
                  hidden_folders(plan, path), allow_root=options.allow_root_sandbox) as sandbox:
         try:
             loaded = sandbox.load().names

@@ -28,8 +28,8 @@ from typing import Any, Iterator, Mapping, Sequence
 from grader import __version__, sealed
 from grader.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
 from grader.checks import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
-from grader.rubric import CaseSpec, CheckSpec, Exercise, Limits, Rubric, RubricError, _suggest
-from grader.sandbox import codec
+from grader.rubric import CaseSpec, CheckSpec, Exercise, Limits, Rubric, RubricError, suggest
+from grader import codec
 
 CACHE_FORMAT = 3   # 2: sealed with the cache folder's key (grader.sealed); 3: answers of accepted variants too
 
@@ -184,30 +184,30 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
             if not callable(getattr(reference, mistake.reference, None)):
                 problems.append(_problem(rubric, mistake.line, f"{where}: mistake '{mistake.reference}' is not a "
                                                                f"function of the reference module"
-                                                               f"{_suggest(mistake.reference, _functions(reference))}"))
+                                                               f"{suggest(mistake.reference, _functions(reference))}"))
         for variant in exercise.variants:
             if _lookup(reference, variant.reference) is None or not callable(_lookup(reference, variant.reference)):
                 problems.append(_problem(rubric, variant.line, f"{where}: variant '{variant.reference}' is not a "
                                                                f"function of the reference module"))
-            for earlier, function in variant.when:
-                known = {m.reference for m in _exercise_named(rubric, earlier).mistakes} | \
-                    {v.reference for v in _exercise_named(rubric, earlier).variants}
-                if function not in known:
+            for prior, function in variant.when:
+                answers = {m.reference for m in _exercise_named(rubric, prior).mistakes} | \
+                    {v.reference for v in _exercise_named(rubric, prior).variants}
+                if function not in answers:
                     problems.append(_problem(rubric, variant.line, f"{where}: variant '{variant.reference}' needs "
-                                                                   f"'{earlier}' to match '{function}', which is not "
-                                                                   f"a mistake or variant of '{earlier}'"))
+                                                                   f"'{prior}' to match '{function}', which is not "
+                                                                   f"a mistake or variant of '{prior}'"))
         for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
             if spec.name not in CHECKS and not callable(getattr(reference, spec.name, None)):
                 known = [*CHECKS, *(n for n in dir(reference) if n.startswith("check"))]
                 problems.append(_problem(rubric, spec.line or exercise.line,
-                                         f"{where}: unknown check '{spec.name}'{_suggest(spec.name, known)}"))
+                                         f"{where}: unknown check '{spec.name}'{suggest(spec.name, known)}"))
         for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
             problems.extend(_check_options(rubric, reference, spec, where, exercise.line))
         for case in exercise.cases:
             if case.generate and not callable(getattr(reference, case.generate, None)):
                 problems.append(_problem(rubric, case.line, f"{where}: generator '{case.generate}' is not a "
                                                             f"function of the reference module"
-                                                            f"{_suggest(case.generate, _functions(reference))}"))
+                                                            f"{suggest(case.generate, _functions(reference))}"))
     return problems
 
 
@@ -259,7 +259,7 @@ def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where
     if known is not None:
         for key in sorted(set(spec.options) - known - COMMON_OPTIONS):
             problems.append(_problem(rubric, at, f"{where}: unknown option '{key}' of {owner}"
-                                                 f"{_suggest(key, [*known, *COMMON_OPTIONS])}"))
+                                                 f"{suggest(key, [*known, *COMMON_OPTIONS])}"))
     if spec.name != "path":
         return problems
     for key, required in (("next_states", True), ("matches", False)):
@@ -269,7 +269,7 @@ def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where
                 problems.append(_problem(rubric, at, f"{where}: the path check needs '{key}: <reference function>'"))
         elif not callable(getattr(reference, str(name), None)):
             problems.append(_problem(rubric, at, f"{where}: path check option '{key}': the reference module has no "
-                                                 f"function '{name}'{_suggest(str(name), _functions(reference))}"))
+                                                 f"function '{name}'{suggest(str(name), _functions(reference))}"))
     for key in ("start", "goal"):
         text = spec.options.get(key)
         if text is None:
@@ -429,6 +429,12 @@ def _answers(reference: ModuleType, case: Case, data: Mapping[str, Any], exercis
         except Exception:  # one that crashes on this input cannot be recognised here: it is left out
             pass
     return tuple(answers)
+
+
+def default_cache() -> Path:
+    """Where expected values are cached when no folder is given (XDG cache folder)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "puzzle-grader"
 
 
 def cache_path(rubric: Rubric, cache_dir: Path | None) -> Path | None:

@@ -75,7 +75,8 @@ class SubmissionResult:
     late: bool = False           # the LMS flagged it late, or its file time is after the rubric's due date
     submitted_at: str = ""       # the file's time as the intake saw it (UTC ISO)
     penalty: float = 0.0         # points the rubric's late policy takes off; `total` is the score before it
-    mismatch: str = ""           # "this notebook does not look like <assignment>: ..." when most graded names are absent
+    # "this notebook does not look like <assignment>: ..." when most graded names are absent
+    mismatch: str = ""
     environment: tuple[str, ...] = ()   # for the TA: what the grading machine lacked (modules given stand-ins)
 
     def exercise(self, exercise_id: str) -> ExerciseResult:
@@ -170,7 +171,7 @@ def cut_value(wire: Any, limit: int) -> Any:
         size = limit + 1
     if size <= limit:
         return wire
-    from grader.sandbox import codec
+    from grader import codec
     try:
         shown = codec.describe(wire, max(0, min(limit, 2_000) - 60))
     except Exception:   # a malformed wire cannot even be described: say only how big it was

@@ -9,12 +9,23 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from grader.extract import Policy
 from grader.lateness import LatePolicy, parse_due
 from grader.yamlmarks import Marked, MarkedList, YamlError, load_marked
 
 VISIBILITIES = ("public", "hidden")
 SCORINGS = ("proportional", "all_or_nothing")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The rubric's `extraction:` section: overrides of the top-level policy (see grader.extract)."""
+
+    allow_calls: frozenset[str] = frozenset()  # notebook functions whose top-level calls are kept anyway
+    drop: frozenset[str] = frozenset()  # top-level names whose assignments are dropped anyway
+    # Names the grading needs from the notebook (graded functions, names the cases call or set, names support
+    # modules read): the roots of the dependency slice. None (no rubric): the syntactic policy, which keeps data
+    # and drops statements that call notebook code.
+    roots: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -222,7 +233,7 @@ class _Problems:
         self.items.append(f"{self.path}:{line}: {reason}")
 
 
-def _suggest(word: str, choices) -> str:
+def suggest(word: str, choices) -> str:
     close = difflib.get_close_matches(str(word), list(choices), n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -230,7 +241,7 @@ def _suggest(word: str, choices) -> str:
 def _check_keys(node: Marked, allowed: Mapping[str, str], where: str, problems: _Problems) -> None:
     for key in node:
         if key not in allowed:
-            problems.add(node.line_of(key), f"{where}: unknown key '{key}'{_suggest(key, allowed)}")
+            problems.add(node.line_of(key), f"{where}: unknown key '{key}'{suggest(key, allowed)}")
 
 
 def _expression(text: Any, line: int, what: str, problems: _Problems) -> str | None:
@@ -284,7 +295,7 @@ def _late(node: Any, line: int, problems: _Problems) -> LatePolicy | None:
         return None
     for key in node:
         if key not in ("due", "per_day", "cap"):
-            problems.add(node.line_of(key), f"late: unknown key '{key}'{_suggest(key, ['due', 'per_day', 'cap'])}")
+            problems.add(node.line_of(key), f"late: unknown key '{key}'{suggest(key, ['due', 'per_day', 'cap'])}")
     due = node.get("due")
     try:
         when = parse_due(str(due)) if due is not None else None
@@ -314,7 +325,7 @@ def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems)
     overrides = {}
     for key, value in node.items():
         if key not in names:
-            problems.add(node.line_of(key), f"{where}: unknown limit '{key}'{_suggest(key, names)}")
+            problems.add(node.line_of(key), f"{where}: unknown limit '{key}'{suggest(key, names)}")
             continue
         number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems,
                          minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor", "disk_mb",
@@ -373,7 +384,7 @@ def _case(node: Any, line: int, where: str, problems: _Problems) -> CaseSpec | N
     visibility = node.get("visibility", "public")
     if visibility not in VISIBILITIES:
         problems.add(node.line_of("visibility"),
-                     f"{where}: unknown visibility '{visibility}'{_suggest(visibility, VISIBILITIES)}")
+                     f"{where}: unknown visibility '{visibility}'{suggest(visibility, VISIBILITIES)}")
     expect = None
     if "expect" in node:
         expect = _expression(node["expect"], node.line_of("expect"), f"{where}: expect", problems)
@@ -483,7 +494,7 @@ def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exer
     points = _number(node.get("points", 1), node.line_of("points"), f"{where}: points", problems)
     scoring = node.get("scoring", "proportional")
     if scoring not in SCORINGS:
-        problems.add(node.line_of("scoring"), f"{where}: unknown scoring '{scoring}'{_suggest(scoring, SCORINGS)}")
+        problems.add(node.line_of("scoring"), f"{where}: unknown scoring '{scoring}'{suggest(scoring, SCORINGS)}")
     check = _check_spec(node.get("check", "equal"), node.line_of("check"), where, problems)
     cases_node = node.get("cases")
     cases: list[CaseSpec] = []
@@ -553,7 +564,8 @@ def _support_reads(folder: Path | None) -> set[str]:
             continue
         for source in sources:
             try:
-                tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+                code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+                tree = ast.parse(code)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
             from grader.analysis import statement_reads

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grader.report import boards, boards_html
-from grader.sandbox import codec
+from grader import codec
 
 START = (("14", "0", "8", "12"), ("10", "11", "13", "9"), ("6", "2", "4", "15"), ("3", "5", "7", "1"))
 # move_dir(Start, 0, 0, 1, 0) by the transposed mistake: rows and columns swapped.

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from grader import sealed
 from grader.plan import build_plan, cache_path
 from grader.rubric import load_rubric
-from grader.sandbox import codec
+from grader import codec
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 
 REPO = Path(__file__).resolve().parents[1]

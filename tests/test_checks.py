@@ -10,7 +10,7 @@ import pytest
 from grader.calls import _NotData
 from grader.checks import CHECKS, CheckContext, CheckError, ProbeError, Verdict, reference_check
 from grader.plan import load_reference
-from grader.sandbox import codec
+from grader import codec
 
 REFERENCE = load_reference(Path(__file__).parent / "fixtures" / "rubrics" / "mini_reference.py")
 START, MIDDLE, GOAL = ("*", "1", "2"), ("1", "*", "2"), ("1", "2", "*")

@@ -60,7 +60,7 @@ def test_readme_documents_the_check_author_api():
     from dataclasses import fields as dataclass_fields
 
     from grader.checks import CHECK_PARAMETERS, CheckAnswer, Verdict, reference_check
-    from grader.sandbox.codec import NDArray, Opaque
+    from grader.codec import NDArray, Opaque
     section = README[README.index("### Writing a check function"):]
     documented = {}
     for line in section.splitlines()[1:]:
@@ -74,7 +74,7 @@ def test_readme_documents_the_check_author_api():
     assert f"Verdict({', '.join(f.name for f in dataclass_fields(Verdict))[:6]}" in section
     # Every documented return gives its verdict; anything else is the rubric's error.
     from grader.checks import CheckContext, CheckError
-    from grader.sandbox import codec
+    from grader import codec
     context = CheckContext(expected=codec.encode(1), got=codec.encode(1))
     for answer, verdict in [(True, Verdict(True, 1.0, "")), (0.5, Verdict(False, 0.5, "")),
                             ((False, "why"), Verdict(False, 0.0, "why")), ((0.25, "why"), Verdict(False, 0.25, "why")),

@@ -17,7 +17,7 @@ from grader.batch import grade
 from grader.validate import validate
 from grader.plan import load_reference, build_plan
 from grader.rubric import load_rubric
-from grader.sandbox import codec
+from grader import codec
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reference" / "eight_puzzle_astar.py"

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.extract import Extracted, Policy, Statement, extract
+from grader.extract import Extracted, Statement, extract
+
+from grader.rubric import Policy
 from grader.notebook import notebook_from_source, read_notebook
 
 FIXTURES = Path(__file__).parent / "fixtures"

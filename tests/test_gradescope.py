@@ -27,7 +27,7 @@ from grader.plan import build_plan
 from grader.report.gradescope import split_units, to_gradescope, write_gradescope
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
 from grader.rubric import load_rubric
-from grader.sandbox import codec
+from grader import codec
 
 from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS
 

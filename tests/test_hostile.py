@@ -37,7 +37,7 @@ from grader.grading import Options
 from grader.plan import Plan, build_plan
 from grader.results import STATUSES, SubmissionResult
 from grader.rubric import load_rubric
-from grader.sandbox import codec
+from grader import codec
 from grader.sandbox.isolation import PIDS_MAX, detect
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 

@@ -17,14 +17,14 @@ import pytest
 from conftest import REFERENCE, REPO, RUBRIC, SUBMISSIONS
 from grader.batch import check as rubric_check
 from grader.extract import extract
-from grader.grading import Options, _build_requests
+from grader.grading import Options, build_requests
 from grader.kit import (FALLBACK_PASS, PATH_UNVERIFIED, UNVERIFIED, KitCheck, KitError, check, kit_from_dict,
                         path_failure, write_kit)
 from grader.kit_check import check_with_kit, run_check
 from grader.notebook import read_notebook
 from grader.plan import build_plan
 from grader.rubric import load_rubric
-from grader.sandbox import codec
+from grader import codec
 
 EXAMPLES = ("correct", "move-dir-transposed", "seed-000", "syntax-error")
 
@@ -77,7 +77,7 @@ def public_facts(plan) -> set[str]:
     facts: set[str] = set()
     for exercise in plan.rubric.exercises:
         public = [c for c in plan.cases[exercise.id] if c.visibility == "public"]
-        requests = _build_requests(plan, exercise, public, exercise.function, Options())
+        requests = build_requests(plan, exercise, public, exercise.function, Options())
         for case, request in zip(public, requests, strict=True):
             expected = plan.expected[case.id]
             for wire in (*request.values.values(), *request.set.values(), expected.value,
@@ -133,7 +133,7 @@ def test_kit_cases_are_the_requests_the_grader_sends(plan, kit_data: dict):
     kit = kit_from_dict(kit_data)
     for exercise, kit_exercise in zip(plan.rubric.exercises, kit.exercises, strict=True):
         public = [c for c in plan.cases[exercise.id] if c.visibility == "public"]
-        requests = _build_requests(plan, exercise, public, exercise.function, Options())
+        requests = build_requests(plan, exercise, public, exercise.function, Options())
         for request, case in zip(requests, kit_exercise.cases, strict=True):
             assert (case.code, dict(case.values), dict(case.set), dict(case.probes), case.reduce, case.timeout) == (
                 request.code, dict(request.values), dict(request.set), dict(request.probes), request.reduce,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.extract import Policy
+from grader.rubric import Policy
 from grader.rubric import CheckSpec, Limits, Mistake, RubricError, load_rubric
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rubrics"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from grader.sandbox import codec
+from grader import codec
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 
 

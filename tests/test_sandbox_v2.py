@@ -18,7 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.sandbox import codec, confine, supervisor
+from grader import codec
+from grader.sandbox import confine, supervisor
 from grader.sandbox.isolation import Isolation, detect
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox, SandboxError
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from grader.extract import Extracted, Policy, extract
 from grader.grading import _statements

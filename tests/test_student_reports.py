@@ -14,7 +14,7 @@ from conftest import SUBMISSIONS, Batch
 from grader.report import annotated, boards, student
 from grader.report.console import student_report
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
-from grader.sandbox import codec
+from grader import codec
 
 TRANSPOSED = "move-dir-transposed"
 HIDDEN_MOVE_DIR_CALL = "move_dir(S1, 2, 2, -1, 0)"    # a hidden case of the rubric: never shown by default

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from grader.sandbox import codec
+from grader import codec
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 
 # Student code finds the wire the way an attacker would: by writing to every descriptor it may have.

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence, TypeGuard
 
-from grader.sandbox import codec
+from grader import codec
 
 Tile = Any                               # str | int
 Board = tuple[tuple[Tile, ...], ...]     # rows of tiles

@@ -9,7 +9,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from grader.report.boards import FLAG_TEXT, MAX_STATES, WILDCARD, Drawn, Picture, cell_labels, compare, is_blank
-from grader.sandbox import codec
+from grader import codec
 
 HTML_CSS = """
 .cmp { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; margin: .5em 0; }

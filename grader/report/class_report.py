@@ -689,11 +689,11 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
         from grader.report.similarity_page import write_similarity
         similarity_page = f"{Path(path).stem}-similarity.html"
         write_similarity(similarity, Path(path).parent / similarity_page)
-    from grader.report.csv_export import OVERRIDE_COLUMNS, _override_cells, _Row, write_score_csv
+    from grader.report.csv_export import OVERRIDE_COLUMNS, override_cells, ScoreLine, write_score_csv
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     csv_path = path.with_suffix(".csv")
-    rows: list[_Row] = []
+    rows: list[ScoreLine] = []
     overridden = False
 
     def rows_too(stream: Iterable[SubmissionResult]) -> Iterator[SubmissionResult]:
@@ -704,9 +704,9 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
                 from grader.report.student import write_reports
                 write_reports([result], path.parent / REPORTS, notebooks=notebooks, results_folder=results_folder,
                               template=template)
-            rows.append(_Row(result.submission, result.total, result.max_total, result.state,
+            rows.append(ScoreLine(result.submission, result.total, result.max_total, result.state,
                              {e.id: e.score for e in result.exercises},
-                             _override_cells(result) if "overrides" in result.extra else (), result.late,
+                             override_cells(result) if "overrides" in result.extra else (), result.late,
                              result.penalty))
             yield result
 

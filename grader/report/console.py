@@ -15,7 +15,7 @@ from grader.report import boards
 from grader.report.grouping import failure_groups
 from grader.gradebook import ScoreRow
 from grader.results import CaseResult, SubmissionResult
-from grader.sandbox import codec
+from grader import codec
 from grader.textsafe import terminal
 
 MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red"), "timeout": ("◔", "yellow"),
@@ -191,7 +191,8 @@ def _print_case(console: Console, case: CaseResult) -> None:
     console.print(terminal("\n".join(lines)), highlight=False, markup=False)
     for name, value in case.inputs.items():
         for segments in boards.input_lines(name, value):
-            console.print(Text(pad).append_text(Text.assemble(*segments)), highlight=False, soft_wrap=True)
+            parts = [(text, style) if style else text for text, style in segments]
+            console.print(Text(pad).append_text(Text.assemble(*parts)), highlight=False, soft_wrap=True)
     if comparison is not None:
         if comparison.drawn:
             width = max((console.width or 80) - CASE_INDENT, 40)

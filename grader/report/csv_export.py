@@ -58,9 +58,9 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
     # TA overrides (grader.overrides.apply) put the final score in the exercise columns; the automatic total and
     # what was overridden, by whom and why, get their own columns (only in a class that has overrides).
     overridden = any("overrides" in result.extra for result in results)
-    rows = (_Row(name, result.total, result.max_total, result.state,
+    rows = (ScoreLine(name, result.total, result.max_total, result.state,
                  {exercise.id: exercise.score for exercise in result.exercises},
-                 _override_cells(result) if overridden else (), result.late, result.penalty)
+                 override_cells(result) if overridden else (), result.late, result.penalty)
             for name, result in zip(names, results, strict=True))
     write_score_csv(exercise_columns(results), rows, path, OVERRIDE_COLUMNS if overridden else ())
 
@@ -68,7 +68,7 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
 OVERRIDE_COLUMNS = ("automatic_total", "overrides", "override_review")
 
 
-def _override_cells(result: SubmissionResult) -> tuple[str, ...]:
+def override_cells(result: SubmissionResult) -> tuple[str, ...]:
     from grader.overrides import describe, needs_review
     return (number(result.extra.get("automatic_total", result.total)), text("; ".join(describe(result))),
             "review" if needs_review(result) else "")
@@ -90,7 +90,7 @@ class ScoreRowLike(Protocol):
 
 
 @dataclass(frozen=True)
-class _Row:
+class ScoreLine:
     student: str
     total: float
     max_total: float

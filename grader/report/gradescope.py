@@ -23,7 +23,7 @@ from typing import Sequence
 
 from grader.files import write_text
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
-from grader.sandbox import codec
+from grader import codec
 from grader.textsafe import display
 
 DECIMALS = 4                       # grader.scoring rounds scores to 4 decimals

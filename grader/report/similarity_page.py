@@ -10,8 +10,10 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
+from grader.files import write_text
 from grader.report.csv_export import text as csv_text
 from grader.similarity import Pair, Similarity
+from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"   # no script, no network
@@ -69,11 +71,10 @@ def similarity_csv(similarity: Similarity) -> str:
 def write_similarity(similarity: Similarity, html_path: Path, csv_path: Path | None = None, *,
                      title: str = "Similarity") -> tuple[Path, Path]:
     """The page and the CSV (default: beside the page, same name, .csv), each written atomically."""
-    from grader.report.class_report import _write_atomically
     html_path = Path(html_path)
     csv_path = Path(csv_path) if csv_path is not None else html_path.with_suffix(".csv")
     html_path.parent.mkdir(parents=True, exist_ok=True)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(csv_path, similarity_csv(similarity))
-    _write_atomically(html_path, similarity_html(similarity, title=title, csv_name=csv_path.name))
+    write_text(csv_path, display(similarity_csv(similarity)))   # any string: a lone surrogate becomes U+FFFD
+    write_text(html_path, display(similarity_html(similarity, title=title, csv_name=csv_path.name)))
     return html_path, csv_path

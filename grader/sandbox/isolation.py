@@ -64,7 +64,7 @@ def _own_cgroup(controller: str) -> str | None:
     return None
 
 
-def _memory_root() -> Path | None:
+def find_memory_root() -> Path | None:
     """Where this process may make memory cgroups: under its own memory cgroup (so a sandbox stays inside
     whatever limit the grader itself runs under), v1 or v2 (where the memory controller is delegated)."""
     v1 = _own_cgroup("memory")
@@ -90,7 +90,7 @@ def detect(allow_namespaces: bool = True) -> Isolation:
     forced = os.environ.get("PUZZLE_GRADER_ISOLATION")
     namespaces = allow_namespaces and forced != RLIMITS and bool(probe().get("jail"))
     return Isolation(namespaces=namespaces, pids_root=_pids_root() if forced != RLIMITS else None,
-                     memory_root=_memory_root() if forced != RLIMITS else None)
+                     memory_root=find_memory_root() if forced != RLIMITS else None)
 
 
 def host_user(uid: Any, grader_uid: Any) -> str:

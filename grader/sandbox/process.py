@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from grader.sandbox import codec, frames, supervisor, wire
+from grader import codec
+from grader.sandbox import frames, supervisor, wire
 from grader.sandbox.isolation import (PIDS_MAX, Isolation, MemoryGroup, PidsGroup, acquire_group,
                                       acquire_memory_group, detect, release_group, release_memory_group)
 from grader.sandbox.supervisor import Jail, SpawnError

@@ -17,11 +17,20 @@ import time
 import types
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# The value codec is neutral ground (the parent and the writers use it too): it lives in the package folder,
+# one level up, and is as plain a file as the modules here (standard library only).
+_CODEC_HOME = os.path.dirname(_HERE)
 if __package__:  # imported as grader.sandbox.runtime (the in-kernel kit check, tests)
-    from grader.sandbox import codec as _codec, confine as _confine, wire as _wire
+    from grader import codec as _codec
+    from grader.sandbox import confine as _confine, wire as _wire
 else:  # loaded by the zygote (or run as a script with -P): this folder must not stay on sys.path
+    import importlib.util as _importlib_util
+    # The codec by its path, so nothing else of the package folder is ever importable here.
+    _spec = _importlib_util.spec_from_file_location("codec", os.path.join(_CODEC_HOME, "codec.py"))
+    assert _spec is not None and _spec.loader is not None
+    _codec = sys.modules["codec"] = _importlib_util.module_from_spec(_spec)
+    _spec.loader.exec_module(_codec)
     sys.path.insert(0, _HERE)
-    import codec as _codec  # type: ignore[no-redef]  # noqa: E402
     import confine as _confine  # type: ignore[no-redef]  # noqa: E402
     import wire as _wire  # type: ignore[no-redef]  # noqa: E402
     sys.path.remove(_HERE)
@@ -100,7 +109,7 @@ class Inert:
         return f"<stand-in for {self._name}>"
 
 
-class _Capture:
+class Capture:
     """A bounded text sink for sys.stdout/sys.stderr: 10 MB of prints cost memory only up to the limit."""
 
     def __init__(self, limit):
@@ -231,8 +240,8 @@ class Child:
         statements = request["statements"]
         self._register_lines(statements)
         warnings = []
-        environment = []
-        capture = _Capture(self.output_limit)
+        environment: list = []
+        capture = Capture(self.output_limit)
         sys.stdout = sys.stderr = capture
         budget = float(request.get("statement_seconds", 5.0))   # the whole load phase's wall time
         reserve = min(1.0, budget / 10)   # kept for the statements after one that runs out of time
@@ -316,7 +325,7 @@ class Child:
         # The rubric's expressions see the original builtins (a fresh copy each case); the student's functions
         # see the builtins module, patched or not, as they left it.
         scope["__builtins__"] = dict(_PRISTINE)
-        capture = _Capture(self.output_limit)
+        capture = Capture(self.output_limit)
         _SEED(_RANDOM, 0)   # what random.seed(0) does, without its Python code (which runs on patchable builtins)
         _RANDOM.gauss_next = None  # type: ignore[attr-defined]  # what Random.seed resets too
         outcome = {"op": "result", "case": case["id"]}

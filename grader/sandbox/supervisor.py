@@ -94,9 +94,9 @@ def make_temp_folder(prefix: str) -> str:
 
 def _pids_folders() -> list[Path]:
     """The grader's cgroups: pids groups, and memory groups under this process's own memory cgroup."""
-    from grader.sandbox.isolation import _memory_root
+    from grader.sandbox.isolation import find_memory_root
     found = []
-    for root in (Path("/sys/fs/cgroup/pids"), _memory_root()):
+    for root in (Path("/sys/fs/cgroup/pids"), find_memory_root()):
         try:
             found += [p for p in root.iterdir() if p.name.startswith("puzzle-grader-")] if root else []
         except OSError:

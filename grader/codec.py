@@ -19,9 +19,12 @@ Wire grammar (every container and every non-JSON scalar is a one-tag JSON object
     {"npscalar": wire of .item(), "dtype": str}
     {"opaque": "module.QualName", "repr": first 200 characters of repr()}
 
-The module is loaded into the untrusted child as a plain top-level module, so it imports only the
-standard library and nothing of the ``grader`` package. Every walk is iterative and counts as it goes:
-a deep, cyclic or huge value trips a ``Limits`` bound instead of a RecursionError or a hang.
+Neutral ground: both sides of the sandbox use it, and so do the checks and the writers, so it lives beside
+the stages rather than inside the sandbox. The child's runtime loads this very file by its path as a plain
+top-level module, so it imports only the standard library and nothing of the ``grader`` package.
+
+Every walk is iterative and counts as it goes: a deep, cyclic or huge value trips a ``Limits`` bound instead of
+a RecursionError or a hang.
 """
 
 from __future__ import annotations

@@ -1,0 +1,192 @@
+"""The package's layering, read from its imports (ast): each rule here fails the build when code breaks it.
+
+Data flows one way, from a submission through extraction, the sandbox and the judge to the writers; a module
+never reaches back up that flow, never into another module's private names, and the untrusted child side of
+the sandbox holds nothing of the trusted side.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "grader"
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str     # dotted module name, e.g. grader.grading
+    imported: str     # dotted module name, e.g. grader.batch
+    names: tuple[str, ...]
+    line: int
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _walk_runtime(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node, except what sits under `if TYPE_CHECKING:` (annotations only: never imported at run time)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _type_checking_only(child):
+            yield from (n for other in child.orelse for n in (other, *_walk_runtime(other)))
+            continue
+        yield child
+        yield from _walk_runtime(child)
+
+
+def _resolve(importer: str, module: str | None, level: int, is_package: bool) -> str:
+    if level == 0:
+        return module or ""
+    base = importer.split(".")
+    base = base if is_package else base[:-1]
+    base = base[:len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def imports() -> list[Import]:
+    found = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _walk_runtime(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("grader"):
+                        found.append(Import(name, alias.name, (), node.lineno))
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(name, node.module, node.level, path.name == "__init__.py")
+                if not target.startswith("grader"):
+                    continue
+                for alias in node.names:   # `from grader.sandbox import wire` imports the module grader.sandbox.wire
+                    submodule = f"{target}.{alias.name}"
+                    if submodule in MODULES:
+                        found.append(Import(name, submodule, (), node.lineno))
+                    else:
+                        found.append(Import(name, target, (alias.name,), node.lineno))
+    return found
+
+
+IMPORTS = imports()
+
+
+def _edges() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for edge in IMPORTS:
+        if edge.imported in MODULES and edge.imported != edge.importer and edge.imported != "grader":
+            graph[edge.importer].add(edge.imported)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _where(edge: Import) -> str:
+    return f"{MODULES[edge.importer].relative_to(PACKAGE.parent)}:{edge.line} imports {edge.imported}" + (
+        f".{', '.join(edge.names)}" if edge.names else "")
+
+
+def _matches(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+# The untrusted side: what the sandbox's child loads (as plain files) and runs beside the student's code.
+CHILD = ("grader.sandbox.runtime", "grader.sandbox.zygote", "grader.sandbox.confine", "grader.sandbox.wire",
+         "grader.codec")
+# Configuration: parsed once into frozen dataclasses; it knows no stage.
+CONFIGURATION = ("grader.rubric", "grader.yamlmarks", "grader.lateness")
+# Neutral ground any layer may use: pure functions over Python syntax and text, and the atomic file writer.
+NEUTRAL = ("grader.textsafe", "grader.files", "grader.calls", "grader.analysis")
+# One submission's way through the pipeline, and the class-level layer that drives many of them.
+SUBMISSION = ("grader.notebook", "grader.extract", "grader.analysis", "grader.calls", "grader.checks",
+              "grader.plan", "grader.grading", "grader.scoring", "grader.results", "grader.codec", "grader.sandbox")
+CLASS = ("grader.batch", "grader.executor", "grader.executor_dask", "grader.gradebook", "grader.intake",
+         "grader.overrides", "grader.similarity", "grader.report.class_report", "grader.report.dashboard",
+         "grader.report.csv_export", "grader.report.progress", "grader.validate", "grader.mutation")
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert _cycles(_edges()) == []
+
+
+def test_the_sandbox_child_imports_nothing_of_the_trusted_side() -> None:
+    broken = [_where(e) for e in IMPORTS if _matches(e.importer, CHILD) and not _matches(e.imported, CHILD)]
+    assert broken == []
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    broken = [_where(e) for e in IMPORTS if e.imported != e.importer
+              and any(n.startswith("_") and not n.startswith("__") for n in e.names)]
+    assert broken == []
+
+
+def test_configuration_imports_no_stage() -> None:
+    allowed = (*CONFIGURATION, *NEUTRAL)
+    broken = [_where(e) for e in IMPORTS
+              if _matches(e.importer, CONFIGURATION) and e.imported != "grader" and not _matches(e.imported, allowed)]
+    assert broken == []
+
+
+def test_one_submissions_stages_know_nothing_of_the_class() -> None:
+    broken = [_where(e) for e in IMPORTS if _matches(e.importer, SUBMISSION) and _matches(e.imported, CLASS)]
+    assert broken == []
+
+
+def test_the_value_codec_is_neutral_ground_outside_the_sandbox() -> None:
+    # Writers and checks use the codec; none of them reaches into the sandbox for it.
+    assert "grader.codec" in MODULES and "grader.sandbox.codec" not in MODULES
+    writers = [e for e in IMPORTS
+               if _matches(e.importer, ("grader.report",)) and _matches(e.imported, ("grader.sandbox",))]
+    assert [_where(e) for e in writers] == []
+
+
+def test_the_rules_see_the_imports_they_judge() -> None:
+    """The reader itself: a relative, a lazy and a `from package import module` import are all found."""
+    edges = {(e.importer, e.imported) for e in IMPORTS}
+    assert ("grader.sandbox.process", "grader.sandbox.wire") in edges        # from grader.sandbox import wire
+    assert ("grader.cli", "grader.batch") in edges                           # inside a function
+    assert ("grader.grading", "grader.codec") in edges
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
