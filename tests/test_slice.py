@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 from grader.extract import Extracted, Policy, extract
-from grader.grading import _statements
+from grader.grading import child_statements
 from grader.notebook import read_notebook
 from grader.rubric import load_rubric
 from grader.sandbox.process import ProcessLimits, Sandbox
@@ -60,7 +60,7 @@ def test_what_nothing_graded_reads_is_dropped_even_when_it_calls_nothing() -> No
 
 def test_the_loaded_notebook_has_what_graded_functions_read(tmp_path: Path) -> None:
     extracted = sliced("slice_needed_data", "h", "is_goal", "neighbours")
-    with Sandbox(_statements(extracted), {}, ProcessLimits(load_seconds=5)) as sandbox:
+    with Sandbox(child_statements(extracted), {}, ProcessLimits(load_seconds=5)) as sandbox:
         report = sandbox.load()
     assert {"CORRECT_POS", "goal", "romania"} <= set(report.names)
     assert "unused" not in report.names and "city" not in report.names
@@ -70,7 +70,7 @@ def test_the_loaded_notebook_has_what_graded_functions_read(tmp_path: Path) -> N
 def test_a_needed_statement_over_the_load_budget_is_stopped_and_its_names_reported() -> None:
     extracted = sliced("slice_slow_needed_statement", "lookup")
     assert any(s.code == "TABLE = build_table()" for s in extracted.statements)
-    with Sandbox(_statements(extracted), {}, ProcessLimits(load_seconds=0.5)) as sandbox:
+    with Sandbox(child_statements(extracted), {}, ProcessLimits(load_seconds=0.5)) as sandbox:
         report = sandbox.load()
     [warning] = [w for w in report.warnings if "did not finish" in w]
     assert warning.startswith("cell 3, line 1:") and "TABLE unavailable" in warning
