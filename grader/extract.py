@@ -301,20 +301,19 @@ MAX_NESTING = 400
 
 
 PARSE_RECURSION_LIMIT = 20_000
+# Raised once, when the grader is imported, and never lowered: a RecursionError while CPython 3.11 builds an AST
+# leaves its AST state off (later parses fail with "SystemError: AST constructor recursion depth mismatch"), so
+# the limit must leave room for the deepest tree CPython's parser accepts (its own stack stops near 6,000
+# levels). It must not move while any thread parses: 3.11's AST constructor compares the depth it started at
+# (derived from the limit) with the depth it ends at, so a limit raised and restored around each parse in one
+# thread broke another thread's parse in the middle (mutation testing parses in threads).
+if sys.getrecursionlimit() < PARSE_RECURSION_LIMIT:
+    sys.setrecursionlimit(PARSE_RECURSION_LIMIT)
 
 
 def _parse(text: str) -> ast.Module:
-    """ast.parse with room for the deepest tree CPython's parser accepts (its own stack stops near 6,000 levels).
-
-    Why: a RecursionError while CPython 3.11 builds the tree leaves its AST state off, and later parses in the same
-    process can fail with "SystemError: AST constructor recursion depth mismatch". The depth is checked after.
-    """
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, PARSE_RECURSION_LIMIT))
-    try:
-        return ast.parse(text)
-    finally:
-        sys.setrecursionlimit(limit)
+    """ast.parse under the raised recursion limit (see PARSE_RECURSION_LIMIT); the depth is checked after."""
+    return ast.parse(text)
 
 
 class _Unparsable(Exception):

@@ -353,6 +353,10 @@ class Sandbox:
                 if problem is None:
                     try:
                         self._answer_oracle(message, oracle, case_deadline - GRACE_SECONDS - now)
+                        # The reference's time is not the student's: the case's clock stands still while the
+                        # parent answers (the runtime pauses its alarm for the same exchange). Only the
+                        # parent's own measurement moves it, and only by the time the parent itself spent.
+                        started += time.monotonic() - now
                     except (wire.Closed, wire.FrameError):
                         problem = "does not read the grader's answers to its isolated-helper calls"
                     except _ReferenceTooSlow:   # the case's time went on the reference's answer: by our clock

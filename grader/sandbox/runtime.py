@@ -56,6 +56,7 @@ _write = os.write
 _fork = os.fork
 _exit = os._exit
 _setitimer = signal.setitimer
+_getitimer = signal.getitimer
 _perf = time.perf_counter
 _encode, _decode = _codec.encode, _codec.decode
 
@@ -295,8 +296,13 @@ class Child:
             child.sequence += 1
             payload["seq"] = child.sequence
             # The case's alarm must not interrupt an exchange halfway: a half-read reply would be read later
-            # as the answer to another call. The alarm is delivered as soon as the exchange is complete.
+            # as the answer to another call. The clock is paused while the reference answers: that time is
+            # not the student's (the parent pauses its own clock for the same exchange), and it resumes with
+            # what was left, so an alarm due during the exchange comes as soon as it is complete.
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            left = _getitimer(signal.ITIMER_REAL)[0]
+            if left > 0:
+                _setitimer(signal.ITIMER_REAL, 0)
             try:
                 child.send(payload)
                 while True:
@@ -304,6 +310,8 @@ class Child:
                     if reply.get("seq") == child.sequence:
                         break
             finally:
+                if left > 0:
+                    _setitimer(signal.ITIMER_REAL, left)
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
             if "error" in reply:
                 raise RuntimeError(f"{name} raised {reply['error']}")
