@@ -167,6 +167,25 @@ def test_malformed_bodies_are_frame_errors_and_the_next_frame_still_reads(pipe, 
     writer.join()
 
 
+def test_a_frame_of_many_small_containers_is_refused_before_it_is_parsed(pipe):
+    """60 MB of `[]` parsed would cost the parent 1.6 GB: the container count is checked on the raw bytes first."""
+    body = b'{"op": "noise", "x": [' + b"[]," * wire.MAX_CONTAINERS + b'[]]}'
+    good = encode_frame({"after": "bad"})
+    writer = write_later(pipe["write"], struct.pack(">I", len(body)) + body + good, piece=1 << 20)
+    reader = FrameReader(pipe["read"])
+    with pytest.raises(FrameError, match="lists and objects"):
+        reader.read(soon(30))
+    assert reader.read(soon(30)) == {"after": "bad"}
+    writer.join()
+
+
+def test_a_frame_with_a_real_answers_containers_still_parses(pipe):
+    path = [[[str(row * 4 + col) for col in range(4)] for row in range(4)] for _ in range(1000)]
+    writer = write_later(pipe["write"], encode_frame({"op": "result", "value": path}), piece=65536)
+    assert FrameReader(pipe["read"]).read(soon(30))["value"] == path
+    writer.join()
+
+
 def test_drain_discards_leftovers_in_the_buffer_and_the_pipe(pipe):
     reader = FrameReader(pipe["read"])
     half = encode_frame({"half": "written"})

@@ -162,7 +162,17 @@ def _finite_float(text: str) -> float:
 _SCAN = json.JSONDecoder(parse_float=_finite_float, parse_constant=_reject_constant).scan_once  # type: ignore[attr-defined]
 
 
+# Lists and objects one frame may hold. Parsing costs about 60 bytes of the reader's memory per container, so
+# 60 MB of `[]` would cost the trusted parent 1.6 GB before the frame's op is even looked at; a real answer
+# (a path of puzzle states, a case's inputs) holds a few thousand. Counted in the raw bytes, before parsing:
+# brackets inside strings count too, which only errs on the side of refusing.
+MAX_CONTAINERS = 500_000
+
+
 def _parse(body: bytes | bytearray) -> dict:
+    containers = body.count(b"[") + body.count(b"{")
+    if containers > MAX_CONTAINERS:
+        raise FrameError(f"frame holds up to {containers} lists and objects, over the {MAX_CONTAINERS} limit")
     try:
         text = body.decode("utf-8")
         message, end = _SCAN(text, 0)
