@@ -36,6 +36,7 @@ import grader
 from grader.files import atomic_open
 from grader.report.gradescope import failure_results, to_gradescope, write_results
 from grader.rubric import Rubric, load_rubric
+from grader.sandbox.supervisor import temp_root
 
 if TYPE_CHECKING:
     from grader.rubric import Policy
@@ -72,7 +73,7 @@ def build_wheel(root: Path, into: Path) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     failures: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="puzzle-grader-wheel-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="wheel-", dir=temp_root()) as scratch:
         for attempt, extra in enumerate(([], ["--no-build-isolation"])):
             project = Path(scratch) / f"project{attempt}"
             project.mkdir()
@@ -263,7 +264,7 @@ def build_autograder(rubric_path: Path, output_zip: Path, *, wheel: bool = True)
     rubric = load_rubric(rubric_path)          # the original must be valid before anything is bundled
     output_zip = Path(output_zip)
     root = repo_root()
-    with tempfile.TemporaryDirectory(prefix="puzzle-grader-autograder-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="autograder-", dir=temp_root()) as scratch:
         stage = Path(scratch) / "zip"
         stage.mkdir()
         bundled_rubric = _stage_course(rubric, stage)

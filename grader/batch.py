@@ -23,6 +23,7 @@ from grader.grading import Options, file_sha256, grade_path, support_sources
 from grader.plan import Plan, build_plan, default_cache
 from grader.results import SubmissionResult, from_dict, write_json
 from grader.rubric import Rubric, load_rubric
+from grader.sandbox.supervisor import temp_root
 
 SUBMISSION_SUFFIXES = (".ipynb", ".py")
 
@@ -176,7 +177,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         claim_results_folder(out_dir, rubric)
     book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
     batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
-    with tempfile.TemporaryDirectory(prefix="puzzle-grader-intake-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="intake-", dir=temp_root()) as workdir:
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir))
         batch.notes[:0] = plan.warnings   # e.g. a cache file that did not verify: the TA should know
         batch.students = [entry.student for entry in entries]

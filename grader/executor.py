@@ -20,6 +20,7 @@ from typing import Iterator, Protocol, Sequence
 
 from grader.grading import Options
 from grader.rubric import Rubric
+from grader.sandbox.supervisor import temp_root
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def grade_job(setup: Setup, job: Job, _plans: dict = {}) -> dict:  # noqa: B006 
         _readable(Path(job.path), "the submission")
         result = grade_path(Path(job.path), plan, support, setup.options, submission=job.student, hide=hide)
         return to_dict(result)
-    with tempfile.TemporaryDirectory(prefix="puzzle-grader-job-") as folder:   # the bytes travelled with the job
+    with tempfile.TemporaryDirectory(prefix="job-", dir=temp_root()) as folder:   # the bytes travelled with the job
         local = Path(folder) / Path(job.path).name
         local.write_bytes(job.data)
         result = grade_path(local, plan, support, setup.options, submission=job.student, hide=hide)

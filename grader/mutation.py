@@ -38,6 +38,7 @@ from grader.plan import Case, Plan, evaluate_reference
 from grader.results import ExerciseResult
 from grader.rubric import Exercise
 from grader import codec
+from grader.sandbox.supervisor import temp_root
 
 HUNT_INPUTS = 200            # generated inputs tried, smallest first, to find one that kills a survivor
 SCREEN_MEMORY_MB = 1024      # per screening worker, above what the grader already uses
@@ -398,7 +399,7 @@ def run_mutation(plan: Plan, support: Mapping[str, str], *, per_exercise: int = 
         ordered = known + entries
         chunks = [ordered[i::jobs] for i in range(jobs) if ordered[i::jobs]]
         results: dict[Any, ExerciseResult | None] = {}
-        with tempfile.TemporaryDirectory(prefix="puzzle-grader-mutants-") as scratch, \
+        with tempfile.TemporaryDirectory(prefix="mutants-", dir=temp_root()) as scratch, \
                 ThreadPoolExecutor(max_workers=jobs) as threads:
             folder = Path(scratch)
             futures = [threads.submit(_grade_entries, source, chunk, plan, support, options, folder, f"chunk{n}",
