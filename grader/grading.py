@@ -319,7 +319,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
                 traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
     if outcome.status == "skipped":
-        status = "error" if "budget" in outcome.error.get("message", "") else "timeout"
+        status = "error" if outcome.error.get("reason") == "budget" else "timeout"
         return CaseResult(status=status, message=outcome.error.get("message", "not run"), **base)
     if outcome.status == "timeout":
         where = outcome.error.get("where")

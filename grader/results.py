@@ -13,7 +13,6 @@ from grader import textsafe
 
 SCHEMA_VERSION = 1
 # "problem": the grader or the rubric failed on this case (a reference check or helper raised), not the student.
-STATUSES = ("pass", "fail", "error", "timeout", "missing", "problem")
 # What happened to a submission as a whole: graded (its cases ran), unreadable (the file could not be read or
 # parsed: a zero with the reason in `warnings`), failed (the grader could not finish it: its worker died or was
 # stopped by the watchdog; not retried unless forced).

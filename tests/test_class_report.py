@@ -50,12 +50,13 @@ def exercise(exercise_id: str, cases: list[CaseResult], max_score: float = 2.0) 
 
 
 def submission(name: str, exercises: list[ExerciseResult], *, warnings: tuple[str, ...] = (),
-               seconds: float = 0.5, isolation: str = "namespaces", rubric: str = "demo") -> SubmissionResult:
+               seconds: float = 0.5, isolation: str = "namespaces", rubric: str = "demo",
+               state: str = "graded") -> SubmissionResult:
     return SubmissionResult(
         submission=name, path=f"/class/{name}.ipynb", sha256="0" * 64, rubric=rubric, rubric_sha256="1" * 64,
         grader_version="0.1.0", isolation=isolation, total=sum(e.score for e in exercises),
         max_total=sum(e.max_score for e in exercises), exercises=tuple(exercises), warnings=warnings,
-        seconds=seconds)
+        seconds=seconds, state=state)
 
 
 def small_class() -> list[SubmissionResult]:
@@ -247,7 +248,8 @@ def test_several_rubrics_are_flagged():
 def test_ungraded_file_is_listed_and_left_out_of_pass_rates():
     results = small_class() + [submission("broken", [exercise("manhattan", [
         case("manhattan#1", "missing", "not graded: not a notebook"),
-        case("manhattan#2", "missing", "not graded: not a notebook")])], warnings=("not a notebook",))]
+        case("manhattan#2", "missing", "not graded: not a notebook")])], warnings=("not a notebook",),
+        state="unreadable")]
     assert [(u.submission, u.reason) for u in ungraded(results)] == [("broken", "not a notebook")]
     assert summarize(results).ungraded == 1
     assert {r.submissions for r in case_rates(results) if r.exercise == "manhattan"} == {3}

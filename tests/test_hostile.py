@@ -35,7 +35,8 @@ from grader.batch import grade
 from grader.calls import call_arguments
 from grader.grading import Options
 from grader.plan import Plan, build_plan
-from grader.results import STATUSES, SubmissionResult
+from grader.status import STATUSES
+from grader.results import SubmissionResult
 from grader.rubric import load_rubric
 from grader import codec
 from grader.sandbox.isolation import PIDS_MAX, detect

@@ -17,7 +17,8 @@ import pytest
 
 import grader
 from grader.batch import grade
-from grader.results import STATUSES, SubmissionResult, to_dict
+from grader.status import STATUSES
+from grader.results import SubmissionResult, to_dict
 from grader.rubric import Rubric, load_rubric
 
 from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS, Batch

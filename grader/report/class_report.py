@@ -173,12 +173,7 @@ def _ordered(results: Sequence[SubmissionResult]) -> list[SubmissionResult]:
 
 def is_ungraded(result: SubmissionResult) -> bool:
     """A result the grader wrote at zero because the file could not be read or run (every case 'not graded')."""
-    if result.state != "graded":
-        return True
-    cases = [c for e in result.exercises for c in e.cases]
-    if not cases:
-        return bool(result.warnings)
-    return all(c.status == "missing" and c.message.startswith("not graded") for c in cases)
+    return result.state != "graded"
 
 
 def exercise_order(results: Sequence[SubmissionResult]) -> list[tuple[str, str, float]]:

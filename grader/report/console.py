@@ -16,11 +16,10 @@ from grader.report.grouping import failure_groups
 from grader.gradebook import ScoreRow
 from grader.results import CaseResult, SubmissionResult
 from grader import codec
+from grader.status import COLOURS, FAILING, SYMBOLS
 from grader.textsafe import terminal
 
-MARKS = {"pass": ("✓", "green"), "fail": ("✗", "red"), "error": ("!", "red"), "timeout": ("◔", "yellow"),
-         "missing": ("–", "bright_black"), "unverified": ("?", "yellow"), "problem": ("⚠", "magenta")}
-FAILING = ("fail", "error", "timeout", "missing")   # 'unverified' (kit only) is checked after submission
+MARKS = {status: (SYMBOLS[status], COLOURS[status]) for status in SYMBOLS}
 
 
 def _score(value: float) -> str:
@@ -58,8 +57,7 @@ def print_class(results: Sequence[SubmissionResult], console: Console | None = N
     if results:
         console.print(f"isolation: {results[0].isolation}")
     for result in results:
-        ungraded = all(c.message.startswith("not graded") for e in result.exercises for c in e.cases)
-        if ungraded and result.warnings:
+        if result.state != "graded" and result.warnings:
             console.print(Text.assemble((terminal(result.submission), "yellow"),
                                         f": not graded: {terminal(result.warnings[0])}"), highlight=False)
 

@@ -24,6 +24,7 @@ from typing import Sequence
 from grader.files import write_text
 from grader.results import CaseResult, ExerciseResult, SubmissionResult
 from grader import codec
+from grader.status import WORDS
 from grader.textsafe import display
 
 DECIMALS = 4                       # grader.scoring rounds scores to 4 decimals
@@ -33,8 +34,6 @@ NAME_CHARS = 200                   # a generated case's call spells out its data
 VALUE_CHARS = 600                  # expected / got as shown to the student
 TEXT_CHARS = 2000                  # traceback and printed output, each
 WARNINGS_SHOWN = 12
-STATUS_WORDS = {"pass": "passed", "fail": "failed", "error": "error", "timeout": "timed out",
-                "missing": "not graded", "problem": "not judged: a grader problem (not your mistake)"}
 
 
 def _units(score: float) -> int:
@@ -98,7 +97,7 @@ def _cut(text: str, limit: int) -> str:
 def _case_output(case: CaseResult) -> str:
     """What the student reads in the test's box. Public cases show the call, expected beside got, the error and
     the printed output; hidden ones only their verdict and message (they appear once grades are published)."""
-    word = STATUS_WORDS.get(case.status, case.status)
+    word = WORDS.get(case.status, case.status)
     lines = [case.message if case.message.startswith(word) else word + (f": {case.message}" if case.message else "")]
     if case.visibility != "public":
         lines.append("(hidden case: its call and answers are not shown)")
@@ -152,7 +151,7 @@ def _summary(result: SubmissionResult) -> str:
     """The top-level text every student sees: total, per-exercise scores, notes, isolation and warnings."""
     lines = [f"{result.rubric}: {result.total:g} / {result.max_total:g} points for {Path(result.path).name}"]
     cases = [c for e in result.exercises for c in e.cases]
-    if cases and result.warnings and all(c.status == "missing" and c.message.startswith("not graded") for c in cases):
+    if cases and result.warnings and result.state != "graded":
         lines.append(f"Your submission could not be graded: {result.warnings[0]}")
     lines += [f"Graded by puzzle-grader {result.grader_version}; isolation: {result.isolation}.", "", "Exercises:"]
     hidden = 0

@@ -25,14 +25,12 @@ from grader.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
 from grader.report.grouping import failure_groups
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json
+from grader.status import SYMBOLS, WORDS
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
 OUTPUT_CHARS = 1500
 OUTPUT_LINES = 30
-SYMBOLS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "◔", "missing": "–", "problem": "⚠"}  # in DejaVu Sans
-STATUS_WORDS = {"pass": "passed", "fail": "failed", "error": "raised an error", "timeout": "timed out",
-                "missing": "not run (function missing)", "problem": "not judged (grader problem, not your mistake)"}
 # No script, no network, no form submission, no <base> redirecting links (a meta CSP cannot set frame-ancestors).
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'"
 
@@ -57,8 +55,8 @@ def hidden_summary(cases: Sequence[CaseResult]) -> str:
     if not hidden:
         return ""
     counts = status_counts(hidden)
-    order = list(STATUS_WORDS) + sorted(set(counts) - set(STATUS_WORDS))   # a status of a newer grader last
-    parts = ", ".join(f"{counts[s]} {STATUS_WORDS.get(s, s)}" for s in order if s in counts)
+    order = list(WORDS) + sorted(set(counts) - set(WORDS))   # a status of a newer grader last
+    parts = ", ".join(f"{counts[s]} {WORDS.get(s, s)}" for s in order if s in counts)
     return f"{len(hidden)} hidden case{'s' if len(hidden) != 1 else ''}: {parts}"
 
 

@@ -264,12 +264,13 @@ class Sandbox:
         position = 0
         while position < len(cases):
             if time.monotonic() >= deadline:
-                outcomes.extend(Outcome(c.id, "skipped", error={"message": "the submission's time budget is spent"})
+                outcomes.extend(Outcome(c.id, "skipped", error={"message": "the submission's time budget is spent",
+                                                                "reason": "budget"})
                                 for c in cases[position:])
                 break
             if timeouts >= max_timeouts:
                 outcomes.extend(Outcome(c.id, "skipped", error={
-                    "message": f"not run: {timeouts} earlier cases of this exercise timed out"})
+                    "message": f"not run: {timeouts} earlier cases of this exercise timed out", "reason": "timeouts"})
                     for c in cases[position:])
                 break
             if self.process is None or self.process.poll() is not None:
