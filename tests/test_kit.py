@@ -389,7 +389,7 @@ def test_in_jupyter_the_check_is_one_html_output_with_a_text_fallback(kit_path: 
     cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\n"
                                        "sys.modules['ipycanvas'] = mock.MagicMock()")]
     cells += [nbformat.v4.new_code_cell(s.code)
-              for s in extract(read_notebook(SUBMISSIONS / "manhattan-counts-blank.ipynb")).statements]
+              for s in extract(read_notebook(SUBMISSIONS / "move-dir-transposed.ipynb")).statements]
     cells.append(nbformat.v4.new_code_cell(f"from grader import check\nsummary = check({str(kit_path)!r})"))
     notebook = nbformat.v4.new_notebook(cells=cells)
     nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
@@ -398,8 +398,9 @@ def test_in_jupyter_the_check_is_one_html_output_with_a_text_fallback(kit_path: 
     outputs = [o for o in notebook.cells[-1].outputs if "mock.Canvas" not in o.get("data", {}).get("text/plain", "")]
     assert [o.output_type for o in outputs] == ["display_data"]
     html, text = outputs[0].data["text/html"], outputs[0].data["text/plain"]
-    assert 'data-verdict="failing"' in html and 'data-exercise="manhattan"' in html
-    assert "manhattan(S1, Goal)" in html and "You also count the blank" in html   # the failing case, explained
+    # manhattan counting the blank is an accepted variant now: move_dir's swapped rows and columns still fail
+    assert 'data-verdict="failing"' in html and 'data-exercise="move_dir"' in html
+    assert "move_dir(Start, 0, 0, 1, 0)" in html and "Rows and columns look swapped" in html   # explained
     last = text.rstrip().splitlines()[-1]
-    assert last.startswith("✗ 1 of 13 exercises have failing public cases: manhattan.")
+    assert last.startswith("✗ 1 of 13 exercises have failing public cases: move_dir.")
     assert last in html
