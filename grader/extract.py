@@ -14,6 +14,8 @@ import builtins
 import re
 import shlex
 import sys
+import threading
+from typing import Any
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -309,6 +311,22 @@ PARSE_RECURSION_LIMIT = 20_000
 # thread broke another thread's parse in the middle (mutation testing parses in threads).
 if sys.getrecursionlimit() < PARSE_RECURSION_LIMIT:
     sys.setrecursionlimit(PARSE_RECURSION_LIMIT)
+
+
+# CPython before 3.12 keeps the AST constructor's recursion depth in one per-interpreter state: two threads
+# building ASTs at once (mutation testing grades in threads) corrupt each other's count and fail with
+# "SystemError: AST constructor recursion depth mismatch". Every ast.parse in the process takes one lock.
+_PARSE_LOCK = threading.RLock()
+_unlocked_parse = ast.parse
+
+
+def _locked_parse(*args: Any, **kwargs: Any) -> Any:
+    with _PARSE_LOCK:
+        return _unlocked_parse(*args, **kwargs)
+
+
+if sys.version_info < (3, 12):
+    ast.parse = _locked_parse
 
 
 def _parse(text: str) -> ast.Module:

@@ -285,7 +285,7 @@ def test_each_exercise_starts_with_an_empty_scratch():
     Left = open("left-by-load.txt", "w").write("load")
     def write(name):
         open(name, "w").write(name)
-        return sorted(os.listdir("."))
+        return sorted(n for n in os.listdir(".") if os.path.isfile(n))   # a bound tree (a venv in /tmp) is no file
     """
     with Sandbox(_statements(source), {}, ProcessLimits()) as sandbox:
         sandbox.load()
@@ -393,7 +393,8 @@ def _hx_persist():
 _hx_persist()
 '''
 # A kept top-level statement (an assignment of a library call), run at load in the loaded child itself.
-PERSIST = f"Persisted = exec(compile({PERSIST_SOURCE!r}, 'hx-persist', 'exec'), {{}})\n"
+# Bound to `Start`, which main reads, so the top-level dependency slice keeps (and runs) the statement.
+PERSIST = f"Start = exec(compile({PERSIST_SOURCE!r}, 'hx-persist', 'exec'), {{}}) or Start\n"
 
 
 @needs_jail
@@ -441,12 +442,13 @@ def test_doctor_says_what_this_machine_offers():
         assert "To get full isolation" in text
 
 
-HANG_AT_LOAD = '''Hang = exec(compile("""
+# Bound to `Start`, which main reads, so the top-level dependency slice keeps (and runs) the statement.
+HANG_AT_LOAD = '''Start = exec(compile("""
 import subprocess, time
 subprocess.Popen(["sleep", "313.8"], start_new_session=True)
 while True:
     time.sleep(0.05)
-""", "hx-hang", "exec"), {})
+""", "hx-hang", "exec"), {}) or Start
 '''
 
 
