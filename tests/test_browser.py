@@ -99,7 +99,8 @@ def test_annotated_notebook_of_seed_000_renders_with_its_feedback_boxes(bundled:
     placed = [box.attrs["data-exercises"] for box in boxes if "data-exercises" in box.attrs]
     assert sorted(" ".join(placed).split()) == sorted(e.id for e in result.exercises)
     manhattan = next(box for box in boxes if box.attrs.get("data-exercises") == "manhattan")
-    assert "manhattan(S1, Goal)" in manhattan.text and "You also count the blank" in manhattan.text
+    # Counting the blank is an accepted variant: the box says manhattan passes with full marks.
+    assert "✓ manhattan" in manhattan.text and "(3 / 3)" in manhattan.text
     assert len(dom.find_all("div", cls="jp-CodeCell")) > 20          # the student's cells are all there
 
 
