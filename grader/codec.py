@@ -37,7 +37,7 @@ import math
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 # Private references. In the sandbox child this module shares a process with student code, which may rebind
 # `builtins.isinstance`, `math.isfinite`, `json.dumps` and the like: the functions below resolve builtins in this
@@ -285,22 +285,28 @@ def _encode_container(obj, base, tag, name, level, budget, stack) -> Wire:
         if base is set or base is frozenset:
             # Runs after every element is encoded (the stack is last in, first out).
             stack.append((_FINISH, _sort_canonical, elements))
-        for i in range(len(items) - 1, -1, -1):
-            item: Any = items[i]
-            kind = type(item)
-            # Plain scalars inline: most of a large answer is ints and strs, and a task per leaf is slow.
-            if kind is str:
-                budget.add_chars(len(item))
-                elements[i] = item
-            elif kind is int:
-                elements[i] = _check_int(item)
-            elif item is None or kind is bool or (kind is float and _isfinite(item)):
-                elements[i] = item
-            else:
-                stack.append((_VISIT, item, child, elements, i))
+        _fill(items, elements, child, budget, stack)
     if name is not None:
         node["class"] = name
     return node
+
+
+def _fill(items: Sequence[Any], out: list[Any], child: int, budget: _Budget, stack: list[tuple]) -> None:
+    """Put each of ``items`` (a container's children, to encode or to decode) at its index in ``out``. Plain
+    scalars go inline: most of a large value is ints and strs, and a task per leaf is slow. Anything else
+    becomes a task, pushed last first so the stack (last in, first out) visits them in order."""
+    for i in range(len(items) - 1, -1, -1):
+        item = items[i]
+        kind = type(item)
+        if kind is str:
+            budget.add_chars(len(item))
+            out[i] = item
+        elif kind is int:
+            out[i] = _check_int(item)
+        elif item is None or kind is bool or (kind is float and _isfinite(item)):
+            out[i] = item
+        else:
+            stack.append((_VISIT, item, child, out, i))
 
 
 def _sort_canonical(elements: list[Wire]) -> None:
@@ -597,18 +603,7 @@ def _decode_node(wire, level, out, index, budget, stack) -> Any:
         build = _BUILDERS[kind]
     parts: list[Any] = [None] * len(children)
     stack.append((_FINISH, build, parts, out, index))
-    for i in range(len(children) - 1, -1, -1):
-        item = children[i]
-        item_type = type(item)
-        if item_type is str:  # plain scalars inline, as in encode
-            budget.add_chars(len(item))
-            parts[i] = item
-        elif item_type is int:
-            parts[i] = _check_int(item)
-        elif item is None or item_type is bool or (item_type is float and _isfinite(item)):
-            parts[i] = item
-        else:
-            stack.append((_VISIT, item, child, parts, i))
+    _fill(children, parts, child, budget, stack)
     return None
 
 
