@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 
 from grader import codec
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+from sandbox_run import processes_running, run_cases, statement
 
 
 def statements(source: str) -> list[dict]:
-    return [{"code": source, "filename": "In [7] (cell 3)", "line": 1, "kind": "def"}]
+    return [statement(source, count=7, cell=3)]
 
 
 def run(source: str, *cases: CaseRequest, isolate=(), oracle=None, limits=ProcessLimits(load_seconds=3)):
-    with Sandbox(statements(source), {}, limits) as sandbox:
-        sandbox.load()
-        outcomes = sandbox.run_exercise(list(cases), isolate, oracle or (lambda *a: None), time.monotonic() + 60)
-        return outcomes, sandbox
+    ran = run_cases(statements(source), cases, isolate=isolate, oracle=oracle, limits=limits)
+    return ran.outcomes, ran.sandbox
 
 
 def case(code: str, timeout: float = 1.0, **values) -> CaseRequest:
@@ -150,22 +148,6 @@ def test_child_environment_holds_no_grader_secrets(monkeypatch):
     assert environment["PYTHONHASHSEED"] == "0"
 
 
-def _processes_running(marker: str) -> list[int]:
-    """Host pids whose command line contains marker (pids inside a pid namespace mean nothing here)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                    if marker.encode() in cmdline.read():
-                        with open(f"/proc/{entry}/stat") as stat:
-                            if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
-                                found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
 @pytest.mark.parametrize("spawn", [
     "subprocess.Popen(['sleep', '313.1'])",
     "subprocess.Popen(['sleep', '313.1'], start_new_session=True)",   # escapes the process group
@@ -176,6 +158,6 @@ def test_no_process_survives_the_exercise(spawn):
         sandbox.load()
         sandbox.run_exercise([case("spawn()")], (), None, time.monotonic() + 30)
         sandbox.run_exercise([case("ok()")], (), None, time.monotonic() + 30)
-        assert not _processes_running("313.1"), "the exercise's sleeper outlived its exercise"
+        assert not processes_running("313.1"), "the exercise's sleeper outlived its exercise"
     time.sleep(0.2)
-    assert not _processes_running("313.1"), "a sleeper outlived the sandbox"
+    assert not processes_running("313.1"), "a sleeper outlived the sandbox"

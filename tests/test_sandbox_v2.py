@@ -22,6 +22,7 @@ from grader import codec
 from grader.sandbox import confine, supervisor
 from grader.sandbox.isolation import Isolation, detect
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox, SandboxError
+from sandbox_run import processes_running, run_cases, statement
 
 REPO = Path(__file__).resolve().parents[1]
 ISOLATION = detect()
@@ -31,7 +32,7 @@ PERSIST_COUNT = int(os.environ.get("PUZZLE_GRADER_PERSIST_COUNT", "20"))
 
 
 def _statements(source: str) -> list[dict]:
-    return [{"code": textwrap.dedent(source), "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+    return [statement(textwrap.dedent(source))]
 
 
 def _case(code: str, timeout: float = 10.0) -> CaseRequest:
@@ -43,32 +44,14 @@ DEFAULT_LIMITS = ProcessLimits()
 
 def _run(source: str, *codes: str, limits: ProcessLimits = DEFAULT_LIMITS, isolation: Isolation | None = None,
          **options) -> tuple[list, Sandbox]:
-    with Sandbox(_statements(source), {}, limits, isolation=isolation, **options) as sandbox:
-        sandbox.load()
-        outcomes = sandbox.run_exercise([_case(code) for code in codes], (), None, time.monotonic() + 120)
-    return outcomes, sandbox
+    ran = run_cases(_statements(source), [_case(code) for code in codes], limits=limits, isolation=isolation,
+                    **options)
+    return ran.outcomes, ran.sandbox
 
 
 def _value(outcome):
     assert outcome.status == "ok", (outcome.status, outcome.error)
     return codec.decode(outcome.value)
-
-
-def _marked(marker: str) -> list[int]:
-    """Host pids (not zombies) whose command line holds `marker`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                    if marker.encode() not in cmdline.read():
-                        continue
-                with open(f"/proc/{entry}/stat") as stat:
-                    if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 def _until(condition, seconds: float = 60.0) -> bool:
@@ -319,7 +302,7 @@ def test_the_process_tree_is_killed_after_a_timeout(session):
         outcomes = sandbox.run_exercise([_case("stuck()", timeout=0.5), _case("fine()")], (), None,
                                         time.monotonic() + 60)
         assert [o.status for o in outcomes] == ["timeout", "ok"]
-        assert _until(lambda: not _marked(marker)), "the timed-out case's sleeper survived"
+        assert _until(lambda: not processes_running(marker)), "the timed-out case's sleeper survived"
 
 
 WORKER = """
@@ -341,12 +324,12 @@ def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
     worker = subprocess.Popen([sys.executable, "-c", WORKER], stdout=subprocess.PIPE, text=True, cwd=str(REPO))
     try:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "loaded"
-        assert _until(lambda: bool(_marked("313.6"))), "the sleeper never started"
-        zygotes = [pid for pid in _marked("zygote.py") if _parent(pid) == worker.pid]
+        assert _until(lambda: bool(processes_running("313.6"))), "the sleeper never started"
+        zygotes = [pid for pid in processes_running("zygote.py") if _parent(pid) == worker.pid]
         assert zygotes, "no zygote under the worker"
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
-        assert _until(lambda: not _marked("313.6")), "a sandbox outlived its worker"
+        assert _until(lambda: not processes_running("313.6")), "a sandbox outlived its worker"
         assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
         supervisor.clean_leftovers(worker.pid)
         assert not list(Path("/tmp").glob(f"puzzle-grader-*-{worker.pid}-*"))
@@ -355,7 +338,7 @@ def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
         if worker.poll() is None:
             worker.kill()
             worker.wait()
-        for pid in _marked("313.6"):
+        for pid in processes_running("313.6"):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -417,7 +400,7 @@ def test_nothing_outlives_a_batch_of_notebooks_that_try_to_persist(tmp_path: Pat
     assert len(results) == PERSIST_COUNT and all(r.total == 30 for r in results), \
         [(r.submission, r.total, r.warnings[:2]) for r in results if r.total != 30]
     assert not [w for r in results for w in r.warnings if "hx-persist" in w or "Persisted" in w]
-    assert _until(lambda: not _marked("313.7")), "a process of the batch survived it"
+    assert _until(lambda: not processes_running("313.7")), "a process of the batch survived it"
     with open("/proc/sysvipc/shm") as rows:
         assert 0x7171BEEF not in {int(row.split()[0]) for row in rows.readlines()[1:] if row.split()}
     for place in ("/tmp", "/dev/shm", str(Path.home())):
@@ -470,12 +453,12 @@ def test_a_batch_stopped_by_ctrl_c_or_kill_leaves_nothing_behind(tmp_path: Path,
                               cwd=str(REPO), start_new_session=True, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
-        assert _until(lambda: bool(_marked("313.8")), 120), "the hanging notebooks never started"
-        zygotes = [pid for pid in _marked("zygote.py") if grader.pid in _ancestors(pid)]
+        assert _until(lambda: bool(processes_running("313.8")), 120), "the hanging notebooks never started"
+        zygotes = [pid for pid in processes_running("zygote.py") if grader.pid in _ancestors(pid)]
         assert zygotes, "no zygote under the grader"
         os.killpg(grader.pid, stop)
         grader.wait(timeout=120)
-        assert _until(lambda: not _marked("313.8")), "a sandbox outlived the stopped batch"
+        assert _until(lambda: not processes_running("313.8")), "a sandbox outlived the stopped batch"
         assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
         supervisor.clean_leftovers()
         assert not [p for p in Path("/tmp").glob(f"puzzle-grader-{os.getuid()}-*")
@@ -487,7 +470,7 @@ def test_a_batch_stopped_by_ctrl_c_or_kill_leaves_nothing_behind(tmp_path: Path,
         if grader.poll() is None:
             os.killpg(grader.pid, signal.SIGKILL)
             grader.wait()
-        for pid in _marked("313.8"):
+        for pid in processes_running("313.8"):
             os.kill(pid, signal.SIGKILL)
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from grader import codec
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+from sandbox_run import RUN_SECONDS, run_cases, statements
 
 # Student code finds the wire the way an attacker would: by writing to every descriptor it may have.
 FORGE = '''
@@ -30,21 +31,15 @@ def _forge(message):
 '''
 
 
-def statements(*sources: str) -> list[dict]:
-    return [{"code": source, "filename": f"In [{n}] (cell {n})", "line": 1, "kind": "other"}
-            for n, source in enumerate(sources, start=1)]
-
-
 def case(code: str, timeout: float = 1.0, case_id: str = "c1", **fields) -> CaseRequest:
     return CaseRequest(id=case_id, code=code, timeout=timeout, **fields)
 
 
 def run(sources: list[str], cases: list[CaseRequest], isolate=(), oracle=None,
         limits: ProcessLimits = ProcessLimits(load_seconds=5)):
-    with Sandbox(statements(*sources), {}, limits) as sandbox:
-        report = sandbox.load(time.monotonic() + 120)
-        outcomes = sandbox.run_exercise(cases, isolate, oracle or (lambda *a: None), time.monotonic() + 120)
-    return report, outcomes
+    ran = run_cases(statements(*sources), cases, isolate=isolate, oracle=oracle, limits=limits,
+                    load_deadline=time.monotonic() + RUN_SECONDS)
+    return ran.report, ran.outcomes
 
 
 def test_a_forged_forked_frame_does_not_rewind_the_case_clock():
