@@ -111,23 +111,35 @@ def _regions(lines: list[str], where: str) -> list[tuple[int, int]]:
     return regions
 
 
-def _stub(node: ast.stmt) -> str:
-    """What a student gets for a definition that is all solution: its signature and docstring."""
+def _stub(node: ast.stmt, lines: list[str]) -> list[str]:
+    """What a student gets for a definition that is all solution, in the master's own text (so its quotes,
+    comments and line breaks stay the author's): the signature and docstring, then `...`; a class with each of
+    its methods so; a constant `NAME = None`. Lines are 1-based in `lines`, at their columns in the cell."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        stub = copy.deepcopy(node)
-        docstring = ast.get_docstring(node, clean=False)
-        stub.body = [*([ast.Expr(ast.Constant(docstring))] if docstring is not None else []),
-                     ast.Expr(ast.Constant(...))]
-        return ast.unparse(ast.fix_missing_locations(stub))
+        first = node.body[0]
+        if first.lineno == node.lineno:      # `def f(): return 1`: no line of its own to keep
+            stub = copy.deepcopy(node)
+            docstring = ast.get_docstring(node, clean=False)
+            stub.body = [*([ast.Expr(ast.Constant(docstring))] if docstring is not None else []),
+                         ast.Expr(ast.Constant(...))]
+            return [" " * node.col_offset + line for line in ast.unparse(ast.fix_missing_locations(stub)).splitlines()]
+        if ast.get_docstring(node, clean=False) is not None:
+            end = first.end_lineno or first.lineno
+        else:   # the signature ends on the last line before the body that is not blank or a comment
+            end = max(n for n in range(node.lineno, first.lineno)
+                      if lines[n - 1].strip() and not lines[n - 1].lstrip().startswith("#"))
+        return [*lines[_start(node) - 1:end], " " * first.col_offset + "..."]
     if isinstance(node, ast.ClassDef):
-        stub = copy.deepcopy(node)
-        stub.body = [ast.parse(_stub(item)).body[0] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     else item for item in node.body]
-        return ast.unparse(ast.fix_missing_locations(stub))
+        out, position = [], _start(node)
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out += lines[position - 1:_start(item) - 1] + _stub(item, lines)
+                position = (item.end_lineno or item.lineno) + 1
+        return out + lines[position - 1:node.end_lineno]
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return " = ".join(ast.unparse(t) for t in targets) + " = None"
-    return ""
+        return [" " * node.col_offset + " = ".join(ast.unparse(t) for t in targets) + " = None"]
+    return []
 
 
 def _qualified(tree: ast.Module, function: ast.AST) -> str:
@@ -155,6 +167,7 @@ def _solution_cell(source: str, where: str, whole: bool) -> tuple[str, str, list
     regions = [(-1, len(lines))] if whole else _regions(lines, where)
     kept = [line for index, line in enumerate(lines) if not any(index in (a, b) for a, b in regions)]
     reference = "\n".join(kept)
+    code_lines = kept
     if not regions:
         return source, source, []
     try:   # magics and shell lines parse as comments, so line numbers stay those of the cell
@@ -183,12 +196,14 @@ def _solution_cell(source: str, where: str, whole: bool) -> tuple[str, str, list
                        all(line in inside for line in range(_start(node), node.end_lineno + 1))]
         whole_nodes = [n for n in whole_nodes if not any(o is not n and _contains(o, n) for o in whole_nodes)]
         if whole_nodes:
-            indent = re.match(r"\s*", lines[first] if first <= last else "").group(0)
             for node in whole_nodes:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     names.append(_qualified(tree, node))
-                stub = _stub(node)
-                output.extend(indent + line if line else line for line in stub.splitlines())
+                elif isinstance(node, ast.Assign) and node in tree.body:   # a graded constant
+                    names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+                elif isinstance(node, ast.AnnAssign) and node in tree.body and isinstance(node.target, ast.Name):
+                    names.append(node.target.id)
+                output.extend(_stub(node, code_lines))
         else:
             indent = re.match(r"\s*", lines[region[0]] if region[0] >= 0 else "").group(0)
             output.append(f"{indent}...")
@@ -246,7 +261,7 @@ def split(master: Path) -> _Parts:
             template, reference, names = _solution_cell(cell.source, where, kind == "solution")
             parts.functions.extend(name for name in names if name not in parts.functions)
             parts.template_cells.append(_template_cell(cell, template))
-            if reference.strip():
+            if _reference_source(reference).strip():      # a cell of magics only has nothing for the reference
                 parts.reference.append(_reference_source(reference))
         elif kind == "reference":
             body = _body_without_first_line(cell.source) if cell.source.lstrip().lower().startswith(
@@ -295,10 +310,13 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
     for key in ("support", "submissions"):
         if (folder / key).is_dir():
             relative[key] = f"../assignments/{name}/{key}"
-    lines = [f"# Generated by `grader assign` from {master.name}: edit the master notebook, not this file.",
-             parts.header.strip("\n")]
-    lines += [f"{key}: {value}" for key, value in relative.items() if _header_value(parts.header, key) is None]
-    lines.append("exercises:")
+    # The paths assign knows go right after the assignment's id and title, where a hand-written rubric has them.
+    header = parts.header.strip("\n").splitlines()
+    after = max((i + 1 for i, line in enumerate(header) if re.match(r"(assignment|title):", line)), default=0)
+    header[after:after] = [f"{key}: {value}" for key, value in relative.items()
+                           if _header_value(parts.header, key) is None]
+    lines = [f"# Generated by `grader assign` from {master.name}: edit the master notebook, not this file.", *header]
+    lines.append("\nexercises:")
     tested = {str(function) for function, _, _ in parts.tests} | {str(f).split(".")[-1] for f, _, _ in parts.tests}
     exercises, skeletons = [], []
     for function, text, _ in parts.tests:
@@ -313,13 +331,13 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
             first = next((i for i, line in enumerate(lines_of) if line.strip() and not line.lstrip().startswith("#")),
                          len(lines_of))
             body = "\n".join([*lines_of[:first], *added, *lines_of[first:]])
-        lines.append(_item(body))
+        lines.append("\n" + _item(body))
         exercises.append(exercise_id)
     for function in parts.functions:
         if function not in tested and function.split(".")[-1] not in tested:
             exercise_id = function.split(".")[-1]
             graded = f"\nfunction: {function}" if "." in function else ""
-            lines.append(_item(f"id: {exercise_id}{graded}\n"
+            lines.append("\n" + _item(f"id: {exercise_id}{graded}\n"
                                f"cases:   # write this exercise's cases in a '# tests' cell"))
             exercises.append(exercise_id)
             skeletons.append(exercise_id)
@@ -348,8 +366,9 @@ def _notebook_text(master: Path, parts: _Parts) -> str:
     for index, cell in enumerate(notebook["cells"]):
         if not cell.get("id"):
             cell["id"] = f"cell-{index:03d}"       # deterministic, unlike nbformat's random ids
-    nbformat.validate(nbformat.from_dict(notebook))
-    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    # Written as Jupyter writes it (sources as lists of lines), so an instructor's save of the template and
+    # build scripts that fill it in with nbformat produce the same bytes.
+    return nbformat.writes(nbformat.from_dict(notebook)) + "\n"
 
 
 def _course_of(master: Path) -> Path:

@@ -136,3 +136,23 @@ def test_a_solution_method_becomes_an_exercise_grading_class_dot_method(tmp_path
     validation = validate(written["rubric"], cache=tmp_path / "cache", mutants=3)
     assert validation.problems == (), validation.problems
     assert validation.template_result.total == 0 and validation.reference_result.total == 1
+
+
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED = {"template": "assignments/sliding-3x3/template.ipynb", "reference": "reference/sliding_3x3.py",
+           "rubric": "rubrics/sliding-3x3.yaml"}
+
+
+def test_the_bundled_sliding_puzzle_is_what_its_master_notebook_makes_every_time(tmp_path: Path) -> None:
+    """assignments/sliding-3x3/master.ipynb is the source: its template, reference and rubric are `grader assign`'s
+    output byte for byte (nothing edited by hand afterwards), and a second run writes the same bytes."""
+    course = tmp_path / "course"
+    (course / "rubrics").mkdir(parents=True)
+    for folder in ("support", "submissions"):       # assign names them in the rubric when they exist
+        (course / "assignments" / "sliding-3x3" / folder).mkdir(parents=True)
+    master = REPO / "assignments" / "sliding-3x3" / "master.ipynb"
+    for run in (1, 2):
+        done = grader("assign", str(master), "--course", str(course), "--no-validate", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        for what, path in BUNDLED.items():
+            assert (course / path).read_bytes() == (REPO / path).read_bytes(), f"run {run}: {what} differs from {path}"

@@ -320,9 +320,26 @@ def test_template_is_unexecuted_and_stubs_every_graded_function():
     assert "%run Breadth-First-Fast.ipynb" in [c.source for c in code]
 
 
+# The template's text differs from the seed's only where the course's text is fixed (see README.md).
+TEXT_EDITS = {"cell-020", "cell-023", "cell-030"}
+
+
+def test_template_is_the_seed_with_outputs_cleared_and_graded_cells_stubbed():
+    """The master holds the seed's text and given code: apart from the graded cells and the text edits the
+    README lists, every template cell is the seed's cell of the same id."""
+    build = load_reference(ASSIGNMENT / "build_examples.py")
+    seed = {cell.id: cell for cell in nbformat.read(SEED, as_version=4).cells}
+    template = nbformat.read(ASSIGNMENT / "template.ipynb", as_version=4)
+    assert [cell.id for cell in template.cells] == list(seed)
+    for cell in template.cells:
+        if cell.id not in build.SLOTS and cell.id not in TEXT_EDITS:
+            assert (cell.cell_type, cell.source) == (seed[cell.id].cell_type, seed[cell.id].source), cell.id
+    edited = {cell.id for cell in template.cells if cell.id in TEXT_EDITS and cell.source != seed[cell.id].source}
+    assert edited == TEXT_EDITS
+
+
 def test_notebooks_are_what_build_examples_makes():
     build = load_reference(ASSIGNMENT / "build_examples.py")
-    assert build.template() == nbformat.read(ASSIGNMENT / "template.ipynb", as_version=4)
     examples = build.example_submissions()
     for name, nb in examples.items():
         assert nb == nbformat.read(ASSIGNMENT / "submissions" / f"{name}.ipynb", as_version=4), name

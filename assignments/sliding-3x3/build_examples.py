@@ -1,12 +1,15 @@
-"""(Re)build the 3x3 sliding puzzle template and its example submissions from the bundled seed notebook.
+"""(Re)build the example submissions of the 3x3 sliding puzzle from its template.
 
-The course notebook is known to us only through a student's completed copy,
-submissions/seed-002.ipynb (kept unchanged, as it was handed in). Everything here starts from
-its cells: the template empties the graded code cells (SLOTS) down to stubs and clears every
-output; an example submission fills the slots with a student's solution, and each changes
-exactly what its file name says (see README.md).
+The template, the reference module and the rubric are written by `grader assign` from master.ipynb (edit the
+master, then run `grader assign assignments/sliding-3x3/master.ipynb`). The master holds the course
+notebook's text and given code as they are in submissions/seed-002.ipynb, a student's completed copy kept
+unchanged as it was handed in (the course's own notebook is known to us only through it), with the graded
+cells solved, and the few edits of its text the template makes (see README.md).
 
-Usage: python assignments/sliding-3x3/build_examples.py   (writes next to this file)
+An example submission is the template with its graded cells (SLOTS) filled by a student's solution, as a
+student fills them in; each changes exactly what its file name says (see README.md).
+
+Usage: python assignments/sliding-3x3/build_examples.py   (writes next to this file; run assign first)
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from pathlib import Path
 import nbformat
 
 HERE = Path(__file__).resolve().parent
-SEED = HERE / "submissions" / "seed-002.ipynb"
+TEMPLATE = HERE / "template.ipynb"
 
-# The graded code cells of the seed, by cell id, with the first line each must start with (so an
-# edited seed fails loudly instead of filling the wrong cell).
+# The graded code cells of the template, by cell id, with the first line each must start with (so an
+# edited master fails loudly instead of filling the wrong cell).
 SLOTS = {
     "cell-015": ("goal", "goal = "),
     "cell-017": ("findZero", "def findZero("),
@@ -31,36 +34,6 @@ SLOTS = {
     "cell-034": ("moveRight", "def moveRight("),
     "cell-036": ("moveLeft", "def moveLeft("),
     "cell-039": ("nextStates", "def nextStates("),
-}
-
-# The template's stubs: the docstrings the seed still shows (and the ones its copy-and-paste lost),
-# then "your code here". The goal is a placeholder value: a constant has no body to stub.
-STUBS = {
-    "goal": 'goal = None # your code here',
-    "findZero": 'def findZero(S):\n    "your code here"',
-    "listOfLists": "def listOfLists(S):\n    'Transform a tuple of tuples into a list of lists.'\n"
-                   '    "your code here"',
-    "tupleOfTuples": "def tupleOfTuples(S):\n    'Transform a list of lists into a tuple of tuples.'\n"
-                     '    "your code here"',
-    "moveUp": "def moveUp(S, r, c):\n    'Move the tile below the blank up.'\n    \"your code here\"",
-    "moveDown": "def moveDown(S, r, c):\n    'Move the tile above the blank down.'\n    \"your code here\"",
-    "moveRight": "def moveRight(S, r, c):\n    'Move the tile left of the blank to the right.'\n"
-                 '    "your code here"',
-    "moveLeft": "def moveLeft(S, r, c):\n    'Move the tile right of the blank to the left.'\n"
-                '    "your code here"',
-    "nextStates": "def nextStates(S):\n    'Compute the set of states reachable in one step from the state S.'\n"
-                  '    "your code here"',
-}
-
-# Text of the template that differs from the seed: listOfLists and tupleOfTuples are graded, so
-# their text asks for them; Exercise 4 said "the tile below the blank" where it means above.
-TEXT_EDITS = {
-    "cell-020": ("The function $\\texttt{listOfLists}(S)$ takes",
-                 "Implement the function $\\texttt{listOfLists}(S)$ that takes"),
-    "cell-023": ("we also need a function that takes a list of list and transforms it back into a tuple of tuple.",
-                 "we also need a function $\\texttt{tupleOfTuples}(L)$ that takes a list of lists and transforms "
-                 "it back into a tuple of tuples.  Implement it below."),
-    "cell-030": ("moving the tile below the blank space **down**", "moving the tile above the blank space **down**"),
 }
 
 
@@ -242,28 +215,9 @@ def moveLeft(S, r, c):
 # Building notebooks
 # ---------------------------------------------------------------------------
 
-def seed() -> nbformat.NotebookNode:
-    return nbformat.read(SEED, as_version=4)
-
-
-def _base() -> nbformat.NotebookNode:
-    """The seed with outputs and execution counts cleared and the template's text edits made."""
-    nb = copy.deepcopy(seed())
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-        if cell.id in TEXT_EDITS:
-            old, new = TEXT_EDITS[cell.id]
-            if old not in cell.source:
-                raise ValueError(f"{cell.id}: the seed no longer says {old!r}")
-            cell.source = cell.source.replace(old, new)
-    return nb
-
-
 def render(fill: dict[str, str]) -> nbformat.NotebookNode:
     """The template with every slot replaced by fill[name]; a valid nbformat 4.5 notebook."""
-    nb = _base()
+    nb = copy.deepcopy(nbformat.read(TEMPLATE, as_version=4))
     for cell in nb.cells:
         if cell.id in SLOTS:
             name, first = SLOTS[cell.id]
@@ -272,10 +226,6 @@ def render(fill: dict[str, str]) -> nbformat.NotebookNode:
             cell.source = fill[name]
     nbformat.validate(nb)
     return nb
-
-
-def template() -> nbformat.NotebookNode:
-    return render(STUBS)
 
 
 def submission(overrides: dict[str, str] | None = None) -> nbformat.NotebookNode:
@@ -303,7 +253,6 @@ def write(nb: nbformat.NotebookNode, path: Path) -> None:
 
 
 def main() -> None:
-    write(template(), HERE / "template.ipynb")
     for name, nb in example_submissions().items():
         write(nb, HERE / "submissions" / f"{name}.ipynb")
 
