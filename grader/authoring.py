@@ -8,6 +8,8 @@ fault is in the reference.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import contextlib
 import inspect
 import os
@@ -17,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from grader.calls import call_arguments, evaluate_data
+from grader.calls import call_arguments, evaluate_data, free_names
+from grader.extract import extract
+from grader.notebook import Notebook, NotebookError, read_notebook
 from grader.checks import CHECKS, CheckContext, CheckError, ProbeError, Verdict, resolve
 from grader.plan import Case, Plan, patched_globals
 from grader.rubric import Exercise
@@ -207,6 +211,82 @@ def variants_like_mistakes(plan: Plan) -> list[Finding]:
     return findings
 
 
+def _defined_names(source: Notebook) -> set[str] | None:
+    """Top-level names a notebook or module binds (None when a star import makes them unknowable)."""
+    extracted = extract(source)
+    if any(isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
+           for definition in extracted.definitions.values() for node in [definition.node]):
+        return None
+    if any("import *" in statement.code for statement in extracted.statements):
+        return None
+    return set(extracted.definitions)
+
+
+def _student_names(plan: Plan) -> set[str] | None:
+    """What every student's notebook can be expected to define: the template's names, its support modules' and
+    the builtins. None when that cannot be known (no template, a star import, a file that does not read)."""
+    template = plan.rubric.template
+    if template is None or not template.is_file():
+        return None
+    sources = [template]
+    if plan.rubric.support is not None and plan.rubric.support.is_dir():
+        sources += sorted(p for p in plan.rubric.support.iterdir() if p.suffix in (".py", ".ipynb"))
+    names = set(dir(builtins))
+    for path in sources:
+        try:
+            defined = _defined_names(read_notebook(path))
+        except (NotebookError, OSError, SyntaxError, ValueError):
+            return None
+        if defined is None:
+            return None
+        names |= defined
+    return names
+
+
+def _walrus(expressions: list[str]) -> set[str]:
+    """Names a case binds itself (`(s := State(...)).move()` read again by its `reduce`)."""
+    names = set()
+    for expression in expressions:
+        with contextlib.suppress(SyntaxError):
+            names |= {node.target.id for node in ast.walk(ast.parse(expression, mode="eval"))
+                      if isinstance(node, ast.NamedExpr)}
+    return names
+
+
+def names_students_lack(plan: Plan) -> list[Finding]:
+    """A case expression that names something only the reference defines (neither a fixture, a generated
+    variable nor a name of the template): the reference, graded as a submission, passes, and every student's
+    case fails with a NameError."""
+    known = _student_names(plan)
+    if known is None:
+        return []
+    known |= {name.split(".")[0] for exercise in plan.rubric.exercises
+              for name in (exercise.function, *exercise.aliases)}
+    known |= set(plan.rubric.fixtures)
+    findings, seen = [], set()
+    for exercise in plan.rubric.exercises:
+        for case in plan.cases[exercise.id]:
+            expressions = [case.call, *(code for _, code in case.set), *(code for _, code in case.probe),
+                           *([case.reduce] if case.reduce else [])]
+            bound = known | set(case.variables) | {name for name, _ in case.set} | {"result"} | _walrus(expressions)
+            for expression in expressions:
+                try:
+                    missing = sorted(free_names(expression) - bound)
+                except SyntaxError:
+                    continue     # the rubric's parser reports it
+                for name in missing:
+                    if (exercise.id, name) in seen:
+                        continue
+                    seen.add((exercise.id, name))
+                    findings.append(Finding(f"{plan.rubric.path}:{case.line}", (
+                        f"exercise '{exercise.id}': case {case.id} uses '{name}', which students' notebooks do not "
+                        f"define (the template does not, and it is neither a fixture nor a generated variable): "
+                        f"every student's case would fail with a NameError while the reference passes. Add '{name}' "
+                        f"to 'fixtures:' if it is data of the reference, or define it in code the template gives")))
+    return findings
+
+
 def authoring_findings(plan: Plan) -> list[Finding]:
-    return [*unseeded_generators(plan), *check_contracts(plan), *variants_like_mistakes(plan)]
+    return [*unseeded_generators(plan), *check_contracts(plan), *variants_like_mistakes(plan),
+            *names_students_lack(plan)]
 

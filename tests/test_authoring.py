@@ -214,3 +214,24 @@ def test_a_variant_that_answers_like_a_known_mistake_is_found(tmp_path: Path) ->
     found = [str(f) for f in authoring_findings(plan)]
     assert found == [f"{rubric_path}:99: exercise 'rotate': variant 'rotate_back' gives the answers of mistake "
                      f"'rotate_back' on every case: the same notebook would be accepted and told it is wrong"]
+
+
+def test_a_case_naming_what_only_the_reference_defines_is_found(tmp_path: Path) -> None:
+    """`Other` is the reference's but neither a fixture nor the template's: the reference passes, every student's
+    case would end in a NameError. Names the template defines, fixtures, variables and a case's own walrus are fine."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    reference = REFERENCE + "\nOther = (2, 3, 1)\n"
+    rubric = RUBRIC.replace("reference: rot.py", "reference: rot.py\ntemplate: template.ipynb") + (
+        "      - call: rotate(Other)\n      - call: rotate(GIVEN)\n"
+        "      - call: (s := rotate(Start)) and rotate(s)\n")
+    path = write(tmp_path, rubric, reference + "\nGIVEN = (1, 2)\n")
+    nbformat.write(new_notebook(cells=[new_code_cell("GIVEN = (1, 2)\n\ndef rotate(state):\n    ...")]),
+                   tmp_path / "template.ipynb")
+    line = line_of(path, "rotate(Other)")
+    assert findings(path) == [
+        f"{path}:{line}: exercise 'rotate': case rotate#3 uses 'Other', which students' notebooks do not define (the "
+        f"template does not, and it is neither a fixture nor a generated variable): every student's case would fail "
+        f"with a NameError while the reference passes. Add 'Other' to 'fixtures:' if it is data of the reference, or "
+        f"define it in code the template gives"]
