@@ -119,6 +119,8 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
                 dropped_here.append(_dropped(p.cell, _first_line(node), reason or "not needed", code))
         kept += sorted(kept_here, key=lambda pair: pair[0].line)
         dropped += sorted(dropped_here, key=lambda d: d.line)
+    if policy.roots is not None:
+        kept = _after_late_definitions(kept)
     return Extracted(
         statements=tuple(statement for statement, _ in kept),
         dropped=tuple(dropped),
@@ -183,6 +185,58 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
                 kept[id(node)] = f"{name} {verb} by {reader}"
                 queue.extend((read, name) for read in statement_reads(node))
     return kept
+
+
+def _after_late_definitions(
+    kept: list[tuple[Statement, ast.stmt | None]],
+) -> list[tuple[Statement, ast.stmt | None]]:
+    """Run a kept statement that uses a name the notebook binds only further down just after that binding.
+
+    A notebook is written out of order: `goal = tupleOfTuples(rows)` sits above the cell that defines
+    tupleOfTuples, and the student ran that cell first. In document order it would fail with a NameError that
+    is no mistake of the graded code, so it waits for what it uses. It never waits past a statement that
+    binds or changes a name it binds (that one must still come later, as in the notebook): there it runs
+    where it would have, and fails as it would have.
+    """
+    from grader.analysis import mutated_names, statement_reads
+
+    binders = [frozenset(_bound_names(node)) if node is not None else frozenset() for _, node in kept]
+    later: list[set[str]] = [set() for _ in kept]
+    seen: set[str] = set()
+    for index in range(len(kept) - 1, -1, -1):
+        later[index] = set(seen)
+        seen |= binders[index]
+    bound: set[str] = set()
+    pending: list[tuple[int, frozenset[str]]] = []   # (index in kept, names it still waits for)
+    order: list[tuple[Statement, ast.stmt | None]] = []
+
+    def emit(index: int, after: Statement | None = None) -> None:
+        statement, node = kept[index]
+        if after is not None:
+            moved = f"runs after {after.label}, line {after.line}, which defines what it uses"
+            statement = replace(statement, why=f"{statement.why}; {moved}" if statement.why else moved)
+        order.append((statement, node))
+        bound.update(binders[index])
+
+    for index, (statement, node) in enumerate(kept):
+        touched = binders[index] | (mutated_names(node) if node is not None else frozenset())
+        for waiting in [p for p in pending if binders[p[0]] & touched]:
+            pending.remove(waiting)
+            emit(waiting[0])
+        is_definition = node is None or statement.kind in ("import", "def", "class")
+        needs = frozenset() if is_definition else \
+            frozenset(statement_reads(node) - binders[index] - bound) & later[index]   # type: ignore[arg-type]
+        if needs:
+            pending.append((index, needs))
+            continue
+        emit(index)
+        for waiting in list(pending):
+            if waiting[1] <= bound:
+                pending.remove(waiting)
+                emit(waiting[0], after=statement)
+    for index, _ in pending:
+        emit(index)
+    return order
 
 
 def _why_dropped(node: ast.stmt, policy: Policy, judge: "_Judge") -> str:
