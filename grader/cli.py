@@ -360,8 +360,9 @@ def _extract(args: argparse.Namespace) -> int:
     _check_file(args.notebook, "the notebook")
     policy = Policy()
     if args.rubric:
+        from grader.plan import build_plan, default_cache
         from grader.rubric import load_rubric
-        policy = load_rubric(args.rubric).policy
+        policy = build_plan(load_rubric(args.rubric), default_cache()).rubric.policy   # the roots grading uses
     from grader.textsafe import terminal
     extracted = extract(read_notebook(args.notebook), policy)
     # The notebook's own text, for a terminal: no escape sequences, no lone surrogates (they cannot be printed).

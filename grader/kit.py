@@ -297,7 +297,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         "limits": {"load_seconds": limits.load_seconds, "submission_seconds": limits.submission_seconds,
                    "memory_mb": limits.memory_mb, "output_bytes": limits.output_bytes},
         "extraction": {"allow_calls": sorted(rubric.policy.allow_calls), "drop": sorted(rubric.policy.drop),
-                       "roots": sorted(rubric.policy.roots or ())},
+                       "roots": sorted(plan.rubric.policy.roots or ())},
         "known_globals": sorted(set(rubric.fixtures) | public_settings | set(template_names(plan))),
         "support": support_sources(plan),
         "exercises": exercises,

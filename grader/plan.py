@@ -20,7 +20,7 @@ import random
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator, Mapping, Sequence
@@ -28,7 +28,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from grader import __version__, sealed
 from grader.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
 from grader.checks import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
-from grader.rubric import CaseSpec, CheckSpec, Exercise, Limits, Rubric, RubricError, suggest
+from grader.rubric import CaseSpec, CheckSpec, Exercise, Limits, Policy, Rubric, RubricError, suggest, support_reads
 from grader import codec
 
 CACHE_FORMAT = 3   # 2: sealed with the cache folder's key (grader.sealed); 3: answers of accepted variants too
@@ -510,7 +510,36 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
             _store(location, rubric, expected, key)
         except OSError as error:   # grading goes on; it just recomputes next time
             warnings.append(f"expected-value cache {location} could not be written: {error.strerror or error}")
+    rubric = replace(rubric, policy=slice_policy(rubric, fixtures(rubric, reference), cases))
     return Plan(rubric, reference, cases, expected, tuple(warnings))
+
+
+def slice_policy(rubric: Rubric, data: Mapping[str, Any], cases: Mapping[str, tuple[Case, ...]]) -> Policy:
+    """The rubric's extraction policy without the roots a case gives its own value.
+
+    A case's expression sees the fixtures, its generator's variables and (in a reduce) `result` ahead of the
+    notebook's globals, so a notebook's top-level `state = ...` or `result = astar_search(e5)` is never what a
+    case reads: such a name is a root only when grading needs it otherwise (a graded name, an isolated helper,
+    a name a case sets, or what a support module reads). Without this, a demo search bound to a name like a
+    generator variable ran at load time.
+    """
+    policy = rubric.policy
+    if policy.roots is None:
+        return policy
+    given = set(data) | {"result"} | {name for group in cases.values() for case in group for name in case.variables}
+    given |= {node.target.id for group in cases.values() for case in group for node in _walk_code(case.call)
+              if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name)}   # `(s := State(...))`
+    needed = {name.split(".")[0] for exercise in rubric.exercises for name in (*exercise.names, *exercise.isolate)}
+    needed |= {name for group in cases.values() for case in group for name, _ in case.set}
+    needed |= support_reads(rubric.support)
+    return replace(policy, roots=frozenset(name for name in policy.roots if name not in given or name in needed))
+
+
+def _walk_code(code: str) -> Iterator[ast.AST]:
+    try:
+        return ast.walk(ast.parse(code, mode="eval"))
+    except SyntaxError:
+        return iter(())
 
 
 def accepts(function, name: str) -> bool:

@@ -545,7 +545,7 @@ def _path(root: Path, node: Marked, key: str, problems: _Problems, *, required: 
     return path
 
 
-def _support_reads(folder: Path | None) -> set[str]:
+def support_reads(folder: Path | None) -> set[str]:
     """Every name the support modules read: a notebook that %runs one provides them (e.g. nextStates)."""
     reads: set[str] = set()
     if folder is None or not folder.is_dir():
@@ -593,7 +593,7 @@ def _roots(exercises: list[Exercise], support: Path | None) -> frozenset[str]:
                 except SyntaxError:
                     pass
         roots.update(name for c in exercise.cases for name, _ in c.set)
-    return frozenset(roots | _support_reads(support))
+    return frozenset(roots | support_reads(support))
 
 
 def load_rubric(path: str | Path) -> Rubric:
