@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -91,3 +92,39 @@ def test_grader_extract_says_why_each_statement_was_kept_or_dropped() -> None:
     assert "kept: S read by manhattan" in shown
     assert "call of draw_state(): graded code does not depend on it" in shown
     assert "if statement: graded code does not depend on it: if Path:" in shown
+
+
+def test_a_statement_above_the_helper_it_calls_runs_after_the_helper() -> None:
+    extracted = sliced("slice_helper_defined_below", "is_goal")
+    order = [statement.code.splitlines()[0] for statement in extracted.statements]
+    assert order.index("goal = to_tuple(rows)") > order.index("def to_tuple(L):")
+    assert order.index("GOAL_ZERO = find_zero(goal)") > order.index("def find_zero(S):")
+    assert order.index("rows.append([6, 7, 8])") < order.index("goal = to_tuple(rows)")
+    why = {statement.code: statement.why for statement in extracted.statements}
+    assert why["goal = to_tuple(rows)"] == ("goal read by is_goal; runs after cell 2, line 1, which defines what "
+                                            "it uses")
+    with Sandbox(child_statements(extracted), {}, ProcessLimits(load_seconds=5)) as sandbox:
+        report = sandbox.load()
+    assert {"goal", "GOAL_ZERO"} <= set(report.names) and report.warnings == ()
+
+
+def test_a_statement_never_waits_past_a_later_binding_of_its_own_names() -> None:
+    notebook = read_notebook(FAIR / "slice_helper_defined_below.ipynb")
+    later = [replace(cell, index=cell.index + 1) for cell in notebook.cells[1:]]
+    cells = [notebook.cells[0], replace(notebook.cells[1], source="goal = ((0,),)"), *later]
+    extracted = extract(replace(notebook, cells=tuple(cells)), Policy(roots=frozenset({"is_goal"})))
+    order = [statement.code for statement in extracted.statements]
+    # In the notebook the later `goal = ((0,),)` wins, so the earlier one runs (and fails) before it.
+    assert order.index("goal = to_tuple(rows)") < order.index("goal = ((0,),)")
+
+
+def test_a_demo_search_bound_to_a_name_cases_give_their_own_value_is_not_run() -> None:
+    from grader.plan import build_plan
+    plan = build_plan(load_rubric(REPO / "rubrics" / "eight-puzzle-astar.yaml"))
+    assert {"state", "result", "board", "GOAL"}.isdisjoint(plan.rubric.policy.roots or ())
+    extracted = extract(read_notebook(FAIR / "demo_search_named_like_case_data.ipynb"), plan.rubric.policy)
+    code = "\n".join(kept_code(extracted))
+    assert "astar_search(EightPuzzle((8, 6" not in code and "state = result.state" not in code
+    reasons = {d.excerpt: d.reason for d in extracted.dropped}
+    assert reasons["result = astar_search(EightPuzzle((8, 6, 7, 2, 5, 4, 3, 0, 1)))"] == (
+        "assignment to result: nothing graded reads result (it calls notebook function astar_search())")
