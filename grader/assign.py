@@ -30,11 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import yaml
 
 from grader.rubric import RubricError
 
-BEGIN = re.compile(r"^\s*# BEGIN SOLUTION\s*$")
-END = re.compile(r"^\s*# END SOLUTION\s*$")
+# `# BEGIN SOLUTION` as Otter writes it, `### BEGIN SOLUTION` as nbgrader does; any other comment that names a
+# solution region is refused, since a marker not recognised would hand the solution to students.
+BEGIN = re.compile(r"^\s*#+\s*BEGIN SOLUTION\s*$", re.IGNORECASE)
+END = re.compile(r"^\s*#+\s*END SOLUTION\s*$", re.IGNORECASE)
+_LOOKS_LIKE_MARKER = re.compile(r"#.*\b(BEGIN|END)[\s_-]*SOLUTION", re.IGNORECASE)
 _MAGIC = re.compile(r"^\s*[%!]")
 
 
@@ -56,6 +60,7 @@ class Assignment:
     rubric: str                    # the rubric (YAML text)
     exercises: tuple[str, ...] = ()
     skeletons: tuple[str, ...] = ()   # exercises with no test cell yet
+    notes: tuple[str, ...] = ()       # what the author may not have meant (a demo call that runs at import)
 
 
 @dataclass
@@ -65,38 +70,52 @@ class _Parts:
     header: str = ""
     tests: list[tuple[str | None, str, str]] = field(default_factory=list)   # (id, yaml text, where)
     functions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# A cell's first line says what it is for; spelt loosely (`# Reference-only:`, `## TESTS`), since a marker that
+# was not recognised would put hidden cases or known mistakes into the students' template.
+_MARKERS = {"rubric": "rubric", "tests": "tests", "referenceonly": "reference", "templateonly": "template"}
+
+
+def _marker(source: str) -> str | None:
+    """The kind a cell's first line names (`# rubric`, `# tests`, `# REFERENCE ONLY`, `# TEMPLATE ONLY`), if any."""
+    first = next((line.strip() for line in source.splitlines() if line.strip()), "")
+    if not first.startswith("#"):
+        return None
+    return _MARKERS.get(re.sub(r"[^a-z]", "", first.lower()))
 
 
 def _kind(cell: Any) -> str:
     tags = set(cell.get("metadata", {}).get("tags", ()))
-    first = cell.source.lstrip().splitlines()[0].strip().lower() if cell.source.strip() else ""
-    if cell.cell_type == "raw" or cell.cell_type == "markdown" and ("rubric" in tags or "tests" in tags):
-        if "rubric" in tags or first == "# rubric":
-            return "rubric"
-        if "tests" in tags or first == "# tests":
-            return "tests"
-        return "markdown" if cell.cell_type == "markdown" else "raw"
-    if cell.cell_type != "code":
-        return cell.cell_type
-    if first in ("# rubric", "# tests"):          # YAML typed into a code cell: what it says it is
-        return first[2:]
-    if "reference" in tags or first == "# reference only":
-        return "reference"
-    if "template" in tags or first == "# template only":
-        return "template"
-    if "solution" in tags:
-        return "solution"
-    return "code"
+    for tag in ("rubric", "tests"):
+        if tag in tags:
+            return tag
+    marker = _marker(cell.source)
+    if cell.cell_type != "code":       # a markdown cell saying `# tests` is read as one, never shown to students
+        return marker if marker in ("rubric", "tests") else cell.cell_type
+    for tag in ("reference", "template", "solution"):
+        if tag in tags:
+            return tag
+    return marker or "code"
 
 
-def _body_without_first_line(source: str) -> str:
-    return "\n".join(source.splitlines()[1:])
+def _without_marker(source: str) -> str:
+    """A cell's source without its marker line."""
+    if _marker(source) is None:
+        return source
+    lines = source.splitlines()
+    first = next(index for index, line in enumerate(lines) if line.strip())
+    return "\n".join(lines[first + 1:])
 
 
 def _regions(lines: list[str], where: str) -> list[tuple[int, int]]:
     """(first, last) line indexes of each solution region, markers included."""
     regions, start = [], None
     for index, line in enumerate(lines):
+        if _LOOKS_LIKE_MARKER.search(line) and not (BEGIN.match(line) or END.match(line)):
+            raise AssignError(f"{where}, line {index + 1}: {line.strip()!r} is not a solution marker: write "
+                              f"'# BEGIN SOLUTION' or '# END SOLUTION' alone on its line")
         if BEGIN.match(line):
             if start is not None:
                 raise AssignError(f"{where}, line {index + 1}: BEGIN SOLUTION inside another solution region")
@@ -246,36 +265,74 @@ def split(master: Path) -> _Parts:
         where = f"{master}: cell {number}"
         kind = _kind(cell)
         if kind == "rubric":
-            parts.header = _body_without_first_line(cell.source) if cell.source.lstrip().startswith("#") \
-                else cell.source
+            parts.header = _without_marker(cell.source)
         elif kind == "tests":
-            text = _body_without_first_line(cell.source) if cell.source.lstrip().lower().startswith("# tests") \
-                else cell.source
-            found = re.search(r"^id:\s*(\S+)\s*$", text, re.MULTILINE)
-            parts.tests.append((found.group(1) if found else None, text, where))
-            if not found and not parts.functions:
-                raise AssignError(f"{where}: a tests cell needs an 'id:' or a solution function above it")
-            if not found:
-                parts.tests[-1] = (parts.functions[-1], text, where)
+            text = _without_marker(cell.source)
+            parts.tests.append((_tests_id(text, where, parts.functions), text, where))
         elif kind in ("code", "solution"):
             template, reference, names = _solution_cell(cell.source, where, kind == "solution")
             parts.functions.extend(name for name in names if name not in parts.functions)
             parts.template_cells.append(_template_cell(cell, template))
             if _reference_source(reference).strip():      # a cell of magics only has nothing for the reference
                 parts.reference.append(_reference_source(reference))
+                parts.notes.extend(_runs_at_import(reference, where))
         elif kind == "reference":
-            body = _body_without_first_line(cell.source) if cell.source.lstrip().lower().startswith(
-                "# reference only") else cell.source
-            parts.reference.append(_reference_source(body))
+            parts.reference.append(_reference_source(_without_marker(cell.source)))
         elif kind == "template":
-            body = _body_without_first_line(cell.source) if cell.source.lstrip().lower().startswith(
-                "# template only") else cell.source
-            parts.template_cells.append(_template_cell(cell, body))
-        elif kind == "markdown":
+            parts.template_cells.append(_template_cell(cell, _without_marker(cell.source)))
+        else:                                              # markdown and raw cells: the students' text
             parts.template_cells.append(_template_cell(cell, cell.source))
     if not parts.header.strip():
         raise AssignError(f"{master}: no rubric cell (a raw cell starting with '# rubric' holding 'assignment: ...')")
     return parts
+
+
+class _LooseLoader(yaml.SafeLoader):
+    """YAML as one tests cell holds it: an alias of an anchor set in an earlier cell (`hints: *move_hints`) is
+    resolved in the whole rubric, so here it only has to parse."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent) and self.peek_event().anchor not in self.anchors:
+            event = self.get_event()
+            return yaml.ScalarNode("tag:yaml.org,2002:null", "", event.start_mark, event.end_mark)
+        return super().compose_node(parent, index)
+
+
+def _tests_id(text: str, where: str, solutions: list[str]) -> str:
+    """The exercise a tests cell is for: its `id:`, else the last solution defined above it. A cell that is not
+    one exercise in YAML is named here, at its own line, rather than later at a line of the generated rubric."""
+    try:
+        data = yaml.load(text, Loader=_LooseLoader)      # a SafeLoader: plain data only
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = f", line {mark.line + 2}" if mark is not None else ""   # + the marker line, 1-based
+        raise AssignError(f"{where}{line}: the tests cell is not valid YAML: {error.problem or error.context} "
+                          f"(indentation counts: the keys of one case line up under the first key after its '- ')") \
+            from None
+    except yaml.YAMLError as error:
+        raise AssignError(f"{where}: the tests cell is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise AssignError(f"{where}: a tests cell holds one exercise as 'key: value' lines (points:, cases:, "
+                          f"mistakes:, ...), not {type(data).__name__ if data is not None else 'nothing'}")
+    if data.get("id") is not None:
+        return str(data["id"])
+    if not solutions:
+        raise AssignError(f"{where}: a tests cell needs an 'id:' line, or a solution (a function or constant "
+                          f"between '# BEGIN SOLUTION' and '# END SOLUTION') in a cell above it")
+    return solutions[-1]
+
+
+def _runs_at_import(reference: str, where: str) -> list[str]:
+    """Top-level calls of a cell shared by template and reference (a demo such as `solve(Start)`): they run each
+    time the grader loads the reference, which is rarely what the author meant."""
+    try:
+        tree = ast.parse(reference)
+    except SyntaxError:
+        return []        # validate reports the reference's syntax
+    return [f"{where}: `{ast.unparse(node).splitlines()[0][:60]}` runs each time the grader loads the reference "
+            f"(a cell without marker goes to the reference too): if it is a demo for students, start the cell with "
+            f"'# TEMPLATE ONLY'" for node in tree.body
+            if isinstance(node, ast.Expr) and any(isinstance(n, ast.Call) for n in ast.walk(node))]
 
 
 def _template_cell(cell: Any, source: str) -> dict[str, Any]:
@@ -345,7 +402,8 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
     template = _notebook_text(master, parts)
     reference = (f'"""Reference of {name}, generated by `grader assign` from {master.name}: edit the master '
                  f'notebook, not this file."""\n\n' + "\n\n\n".join(parts.reference) + "\n")
-    return Assignment(name, module, template, reference, rubric, tuple(exercises), tuple(skeletons)), root
+    return (Assignment(name, module, template, reference, rubric, tuple(exercises), tuple(skeletons),
+                       tuple(parts.notes)), root)
 
 
 def _item(body: str) -> str:

@@ -348,9 +348,15 @@ def _assign(args: argparse.Namespace) -> int:
         print(f"{what}: {path}")
     for exercise in assignment.skeletons:
         print(f"exercise '{exercise}' has no '# tests' cell yet: its rubric entry is a skeleton to fill in")
+    for note in assignment.notes:
+        print(f"note: {note}")
     if args.no_validate:
         return 0
-    return _run_validate(written["rubric"], args)
+    status = _run_validate(written["rubric"], args)
+    if status:
+        print(f"The rubric and reference named above are written by grader assign: make each fix in "
+              f"{args.master} (the same text is in its cells) and run grader assign again")
+    return status
 
 
 def _extract(args: argparse.Namespace) -> int:

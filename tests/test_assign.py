@@ -156,3 +156,58 @@ def test_the_bundled_sliding_puzzle_is_what_its_master_notebook_makes_every_time
         assert done.returncode == 0, done.stdout + done.stderr
         for what, path in BUNDLED.items():
             assert (course / path).read_bytes() == (REPO / path).read_bytes(), f"run {run}: {what} differs from {path}"
+
+
+def test_markers_spelt_loosely_never_hand_students_tests_mistakes_or_solutions(tmp_path: Path) -> None:
+    """A marker assign did not recognise would put hidden cases, known mistakes or the solution into the template:
+    a markdown cell saying `# tests`, `# Reference-only:` and nbgrader's `### BEGIN SOLUTION` are read as meant."""
+    cells = [
+        new_raw_cell(RUBRIC_CELL),
+        new_raw_cell("Raw text for students."),
+        new_code_cell("Start = (1, 0, 2)\nGoal = (0, 1, 2)"),
+        new_code_cell("def blank(state):\n    ### BEGIN SOLUTION\n    return state.index(0)\n    ### END SOLUTION"),
+        new_markdown_cell("# Tests\npoints: 1\ncases:\n  - call: blank(Start)\n    visibility: hidden"),
+        new_code_cell("# Reference-only:\ndef blank_last(state):\n    return len(state) - 1"),
+    ]
+    assignment, _ = build(master(tmp_path, cells))
+    template = assignment.template
+    assert "state.index" not in template and "visibility" not in template and "blank_last" not in template
+    assert "Raw text for students." in template
+    assert "  - id: blank\n    points: 1\n" in assignment.rubric and "def blank_last" in assignment.reference
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("def f():\n    # BEGIN SOLUTION NO PROMPT\n    return 1\n    # END SOLUTION",
+     "cell 2, line 2: '# BEGIN SOLUTION NO PROMPT' is not a solution marker: write '# BEGIN SOLUTION' or "
+     "'# END SOLUTION' alone on its line"),
+])
+def test_an_unknown_solution_marker_is_refused_at_its_line(tmp_path: Path, source: str, reason: str) -> None:
+    path = master(tmp_path, [new_raw_cell(RUBRIC_CELL), new_code_cell(source)])
+    with pytest.raises(AssignError) as raised:
+        build(path)
+    assert raised.value.problems == [f"{path}: {reason}"]
+
+
+@pytest.mark.parametrize("tests, reason", [
+    ("# tests\npoints: 1\ncases:\n  - call: blank(Start)\n   visibility: hidden",
+     "cell 3, line 5: the tests cell is not valid YAML: expected <block end>, but found '<block mapping start>' "
+     "(indentation counts: the keys of one case line up under the first key after its '- ')"),
+    ("# tests\n- call: blank(Start)",
+     "cell 3: a tests cell holds one exercise as 'key: value' lines (points:, cases:, mistakes:, ...), not list"),
+])
+def test_a_tests_cell_that_is_not_one_exercise_is_named_at_its_own_cell(tmp_path: Path, tests: str,
+                                                                       reason: str) -> None:
+    path = master(tmp_path, [new_raw_cell(RUBRIC_CELL), new_code_cell(
+        "def blank(state):\n    # BEGIN SOLUTION\n    return state.index(0)\n    # END SOLUTION"), new_raw_cell(tests)])
+    with pytest.raises(AssignError) as raised:
+        build(path)
+    assert raised.value.problems == [f"{path}: {reason}"]
+
+
+def test_a_demo_call_in_a_shared_cell_is_noted_since_it_runs_when_the_reference_loads(tmp_path: Path) -> None:
+    cells = [*CELLS, new_code_cell("blank(Start)"), new_code_cell("# TEMPLATE ONLY\nneighbours(Start)")]
+    assignment, _ = build(master(tmp_path, cells))
+    assert assignment.notes == (
+        f"{tmp_path / 'assignments' / 'tiny-slide' / 'master.ipynb'}: cell 11: `blank(Start)` runs each time the "
+        f"grader loads the reference (a cell without marker goes to the reference too): if it is a demo for "
+        f"students, start the cell with '# TEMPLATE ONLY'",)
