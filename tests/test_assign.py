@@ -211,3 +211,61 @@ def test_a_demo_call_in_a_shared_cell_is_noted_since_it_runs_when_the_reference_
         f"{tmp_path / 'assignments' / 'tiny-slide' / 'master.ipynb'}: cell 11: `blank(Start)` runs each time the "
         f"grader loads the reference (a cell without marker goes to the reference too): if it is a demo for "
         f"students, start the cell with '# TEMPLATE ONLY'",)
+
+
+def readme_master() -> list:
+    """The cells of the README's step-by-step example, in order: each fenced block named markdown, raw or python."""
+    import re
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("#### Step by step: a complete example"):readme.index("#### When something is wrong")]
+    make = {"markdown": new_markdown_cell, "raw": new_raw_cell, "python": new_code_cell}
+    return [make[kind]("\n".join(line.removeprefix(indent) for line in body.splitlines()))
+            for indent, kind, body in re.findall(r"^( *)```(markdown|raw|python)\n(.*?)^\1```$", section, re.M | re.S)]
+
+
+MOVES_WITHOUT_POURING = '''def moves(state, capacities):
+    x, y = state
+    a, b = capacities
+    return {(a, y), (x, b), (0, y), (x, 0)} - {state}'''
+
+
+@pytest.mark.slow
+def test_the_readme_example_is_authored_validated_checked_and_graded_as_it_says(tmp_path: Path) -> None:
+    """An outsider's path through the README: the master of its example, assign (with validation), the kit, a
+    self-check and a grade of a correct and a wrong notebook, each command as the README writes it."""
+    course = tmp_path / "course"
+    (course / "rubrics").mkdir(parents=True)
+    master_path = course / "assignments" / "water-jug" / "master.ipynb"
+    master_path.parent.mkdir(parents=True)
+    cells = readme_master()
+    assert [c.cell_type for c in cells].count("raw") == 3 and len(cells) == 10
+    nbformat.write(new_notebook(cells=cells), master_path)
+    cache = ["--cache", str(tmp_path / "cache")]
+    done = grader("assign", "assignments/water-jug/master.ipynb", "--jobs", "2", *cache, cwd=course)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reference: 5/5" in done.stdout and "template:  0/5" in done.stdout and "note:" not in done.stdout
+    assert "mistake moves/moves_without_pouring: 0.5/2, ok" in done.stdout
+    assert "rubrics/water-jug.yaml: valid (10 cases)" in done.stdout
+
+    # Students fill in the template: one with the master's solutions, one that forgets pouring.
+    reference = (course / "reference" / "water_jug.py").read_text()
+    tree = ast.parse(reference)
+    solutions = {n.name: ast.get_source_segment(reference, n) for n in tree.body if isinstance(n, ast.FunctionDef)}
+    (course / "submissions").mkdir()
+    for student, fill in (("ada", {}), ("bob", {"moves": MOVES_WITHOUT_POURING})):
+        notebook = nbformat.read(course / "assignments" / "water-jug" / "template.ipynb", as_version=4)
+        for cell in notebook.cells:
+            for name in ("moves", "measure"):
+                if cell.cell_type == "code" and cell.source.startswith(f"def {name}("):
+                    cell.source = fill.get(name, solutions[name])
+        nbformat.write(notebook, course / "submissions" / f"{student}.ipynb")
+    assert grader("kit", "rubrics/water-jug.yaml", "-o", "kit.json", *cache, cwd=course).returncode == 0
+    assert grader("check", "--kit", "kit.json", "submissions/ada.ipynb", cwd=course).returncode == 0
+    checked = grader("check", "--kit", "kit.json", "submissions/bob.ipynb", cwd=course)
+    assert checked.returncode == 1 and "Pouring one jug into the other is a move too." in checked.stdout
+    graded = grader("grade", "submissions", "--rubric", "rubrics/water-jug.yaml", "--out", "results", *cache,
+                    cwd=course)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    totals = {student: json.loads((course / "results" / f"{student}.json").read_text())["total"]
+              for student in ("ada", "bob")}
+    assert totals["ada"] == 5 and totals["bob"] < 5
