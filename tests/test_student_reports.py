@@ -259,3 +259,26 @@ def test_the_terminal_check_summary_line_when_everything_passes(capsys):
     assert student_report(passing, {}) is True
     assert capsys.readouterr().out.rstrip("\n").splitlines()[-1] == (
         "✓ All public cases pass. Hidden cases are graded after submission.")
+
+
+def test_a_failing_public_case_folded_into_a_group_still_shows_its_inputs_in_every_format(capsys) -> None:
+    """Three zeropos cases fail the same way on three boards: the first is drawn with its board, the other two
+    are named and their boards drawn too (each once), in the terminal, Markdown and HTML."""
+    from grader.report.console import student_report
+    boards_in = {"Board5Corner": ((23, 21), (0, 24)), "Board5Edge": ((23, 0), (6, 12)), "Board3": ((4, 0), (7, 2))}
+    cases = tuple(CaseResult(f"zeropos#{n}", "fail", "public", "looks like (column, row)", call=f"zeropos({name})",
+                             expected=codec.encode((1, 0)), got=codec.encode((0, 1)), mistake="zeropos_transposed",
+                             inputs={name: codec.encode(board)})
+                  for n, (name, board) in enumerate(boards_in.items()))
+    result = SubmissionResult("ada", "/ada.ipynb", "", "n-puzzle", "", "0.1.0", "rlimits", 0.0, 2.0,
+                              (ExerciseResult("zeropos", "Find the hole", 0.0, 2.0, cases),))
+    markdown = student.markdown_report(result)
+    page = student.html_report(result)
+    student_report(result, {})
+    terminal = capsys.readouterr().out
+    for text in (markdown, page, terminal):
+        assert "2 more cases failed the same way" in text
+        for name in boards_in:
+            assert text.count(name) >= 2, (name, text)          # named in the call, and labelled on its board
+    assert markdown.count("│ 24 │") == 1 and markdown.count("│ 12 │") == 1 and terminal.count("│ 12 │") == 1
+    assert page.count('class="inputs"') == 2                    # the first case's, and the group's

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from rich import box
 from rich.console import Console
@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.report import boards
-from grader.report.grouping import failure_groups
+from grader.report.grouping import alike_inputs, failure_groups
 from grader.gradebook import ScoreRow
 from grader.results import CaseResult, SubmissionResult
 from grader import codec
@@ -139,6 +139,7 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
                 console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} failed the same "
                               f"way: " + ", ".join(terminal(c.call or c.id) for c in alike), highlight=False,
                               markup=False)
+                _print_inputs(console, alike_inputs(first, alike))
     console.print(summary_line(len(result.exercises), failing, unverified_total, sum(hidden.values()),
                                problems_total), highlight=False)
     return not failing
@@ -175,6 +176,14 @@ def folded_output(text: str) -> str:
     return shown + (f"\n... ({more} more line{'s' if more != 1 else ''} printed)" if more > 0 else "")
 
 
+def _print_inputs(console: Console, inputs: list[tuple[str, Any]]) -> None:
+    pad = " " * CASE_INDENT
+    for name, value in inputs:
+        for segments in boards.input_lines(name, value):
+            parts = [(text, style) if style else text for text, style in segments]
+            console.print(Text(pad).append_text(Text.assemble(*parts)), highlight=False, soft_wrap=True)
+
+
 def _print_case(console: Console, case: CaseResult) -> None:
     """One failing public case: call, message, expected and got (as boards when they are puzzle states,
     else one line each), traceback and printed output."""
@@ -187,10 +196,7 @@ def _print_case(console: Console, case: CaseResult) -> None:
         lines.append(f"{pad}expected: {codec.describe(case.expected, 400)}")
         lines.append(f"{pad}got:      {codec.describe(case.got, 400)}")
     console.print(terminal("\n".join(lines)), highlight=False, markup=False)
-    for name, value in case.inputs.items():
-        for segments in boards.input_lines(name, value):
-            parts = [(text, style) if style else text for text, style in segments]
-            console.print(Text(pad).append_text(Text.assemble(*parts)), highlight=False, soft_wrap=True)
+    _print_inputs(console, list(case.inputs.items()))
     if comparison is not None:
         if comparison.drawn:
             width = max((console.width or 80) - CASE_INDENT, 40)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
+from grader import codec
 from grader.results import CaseResult
 
 
@@ -27,3 +28,26 @@ def failure_groups(cases: Sequence[CaseResult]) -> list[tuple[CaseResult, list[C
         else:
             groups[key] = (case, [])
     return list(groups.values())
+
+
+def alike_inputs(first: CaseResult, alike: Sequence[CaseResult]) -> list[tuple[str, Any]]:
+    """The inputs of the other cases of a failure group that the first case's do not already show.
+
+    Every failing public case shows the value of each of its inputs, also when it is folded into a group:
+    `Board5Edge` and `Board3` are drawn under "and 2 more cases failed the same way", once each. A name shown
+    before with another value (a generator's `state`) is labelled with its case's call.
+    """
+    shown = {(name, codec.canonical(value)) for name, value in (first.inputs or {}).items()}
+    names = set((first.inputs or {}).keys())
+    out: list[tuple[str, Any]] = []
+    for case in alike:
+        if case.status == "pass":
+            continue
+        for name, value in (case.inputs or {}).items():
+            key = (name, codec.canonical(value))
+            if key in shown:
+                continue
+            shown.add(key)
+            out.append((f"{name} (in {case.call or case.id})" if name in names else name, value))
+            names.add(name)
+    return out

@@ -23,7 +23,7 @@ from markupsafe import Markup
 from grader.extract import extract
 from grader.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
-from grader.report.grouping import failure_groups
+from grader.report.grouping import alike_inputs, failure_groups
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json
 from grader.status import SYMBOLS, WORDS
 from grader.textsafe import display
@@ -248,6 +248,10 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
             if alike:
                 out += [f"And {len(alike)} more case{'s' if len(alike) != 1 else ''} failed the same way: "
                         + ", ".join(md_code(c.call or c.id) for c in alike), ""]
+                more = alike_inputs(case, alike)
+                if more:
+                    out += ["With:", "", md_block("\n\n".join(boards.text_input(name, value)
+                                                              for name, value in more)), ""]
         summary = hidden_summary(exercise.cases)
         if summary and not hidden_details:
             out += [f"*{summary}.*", ""]
@@ -270,6 +274,7 @@ class _CaseView:
     output: str
     alike: tuple[CaseResult, ...] = ()   # other cases that failed the same way, shown by their call only
     inputs: Markup | None = None     # the course fixtures the call uses, drawn (failing public cases)
+    alike_inputs: Markup | None = None   # the inputs of the `alike` cases not already drawn
 
 
 @functools.lru_cache(maxsize=1)
@@ -293,8 +298,16 @@ def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseVie
     return [_CaseView(case, SYMBOLS.get(case.status, "?"),
                       boards_html.html_comparison(case.expected, case.got) if case.status == "fail" else None,
                       truncated_output(case.output) if case.output else "", tuple(alike),
-                      _html_inputs(case))
+                      _html_inputs(case), _html_alike_inputs(case, alike))
             for case, alike in failure_groups(shown_cases(exercise, hidden_details))]
+
+
+def _html_alike_inputs(case: CaseResult, alike: list[CaseResult]) -> Markup | None:
+    more = alike_inputs(case, alike)
+    if not more:
+        return None
+    return Markup('<div class="inputs">{}</div>').format(
+        Markup("").join(boards_html.html_input(name, value) for name, value in more))
 
 
 def _html_inputs(case: CaseResult) -> Markup | None:
