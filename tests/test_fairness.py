@@ -200,3 +200,27 @@ def test_a_module_the_grading_machine_lacks_is_information_for_the_ta_not_a_stud
     result = bundled["seed-000"]
     assert any("ipycanvas" in line and "inert stand-ins" in line for line in result.environment)
     assert not any("ipycanvas" in warning or "style.css" in warning for warning in result.warnings)
+
+
+def test_numpy_ints_and_a_frozenset_are_right_answers(tmp_path: Path, grader_cache: Path) -> None:
+    """find_tile returns np.where's numpy ints and next_states a frozenset: Python calls both equal to the
+    expected answer, so neither loses a point (the notebook earns full marks)."""
+    [result] = grade([FAIR / "numpy_ints_and_frozenset.ipynb"], RUBRIC, tmp_path, jobs=1, cache=grader_cache)
+    assert result.exercise("find_tile").score == result.exercise("find_tile").max_score
+    assert result.exercise("next_states").score == result.exercise("next_states").max_score
+    assert result.total == result.max_total
+
+
+def test_other_spellings_stay_strict_where_python_tells_them_apart() -> None:
+    import numpy as np
+    from grader import codec
+    from grader.checks import as_expected
+
+    def same(expected: object, got: object) -> bool:
+        wire_expected, wire_got = codec.encode(expected), codec.encode(got)
+        return codec.same(wire_expected, as_expected(wire_expected, wire_got)) is None
+
+    assert same((2, 3), (np.int64(2), np.int64(3))) and same([1.5], [np.float64(1.5)]) and same(True, np.bool_(True))
+    assert same({(1, 2)}, frozenset({(1, 2)})) and same([{1}], [frozenset({1})])
+    assert not same(1, np.bool_(True)) and not same(True, np.int64(1)) and not same(2, np.float64(2.0))
+    assert not same((2, 3), [2, 3]) and not same(frozenset({1}), {1}) and not same((2, 3), (np.int64(2), 4))
