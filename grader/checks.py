@@ -82,8 +82,8 @@ def as_expected(expected: Any, got: Any) -> Any:
     """`got` (wire) with each numpy scalar made the plain number where `expected` has a number of that type,
     and each frozenset made a set where `expected` has a set, inside lists and tuples too.
 
-    Python treats them as equal (np.int64(2) == 2, frozenset(s) == set(s)) and nothing done with the answer
-    tells them apart: a find_tile that returns the row and column np.where gave it, or a next_states that
+    Python treats them as equal (np.int64(2) == 2, frozenset(s) == set(s)) and a caller that reads the answer
+    cannot tell them apart: a find_tile that returns the row and column np.where gave it, or a next_states that
     returns a frozenset, is right. A bool is still not an int, a list not a tuple, and a subclass not its base.
     """
     if type(got) is not dict:
