@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -287,6 +288,10 @@ def split(master: Path) -> _Parts:
     return parts
 
 
+_YAML_HINT = ("YAML: indentation counts, the keys of one case lining up after its '- '; in a {...} mapping a value "
+              "holding [ ] , or : is quoted, as in goal: \"args[1]\"")
+
+
 class _LooseLoader(yaml.SafeLoader):
     """YAML as one tests cell holds it: an alias of an anchor set in an earlier cell (`hints: *move_hints`) is
     resolved in the whole rubric, so here it only has to parse."""
@@ -307,8 +312,7 @@ def _tests_id(text: str, where: str, solutions: list[str]) -> str:
         mark = error.problem_mark or error.context_mark
         line = f", line {mark.line + 2}" if mark is not None else ""   # + the marker line, 1-based
         raise AssignError(f"{where}{line}: the tests cell is not valid YAML: {error.problem or error.context} "
-                          f"(indentation counts: the keys of one case line up under the first key after its '- ')") \
-            from None
+                          f"({_YAML_HINT})") from None
     except yaml.YAMLError as error:
         raise AssignError(f"{where}: the tests cell is not valid YAML: {error}") from None
     if not isinstance(data, dict):
@@ -376,9 +380,15 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
     lines.append("\nexercises:")
     tested = {str(function) for function, _, _ in parts.tests} | {str(f).split(".")[-1] for f, _, _ in parts.tests}
     exercises, skeletons = [], []
-    for function, text, _ in parts.tests:
+    solutions = {*parts.functions, *(name.split(".")[-1] for name in parts.functions)}
+    for function, text, where in parts.tests:
         body = text.strip("\n")
         exercise_id = str(function).split(".")[-1]
+        if function not in solutions and not re.search(r"^function:", body, re.MULTILINE):
+            close = difflib.get_close_matches(str(function), sorted(solutions), n=1)
+            guess = f" (did you mean '{close[0]}'?)" if close else ""
+            parts.notes.append(f"{where}: the tests cell is for '{function}', which no solution of the master "
+                               f"defines{guess}; give it 'function: NAME' if it grades another name of the notebook")
         if not re.search(r"^id:", body, re.MULTILINE):
             # A method's exercise is named after the method and grades `Class.method`.
             added = [f"id: {exercise_id}"]

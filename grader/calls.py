@@ -138,6 +138,13 @@ def call_arguments(code: str, data: Mapping[str, Any]) -> tuple[tuple[Any, ...],
 
 @dataclass(frozen=True)
 class _NotData:
-    """An argument that names submission code (e.g. `next_states`), not data."""
+    """An argument that names submission code (e.g. `next_states`), not data. A check that looks inside it is
+    told why it has no value, instead of failing on an unknown object."""
 
     expression: str
+
+    def _no_value(self, *_: Any) -> Any:
+        raise TypeError(f"argument {self.expression} is evaluated in the submission, so a check gets no value for "
+                        f"it: list it in the rubric's 'fixtures:' (data of the reference) if the check needs it")
+
+    __iter__ = __getitem__ = __len__ = __contains__ = _no_value

@@ -191,7 +191,8 @@ def test_an_unknown_solution_marker_is_refused_at_its_line(tmp_path: Path, sourc
 @pytest.mark.parametrize("tests, reason", [
     ("# tests\npoints: 1\ncases:\n  - call: blank(Start)\n   visibility: hidden",
      "cell 3, line 5: the tests cell is not valid YAML: expected <block end>, but found '<block mapping start>' "
-     "(indentation counts: the keys of one case line up under the first key after its '- ')"),
+     "(YAML: indentation counts, the keys of one case lining up after its '- '; in a {...} mapping a value holding "
+     "[ ] , or : is quoted, as in goal: \"args[1]\")"),
     ("# tests\n- call: blank(Start)",
      "cell 3: a tests cell holds one exercise as 'key: value' lines (points:, cases:, mistakes:, ...), not list"),
 ])
@@ -269,3 +270,15 @@ def test_the_readme_example_is_authored_validated_checked_and_graded_as_it_says(
     totals = {student: json.loads((course / "results" / f"{student}.json").read_text())["total"]
               for student in ("ada", "bob")}
     assert totals["ada"] == 5 and totals["bob"] < 5
+
+
+def test_a_tests_cell_for_no_solution_is_noted_with_a_guess(tmp_path: Path) -> None:
+    cells = [new_raw_cell(RUBRIC_CELL), new_code_cell(
+        "def blank(state):\n    # BEGIN SOLUTION\n    return state.index(0)\n    # END SOLUTION"),
+        new_raw_cell("# tests\nid: blnk\ncases:\n  - call: blnk(Start)")]
+    path = master(tmp_path, cells)
+    assignment, _ = build(path)
+    assert assignment.notes == (f"{path}: cell 3: the tests cell is for 'blnk', which no solution of the master "
+                                f"defines (did you mean 'blank'?); give it 'function: NAME' if it grades another "
+                                f"name of the notebook",)
+    assert assignment.skeletons == ("blank",)

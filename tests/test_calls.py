@@ -149,3 +149,12 @@ def test_call_arguments_of_a_nested_call_marks_the_inner_call() -> None:
 @pytest.mark.parametrize("code", ["Start", "search(Start)[0]", "search(*states)", "search(**{'a': 1})"])
 def test_call_arguments_is_none_when_the_arguments_cannot_be_listed(code: str) -> None:
     assert call_arguments(code, DATA) is None
+
+
+def test_a_check_unpacking_an_argument_that_is_not_data_is_told_to_make_it_a_fixture():
+    """`measure(SMALL, 2)` with SMALL the template's, not a fixture: a check reading args[0] learns why it has no
+    value, rather than failing on an unknown object."""
+    (small, target), _ = call_arguments("measure(SMALL, 2)", DATA)
+    assert target == 2
+    with pytest.raises(TypeError, match=r"argument SMALL is evaluated in the submission, .* 'fixtures:'"):
+        capacities, litres = small
