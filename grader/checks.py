@@ -10,7 +10,7 @@ import ast
 import inspect
 import itertools
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Callable, Mapping, Union
 
@@ -23,6 +23,9 @@ class Verdict:
     passed: bool
     fraction: float      # credit in [0, 1]; a failed case may still earn partial credit (e.g. a longer path)
     message: str
+    # What is wrong, with none of the answer's values in it ("expected str, got int", "an illegal move"): the
+    # fact a class report groups wrong answers by. "" when the check does not say (a course's own check).
+    cause: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,9 @@ def check(name: str) -> Callable[[CheckFunction], CheckFunction]:
     return register
 
 
-def _verdict(difference: str | None) -> Verdict:
-    return Verdict(True, 1.0, "") if difference is None else Verdict(False, 0.0, difference)
+def _verdict(difference: codec.Difference | None) -> Verdict:
+    return Verdict(True, 1.0, "") if difference is None else Verdict(False, 0.0, difference.message,
+                                                                     difference.cause)
 
 
 @check("equal")
@@ -74,8 +78,8 @@ def equal(context: CheckContext) -> Verdict:
     Two spellings of the same value are not told apart (see `as_expected`): a numpy scalar where a plain
     number is expected, a frozenset where a set is.
     """
-    return _verdict(codec.same(context.expected, as_expected(context.expected, context.got),
-                               float(context.options.get("tolerance", 0.0)), validated=context.validated))
+    return _verdict(codec.difference(context.expected, as_expected(context.expected, context.got),
+                                     float(context.options.get("tolerance", 0.0)), validated=context.validated))
 
 
 def as_expected(expected: Any, got: Any) -> Any:
@@ -109,10 +113,10 @@ def unordered(context: CheckContext) -> Verdict:
         if isinstance(expected, dict) and tag in expected and isinstance(got, dict) and tag in got:
             if expected.get("class") != got.get("class"):
                 break
-            return _verdict(codec.same({tag: sorted(expected[tag], key=codec.canonical)},
-                                       {tag: sorted(got[tag], key=codec.canonical)},
-                                       float(context.options.get("tolerance", 0.0))))
-    return _verdict(codec.same(expected, got, float(context.options.get("tolerance", 0.0))))
+            return _verdict(codec.difference({tag: sorted(expected[tag], key=codec.canonical)},
+                                             {tag: sorted(got[tag], key=codec.canonical)},
+                                             float(context.options.get("tolerance", 0.0))))
+    return _verdict(codec.difference(expected, got, float(context.options.get("tolerance", 0.0))))
 
 
 def _option_value(context: CheckContext, key: str) -> Any:
@@ -152,17 +156,20 @@ def path(context: CheckContext) -> Verdict:
     start, goal = _option_value(context, "start"), _option_value(context, "goal")
     got = context.got
     if got is None:
-        return Verdict(False, 0.0, "returned None: no path was found")
+        return Verdict(False, 0.0, "returned None: no path was found", "no path (None)")
     if not (isinstance(got, dict) and ("list" in got or "tuple" in got)):
-        return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}")
+        return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}",
+                       "not a list of states")
     states = codec.decode(got)
     if not isinstance(states, (list, tuple)):   # a list or tuple wire decodes to one; this is for the type checker
-        return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}")
+        return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}",
+                       "not a list of states")
     if not states:
-        return Verdict(False, 0.0, "returned an empty path")
+        return Verdict(False, 0.0, "returned an empty path", "an empty path")
     first = codec.same(codec.encode(start), codec.encode(states[0]))
     if first is not None:
-        return Verdict(False, 0.0, f"the path does not begin with the start state: {first}")
+        return Verdict(False, 0.0, f"the path does not begin with the start state: {first}",
+                       "the path does not begin with the start state")
     for step, (before, after) in enumerate(itertools.pairwise(states), start=1):
         try:
             legal = after in successors(before)
@@ -170,7 +177,7 @@ def path(context: CheckContext) -> Verdict:
             legal = False
         if not legal:
             return Verdict(False, 0.0, f"step {step} is not a legal move: from {_shown(before)} "
-                                       f"to {_shown(after)}")
+                                       f"to {_shown(after)}", "a step that is not a legal move")
     try:
         # states[-1] was reached by legal moves, so it is a state the reference made: a crash is the reference's.
         reached = bool(matches(goal, states[-1]))
@@ -179,14 +186,15 @@ def path(context: CheckContext) -> Verdict:
                          f"{type(error).__name__}: {error}") from error
     if not reached:
         return Verdict(False, 0.0, f"the path ends in {_shown(states[-1])}, which does not match the goal "
-                                   f"{_shown(goal)}")
+                                   f"{_shown(goal)}", "the path does not end at the goal")
     moves = len(states) - 1
     if context.options.get("optimal") and context.expected is not None:
         shortest = codec.decode(context.expected)
         best = len(shortest) - 1 if isinstance(shortest, (list, tuple)) else moves
         if moves > best:
             credit = float(context.options.get("suboptimal_credit", 0.5))
-            return Verdict(False, credit, f"a valid path of {moves} moves, but the shortest has {best} moves")
+            return Verdict(False, credit, f"a valid path of {moves} moves, but the shortest has {best} moves",
+                           "a valid path longer than the shortest")
     return Verdict(True, 1.0, f"a valid path of {moves} moves")
 
 
@@ -324,15 +332,17 @@ def reference_check(function: Callable) -> CheckFunction:
             "data": dict(context.data),
         }
         answer = function(**{k: v for k, v in decoded.items() if wants_all or k in parameters and k in offered})
+        # Its message may hold values; what the course's check said no to is the check itself.
+        cause = f"rejected by the check {function.__name__}"
         if isinstance(answer, Verdict):
-            return answer
+            return answer if answer.cause or answer.passed else replace(answer, cause=cause)
         message = ""
         if isinstance(answer, tuple) and len(answer) == 2:
             answer, message = answer
         if isinstance(answer, bool):
-            return Verdict(answer, 1.0 if answer else 0.0, str(message))
+            return Verdict(answer, 1.0 if answer else 0.0, str(message), "" if answer else cause)
         if isinstance(answer, (int, float)) and 0.0 <= answer <= 1.0:
-            return Verdict(answer >= 1.0, float(answer), str(message))
+            return Verdict(answer >= 1.0, float(answer), str(message), "" if answer >= 1.0 else cause)
         raise CheckError(f"check {function.__name__} returned {answer!r}; expected bool, (bool, message) "
                          f"or (fraction, message)")
 

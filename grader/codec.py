@@ -638,11 +638,27 @@ def _canonical_encoder() -> Callable[[Wire, int], Any]:
 _CANONICAL = _canonical_encoder()
 
 
+@dataclass(frozen=True)
+class Difference:
+    """The first difference of two values: what kind it is, with none of their values in it ("expected str,
+    got int", "wrong value"), and the message that shows it with the values and where it is."""
+
+    cause: str
+    message: str
+
+
 def same(expected: Wire, got: Wire, tolerance: float = 0.0, *, limits: Limits = DEFAULT_LIMITS,
          validated: bool = False) -> str | None:
     """Type-strict comparison of two wire values: None when equal, else a message naming the first
     difference and where it is. Both are validated first (CodecError when malformed or over ``limits``),
     unless the caller already did (`validated`)."""
+    found = difference(expected, got, tolerance, limits=limits, validated=validated)
+    return None if found is None else found.message
+
+
+def difference(expected: Wire, got: Wire, tolerance: float = 0.0, *, limits: Limits = DEFAULT_LIMITS,
+               validated: bool = False) -> Difference | None:
+    """`same`, with the kind of the difference as a fact beside its message."""
     if not validated:
         decode(expected, limits)
         decode(got, limits)
@@ -651,53 +667,60 @@ def same(expected: Wire, got: Wire, tolerance: float = 0.0, *, limits: Limits = 
     return _compare(expected, got, tolerance)
 
 
-def _compare(expected: Wire, got: Wire, tolerance: float) -> str | None:  # noqa: C901 - one walk
+def _compare(expected: Wire, got: Wire, tolerance: float) -> Difference | None:  # noqa: C901 - one walk
     stack: list[tuple[str, Wire, Wire]] = [("", expected, got)]
     while stack:
         path, e, g = stack.pop()
         kind = type(e)
         if kind is type(g) and (kind is int or kind is str or kind is bool or e is None):
             if e != g:
-                return (f"at {path}: " if path else "") + f"expected {describe(e, 80)}, got {describe(g, 80)}"
+                return Difference("wrong value", (f"at {path}: " if path else "")
+                                  + f"expected {describe(e, 80)}, got {describe(g, 80)}")
             continue
         e_kind, e_mark, e_value, e_extra = _node(e)
         g_kind, g_mark, g_value, g_extra = _node(g)
         where = f"at {path}: " if path else ""
         if e_kind != g_kind or e_mark != g_mark:
-            return where + _type_mismatch(e, e_kind, e_mark, e_extra, g, g_kind, g_mark, g_extra)
+            return Difference(f"expected {_label(e_kind, e_mark, e_extra, False)}, got "
+                              f"{_label(g_kind, g_mark, g_extra, False)}",
+                              where + _type_mismatch(e, e_kind, e_mark, e_extra, g, g_kind, g_mark, g_extra))
         if e_kind == "list" or e_kind == "tuple":
             if len(e_value) != len(g_value):
-                return where + f"expected a {e_kind} of length {len(e_value)}, got length {len(g_value)}"
+                return Difference(f"a {e_kind} of the wrong length",
+                                  where + f"expected a {e_kind} of length {len(e_value)}, got length {len(g_value)}")
             for i in range(len(e_value) - 1, -1, -1):
                 stack.append((f"{path}[{i}]", e_value[i], g_value[i]))
         elif e_kind == "set" or e_kind == "frozenset":
             message = _compare_sets(e_kind, e_value, g_value, tolerance)
             if message is not None:
-                return where + message
+                return Difference(f"wrong {e_kind} elements", where + message)
         elif e_kind == "dict":
             message, pairs = _compare_dicts(path, e_value, g_value)
             if message is not None:
-                return where + message
+                return Difference("wrong dict keys", where + message)
             stack.extend(reversed(pairs))
         elif e_kind == "ndarray":
             if e_extra[0] != g_extra[0]:
-                return where + f"expected an array of dtype {e_extra[0]}, got dtype {g_extra[0]}"
+                return Difference(f"expected an array of dtype {e_extra[0]}, got dtype {g_extra[0]}",
+                                  where + f"expected an array of dtype {e_extra[0]}, got dtype {g_extra[0]}")
             if e_extra[1] != g_extra[1]:
-                return where + f"expected an array of shape {e_extra[1]}, got shape {g_extra[1]}"
+                return Difference("an array of the wrong shape",
+                                  where + f"expected an array of shape {e_extra[1]}, got shape {g_extra[1]}")
             e_leaves = list(_nd_leaves(e_value, e_extra[1]))
             g_leaves = list(_nd_leaves(g_value, g_extra[1]))
             for (index, e_leaf), (_, g_leaf) in zip(reversed(e_leaves), reversed(g_leaves), strict=True):
                 stack.append((path + "".join(f"[{i}]" for i in index), e_leaf, g_leaf))
         elif e_kind == "npscalar":
             if e_extra != g_extra:
-                return where + f"expected a numpy {e_extra}, got a numpy {g_extra}"
+                return Difference(f"expected a numpy {e_extra}, got a numpy {g_extra}",
+                                  where + f"expected a numpy {e_extra}, got a numpy {g_extra}")
             stack.append((path, e_value, g_value))
         elif e_kind == "float":
             if not _floats_equal(e_value, g_value, tolerance):
                 within = f" (tolerance {tolerance})" if tolerance else ""
-                return where + f"expected {e_value!r}, got {g_value!r}{within}"
+                return Difference("wrong value", where + f"expected {e_value!r}, got {g_value!r}{within}")
         elif e_value != g_value:
-            return where + f"expected {describe(e, 80)}, got {describe(g, 80)}"
+            return Difference("wrong value", where + f"expected {describe(e, 80)}, got {describe(g, 80)}")
     return None
 
 

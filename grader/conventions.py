@@ -44,7 +44,11 @@ def hold_to_one(results: Sequence[CaseResult], by_variant: Sequence[Mapping[str,
             other = next((name for name, judged in options.items()
                           if name != chosen and judged[index].status == "pass"), None)
             if other is not None:
-                result = replace(result, message=_mixed(result.message, other, chosen, says))
+                why = _mixed(other, chosen, says)
+                result = replace(result, message=f"{result.message}. {why}" if result.message else why,
+                                 advice=f"{result.advice}. {why}" if result.advice else why,
+                                 cause=f"right under {_convention(other, says)} only: the notebook follows "
+                                       f"{_convention(chosen, says)}")
         final.append(result)
     return final, chosen
 
@@ -53,10 +57,9 @@ def _convention(name: str, says: Mapping[str, Variant]) -> str:
     return "the reference's convention" if name == REFERENCE else f"the accepted variant {name}"
 
 
-def _mixed(message: str, followed: str, chosen: str, says: Mapping[str, Variant]) -> str:
-    why = (f"this answer would be right under {_convention(followed, says)}, but the other answers follow "
-           f"{_convention(chosen, says)}: a notebook must hold to one convention throughout")
-    return f"{message}. {why}" if message else why
+def _mixed(followed: str, chosen: str, says: Mapping[str, Variant]) -> str:
+    return (f"this answer would be right under {_convention(followed, says)}, but the other answers follow "
+            f"{_convention(chosen, says)}: a notebook must hold to one convention throughout")
 
 
 def consistently_matched(result: ExerciseResult, function: str, expected: Mapping[str, Any]) -> bool:

@@ -26,6 +26,7 @@ from grader.plan import Case, Plan, default_cache
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result
 from grader.rubric import Exercise
 from grader import codec
+from grader import status as vocabulary
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import CaseRequest, Oracle, Outcome, ProcessLimits, Sandbox, SandboxError
 from grader.scoring import exercise_score, total
@@ -88,7 +89,8 @@ def empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: floa
                   submission: str | None = None) -> SubmissionResult:
     exercises = tuple(
         ExerciseResult(e.id, e.title, 0.0, float(e.points), tuple(
-            CaseResult(c.id, "missing", c.visibility, "not graded: " + reason, call=c.shown_call, weight=c.weight)
+            CaseResult(c.id, "missing", c.visibility, "not graded: " + reason, call=c.shown_call, weight=c.weight,
+                       reason=vocabulary.NOT_GRADED, cause=UNREADABLE)
             for c in plan.cases[e.id]))
         for e in plan.rubric.exercises)
     return SubmissionResult(
@@ -199,9 +201,17 @@ def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> s
     return f"; its cell {dropped.label} was left out: {dropped.reason}" if dropped is not None else ""
 
 
-def _missing(exercise: Exercise, cases: Sequence[Case], message: str, notes: tuple[str, ...] = ()) -> ExerciseResult:
+# Why an exercise's cases were not run (CaseResult.cause of a "not graded" case).
+UNREADABLE, NOT_DEFINED, NO_METHOD, STUB, NOT_LOADED = (
+    "the file could not be graded", "not defined in the notebook", "the class lacks the graded method",
+    "still the template's stub", "defined but could not be loaded")
+
+
+def _missing(exercise: Exercise, cases: Sequence[Case], message: str, cause: str,
+             notes: tuple[str, ...] = ()) -> ExerciseResult:
     return ExerciseResult(exercise.id, exercise.title, 0.0, float(exercise.points), tuple(
-        CaseResult(c.id, "missing", c.visibility, message, call=c.shown_call, weight=c.weight) for c in cases),
+        CaseResult(c.id, "missing", c.visibility, message, call=c.shown_call, weight=c.weight,
+                   reason=vocabulary.NOT_GRADED, cause=cause) for c in cases),
         notes=notes)
 
 
@@ -252,20 +262,34 @@ def build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: 
     return requests
 
 
-def _error_message(outcome: Outcome, exercise: Exercise) -> str:
+def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> CaseResult:
+    """An exception of the student's code: its type and text, where it was raised and the rubric's advice
+    on it, each a field; the message shows them together."""
     error = outcome.error
-    message = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
-    if error.get("where"):
-        message += f" (at {error['where']})"
+    raised = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
+    where = str(error.get("where") or "")
+    message = raised + (f" (at {where})" if where else "")
     text = f"{error.get('type', '')}: {error.get('message', '')}"
-    for hint in exercise.error_hints:
-        if hint.match in text:
-            message += f". {hint.say}"
+    advice = [hint.say for hint in exercise.error_hints if hint.match in text]
+    if error.get("type") == "SystemExit":
+        advice.append("The code called sys.exit() (or raised SystemExit)")
+    for said in advice:
+        message += f". {said}"
+    cause = error_cause(str(error.get("type", "Error")), str(error.get("message", "")))
     if error.get("stage") == "reduce":
         message = f"while turning the answer into data ({error.get('reduce', 'reduce')}): {message}"
-    if error.get("type") == "SystemExit":
-        message += ". The code called sys.exit() (or raised SystemExit)"
-    return message
+        cause = f"while turning the answer into data: {cause}"
+    return CaseResult(status="error", message=message, reason=vocabulary.RAISED, cause=cause, error=raised,
+                      where=where, advice=". ".join(advice), **base)
+
+
+_NUMBERS = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\b0x[0-9a-fA-F]+\b")
+
+
+def error_cause(kind: str, text: str) -> str:
+    """An exception without its numbers ("KeyError: #", "IndexError: list index out of range"): two students
+    who raise the same error on different inputs made one mistake. Quoted names ('str', 'int') stay."""
+    return " ".join(f"{kind}: {_NUMBERS.sub('#', text)}".split())
 
 
 def _probes(outcome: Outcome) -> dict[str, Any]:
@@ -319,19 +343,26 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
                 traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
     if outcome.status == "skipped":
-        status = "error" if outcome.error.get("reason") == "budget" else "timeout"
-        return CaseResult(status=status, message=outcome.error.get("message", "not run"), **base)
+        if outcome.error.get("reason") == "budget":
+            return CaseResult(status="error", message=outcome.error.get("message", "not run"),
+                              reason=vocabulary.BUDGET, cause="not run: the submission's time budget was spent",
+                              **base)
+        return CaseResult(status="timeout", message=outcome.error.get("message", "not run"),
+                          reason=vocabulary.TOO_SLOW, cause="not run: earlier cases of the exercise timed out",
+                          **base)
     if outcome.status == "timeout":
-        where = outcome.error.get("where")
+        where = str(outcome.error.get("where") or "")
         timeout_message = outcome.error.get("message") or "did not finish in time"
         if outcome.error.get("type") == "timeout":
             timeout_message = "did not finish in time"
         return CaseResult(status="timeout", message=timeout_message + (f"; it was still running at {where}"
-                                                                       if where else ""), **base)
+                                                                       if where else ""),
+                          reason=vocabulary.TOO_SLOW, cause="did not finish in time", where=where, **base)
     if outcome.status == "crash":
-        return CaseResult(status="error", message=outcome.error.get("message", "the process died"), **base)
+        return CaseResult(status="error", message=outcome.error.get("message", "the process died"),
+                          reason=vocabulary.RAISED, cause="the process died", **base)
     if outcome.status == "error":
-        return CaseResult(status="error", message=_error_message(outcome, exercise), **base)
+        return _raised(outcome, exercise, base)
     got = outcome.value
     if case.check.name == "equal" and _canonical_expected(plan, case.id) == _canonical(got):
         # The same text as the (valid) expected wire: equal under every rule of `equal`, and valid, so the
@@ -340,14 +371,15 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     try:
         codec.decode(got)  # validate the untrusted wire before any check looks at it
     except codec.CodecError as error:
-        return CaseResult(status="error", message=f"the result could not be read: {error}", **base)
+        return CaseResult(status="error", message=f"the result could not be read: {error}",
+                          reason=vocabulary.RAISED, cause="the answer could not be read", **base)
     result = _checked(plan, case, outcome, expected.value, base)
     if result.status != "pass":
         answers = dict(expected.mistakes)   # a mistake that raised on this input is absent
         for mistake in exercise.mistakes:
             if mistake.reference in answers and codec.same(answers[mistake.reference], got, validated=True) is None:
                 message = f"{result.message}. {mistake.say}" if result.message else mistake.say
-                return replace(result, message=message, mistake=mistake.reference)
+                return replace(result, message=message, mistake=mistake.reference, advice=mistake.say)
     return result
 
 
@@ -364,13 +396,20 @@ def _checked(plan: Plan, case: Case, outcome: Outcome, expected_value: Any, base
     try:
         verdict = function(context)
     except (CheckError, ExpressionError) as error:
-        return CaseResult(status="problem", got=got, message=f"grader problem (rubric check): {error}", **base)
+        return CaseResult(status="problem", got=got, message=f"grader problem (rubric check): {error}",
+                          reason=vocabulary.GRADER_PROBLEM, cause=f"the check {case.check.name} is misconfigured",
+                          **base)
     except Exception as error:  # noqa: BLE001 - a check or reference helper that crashes is the course's bug
         # Not the student's fail: a check must reject odd answers with a verdict, never by raising.
         return CaseResult(status="problem", got=got, message=f"grader problem: the check {case.check.name} "
-                                                             f"crashed: {type(error).__name__}: {error}", **base)
-    return CaseResult(status="pass" if verdict.passed else "fail", message=verdict.message, got=got,
-                      fraction=verdict.fraction, **base)
+                                                             f"crashed: {type(error).__name__}: {error}",
+                          reason=vocabulary.GRADER_PROBLEM,
+                          cause=f"the check {case.check.name} crashed: {type(error).__name__}", **base)
+    if verdict.passed:
+        return CaseResult(status="pass", message=verdict.message, got=got, fraction=verdict.fraction, **base)
+    return CaseResult(status="fail", message=verdict.message, got=got, fraction=verdict.fraction,
+                      reason=vocabulary.WRONG, cause=verdict.cause or f"rejected by the check {case.check.name}",
+                      **base)
 
 
 def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
@@ -477,30 +516,36 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     if name is None:
         names = " or ".join(exercise.names)
         missing = _missing(exercise, cases, f"no {_kind(plan, exercise)} named {names} in the notebook"
-                           + _syntax_error_note(exercise.function, notebook, extracted))
+                           + _syntax_error_note(exercise.function, notebook, extracted), NOT_DEFINED)
         broken = _broken_cell(exercise.function, notebook, extracted)
         # where the function is, although it could not run: reports put its feedback beside that cell
-        return replace(missing, location=f"{broken.label}, line {broken.line}") if broken is not None else missing
+        return replace(missing, location=f"{broken.label}, line {broken.line}", cell=broken.cell,
+                       line=broken.line) if broken is not None else missing
     definition = extracted.definitions.get(name)
     location = f"{definition.label}, line {definition.line}" if definition else ""
+    # The same place as facts, for the writers that put feedback beside the cell.
+    place: dict[str, Any] = dict(cell=definition.cell, line=definition.line) if definition else {}
     method_name = exercise.function.split(".")[1] if "." in exercise.function else _called_method(exercise, cases)
     if method_name and definition is not None:
         method, inherits = _method(definition, method_name)
         if method is None and not inherits:
-            return replace(_missing(exercise, cases, f"class {name} ({location}) has no method {method_name}"),
-                           location=location, function=f"{name}.{method_name}")
+            return replace(_missing(exercise, cases, f"class {name} ({location}) has no method {method_name}",
+                                    NO_METHOD),
+                           location=location, function=f"{name}.{method_name}", **place)
         if method is not None:
             location = f"{definition.label}, line {method.lineno}"
+            place["line"] = method.lineno
             if is_stub(method):
                 return replace(_missing(exercise, cases, f"{name}.{method_name} is still the template's stub "
-                                                         f"({location})"),
-                               location=location, function=f"{name}.{method_name}")
+                                                         f"({location})", STUB),
+                               location=location, function=f"{name}.{method_name}", **place)
     if definition is not None and definition.is_stub:
-        return replace(_missing(exercise, cases, f"{name} is still the template's stub ({location})"),
-                       location=location, function=name)
+        return replace(_missing(exercise, cases, f"{name} is still the template's stub ({location})", STUB),
+                       location=location, function=name, **place)
     if name not in loaded:
         return replace(_missing(exercise, cases, f"{name} is defined ({location}) but could not be loaded; see the "
-                                                 f"warnings"), location=location, function=name)
+                                                 f"warnings", NOT_LOADED), location=location, function=name,
+                       **place)
     assert sandbox is not None
     requests = _requests(plan, exercise, cases, name, options)
     allowed = allowed_variants(exercise, judged, plan.expected)
@@ -528,7 +573,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
         notes += exercise.hints
     score = exercise_score(results, exercise.points, exercise.scoring, planned=planned)
     return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
-                          function=name, location=location, variant=chosen, isolated=isolate)
+                          function=name, location=location, variant=chosen, isolated=isolate, **place)
 
 
 def culprit(where: str, extracted: Extracted) -> tuple[str, str] | None:
@@ -587,6 +632,9 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
     outcomes = sandbox.run_exercise(requests, tuple(isolate), oracle if isolate else _no_oracle, deadline,
                                     max_timeouts=exercise.limits.max_timeouts)
     results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]
+    # The limit a timeout ran into: the parent's own, from the request it sent.
+    results = [replace(result, limit=request.timeout) if result.status == "timeout" and outcome.status == "timeout"
+               else result for result, request, outcome in zip(results, requests, outcomes, strict=True)]
     if extracted is not None:
         results = [_charge(result, outcome, graded, extracted)
                    for result, outcome in zip(results, outcomes, strict=True)]
@@ -594,7 +642,8 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
         absent = lacking.get(case.id)
         if absent and results[index].status != "pass":
             results[index] = replace(results[index], status="missing", fraction=0.0, message=(
-                f"this case needs {absent}, which the notebook does not define"))
+                f"this case needs {absent}, which the notebook does not define"), reason=vocabulary.NOT_GRADED,
+                cause=f"the case needs {absent}, which the notebook does not define")
     variants = [judge_variants(plan, exercise, case, outcome, result)
                 for case, outcome, result in zip(cases, outcomes, results, strict=True)]
     held, chosen = hold_to_one(results, variants, allowed)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from grader import __version__
 from grader import codec
+from grader import status as vocabulary
 
 if TYPE_CHECKING:   # types only: importing the kit loads neither the grading pipeline nor the sandbox
     from grader.grading import CaseRunner
@@ -529,29 +530,37 @@ def _fallback(case: KitCase, exercise: KitExercise, result: Any) -> Any:
     says = dict(exercise.mistakes)
     for known in case.check.known:
         if codec.same(known.answer, result.got) is None:
-            message = known.message
+            message, mistake, advice = known.message, "", ""
             if not known.passed:           # as judge(): the first known mistake with this answer explains it
                 for name, say in exercise.mistakes:
                     if name in case.mistakes and codec.same(case.mistakes[name], result.got) is None:
                         message = f"{message}. {say}" if message else say
+                        mistake, advice = name, say
                         break
             return replace(result, status="pass" if known.passed else "fail", fraction=known.fraction,
-                           message=message)
+                           message=message, mistake=mistake, advice=advice,
+                           reason="" if known.passed else vocabulary.WRONG,
+                           cause="" if known.passed else f"rejected by the check {case.check.name}")
     if case.check.name == "path":
         failure = path_failure(case.check, case.expected, result.got)
         if failure is not None:
-            return replace(result, message=failure)
-        return replace(result, status=UNVERIFIED, fraction=0.0,
-                       message=PATH_UNVERIFIED + _path_facts_seen(case.check, result.got))
+            return replace(result, message=failure, reason=vocabulary.WRONG, cause="a path that cannot be right")
+        return replace(result, status=UNVERIFIED, fraction=0.0, reason=vocabulary.UNVERIFIED,
+                       cause="a path the kit cannot judge", message=PATH_UNVERIFIED + _path_facts_seen(case.check,
+                                                                                                      result.got))
     difference = codec.same(case.expected, result.got) or "it differs"
     message = (f"could not be verified here: your answer differs from the reference answer ({difference}), and "
                f"this case's check ({case.check.name}) needs the course's code, so other answers may be right "
                f"too; it will be checked after submission")
+    mistake = ""
     for name, answer in case.mistakes.items():
         if name in says and codec.same(answer, result.got) is None:
             message += f". It is the answer of a known mistake: {says[name]}"
+            mistake = name
             break
-    return replace(result, status=UNVERIFIED, fraction=0.0, message=message)
+    return replace(result, status=UNVERIFIED, fraction=0.0, message=message, reason=vocabulary.UNVERIFIED,
+                   cause=f"the check {case.check.name} needs the course's code", mistake=mistake,
+                   advice=says.get(mistake, ""))
 
 
 def _graded_by(kit: Kit) -> dict[str, str]:
@@ -587,7 +596,8 @@ def _isolated(kx: KitExercise, result: Any, doubtful: Mapping[str, str]) -> Any:
             for helper in suspects:
                 reasons.setdefault(doubtful[helper], []).append(helper)
             why = "; ".join(f"{', '.join(helpers)} {reason}" for reason, helpers in reasons.items())
-            case = replace(case, status=UNVERIFIED, message=(
+            case = replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED,
+                           cause="judged again after submission with the course's helpers", message=(
                 f"could not be verified here (your {why}): after submission this case runs again with the course's "
                 f"{', '.join(suspects)} (the better result counts). With your own: {case.message}"))
         cases.append(case)

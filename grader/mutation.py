@@ -462,7 +462,7 @@ def _judge_known(exercise: Exercise, name: str, kind: str, say: str, result: Exe
         problem = "" if result.score >= result.max_score else \
             f"the accepted variant scores {result.score:g}/{result.max_score:g}: {_lost(result)}"
         return KnownAnswer(exercise.id, name, kind, result.score, result.max_score, True, problem)
-    recognised = any(say and say in case.message for case in result.cases if case.status != "pass")
+    recognised = any(case.mistake == name for case in result.cases if case.status != "pass")
     problem = ""
     if result.score >= result.max_score:
         problem = "the known mistake loses no points"

@@ -37,6 +37,14 @@ class CaseResult:
     variant: str = ""            # the accepted variant (reference function) the answer was judged by
     culprit: str = ""            # the other notebook function or method an error was raised in ("EightPuzzle.h")
     inputs: dict = field(default_factory=dict)   # public cases: each course fixture the call uses -> its value (wire)
+    # Why it did not pass, as facts (set where the verdict is born; every writer reads these, none parses
+    # `message`, which is only the sentence shown). Results stored before they existed read as "".
+    reason: str = ""             # grader.status.REASONS: wrong answer | error | timeout | budget | not graded | ...
+    cause: str = ""              # what went wrong with no value of the student's in it: what a class groups by
+    advice: str = ""             # what the feedback adds on why (a known mistake's `say`, an error hint, a convention)
+    error: str = ""              # the exception as raised ("KeyError: 5"), without its place or the advice
+    where: str = ""              # the notebook place ("In [4] (cell 7), line 2") it raised in or was stopped at
+    limit: float = 0.0           # seconds: the time limit a timeout ran into
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,8 @@ class ExerciseResult:
     location: str = ""           # where the graded definition is, e.g. "In [50] (cell 37), line 1"
     variant: str = ""            # the accepted variant the notebook follows ("" = the reference's convention)
     isolated: tuple[str, ...] = ()   # helpers answered by the reference, because their own exercise failed
+    cell: int | None = None      # `location` as facts: the notebook cell (0-based index) of the definition
+    line: int = 0                # and its line in that cell (results stored before these existed: None, 0)
 
 
 @dataclass(frozen=True)
@@ -185,7 +195,9 @@ def bound_case(case: CaseResult, bounds: Bounds = CASE_BOUNDS) -> CaseResult:
     """The case with every stored field within `bounds` (head and tail kept, with a marker); idempotent."""
     changes: dict[str, Any] = {}
     for name, limit in (("message", bounds.message), ("output", bounds.output), ("traceback", bounds.traceback),
-                        ("call", bounds.call), ("id", bounds.call)):
+                        ("call", bounds.call), ("id", bounds.call), ("cause", bounds.message),
+                        ("advice", bounds.message), ("error", bounds.message), ("where", bounds.call),
+                        ("reason", bounds.call)):
         text = getattr(case, name)
         if not isinstance(text, str):
             changes[name] = text = textsafe.cut(str(text), limit)
@@ -196,7 +208,7 @@ def bound_case(case: CaseResult, bounds: Bounds = CASE_BOUNDS) -> CaseResult:
         bounded = cut_value(value, bounds.value)
         if bounded is not value:
             changes[name] = bounded
-    for name in ("fraction", "seconds", "weight"):
+    for name in ("fraction", "seconds", "weight", "limit"):
         value = getattr(case, name)
         if type(value) is not float or not math.isfinite(value):
             changes[name] = _finite(value)

@@ -20,3 +20,19 @@ COLOURS = {PASS: "green", FAIL: "red", ERROR: "red", TIMEOUT: "yellow", MISSING:
            UNVERIFIED: "yellow"}
 WORDS = {PASS: "passed", FAIL: "failed", ERROR: "raised an error", TIMEOUT: "timed out", MISSING: "not run",
          PROBLEM: "not judged (a grader problem, not your mistake)", UNVERIFIED: "checked after submission"}
+
+# Why a case did not pass: a small vocabulary, set where the verdict is born (grader.grading, the kit) and
+# stored as CaseResult.reason. The status says how it shows; the reason says what happened (a case skipped
+# because the submission's time budget ran out shows as an error, but its reason is BUDGET, not the student's
+# exception).
+WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM = (
+    "wrong answer", "error", "timeout", "budget", "not graded", "grader problem")
+REASONS = (WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM, UNVERIFIED)
+# The reason a result written before reasons were stored stands for, from its status alone.
+REASON_OF_STATUS = {FAIL: WRONG, ERROR: RAISED, TIMEOUT: TOO_SLOW, MISSING: NOT_GRADED, PROBLEM: GRADER_PROBLEM,
+                    UNVERIFIED: UNVERIFIED}
+
+
+def reason_of(status: str, reason: str = "") -> str:
+    """The case's reason: the stored one, or (a result from before reasons were stored) its status's."""
+    return reason or REASON_OF_STATUS.get(status, "")

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from grader import codec
 from grader.batch import grade_batch
+from grader.grading import error_cause
 from grader.report import plots
 from grader.report.class_report import (
-    case_rates, class_report_html, common_mistakes, exercise_summaries, message_key, normalize_values,
-    read_results, script_hash, slowest, sort_script, split_sentence, summarize, troubles, ungraded, warning_groups,
-    write_class_report)
+    case_rates, class_report_html, common_mistakes, exercise_summaries, failure_key, read_results, script_hash,
+    slowest, sort_script, summarize, troubles, ungraded, warning_groups, write_class_report)
 from grader.results import CaseResult, ExerciseResult, SubmissionResult, write_json
 from grader.rubric import load_rubric
 
@@ -38,9 +39,25 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def case(case_id: str, status: str = "pass", message: str = "", *, visibility: str = "public",
-         seconds: float = 0.01, call: str = "") -> CaseResult:
+         seconds: float = 0.01, call: str = "", **facts) -> CaseResult:
+    """A case as the grader writes it: `facts` are the fields it sets beside the message (reason, cause ...)."""
     return CaseResult(case_id, status, visibility, message, call=call or f"{case_id.split('#')[0]}(S)",
-                      fraction=1.0 if status == "pass" else 0.0, seconds=seconds)
+                      fraction=1.0 if status == "pass" else 0.0, seconds=seconds, **facts)
+
+
+BLANK = "You also count the blank '0'. Leave it out."
+TILES = "TypeError: '<' not supported between instances of 'str' and 'int'"
+
+
+def counts_blank(case_id: str, expected: int, got: int) -> CaseResult:
+    return case(case_id, "fail", f"expected {expected}, got {got}. {BLANK}", reason="wrong answer",
+                cause="wrong value", mistake="manhattan_blank", advice=BLANK)
+
+
+def compares_tiles(case_id: str, where: str) -> CaseResult:
+    return case(case_id, "error", f"{TILES} (at {where}). Tiles are strings.", reason="error",
+                cause=error_cause("TypeError", TILES.split(": ", 1)[1]), error=TILES, where=where,
+                advice="Tiles are strings.")
 
 
 def exercise(exercise_id: str, cases: list[CaseResult], max_score: float = 2.0) -> ExerciseResult:
@@ -61,76 +78,127 @@ def submission(name: str, exercises: list[ExerciseResult], *, warnings: tuple[st
 
 def small_class() -> list[SubmissionResult]:
     """Three students, two exercises: one right, one counting the blank, one crashing on ints."""
-    blank = "You also count the blank '0'. Leave it out."
     return [
         submission("ada", [exercise("manhattan", [case("manhattan#1"), case("manhattan#2")]),
                            exercise("search", [case("search#1")], 4.0)], seconds=0.4),
-        submission("bob", [exercise("manhattan", [case("manhattan#1", "fail", f"expected 44, got 48. {blank}"),
-                                                  case("manhattan#2", "fail", f"expected 32, got 36. {blank}")]),
+        submission("bob", [exercise("manhattan", [counts_blank("manhattan#1", 44, 48),
+                                                  counts_blank("manhattan#2", 32, 36)]),
                            exercise("search", [case("search#1")], 4.0)], seconds=1.5),
-        submission("cy", [exercise("manhattan", [case("manhattan#1"), case("manhattan#2", "fail",
-                                                                           f"expected 7, got 11. {blank}")]),
-                          exercise("search", [case("search#1", "error",
-                                                   "TypeError: '<' not supported between instances of 'str' and "
-                                                   "'int' (at In [41] (cell 71), line 15). Tiles are strings.")],
-                                   4.0)],
+        submission("cy", [exercise("manhattan", [case("manhattan#1"), counts_blank("manhattan#2", 7, 11)]),
+                          exercise("search", [compares_tiles("search#1", "In [41] (cell 71), line 15")], 4.0)],
                   warnings=("In [5] (cell 7), line 1: ModuleNotFoundError: No module named 'ipycanvas'",),
                   seconds=0.9),
     ]
 
 
-# --------------------------------------------------------------------------------------- grouping messages
+# ------------------------------------------------------------------------------------------ grouping causes
 
 
-def test_known_mistake_sentence_groups_cases_whatever_their_numbers():
-    first = message_key(case("m#1", "fail", "expected 44, got 48. You also count the blank '0'. Leave it out."))
-    second = message_key(case("m#5", "fail", "expected 32, got 36. You also count the blank '0'. Leave it out."))
+def test_known_mistake_groups_cases_by_which_mistake_whatever_their_numbers():
+    first, second = failure_key(counts_blank("m#1", 44, 48)), failure_key(counts_blank("m#5", 32, 36))
     assert first[1] == second[1]
     assert first[0] == "mistake"
-    assert first[2] == "You also count the blank '0'. Leave it out."
-    assert first[3] == "expected 44, got 48"
+    assert first[2] == BLANK
+    assert first[3] == f"expected 44, got 48. {BLANK}"
 
 
-def test_check_message_alone_groups_by_its_shape_and_keeps_type_names():
-    assert normalize_values("at [0][1]: expected '0' (str), got 0 (int)") == \
-        normalize_values("at [3][2]: expected '12' (str), got 12 (int)") == "at …: expected … (str), got … (int)"
-    assert normalize_values("a valid path of 58 moves, but the shortest has 22 moves") == \
-        "a valid path of … moves, but the shortest has … moves"
+def test_wrong_answers_group_by_the_cause_the_check_gives_without_values():
+    one = codec.difference(codec.encode([["0", "1"]]), codec.encode([[0, "1"]]))
+    two = codec.difference(codec.encode([["2", "12"]]), codec.encode([["2", 12]]))
+    assert one is not None and two is not None
+    assert one.cause == two.cause == "expected str, got int"
+    assert one.message != two.message
+    moved = codec.difference(codec.encode(44), codec.encode(48))
+    assert moved is not None and moved.cause == "wrong value"
 
 
-def test_sets_cut_short_differently_still_group_together():
-    one = ("set differs: missing (('10', '14', '8', '12'), ('0', '11', '13', '9'), ('6', '..., (('14', '0'), ('6', "
-           "'...; unexpected (('10', '14', '8', '12'), (0, '11', '13', '9'), ('6', '2'...")
-    two = ("set differs: missing (('10', '8', '13', '12'), ('11', '5', '0', '9'), ('6', '7... and 1 more; "
-           "unexpected (('10', '8', '13', '12'), ('11', '5', '2', '9'), ('6', 0,... and 1 more")
-    assert message_key(case("n#1", "fail", one))[1] == message_key(case("n#2", "fail", two))[1]
-    assert normalize_values(one) == "set differs: missing …; unexpected …"
+def test_sets_that_differ_differently_still_group_together():
+    one = codec.difference(codec.encode({(1, 2), (3, 4)}), codec.encode({(1, 2), (4, 3)}))
+    two = codec.difference(codec.encode({(5, 6)}), codec.encode({(6, 5), (7, 7)}))
+    assert one is not None and two is not None and one.cause == two.cause == "wrong set elements"
 
 
-def test_sentence_split_ignores_quoted_full_stops_and_cut_values():
-    assert split_sentence("expected 'a. b', got 'c'. Hint here.") == ("expected 'a. b', got 'c'", "Hint here.")
-    assert split_sentence("missing ((1, 2... and 1 more; unexpected (3,") == (
-        "missing ((1, 2... and 1 more; unexpected (3,", "")
-    assert split_sentence("got ((1, 2.... You swapped them.") == ("got ((1, 2...", "You swapped them.")
-    assert split_sentence("the template's stub. Fill it in") == ("the template's stub", "Fill it in")
-
-
-def test_error_key_is_type_and_message_without_cell_or_line():
-    kind, key, summary, detail = message_key(case("s#1", "error", (
-        "TypeError: '<' not supported between instances of 'str' and 'int' (at In [41] (cell 71), line 15). "
-        "Tiles are strings.")))
-    other = message_key(case("s#2", "error",
-                             "TypeError: '<' not supported between instances of 'str' and 'int' (at cell 3, line 2)"))
-    assert (kind, summary, detail) == (
-        "error", "TypeError: '<' not supported between instances of 'str' and 'int'", "Tiles are strings.")
+def test_error_key_is_type_and_text_without_numbers_cell_or_line():
+    kind, key, summary, detail = failure_key(compares_tiles("s#1", "In [41] (cell 71), line 15"))
+    other = failure_key(compares_tiles("s#2", "cell 3, line 2"))
+    assert (kind, summary, detail) == ("error", TILES, "Tiles are strings.")
     assert other[1] == key
+    assert error_cause("KeyError", "5") == error_cause("KeyError", "17") == "KeyError: #"
+    assert error_cause("TypeError", "'str'") != error_cause("TypeError", "'int'")
 
 
 def test_timeouts_group_without_where_they_were_still_running():
-    running = "did not finish in time; it was still running at "
-    one = message_key(case("s#1", "timeout", running + "In [28] (cell 48), line 1"))
-    two = message_key(case("s#2", "timeout", running + "In [9] (cell 4), line 7"))
+    def stopped(case_id: str, where: str) -> CaseResult:
+        return case(case_id, "timeout", f"did not finish in time; it was still running at {where}",
+                    reason="timeout", cause="did not finish in time", where=where, limit=2.0)
+    one, two = failure_key(stopped("s#1", "In [28] (cell 48), line 1")), failure_key(stopped("s#2", "In [9], line 7"))
     assert one[1] == two[1] and one[2] == "did not finish in time"
+    assert one[3] == "still running at In [28] (cell 48), line 1; limit 2 s"
+
+
+def test_grouping_reads_fields_never_the_message():
+    """Messages written to mislead (student code controls an exception's text, and a check's message quotes
+    the student's values) change no group: what a case is grouped by is what the grader recorded."""
+    forged = [
+        # an exception whose text pretends to be the known mistake's feedback and a timeout
+        case("m#1", "error", f"ValueError: expected 1, got 2. {BLANK}; it was still running at In [1], line 1",
+             reason="error", cause="ValueError: expected #, got #. x", error="ValueError: ..."),
+        # a wrong answer whose message looks like an error with a location and hint
+        case("m#2", "fail", f"{TILES} (at cell 3, line 2). Tiles are strings.", reason="wrong answer",
+             cause="wrong value"),
+        # the real known mistake, with a message that says nothing of it
+        case("m#3", "fail", "(no text)", reason="wrong answer", cause="wrong value", mistake="manhattan_blank",
+             advice=BLANK),
+        # a time budget that ran out shows as an error, yet it is no exception of the student's
+        case("m#4", "error", "TypeError: not run", reason="budget", cause="not run: the time budget was spent"),
+    ]
+    keys = [failure_key(c) for c in forged]
+    assert [k[0] for k in keys] == ["error", "fail", "mistake", "error"]
+    assert keys[1][1] == "fail:wrong value" and keys[2][1] == "mistake:manhattan_blank"
+    assert keys[2][2] == BLANK
+    assert len({k[1] for k in keys}) == 4
+    assert keys[3][1].startswith("budget:")
+    results = [submission(f"s{n}", [exercise("manhattan", [c])]) for n, c in enumerate(forged)]
+    groups = common_mistakes(results)
+    assert sorted(g.kind for g in groups) == ["error", "error", "fail", "mistake"]
+    assert all(g.submissions == 1 for g in groups)
+
+
+def test_old_results_without_causes_group_by_their_whole_message():
+    a, b = case("x#1", "fail", "expected 1, got 2"), case("x#2", "fail", "expected 1, got 2")
+    assert failure_key(a)[1] == failure_key(b)[1] != failure_key(case("x#3", "fail", "expected 1, got 3"))[1]
+
+
+def message_readings(source: str) -> list[int]:
+    """Lines where a message is parsed: a method called on it, or it given to a function (re.sub, split ...).
+    Passing it on by keyword (building a row that shows it) and reading it bare are not parsing."""
+    import ast
+    tree = ast.parse(source)
+    lines = []
+
+    def is_message(node: ast.AST) -> bool:
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        return isinstance(node, ast.Attribute) and node.attr == "message"
+
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if any(is_message(part) for part in ([receiver] if receiver is not None else []) + list(call.args)):
+            lines.append(call.lineno)
+    return lines
+
+
+def test_the_class_report_parses_no_message():
+    """No regular expression, no sentence splitting over a case's message: the grouping reads fields."""
+    import inspect
+
+    from grader.report import class_report
+    assert message_readings(inspect.getsource(class_report)) == []
+    # the rule catches what the report used to do
+    assert message_readings("key = normalize(split_sentence(case.message.strip()))") == [1]
+    assert message_readings("_X.sub('', c.message)") == [1]
+    assert message_readings("rows.append(Trouble(message=bad[0].message))") == []
+    assert message_readings("f(case.message[:10])") == [1]
 
 
 # ------------------------------------------------------------------------------------------ made-up classes
@@ -211,12 +279,12 @@ def test_all_zero_class_renders_with_zero_counts():
 
 
 def test_one_exercise_class_renders():
-    swapped = case("find_tile#2", "fail", "expected (0, 1), got (1, 0)")
+    swapped = case("find_tile#2", "fail", "expected (0, 1), got (1, 0)", reason="wrong answer", cause="wrong value")
     results = [submission("solo", [exercise("find_tile", [case("find_tile#1"), swapped])])]
     assert [e.id for e in exercise_summaries(results)] == ["find_tile"]
     page = class_report_html(results, title="Week 1")
     assert "<title>Week 1</title>" in page
-    assert "expected …, got …" in page
+    assert "wrong value" in page and "e.g. expected (0, 1), got (1, 0)" in page
     assert page.count('src="data:image/png;base64,') == 2
 
 

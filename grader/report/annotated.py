@@ -172,8 +172,7 @@ def _cell_of(exercise: ExerciseResult, extracted: Extracted) -> int | None:
         definition = extracted.definitions.get(name.split(".")[0]) if name else None
         if definition is not None:
             return definition.cell
-    match = re.search(r"\bcell (\d+)\)?,", exercise.location)   # "In [26] (cell 44), line 1" or "cell 6, line 2"
-    return int(match[1]) - 1 if match else None
+    return exercise.cell
 
 
 # ---------------------------------------------------------------------------------------------- student cells

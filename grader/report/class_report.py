@@ -14,6 +14,7 @@ from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentRow, generator_rates, scores_only, student_rows)
 from grader.results import CaseResult, SubmissionResult, read_json
 from grader.similarity import Pair, Similarity
+from grader.status import RAISED, STATUSES, TOO_SLOW, WRONG, reason_of
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -283,7 +284,7 @@ class ClassTally:
                 counts[case.status] = counts.get(case.status, 0) + 1
                 if case.status == "pass":
                     continue
-                kind, message, summary, detail = message_key(case)
+                kind, message, summary, detail = failure_key(case)
                 group = self.groups.setdefault((exercise.id, message), {
                     "kind": kind, "summary": summary, "detail": detail, "students": set(), "cases": 0})
                 group["students"].add(result.submission)
@@ -294,8 +295,8 @@ class ClassTally:
         # The TA sees what the grading machine lacked (inert stand-ins) beside the students' warnings.
         for warning in (*result.warnings, *getattr(result, "environment", ())):
             # One line: numpy's ImportError is "ImportError: " and then paragraphs of advice.
-            message = _WARNING_PLACE.sub("", " ".join(warning.split())) or "(empty warning)"
-            _, students = self.warning_rows.setdefault(normalize_numbers(message[:WARNING_KEY]), (message, set()))
+            message, alike = warning_key(warning)
+            _, students = self.warning_rows.setdefault(alike, (message, set()))
             students.add(result.submission)
         exercise_seconds, exercise_id = max(times, key=lambda item: (item[0], item[1]), default=(0.0, ""))
         self.slow.append(SlowSubmission(result.submission, result.seconds, result.total, result.max_total,
@@ -369,136 +370,47 @@ def _slowest_first(rows: list[SlowSubmission]) -> list[SlowSubmission]:
     return sorted(rows, key=lambda row: (-row.seconds, row.submission))
 
 
-# ------------------------------------------------------------------------------------------ grouping messages
+# ------------------------------------------------------------------------------------------- grouping causes
 
-_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_DATA_BRACKETS = re.compile(r"[(\[{][\s…,.'\"]*[)\]}]")      # a bracket holding nothing but values
-_DATA_RUN = re.compile(r"…(?:[\s,.]*…)+")                       # "…, …, …" is one value
-_DANGLING = re.compile(r"[(\[{'\"]+…|…['\"]+")                 # what a value cut short leaves behind
-_MORE = re.compile(r"\s*\(?and … more\)?")
-_LOCATION = re.compile(r" \(at (?:[^()]|\([^()]*\))*\)")
+
+# Warnings are still one line of text each (issue 15 leaves them so): the place they begin with is cut off,
+# so one missing module is one row however many cells import it.
 _WARNING_PLACE = re.compile(r"^(?:In \[[^\]]*\] \(cell \d+\)|cell \d+), line \d+: ")
-_STILL_RUNNING = "; it was still running at "
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\b0x[0-9a-fA-F]+\b")
 
 
-def string_spans(text: str) -> list[tuple[int, int]]:
-    """Where the quoted values of a message are, as (start, end) slices.
+def warning_key(warning: str) -> tuple[str, str]:
+    """(the warning as shown, the key warnings alike share): without its place, numbers and addresses."""
+    message = _WARNING_PLACE.sub("", " ".join(warning.split())) or "(empty warning)"
+    return message, " ".join(_NUMBER.sub("#", message[:WARNING_KEY]).split())
 
-    A quote opens a value only where a value can begin (not the apostrophe of "template's"); a value that
-    describe() cut short ends at its '...', so what follows it is not taken for the inside of a string.
+
+def failure_key(case: CaseResult) -> tuple[str, str, str, str]:
+    """(kind, key, summary, detail) of a case that did not pass: what groups it with the same mistake.
+
+    Read from the case's fields, never from its message (student code puts any text it likes in an
+    exception, and the check's message holds the student's values): a known mistake groups by which one it
+    is, anything else by its cause, which the grader wrote without the student's values. A result stored
+    before causes were (cause "") groups by its whole message, word for word.
     """
-    spans = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char in "'\"" and (index == 0 or text[index - 1] in " \t\n([{,:=<"):
-            scan = index + 1
-            while scan < len(text) and text[scan] != char and not text.startswith("...", scan):
-                scan += 2 if text[scan] == "\\" else 1
-            if scan < len(text):
-                stop = scan + (3 if text.startswith("...", scan) else 1)
-                spans.append((index, stop))
-                index = stop
-                continue
-        index += 1
-    return spans
-
-
-def split_sentence(message: str) -> tuple[str, str]:
-    """(first sentence, the rest): the check's own message, then what the rubric adds after '. '.
-
-    A '. ' inside a quoted value ('a. b') does not end the sentence, and the '...' of a value cut short is
-    no full stop (though '.... ' is one after it).
-    """
-    quoted = string_spans(message)
-    for index in range(len(message)):
-        if message.startswith(". ", index) and _full_stop(message, index) \
-                and not any(start < index < stop - 1 for start, stop in quoted):
-            return message[:index], message[index + 2:].strip()
-    return message, ""
-
-
-def _strings_out(text: str) -> str:
-    """Every quoted value replaced by '…'."""
-    pieces, last = [], 0
-    for start, stop in string_spans(text):
-        pieces += [text[last:start], "…"]
-        last = stop
-    return "".join(pieces) + text[last:]
-
-
-def _full_stop(message: str, index: int) -> bool:
-    dots = len(message[: index + 1]) - len(message[: index + 1].rstrip("."))
-    return dots != 3
-
-
-def _balanced(text: str) -> str:
-    """Drop the brackets a value cut short left without a partner, so "from …) to …)" reads "from … to …"."""
-    pairs = {")": "(", "]": "[", "}": "{"}
-    stack: list[int] = []
-    unmatched: set[int] = set()
-    for index, char in enumerate(text):
-        if char in "([{":
-            stack.append(index)
-        elif char in pairs:
-            if stack and text[stack[-1]] == pairs[char]:
-                stack.pop()
-            else:
-                unmatched.add(index)
-    unmatched.update(stack)
-    return "".join(char for index, char in enumerate(text) if index not in unmatched)
-
-
-def normalize_values(text: str) -> str:
-    """The shape of a message without its values: quoted strings, numbers and bracketed data become '…'.
-
-    "expected 44, got 48" and "expected 32, got 36" become one key, and so do two different boards or sets
-    of states (also when cut short with '...'), while words such as "(str)" and "(int)" stay.
-    """
-    text = _strings_out(text)
-    text = _HEX.sub("…", text)
-    text = _NUMBER.sub("…", text)
-    text = text.replace("...", "…")
-    previous = None
-    while previous != text:                  # innermost data first, so nested values collapse fully
-        previous = text
-        text = _DATA_BRACKETS.sub("…", text)
-        text = _DATA_RUN.sub("…", text)
-        text = _DANGLING.sub("…", text)
-    text = _MORE.sub("", _balanced(text))
-    return " ".join(text.split())
-
-
-def normalize_numbers(text: str) -> str:
-    """Error messages keep their quoted names ('str' and 'int' matter); only numbers and addresses go."""
-    return " ".join(_NUMBER.sub("#", _HEX.sub("0x…", text)).split())
-
-
-def split_error(message: str) -> tuple[str, str]:
-    """("TypeError: ...", the explanation the rubric added), without the notebook location."""
-    located = _LOCATION.search(message)
-    if located:
-        return message[:located.start()].strip(), message[located.end():].lstrip(". ").strip()
-    return split_sentence(message)
-
-
-def message_key(case: CaseResult) -> tuple[str, str, str, str]:
-    """(kind, key, summary, detail) of a case that did not pass: what groups it with the same mistake."""
-    message = case.message.strip()
-    if case.status == "fail":
-        check, said = split_sentence(message)
-        if said:
-            return "mistake", "mistake:" + normalize_values(said), said, check
-        shape = normalize_values(check) or "wrong answer (the check gave no message)"
-        return "fail", "fail:" + shape, shape, check
-    if case.status == "error":
-        error, explanation = split_error(message)
-        return "error", "error:" + normalize_numbers(error), error, explanation
-    if case.status == "timeout":
-        head, _, where = message.partition(_STILL_RUNNING)
-        return "timeout", "timeout:" + normalize_numbers(head), head, (f"still running at {where}" if where else "")
-    return case.status, f"{case.status}:" + normalize_numbers(message), message, ""
+    reason = reason_of(case.status, case.reason)
+    if case.mistake and reason == WRONG:
+        return "mistake", f"mistake:{case.mistake}", case.advice or f"the known mistake {case.mistake}", case.message
+    cause = case.cause or case.message or "(no message)"
+    if reason == WRONG:
+        return "fail", f"fail:{cause}", cause, case.message
+    kind = case.status if case.status in STATUSES else "error"
+    detail = []
+    if case.where and reason == TOO_SLOW:
+        detail.append(f"still running at {case.where}")
+    if case.limit:
+        detail.append(f"limit {case.limit:g} s")
+    if case.culprit:
+        detail.append(f"the error is in {case.culprit}")
+    if case.advice:
+        detail.append(case.advice)
+    summary = case.error or cause if reason == RAISED else cause
+    return kind, f"{reason or kind}:{cause}", summary, "; ".join(detail) or (case.message if case.cause else "")
 
 
 def common_mistakes(results: Sequence[SubmissionResult]) -> tuple[MistakeGroup, ...]:

@@ -98,7 +98,7 @@ def _case_output(case: CaseResult) -> str:
     """What the student reads in the test's box. Public cases show the call, expected beside got, the error and
     the printed output; hidden ones only their verdict and message (they appear once grades are published)."""
     word = WORDS.get(case.status, case.status)
-    lines = [case.message if case.message.startswith(word) else word + (f": {case.message}" if case.message else "")]
+    lines = [word + (f": {case.message}" if case.message else "")]
     if case.visibility != "public":
         lines.append("(hidden case: its call and answers are not shown)")
         return "\n".join(lines)

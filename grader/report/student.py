@@ -147,11 +147,11 @@ def _method_code(code: str, first_line: int, node: ast.AST | None, exercise: Exe
     if not isinstance(node, ast.ClassDef):
         return None
     wanted = exercise.function.split(".")[1] if "." in exercise.function else None
-    line = re.search(r"line (\d+)\s*$", exercise.location)
+    line = exercise.line
     methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     method = next((m for m in methods if m.name == wanted), None) if wanted else None
     if method is None and line:
-        method = next((m for m in methods if m.lineno == int(line[1]) and m.lineno != node.lineno), None)
+        method = next((m for m in methods if m.lineno == line and m.lineno != node.lineno), None)
     if method is None:
         method = next((m for m in methods if m.name == exercise.id), None)
     if method is None or method.end_lineno is None:
