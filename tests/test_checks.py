@@ -102,7 +102,8 @@ def test_path_accepts_a_tuple_of_states() -> None:
 
 def test_path_longer_valid_path_earns_the_suboptimal_credit_and_names_both_lengths() -> None:
     longer = [START, MIDDLE, START, MIDDLE, GOAL]
-    assert judge_path(longer) == Verdict(False, 0.5, "a valid path of 4 moves, but the shortest has 2 moves")
+    assert judge_path(longer) == Verdict(False, 0.5, "a valid path of 4 moves, but the shortest has 2 moves",
+                                       "a valid path longer than the shortest")
     assert judge_path(longer, suboptimal_credit=0.25).fraction == 0.25
 
 
@@ -142,11 +143,11 @@ def test_path_goal_may_be_a_pattern_judged_by_the_reference_matches() -> None:
 
 
 def test_path_none_means_no_path_was_found() -> None:
-    assert judge_path(None) == Verdict(False, 0.0, "returned None: no path was found")
+    assert judge_path(None) == Verdict(False, 0.0, "returned None: no path was found", "no path (None)")
 
 
 def test_path_empty_list_fails() -> None:
-    assert judge_path([]) == Verdict(False, 0.0, "returned an empty path")
+    assert judge_path([]) == Verdict(False, 0.0, "returned an empty path", "an empty path")
 
 
 @pytest.mark.parametrize("got", [
@@ -163,7 +164,8 @@ def test_path_of_wrongly_typed_states_fails_without_crashing(got: Any) -> None:
 
 @pytest.mark.parametrize(("got", "shown"), [(5, "5"), ("abc", "'abc'"), ({GOAL}, "{('1', '2', '*')}")])
 def test_path_that_is_not_a_list_fails(got: Any, shown: str) -> None:
-    assert judge_path(got) == Verdict(False, 0.0, f"expected a list of states, got {shown}")
+    assert judge_path(got) == Verdict(False, 0.0, f"expected a list of states, got {shown}",
+                                         "not a list of states")
 
 
 def test_path_without_next_states_is_a_rubric_error() -> None:
@@ -231,15 +233,19 @@ def test_reference_check_with_var_keywords_gets_everything_decoded() -> None:
     assert (seen["got"], seen["expected"]) == ({3}, [1, (2,)])
 
 
+NO = "rejected by the check <lambda>"   # what a course's check says no to is the check itself
+
+
 @pytest.mark.parametrize(("answer", "verdict"), [
     (True, Verdict(True, 1.0, "")),
-    (False, Verdict(False, 0.0, "")),
-    ((False, "the blank moved twice"), Verdict(False, 0.0, "the blank moved twice")),
+    (False, Verdict(False, 0.0, "", NO)),
+    ((False, "the blank moved twice"), Verdict(False, 0.0, "the blank moved twice", NO)),
     ((True, "fine"), Verdict(True, 1.0, "fine")),
-    ((0.25, "a quarter right"), Verdict(False, 0.25, "a quarter right")),
+    ((0.25, "a quarter right"), Verdict(False, 0.25, "a quarter right", NO)),
     ((1.0, "all right"), Verdict(True, 1.0, "all right")),
-    (0, Verdict(False, 0.0, "")),
-    (Verdict(False, 0.5, "own verdict"), Verdict(False, 0.5, "own verdict")),
+    (0, Verdict(False, 0.0, "", NO)),
+    (Verdict(False, 0.5, "own verdict"), Verdict(False, 0.5, "own verdict", NO)),
+    (Verdict(False, 0.5, "own verdict", "its own cause"), Verdict(False, 0.5, "own verdict", "its own cause")),
 ])
 def test_reference_check_answers_become_verdicts(answer: Any, verdict: Verdict) -> None:
     assert reference_check(lambda got: answer)(context(1, 1)) == verdict
@@ -266,5 +272,7 @@ def test_reference_check_asking_for_something_not_offered_is_a_check_error() -> 
 def test_reference_check_from_the_reference_module() -> None:
     check = reference_check(REFERENCE.check_same_parity)
     assert check(context(8, 6)).passed
-    assert check(context(8, 7)) == Verdict(False, 0.0, "parity differs")
-    assert check(context(8, "7")) == Verdict(False, 0.0, "expected an int, got str")
+    # the course's check is the cause of its no: its message may hold the answer's values
+    rejected = "rejected by the check check_same_parity"
+    assert check(context(8, 7)) == Verdict(False, 0.0, "parity differs", rejected)
+    assert check(context(8, "7")) == Verdict(False, 0.0, "expected an int, got str", rejected)
