@@ -25,7 +25,8 @@ from grader.report import plots
 from grader.report.class_report import (
     case_rates, class_report_html, common_mistakes, exercise_summaries, failure_key, read_results, script_hash,
     slowest, sort_script, summarize, troubles, ungraded, warning_groups, write_class_report)
-from grader.results import CaseResult, ExerciseResult, SubmissionResult, write_json
+from grader.results import CaseResult, ExerciseResult, SubmissionResult, from_dict, to_dict, write_json
+from grader.status import REASONS
 from grader.rubric import load_rubric
 
 from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS
@@ -396,6 +397,37 @@ def test_bundled_known_mistakes_are_grouped_with_their_students(results):
     ints = groups[("main", "TypeError: '<' not supported between instances of 'str' and 'int'")]
     assert ints.kind == "error" and ints.students == ("int-tiles",)
     assert next(g for g in common_mistakes(results) if g.exercise == "move_dir") == swapped   # commonest first
+
+
+@pytest.mark.slow
+def test_bundled_cases_that_did_not_pass_carry_their_facts(results):
+    """Where a verdict is born the grader records why: every case that did not pass has a reason and a cause,
+    an error its exception, a timeout its limit; what the report groups by never needs the message."""
+    cases = [c for r in results for e in r.exercises for c in e.cases if c.status != "pass"]
+    assert cases and all(c.reason in REASONS and c.cause for c in cases)
+    errors = [c for c in cases if c.reason == "error" and c.error]
+    assert errors and all(c.cause.startswith(c.error.split(":")[0]) for c in errors)
+    stopped = [c for c in cases if c.status == "timeout" and c.cause == "did not finish in time"]
+    assert stopped and all(c.limit > 0 for c in stopped)
+    known = [c for c in cases if c.mistake]
+    assert known and all(c.advice and c.reason == "wrong answer" for c in known)
+
+
+def test_results_stored_before_the_facts_existed_still_read_and_group():
+    data = to_dict(small_class()[1])
+    for exercise_data in data["exercises"]:
+        exercise_data.pop("cell"), exercise_data.pop("line")
+        for case_data in exercise_data["cases"]:
+            for name in ("reason", "cause", "advice", "error", "where", "limit"):
+                case_data.pop(name)
+    old = from_dict(data)
+    assert old.exercises[0].cases[0].reason == "" and old.exercises[0].cell is None
+    groups = common_mistakes([old])
+    assert [(g.kind, g.cases, g.summary) for g in groups] == [("mistake", 2, "the known mistake manhattan_blank")]
+    # older still (no known mistake recorded): each wrong answer groups by its message word for word
+    older = replace(old, exercises=tuple(replace(e, cases=tuple(replace(c, mistake="") for c in e.cases))
+                                         for e in old.exercises))
+    assert [(g.kind, g.cases) for g in common_mistakes([older])] == [("fail", 1), ("fail", 1)]
 
 
 @pytest.mark.slow
