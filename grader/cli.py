@@ -343,7 +343,7 @@ def _assign(args: argparse.Namespace) -> int:
     from grader.assign import build, write
     _check_file(args.master, "the master notebook")
     assignment, root = build(args.master, args.course)
-    written = write(assignment, root)
+    written = write(assignment, root, force=args.force)
     for what, path in written.items():
         print(f"{what}: {path}")
     for exercise in assignment.skeletons:
@@ -498,6 +498,8 @@ def parser() -> argparse.ArgumentParser:
     assign.add_argument("--course", default=None, help="the course folder (default: the nearest folder above the "
                                                        "master with a rubrics/ folder)")
     assign.add_argument("--no-validate", action="store_true", help="write the files only")
+    assign.add_argument("--force", action="store_true", help="replace a rubric or reference that grader assign "
+                                                             "did not write")
     validators = [assign]
 
     validate = verbs.add_parser("validate", help="prove a rubric: reference full marks, template zero, "
