@@ -225,7 +225,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 from grader.executor_dask import DaskExecutor
                 runner = started_cluster = DaskExecutor(setup, dask, workers=jobs)
             else:
-                runner = LocalPool(setup, jobs)
+                runner = LocalPool(setup, jobs, plan=plan)
             for done in runner.run(jobs_to_run):
                 student = done.job.student
                 if done.result is not None:
@@ -240,7 +240,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if out_dir is not None:
                     copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
                     result = replace(result, notebook=copy)
-                    write_json(result, out_dir)
+                    write_json(result, out_dir, bounded=done.result is not None)   # a worker's is bounded
                 problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
                 if problems:
                     batch.grader_problems[student] = problems
@@ -249,7 +249,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 elif result.state == "unreadable":
                     batch.unreadable += 1
                 if book:
-                    book.record(student, done.job.source, result)
+                    book.record(student, done.job.source, result, bounded=done.result is not None)
                 else:
                     batch._kept[student] = result
                 rows[student] = _row(result)

@@ -24,13 +24,14 @@ Tables (schema version 2):
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from grader import textsafe
 from grader.results import ExerciseResult, SubmissionResult, bound_result, from_dict, to_dict
@@ -207,9 +208,10 @@ class Gradebook:
         return from_dict(_restore(json.loads(text), self._shared_values(self._db, rubric_sha256)))
 
     def _insert(self, db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
-                graded_at: str, *, skip_existing: bool = False) -> int | None:
+                graded_at: str, *, skip_existing: bool = False, bounded: bool = False) -> int | None:
         shared = self._shared_values(db, result.rubric_sha256)
-        result = bound_result(result)     # the row is bounded like the JSON file: no answer is too big for SQLite
+        if not bounded:
+            result = bound_result(result)   # the row is bounded like the JSON file: no answer is too big for SQLite
         data = _compact(db, to_dict(result), result.rubric_sha256, shared)
         return _insert_result(db, submission_id, source, result, graded_at, data, skip_existing=skip_existing)
 
@@ -296,13 +298,16 @@ class Gradebook:
 
     # -- writes ------------------------------------------------------------------------------------------
 
-    def record(self, student: str, source: str, result: SubmissionResult) -> None:
-        """Store a fresh grading as the student's current result; earlier ones stay as history."""
+    def record(self, student: str, source: str, result: SubmissionResult, *, bounded: bool = False) -> None:
+        """Store a fresh grading as the student's current result; earlier ones stay as history.
+
+        `bounded`: the result is already within every bound (as grade_path returns it): not measured again.
+        """
         with self._transaction() as db:
             submission_id = _submission(db, student, result.rubric, result.sha256, source)
             latest = db.execute("SELECT max(graded_at) FROM results WHERE submission_id = ?",
                                 (submission_id,)).fetchone()[0]
-            result_id = self._insert(db, submission_id, source, result, _after(utc_now(), latest))
+            result_id = self._insert(db, submission_id, source, result, _after(utc_now(), latest), bounded=bounded)
             assert result_id is not None   # a fresh insert always has an id (only skip_existing gives None)
             _make_current(db, submission_id, result_id)
 
@@ -428,21 +433,49 @@ def _compact(db: sqlite3.Connection, data: dict, rubric_sha256: str,
     for exercise in data["exercises"]:
         for case in exercise["cases"]:
             key = (exercise["id"], case["id"])
-            expected = _value_text(case["expected"])
             if key not in shared:   # first come, first stored; another process may have come first
                 db.execute("INSERT OR IGNORE INTO shared_values (rubric_sha256, exercise, case_id, call, expected) "
-                           "VALUES (?, ?, ?, ?, ?)", (rubric_sha256, key[0], key[1], case["call"], expected))
+                           "VALUES (?, ?, ?, ?, ?)",
+                           (rubric_sha256, key[0], key[1], case["call"], _value_text(case["expected"])))
                 shared[key] = db.execute(
                     "SELECT call, expected FROM shared_values WHERE rubric_sha256 = ? AND exercise = ? AND case_id = ?",
                     (rubric_sha256, key[0], key[1])).fetchone()
             call, shared_expected = shared[key]
             if case["call"] == call:
                 del case["call"]
-            if expected == shared_expected:
+            expected = _parsed(shared_expected)
+            if _same_json(case["expected"], expected):
                 del case["expected"]
-                if "got" in case and _value_text(case["got"]) == expected:
+                if "got" in case and _same_json(case["got"], expected):
                     del case["got"]      # a right answer is the expected value: most of a class stores nothing
     return data
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Any:
+    """A shared value, parsed once per batch (the same text object comes back for every student). Read only."""
+    return json.loads(text)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values have the same JSON text, without encoding them: `==` is not enough (1 == True,
+    0.0 == -0.0), so types must match and floats must print alike. Too deep to compare: not the same."""
+    try:
+        return _same(a, b)
+    except RecursionError:
+        return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_same(value, b[key]) for key, value in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is float:
+        return repr(a) == repr(b)
+    return bool(a == b)
 
 
 def _restore(data: dict, shared: dict[tuple[str, str], tuple[str, str]]) -> dict:

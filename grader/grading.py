@@ -648,7 +648,13 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
                 for case, outcome, result in zip(cases, outcomes, results, strict=True)]
     held, chosen = hold_to_one(results, variants, allowed)
     # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
-    return [bound_case(result) for result in held], chosen
+    return [bound_case(_without_shown_inputs(result)) for result in held], chosen
+
+
+def _without_shown_inputs(result: CaseResult) -> CaseResult:
+    """Feedback draws a case's inputs only when it did not pass: a passing case does not store them (most
+    cases of a class pass, and each board would be stored once per student)."""
+    return replace(result, inputs={}) if result.status == "pass" and result.inputs else result
 
 
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
@@ -735,6 +741,6 @@ def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Opti
     try:
         notebook = read_notebook(path)
     except NotebookError as error:
-        return empty_result(path, plan, sha256, str(error), started, submission)
+        return bound_result(empty_result(path, plan, sha256, str(error), started, submission))
     return grade_notebook(notebook, plan, path=path, sha256=sha256, support=support, options=options,
                           submission=submission, hide_paths=hidden_folders(plan, path, hide))

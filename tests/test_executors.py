@@ -192,3 +192,21 @@ def test_a_stopped_submission_is_recorded_with_its_reason_and_not_retried_unless
     forced = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops, force=True)
     assert forced.failed == ["correct"] and stops.seen == ["correct", "correct"]
     assert "failed" in (tmp_path / "out" / "gradebook.csv").read_text(encoding="utf-8")
+
+
+def test_forked_workers_grade_with_the_coordinators_plan_and_their_own_zygote(tmp_path):
+    """Given the coordinator's plan, the pool forks its workers (no import, no plan built again); a zygote the
+    coordinator already runs stays its own: the worker starts another, and the coordinator's still works."""
+    from grader.plan import build_plan
+    from grader.sandbox import supervisor
+    setup = Setup(load_rubric(RUBRIC), str(tmp_path / "cache"))
+    plan = build_plan(setup.rubric, tmp_path / "cache")
+    ours = supervisor.zygote()
+    pool = LocalPool(setup, jobs=1, plan=plan)
+    import threading
+    # Forked only from a single-threaded process (another test may have left a thread running).
+    assert pool.context.get_start_method() == ("fork" if threading.active_count() == 1 else "spawn")
+    done = list(pool.run([Job("correct", str(SUBMISSIONS / "correct.ipynb"))]))
+    assert [d.result["total"] for d in done] == [plan.rubric.max_total]
+    assert supervisor.zygote() is ours and ours.alive()
+    assert LocalPool(setup, jobs=1).context.get_start_method() == "spawn"   # no plan: a fresh interpreter

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from grader.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
 from grader.report.csv_export import write_csv
@@ -355,3 +356,38 @@ def test_values_every_result_shares_are_stored_once_per_rubric_and_come_back_who
     with Gradebook(path) as book:
         assert {r.submission: r for r in book.current(RUBRIC)} == {"alice": right, "bob": wrong, "carol": own}
     assert consistency_problems(path) == []
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, JSON_VALUES)
+def test_a_value_is_left_out_only_when_its_json_is_the_shared_one(a: object, b: object) -> None:
+    """The gradebook compares answers with shared values without encoding them: the same verdict as comparing
+    their JSON texts, also for values Python calls equal (1 and True, 0.0 and -0.0, 1 and 1.0)."""
+    from grader.gradebook import _same_json, _value_text
+    assert _same_json(a, b) == (_value_text(a) == _value_text(b))
+    assert _same_json(a, json.loads(_value_text(a)))
+
+
+def test_look_alike_answers_are_stored_as_given(tmp_path: Path) -> None:
+    """An answer Python calls equal to the expected value but that is not the same JSON (True for 1, 1.0 for 1)
+    is kept in the row, so reading it back gives exactly what was recorded."""
+    path = tmp_path / "gradebook.sqlite"
+    results = []
+    for student, got in (("alice", [1, 2]), ("bob", [True, 2]), ("carol", [1.0, 2]), ("dave", [-0.0, 2])):
+        result = make_result(student)
+        results.append(SubmissionResult(**{**result.__dict__, "exercises": tuple(
+            ExerciseResult(e.id, e.title, e.score, e.max_score, tuple(
+                CaseResult(**{**c.__dict__, "got": got}) for c in e.cases)) for e in result.exercises)}))
+    with Gradebook(path) as book:
+        for result in results:
+            book.record(result.submission, "s", result)
+        back = {r.submission: r for r in book.current(RUBRIC)}
+    for result in results:
+        got = back[result.submission].exercises[0].cases[0].got
+        assert json.dumps(got) == json.dumps(result.exercises[0].cases[0].got)

@@ -244,6 +244,17 @@ class MemoryGroup:
 _FREE_MEMORY: list[MemoryGroup] = []
 
 
+def _forget_inherited_groups() -> None:
+    """In a forked process: the parent's free groups stay the parent's (their names carry its pid)."""
+    global _FREE_LOCK
+    _FREE.clear()
+    _FREE_MEMORY.clear()
+    _FREE_LOCK = __import__("threading").Lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_groups)
+
+
 def acquire_memory_group(root: Path, limit: int) -> MemoryGroup:
     """A memory group with `limit` bytes no running child uses (reused, like pids groups)."""
     with _FREE_LOCK:

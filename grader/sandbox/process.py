@@ -598,6 +598,17 @@ def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_p
         _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths))
 
 
+def _forget_inherited_spares() -> None:
+    """In a forked process: the parent's spare children and their starter thread are not ours."""
+    global _SPARE_STARTER, _SPARES_LOCK
+    _SPARES.clear()
+    _SPARE_STARTER = None
+    _SPARES_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_spares)
+
+
 def _take_spare(key: tuple) -> _Child | None:
     with _SPARES_LOCK:
         future = _SPARES.pop(key, None)

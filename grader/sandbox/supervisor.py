@@ -243,6 +243,23 @@ def zygote() -> Zygote:
         return _ZYGOTE
 
 
+def _forget_inherited() -> None:
+    """In a forked process (a worker of the local pool): the parent's zygote and temp folder stay the parent's.
+    The child closes its copy of the zygote's socket (so the zygote still sees the parent go) and makes its own
+    zygote and folder on first use."""
+    global _ZYGOTE, _ROOT, _CLEANED, _LOCK, _ROOT_LOCK
+    if _ZYGOTE is not None:
+        try:
+            _ZYGOTE.socket.close()
+        except OSError:
+            pass
+    _ZYGOTE, _ROOT, _CLEANED = None, None, True
+    _LOCK, _ROOT_LOCK = threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited)
+
+
 def stop() -> None:
     """Stop this process's zygote and with it every sandbox it started."""
     global _ZYGOTE
