@@ -350,6 +350,10 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         return CaseResult(status="timeout", message=outcome.error.get("message", "not run"),
                           reason=vocabulary.TOO_SLOW, cause="not run: earlier cases of the exercise timed out",
                           **base)
+    if outcome.status == "timeout" and outcome.error.get("reason") == "starved":
+        # Stopped by the wall backstop while the kernel kept it waiting for a CPU: the machine's fault.
+        return CaseResult(status="problem", message=f"grader problem: {outcome.error.get('message', '')}",
+                          reason=vocabulary.GRADER_PROBLEM, cause="the machine was too busy to run it", **base)
     if outcome.status == "timeout":
         where = str(outcome.error.get("where") or "")
         timeout_message = outcome.error.get("message") or "did not finish in time"

@@ -35,9 +35,10 @@ EXPECTED = {
     "move-dir-transposed": (28, {"move_dir": 0}),
     "old-era": (28, {"move_dir": 0}),
     "extract-move-of-tile": (22.2222, {"extract_move": 0, "extract_move_list": 2 / 9, "main": 0}),
-    "find-tile-transposed": (21.5, {"find_tile": 0.5, "search": 0, "main": 0}),
-    "int-tiles": (17.1667, {"move_dir": 0, "next_states": 0, "find_numbers": 0, "replace_numbers": 7 / 6,
-                            "search": 0, "main": 0}),
+    # search isolates next_states and manhattan: what a wrong helper costs is paid in its own exercise
+    "find-tile-transposed": (25.5, {"find_tile": 0.5, "main": 0}),
+    "int-tiles": (21.1667, {"move_dir": 0, "next_states": 0, "find_numbers": 0, "replace_numbers": 7 / 6,
+                            "main": 0}),
     "syntax-error": (25, {"replace_numbers": 0, "main": 0}),
     "infinite-search": (23, {"search": 0, "main": 0}),
     "taoistic_search": (30, {}),   # the reference module graded as a submission
@@ -147,6 +148,18 @@ def test_syntax_error_cell_makes_replace_numbers_missing_and_names_the_cell(bund
     # replace_numbers is isolated in intermediate_goals: the missing function is paid for once.
     assert statuses(result, "intermediate_goals") == {"pass"}
     assert any("cell left out: SyntaxError" in warning for warning in result.warnings)
+
+
+@pytest.mark.parametrize("submission, swapped", [("find-tile-transposed", ("next_states", "manhattan")),
+                                                  ("int-tiles", ("next_states",))])
+def test_search_is_judged_again_with_the_reference_for_helpers_already_charged(bundled: Batch, submission: str,
+                                                                            swapped: tuple[str, ...]) -> None:
+    """Thousands of isolated-helper calls per case, each a round trip through the parent: the case's limit is
+    CPU time, so they fit, and the search earns its points whatever the machine's load."""
+    search = bundled[submission].exercise("search")
+    assert search.score == search.max_score and statuses(bundled[submission], "search") == {"pass"}
+    assert search.isolated == swapped
+    assert any("judged with the reference's next_states" in note for note in search.notes)
 
 
 def test_infinite_search_times_out_only_search_and_main_in_bounded_time(bundled: Batch) -> None:
@@ -277,11 +290,13 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Sub
 
 
 def test_hostile_notebook_costs_only_what_it_touches(hostile: SubmissionResult) -> None:
-    # os._exit on tile '13' costs the one find_tile case asking for it, and the search and main cases whose
-    # manhattan asks for it (manhattan's own cases never do, so it is judged right and never swapped).
-    assert hostile.total == pytest.approx(30 - 2 / 12 - 3 * 4 / 10 - 3, abs=1e-3)
+    # os._exit on tile '13' costs the one find_tile case asking for it, and main. manhattan earns its points only
+    # with the reference's find_tile (isolated), so search is judged again with the reference's manhattan and
+    # loses nothing: the crash is paid for once, in find_tile.
+    assert hostile.total == pytest.approx(30 - 2 / 12 - 3, abs=1e-3)
+    assert hostile.exercise("search").isolated == ("manhattan",)
     for exercise in hostile.exercises:
-        if exercise.id not in ("find_tile", "search", "main"):
+        if exercise.id not in ("find_tile", "main"):
             assert exercise.score == exercise.max_score, exercise.id
 
 

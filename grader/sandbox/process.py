@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from grader import codec
-from grader.sandbox import frames, supervisor, wire
+from grader.sandbox import cpuclock, frames, supervisor, wire
 from grader.sandbox.isolation import (PIDS_MAX, Isolation, MemoryGroup, PidsGroup, acquire_group,
                                       acquire_memory_group, detect, release_group, release_memory_group)
 from grader.sandbox.supervisor import Jail, SpawnError
@@ -65,7 +65,8 @@ class Outcome:
     probes: Mapping[str, Any] = field(default_factory=dict)
     error: Mapping[str, str] = field(default_factory=dict)   # type, message, where, traceback
     output: str = ""
-    seconds: float = 0.0          # measured by the parent, from the case's start to its answer
+    seconds: float = 0.0          # wall time measured by the parent, from the case's start to its answer
+    cpu_seconds: float | None = None   # CPU time the kernel charged the case (None where it cannot be read)
 
 
 @dataclass(frozen=True)
@@ -303,16 +304,20 @@ class Sandbox:
                    deadline: float, timeouts_left: int) -> tuple[list[Outcome], bool]:
         """One fork running cases until done or dead. Returns the outcomes and whether the child is still sane.
 
-        The parent's clock decides: the first case starts when the fork is announced (once per batch; a later
-        `forked` is noise), each next case when the previous answer arrives, and an answer that is not in by
-        the case's timeout plus a grace is a timeout whatever the child says. A frame that does not fit the
-        schema, or breaks the oracle's rules, costs the case it arrives in an error and the child is replaced.
+        The parent's clocks decide: the first case starts when the fork is announced (once per batch; a later
+        `forked` is noise), each next case when the previous answer arrives. A case's limit is the CPU time the
+        kernel charges the exercise's process (cpuclock), so neither a busy machine nor the parent's answers to
+        isolated-helper calls count against it; a case past its limit plus a grace is stopped whatever the child
+        says, and one that reaches the wall backstop without using its CPU time is stopped too, its verdict
+        taken from the kernel's numbers (cpuclock.wall_verdict). A frame that does not fit the schema, or
+        breaks the oracle's rules, costs the case it arrives in an error and the child is replaced.
         """
         outcomes: list[Outcome] = []
         current: CaseRequest | None = None
-        started = 0.0
+        clock: _CaseClock | None = None
         forked = False
         calls = 0
+        process: cpuclock.Exercise | None = None    # its fork and runtime by host pid, where /proc shows them
         try:
             self._send({"op": "exercise", "isolate": list(isolate), "cases": [
                 {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
@@ -321,22 +326,25 @@ class Sandbox:
             return outcomes, False
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
         while True:
-            case_deadline = started + current.timeout + GRACE_SECONDS if current is not None else wait_until
+            wake = clock.wake if clock is not None else wait_until
             try:
-                message = self._receive(min(case_deadline, deadline + GRACE_SECONDS))
+                message = self._receive(min(wake, deadline + GRACE_SECONDS))
             except wire.Timeout:
-                if current is not None:
-                    outcomes.append(Outcome(current.id, "timeout", seconds=time.monotonic() - started, error={
-                        "message": f"did not finish within {current.timeout:g} s (stopped)"}))
+                if current is None or clock is None:
+                    return outcomes, False
+                stopped = clock.expired(current, deadline)
+                if stopped is None:
+                    continue   # its CPU time is not spent yet: look again when it could be
+                outcomes.append(stopped)
                 return outcomes, False
             except wire.Closed as error:
-                if current is not None:
-                    outcomes.append(self._crash(current, started, error))
+                if current is not None and clock is not None:
+                    outcomes.append(self._crash(current, clock.started, error))
                 return outcomes, False
             except (wire.FrameError, frames.Invalid) as error:
                 victim = current or (cases[len(outcomes)] if len(outcomes) < len(cases) else None)
                 if victim is not None:
-                    outcomes.append(_broken_rule(victim, started if current else time.monotonic(),
+                    outcomes.append(_broken_rule(victim, clock.started if clock else time.monotonic(),
                                                  f"sent the grader a malformed message ({error})"))
                 return outcomes, False
             now = time.monotonic()
@@ -345,47 +353,53 @@ class Sandbox:
                     continue   # a second `forked` (student code can write one) must not restart a clock
                 forked = True
                 self.fork_pid = self._verified_fork(message.pid)
-                current, started, calls = cases[0], now, 0
+                if self.process is not None and isinstance(message.pid, int) and message.pid > 0:
+                    process = cpuclock.exercise_process(self.process.pid, message.pid)
+                current, calls = cases[0], 0
+                clock = _CaseClock(current.timeout, now, process)
             elif isinstance(message, frames.OracleCall):
-                if current is None:
+                if current is None or clock is None:
                     continue   # no case is running: nobody may ask
                 calls += 1
                 problem = _oracle_problem(message.name, isolate, calls, current.oracle_calls)
                 if problem is None:
                     try:
-                        self._answer_oracle(message, oracle, case_deadline - GRACE_SECONDS - now)
-                        # The reference's time is not the student's: the case's clock stands still while the
-                        # parent answers (the runtime pauses its alarm for the same exchange). Only the
-                        # parent's own measurement moves it, and only by the time the parent itself spent.
-                        started += time.monotonic() - now
+                        self._answer_oracle(message, oracle, clock.reference_seconds())
+                        # The reference's time is not the student's: its CPU clock stands still while it waits
+                        # for the answer, and the wall backstop moves by the time the parent spent answering.
+                        clock.paused(time.monotonic() - now)
                     except (wire.Closed, wire.FrameError):
                         problem = "does not read the grader's answers to its isolated-helper calls"
                     except _ReferenceTooSlow:   # the case's time went on the reference's answer: by our clock
-                        outcomes.append(Outcome(current.id, "timeout", seconds=time.monotonic() - started, error={
-                            "message": f"did not finish within {current.timeout:g} s (stopped while the "
-                                       f"reference answered its call to an isolated helper)"}))
+                        outcomes.append(Outcome(current.id, "timeout", seconds=time.monotonic() - clock.started,
+                                                error={"message": f"did not finish within {current.timeout:g} s "
+                                                                  f"(stopped while the reference answered its "
+                                                                  f"call to an isolated helper)"}))
                         return outcomes, False
                 if problem is not None:
-                    outcomes.append(_broken_rule(current, started, problem))
+                    outcomes.append(_broken_rule(current, clock.started, problem))
                     return outcomes, False
             elif isinstance(message, frames.Result):
-                if current is None or message.case != current.id:
+                if current is None or clock is None or message.case != current.id:
                     continue   # a forged or late answer to another case is noise
-                outcomes.append(self._outcome(current, message, now - started))
-                current = None
+                usage = clock.usage()
+                outcomes.append(self._outcome(current, message, now - clock.started,
+                                              usage.cpu if usage is not None else None))
+                current, clock = None, None
                 if outcomes[-1].status == "timeout":
                     timeouts_left -= 1
                     if timeouts_left <= 0 and len(outcomes) < len(cases):
                         return outcomes, False   # enough waiting on this exercise: the rest are skipped
                 if len(outcomes) < len(cases):
-                    current, started, calls = cases[len(outcomes)], now, 0
+                    current, calls = cases[len(outcomes)], 0
+                    clock = _CaseClock(current.timeout, now, process)
                 else:
                     wait_until = now + RUNTIME_SECONDS
             elif isinstance(message, frames.Exited):
                 # The child has already killed what the exercise left behind in its process group.
                 self.fork_pid = None
-                if current is not None:
-                    outcomes.append(Outcome(current.id, "crash", seconds=now - started,
+                if current is not None and clock is not None:
+                    outcomes.append(Outcome(current.id, "crash", seconds=now - clock.started,
                                             error=self._death(_exit_text(message.status))))
                 return outcomes, True
             # Anything else (`done`, a stray `progress`) moves no clock: between cases the runtime's own
@@ -435,14 +449,85 @@ class Sandbox:
         reply["seq"] = call.seq
         self._send(reply)
 
-    def _outcome(self, case: CaseRequest, message: frames.Result, seconds: float) -> Outcome:
-        """The child's answer as the parent sees it: its own clock decides whether it came in time."""
+    def _outcome(self, case: CaseRequest, message: frames.Result, seconds: float, cpu: float | None) -> Outcome:
+        """The child's answer as the parent sees it: the kernel's CPU time (else the parent's wall clock)
+        decides whether it came in time, never the child's word."""
         status, error = message.status, dict(message.error)
-        if seconds > case.timeout + GRACE_SECONDS and status != "timeout":
-            status, error = "timeout", {"message": f"did not finish within {case.timeout:g} s "
-                                                   f"(the answer came after {seconds:.1f} s)"}
+        if status != "timeout":
+            if cpu is not None and cpu > case.timeout + GRACE_SECONDS:
+                status, error = "timeout", {"message": f"did not finish within {case.timeout:g} s of CPU time "
+                                                       f"(it used {cpu:.1f} s)"}
+            elif cpu is None and seconds > case.timeout + GRACE_SECONDS:
+                status, error = "timeout", {"message": f"did not finish within {case.timeout:g} s "
+                                                       f"(the answer came after {seconds:.1f} s)"}
         return Outcome(case.id, status, value=message.value, probes=dict(message.probes), error=error,
-                       output=message.output, seconds=seconds)
+                       output=message.output, seconds=seconds, cpu_seconds=cpu)
+
+
+class _CaseClock:
+    """One running case's clocks, as the parent keeps them: the kernel's CPU time of the exercise process
+    against the case's limit, and the wall clock against the backstop (or against the limit itself, where the
+    kernel's accounting cannot be read)."""
+
+    def __init__(self, limit: float, started: float, process: cpuclock.Exercise | None):
+        self.limit = limit
+        self.started = started              # wall; moved on by the parent's time answering isolated helpers
+        self.process = process
+        self.base = cpuclock.read_usage(process)
+        self.wake = started + limit + GRACE_SECONDS   # CPU time never outruns one thread's wall time much
+        self.reference_spent = 0.0
+
+    def usage(self) -> cpuclock.Usage | None:
+        """CPU and run-queue time since the case started, or None without the kernel's accounting."""
+        if self.base is None:
+            return None
+        now = cpuclock.read_usage(self.process)
+        if now is None:
+            return None
+        return cpuclock.Usage(max(0.0, now.cpu - self.base.cpu), max(0.0, now.waiting - self.base.waiting))
+
+    @property
+    def backstop(self) -> float:
+        return self.started + cpuclock.WALL_FACTOR * self.limit + GRACE_SECONDS
+
+    def paused(self, seconds: float) -> None:
+        self.started += seconds
+        self.reference_spent += seconds
+        self.wake += seconds
+
+    def reference_seconds(self) -> float:
+        """What one answer of the reference may take: the case's limit, and all of them together the backstop's
+        share, so a child cannot hold the parent with questions the reference is slow to answer."""
+        return min(self.limit, cpuclock.WALL_FACTOR * self.limit - self.reference_spent)
+
+    def expired(self, case: CaseRequest, deadline: float) -> Outcome | None:
+        """The case's outcome if it must be stopped now, or None (and when to look again) if not."""
+        now = time.monotonic()
+        wall = now - self.started
+        if now >= deadline + GRACE_SECONDS:
+            return Outcome(case.id, "timeout", seconds=wall, error={
+                "message": f"did not finish within {case.timeout:g} s (stopped: the submission's time ran out)"})
+        used = self.usage()
+        if used is None:   # no kernel accounting here: the wall clock is the case's clock, as it always was
+            if now < self.wake:
+                return None
+            return Outcome(case.id, "timeout", seconds=wall, error={
+                "message": f"did not finish within {case.timeout:g} s (stopped)"})
+        if used.cpu >= self.limit + GRACE_SECONDS:
+            return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
+                "message": f"did not finish within {case.timeout:g} s of CPU time (stopped)"})
+        if now >= self.backstop:
+            if cpuclock.wall_verdict(wall, used.waiting) == "starved":
+                return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
+                    "reason": "starved", "message": (
+                        f"stopped after {wall:.0f} s of wall time, having had only {used.cpu:.2f} s of CPU time: "
+                        f"the machine was too busy (it waited {used.waiting:.0f} s for a CPU)")})
+            return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
+                "message": f"did not finish within {cpuclock.WALL_FACTOR * case.timeout:g} s of wall time, "
+                           f"having used {used.cpu:.2f} s of CPU time: it was waiting (sleep, input, a lock), "
+                           f"not computing (stopped)"})
+        self.wake = min(self.backstop, now + max(0.05, self.limit + GRACE_SECONDS - used.cpu))
+        return None
 
 
 def _oracle_problem(name: str, isolate: Sequence[str], calls: int, allowed: int) -> str | None:

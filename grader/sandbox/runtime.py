@@ -56,7 +56,11 @@ _write = os.write
 _fork = os.fork
 _exit = os._exit
 _setitimer = signal.setitimer
-_getitimer = signal.getitimer
+_sigmask = signal.pthread_sigmask
+# The load phase's budget is wall time (ITIMER_REAL, SIGALRM); a case's limit is CPU time (ITIMER_PROF, SIGPROF),
+# so waiting for a CPU on a busy machine or for the parent's answer to an isolated-helper call costs the case
+# nothing. The parent reads the same CPU time from the kernel and does not depend on this alarm.
+_ALARMS = {signal.SIGALRM, signal.SIGPROF}
 _perf = time.perf_counter
 _encode, _decode = _codec.encode, _codec.decode
 
@@ -296,13 +300,10 @@ class Child:
             child.sequence += 1
             payload["seq"] = child.sequence
             # The case's alarm must not interrupt an exchange halfway: a half-read reply would be read later
-            # as the answer to another call. The clock is paused while the reference answers: that time is
-            # not the student's (the parent pauses its own clock for the same exchange), and it resumes with
-            # what was left, so an alarm due during the exchange comes as soon as it is complete.
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-            left = _getitimer(signal.ITIMER_REAL)[0]
-            if left > 0:
-                _setitimer(signal.ITIMER_REAL, 0)
+            # as the answer to another call. The case's clock is CPU time (ITIMER_PROF): it stands still by
+            # itself while this process waits for the reference's answer, and an alarm due during the exchange
+            # comes as soon as it is complete.
+            _sigmask(signal.SIG_BLOCK, _ALARMS)
             try:
                 child.send(payload)
                 while True:
@@ -310,9 +311,7 @@ class Child:
                     if reply.get("seq") == child.sequence:
                         break
             finally:
-                if left > 0:
-                    _setitimer(signal.ITIMER_REAL, left)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+                _sigmask(signal.SIG_UNBLOCK, _ALARMS)
             if "error" in reply:
                 raise RuntimeError(f"{name} raised {reply['error']}")
             return _decode(reply["value"])
@@ -340,7 +339,7 @@ class Child:
         stage = ""
         builtins_before = dict(_builtins.__dict__)   # what the student patches there lasts one case
         sys.stdout = sys.stderr = capture
-        _setitimer(signal.ITIMER_REAL, float(case["timeout"]))
+        _setitimer(signal.ITIMER_PROF, float(case["timeout"]))
         try:
             try:
                 result = eval(compile(case["code"], "<case>", "eval"), scope)  # noqa: S307 - rubric expression
@@ -359,7 +358,7 @@ class Child:
                     except BaseException as error:  # noqa: BLE001
                         probes[name] = {"error": _cut(f"{_error_name(error)}: {_text(error)}", 3000)}
             finally:
-                _setitimer(signal.ITIMER_REAL, 0)
+                _setitimer(signal.ITIMER_PROF, 0)
                 sys.stdout, sys.stderr = _STDOUT, _STDERR
             try:
                 outcome.update(status="ok", value=_encode(result), probes=probes)
@@ -554,7 +553,8 @@ def _apply_limits(limits):
 
 def start(request_fd, response_fd, config, facts, jailed):
     """The runtime's start in a freshly forked child (see zygote.py): limits, scratch, then serve."""
-    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGALRM, _on_alarm)   # the load phase's wall budget
+    signal.signal(signal.SIGPROF, _on_alarm)   # a case's CPU time
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # a Ctrl-C in the grader's terminal is the grader's business
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "SIGXFSZ"):

@@ -1,0 +1,129 @@
+"""The case clock the parent trusts: CPU time of the student's exercise process, read from the kernel.
+
+A case's time limit is CPU time, not wall time: on a busy machine (or while the parent answers thousands of
+isolated-helper calls, one pipe round trip each) the student's process waits, and waiting for a CPU or for the
+grader is not the student's doing. The child sets its own soft alarm in CPU time (ITIMER_PROF), but the child is
+hostile (it may reset its itimers or block signals), so the parent never takes the child's word: it reads the
+exercise fork's `utime + stime` (all its threads, plus children it waited for) from `/proc/<pid>/stat` and its
+run-queue delay from `/proc/<pid>/schedstat`, both kept by the kernel. A generous wall-clock backstop
+(WALL_FACTOR times the limit) still ends a case that sleeps or is starved; `wall_verdict` says whose fault that
+was from the kernel's numbers. Where /proc cannot be read the clock falls back to wall time, as before.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+WALL_FACTOR = 10.0            # the wall backstop: this many times the case's CPU limit
+STARVED_SHARE = 0.5           # waited for a CPU at least this share of the wall time: the machine's fault
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the kernel has charged one process so far, in seconds."""
+
+    cpu: float        # user + system time of all its threads and of the children it waited for
+    waiting: float    # time its main thread was runnable but kept off a CPU (0.0 where the kernel does not say)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """The two processes whose accounting makes an exercise's CPU time: its fork and the runtime that reaps it."""
+
+    runtime: int
+    fork: int
+
+
+def read_usage(process: Exercise | None) -> Usage | None:
+    """The kernel's accounting of an exercise so far, or None when it cannot be read (no /proc, runtime gone).
+
+    The fork's own times plus the runtime's reaped children's: when the fork ends its times move into the
+    runtime's, so the sum goes on counting after the last answer. The runtime is read first: a reap between the
+    two reads then loses the fork's times for this reading (too little, never counted twice).
+    """
+    if process is None:
+        return None
+    runtime = _stat(process.runtime)
+    if runtime is None:
+        return None
+    cpu = sum(runtime[13:15]) / _TICK                        # cutime, cstime: the children it has reaped
+    fork = _stat(process.fork)
+    if fork is not None:
+        cpu += sum(fork[11:15]) / _TICK                      # utime, stime, cutime, cstime
+    try:
+        with open(f"/proc/{process.fork}/schedstat", "rb") as schedstat:
+            waiting = int(schedstat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        waiting = 0.0
+    return Usage(cpu, waiting)
+
+
+def _stat(pid: int) -> list[int] | None:
+    """The numeric fields of /proc/<pid>/stat after the command (index 0 is field 4, the parent's pid)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return [0] + [int(value) for value in fields[1:15]]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def children(pid: int) -> list[int]:
+    """The kernel's list of `pid`'s children (every thread's), or a scan of /proc where that list is absent."""
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as listing:
+                found.extend(int(child) for child in listing.read().split())
+        return found
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError):
+        return []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _parent(int(entry)) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _parent(pid: int) -> int | None:
+    fields = _stat(pid)
+    return fields[1] if fields is not None else None
+
+
+def _innermost_pid(pid: int) -> int | None:
+    """The pid a process has in its own (innermost) pid namespace: the last number of its NSpid line."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return None
+
+
+def exercise_process(outer: int, reported: int) -> Exercise | None:
+    """An exercise's fork and its runtime, by host pid, found by walking the sandbox's tree in the kernel's /proc.
+
+    `outer` is the sandbox's first process (the grader holds its pidfd); the fork is a child of the runtime,
+    which is `outer` itself in rlimits mode and its grandchild with namespaces (outer -> init -> runtime).
+    `reported` is the pid the child said it forked, in its own pid namespace: advice, used only to pick among
+    the processes of this sandbox's tree, whose numbers the kernel gives.
+    """
+    level = [(outer, outer)]
+    for _ in range(3):
+        level = [(pid, child) for _, pid in level for child in children(pid)]
+        for parent, pid in level:
+            if _innermost_pid(pid) == reported:
+                return Exercise(parent, pid)
+    return None
+
+
+def wall_verdict(wall: float, waiting: float) -> str:
+    """Whose fault a case is that reached the wall backstop without using its CPU time: "starved" when the
+    kernel kept it waiting for a CPU for most of that time (the grader's machine), else "waited" (it slept,
+    blocked on input or a lock, or was stopped: the student's code chose to wait)."""
+    return "starved" if wall > 0 and waiting >= STARVED_SHARE * wall else "waited"

@@ -1,0 +1,89 @@
+"""A case's limit is CPU time read from the kernel: waiting (for a CPU on a busy machine, for the parent's answers
+to isolated-helper calls, or asleep) is not computing. Real children; only statuses are asserted, never wall time:
+each test makes the wall time far exceed the limit while the CPU time stays far below it, or the reverse."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from hypothesis import given, strategies as st
+
+from grader import codec
+from grader.sandbox import cpuclock
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+
+
+def run(source: str, *cases: CaseRequest, isolate=(), oracle=None):
+    statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+    with Sandbox(statements, {}, ProcessLimits(load_seconds=5)) as sandbox:
+        sandbox.load(time.monotonic() + 60)
+        return sandbox.run_exercise(list(cases), isolate, oracle or (lambda *a: None), time.monotonic() + 120)
+
+
+def test_a_case_that_sleeps_past_its_limit_is_not_charged_for_waiting():
+    source = "import time\ndef nap():\n    time.sleep(1.5)\n    return 7\n"
+    [outcome] = run(source, CaseRequest("c1", "nap()", timeout=0.3))
+    assert outcome.status == "ok" and codec.decode(outcome.value) == 7
+    assert outcome.cpu_seconds is not None and outcome.cpu_seconds < 0.3
+
+
+def test_a_case_that_waits_past_the_wall_backstop_is_stopped_and_says_it_was_waiting():
+    source = "import time\ndef forever():\n    time.sleep(600)\n"
+    [outcome] = run(source, CaseRequest("c1", "forever()", timeout=0.2))
+    assert outcome.status == "timeout"
+    assert "waiting" in outcome.error["message"] and outcome.error.get("reason") != "starved"
+
+
+def test_a_case_that_computes_past_its_limit_with_every_alarm_ignored_is_stopped_by_its_cpu_time():
+    source = ("import signal\ndef spin():\n    signal.signal(signal.SIGPROF, signal.SIG_IGN)\n"
+              "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while True:\n        pass\n"
+              "def fine():\n    return 1\n")
+    outcomes = run(source, CaseRequest("c1", "spin()", timeout=0.3), CaseRequest("c2", "fine()"))
+    assert [o.status for o in outcomes] == ["timeout", "ok"]
+    assert "CPU time (stopped)" in outcomes[0].error["message"]
+
+
+def test_round_trips_to_the_parent_for_isolated_helpers_are_not_charged_to_the_case():
+    """Thousands of oracle calls: each is a pipe round trip through the parent, which on a busy machine costs
+    far more wall time than the case's limit; the child's CPU time for them is small."""
+    source = "def many(helper):\n    return sum(helper(i) for i in range(3000))\n\ndef helper(x):\n    return 0\n"
+    [outcome] = run(source, CaseRequest("c1", "many(helper)", timeout=0.5, oracle_calls=5000),
+                    isolate=["helper"], oracle=lambda name, args, kwargs: args[0])
+    assert outcome.status == "ok", outcome
+    assert codec.decode(outcome.value) == sum(range(3000))
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_a_case_slowed_by_other_processes_is_judged_by_its_own_cpu_time():
+    """Three busy processes share one CPU with the case, which needs 0.6 s of CPU under a 1 s limit: about 2.4 s
+    of wall time, a timeout by any wall clock, an answer by the kernel's CPU accounting."""
+    cpu = min(os.sched_getaffinity(0))
+    hog = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+    try:
+        source = (f"import os, time\ndef work():\n    os.sched_setaffinity(0, {{{cpu}}})\n"
+                  f"    end = time.process_time() + 0.6\n    while time.process_time() < end:\n        pass\n"
+                  f"    return 'done'\n")
+        [outcome] = run(source, CaseRequest("c1", "work()", timeout=1.0))
+    finally:
+        for process in hogs:
+            process.kill()
+            process.wait()
+    assert outcome.status == "ok", outcome
+    assert codec.decode(outcome.value) == "done"
+
+
+@given(wall=st.floats(0.01, 1e4), share=st.floats(0.0, 1.0))
+def test_a_wall_backstop_is_the_machines_fault_exactly_when_it_kept_the_case_waiting_for_a_cpu(wall, share):
+    verdict = cpuclock.wall_verdict(wall, share * wall)
+    assert verdict == ("starved" if share >= cpuclock.STARVED_SHARE else "waited")
+
+
+def test_the_exercise_process_is_found_in_the_kernels_process_tree():
+    source = "import os\ndef me():\n    return os.getpid()\n"
+    [outcome] = run(source, CaseRequest("c1", "me()"))
+    assert outcome.status == "ok" and outcome.cpu_seconds is not None   # the kernel's number, not the child's
