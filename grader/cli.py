@@ -216,8 +216,9 @@ def _similarity(args: argparse.Namespace) -> int:
     _check_results(args.results)
     similarity = _class_similarity(args)
     page, table = write_similarity(similarity, Path(args.out), Path(args.csv) if args.csv else None)
-    print(f"{len(similarity.students)} submissions, {len(similarity.pairs)} pairs, {len(similarity.flagged)} at or "
-          f"above {args.threshold:g}: {page} (and {table})")
+    print(f"{len(similarity.students)} submissions, {similarity.pairs_compared} pairs compared, "
+          f"{len(similarity.pairs)} share code, {len(similarity.flagged)} at or above {args.threshold:g}: {page} "
+          f"(and {table})")
     for pair in similarity.flagged[:10]:
         print(f"  {pair.score:.0%}  {pair.left}  {pair.right}")
     for note in similarity.notes:

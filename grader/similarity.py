@@ -19,14 +19,18 @@ wrote alike.
 
 from __future__ import annotations
 
-import io
+import bisect
+import hashlib
+import itertools
 import math
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 NOISE = 25            # k: a match shorter than this many token characters is never reported (copydetect's default)
 GUARANTEE = 30        # a match this long is always found: winnowing window = GUARANTEE - NOISE + 1
 THRESHOLD = 0.6       # pairs at or above this score are flagged
+LOCATED = 50          # the shared code is located in at least this many of the most similar pairs (and all flagged)
 COMMON_SHARE = 0.5    # a fingerprint in at least this share of the class is an idiom ...
 COMMON_AT_LEAST = 4   # ... but never in fewer submissions than this (small classes keep everything)
 
@@ -60,15 +64,16 @@ class Pair:
 
 @dataclass(frozen=True)
 class Similarity:
-    """Every pair of the class, most similar first, and the code they were computed from."""
+    """The pairs of the class that share code, most similar first, and the code they were computed from."""
 
     students: tuple[str, ...]
     functions: tuple[str, ...]
-    pairs: tuple[Pair, ...]
+    pairs: tuple[Pair, ...]                  # every other pair shares no fingerprint: it scores 0
     code: Mapping[str, Mapping[str, str]]    # student -> function -> code
     threshold: float
     template: bool                           # whether template code was given as boilerplate
     notes: tuple[str, ...]                   # submissions left out and why
+    pairs_compared: int = 0                  # every pair of the class, listed or not
 
     @property
     def flagged(self) -> tuple[Pair, ...]:
@@ -83,20 +88,46 @@ class Similarity:
         return best
 
 
-def _copydetect():
+def _copydetect() -> tuple[Callable[..., Any], Callable[..., Any]]:
     try:
-        from copydetect.detector import CodeFingerprint, compare_files
+        from copydetect.utils import filter_code, winnow
     except ImportError as error:     # pragma: no cover - depends on the install
         raise SimilarityUnavailable(
             "the similarity check needs copydetect: pip install 'puzzle-grader[reports]'") from error
-    return CodeFingerprint, compare_files
+    return filter_code, winnow
 
 
-def _fingerprint(code: str, boilerplate: Iterable[int], noise: int, guarantee: int):
+def kgram_hash(text: str) -> int:
+    """A k-gram's hash, the same in every process. copydetect hashes k-grams with Python's hash(), which
+    PYTHONHASHSEED changes from run to run, so the same class would be winnowed, scored and flagged differently
+    each time; its tokenizer and winnowing are used as they are."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _kgram_hashes(code: str, noise: int) -> tuple[str, Any, Any]:
+    """The code filtered by copydetect's tokenizer (names V and F, strings S), its offsets back to the code,
+    and the hash of each k-gram of the filtered text."""
     import numpy as np
-    CodeFingerprint, _ = _copydetect()
-    return CodeFingerprint("code.py", noise, guarantee - noise + 1, boilerplate=np.array(sorted(boilerplate),
-                           dtype=np.int64), language="python", fp=io.StringIO(code))
+    filter_code, _ = _copydetect()
+    filtered, offsets = filter_code(code, "code.py", "python")
+    hashes = np.array([kgram_hash(filtered[i:i + noise]) for i in range(len(filtered) - noise + 1)], dtype=np.int64)
+    return filtered, offsets, hashes
+
+
+def _fingerprint(code: str, boilerplate: frozenset[int], noise: int, guarantee: int) -> _Print:
+    """The winnowed fingerprints of `code` (copydetect's winnowing, window guarantee - noise + 1) less the
+    boilerplate's, with where each stands."""
+    _, winnow = _copydetect()
+    _, offsets, hashes = _kgram_hashes(code, noise)
+    selected, places = winnow(hashes, window_size=guarantee - noise + 1, remove_duplicates=False)
+    positions: dict[int, list[int]] = {}
+    for value, place in zip(selected.tolist(), places.tolist(), strict=True):
+        if value not in boilerplate:
+            positions.setdefault(value, []).append(place)
+    pairs = [(int(at), int(removed)) for at, removed in offsets]
+    return _Print.of({value: tuple(where) for value, where in positions.items()}, noise,
+                     tuple(at for at, _ in pairs), tuple(removed for _, removed in pairs))
 
 
 def template_fingerprints(template_code: str, *, noise: int = NOISE, guarantee: int = GUARANTEE) -> frozenset[int]:
@@ -104,66 +135,151 @@ def template_fingerprints(template_code: str, *, noise: int = NOISE, guarantee: 
     (window 1): a student's k-gram that is anywhere in the template must be recognized as the template's."""
     if not template_code.strip():
         return frozenset()
-    return frozenset(int(h) for h in _fingerprint(template_code, (), noise, noise).hashes)
+    return frozenset(_kgram_hashes(template_code, noise)[2].tolist())
+
+
+def fingerprints(code: Mapping[str, Mapping[str, str]], template: frozenset[int] = frozenset(), *,
+                 noise: int = NOISE, guarantee: int = GUARANTEE, common_share: float = COMMON_SHARE,
+                 common_at_least: int = COMMON_AT_LEAST) -> dict[str, dict[str, _Print]]:
+    """Function -> student -> the fingerprints of that student's code, with the `template`'s (see
+    template_fingerprints) and the class's idioms dropped: what every pair is compared on. A code text that
+    several students handed in is fingerprinted once."""
+    students = sorted(code)
+    functions = tuple(dict.fromkeys(f for s in students for f in code[s]))
+    common = max(common_at_least, math.ceil(common_share * len(students)))
+    prints: dict[str, dict[str, _Print]] = {}
+    for function in functions:
+        seen: dict[str, _Print] = {}
+        first = {s: seen.get(text) or seen.setdefault(text, _fingerprint(text, template, noise, guarantee))
+                 for s in students if (text := code[s].get(function, "")).strip()}
+        frequency: Counter[int] = Counter(value for fingerprint in first.values() for value in fingerprint.positions)
+        idioms = {value for value, count in frequency.items() if count >= common}
+        prints[function] = {s: fingerprint.without(idioms) for s, fingerprint in first.items()} if idioms else first
+    return prints
 
 
 def compare(code: Mapping[str, Mapping[str, str]], *, template_code: str = "", threshold: float = THRESHOLD,
             noise: int = NOISE, guarantee: int = GUARANTEE, common_share: float = COMMON_SHARE,
-            common_at_least: int = COMMON_AT_LEAST, notes: Sequence[str] = ()) -> Similarity:
-    """All pairs of students, most similar first. `code` is student -> function -> that student's code."""
-    _, compare_files = _copydetect()
+            common_at_least: int = COMMON_AT_LEAST, located: int = LOCATED, notes: Sequence[str] = ()) -> Similarity:
+    """Every pair of students that shares code, most similar first. `code` is student -> function -> that
+    student's code.
+
+    An inverted index (fingerprint -> the students who have it) names the pairs that share at least one
+    fingerprint; only those are scored, so a pair that shares nothing costs nothing (it scores 0 and is counted
+    in `pairs_compared`, not listed). The shared stretches of code are located for the pairs a TA is shown:
+    every flagged pair and at least the `located` most similar ones; the others carry scores only."""
     students = tuple(sorted(code))
-    functions = tuple(dict.fromkeys(f for s in students for f in code[s]))
     template = template_fingerprints(template_code, noise=noise, guarantee=guarantee)
-    common = max(common_at_least, math.ceil(common_share * len(students)))
-    prints: dict[str, dict[str, Any]] = {f: {} for f in functions}   # copydetect's CodeFingerprint
-    for function in functions:
-        first = {s: _fingerprint(code[s][function], template, noise, guarantee)
-                 for s in students if code[s].get(function, "").strip()}
-        frequency: dict[int, int] = {}
-        for fingerprint in first.values():
-            for value in fingerprint.hashes:
-                frequency[int(value)] = frequency.get(int(value), 0) + 1
-        idioms = {value for value, count in frequency.items() if count >= common}
-        for fingerprint in first.values() if idioms else ():
-            _drop(fingerprint, idioms)
-        prints[function] = first
-    pairs = []
-    for i, left in enumerate(students):
-        for right in students[i + 1:]:
-            matches = []
-            for function in functions:
-                a, b = prints[function].get(left), prints[function].get(right)
-                if a is None or b is None or not a.token_coverage or not b.token_coverage:
-                    continue
-                if a.hashes.isdisjoint(b.hashes):     # most honest pairs: nothing shared, nothing to locate
-                    matches.append(FunctionMatch(function, 0.0, 0, int(a.token_coverage) + int(b.token_coverage),
-                                                 (), ()))
-                    continue
-                overlap, (share_a, share_b), (slices_a, slices_b) = compare_files(a, b)
-                # copydetect's shares are matched / fingerprinted token characters of each side
-                matched = round(float(share_a) * a.token_coverage + float(share_b) * b.token_coverage)
-                compared = int(a.token_coverage) + int(b.token_coverage)
-                matches.append(FunctionMatch(
-                    function, min(1.0, matched / compared), min(matched, compared), compared,
-                    _spans(slices_a) if overlap else (), _spans(slices_b) if overlap else ()))
-            matched = sum(m.matched for m in matches)
-            compared = sum(m.compared for m in matches)
-            score = matched / compared if compared else 0.0
-            matches.sort(key=lambda m: (-m.similarity, -m.compared, m.function))
-            pairs.append(Pair(left, right, score, matched, compared, tuple(matches), score >= threshold))
-    pairs.sort(key=lambda p: (-p.score, -p.matched, p.left, p.right))
-    return Similarity(students, functions, tuple(pairs), code, threshold, bool(template), tuple(notes))
+    prints = fingerprints(code, template, noise=noise, guarantee=guarantee, common_share=common_share,
+                          common_at_least=common_at_least)
+    functions = tuple(prints)
+    pairs = [score_pair(left, right, prints, threshold, locate=False) for left, right in _sharing(prints, students)]
+    pairs.sort(key=_rank)
+    shown = max(located, sum(p.flagged for p in pairs))
+    pairs[:shown] = [score_pair(p.left, p.right, prints, threshold) for p in pairs[:shown]]
+    return Similarity(students, functions, tuple(pairs), code, threshold, bool(template), tuple(notes),
+                      len(students) * (len(students) - 1) // 2)
 
 
-def _drop(fingerprint, hashes: set[int]) -> None:
-    """Remove fingerprints from a copydetect CodeFingerprint, as if they had been given as boilerplate
-    (copydetect drops boilerplate after winnowing too), without tokenizing the code again."""
-    from copydetect.utils import get_token_coverage
-    fingerprint.hash_idx = {h: i for h, i in fingerprint.hash_idx.items() if int(h) not in hashes}
-    fingerprint.hashes = set(fingerprint.hash_idx)
-    fingerprint.token_coverage = get_token_coverage(fingerprint.hash_idx, fingerprint.k,
-                                                    len(fingerprint.filtered_code))
+def _rank(pair: Pair) -> tuple[float, int, str, str]:
+    return -pair.score, -pair.matched, pair.left, pair.right
+
+
+def score_pair(left: str, right: str, prints: Mapping[str, Mapping[str, _Print]], threshold: float = THRESHOLD,
+               locate: bool = True) -> Pair:
+    """Two students compared on every function both wrote (`prints` from `fingerprints`); each function's
+    shared stretches of code too when `locate`."""
+    matches = []
+    for function, by_student in prints.items():
+        a, b = by_student.get(left), by_student.get(right)
+        if a is not None and b is not None and a.coverage and b.coverage:
+            matches.append(_match(function, a, b, locate))
+    matched = sum(m.matched for m in matches)
+    compared = sum(m.compared for m in matches)
+    score = matched / compared if compared else 0.0
+    matches.sort(key=lambda m: (-m.similarity, -m.compared, m.function))
+    return Pair(left, right, score, matched, compared, tuple(matches), score >= threshold)
+
+
+def _match(function: str, a: _Print, b: _Print, locate: bool) -> FunctionMatch:
+    compared = a.coverage + b.coverage
+    shared = a.hashes & b.hashes
+    if not shared:     # most honest pairs: nothing shared, nothing to locate
+        return FunctionMatch(function, 0.0, 0, compared, (), ())
+    starts_a, stops_a = a.copied(shared)
+    starts_b, stops_b = b.copied(shared)
+    matched = sum(stops_a) - sum(starts_a) + sum(stops_b) - sum(starts_b)
+    return FunctionMatch(function, min(1.0, matched / compared), min(matched, compared), compared,
+                         a.located(starts_a, stops_a) if locate else (), b.located(starts_b, stops_b) if locate else ())
+
+
+@dataclass(frozen=True)
+class _Print:
+    """One student's fingerprints of one function: where each hash stands in the filtered code, how much of it
+    the fingerprints cover, and copydetect's offsets back to the student's own code. `copied` and `located`
+    are what copydetect's compare_files computes for one side (its get_copied_slices and offset mapping), in
+    plain Python: numpy arrays cost more than they save for a handful of numbers."""
+
+    positions: dict[int, tuple[int, ...]]
+    hashes: frozenset[int]           # the keys of positions, kept: pairs intersect them many times
+    coverage: int                    # token characters the fingerprints cover (copydetect's token_coverage)
+    k: int
+    filtered_at: tuple[int, ...]     # copydetect's offsets[:, 0]: places in the filtered code ...
+    removed: tuple[int, ...]         # ... and offsets[:, 1]: characters filtering removed before them
+
+    @staticmethod
+    def of(positions: dict[int, tuple[int, ...]], k: int, filtered_at: tuple[int, ...],
+           removed: tuple[int, ...]) -> _Print:
+        print_ = _Print(positions, frozenset(positions), 0, k, filtered_at, removed)
+        if not positions:
+            return print_
+        starts, stops = print_.copied(positions)
+        return replace(print_, coverage=sum(stops) - sum(starts))
+
+    def without(self, hashes: set[int]) -> _Print:
+        """These fingerprints less `hashes` (copydetect drops boilerplate after winnowing too)."""
+        return _Print.of({h: where for h, where in self.positions.items() if h not in hashes}, self.k,
+                         self.filtered_at, self.removed)
+
+    def copied(self, shared: Iterable[int]) -> tuple[list[int], list[int]]:
+        """Starts and stops, in the filtered code, of the stretches the `shared` hashes cover (k-grams that
+        overlap or touch make one stretch)."""
+        places = sorted(itertools.chain.from_iterable(map(self.positions.__getitem__, shared)))
+        starts, stops = [places[0]], []
+        gap = self.k - 1
+        for before, after in itertools.pairwise(places):
+            if after - before > gap:
+                stops.append(before + self.k)
+                starts.append(after)
+        stops.append(places[-1] + self.k)
+        return starts, stops
+
+    def located(self, starts: list[int], stops: list[int]) -> tuple[tuple[int, int], ...]:
+        """Those stretches as (start, stop) in the student's own code, merged where they overlap."""
+        return _spans((tuple(map(self._original, starts)), tuple(map(self._original, stops))))
+
+    def _original(self, at: int) -> int:
+        if not self.filtered_at:
+            return at
+        return at + self.removed[min(bisect.bisect_left(self.filtered_at, at), len(self.filtered_at) - 1)]
+
+
+def _sharing(prints: Mapping[str, Mapping[str, _Print]], students: Sequence[str]) -> list[tuple[str, str]]:
+    """Every pair (in the students' order) with at least one fingerprint in common in some function, found
+    through an inverted index per function instead of by trying every pair."""
+    rank = {student: i for i, student in enumerate(students)}
+    partners: dict[str, set[str]] = {student: set() for student in students}
+    for by_student in prints.values():
+        index: dict[int, list[str]] = {}
+        for student, fingerprint in by_student.items():
+            for h in fingerprint.positions:
+                index.setdefault(h, []).append(student)
+        for holders in index.values():
+            if len(holders) > 1:
+                for student in holders:
+                    partners[student].update(holders)
+    return [(left, right) for left in students
+            for right in sorted((s for s in partners[left] if rank[s] > rank[left]), key=rank.__getitem__)]
 
 
 def _spans(slices) -> tuple[tuple[int, int], ...]:

@@ -8,6 +8,7 @@ stateToString, main ...), which must never count.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import nbformat
@@ -230,3 +231,47 @@ def write_class(folder: Path) -> dict[str, Path]:
         paths[student] = folder / f"{student}.ipynb"
         nbformat.write(notebook, paths[student])
     return paths
+
+
+# ------------------------------------------------------------------------------------ a class of any size
+
+EXTRA_LINES = (
+    "print('debug', {a})",
+    "assert {a} is not None",
+    "{b} = len({a})",
+    "{b} = {n}",
+    "if {a} is None:\n    return None",
+    "{b} = [{a}] * {n}",
+    "# checked {n} cases",
+)
+NAMES = ("S", "tile", "row", "col", "Pattern", "S1", "S2", "dx", "dy")
+
+
+def variant(code: str, rng: random.Random) -> str:
+    """One student's own take on `code`: local names renamed, one to three lines of their own inserted."""
+    lines = code.rstrip("\n").split("\n")
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randint(1, len(lines) - 1)
+        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())] or "    "
+        extra = rng.choice(EXTRA_LINES).format(a=rng.choice(NAMES), b=f"tmp{rng.randint(0, 99)}",
+                                               n=rng.randint(2, 999))
+        lines[at:at] = [indent + part for part in extra.split("\n")]
+    return renamed("\n".join(lines) + "\n")
+
+
+def synthetic_class(count: int, seed: int = 13) -> dict[str, dict[str, str]]:
+    """Student -> function -> code for a class of `count` (bench/bench_similarity.py and the index tests):
+    each function one honest student's version renamed with lines of the student's own inserted, so honest
+    students share some k-grams as real ones do; every 50th student is a renamed copy of the one before."""
+    rng = random.Random(seed)
+    honest = list(HONEST)
+    code: dict[str, dict[str, str]] = {}
+    previous = ""
+    for number in range(count):
+        name = f"student-{number:04d}"
+        if number % 50 == 49 and previous:
+            code[name] = {function: renamed(text) for function, text in code[previous].items()}
+        else:
+            code[name] = {function: variant(HONEST[rng.choice(honest)][function], rng) for function in FUNCTIONS}
+        previous = name
+    return code

@@ -57,7 +57,8 @@ def similarity_html(similarity: Similarity, *, title: str = "Similarity", csv_na
 
 
 def similarity_csv(similarity: Similarity) -> str:
-    """Every pair, most similar first: the score, whether it is flagged, and each function's similarity."""
+    """Every pair that shares code, most similar first: the score, whether it is flagged, and each function's
+    similarity (a pair not listed shares no code: it scores 0)."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["student_a", "student_b", "score", "flagged", "matched", "compared", *similarity.functions])
