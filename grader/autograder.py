@@ -28,7 +28,6 @@ import tempfile
 import traceback
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
@@ -37,9 +36,6 @@ from grader.files import atomic_open
 from grader.report.gradescope import failure_results, to_gradescope, write_results
 from grader.rubric import Rubric, load_rubric
 from grader.sandbox.supervisor import temp_root
-
-if TYPE_CHECKING:
-    from grader.rubric import Policy
 
 ROOT_ENV = "AUTOGRADER_ROOT"
 DEFAULT_ROOT = "/autograder"
@@ -302,31 +298,15 @@ def build_autograder(rubric_path: Path, output_zip: Path, *, wheel: bool = True)
 # ---------------------------------------------------------------------------------------------- running
 
 
-def find_submission(folder: Path, exercise_names: set[str], policy: Policy | None = None
-                    ) -> tuple[Path | None, list[Path]]:
-    """The file to grade among the student's upload, and the other candidates it left aside.
-
-    Notebooks first (.py only if there is no notebook). Of several, the one that defines the most graded
-    functions wins, then the first by path, so a stray checkpoint copy or scratch notebook is not graded.
-    """
+def find_submission(folder: Path, rubric: Rubric) -> tuple[Path | None, list[Path]]:
+    """The file to grade among the student's upload, and the other candidates it left aside: by the rule a
+    class is graded by (grader.intake.CHOICE_RULE), so a stray scratch notebook is not graded."""
     from grader.batch import collect
-    from grader.extract import extract
-    from grader.rubric import Policy
-    from grader.notebook import NotebookError, read_notebook
+    from grader.grading import defines_counter
+    from grader.intake import choose_upload
     files = [p for p in collect([folder]) if "__MACOSX" not in p.parts] if folder.is_dir() else []
-    candidates = [p for p in files if p.suffix == ".ipynb"] or [p for p in files if p.suffix == ".py"]
-    if len(candidates) <= 1:
-        return (candidates[0] if candidates else None), []
-
-    def defined(path: Path) -> int:
-        try:
-            extracted = extract(read_notebook(path), policy or Policy())
-        except (NotebookError, OSError, ValueError, SyntaxError):
-            return -1
-        return len(exercise_names & set(extracted.definitions))
-
-    best = max(candidates, key=lambda p: (defined(p), -candidates.index(p)))
-    return best, [p for p in candidates if p != best]
+    chosen, others, _ = choose_upload(files, defines_counter(rubric))
+    return chosen, others
 
 
 def run(root: Path, rubric_path: Path) -> dict:
@@ -357,9 +337,8 @@ def _grade_into_results(root: Path, rubric_path: Path) -> dict:
     from grader.grading import Options, grade_path, support_sources
     from grader.plan import build_plan
     rubric = load_rubric(rubric_path)
-    names = {name for exercise in rubric.exercises for name in exercise.names}
     submission_dir = root / "submission"
-    submission, others = find_submission(submission_dir, names, rubric.policy)
+    submission, others = find_submission(submission_dir, rubric)
     if submission is None:
         found = sorted(p.relative_to(submission_dir).as_posix() for p in submission_dir.rglob("*") if p.is_file()) \
             if submission_dir.is_dir() else []

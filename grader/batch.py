@@ -19,7 +19,7 @@ from grader.gradebook import Gradebook, ScoreRow
 from grader.intake import Entry, gather
 from grader.lateness import LatePolicy, assess
 from grader.report.csv_export import write_csv, write_score_csv
-from grader.grading import Options, file_sha256, grade_path, support_sources
+from grader.grading import Options, defines_counter, file_sha256, grade_path, support_sources
 from grader.plan import Plan, build_plan, default_cache
 from grader.results import SubmissionResult, from_dict, write_json
 from grader.rubric import Rubric, load_rubric
@@ -126,9 +126,11 @@ def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
     return relative
 
 
-def _entries(paths: Iterable[str | Path], workdir: Path) -> tuple[list[Entry], list[str], list[str]]:
-    """Every submission, with the intake's problems and notes."""
-    intake = gather(list(paths), workdir)
+def _entries(paths: Iterable[str | Path], workdir: Path,
+             rubric: Rubric | None = None) -> tuple[list[Entry], list[str], list[str]]:
+    """Every submission, with the intake's problems and notes (of a student's several notebooks, the rubric
+    says which defines the most of what it grades)."""
+    intake = gather(list(paths), workdir, defines_counter(rubric) if rubric is not None else None)
     return list(intake.entries), list(intake.problems), list(intake.notes)
 
 
@@ -178,7 +180,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
     batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
     with tempfile.TemporaryDirectory(prefix="intake-", dir=temp_root()) as workdir:
-        entries, batch.problems, batch.notes = _entries(paths, Path(workdir))
+        entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
         batch.notes[:0] = plan.warnings   # e.g. a cache file that did not verify: the TA should know
         batch.students = [entry.student for entry in entries]
         by_student = {entry.student: entry for entry in entries}

@@ -13,7 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from grader import __version__
 from grader.analysis import global_data_reads, is_stub
@@ -661,15 +661,40 @@ def _without_shown_inputs(result: CaseResult) -> CaseResult:
     return replace(result, inputs={}) if result.status == "pass" and result.inputs else result
 
 
+ExerciseRunner = Callable[[Exercise, CaseRunner], CaseRunner]
+"""How one exercise's cases run on a submission's runner: the runner itself when grading; the kit wraps it
+with the kit's expected answers (a student's self-check has no reference)."""
+Settle = Callable[[Sequence[ExerciseResult], Sequence[str]], Sequence[ExerciseResult]]
+"""What a caller does with the judged exercises before they are totalled, given the names the notebook
+loaded (the kit marks what it cannot verify without the course's code)."""
+
+
+def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner: CaseRunner | None,
+                    loaded: Sequence[str], deadline: float, options: Options,
+                    cases: ExerciseRunner | None = None) -> tuple[ExerciseResult, ...]:
+    """Every exercise of the rubric in order, each judged knowing the ones before it (isolation and variants
+    read them). `runner` is None when nothing loaded. The one loop grade, check and the kit's checks share."""
+    judged: dict[str, ExerciseResult] = {}
+    for exercise in plan.rubric.exercises:
+        own = runner if runner is None or cases is None else cases(exercise, runner)
+        judged[exercise.id] = grade_exercise(plan, exercise, own, notebook, extracted, loaded, deadline, options,
+                                             judged)
+    return tuple(judged.values())
+
+
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
                    options: Options = Options(), submission: str | None = None,
-                   hide_paths: Sequence[str] = ()) -> SubmissionResult:
+                   hide_paths: Sequence[str] = (), warnings: Sequence[str] = (),
+                   cases: ExerciseRunner | None = None, settle: Settle | None = None) -> SubmissionResult:
+    """One notebook, extracted, loaded in its own sandbox and judged exercise by exercise: `grader grade`,
+    `grader check` and `grader check --kit` all come through here. `warnings` go first (the kit's own);
+    `cases` and `settle` are the kit's (see ExerciseRunner, Settle)."""
     started = time.monotonic()
     rubric = plan.rubric
     extracted = extract(notebook, rubric.policy)
     limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
     deadline = started + limits.submission_seconds
-    warnings = [*notebook.warnings, *extracted.warnings]
+    said = [*warnings, *notebook.warnings, *extracted.warnings]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
@@ -678,25 +703,24 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         try:
             report = sandbox.load(deadline)
             loaded: Sequence[str] = report.names
-            warnings.extend(report.warnings)
+            said.extend(report.warnings)
             environment = report.environment
         except SandboxError as error:
-            warnings.append(str(error))
+            said.append(str(error))
             loaded = ()
             environment = ()
-        judged: dict[str, ExerciseResult] = {}
-        for exercise in rubric.exercises:
-            judged[exercise.id] = grade_exercise(plan, exercise, sandbox if loaded else None, notebook, extracted,
-                                                 loaded, deadline, options, judged)
-        exercises = tuple(judged.values())
+        exercises = grade_exercises(plan, notebook, extracted, sandbox if loaded else None, loaded, deadline,
+                                    options, cases)
         sandbox_level = sandbox.level or sandbox_level
         held = isolation_report(sandbox_level, sandbox.facts, process_limits)
+    if settle is not None:
+        exercises = tuple(settle(exercises, loaded))
     mismatch = mismatch_note(rubric.assignment, exercises, extracted)
     return bound_result(SubmissionResult(
         submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
         rubric_sha256=rubric.sha256, grader_version=__version__, isolation=sandbox_level,
         total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
-        warnings=(mismatch, *warnings) if mismatch else tuple(warnings), mismatch=mismatch, environment=environment,
+        warnings=(mismatch, *said) if mismatch else tuple(said), mismatch=mismatch, environment=environment,
         seconds=round(time.monotonic() - started, 3), extra={"isolation": held}))
 
 
@@ -735,6 +759,20 @@ def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = 
         if folder.is_dir() and str(folder) not in hidden:
             hidden.append(str(folder))
     return hidden
+
+
+def defines_counter(rubric: Any) -> Callable[[Path], int]:
+    """How many of the rubric's graded names a file defines (-1 when it cannot be read): what picks the real
+    notebook of a student who left several (grader.intake.choose)."""
+    names = {name.split(".")[0] for exercise in rubric.exercises for name in exercise.names}
+
+    def defines(path: Path) -> int:
+        try:
+            extracted = extract(read_notebook(path), rubric.policy)
+        except (NotebookError, OSError, ValueError, SyntaxError, RecursionError):
+            return -1
+        return len(names & set(extracted.definitions))
+    return defines
 
 
 def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Options = Options(),

@@ -184,13 +184,40 @@ def safe_id(text: str) -> str:
 # ---------------------------------------------------------------------------------------------------
 # Public entry point
 
-def gather(paths: Sequence[str | Path], workdir: Path) -> Intake:
+Defines = Callable[[Path], int]
+"""How many of the rubric's graded names a file defines (-1 when it cannot be read): given by the caller that
+knows the rubric, so a scratch notebook beside the real one is not graded."""
+
+
+def gather(paths: Sequence[str | Path], workdir: Path, defines: Defines | None = None) -> Intake:
     """Every student's submission among `paths` (files, folders, glob patterns, .zip exports);
-    archive members are extracted under `workdir`."""
+    archive members are extracted under `workdir`. Of a student's several notebooks one is graded (`choose`)."""
     collector = _Collector(Path(workdir))
     for raw in paths:
         collector.add(raw)
-    return collector.finish()
+    return collector.finish(defines)
+
+
+def choose_upload(files: Sequence[Path], defines: Defines | None = None) -> tuple[Path | None, list[Path], str]:
+    """The file to grade among ONE student's upload (the Gradescope runner's submission folder), by the same
+    rule as a class (`choose`): (graded file, the others, a note saying why, "" when there was one)."""
+    candidates = []
+    for path in files:
+        if _suffix(path.name) not in NOTEBOOK_SUFFIXES:
+            continue
+        try:
+            info = path.stat()
+        except OSError as error:
+            candidates.append(_Candidate(Owner("submission", "file"), path, str(path), path.name, 0.0, "",
+                                         f"cannot be read ({error.strerror})"))
+            continue
+        when = datetime.fromtimestamp(info.st_mtime).strftime("%Y-%m-%d %H:%M:%S")
+        candidates.append(_Candidate(Owner("submission", "file"), path, str(path), path.name, info.st_mtime,
+                                     when, "" if info.st_size else f"empty {_suffix(path.name)} file"))
+    if not candidates:
+        return None, [], ""
+    chosen, others, note = choose("submission", candidates, defines)
+    return chosen.path, [c.path for c in others], note
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -418,7 +445,7 @@ class _Collector:
 
     # -- choosing -------------------------------------------------------------------------------------
 
-    def finish(self) -> Intake:
+    def finish(self, defines: Defines | None = None) -> Intake:
         groups: dict[tuple[str, str], list[_Candidate]] = {}
         for candidate in self.candidates:
             groups.setdefault((candidate.owner.convention, candidate.owner.student), []).append(candidate)
@@ -426,7 +453,7 @@ class _Collector:
         entries: list[Entry] = []
         notes: list[str] = []
         for key, group in groups.items():
-            chosen, others, note = _choose(ids[key], group)
+            chosen, others, note = choose(ids[key], group, defines)
             entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
                                  chosen.owner.late, chosen.modified, chosen.problem))
             if note:
@@ -447,32 +474,39 @@ class _Collector:
 # ---------------------------------------------------------------------------------------------------
 # Choosing one notebook per student, and unique ids
 
-_REASONS = (
+CHOICE_RULE = (
     "a readable file is preferred to an unreadable one",
     "a notebook is preferred to a .py script",
     "highest Canvas resubmission number",
+    "defines the most graded names",
     "newest modification time",
     "last by file name, modified at the same time",
     "last by source, same file name and time",
 )
+"""The one rule that picks a student's graded file among several, for a class (gather) and for one upload
+(choose_upload, the Gradescope runner): each step decides only where the ones before it tie."""
 
 
-def _choose(student: str, group: list[_Candidate]) -> tuple[_Candidate, list[_Candidate], str]:
-    """The graded notebook: (0) a readable file over an unreadable one, (1) .ipynb over .py, then (2) the highest
-    Canvas resubmission number, then (3) the newest modification time, then (4) the last file name, then (5) the
-    last source."""
+def choose(student: str, group: Sequence[_Candidate], defines: Defines | None = None
+           ) -> tuple[_Candidate, list[_Candidate], str]:
+    """The graded file of `group` by CHOICE_RULE, the others, and a note naming the step that decided.
+
+    `defines` counts the rubric's graded names in a file (only read when there is a choice to make)."""
     attempts = _attempts(group)
-    ranked = sorted(((not c.problem, c.name.lower().endswith(".ipynb"), attempts[i], c.modified, c.name, c.source,
-                      i) for i, c in enumerate(group)), reverse=True)
+    counted = [defines(c.path) if defines is not None and len(group) > 1 and not c.problem else 0 for c in group]
+    ranked = sorted(((not c.problem, c.name.lower().endswith(".ipynb"), attempts[i], counted[i], c.modified, c.name,
+                      c.source, i) for i, c in enumerate(group)), reverse=True)
     order = [group[key[-1]] for key in ranked]
     chosen, others = order[0], order[1:]
     if not others:
         return chosen, [], ""
-    step = next((i for i in range(len(_REASONS)) if ranked[0][i] != ranked[1][i]), len(_REASONS) - 1)
-    reason = _REASONS[step]
+    step = next((i for i in range(len(CHOICE_RULE)) if ranked[0][i] != ranked[1][i]), len(CHOICE_RULE) - 1)
+    reason = CHOICE_RULE[step]
     if step == 2:
         reason += f", -{ranked[0][2]}"
     elif step == 3:
+        reason += f", {ranked[0][3]} of them"
+    elif step == 4:
         reason += f", {chosen.when}"
     kind = "notebooks" if all(c.name.lower().endswith(".ipynb") for c in group) else "files"
     shown = [c.source + (" (same content)" if _same_bytes(c.path, chosen.path) else "") for c in others]

@@ -33,7 +33,7 @@ import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from grader import __version__
 from grader import codec
@@ -453,6 +453,12 @@ def _judge_variables(case: KitCase) -> dict[str, Any]:
         return {}
     values = {**case.values, **case.data}
     return {name: codec.with_arrays(codec.decode(value)) for name, value in values.items()}
+
+
+def kit_cases(kit: Kit) -> Callable[[Any, CaseRunner], KitCases]:
+    """Each exercise's cases run with the kit's inputs (a grading.ExerciseRunner)."""
+    by_id = {kx.id: kx for kx in kit.exercises}
+    return lambda exercise, runner: KitCases(runner, by_id[exercise.id])
 
 
 class KitCases:
@@ -890,7 +896,7 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     summary. Hidden cases are only counted.
     """
     from grader.extract import Extracted
-    from grader.grading import Options, grade_exercise
+    from grader.grading import Options, grade_exercises
     from grader.notebook import Notebook
     from grader.results import SubmissionResult
     from grader.scoring import total
@@ -906,11 +912,8 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     loaded = [name for name in namespace if not name.startswith("__")]
     runner = Kernel(namespace, int(kit.limits.get("output_bytes", 65536)))
     deadline = started + float(kit.limits.get("submission_seconds", 180.0))
-    judged: dict[str, Any] = {}
-    for exercise, kx in zip(plan.rubric.exercises, kit.exercises, strict=True):
-        judged[exercise.id] = grade_exercise(plan, exercise, KitCases(runner, kx), notebook, extracted, loaded,
-                                             deadline, Options(), judged)
-    exercises = settle(kit, list(judged.values()), loaded)
+    judged = grade_exercises(plan, notebook, extracted, runner, loaded, deadline, Options(), kit_cases(kit))
+    exercises = settle(kit, judged, loaded)
     warnings = kit.warnings
     if threading.current_thread() is not threading.main_thread():
         warnings += ("cases ran without a time limit (not in the main thread): a case that never ends hangs "

@@ -421,3 +421,68 @@ def test_three_thousand_students_are_taken_each_once(tmp_path: Path) -> None:
         (folder / f"student{i:04d}_{10000 + i}_{90000 + i}_taoistic-1.ipynb").write_bytes(data)
     result = gather([folder], tmp_path / "work")     # how fast: bench/, not an assertion on a busy machine
     assert len(result.entries) == 3000 and len(result.notes) == 300
+
+
+# --- one rule picks a student's notebook, for a class and for one upload -----------------------------------
+
+def defining(*names: str) -> bytes:
+    nb = nbformat.v4.new_notebook()
+    nb.cells += [nbformat.v4.new_code_cell(f"def {name}(state):\n    return state") for name in names]
+    return nbformat.writes(nb).encode("utf-8")
+
+
+def count_defined(path: Path) -> int:
+    """What a rubric grading move_dir and find_tile would count (grading.defines_counter does it for real)."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError:
+        return -1
+    return sum(f"def {name}(" in source for name in ("move_dir", "find_tile"))
+
+
+def test_the_notebook_defining_what_is_graded_wins_over_a_newer_scratch(tmp_path: Path) -> None:
+    export = make_zip(tmp_path / "export.zip", {
+        "kimsam_45678_90123_lab.ipynb": (defining("move_dir", "find_tile"), OLD),
+        "kimsam_45678_90124_Untitled.ipynb": (defining("scratch"), NEWEST),
+    })
+    result = gather([export], tmp_path / "work", count_defined)
+    kim = by_student(result)["kimsam_45678"]
+    assert kim.source.endswith("_lab.ipynb")
+    assert "(defines the most graded names, 2 of them)" in result.notes[0]
+    # without a rubric to count with, the newest file wins, as before
+    assert by_student(gather([export], tmp_path / "plain"))["kimsam_45678"].source.endswith("_Untitled.ipynb")
+
+
+def test_a_canvas_resubmission_still_beats_the_count(tmp_path: Path) -> None:
+    """The student's own last upload is their intent, even if it defines less (a broken function is theirs)."""
+    export = make_zip(tmp_path / "export.zip", {
+        "kimsam_45678_90123_lab.ipynb": (defining("move_dir", "find_tile"), NEW),
+        "kimsam_45678_90124_lab-1.ipynb": (defining("move_dir"), OLD),
+    })
+    kim = by_student(gather([export], tmp_path / "work", count_defined))["kimsam_45678"]
+    assert kim.source.endswith("_lab-1.ipynb")
+
+
+@pytest.mark.parametrize("files", [
+    {"lab.ipynb": (defining("move_dir"), 1000), "scratch.ipynb": (defining(), 3000), "lab.py": (b"x = 1\n", 4000)},
+    {"a.ipynb": (defining("move_dir"), 2000), "b.ipynb": (defining("find_tile"), 2000)},
+    {"old.ipynb": (defining("move_dir", "find_tile"), 1000), "new.ipynb": (defining("move_dir", "find_tile"), 5000)},
+    {"only.py": (b"def move_dir(s):\n    return s\n", 1000), "empty.ipynb": (b"", 9000)},
+])
+def test_one_upload_and_a_class_folder_pick_by_the_same_rule(tmp_path: Path, files: dict) -> None:
+    upload = tmp_path / "upload"
+    paths = [write(upload / name, data, mtime) for name, (data, mtime) in files.items()]
+    chosen, others, note = intake.choose_upload(paths, count_defined)
+    assert chosen is not None and sorted(others) == sorted(p for p in paths if p != chosen)
+    class_folder = tmp_path / "class"
+    for name, (data, mtime) in files.items():
+        write(class_folder / "student" / name, data, mtime)
+    gathered = gather([class_folder], tmp_path / "work", count_defined)
+    assert by_student(gathered)["student"].path.name == chosen.name
+    [class_note] = gathered.notes
+    assert [step for step in intake.CHOICE_RULE if step in note] == \
+        [step for step in intake.CHOICE_RULE if step in class_note] != []
+
+
+def test_an_upload_without_a_notebook_has_nothing_to_choose(tmp_path: Path) -> None:
+    assert intake.choose_upload([write(tmp_path / "notes.txt", b"hi")]) == (None, [], "")
