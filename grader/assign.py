@@ -1,22 +1,24 @@
 """`grader assign MASTER.ipynb`: one instructor notebook becomes the student template, the reference module and
 the rubric, so the three never drift apart.
 
-The master notebook's cells, in order:
+The master notebook's cells, in order (a cell's first line says what it is, read loosely, or a tag does):
 
-- a raw cell starting with `# rubric` (or tagged `rubric`): the rubric's top-level keys in YAML (`assignment`,
-  `title`, `fixtures`, `limits`, ...); `reference`, `template`, `support` and `submissions` are filled in;
+- a raw cell starting with `# rubric`: the rubric's top-level keys in YAML (`assignment`, `title`, `fixtures`,
+  `limits`, ...); `reference`, `template`, `support` and `submissions` are filled in;
 - code cells: in the template and in the reference. Lines between `# BEGIN SOLUTION` and `# END SOLUTION` (or
   a whole cell tagged `solution`) are the solution: kept in the reference, replaced in the template by a stub
-  that `grader validate` recognises. A definition wholly inside a region becomes its signature, docstring and
-  `...`; a region inside a body becomes `...` (a constant becomes `None`);
-- code cells starting with `# REFERENCE ONLY` (or tagged `reference`): the reference only (known mistakes,
-  generators, check functions); cells starting with `# TEMPLATE ONLY` (or tagged `template`): the template only;
-- raw cells starting with `# tests` (or tagged `tests`): one exercise each, in YAML (`cases`, `points`,
-  `mistakes`, `check`, ...). Its `id` defaults to the last solution function defined above the cell;
-- markdown cells: the template only.
+  that `grader validate` recognises. A definition wholly inside a region becomes its signature and docstring,
+  in the master's own text, then `...`; a region inside a body becomes `...` (a constant becomes `None`);
+- code cells starting with `# REFERENCE ONLY`: the reference only (known mistakes, generators, check
+  functions); cells starting with `# TEMPLATE ONLY`: the template only (demo calls);
+- raw (or markdown) cells starting with `# tests`: one exercise each, in YAML (`cases`, `points`, `mistakes`,
+  `check`, ...). Its `id` defaults to the last solution function or constant defined above the cell;
+- other markdown and raw cells: the template only.
 
-Every function with a solution region gets an exercise: its test cell, or a skeleton (`cases:` left for the
-author, which validate reports). Outputs are deterministic: the same master gives the same bytes.
+Every solution gets an exercise: its test cell, or a skeleton (`cases:` left for the author, which validate
+reports). Outputs are deterministic: the same master gives the same bytes. What the author cannot have meant
+is refused at the master's cell and line (a marker that is not one, a tests cell that is not one exercise);
+what they may not have meant is a note (a demo call that would run whenever the reference loads).
 """
 
 from __future__ import annotations
