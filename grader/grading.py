@@ -317,6 +317,28 @@ def _canonical_expected(plan: Plan, case_id: str) -> str | None:
                  lambda: _canonical(plan.expected[case_id].value))
 
 
+def fixture_uses(code: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fixtures an expression uses, by what it names: `Patterns[4]` (an element taken with a constant index,
+    the state the case is about) rather than the whole list, a bare `Start` by its name."""
+    import ast
+    tree = ast.parse(code, mode="eval")
+    used: dict[str, Any] = {}
+    taken: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in data \
+                and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int:
+            try:
+                used[f"{node.value.id}[{node.slice.value}]"] = data[node.value.id][node.slice.value]
+                taken.add(id(node.value))
+            except (IndexError, KeyError, TypeError):
+                pass
+    bound = free_names(code)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in data and node.id in bound and id(node) not in taken:
+            used[node.id] = data[node.id]
+    return used
+
+
 def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
     """The course fixtures a public case's call and settings use, by name, as wire values: feedback shows them
     (`Board3` means nothing to a student who never saw it). Hidden cases keep theirs secret."""
@@ -324,15 +346,15 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
         return {}
 
     def make() -> dict[str, Any]:
-        names: set[str] = set()
+        fixtures = set(plan.rubric.fixtures) - set(case.variables)
+        data = {name: value for name, value in plan.data(case).items() if name in fixtures}
+        inputs: dict[str, Any] = {}
         for code in (case.call, *(code for _, code in case.set)):
             try:
-                names |= free_names(code)
+                inputs.update(fixture_uses(code, data))
             except SyntaxError:
                 pass
-        fixtures = set(plan.rubric.fixtures) - set(case.variables)
-        data = plan.data(case)
-        return {name: codec.encode(data[name]) for name in sorted(names & fixtures) if name in data}
+        return {name: codec.encode(inputs[name]) for name in sorted(inputs)}
     return _memo((id(plan), plan.rubric.sha256, "inputs", case.id), make)
 
 

@@ -103,6 +103,7 @@ class KitCase:
     mistakes: Mapping[str, Any]               # known mistake -> its answer (wire); absent where it raised
     data: Mapping[str, Any] = field(default_factory=dict)   # public checks: variables and option names (wire)
     variants: Mapping[str, Any] = field(default_factory=dict)   # accepted variant -> its answer (wire)
+    inputs: Mapping[str, Any] = field(default_factory=dict)     # the course fixtures the call uses (wire), shown
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ def coverage(kit: Mapping[str, Any]) -> list[tuple[str, int, int, tuple[str, ...
 
 def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> dict[str, Any]:
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
-    from grader.grading import Options, build_requests, template_names, support_sources
+    from grader.grading import Options, build_requests, case_inputs, template_names, support_sources
     from grader.plan import build_plan, default_cache
     from grader.public import is_public, public_code
     from grader.rubric import load_rubric
@@ -280,6 +281,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
                 "expected": expected.value, "mistakes": {name: answer for name, answer in expected.mistakes},
                 **({"data": _public_data(plan, case)} if is_public(case.check) else {}),
                 "variants": {name: answer for name, answer in expected.variants},
+                "inputs": case_inputs(plan, case),
             })
         exercises.append({
             "id": exercise.id, "title": exercise.title, "points": exercise.points, "function": exercise.function,
@@ -345,6 +347,7 @@ def _case(raw: Mapping[str, Any], where: str) -> KitCase:
                                           str(k.get("message", ""))) for k in check.get("known", ())),
                        check.get("public") is True),
         expected=_wire(raw.get("expected"), where),
+        inputs={str(k): _wire(v, where) for k, v in dict(raw.get("inputs") or {}).items()},
         mistakes={str(k): _wire(v, where) for k, v in dict(raw.get("mistakes") or {}).items()},
         data={str(k): _wire(v, where) for k, v in dict(raw.get("data") or {}).items()},
         variants={str(k): _wire(v, where) for k, v in dict(raw.get("variants") or {}).items()},
@@ -625,7 +628,9 @@ def settle(kit: Kit, exercises: Sequence[Any], available: Sequence[str] | set[st
         cases = []
         for case in result.cases:
             kit_case = kit_cases[case.id]
-            case = replace(case, call=kit_case.call)
+            # A case that ran shows the fixtures it used, as the grader's report does (a missing one has none).
+            inputs = dict(kit_case.inputs) if case.status != "missing" else case.inputs
+            case = replace(case, call=kit_case.call, inputs=inputs)
             if not kit_case.check.full and case.status != "missing":
                 case = _fallback(kit_case, kx, case)
             cases.append(case)

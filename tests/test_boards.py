@@ -179,3 +179,16 @@ def test_html_escapes_tiles_and_values() -> None:
     html = str(boards_html.html_comparison(wire(board), wire("<script>alert(1)</script>")))
     assert "<b>" not in html and "&lt;b&gt;" in html and "&amp;" in html
     assert "<script>" not in html
+
+
+def test_a_pattern_without_its_blank_is_a_board_and_every_state_of_a_path_input_is_drawn() -> None:
+    goal1 = (("*",) * 4,) * 3 + (("*", "*", "14", "15"),)
+    goal2 = (("*",) * 4,) * 3 + (("12", "13", "14", "15"),)
+    assert boards.picture(wire(goal1)).kind == "board"
+    assert boards.picture(wire(((1, 2), (3, 4)))).kind == "value"     # no blank and no wildcard: data
+    text = boards.text_input("Patterns", wire([goal1, goal2]))
+    assert "Patterns[0]" in text and "Patterns[1]" in text and "│ 12 │" in text and "..." not in text
+    page = str(boards_html.html_input("Patterns", wire([goal1, goal2])))
+    assert "Patterns[0]" in page and "Patterns[1]" in page
+    long_list = list(range(300))                                      # course data is shown whole, not cut
+    assert boards.text_input("Numbers", wire(long_list)).endswith("299]")

@@ -203,6 +203,7 @@ def test_kit_check_gives_the_rubric_checks_public_verdicts(example: str, kit_pat
         # What the kit cannot settle is unverified, never a verdict of its own.
         assert case.status in (real[case_id].status, UNVERIFIED), (case_id, case.status, real[case_id].status)
         assert case.call == real[case_id].call
+        assert case.inputs == real[case_id].inputs    # the self-check draws the same fixtures the report does
     unverified = {i for i, c in mine.items() if c.status == UNVERIFIED}
     assert len(unverified) <= 8
     if example == "correct":
@@ -407,3 +408,10 @@ def test_in_jupyter_the_check_is_one_html_output_with_a_text_fallback(kit_path: 
     last = text.rstrip().splitlines()[-1]
     assert last.startswith("✗ 1 of 13 exercises have failing public cases: move_dir.")
     assert last in html
+
+
+def test_the_kit_names_each_public_case_inputs_as_the_call_does(kit_data: dict) -> None:
+    """`search(Start5, Patterns[4], ...)` shows the state it searches for, Patterns[4], not the whole list."""
+    cases = {c["call"]: c for e in kit_data["exercises"] for c in e["cases"]}
+    assert sorted(cases["extract_move(Start, StartDown)"]["inputs"]) == ["Start", "StartDown"]
+    assert sorted(cases["search(Start5, Patterns[4], next_states, manhattan)"]["inputs"]) == ["Patterns[4]", "Start5"]

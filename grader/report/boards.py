@@ -87,9 +87,13 @@ def _rows_of(value: object) -> Board | None:
 
 
 def _is_state(rows: Board) -> bool:
-    """One blank and no tile twice (wildcards aside): what makes a grid of numbers a puzzle state."""
+    """One blank and no tile twice (wildcards aside): what makes a grid of numbers a puzzle state. A pattern
+    (wildcards, and the blank left out: the Taoistic `Goal1`) is drawn as a board too."""
     tiles = [tile for row in rows for tile in row]
-    if sum(is_blank(t) for t in tiles) != 1 or any(type(t) is int and t < 0 for t in tiles):
+    blanks = sum(is_blank(t) for t in tiles)
+    if any(type(t) is int and t < 0 for t in tiles):
+        return False
+    if blanks != 1 and not (blanks == 0 and WILDCARD in tiles):
         return False
     named = [_key(t) for t in tiles if t != WILDCARD]
     return len(named) == len(set(named))
@@ -445,7 +449,20 @@ def input_lines(name: str, wire: codec.Wire) -> list[Line]:
     pic = picture(wire)
     if pic.kind == "board":
         return _board_lines(Drawn(pic.boards[0]), name)
-    return [[(f"{name} = {codec.describe(wire, 400)}", None)]]
+    if pic.is_board:   # a path or a set of states: every one drawn, named as the student would index it
+        return [line for title, board in input_boards(name, pic) for line in _board_lines(Drawn(board), title)]
+    return [[(f"{name} = {codec.describe(wire, INPUT_CHARS)}", None)]]
+
+
+# A case's input is course data (a fixture), never the student's: shown whole, within this generous bound.
+INPUT_CHARS = 20_000
+
+
+def input_boards(name: str, pic: Picture) -> list[tuple[str, Board]]:
+    """(title, board) of each state of an input drawn as several: `SeedPath[0]`, ... or `Moves #1` for a set."""
+    if pic.kind == "set":
+        return [(f"{name} #{n}", board) for n, board in enumerate(pic.boards, start=1)]
+    return [(f"{name}[{n}]", board) for n, board in enumerate(pic.boards)]
 
 
 def text_input(name: str, wire: codec.Wire) -> str:

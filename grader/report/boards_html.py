@@ -101,8 +101,10 @@ def html_comparison(expected: codec.Wire, got: codec.Wire) -> Markup:
 
 def html_input(name: str, wire: codec.Wire) -> Markup:
     """A case's input: a board when it is a state, else one line of code."""
-    from grader.report.boards import picture
+    from grader.report.boards import INPUT_CHARS, input_boards, picture
     pic = picture(wire)
     if pic.kind == "board":
         return html_board(Drawn(pic.boards[0]), name, "input")
-    return Markup('<p class="input"><code>{} = {}</code></p>').format(name, codec.describe(wire, 400))
+    if pic.is_board:
+        return Markup("").join(html_board(Drawn(board), title, "input") for title, board in input_boards(name, pic))
+    return Markup('<p class="input"><code>{} = {}</code></p>').format(name, codec.describe(wire, INPUT_CHARS))
