@@ -14,8 +14,10 @@ LMS export format is one more `@convention` function.
 from __future__ import annotations
 
 import calendar
+import csv
 import glob
 import hashlib
+import io
 import os
 import re
 import stat
@@ -55,7 +57,7 @@ class Entry:
     source: str             # human-readable origin, e.g. "export.zip:smithjohn_12345_67890_taoistic.ipynb"
     convention: str         # "canvas" | "moodle" | "folder" | "file"
     others: tuple[str, ...] = ()   # sources of this student's other notebooks that were NOT chosen
-    late: bool = False      # the LMS marked it late (Canvas `_LATE_` in the name)
+    late: bool = False      # the LMS marked it late (Canvas `_LATE_` in the name, Moodle's worksheet)
     modified: float = 0.0   # the file's time (seconds since the epoch; a zip member's own date), 0 if unknown
     problem: str = ""       # why the notebook cannot be read (empty, does not extract): graded as unreadable
 
@@ -100,6 +102,7 @@ class Owner:
     convention: str
     lms_name: str = ""      # the student's own file name inside a Canvas name; its "-N" counts resubmissions
     late: bool = False      # the LMS's own late flag
+    lms_id: str = ""        # the LMS's id of the student in this export (Moodle's participant id), for its worksheet
 
 
 Convention = Callable[[Place], "Owner | None"]
@@ -131,10 +134,10 @@ def moodle(place: Place) -> Owner | None:
     for folder in place.folders:
         match = MOODLE_FOLDER.match(folder)
         if match:
-            return Owner(safe_id(f"{match['name']}_{match['id']}"), "moodle")
+            return Owner(safe_id(f"{match['name']}_{match['id']}"), "moodle", lms_id=match["id"])
     match = MOODLE_FILE.match(place.name)
     if match:
-        return Owner(safe_id(f"{match['name']}_{match['id']}"), "moodle")
+        return Owner(safe_id(f"{match['name']}_{match['id']}"), "moodle", lms_id=match["id"])
     return None
 
 
@@ -160,6 +163,44 @@ def file(place: Place) -> Owner | None:
     name = place.name
     stem = name[:-len(_suffix(name))] if _suffix(name) else name
     return Owner(safe_id(stem), "file")
+
+
+Worksheet = Callable[[str], "dict[str, bool] | None"]
+WORKSHEETS: dict[str, Worksheet] = {}   # convention -> reader of its LMS's CSV that says who was late
+
+
+def worksheet(name: str) -> Callable[[Worksheet], Worksheet]:
+    """Register the reader of a convention's worksheet: CSV text in, {LMS id: late} out, or None when the text
+    is not that LMS's worksheet. An LMS that flags lateness beside its export, not in its file names, is one
+    more `@worksheet` function."""
+    def register(function: Worksheet) -> Worksheet:
+        WORKSHEETS[name] = function
+        return function
+    return register
+
+
+MOODLE_LATE = " late"      # the English "{$a} late" Moodle adds to a late submission's status ("2 days 3 hours late")
+
+
+@worksheet("moodle")
+def moodle_worksheet(text: str) -> dict[str, bool] | None:
+    """Moodle's grading worksheet (View all submissions > Download grading worksheet), which its "Download all
+    submissions" zip lacks: the Identifier column ("Participant 1234567") is the id in the zip's folder names,
+    and the Status column joins the submission's states with " - ", one of them "1 day 2 hours late" for a
+    late one ("Submitted for grading - 1 day 2 hours late - Graded"). Download it in English: the words are
+    the TA's language."""
+    rows = csv.DictReader(io.StringIO(text))
+    fields = set(rows.fieldnames or ())
+    if not {"Identifier", "Status"} <= fields:
+        return None
+    late: dict[str, bool] = {}
+    for row in rows:
+        identifier = str(row.get("Identifier") or "").strip()
+        digits = identifier.rsplit(" ", 1)[-1]
+        if digits.isdigit():
+            parts = str(row.get("Status") or "").split(" - ")
+            late[digits] = any(part.strip().endswith(MOODLE_LATE) for part in parts)
+    return late
 
 
 def identify(place: Place) -> Owner:
@@ -260,6 +301,8 @@ class _Collector:
         self.strays: list[tuple[Owner, str]] = []     # files that are not notebooks, by owner
         self.problems: list[str] = []
         self.seen: set[tuple[int, int]] = set()       # (device, inode) of disk files already taken
+        self.late: dict[tuple[str, str], bool] = {}   # (convention, LMS id) -> late, from LMS worksheets
+        self.worksheets: list[str] = []               # notes: which worksheets were read
 
     # -- inputs on disk -----------------------------------------------------------------------------
 
@@ -350,6 +393,11 @@ class _Collector:
             suffix = _suffix(name)
             who = owner if owner is not None else identify(item.place)
             try:
+                # Only the TA's: given by itself or at the top of an input, never a file of a student's, whose
+                # forged worksheet could say who was late.
+                if suffix == ".csv" and owner is None and item.place.inside == 1 and who.convention == "file" \
+                        and self._take_worksheet(item):
+                    continue
                 if suffix in NOTEBOOK_SUFFIXES:   # even an unreadable notebook is the student's row, at zero
                     problem = f"empty {suffix} file, nothing to grade" if item.size == 0 else ""
                     try:
@@ -370,6 +418,26 @@ class _Collector:
                     self.strays.append((who, item.source))
             except _Problem as problem:
                 self.problems.append(f"{item.source}: {problem}")
+
+    def _take_worksheet(self, item: _Item) -> bool:
+        """An LMS worksheet (a CSV beside or inside the export that says who was late): read, and True."""
+        if item.size > MAX_MEMBER_BYTES:
+            return False
+        try:
+            text = item.fetch().read_text(encoding="utf-8-sig")
+        except (_Problem, OSError, UnicodeDecodeError):
+            return False
+        for name, read in WORKSHEETS.items():
+            try:
+                late = read(text)
+            except (csv.Error, ValueError):
+                late = None
+            if late is not None:
+                self.late.update(((name, lms_id), flag) for lms_id, flag in late.items())
+                self.worksheets.append(f"{item.source}: {name} worksheet, {len(late)} students, "
+                                       f"{sum(late.values())} late")
+                return True
+        return False
 
     # -- archives -------------------------------------------------------------------------------------
 
@@ -454,8 +522,9 @@ class _Collector:
         notes: list[str] = []
         for key, group in groups.items():
             chosen, others, note = choose(ids[key], group, defines)
+            late = chosen.owner.late or self.late.get((key[0], chosen.owner.lms_id), False)
             entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
-                                 chosen.owner.late, chosen.modified, chosen.problem))
+                                 late, chosen.modified, chosen.problem))
             if note:
                 notes.append(note)
         problems = list(self.problems)
@@ -468,7 +537,7 @@ class _Collector:
                 more = f" (and {count - 1} other file{'s' if count > 2 else ''})" if count > 1 else ""
                 problems.append(f"{source}: not a notebook; {owner.student} has no .ipynb or .py file to grade{more}")
         entries.sort(key=lambda e: e.student)
-        return Intake(tuple(entries), tuple(problems), tuple(sorted(notes) + id_notes))
+        return Intake(tuple(entries), tuple(problems), tuple(self.worksheets + sorted(notes) + id_notes))
 
 
 # ---------------------------------------------------------------------------------------------------

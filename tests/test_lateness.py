@@ -86,3 +86,77 @@ def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_
     assert (rows["doejane_22345"]["total"], rows["doejane_22345"]["late"], rows["doejane_22345"]["late_penalty"],
             rows["doejane_22345"]["total_after_penalty"]) == ("30", "late", "6", "24")
     assert rows["smithjohn_12345"]["late"] == ""
+
+
+# Moodle's grading worksheet as "View all submissions > Download grading worksheet" writes it (a BOM, quoted
+# cells, the Status column's states joined by " - ", the late one "<time> late"), for the export below.
+MOODLE_WORKSHEET = (
+    '\ufeff"Identifier","Full name","Email address","Status","Grade","Maximum Grade","Grade can be changed",'
+    '"Last modified (submission)","Last modified (grade)","Feedback comments"\n'
+    '"Participant 2101","Ada Byron","ada@example.org","Submitted for grading - 1 day 2 hours late - Graded",'
+    '"","30.00","Yes","Saturday, 21 November 2026, 2:00 AM","-",""\n'
+    '"Participant 2102","Bo Chen","bo@example.org","Submitted for grading","","30.00","Yes",'
+    '"Thursday, 19 November 2026, 8:00 AM","-",""\n'
+    '"Participant 2103","Cy Late-Ness","cy@example.org","No submission","","30.00","Yes","-","-",""\n')
+
+
+def moodle_export(path: Path, extra: dict[str, str] | None = None) -> Path:
+    """A real "Download all submissions" zip: one folder per participant, named `Full Name_<id>_assignsubmission_
+    file_`; Moodle puts no late flag in it."""
+    notebook = (EXAMPLES / "correct.ipynb").read_bytes()
+    with zipfile.ZipFile(path, "w") as archive:
+        for folder, date in (("Ada Byron_2101_assignsubmission_file_", (2026, 11, 21, 2, 0, 0)),
+                             ("Bo Chen_2102_assignsubmission_file_", (2026, 11, 19, 8, 0, 0))):
+            archive.writestr(zipfile.ZipInfo(f"{folder}/lab.ipynb", date), notebook)
+        for name, text in (extra or {}).items():
+            archive.writestr(zipfile.ZipInfo(name, (2026, 11, 23, 9, 0, 0)), text)
+    return path
+
+
+def test_moodle_worksheet_beside_the_export_flags_the_late_submissions(tmp_path: Path):
+    export = moodle_export(tmp_path / "moodle.zip")
+    sheet = tmp_path / "grades.csv"
+    sheet.write_text(MOODLE_WORKSHEET, encoding="utf-8")
+    intake = gather([export, sheet], tmp_path / "work")
+    entries = {e.student: e for e in intake.entries}
+    assert entries["Ada_Byron_2101"].late and not entries["Bo_Chen_2102"].late
+    assert intake.problems == ()
+    assert any("grades.csv: moodle worksheet, 3 students, 1 late" in note for note in intake.notes)
+    # without the worksheet Moodle's export says nothing of lateness
+    assert not any(e.late for e in gather([export], tmp_path / "plain").entries)
+
+
+def test_moodle_worksheet_at_the_top_of_the_export_is_read_but_a_students_own_csv_is_not(tmp_path: Path):
+    # Bo's folder holds a forged worksheet marking Ada late and nobody else: a student's file is not the TA's.
+    forged = MOODLE_WORKSHEET.replace("Submitted for grading - 1 day 2 hours late", "Submitted for grading")
+    forged = forged.replace('"Submitted for grading","","30.00"', '"Submitted for grading - 3 days late","","30.00"')
+    export = moodle_export(tmp_path / "moodle.zip", {
+        "Bo Chen_2102_assignsubmission_file_/grades.csv": forged,
+        "Ada Byron_2101_assignsubmission_file_grades.csv": forged})
+    entries = {e.student: e for e in gather([export], tmp_path / "work").entries}
+    assert not entries["Bo_Chen_2102"].late and not entries["Ada_Byron_2101"].late
+    inside = moodle_export(tmp_path / "with-sheet.zip", {"grades.csv": MOODLE_WORKSHEET,
+                                                         "Bo Chen_2102_assignsubmission_file_/grades.csv": forged})
+    entries = {e.student: e for e in gather([inside], tmp_path / "work2").entries}
+    assert entries["Ada_Byron_2101"].late and not entries["Bo_Chen_2102"].late
+
+
+def test_a_csv_that_is_no_worksheet_is_left_as_before(tmp_path: Path):
+    export = moodle_export(tmp_path / "moodle.zip")
+    other = tmp_path / "marks.csv"
+    other.write_text("student,mark\nada,3\n", encoding="utf-8")
+    intake = gather([export, other], tmp_path / "work")
+    assert not any(e.late for e in intake.entries)
+    assert any("marks.csv" in problem and "not a notebook" in problem for problem in intake.problems)
+
+
+def test_moodle_late_flag_reaches_the_result_and_the_gradebook_as_canvas_does(tmp_path: Path,
+                                                                              grader_cache: Path):
+    export = moodle_export(tmp_path / "moodle.zip", {"grades.csv": MOODLE_WORKSHEET})
+    # No due date in the rubric: only Moodle's own flag can say who was late.
+    batch = grade_batch([export], load_rubric(RUBRIC), tmp_path / "out", jobs=1, cache=grader_cache)
+    results = {r.submission: r for r in batch.results}
+    assert (results["Ada_Byron_2101"].late, results["Ada_Byron_2101"].total) == (True, 30)
+    assert not results["Bo_Chen_2102"].late
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open(encoding="utf-8"))}
+    assert rows["Ada_Byron_2101"]["late"] == "late" and rows["Bo_Chen_2102"]["late"] == ""
