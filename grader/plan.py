@@ -28,7 +28,8 @@ from typing import Any, Iterator, Mapping, Sequence
 from grader import __version__, sealed
 from grader.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
 from grader.checks import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
-from grader.rubric import CaseSpec, CheckSpec, Exercise, Limits, Policy, Rubric, RubricError, suggest, support_reads
+from grader.rubric import (CaseSpec, CheckSpec, Exercise, Limits, Policy, Rubric, RubricError, hash_course_files,
+                           suggest, support_reads)
 from grader import codec
 
 CACHE_FORMAT = 3   # 2: sealed with the cache folder's key (grader.sealed); 3: answers of accepted variants too
@@ -90,16 +91,18 @@ class Plan:
 def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType:
     """Import the reference module from its path under a private name (never as `reference`).
 
-    The name includes the source's hash: an edited reference is imported afresh, never served stale under the
-    new rubric hash (which would also poison the expected-value cache). While it runs, its own folder and
+    The name includes the hash of the source and of the course modules it imports (grader.rubric.course_files):
+    an edited reference or sibling module is imported afresh, never served stale under the new rubric hash
+    (which would also poison the expected-value cache). While it runs, its own folder and
     `search` (the rubric's support folder) are on the import path, so it may import sibling modules.
     """
     try:
         source = path.read_bytes()
     except OSError as error:
         raise RubricError([f"{path}:0: cannot read the reference module: {error.strerror}"]) from None
-    digest = hashlib.sha256(str(path).encode() + b"\0" + source).hexdigest()[:16]
-    name = f"_grader_reference_{path.stem}_{digest}"
+    digest = hashlib.sha256(str(path).encode() + b"\0" + source)
+    hash_course_files(digest, path, next((folder for folder in search if folder is not None), None))
+    name = f"_grader_reference_{path.stem}_{digest.hexdigest()[:16]}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

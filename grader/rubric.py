@@ -140,7 +140,8 @@ class Exercise:
 @dataclass(frozen=True)
 class Rubric:
     path: Path
-    sha256: str                  # of the rubric and the reference source: what expected values depend on
+    sha256: str                  # of the rubric, the reference and its course modules (see course_files): what
+                                 # expected values and students' results depend on
     assignment: str
     title: str
     reference: Path
@@ -596,6 +597,76 @@ def _roots(exercises: list[Exercise], support: Path | None) -> frozenset[str]:
     return frozenset(roots | support_reads(support))
 
 
+def hash_course_files(digest: Any, reference: Path, support: Path | None) -> None:
+    """Add each course file (see course_files) to a hashlib `digest`: its name, then its bytes. A reference
+    without any leaves the digest as it was, so its hash (and the caches made under it) stays valid."""
+    for name, course_file in course_files(reference, support):
+        digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"\0" + _bytes_or_nothing(course_file))
+
+
+def course_files(reference: Path, support: Path | None) -> list[tuple[str, Path]]:
+    """The course's own modules that expected values and results depend on besides the rubric and the reference,
+    each with the name it is hashed under: the modules the reference imports from its own folder or the support
+    folder (found in its import statements, and theirs, transitively: a module imported by a computed name is
+    not seen), and every module and notebook of the support folder (the sandbox gives them to students' code).
+    Without them in the rubric hash, editing one left cached expected values and graded results standing."""
+    folders = [folder for folder in (reference.parent, support) if folder is not None and folder.is_dir()]
+    found: dict[Path, str] = {}
+    pending = [reference]
+    while pending:
+        for name in _imported_names(pending.pop()):
+            for module in _course_module(name, folders):
+                if module not in found and module != reference:
+                    found[module] = _course_name(module, reference.parent, support)
+                    pending.append(module)
+    if support is not None and support.is_dir():
+        for module in sorted(support.iterdir()):
+            if module.suffix in (".py", ".ipynb") and module.is_file():
+                found.setdefault(module, _course_name(module, reference.parent, support))
+    return sorted(((name, module) for module, name in found.items()), key=lambda item: item[0])
+
+
+def _course_name(module: Path, references: Path, support: Path | None) -> str:
+    """A course file's name in the hash: its path from the reference's folder, or from the support folder."""
+    if support is not None and module.is_relative_to(support):
+        return "support/" + module.relative_to(support).as_posix()
+    return module.relative_to(references).as_posix()
+
+
+def _imported_names(module: Path) -> list[str]:
+    """The top-level names of the absolute imports anywhere in a module; none when it cannot be read or parsed
+    (the reference's own import then says what is wrong)."""
+    try:
+        tree = ast.parse(module.read_bytes(), str(module))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module.split(".")[0])
+    return names
+
+
+def _course_module(name: str, folders: list[Path]) -> list[Path]:
+    """The files of the module `name` as the reference's import finds it first in its folders: name.py, or
+    every .py of the package name/; nothing when it is not the course's (the standard library, a package)."""
+    for folder in folders:
+        if (folder / f"{name}.py").is_file():
+            return [folder / f"{name}.py"]
+        if (folder / name / "__init__.py").is_file():
+            return sorted(path for path in (folder / name).rglob("*.py") if path.is_file())
+    return []
+
+
+def _bytes_or_nothing(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
 def load_rubric(path: str | Path) -> Rubric:
     """Parse and structurally validate a rubric; raises RubricError listing every problem found."""
     path = Path(path)
@@ -659,6 +730,7 @@ def load_rubric(path: str | Path) -> Rubric:
     assert reference is not None
     digest = hashlib.sha256(path.read_bytes())
     digest.update(b"\0" + reference.read_bytes())
+    hash_course_files(digest, reference, support)
     return Rubric(
         path=path, sha256=digest.hexdigest(), assignment=assignment, title=str(node.get("title", assignment)),
         reference=reference, template=template, support=support, submissions=submissions,

@@ -474,6 +474,53 @@ def test_changed_reference_is_imported_afresh_and_not_answered_from_the_cache(tm
     assert build_plan(load_rubric(path), cache).expected["double#1"].value == 9
 
 
+def _course_with_siblings(folder: Path) -> Path:
+    """A reference that imports a sibling module, which imports another, and a support
+    folder the reference does not import; next to them, another course's module nobody imports."""
+    (folder / "ref.py").write_text("from helpers import scale\n\ndef double(x):\n    return scale(x)\n")
+    (folder / "helpers.py").write_text("import factors\n\ndef scale(x):\n    return factors.FACTOR * x\n")
+    (folder / "factors.py").write_text("FACTOR = 2\n")
+    (folder / "unrelated.py").write_text("X = 1\n")
+    (folder / "support").mkdir()
+    (folder / "support" / "given.py").write_text("def given():\n    return 1\n")
+    path = folder / "rubric.yaml"
+    path.write_text("assignment: t\nreference: ref.py\nsupport: support\n"
+                    "exercises:\n  - id: double\n    cases:\n      - call: double(3)\n")
+    return path
+
+
+def test_an_edited_module_the_reference_imports_is_not_answered_from_the_cache(tmp_path: Path) -> None:
+    """The rubric hash covers the course modules the reference imports (transitively): editing one is a new
+    hash, so the cached expected values (and graded results) of the old one are not used."""
+    path = _course_with_siblings(tmp_path)
+    cache = tmp_path / "cache"
+    before = load_rubric(path)
+    assert build_plan(before, cache).expected["double#1"].value == 6
+    (tmp_path / "factors.py").write_text("FACTOR = 3\n")
+    after = load_rubric(path)
+    assert after.sha256 != before.sha256
+    assert build_plan(after, cache).expected["double#1"].value == 9
+    assert len(cache_files(cache)) == 2
+
+
+def test_the_rubric_hash_covers_support_modules_but_not_other_courses_modules(tmp_path: Path) -> None:
+    path = _course_with_siblings(tmp_path)
+    first = load_rubric(path).sha256
+    (tmp_path / "unrelated.py").write_text("X = 2\n")      # another assignment's reference: its own hash
+    assert load_rubric(path).sha256 == first
+    (tmp_path / "support" / "given.py").write_text("def given():\n    return 2\n")   # students' code sees it
+    assert load_rubric(path).sha256 != first
+
+
+def test_a_reference_without_course_modules_keeps_its_hash(tmp_path: Path) -> None:
+    """Hashes of rubrics whose reference imports nothing of the course are what they were (rubric + reference),
+    so their caches and gradebooks stay valid."""
+    import hashlib
+    path = copy_mini(tmp_path)
+    expected = hashlib.sha256(path.read_bytes() + b"\0" + (tmp_path / "mini_reference.py").read_bytes()).hexdigest()
+    assert load_rubric(path).sha256 == expected
+
+
 def _write_assignment(tmp_path: Path, reference: str, rubric: str) -> Path:
     (tmp_path / "ref.py").write_text(textwrap.dedent(reference))
     path = tmp_path / "rubric.yaml"
