@@ -392,8 +392,9 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     got = outcome.value
     if case.check.name == "equal" and _canonical_expected(plan, case.id) == _canonical(got):
         # The same text as the (valid) expected wire: equal under every rule of `equal`, and valid, so the
-        # decode and the check's walk are skipped (most answers of a class are right).
-        return CaseResult(status="pass", message="", got=got, fraction=1.0, **base)
+        # decode and the check's walk are skipped (most answers of a class are right). The answer is kept as
+        # the expected value itself (the same JSON): stored and sent once, and the gradebook sees it is the same.
+        return CaseResult(status="pass", message="", got=base["expected"], fraction=1.0, **base)
     try:
         codec.decode(got)  # validate the untrusted wire before any check looks at it
     except codec.CodecError as error:
