@@ -24,10 +24,8 @@ import hashlib
 import inspect
 import json
 import random
-import signal
 import sys
 import textwrap
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -38,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from grader import __version__
 from grader import codec
 from grader import status as vocabulary
+from grader.sandbox.alarm import TimeLimit, can_interrupt
 
 if TYPE_CHECKING:   # types only: importing the kit loads neither the grading pipeline nor the sandbox
     from grader.grading import CaseRunner
@@ -666,6 +665,10 @@ class _CaseTimeout(BaseException):
     """Raised inside the student's code when its case runs out of time (not an Exception: `except` misses it)."""
 
 
+def _case_timeout() -> _CaseTimeout:
+    return _CaseTimeout("the time limit of this case was reached")
+
+
 _PACKAGE = str(Path(__file__).resolve().parent)
 _PSEUDO_FILES = ("<case>", "<reduce>", "<probe>")
 
@@ -710,25 +713,6 @@ def _describe(error: BaseException) -> dict[str, str]:
     return described
 
 
-@contextlib.contextmanager
-def _time_limit(seconds: float):
-    """An alarm that interrupts the case, where this thread may take signals (the kernel's main thread)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise _CaseTimeout("the time limit of this case was reached")
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 class Kernel:
     """Runs case requests against the live namespace of a notebook, in this process.
 
@@ -766,6 +750,7 @@ class Kernel:
         from grader.sandbox.runtime import Capture   # the child's bounded sink, here in the student's kernel
         capture = Capture(self.output_bytes)
         state = random.getstate()
+        limit = TimeLimit(case.timeout, _case_timeout)
         started = time.perf_counter()
         try:
             namespace.update(settings)
@@ -774,7 +759,7 @@ class Kernel:
             random.seed(0)
             probes: dict[str, Any] = {}
             with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture), \
-                    _time_limit(case.timeout):
+                    limit:
                 result = eval(compile(case.code, "<case>", "eval"), scope)  # noqa: S307 - rubric expression
                 if case.reduce:
                     try:
@@ -793,6 +778,10 @@ class Kernel:
                     except BaseException as error:  # noqa: BLE001
                         probes[name] = {"error": f"{type(error).__name__}: {error}"}
             seconds = time.perf_counter() - started
+            if limit.expired:     # it swallowed every alarm (a bare except) and came back after its time
+                return Outcome(case.id, "timeout", seconds=seconds, output=capture.text(), error={
+                    "type": "timeout", "message": "the time limit of this case was reached", "where": "",
+                    "traceback": ""})
             try:
                 value = codec.encode(result)
             except codec.CodecError as error:
@@ -805,8 +794,8 @@ class Kernel:
         except KeyboardInterrupt:
             raise                     # the student stopped the check: it is theirs to stop
         except BaseException as error:  # noqa: BLE001 - sys.exit and friends cost only this case
-            return Outcome(case.id, "error", seconds=time.perf_counter() - started, output=capture.text(),
-                           error=_describe(error))
+            return Outcome(case.id, "timeout" if limit.expired else "error", seconds=time.perf_counter() - started,
+                           output=capture.text(), error=_describe(error))
         finally:
             random.setstate(state)
             for name, old in saved.items():
@@ -920,7 +909,7 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     judged = grade_exercises(plan, notebook, extracted, runner, loaded, deadline, Options(), kit_cases(kit))
     exercises = settle(kit, judged, loaded)
     warnings = kit.warnings
-    if threading.current_thread() is not threading.main_thread():
+    if not can_interrupt():
         warnings += ("cases ran without a time limit (not in the main thread): a case that never ends hangs "
                      "this check; interrupt the kernel to stop it",)
     result = SubmissionResult(

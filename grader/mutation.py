@@ -38,6 +38,7 @@ from grader.plan import Case, Plan, evaluate_reference
 from grader.results import ExerciseResult
 from grader.rubric import Exercise
 from grader import codec
+from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.supervisor import temp_root
 
 HUNT_INPUTS = 200            # generated inputs tried, smallest first, to find one that kills a survivor
@@ -120,10 +121,6 @@ def _limit_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _alarm(signum: int, frame: Any) -> None:
-    raise _Endless()
-
-
 def _module(source: str, name: str, folder: Path) -> ModuleType:
     module = ModuleType(name)
     module.__file__ = str(folder / f"{name}.py")
@@ -137,16 +134,16 @@ def _module(source: str, name: str, folder: Path) -> ModuleType:
 
 def _answer(plan: Plan, module: ModuleType, exercise: Exercise, case: Case, seconds: float) -> Any:
     """The module's answer to a case (wire), an ('error', text) pair, or raises _Endless."""
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return codec.encode(evaluate_reference(module, case, plan.data(case), exercise))
-    except _Endless:
-        raise
-    except BaseException as error:  # noqa: BLE001 - a mutant may raise anything, SystemExit too
-        return ("error", f"{type(error).__name__}: {error}")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    with TimeLimit(seconds, _Endless) as limit:
+        try:
+            answer = codec.encode(evaluate_reference(module, case, plan.data(case), exercise))
+        except _Endless:
+            raise
+        except BaseException as error:  # noqa: BLE001 - a mutant may raise anything, SystemExit too
+            answer = ("error", f"{type(error).__name__}: {error}")
+    if limit.expired:       # an alarm was swallowed (a finalizer, a bare except) and the case came back late
+        raise _Endless()
+    return answer
 
 
 def _case_seconds(plan: Plan, exercise: Exercise, case: Case) -> float:

@@ -1,0 +1,63 @@
+"""Time limits for code this process runs itself (a self-check in the student's kernel, mutants of the reference).
+
+A child process can be killed; code in our own process can only be interrupted, by an exception raised from a
+SIGALRM handler. One alarm is not enough: when it rings while a garbage-collector finalizer (`__del__`, a
+ResourceWarning of an unclosed file) or a bare `except:` is running, the exception is swallowed, and a search
+that never ends then runs until memory runs out. So the alarm rings again every REPEAT_SECONDS until the block
+ends, `expired` records that the limit was reached even when every exception was swallowed, and the handler
+never raises inside the grader's own code, so the limit is always taken down and the previous handler put back.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from collections.abc import Callable
+from types import FrameType, TracebackType
+
+REPEAT_SECONDS = 0.05
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def can_interrupt() -> bool:
+    """Only the main thread takes signals, and only where the platform has interval timers."""
+    return threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+
+
+class TimeLimit:
+    """`with TimeLimit(seconds, CaseTimeout) as limit:` raises `stop()` in the code the block runs once `seconds`
+    have passed, and again every REPEAT_SECONDS while it still runs; `limit.expired` says so afterwards.
+
+    Off the main thread it does nothing (`limit.armed` is False): signals cannot reach other threads.
+    """
+
+    def __init__(self, seconds: float, stop: Callable[[], BaseException]):
+        self.seconds = max(seconds, 0.001)
+        self.stop = stop
+        self.expired = False
+        self.armed = False
+        self._previous: signal._HANDLER = None
+
+    def __enter__(self) -> TimeLimit:
+        if can_interrupt():
+            self._previous = signal.signal(signal.SIGALRM, self._ring)
+            self.armed = True
+            signal.setitimer(signal.ITIMER_REAL, self.seconds, REPEAT_SECONDS)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.disarm()
+
+    def disarm(self) -> None:
+        """Stop the alarm and put the previous handler back (idempotent; a late ring here raises nothing)."""
+        if self.armed:
+            self.armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if self._previous is None else self._previous)
+
+    def _ring(self, signum: int, frame: FrameType | None) -> None:
+        self.expired = True
+        if self.armed and not (frame is not None and frame.f_code.co_filename.startswith(_PACKAGE)):
+            raise self.stop()
