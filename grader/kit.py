@@ -627,11 +627,12 @@ def settle(kit: Kit, exercises: Sequence[Any], available: Sequence[str] | set[st
         cases = []
         for case in result.cases:
             kit_case = kit_cases[case.id]
-            # A case that ran shows the fixtures it used, as the grader's report does (a missing one has none).
-            inputs = dict(kit_case.inputs) if case.status != "missing" else case.inputs
-            case = replace(case, call=kit_case.call, inputs=inputs)
+            case = replace(case, call=kit_case.call)
             if not kit_case.check.full and case.status != "missing":
                 case = _fallback(kit_case, kx, case)
+            # A failing case shows the fixtures it used, as the grader's report does (a missing one ran nothing;
+            # a passing or unverified one draws none).
+            case = replace(case, inputs=dict(kit_case.inputs) if case.status in ("fail", "error", "timeout") else {})
             cases.append(case)
         judged.append(replace(result, cases=tuple(cases)))
     doubtful = _unconfirmed_helpers(kit, judged, set(available))
