@@ -49,12 +49,12 @@ def generate(folder: Path, count: int, seed: int = 1, mix: list[tuple[str, int]]
 
 def in_process_seconds(paths: list[Path], cache: Path) -> float:
     """The same cases run in this process with no isolation at all: the floor our overhead is measured against."""
-    from grader.calls import for_child
-    from grader.checks import CheckContext, resolve
-    from grader.extract import extract
-    from grader.notebook import read_notebook
-    from grader.plan import build_plan
-    from grader.rubric import load_rubric
+    from grader.syntax.calls import for_child
+    from grader.checks.registry import CheckContext, resolve
+    from grader.extract.source import extract
+    from grader.intake.notebook import read_notebook
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import load_rubric
     from grader import codec
     plan = build_plan(load_rubric(RUBRIC), cache)
     support = {p.stem: p.read_text() for p in (plan.rubric.support or Path("/nonexistent")).glob("*.py")}
@@ -98,7 +98,7 @@ def _module(name: str, source: str):
 
 
 def graded_seconds(paths: list[Path], out: Path, cache: Path, jobs: int, force: bool = True) -> tuple[float, object]:
-    from grader.batch import grade_batch
+    from grader.run.batch import grade_batch
     started = time.perf_counter()
     batch = grade_batch(paths, RUBRIC, out, jobs=jobs, cache=cache, force=force)
     return time.perf_counter() - started, batch
@@ -135,7 +135,7 @@ def main() -> None:
         (root / "class").mkdir()
         cache = root / "cache"
         paths = generate(root / "class", args.submissions)
-        from grader.batch import grade_batch
+        from grader.run.batch import grade_batch
         grade_batch([paths[0]], RUBRIC, root / "warm", jobs=1, cache=cache)   # expected values computed and cached
 
         (root / "correct").mkdir()

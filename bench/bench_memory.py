@@ -77,9 +77,9 @@ def measure(*args: str, cwd: Path) -> tuple[float, float, float]:
 
 def clone(results: Path, count: int, notebooks: list[Path]) -> None:
     """Grow a graded class to `count` students by recording copies of its results under new names."""
-    from grader.batch import keep_notebook
-    from grader.gradebook import Gradebook
-    from grader.results import read_json, write_json
+    from grader.run.batch import keep_notebook
+    from grader.store.gradebook import Gradebook
+    from grader.store.results import read_json, write_json
     graded = sorted(p for p in results.glob("*.json"))
     originals = [read_json(p) for p in graded]
     with Gradebook(results / "gradebook.sqlite") as book:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from grader.similarity import compare  # noqa: E402
+from grader.report.similarity import compare  # noqa: E402
 from similarity_class import FUNCTIONS, synthetic_class  # noqa: E402
 
 def main(sizes: list[int]) -> None:

@@ -11,7 +11,7 @@ def check(kit, *, namespace=None):
     so `import grader` stays cheap.
     """
     import sys
-    from grader.kit import check as check_kit
+    from grader.kit.kit import check as check_kit
     if namespace is None:
         namespace = sys._getframe(1).f_globals
     return check_kit(kit, namespace=namespace)

@@ -14,8 +14,8 @@ from grader import __version__
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from grader.batch import grade_batch, missing_paths
-    from grader.grading import Options
+    from grader.run.batch import grade_batch, missing_paths
+    from grader.judge.grading import Options
     from grader.report.console import print_rows
     from grader.report.progress import BatchProgress
     console = Console(width=None if sys.stdout.isatty() else 160)
@@ -111,7 +111,7 @@ def _check_results(path: str) -> None:
 
 
 def _gradescope(args: argparse.Namespace) -> int:
-    from grader.autograder import build_autograder
+    from grader.run.autograder import build_autograder
     _check_rubric(args.rubric)
     path = build_autograder(Path(args.rubric), Path(args.output), wheel=not args.source)
     print(f"Gradescope autograder written to {path}: upload it as the assignment's autograder zip")
@@ -125,7 +125,7 @@ def _gradebook_beside(results: str) -> Path | None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from grader.overrides import apply, history
+    from grader.store.overrides import apply, history
     from grader.report.student import iter_results, write_reports
     _check_results(args.results)
     _check_folder(args.out, "--out")
@@ -166,7 +166,7 @@ def _class_report(args: argparse.Namespace) -> int:
     if args.no_similarity:
         note = "The similarity check was not run (--no-similarity)."
     else:
-        from grader.similarity import SimilarityUnavailable
+        from grader.report.similarity import SimilarityUnavailable
         try:
             similarity = _class_similarity(args)
         except SimilarityUnavailable as error:
@@ -184,7 +184,7 @@ def _template(args: argparse.Namespace) -> Path | None:
     if getattr(args, "template", None):
         return Path(args.template)
     if getattr(args, "rubric", None):
-        from grader.rubric import load_rubric
+        from grader.rubric.schema import load_rubric
         return load_rubric(args.rubric).template
     return None
 
@@ -193,13 +193,13 @@ def _class_similarity(args: argparse.Namespace, problems: Sequence[str] = ()):
     """The similarity of a results folder's class (its notebooks read one student at a time). Without
     --template or --rubric, the template of rubrics/<assignment>.yaml is used when there is one."""
     from grader.report.class_report import iter_class
-    from grader.similarity import class_code, compare, template_code
+    from grader.report.similarity import class_code, compare, template_code
     template = _template(args)
     if template is None:
         first = next(iter(iter_class(args.results)), None)
         guess = Path("rubrics") / f"{first.rubric}.yaml" if first is not None else None
         if guess is not None and guess.is_file():
-            from grader.rubric import RubricError, load_rubric
+            from grader.rubric.schema import RubricError, load_rubric
             try:
                 template = load_rubric(guess).template
             except RubricError:
@@ -227,8 +227,8 @@ def _similarity(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from grader import overrides
-    from grader.gradebook import Gradebook
+    from grader.store import overrides
+    from grader.store.gradebook import Gradebook
     with Gradebook(Path(args.into)) as book:
         for other in args.gradebooks:
             print(f"{other}: {book.merge(Path(other))} results merged into {args.into}")
@@ -241,7 +241,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 def _override(args: argparse.Namespace) -> int:
     import getpass
-    from grader import overrides
+    from grader.store import overrides
     book = Path(args.gradebook)
     if args.remove == (args.points is not None):
         print("give either --points P or --remove", file=sys.stderr)
@@ -270,7 +270,7 @@ def _override(args: argparse.Namespace) -> int:
 
 def _kit(args: argparse.Namespace) -> int:
     import json
-    from grader.kit import coverage, write_kit
+    from grader.kit.kit import coverage, write_kit
     _check_rubric(args.rubric)
     path = write_kit(args.rubric, args.output, cache=args.cache)
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -290,12 +290,12 @@ def _check(args: argparse.Namespace) -> int:
         _check_rubric(args.rubric)
     else:
         _check_file(args.kit, "--kit")
-    from grader.grading import Options
+    from grader.judge.grading import Options
     options = Options(allow_root_sandbox=args.allow_root_sandbox)
     if args.kit:
-        from grader.kit_check import run_check
+        from grader.kit.check import run_check
         return run_check(args.notebook, args.kit, options=options)
-    from grader.batch import check
+    from grader.run.batch import check
     from grader.report.console import student_report
     result, hidden = check(args.notebook, args.rubric, cache=Path(args.cache) if args.cache else None,
                            options=options)
@@ -303,7 +303,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from grader.doctor import diagnose, render
+    from grader.run.doctor import diagnose, render
     diagnosis = diagnose()
     print(render(diagnosis))
     return 0 if not diagnosis.advice else 1
@@ -315,8 +315,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
-    from grader.grading import Options
-    from grader.validate import validate
+    from grader.judge.grading import Options
+    from grader.authoring.validate import validate
     console = Console()
     validation = validate(rubric, cache=Path(args.cache) if args.cache else None,
                           options=Options(allow_root_sandbox=args.allow_root_sandbox), mutants=args.mutants,
@@ -327,7 +327,7 @@ def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
         template = validation.template_result
         console.print(f"template:  {template.total:g}/{template.max_total:g}", highlight=False)
     if validation.mutation is not None:
-        from grader.mutation import describe
+        from grader.authoring.mutation import describe
         for line in describe(validation.mutation, diffs=args.show_survivors):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
     for warning in validation.warnings:
@@ -341,7 +341,7 @@ def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
 
 
 def _assign(args: argparse.Namespace) -> int:
-    from grader.assign import build, write
+    from grader.authoring.assign import build, write
     _check_file(args.master, "the master notebook")
     assignment, root = build(args.master, args.course)
     written = write(assignment, root, force=args.force)
@@ -361,14 +361,14 @@ def _assign(args: argparse.Namespace) -> int:
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from grader.extract import extract
-    from grader.rubric import Policy
-    from grader.notebook import read_notebook
+    from grader.extract.source import extract
+    from grader.rubric.schema import Policy
+    from grader.intake.notebook import read_notebook
     _check_file(args.notebook, "the notebook")
     policy = Policy()
     if args.rubric:
-        from grader.plan import build_plan, default_cache
-        from grader.rubric import load_rubric
+        from grader.plan.cases import build_plan, default_cache
+        from grader.rubric.schema import load_rubric
         policy = build_plan(load_rubric(args.rubric), default_cache()).rubric.policy   # the roots grading uses
     from grader.textsafe import terminal
     extracted = extract(read_notebook(args.notebook), policy)
@@ -387,7 +387,7 @@ ALLOW_ROOT = ("where the machine offers no user namespaces and no unused uid can
 
 
 def parser() -> argparse.ArgumentParser:
-    from grader.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
+    from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
     main = argparse.ArgumentParser(prog="grader", description="Grade puzzle notebooks against a reference.")
     main.add_argument("--version", action="version", version=f"puzzle-grader {__version__}")
     verbs = main.add_subparsers(dest="verb", required=True)
@@ -528,8 +528,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from grader.notebook import NotebookError
-    from grader.rubric import RubricError
+    from grader.intake.notebook import NotebookError
+    from grader.rubric.schema import RubricError
     args = parser().parse_args(argv)
     try:
         return args.run(args)
@@ -551,11 +551,11 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr)
         return 2
     except Exception as error:  # a damaged kit or gradebook: say which file and why, no traceback
-        from grader.gradebook import GradebookError
-        from grader.kit import KitError
-        from grader.similarity import SimilarityUnavailable
-        from grader.executor_dask import ClusterError
-        from grader.batch import ResultsFolderError
+        from grader.store.gradebook import GradebookError
+        from grader.kit.kit import KitError
+        from grader.report.similarity import SimilarityUnavailable
+        from grader.run.executor_dask import ClusterError
+        from grader.run.batch import ResultsFolderError
         if isinstance(error, (KitError, GradebookError, SimilarityUnavailable, ClusterError, ResultsFolderError)):
             print(error, file=sys.stderr)
             return 2

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import grade
-from grader.validate import Validation, validate
-from grader.results import SubmissionResult
+from grader.run.batch import grade
+from grader.authoring.validate import Validation, validate
+from grader.store.results import SubmissionResult
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.analysis import global_data_reads, is_stub
-from grader.extract import extract
-from grader.notebook import notebook_from_source, read_notebook
+from grader.syntax.analysis import global_data_reads, is_stub
+from grader.extract.source import extract
+from grader.intake.notebook import notebook_from_source, read_notebook
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 

@@ -12,8 +12,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
-from grader.analysis import is_stub
-from grader.assign import AssignError, build
+from grader.syntax.analysis import is_stub
+from grader.authoring.assign import AssignError, build
 
 RUBRIC_CELL = """# rubric
 assignment: tiny-slide
@@ -118,7 +118,7 @@ def test_an_unbalanced_solution_region_names_its_cell_and_line(tmp_path: Path, s
 
 
 def test_a_solution_method_becomes_an_exercise_grading_class_dot_method(tmp_path: Path) -> None:
-    from grader.validate import validate
+    from grader.authoring.validate import validate
     cells = [
         new_raw_cell("# rubric\nassignment: shapes"),
         new_code_cell("class Square:\n    def __init__(self, side):\n        self.side = side\n\n"
@@ -131,7 +131,7 @@ def test_a_solution_method_becomes_an_exercise_grading_class_dot_method(tmp_path
     assignment, root = build(path)
     assert "  - id: area\n    function: Square.area\n    cases:" in assignment.rubric
     assert assignment.skeletons == ()
-    from grader.assign import write
+    from grader.authoring.assign import write
     written = write(assignment, root)
     validation = validate(written["rubric"], cache=tmp_path / "cache", mutants=3)
     assert validation.problems == (), validation.problems

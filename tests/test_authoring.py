@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.authoring import authoring_findings
-from grader.plan import build_plan
-from grader.rubric import RubricError, load_rubric
+from grader.authoring.findings import authoring_findings
+from grader.plan.cases import build_plan
+from grader.rubric.schema import RubricError, load_rubric
 
 REFERENCE = '''
 import random
@@ -190,7 +190,7 @@ def test_a_failing_import_in_the_reference_names_its_line(tmp_path: Path) -> Non
 
 
 def test_a_reference_with_sibling_imports_validates_graded_as_a_submission(tmp_path: Path) -> None:
-    from grader.validate import validate
+    from grader.authoring.validate import validate
     (tmp_path / "shapes.py").write_text("def turn(t):\n    return t[1:] + t[:1]\n")
     reference = REFERENCE.replace("import random\n", "import random\nfrom shapes import turn\n").replace(
         "def rotate(state):\n    return state[1:] + state[:1]", "def rotate(state):\n    return turn(state)")
@@ -203,7 +203,7 @@ def test_a_variant_that_answers_like_a_known_mistake_is_found(tmp_path: Path) ->
     """Variants come from the rubric's `variants:`; here an exercise carries one the way the parser gives it."""
     from dataclasses import replace
 
-    from grader.rubric import Variant
+    from grader.rubric.schema import Variant
 
     rubric_path = write(tmp_path)
     plan = build_plan(load_rubric(rubric_path))

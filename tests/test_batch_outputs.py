@@ -49,7 +49,7 @@ def test_reports_find_the_students_code_after_a_zip_intake_from_another_folder(t
 
 
 def test_an_empty_notebook_is_a_row_counted_unreadable_not_skipped(tmp_path: Path, grader_cache: Path) -> None:
-    from grader.batch import grade_batch
+    from grader.run.batch import grade_batch
     export = tmp_path / "canvas.zip"
     with zipfile.ZipFile(export, "w") as archive:
         archive.writestr("emptyeve_32345_67892_lab.ipynb", b"")
@@ -66,7 +66,7 @@ def test_an_empty_notebook_is_a_row_counted_unreadable_not_skipped(tmp_path: Pat
 
 def test_report_says_which_students_notebooks_it_could_not_find(tmp_path: Path, capsys) -> None:
     from grader.cli import main
-    from grader.results import ExerciseResult, SubmissionResult, write_json
+    from grader.store.results import ExerciseResult, SubmissionResult, write_json
     result = SubmissionResult(submission="alice", path=str(tmp_path / "gone.ipynb"), sha256="a" * 64,
                               rubric="taoistic-search", rubric_sha256="r", grader_version="0", isolation="none",
                               total=0.0, max_total=2.0,

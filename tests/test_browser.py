@@ -134,7 +134,7 @@ def student_order(rendered: browser.Rendered) -> list[str]:
 
 
 def test_dashboard_table_sorts_and_every_student_link_opens_that_report(bundled: Batch, tmp_path: Path) -> None:
-    from grader import overrides
+    from grader.store import overrides
     from grader.report.class_report import write_class_report
     results = sorted(bundled.results.values(), key=lambda r: r.submission)
     adjusted = overrides.Override("move-dir-transposed", results[0].rubric, "move_dir", "", 2.0, "regrade request",
@@ -169,7 +169,7 @@ def test_dashboard_table_sorts_and_every_student_link_opens_that_report(bundled:
 
 def test_similarity_page_shows_the_planted_pair_first(tmp_path: Path) -> None:
     from grader.report.similarity_page import write_similarity
-    from grader.similarity import class_code, compare, template_code
+    from grader.report.similarity import class_code, compare, template_code
     from similarity_class import FUNCTIONS, write_class
     from test_similarity import results_for
     from conftest import TEMPLATE

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader import sealed
-from grader.plan import build_plan, cache_path
-from grader.rubric import load_rubric
+from grader.plan import sealed
+from grader.plan.cases import build_plan, cache_path
+from grader.rubric.schema import load_rubric
 from grader import codec
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 

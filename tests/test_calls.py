@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader.calls import (ChildExpression, ExpressionError, _NotData, call_arguments, evaluate_data, for_child,
-                          free_names)
+from grader.syntax.calls import (ChildExpression, ExpressionError, _NotData, call_arguments, evaluate_data, for_child,
+                                 free_names)
 
 START = ("*", "1", "2")
 DATA = {"Start": START, "Goal": ("1", "2", "*"), "row": 2, "states": [START, ("1", "*", "2")]}

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from grader.calls import _NotData
-from grader.checks import CHECKS, CheckContext, CheckError, ProbeError, Verdict, reference_check
-from grader.plan import load_reference
+from grader.syntax.calls import _NotData
+from grader.checks.registry import CHECKS, CheckContext, CheckError, ProbeError, Verdict, reference_check
+from grader.plan.cases import load_reference
 from grader import codec
 
 REFERENCE = load_reference(Path(__file__).parent / "fixtures" / "rubrics" / "mini_reference.py")

@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 
 from grader import codec
-from grader.batch import grade_batch
-from grader.grading import error_cause
+from grader.run.batch import grade_batch
+from grader.judge.grading import error_cause
 from grader.report import plots
 from grader.report.class_report import (
     case_rates, class_report_html, common_mistakes, exercise_summaries, failure_key, read_results, script_hash,
     slowest, sort_script, summarize, troubles, ungraded, warning_groups, write_class_report)
-from grader.results import CaseResult, ExerciseResult, SubmissionResult, from_dict, to_dict, write_json
-from grader.status import REASONS
-from grader.rubric import load_rubric
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, from_dict, to_dict, write_json
+from grader.store.status import REASONS
+from grader.rubric.schema import load_rubric
 
 from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS
 

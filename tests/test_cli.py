@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import grader
-from grader.plan import build_plan
-from grader.rubric import load_rubric
+from grader.plan.cases import build_plan
+from grader.rubric.schema import load_rubric
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = "rubrics/taoistic-search.yaml"              # paths below are relative to REPO, the subprocess's cwd

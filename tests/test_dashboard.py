@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from grader.report.class_report import case_name, case_rates
 from grader.report.dashboard import answer_groups, generator_rates, report_href, student_rows
-from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.checks import CHECKS
-from grader.rubric import CASE_KEYS, EXERCISE_KEYS, EXTRACTION_KEYS, RUBRIC_KEYS, Limits
+from grader.checks.registry import CHECKS
+from grader.rubric.schema import CASE_KEYS, EXERCISE_KEYS, EXTRACTION_KEYS, RUBRIC_KEYS, Limits
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -59,7 +59,7 @@ def test_readme_documents_the_check_author_api():
     """What a check receives (parameters, NDArray and Opaque fields) and may return, as the code has it."""
     from dataclasses import fields as dataclass_fields
 
-    from grader.checks import CHECK_PARAMETERS, CheckAnswer, Verdict, reference_check
+    from grader.checks.registry import CHECK_PARAMETERS, CheckAnswer, Verdict, reference_check
     from grader.codec import NDArray, Opaque
     section = README[README.index("### Writing a check function"):]
     documented = {}
@@ -73,7 +73,7 @@ def test_readme_documents_the_check_author_api():
             assert f"`{field.name}`" in section, (cls.__name__, field.name)
     assert f"Verdict({', '.join(f.name for f in dataclass_fields(Verdict))[:6]}" in section
     # Every documented return gives its verdict; anything else is the rubric's error.
-    from grader.checks import CheckContext, CheckError
+    from grader.checks.registry import CheckContext, CheckError
     from grader import codec
     context = CheckContext(expected=codec.encode(1), got=codec.encode(1))
     for answer, verdict in [(True, Verdict(True, 1.0, "")), (0.5, Verdict(False, 0.5, "")),
@@ -85,10 +85,10 @@ def test_readme_documents_the_check_author_api():
     seen = {}
     reference_check(lambda **given: seen.update(given) or True)(context)
     assert set(seen) == set(CHECK_PARAMETERS)
-    assert "Union[bool, float, tuple[bool, str], tuple[float, str], grader.checks.Verdict]" in str(CheckAnswer)
+    assert "Union[bool, float, tuple[bool, str], tuple[float, str], grader.checks.registry.Verdict]" in str(CheckAnswer)
 
 def test_readme_documents_the_master_notebook_markers():
-    from grader import assign
+    from grader.authoring import assign
     section = README[README.index("### From one master notebook"):]
     for marker in ("# BEGIN SOLUTION", "# END SOLUTION", "# REFERENCE ONLY", "# TEMPLATE ONLY", "# tests",
                    "# rubric"):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import grade_batch
-from grader.executor import Job, LocalPool, Setup
-from grader.results import to_dict
-from grader.rubric import load_rubric
+from grader.run.batch import grade_batch
+from grader.run.executor import Job, LocalPool, Setup
+from grader.store.results import to_dict
+from grader.rubric.schema import load_rubric
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
@@ -156,8 +156,8 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path):
 
 def test_watchdog_follows_the_rubrics_budget_with_a_margin():
     from dataclasses import replace as changed
-    from grader.executor import WATCHDOG_MARGIN, watchdog_for
-    from grader.grading import Options
+    from grader.run.executor import WATCHDOG_MARGIN, watchdog_for
+    from grader.judge.grading import Options
     rubric = load_rubric(RUBRIC)
     short = changed(rubric, limits=changed(rubric.limits, submission_seconds=20.0))
     assert watchdog_for(Setup(short, None)) == pytest.approx(20.0 * 1.1 + WATCHDOG_MARGIN)
@@ -172,7 +172,7 @@ class _Stops:
         self.seen = []
 
     def run(self, jobs):
-        from grader.executor import Done
+        from grader.run.executor import Done
         for job in jobs:
             self.seen.append(job.student)
             yield Done(job, None, "the grading worker took longer than 42 s (the rubric's budget and a margin) "
@@ -197,7 +197,7 @@ def test_a_stopped_submission_is_recorded_with_its_reason_and_not_retried_unless
 def test_forked_workers_grade_with_the_coordinators_plan_and_their_own_zygote(tmp_path):
     """Given the coordinator's plan, the pool forks its workers (no import, no plan built again); a zygote the
     coordinator already runs stays its own: the worker starts another, and the coordinator's still works."""
-    from grader.plan import build_plan
+    from grader.plan.cases import build_plan
     from grader.sandbox import supervisor
     setup = Setup(load_rubric(RUBRIC), str(tmp_path / "cache"))
     plan = build_plan(setup.rubric, tmp_path / "cache")

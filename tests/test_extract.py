@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.extract import Extracted, Statement, extract
+from grader.extract.source import Extracted, Statement, extract
 
-from grader.rubric import Policy
-from grader.notebook import notebook_from_source, read_notebook
+from grader.rubric.schema import Policy
+from grader.intake.notebook import notebook_from_source, read_notebook
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = FIXTURES / "seeds"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import grade
-from grader.conventions import REFERENCE, consistently_matched, hold_to_one
-from grader.results import CaseResult, ExerciseResult, SubmissionResult
-from grader.rubric import Variant
+from grader.run.batch import grade
+from grader.judge.conventions import REFERENCE, consistently_matched, hold_to_one
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.rubric.schema import Variant
 
 from conftest import REPO, RUBRIC
 
@@ -102,7 +102,7 @@ def test_a_tie_goes_to_the_reference_and_the_other_cases_say_why_they_fail() -> 
 
 
 def test_consistency_needs_an_answer_that_tells_the_conventions_apart() -> None:
-    from grader.plan import Expected
+    from grader.plan.cases import Expected
     expected = {"a": Expected(1, 0.0, (("f", 1),)), "b": Expected(2, 0.0, (("f", 3),))}
     matched = ExerciseResult("x", "x", 0.0, 1.0, (_case("a", "pass", got=1), _case("b", "fail", got=3)))
     assert consistently_matched(matched, "f", expected)
@@ -214,7 +214,7 @@ def test_numpy_ints_and_a_frozenset_are_right_answers(tmp_path: Path, grader_cac
 def test_other_spellings_stay_strict_where_python_tells_them_apart() -> None:
     import numpy as np
     from grader import codec
-    from grader.checks import as_expected
+    from grader.checks.registry import as_expected
 
     def same(expected: object, got: object) -> bool:
         wire_expected, wire_got = codec.encode(expected), codec.encode(got)

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from grader.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
+from grader.store.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
 from grader.report.csv_export import write_csv
-from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json, to_dict
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json, to_dict
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = "taoistic-search"
@@ -233,8 +233,8 @@ def test_files_that_are_not_gradebooks_are_refused_with_the_file_name(tmp_path: 
 CHILD = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from grader.gradebook import Gradebook
-    from grader.results import CaseResult, ExerciseResult, SubmissionResult
+    from grader.store.gradebook import Gradebook
+    from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 
     path, seed = Path(sys.argv[1]), int(sys.argv[2])
     # Built before the loop, small: the loop's time is then mostly spent inside record's transaction.
@@ -369,7 +369,7 @@ JSON_VALUES = st.recursive(
 def test_a_value_is_left_out_only_when_its_json_is_the_shared_one(a: object, b: object) -> None:
     """The gradebook compares answers with shared values without encoding them: the same verdict as comparing
     their JSON texts, also for values Python calls equal (1 and True, 0.0 and -0.0, 1 and 1.0)."""
-    from grader.gradebook import _same_json, _value_text
+    from grader.store.gradebook import _same_json, _value_text
     assert _same_json(a, _value_text(b)) == (_value_text(a) == _value_text(b))
     assert _same_json(a, _value_text(a))
     assert _same_json(json.loads(_value_text(a)), _value_text(a))

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.autograder import MANIFEST, build_autograder, run
-from grader.batch import grade
-from grader.plan import build_plan
+from grader.run.autograder import MANIFEST, build_autograder, run
+from grader.run.batch import grade
+from grader.plan.cases import build_plan
 from grader.report.gradescope import split_units, to_gradescope, write_gradescope
-from grader.results import CaseResult, ExerciseResult, SubmissionResult
-from grader.rubric import load_rubric
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.rubric.schema import load_rubric
 from grader import codec
 
 from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS
@@ -308,7 +308,7 @@ def test_without_a_wheel_the_zip_ships_the_package_source_and_still_grades(tmp_p
         setup = archive.read("setup.sh").decode()
         manifest = json.loads(archive.read(MANIFEST))
     assert manifest["package"] == "source"
-    assert {"python/grader/__init__.py", "python/grader/autograder.py", "requirements.txt"} <= names
+    assert {"python/grader/__init__.py", "python/grader/run/autograder.py", "requirements.txt"} <= names
     assert not [n for n in names if n.endswith(".whl")]
     assert '-m pip install -r "$SOURCE/requirements.txt"' in setup
     root = fake_tree(zip_path, tmp_path / "autograder", TRANSPOSED)

@@ -31,13 +31,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.batch import grade
-from grader.calls import call_arguments
-from grader.grading import Options
-from grader.plan import Plan, build_plan
-from grader.status import STATUSES
-from grader.results import SubmissionResult
-from grader.rubric import load_rubric
+from grader.run.batch import grade
+from grader.syntax.calls import call_arguments
+from grader.judge.grading import Options
+from grader.plan.cases import Plan, build_plan
+from grader.store.status import STATUSES
+from grader.store.results import SubmissionResult
+from grader.rubric.schema import load_rubric
 from grader import codec
 from grader.sandbox.isolation import PIDS_MAX, detect
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox

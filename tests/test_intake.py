@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import intake
-from grader.intake import Entry, Intake, gather
+from grader.intake import gather as intake
+from grader.intake.gather import Entry, Intake, gather
 
 OLD = (2024, 3, 1, 9, 0, 0)
 NEW = (2024, 3, 2, 9, 0, 0)

@@ -16,15 +16,15 @@ from unittest import mock
 import pytest
 
 from conftest import REFERENCE, REPO, RUBRIC, SUBMISSIONS
-from grader.batch import check as rubric_check
-from grader.extract import extract
-from grader.grading import Options, build_requests
-from grader.kit import (FALLBACK_PASS, PATH_UNVERIFIED, UNVERIFIED, KitCheck, KitError, check, kit_from_dict,
-                        path_failure, write_kit)
-from grader.kit_check import check_with_kit, run_check
-from grader.notebook import read_notebook
-from grader.plan import build_plan
-from grader.rubric import load_rubric
+from grader.run.batch import check as rubric_check
+from grader.extract.source import extract
+from grader.judge.grading import Options, build_requests
+from grader.kit.kit import (FALLBACK_PASS, PATH_UNVERIFIED, UNVERIFIED, KitCheck, KitError, check, kit_from_dict,
+                            path_failure, write_kit)
+from grader.kit.check import check_with_kit, run_check
+from grader.intake.notebook import read_notebook
+from grader.plan.cases import build_plan
+from grader.rubric.schema import load_rubric
 from grader import codec
 
 EXAMPLES = ("correct", "move-dir-transposed", "seed-000", "syntax-error")
@@ -296,7 +296,7 @@ def test_in_kernel_check_passes_every_public_case_of_the_correct_notebook(kit_pa
 def test_in_kernel_check_reads_the_callers_globals(kit_path: Path):
     namespace = _namespace_of(SUBMISSIONS / "move-dir-transposed.ipynb")
     namespace["kit_path"] = str(kit_path)
-    with mock.patch("grader.kit.report"):
+    with mock.patch("grader.kit.kit.report"):
         exec("from grader import check\nsummary = check(kit_path)", namespace)  # noqa: S102 - as a notebook cell
     summary = namespace["summary"]
     move_dir = summary.result.exercise("move_dir")
@@ -370,7 +370,7 @@ def test_in_kernel_check_reports_a_stub_as_missing(kit_path: Path):
 
 def test_import_grader_loads_nothing_heavy():
     probe = ("import grader, sys; "
-             "print(sorted(m for m in ('grader.kit', 'rich', 'yaml', 'nbformat') if m in sys.modules))")
+             "print(sorted(m for m in ('grader.kit.kit', 'rich', 'yaml', 'nbformat') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
 
@@ -418,7 +418,7 @@ def test_kit_check_works_from_the_wheel_alone(kit_path: Path, tmp_path: Path):
                                      cwd=work, env=environment).stdout:
             command = [str(grader), "check", "--kit", "kit.json", "notebook.ipynb"]
         else:   # until the CLI verb is wired: the function it calls
-            command = [str(python), "-c", "from grader.kit_check import run_check; "
+            command = [str(python), "-c", "from grader.kit.check import run_check; "
                                           "raise SystemExit(run_check('notebook.ipynb', 'kit.json'))"]
         done = subprocess.run(command, capture_output=True, text=True, cwd=work, env=environment, timeout=300)
         assert done.returncode == status, done.stdout + done.stderr

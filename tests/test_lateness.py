@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from grader.batch import grade_batch
-from grader.intake import gather
-from grader.lateness import DAY, LatePolicy, assess, parse_due
-from grader.rubric import RubricError, load_rubric
+from grader.run.batch import grade_batch
+from grader.intake.gather import gather
+from grader.rubric.lateness import DAY, LatePolicy, assess, parse_due
+from grader.rubric.schema import RubricError, load_rubric
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"

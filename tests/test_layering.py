@@ -17,8 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "grader"
 
 @dataclass(frozen=True)
 class Import:
-    importer: str     # dotted module name, e.g. grader.grading
-    imported: str     # dotted module name, e.g. grader.batch
+    importer: str     # dotted module name, e.g. grader.judge.grading
+    imported: str     # dotted module name, e.g. grader.run.batch
     names: tuple[str, ...]
     line: int
 
@@ -137,15 +137,22 @@ def _matches(module: str, prefixes: tuple[str, ...]) -> bool:
 CHILD = ("grader.sandbox.runtime", "grader.sandbox.zygote", "grader.sandbox.confine", "grader.sandbox.wire",
          "grader.codec")
 # Configuration: parsed once into frozen dataclasses; it knows no stage.
-CONFIGURATION = ("grader.rubric", "grader.yamlmarks", "grader.lateness")
-# Neutral ground any layer may use: pure functions over Python syntax and text, and the atomic file writer.
-NEUTRAL = ("grader.textsafe", "grader.files", "grader.calls", "grader.analysis")
+CONFIGURATION = ("grader.rubric",)
+# Neutral ground any layer may use: pure functions over Python syntax and text, the value codec, the file writer.
+NEUTRAL = ("grader.textsafe", "grader.files", "grader.syntax", "grader.codec", "grader.extras")
 # One submission's way through the pipeline, and the class-level layer that drives many of them.
-SUBMISSION = ("grader.notebook", "grader.extract", "grader.analysis", "grader.calls", "grader.checks",
-              "grader.plan", "grader.grading", "grader.scoring", "grader.results", "grader.codec", "grader.sandbox")
-CLASS = ("grader.batch", "grader.executor", "grader.executor_dask", "grader.gradebook", "grader.intake",
-         "grader.overrides", "grader.similarity", "grader.report.class_report", "grader.report.dashboard",
-         "grader.report.csv_export", "grader.report.progress", "grader.validate", "grader.mutation")
+SUBMISSION = ("grader.intake.notebook", "grader.extract", "grader.checks", "grader.plan", "grader.sandbox",
+              "grader.judge", "grader.store.results")
+CLASS = ("grader.run", "grader.intake.gather", "grader.store.gradebook", "grader.store.overrides",
+         "grader.report.similarity", "grader.report.class_report", "grader.report.dashboard",
+         "grader.report.csv_export", "grader.report.progress", "grader.authoring")
+# The stages in the order data flows through them: a stage imports only those before it (and neutral ground).
+FLOW = ("grader.intake", "grader.rubric", "grader.extract", "grader.checks", "grader.plan", "grader.sandbox",
+        "grader.store", "grader.judge", "grader.report", "grader.kit", "grader.authoring", "grader.run")
+
+
+def _stage(module: str) -> int | None:
+    return next((n for n, stage in enumerate(FLOW) if _matches(module, (stage,))), None)
 
 
 def test_the_package_has_no_import_cycle() -> None:
@@ -175,6 +182,18 @@ def test_one_submissions_stages_know_nothing_of_the_class() -> None:
     assert broken == []
 
 
+def test_data_flows_one_way_through_the_stage_folders() -> None:
+    broken = [_where(e) for e in IMPORTS
+              if (a := _stage(e.importer)) is not None and (b := _stage(e.imported)) is not None and b > a]
+    assert broken == []
+
+
+def test_every_module_lives_in_a_stage_folder_or_is_neutral_ground() -> None:
+    loose = [m for m in MODULES if _stage(m) is None and not _matches(m, NEUTRAL)
+             and m not in ("grader", "grader.__main__", "grader.cli")]
+    assert loose == []
+
+
 def test_the_value_codec_is_neutral_ground_outside_the_sandbox() -> None:
     # Writers and checks use the codec; none of them reaches into the sandbox for it.
     assert "grader.codec" in MODULES and "grader.sandbox.codec" not in MODULES
@@ -187,6 +206,9 @@ def test_the_rules_see_the_imports_they_judge() -> None:
     """The reader itself: a relative, a lazy and a `from package import module` import are all found."""
     edges = {(e.importer, e.imported) for e in IMPORTS}
     assert ("grader.sandbox.process", "grader.sandbox.wire") in edges        # from grader.sandbox import wire
-    assert ("grader.cli", "grader.batch") in edges                           # inside a function
-    assert ("grader.grading", "grader.codec") in edges
+    assert ("grader.cli", "grader.run.batch") in edges                       # inside a function
+    assert ("grader.judge.grading", "grader.codec") in edges
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+    # The flow's order: the sandbox comes before the judge, the judge before the reports; neutral ground is none.
+    assert _stage("grader.sandbox.process") < _stage("grader.judge.grading") < _stage("grader.report.console")
+    assert _stage("grader.codec") is None and _stage("grader.syntax.calls") is None

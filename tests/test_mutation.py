@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.mutants import OPERATORS, mutants, sample, swapped
-from grader.validate import validate
+from grader.authoring.mutants import OPERATORS, mutants, sample, swapped
+from grader.authoring.validate import validate
 
 REFERENCE = '''
 """Count steps: a tiny reference whose functions exercise every mutation operator."""
@@ -182,6 +182,6 @@ def test_a_known_mistake_that_loses_no_points_fails_validation(tmp_path: Path) -
 
 @pytest.mark.parametrize("score", ["1.5", "-1"])
 def test_a_mutation_threshold_outside_zero_to_one_is_a_rubric_error(tmp_path: Path, score: str) -> None:
-    from grader.rubric import RubricError, load_rubric
+    from grader.rubric.schema import RubricError, load_rubric
     with pytest.raises(RubricError):
         load_rubric(course(tmp_path, WEAK.replace("mutation_score: 0.9", f"mutation_score: {score}")))

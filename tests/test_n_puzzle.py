@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import yaml
 
-from grader.plan import load_reference
-from grader.batch import grade
-from grader.validate import validate
+from grader.plan.cases import load_reference
+from grader.run.batch import grade
+from grader.authoring.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reference" / "n_puzzle.py"

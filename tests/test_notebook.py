@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.notebook import Cell, NotebookError, notebook_from_source, read_notebook
+from grader.intake.notebook import Cell, NotebookError, notebook_from_source, read_notebook
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = FIXTURES / "seeds"

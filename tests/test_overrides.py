@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import overrides
-from grader.gradebook import GradebookError
-from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.store import overrides
+from grader.store.gradebook import GradebookError
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 
 from conftest import RUBRIC, SUBMISSIONS
 
@@ -118,7 +118,7 @@ def test_apply_keeps_the_automatic_score_beside_the_final_one() -> None:
 
 
 def test_bad_overrides_are_refused_with_a_reason(tmp_path: Path) -> None:
-    from grader.gradebook import Gradebook
+    from grader.store.gradebook import Gradebook
     book = tmp_path / "gradebook.sqlite"
     with pytest.raises(GradebookError, match="no such gradebook"):
         overrides.record(book, "ada", "f", points=1, reason="r", author="a")
@@ -137,7 +137,7 @@ def test_bad_overrides_are_refused_with_a_reason(tmp_path: Path) -> None:
 
 
 def test_merge_brings_the_other_gradebooks_overrides_once(tmp_path: Path) -> None:
-    from grader.gradebook import Gradebook
+    from grader.store.gradebook import Gradebook
     books = [tmp_path / "a.sqlite", tmp_path / "b.sqlite"]
     for path in books:
         with Gradebook(path) as gradebook:

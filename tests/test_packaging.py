@@ -88,7 +88,7 @@ def test_import_grader_and_its_cli_load_no_report_or_cluster_module() -> None:
 
 @pytest.mark.slow
 def test_a_student_self_checks_without_any_extra(tmp_path: Path) -> None:
-    from grader.kit import write_kit
+    from grader.kit.kit import write_kit
     kit = write_kit(RUBRIC, tmp_path / "kit.json", cache=tmp_path / "cache")
     run = _blocking("from grader.cli import main\n"
                     "code = main(['check', sys.argv[1], '--kit', sys.argv[2]])\n"

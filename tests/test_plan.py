@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.plan import build_plan, cache_path, expand, load_reference, patched_globals
-from grader.rubric import CheckSpec, RubricError, load_rubric
+from grader.plan.cases import build_plan, cache_path, expand, load_reference, patched_globals
+from grader.rubric.schema import CheckSpec, RubricError, load_rubric
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rubrics"
 MINI = FIXTURES / "mini.yaml"
@@ -355,7 +355,7 @@ def stored_payload(stored: Path) -> dict:
 def reseal(stored: Path, text: str) -> None:
     """Write a body sealed with the folder's own key, as the grader would: the seal verifies, so what is
     tested is how the plan treats the content."""
-    from grader import sealed
+    from grader.plan import sealed
     key = (stored.parent / sealed.KEY_FILE).read_bytes()
     sealed.write_sealed(key, stored, text.encode("utf-8"))
 

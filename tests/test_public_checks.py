@@ -11,10 +11,10 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from rich.console import Console
 
-from grader.kit import UNVERIFIED, check, coverage, load_kit, write_kit
-from grader.kit_check import check_with_kit, run_check
-from grader.public import PublicError, public_code
-from grader.rubric import load_rubric
+from grader.kit.kit import UNVERIFIED, check, coverage, load_kit, write_kit
+from grader.kit.check import check_with_kit, run_check
+from grader.kit.public import PublicError, public_code
+from grader.rubric.schema import load_rubric
 
 REFERENCE = '''
 """Tower of Hanoi: move n disks from peg A to peg C, one at a time, never a larger disk on a smaller one."""

@@ -93,7 +93,7 @@ def test_a_regrade_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
 def test_exports_are_the_whole_class_and_a_rerun_rewrites_what_is_missing(tmp_path: Path) -> None:
     """Regrading one student keeps every student in the CSV and the Gradescope folder; a rerun writes the same
     Gradescope files (every case, not score-only stubs) and puts back a deleted result JSON."""
-    from grader.batch import grade, grade_batch
+    from grader.run.batch import grade, grade_batch
     submissions = tmp_path / "class"
     submissions.mkdir()
     for name in CALM[:3]:
@@ -132,6 +132,6 @@ def test_gradebooks_graded_apart_merge_into_one(tmp_path: Path) -> None:
                            str(tmp_path / "out-b" / "gradebook.sqlite"), "--into", str(merged)],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    from grader.gradebook import Gradebook
+    from grader.store.gradebook import Gradebook
     with Gradebook(merged) as book:
         assert book.students("taoistic-search") == sorted(CALM[:4])

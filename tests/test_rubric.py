@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.rubric import Policy
-from grader.rubric import CheckSpec, Limits, Mistake, RubricError, load_rubric
+from grader.rubric.schema import Policy
+from grader.rubric.schema import CheckSpec, Limits, Mistake, RubricError, load_rubric
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rubrics"
 MINI = FIXTURES / "mini.yaml"

@@ -9,10 +9,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from grader.validate import validate
-from grader.grading import grade_path, support_sources
-from grader.plan import build_plan
-from grader.rubric import RubricError, load_rubric
+from grader.authoring.validate import validate
+from grader.judge.grading import grade_path, support_sources
+from grader.plan.cases import build_plan
+from grader.rubric.schema import RubricError, load_rubric
 
 REFERENCE = '''
 import numpy as np

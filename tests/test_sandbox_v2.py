@@ -382,7 +382,7 @@ PERSIST = f"Start = exec(compile({PERSIST_SOURCE!r}, 'hx-persist', 'exec'), {{}}
 
 @needs_jail
 def test_nothing_outlives_a_batch_of_notebooks_that_try_to_persist(tmp_path: Path):
-    from grader.batch import grade
+    from grader.run.batch import grade
     correct = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
     notebook = nbformat.read(correct, as_version=4)
     notebook.cells.append(nbformat.v4.new_code_cell(PERSIST))
@@ -390,8 +390,8 @@ def test_nothing_outlives_a_batch_of_notebooks_that_try_to_persist(tmp_path: Pat
     folder.mkdir()
     for number in range(PERSIST_COUNT):
         nbformat.write(notebook, folder / f"student-{number:03d}.ipynb")
-    from grader.extract import extract
-    from grader.notebook import read_notebook
+    from grader.extract.source import extract
+    from grader.intake.notebook import read_notebook
     kept = extract(read_notebook(folder / "student-000.ipynb")).statements
     assert any("hx-persist" in statement.code for statement in kept), "the attack would not even run"
     groups_before = {p.name for p in Path("/sys/fs/cgroup/pids").glob("puzzle-grader-*")}
@@ -414,7 +414,7 @@ def test_nothing_outlives_a_batch_of_notebooks_that_try_to_persist(tmp_path: Pat
 
 
 def test_doctor_says_what_this_machine_offers():
-    from grader.doctor import diagnose, render
+    from grader.run.doctor import diagnose, render
     diagnosis = diagnose()
     text = render(diagnosis)
     assert f"isolation level: {ISOLATION.level}" in text

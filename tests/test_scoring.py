@@ -7,9 +7,9 @@ from collections.abc import Iterable
 
 import pytest
 
-from grader.results import CaseResult
-from grader.scoring import exercise_score as score_of
-from grader.scoring import total
+from grader.store.results import CaseResult
+from grader.judge.scoring import exercise_score as score_of
+from grader.judge.scoring import total
 
 _made = itertools.count()
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.report.similarity_page import marked, similarity_csv, similarity_html
-from grader.results import ExerciseResult, SubmissionResult, write_json
-from grader.similarity import class_code, compare, fingerprints, score_pair, template_code, template_fingerprints
+from grader.store.results import ExerciseResult, SubmissionResult, write_json
+from grader.report.similarity import class_code, compare, fingerprints, score_pair, template_code, template_fingerprints
 
 from conftest import RUBRIC, TEMPLATE
 from similarity_class import FUNCTIONS, HONEST, synthetic_class, write_class
@@ -172,7 +172,7 @@ def test_the_same_class_scores_the_same_whatever_the_hash_seed(tmp_path: Path) -
     winnowed, scored and flagged differently. The grader's own k-gram hash is the same in every process."""
     script = ("import sys; sys.path.insert(0, sys.argv[1])\n"
               "from similarity_class import synthetic_class\n"
-              "from grader.similarity import compare\n"
+              "from grader.report.similarity import compare\n"
               "from grader.report.similarity_page import similarity_csv\n"
               "print(similarity_csv(compare(synthetic_class(30))))\n")
     tests = str(Path(__file__).resolve().parent)

@@ -12,10 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 
-from grader.extract import Extracted, Policy, extract
-from grader.grading import child_statements
-from grader.notebook import read_notebook
-from grader.rubric import load_rubric
+from grader.extract.source import Extracted, Policy, extract
+from grader.judge.grading import child_statements
+from grader.intake.notebook import read_notebook
+from grader.rubric.schema import load_rubric
 from grader.sandbox.process import ProcessLimits, Sandbox
 
 from conftest import REPO, RUBRIC, SUBMISSIONS
@@ -119,7 +119,7 @@ def test_a_statement_never_waits_past_a_later_binding_of_its_own_names() -> None
 
 
 def test_a_demo_search_bound_to_a_name_cases_give_their_own_value_is_not_run() -> None:
-    from grader.plan import build_plan
+    from grader.plan.cases import build_plan
     plan = build_plan(load_rubric(REPO / "rubrics" / "eight-puzzle-astar.yaml"))
     assert {"state", "result", "board", "GOAL"}.isdisjoint(plan.rubric.policy.roots or ())
     extracted = extract(read_notebook(FAIR / "demo_search_named_like_case_data.ipynb"), plan.rubric.policy)

@@ -15,11 +15,11 @@ import nbformat
 import pytest
 import yaml
 
-from grader.analysis import is_stub
-from grader.batch import grade
-from grader.validate import validate
-from grader.plan import load_reference, build_plan
-from grader.rubric import load_rubric
+from grader.syntax.analysis import is_stub
+from grader.run.batch import grade
+from grader.authoring.validate import validate
+from grader.plan.cases import load_reference, build_plan
+from grader.rubric.schema import load_rubric
 from grader import codec
 
 ROOT = Path(__file__).resolve().parents[1]

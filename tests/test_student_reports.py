@@ -13,7 +13,7 @@ from rich.console import Console
 from conftest import SUBMISSIONS, Batch
 from grader.report import annotated, boards, student
 from grader.report.console import student_report
-from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 from grader import codec
 
 TRANSPOSED = "move-dir-transposed"
@@ -227,7 +227,7 @@ def test_given_code_is_folded_not_called_the_students_and_identical_failures_are
 
 
 def _long_result() -> "SubmissionResult":
-    from grader.results import CaseResult, ExerciseResult, SubmissionResult
+    from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
     message = "expected 44, got 48. " + "You also count the blank; " * 8
     printed = "".join(f"step {n}\n" for n in range(30))
     cases = tuple(CaseResult(f"manhattan#{n}", "fail", "public", message, call=f"manhattan(S{n}, Goal)",

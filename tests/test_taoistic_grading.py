@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 import grader
-from grader.batch import grade
-from grader.status import STATUSES
-from grader.results import SubmissionResult, to_dict
-from grader.rubric import Rubric, load_rubric
+from grader.run.batch import grade
+from grader.store.status import STATUSES
+from grader.store.results import SubmissionResult, to_dict
+from grader.rubric.schema import Rubric, load_rubric
 
 from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS, Batch
 

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 import yaml
 
-from grader.plan import load_reference
+from grader.plan.cases import load_reference
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reference" / "taoistic_search.py"
 RUBRIC = ROOT / "rubrics" / "taoistic-search.yaml"

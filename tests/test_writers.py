@@ -26,14 +26,14 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from grader import textsafe
-from grader.extract import extract
-from grader.gradebook import Gradebook
-from grader.notebook import notebook_from_source, read_notebook
+from grader.extract.source import extract
+from grader.store.gradebook import Gradebook
+from grader.intake.notebook import notebook_from_source, read_notebook
 from grader.report import annotated, console, gradescope, student
 from grader.report.class_report import build_report, class_report_html
 from grader.report.csv_export import write_csv
-from grader.results import (SUBMISSION_CHARS, CaseResult, ExerciseResult, SubmissionResult, bound_case,
-                            bound_result, read_json, write_json)
+from grader.store.results import (SUBMISSION_CHARS, CaseResult, ExerciseResult, SubmissionResult, bound_case,
+                                  bound_result, read_json, write_json)
 
 REPO = Path(__file__).resolve().parents[1]
 WRITERS = REPO / "tests" / "fixtures" / "writers"
@@ -427,7 +427,7 @@ def test_a_huge_notebook_is_annotated_up_to_a_bound_and_the_rest_summarized(tmp_
 
 @pytest.mark.parametrize("name", ["lone_surrogate", "huge_strings"])
 def test_the_gradescope_runner_always_writes_a_valid_results_json(name: str, tmp_path: Path) -> None:
-    from grader.autograder import run
+    from grader.run.autograder import run
     (tmp_path / "submission").mkdir()
     shutil.copy(WRITERS / f"{name}.ipynb", tmp_path / "submission" / f"{name}.ipynb")
     run(tmp_path, RUBRIC)

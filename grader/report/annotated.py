@@ -26,11 +26,11 @@ from typing import Any, Iterable, Mapping
 import nbformat
 from markupsafe import Markup
 
-from grader.extract import Extracted, extract
-from grader.notebook import Notebook, NotebookError, read_notebook
+from grader.extract.source import Extracted, extract
+from grader.intake.notebook import Notebook, NotebookError, read_notebook
 from grader.report import student
 from grader.report.math import render_math
-from grader.results import ExerciseResult, SubmissionResult
+from grader.store.results import ExerciseResult, SubmissionResult
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"

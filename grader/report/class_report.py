@@ -12,9 +12,9 @@ from typing import Iterable, Iterator, Mapping, Sequence
 from grader.files import write_text
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentRow, generator_rates, scores_only, student_rows)
-from grader.results import CaseResult, SubmissionResult, read_json
-from grader.similarity import Pair, Similarity
-from grader.status import RAISED, STATUSES, TOO_SLOW, WRONG, reason_of
+from grader.store.results import CaseResult, SubmissionResult, read_json
+from grader.report.similarity import Pair, Similarity
+from grader.store.status import RAISED, STATUSES, TOO_SLOW, WRONG, reason_of
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -644,8 +644,8 @@ def class_report_of_folder(folder: Path | str, path: Path, *, title: str | None 
         loaded = read_results(folder)
         return (write_class_report(loaded.results, path, title=title, problems=loaded.problems, **more),
                 len(loaded.results))
-    from grader.gradebook import Gradebook
-    from grader.overrides import apply, history
+    from grader.store.gradebook import Gradebook
+    from grader.store.overrides import apply, history
     overrides = history(book_path)
     count = 0
 
@@ -667,7 +667,7 @@ def iter_class(folder: Path | str) -> Iterator[SubmissionResult]:
     folder = Path(folder)
     book_path = folder / "gradebook.sqlite"
     if book_path.is_file():
-        from grader.gradebook import Gradebook
+        from grader.store.gradebook import Gradebook
         with Gradebook(book_path) as book:
             for rubric in book.rubrics():
                 yield from book.iter_current(rubric)
@@ -691,7 +691,7 @@ def read_results(directory: Path | str) -> LoadedResults:
     directory = Path(directory)
     book_path = directory / "gradebook.sqlite"
     if book_path.is_file():
-        from grader.gradebook import Gradebook
+        from grader.store.gradebook import Gradebook
         with Gradebook(book_path) as book:
             return LoadedResults(tuple(r for rubric in book.rubrics() for r in book.iter_current(rubric)), ())
     files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))

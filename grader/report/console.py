@@ -13,10 +13,10 @@ from rich.text import Text
 
 from grader.report import boards
 from grader.report.grouping import alike_inputs, failure_groups
-from grader.gradebook import ScoreRow
-from grader.results import CaseResult, SubmissionResult
+from grader.store.gradebook import ScoreRow
+from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
-from grader.status import COLOURS, FAILING, SYMBOLS
+from grader.store.status import COLOURS, FAILING, SYMBOLS
 from grader.textsafe import terminal
 
 MARKS = {status: (SYMBOLS[status], COLOURS[status]) for status in SYMBOLS}

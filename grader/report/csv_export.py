@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol, Sequence
 
 from grader.files import atomic_open
-from grader.results import SubmissionResult
+from grader.store.results import SubmissionResult
 from grader.textsafe import display
 
 # A spreadsheet runs a cell that starts with one of these as a formula; student names come from uploaded
@@ -55,7 +55,7 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
     if students is not None and len(students) != len(results):
         raise ValueError(f"{len(students)} students for {len(results)} results")
     names = list(students) if students is not None else [result.submission for result in results]
-    # TA overrides (grader.overrides.apply) put the final score in the exercise columns; the automatic total and
+    # TA overrides (grader.store.overrides.apply) put the final score in the exercise columns; the automatic total and
     # what was overridden, by whom and why, get their own columns (only in a class that has overrides).
     overridden = any("overrides" in result.extra for result in results)
     rows = (ScoreLine(name, result.total, result.max_total, result.state,
@@ -69,7 +69,7 @@ OVERRIDE_COLUMNS = ("automatic_total", "overrides", "override_review")
 
 
 def override_cells(result: SubmissionResult) -> tuple[str, ...]:
-    from grader.overrides import describe, needs_review
+    from grader.store.overrides import describe, needs_review
     return (number(result.extra.get("automatic_total", result.total)), text("; ".join(describe(result))),
             "review" if needs_review(result) else "")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 from urllib.parse import quote
 
-from grader.results import CaseResult, SubmissionResult
+from grader.store.results import CaseResult, SubmissionResult
 
 GROUPS_PER_EXERCISE = 6
 GENERATED = re.compile(r"^(?P<group>.+?)\[(?P<index>\d+)\]$")     # exercise.generator[3]
@@ -76,7 +76,7 @@ def student_rows(results: Sequence[SubmissionResult], exercises: Sequence[str], 
                  flagged: Mapping[str, tuple[float, str]] | None = None,
                  ungraded=lambda result: False) -> tuple[StudentRow, ...]:
     """A row per student, by name. `flagged` maps a student to (similarity score, href of the pair)."""
-    from grader.overrides import describe, needs_review
+    from grader.store.overrides import describe, needs_review
     flagged = flagged or {}
     rows = []
     for result in sorted(results, key=lambda r: r.submission):

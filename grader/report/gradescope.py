@@ -8,7 +8,7 @@ Visibility values are `hidden`, `after_due_date`, `after_published` and `visible
 
 Why one test per case: a student sees which call failed and what it returned, and a TA can regrade a single
 case in Gradescope. An exercise's points are split over its cases by their weights, and its score over the
-cases by the credit each earned, in whole units of 0.0001 (the grader's own rounding, grader.scoring) with
+cases by the credit each earned, in whole units of 0.0001 (the grader's own rounding, grader.judge.scoring) with
 largest remainders, so the tests' scores add up to the exercise score, and the exercises' to the total,
 exactly (as decimals; each JSON number is the float nearest its 4-decimal value).
 """
@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Sequence
 
 from grader.files import write_text
-from grader.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 from grader import codec
-from grader.status import WORDS
+from grader.store.status import WORDS
 from grader.textsafe import display
 
-DECIMALS = 4                       # grader.scoring rounds scores to 4 decimals
+DECIMALS = 4                       # grader.judge.scoring rounds scores to 4 decimals
 UNITS = 10 ** DECIMALS
 PUBLIC, HIDDEN = "visible", "after_published"      # Gradescope visibility of public and hidden cases
 NAME_CHARS = 200                   # a generated case's call spells out its data; names stay one line
@@ -163,7 +163,7 @@ def _summary(result: SubmissionResult) -> str:
         lines.extend(f"    note: {note}" for note in exercise.notes)
         hidden += sum(1 for c in exercise.cases if c.visibility != "public")
     if automatic:
-        from grader.overrides import describe
+        from grader.store.overrides import describe
         lines += ["", "Grade adjustments by the course staff:"] + [f"  {line}" for line in describe(result)]
     if hidden:
         lines += ["", f"{hidden} hidden case{'s' if hidden != 1 else ''}: shown once grades are published."]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from grader import codec
-from grader.results import CaseResult
+from grader.store.results import CaseResult
 
 
 def failure_key(case: CaseResult) -> tuple[str, str]:

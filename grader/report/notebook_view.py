@@ -8,7 +8,7 @@ from typing import Mapping
 
 from markupsafe import Markup, escape
 
-from grader.results import SubmissionResult
+from grader.store.results import SubmissionResult
 
 
 def check_text(result: SubmissionResult, hidden: Mapping[str, int]) -> tuple[str, bool]:

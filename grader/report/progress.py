@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from grader.results import SubmissionResult
+from grader.store.results import SubmissionResult
 
 
 class BatchProgress:

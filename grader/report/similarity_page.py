@@ -1,5 +1,5 @@
 """The similarity report: a page for the TA (every pair ranked, the most similar side by side with the matching
-code marked) and a CSV of every pair. Both only format a grader.similarity.Similarity."""
+code marked) and a CSV of every pair. Both only format a grader.report.similarity.Similarity."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from markupsafe import Markup, escape
 
 from grader.files import write_text
 from grader.report.csv_export import text as csv_text
-from grader.similarity import Pair, Similarity
+from grader.report.similarity import Pair, Similarity
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -20,12 +20,12 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import jinja2
 from markupsafe import Markup
 
-from grader.extract import extract
-from grader.notebook import NotebookError, read_notebook
+from grader.extract.source import extract
+from grader.intake.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
 from grader.report.grouping import alike_inputs, failure_groups
-from grader.results import CaseResult, ExerciseResult, SubmissionResult, read_json
-from grader.status import SYMBOLS, WORDS
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json
+from grader.store.status import SYMBOLS, WORDS
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"

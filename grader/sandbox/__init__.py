@@ -1,1 +1,4 @@
-"""Sandbox: run untrusted submission code in a child process and move values across the trust boundary."""
+"""Sandbox: an Extracted module's statements and the cases' calls -> Outcomes (encoded values, errors,
+timeouts), run in a confined child process. The child's side (runtime, zygote, confine, wire) imports
+nothing of the trusted side; the parent's side (process, supervisor, isolation) never trusts what it reads.
+"""

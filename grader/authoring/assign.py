@@ -1,0 +1,478 @@
+"""`grader assign MASTER.ipynb`: one instructor notebook becomes the student template, the reference module and
+the rubric, so the three never drift apart.
+
+The master notebook's cells, in order (a cell's first line says what it is, read loosely, or a tag does):
+
+- a raw cell starting with `# rubric`: the rubric's top-level keys in YAML (`assignment`, `title`, `fixtures`,
+  `limits`, ...); `reference`, `template`, `support` and `submissions` are filled in;
+- code cells: in the template and in the reference. Lines between `# BEGIN SOLUTION` and `# END SOLUTION` (or
+  a whole cell tagged `solution`) are the solution: kept in the reference, replaced in the template by a stub
+  that `grader validate` recognises. A definition wholly inside a region becomes its signature and docstring,
+  in the master's own text, then `...`; a region inside a body becomes `...` (a constant becomes `None`);
+- code cells starting with `# REFERENCE ONLY`: the reference only (known mistakes, generators, check
+  functions); cells starting with `# TEMPLATE ONLY`: the template only (demo calls);
+- raw (or markdown) cells starting with `# tests`: one exercise each, in YAML (`cases`, `points`, `mistakes`,
+  `check`, ...). Its `id` defaults to the last solution function or constant defined above the cell;
+- other markdown and raw cells: the template only.
+
+Every solution gets an exercise: its test cell, or a skeleton (`cases:` left for the author, which validate
+reports). Outputs are deterministic: the same master gives the same bytes. What the author cannot have meant
+is refused at the master's cell and line (a marker that is not one, a tests cell that is not one exercise);
+what they may not have meant is a note (a demo call that would run whenever the reference loads).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+from grader.rubric.schema import RubricError
+
+# `# BEGIN SOLUTION` as Otter writes it, `### BEGIN SOLUTION` as nbgrader does; any other comment that names a
+# solution region is refused, since a marker not recognised would hand the solution to students.
+BEGIN = re.compile(r"^\s*#+\s*BEGIN SOLUTION\s*$", re.IGNORECASE)
+END = re.compile(r"^\s*#+\s*END SOLUTION\s*$", re.IGNORECASE)
+_LOOKS_LIKE_MARKER = re.compile(r"#.*\b(BEGIN|END)[\s_-]*SOLUTION", re.IGNORECASE)
+_MAGIC = re.compile(r"^\s*[%!]")
+
+
+class AssignError(RubricError):
+    """A master notebook that cannot be split; the message names the file and the cell."""
+
+    def __init__(self, message: str):
+        super().__init__([message])
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What a master notebook produces, as text, before anything is written."""
+
+    name: str                      # the assignment id
+    module: str                    # the reference module's name
+    template: str                  # the template notebook (JSON text)
+    reference: str                 # the reference module (Python source)
+    rubric: str                    # the rubric (YAML text)
+    exercises: tuple[str, ...] = ()
+    skeletons: tuple[str, ...] = ()   # exercises with no test cell yet
+    notes: tuple[str, ...] = ()       # what the author may not have meant (a demo call that runs at import)
+
+
+@dataclass
+class _Parts:
+    template_cells: list[Any] = field(default_factory=list)
+    reference: list[str] = field(default_factory=list)
+    header: str = ""
+    tests: list[tuple[str | None, str, str]] = field(default_factory=list)   # (id, yaml text, where)
+    functions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# A cell's first line says what it is for; spelt loosely (`# Reference-only:`, `## TESTS`), since a marker that
+# was not recognised would put hidden cases or known mistakes into the students' template.
+_MARKERS = {"rubric": "rubric", "tests": "tests", "referenceonly": "reference", "templateonly": "template"}
+
+
+def _marker(source: str) -> str | None:
+    """The kind a cell's first line names (`# rubric`, `# tests`, `# REFERENCE ONLY`, `# TEMPLATE ONLY`), if any."""
+    first = next((line.strip() for line in source.splitlines() if line.strip()), "")
+    if not first.startswith("#"):
+        return None
+    return _MARKERS.get(re.sub(r"[^a-z]", "", first.lower()))
+
+
+def _kind(cell: Any) -> str:
+    tags = set(cell.get("metadata", {}).get("tags", ()))
+    for tag in ("rubric", "tests"):
+        if tag in tags:
+            return tag
+    marker = _marker(cell.source)
+    if cell.cell_type != "code":       # a markdown cell saying `# tests` is read as one, never shown to students
+        return marker if marker in ("rubric", "tests") else cell.cell_type
+    for tag in ("reference", "template", "solution"):
+        if tag in tags:
+            return tag
+    return marker or "code"
+
+
+def _without_marker(source: str) -> str:
+    """A cell's source without its marker line."""
+    if _marker(source) is None:
+        return source
+    lines = source.splitlines()
+    first = next(index for index, line in enumerate(lines) if line.strip())
+    return "\n".join(lines[first + 1:])
+
+
+def _regions(lines: list[str], where: str) -> list[tuple[int, int]]:
+    """(first, last) line indexes of each solution region, markers included."""
+    regions, start = [], None
+    for index, line in enumerate(lines):
+        if _LOOKS_LIKE_MARKER.search(line) and not (BEGIN.match(line) or END.match(line)):
+            raise AssignError(f"{where}, line {index + 1}: {line.strip()!r} is not a solution marker: write "
+                              f"'# BEGIN SOLUTION' or '# END SOLUTION' alone on its line")
+        if BEGIN.match(line):
+            if start is not None:
+                raise AssignError(f"{where}, line {index + 1}: BEGIN SOLUTION inside another solution region")
+            start = index
+        elif END.match(line):
+            if start is None:
+                raise AssignError(f"{where}, line {index + 1}: END SOLUTION without BEGIN SOLUTION")
+            regions.append((start, index))
+            start = None
+    if start is not None:
+        raise AssignError(f"{where}, line {start + 1}: BEGIN SOLUTION is never ended")
+    return regions
+
+
+def _stub(node: ast.stmt, lines: list[str]) -> list[str]:
+    """What a student gets for a definition that is all solution, in the master's own text (so its quotes,
+    comments and line breaks stay the author's): the signature and docstring, then `...`; a class with each of
+    its methods so; a constant `NAME = None`. Lines are 1-based in `lines`, at their columns in the cell."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        first = node.body[0]
+        if first.lineno == node.lineno:      # `def f(): return 1`: no line of its own to keep
+            stub = copy.deepcopy(node)
+            docstring = ast.get_docstring(node, clean=False)
+            stub.body = [*([ast.Expr(ast.Constant(docstring))] if docstring is not None else []),
+                         ast.Expr(ast.Constant(...))]
+            return [" " * node.col_offset + line for line in ast.unparse(ast.fix_missing_locations(stub)).splitlines()]
+        if ast.get_docstring(node, clean=False) is not None:
+            end = first.end_lineno or first.lineno
+        else:   # the signature ends on the last line before the body that is not blank or a comment
+            end = max(n for n in range(node.lineno, first.lineno)
+                      if lines[n - 1].strip() and not lines[n - 1].lstrip().startswith("#"))
+        return [*lines[_start(node) - 1:end], " " * first.col_offset + "..."]
+    if isinstance(node, ast.ClassDef):
+        out, position = [], _start(node)
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out += lines[position - 1:_start(item) - 1] + _stub(item, lines)
+                position = (item.end_lineno or item.lineno) + 1
+        return out + lines[position - 1:node.end_lineno]
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [" " * node.col_offset + " = ".join(ast.unparse(t) for t in targets) + " = None"]
+    return []
+
+
+def _qualified(tree: ast.Module, function: ast.AST) -> str:
+    """`name`, or `Class.name` for a method of a top-level class (what a rubric's `function` says)."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and any(item is function for item in node.body):
+            return f"{node.name}.{function.name}"   # type: ignore[attr-defined]
+    return function.name   # type: ignore[attr-defined]
+
+
+def _enclosing(tree: ast.Module, line: int) -> str:
+    """The innermost function whose body holds a line ('' at top level), qualified by its class."""
+    found, size = None, None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _start(node) < line <= node.end_lineno:
+            span = node.end_lineno - _start(node)
+            if size is None or span < size:
+                found, size = node, span
+    return _qualified(tree, found) if found is not None else ""
+
+
+def _solution_cell(source: str, where: str, whole: bool) -> tuple[str, str, list[str]]:
+    """(template source, reference source, names of the solution functions) of a code cell."""
+    lines = source.splitlines()
+    regions = [(-1, len(lines))] if whole else _regions(lines, where)
+    kept = [line for index, line in enumerate(lines) if not any(index in (a, b) for a, b in regions)]
+    reference = "\n".join(kept)
+    code_lines = kept
+    if not regions:
+        return source, source, []
+    try:   # magics and shell lines parse as comments, so line numbers stay those of the cell
+        tree = ast.parse("\n".join("#" if _MAGIC.match(line) else line for line in kept))
+    except SyntaxError as error:
+        raise AssignError(f"{where}, line {error.lineno}: the solution does not parse: {error.msg}") from None
+    # Map every line of the cell to its line in `reference` (markers removed) to find what each region holds.
+    position, mapping = 0, {}
+    for index in range(len(lines)):
+        if any(index in (a, b) for a, b in regions):
+            continue
+        position += 1
+        mapping[index] = position
+    names: list[str] = []
+    output: list[str] = []
+    index = 0
+    while index < len(lines):
+        region = next(((a, b) for a, b in regions if a == index or (a == -1 and index == 0)), None)
+        if region is None:
+            output.append(lines[index])
+            index += 1
+            continue
+        first, last = max(region[0] + 1, 0), min(region[1] - 1, len(lines) - 1)
+        inside = {mapping[i] for i in range(first, last + 1) if i in mapping}
+        whole_nodes = [node for node in _top_and_members(tree) if inside and
+                       all(line in inside for line in range(_start(node), node.end_lineno + 1))]
+        whole_nodes = [n for n in whole_nodes if not any(o is not n and _contains(o, n) for o in whole_nodes)]
+        if whole_nodes:
+            for node in whole_nodes:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.append(_qualified(tree, node))
+                elif isinstance(node, ast.Assign) and node in tree.body:   # a graded constant
+                    names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+                elif isinstance(node, ast.AnnAssign) and node in tree.body and isinstance(node.target, ast.Name):
+                    names.append(node.target.id)
+                output.extend(_stub(node, code_lines))
+        else:
+            indent = re.match(r"\s*", lines[region[0]] if region[0] >= 0 else "").group(0)
+            output.append(f"{indent}...")
+            if inside:
+                names.append(_enclosing(tree, min(inside)))
+        index = region[1] + 1 if region[0] >= 0 else len(lines)
+    return "\n".join(output), reference, [n for n in names if n]
+
+
+def _start(node: ast.AST) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+
+
+def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return outer is not inner and any(n is inner for n in ast.walk(outer))
+
+
+def _top_and_members(tree: ast.Module) -> list[ast.stmt]:
+    found: list[ast.stmt] = []
+    for node in tree.body:
+        found.append(node)
+        if isinstance(node, ast.ClassDef):
+            found.extend(node.body)
+    return found
+
+
+def _reference_source(source: str) -> str:
+    """A code cell as reference code: IPython magics and shell lines out (the reference is imported, not run in
+    Jupyter)."""
+    return "\n".join(line for line in source.splitlines() if not _MAGIC.match(line)).strip("\n")
+
+
+def split(master: Path) -> _Parts:
+    try:
+        notebook = nbformat.read(str(master), as_version=4)
+    except Exception as error:  # noqa: BLE001 - any unreadable master is one clear line
+        raise AssignError(f"{master}: not a readable notebook: {error}") from None
+    parts = _Parts()
+    for number, cell in enumerate(notebook.cells, start=1):
+        where = f"{master}: cell {number}"
+        kind = _kind(cell)
+        if kind == "rubric":
+            parts.header = _without_marker(cell.source)
+        elif kind == "tests":
+            text = _without_marker(cell.source)
+            parts.tests.append((_tests_id(text, where, parts.functions), text, where))
+        elif kind in ("code", "solution"):
+            template, reference, names = _solution_cell(cell.source, where, kind == "solution")
+            parts.functions.extend(name for name in names if name not in parts.functions)
+            parts.template_cells.append(_template_cell(cell, template))
+            if _reference_source(reference).strip():      # a cell of magics only has nothing for the reference
+                parts.reference.append(_reference_source(reference))
+                parts.notes.extend(_runs_at_import(reference, where))
+        elif kind == "reference":
+            parts.reference.append(_reference_source(_without_marker(cell.source)))
+        elif kind == "template":
+            parts.template_cells.append(_template_cell(cell, _without_marker(cell.source)))
+        else:                                              # markdown and raw cells: the students' text
+            parts.template_cells.append(_template_cell(cell, cell.source))
+    if not parts.header.strip():
+        raise AssignError(f"{master}: no rubric cell (a raw cell starting with '# rubric' holding 'assignment: ...')")
+    return parts
+
+
+_YAML_HINT = ("YAML: indentation counts, the keys of one case lining up after its '- '; in a {...} mapping a value "
+              "holding [ ] , or : is quoted, as in goal: \"args[1]\"")
+
+
+class _LooseLoader(yaml.SafeLoader):
+    """YAML as one tests cell holds it: an alias of an anchor set in an earlier cell (`hints: *move_hints`) is
+    resolved in the whole rubric, so here it only has to parse."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent) and self.peek_event().anchor not in self.anchors:
+            event = self.get_event()
+            return yaml.ScalarNode("tag:yaml.org,2002:null", "", event.start_mark, event.end_mark)
+        return super().compose_node(parent, index)
+
+
+def _tests_id(text: str, where: str, solutions: list[str]) -> str:
+    """The exercise a tests cell is for: its `id:`, else the last solution defined above it. A cell that is not
+    one exercise in YAML is named here, at its own line, rather than later at a line of the generated rubric."""
+    try:
+        data = yaml.load(text, Loader=_LooseLoader)      # a SafeLoader: plain data only
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = f", line {mark.line + 2}" if mark is not None else ""   # + the marker line, 1-based
+        raise AssignError(f"{where}{line}: the tests cell is not valid YAML: {error.problem or error.context} "
+                          f"({_YAML_HINT})") from None
+    except yaml.YAMLError as error:
+        raise AssignError(f"{where}: the tests cell is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise AssignError(f"{where}: a tests cell holds one exercise as 'key: value' lines (points:, cases:, "
+                          f"mistakes:, ...), not {type(data).__name__ if data is not None else 'nothing'}")
+    if data.get("id") is not None:
+        return str(data["id"])
+    if not solutions:
+        raise AssignError(f"{where}: a tests cell needs an 'id:' line, or a solution (a function or constant "
+                          f"between '# BEGIN SOLUTION' and '# END SOLUTION') in a cell above it")
+    return solutions[-1]
+
+
+def _runs_at_import(reference: str, where: str) -> list[str]:
+    """Top-level calls of a cell shared by template and reference (a demo such as `solve(Start)`): they run each
+    time the grader loads the reference, which is rarely what the author meant."""
+    try:
+        tree = ast.parse(reference)
+    except SyntaxError:
+        return []        # validate reports the reference's syntax
+    return [f"{where}: `{ast.unparse(node).splitlines()[0][:60]}` runs each time the grader loads the reference "
+            f"(a cell without marker goes to the reference too): if it is a demo for students, start the cell with "
+            f"'# TEMPLATE ONLY'" for node in tree.body
+            if isinstance(node, ast.Expr) and any(isinstance(n, ast.Call) for n in ast.walk(node))]
+
+
+def _template_cell(cell: Any, source: str) -> dict[str, Any]:
+    """A template cell: the master's id and type, no outputs, no master-only tags."""
+    metadata = {k: v for k, v in cell.get("metadata", {}).items() if k != "tags"}
+    tags = [t for t in cell.get("metadata", {}).get("tags", ()) if t not in ("solution", "template", "reference")]
+    if tags:
+        metadata["tags"] = tags
+    out: dict[str, Any] = {"cell_type": cell.cell_type, "id": cell.get("id"), "metadata": metadata,
+                           "source": source.strip("\n")}
+    if cell.cell_type == "code":
+        out.update(execution_count=None, outputs=[])
+    return out
+
+
+def _header_value(header: str, key: str) -> str | None:
+    found = re.search(rf"^{key}:\s*(.+?)\s*$", header, re.MULTILINE)
+    return found.group(1).strip("'\"") if found else None
+
+
+def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignment, Path]:
+    """The outputs of a master notebook, and the course folder they belong in."""
+    master = Path(master)
+    parts = split(master)
+    name = _header_value(parts.header, "assignment")
+    if not name:
+        raise AssignError(f"{master}: the rubric cell has no 'assignment: <id>'")
+    root = Path(course) if course is not None else _course_of(master)
+    module = re.sub(r"\W", "_", name)
+    folder = root / "assignments" / name
+    relative = {"reference": f"../reference/{module}.py", "template": f"../assignments/{name}/template.ipynb"}
+    for key in ("support", "submissions"):
+        if (folder / key).is_dir():
+            relative[key] = f"../assignments/{name}/{key}"
+    # The paths assign knows go right after the assignment's id and title, where a hand-written rubric has them.
+    header = parts.header.strip("\n").splitlines()
+    after = max((i + 1 for i, line in enumerate(header) if re.match(r"(assignment|title):", line)), default=0)
+    header[after:after] = [f"{key}: {value}" for key, value in relative.items()
+                           if _header_value(parts.header, key) is None]
+    lines = [f"# Generated by `grader assign` from {master.name}: edit the master notebook, not this file.", *header]
+    lines.append("\nexercises:")
+    tested = {str(function) for function, _, _ in parts.tests} | {str(f).split(".")[-1] for f, _, _ in parts.tests}
+    exercises, skeletons = [], []
+    solutions = {*parts.functions, *(name.split(".")[-1] for name in parts.functions)}
+    for function, text, where in parts.tests:
+        body = text.strip("\n")
+        exercise_id = str(function).split(".")[-1]
+        if function not in solutions and not re.search(r"^function:", body, re.MULTILINE):
+            close = difflib.get_close_matches(str(function), sorted(solutions), n=1)
+            guess = f" (did you mean '{close[0]}'?)" if close else ""
+            parts.notes.append(f"{where}: the tests cell is for '{function}', which no solution of the master "
+                               f"defines{guess}; give it 'function: NAME' if it grades another name of the notebook")
+        if not re.search(r"^id:", body, re.MULTILINE):
+            # A method's exercise is named after the method and grades `Class.method`.
+            added = [f"id: {exercise_id}"]
+            if "." in str(function) and not re.search(r"^function:", body, re.MULTILINE):
+                added.append(f"function: {function}")
+            lines_of = body.splitlines()
+            first = next((i for i, line in enumerate(lines_of) if line.strip() and not line.lstrip().startswith("#")),
+                         len(lines_of))
+            body = "\n".join([*lines_of[:first], *added, *lines_of[first:]])
+        lines.append("\n" + _item(body))
+        exercises.append(exercise_id)
+    for function in parts.functions:
+        if function not in tested and function.split(".")[-1] not in tested:
+            exercise_id = function.split(".")[-1]
+            graded = f"\nfunction: {function}" if "." in function else ""
+            lines.append("\n" + _item(f"id: {exercise_id}{graded}\n"
+                               f"cases:   # write this exercise's cases in a '# tests' cell"))
+            exercises.append(exercise_id)
+            skeletons.append(exercise_id)
+    rubric = "\n".join(lines) + "\n"
+    template = _notebook_text(master, parts)
+    reference = (f'"""Reference of {name}, generated by `grader assign` from {master.name}: edit the master '
+                 f'notebook, not this file."""\n\n' + "\n\n\n".join(parts.reference) + "\n")
+    return (Assignment(name, module, template, reference, rubric, tuple(exercises), tuple(skeletons),
+                       tuple(parts.notes)), root)
+
+
+def _item(body: str) -> str:
+    """A tests cell as one entry of `exercises:`; its leading comments stay above the entry."""
+    lines = body.splitlines()
+    lead = 0
+    while lead < len(lines) - 1 and (not lines[lead].strip() or lines[lead].lstrip().startswith("#")):
+        lead += 1
+    comments = [f"  {line}" if line.strip() else "" for line in lines[:lead]]
+    entry = lines[lead:]
+    return "\n".join([*comments, f"  - {entry[0]}", *(f"    {line}" if line else "" for line in entry[1:])])
+
+
+def _notebook_text(master: Path, parts: _Parts) -> str:
+    source = json.loads(master.read_text(encoding="utf-8"))
+    notebook = {"cells": parts.template_cells, "metadata": source.get("metadata", {}),
+                "nbformat": 4, "nbformat_minor": max(5, int(source.get("nbformat_minor", 5)))}
+    for index, cell in enumerate(notebook["cells"]):
+        if not cell.get("id"):
+            cell["id"] = f"cell-{index:03d}"       # deterministic, unlike nbformat's random ids
+    # Written as Jupyter writes it (sources as lists of lines), so an instructor's save of the template and
+    # build scripts that fill it in with nbformat produce the same bytes.
+    return nbformat.writes(nbformat.from_dict(notebook)) + "\n"
+
+
+def _course_of(master: Path) -> Path:
+    """The course folder: the nearest folder above the master with `rubrics/` in it, else the master's own."""
+    for folder in master.resolve().parents:
+        if (folder / "rubrics").is_dir():
+            return folder
+    return master.resolve().parent
+
+
+def write(assignment: Assignment, root: Path, *, force: bool = False) -> dict[str, Path]:
+    """Write the three outputs (only when their bytes change, so a rerun touches nothing). A rubric or reference
+    that assign did not write (a hand-written one, before the course moved to a master) is never replaced
+    unless `force`: the author would lose it."""
+    targets = {"template": root / "assignments" / assignment.name / "template.ipynb",
+               "reference": root / "reference" / f"{assignment.module}.py",
+               "rubric": root / "rubrics" / f"{assignment.name}.yaml"}
+    texts = {"template": assignment.template, "reference": assignment.reference, "rubric": assignment.rubric}
+    if not force:
+        for key in ("rubric", "reference"):
+            path = targets[key]
+            if path.is_file() and "generated by `grader assign`" not in _first_lines(path):
+                raise AssignError(f"{path}: this {key} was not written by grader assign (its first line does not "
+                                  f"say so), and assign would replace it: move it away, or give --force")
+    for key, path in targets.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != texts[key]:
+            path.write_text(texts[key], encoding="utf-8")
+    return targets
+
+
+def _first_lines(path: Path) -> str:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            return "".join(handle.readline() for _ in range(2)).lower()
+    except OSError:
+        return ""

@@ -1,0 +1,106 @@
+"""Proving a rubric before a class is graded: the reference scores full marks, the template zero."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.authoring.findings import authoring_findings
+from grader.judge.grading import Options, grade_path, support_sources
+from grader.kit.kit import FULL_CHECKS
+from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
+from grader.authoring.mutation import MutationReport, report_problems, run_mutation
+from grader.plan.cases import Plan, build_plan
+from grader.kit.public import PublicError, is_public, public_code
+from grader.store.results import SubmissionResult
+from grader.rubric.schema import Rubric, load_rubric
+
+
+@dataclass(frozen=True)
+class Validation:
+    rubric: Rubric
+    reference_result: SubmissionResult
+    template_result: SubmissionResult | None
+    problems: tuple[str, ...]
+    warnings: tuple[str, ...] = ()     # what does not fail validation but an instructor should know
+    mutation: MutationReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def kit_warnings(plan: Plan) -> list[str]:
+    """Public cases a student's kit cannot judge: their check needs the course's code and is not public."""
+    warnings = []
+    for exercise in plan.rubric.exercises:
+        later = [case for case in plan.cases[exercise.id] if case.visibility == "public"
+                 and case.check.name not in FULL_CHECKS and not is_public(case.check)]
+        if later:
+            checks = ", ".join(dict.fromkeys(case.check.name for case in later))
+            warnings.append(f"{plan.rubric.path}:{later[0].line}: exercise '{exercise.id}': {len(later)} public "
+                            f"case{'s' if len(later) != 1 else ''} cannot be judged by the student's kit (check "
+                            f"{checks} needs the course's code): a wrong answer there is only 'checked after "
+                            f"submission'; mark the check 'public: true' if its code reveals no solution")
+    return warnings
+
+
+def sibling_sources(reference: Path) -> dict[str, str]:
+    """Modules of the reference's own folder that it imports: graded as a submission, the reference gets them
+    as support modules (the child sees nothing of the course folder)."""
+    try:
+        tree = ast.parse(reference.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    found = {}
+    for name in sorted(names):
+        path = reference.parent / f"{name}.py"
+        if path.is_file() and path != reference:
+            found[name] = path.read_text(encoding="utf-8")
+    return found
+
+
+def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Options = Options(),
+             mutants: int = DEFAULT_MUTANTS, mutation_seconds: float = DEFAULT_SECONDS,
+             jobs: int | None = None) -> Validation:
+    """A rubric is valid when it parses, no authoring mistake is found, the reference scores full marks, the
+    template zero, each known mistake loses points and is recognised, each accepted variant earns full marks,
+    and each exercise's mutation score reaches the rubric's `mutation_score` (`mutants` per exercise, 0: none)."""
+    rubric = load_rubric(rubric_path)
+    plan = build_plan(rubric, cache)
+    support = {**support_sources(plan), **sibling_sources(rubric.reference)}
+    problems: list[str] = [str(finding) for finding in authoring_findings(plan)]
+    try:
+        public_code(rubric)
+    except PublicError as error:
+        problems.extend(error.problems)
+    warnings = [*plan.warnings, *kit_warnings(plan)]
+    reference_result = grade_path(rubric.reference, plan, support, options, submission="reference")
+    for exercise in reference_result.exercises:
+        if exercise.score < exercise.max_score:
+            failing = [f"{c.id}: {c.status}: {c.message}" for c in exercise.cases if c.status != "pass"]
+            problems.append(f"{rubric.path}: the reference scores {exercise.score:g}/{exercise.max_score:g} on "
+                            f"exercise '{exercise.id}': " + "; ".join(failing[:3]))
+    template_result = None
+    if rubric.template is not None:
+        template_result = grade_path(rubric.template, plan, support, options, submission="template")
+        for exercise in template_result.exercises:
+            if exercise.score > 0:
+                problems.append(f"{rubric.path}: the template already scores {exercise.score:g} on exercise "
+                                f"'{exercise.id}' (its stub should score zero)")
+            crashed = [c for c in exercise.cases if c.status == "problem"]   # a field, not a message to parse
+            if crashed:
+                problems.append(f"{rubric.path}: exercise '{exercise.id}': {crashed[0].message}")
+    mutation = None
+    if mutants > 0 or any(e.mistakes or getattr(e, "variants", ()) for e in rubric.exercises):
+        mutation = run_mutation(plan, support, per_exercise=mutants, seconds=mutation_seconds, jobs=jobs,
+                                options=options)
+        problems.extend(report_problems(mutation, rubric.path, {e.id: e.line for e in rubric.exercises}))
+    return Validation(rubric, reference_result, template_result, tuple(problems), tuple(warnings), mutation)

@@ -1,0 +1,349 @@
+"""Checks: pure functions from (expected, got, case data) to a verdict, run in the trusted parent on plain data.
+
+A check never calls a method of a student object: `got` arrives as decoded plain data (tuples, lists, str, int).
+A new check is one function registered with @check("name").
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import textwrap
+from dataclasses import dataclass, field, replace
+from types import ModuleType
+from typing import Any, Callable, Mapping, Union
+
+from grader.syntax.calls import ExpressionError, evaluate_data
+from grader import codec
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    fraction: float      # credit in [0, 1]; a failed case may still earn partial credit (e.g. a longer path)
+    message: str
+    # What is wrong, with none of the answer's values in it ("expected str, got int", "an illegal move"): the
+    # fact a class report groups wrong answers by. "" when the check does not say (a course's own check).
+    cause: str = ""
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything a check may look at; all of it plain data."""
+
+    expected: Any                          # wire form of the reference's answer
+    got: Any                               # wire form of the submission's answer
+    args: tuple = ()                       # the call's positional argument values (data arguments only)
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    probes: Mapping[str, Any] = field(default_factory=dict)   # decoded probe values, or ProbeError
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = field(default_factory=dict)     # fixtures + variables, for option expressions
+    options: Mapping[str, Any] = field(default_factory=dict)
+    reference: ModuleType | None = None
+    validated: bool = False        # got was decoded once already (expected is the parent's own)
+
+
+class ProbeError(Exception):
+    """A probe expression raised in the child; the check sees this instead of a value."""
+
+
+class CheckError(ValueError):
+    """A check that is misconfigured or a reference helper that crashed: a rubric bug, not a student mistake.
+
+    The case is then recorded with status "problem" (grader problem), never as the student's fail.
+    """
+
+
+CheckFunction = Callable[[CheckContext], Verdict]
+CHECKS: dict[str, CheckFunction] = {}
+
+
+def check(name: str) -> Callable[[CheckFunction], CheckFunction]:
+    def register(function: CheckFunction) -> CheckFunction:
+        CHECKS[name] = function
+        return function
+    return register
+
+
+def _verdict(difference: codec.Difference | None) -> Verdict:
+    return Verdict(True, 1.0, "") if difference is None else Verdict(False, 0.0, difference.message,
+                                                                     difference.cause)
+
+
+@check("equal")
+def equal(context: CheckContext) -> Verdict:
+    """Type-strict equality: a tuple is not a list, 1 is not 1.0 or True, a tuple subclass is not a tuple.
+
+    Two spellings of the same value are not told apart (see `as_expected`): a numpy scalar where a plain
+    number is expected, a frozenset where a set is.
+    """
+    return _verdict(codec.difference(context.expected, as_expected(context.expected, context.got),
+                                     float(context.options.get("tolerance", 0.0)), validated=context.validated))
+
+
+def as_expected(expected: Any, got: Any) -> Any:
+    """`got` (wire) with each numpy scalar made the plain number where `expected` has a number of that type,
+    and each frozenset made a set where `expected` has a set, inside lists and tuples too.
+
+    Python treats them as equal (np.int64(2) == 2, frozenset(s) == set(s)) and a caller that reads the answer
+    cannot tell them apart: a find_tile that returns the row and column np.where gave it, or a next_states that
+    returns a frozenset, is right. A bool is still not an int, a list not a tuple, and a subclass not its base.
+    """
+    if type(got) is not dict:
+        return got
+    if "npscalar" in got:
+        item = got["npscalar"]
+        return item if type(item) is type(expected) and type(item) in (int, float, bool) else got
+    if type(expected) is not dict or "class" in got or "class" in expected:
+        return got
+    if "set" in expected and "frozenset" in got:
+        return {"set": got["frozenset"]}
+    for tag in ("list", "tuple"):
+        if tag in expected and tag in got and len(expected[tag]) == len(got[tag]):
+            return {tag: [as_expected(e, g) for e, g in zip(expected[tag], got[tag], strict=True)]}
+    return got
+
+
+@check("unordered")
+def unordered(context: CheckContext) -> Verdict:
+    """A list or tuple whose order does not matter: compared as a multiset."""
+    expected, got = context.expected, context.got
+    for tag in ("list", "tuple"):
+        if isinstance(expected, dict) and tag in expected and isinstance(got, dict) and tag in got:
+            if expected.get("class") != got.get("class"):
+                break
+            return _verdict(codec.difference({tag: sorted(expected[tag], key=codec.canonical)},
+                                             {tag: sorted(got[tag], key=codec.canonical)},
+                                             float(context.options.get("tolerance", 0.0))))
+    return _verdict(codec.difference(expected, got, float(context.options.get("tolerance", 0.0))))
+
+
+def _option_value(context: CheckContext, key: str) -> Any:
+    text = context.options.get(key)
+    if text is None:
+        raise CheckError(f"the path check needs the option '{key}'")
+    try:
+        return evaluate_data(str(text), {**context.data, "args": context.args, "kwargs": context.kwargs})
+    except ExpressionError as error:
+        raise CheckError(f"path check option '{key}': {error}") from None
+
+
+def _reference_function(context: CheckContext, key: str) -> Callable | None:
+    name = context.options.get(key)
+    if name is None:
+        return None
+    function = getattr(context.reference, str(name), None)
+    if not callable(function):
+        raise CheckError(f"path check option '{key}': the reference module has no function '{name}'")
+    return function
+
+
+def _shown(value: Any) -> str:
+    return codec.describe(codec.encode(value), 160)
+
+
+@check("path")
+def path(context: CheckContext) -> Verdict:
+    """A path is right if it starts at the start, every step is a legal move, and it reaches the goal.
+
+    With `optimal`, full credit needs the reference's length; a valid longer path earns `suboptimal_credit`.
+    """
+    successors = _reference_function(context, "next_states")
+    if successors is None:
+        raise CheckError("the path check needs the option 'next_states'")
+    matches = _reference_function(context, "matches") or (lambda goal, state: goal == state)
+    start, goal = _option_value(context, "start"), _option_value(context, "goal")
+    got = context.got
+    if got is None:
+        return Verdict(False, 0.0, "returned None: no path was found", "no path (None)")
+    if not (isinstance(got, dict) and ("list" in got or "tuple" in got)):
+        return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}",
+                       "not a list of states")
+    states = codec.decode(got)
+    if not isinstance(states, (list, tuple)):   # a list or tuple wire decodes to one; this is for the type checker
+        return Verdict(False, 0.0, f"expected a list of states, got {codec.describe(got, 120)}",
+                       "not a list of states")
+    if not states:
+        return Verdict(False, 0.0, "returned an empty path", "an empty path")
+    first = codec.same(codec.encode(start), codec.encode(states[0]))
+    if first is not None:
+        return Verdict(False, 0.0, f"the path does not begin with the start state: {first}",
+                       "the path does not begin with the start state")
+    for step, (before, after) in enumerate(itertools.pairwise(states), start=1):
+        try:
+            legal = after in successors(before)
+        except TypeError:  # e.g. an unhashable list where a tuple state belongs
+            legal = False
+        if not legal:
+            return Verdict(False, 0.0, f"step {step} is not a legal move: from {_shown(before)} "
+                                       f"to {_shown(after)}", "a step that is not a legal move")
+    try:
+        # states[-1] was reached by legal moves, so it is a state the reference made: a crash is the reference's.
+        reached = bool(matches(goal, states[-1]))
+    except Exception as error:  # noqa: BLE001
+        raise CheckError(f"the reference's {context.options.get('matches', 'goal test')} raised "
+                         f"{type(error).__name__}: {error}") from error
+    if not reached:
+        return Verdict(False, 0.0, f"the path ends in {_shown(states[-1])}, which does not match the goal "
+                                   f"{_shown(goal)}", "the path does not end at the goal")
+    moves = len(states) - 1
+    if context.options.get("optimal") and context.expected is not None:
+        shortest = codec.decode(context.expected)
+        best = len(shortest) - 1 if isinstance(shortest, (list, tuple)) else moves
+        if moves > best:
+            credit = float(context.options.get("suboptimal_credit", 0.5))
+            return Verdict(False, credit, f"a valid path of {moves} moves, but the shortest has {best} moves",
+                           "a valid path longer than the shortest")
+    return Verdict(True, 1.0, f"a valid path of {moves} moves")
+
+
+# Options each built-in check reads; `public` is the kit's (see grader.kit.kit), accepted on every check.
+BUILTIN_OPTIONS: dict[str, frozenset[str]] = {
+    "equal": frozenset({"tolerance"}),
+    "unordered": frozenset({"tolerance"}),
+    "path": frozenset({"next_states", "matches", "start", "goal", "optimal", "suboptimal_credit"}),
+}
+COMMON_OPTIONS = frozenset({"public"})
+
+
+def option_keys(function: Callable, module: ModuleType | None = None) -> frozenset[str] | None:
+    """The option keys a reference check function reads (`options["k"]`, `options.get("k")`, `"k" in options`),
+    following the options mapping into other functions of its module. None when it uses the mapping in a way
+    that cannot be followed (iterated, unpacked, handed to a function of another module): then any key goes.
+    """
+    return _option_keys(function, "options", module, set())
+
+
+def _option_keys(function: Callable, parameter: str, module: ModuleType | None,
+                 seen: set[Callable]) -> frozenset[str] | None:
+    if function in seen:
+        return frozenset()
+    seen.add(function)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    parents = {child: node for node in ast.walk(definition) for child in ast.iter_child_nodes(node)}
+    keys: set[str] = set()
+    for node in ast.walk(definition):
+        if not (isinstance(node, ast.Name) and node.id == parameter and isinstance(node.ctx, ast.Load)):
+            continue
+        use: ast.AST = node
+        parent = parents.get(use)
+        if isinstance(parent, ast.BoolOp) and parent.values[0] is use:   # (options or {})
+            use, parent = parent, parents.get(parent)
+        if isinstance(parent, ast.Subscript) and parent.value is use:
+            if not (isinstance(parent.slice, ast.Constant) and isinstance(parent.slice.value, str)):
+                return None
+            keys.add(parent.slice.value)
+        elif isinstance(parent, ast.Attribute) and parent.value is use and parent.attr == "get":
+            call = parents.get(parent)
+            if not (isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Constant)
+                    and isinstance(call.args[0].value, str)):
+                return None
+            keys.add(call.args[0].value)
+        elif isinstance(parent, ast.Compare) and use in parent.comparators:
+            if all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+                continue          # options is None
+            if not (isinstance(parent.left, ast.Constant) and isinstance(parent.left.value, str)):
+                return None
+            keys.add(parent.left.value)
+        elif isinstance(parent, ast.Compare) and parent.left is use \
+                and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            continue
+        elif isinstance(parent, (ast.If, ast.IfExp, ast.UnaryOp, ast.BoolOp)):
+            continue              # `if options:`, `not options`
+        elif isinstance(parent, (ast.Call, ast.keyword)):
+            call = parent if isinstance(parent, ast.Call) else parents.get(parent)
+            if not isinstance(call, ast.Call):
+                return None
+            callee = getattr(module, call.func.id, None) if isinstance(call.func, ast.Name) and module else None
+            if not inspect.isfunction(callee):
+                return None
+            try:
+                names = list(inspect.signature(callee).parameters)
+            except (TypeError, ValueError):
+                return None
+            if isinstance(parent, ast.keyword):
+                target = parent.arg
+            else:
+                index = call.args.index(use) if use in call.args else -1
+                target = names[index] if 0 <= index < len(names) else None
+            if target is None or target not in names:
+                return None
+            found = _option_keys(callee, target, module, seen)
+            if found is None:
+                return None
+            keys |= found
+        else:
+            return None
+    return frozenset(keys)
+
+
+def resolve(name: str, reference: ModuleType | None) -> CheckFunction:
+    """The check called `name`: a built-in one, or a function of the reference module adapted to CheckContext."""
+    return CHECKS.get(name) or reference_check(getattr(reference, name))
+
+
+# The check-author API: what a check function of the reference module may ask for, by parameter name (the README's
+# rubric reference is tested against this table). Values are decoded plain data: None, bool, int, float, str,
+# bytes, tuple, list, dict, set, frozenset; a numpy array arrives as codec.NDArray (dtype, shape, data), anything
+# else (a generator, an object of the student's class) as codec.Opaque (type, repr). Never a student object.
+CHECK_PARAMETERS: dict[str, str] = {
+    "got": "the submission's answer, decoded (after the case's `reduce`)",
+    "expected": "the reference's answer to the same call (or the case's `expect`), decoded",
+    "args": "the call's positional argument values, as a tuple (data arguments only; a name of submission code "
+            "is a placeholder)",
+    "kwargs": "the call's keyword argument values, as a dict",
+    "probes": "the case's probes by name: each value, or a `ProbeError` when the probe raised in the submission",
+    "variables": "the generated case's variables (empty for a written case)",
+    "options": "the check's options from the rubric (`check: {name: ..., key: value}`), as a dict",
+    "data": "fixtures and variables by name: what the case's expressions could use",
+}
+CheckAnswer = Union[bool, float, tuple[bool, str], tuple[float, str], Verdict]
+"""What a check function returns: passed, a credit in [0, 1], either with a message, or a Verdict."""
+
+
+def reference_check(function: Callable) -> CheckFunction:
+    """Adapt a check function of the reference module: it asks for any of got, expected, args, ... by name."""
+    offered = tuple(CHECK_PARAMETERS)
+    parameters: Mapping[str, inspect.Parameter]
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    wants_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    # A parameter the grader cannot supply is a rubric bug; found here it is not blamed on the student's answer.
+    unsupplied = [name for name, p in parameters.items() if name not in offered and p.default is p.empty
+                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def run(context: CheckContext) -> Verdict:
+        if unsupplied:
+            raise CheckError(f"check {function.__name__} asks for {', '.join(unsupplied)}; a check may ask for "
+                             f"{', '.join(offered)}")
+        decoded = {
+            "got": codec.decode(context.got), "expected": codec.decode(context.expected),
+            "args": context.args, "kwargs": dict(context.kwargs), "probes": dict(context.probes),
+            "variables": dict(context.variables), "options": dict(context.options),
+            "data": dict(context.data),
+        }
+        answer = function(**{k: v for k, v in decoded.items() if wants_all or k in parameters and k in offered})
+        # Its message may hold values; what the course's check said no to is the check itself.
+        cause = f"rejected by the check {function.__name__}"
+        if isinstance(answer, Verdict):
+            return answer if answer.cause or answer.passed else replace(answer, cause=cause)
+        message = ""
+        if isinstance(answer, tuple) and len(answer) == 2:
+            answer, message = answer
+        if isinstance(answer, bool):
+            return Verdict(answer, 1.0 if answer else 0.0, str(message), "" if answer else cause)
+        if isinstance(answer, (int, float)) and 0.0 <= answer <= 1.0:
+            return Verdict(answer >= 1.0, float(answer), str(message), "" if answer >= 1.0 else cause)
+        raise CheckError(f"check {function.__name__} returned {answer!r}; expected bool, (bool, message) "
+                         f"or (fraction, message)")
+
+    return run

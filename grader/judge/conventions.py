@@ -1,0 +1,110 @@
+"""Accepted variants: one convention per exercise, chosen by the parent from the answers it judged.
+
+An exercise may accept other conventions than the reference's (manhattan with or without the blank,
+AIMA's h1 that counts it, the 2020/21 extract_move). A notebook is held to one of them across the
+exercise: the convention under which it earns the most is chosen (the reference's on a tie) and every case
+is judged by it, so mixing conventions case by case never pays. Pure functions over CaseResults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from grader.store.results import CaseResult, ExerciseResult
+from grader.rubric.schema import Exercise, Variant
+from grader import codec
+
+REFERENCE = ""   # the name of the reference's own convention
+
+
+def _earned(results: Sequence[CaseResult]) -> float:
+    return round(sum(r.weight * max(0.0, min(1.0, r.fraction)) for r in results), 9)
+
+
+def hold_to_one(results: Sequence[CaseResult], by_variant: Sequence[Mapping[str, CaseResult]],
+                allowed: Sequence[Variant]) -> tuple[list[CaseResult], str]:
+    """Judge every case by the one convention that explains most answers; (results, variant chosen or "").
+
+    `results` are the verdicts under the reference's convention, `by_variant[i]` the verdicts of case i under
+    each variant whose answer to it is known.
+    """
+    options: dict[str, list[CaseResult]] = {REFERENCE: list(results)}
+    for variant in allowed:
+        options[variant.reference] = [judged.get(variant.reference, first)
+                                      for first, judged in zip(results, by_variant, strict=True)]
+    chosen = max(options, key=lambda name: (_earned(options[name]), name == REFERENCE))
+    says = {v.reference: v for v in allowed}
+    final = []
+    for index, result in enumerate(options[chosen]):
+        if chosen and result.status == "pass":
+            result = replace(result, variant=chosen)
+        elif result.status != "pass":
+            other = next((name for name, judged in options.items()
+                          if name != chosen and judged[index].status == "pass"), None)
+            if other is not None:
+                why = _mixed(other, chosen, says)
+                result = replace(result, message=f"{result.message}. {why}" if result.message else why,
+                                 advice=f"{result.advice}. {why}" if result.advice else why,
+                                 cause=f"right under {_convention(other, says)} only: the notebook follows "
+                                       f"{_convention(chosen, says)}")
+        final.append(result)
+    return final, chosen
+
+
+def _convention(name: str, says: Mapping[str, Variant]) -> str:
+    return "the reference's convention" if name == REFERENCE else f"the accepted variant {name}"
+
+
+def _mixed(followed: str, chosen: str, says: Mapping[str, Variant]) -> str:
+    return (f"this answer would be right under {_convention(followed, says)}, but the other answers follow "
+            f"{_convention(chosen, says)}: a notebook must hold to one convention throughout")
+
+
+def consistently_matched(result: ExerciseResult, function: str, expected: Mapping[str, Any]) -> bool:
+    """Did every answer of this exercise equal what `function` (a mistake or variant of it) answers?
+
+    `expected` maps case id to the plan's Expected. A case on which the function and the reference agree
+    must pass; every other case must have got exactly the function's answer; and at least one case must
+    tell them apart, so a notebook with no distinguishing answer is not taken for the other convention.
+    """
+    told_apart = False
+    for case in result.cases:
+        known = expected.get(case.id)
+        if known is None:
+            return False
+        answers = dict(known.mistakes) | dict(known.variants)
+        if function not in answers:       # the function raised on this input: so must the notebook
+            if case.status != "error":
+                return False
+            continue
+        if codec.same(answers[function], known.value, validated=True) is None:
+            if case.status != "pass":
+                return False
+            continue
+        told_apart = True
+        if case.status in ("missing", "error", "timeout") or \
+                codec.same(answers[function], case.got, validated=True) is not None:
+            return False
+    return told_apart
+
+
+def allowed_variants(exercise: Exercise, judged: Mapping[str, ExerciseResult],
+                     expected: Mapping[str, Any]) -> tuple[Variant, ...]:
+    """The exercise's variants whose conditions on earlier exercises hold for this notebook."""
+    allowed = []
+    for variant in exercise.variants:
+        if all(earlier in judged and consistently_matched(judged[earlier], function, expected)
+               for earlier, function in variant.when):
+            allowed.append(variant)
+    return tuple(allowed)
+
+
+def variant_note(exercise: Exercise, chosen: str) -> tuple[str, ...]:
+    """The note a student following a variant reads (the rubric's `say`)."""
+    for variant in exercise.variants:
+        if variant.reference == chosen:
+            text = variant.say or f"your answers follow {chosen}, an accepted convention"
+            return (f"Accepted convention: {text}",)
+    return ()

@@ -1,0 +1,811 @@
+"""Grade one submission: read, extract, run in the sandbox, judge against the plan, score.
+
+Data flows one way: Notebook -> Extracted -> Outcomes (from the child) -> CaseResults -> SubmissionResult.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from grader import __version__
+from grader.syntax.analysis import global_data_reads, is_stub
+from grader.syntax.calls import ExpressionError, call_arguments, evaluate_data, for_child, free_names
+from grader.judge.conventions import allowed_variants, hold_to_one, variant_note
+from grader.checks.registry import CheckContext, CheckError, ProbeError, resolve as resolve_check
+from grader.extract.source import Definition, Extracted, extract
+from grader.intake.notebook import Notebook, NotebookError, read_notebook
+from grader.plan.cases import Case, Plan, default_cache
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result
+from grader.rubric.schema import Exercise
+from grader import codec
+from grader.store import status as vocabulary
+from grader.sandbox.isolation import isolation_report
+from grader.sandbox.process import CaseRequest, Oracle, Outcome, ProcessLimits, Sandbox, SandboxError
+from grader.judge.scoring import exercise_score, total
+
+
+
+class CaseRunner(Protocol):
+    """What runs an exercise's cases: the sandbox, the kit's runner over it, or the live Jupyter kernel.
+
+    Each request gets exactly one outcome, in order, whatever happens to the code under test.
+    """
+
+    def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
+                     deadline: float, max_timeouts: int = 2) -> list[Outcome]: ...
+
+
+@dataclass(frozen=True)
+class Options:
+    """Per-run choices a TA may change on the command line."""
+
+    case_seconds: float | None = None        # overrides the rubric's floor
+    submission_seconds: float | None = None
+    memory_mb: int | None = None
+    allow_root_sandbox: bool = False         # run student code as root where no unused uid can be had
+
+
+def submission_id(path: Path) -> str:
+    """A file-name-safe id from the submission's file name."""
+    stem = path.stem if path.is_file() or path.suffix else path.name
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "submission"
+
+
+def file_sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def support_sources(plan: Plan) -> dict[str, str]:
+    """The assignment's support modules by name (a support notebook is extracted like a submission)."""
+    folder = plan.rubric.support
+    sources: dict[str, str] = {}
+    if folder is None or not folder.is_dir():
+        return sources
+    for path in sorted(folder.iterdir()):
+        if path.suffix == ".py":
+            sources[path.stem] = path.read_text(encoding="utf-8")
+        elif path.suffix == ".ipynb" and path.stem not in sources:
+            sources[path.stem] = extract(read_notebook(path)).source()
+    return sources
+
+
+def child_statements(extracted: Extracted) -> list[dict[str, Any]]:
+    return [{"code": s.code, "filename": s.label, "line": s.line, "kind": s.kind, "names": list(s.names)}
+            for s in extracted.statements]
+
+
+def empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: float,
+                  submission: str | None = None) -> SubmissionResult:
+    exercises = tuple(
+        ExerciseResult(e.id, e.title, 0.0, float(e.points), tuple(
+            CaseResult(c.id, "missing", c.visibility, "not graded: " + reason, call=c.shown_call, weight=c.weight,
+                       reason=vocabulary.NOT_GRADED, cause=UNREADABLE)
+            for c in plan.cases[e.id]))
+        for e in plan.rubric.exercises)
+    return SubmissionResult(
+        submission=submission or submission_id(path), path=str(path), sha256=sha256,
+        rubric=plan.rubric.assignment, rubric_sha256=plan.rubric.sha256, grader_version=__version__,
+        isolation="none (not run)", total=0.0, max_total=plan.rubric.max_total, exercises=exercises,
+        warnings=(reason,), seconds=round(time.monotonic() - started, 3), state="unreadable")
+
+
+def _resolve(exercise: Exercise, extracted: Extracted, loaded: Sequence[str]) -> str | None:
+    """The notebook's name for the graded function (or the class of a graded method): canonical first, then aliases."""
+    for name in (n.split(".")[0] for n in exercise.names):
+        if name in extracted.definitions or name in loaded:
+            return name
+    return None
+
+
+def _method(definition: Definition, method: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, bool]:
+    """The last definition of `method` in a class's body, and whether the class has bases it may come from."""
+    node = definition.node
+    if not isinstance(node, ast.ClassDef):
+        return None, True
+    found = None
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method:
+            found = item
+    return found, bool(node.bases)
+
+
+def _kind(plan: Plan, exercise: Exercise) -> str:
+    """What the graded name is, as the reference has it: a function, class, method or constant."""
+    if "." in exercise.function:
+        return "method"
+    value = getattr(plan.reference, exercise.function, None)
+    if isinstance(value, type):
+        return "class"
+    return "function" if callable(value) or value is None else "constant"
+
+
+def _lacking(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
+             loaded: Sequence[str]) -> dict[str, str]:
+    """Case id -> the notebook names its call needs that the notebook does not define ("the class State"),
+    found by the parent before anything runs, so the student reads that, not a NameError of the grader's call."""
+    import builtins
+    # The graded name under any of its names: the call is renamed to the notebook's own.
+    present = set(loaded) | set(exercise.isolate) | {name} | {n.split(".")[0] for n in exercise.names} \
+        | set(dir(builtins))
+    lacking = {}
+    for case in cases:
+        try:
+            tree = ast.parse(case.call, mode="eval")
+        except SyntaxError:
+            continue
+        # Only names the call calls (`Node(state)`): data reaches the child as values, never by name.
+        called = {node.func.id for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        needed = called - set(plan.data(case)) - present
+        if needed:
+            lacking[case.id] = ", ".join(f"the {_kind_of(plan, n)} {n}" for n in sorted(needed))
+    return lacking
+
+
+def same_failures(results: Sequence[CaseResult]) -> tuple[str, ...]:
+    """One note per failure repeated word for word (the same error, the same traceback) in several cases."""
+    groups: dict[tuple[str, str, str], list[CaseResult]] = {}
+    for result in results:
+        if result.status in ("fail", "error", "timeout", "missing") and result.message:
+            groups.setdefault((result.status, result.message, result.traceback), []).append(result)
+    return tuple(f"{len(group)} cases fail the same way ({group[0].status}: {group[0].message})"
+                 for group in groups.values() if len(group) > 1)
+
+
+def _kind_of(plan: Plan, name: str) -> str:
+    value = getattr(plan.reference, name, None)
+    if isinstance(value, type):
+        return "class"
+    return "function" if callable(value) or value is None else "constant"
+
+
+def _called_method(exercise: Exercise, cases: Sequence[Case]) -> str:
+    """The one method every case calls on an instance of the graded class (`EightPuzzle(s).h2(...)`), if any:
+    what a class-graded exercise really grades, so its template stub is reported as missing."""
+    methods = set()
+    for case in cases:
+        try:
+            call = ast.parse(case.call, mode="eval").body
+        except SyntaxError:
+            return ""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Call) and isinstance(call.func.value.func, ast.Name)
+                and call.func.value.func.id in exercise.names):
+            return ""
+        methods.add(call.func.attr)
+    return methods.pop() if len(methods) == 1 else ""
+
+
+def _broken_cell(name: str, notebook: Notebook, extracted: Extracted):
+    """The cell left out for a syntax error that defines `name` (read as text: the cell does not parse)."""
+    for dropped in extracted.syntax_errors:
+        if re.search(rf"\b(def|class)\s+{re.escape(name)}\b|^\s*{re.escape(name)}\s*=",
+                     notebook.cells[dropped.cell].source, re.MULTILINE):
+            return dropped
+    return None
+
+
+def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> str:
+    dropped = _broken_cell(name, notebook, extracted)
+    return f"; its cell {dropped.label} was left out: {dropped.reason}" if dropped is not None else ""
+
+
+# Why an exercise's cases were not run (CaseResult.cause of a "not graded" case).
+UNREADABLE, NOT_DEFINED, NO_METHOD, STUB, NOT_LOADED = (
+    "the file could not be graded", "not defined in the notebook", "the class lacks the graded method",
+    "still the template's stub", "defined but could not be loaded")
+
+
+def _missing(exercise: Exercise, cases: Sequence[Case], message: str, cause: str,
+             notes: tuple[str, ...] = ()) -> ExerciseResult:
+    return ExerciseResult(exercise.id, exercise.title, 0.0, float(exercise.points), tuple(
+        CaseResult(c.id, "missing", c.visibility, message, call=c.shown_call, weight=c.weight,
+                   reason=vocabulary.NOT_GRADED, cause=cause) for c in cases),
+        notes=notes)
+
+
+_PREPARED: dict[tuple, Any] = {}
+
+
+def _memo(key: tuple, make):
+    """What depends only on the plan and a case is prepared once per batch, not once per submission."""
+    if key not in _PREPARED:
+        if len(_PREPARED) > 100_000:
+            _PREPARED.clear()
+        _PREPARED[key] = make()
+    return _PREPARED[key]
+
+
+def _requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str, options: Options) -> list[CaseRequest]:
+    return _memo((id(plan), plan.rubric.sha256, exercise.id, name, options.case_seconds, len(cases)),
+                 lambda: build_requests(plan, exercise, cases, name, options))
+
+
+def _merged(code: str, data: Mapping[str, Any], renames: Mapping[str, str], values: dict[str, Any]) -> str:
+    """A further expression of a case, its placeholders renamed so they never collide with the call's; their
+    encoded values are added to `values`."""
+    extra = for_child(code, data, renames)
+    text = extra.code
+    for placeholder, value in reversed(extra.values):
+        fresh = f"__p{len(values)}"
+        text = re.sub(rf"\b{placeholder}\b", fresh, text)
+        values[fresh] = codec.encode(value)
+    return text
+
+
+def build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
+                    options: Options) -> list[CaseRequest]:
+    renames = {alias: name for alias in exercise.names if alias != name}
+    limits = exercise.limits.merged({"case_seconds": options.case_seconds})
+    requests = []
+    for case in cases:
+        data = plan.data(case)
+        call = for_child(case.call, data, renames)
+        values = {k: codec.encode(v) for k, v in call.values}
+        probes = {probe_name: _merged(code, data, renames, values) for probe_name, code in case.probe}
+        reduce = _merged(case.reduce, data, renames, values) if case.reduce else None
+        settings = {k: codec.encode(evaluate_data(code, data)) for k, code in case.set}
+        requests.append(CaseRequest(case.id, call.code, values, settings, probes,
+                                    limits.case_timeout(plan.expected[case.id].seconds), reduce,
+                                    oracle_calls=limits.oracle_calls))
+    return requests
+
+
+def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> CaseResult:
+    """An exception of the student's code: its type and text, where it was raised and the rubric's advice
+    on it, each a field; the message shows them together."""
+    error = outcome.error
+    raised = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
+    where = str(error.get("where") or "")
+    message = raised + (f" (at {where})" if where else "")
+    text = f"{error.get('type', '')}: {error.get('message', '')}"
+    advice = [hint.say for hint in exercise.error_hints if hint.match in text]
+    if error.get("type") == "SystemExit":
+        advice.append("The code called sys.exit() (or raised SystemExit)")
+    for said in advice:
+        message += f". {said}"
+    cause = error_cause(str(error.get("type", "Error")), str(error.get("message", "")))
+    if error.get("stage") == "reduce":
+        message = f"while turning the answer into data ({error.get('reduce', 'reduce')}): {message}"
+        cause = f"while turning the answer into data: {cause}"
+    return CaseResult(status="error", message=message, reason=vocabulary.RAISED, cause=cause, error=raised,
+                      where=where, advice=". ".join(advice), **base)
+
+
+_NUMBERS = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\b0x[0-9a-fA-F]+\b")
+
+
+def error_cause(kind: str, text: str) -> str:
+    """An exception without its numbers ("KeyError: #", "IndexError: list index out of range"): two students
+    who raise the same error on different inputs made one mistake. Quoted names ('str', 'int') stay."""
+    return " ".join(f"{kind}: {_NUMBERS.sub('#', text)}".split())
+
+
+def _probes(outcome: Outcome) -> dict[str, Any]:
+    decoded: dict[str, Any] = {}
+    for name, probe in outcome.probes.items():
+        if isinstance(probe, dict) and "value" in probe:
+            try:
+                decoded[name] = codec.decode(probe["value"])
+            except codec.CodecError as error:
+                decoded[name] = ProbeError(str(error))
+        else:
+            decoded[name] = ProbeError(str(probe.get("error", "failed")) if isinstance(probe, dict) else "failed")
+    return decoded
+
+
+def _canonical(wire: Any) -> str | None:
+    try:
+        return codec.canonical(wire)
+    except (TypeError, ValueError, RecursionError):   # not plain JSON data: the slow path says why
+        return None
+
+
+def _canonical_expected(plan: Plan, case_id: str) -> str | None:
+    return _memo((id(plan), plan.rubric.sha256, "canonical", case_id),
+                 lambda: _canonical(plan.expected[case_id].value))
+
+
+def fixture_uses(code: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fixtures an expression uses, by what it names: `Patterns[4]` (an element taken with a constant index,
+    the state the case is about) rather than the whole list, a bare `Start` by its name."""
+    import ast
+    tree = ast.parse(code, mode="eval")
+    used: dict[str, Any] = {}
+    taken: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in data \
+                and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int:
+            try:
+                used[f"{node.value.id}[{node.slice.value}]"] = data[node.value.id][node.slice.value]
+                taken.add(id(node.value))
+            except (IndexError, KeyError, TypeError):
+                pass
+    bound = free_names(code)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in data and node.id in bound and id(node) not in taken:
+            used[node.id] = data[node.id]
+    return used
+
+
+def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
+    """The course fixtures a public case's call and settings use, by name, as wire values: feedback shows them
+    (`Board3` means nothing to a student who never saw it). Hidden cases keep theirs secret."""
+    if case.visibility != "public":
+        return {}
+
+    def make() -> dict[str, Any]:
+        fixtures = set(plan.rubric.fixtures) - set(case.variables)
+        data = {name: value for name, value in plan.data(case).items() if name in fixtures}
+        inputs: dict[str, Any] = {}
+        for code in (case.call, *(code for _, code in case.set)):
+            try:
+                inputs.update(fixture_uses(code, data))
+            except SyntaxError:
+                pass
+        return {name: codec.encode(inputs[name]) for name in sorted(inputs)}
+    return _memo((id(plan), plan.rubric.sha256, "inputs", case.id), make)
+
+
+def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
+    """Turn the child's answer into a verdict, in the parent, on plain data only."""
+    expected = plan.expected[case.id]
+    base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=expected.value,
+                seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
+                traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
+    if outcome.status == "skipped":
+        if outcome.error.get("reason") == "budget":
+            return CaseResult(status="error", message=outcome.error.get("message", "not run"),
+                              reason=vocabulary.BUDGET, cause="not run: the submission's time budget was spent",
+                              **base)
+        return CaseResult(status="timeout", message=outcome.error.get("message", "not run"),
+                          reason=vocabulary.TOO_SLOW, cause="not run: earlier cases of the exercise timed out",
+                          **base)
+    if outcome.status == "timeout" and outcome.error.get("reason") == "starved":
+        # Stopped by the wall backstop while the kernel kept it waiting for a CPU: the machine's fault.
+        return CaseResult(status="problem", message=f"grader problem: {outcome.error.get('message', '')}",
+                          reason=vocabulary.GRADER_PROBLEM, cause="the machine was too busy to run it", **base)
+    if outcome.status == "timeout":
+        where = str(outcome.error.get("where") or "")
+        timeout_message = outcome.error.get("message") or "did not finish in time"
+        if outcome.error.get("type") == "timeout":
+            timeout_message = "did not finish in time"
+        return CaseResult(status="timeout", message=timeout_message + (f"; it was still running at {where}"
+                                                                       if where else ""),
+                          reason=vocabulary.TOO_SLOW, cause="did not finish in time", where=where, **base)
+    if outcome.status == "crash":
+        return CaseResult(status="error", message=outcome.error.get("message", "the process died"),
+                          reason=vocabulary.RAISED, cause="the process died", **base)
+    if outcome.status == "error":
+        return _raised(outcome, exercise, base)
+    got = outcome.value
+    if case.check.name == "equal" and _canonical_expected(plan, case.id) == _canonical(got):
+        # The same text as the (valid) expected wire: equal under every rule of `equal`, and valid, so the
+        # decode and the check's walk are skipped (most answers of a class are right). The answer is kept as
+        # the expected value itself (the same JSON): stored and sent once, and the gradebook sees it is the same.
+        return CaseResult(status="pass", message="", got=base["expected"], fraction=1.0, **base)
+    try:
+        codec.decode(got)  # validate the untrusted wire before any check looks at it
+    except codec.CodecError as error:
+        return CaseResult(status="error", message=f"the result could not be read: {error}",
+                          reason=vocabulary.RAISED, cause="the answer could not be read", **base)
+    result = _checked(plan, case, outcome, expected.value, base)
+    if result.status != "pass":
+        answers = dict(expected.mistakes)   # a mistake that raised on this input is absent
+        for mistake in exercise.mistakes:
+            if mistake.reference in answers and codec.same(answers[mistake.reference], got, validated=True) is None:
+                message = f"{result.message}. {mistake.say}" if result.message else mistake.say
+                return replace(result, message=message, mistake=mistake.reference, advice=mistake.say)
+    return result
+
+
+def _checked(plan: Plan, case: Case, outcome: Outcome, expected_value: Any, base: dict[str, Any]) -> CaseResult:
+    """The case's check run on a decoded answer against one expected value (the reference's or a variant's)."""
+    got = outcome.value
+    data = _memo((id(plan), plan.rubric.sha256, "data", case.id), lambda: plan.data(case))
+    arguments = _memo((id(plan), plan.rubric.sha256, "arguments", case.id),
+                      lambda: call_arguments(case.call, data) or ((), {}))
+    context = CheckContext(expected=expected_value, got=got, args=arguments[0], kwargs=arguments[1],
+                           probes=_probes(outcome), variables=dict(case.variables), data=data,
+                           options=dict(case.check.options), reference=plan.reference, validated=True)
+    function = resolve_check(case.check.name, plan.reference)
+    try:
+        verdict = function(context)
+    except (CheckError, ExpressionError) as error:
+        return CaseResult(status="problem", got=got, message=f"grader problem (rubric check): {error}",
+                          reason=vocabulary.GRADER_PROBLEM, cause=f"the check {case.check.name} is misconfigured",
+                          **base)
+    except Exception as error:  # noqa: BLE001 - a check or reference helper that crashes is the course's bug
+        # Not the student's fail: a check must reject odd answers with a verdict, never by raising.
+        return CaseResult(status="problem", got=got, message=f"grader problem: the check {case.check.name} "
+                                                             f"crashed: {type(error).__name__}: {error}",
+                          reason=vocabulary.GRADER_PROBLEM,
+                          cause=f"the check {case.check.name} crashed: {type(error).__name__}", **base)
+    if verdict.passed:
+        return CaseResult(status="pass", message=verdict.message, got=got, fraction=verdict.fraction, **base)
+    return CaseResult(status="fail", message=verdict.message, got=got, fraction=verdict.fraction,
+                      reason=vocabulary.WRONG, cause=verdict.cause or f"rejected by the check {case.check.name}",
+                      **base)
+
+
+def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
+                   first: CaseResult) -> dict[str, CaseResult]:
+    """The verdict of an answer under each accepted variant whose answer to this case is known."""
+    if not exercise.variants or outcome.status != "ok" or first.status in ("error", "problem"):
+        return {}
+    answers = dict(plan.expected[case.id].variants)
+    base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, seconds=first.seconds,
+                output=first.output, weight=case.weight, traceback=first.traceback, inputs=first.inputs)
+    return {variant.reference: _checked(plan, case, outcome, answers[variant.reference],
+                                        {**base, "expected": answers[variant.reference]})
+            for variant in exercise.variants if variant.reference in answers}
+
+
+def template_names(plan: Plan) -> frozenset[str]:
+    """Globals the course's own template code reads (AIMA's given best_first_search reads `failure`):
+    a student's function reading them does so by design."""
+    def names() -> frozenset[str]:
+        template = plan.rubric.template
+        if template is None or not template.is_file():
+            return frozenset()
+        try:
+            definitions = extract(read_notebook(template), plan.rubric.policy).definitions
+        except NotebookError:
+            return frozenset()
+        read: set[str] = set()
+        for definition in definitions.values():
+            if isinstance(definition.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                read.update(global_data_reads(definition.node, definitions))
+        return frozenset(read)
+    return _memo((id(plan), plan.rubric.sha256, "template-names"), names)
+
+
+def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> tuple[str, ...]:
+    notes = []
+    # Globals the course itself defines (fixtures) or that cases set on purpose are not worth a remark.
+    expected_globals = (set(plan.rubric.fixtures) | {n for c in plan.cases[exercise.id] for n, _ in c.set}
+                        | template_names(plan))
+    if name != exercise.function:
+        notes.append(f"graded {name} (accepted as another name for {exercise.function})")
+    definition = extracted.definitions.get(name)
+    if definition is not None and isinstance(definition.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for global_name in global_data_reads(definition.node, extracted.definitions):
+            if global_name in expected_globals or (len(global_name) > 1 and global_name.isupper()):
+                continue   # course fixtures, globals the rubric sets, and CONSTANTS are what they should be
+            where = extracted.definitions[global_name]
+            notes.append(f"{name} reads the notebook's global variable {global_name} ({where.label}, line "
+                         f"{where.line}); the grader keeps top-level data, so it used the last value the "
+                         f"notebook assigns to {global_name}. Pass it as a parameter or compute it locally instead.")
+    return tuple(notes)
+
+
+def _no_oracle(name: str, args: list, kwargs: dict) -> Any:
+    raise LookupError(f"{name} is not isolated in this run")
+
+
+def graded_by(rubric: Any, helper: str) -> Exercise | None:
+    """The exercise that grades a helper (by its function name or an alias), if any."""
+    for exercise in rubric.exercises:
+        if helper in exercise.names:
+            return exercise
+    return None
+
+
+def helpers_to_isolate(plan: Plan, exercise: Exercise, judged: Mapping[str, ExerciseResult]) -> tuple[str, ...]:
+    """The helpers the reference may answer for: those whose own exercise was already judged wrong.
+
+    Isolation compensates, it does not retry. The exercise always runs with the notebook's own helpers; only
+    when a helper's own (earlier) exercise lost points for this notebook is the WHOLE exercise run once more,
+    every case, with the same limits, the reference answering for those helpers, and the better of the two
+    exercise scores counts. What the second run does is decided before any case runs, so the child never
+    learns which cases failed; a helper judged right with its own helpers (or never judged) is never swapped.
+    A notebook whose own helpers are consistent with each other (moves named the other way round) keeps its
+    own run.
+    """
+    swapped = []
+    for helper in exercise.isolate:
+        own = graded_by(plan.rubric, helper)
+        result = judged.get(own.id) if own is not None else None
+        # Full marks earned only with the reference's helpers of ITS own (next_states with a broken find_tile)
+        # is not right as the notebook runs it.
+        if result is not None and (result.score < result.max_score or result.isolated):
+            swapped.append(helper)
+    return tuple(swapped)
+
+
+def _isolation_note(helpers: Sequence[str], plan: Plan) -> str:
+    owners = []
+    for helper in helpers:
+        own = graded_by(plan.rubric, helper)
+        owners.append(f"{helper} (see {own.id})" if own is not None and own.id != helper else helper)
+    return (f"judged with the reference's {', '.join(owners)}: yours lost points in "
+            f"{'its' if len(helpers) == 1 else 'their'} own exercise, so it is not charged again here")
+
+
+def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, notebook: Notebook,
+                   extracted: Extracted, loaded: Sequence[str], deadline: float, options: Options,
+                   judged: Mapping[str, ExerciseResult] | None = None) -> ExerciseResult:
+    """One exercise's verdicts; `judged` holds the exercises graded before it (isolation and variants read it)."""
+    judged = judged or {}
+    cases = plan.cases[exercise.id]
+    name = _resolve(exercise, extracted, loaded)
+    if name is None:
+        names = " or ".join(exercise.names)
+        missing = _missing(exercise, cases, f"no {_kind(plan, exercise)} named {names} in the notebook"
+                           + _syntax_error_note(exercise.function, notebook, extracted), NOT_DEFINED)
+        broken = _broken_cell(exercise.function, notebook, extracted)
+        # where the function is, although it could not run: reports put its feedback beside that cell
+        return replace(missing, location=f"{broken.label}, line {broken.line}", cell=broken.cell,
+                       line=broken.line) if broken is not None else missing
+    definition = extracted.definitions.get(name)
+    location = f"{definition.label}, line {definition.line}" if definition else ""
+    # The same place as facts, for the writers that put feedback beside the cell.
+    place: dict[str, Any] = dict(cell=definition.cell, line=definition.line) if definition else {}
+    method_name = exercise.function.split(".")[1] if "." in exercise.function else _called_method(exercise, cases)
+    if method_name and definition is not None:
+        method, inherits = _method(definition, method_name)
+        if method is None and not inherits:
+            return replace(_missing(exercise, cases, f"class {name} ({location}) has no method {method_name}",
+                                    NO_METHOD),
+                           location=location, function=f"{name}.{method_name}", **place)
+        if method is not None:
+            location = f"{definition.label}, line {method.lineno}"
+            place["line"] = method.lineno
+            if is_stub(method):
+                return replace(_missing(exercise, cases, f"{name}.{method_name} is still the template's stub "
+                                                         f"({location})", STUB),
+                               location=location, function=f"{name}.{method_name}", **place)
+    if definition is not None and definition.is_stub:
+        return replace(_missing(exercise, cases, f"{name} is still the template's stub ({location})", STUB),
+                       location=location, function=name, **place)
+    if name not in loaded:
+        return replace(_missing(exercise, cases, f"{name} is defined ({location}) but could not be loaded; see the "
+                                                 f"warnings", NOT_LOADED), location=location, function=name,
+                       **place)
+    assert sandbox is not None
+    requests = _requests(plan, exercise, cases, name, options)
+    allowed = allowed_variants(exercise, judged, plan.expected)
+    graded = exercise.function if "." in exercise.function else name
+    lacking = _lacking(plan, exercise, cases, name, loaded)
+    results, chosen = _run(plan, exercise, cases, requests, sandbox, deadline, (), allowed, graded, extracted, lacking)
+    isolate = helpers_to_isolate(plan, exercise, judged)
+    planned = {c.id: c.weight for c in cases}
+    if isolate and exercise_score(results, exercise.points, exercise.scoring, planned=planned) < exercise.points:
+        # The whole exercise again, every case, the same limits: the child learns nothing of which cases failed.
+        second, second_chosen = _run(plan, exercise, cases, requests, sandbox, deadline, isolate, allowed, graded,
+                                     extracted, lacking)
+        if exercise_score(second, exercise.points, exercise.scoring, planned=planned) > \
+                exercise_score(results, exercise.points, exercise.scoring, planned=planned):
+            results, chosen = second, second_chosen
+        else:
+            isolate = ()
+    else:
+        isolate = ()
+    notes = _notes(exercise, name, extracted, plan) + variant_note(exercise, chosen)
+    if isolate:
+        notes += (_isolation_note(isolate, plan),)
+    notes += same_failures(results)
+    if any(r.status != "pass" for r in results):
+        notes += exercise.hints
+    score = exercise_score(results, exercise.points, exercise.scoring, planned=planned)
+    return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
+                          function=name, location=location, variant=chosen, isolated=isolate, **place)
+
+
+def culprit(where: str, extracted: Extracted) -> tuple[str, str] | None:
+    """The notebook function or method (and its place) holding a traceback's innermost student line, if any.
+
+    `where` is "<cell label>, line N", the child's innermost notebook frame; it is matched against the parent's
+    own parse of the notebook, so the child can at most misplace a message, never a verdict.
+    """
+    match = re.fullmatch(r"(.+), line (\d+)", where or "")
+    if match is None:
+        return None
+    label, line = match[1], int(match[2])
+    for definition in extracted.definitions.values():
+        node = definition.node
+        if definition.label != label or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        name = definition.name
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                        and item.lineno <= line <= (item.end_lineno or item.lineno):
+                    name = f"{definition.name}.{item.name}"
+        return name, f"{label}, line {line}"
+    return None
+
+
+def _charge(result: CaseResult, outcome: Outcome, graded: str, extracted: Extracted) -> CaseResult:
+    """An error raised inside another function of the notebook names it: that is where the fix belongs."""
+    if result.status != "error" or not outcome.error:
+        return result
+    found = culprit(str(outcome.error.get("where", "")), extracted)
+    if found is None:
+        return result
+    name, place = found
+    if name == graded or name.split(".")[0] == graded.split(".")[0]:   # its own body, or its own class
+        return result
+    return replace(result, culprit=name,
+                   message=f"{result.message}. The error is in {name} ({place}), called while running {graded}")
+
+
+def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequence[CaseRequest], sandbox: CaseRunner,
+         deadline: float, isolate: Sequence[str], allowed: Sequence[Any],
+         graded: str = "", extracted: Extracted | None = None,
+         lacking: Mapping[str, str] | None = None) -> tuple[list[CaseResult], str]:
+    """Run every case of the exercise once (with `isolate` answered by the reference) and judge the answers."""
+    reference = plan.reference
+    lacking = lacking or {}
+
+    def oracle(function: str, args: list, kwargs: dict) -> Any:
+        if function not in isolate:
+            raise LookupError(f"{function} is not isolated in this run")
+        return getattr(reference, function)(*args, **kwargs)
+
+    outcomes = sandbox.run_exercise(requests, tuple(isolate), oracle if isolate else _no_oracle, deadline,
+                                    max_timeouts=exercise.limits.max_timeouts)
+    results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]
+    # The limit a timeout ran into: the parent's own, from the request it sent.
+    results = [replace(result, limit=request.timeout) if result.status == "timeout" and outcome.status == "timeout"
+               else result for result, request, outcome in zip(results, requests, outcomes, strict=True)]
+    if extracted is not None:
+        results = [_charge(result, outcome, graded, extracted)
+                   for result, outcome in zip(results, outcomes, strict=True)]
+    for index, case in enumerate(cases):
+        absent = lacking.get(case.id)
+        if absent and results[index].status != "pass":
+            results[index] = replace(results[index], status="missing", fraction=0.0, message=(
+                f"this case needs {absent}, which the notebook does not define"), reason=vocabulary.NOT_GRADED,
+                cause=f"the case needs {absent}, which the notebook does not define")
+    variants = [judge_variants(plan, exercise, case, outcome, result)
+                for case, outcome, result in zip(cases, outcomes, results, strict=True)]
+    held, chosen = hold_to_one(results, variants, allowed)
+    # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
+    return [bound_case(_without_shown_inputs(result)) for result in held], chosen
+
+
+def _without_shown_inputs(result: CaseResult) -> CaseResult:
+    """Feedback draws a case's inputs only when it did not pass: a passing case does not store them (most
+    cases of a class pass, and each board would be stored once per student)."""
+    return replace(result, inputs={}) if result.status == "pass" and result.inputs else result
+
+
+ExerciseRunner = Callable[[Exercise, CaseRunner], CaseRunner]
+"""How one exercise's cases run on a submission's runner: the runner itself when grading; the kit wraps it
+with the kit's expected answers (a student's self-check has no reference)."""
+Settle = Callable[[Sequence[ExerciseResult], Sequence[str]], Sequence[ExerciseResult]]
+"""What a caller does with the judged exercises before they are totalled, given the names the notebook
+loaded (the kit marks what it cannot verify without the course's code)."""
+
+
+def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner: CaseRunner | None,
+                    loaded: Sequence[str], deadline: float, options: Options,
+                    cases: ExerciseRunner | None = None) -> tuple[ExerciseResult, ...]:
+    """Every exercise of the rubric in order, each judged knowing the ones before it (isolation and variants
+    read them). `runner` is None when nothing loaded. The one loop grade, check and the kit's checks share."""
+    judged: dict[str, ExerciseResult] = {}
+    for exercise in plan.rubric.exercises:
+        own = runner if runner is None or cases is None else cases(exercise, runner)
+        judged[exercise.id] = grade_exercise(plan, exercise, own, notebook, extracted, loaded, deadline, options,
+                                             judged)
+    return tuple(judged.values())
+
+
+def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
+                   options: Options = Options(), submission: str | None = None,
+                   hide_paths: Sequence[str] = (), warnings: Sequence[str] = (),
+                   cases: ExerciseRunner | None = None, settle: Settle | None = None) -> SubmissionResult:
+    """One notebook, extracted, loaded in its own sandbox and judged exercise by exercise: `grader grade`,
+    `grader check` and `grader check --kit` all come through here. `warnings` go first (the kit's own);
+    `cases` and `settle` are the kit's (see ExerciseRunner, Settle)."""
+    started = time.monotonic()
+    rubric = plan.rubric
+    extracted = extract(notebook, rubric.policy)
+    limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
+    deadline = started + limits.submission_seconds
+    said = [*warnings, *notebook.warnings, *extracted.warnings]
+    process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
+                                   load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
+    with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
+                 allow_root=options.allow_root_sandbox) as sandbox:
+        sandbox_level = sandbox.isolation.level
+        try:
+            report = sandbox.load(deadline)
+            loaded: Sequence[str] = report.names
+            said.extend(report.warnings)
+            environment = report.environment
+        except SandboxError as error:
+            said.append(str(error))
+            loaded = ()
+            environment = ()
+        exercises = grade_exercises(plan, notebook, extracted, sandbox if loaded else None, loaded, deadline,
+                                    options, cases)
+        sandbox_level = sandbox.level or sandbox_level
+        held = isolation_report(sandbox_level, sandbox.facts, process_limits)
+    if settle is not None:
+        exercises = tuple(settle(exercises, loaded))
+    mismatch = mismatch_note(rubric.assignment, exercises, extracted)
+    return bound_result(SubmissionResult(
+        submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
+        rubric_sha256=rubric.sha256, grader_version=__version__, isolation=sandbox_level,
+        total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
+        warnings=(mismatch, *said) if mismatch else tuple(said), mismatch=mismatch, environment=environment,
+        seconds=round(time.monotonic() - started, 3), extra={"isolation": held}))
+
+
+def mismatch_note(assignment: str, exercises: Sequence[ExerciseResult], extracted: Extracted) -> str:
+    """Say so when most graded names are absent: the notebook was probably graded with the wrong rubric."""
+    absent = [e for e in exercises if not e.function]    # no definition under any accepted name
+    if len(exercises) < 2 or 2 * len(absent) <= len(exercises):
+        return ""
+    return (f"this notebook does not look like {assignment}: {len(absent)} of {len(exercises)} graded names are "
+            f"not defined in it (is it the right assignment, or the right rubric?)")
+
+
+def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = ()) -> list[str]:
+    """Folders the child must not see: the course checkout (reference, rubrics, tests, .git), other
+    submissions, results, caches and other children's scratch dirs.
+
+    Inside them the child re-exposes only what it needs to run (its interpreter prefix and libraries).
+    A folder holding the base Python installation, the root or the home folder is never hidden whole.
+    """
+    import sys
+    from grader.sandbox.process import scratch_base
+    rubric = plan.rubric
+    course = Path(os.path.commonpath([rubric.path.parent.resolve(), rubric.reference.parent.resolve()]))
+    never = {Path("/"), *Path(sys.base_prefix).resolve().parents} - {Path.home().resolve()}
+    # Temporary and home folders hold other runs' results and caches (with hidden expected values).
+    shared = [Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/dev/shm"), Path.home(), default_cache()]
+    candidates = [course, rubric.reference.parent, rubric.path.parent, rubric.submissions,
+                  submission.resolve().parent, scratch_base(), *shared, *extra]
+    hidden: list[str] = []
+    for folder in candidates:
+        if folder is None:
+            continue
+        folder = Path(folder).resolve()
+        if folder in never or folder == Path(sys.base_prefix).resolve() or folder == Path(sys.prefix).resolve():
+            continue
+        if folder.is_dir() and str(folder) not in hidden:
+            hidden.append(str(folder))
+    return hidden
+
+
+def defines_counter(rubric: Any) -> Callable[[Path], int]:
+    """How many of the rubric's graded names a file defines (-1 when it cannot be read): what picks the real
+    notebook of a student who left several (grader.intake.gather.choose)."""
+    names = {name.split(".")[0] for exercise in rubric.exercises for name in exercise.names}
+
+    def defines(path: Path) -> int:
+        try:
+            extracted = extract(read_notebook(path), rubric.policy)
+        except (NotebookError, OSError, ValueError, SyntaxError, RecursionError):
+            return -1
+        return len(names & set(extracted.definitions))
+    return defines
+
+
+def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Options = Options(),
+               submission: str | None = None, hide: Sequence[Path | None] = ()) -> SubmissionResult:
+    """Grade one submission file; a file that cannot be read still gets a result, at zero, saying why."""
+    started = time.monotonic()
+    sha256 = file_sha256(path)
+    try:
+        notebook = read_notebook(path)
+    except NotebookError as error:
+        return bound_result(empty_result(path, plan, sha256, str(error), started, submission))
+    return grade_notebook(notebook, plan, path=path, sha256=sha256, support=support, options=options,
+                          submission=submission, hide_paths=hidden_folders(plan, path, hide))

@@ -1,0 +1,163 @@
+"""Reference code a rubric makes public: the checks a student's kit may run itself, as source.
+
+A check marked `public: true` (a check function of the reference, or the `path` check, whose `next_states` and
+`matches` are then public) ships in the kit with everything of the reference module it uses: functions,
+classes, constants and imports, found on the syntax tree. Never a function an exercise grades, a known mistake,
+or a generator of cases (that would hand out the solution or the hidden cases): such a closure is refused with
+the line that needs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import symtable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Iterable
+
+from grader.checks.registry import CHECKS
+from grader.rubric.schema import CheckSpec, Rubric, RubricError
+
+
+class PublicError(RubricError):
+    """Public code that cannot be shipped; `problems` are 'file:line: reason' lines."""
+
+
+@dataclass(frozen=True)
+class PublicCode:
+    """The source a kit carries, and the reference names it defines (the roots first asked for among them)."""
+
+    source: str
+    names: tuple[str, ...]
+    roots: tuple[str, ...]
+
+
+def is_public(spec: CheckSpec) -> bool:
+    return spec.options.get("public") is True
+
+
+def roots(spec: CheckSpec) -> tuple[str, ...]:
+    """The reference functions a public check needs by name."""
+    if spec.name == "path":
+        return tuple(str(spec.options[key]) for key in ("next_states", "matches") if spec.options.get(key))
+    if spec.name in CHECKS:
+        return ()
+    return (spec.name,)
+
+
+def public_specs(rubric: Rubric) -> list[tuple[str, CheckSpec]]:
+    """(exercise id, spec) of every check the rubric marks public."""
+    found = []
+    for exercise in rubric.exercises:
+        for spec in (exercise.check, *(case.check for case in exercise.cases if case.check)):
+            if is_public(spec):
+                found.append((exercise.id, spec))
+    return found
+
+
+def _bound(node: ast.stmt) -> list[str]:
+    """Top-level names a statement binds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names if alias.name != "*"]
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _read(segment: str) -> set[str]:
+    """Module-level names a top-level statement reads (its own parameters and locals are not among them)."""
+    names: set[str] = set()
+
+    def walk(table: symtable.SymbolTable) -> None:
+        for symbol in table.get_symbols():
+            if table.get_type() == "module" and symbol.is_referenced():
+                names.add(symbol.get_name())
+            elif table.get_type() != "module" and symbol.is_global() and symbol.is_referenced():
+                names.add(symbol.get_name())
+        for child in table.get_children():
+            walk(child)
+
+    walk(symtable.symtable(segment, "<public>", "exec"))
+    return names
+
+
+def _forbidden(rubric: Rubric) -> dict[str, str]:
+    """Names that must never leave the course, with why."""
+    never: dict[str, str] = {}
+    for exercise in rubric.exercises:
+        for name in exercise.names:
+            never[name.split(".")[0]] = f"what exercise '{exercise.id}' grades (its solution)"
+        for mistake in exercise.mistakes:
+            never.setdefault(mistake.reference, f"a known mistake of exercise '{exercise.id}'")
+        for spec in exercise.cases:
+            if spec.generate:
+                never.setdefault(spec.generate, f"the generator of exercise '{exercise.id}' (it makes hidden cases)")
+    return never
+
+
+def public_code(rubric: Rubric, extra_roots: Iterable[str] = ()) -> PublicCode | None:
+    """The closure of the rubric's public checks in the reference source; None when nothing is public."""
+    wanted = [name for _, spec in public_specs(rubric) for name in roots(spec)] + list(extra_roots)
+    if not wanted and not public_specs(rubric):
+        return None
+    path: Path = rubric.reference
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    binders: dict[str, list[int]] = {}
+    for index, node in enumerate(tree.body):
+        for name in _bound(node):
+            binders.setdefault(name, []).append(index)
+    segments = []
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        segments.append("".join(lines[first - 1:node.end_lineno]))
+    never = _forbidden(rubric)
+    problems: list[str] = []
+    chosen: set[int] = set()
+    queue = list(dict.fromkeys(wanted))
+    seen: set[str] = set()
+    why: dict[str, str] = {name: "public" for name in queue}
+    while queue:
+        name = queue.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in binders:
+            if name not in vars(builtins) and why.get(name) == "public":
+                problems.append(f"{path}:0: public check needs '{name}', which the reference module does not define")
+            continue
+        if name in never:
+            line = tree.body[binders[name][0]].lineno
+            problems.append(f"{path}:{line}: '{name}' is {never[name]}: a public check must not use it "
+                            f"(needed by {why.get(name, 'a public check')}); leave the check private")
+            continue
+        for index in binders[name]:
+            if index in chosen:
+                continue
+            chosen.add(index)
+            for used in sorted(_read(segments[index])):
+                if used not in seen:
+                    why.setdefault(used, name)
+                    queue.append(used)
+    if problems:
+        raise PublicError(sorted(set(problems)))
+    header = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "__future__"]
+    pieces = [segment for index, (node, segment) in enumerate(zip(tree.body, segments, strict=True))
+              if index in chosen or node in header]
+    names = tuple(sorted({name for index in chosen for name in _bound(tree.body[index])}))
+    return PublicCode("\n".join(pieces), names, tuple(dict.fromkeys(wanted)))
+
+
+def public_module(code: str, name: str = "course_public_checks") -> ModuleType:
+    """The kit's public code as a module of its own: nothing of the reference, only what was shipped."""
+    module = ModuleType(name)
+    exec(compile(code, f"<kit {name}>", "exec"), module.__dict__)  # noqa: S102 - the course's published code
+    return module

@@ -1,0 +1,555 @@
+"""The grading plan: the rubric's cases expanded and their expected values computed by the reference, once per rubric.
+
+Only the trusted parent builds a plan. Expected values are cached on disk by the rubric hash, so a batch and
+every regrade pay for the reference once.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import functools
+import copy
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import random
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator, Mapping, Sequence
+
+from grader import __version__
+
+from grader.plan import sealed
+from grader.syntax.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
+from grader.checks.registry import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
+from grader.rubric.schema import (CaseSpec, CheckSpec, Exercise, Limits, Policy, Rubric, RubricError, hash_course_files,
+                                  suggest, support_reads)
+from grader import codec
+
+CACHE_FORMAT = 3   # 2: sealed with the cache folder's key (grader.plan.sealed); 3: answers of accepted variants too
+
+
+@dataclass(frozen=True)
+class Case:
+    """One concrete case: an expression, its data, and how it is judged."""
+
+    id: str
+    exercise: str
+    call: str
+    visibility: str
+    check: CheckSpec
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    set: tuple[tuple[str, str], ...] = ()
+    probe: tuple[tuple[str, str], ...] = ()
+    reduce: str | None = None                # turns the answer into plain data, in the child and the reference
+    expect: str | None = None
+    weight: float = 1.0
+    line: int = 0
+
+    @functools.cached_property
+    def shown_call(self) -> str:
+        """The call as a student reads it: generated variables written out."""
+        shown = self.call
+        if self.set:
+            shown += "  after " + ", ".join(f"{name} = {code}" for name, code in self.set)
+        if self.variables:
+            values = ", ".join(f"{k}={codec.describe(codec.encode(v), 120)}" for k, v in self.variables.items())
+            shown += f"  with {values}"
+        return shown
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The reference's answer to a case (encoded), and what each known mistake and accepted variant would have
+    answered (a function that raised on this input is absent)."""
+
+    value: Any
+    seconds: float
+    mistakes: tuple[tuple[str, Any], ...] = ()
+    variants: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    rubric: Rubric
+    reference: ModuleType
+    cases: Mapping[str, tuple[Case, ...]]          # exercise id -> its cases, in grading order
+    expected: Mapping[str, Expected]                # case id -> expected
+    warnings: tuple[str, ...] = ()                  # for the TA: e.g. a cache file that did not verify
+
+    def data(self, case: Case) -> dict[str, Any]:
+        """The data names a case expression may use: fixtures, then the case's own variables."""
+        return {**fixtures(self.rubric, self.reference), **case.variables}
+
+
+def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType:
+    """Import the reference module from its path under a private name (never as `reference`).
+
+    The name includes the hash of the source and of the course modules it imports (grader.rubric.schema.course_files):
+    an edited reference or sibling module is imported afresh, never served stale under the new rubric hash
+    (which would also poison the expected-value cache). While it runs, its own folder and
+    `search` (the rubric's support folder) are on the import path, so it may import sibling modules.
+    """
+    try:
+        source = path.read_bytes()
+    except OSError as error:
+        raise RubricError([f"{path}:0: cannot read the reference module: {error.strerror}"]) from None
+    digest = hashlib.sha256(str(path).encode() + b"\0" + source)
+    hash_course_files(digest, path, next((folder for folder in search if folder is not None), None))
+    name = f"_grader_reference_{path.stem}_{digest.hexdigest()[:16]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RubricError([f"{path}:0: cannot load the reference module"])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    folders = [str(folder) for folder in (path.parent, *search) if folder is not None and folder.is_dir()]
+    added = [folder for folder in folders if folder not in sys.path]
+    sys.path[:0] = added
+    before = set(sys.modules)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as error:   # SystemExit and KeyboardInterrupt at import are a broken reference too
+        del sys.modules[name]
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        line = _failing_line(error, path)
+        reason = f"{type(error).__name__}: {error}"
+        if isinstance(error, ModuleNotFoundError):
+            reason += f" (searched the reference's folder{' and the support folder' if len(folders) > 1 else ''} " \
+                      f"and the installed packages)"
+        raise RubricError([f"{path}:{line}: the reference module fails to import: {reason}"]) from None
+    finally:
+        for folder in added:
+            if folder in sys.path:
+                sys.path.remove(folder)
+        # Sibling modules stay bound in the reference, not in sys.modules: another course's `helpers` is its own.
+        for imported in set(sys.modules) - before:
+            origin = getattr(sys.modules[imported], "__file__", None) or ""
+            if any(origin.startswith(folder + os.sep) for folder in folders):
+                del sys.modules[imported]
+    return module
+
+
+def _failing_line(error: BaseException, path: Path) -> int:
+    """The line of the reference module where an error at import was raised (innermost frame in that file)."""
+    if isinstance(error, SyntaxError) and error.filename and Path(error.filename).resolve() == path.resolve():
+        return error.lineno or 0
+    line = 0
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        if Path(frame.f_code.co_filename).resolve() == path.resolve():
+            line = lineno
+    return line
+
+
+def fixtures(rubric: Rubric, reference: ModuleType) -> dict[str, Any]:
+    return {name: getattr(reference, name) for name in rubric.fixtures if hasattr(reference, name)}
+
+
+def _problem(rubric: Rubric, line: int, reason: str) -> str:
+    return f"{rubric.path}:{line}: {reason}"
+
+
+def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
+    """Everything a rubric names in the reference module must exist there, with the right kind."""
+    problems = []
+    for index, name in enumerate(rubric.fixtures):
+        if not hasattr(reference, name):
+            line = rubric.fixture_lines[index] if index < len(rubric.fixture_lines) else 0
+            problems.append(_problem(rubric, line, f"fixture '{name}' is not defined in {rubric.reference.name}"))
+    for exercise in rubric.exercises:
+        where = f"exercise '{exercise.id}'"
+        if _lookup(reference, exercise.function) is None:
+            problems.append(_problem(rubric, exercise.line,
+                                     f"{where}: the reference module has no '{exercise.function}'"))
+        graded = {exercise.function.split(".")[0], *exercise.aliases}
+        for name in rubric.fixtures:
+            if name in graded:
+                problems.append(_problem(rubric, exercise.line, f"{where}: fixture '{name}' has the name of what "
+                                                                f"the exercise grades: its cases would use the "
+                                                                f"course's value instead of the notebook's"))
+        earlier = {n for e in rubric.exercises[:rubric.exercises.index(exercise)] for n in e.names}
+        for name in exercise.isolate:
+            if name not in earlier:   # isolation compensates for a helper judged wrong BEFORE: it needs a verdict
+                problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', which no earlier "
+                                                                f"exercise grades: it could never be swapped"))
+            if not callable(getattr(reference, name, None)):
+                problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', "
+                                                                f"which is not a function of the reference module"))
+        for mistake in exercise.mistakes:
+            if not callable(getattr(reference, mistake.reference, None)):
+                problems.append(_problem(rubric, mistake.line, f"{where}: mistake '{mistake.reference}' is not a "
+                                                               f"function of the reference module"
+                                                               f"{suggest(mistake.reference, _functions(reference))}"))
+        for variant in exercise.variants:
+            if _lookup(reference, variant.reference) is None or not callable(_lookup(reference, variant.reference)):
+                problems.append(_problem(rubric, variant.line, f"{where}: variant '{variant.reference}' is not a "
+                                                               f"function of the reference module"))
+            for prior, function in variant.when:
+                answers = {m.reference for m in _exercise_named(rubric, prior).mistakes} | \
+                    {v.reference for v in _exercise_named(rubric, prior).variants}
+                if function not in answers:
+                    problems.append(_problem(rubric, variant.line, f"{where}: variant '{variant.reference}' needs "
+                                                                   f"'{prior}' to match '{function}', which is not "
+                                                                   f"a mistake or variant of '{prior}'"))
+        for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
+            if spec.name not in CHECKS and not callable(getattr(reference, spec.name, None)):
+                known = [*CHECKS, *(n for n in dir(reference) if n.startswith("check"))]
+                problems.append(_problem(rubric, spec.line or exercise.line,
+                                         f"{where}: unknown check '{spec.name}'{suggest(spec.name, known)}"))
+        for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
+            problems.extend(_check_options(rubric, reference, spec, where, exercise.line))
+        for case in exercise.cases:
+            if case.generate and not callable(getattr(reference, case.generate, None)):
+                problems.append(_problem(rubric, case.line, f"{where}: generator '{case.generate}' is not a "
+                                                            f"function of the reference module"
+                                                            f"{suggest(case.generate, _functions(reference))}"))
+    return problems
+
+
+_MISSING = object()
+
+
+def _functions(reference: ModuleType) -> list[str]:
+    """Names of the reference module's own functions: what a misspelt mistake or generator name may mean."""
+    return [name for name, value in vars(reference).items()
+            if inspect.isfunction(value) and value.__module__ == reference.__name__]
+
+
+def _exercise_named(rubric: Rubric, exercise_id: str) -> Exercise:
+    for exercise in rubric.exercises:
+        if exercise.id == exercise_id:
+            return exercise
+    return Exercise(exercise_id, exercise_id, 0, exercise_id, (), "proportional", CheckSpec("equal"), (), (), (),
+                    (), (), Limits())
+
+
+def _lookup(module: ModuleType, dotted: str) -> Any:
+    """`name` or `Class.method` in a module; None when absent."""
+    value: Any = module
+    for part in dotted.split("."):
+        value = getattr(value, part, _MISSING)
+        if value is _MISSING:
+            return None
+    return value
+
+
+def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where: str, line: int) -> list[str]:
+    """A check's options are checked when the plan is built, not on every judged case: a misspelt option
+    (`suboptimal_credt`, `tolerence`) would otherwise be ignored silently and grade with the default."""
+    problems, at = [], spec.line or line
+    if spec.name in CHECKS:
+        known: frozenset[str] | None = BUILTIN_OPTIONS.get(spec.name, frozenset())
+        owner = f"the {spec.name} check"
+    else:
+        function = getattr(reference, spec.name, None)
+        if not callable(function):
+            return []       # reported as an unknown check
+        known = option_keys(function, reference)
+        owner = f"check {spec.name}"
+        if spec.options and set(spec.options) - COMMON_OPTIONS and not accepts(function, "options"):
+            problems.append(_problem(rubric, at, f"{where}: {owner} has no 'options' parameter, so its options "
+                                                 f"{', '.join(sorted(set(spec.options) - COMMON_OPTIONS))} "
+                                                 f"would be ignored"))
+            known = None
+    if known is not None:
+        for key in sorted(set(spec.options) - known - COMMON_OPTIONS):
+            problems.append(_problem(rubric, at, f"{where}: unknown option '{key}' of {owner}"
+                                                 f"{suggest(key, [*known, *COMMON_OPTIONS])}"))
+    if spec.name != "path":
+        return problems
+    for key, required in (("next_states", True), ("matches", False)):
+        name = spec.options.get(key)
+        if name is None:
+            if required:
+                problems.append(_problem(rubric, at, f"{where}: the path check needs '{key}: <reference function>'"))
+        elif not callable(getattr(reference, str(name), None)):
+            problems.append(_problem(rubric, at, f"{where}: path check option '{key}': the reference module has no "
+                                                 f"function '{name}'{suggest(str(name), _functions(reference))}"))
+    for key in ("start", "goal"):
+        text = spec.options.get(key)
+        if text is None:
+            problems.append(_problem(rubric, at, f"{where}: the path check needs '{key}: <expression>'"))
+            continue
+        try:
+            ast.parse(str(text), mode="eval")
+        except SyntaxError as error:
+            problems.append(_problem(rubric, at, f"{where}: path check option '{key}': {error.msg} in {text!r}"))
+    return problems
+
+
+def _generated(rubric: Rubric, reference: ModuleType, exercise: Exercise, spec: CaseSpec,
+               numbered: dict[str, int]) -> list[Case]:
+    assert spec.generate is not None   # only generated cases come here
+    generator = getattr(reference, spec.generate)
+    try:
+        produced = generator(random.Random(spec.seed), spec.count)
+    except Exception as error:
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' fails: "
+                                                       f"{type(error).__name__}: {error}")]) from None
+    if not isinstance(produced, list) or not all(isinstance(v, dict) for v in produced):
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' must return a list of dicts")])
+    if len(produced) < spec.count:
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' returned {len(produced)} "
+                                                       f"case{'s' if len(produced) != 1 else ''} for count "
+                                                       f"{spec.count}: lower the count or make it produce more")])
+    # Smallest first, so feedback shows the smallest failing input.
+    ordered = sorted(produced, key=lambda variables: codec.size(codec.encode(variables)))
+    base = spec.id or f"{exercise.id}.{spec.generate}"
+    # The same generator may feed several cases of an exercise (a public and a hidden seed): number on.
+    first = numbered.get(base, 0) + 1
+    numbered[base] = first + len(ordered) - 1
+    return [
+        Case(id=f"{base}[{n}]", exercise=exercise.id, call=spec.call, visibility=spec.visibility,
+             check=spec.check or exercise.check, variables=variables, set=spec.set, probe=spec.probe,
+             reduce=spec.reduce or exercise.reduce,
+             expect=spec.expect, weight=spec.weight, line=spec.line)
+        for n, variables in enumerate(ordered, start=first)
+    ]
+
+
+def expand(rubric: Rubric, reference: ModuleType) -> dict[str, tuple[Case, ...]]:
+    """Every exercise's concrete cases, fixed ones in rubric order then generated ones smallest first."""
+    cases: dict[str, tuple[Case, ...]] = {}
+    for exercise in rubric.exercises:
+        produced: list[Case] = []
+        numbered: dict[str, int] = {}
+        for index, spec in enumerate(exercise.cases, start=1):
+            if spec.generate:
+                produced.extend(_generated(rubric, reference, exercise, spec, numbered))
+            else:
+                produced.append(Case(
+                    id=spec.id or f"{exercise.id}#{index}", exercise=exercise.id, call=spec.call,
+                    visibility=spec.visibility, check=spec.check or exercise.check, set=spec.set,
+                    probe=spec.probe, reduce=spec.reduce or exercise.reduce, expect=spec.expect, weight=spec.weight,
+                    line=spec.line))
+        cases[exercise.id] = tuple(produced)
+    # Expected values and results are keyed by case id, so one id naming two cases would mix up their answers.
+    first: dict[str, Case] = {}
+    problems = []
+    for case in (case for group in cases.values() for case in group):
+        if case.id in first:
+            problems.append(_problem(rubric, case.line, f"exercise '{case.exercise}': case id '{case.id}' is "
+                                                        f"already used at line {first[case.id].line}"))
+        first.setdefault(case.id, case)
+    if problems:
+        raise RubricError(problems)
+    return cases
+
+
+@contextlib.contextmanager
+def patched_globals(module: ModuleType, values: Mapping[str, Any]) -> Iterator[None]:
+    """Set module globals for one call and put them back afterwards."""
+    missing = object()
+    saved = {name: module.__dict__.get(name, missing) for name in values}
+    module.__dict__.update(values)
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is missing:
+                module.__dict__.pop(name, None)
+            else:
+                module.__dict__[name] = old
+
+
+def evaluate_reference(reference: ModuleType, case: Case, data: Mapping[str, Any], exercise: Exercise,
+                       implementation: Any = None) -> Any:
+    """The reference's answer to a case (optionally with the graded function swapped for a mistake)."""
+    data = copy.deepcopy(dict(data))   # a reference (or mistake) that mutates its input must not change fixtures
+    settings = {name: evaluate_data(code, data) for name, code in case.set}
+    namespace = {**reference.__dict__, **data}
+    method = None
+    if implementation is not None and "." in exercise.function:
+        owner, attribute = exercise.function.split(".")
+        method = (getattr(reference, owner), attribute, getattr(getattr(reference, owner), attribute))
+        setattr(method[0], attribute, implementation)   # a wrong method is swapped into the class for the call
+    elif implementation is not None:
+        namespace.update({name: implementation for name in exercise.names})
+    try:
+        return _evaluate(reference, case, namespace, settings)
+    finally:
+        if method is not None:
+            setattr(method[0], method[1], method[2])
+
+
+def _evaluate(reference: ModuleType, case: Case, namespace: dict, settings: Mapping[str, Any]) -> Any:
+    with patched_globals(reference, settings):
+        random.seed(0)
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            value = eval(compile(case.call, f"<rubric {case.id}>", "eval"), namespace)  # noqa: S307 - trusted
+            if case.reduce:
+                value = eval(compile(case.reduce, f"<rubric {case.id} reduce>", "eval"),  # noqa: S307
+                             {**namespace, "result": value})
+            return value
+
+
+def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: Case,
+              data: Mapping[str, Any]) -> Expected:
+    where = f"exercise '{exercise.id}', case {case.id}"
+    unknown = free_names(case.call) - set(data) - set(reference.__dict__) - set(dir(builtins))
+    if unknown:
+        raise RubricError([_problem(rubric, case.line, f"{where}: unknown name(s) {', '.join(sorted(unknown))} "
+                                                       f"(not a fixture, variable or reference function)")])
+    for what, code in [*(("set " + name, code) for name, code in case.set), ("expect", case.expect)]:
+        if code is None:
+            continue
+        strangers = free_names(code) - set(data) - set(SAFE_BUILTINS)
+        if strangers:
+            raise RubricError([_problem(rubric, case.line, f"{where}: {what} may only use fixtures and variables, "
+                                                           f"not {', '.join(sorted(strangers))}")])
+    started = time.perf_counter()
+    try:
+        if case.expect is not None:
+            value = evaluate_data(case.expect, data)
+        else:
+            value = evaluate_reference(reference, case, data, exercise)
+    except (ExpressionError, Exception) as error:
+        what = f"expect {case.expect!r} fails" if case.expect is not None else f"the reference fails on {case.call!r}"
+        raise RubricError([_problem(rubric, case.line, f"{where}: {what}: "
+                                                       f"{type(error).__name__}: {error}")]) from None
+    seconds = time.perf_counter() - started
+    return Expected(codec.encode(value), seconds,
+                    _answers(reference, case, data, exercise, [m.reference for m in exercise.mistakes]),
+                    _answers(reference, case, data, exercise, [v.reference for v in exercise.variants]))
+
+
+def _answers(reference: ModuleType, case: Case, data: Mapping[str, Any], exercise: Exercise,
+             names: list[str]) -> tuple[tuple[str, Any], ...]:
+    """What each named reference function (a mistake or a variant) answers to the case."""
+    answers = []
+    for name in names:
+        try:
+            answer = evaluate_reference(reference, case, data, exercise, _lookup(reference, name))
+            answers.append((name, codec.encode(answer)))
+        except Exception:  # one that crashes on this input cannot be recognised here: it is left out
+            pass
+    return tuple(answers)
+
+
+def default_cache() -> Path:
+    """Where expected values are cached when no folder is given (XDG cache folder)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "puzzle-grader"
+
+
+def cache_path(rubric: Rubric, cache_dir: Path | None) -> Path | None:
+    if cache_dir is None:
+        return None
+    return cache_dir / f"{rubric.assignment}-{rubric.sha256[:16]}-{__version__}.json"
+
+
+def _load_cached(path: Path | None, rubric: Rubric, key: bytes | None) -> tuple[dict[str, Expected] | None, str]:
+    """The cached expected values, if the file verifies under the folder's key; else None and why not
+    ("" when there is simply no file)."""
+    if path is None or key is None:
+        return None, ""
+    body, why = sealed.read_sealed(key, path)
+    if body is None:
+        return None, why
+    try:
+        stored = json.loads(body.decode("utf-8"))
+        if stored.get("format") != CACHE_FORMAT or stored.get("rubric_sha256") != rubric.sha256:
+            return None, "it was made for another rubric or by another grader"
+        expected = {}
+        for case_id, e in stored["expected"].items():
+            mistakes = tuple((str(name), answer) for name, answer in e["mistakes"])
+            variants = tuple((str(name), answer) for name, answer in e["variants"])
+            for value in (e["value"], *(answer for _, answer in mistakes + variants)):
+                codec.decode(value)  # a damaged value must never reach a check
+            expected[case_id] = Expected(e["value"], float(e["seconds"]), mistakes, variants)
+        return expected, ""
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        return None, f"it does not hold expected values ({type(error).__name__})"
+
+
+def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected], key: bytes | None) -> None:
+    if path is None or key is None:
+        return
+    payload = {"format": CACHE_FORMAT, "rubric_sha256": rubric.sha256,
+               "expected": {k: {"value": e.value, "seconds": e.seconds, "mistakes": [list(m) for m in e.mistakes],
+                                "variants": [list(v) for v in e.variants]}
+                            for k, e in expected.items()}}
+    sealed.write_sealed(key, path, json.dumps(payload).encode("utf-8"))
+
+
+def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
+    """Load the reference, expand the cases and compute (or load) every expected value.
+
+    Cached values are believed only when their file's seal verifies under the cache folder's key (see
+    grader.plan.sealed); a file that does not is recomputed and named in the plan's warnings.
+    """
+    reference = load_reference(rubric.reference, (rubric.support,))
+    problems = _validate_names(rubric, reference)
+    if problems:
+        raise RubricError(problems)
+    cases = expand(rubric, reference)
+    location = cache_path(rubric, cache_dir)
+    warnings: list[str] = []
+    key = None
+    if cache_dir is not None:
+        folder = sealed.folder_key(cache_dir)
+        key = folder.key
+        warnings.extend(folder.problems)
+    expected, why = _load_cached(location, rubric, key)
+    if expected is not None and set(expected) != {c.id for group in cases.values() for c in group}:
+        expected, why = None, "it does not hold this rubric's cases"
+    if why:
+        warnings.append(f"expected-value cache {location} was not used: {why}; recomputed from the reference")
+    if expected is None:
+        base = fixtures(rubric, reference)
+        expected = {}
+        for exercise in rubric.exercises:
+            for case in cases[exercise.id]:
+                expected[case.id] = _expected(rubric, reference, exercise, case, {**base, **case.variables})
+        try:
+            _store(location, rubric, expected, key)
+        except OSError as error:   # grading goes on; it just recomputes next time
+            warnings.append(f"expected-value cache {location} could not be written: {error.strerror or error}")
+    rubric = replace(rubric, policy=slice_policy(rubric, fixtures(rubric, reference), cases))
+    return Plan(rubric, reference, cases, expected, tuple(warnings))
+
+
+def slice_policy(rubric: Rubric, data: Mapping[str, Any], cases: Mapping[str, tuple[Case, ...]]) -> Policy:
+    """The rubric's extraction policy without the roots a case gives its own value.
+
+    A case's expression sees the fixtures, its generator's variables and (in a reduce) `result` ahead of the
+    notebook's globals, so a notebook's top-level `state = ...` or `result = astar_search(e5)` is never what a
+    case reads: such a name is a root only when grading needs it otherwise (a graded name, an isolated helper,
+    a name a case sets, or what a support module reads). Without this, a demo search bound to a name like a
+    generator variable ran at load time.
+    """
+    policy = rubric.policy
+    if policy.roots is None:
+        return policy
+    given = set(data) | {"result"} | {name for group in cases.values() for case in group for name in case.variables}
+    given |= {node.target.id for group in cases.values() for case in group for node in _walk_code(case.call)
+              if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name)}   # `(s := State(...))`
+    needed = {name.split(".")[0] for exercise in rubric.exercises for name in (*exercise.names, *exercise.isolate)}
+    needed |= {name for group in cases.values() for case in group for name, _ in case.set}
+    needed |= support_reads(rubric.support)
+    return replace(policy, roots=frozenset(name for name in policy.roots if name not in given or name in needed))
+
+
+def _walk_code(code: str) -> Iterator[ast.AST]:
+    try:
+        return ast.walk(ast.parse(code, mode="eval"))
+    except SyntaxError:
+        return iter(())
+
+
+def accepts(function, name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())

@@ -1,0 +1,738 @@
+"""The rubric: parsed once from YAML into frozen dataclasses, every error reported as file:line: reason."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from grader.rubric.lateness import LatePolicy, parse_due
+from grader.rubric.yamlmarks import Marked, MarkedList, YamlError, load_marked
+
+VISIBILITIES = ("public", "hidden")
+SCORINGS = ("proportional", "all_or_nothing")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The rubric's `extraction:` section: overrides of the top-level policy (see grader.extract.source)."""
+
+    allow_calls: frozenset[str] = frozenset()  # notebook functions whose top-level calls are kept anyway
+    drop: frozenset[str] = frozenset()  # top-level names whose assignments are dropped anyway
+    # Names the grading needs from the notebook (graded functions, names the cases call or set, names support
+    # modules read): the roots of the dependency slice. None (no rubric): the syntactic policy, which keeps data
+    # and drops statements that call notebook code.
+    roots: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits; rubric-wide, overridable per exercise and on the command line."""
+
+    case_seconds: float = 1.0        # floor of the per-case wall time
+    case_factor: float = 20.0        # a case may take this many times the reference's own time
+    load_seconds: float = 10.0       # running the notebook's kept top-level statements
+    submission_seconds: float = 180.0
+    memory_mb: int = 1024
+    output_bytes: int = 65536        # student output kept per case
+    max_timeouts: int = 2            # timeouts in one exercise before its remaining cases are skipped
+    disk_mb: int = 64                # the student's scratch (a tmpfs, counted in memory_mb)
+    files: int = 1000                # files and folders in the scratch
+    mutation_score: float = 0.0      # validate fails below this share of mutants killed (0: no threshold)
+    oracle_calls: int = 10_000       # isolated-helper calls one case may make before it ends in an error
+
+    def merged(self, overrides: Mapping[str, Any]) -> "Limits":
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def case_timeout(self, reference_seconds: float) -> float:
+        return max(self.case_seconds, self.case_factor * reference_seconds)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """Which check judges a case, and its options (read-only)."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """A case as written in the rubric: one call, or a generator of many."""
+
+    line: int
+    call: str
+    id: str | None = None
+    visibility: str = "public"
+    expect: str | None = None
+    set: tuple[tuple[str, str], ...] = ()
+    probe: tuple[tuple[str, str], ...] = ()
+    reduce: str | None = None
+    check: CheckSpec | None = None
+    weight: float = 1.0
+    generate: str | None = None
+    count: int = 0
+    seed: int = 0
+    seeded: bool = False             # the rubric wrote `seed:` (validate asks for one where the generator uses it)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong implementation in the reference module and what to tell a student who made it."""
+
+    reference: str
+    say: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Another accepted convention: a reference function whose answers also earn full credit.
+
+    The mirror image of a Mistake. `when` makes it conditional on how earlier exercises were judged:
+    (exercise id, function) pairs, each met only when that exercise's answers consistently matched that
+    function (a mistake or variant of it), e.g. extract_move's 2020/21 convention needs a 2020/21 move_dir.
+    """
+
+    reference: str
+    say: str = ""
+    when: tuple[tuple[str, str], ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ErrorHint:
+    """An explanation added to errors whose text contains `match`."""
+
+    match: str
+    say: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    points: float
+    function: str
+    aliases: tuple[str, ...]
+    scoring: str
+    check: CheckSpec
+    isolate: tuple[str, ...]
+    hints: tuple[str, ...]
+    error_hints: tuple[ErrorHint, ...]
+    mistakes: tuple[Mistake, ...]
+    cases: tuple[CaseSpec, ...]
+    limits: Limits
+    line: int = 0
+    reduce: str | None = None
+    variants: tuple[Variant, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names the graded function may have in a notebook, preferred first."""
+        return (self.function, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Rubric:
+    path: Path
+    sha256: str                  # of the rubric, the reference and its course modules (see course_files): what
+                                 # expected values and students' results depend on
+    assignment: str
+    title: str
+    reference: Path
+    template: Path | None
+    support: Path | None
+    submissions: Path | None
+    fixtures: tuple[str, ...]
+    limits: Limits
+    policy: Policy
+    exercises: tuple[Exercise, ...]
+    fixture_lines: tuple[int, ...] = ()   # line of each fixture name, for errors found against the reference
+    late: LatePolicy | None = None        # the penalty for late submissions, shown apart from the score
+
+    def exercise(self, exercise_id: str) -> Exercise:
+        for exercise in self.exercises:
+            if exercise.id == exercise_id:
+                return exercise
+        raise KeyError(exercise_id)
+
+    @property
+    def max_total(self) -> float:
+        return sum(exercise.points for exercise in self.exercises)
+
+
+class RubricError(ValueError):
+    """A rubric that does not validate; `problems` are 'file:line: reason' lines."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+# Keys each level accepts, with a description (the rubric reference in the README is tested against these).
+RUBRIC_KEYS = {
+    "assignment": "id of the assignment (used in results and file names)",
+    "title": "human title",
+    "reference": "path of the reference module, relative to the rubric file",
+    "template": "path of the student template notebook",
+    "support": "folder of support modules that notebooks import or %run",
+    "submissions": "folder of bundled example submissions",
+    "fixtures": "names of reference-module data usable in case expressions",
+    "limits": "resource limits (see limits keys)",
+    "extraction": "top-level policy overrides: allow_calls, drop",
+    "exercises": "the graded exercises",
+    "late": "late policy {due, per_day, cap}: a share of the score off per day late, at most cap, shown apart",
+}
+EXERCISE_KEYS = {
+    "id": "canonical name of what the exercise grades",
+    "title": "human title",
+    "points": "points for the exercise",
+    "function": "name of the graded function, constant, or Class.method in the notebook",
+    "aliases": "other accepted names",
+    "scoring": "proportional (default) or all_or_nothing",
+    "check": "default check of its cases: equal, unordered, path, a reference check function, or {name: ..., options}",
+    "isolate": "notebook names replaced by the reference's answers during its cases",
+    "hints": "sentences shown when a case fails",
+    "error_hints": "list of {match, say}: explanations for errors whose text contains match",
+    "mistakes": "list of {reference, say}: known wrong implementations and the feedback for them",
+    "variants": "list of {reference, say, when}: other accepted conventions (full credit), held to consistently",
+    "limits": "per-exercise limit overrides",
+    "reduce": "default reduce expression of its cases (e.g. path_states(result) for a Node)",
+    "cases": "the cases",
+}
+CASE_KEYS = {
+    "call": "the expression to evaluate (Python)",
+    "id": "explicit case id",
+    "visibility": "public (default) or hidden",
+    "expect": "Python expression of the expected value (default: the reference's answer)",
+    "set": "mapping of module globals to expressions, set before the call",
+    "probe": "mapping of names to expressions evaluated after the call with `result` bound",
+    "reduce": "expression over `result` evaluated in the child to turn the answer into plain data",
+    "check": "check of this case (overrides the exercise's)",
+    "weight": "weight within the exercise (default 1)",
+    "generate": "name of a generator function in the reference module",
+    "count": "how many generated cases",
+    "seed": "seed of the generator",
+}
+EXTRACTION_KEYS = {"allow_calls": "notebook functions whose top-level calls are kept",
+                   "drop": "top-level names whose assignments are dropped"}
+
+
+class _Problems:
+    """Collects problems so one run reports every mistake in the file, not just the first."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.items: list[str] = []
+
+    def add(self, line: int, reason: str) -> None:
+        self.items.append(f"{self.path}:{line}: {reason}")
+
+
+def suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(str(word), list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _check_keys(node: Marked, allowed: Mapping[str, str], where: str, problems: _Problems) -> None:
+    for key in node:
+        if key not in allowed:
+            problems.add(node.line_of(key), f"{where}: unknown key '{key}'{suggest(key, allowed)}")
+
+
+def _expression(text: Any, line: int, what: str, problems: _Problems) -> str | None:
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool):
+        problems.add(line, f"{what}: expected a Python expression as text, got {type(text).__name__}")
+        return None
+    text = str(text)
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError as error:
+        problems.add(line, f"{what}: not a Python expression: {error.msg} in {text!r}")
+        return None
+    return text
+
+
+def _names(value: Any, line: int, what: str, problems: _Problems) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.isidentifier() for v in value):
+        problems.add(line, f"{what}: expected a list of names")
+        return ()
+    return tuple(value)
+
+
+def _texts(value: Any, line: int, what: str, problems: _Problems) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        problems.add(line, f"{what}: expected a list of strings")
+        return ()
+    return tuple(value)
+
+
+def _number(value: Any, line: int, what: str, problems: _Problems, *, minimum: float = 0.0) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        wanted = "a positive number" if minimum > 0 else f"a number >= {minimum:g}"
+        problems.add(line, f"{what}: expected {wanted}, got {value!r}")
+        return None
+    return value
+
+
+def _late(node: Any, line: int, problems: _Problems) -> LatePolicy | None:
+    if node is None:
+        return None
+    if not isinstance(node, Marked):
+        problems.add(line, "late: must be a mapping {due, per_day, cap}")
+        return None
+    for key in node:
+        if key not in ("due", "per_day", "cap"):
+            problems.add(node.line_of(key), f"late: unknown key '{key}'{suggest(key, ['due', 'per_day', 'cap'])}")
+    due = node.get("due")
+    try:
+        when = parse_due(str(due)) if due is not None else None
+    except ValueError:
+        when = None
+    if when is None:
+        problems.add(node.line_of("due") if due is not None else node.line,
+                     "late: 'due' must be an ISO date or date-time, e.g. 2026-11-20T23:59:00+01:00")
+        return None
+    per_day = _number(node.get("per_day", 0.1), node.line_of("per_day"), "late: per_day", problems, minimum=0.0)
+    cap = _number(node.get("cap", 1.0), node.line_of("cap"), "late: cap", problems, minimum=0.0)
+    if per_day is None or cap is None:
+        return None
+    if cap > 1 or per_day > 1:
+        problems.add(node.line, "late: per_day and cap are shares of the score, between 0 and 1")
+        return None
+    return LatePolicy(when, float(per_day), float(cap))
+
+
+def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems) -> Limits:
+    if node is None:
+        return base
+    if not isinstance(node, Marked):
+        problems.add(line, f"{where}: limits must be a mapping")
+        return base
+    names = {f.name: f.type for f in fields(Limits)}
+    overrides = {}
+    for key, value in node.items():
+        if key not in names:
+            problems.add(node.line_of(key), f"{where}: unknown limit '{key}'{suggest(key, names)}")
+            continue
+        number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems,
+                         minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor", "disk_mb",
+                                                                             "files") else 0.0)
+        if number is not None and key == "mutation_score" and number > 1:
+            problems.add(node.line_of(key), f"{where}: limit 'mutation_score' is a share between 0 and 1, got {number}")
+        elif number is not None:
+            overrides[key] = int(number) if names[key] == "int" else float(number)
+    return base.merged(overrides)
+
+
+def _check_spec(node: Any, line: int, where: str, problems: _Problems) -> CheckSpec | None:
+    if node is None:
+        return None
+    if isinstance(node, str):
+        if not node.isidentifier():
+            problems.add(line, f"{where}: check '{node}' is not a name")
+            return None
+        return CheckSpec(node, {}, line)
+    if isinstance(node, Marked):
+        name = node.get("name")
+        if not isinstance(name, str) or not name.isidentifier():
+            problems.add(node.line, f"{where}: check needs a 'name'")
+            return None
+        return CheckSpec(name, {k: v for k, v in node.items() if k != "name"}, node.line)
+    problems.add(line, f"{where}: check must be a name or a mapping with 'name'")
+    return None
+
+
+def _pairs(node: Any, line: int, what: str, problems: _Problems) -> tuple[tuple[str, str], ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, Marked):
+        problems.add(line, f"{what}: expected a mapping of name: expression")
+        return ()
+    pairs = []
+    for key, value in node.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            problems.add(node.line_of(key), f"{what}: '{key}' is not a name")
+            continue
+        text = _expression(value, node.line_of(key), f"{what} '{key}'", problems)
+        if text is not None:
+            pairs.append((key, text))
+    return tuple(pairs)
+
+
+def _case(node: Any, line: int, where: str, problems: _Problems) -> CaseSpec | None:
+    if not isinstance(node, Marked):
+        problems.add(line, f"{where}: a case must be a mapping with 'call'")
+        return None
+    _check_keys(node, CASE_KEYS, where, problems)
+    if "call" not in node:
+        problems.add(node.line, f"{where}: case has no 'call'")
+        return None
+    call = _expression(node["call"], node.line_of("call"), f"{where}: call", problems)
+    visibility = node.get("visibility", "public")
+    if visibility not in VISIBILITIES:
+        problems.add(node.line_of("visibility"),
+                     f"{where}: unknown visibility '{visibility}'{suggest(visibility, VISIBILITIES)}")
+    expect = None
+    if "expect" in node:
+        expect = _expression(node["expect"], node.line_of("expect"), f"{where}: expect", problems)
+    weight = _number(node.get("weight", 1), node.line_of("weight"), f"{where}: weight", problems)
+    generate, count, seed = node.get("generate"), 0, 0
+    if generate is not None:
+        if not isinstance(generate, str) or not generate.isidentifier():
+            problems.add(node.line_of("generate"), f"{where}: generate must name a generator function")
+        count = node.get("count", 10)
+        seed = node.get("seed", 0)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            problems.add(node.line_of("count"), f"{where}: count must be a positive integer")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            problems.add(node.line_of("seed"), f"{where}: seed must be an integer")
+    elif "count" in node or "seed" in node:
+        key = "count" if "count" in node else "seed"
+        problems.add(node.line_of(key), f"{where}: '{key}' only applies to generated cases (add 'generate')")
+    case_id = node.get("id")
+    if case_id is not None and not isinstance(case_id, (str, int)):
+        problems.add(node.line_of("id"), f"{where}: id must be text")
+    # Validated before giving up on a bad call, so every problem of the case is reported at once.
+    settings = _pairs(node.get("set"), node.line_of("set"), f"{where}: set", problems)
+    probes = _pairs(node.get("probe"), node.line_of("probe"), f"{where}: probe", problems)
+    check = _check_spec(node.get("check"), node.line_of("check"), where, problems)
+    reduce = None
+    if "reduce" in node:
+        reduce = _expression(node["reduce"], node.line_of("reduce"), f"{where}: reduce", problems)
+    if call is None:
+        return None
+    return CaseSpec(
+        line=node.line, call=call, id=None if case_id is None else str(case_id), visibility=visibility,
+        expect=expect, set=settings, probe=probes, reduce=reduce, check=check,
+        weight=weight if weight is not None else 1.0, generate=generate,
+        count=count if isinstance(count, int) else 0, seed=seed if isinstance(seed, int) else 0,
+        seeded="seed" in node)
+
+
+def _records(node: Any, line: int, keys: tuple[str, str], what: str, problems: _Problems) -> list[tuple]:
+    if node is None:
+        return []
+    if not isinstance(node, MarkedList):
+        problems.add(line, f"{what}: expected a list")
+        return []
+    records = []
+    for index, item in enumerate(node):
+        item_line = node.line_of(index)
+        if not isinstance(item, Marked) or set(item) != set(keys):
+            problems.add(item_line, f"{what}: each entry needs exactly the keys {', '.join(keys)}")
+            continue
+        if not all(isinstance(item[k], str) for k in keys):
+            problems.add(item_line, f"{what}: {' and '.join(keys)} must be text")
+            continue
+        records.append((*(item[k] for k in keys), item_line))
+    return records
+
+
+VARIANT_KEYS = {"reference": "reference function whose answers are also accepted",
+                "say": "note shown to a student whose answers follow it",
+                "when": "mapping exercise id: function; accepted only if that exercise consistently matched it"}
+
+
+def _variants(node: Any, line: int, where: str, problems: _Problems) -> tuple[Variant, ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, MarkedList):
+        problems.add(line, f"{where}: variants: expected a list")
+        return ()
+    variants = []
+    for index, item in enumerate(node):
+        item_line = node.line_of(index)
+        if not isinstance(item, Marked) or not isinstance(item.get("reference"), str) \
+                or not item["reference"].isidentifier():
+            problems.add(item_line, f"{where}: variants: each entry needs 'reference: <function>'")
+            continue
+        _check_keys(item, VARIANT_KEYS, f"{where}: variant", problems)
+        say = item.get("say", "")
+        if not isinstance(say, str):
+            problems.add(item.line_of("say"), f"{where}: variant 'say' must be text")
+            say = ""
+        when: list[tuple[str, str]] = []
+        condition = item.get("when")
+        if condition is not None:
+            if not isinstance(condition, Marked) or not all(
+                    isinstance(k, str) and isinstance(v, str) and v.isidentifier() for k, v in condition.items()):
+                problems.add(item.line_of("when"), f"{where}: variant 'when' must map exercise ids to functions")
+            else:
+                when = list(condition.items())
+        variants.append(Variant(item["reference"], say, tuple(when), item_line))
+    return tuple(variants)
+
+
+def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exercise | None:
+    if not isinstance(node, Marked):
+        problems.add(line, "exercise must be a mapping")
+        return None
+    exercise_id = node.get("id")
+    if not isinstance(exercise_id, str) or not exercise_id:
+        problems.add(node.line, "exercise has no 'id'")
+        return None
+    where = f"exercise '{exercise_id}'"
+    _check_keys(node, EXERCISE_KEYS, where, problems)
+    function = node.get("function", exercise_id)
+    if not isinstance(function, str) or not all(part.isidentifier() for part in function.split(".")) \
+            or function.count(".") > 1:
+        problems.add(node.line_of("function"), f"{where}: function must be a name or Class.method")
+        function = exercise_id
+    points = _number(node.get("points", 1), node.line_of("points"), f"{where}: points", problems)
+    scoring = node.get("scoring", "proportional")
+    if scoring not in SCORINGS:
+        problems.add(node.line_of("scoring"), f"{where}: unknown scoring '{scoring}'{suggest(scoring, SCORINGS)}")
+    check = _check_spec(node.get("check", "equal"), node.line_of("check"), where, problems)
+    cases_node = node.get("cases")
+    cases: list[CaseSpec] = []
+    if not isinstance(cases_node, MarkedList) or not cases_node:
+        problems.add(node.line_of("cases"), f"{where}: needs a non-empty list of cases")
+    else:
+        for index, item in enumerate(cases_node):
+            case = _case(item, cases_node.line_of(index), f"{where}, case {index + 1}", problems)
+            if case is not None:
+                cases.append(case)
+    first_line: dict[str, int] = {}
+    for case in cases:
+        if case.id is None:
+            continue
+        if case.id in first_line:
+            problems.add(case.line, f"{where}: duplicate case id '{case.id}' (first at line {first_line[case.id]})")
+        first_line.setdefault(case.id, case.line)
+    return Exercise(
+        id=exercise_id, title=str(node.get("title", exercise_id)), points=points or 0.0, function=function,
+        aliases=_names(node.get("aliases"), node.line_of("aliases"), f"{where}: aliases", problems),
+        scoring=scoring, check=check or CheckSpec("equal"),
+        isolate=_names(node.get("isolate"), node.line_of("isolate"), f"{where}: isolate", problems),
+        hints=_texts(node.get("hints"), node.line_of("hints"), f"{where}: hints", problems),
+        error_hints=tuple(ErrorHint(m, s) for m, s, _ in _records(
+            node.get("error_hints"), node.line_of("error_hints"), ("match", "say"), f"{where}: error_hints", problems)),
+        mistakes=tuple(Mistake(r, s, ln) for r, s, ln in _records(
+            node.get("mistakes"), node.line_of("mistakes"), ("reference", "say"), f"{where}: mistakes", problems)),
+        variants=_variants(node.get("variants"), node.line_of("variants"), where, problems),
+        cases=tuple(cases),
+        limits=_limits(node.get("limits"), node.line_of("limits"), limits, where, problems),
+        line=node.line,
+        reduce=_expression(node["reduce"], node.line_of("reduce"), f"{where}: reduce", problems)
+        if "reduce" in node else None)
+
+
+def _path(root: Path, node: Marked, key: str, problems: _Problems, *, required: bool) -> Path | None:
+    value = node.get(key)
+    if value is None:
+        if required:
+            problems.add(node.line, f"missing required key '{key}'")
+        return None
+    if not isinstance(value, str):
+        problems.add(node.line_of(key), f"'{key}' must be a path")
+        return None
+    path = (root / value).resolve()
+    if not path.exists():
+        problems.add(node.line_of(key), f"'{key}': {value} does not exist (looked for {path})")
+    return path
+
+
+def support_reads(folder: Path | None) -> set[str]:
+    """Every name the support modules read: a notebook that %runs one provides them (e.g. nextStates)."""
+    reads: set[str] = set()
+    if folder is None or not folder.is_dir():
+        return reads
+    for path in sorted(folder.iterdir()):
+        sources: list[str] = []
+        try:
+            if path.suffix == ".py":
+                sources = [path.read_text(encoding="utf-8")]
+            elif path.suffix == ".ipynb":
+                import json
+                cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+                sources = ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source"))
+                           for c in cells if c.get("cell_type") == "code"]
+        except (OSError, ValueError, AttributeError):
+            continue
+        for source in sources:
+            try:
+                code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+                tree = ast.parse(code)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            from grader.syntax.analysis import statement_reads
+            bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+            bound |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            bound |= {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                      for a in n.names}
+            reads.update(name for node in tree.body for name in statement_reads(node) if name not in bound)
+    return reads
+
+
+def _roots(exercises: list[Exercise], support: Path | None) -> frozenset[str]:
+    """What grading needs from a notebook: the graded names, every name a case calls, sets or reduces with,
+    and the names the support modules read. The top-level dependency slice starts from these."""
+    from grader.syntax.calls import free_names
+    roots: set[str] = set()
+    for exercise in exercises:
+        roots.update(name.split(".")[0] for name in exercise.names)
+        roots.update(exercise.isolate)
+        for code in (exercise.reduce, *(c.call for c in exercise.cases), *(c.reduce for c in exercise.cases),
+                     *(code for c in exercise.cases for _, code in c.probe)):
+            if code:
+                try:
+                    roots.update(free_names(code))
+                except SyntaxError:
+                    pass
+        roots.update(name for c in exercise.cases for name, _ in c.set)
+    return frozenset(roots | support_reads(support))
+
+
+def hash_course_files(digest: Any, reference: Path, support: Path | None) -> None:
+    """Add each course file (see course_files) to a hashlib `digest`: its name, then its bytes. A reference
+    without any leaves the digest as it was, so its hash (and the caches made under it) stays valid."""
+    for name, course_file in course_files(reference, support):
+        digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"\0" + _bytes_or_nothing(course_file))
+
+
+def course_files(reference: Path, support: Path | None) -> list[tuple[str, Path]]:
+    """The course's own modules that expected values and results depend on besides the rubric and the reference,
+    each with the name it is hashed under: the modules the reference imports from its own folder or the support
+    folder (found in its import statements, and theirs, transitively: a module imported by a computed name is
+    not seen), and every module and notebook of the support folder (the sandbox gives them to students' code).
+    Without them in the rubric hash, editing one left cached expected values and graded results standing."""
+    folders = [folder for folder in (reference.parent, support) if folder is not None and folder.is_dir()]
+    found: dict[Path, str] = {}
+    pending = [reference]
+    while pending:
+        for name in _imported_names(pending.pop()):
+            for module in _course_module(name, folders):
+                if module not in found and module != reference:
+                    found[module] = _course_name(module, reference.parent, support)
+                    pending.append(module)
+    if support is not None and support.is_dir():
+        for module in sorted(support.iterdir()):
+            if module.suffix in (".py", ".ipynb") and module.is_file():
+                found.setdefault(module, _course_name(module, reference.parent, support))
+    return sorted(((name, module) for module, name in found.items()), key=lambda item: item[0])
+
+
+def _course_name(module: Path, references: Path, support: Path | None) -> str:
+    """A course file's name in the hash: its path from the reference's folder, or from the support folder."""
+    if support is not None and module.is_relative_to(support):
+        return "support/" + module.relative_to(support).as_posix()
+    return module.relative_to(references).as_posix()
+
+
+def _imported_names(module: Path) -> list[str]:
+    """The top-level names of the absolute imports anywhere in a module; none when it cannot be read or parsed
+    (the reference's own import then says what is wrong)."""
+    try:
+        tree = ast.parse(module.read_bytes(), str(module))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module.split(".")[0])
+    return names
+
+
+def _course_module(name: str, folders: list[Path]) -> list[Path]:
+    """The files of the module `name` as the reference's import finds it first in its folders: name.py, or
+    every .py of the package name/; nothing when it is not the course's (the standard library, a package)."""
+    for folder in folders:
+        if (folder / f"{name}.py").is_file():
+            return [folder / f"{name}.py"]
+        if (folder / name / "__init__.py").is_file():
+            return sorted(path for path in (folder / name).rglob("*.py") if path.is_file())
+    return []
+
+
+def _bytes_or_nothing(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def load_rubric(path: str | Path) -> Rubric:
+    """Parse and structurally validate a rubric; raises RubricError listing every problem found."""
+    path = Path(path)
+    try:
+        node = load_marked(path)
+    except YamlError as error:
+        raise RubricError([str(error)]) from None
+    problems = _Problems(path)
+    if not isinstance(node, Marked):
+        raise RubricError([f"{path}:{getattr(node, 'line', 1)}: a rubric must be a YAML mapping"])
+    _check_keys(node, RUBRIC_KEYS, "rubric", problems)
+    assignment = node.get("assignment")
+    if not isinstance(assignment, str) or not assignment:
+        problems.add(node.line_of("assignment"), "missing 'assignment' (the assignment id)")
+        assignment = path.stem
+    root = path.parent
+    reference = _path(root, node, "reference", problems, required=True)
+    limits = _limits(node.get("limits"), node.line_of("limits"), Limits(), "rubric", problems)
+    extraction = node.get("extraction")
+    policy = Policy()
+    if extraction is not None:
+        if not isinstance(extraction, Marked):
+            problems.add(node.line_of("extraction"), "extraction must be a mapping")
+        else:
+            _check_keys(extraction, EXTRACTION_KEYS, "extraction", problems)
+            policy = Policy(
+                allow_calls=frozenset(_names(extraction.get("allow_calls"), extraction.line_of("allow_calls"),
+                                             "extraction: allow_calls", problems)),
+                drop=frozenset(_names(extraction.get("drop"), extraction.line_of("drop"),
+                                      "extraction: drop", problems)))
+    exercises_node = node.get("exercises")
+    exercises: list[Exercise] = []
+    if not isinstance(exercises_node, MarkedList) or not exercises_node:
+        problems.add(node.line_of("exercises"), "needs a non-empty list of 'exercises'")
+    else:
+        for index, item in enumerate(exercises_node):
+            exercise = _exercise(item, exercises_node.line_of(index), limits, problems)
+            if exercise is not None:
+                exercises.append(exercise)
+    seen: dict[str, int] = {}
+    for exercise in exercises:
+        if exercise.id in seen:
+            problems.add(exercise.line, f"duplicate exercise id '{exercise.id}' (first at line {seen[exercise.id]})")
+        for variant in exercise.variants:
+            for earlier, _ in variant.when:
+                if earlier not in seen:   # judged in rubric order: a condition can only look back
+                    problems.add(variant.line, f"exercise '{exercise.id}': variant '{variant.reference}' depends "
+                                               f"on '{earlier}', which is not an exercise listed before it")
+        seen.setdefault(exercise.id, exercise.line)
+    template = _path(root, node, "template", problems, required=False)
+    support = _path(root, node, "support", problems, required=False)
+    submissions = _path(root, node, "submissions", problems, required=False)
+    fixtures_node = node.get("fixtures")
+    fixtures = _names(fixtures_node, node.line_of("fixtures"), "fixtures", problems)
+    fixture_lines = tuple(fixtures_node.line_of(index) if isinstance(fixtures_node, MarkedList)
+                          else node.line_of("fixtures") for index in range(len(fixtures)))
+    late = _late(node.get("late"), node.line_of("late"), problems)
+    if problems.items:
+        raise RubricError(problems.items)
+    policy = replace(policy, roots=_roots(exercises, support))
+    assert reference is not None
+    digest = hashlib.sha256(path.read_bytes())
+    digest.update(b"\0" + reference.read_bytes())
+    hash_course_files(digest, reference, support)
+    return Rubric(
+        path=path, sha256=digest.hexdigest(), assignment=assignment, title=str(node.get("title", assignment)),
+        reference=reference, template=template, support=support, submissions=submissions,
+        fixtures=fixtures, limits=limits, policy=policy, exercises=tuple(exercises), fixture_lines=fixture_lines,
+        late=late)

@@ -1,0 +1,396 @@
+"""Library entry points behind the CLI: grade many submissions, self-check one."""
+
+from __future__ import annotations
+
+import json
+
+import os
+import time
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterable
+
+from grader.files import write_bytes
+from grader import __version__
+from grader.run.executor import Executor, Job
+from grader.store.gradebook import Gradebook, ScoreRow
+from grader.intake.gather import Entry, gather
+from grader.rubric.lateness import LatePolicy, assess
+from grader.report.csv_export import write_csv, write_score_csv
+from grader.judge.grading import Options, defines_counter, file_sha256, grade_path, support_sources
+from grader.plan.cases import Plan, build_plan, default_cache
+from grader.store.results import SubmissionResult, from_dict, write_json
+from grader.rubric.schema import Rubric, load_rubric
+from grader.sandbox.supervisor import temp_root
+
+SUBMISSION_SUFFIXES = (".ipynb", ".py")
+
+
+def collect(paths: Iterable[str | Path]) -> list[Path]:
+    """Submission files from files and folders (folders searched recursively, checkpoints skipped)."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(
+                p for p in path.rglob("*")
+                if p.is_file() and p.suffix in SUBMISSION_SUFFIXES
+                and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(path).parts)))
+        else:
+            found.append(path)
+    return found
+
+
+@dataclass
+class Batch:
+    """What a batch did, as counters: results stream to disk (JSON, gradebook) as they finish, and the batch
+    keeps only a score row per student, so its memory does not grow with the class.
+
+    `results` reads this batch's students back whole from the gradebook (or, without one, keeps them).
+    """
+
+    students: list[str] = field(default_factory=list)     # this batch's students, in intake order
+    graded: int = 0                                       # graded in this run (their cases ran)
+    unreadable: int = 0                                   # in this run: the file could not be read
+    unchanged: int = 0                                    # not graded again: same file, rubric and grader
+    failed: list[str] = field(default_factory=list)       # the grader could not finish these (see their reasons)
+    reasons: dict[str, str] = field(default_factory=dict)  # student -> why it failed
+    mismatch: dict[str, str] = field(default_factory=dict)  # student -> "does not look like <assignment>" (graded now)
+    problems: list[str] = field(default_factory=list)     # intake: unreadable entries, skipped
+    notes: list[str] = field(default_factory=list)        # intake: decisions such as several notebooks
+    rows: list[ScoreRow] = field(default_factory=list)    # this batch's students' scores (no cases), intake order
+    grader_problems: dict[str, int] = field(default_factory=dict)  # student -> cases a rubric check crashed on
+    seconds: float = 0.0
+    gradebook: Path | None = None
+    rubric: str = ""
+    _kept: dict[str, SubmissionResult] = field(default_factory=dict, repr=False)   # only without a gradebook
+
+    @property
+    def skipped(self) -> int:
+        return len(self.problems)
+
+    @property
+    def isolation(self) -> dict[str, int]:
+        """Isolation levels of this batch's results with their counts, commonest first."""
+        counts = Counter(row.isolation for row in self.rows)
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+    @property
+    def results(self) -> list[SubmissionResult]:
+        """This batch's students' current results, whole (every case), in intake order."""
+        if self.gradebook is None:
+            return [self._kept[s] for s in self.students if s in self._kept]
+        with Gradebook(self.gradebook) as book:
+            found = {r.submission: r for r in book.iter_current(self.rubric, self.students)}
+        return [found[s] for s in self.students if s in found]
+
+
+def _failure_result(plan: Plan, job: Job, reason: str) -> SubmissionResult:
+    from grader.judge.grading import empty_result
+    path = Path(job.path)
+    return replace(empty_result(path, plan, file_sha256(path), reason, time.monotonic(), job.student),
+                   state="failed")
+
+
+def _unreadable(plan: Plan, entry: Entry) -> SubmissionResult:
+    from grader.judge.grading import empty_result
+    return replace(empty_result(entry.path, plan, file_sha256(entry.path), f"{entry.source}: {entry.problem}",
+                                 time.monotonic(),
+                                 entry.student), path=entry.source)
+
+
+def _row(result: SubmissionResult) -> ScoreRow:
+    return ScoreRow(result.submission, result.total, result.max_total, result.state, result.isolation,
+                    {e.id: e.score for e in result.exercises}, result.late, result.penalty)
+
+
+def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
+    """A content-addressed copy of the graded file under the results folder (`notebooks/<sha256><suffix>`), so
+    reports find the student's code from anywhere, after a zip intake and on another machine. Returns its path
+    relative to `out_dir`, or "" when the file no longer has the graded content."""
+    suffix = path.suffix.lower() if path.suffix.lower() in SUBMISSION_SUFFIXES else ""
+    relative = f"notebooks/{sha256}{suffix}"
+    target = out_dir / relative
+    if target.is_file():
+        return relative
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    if hashlib.sha256(data).hexdigest() != sha256:
+        return ""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes(target, data)
+    return relative
+
+
+def _entries(paths: Iterable[str | Path], workdir: Path,
+             rubric: Rubric | None = None) -> tuple[list[Entry], list[str], list[str]]:
+    """Every submission, with the intake's problems and notes (of a student's several notebooks, the rubric
+    says which defines the most of what it grades)."""
+    intake = gather(list(paths), workdir, defines_counter(rubric) if rubric is not None else None)
+    return list(intake.entries), list(intake.problems), list(intake.notes)
+
+
+def _with_lateness(result: SubmissionResult, entry: Entry, policy: LatePolicy | None) -> SubmissionResult:
+    lateness = assess(entry.late, entry.modified or None, result.total, policy)
+    return replace(result, late=lateness.late, submitted_at=lateness.submitted_at, penalty=lateness.penalty)
+
+
+def missing_paths(paths: Iterable[str | Path]) -> list[str]:
+    """Command-line paths that name nothing: no file or folder, and no match for a pattern."""
+    import glob
+    missing = []
+    for raw in paths:
+        text = str(raw)
+        if os.path.lexists(text):
+            continue
+        if any(c in text for c in "*?[") and glob.glob(text, recursive=True):
+            continue
+        missing.append(text)
+    return missing
+
+
+def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
+                jobs: int | None = None, options: Options = Options(), cache: Path | None = None,
+                gradebook: Path | None = None, force: bool = False, executor: Executor | None = None,
+                dask: str | None = None, gradescope: Path | None = None,
+                on_start: Callable[[int, int], None] | None = None,
+                on_result: Callable[[SubmissionResult, bool], None] | None = None) -> Batch:
+    """Grade a class. Unchanged submissions (same file, rubric and grader version) are not graded again
+    unless `force`; every result is written (JSON, gradebook) the moment it is finished, so an interrupted
+    batch loses nothing and the next run does only what is missing.
+
+    Exports (the CSV, and Gradescope files with `gradescope`) are derived from the gradebook: always every
+    student of the rubric, whatever subset this batch graded. A result JSON missing from `out` is rewritten.
+    `on_result` gets each result of this run whole, and each unchanged one as a score-only summary.
+    """
+    import tempfile
+    from grader.run.executor import LocalPool, Setup
+    started = time.monotonic()
+    # Absolute paths: a worker elsewhere (Dask) or in another folder reads the same course and cache.
+    rubric = rubric if isinstance(rubric, Rubric) else load_rubric(Path(rubric).resolve())
+    cache_dir = (Path(cache) if cache is not None else default_cache()).resolve()
+    plan = build_plan(rubric, cache_dir)     # once, here: the workers then read the expected values from the cache
+    out_dir = Path(out).resolve() if out is not None else None
+    if out_dir is not None:
+        claim_results_folder(out_dir, rubric)
+    book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
+    batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
+    with tempfile.TemporaryDirectory(prefix="intake-", dir=temp_root()) as workdir:
+        entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
+        batch.notes[:0] = plan.warnings   # e.g. a cache file that did not verify: the TA should know
+        batch.students = [entry.student for entry in entries]
+        by_student = {entry.student: entry for entry in entries}
+        book = _open_gradebook(book_path)
+        started_cluster = None
+        try:
+            stored = {row.student: row for row in book.score_rows(rubric.assignment)} if book else {}
+            rows: dict[str, ScoreRow] = {}
+            jobs_to_run: list[Job] = []
+            for entry in entries:
+                student, path, source = entry.student, entry.path, entry.source
+                previous = stored.get(student)
+                sha256 = file_sha256(path)
+                if (book and not force and previous is not None
+                        and book.is_current(student, sha256, rubric.sha256, __version__)):
+                    rows[student] = previous
+                    batch.unchanged += 1
+                    if out_dir is not None:
+                        _restore_missing(book, student, rubric.assignment, path, out_dir)
+                    if on_result:
+                        on_result(_summary(previous, rubric), True)
+                elif entry.problem:    # unreadable before any worker sees it: its row says why
+                    result = _with_lateness(_unreadable(plan, entry), entry, rubric.late)
+                    batch.unreadable += 1
+                    if out_dir is not None:
+                        write_json(result, out_dir)
+                    if book:
+                        book.record(student, source, result)
+                    else:
+                        batch._kept[student] = result
+                    rows[student] = _row(result)
+                    if on_result:
+                        on_result(result, False)
+                else:
+                    jobs_to_run.append(Job(student, str(Path(path).resolve()), source))
+            del stored
+            if on_start:
+                on_start(len(entries), batch.unchanged)
+            hide = tuple(str(p) for p in (out_dir, cache_dir, Path(workdir)) if p is not None)
+            setup = Setup(rubric, str(cache_dir), options, hide)
+            if executor is not None:
+                runner = executor
+            elif dask is not None:
+                from grader.run.executor_dask import DaskExecutor
+                runner = started_cluster = DaskExecutor(setup, dask, workers=jobs)
+            else:
+                runner = LocalPool(setup, jobs, plan=plan)
+            for done in runner.run(jobs_to_run):
+                student = done.job.student
+                if done.result is not None:
+                    result = from_dict(done.result)
+                else:
+                    batch.failed.append(student)
+                    batch.reasons[student] = done.failure
+                    if not done.record:      # the grading machine's fault: reported, tried again next run
+                        continue
+                    result = _failure_result(plan, done.job, done.failure)
+                result = _with_lateness(result, by_student[student], rubric.late)
+                if out_dir is not None:
+                    copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
+                    result = replace(result, notebook=copy)
+                    write_json(result, out_dir, bounded=done.result is not None)   # a worker's is bounded
+                problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
+                if problems:
+                    batch.grader_problems[student] = problems
+                if result.state == "graded":
+                    batch.graded += 1
+                elif result.state == "unreadable":
+                    batch.unreadable += 1
+                if book:
+                    book.record(student, done.job.source, result, bounded=done.result is not None)
+                else:
+                    batch._kept[student] = result
+                rows[student] = _row(result)
+                if result.mismatch:
+                    batch.mismatch[student] = result.mismatch
+                if on_result:
+                    on_result(result, False)
+            batch.rows = [rows[student] for student in batch.students if student in rows]
+            if book is not None and out_dir is not None:
+                _export(book, rubric.assignment, out_dir, gradescope)
+            elif out_dir is not None and batch._kept:
+                write_csv(list(batch._kept.values()), out_dir / "gradebook.csv")
+                if gradescope is not None:
+                    _write_gradescope(batch._kept.values(), Path(gradescope))
+        finally:   # however the batch ends (Ctrl-C too), what it opened is closed
+            if started_cluster is not None:
+                batch.notes.extend(started_cluster.notes)
+                started_cluster.close()
+            if book:
+                book.close()
+    batch.seconds = time.monotonic() - started
+    return batch
+
+
+def _summary(row: ScoreRow, rubric: Rubric) -> SubmissionResult:
+    """A score-only result (no cases) for progress callbacks of unchanged students."""
+    from grader.store.results import ExerciseResult
+    maxima = {e.id: float(e.points) for e in rubric.exercises}
+    return SubmissionResult(
+        submission=row.student, path="", sha256="", rubric=rubric.assignment, rubric_sha256=rubric.sha256,
+        grader_version=__version__, isolation=row.isolation, total=row.total, max_total=row.max_total,
+        exercises=tuple(ExerciseResult(e, e, score, maxima.get(e, 0.0), ()) for e, score in row.scores.items()),
+        state=row.state)
+
+
+def _restore_missing(book: Gradebook, student: str, rubric: str, path: Path, out_dir: Path) -> None:
+    """An unchanged student whose result JSON (or notebook copy) was deleted gets it back from the gradebook."""
+    target = out_dir / f"{student}.json"
+    if target.is_file():
+        return
+    result = book.result(student, rubric)
+    if result is None:
+        return
+    copy = keep_notebook(path, result.sha256, out_dir)
+    write_json(replace(result, notebook=copy or result.notebook), out_dir)
+
+
+def _export(book: Gradebook, rubric: str, out_dir: Path, gradescope: Path | None) -> None:
+    """The CSV (and Gradescope files) of every student of the rubric, from the gradebook, TA overrides applied.
+
+    Without overrides the CSV streams from the scores table; with them each result is read, overridden and
+    kept as scores only (no cases), so memory stays a row per student.
+    """
+    from grader.store.overrides import apply, history
+    overrides = history(book.path, rubric)
+    if overrides:
+        write_csv([_scores_only(apply(r, overrides)) for r in book.iter_current(rubric)], out_dir / "gradebook.csv")
+    else:
+        write_score_csv(book.columns(rubric), book.score_rows(rubric), out_dir / "gradebook.csv")
+    if gradescope is not None:
+        _write_gradescope((apply(r, overrides) for r in book.iter_current(rubric)), Path(gradescope))
+
+
+def _scores_only(result: SubmissionResult) -> SubmissionResult:
+    return replace(result, exercises=tuple(replace(e, cases=()) for e in result.exercises), warnings=())
+
+
+def _write_gradescope(results: Iterable[SubmissionResult], folder: Path) -> None:
+    from grader.report.gradescope import write_gradescope
+    for result in results:
+        write_gradescope(result, folder / f"{result.submission}.json")
+
+
+RUBRIC_MARK = ".assignment"   # JSON naming the assignment a results folder holds (not *.json: result readers skip it)
+
+
+class ResultsFolderError(ValueError):
+    """A results folder that holds another assignment's results: mixing them would overwrite students' results
+    and put two assignments in one class report."""
+
+
+def claim_results_folder(folder: Path, rubric: Rubric) -> None:
+    """Remember which assignment a results folder holds, and refuse to mix another one in."""
+    mark = folder / RUBRIC_MARK
+    held = None
+    try:
+        held = json.loads(mark.read_text(encoding="utf-8")).get("assignment")
+    except (OSError, ValueError, AttributeError):
+        held = None
+    if held is None and folder.is_dir():     # a folder written before the mark existed: ask its results
+        for result in sorted(p for p in folder.glob("*.json") if p.name != RUBRIC_MARK)[:20]:
+            try:
+                held = json.loads(result.read_text(encoding="utf-8")).get("rubric")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(held, str):
+                break
+            held = None
+    if held is not None and held != rubric.assignment:
+        raise ResultsFolderError(f"{folder}: this results folder holds results of {held}, not {rubric.assignment}; "
+                                 f"grade {rubric.assignment} into another folder (--out)")
+    folder.mkdir(parents=True, exist_ok=True)
+    if held is None:
+        mark.write_text(json.dumps({"assignment": rubric.assignment, "rubric": str(rubric.path)}) + "\n",
+                        encoding="utf-8")
+
+
+def _open_gradebook(path: Path | None) -> Gradebook | None:
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return Gradebook(path)
+
+
+def grade(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
+          jobs: int | None = None, options: Options = Options(), cache: Path | None = None,
+          on_result: Callable[[SubmissionResult], None] | None = None, **batch_options) -> list[SubmissionResult]:
+    """Grade submissions and return their results, whole (see grade_batch for the gradebook and regrades)."""
+    batch = grade_batch(paths, rubric, out, jobs=jobs, options=options, cache=cache,
+                        on_result=(lambda r, unchanged: None if unchanged else on_result(r)) if on_result else None,
+                        **batch_options)
+    return batch.results
+
+
+def public_plan(plan: Plan) -> Plan:
+    """The student's self-check runs public cases only; hidden ones are counted, never run or shown."""
+    cases = {k: tuple(c for c in v if c.visibility == "public") for k, v in plan.cases.items()}
+    return replace(plan, cases=cases)
+
+
+def check(notebook: str | Path, rubric: str | Path | Rubric, *, options: Options = Options(),
+          cache: Path | None = None) -> tuple[SubmissionResult, dict[str, int]]:
+    """A student's self-check: public cases only. Returns the result and the hidden-case count per exercise."""
+    rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
+    plan = build_plan(rubric, cache if cache is not None else default_cache())
+    hidden = {k: sum(1 for c in v if c.visibility == "hidden") for k, v in plan.cases.items()}
+    result = grade_path(Path(notebook), public_plan(plan), support_sources(plan), options)
+    return result, hidden
+
+
+# validate lives in grader.authoring.validate; kept importable from here for callers of the old place.
+from grader.authoring.validate import Validation, validate  # noqa: E402,F401

@@ -1,0 +1,255 @@
+"""Executors: where submissions are graded. The local pool runs one worker process per core.
+
+A worker is trusted: it loads the plan (reference and expected values) once and grades submissions one at a
+time, each in its own sandbox child. The coordinator hands out one job at a time per worker, so when a worker
+dies (a student killed it, or it ran out of memory) it knows which submission to mark, and starts another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import pickle
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Iterator, Protocol, Sequence
+
+from grader.judge.grading import Options
+from grader.plan.cases import Plan
+from grader.rubric.schema import Rubric
+from grader.sandbox.supervisor import temp_root
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission to grade."""
+
+    student: str
+    path: str                   # absolute, so a worker elsewhere (Dask) reads the same file
+    source: str = ""
+    data: bytes | None = None   # the file's bytes, when they travel with the job (Dask workers need no shared disk)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every worker needs to build the same plan: passed by value, so it works across machines too."""
+
+    rubric: "Rubric"            # the parsed rubric itself, so a rubric adjusted in memory is the one graded
+    cache: str | None
+    options: Options = field(default_factory=Options)
+    hide: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Done:
+    """A finished job: the result as a dict (results.to_dict), or why there is none."""
+
+    job: Job
+    result: dict | None
+    failure: str = ""
+    # A failure is recorded (and not retried unless forced) when the submission caused it: its worker died or
+    # was stopped by the watchdog. One the grading machine caused (a worker that cannot read the course or the
+    # file, a grader bug, a lost cluster worker) is reported but not recorded, so the next run tries again.
+    record: bool = True
+
+
+class Executor(Protocol):
+    def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
+        """Grade the jobs, yielding each as soon as it is finished (in any order)."""
+
+
+class WorkerProblem(Exception):
+    """This worker cannot grade anything: the course or the submission is out of its reach (not the student's fault)."""
+
+
+def _readable(path: Path, what: str) -> None:
+    if not os.access(path, os.R_OK):
+        import socket
+        raise WorkerProblem(f"the worker on {socket.gethostname()} cannot read {what} {path} "
+                            f"({'no such file' if not path.exists() else 'permission denied'}); "
+                            f"give absolute paths on a filesystem the workers share")
+
+
+_PLANS: dict[str, tuple[Plan, dict[str, str]]] = {}   # this process's plans (and support sources), by setup
+
+
+def grade_job(setup: Setup, job: Job) -> dict:
+    """Grade one job in this process (a worker, or a Dask worker), building the plan once per process.
+
+    Raises WorkerProblem when the course or the submission cannot be read here, rather than grading a
+    "file not found" zero.
+    """
+    import tempfile
+    from dataclasses import replace
+    from grader.judge.grading import grade_path, support_sources
+    from grader.plan.cases import build_plan
+    from grader.store.results import to_dict
+    key = _plan_key(setup)
+    if key not in _PLANS:
+        _readable(setup.rubric.reference, "the course's reference")
+        plan = build_plan(setup.rubric, Path(setup.cache) if setup.cache else None)
+        _PLANS[key] = (plan, support_sources(plan))
+    plan, support = _PLANS[key]
+    hide = tuple(Path(h) for h in setup.hide)
+    if job.data is None:
+        _readable(Path(job.path), "the submission")
+        result = grade_path(Path(job.path), plan, support, setup.options, submission=job.student, hide=hide)
+        return to_dict(result)
+    with tempfile.TemporaryDirectory(prefix="job-", dir=temp_root()) as folder:   # the bytes travelled with the job
+        local = Path(folder) / Path(job.path).name
+        local.write_bytes(job.data)
+        result = grade_path(local, plan, support, setup.options, submission=job.student, hide=hide)
+    return to_dict(replace(result, path=job.path))
+
+
+def _plan_key(setup: Setup) -> str:
+    return hashlib.sha256(pickle.dumps((setup.rubric, setup.cache))).hexdigest()
+
+
+def _adopt_plan(setup: Setup, plan: "Plan") -> None:
+    """A worker forked from the coordinator grades with the plan the coordinator already built."""
+    from grader.judge.grading import support_sources
+    _PLANS[_plan_key(setup)] = (plan, support_sources(plan))
+
+
+def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None) -> None:
+    """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
+    if plan is not None:
+        _adopt_plan(setup, plan)
+    from grader.sandbox import process
+    process.PREFETCH = True   # one submission after another: start the next child while grading this one
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG: die with the coordinator
+    except (OSError, AttributeError):
+        pass
+    while True:
+        try:
+            job = connection.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        try:
+            connection.send(Done(job, grade_job(setup, job)))
+        except (BrokenPipeError, OSError):
+            return
+        except WorkerProblem as problem:
+            connection.send(Done(job, None, str(problem), record=False))
+        except Exception as error:  # a grader bug on one submission must not stop the others
+            connection.send(Done(job, None, f"the grader failed on this submission: {type(error).__name__}: "
+                                            f"{error}", record=False))
+
+
+WATCHDOG_MARGIN = 30.0     # seconds beyond the submission's own budget: start-up, plan, writing the result
+
+
+def watchdog_for(setup: Setup) -> float:
+    """How long a worker may spend on one submission: the rubric's (or the command line's) budget plus a margin.
+
+    The sandbox already stops a submission at its budget; the watchdog only catches a worker that is stuck.
+    """
+    limit = setup.options.submission_seconds or setup.rubric.limits.submission_seconds
+    return limit * 1.1 + WATCHDOG_MARGIN
+
+
+@dataclass
+class _Slot:
+    process: multiprocessing.process.BaseProcess
+    connection: Connection
+    job: Job | None = None
+    started: float = 0.0
+
+
+class LocalPool:
+    """One worker process per core (or `jobs`); a dead or stuck worker is replaced and its submission marked."""
+
+    def __init__(self, setup: Setup, jobs: int | None = None, watchdog_seconds: float | None = None,
+                 plan: "Plan | None" = None):
+        self.setup = setup
+        self.size = max(1, jobs or os.cpu_count() or 1)
+        self.watchdog = watchdog_seconds if watchdog_seconds is not None else watchdog_for(setup)
+        # Given the coordinator's plan, workers are forked: they start with the grader imported and the plan
+        # built (a spawned worker imports the grader and builds the plan again, about 0.3 s of CPU each).
+        # Only from a single-threaded process: a fork copies locks another thread may hold.
+        forkable = plan is not None and threading.active_count() == 1 and \
+            "fork" in multiprocessing.get_all_start_methods()
+        self.plan = plan if forkable else None
+        self.context = multiprocessing.get_context("fork") if forkable else multiprocessing.get_context("spawn")
+        self.replaced = 0
+
+    def _start(self) -> _Slot:
+        ours, theirs = self.context.Pipe()
+        process = self.context.Process(target=_worker, args=(theirs, self.setup, self.plan), daemon=True)
+        process.start()
+        theirs.close()
+        return _Slot(process, ours)
+
+    @staticmethod
+    def _stop(slot: _Slot) -> None:
+        try:
+            slot.connection.send(None)
+        except (OSError, ValueError):
+            pass
+        slot.process.join(timeout=2)
+        if slot.process.is_alive():
+            slot.process.kill()
+            slot.process.join(timeout=2)
+        slot.connection.close()
+        if slot.process.exitcode is not None:
+            # Its zygote saw the socket close and killed its sandboxes; what a killed worker could not
+            # remove (its temp folder, its pids cgroups) goes now.
+            from grader.sandbox.supervisor import clean_leftovers
+            clean_leftovers(slot.process.pid)
+
+    def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
+        pending = list(jobs)[::-1]
+        slots = [self._start() for _ in range(min(self.size, len(pending)))]
+        try:
+            while pending or any(slot.job for slot in slots):
+                for index, slot in enumerate(slots):
+                    if slot.job is None and pending:
+                        job = pending.pop()
+                        try:
+                            slot.connection.send(job)
+                        except (OSError, ValueError):   # it died while idle: replace it and hand the job over
+                            self._stop(slot)
+                            slot = slots[index] = self._start()
+                            self.replaced += 1
+                            slot.connection.send(job)
+                        slot.job, slot.started = job, time.monotonic()
+                busy = [slot for slot in slots if slot.job is not None]
+                ready = wait([s.connection for s in busy] + [s.process.sentinel for s in busy], timeout=1.0)
+                for index, slot in enumerate(slots):
+                    if slot.job is None:
+                        continue
+                    if slot.connection in ready:
+                        try:
+                            done = slot.connection.recv()
+                        except (EOFError, OSError):
+                            done = None
+                        if done is not None:
+                            slot.job = None
+                            yield done
+                            continue
+                    stuck = time.monotonic() - slot.started > self.watchdog
+                    if slot.process.sentinel in ready or not slot.process.is_alive() or stuck or \
+                            slot.connection in ready:
+                        job, slot.job = slot.job, None
+                        reason = (f"the grading worker took longer than {self.watchdog:g} s (the rubric's "
+                                  f"budget and a margin) and was stopped" if stuck else
+                                  f"the grading worker died while grading this submission "
+                                  f"(exit code {slot.process.exitcode})")
+                        self._stop(slot)
+                        slots[index] = self._start()
+                        self.replaced += 1
+                        yield Done(job, None, reason)
+        finally:
+            for slot in slots:
+                self._stop(slot)

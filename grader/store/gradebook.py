@@ -1,0 +1,527 @@
+"""The class gradebook: every student's results in one SQLite file, current result and regrade history.
+
+Why SQLite: a TA grades thousands of notebooks, regrades after fixing a rubric and may kill the grader at
+any moment. Each `record` is one transaction in a WAL journal, so a kill -9 loses at most the result being
+written and never leaves half of one; the next batch asks `is_current` and grades only what is missing.
+
+Tables (schema version 2):
+
+    schema_version  (id = 1, version)                      what `open` compares with SCHEMA_VERSION
+    submissions     (id, student, rubric, sha256, source, current_result)
+                    one row per (student, rubric); sha256/source are those of the current result
+    results         (id, submission_id, sha256, source, rubric_sha256, grader_version, isolation, total,
+                     max_total, exercise_count, graded_at, json)
+                    every grading ever recorded (regrades are history); json is results.to_dict's form
+    scores          (result_id, position, exercise, score, max_score)
+                    one row per exercise of a result, in rubric order, for SQL reports
+    shared_values   (rubric_sha256, exercise, case_id, call, expected)
+                    what every result of a rubric shares (a case's call and expected value), stored once per
+                    rubric: a result's json leaves out `call` and `expected` of a case whose values are the
+                    shared ones, and reading puts them back (a class of 10,000 stores 136 expected values, not
+                    1.36 million)
+    results.state   graded | unreadable | failed (results.STATES), for counts in SQL (version 2)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pickle
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from grader import textsafe
+from grader.store.results import ExerciseResult, SubmissionResult, bound_result, from_dict, to_dict
+
+SCHEMA_VERSION = 2
+
+# MIGRATIONS[n] takes a gradebook from version n to n + 1, one statement at a time (sqlite3's executescript
+# would commit halfway). A new schema appends a step; opening an older file upgrades it in one transaction.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE schema_version (
+               id INTEGER PRIMARY KEY CHECK (id = 1),
+               version INTEGER NOT NULL)""",
+        """CREATE TABLE submissions (
+               id INTEGER PRIMARY KEY,
+               student TEXT NOT NULL,
+               rubric TEXT NOT NULL,
+               sha256 TEXT NOT NULL,
+               source TEXT NOT NULL,
+               current_result INTEGER REFERENCES results (id),
+               UNIQUE (student, rubric))""",
+        """CREATE TABLE results (
+               id INTEGER PRIMARY KEY,
+               submission_id INTEGER NOT NULL REFERENCES submissions (id),
+               sha256 TEXT NOT NULL,
+               source TEXT NOT NULL,
+               rubric_sha256 TEXT NOT NULL,
+               grader_version TEXT NOT NULL,
+               isolation TEXT NOT NULL,
+               total REAL NOT NULL,
+               max_total REAL NOT NULL,
+               exercise_count INTEGER NOT NULL,
+               graded_at TEXT NOT NULL,
+               json TEXT NOT NULL)""",
+        # What makes two results "the same" when gradebooks are merged.
+        """CREATE UNIQUE INDEX results_identity
+               ON results (submission_id, sha256, rubric_sha256, grader_version, graded_at)""",
+        """CREATE TABLE scores (
+               result_id INTEGER NOT NULL REFERENCES results (id),
+               position INTEGER NOT NULL,
+               exercise TEXT NOT NULL,
+               score REAL NOT NULL,
+               max_score REAL NOT NULL,
+               PRIMARY KEY (result_id, position))""",
+        "CREATE INDEX scores_exercise ON scores (exercise)",
+    ),
+    (
+        "ALTER TABLE results ADD COLUMN state TEXT NOT NULL DEFAULT 'graded'",
+        """CREATE TABLE shared_values (
+               rubric_sha256 TEXT NOT NULL,
+               exercise TEXT NOT NULL,
+               case_id TEXT NOT NULL,
+               call TEXT NOT NULL,
+               expected TEXT NOT NULL,
+               PRIMARY KEY (rubric_sha256, exercise, case_id))""",
+    ),
+)
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
+
+class GradebookError(Exception):
+    """A gradebook file that cannot be used: not a gradebook, damaged, or written by a newer grader."""
+
+
+def utc_now() -> str:
+    """Fixed-width UTC ISO time, so text order is time order (history and merge sort on it)."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+class Gradebook:
+    """One gradebook file. Use from one thread at a time (the batch's coordinator)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._shared: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}   # rubric_sha256 -> shared values
+        try:
+            # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT), never implicit.
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except sqlite3.Error as error:
+            raise GradebookError(f"{self.path}: cannot open the gradebook: {error}") from error
+        try:
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            # With WAL, NORMAL survives any crash of the grader (kill -9); only an OS crash or power loss may
+            # drop the last few commits, and even then the file stays consistent.
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            raise GradebookError(f"{self.path}: not a usable gradebook: {error}") from error
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Gradebook:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """All or nothing, also on Ctrl-C: BaseException rolls back before it propagates."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._shared.clear()      # it may hold shared values of the rolled-back transaction
+            raise
+        self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._transaction() as db:
+            version = _schema_version(db, self.path)
+            if version > SCHEMA_VERSION:
+                raise GradebookError(
+                    f"{self.path}: gradebook schema version {version} is newer than this grader understands "
+                    f"(version {SCHEMA_VERSION}); upgrade puzzle-grader to open it")
+            if version == 0 and _user_tables(db):
+                raise GradebookError(f"{self.path}: this SQLite file is not a puzzle-grader gradebook "
+                                     f"(it has tables but no schema_version)")
+            for step in MIGRATIONS[version:]:
+                for statement in step:
+                    db.execute(statement)
+            if version < SCHEMA_VERSION:
+                db.execute("INSERT OR REPLACE INTO schema_version (id, version) VALUES (1, ?)", (SCHEMA_VERSION,))
+
+    # -- queries -----------------------------------------------------------------------------------------
+
+    def is_current(self, student: str, sha256: str, rubric_sha256: str, grader_version: str) -> bool:
+        """True when the student's CURRENT result was graded from this file with this rubric and grader.
+
+        Only the current result counts: a student who goes back to an older file after submitting a newer
+        one must be graded again, or the gradebook would keep showing the newer file's grade.
+        """
+        row = self._db.execute(
+            """SELECT 1 FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.student = ? AND r.sha256 = ? AND r.rubric_sha256 = ? AND r.grader_version = ?
+               LIMIT 1""", (student, sha256, rubric_sha256, grader_version)).fetchone()
+        return row is not None
+
+    def current(self, rubric: str) -> list[SubmissionResult]:
+        """The latest result of every student graded under this rubric id, sorted by student."""
+        return list(self.iter_current(rubric))
+
+    def iter_current(self, rubric: str, students: Iterable[str] | None = None) -> Iterator[SubmissionResult]:
+        """The current results of a rubric (or of `students` among them), one at a time, sorted by student.
+
+        One result is decoded at a time, so a report over 10,000 students holds one in memory, not the class.
+        """
+        ids = self._db.execute(
+            """SELECT s.student, s.current_result FROM submissions s
+               WHERE s.rubric = ? AND s.current_result IS NOT NULL ORDER BY s.student""", (rubric,)).fetchall()
+        wanted = set(students) if students is not None else None
+        for student, result_id in ids:
+            if wanted is None or student in wanted:
+                yield self._load(result_id)
+
+    def result(self, student: str, rubric: str) -> SubmissionResult | None:
+        """The student's current result under this rubric, whole (every case), or None."""
+        row = self._db.execute("SELECT current_result FROM submissions WHERE student = ? AND rubric = ?",
+                               (student, rubric)).fetchone()
+        return self._load(row[0]) if row and row[0] is not None else None
+
+    def _load(self, result_id: int) -> SubmissionResult:
+        rubric_sha256, text = self._db.execute("SELECT rubric_sha256, json FROM results WHERE id = ?",
+                                               (result_id,)).fetchone()
+        return from_dict(_restore(json.loads(text), self._shared_values(self._db, rubric_sha256)))
+
+    def _insert(self, db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
+                graded_at: str, *, skip_existing: bool = False, bounded: bool = False) -> int | None:
+        shared = self._shared_values(db, result.rubric_sha256)
+        if not bounded:
+            result = bound_result(result)   # the row is bounded like the JSON file: no answer is too big for SQLite
+        data = _compact(db, to_dict(result), result.rubric_sha256, shared)
+        return _insert_result(db, submission_id, source, result, graded_at, data, skip_existing=skip_existing)
+
+    def _shared_values(self, db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
+        if rubric_sha256 not in self._shared:
+            self._shared[rubric_sha256] = _read_shared(db, rubric_sha256)
+        return self._shared[rubric_sha256]
+
+    def columns(self, rubric: str) -> list[str]:
+        """Exercise ids of the rubric's current results, in rubric order (first position seen)."""
+        rows = self._db.execute(
+            """SELECT sc.exercise, min(sc.position), min(sc.result_id) FROM scores sc
+               JOIN submissions s ON s.current_result = sc.result_id WHERE s.rubric = ?
+               GROUP BY sc.exercise ORDER BY min(sc.position), min(sc.result_id)""", (rubric,))
+        return [exercise for exercise, _, _ in rows]
+
+    def score_rows(self, rubric: str) -> Iterator[ScoreRow]:
+        """Every student's current scores (no cases), sorted by student: what the CSV and the table need."""
+        cursor = self._db.execute(
+            """SELECT s.student, r.total, r.max_total, r.state, r.isolation,
+                      coalesce(json_extract(r.json, '$.late'), 0), coalesce(json_extract(r.json, '$.penalty'), 0),
+                      sc.exercise, sc.score, sc.max_score
+               FROM submissions s JOIN results r ON r.id = s.current_result
+               LEFT JOIN scores sc ON sc.result_id = r.id
+               WHERE s.rubric = ? ORDER BY s.student, sc.position""", (rubric,))
+        row: ScoreRow | None = None
+        for student, total, max_total, state, isolation, late, penalty, exercise, score, _max_score in cursor:
+            if row is None or row.student != student:
+                if row is not None:
+                    yield row
+                row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty))
+            if exercise is not None:
+                row.scores[exercise] = score
+        if row is not None:
+            yield row
+
+    def counts(self, rubric: str) -> dict[str, int]:
+        """How many students of the rubric are in each state (graded, unreadable, failed)."""
+        rows = self._db.execute(
+            """SELECT r.state, count(*) FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? GROUP BY r.state""", (rubric,))
+        return {state: count for state, count in rows}
+
+    def summaries(self, rubric: str) -> dict[str, SubmissionResult]:
+        """The current result of every student as scores only (exercises without their cases), by student.
+
+        What a regrade of an unchanged class needs for its table and CSV, without decoding every full result.
+        """
+        heads = self._db.execute(
+            """SELECT s.student, r.id, r.sha256, r.source, r.rubric_sha256, r.grader_version, r.isolation,
+                      r.total, r.max_total
+               FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? ORDER BY s.student""", (rubric,)).fetchall()
+        scores: dict[int, list[ExerciseResult]] = {}
+        for result_id, exercise, score, max_score in self._db.execute(
+                """SELECT sc.result_id, sc.exercise, sc.score, sc.max_score FROM scores sc
+                   JOIN submissions s ON s.current_result = sc.result_id
+                   WHERE s.rubric = ? ORDER BY sc.result_id, sc.position""", (rubric,)):
+            scores.setdefault(result_id, []).append(ExerciseResult(exercise, exercise, score, max_score, ()))
+        return {student: SubmissionResult(
+                    submission=student, path=source, sha256=sha256, rubric=rubric, rubric_sha256=rubric_sha256,
+                    grader_version=version, isolation=isolation, total=total, max_total=max_total,
+                    exercises=tuple(scores.get(result_id, ())))
+                for student, result_id, sha256, source, rubric_sha256, version, isolation, total, max_total in heads}
+
+    def history(self, student: str, rubric: str) -> list[tuple[str, float, str]]:
+        """(graded_at, total, rubric_sha256) of every grading of the student's work, oldest first."""
+        rows = self._db.execute(
+            """SELECT r.graded_at, r.total, r.rubric_sha256 FROM results r
+               JOIN submissions s ON s.id = r.submission_id
+               WHERE s.student = ? AND s.rubric = ? ORDER BY r.graded_at, r.id""", (student, rubric))
+        return [(graded_at, total, rubric_sha256) for graded_at, total, rubric_sha256 in rows]
+
+    def rubrics(self) -> list[str]:
+        """Rubric ids with at least one current result, sorted."""
+        return [rubric for (rubric,) in self._db.execute(
+            "SELECT DISTINCT rubric FROM submissions WHERE current_result IS NOT NULL ORDER BY rubric")]
+
+    def students(self, rubric: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT student FROM submissions WHERE rubric = ? AND current_result IS NOT NULL ORDER BY student",
+            (rubric,))
+        return [student for (student,) in rows]
+
+    # -- writes ------------------------------------------------------------------------------------------
+
+    def record(self, student: str, source: str, result: SubmissionResult, *, bounded: bool = False) -> None:
+        """Store a fresh grading as the student's current result; earlier ones stay as history.
+
+        `bounded`: the result is already within every bound (as grade_path returns it): not measured again.
+        """
+        with self._transaction() as db:
+            submission_id = _submission(db, student, result.rubric, result.sha256, source)
+            latest = db.execute("SELECT max(graded_at) FROM results WHERE submission_id = ?",
+                                (submission_id,)).fetchone()[0]
+            result_id = self._insert(db, submission_id, source, result, _after(utc_now(), latest), bounded=bounded)
+            assert result_id is not None   # a fresh insert always has an id (only skip_existing gives None)
+            _make_current(db, submission_id, result_id)
+
+    def merge(self, other: Path) -> int:
+        """Import every result of another gradebook file (graded on another machine, say).
+
+        For each (student, rubric) the result with the newest graded_at becomes current, whichever file it
+        came from. A result already here (same student, rubric, sha256, rubric_sha256, grader_version and
+        graded_at) is skipped, so merging the same file twice imports nothing the second time. One
+        transaction: an interrupted merge imports nothing. Returns the number of results imported.
+        """
+        other = Path(other)
+        if not other.is_file():
+            raise GradebookError(f"{other}: no such gradebook file")
+        try:
+            source_db = sqlite3.connect(other.resolve().as_uri() + "?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error as error:
+            raise GradebookError(f"{other}: cannot open the gradebook: {error}") from error
+        try:
+            try:
+                version = _schema_version(source_db, other)
+            except sqlite3.DatabaseError as error:
+                raise GradebookError(f"{other}: not a usable gradebook: {error}") from error
+            if version != SCHEMA_VERSION:
+                newer = version > SCHEMA_VERSION
+                raise GradebookError(
+                    f"{other}: gradebook schema version {version} cannot be merged into version {SCHEMA_VERSION}"
+                    + ("; upgrade puzzle-grader" if newer else
+                       "; open it once with this grader to upgrade it" if version else
+                       " (not a puzzle-grader gradebook)"))
+            rows = source_db.execute(
+                """SELECT s.student, s.rubric, r.source, r.graded_at, r.rubric_sha256, r.json FROM results r
+                   JOIN submissions s ON s.id = r.submission_id ORDER BY r.graded_at, r.id""")
+            imported = 0
+            touched: set[int] = set()
+            theirs: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}
+            with self._transaction() as db:
+                for student, rubric, source, graded_at, rubric_sha256, text in rows:
+                    if rubric_sha256 not in theirs:
+                        theirs[rubric_sha256] = _read_shared(source_db, rubric_sha256)
+                    result = from_dict(_restore(json.loads(text), theirs[rubric_sha256]))
+                    submission_id = _submission(db, student, rubric, result.sha256, source)
+                    if self._insert(db, submission_id, source, result, graded_at, skip_existing=True):
+                        imported += 1
+                        touched.add(submission_id)
+                for submission_id in touched:
+                    newest = db.execute(
+                        "SELECT id FROM results WHERE submission_id = ? ORDER BY graded_at DESC, id DESC LIMIT 1",
+                        (submission_id,)).fetchone()[0]
+                    _make_current(db, submission_id, newest)
+            return imported
+        finally:
+            source_db.close()
+
+
+def _schema_version(db: sqlite3.Connection, path: Path) -> int:
+    """0 for a file without a schema_version table (new, or not a gradebook)."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone():
+        return 0
+    row = db.execute("SELECT version FROM schema_version WHERE id = 1").fetchone()
+    if row is None:
+        raise GradebookError(f"{path}: the gradebook's schema_version table is empty")
+    return int(row[0])
+
+
+def _user_tables(db: sqlite3.Connection) -> list[str]:
+    return [name for (name,) in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+
+
+def _after(now: str, latest: str | None) -> str:
+    """`now`, or one microsecond after the latest grading if the clock is not past it (a fast loop, a clock
+    set back, a merged result from a machine whose clock runs ahead): history order is recording order."""
+    if latest is None or now > latest:
+        return now
+    return (datetime.fromisoformat(latest) + timedelta(microseconds=1)).isoformat(timespec="microseconds")
+
+
+def _submission(db: sqlite3.Connection, student: str, rubric: str, sha256: str, source: str) -> int:
+    """The id of the (student, rubric) row, created if new; its sha256/source follow the current result.
+
+    `source` names a file: an undecodable byte in it (a surrogate escape) is stored as U+FFFD, since SQLite
+    text is UTF-8.
+    """
+    source = textsafe.unicode(source)
+    db.execute("INSERT OR IGNORE INTO submissions (student, rubric, sha256, source) VALUES (?, ?, ?, ?)",
+               (student, rubric, sha256, source))
+    return db.execute("SELECT id FROM submissions WHERE student = ? AND rubric = ?",
+                      (student, rubric)).fetchone()[0]
+
+
+
+@dataclass
+class ScoreRow:
+    """One student's current scores, without cases: a row of the CSV or the terminal table."""
+
+    student: str
+    total: float
+    max_total: float
+    state: str
+    isolation: str
+    scores: dict[str, float]          # exercise id -> score
+    late: bool = False
+    penalty: float = 0.0              # the late policy's, apart from `total`
+
+
+def _read_shared(db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
+    return {(exercise, case): (call, expected) for exercise, case, call, expected in db.execute(
+        "SELECT exercise, case_id, call, expected FROM shared_values WHERE rubric_sha256 = ?", (rubric_sha256,))}
+
+
+def _value_text(value: object) -> str:
+    return textsafe.json_text(value, sort_keys=True, separators=(",", ":"))
+
+
+def _compact(db: sqlite3.Connection, data: dict, rubric_sha256: str,
+             shared: dict[tuple[str, str], tuple[str, str]]) -> dict:
+    """`data` without the call and expected value of every case whose values are the rubric's shared ones.
+
+    The first result of a rubric defines them; a case whose values differ (a result graded with another
+    `expect:`, say) keeps its own, so reading back always gives exactly what was recorded.
+    """
+    for exercise in data["exercises"]:
+        for case in exercise["cases"]:
+            key = (exercise["id"], case["id"])
+            if key not in shared:   # first come, first stored; another process may have come first
+                db.execute("INSERT OR IGNORE INTO shared_values (rubric_sha256, exercise, case_id, call, expected) "
+                           "VALUES (?, ?, ?, ?, ?)",
+                           (rubric_sha256, key[0], key[1], case["call"], _value_text(case["expected"])))
+                shared[key] = db.execute(
+                    "SELECT call, expected FROM shared_values WHERE rubric_sha256 = ? AND exercise = ? AND case_id = ?",
+                    (rubric_sha256, key[0], key[1])).fetchone()
+            call, shared_expected = shared[key]
+            if case["call"] == call:
+                del case["call"]
+            if _same_json(case["expected"], shared_expected):
+                # A right answer is the expected value: most of a class stores nothing. The judge hands a
+                # right answer over as the expected value itself, so most need no comparison at all.
+                if "got" in case and (case["got"] is case["expected"] or _same_json(case["got"], shared_expected)):
+                    del case["got"]
+                del case["expected"]
+    return data
+
+
+def _same_json(value: Any, text: str) -> bool:
+    """Whether `value`'s JSON is `text` (a shared value's), mostly without encoding it: `==` first (different
+    values differ there at C speed), then the pickled forms, which match only for the same types (1 is not
+    True, 0.0 is not -0.0); when they do not match (keys in another order), the JSON texts decide."""
+    try:
+        shared = _parsed(text)
+        if value != shared:
+            return False
+        if pickle.dumps(value, protocol=5) == _pickled(text):
+            return True
+    except RecursionError:   # too deep for == or pickle: the encoder decides
+        pass
+    return _value_text(value) == text
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Any:
+    """A shared value, parsed once per batch (the same text object comes back for every student). Read only."""
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pickled(text: str) -> bytes:
+    return pickle.dumps(_parsed(text), protocol=5)
+
+
+def _restore(data: dict, shared: dict[tuple[str, str], tuple[str, str]]) -> dict:
+    """The whole result again: a case without `call` or `expected` takes the rubric's shared value, and one
+    without `got` (only ever left out when it equals the shared expected value) takes that too."""
+    for exercise in data["exercises"]:
+        for case in exercise["cases"]:
+            if "call" not in case or "expected" not in case or "got" not in case:
+                call, expected = shared[(exercise["id"], case["id"])]
+                case.setdefault("call", call)
+                if "expected" not in case:
+                    case["expected"] = json.loads(expected)
+                if "got" not in case:
+                    case["got"] = json.loads(expected)
+    return data
+
+
+def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
+                   graded_at: str, data: dict, *, skip_existing: bool = False) -> int | None:
+    """Insert a result and its per-exercise scores; with skip_existing, None when it is already stored.
+
+    Any string: a lone surrogate stays as a \\udXXX escape in the JSON (textsafe.json_text); the source, a file
+    name that may hold an undecodable byte, is stored with U+FFFD (SQLite text is UTF-8).
+    """
+    text = textsafe.json_text(data, sort_keys=True)
+    cursor = db.execute(
+        f"""INSERT {'OR IGNORE' if skip_existing else ''} INTO results
+                (submission_id, sha256, source, rubric_sha256, grader_version, isolation, total, max_total,
+                 exercise_count, graded_at, json, state)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (submission_id, result.sha256, textsafe.unicode(source), result.rubric_sha256, result.grader_version,
+         result.isolation, float(result.total), float(result.max_total), len(result.exercises), graded_at, text,
+         result.state))
+    if cursor.rowcount == 0:
+        return None
+    result_id = cursor.lastrowid
+    db.executemany(
+        "INSERT INTO scores (result_id, position, exercise, score, max_score) VALUES (?, ?, ?, ?, ?)",
+        [(result_id, position, exercise.id, float(exercise.score), float(exercise.max_score))
+         for position, exercise in enumerate(result.exercises)])
+    return result_id
+
+
+def _make_current(db: sqlite3.Connection, submission_id: int, result_id: int) -> None:
+    # Plain UPDATE (no UPDATE ... FROM, no upsert): works with the SQLite of older Python builds too.
+    sha256, source = db.execute("SELECT sha256, source FROM results WHERE id = ?", (result_id,)).fetchone()
+    db.execute("UPDATE submissions SET current_result = ?, sha256 = ?, source = ? WHERE id = ?",
+               (result_id, sha256, source, submission_id))

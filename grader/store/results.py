@@ -1,0 +1,271 @@
+"""The result model: plain data that every report format reads, and its schema-versioned JSON form."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from grader.files import write_text
+from grader import textsafe
+
+SCHEMA_VERSION = 1
+# "problem": the grader or the rubric failed on this case (a reference check or helper raised), not the student.
+# What happened to a submission as a whole: graded (its cases ran), unreadable (the file could not be read or
+# parsed: a zero with the reason in `warnings`), failed (the grader could not finish it: its worker died or was
+# stopped by the watchdog; not retried unless forced).
+STATES = ("graded", "unreadable", "failed")
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    id: str
+    status: str                  # pass | fail | error | timeout | missing | problem
+    visibility: str              # public | hidden
+    message: str
+    call: str = ""
+    expected: Any = None         # wire form; kept for every case, shown to students only for public ones
+    got: Any = None
+    fraction: float = 0.0        # credit earned in [0, 1]
+    seconds: float = 0.0
+    output: str = ""             # what the student's code printed during this case (truncated)
+    traceback: str = ""          # student frames only, pointing at notebook cells
+    weight: float = 1.0
+    mistake: str = ""            # the known mistake (reference function) the wrong answer equals
+    variant: str = ""            # the accepted variant (reference function) the answer was judged by
+    culprit: str = ""            # the other notebook function or method an error was raised in ("EightPuzzle.h")
+    inputs: dict = field(default_factory=dict)   # public cases: each course fixture the call uses -> its value (wire)
+    # Why it did not pass, as facts (set where the verdict is born; every writer reads these, none parses
+    # `message`, which is only the sentence shown). Results stored before they existed read as "".
+    reason: str = ""             # status.REASONS: wrong answer | error | timeout | budget | not graded | ...
+    cause: str = ""              # what went wrong with no value of the student's in it: what a class groups by
+    advice: str = ""             # what the feedback adds on why (a known mistake's `say`, an error hint, a convention)
+    error: str = ""              # the exception as raised ("KeyError: 5"), without its place or the advice
+    where: str = ""              # the notebook place ("In [4] (cell 7), line 2") it raised in or was stopped at
+    limit: float = 0.0           # seconds: the time limit a timeout ran into
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    id: str
+    title: str
+    score: float
+    max_score: float
+    cases: tuple[CaseResult, ...]
+    notes: tuple[str, ...] = ()  # exercise-level remarks: stub, alias used, globals read, hints
+    function: str = ""           # the notebook name that was graded (an alias, maybe)
+    location: str = ""           # where the graded definition is, e.g. "In [50] (cell 37), line 1"
+    variant: str = ""            # the accepted variant the notebook follows ("" = the reference's convention)
+    isolated: tuple[str, ...] = ()   # helpers answered by the reference, because their own exercise failed
+    cell: int | None = None      # `location` as facts: the notebook cell (0-based index) of the definition
+    line: int = 0                # and its line in that cell (results stored before these existed: None, 0)
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    submission: str
+    path: str
+    sha256: str
+    rubric: str
+    rubric_sha256: str
+    grader_version: str
+    isolation: str
+    total: float
+    max_total: float
+    exercises: tuple[ExerciseResult, ...]
+    warnings: tuple[str, ...] = ()
+    seconds: float = 0.0
+    schema: int = SCHEMA_VERSION
+    extra: dict = field(default_factory=dict)
+    state: str = "graded"        # one of STATES
+    notebook: str = ""           # the graded file's content-addressed copy, relative to the results folder
+    late: bool = False           # the LMS flagged it late, or its file time is after the rubric's due date
+    submitted_at: str = ""       # the file's time as the intake saw it (UTC ISO)
+    penalty: float = 0.0         # points the rubric's late policy takes off; `total` is the score before it
+    # "this notebook does not look like <assignment>: ..." when most graded names are absent
+    mismatch: str = ""
+    environment: tuple[str, ...] = ()   # for the TA: what the grading machine lacked (modules given stand-ins)
+
+    def exercise(self, exercise_id: str) -> ExerciseResult:
+        for exercise in self.exercises:
+            if exercise.id == exercise_id:
+                return exercise
+        raise KeyError(exercise_id)
+
+
+def _case_dict(case: CaseResult) -> dict:
+    return {f: getattr(case, f) for f in _CASE_FIELDS}
+
+
+def to_dict(result: SubmissionResult) -> dict:
+    """The JSON form. Not dataclasses.asdict: that deep-copies every expected and got value (slow on 400 KB)."""
+    data: dict[str, Any] = {}
+    for name in _ALL_RESULT_FIELDS:
+        if name == "exercises":
+            data[name] = [{f: ([_case_dict(c) for c in e.cases] if f == "cases" else
+                               list(e.notes) if f == "notes" else list(e.isolated) if f == "isolated" else
+                               getattr(e, f)) for f in _EXERCISE_FIELDS}
+                          for e in result.exercises]
+        elif name in ("warnings", "environment"):
+            data[name] = list(getattr(result, name))
+        elif name == "extra":
+            data[name] = dict(result.extra)
+        else:
+            data[name] = getattr(result, name)
+    return data
+
+
+_CASE_FIELDS = tuple(f.name for f in fields(CaseResult))
+_EXERCISE_FIELDS = tuple(f.name for f in fields(ExerciseResult))
+_ALL_RESULT_FIELDS = tuple(f.name for f in fields(SubmissionResult))
+
+
+def from_dict(data: dict) -> SubmissionResult:
+    exercises = tuple(
+        ExerciseResult(**{**e, "cases": tuple(CaseResult(**c) for c in e["cases"]), "notes": tuple(e["notes"]),
+                          "isolated": tuple(e.get("isolated", ()))})
+        for e in data["exercises"])
+    return SubmissionResult(**{**data, "exercises": exercises, "warnings": tuple(data["warnings"]),
+                               "environment": tuple(data.get("environment", ()))})
+
+
+# ---------------------------------------------------------------------------------------------- bounds
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What one case may store, in characters. Student code controls all of these fields."""
+
+    message: int = 4_000
+    output: int = 16_000
+    traceback: int = 16_000
+    call: int = 2_000
+    value: int = 100_000         # expected and got, each, as JSON
+    warning: int = 2_000
+    warnings: int = 200          # how many warnings a result keeps
+
+
+CASE_BOUNDS = Bounds()
+SUBMISSION_CHARS = 2_000_000     # a whole result's JSON; the gradebook row holds the same text
+# Tighter and tighter bounds, tried in turn until a result fits SUBMISSION_CHARS (the last one always does for
+# any rubric of sane size: values and output are gone, messages are one line).
+_TIGHTER = (Bounds(1_000, 2_000, 2_000, 500, 4_000, 500, 50), Bounds(300, 300, 300, 200, 300, 200, 10),
+            Bounds(120, 0, 0, 120, 0, 120, 3))
+
+
+def _finite(value: Any) -> float:
+    """Numbers the JSON must hold as numbers: a forged or broken one becomes 0 rather than NaN or Infinity."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+def cut_value(wire: Any, limit: int) -> Any:
+    """A wire value within `limit` characters of JSON: itself, or an opaque stand-in saying what was cut."""
+    if wire is None or isinstance(wire, (bool, int)):
+        return wire
+    if isinstance(wire, float):   # a bare non-finite float is not JSON: the codec's tagged form instead
+        return wire if math.isfinite(wire) else {"float": "nan" if wire != wire else "inf" if wire > 0 else "-inf"}
+    if isinstance(wire, str) and len(wire) <= limit // 2:
+        return wire
+    if isinstance(wire, dict) and wire.get("opaque") == CUT_VALUE and len(str(wire.get("repr", ""))) <= limit:
+        return wire
+    try:
+        size = textsafe.value_size(wire)
+    except (TypeError, ValueError, RecursionError):
+        size = limit + 1
+    if size <= limit:
+        return wire
+    from grader import codec
+    try:
+        shown = codec.describe(wire, max(0, min(limit, 2_000) - 60))
+    except Exception:   # a malformed wire cannot even be described: say only how big it was
+        shown = ""
+    return {"opaque": CUT_VALUE, "repr": textsafe.cut(f"{shown} [value of {size:,} characters cut]", max(limit, 40))}
+
+
+CUT_VALUE = "grader.cut"          # the opaque type name of a value too big to keep
+
+
+def bound_case(case: CaseResult, bounds: Bounds = CASE_BOUNDS) -> CaseResult:
+    """The case with every stored field within `bounds` (head and tail kept, with a marker); idempotent."""
+    changes: dict[str, Any] = {}
+    for name, limit in (("message", bounds.message), ("output", bounds.output), ("traceback", bounds.traceback),
+                        ("call", bounds.call), ("id", bounds.call), ("cause", bounds.message),
+                        ("advice", bounds.message), ("error", bounds.message), ("where", bounds.call),
+                        ("reason", bounds.call)):
+        text = getattr(case, name)
+        if not isinstance(text, str):
+            changes[name] = text = textsafe.cut(str(text), limit)
+        elif len(text) > limit:
+            changes[name] = textsafe.cut(text, limit)
+    for name in ("expected", "got"):
+        value = getattr(case, name)
+        bounded = cut_value(value, bounds.value)
+        if bounded is not value:
+            changes[name] = bounded
+    for name in ("fraction", "seconds", "weight", "limit"):
+        value = getattr(case, name)
+        if type(value) is not float or not math.isfinite(value):
+            changes[name] = _finite(value)
+    return replace(case, **changes) if changes else case
+
+
+def _bound_texts(texts: tuple[str, ...], bounds: Bounds) -> tuple[str, ...]:
+    kept = [textsafe.cut(str(text), bounds.warning) for text in texts[:bounds.warnings]]
+    if len(texts) > bounds.warnings:
+        kept.append(f"... and {len(texts) - bounds.warnings} more")
+    return tuple(kept)
+
+
+def _bounded(result: SubmissionResult, bounds: Bounds) -> SubmissionResult:
+    exercises = tuple(replace(e, cases=tuple(bound_case(c, bounds) for c in e.cases),
+                              notes=_bound_texts(e.notes, bounds), score=_finite(e.score),
+                              max_score=_finite(e.max_score))
+                      for e in result.exercises)
+    return replace(result, exercises=exercises, warnings=_bound_texts(result.warnings, bounds),
+                   total=_finite(result.total), max_total=_finite(result.max_total), seconds=_finite(result.seconds))
+
+
+def bounded_json(result: SubmissionResult, **options: Any) -> tuple[SubmissionResult, str]:
+    """The result cut to fit SUBMISSION_CHARS of JSON, and that JSON (lone surrogates kept as escapes).
+
+    Scores are never cut: only what the student's code produced (values, output, messages) gets shorter.
+    """
+    options.setdefault("separators", (",", ":"))
+    current = _bounded(result, CASE_BOUNDS)
+    text = textsafe.json_text(to_dict(current), **options)
+    for bounds in _TIGHTER:
+        if len(text) <= SUBMISSION_CHARS:
+            break
+        current = _bounded(current, bounds)
+        current = replace(current, warnings=(*current.warnings, f"this result was cut to fit "
+                                                               f"{SUBMISSION_CHARS:,} characters"))
+        text = textsafe.json_text(to_dict(current), **options)
+    return current, text
+
+
+def bound_result(result: SubmissionResult) -> SubmissionResult:
+    """The result as it will be stored: within every bound."""
+    return bounded_json(result)[0]
+
+
+def write_json(result: SubmissionResult, directory: Path, *, bounded: bool = False) -> Path:
+    """Write atomically, so an interrupted batch never leaves half a result behind; bounded, any string.
+
+    `bounded`: the result is already within every bound (grade_path bounds each result it returns), so it is
+    not measured again (that costs a JSON encoding of every value).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    # Compact: the C encoder is ten times faster than an indented dump (pretty-print with `jq` or
+    # `python -m json.tool`).
+    text = textsafe.json_text(to_dict(result), separators=(",", ":")) if bounded else bounded_json(result)[1]
+    return write_text(directory / f"{result.submission}.json", text + "\n")
+
+
+def read_json(path: Path) -> SubmissionResult:
+    return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -1,0 +1,38 @@
+"""A case's status: its words and symbols, owned here. Every writer imports them; none spells its own.
+
+The status itself is a field of CaseResult (grader.store.results); why a case failed is in the other fields
+(the known mistake or variant matched, the culprit), never to be read back out of a message.
+"""
+
+from __future__ import annotations
+
+PASS, FAIL, ERROR, TIMEOUT, MISSING, PROBLEM = "pass", "fail", "error", "timeout", "missing", "problem"
+UNVERIFIED = "unverified"   # the kit's: a case whose check needs the reference is checked after submission
+
+STATUSES = (PASS, FAIL, ERROR, TIMEOUT, MISSING, PROBLEM)
+# What counts against the student in a self-check ("unverified" does not; "problem" is the grader's).
+FAILING = (FAIL, ERROR, TIMEOUT, MISSING)
+
+# In DejaVu Sans (the HTML reports) and in every terminal font we know of.
+SYMBOLS = {PASS: "✓", FAIL: "✗", ERROR: "!", TIMEOUT: "◔", MISSING: "–", PROBLEM: "⚠", UNVERIFIED: "?"}
+# Terminal colours (rich style names).
+COLOURS = {PASS: "green", FAIL: "red", ERROR: "red", TIMEOUT: "yellow", MISSING: "bright_black", PROBLEM: "magenta",
+           UNVERIFIED: "yellow"}
+WORDS = {PASS: "passed", FAIL: "failed", ERROR: "raised an error", TIMEOUT: "timed out", MISSING: "not run",
+         PROBLEM: "not judged (a grader problem, not your mistake)", UNVERIFIED: "checked after submission"}
+
+# Why a case did not pass: a small vocabulary, set where the verdict is born (grader.judge.grading, the kit) and
+# stored as CaseResult.reason. The status says how it shows; the reason says what happened (a case skipped
+# because the submission's time budget ran out shows as an error, but its reason is BUDGET, not the student's
+# exception).
+WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM = (
+    "wrong answer", "error", "timeout", "budget", "not graded", "grader problem")
+REASONS = (WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM, UNVERIFIED)
+# The reason a result written before reasons were stored stands for, from its status alone.
+REASON_OF_STATUS = {FAIL: WRONG, ERROR: RAISED, TIMEOUT: TOO_SLOW, MISSING: NOT_GRADED, PROBLEM: GRADER_PROBLEM,
+                    UNVERIFIED: UNVERIFIED}
+
+
+def reason_of(status: str, reason: str = "") -> str:
+    """The case's reason: the stored one, or (a result from before reasons were stored) its status's."""
+    return reason or REASON_OF_STATUS.get(status, "")
