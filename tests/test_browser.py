@@ -8,6 +8,7 @@ so any console line is a script error, a failed load or a Content-Security-Polic
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -120,12 +121,15 @@ def test_class_report_renders(bundled: Batch, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- the dashboard
 
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"   # shown in the README
+REFRESH = "PUZZLE_GRADER_SCREENSHOTS"
 
 
-def screenshot(page: Path, name: str, *, fragment: str = "", height: int = 1000) -> browser.Rendered:
-    """Render `page` into the README's screenshot `name`, so the pictures there are of the current pages."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return browser.render(page, SCREENSHOTS / name, width=1200, height=height, fragment=fragment)
+def screenshot(page: Path, name: str, scratch: Path, *, fragment: str = "", height: int = 1000) -> browser.Rendered:
+    """Render `page` as the README's screenshot `name`: into `scratch`, or over the README's picture when
+    PUZZLE_GRADER_SCREENSHOTS=1, so a test run leaves the working tree as it found it."""
+    folder = SCREENSHOTS if os.environ.get(REFRESH) == "1" else scratch
+    folder.mkdir(parents=True, exist_ok=True)
+    return browser.render(page, folder / name, width=1200, height=height, fragment=fragment)
 
 
 def student_order(rendered: browser.Rendered) -> list[str]:
@@ -163,8 +167,8 @@ def test_dashboard_table_sorts_and_every_student_link_opens_that_report(bundled:
         opened = browser.render(page.parent / href, tmp_path / "student.png")
         assert opened.console_errors == ()
         assert [h.text for h in browser.parse_dom(opened.dom).find_all("h1")] == [f"Feedback: {name}"]
-    screenshot(page, "dashboard.png", fragment="sort=total-desc")
-    screenshot(page.parent / links["manhattan-counts-blank"], "student-report.png")
+    screenshot(page, "dashboard.png", tmp_path, fragment="sort=total-desc")
+    screenshot(page.parent / links["manhattan-counts-blank"], "student-report.png", tmp_path)
 
 
 def test_similarity_page_shows_the_planted_pair_first(tmp_path: Path) -> None:
@@ -175,7 +179,7 @@ def test_similarity_page_shows_the_planted_pair_first(tmp_path: Path) -> None:
     from conftest import TEMPLATE
     code, _ = class_code(results_for(write_class(tmp_path / "class")))
     page, _ = write_similarity(compare(code, template_code=template_code(TEMPLATE)), tmp_path / "similarity.html")
-    rendered = screenshot(page, "similarity.png", height=1400)
+    rendered = screenshot(page, "similarity.png", tmp_path, height=1400)
     assert_rendered_cleanly(rendered, size=(1200, 1400))
     dom = browser.parse_dom(rendered.dom)
     first = next(r for r in dom.find_all("tr") if "data-left" in r.attrs)
