@@ -574,3 +574,33 @@ def test_an_unwritable_cache_folder_does_not_stop_grading(tmp_path: Path) -> Non
     blocker.write_text("a file where the cache folder should be")
     plan = build_plan(load_rubric(MINI), blocker / "cache")
     assert plan.expected["double#1"].value == 6
+
+
+# ---------------------------------------------------------------- what the judge prepares once per plan
+
+
+def test_a_plans_memo_is_its_own_fresh_in_a_replaced_plan_and_never_pickled() -> None:
+    """What the judge prepares per case lives on the plan it came from: no global keyed by id(plan) that a
+    later plan at the same address could read, nothing a public plan or a worker's copy inherits."""
+    import pickle
+    from dataclasses import replace
+
+    from grader.plan.cases import Memo
+    plan = build_plan(load_rubric(MINI))
+    made: list[str] = []
+    assert plan.memo.get(("data", "double#1"), lambda: made.append("once") or 6) == 6
+    assert plan.memo.get(("data", "double#1"), lambda: made.append("twice") or 7) == 6
+    assert made == ["once"]
+    public = replace(plan, cases={"double": plan.cases["double"][:1]})
+    assert public.memo is not plan.memo
+    assert public.memo.get(("data", "double#1"), lambda: 8) == 8
+    copied = pickle.loads(pickle.dumps(plan.memo))
+    assert isinstance(copied, Memo) and copied.get(("data", "double#1"), lambda: 9) == 9
+
+
+def test_a_memo_starts_over_rather_than_grow_without_bound() -> None:
+    from grader.plan.cases import Memo
+    memo = Memo()
+    for n in range(Memo.LIMIT + 1):
+        memo.get((n,), lambda n=n: n)
+    assert memo.get((0,), lambda: "again") == "again" and memo.get((Memo.LIMIT,), lambda: "again") == Memo.LIMIT

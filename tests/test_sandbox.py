@@ -164,3 +164,23 @@ def test_no_process_survives_the_exercise(spawn):
         assert not processes_running("313.1"), "the exercise's sleeper outlived its exercise"
     time.sleep(0.2)
     assert not processes_running("313.1"), "a sleeper outlived the sandbox"
+
+
+def test_only_a_sandbox_asked_to_prefetch_starts_the_next_child_ahead() -> None:
+    """Prefetching is the caller's choice (a worker grading one submission after another), never a module flag:
+    a one-off sandbox leaves no spare child behind, a prefetching one leaves one that the next sandbox takes."""
+    from grader.sandbox import process
+    kept, case = [statement("def f(x):\n    return x + 1\n")], CaseRequest("f#1", "f(1)", timeout=30.0)
+    try:
+        assert run_cases(kept, [case]).outcomes[0].value == 2
+        assert process._SPARES == {}
+        assert run_cases(kept, [case], prefetch=True).outcomes[0].value == 2
+        assert len(process._SPARES) == 1
+        (spare,) = process._SPARES.values()
+        waiting = spare.result(timeout=120)
+        assert run_cases(kept, [case], prefetch=True).outcomes[0].value == 2   # runs in the spare ...
+        assert waiting.process.poll() is not None                                  # ... which is gone now
+        assert len(process._SPARES) == 1                                           # and the next one waits
+    finally:
+        process._drop_spares()
+    assert process._SPARES == {}

@@ -45,12 +45,14 @@ class CaseRunner(Protocol):
 
 @dataclass(frozen=True)
 class Options:
-    """Per-run choices a TA may change on the command line."""
+    """Per-run choices: what a TA may change on the command line, and how the caller runs submissions."""
 
     case_seconds: float | None = None        # overrides the rubric's floor
     submission_seconds: float | None = None
     memory_mb: int | None = None
     allow_root_sandbox: bool = False         # run student code as root where no unused uid can be had
+    prefetch: bool = False                   # a worker grading submission after submission: start each next
+                                             # sandbox child while this one runs (see Sandbox)
 
 
 def submission_id(path: Path) -> str:
@@ -215,21 +217,9 @@ def _missing(exercise: Exercise, cases: Sequence[Case], message: str, cause: str
         notes=notes)
 
 
-_PREPARED: dict[tuple, Any] = {}
-
-
-def _memo(key: tuple, make):
-    """What depends only on the plan and a case is prepared once per batch, not once per submission."""
-    if key not in _PREPARED:
-        if len(_PREPARED) > 100_000:
-            _PREPARED.clear()
-        _PREPARED[key] = make()
-    return _PREPARED[key]
-
-
 def _requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str, options: Options) -> list[CaseRequest]:
-    return _memo((id(plan), plan.rubric.sha256, exercise.id, name, options.case_seconds, len(cases)),
-                 lambda: build_requests(plan, exercise, cases, name, options))
+    return plan.memo.get(("requests", exercise.id, name, options.case_seconds, len(cases)),
+                         lambda: build_requests(plan, exercise, cases, name, options))
 
 
 def _merged(code: str, data: Mapping[str, Any], renames: Mapping[str, str], values: dict[str, Any]) -> str:
@@ -313,8 +303,7 @@ def _canonical(wire: Any) -> str | None:
 
 
 def _canonical_expected(plan: Plan, case_id: str) -> str | None:
-    return _memo((id(plan), plan.rubric.sha256, "canonical", case_id),
-                 lambda: _canonical(plan.expected[case_id].value))
+    return plan.memo.get(("canonical", case_id), lambda: _canonical(plan.expected[case_id].value))
 
 
 def fixture_uses(code: str, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -355,7 +344,7 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
             except SyntaxError:
                 pass
         return {name: codec.encode(inputs[name]) for name in sorted(inputs)}
-    return _memo((id(plan), plan.rubric.sha256, "inputs", case.id), make)
+    return plan.memo.get(("inputs", case.id), make)
 
 
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
@@ -413,9 +402,8 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
 def _checked(plan: Plan, case: Case, outcome: Outcome, expected_value: Any, base: dict[str, Any]) -> CaseResult:
     """The case's check run on a decoded answer against one expected value (the reference's or a variant's)."""
     got = outcome.value
-    data = _memo((id(plan), plan.rubric.sha256, "data", case.id), lambda: plan.data(case))
-    arguments = _memo((id(plan), plan.rubric.sha256, "arguments", case.id),
-                      lambda: call_arguments(case.call, data) or ((), {}))
+    data = plan.memo.get(("data", case.id), lambda: plan.data(case))
+    arguments = plan.memo.get(("arguments", case.id), lambda: call_arguments(case.call, data) or ((), {}))
     context = CheckContext(expected=expected_value, got=got, args=arguments[0], kwargs=arguments[1],
                            probes=_probes(outcome), variables=dict(case.variables), data=data,
                            options=dict(case.check.options), reference=plan.reference, validated=True)
@@ -468,7 +456,7 @@ def template_names(plan: Plan) -> frozenset[str]:
             if isinstance(definition.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 read.update(global_data_reads(definition.node, definitions))
         return frozenset(read)
-    return _memo((id(plan), plan.rubric.sha256, "template-names"), names)
+    return plan.memo.get(("template-names",), names)
 
 
 def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> tuple[str, ...]:
@@ -721,7 +709,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
-                 allow_root=options.allow_root_sandbox) as sandbox:
+                 allow_root=options.allow_root_sandbox, prefetch=options.prefetch) as sandbox:
         sandbox_level = sandbox.isolation.level
         try:
             report = sandbox.load(deadline)

@@ -23,7 +23,7 @@ import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from grader import __version__
 
@@ -77,6 +77,33 @@ class Expected:
     variants: tuple[tuple[str, Any], ...] = ()
 
 
+T = TypeVar("T")
+
+
+class Memo:
+    """What the judge prepares once per plan rather than once per submission (a case's requests, data, the
+    canonical text of its expected value). Owned by the plan it is prepared from, so it lives and dies with
+    that plan and no key can outlive it or name another; never pickled (a worker prepares its own)."""
+
+    LIMIT = 100_000     # entries; a plan of many thousand cases starts over rather than grow without bound
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, key: tuple[Any, ...], make: Callable[[], T]) -> T:
+        try:
+            return self._values[key]
+        except KeyError:
+            pass
+        if len(self._values) >= self.LIMIT:
+            self._values.clear()
+        value = self._values[key] = make()
+        return value
+
+    def __reduce__(self) -> tuple[type[Memo], tuple[()]]:
+        return (Memo, ())     # pickled or copied: a new, empty memo
+
+
 @dataclass(frozen=True)
 class Plan:
     rubric: Rubric
@@ -84,6 +111,8 @@ class Plan:
     cases: Mapping[str, tuple[Case, ...]]          # exercise id -> its cases, in grading order
     expected: Mapping[str, Expected]                # case id -> expected
     warnings: tuple[str, ...] = ()                  # for the TA: e.g. a cache file that did not verify
+    # Not an init field: dataclasses.replace (a public plan, one exercise's plan) starts a memo of its own.
+    memo: Memo = field(default_factory=Memo, init=False, repr=False, compare=False)
 
     def data(self, case: Case) -> dict[str, Any]:
         """The data names a case expression may use: fixtures, then the case's own variables."""

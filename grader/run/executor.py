@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Iterator, Protocol, Sequence
@@ -85,7 +85,6 @@ def grade_job(setup: Setup, job: Job) -> dict:
     "file not found" zero.
     """
     import tempfile
-    from dataclasses import replace
     from grader.judge.grading import grade_path, support_sources
     from grader.plan.cases import build_plan
     from grader.store.results import to_dict
@@ -122,8 +121,8 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None) ->
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
     if plan is not None:
         _adopt_plan(setup, plan)
-    from grader.sandbox import process
-    process.PREFETCH = True   # one submission after another: start the next child while grading this one
+    # One submission after another: each sandbox starts the next child while its own is graded.
+    setup = replace(setup, options=replace(setup.options, prefetch=True))
     try:
         import ctypes
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG: die with the coordinator

@@ -104,11 +104,14 @@ class Sandbox:
 
     def __init__(self, statements: Sequence[Mapping[str, Any]], support: Mapping[str, str],
                  limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = (),
-                 isolation: Isolation | None = None, allow_root: bool = False):
+                 isolation: Isolation | None = None, allow_root: bool = False, prefetch: bool = False):
         self.isolation = isolation if isolation is not None else detect()
         self.level: str | None = None            # what the children report they achieved (the weakest)
         self.facts: dict[str, Any] = {}          # what held for the weakest child: namespaces, uid, filesystem
         self.allow_root = allow_root             # run student code as root where no unused uid can be had
+        # A worker grading one submission after another starts the next child (a spare) while this one is used,
+        # so its start costs no wall time; elsewhere (tests, one-off checks) a spare would only be thrown away.
+        self.prefetch = prefetch
         self.pids: PidsGroup | None = None
         self.memory: MemoryGroup | None = None   # the whole sandbox's memory, where cgroups allow
         self.statements = list(statements)
@@ -168,10 +171,10 @@ class Sandbox:
 
     def _start(self) -> None:
         key = (self.isolation, self.limits, tuple(self.hide_paths))
-        child = _take_spare(key) if PREFETCH and self.restarts == 0 else None
+        child = _take_spare(key) if self.prefetch and self.restarts == 0 else None
         if child is None:
             child = _spawn(self.isolation, self.limits, self.hide_paths)
-        if PREFETCH:
+        if self.prefetch:
             _order_spare(key, self.isolation, self.limits, self.hide_paths)
         self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory = \
             child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory
@@ -663,9 +666,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
                   memory)
 
 
-# Worker processes grade one submission after another: they start the next child (a spare) while the
-# current one is graded, so its start costs no wall time. Off elsewhere (tests, one-off checks).
-PREFETCH = False
+# Spare children started ahead by sandboxes made with prefetch=True, by (isolation, limits, hidden paths).
 _SPARES: dict[tuple, Any] = {}
 _SPARES_LOCK = threading.Lock()
 _SPARE_STARTER: Any = None
