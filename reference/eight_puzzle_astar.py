@@ -362,6 +362,18 @@ def check_count(got, expected):
     return True, ""
 
 
+def check_default_heuristic(got, probes):
+    """EightPuzzle.h is given code: it must return what the notebook's own h2 returns (the `h2` probe), as a
+    number. Whether h2 itself is right is judged in its own exercise, so a wrong h2 is not charged again here;
+    an h that raises (AIMA's upstream `return h2(self, node)`, a NameError) or returns None is wrong."""
+    own = probes.get("h2")
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return False, f"h should return h2's number, got {got!r}"
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and got != own:
+        return False, f"h returned {got!r} where your h2 returns {own!r}: h should return self.h2(node)"
+    return True, ""
+
+
 # ---------------------------------------------------------------------------
 # Case generators: (rng, count) -> list of dicts binding the variables of a call
 # ---------------------------------------------------------------------------

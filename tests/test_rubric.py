@@ -154,6 +154,21 @@ exercises:
     pytest.param("""\
     cases: []
 """, ["5: exercise 'double': needs a non-empty list of cases"], id="no_cases"),
+    pytest.param("""\
+    isolate: [Board.h]
+    cases:
+      - call: double(1)
+""", ["5: exercise 'double': isolate: the method Board.h needs a call the reference answers it with: "
+      "{method: Board.h, call: <expression over its parameters>}"], id="isolated_method_without_call"),
+    pytest.param("""\
+    isolate:
+      - {method: h, call: "Board(self.size).h()"}
+      - {method: Board.h, call: "Board(self.size"}
+    cases:
+      - call: double(1)
+""", ["6: exercise 'double': isolate: 'method' must be Class.method, got 'h'",
+      "7: exercise 'double': isolate: method Board.h needs 'call', a Python expression"],
+        id="isolated_method_malformed"),
 ])
 def test_exercise_problem_is_reported_with_its_line_and_reason(tmp_path: Path, body: str,
                                                                  expected: list[str]) -> None:

@@ -17,14 +17,15 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from grader import __version__
 from grader.syntax.analysis import global_data_reads, is_stub
-from grader.syntax.calls import ExpressionError, call_arguments, evaluate_data, for_child, free_names
+from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, evaluate_data, for_child,
+                                free_names, isolated_call)
 from grader.judge.conventions import allowed_variants, hold_to_one, variant_note
 from grader.checks.registry import CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, read_notebook
 from grader.plan.cases import Case, Plan, default_cache
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result
-from grader.rubric.schema import Exercise
+from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
 from grader.store import status as vocabulary
 from grader.sandbox.isolation import isolation_report
@@ -40,7 +41,8 @@ class CaseRunner(Protocol):
     """
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
-                     deadline: float, max_timeouts: int = 2) -> list[Outcome]: ...
+                     deadline: float, max_timeouts: int = 2,
+                     methods: Mapping[str, Any] | None = None) -> list[Outcome]: ...
 
 
 @dataclass(frozen=True)
@@ -482,10 +484,17 @@ def _no_oracle(name: str, args: list, kwargs: dict) -> Any:
     raise LookupError(f"{name} is not isolated in this run")
 
 
+def _method_call(plan: Plan, method: IsolatedMethod) -> MethodCall:
+    owner, name = method.name.split(".")
+    return _memo((id(plan), plan.rubric.sha256, "method", method.name),
+                 lambda: isolated_call(method.name, method.call, getattr(getattr(plan.reference, owner), name)))
+
+
 def graded_by(rubric: Any, helper: str) -> Exercise | None:
-    """The exercise that grades a helper (by its function name or an alias), if any."""
+    """The exercise that grades a helper (a function by its name or an alias, a method `Class.method` by the
+    exercise whose cases call it), if any."""
     for exercise in rubric.exercises:
-        if helper in exercise.names:
+        if exercise.grades(helper):
             return exercise
     return None
 
@@ -639,13 +648,21 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
     reference = plan.reference
     lacking = lacking or {}
 
+    methods = {method.name: _method_call(plan, method) for method in exercise.methods if method.name in isolate}
+
     def oracle(function: str, args: list, kwargs: dict) -> Any:
         if function not in isolate:
             raise LookupError(f"{function} is not isolated in this run")
+        if function in methods:   # the child sent the data the call reads from the student's objects
+            names = {f"__m{index}": value for index, value in enumerate(args)}
+            return eval(compile(methods[function].code, "<isolated method>", "eval"),  # noqa: S307 - rubric's
+                        {**vars(reference), **names})
         return getattr(reference, function)(*args, **kwargs)
 
+    # What the child needs to stand in for an isolated method: its parameters and the data to send.
+    specs = {name: {"params": list(call.params), "inputs": list(call.inputs)} for name, call in methods.items()}
     outcomes = sandbox.run_exercise(requests, tuple(isolate), oracle if isolate else _no_oracle, deadline,
-                                    max_timeouts=exercise.limits.max_timeouts)
+                                    max_timeouts=exercise.limits.max_timeouts, methods=specs or None)
     results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]
     # The limit a timeout ran into: the parent's own, from the request it sent.
     results = [replace(result, limit=request.timeout) if result.status == "timeout" and outcome.status == "timeout"

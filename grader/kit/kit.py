@@ -476,11 +476,11 @@ class KitCases:
         self.cases = {case.id: case for case in exercise.cases}
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle, deadline: float,
-                     max_timeouts: int = 2) -> list[Outcome]:
+                     max_timeouts: int = 2, methods: Mapping[str, Any] | None = None) -> list[Outcome]:
         requests = cases
         complete = [replace(r, values=dict(self.cases[r.id].values), set=dict(self.cases[r.id].set),
                             timeout=self.cases[r.id].timeout) for r in requests]
-        return self.runner.run_exercise(complete, isolate, oracle, deadline, max_timeouts)
+        return self.runner.run_exercise(complete, isolate, oracle, deadline, max_timeouts, methods)
 
 
 def _states(got: Any) -> list[Any] | None:
@@ -726,7 +726,8 @@ class Kernel:
         self.output_bytes = output_bytes
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle, deadline: float,
-                     max_timeouts: int = 2) -> list[Outcome]:
+                     max_timeouts: int = 2, methods: Mapping[str, Any] | None = None) -> list[Outcome]:
+        # The kit has no reference: it isolates nothing, methods included.
         from grader.sandbox.process import Outcome
         outcomes: list[Outcome] = []
         timeouts = 0

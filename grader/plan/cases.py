@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 from grader import __version__
 
 from grader.plan import sealed
-from grader.syntax.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names
+from grader.syntax.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names, isolated_call
 from grader.checks.registry import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
 from grader.rubric.schema import (CaseSpec, CheckSpec, Exercise, Limits, Policy, Rubric, RubricError, hash_course_files,
                                   suggest, support_reads)
@@ -206,14 +206,21 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
                 problems.append(_problem(rubric, exercise.line, f"{where}: fixture '{name}' has the name of what "
                                                                 f"the exercise grades: its cases would use the "
                                                                 f"course's value instead of the notebook's"))
-        earlier = {n for e in rubric.exercises[:rubric.exercises.index(exercise)] for n in e.names}
+        earlier = rubric.exercises[:rubric.exercises.index(exercise)]
         for name in exercise.isolate:
-            if name not in earlier:   # isolation compensates for a helper judged wrong BEFORE: it needs a verdict
+            if not any(e.grades(name) for e in earlier):
+                # isolation compensates for a helper judged wrong BEFORE: it needs a verdict
                 problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', which no earlier "
                                                                 f"exercise grades: it could never be swapped"))
-            if not callable(getattr(reference, name, None)):
+            if not callable(_lookup(reference, name)):
+                what = "a method of a class" if "." in name else "a function"
                 problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', "
-                                                                f"which is not a function of the reference module"))
+                                                                f"which is not {what} of the reference module"))
+        for method in exercise.methods:
+            try:
+                isolated_call(method.name, method.call, _lookup(reference, method.name))
+            except (SyntaxError, ValueError) as error:
+                problems.append(_problem(rubric, method.line, f"{where}: isolate: method {method.name}: {error}"))
         for mistake in exercise.mistakes:
             if not callable(getattr(reference, mistake.reference, None)):
                 problems.append(_problem(rubric, mistake.line, f"{where}: mistake '{mistake.reference}' is not a "

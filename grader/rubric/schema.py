@@ -90,6 +90,20 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class IsolatedMethod:
+    """A method of a notebook class the reference may answer for (`isolate: [{method: C.m, call: ...}]`).
+
+    Its arguments are objects of the student's classes, which never cross the pipe: `call` is an expression
+    over the reference module's names and the method's parameters (`self`, `node`), and only the attribute
+    chains it reads from those parameters (`self.goal`, `node.state`) are computed in the child and sent as data.
+    """
+
+    name: str          # Class.method
+    call: str          # e.g. "EightPuzzle(node.state, self.goal).h(Node(node.state))"
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Variant:
     """Another accepted convention: a reference function whose answers also earn full credit.
 
@@ -130,11 +144,24 @@ class Exercise:
     line: int = 0
     reduce: str | None = None
     variants: tuple[Variant, ...] = ()
+    methods: tuple[IsolatedMethod, ...] = ()   # the isolated names that are methods (Class.method), with calls
 
     @property
     def names(self) -> tuple[str, ...]:
         """Names the graded function may have in a notebook, preferred first."""
         return (self.function, *self.aliases)
+
+    def grades(self, helper: str) -> bool:
+        """Whether this exercise judges `helper`: a function by one of its names, or a method `Class.method`
+        named as its function or called on the class by every one of its cases (`EightPuzzle(s).h(...)`)."""
+        if "." not in helper:
+            return helper in self.names
+        owner, method = helper.split(".", 1)
+        if helper in self.names:
+            return True
+        if owner not in {name.split(".")[0] for name in self.names} or not self.cases:
+            return False
+        return all(called_method(case.call) == (owner, method) for case in self.cases)
 
 
 @dataclass(frozen=True)
@@ -196,7 +223,8 @@ EXERCISE_KEYS = {
     "aliases": "other accepted names",
     "scoring": "proportional (default) or all_or_nothing",
     "check": "default check of its cases: equal, unordered, path, a reference check function, or {name: ..., options}",
-    "isolate": "notebook names replaced by the reference's answers during its cases",
+    "isolate": "notebook names replaced by the reference's answers during its cases; a method as "
+               "{method: Class.method, call: reference expression over its parameters}",
     "hints": "sentences shown when a case fails",
     "error_hints": "list of {match, say}: explanations for errors whose text contains match",
     "mistakes": "list of {reference, say}: known wrong implementations and the feedback for them",
@@ -447,6 +475,67 @@ VARIANT_KEYS = {"reference": "reference function whose answers are also accepted
                 "when": "mapping exercise id: function; accepted only if that exercise consistently matched it"}
 
 
+ISOLATE_METHOD_KEYS = {"method": "Class.method of the notebook, answered by the reference",
+                       "call": "expression over the reference's names and the method's parameters that answers it"}
+
+
+def _isolate(node: Any, line: int, where: str, problems: _Problems) -> tuple[list[str], tuple[IsolatedMethod, ...]]:
+    """`isolate`: function names, and methods as {method: Class.method, call: ...}."""
+    if node is None:
+        return [], ()
+    items = [node] if isinstance(node, (str, Marked)) else node
+    if not isinstance(items, list):
+        problems.add(line, f"{where}: isolate: expected a list of names")
+        return [], ()
+    names: list[str] = []
+    methods: list[IsolatedMethod] = []
+    for index, item in enumerate(items):
+        item_line = items.line_of(index) if isinstance(items, MarkedList) else line
+        if isinstance(item, str) and item.isidentifier():
+            names.append(item)
+        elif isinstance(item, str) and _is_method(item):
+            problems.add(item_line, f"{where}: isolate: the method {item} needs a call the reference answers it "
+                                    f"with: {{method: {item}, call: <expression over its parameters>}}")
+        elif isinstance(item, Marked):
+            _check_keys(item, ISOLATE_METHOD_KEYS, f"{where}: isolate", problems)
+            method, call = item.get("method"), item.get("call")
+            if not (isinstance(method, str) and _is_method(method)):
+                problems.add(item_line, f"{where}: isolate: 'method' must be Class.method, got {method!r}")
+            elif not isinstance(call, str) or not _parses(call):
+                problems.add(item_line, f"{where}: isolate: method {method} needs 'call', a Python expression")
+            else:
+                names.append(method)
+                methods.append(IsolatedMethod(method, call, item_line))
+        else:
+            problems.add(item_line, f"{where}: isolate: expected a list of names")
+    return names, tuple(methods)
+
+
+def _is_method(text: str) -> bool:
+    parts = text.split(".")
+    return len(parts) == 2 and all(part.isidentifier() for part in parts)
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code, mode="eval")
+    except SyntaxError:
+        return False
+    return True
+
+
+def called_method(call: str) -> tuple[str, str] | None:
+    """(Class, method) when a case's call is `Class(...).method(...)`, else None."""
+    try:
+        tree = ast.parse(call, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Attribute) and isinstance(tree.func.value, ast.Call) \
+            and isinstance(tree.func.value.func, ast.Name):
+        return tree.func.value.func.id, tree.func.attr
+    return None
+
+
 def _variants(node: Any, line: int, where: str, problems: _Problems) -> tuple[Variant, ...]:
     if node is None:
         return ()
@@ -513,11 +602,12 @@ def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exer
         if case.id in first_line:
             problems.add(case.line, f"{where}: duplicate case id '{case.id}' (first at line {first_line[case.id]})")
         first_line.setdefault(case.id, case.line)
+    isolated, methods = _isolate(node.get("isolate"), node.line_of("isolate"), where, problems)
     return Exercise(
         id=exercise_id, title=str(node.get("title", exercise_id)), points=points or 0.0, function=function,
         aliases=_names(node.get("aliases"), node.line_of("aliases"), f"{where}: aliases", problems),
         scoring=scoring, check=check or CheckSpec("equal"),
-        isolate=_names(node.get("isolate"), node.line_of("isolate"), f"{where}: isolate", problems),
+        isolate=tuple(isolated), methods=methods,
         hints=_texts(node.get("hints"), node.line_of("hints"), f"{where}: hints", problems),
         error_hints=tuple(ErrorHint(m, s) for m, s, _ in _records(
             node.get("error_hints"), node.line_of("error_hints"), ("match", "say"), f"{where}: error_hints", problems)),
@@ -585,7 +675,7 @@ def _roots(exercises: list[Exercise], support: Path | None) -> frozenset[str]:
     roots: set[str] = set()
     for exercise in exercises:
         roots.update(name.split(".")[0] for name in exercise.names)
-        roots.update(exercise.isolate)
+        roots.update(name.split(".")[0] for name in exercise.isolate)
         for code in (exercise.reduce, *(c.call for c in exercise.cases), *(c.reduce for c in exercise.cases),
                      *(code for c in exercise.cases for _, code in c.probe)):
             if code:

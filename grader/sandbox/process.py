@@ -261,8 +261,12 @@ class Sandbox:
 
     # -- cases ----------------------------------------------------------------------------------------------
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
-                     deadline: float, max_timeouts: int = 2) -> list[Outcome]:
-        """Run cases in order; each started case gets exactly one outcome, even if the child dies."""
+                     deadline: float, max_timeouts: int = 2,
+                     methods: Mapping[str, Any] | None = None) -> list[Outcome]:
+        """Run cases in order; each started case gets exactly one outcome, even if the child dies.
+
+        `methods` describes the isolated names that are methods (`Class.method`): the parameters of the method
+        and the attribute chains over them the child sends to the oracle as data."""
         outcomes: list[Outcome] = []
         timeouts = 0
         position = 0
@@ -289,7 +293,7 @@ class Sandbox:
                     outcomes.extend(Outcome(c.id, "crash", error={"message": str(error)}) for c in cases[position:])
                     break
             batch = cases[position:]
-            produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts)
+            produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts, methods)
             if not produced:  # the child died before running anything: count it against the restarts
                 self.restarts += 1
                 if self.restarts >= MAX_RESTARTS + len(self.statements):
@@ -304,7 +308,8 @@ class Sandbox:
         return outcomes
 
     def _run_batch(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
-                   deadline: float, timeouts_left: int) -> tuple[list[Outcome], bool]:
+                   deadline: float, timeouts_left: int,
+                   methods: Mapping[str, Any] | None = None) -> tuple[list[Outcome], bool]:
         """One fork running cases until done or dead. Returns the outcomes and whether the child is still sane.
 
         The parent's clocks decide: the first case starts when the fork is announced (once per batch; a later
@@ -322,7 +327,7 @@ class Sandbox:
         calls = 0
         process: cpuclock.Exercise | None = None    # its fork and runtime by host pid, where /proc shows them
         try:
-            self._send({"op": "exercise", "isolate": list(isolate), "cases": [
+            self._send({"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "cases": [
                 {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
                  "timeout": c.timeout, "reduce": c.reduce} for c in cases]})
         except (wire.Closed, wire.FrameError):

@@ -319,11 +319,46 @@ class Child:
         oracle.__name__ = oracle.__qualname__ = name
         return oracle
 
-    def run_case(self, case, isolate):
+    def _method_oracle(self, name, spec):
+        """A stand-in for an isolated method: it sends the data the rubric's call reads from its arguments
+        (`self.goal`, `node.state`), computed here on the student's objects, and returns the reference's answer."""
+        ask = self._oracle(name)
+        params = [str(param) for param in spec.get("params", ())]
+        inputs = [compile(str(code), "<isolated method>", "eval") for code in spec.get("inputs", ())]
+
+        def method(*args, **kwargs):
+            scope = dict(zip(params, args, strict=False))
+            scope.update((key, value) for key, value in kwargs.items() if key in params)
+            scope["__builtins__"] = dict(_PRISTINE)
+            return ask(*[eval(code, scope) for code in inputs])  # noqa: S307 - the rubric's attribute chains
+
+        method.__name__ = method.__qualname__ = name.split(".")[-1]
+        return method
+
+    def _patch_methods(self, namespace, isolate, methods, missing):
+        """Put the stand-ins on the student's classes for one case; returns what to put back."""
+        patched = []
+        for name in isolate:
+            if "." not in name or name not in methods:
+                continue
+            owner, attribute = name.split(".", 1)
+            cls = namespace.get(owner)
+            if not isinstance(cls, type):
+                continue   # no such class: the case fails as it would have
+            try:
+                old = cls.__dict__.get(attribute, missing)
+                setattr(cls, attribute, self._method_oracle(name, methods[name]))
+                patched.append((cls, attribute, old))
+            except BaseException:  # noqa: BLE001 - a class that refuses: the student's own method answers
+                pass
+        return patched
+
+    def run_case(self, case, isolate, methods=None):
         namespace = self.module.__dict__
         missing = object()
         settings = {name: _codec.with_arrays(_decode(value)) for name, value in case.get("set", {}).items()}
-        replaced = {name: self._oracle(name) for name in isolate}
+        replaced = {name: self._oracle(name) for name in isolate if "." not in name}
+        patched = self._patch_methods(namespace, isolate, methods or {}, missing)
         saved = {name: namespace.get(name, missing) for name in {**settings, **replaced}}
         namespace.update(settings)
         namespace.update(replaced)
@@ -372,6 +407,14 @@ class Child:
         finally:
             sys.stdout, sys.stderr = _STDOUT, _STDERR
             _restore(_builtins.__dict__, builtins_before)
+            for cls, attribute, old_method in reversed(patched):
+                try:
+                    if old_method is missing:
+                        delattr(cls, attribute)
+                    else:
+                        setattr(cls, attribute, old_method)
+                except BaseException:  # noqa: BLE001
+                    pass
             for name, old in saved.items():
                 if old is missing:
                     namespace.pop(name, None)
@@ -389,7 +432,7 @@ class Child:
                 _confine.die_with_parent()
                 self.send({"op": "forked", "pid": os.getpid()})
                 for case in request["cases"]:
-                    self.send(self.run_case(case, request.get("isolate", [])))
+                    self.send(self.run_case(case, request.get("isolate", []), request.get("methods", {})))
                 self.send({"op": "done"})
             except BaseException:  # noqa: BLE001 - the parent learns from the exit status
                 _exit(70)

@@ -148,3 +148,60 @@ class _NotData:
                         f"it: list it in the rubric's 'fixtures:' (data of the reference) if the check needs it")
 
     __iter__ = __getitem__ = __len__ = __contains__ = _no_value
+
+
+@dataclass(frozen=True)
+class MethodCall:
+    """How the reference answers an isolated method: the child computes `inputs` (attribute chains over the
+    method's parameters, e.g. `self.goal`, `node.state`) on the student's objects and sends them as data; the
+    parent binds them to the placeholders of `code` (`__m0`, ...) and evaluates it over the reference module."""
+
+    params: tuple[str, ...]      # the reference method's parameters, self first
+    inputs: tuple[str, ...]
+    code: str
+
+
+class _Chains(ast.NodeTransformer):
+    """Replaces every maximal attribute chain rooted at a parameter (`self.goal`, `node`) by a placeholder."""
+
+    def __init__(self, params: tuple[str, ...]):
+        self.params = params
+        self.inputs: list[str] = []
+
+    def _placeholder(self, node: ast.expr) -> ast.expr:
+        text = ast.unparse(node)
+        if text not in self.inputs:
+            self.inputs.append(text)
+        return ast.copy_location(ast.Name(f"__m{self.inputs.index(text)}", ast.Load()), node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        root: ast.expr = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in self.params:
+            return self._placeholder(node)
+        return self.generic_visit(node)  # type: ignore[return-value]
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self._placeholder(node) if node.id in self.params else node
+
+
+def isolated_call(name: str, call: str, function: Any) -> MethodCall:
+    """Split an isolated method's `call` into what the child computes and what the reference evaluates.
+
+    `function` is the reference's method (its parameters name what `call` may read); ValueError says why the
+    call cannot answer the method."""
+    import inspect
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        raise ValueError(f"the reference has no method {name} to take its parameters from") from None
+    params = tuple(signature.parameters)
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in signature.parameters.values()):
+        raise ValueError(f"the reference's {name} takes *args or **kwargs: its parameters must be named")
+    tree = ast.parse(call, mode="eval")
+    chains = _Chains(params)
+    rewritten = ast.fix_missing_locations(chains.visit(tree))
+    if not chains.inputs:
+        raise ValueError(f"the call {call!r} reads none of the method's parameters {', '.join(params)}")
+    return MethodCall(params, tuple(chains.inputs), ast.unparse(rewritten))
