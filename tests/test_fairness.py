@@ -154,8 +154,26 @@ def eight(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> dict[
     return {result.submission: result for result in results}
 
 
-def test_an_error_inside_another_method_is_charged_to_it_by_name(eight: dict[str, SubmissionResult]) -> None:
-    astar = eight["aima_h_calls_h2_as_a_function"].exercise("astar_search")
+def test_aimas_h_calling_h2_as_a_function_is_charged_to_h_and_astar_is_judged_with_the_reference_h(
+        eight: dict[str, SubmissionResult]) -> None:
+    result = eight["aima_h_calls_h2_as_a_function"]
+    h = result.exercise("h")
+    assert h.score == 0 and {c.status for c in h.cases} == {"error"}
+    assert all("name 'h2' is not defined" in c.message for c in h.cases)
+    astar = result.exercise("astar_search")
+    assert astar.score == astar.max_score and astar.isolated == ("EightPuzzle.h",)
+    assert any("judged with the reference's EightPuzzle.h (see h)" in note for note in astar.notes)
+
+
+def test_an_error_inside_another_method_is_charged_to_it_by_name(tmp_path: Path, grader_cache: Path) -> None:
+    """Where the rubric does not isolate the method, the error names it: that is where the fix belongs."""
+    from dataclasses import replace
+    from grader.rubric import load_rubric
+    rubric = load_rubric(EIGHT_RUBRIC)
+    rubric = replace(rubric, exercises=tuple(
+        replace(e, isolate=("inversions",), methods=()) if e.id == "astar_search" else e for e in rubric.exercises))
+    [result] = grade([FAIR / "aima_h_calls_h2_as_a_function.ipynb"], rubric, tmp_path, cache=grader_cache)
+    astar = result.exercise("astar_search")
     errors = [c for c in astar.cases if c.status == "error"]
     assert errors and all(c.culprit == "EightPuzzle.h" for c in errors)
     assert all("The error is in EightPuzzle.h (cell " in c.message and "called while running astar_search"
