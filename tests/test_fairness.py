@@ -168,7 +168,7 @@ def test_aimas_h_calling_h2_as_a_function_is_charged_to_h_and_astar_is_judged_wi
 def test_an_error_inside_another_method_is_charged_to_it_by_name(tmp_path: Path, grader_cache: Path) -> None:
     """Where the rubric does not isolate the method, the error names it: that is where the fix belongs."""
     from dataclasses import replace
-    from grader.rubric import load_rubric
+    from grader.rubric.schema import load_rubric
     rubric = load_rubric(EIGHT_RUBRIC)
     rubric = replace(rubric, exercises=tuple(
         replace(e, isolate=("inversions",), methods=()) if e.id == "astar_search" else e for e in rubric.exercises))
