@@ -486,8 +486,8 @@ def _no_oracle(name: str, args: list, kwargs: dict) -> Any:
 
 def _method_call(plan: Plan, method: IsolatedMethod) -> MethodCall:
     owner, name = method.name.split(".")
-    return _memo((id(plan), plan.rubric.sha256, "method", method.name),
-                 lambda: isolated_call(method.name, method.call, getattr(getattr(plan.reference, owner), name)))
+    return plan.memo.get(("method", method.name),
+                         lambda: isolated_call(method.name, method.call, getattr(getattr(plan.reference, owner), name)))
 
 
 def graded_by(rubric: Any, helper: str) -> Exercise | None:
