@@ -109,6 +109,27 @@ def test_isolated_helpers_are_answered_by_the_parent():
     assert calls == [("helper", [4])]
 
 
+def test_a_pure_oracle_answers_a_repeated_call_from_its_replies_and_each_answer_is_fresh():
+    """The reference answers a call it has seen (in this case or another submission's) from the kept reply:
+    no second call; the child still gets its own copy, so mutating one answer changes no later one."""
+    from grader.sandbox.process import PureOracle
+    source = ("def helper(x):\n    return []\n\n"
+              "def uses(x):\n    first = helper(x)\n    first.append('mine')\n"
+              "    return [first, helper(x), helper(x + 1)]\n")
+    calls = []
+
+    def answer(name, args, kwargs):
+        calls.append((name, args))
+        return [args[0]]
+
+    oracle = PureOracle(answer)
+    outcomes, _ = run(source, case("uses(4)"), isolate=["helper"], oracle=oracle)
+    assert codec.decode(outcomes[0].value) == [[4, "mine"], [4], [5]]
+    assert calls == [("helper", [4]), ("helper", [5])]
+    outcomes, _ = run(source, case("uses(4)"), isolate=["helper"], oracle=oracle)   # another submission
+    assert codec.decode(outcomes[0].value) == [[4, "mine"], [4], [5]] and len(calls) == 2
+
+
 def test_exercises_do_not_leak_state_into_each_other():
     source = "STATE = []\ndef add():\n    STATE.append(1)\n    return len(STATE)\n"
     with Sandbox(statements(source), {}, ProcessLimits()) as sandbox:

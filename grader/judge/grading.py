@@ -29,7 +29,8 @@ from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
 from grader.store import status as vocabulary
 from grader.sandbox.isolation import isolation_report
-from grader.sandbox.process import CaseRequest, Oracle, Outcome, ProcessLimits, Sandbox, SandboxError
+from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Sandbox,
+                                    SandboxError)
 from grader.judge.scoring import exercise_score, total
 
 
@@ -661,8 +662,10 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
 
     # What the child needs to stand in for an isolated method: its parameters and the data to send.
     specs = {name: {"params": list(call.params), "inputs": list(call.inputs)} for name, call in methods.items()}
-    outcomes = sandbox.run_exercise(requests, tuple(isolate), oracle if isolate else _no_oracle, deadline,
-                                    max_timeouts=exercise.limits.max_timeouts, methods=specs or None)
+    # The reference's answers are shared by every submission graded with this plan (in this process).
+    replies = _memo((id(plan), plan.rubric.sha256, "oracle-replies"), dict)
+    outcomes = sandbox.run_exercise(requests, tuple(isolate), PureOracle(oracle, replies) if isolate else _no_oracle,
+                                    deadline, max_timeouts=exercise.limits.max_timeouts, methods=specs or None)
     results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]
     # The limit a timeout ran into: the parent's own, from the request it sent.
     results = [replace(result, limit=request.timeout) if result.status == "timeout" and outcome.status == "timeout"

@@ -81,6 +81,21 @@ class LoadReport:
 Oracle = Callable[[str, list, dict], Any]
 
 
+@dataclass(frozen=True)
+class PureOracle:
+    """An oracle whose answers depend only on the call (the reference's helpers are functions of their
+    arguments): its replies are kept by the call's wire text, so a call seen before (the same states come up in
+    every search of a class) is answered without decoding, calling the reference or encoding. `replies` is
+    shared by whoever may share answers (one plan's runs); it is emptied when it holds `limit` calls."""
+
+    answer: Oracle
+    replies: dict[tuple[str, str, str], dict] = field(default_factory=dict)
+    limit: int = 20_000
+
+    def __call__(self, function: str, args: list, kwargs: dict) -> Any:
+        return self.answer(function, args, kwargs)
+
+
 class SandboxError(RuntimeError):
     """The child could not be started or loaded at all."""
 
@@ -443,6 +458,16 @@ class Sandbox:
 
     def _answer_oracle(self, call: frames.OracleCall, oracle: Oracle, seconds: float) -> None:
         """The reference's answer to an isolated-helper call the child made (already checked as allowed)."""
+        key = None
+        if isinstance(oracle, PureOracle):
+            try:
+                key = (call.name, codec.canonical(call.args), codec.canonical(call.kwargs))
+            except (TypeError, ValueError, RecursionError):   # not plain wire: the full path says why
+                key = None
+            known = oracle.replies.get(key) if key is not None else None
+            if known is not None:
+                self._send({**known, "seq": call.seq})
+                return
         try:
             args = codec.decode(call.args)
             kwargs = codec.decode(call.kwargs)
@@ -454,6 +479,10 @@ class Sandbox:
             raise
         except Exception as error:  # the reference rejects the student's arguments: the student's call fails
             reply = {"error": f"{type(error).__name__}: {error}"[:500]}
+        if key is not None and isinstance(oracle, PureOracle):
+            if len(oracle.replies) >= oracle.limit:
+                oracle.replies.clear()
+            oracle.replies[key] = dict(reply)
         reply["seq"] = call.seq
         self._send(reply)
 
