@@ -663,7 +663,7 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
     # What the child needs to stand in for an isolated method: its parameters and the data to send.
     specs = {name: {"params": list(call.params), "inputs": list(call.inputs)} for name, call in methods.items()}
     # The reference's answers are shared by every submission graded with this plan (in this process).
-    replies = _memo((id(plan), plan.rubric.sha256, "oracle-replies"), dict)
+    replies: dict[tuple[str, str, str], dict] = plan.memo.get(("oracle-replies",), dict)
     outcomes = sandbox.run_exercise(requests, tuple(isolate), PureOracle(oracle, replies) if isolate else _no_oracle,
                                     deadline, max_timeouts=exercise.limits.max_timeouts, methods=specs or None)
     results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]
