@@ -282,3 +282,23 @@ def test_a_failing_public_case_folded_into_a_group_still_shows_its_inputs_in_eve
             assert text.count(name) >= 2, (name, text)          # named in the call, and labelled on its board
     assert markdown.count("│ 24 │") == 1 and markdown.count("│ 12 │") == 1 and terminal.count("│ 12 │") == 1
     assert page.count('class="inputs"') == 2                    # the first case's, and the group's
+
+
+def test_a_generated_public_case_shows_its_variables_as_inputs_each_labelled(grader_cache) -> None:
+    """`astar_search(EightPuzzle(state))` is about the generated state: drawn as a board, and the states of the
+    cases folded under it each say which case they belong to."""
+    from conftest import REPO
+    from grader.grading import case_inputs
+    from grader.plan import build_plan
+    from grader.report.grouping import alike_inputs
+    from grader.rubric import load_rubric
+    plan = build_plan(load_rubric(REPO / "rubrics" / "eight-puzzle-astar.yaml"), grader_cache)
+    public = [c for c in plan.cases["astar_search"] if c.visibility == "public" and c.variables][:3]
+    inputs = [case_inputs(plan, case) for case in public]
+    assert all(set(shown) == {"state"} for shown in inputs)
+    assert codec.decode(inputs[0]["state"]) == public[0].variables["state"]
+    assert "┌───┬───┬───┐" in boards.text_input("state", inputs[0]["state"])
+    results = [CaseResult(case.id, "error", "public", "NameError", call=case.shown_call, inputs=shown)
+               for case, shown in zip(public, inputs)]
+    labels = [label for label, _ in alike_inputs(results[0], results[1:])]
+    assert labels == ["state, case 1 of the 2 more", "state, case 2 of the 2 more"]

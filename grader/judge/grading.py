@@ -332,14 +332,16 @@ def fixture_uses(code: str, data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
-    """The course fixtures a public case's call and settings use, by name, as wire values: feedback shows them
-    (`Board3` means nothing to a student who never saw it). Hidden cases keep theirs secret."""
+    """The course fixtures and generated variables a public case's call and settings use, by name, as wire values:
+    feedback shows them (`Board3` means nothing to a student who never saw it, and a generated state is easier
+    to read as a board). Hidden cases keep theirs secret."""
     if case.visibility != "public":
         return {}
 
     def make() -> dict[str, Any]:
-        fixtures = set(plan.rubric.fixtures) - set(case.variables)
-        data = {name: value for name, value in plan.data(case).items() if name in fixtures}
+        # The course's fixtures and the generator's variables: a generated `state` is drawn as a board too.
+        shown = set(plan.rubric.fixtures) | set(case.variables)
+        data = {name: value for name, value in plan.data(case).items() if name in shown}
         inputs: dict[str, Any] = {}
         for code in (case.call, *(code for _, code in case.set)):
             try:

@@ -35,12 +35,12 @@ def alike_inputs(first: CaseResult, alike: Sequence[CaseResult]) -> list[tuple[s
 
     Every failing public case shows the value of each of its inputs, also when it is folded into a group:
     `Board5Edge` and `Board3` are drawn under "and 2 more cases failed the same way", once each. A name shown
-    before with another value (a generator's `state`) is labelled with its case's call.
+    before with another value (a generator's `state`) says which of those cases it belongs to.
     """
     shown = {(name, codec.canonical(value)) for name, value in (first.inputs or {}).items()}
     names = set((first.inputs or {}).keys())
     out: list[tuple[str, Any]] = []
-    for case in alike:
+    for number, case in enumerate(alike, start=1):
         if case.status == "pass":
             continue
         for name, value in (case.inputs or {}).items():
@@ -48,6 +48,6 @@ def alike_inputs(first: CaseResult, alike: Sequence[CaseResult]) -> list[tuple[s
             if key in shown:
                 continue
             shown.add(key)
-            out.append((f"{name} (in {case.call or case.id})" if name in names else name, value))
+            out.append((f"{name}, case {number} of the {len(alike)} more" if name in names else name, value))
             names.add(name)
     return out
