@@ -288,10 +288,10 @@ def test_a_generated_public_case_shows_its_variables_as_inputs_each_labelled(gra
     """`astar_search(EightPuzzle(state))` is about the generated state: drawn as a board, and the states of the
     cases folded under it each say which case they belong to."""
     from conftest import REPO
-    from grader.grading import case_inputs
-    from grader.plan import build_plan
+    from grader.judge.grading import case_inputs
+    from grader.plan.cases import build_plan
     from grader.report.grouping import alike_inputs
-    from grader.rubric import load_rubric
+    from grader.rubric.schema import load_rubric
     plan = build_plan(load_rubric(REPO / "rubrics" / "eight-puzzle-astar.yaml"), grader_cache)
     public = [c for c in plan.cases["astar_search"] if c.visibility == "public" and c.variables][:3]
     inputs = [case_inputs(plan, case) for case in public]
