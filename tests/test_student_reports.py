@@ -299,6 +299,6 @@ def test_a_generated_public_case_shows_its_variables_as_inputs_each_labelled(gra
     assert codec.decode(inputs[0]["state"]) == public[0].variables["state"]
     assert "┌───┬───┬───┐" in boards.text_input("state", inputs[0]["state"])
     results = [CaseResult(case.id, "error", "public", "NameError", call=case.shown_call, inputs=shown)
-               for case, shown in zip(public, inputs)]
+               for case, shown in zip(public, inputs, strict=True)]
     labels = [label for label, _ in alike_inputs(results[0], results[1:])]
     assert labels == ["state, case 1 of the 2 more", "state, case 2 of the 2 more"]
