@@ -307,3 +307,16 @@ def test_a_solution_constant_is_an_exercise_its_tests_cell_names_by_default(tmp_
     assignment, _ = build(master(tmp_path, cells))
     assert "  - id: GOAL\n    cases:\n      - call: GOAL\n" in assignment.rubric and assignment.notes == ()
     assert '"GOAL = None"' in assignment.template and "GOAL = (0, 1,\n        2)" in assignment.reference
+
+
+def test_a_python_cell_of_the_authors_own_checks_under_a_tests_comment_is_explained(tmp_path: Path) -> None:
+    cells = [new_raw_cell(RUBRIC_CELL), new_code_cell(
+        "def blank(state):\n    # BEGIN SOLUTION\n    return state.index(0)\n    # END SOLUTION"),
+        new_code_cell("# Tests\nassert blank((1, 0)) == 1")]
+    path = master(tmp_path, cells)
+    with pytest.raises(AssignError) as raised:
+        build(path)
+    assert raised.value.problems == [
+        f"{path}: cell 3: a tests cell holds one exercise as 'key: value' lines (points:, cases:, mistakes:, ...), "
+        f"not str; a code cell whose first line is '# tests' is read as the rubric's YAML: start a cell of your own "
+        f"Python checks with another comment"]

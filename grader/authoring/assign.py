@@ -271,7 +271,10 @@ def split(master: Path) -> _Parts:
             parts.header = _without_marker(cell.source)
         elif kind == "tests":
             text = _without_marker(cell.source)
-            parts.tests.append((_tests_id(text, where, parts.functions), text, where))
+            # A code cell read as tests may be the author's own Python checks under a `# Tests` comment.
+            aside = ("; a code cell whose first line is '# tests' is read as the rubric's YAML: start a cell of "
+                     "your own Python checks with another comment") if cell.cell_type == "code" else ""
+            parts.tests.append((_tests_id(text, where, parts.functions, aside), text, where))
         elif kind in ("code", "solution"):
             template, reference, names = _solution_cell(cell.source, where, kind == "solution")
             parts.functions.extend(name for name in names if name not in parts.functions)
@@ -305,7 +308,7 @@ class _LooseLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def _tests_id(text: str, where: str, solutions: list[str]) -> str:
+def _tests_id(text: str, where: str, solutions: list[str], aside: str = "") -> str:
     """The exercise a tests cell is for: its `id:`, else the last solution defined above it. A cell that is not
     one exercise in YAML is named here, at its own line, rather than later at a line of the generated rubric."""
     try:
@@ -314,12 +317,12 @@ def _tests_id(text: str, where: str, solutions: list[str]) -> str:
         mark = error.problem_mark or error.context_mark
         line = f", line {mark.line + 2}" if mark is not None else ""   # + the marker line, 1-based
         raise AssignError(f"{where}{line}: the tests cell is not valid YAML: {error.problem or error.context} "
-                          f"({_YAML_HINT})") from None
+                          f"({_YAML_HINT}){aside}") from None
     except yaml.YAMLError as error:
-        raise AssignError(f"{where}: the tests cell is not valid YAML: {error}") from None
+        raise AssignError(f"{where}: the tests cell is not valid YAML: {error}{aside}") from None
     if not isinstance(data, dict):
         raise AssignError(f"{where}: a tests cell holds one exercise as 'key: value' lines (points:, cases:, "
-                          f"mistakes:, ...), not {type(data).__name__ if data is not None else 'nothing'}")
+                          f"mistakes:, ...), not {type(data).__name__ if data is not None else 'nothing'}{aside}")
     if data.get("id") is not None:
         return str(data["id"])
     if not solutions:
