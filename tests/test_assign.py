@@ -320,3 +320,26 @@ def test_a_python_cell_of_the_authors_own_checks_under_a_tests_comment_is_explai
         f"{path}: cell 3: a tests cell holds one exercise as 'key: value' lines (points:, cases:, mistakes:, ...), "
         f"not str; a code cell whose first line is '# tests' is read as the rubric's YAML: start a cell of your own "
         f"Python checks with another comment"]
+
+
+def test_a_whole_class_in_a_solution_region_grades_each_of_its_methods(tmp_path: Path) -> None:
+    """Students write the class: every method is a stub in the template and (but the constructor) an exercise."""
+    from grader.authoring.assign import write
+    from grader.authoring.validate import validate
+    cells = [
+        new_raw_cell("# rubric\nassignment: counter"),
+        new_code_cell("# BEGIN SOLUTION\nclass Counter:\n    def __init__(self):\n        self.count = 0\n\n"
+                      "    def add(self, k):\n        \"\"\"Count k more.\"\"\"\n        self.count += k\n"
+                      "        return self.count\n# END SOLUTION"),
+        new_raw_cell("# tests\ncases:\n  - call: Counter().add(2)\n  - call: Counter().add(0)\n"
+                     "  - call: Counter().add(-3)"),
+    ]
+    assignment, root = build(master(tmp_path, cells))
+    assert "  - id: add\n    function: Counter.add\n    cases:" in assignment.rubric
+    assert assignment.skeletons == () and assignment.notes == ()
+    template = json.loads(assignment.template)["cells"][0]["source"]
+    assert "".join(template) == ("class Counter:\n    def __init__(self):\n        ...\n\n"
+                                 "    def add(self, k):\n        \"\"\"Count k more.\"\"\"\n        ...")
+    validation = validate(write(assignment, root)["rubric"], cache=tmp_path / "cache", mutants=2)
+    assert validation.problems == (), validation.problems
+    assert validation.template_result.total == 0 and validation.reference_result.total == 1

@@ -221,6 +221,10 @@ def _solution_cell(source: str, where: str, whole: bool) -> tuple[str, str, list
             for node in whole_nodes:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     names.append(_qualified(tree, node))
+                elif isinstance(node, ast.ClassDef):   # a whole class: each method students write is graded
+                    names.extend(f"{node.name}.{item.name}" for item in node.body
+                                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                 and not item.name.startswith("__"))
                 elif isinstance(node, ast.Assign) and node in tree.body:   # a graded constant
                     names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
                 elif isinstance(node, ast.AnnAssign) and node in tree.body and isinstance(node.target, ast.Name):
