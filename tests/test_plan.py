@@ -549,6 +549,54 @@ def test_path_check_options_are_checked_when_the_plan_is_built(tmp_path: Path) -
     assert "unknown option 'speed' of the path check" in problems
 
 
+def test_check_options_are_held_to_what_the_check_declares_at_their_rubric_line(tmp_path: Path) -> None:
+    """A value of the wrong kind is the rubric's error when the plan is built, at the check's line: `optimal: yes`
+    as a string, a credit above 1 or a text tolerance would otherwise grade every case with a crash or a guess."""
+    rubric = _write_assignment(tmp_path, """
+        def walk(n):
+            return [n]
+        def step(n):
+            return [n + 1]
+        """, """
+        assignment: t
+        reference: ref.py
+        exercises:
+          - id: walk
+            check: {name: path, next_states: step, start: "args[0]", goal: "args[0]", optimal: "yes",
+                    suboptimal_credit: 2, public: "true"}
+            cases:
+              - call: walk(1)
+              - call: walk(2)
+                check: {name: equal, tolerance: small}
+        """)
+    with pytest.raises(RubricError) as raised:
+        build_plan(load_rubric(rubric))
+    problems = raised.value.problems
+    assert f"{rubric}:6: exercise 'walk': path check option 'optimal': expected true or false, got 'yes'" in problems
+    assert any(p.startswith(f"{rubric}:6:") and "option 'suboptimal_credit': expected a number between 0.0 and 1.0, "
+               "got 2" in p for p in problems), problems
+    assert any(p.startswith(f"{rubric}:6:") and "option 'public': expected true or false, got 'true'" in p
+               for p in problems), problems
+    assert any(p.startswith(f"{rubric}:11:") and "equal check option 'tolerance': expected a number" in p
+               for p in problems), problems
+
+
+def test_every_built_in_checks_options_are_declared_and_documented_once() -> None:
+    """The README's table of checks names each option a built-in check declares, and its default where it has one
+    other than off: the declaration is the one place options live."""
+    from grader.checks.registry import CHECKS, COMMON, FLAG, OPTIONS
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("`")[1]: line for line in readme.splitlines() if line.startswith("| `")}
+    assert set(OPTIONS) == set(CHECKS)
+    for name, options in OPTIONS.items():
+        for option in options:
+            assert f"`{option.name}" in rows[name], (name, option.name)
+            if option.default not in (None, False) and option.kind != FLAG and option.default != 0:
+                assert f"(default {option.default})" in rows[name], (name, option.name)
+    for option in COMMON:
+        assert f"Every check also takes the option `{option.name}: true`" in readme
+
+
 def test_a_reference_that_mutates_its_input_does_not_change_the_fixtures(tmp_path: Path) -> None:
     rubric = _write_assignment(tmp_path, """
         Board = [3, 1, 2]

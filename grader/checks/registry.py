@@ -1,7 +1,10 @@
 """Checks: pure functions from (expected, got, case data) to a verdict, run in the trusted parent on plain data.
 
 A check never calls a method of a student object: `got` arrives as decoded plain data (tuples, lists, str, int).
-A new check is one function registered with @check("name").
+A new check is one function registered with @check("name", *options): the options it takes are declared there
+once (Option: kind, whether required, default), and from that one declaration the plan validates a rubric's
+options (option_problems), the check reads them with their defaults (Option.read, evaluate), and the kit knows
+what it can check on a student's machine.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, Callable, Mapping, Union
 
 from grader.syntax.calls import ExpressionError, evaluate_data
 from grader import codec
+from grader.rubric.schema import suggest
 
 
 @dataclass(frozen=True)
@@ -55,13 +59,77 @@ class CheckError(ValueError):
     """
 
 
+# What an option's value is: a reference function's name, an expression over the case's data, a number, a flag.
+FUNCTION, EXPRESSION, NUMBER, FLAG = "reference function", "expression", "number", "true or false"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option a built-in check takes (`check: {name: path, optimal: true}`), declared once, with the check."""
+
+    name: str
+    kind: str                       # FUNCTION, EXPRESSION, NUMBER or FLAG
+    doc: str
+    required: bool = False
+    default: Any = None             # what the check uses when the rubric does not give it
+    low: float | None = None        # NUMBER: the range a value must lie in
+    high: float | None = None
+
+    def read(self, options: Mapping[str, Any]) -> Any:
+        """The rubric's value, or the declared default."""
+        return options.get(self.name, self.default)
+
+    def evaluate(self, options: Mapping[str, Any], data: Mapping[str, Any], args: tuple = (),
+                 kwargs: Mapping[str, Any] | None = None) -> Any:
+        """An EXPRESSION option's value for one case: evaluated over its data (fixtures, variables, `args`,
+        `kwargs`); None when the rubric does not give it. Raises ExpressionError when it is not plain data."""
+        text = options.get(self.name)
+        if text is None:
+            return None
+        return evaluate_data(str(text), {**data, "args": args, "kwargs": dict(kwargs or {})})
+
+    def problem(self, options: Mapping[str, Any], owner: str, reference: ModuleType | None) -> str | None:
+        """What is wrong with this option as the rubric gives it (one sentence), or None."""
+        value = options.get(self.name)
+        if value is None:
+            return f"{owner} needs '{self.name}: <{self.kind}>'" if self.required else None
+        said = f"{owner.removeprefix('the ')} option '{self.name}'"
+        if self.kind == FUNCTION:
+            if not callable(getattr(reference, str(value), None)):
+                functions = [n for n, v in vars(reference or ModuleType("none")).items()
+                             if inspect.isfunction(v) and v.__module__ == getattr(reference, "__name__", None)]
+                return f"{said}: the reference module has no function '{value}'{suggest(str(value), functions)}"
+        elif self.kind == EXPRESSION:
+            try:
+                ast.parse(str(value), mode="eval")
+            except SyntaxError as error:
+                return f"{said}: {error.msg} in {value!r}"
+        elif self.kind == FLAG:
+            if not isinstance(value, bool):
+                return f"{said}: expected true or false, got {value!r}"
+        elif self.kind == NUMBER:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return f"{said}: expected a number, got {value!r}"
+            if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+                bounds = f"at least {self.low}" if self.high is None else f"between {self.low} and {self.high}"
+                return f"{said}: expected a number {bounds}, got {value!r}"
+        return None
+
+
 CheckFunction = Callable[[CheckContext], Verdict]
 CHECKS: dict[str, CheckFunction] = {}
+OPTIONS: dict[str, tuple[Option, ...]] = {}     # built-in check -> the options it takes
+# Taken by every check, built-in or the reference's: the kit's (see grader.kit.public).
+PUBLIC = Option("public", FLAG, "its code ships in the student's kit (see \"Public checks\")", default=False)
+COMMON = (PUBLIC,)
+COMMON_OPTIONS = frozenset(option.name for option in COMMON)
 
 
-def check(name: str) -> Callable[[CheckFunction], CheckFunction]:
+def check(name: str, *options: Option) -> Callable[[CheckFunction], CheckFunction]:
+    """Register a built-in check under `name`, with every option it takes."""
     def register(function: CheckFunction) -> CheckFunction:
         CHECKS[name] = function
+        OPTIONS[name] = options
         return function
     return register
 
@@ -71,7 +139,10 @@ def _verdict(difference: codec.Difference | None) -> Verdict:
                                                                      difference.cause)
 
 
-@check("equal")
+TOLERANCE = Option("tolerance", NUMBER, "floats may differ by this much", default=0.0, low=0.0)
+
+
+@check("equal", TOLERANCE)
 def equal(context: CheckContext) -> Verdict:
     """Type-strict equality: a tuple is not a list, 1 is not 1.0 or True, a tuple subclass is not a tuple.
 
@@ -79,7 +150,7 @@ def equal(context: CheckContext) -> Verdict:
     number is expected, a frozenset where a set is.
     """
     return _verdict(codec.difference(context.expected, as_expected(context.expected, context.got),
-                                     float(context.options.get("tolerance", 0.0)), validated=context.validated))
+                                     float(TOLERANCE.read(context.options)), validated=context.validated))
 
 
 def as_expected(expected: Any, got: Any) -> Any:
@@ -105,7 +176,7 @@ def as_expected(expected: Any, got: Any) -> Any:
     return got
 
 
-@check("unordered")
+@check("unordered", TOLERANCE)
 def unordered(context: CheckContext) -> Verdict:
     """A list or tuple whose order does not matter: compared as a multiset."""
     expected, got = context.expected, context.got
@@ -115,27 +186,26 @@ def unordered(context: CheckContext) -> Verdict:
                 break
             return _verdict(codec.difference({tag: sorted(expected[tag], key=codec.canonical)},
                                              {tag: sorted(got[tag], key=codec.canonical)},
-                                             float(context.options.get("tolerance", 0.0))))
-    return _verdict(codec.difference(expected, got, float(context.options.get("tolerance", 0.0))))
+                                             float(TOLERANCE.read(context.options))))
+    return _verdict(codec.difference(expected, got, float(TOLERANCE.read(context.options))))
 
 
-def _option_value(context: CheckContext, key: str) -> Any:
-    text = context.options.get(key)
-    if text is None:
-        raise CheckError(f"the path check needs the option '{key}'")
+def _option_value(context: CheckContext, option: Option) -> Any:
+    if context.options.get(option.name) is None:
+        raise CheckError(f"the path check needs the option '{option.name}'")
     try:
-        return evaluate_data(str(text), {**context.data, "args": context.args, "kwargs": context.kwargs})
+        return option.evaluate(context.options, context.data, context.args, context.kwargs)
     except ExpressionError as error:
-        raise CheckError(f"path check option '{key}': {error}") from None
+        raise CheckError(f"path check option '{option.name}': {error}") from None
 
 
-def _reference_function(context: CheckContext, key: str) -> Callable | None:
-    name = context.options.get(key)
+def _reference_function(context: CheckContext, option: Option) -> Callable | None:
+    name = option.read(context.options)
     if name is None:
         return None
     function = getattr(context.reference, str(name), None)
     if not callable(function):
-        raise CheckError(f"path check option '{key}': the reference module has no function '{name}'")
+        raise CheckError(f"path check option '{option.name}': the reference module has no function '{name}'")
     return function
 
 
@@ -143,17 +213,28 @@ def _shown(value: Any) -> str:
     return codec.describe(codec.encode(value), 160)
 
 
-@check("path")
+NEXT_STATES = Option("next_states", FUNCTION, "the legal moves: next_states(state) gives the states one move away",
+                     required=True)
+MATCHES = Option("matches", FUNCTION, "the goal test matches(goal, state) (without it: state == goal)")
+START = Option("start", EXPRESSION, "the state the path must begin with (over fixtures, variables, args, kwargs)",
+               required=True)
+GOAL = Option("goal", EXPRESSION, "the state the path must end in, or match (the same names)", required=True)
+OPTIMAL = Option("optimal", FLAG, "full credit only for a path as short as the reference's", default=False)
+SUBOPTIMAL_CREDIT = Option("suboptimal_credit", NUMBER, "with `optimal`, the credit of a longer valid path",
+                           default=0.5, low=0.0, high=1.0)
+
+
+@check("path", NEXT_STATES, MATCHES, START, GOAL, OPTIMAL, SUBOPTIMAL_CREDIT)
 def path(context: CheckContext) -> Verdict:
     """A path is right if it starts at the start, every step is a legal move, and it reaches the goal.
 
     With `optimal`, full credit needs the reference's length; a valid longer path earns `suboptimal_credit`.
     """
-    successors = _reference_function(context, "next_states")
+    successors = _reference_function(context, NEXT_STATES)
     if successors is None:
         raise CheckError("the path check needs the option 'next_states'")
-    matches = _reference_function(context, "matches") or (lambda goal, state: goal == state)
-    start, goal = _option_value(context, "start"), _option_value(context, "goal")
+    matches = _reference_function(context, MATCHES) or (lambda goal, state: goal == state)
+    start, goal = _option_value(context, START), _option_value(context, GOAL)
     got = context.got
     if got is None:
         return Verdict(False, 0.0, "returned None: no path was found", "no path (None)")
@@ -182,29 +263,58 @@ def path(context: CheckContext) -> Verdict:
         # states[-1] was reached by legal moves, so it is a state the reference made: a crash is the reference's.
         reached = bool(matches(goal, states[-1]))
     except Exception as error:  # noqa: BLE001
-        raise CheckError(f"the reference's {context.options.get('matches', 'goal test')} raised "
+        raise CheckError(f"the reference's {MATCHES.read(context.options) or 'goal test'} raised "
                          f"{type(error).__name__}: {error}") from error
     if not reached:
         return Verdict(False, 0.0, f"the path ends in {_shown(states[-1])}, which does not match the goal "
                                    f"{_shown(goal)}", "the path does not end at the goal")
     moves = len(states) - 1
-    if context.options.get("optimal") and context.expected is not None:
+    if OPTIMAL.read(context.options) and context.expected is not None:
         shortest = codec.decode(context.expected)
         best = len(shortest) - 1 if isinstance(shortest, (list, tuple)) else moves
         if moves > best:
-            credit = float(context.options.get("suboptimal_credit", 0.5))
+            credit = float(SUBOPTIMAL_CREDIT.read(context.options))
             return Verdict(False, credit, f"a valid path of {moves} moves, but the shortest has {best} moves",
                            "a valid path longer than the shortest")
     return Verdict(True, 1.0, f"a valid path of {moves} moves")
 
 
-# Options each built-in check reads; `public` is the kit's (see grader.kit.kit), accepted on every check.
-BUILTIN_OPTIONS: dict[str, frozenset[str]] = {
-    "equal": frozenset({"tolerance"}),
-    "unordered": frozenset({"tolerance"}),
-    "path": frozenset({"next_states", "matches", "start", "goal", "optimal", "suboptimal_credit"}),
-}
-COMMON_OPTIONS = frozenset({"public"})
+def option_problems(name: str, options: Mapping[str, Any], reference: ModuleType | None) -> list[str]:
+    """Everything wrong with a check's options as a rubric gives them, one sentence each: checked once, when the
+    plan is built, so a misspelt option (`suboptimal_credt`, `tolerence`) never grades silently with the default.
+    A built-in check is held to its declared options; a check function of the reference to the keys its code
+    reads (option_keys), when they can be followed."""
+    problems = []
+    if name in CHECKS:
+        declared: tuple[Option, ...] = OPTIONS.get(name, ())
+        known: frozenset[str] | None = frozenset(option.name for option in declared)
+        owner = f"the {name} check"
+    else:
+        function = getattr(reference, name, None)
+        if not callable(function):
+            return []       # reported as an unknown check
+        declared, known, owner = (), option_keys(function, reference), f"check {name}"
+        extra = sorted(set(options) - COMMON_OPTIONS)
+        if extra and not accepts(function, "options"):
+            problems.append(f"{owner} has no 'options' parameter, so its options {', '.join(extra)} would be ignored")
+            known = None
+    if known is not None:
+        for key in sorted(set(options) - known - COMMON_OPTIONS):
+            problems.append(f"unknown option '{key}' of {owner}{suggest(key, [*known, *COMMON_OPTIONS])}")
+    for option in (*declared, *COMMON):
+        problem = option.problem(options, owner, reference)
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
+def accepts(function: Callable, name: str) -> bool:
+    """Whether `function` takes a parameter called `name` (or any keyword)."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
 def option_keys(function: Callable, module: ModuleType | None = None) -> frozenset[str] | None:

@@ -160,24 +160,24 @@ def _plain(value: Any) -> Any:
 
 
 def _path_facts(plan: Any, case: Any) -> dict[str, Any]:
-    """What the path check would compute from the rubric's data, precomputed: start and goal states."""
-    from grader.syntax.calls import ExpressionError, call_arguments, evaluate_data
+    """What the path check would compute from the rubric's data, precomputed: start and goal states (the
+    check's own options, read as it reads them)."""
+    from grader.checks.registry import GOAL, MATCHES, OPTIMAL, START, Option
+    from grader.syntax.calls import ExpressionError, call_arguments
     options = case.check.options
     data = plan.data(case)
     args, kwargs = call_arguments(case.call, data) or ((), {})
 
-    def value(key: str) -> Any:
-        text = options.get(key)
-        if text is None:
-            return None
+    def value(option: Option) -> Any:
         try:
-            return codec.encode(evaluate_data(str(text), {**data, "args": args, "kwargs": kwargs}))
+            found = option.evaluate(options, data, args, kwargs)
+            return None if found is None else codec.encode(found)
         except (ExpressionError, codec.CodecError):
             return None   # not data (it names submission code): the kit cannot test it
 
     # With a `matches` function of the reference, reaching the goal is not equality: not testable here.
-    return {"start": value("start"), "goal": None if options.get("matches") else value("goal"),
-            "optimal": bool(options.get("optimal", False))}
+    return {"start": value(START), "goal": None if MATCHES.read(options) else value(GOAL),
+            "optimal": bool(OPTIMAL.read(options))}
 
 
 def _known_verdicts(plan: Any, case: Any) -> list[dict[str, Any]]:
@@ -187,8 +187,7 @@ def _known_verdicts(plan: Any, case: Any) -> list[dict[str, Any]]:
     verdict on the same answer after submission is the same.
     """
     from grader.syntax.calls import call_arguments
-    from grader.checks.registry import CHECKS, CheckContext, resolve
-    from grader.plan.cases import accepts
+    from grader.checks.registry import CHECKS, CheckContext, accepts, resolve
     name = case.check.name
     function = CHECKS.get(name) or getattr(plan.reference, name)
     if case.probe and name not in CHECKS and accepts(function, "probes"):

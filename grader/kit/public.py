@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterable
 
-from grader.checks.registry import CHECKS
+from grader.checks.registry import CHECKS, FUNCTION, OPTIONS, PUBLIC
 from grader.rubric.schema import CheckSpec, Rubric, RubricError
 
 
@@ -35,15 +35,15 @@ class PublicCode:
 
 
 def is_public(spec: CheckSpec) -> bool:
-    return spec.options.get("public") is True
+    return PUBLIC.read(spec.options) is True
 
 
 def roots(spec: CheckSpec) -> tuple[str, ...]:
-    """The reference functions a public check needs by name."""
-    if spec.name == "path":
-        return tuple(str(spec.options[key]) for key in ("next_states", "matches") if spec.options.get(key))
+    """The reference functions a public check needs by name: a built-in check's function options (the path
+    check's next_states and matches), or a check function of the reference itself."""
     if spec.name in CHECKS:
-        return ()
+        return tuple(str(spec.options[option.name]) for option in OPTIONS[spec.name]
+                     if option.kind == FUNCTION and spec.options.get(option.name))
     return (spec.name,)
 
 

@@ -29,7 +29,7 @@ from grader import __version__
 
 from grader.plan import sealed
 from grader.syntax.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names, isolated_call
-from grader.checks.registry import BUILTIN_OPTIONS, CHECKS, COMMON_OPTIONS, option_keys
+from grader.checks.registry import CHECKS, option_problems
 from grader.rubric.schema import (CaseSpec, CheckSpec, Exercise, Limits, Policy, Rubric, RubricError, hash_course_files,
                                   suggest, support_reads)
 from grader import codec
@@ -280,47 +280,9 @@ def _lookup(module: ModuleType, dotted: str) -> Any:
 
 
 def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where: str, line: int) -> list[str]:
-    """A check's options are checked when the plan is built, not on every judged case: a misspelt option
-    (`suboptimal_credt`, `tolerence`) would otherwise be ignored silently and grade with the default."""
-    problems, at = [], spec.line or line
-    if spec.name in CHECKS:
-        known: frozenset[str] | None = BUILTIN_OPTIONS.get(spec.name, frozenset())
-        owner = f"the {spec.name} check"
-    else:
-        function = getattr(reference, spec.name, None)
-        if not callable(function):
-            return []       # reported as an unknown check
-        known = option_keys(function, reference)
-        owner = f"check {spec.name}"
-        if spec.options and set(spec.options) - COMMON_OPTIONS and not accepts(function, "options"):
-            problems.append(_problem(rubric, at, f"{where}: {owner} has no 'options' parameter, so its options "
-                                                 f"{', '.join(sorted(set(spec.options) - COMMON_OPTIONS))} "
-                                                 f"would be ignored"))
-            known = None
-    if known is not None:
-        for key in sorted(set(spec.options) - known - COMMON_OPTIONS):
-            problems.append(_problem(rubric, at, f"{where}: unknown option '{key}' of {owner}"
-                                                 f"{suggest(key, [*known, *COMMON_OPTIONS])}"))
-    if spec.name != "path":
-        return problems
-    for key, required in (("next_states", True), ("matches", False)):
-        name = spec.options.get(key)
-        if name is None:
-            if required:
-                problems.append(_problem(rubric, at, f"{where}: the path check needs '{key}: <reference function>'"))
-        elif not callable(getattr(reference, str(name), None)):
-            problems.append(_problem(rubric, at, f"{where}: path check option '{key}': the reference module has no "
-                                                 f"function '{name}'{suggest(str(name), _functions(reference))}"))
-    for key in ("start", "goal"):
-        text = spec.options.get(key)
-        if text is None:
-            problems.append(_problem(rubric, at, f"{where}: the path check needs '{key}: <expression>'"))
-            continue
-        try:
-            ast.parse(str(text), mode="eval")
-        except SyntaxError as error:
-            problems.append(_problem(rubric, at, f"{where}: path check option '{key}': {error.msg} in {text!r}"))
-    return problems
+    """A check's options, validated once, when the plan is built, against what the check declares."""
+    return [_problem(rubric, spec.line or line, f"{where}: {problem}")
+            for problem in option_problems(spec.name, spec.options, reference)]
 
 
 def _generated(rubric: Rubric, reference: ModuleType, exercise: Exercise, spec: CaseSpec,
@@ -581,11 +543,3 @@ def _walk_code(code: str) -> Iterator[ast.AST]:
         return ast.walk(ast.parse(code, mode="eval"))
     except SyntaxError:
         return iter(())
-
-
-def accepts(function, name: str) -> bool:
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
