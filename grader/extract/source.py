@@ -329,7 +329,7 @@ def _prepare(cell: Cell) -> _Prepared:
                               f"{MAX_CELL_CHARS:,})")
         tree = _parse(text)
         # Every level of an AST takes at least one character of source, give or take a few: short cells are shallow.
-        if len(text) > MAX_NESTING // 4 and _deeper_than(tree, MAX_NESTING):
+        if len(text) > MAX_NESTING // 4 and _nested_too_deeply(text, tree):
             raise _Unparsable(f"the code is nested too deeply to analyse (more than {MAX_NESTING} levels)")
         prepared.tree = tree
     except (SyntaxError, ValueError, RecursionError, MemoryError, _Unparsable) as e:
@@ -390,6 +390,19 @@ def _parse(text: str) -> ast.Module:
 
 class _Unparsable(Exception):
     """A cell the grader will not analyse although Python might parse it (too big, too deep)."""
+
+
+_MEASURED: dict[str, bool] = {}   # cell text -> deeper than MAX_NESTING: a class shares the template's cells
+
+
+def _nested_too_deeply(text: str, tree: ast.AST) -> bool:
+    """The depth check of a cell, measured once per cell text (walking every node is most of a parse's cost)."""
+    deep = _MEASURED.get(text)
+    if deep is None:
+        if len(_MEASURED) >= 4096:
+            _MEASURED.clear()
+        deep = _MEASURED[text] = _deeper_than(tree, MAX_NESTING)
+    return deep
 
 
 def _deeper_than(tree: ast.AST, limit: int) -> bool:
