@@ -322,3 +322,30 @@ def test_hostile_ten_megabytes_of_output_is_cut_and_the_answer_still_counts(host
     for case in cases:
         assert 0 < len(case.output.encode()) <= 65536 + 200
         assert "more characters of output not kept" in case.output
+
+
+def test_the_variant_note_reaches_the_student_in_every_format_although_manhattan_passes(bundled: Batch) -> None:
+    """Counting the blank earns full credit, with a note that it makes the heuristic inadmissible: a passing
+    exercise has no failing case to explain, but the note is still shown in the terminal, the Markdown and HTML
+    feedback and the annotated notebook's box."""
+    import io
+
+    from rich.console import Console
+
+    from grader.report import annotated, console, student
+
+    result = bundled["manhattan-counts-blank"]
+    manhattan = result.exercise("manhattan")
+    assert manhattan.score == manhattan.max_score and manhattan.variant == "manhattan_with_blank"
+    said = "not admissible"
+    assert any(said in note for note in manhattan.notes)
+    terminal = io.StringIO()
+    console.student_report(result, {}, Console(file=terminal, width=200, color_system=None))
+    assert said in terminal.getvalue()
+    assert said in student.markdown_report(result)
+    assert said in student.html_report(result)
+    notebook = SUBMISSIONS / "manhattan-counts-blank.ipynb"
+    page = annotated.annotated_notebook(notebook, result)
+    assert said in page
+    # The passing exercise is not made to look failing: no case of it is detailed, the table still says all pass.
+    assert "Every case passes, hidden ones included." in student.markdown_report(result)

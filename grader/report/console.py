@@ -130,8 +130,11 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
             count = hidden[exercise.id]
             line += f"; {count} hidden case{'s' if count != 1 else ''}, results after grading"
         console.print(line, highlight=False)
+        # Every case passing: no hints among the notes, only what the student should know (an accepted variant
+        # and why it is discouraged, helpers judged with the reference's, a global the code reads).
+        complete = all(case.status == "pass" for case in exercise.cases)
         for note in exercise.notes:
-            if not ok or "global variable" in note:
+            if not ok or complete or "global variable" in note:
                 console.print(f"    note: {terminal(note)}", highlight=False, markup=False)
         for first, alike in failure_groups([c for c in public if c.status != "pass"]):
             _print_case(console, first)

@@ -92,6 +92,13 @@ def needs_section(exercise: ExerciseResult) -> bool:
     return exercise.score < exercise.max_score or any(c.status != "pass" for c in exercise.cases)
 
 
+def has_section(exercise: ExerciseResult) -> bool:
+    """What gets a section of its own: what lost something, and a passing exercise with notes for the student
+    (the accepted variant it followed and why it is discouraged, helpers judged with the reference's, a global
+    it reads). A passing exercise gets no hints, so its notes are only these."""
+    return needs_section(exercise) or bool(exercise.notes)
+
+
 # ---------------------------------------------------------------------------------------------- student code
 
 
@@ -236,7 +243,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
                 f"{score_text(entry['automatic'])} → {score_text(entry['points'])} ({md_text(entry['why'])}; "
                 f"{md_text(entry['author'])}, {entry['at'][:10]})" for fact, entry in adjusted] + [""]
     for exercise in result.exercises:
-        if not needs_section(exercise):
+        if not has_section(exercise):
             continue
         out += [f"## {md_text(exercise.id)}: {md_text(exercise.title)} "
                 f"({score_text(exercise.score)} / {score_text(exercise.max_score)})", ""]
@@ -255,7 +262,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         summary = hidden_summary(exercise.cases)
         if summary and not hidden_details:
             out += [f"*{summary}.*", ""]
-        if code and exercise.id in code:
+        if code and exercise.id in code and needs_section(exercise):
             out += ["Your code:", "", md_block(code[exercise.id], "python"), ""]
     if all(not needs_section(e) for e in result.exercises):
         out += ["Every case passes, hidden ones included." if any(
@@ -373,11 +380,13 @@ def html_report(result: SubmissionResult, *, hidden_details: bool = False,
     `given` names the exercises whose code is the template's (not called "Your code")."""
     code = code or {}
     given = set(given)
-    sections = [exercise_html(e, hidden_details=hidden_details, code=code.get(e.id), given=e.id in given)
-                for e in result.exercises if needs_section(e)]
+    sections = [exercise_html(e, hidden_details=hidden_details, code=code.get(e.id) if needs_section(e) else None,
+                              given=e.id in given)
+                for e in result.exercises if has_section(e)]
     template = _environment().get_template("student.html.j2")
     return display(template.render(result=result, rows=_rows(result), sections=sections, css=stylesheet(), csp=CSP,
-                           all_pass=not sections, linked={e.id for e in result.exercises if needs_section(e)},
+                           all_pass=not any(needs_section(e) for e in result.exercises),
+                           linked={e.id for e in result.exercises if has_section(e)},
                            has_hidden=any(c.visibility == "hidden" for e in result.exercises for c in e.cases)))
 
 
