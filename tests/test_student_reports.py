@@ -302,3 +302,16 @@ def test_a_generated_public_case_shows_its_variables_as_inputs_each_labelled(gra
                for case, shown in zip(public, inputs, strict=True)]
     labels = [label for label, _ in alike_inputs(results[0], results[1:])]
     assert labels == ["state, case 1 of the 2 more", "state, case 2 of the 2 more"]
+
+
+def test_a_passing_exercise_graded_with_a_notebook_global_says_so_in_every_report(bundled: Batch) -> None:
+    """Seed 000's manhattan reads the global S and counts the blank: full marks, and the student still reads
+    both notes (a field, globals_read, says so; the Markdown and HTML give it a section, the terminal its notes)."""
+    result = bundled["seed-000"]
+    manhattan = result.exercise("manhattan")
+    assert manhattan.score == manhattan.max_score and manhattan.globals_read == ("S",)
+    buffer = io.StringIO()
+    student_report(public_only(result), {}, Console(file=buffer, width=200))
+    for text in (student.markdown_report(result), student.html_report(result), buffer.getvalue()):
+        assert "global variable S" in text and "Accepted convention" in text
+    assert "## find\\_tile" not in student.markdown_report(result)     # a plain passing exercise stays a row

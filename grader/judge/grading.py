@@ -466,21 +466,27 @@ def template_names(plan: Plan) -> frozenset[str]:
 
 def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> tuple[str, ...]:
     notes = []
+    if name != exercise.function:
+        notes.append(f"graded {name} (accepted as another name for {exercise.function})")
+    for global_name in globals_read(exercise, name, extracted, plan):
+        where = extracted.definitions[global_name]
+        notes.append(f"{name} reads the notebook's global variable {global_name} ({where.label}, line "
+                     f"{where.line}); the grader keeps top-level data, so it used the last value the "
+                     f"notebook assigns to {global_name}. Pass it as a parameter or compute it locally instead.")
+    return tuple(notes)
+
+
+def globals_read(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> tuple[str, ...]:
+    """The notebook globals the graded function reads that are worth a remark (seed 000's manhattan reads S)."""
     # Globals the course itself defines (fixtures) or that cases set on purpose are not worth a remark.
     expected_globals = (set(plan.rubric.fixtures) | {n for c in plan.cases[exercise.id] for n, _ in c.set}
                         | template_names(plan))
-    if name != exercise.function:
-        notes.append(f"graded {name} (accepted as another name for {exercise.function})")
     definition = extracted.definitions.get(name)
-    if definition is not None and isinstance(definition.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        for global_name in global_data_reads(definition.node, extracted.definitions):
-            if global_name in expected_globals or (len(global_name) > 1 and global_name.isupper()):
-                continue   # course fixtures, globals the rubric sets, and CONSTANTS are what they should be
-            where = extracted.definitions[global_name]
-            notes.append(f"{name} reads the notebook's global variable {global_name} ({where.label}, line "
-                         f"{where.line}); the grader keeps top-level data, so it used the last value the "
-                         f"notebook assigns to {global_name}. Pass it as a parameter or compute it locally instead.")
-    return tuple(notes)
+    if definition is None or not isinstance(definition.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ()
+    # Course fixtures, globals the rubric sets, and CONSTANTS are what they should be.
+    return tuple(global_name for global_name in global_data_reads(definition.node, extracted.definitions)
+                 if global_name not in expected_globals and not (len(global_name) > 1 and global_name.isupper()))
 
 
 def _no_oracle(name: str, args: list, kwargs: dict) -> Any:
@@ -600,7 +606,8 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
         notes += exercise.hints
     score = exercise_score(results, exercise.points, exercise.scoring, planned=planned)
     return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
-                          function=name, location=location, variant=chosen, isolated=isolate, **place)
+                          function=name, location=location, variant=chosen, isolated=isolate,
+                          globals_read=globals_read(exercise, name, extracted, plan), **place)
 
 
 def culprit(where: str, extracted: Extracted) -> tuple[str, str] | None:

@@ -134,7 +134,7 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         # and why it is discouraged, helpers judged with the reference's, a global the code reads).
         complete = all(case.status == "pass" for case in exercise.cases)
         for note in exercise.notes:
-            if not ok or complete or "global variable" in note:
+            if not ok or complete or exercise.globals_read:
                 console.print(f"    note: {terminal(note)}", highlight=False, markup=False)
         for first, alike in failure_groups([c for c in public if c.status != "pass"]):
             _print_case(console, first)

@@ -59,6 +59,7 @@ class ExerciseResult:
     location: str = ""           # where the graded definition is, e.g. "In [50] (cell 37), line 1"
     variant: str = ""            # the accepted variant the notebook follows ("" = the reference's convention)
     isolated: tuple[str, ...] = ()   # helpers answered by the reference, because their own exercise failed
+    globals_read: tuple[str, ...] = ()   # notebook globals the graded function read (graded with their last value)
     cell: int | None = None      # `location` as facts: the notebook cell (0-based index) of the definition
     line: int = 0                # and its line in that cell (results stored before these existed: None, 0)
 
@@ -125,7 +126,7 @@ _ALL_RESULT_FIELDS = tuple(f.name for f in fields(SubmissionResult))
 def from_dict(data: dict) -> SubmissionResult:
     exercises = tuple(
         ExerciseResult(**{**e, "cases": tuple(CaseResult(**c) for c in e["cases"]), "notes": tuple(e["notes"]),
-                          "isolated": tuple(e.get("isolated", ()))})
+                          "isolated": tuple(e.get("isolated", ())), "globals_read": tuple(e.get("globals_read", ()))})
         for e in data["exercises"])
     return SubmissionResult(**{**data, "exercises": exercises, "warnings": tuple(data["warnings"]),
                                "environment": tuple(data.get("environment", ()))})
