@@ -76,9 +76,12 @@ def test_readme_documents_the_check_author_api():
     from grader.checks.registry import CheckContext, CheckError
     from grader import codec
     context = CheckContext(expected=codec.encode(1), got=codec.encode(1))
-    for answer, verdict in [(True, Verdict(True, 1.0, "")), (0.5, Verdict(False, 0.5, "")),
-                            ((False, "why"), Verdict(False, 0.0, "why")), ((0.25, "why"), Verdict(False, 0.25, "why")),
-                            (Verdict(True, 1.0, "ok"), Verdict(True, 1.0, "ok"))]:
+    no = "rejected by the check <lambda>"     # a failing verdict's cause, unless the check names its own
+    for answer, verdict in [(True, Verdict(True, 1.0, "")), (0.5, Verdict(False, 0.5, "", no)),
+                            ((False, "why"), Verdict(False, 0.0, "why", no)),
+                            ((0.25, "why"), Verdict(False, 0.25, "why", no)),
+                            (Verdict(True, 1.0, "ok"), Verdict(True, 1.0, "ok")),
+                            (Verdict(False, 0.0, "ok", "moved twice"), Verdict(False, 0.0, "ok", "moved twice"))]:
         assert reference_check(lambda got, answer=answer: answer)(context) == verdict
     with pytest.raises(CheckError):
         reference_check(lambda got: "yes")(context)
