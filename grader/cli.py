@@ -125,22 +125,20 @@ def _gradebook_beside(results: str) -> Path | None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from grader.report import formats
+    from grader.report.student import iter_results
     from grader.store.overrides import apply, history
-    from grader.report.student import iter_results, write_reports
     _check_results(args.results)
     _check_folder(args.out, "--out")
+    chosen = _formats(args.format, args.annotated)
     book = _gradebook_beside(args.results)
     overrides = history(book) if book is not None else []
 
     def results():   # streamed, one student at a time, each time it is needed
         return (apply(result, overrides) for result in iter_results(args.results))
 
-    written = write_reports(results(), args.out, notebooks=args.notebooks, hidden_details=args.hidden_details,
+    written = formats.write(results(), args.out, chosen, notebooks=args.notebooks, hidden_details=args.hidden_details,
                             results_folder=Path(args.results), template=_template(args))
-    if args.annotated:
-        from grader.report.annotated import write_annotated
-        written += write_annotated(results(), args.out, notebooks=args.notebooks,
-                                   hidden_details=args.hidden_details, results_folder=Path(args.results))
     print(f"{len(written)} report files written to {args.out}/")
     if not written:
         print(f"{args.results}: no results in this folder (grade with --out {args.results} first)", file=sys.stderr)
@@ -150,6 +148,17 @@ def _report(args: argparse.Namespace) -> int:
         print(f"the notebook of {len(missing)} student(s) was not found, so their reports have no 'Your code' "
               f"and no annotated notebook: {shown} (give --notebooks FOLDER)", file=sys.stderr)
     return 0 if written else 1
+
+
+def _formats(given: str | None, annotated: bool) -> list[str]:
+    """The report formats asked for: --format's list (default: the registry's defaults), plus --annotated's."""
+    from grader.report.formats import DEFAULT, FORMATS
+    chosen = [name.strip() for name in given.split(",") if name.strip()] if given else list(DEFAULT)
+    unknown = [name for name in chosen if name not in FORMATS]
+    if unknown:
+        raise UsageError(f"--format: no report format {', '.join(map(repr, unknown))} (there are "
+                         f"{', '.join(FORMATS)})")
+    return chosen + (["notebook"] if annotated and "notebook" not in chosen else [])
 
 
 def _without_notebook(results, notebooks, folder: Path) -> list[str]:
@@ -425,7 +434,12 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--notebooks", default=None, help="folder of the submitted notebooks (default: their "
                                                            "recorded paths)")
     report.add_argument("--hidden-details", action="store_true", help="show hidden cases in detail, not counted")
-    report.add_argument("--annotated", action="store_true", help="also the student's notebook with feedback boxes")
+    from grader.report.formats import DEFAULT, FORMATS   # light: the formats' renderers load only when used
+    report.add_argument("--format", default=None, metavar="F,...",
+                        help=f"report formats, comma-separated (default {','.join(DEFAULT)}): "
+                             + "; ".join(f"{f.name}: {f.help}" for f in FORMATS.values()))
+    report.add_argument("--annotated", action="store_true", help="also the student's notebook with feedback boxes "
+                                                                 "(the same as adding the notebook format)")
     report_template = report.add_mutually_exclusive_group()
     report_template.add_argument("--template", default=None, help="the template notebook: given code is shown "
                                                                   "as given, not as the student's")

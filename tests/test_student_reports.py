@@ -11,7 +11,7 @@ import nbformat
 from rich.console import Console
 
 from conftest import SUBMISSIONS, Batch
-from grader.report import annotated, boards, student
+from grader.report import annotated, boards, formats, student
 from grader.report.console import student_report
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 from grader import codec
@@ -130,7 +130,7 @@ def test_the_code_of_a_graded_method_is_that_method_alone(tmp_path: Path) -> Non
 
 
 def test_write_reports_writes_markdown_and_html_for_every_result(bundled: Batch, tmp_path: Path) -> None:
-    written = student.write_reports(bundled.out, tmp_path)
+    written = formats.write(bundled.out, tmp_path)
     names = {p.name for p in written}
     assert {f"{TRANSPOSED}.md", f"{TRANSPOSED}.html", "correct.md", "correct.html"} <= names
     assert len(names) == 2 * len(bundled.results)
@@ -315,3 +315,46 @@ def test_a_passing_exercise_graded_with_a_notebook_global_says_so_in_every_repor
     for text in (student.markdown_report(result), student.html_report(result), buffer.getvalue()):
         assert "global variable S" in text and "Accepted convention" in text
     assert "## find\\_tile" not in student.markdown_report(result)     # a plain passing exercise stays a row
+
+
+# ---------------------------------------------------------------- the report formats registry
+
+
+def _one_result(folder: Path) -> Path:
+    from grader.store.results import ExerciseResult, SubmissionResult, write_json
+    result = SubmissionResult(submission="alice", path=str(folder / "gone.ipynb"), sha256="a" * 64,
+                              rubric="taoistic-search", rubric_sha256="r", grader_version="0", isolation="none",
+                              total=1.0, max_total=2.0,
+                              exercises=(ExerciseResult("move_dir", "Move", 1.0, 2.0, ()),))
+    write_json(result, folder / "results")
+    return folder / "results"
+
+
+def test_report_writes_the_formats_asked_for_and_names_an_unknown_one(tmp_path: Path, capsys) -> None:
+    from grader.cli import main
+    results = _one_result(tmp_path)
+    assert main(["report", str(results), "--out", str(tmp_path / "md"), "--format", "md"]) == 0
+    assert sorted(p.name for p in (tmp_path / "md").iterdir()) == ["alice.md"]
+    assert main(["report", str(results), "--out", str(tmp_path / "both")]) == 0
+    assert sorted(p.name for p in (tmp_path / "both").iterdir()) == ["alice.html", "alice.md"]
+    capsys.readouterr()
+    assert main(["report", str(results), "--out", str(tmp_path / "x"), "--format", "md,pdf"]) == 2
+    err = capsys.readouterr().err
+    assert "--format: no report format 'pdf'" in err and "md, html, notebook" in err and "Traceback" not in err
+
+
+def test_a_new_report_format_is_one_module_and_one_registration(tmp_path: Path, monkeypatch) -> None:
+    """Neither the CLI nor another format changes: the registry offers it and `grader report` writes it."""
+    import sys
+
+    from grader.cli import main
+    (tmp_path / "plain_format.py").write_text(
+        "def page(page):\n    return f'{page.result.submission}: {page.result.total:g}/{page.result.max_total:g}\\n'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(formats.FORMATS, "txt", formats.Format("txt", ".txt", "plain_format:page", "plain text",
+                                                                default=False))
+    try:
+        assert main(["report", str(_one_result(tmp_path)), "--out", str(tmp_path / "out"), "--format", "txt"]) == 0
+    finally:
+        sys.modules.pop("plain_format", None)
+    assert (tmp_path / "out" / "alice.txt").read_text() == "alice: 1/2\n"

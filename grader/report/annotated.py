@@ -21,7 +21,7 @@ import json
 import mimetypes
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import nbformat
 from markupsafe import Markup
@@ -32,6 +32,9 @@ from grader.report import student
 from grader.report.math import render_math
 from grader.store.results import ExerciseResult, SubmissionResult
 from grader.textsafe import display
+
+if TYPE_CHECKING:
+    from grader.report.formats import Page
 
 TEMPLATES = Path(__file__).parent / "templates"
 BOX_CSS = """
@@ -94,28 +97,16 @@ def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, h
     return _export(nb, result.submission)
 
 
-def write_annotated(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, *,
-                    notebooks: Mapping[str, Path] | str | Path | None = None,
-                    hidden_details: bool = False, results_folder: Path | None = None) -> list[Path]:
-    """Write <student>.notebook.html for every result whose notebook is found; returns the files written."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    folder = Path(results) if isinstance(results, (str, Path)) else results_folder
-    for result in student.iter_results(results):
-        notebook = student.locate_notebook(result, notebooks, folder)
-        if notebook is None:
-            continue
-        try:
-            page = annotated_notebook(notebook, result, hidden_details=hidden_details)
-        except NotebookError:
-            continue  # unreadable file: its result already says so, and there is nothing to annotate
-        except (RecursionError, MemoryError, ValueError):
-            continue  # a notebook nbconvert cannot render: one student's page is missing, the class's are not
-        target = out / f"{result.submission}.notebook.html"
-        target.write_text(page, encoding="utf-8")
-        written.append(target)
-    return written
+def annotated_page(page: Page) -> str | None:
+    """The `notebook` report format: None when the student's notebook is not found or cannot be rendered."""
+    if page.notebook is None:
+        return None
+    try:
+        return annotated_notebook(page.notebook, page.result, hidden_details=page.hidden_details)
+    except NotebookError:
+        return None  # unreadable file: its result already says so, and there is nothing to annotate
+    except (RecursionError, MemoryError, ValueError):
+        return None  # a notebook nbconvert cannot render: one student's page is missing, the class's are not
 
 
 # ---------------------------------------------------------------------------------------------- placing

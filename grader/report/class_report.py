@@ -608,9 +608,9 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
         for result in stream:
             overridden = overridden or "overrides" in result.extra
             if student_reports:     # one at a time, as the class streams past
-                from grader.report.student import write_reports
-                write_reports([result], path.parent / REPORTS, notebooks=notebooks, results_folder=results_folder,
-                              template=template)
+                from grader.report import formats
+                formats.write([result], path.parent / REPORTS, ("md", "html"), notebooks=notebooks,
+                              results_folder=results_folder, template=template)
             rows.append(ScoreLine(result.submission, result.total, result.max_total, result.state,
                              {e.id: e.score for e in result.exercises},
                              override_cells(result) if "overrides" in result.extra else (), result.late,

@@ -15,7 +15,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 import jinja2
 from markupsafe import Markup
@@ -27,6 +27,9 @@ from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json
 from grader.store.status import SYMBOLS, WORDS
 from grader.textsafe import display
+
+if TYPE_CHECKING:
+    from grader.report.formats import Page
 
 TEMPLATES = Path(__file__).parent / "templates"
 OUTPUT_CHARS = 1500
@@ -410,28 +413,14 @@ def load_results(results: str | Path | Iterable[SubmissionResult]) -> list[Submi
     return list(iter_results(results))
 
 
-def write_reports(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, *,
-                  notebooks: Mapping[str, Path] | str | Path | None = None,
-                  hidden_details: bool = False, results_folder: Path | None = None,
-                  template: Path | None = None) -> list[Path]:
-    """Write <student>.md and <student>.html for every result; returns the files written.
+def markdown_page(page: Page) -> str:
+    """The `md` report format (grader.report.formats)."""
+    return markdown_report(page.result, hidden_details=page.hidden_details)
 
-    `notebooks` maps submission ids to graded files, or names a folder holding them; without it the path
-    recorded in each result is used when it still exists. The student's code appears only when the file is found;
-    code that is the `template`'s, unchanged, is shown folded as given code.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    folder = Path(results) if isinstance(results, (str, Path)) else results_folder
-    for result in iter_results(results):      # one at a time: a class of 10,000 is never held whole
-        notebook = locate_notebook(result, notebooks, folder)
-        failing = [e for e in result.exercises if needs_section(e)]
-        code = function_code(notebook, failing) if notebook is not None and failing else {}
-        given = given_code(code, template, failing)
-        for suffix, text in ((".md", markdown_report(result, hidden_details=hidden_details)),
-                             (".html", html_report(result, hidden_details=hidden_details, code=code, given=given))):
-            target = out / f"{result.submission}{suffix}"
-            target.write_text(text, encoding="utf-8")
-            written.append(target)
-    return written
+
+def html_page(page: Page) -> str:
+    """The `html` report format: with the student's code of each exercise that needs a section, when found."""
+    failing = [e for e in page.result.exercises if needs_section(e)]
+    code = function_code(page.notebook, failing) if page.notebook is not None and failing else {}
+    return html_report(page.result, hidden_details=page.hidden_details, code=code,
+                       given=given_code(code, page.template, failing))

@@ -1,0 +1,84 @@
+"""The per-student report formats, one registry: `grader report --format` offers what is registered here.
+
+A format is a module with one function from a Page (a student's result, and what else a report may show) to the
+text of one file, or None when it has nothing to write for that student. Adding a format is that module plus one
+`register(...)` line below; neither the CLI nor another format changes. Formats are named by module path and
+imported only when asked for, so the HTML renderers' dependencies (jinja2, nbconvert) load only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from grader.store.results import SubmissionResult
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a format renders from: one student's result and the context a report may show."""
+
+    result: SubmissionResult
+    notebook: Path | None = None         # the student's graded file, when it was found
+    hidden_details: bool = False         # show hidden cases in detail rather than counted
+    template: Path | None = None         # the template notebook: code it gave is shown folded as given
+
+
+Render = Callable[[Page], "str | None"]
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str           # as `grader report --format` takes it
+    suffix: str         # the file is <student><suffix>
+    renderer: str       # "module:function", imported when the format is used
+    help: str
+    default: bool       # written when no --format is given
+
+    def render(self, page: Page) -> str | None:
+        module, _, function = self.renderer.partition(":")
+        found: Render = getattr(importlib.import_module(module), function)
+        return found(page)
+
+
+FORMATS: dict[str, Format] = {}
+
+
+def register(format: Format) -> None:
+    FORMATS[format.name] = format
+
+
+register(Format("md", ".md", "grader.report.student:markdown_page", "Markdown feedback", default=True))
+register(Format("html", ".html", "grader.report.student:html_page", "HTML feedback, with the student's code",
+                default=True))
+register(Format("notebook", ".notebook.html", "grader.report.annotated:annotated_page",
+                "the student's notebook with a feedback box under each graded function", default=False))
+
+DEFAULT = tuple(name for name, format in FORMATS.items() if format.default)
+
+
+def write(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, formats: Sequence[str] = DEFAULT, *,
+          notebooks: Mapping[str, Path] | str | Path | None = None, hidden_details: bool = False,
+          results_folder: Path | None = None, template: Path | None = None) -> list[Path]:
+    """Write <student><suffix> in each format for every result, one student at a time (a class of 10,000 is
+    never held whole); returns the files written. `results` is a results folder or the results themselves;
+    `notebooks` maps submission ids to graded files or names a folder of them (default: each result's path).
+    Raises KeyError naming a format that is not registered."""
+    from grader.report.student import iter_results, locate_notebook
+    chosen = [FORMATS[name] for name in formats]
+    folder = Path(results) if isinstance(results, (str, Path)) else results_folder
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for result in iter_results(results):
+        page = Page(result, locate_notebook(result, notebooks, folder), hidden_details, template)
+        for format in chosen:
+            text = format.render(page)
+            if text is None:
+                continue
+            target = out / f"{result.submission}{format.suffix}"
+            target.write_text(text, encoding="utf-8")
+            written.append(target)
+    return written
