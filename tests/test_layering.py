@@ -194,6 +194,39 @@ def test_every_module_lives_in_a_stage_folder_or_is_neutral_ground() -> None:
     assert loose == []
 
 
+def _module_assignments(name: str, source: str, label: str, package: bool = False) -> Iterator[str]:
+    """`other.NAME = ...` (or +=, or setattr) where `other` is a grader module this module imported."""
+    tree = ast.parse(source)
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {alias.asname for alias in node.names if alias.name.startswith("grader") and alias.asname}
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(name, node.module, node.level, package)
+            bound |= {alias.asname or alias.name for alias in node.names if f"{target}.{alias.name}" in MODULES}
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and node.args:
+            targets = [ast.Attribute(value=node.args[0], attr="?")]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in bound:
+                yield f"{label}:{node.lineno} sets {target.value.id}.{target.attr}"
+
+
+def test_no_module_sets_another_modules_globals() -> None:
+    """Hidden state between modules (a flag one module flips in another, as process.PREFETCH was): a choice
+    travels as a parameter instead, and what a module caches lives on the object it caches for."""
+    broken = [found for name, path in MODULES.items()
+              for found in _module_assignments(name, path.read_text(encoding="utf-8"),
+                                               str(path.relative_to(PACKAGE.parent)), path.name == "__init__.py")]
+    assert broken == []
+    flipped = "from grader.sandbox import process\nimport grader.report.console as view\n" \
+              "def work():\n    process.PREFETCH = True\n    setattr(view, 'MARKS', {})\n    local = 1\n"
+    assert list(_module_assignments("grader.run.executor", flipped, "x.py")) == [
+        "x.py:4 sets process.PREFETCH", "x.py:5 sets view.?"]
+
+
 def test_the_value_codec_is_neutral_ground_outside_the_sandbox() -> None:
     # Writers and checks use the codec; none of them reaches into the sandbox for it.
     assert "grader.codec" in MODULES and "grader.sandbox.codec" not in MODULES
