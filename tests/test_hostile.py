@@ -703,6 +703,7 @@ def _leak_report(corpus: Corpus) -> dict:
     [case] = failing(result, "find_tile")
     assert case.id == "find_tile#1"
     report = got(case)
+    assert isinstance(report, dict), f"the probe reported nothing: {case.status}: {case.message}"
     needles = BUILD.leak_needles(corpus.plan)
     source = (HOSTILE / "leak_probe_in_find_tile.ipynb").read_text(encoding="utf-8")
     assert needles["sha"] in source, "the probe's needle is stale: rebuild the corpus (build.py)"
