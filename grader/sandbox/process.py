@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from grader import codec
 from grader.sandbox import cpuclock, frames, supervisor, wire
+from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.isolation import (PIDS_MAX, Isolation, MemoryGroup, PidsGroup, acquire_group,
                                       acquire_memory_group, detect, release_group, release_memory_group)
 from grader.sandbox.supervisor import Jail, SpawnError
@@ -586,22 +587,20 @@ class _ReferenceTooSlow(Exception):
 
 
 def _bounded(call: Callable[[], Any], seconds: float) -> Any:
-    """Run a trusted call for at most `seconds` (an alarm, where this thread may take signals)."""
+    """Run a trusted call for at most `seconds` (an alarm, where this thread may take signals; off the main
+    thread the case deadline still applies after the call). The alarm repeats until the call ends (see
+    alarm.py): one rung inside a finalizer, or caught by an `except Exception`, would have let it run on."""
     if seconds <= 0:
         raise _ReferenceTooSlow("the case's time ran out")
-    if threading.current_thread() is not threading.main_thread():
-        return call()   # no alarms off the main thread: the case deadline still applies after the call
 
-    def stop(signum: int, frame: Any) -> None:
-        raise _ReferenceTooSlow(f"the reference took longer than {seconds:.2g} s on these arguments")
+    def too_slow() -> _ReferenceTooSlow:
+        return _ReferenceTooSlow(f"the reference took longer than {seconds:.2g} s on these arguments")
 
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return call()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with TimeLimit(seconds, too_slow) as limit:
+        answer = call()
+    if limit.expired:
+        raise too_slow()
+    return answer
 
 
 @dataclass
