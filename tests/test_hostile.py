@@ -274,10 +274,15 @@ def _grade_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
                 results = grade([*paths, CORRECT], RUBRIC, out, jobs=2, cache=cache,
                                 options=Options(case_seconds=CASE_FLOOR))
             seconds = time.monotonic() - started
-        time.sleep(0.3)   # SIGKILLed processes need a moment to disappear from /proc
         after = _snapshot(REPO)
         changes = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+        # A SIGKILLed process leaves /proc when the kernel next runs it: not at once on a busy machine. A
+        # survivor is one still there after 30 s (the attacks' sleepers would last hours).
         survivors = _marked_processes(exclude={victim.pid, *earlier})
+        waited_until = time.monotonic() + 30
+        while survivors and time.monotonic() < waited_until:
+            time.sleep(0.1)
+            survivors = _marked_processes(exclude={victim.pid, *earlier})
         canaries = [path for path in _canaries() if os.path.lexists(path)]
         connections = _received(server)
         victim_alive = victim.poll() is None
@@ -752,21 +757,23 @@ def test_root_cannot_be_remounted_writable(corpus):
 
 def test_isolated_helper_call_cannot_hold_the_parent_past_the_case_limit():
     """A slow reference answer stands in for the child's quadratic question (the real one, in the corpus
-    as oracle_flooded_by_search, is kept small there so the batch stays quick)."""
+    as oracle_flooded_by_search, is kept small there so the batch stays quick). Judged by whether the
+    reference was allowed to finish its 3 s, not by the wall clock."""
+    finished = []
+
     def slow_reference(name, args, kwargs):
         time.sleep(3.0)
+        finished.append(name)
         return 0
 
     source = "def asks(helper):\n    return helper(1)\n\ndef helper(x):\n    return 'broken'\n"
     statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
     with Sandbox(statements, {}, ProcessLimits(load_seconds=3)) as sandbox:
         sandbox.load()
-        started = time.monotonic()
         [outcome] = sandbox.run_exercise([CaseRequest("c1", "asks(helper)", timeout=0.3)], ["helper"],
                                          slow_reference, time.monotonic() + 30)
-        spent = time.monotonic() - started
     assert outcome.status == "timeout"
-    assert spent < 0.3 + 0.5 + 1.5, f"the case's parent side took {spent:.1f} s"
+    assert finished == [], "the parent waited for the reference's whole answer"
 
 
 # ------------------------------------------------------------------------------------------------ sandbox v2 attacks
