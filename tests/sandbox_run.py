@@ -62,3 +62,12 @@ def processes_running(marker: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def processes_left(marker: str, seconds: float = 30.0) -> list[int]:
+    """The marked processes still there once they had `seconds` to go: a SIGKILLed process leaves /proc only
+    when the kernel next runs it, which on a busy machine is not at once. Returns as soon as none is left."""
+    end = time.monotonic() + seconds
+    while (found := processes_running(marker)) and time.monotonic() < end:
+        time.sleep(0.05)
+    return found

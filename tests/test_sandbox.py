@@ -8,7 +8,7 @@ import pytest
 
 from grader import codec
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
-from sandbox_run import processes_running, run_cases, statement
+from sandbox_run import processes_left, run_cases, statement
 
 
 def statements(source: str) -> list[dict]:
@@ -49,12 +49,10 @@ def test_infinite_loop_costs_only_its_case():
 def test_swallowed_timeout_is_killed_and_the_next_case_runs_in_a_fresh_child():
     source = ("def stubborn():\n    while True:\n        try:\n            while True:\n                pass\n"
               "        except BaseException:\n            pass\n\ndef ok():\n    return 2\n")
-    started = time.monotonic()
     outcomes, sandbox = run(source, case("stubborn()", timeout=0.3), case("ok()"))
     assert [o.status for o in outcomes] == ["timeout", "ok"]
     assert codec.decode(outcomes[1].value) == 2
-    assert sandbox.restarts == 1
-    assert time.monotonic() - started < 10
+    assert sandbox.restarts == 1          # killed, not waited for: a child that never ends would hang here
 
 
 @pytest.mark.parametrize("body, status", [
@@ -182,9 +180,8 @@ def test_no_process_survives_the_exercise(spawn):
         sandbox.load()
         sandbox.run_exercise([case("spawn()")], (), None, time.monotonic() + 30)
         sandbox.run_exercise([case("ok()")], (), None, time.monotonic() + 30)
-        assert not processes_running("313.1"), "the exercise's sleeper outlived its exercise"
-    time.sleep(0.2)
-    assert not processes_running("313.1"), "a sleeper outlived the sandbox"
+        assert not processes_left("313.1"), "the exercise's sleeper outlived its exercise"
+    assert not processes_left("313.1"), "a sleeper outlived the sandbox"
 
 
 def test_only_a_sandbox_asked_to_prefetch_starts_the_next_child_ahead() -> None:
