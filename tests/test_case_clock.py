@@ -42,9 +42,12 @@ def test_a_case_that_computes_past_its_limit_with_every_alarm_ignored_is_stopped
     source = ("import signal\ndef spin():\n    signal.signal(signal.SIGPROF, signal.SIG_IGN)\n"
               "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while True:\n        pass\n"
               "def fine():\n    return 1\n")
-    outcomes = run(source, CaseRequest("c1", "spin()", timeout=0.3), CaseRequest("c2", "fine()"))
+    outcomes = run(source, CaseRequest("c1", "spin()", timeout=1.0), CaseRequest("c2", "fine()"))
     assert [o.status for o in outcomes] == ["timeout", "ok"]
-    assert "CPU time (stopped)" in outcomes[0].error["message"]
+    # Stopped by its CPU time; or, where the machine gave it under a seventh of a CPU (load 12 on 2 cores), by
+    # the wall backstop first, which then says the machine was to blame. Never "it was waiting".
+    error = outcomes[0].error
+    assert "CPU time (stopped)" in error["message"] or error.get("reason") == "starved", error
 
 
 def test_round_trips_to_the_parent_for_isolated_helpers_are_not_charged_to_the_case():
