@@ -152,7 +152,7 @@ def build(root: Path) -> Path:
 
 def grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "COLUMNS": "120"})
+                          timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "COLUMNS": "120"})
 
 
 def test_a_new_assignment_needs_only_a_folder_a_reference_and_a_rubric(tmp_path: Path) -> None:

@@ -130,7 +130,7 @@ def test_gradebooks_graded_apart_merge_into_one(tmp_path: Path) -> None:
     merged = tmp_path / "all.sqlite"
     done = subprocess.run([sys.executable, "-m", "grader", "merge", str(tmp_path / "out-a" / "gradebook.sqlite"),
                            str(tmp_path / "out-b" / "gradebook.sqlite"), "--into", str(merged)],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     from grader.store.gradebook import Gradebook
     with Gradebook(merged) as book:

@@ -311,9 +311,9 @@ def test_hostile_os_exit_crashes_only_its_case_and_the_child_comes_back(hostile:
 
 def test_hostile_load_never_runs_the_hang_and_sys_exit_nothing_graded_reads(hostile: SubmissionResult) -> None:
     # `Stuck = next(...)` and `ExitCode = sys.exit(3)` bind names no graded code reads: the dependency slice
-    # drops them, so they cause no load warning (a needed statement over budget: tests/test_slice.py).
+    # drops them, so they cause no load warning (a needed statement over budget: tests/test_slice.py). Had the
+    # hang run, the load budget would have stopped it with "did not finish": that, not the clock, is the signal.
     assert not any("did not finish" in w or "SystemExit" in w for w in hostile.warnings)
-    assert hostile.seconds < 15
 
 
 def test_hostile_ten_megabytes_of_output_is_cut_and_the_answer_still_counts(hostile: SubmissionResult) -> None:
