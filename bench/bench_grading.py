@@ -142,6 +142,11 @@ def main() -> None:
         correct = generate(root / "correct", args.correct, mix=[("correct", 1)])
         correct_seconds, correct_batch = graded_seconds(correct, root / "correct-out", cache, args.jobs)
         correct_regrade, _ = graded_seconds(correct, root / "correct-out", cache, args.jobs, force=False)
+        started = time.perf_counter()   # the same regrade as a TA runs it: a new process, imports included
+        subprocess.run([sys.executable, "-m", "grader", "grade", str(root / "correct"), "--rubric", str(RUBRIC),
+                        "--out", str(root / "correct-out"), "--cache", str(cache), "--quiet"], check=True,
+                       capture_output=True)
+        cli_regrade = time.perf_counter() - started
         full = sum(row.total == row.max_total for row in correct_batch.rows)
 
         batch_seconds, batch = graded_seconds(paths, root / "out", cache, args.jobs)
@@ -150,10 +155,9 @@ def main() -> None:
         calm = [p for p in paths if "infinite" not in p.name][:args.speedup_sample]
         one_seconds, _ = graded_seconds(calm, root / "one", cache, 1)
         all_seconds, _ = graded_seconds(calm, root / "all", cache, args.jobs)
-        # Overhead: the same cases in both runs, so submissions whose failures trigger no second run with
-        # the reference's helpers (which the in-process run cannot imitate).
-        same_work = [p for p in paths if any(k in p.name for k in ("_correct", "_main-animation", "_seed-000",
-                                                                   "_old-era"))][:args.speedup_sample]
+        # Overhead: correct notebooks, the same cases in both runs (a wrong one may run an exercise a second
+        # time with the reference's helpers, which the in-process run cannot imitate).
+        same_work = correct[:args.speedup_sample]
         isolated_seconds, _ = graded_seconds(same_work, root / "same", cache, 1)
         fixed_seconds, _ = graded_seconds(same_work[:1], root / "fixed", cache, 1)   # pool start-up + one
         inproc = in_process_seconds(same_work, cache)
@@ -168,7 +172,8 @@ def main() -> None:
           f"{', '.join(f'{level} ({count})' for level, count in batch.isolation.items())}")
     print(f"{args.correct} distinct correct notebooks, {args.jobs} workers: {correct_seconds:.1f} s = "
           f"{args.correct / correct_seconds:.1f} submissions/s, {full} of {args.correct} with full marks; "
-          f"regrade with nothing changed: {correct_regrade:.2f} s")
+          f"regrade with nothing changed: {correct_regrade:.2f} s ({cli_regrade:.2f} s as `grader grade`, "
+          f"start-up included)")
     print(f"class of {n} submissions (correct, wrong and hostile mixed), {args.jobs} workers:")
     print(f"  graded in {batch_seconds:.1f} s = {n / batch_seconds:.1f} submissions/s "
           f"({batch.graded} graded, {len(batch.failed)} failed)")
@@ -177,10 +182,11 @@ def main() -> None:
     print(f"  1 worker: {one_seconds:.1f} s ({1000 * ours_per_notebook:.0f} ms per submission), "
           f"{args.jobs} workers: {all_seconds:.1f} s, speedup {one_seconds / all_seconds:.2f}x")
     k = len(same_work)
-    print(f"{k} submissions whose grading is the same work in and out of the sandbox, 1 worker:")
+    print(f"{k} distinct correct notebooks, 1 worker, graded in the sandbox and run in this process:")
     isolated = (isolated_seconds - fixed_seconds) / (k - 1)   # per submission, the pool's start-up left out
     print(f"  isolated {1000 * isolated:.0f} ms, in-process with no isolation {1000 * inproc / k:.0f} ms per "
-          f"submission: isolation overhead {1000 * (isolated - inproc / k):.0f} ms per submission "
+          f"submission: {isolated / (inproc / k):.2f}x its own code's time, isolation overhead "
+          f"{1000 * (isolated - inproc / k):.0f} ms per submission "
           f"(the worker pool starts once per batch in {fixed_seconds - isolated:.2f} s)")
     if nbconvert is not None:
         print(f"  jupyter nbconvert --execute: {nbconvert:.2f} s per notebook ({len(sample)} executed); "
