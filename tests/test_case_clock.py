@@ -44,10 +44,8 @@ def test_a_case_that_computes_past_its_limit_with_every_alarm_ignored_is_stopped
               "def fine():\n    return 1\n")
     outcomes = run(source, CaseRequest("c1", "spin()", timeout=1.0), CaseRequest("c2", "fine()"))
     assert [o.status for o in outcomes] == ["timeout", "ok"]
-    # Stopped by its CPU time; or, where the machine gave it under a seventh of a CPU (load 12 on 2 cores), by
-    # the wall backstop first, which then says the machine was to blame. Never "it was waiting".
-    error = outcomes[0].error
-    assert "CPU time (stopped)" in error["message"] or error.get("reason") == "starved", error
+    # Stopped by its CPU time, however busy the machine: starved, it only takes longer (never a wall-clock verdict).
+    assert "CPU time (stopped)" in outcomes[0].error["message"]
 
 
 def test_round_trips_to_the_parent_for_isolated_helpers_are_not_charged_to_the_case():
@@ -86,7 +84,8 @@ def test_a_wall_backstop_is_the_machines_fault_exactly_when_it_kept_the_case_wai
     assert verdict == ("starved" if share >= cpuclock.STARVED_SHARE else "waited")
 
 
-def test_the_exercise_process_is_found_in_the_kernels_process_tree():
-    source = "import os\ndef me():\n    return os.getpid()\n"
-    [outcome] = run(source, CaseRequest("c1", "me()"))
-    assert outcome.status == "ok" and outcome.cpu_seconds is not None   # the kernel's number, not the child's
+def test_a_case_that_answers_in_time_costs_no_kernel_reading_and_one_past_it_is_read_from_the_tree():
+    source = "import time\ndef quick():\n    return 1\ndef late():\n    time.sleep(1.0)\n    return 2\n"
+    quick, late = run(source, CaseRequest("c1", "quick()"), CaseRequest("c2", "late()", timeout=0.2))
+    assert quick.status == "ok" and quick.cpu_seconds is None       # in time by the wall clock: nothing read
+    assert late.status == "ok" and late.cpu_seconds is not None     # the kernel's number, not the child's

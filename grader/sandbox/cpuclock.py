@@ -6,8 +6,9 @@ grader is not the student's doing. The child sets its own soft alarm in CPU time
 hostile (it may reset its itimers or block signals), so the parent never takes the child's word: it reads the
 exercise fork's `utime + stime` (all its threads, plus children it waited for) from `/proc/<pid>/stat` and its
 run-queue delay from `/proc/<pid>/schedstat`, both kept by the kernel. A generous wall-clock backstop
-(WALL_FACTOR times the limit) still ends a case that sleeps or is starved; `wall_verdict` says whose fault that
-was from the kernel's numbers. Where /proc cannot be read the clock falls back to wall time, as before.
+(WALL_FACTOR times the limit) ends a case that sleeps or blocks; `wall_verdict` tells that from a case the
+machine starved, which goes on until its CPU time is spent. Where /proc cannot be read the clock falls back to
+wall time, as before.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def exercise_process(outer: int, reported: int) -> Exercise | None:
 
 
 def wall_verdict(wall: float, waiting: float) -> str:
-    """Whose fault a case is that reached the wall backstop without using its CPU time: "starved" when the
-    kernel kept it waiting for a CPU for most of that time (the grader's machine), else "waited" (it slept,
-    blocked on input or a lock, or was stopped: the student's code chose to wait)."""
+    """Why a case reached the wall backstop without using its CPU time: "starved" when the kernel kept it
+    waiting for a CPU for at least half of that time (the grader's machine: let it go on), else "waited" (it
+    slept, blocked on input or a lock, or was stopped: the student's code chose to wait)."""
     return "starved" if wall > 0 and waiting >= STARVED_SHARE * wall else "waited"

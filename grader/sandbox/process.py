@@ -341,7 +341,7 @@ class Sandbox:
         clock: _CaseClock | None = None
         forked = False
         calls = 0
-        process: cpuclock.Exercise | None = None    # its fork and runtime by host pid, where /proc shows them
+        process: _Locator | None = None    # finds its fork and runtime by host pid, when a case first needs them
         try:
             self._send({"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "cases": [
                 {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
@@ -378,7 +378,7 @@ class Sandbox:
                 forked = True
                 self.fork_pid = self._verified_fork(message.pid)
                 if self.process is not None and isinstance(message.pid, int) and message.pid > 0:
-                    process = cpuclock.exercise_process(self.process.pid, message.pid)
+                    process = _Locator(self.process.pid, message.pid)
                 current, calls = cases[0], 0
                 clock = _CaseClock(current.timeout, now, process)
             elif isinstance(message, frames.OracleCall):
@@ -502,24 +502,49 @@ class Sandbox:
                        output=message.output, seconds=seconds, cpu_seconds=cpu)
 
 
-class _CaseClock:
-    """One running case's clocks, as the parent keeps them: the kernel's CPU time of the exercise process
-    against the case's limit, and the wall clock against the backstop (or against the limit itself, where the
-    kernel's accounting cannot be read)."""
+class _Locator:
+    """The exercise's processes in the kernel's /proc, looked for once and only when a case first outlasts its
+    limit in wall time: a case that answers in time costs the parent no /proc read at all."""
 
-    def __init__(self, limit: float, started: float, process: cpuclock.Exercise | None):
+    def __init__(self, outer: int, reported: int):
+        self.outer, self.reported = outer, reported
+        self.found: cpuclock.Exercise | None = None
+        self.looked = False
+
+    def __call__(self) -> cpuclock.Exercise | None:
+        if not self.looked:
+            self.looked = True
+            self.found = cpuclock.exercise_process(self.outer, self.reported)
+        return self.found
+
+
+class _CaseClock:
+    """One running case's clocks, as the parent keeps them: the wall clock until the case outlasts its limit
+    (an answer by then is in time: its CPU time cannot be more), then the kernel's CPU time of the exercise's
+    processes, counted from that moment, against the limit, and the wall clock against the backstop. Where
+    the kernel's accounting cannot be read, the wall clock alone decides, as it always did.
+
+    Counting CPU time only from the first check is lenient (a case may use up to about twice its limit before
+    the parent stops it): the child's own CPU-time alarm interrupts honest code at the limit, and the parent's
+    count only has to bound code that ignores it. It spares every case that answers in time any /proc read."""
+
+    def __init__(self, limit: float, started: float, process: _Locator | None):
         self.limit = limit
         self.started = started              # wall; moved on by the parent's time answering isolated helpers
         self.process = process
-        self.base = cpuclock.read_usage(process)
+        self.base: cpuclock.Usage | None = None   # the kernel's count at the first check
+        self.checked = 0.0                  # wall time of the first check
         self.wake = started + limit + GRACE_SECONDS   # CPU time never outruns one thread's wall time much
         self.reference_spent = 0.0
 
+    def _read(self) -> cpuclock.Usage | None:
+        return cpuclock.read_usage(self.process()) if self.process is not None else None
+
     def usage(self) -> cpuclock.Usage | None:
-        """CPU and run-queue time since the case started, or None without the kernel's accounting."""
+        """CPU and run-queue time since the first check, or None (no check yet, or no kernel accounting)."""
         if self.base is None:
             return None
-        now = cpuclock.read_usage(self.process)
+        now = self._read()
         if now is None:
             return None
         return cpuclock.Usage(max(0.0, now.cpu - self.base.cpu), max(0.0, now.waiting - self.base.waiting))
@@ -539,32 +564,45 @@ class _CaseClock:
         return min(self.limit, cpuclock.WALL_FACTOR * self.limit - self.reference_spent)
 
     def expired(self, case: CaseRequest, deadline: float) -> Outcome | None:
-        """The case's outcome if it must be stopped now, or None (and when to look again) if not."""
+        """The case's outcome if it must be stopped now, or None (and when to look again) if not.
+
+        At the wall backstop the kernel says why the case has not used its CPU time: it waited by itself (slept,
+        blocked) and is stopped, a timeout that says so; or it was kept waiting for a CPU, and then it goes on
+        until its CPU time is spent or the submission's time runs out (that last one a grader problem): a busy
+        machine makes grading slower, never different."""
         now = time.monotonic()
         wall = now - self.started
+        used = self.usage() if self.base is not None else None
         if now >= deadline + GRACE_SECONDS:
+            if used is not None and cpuclock.wall_verdict(now - self.checked, used.waiting) == "starved":
+                return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
+                    "reason": "starved", "message": (
+                        f"stopped when the submission's time ran out, after {wall:.0f} s of wall time but only "
+                        f"{used.cpu:.2f} s of CPU time: the machine was too busy (it waited {used.waiting:.0f} s "
+                        f"for a CPU)")})
             return Outcome(case.id, "timeout", seconds=wall, error={
                 "message": f"did not finish within {case.timeout:g} s (stopped: the submission's time ran out)"})
-        used = self.usage()
-        if used is None:   # no kernel accounting here: the wall clock is the case's clock, as it always was
-            if now < self.wake:
-                return None
+        if self.base is None:
+            self.base, self.checked = self._read(), now
+            if self.base is None:   # no kernel accounting here: the wall clock is the case's clock
+                return None if now < self.wake else Outcome(case.id, "timeout", seconds=wall, error={
+                    "message": f"did not finish within {case.timeout:g} s (stopped)"})
+            self.wake = min(self.backstop, now + self.limit + GRACE_SECONDS)
+            return None
+        if used is None:   # the processes are gone: the answer or the crash is on its way, or never comes
             return Outcome(case.id, "timeout", seconds=wall, error={
                 "message": f"did not finish within {case.timeout:g} s (stopped)"})
         if used.cpu >= self.limit + GRACE_SECONDS:
             return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
                 "message": f"did not finish within {case.timeout:g} s of CPU time (stopped)"})
-        if now >= self.backstop:
-            if cpuclock.wall_verdict(wall, used.waiting) == "starved":
-                return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
-                    "reason": "starved", "message": (
-                        f"stopped after {wall:.0f} s of wall time, having had only {used.cpu:.2f} s of CPU time: "
-                        f"the machine was too busy (it waited {used.waiting:.0f} s for a CPU)")})
+        starved = cpuclock.wall_verdict(now - self.checked, used.waiting) == "starved"
+        if now >= self.backstop and not starved:
             return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
                 "message": f"did not finish within {cpuclock.WALL_FACTOR * case.timeout:g} s of wall time, "
                            f"having used {used.cpu:.2f} s of CPU time: it was waiting (sleep, input, a lock), "
                            f"not computing (stopped)"})
-        self.wake = min(self.backstop, now + max(0.05, self.limit + GRACE_SECONDS - used.cpu))
+        left = max(0.05, self.limit + GRACE_SECONDS - used.cpu)
+        self.wake = now + left if now >= self.backstop else min(self.backstop, now + left)
         return None
 
 
