@@ -173,7 +173,15 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     # Absolute paths: a worker elsewhere (Dask) or in another folder reads the same course and cache.
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(Path(rubric).resolve())
     cache_dir = (Path(cache) if cache is not None else default_cache()).resolve()
-    plan = build_plan(rubric, cache_dir)     # once, here: the workers then read the expected values from the cache
+    # Built once, when first needed (a regrade with nothing changed needs none); the workers share it.
+    plans: list[Plan] = []
+
+    def the_plan() -> Plan:
+        if not plans:
+            plans.append(build_plan(rubric, cache_dir))
+            batch.notes[:0] = plans[0].warnings   # e.g. a cache file that did not verify: the TA should know
+        return plans[0]
+
     out_dir = Path(out).resolve() if out is not None else None
     if out_dir is not None:
         claim_results_folder(out_dir, rubric)
@@ -181,7 +189,6 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
     with tempfile.TemporaryDirectory(prefix="intake-", dir=temp_root()) as workdir:
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
-        batch.notes[:0] = plan.warnings   # e.g. a cache file that did not verify: the TA should know
         batch.students = [entry.student for entry in entries]
         by_student = {entry.student: entry for entry in entries}
         book = _open_gradebook(book_path)
@@ -203,7 +210,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     if on_result:
                         on_result(_summary(previous, rubric), True)
                 elif entry.problem:    # unreadable before any worker sees it: its row says why
-                    result = _with_lateness(_unreadable(plan, entry), entry, rubric.late)
+                    result = _with_lateness(_unreadable(the_plan(), entry), entry, rubric.late)
                     batch.unreadable += 1
                     if out_dir is not None:
                         write_json(result, out_dir)
@@ -219,6 +226,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             del stored
             if on_start:
                 on_start(len(entries), batch.unchanged)
+            plan = the_plan() if jobs_to_run else None   # before any worker: they read the expected values cached
             hide = tuple(str(p) for p in (out_dir, cache_dir, Path(workdir)) if p is not None)
             setup = Setup(rubric, str(cache_dir), options, hide)
             if executor is not None:
@@ -237,7 +245,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     batch.reasons[student] = done.failure
                     if not done.record:      # the grading machine's fault: reported, tried again next run
                         continue
-                    result = _failure_result(plan, done.job, done.failure)
+                    result = _failure_result(the_plan(), done.job, done.failure)
                 result = _with_lateness(result, by_student[student], rubric.late)
                 if out_dir is not None:
                     copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
