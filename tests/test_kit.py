@@ -361,6 +361,9 @@ def test_in_kernel_check_leaves_no_alarm_behind(kit_path: Path):
     assert signal.getsignal(signal.SIGALRM) is before
 
 
+# In the full suite this is where the runaway was: the stub matches makes search explore forever, and its
+# allocations run Hypothesis's gc callback, where the alarm often rings and its exception is lost (the warning).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_in_kernel_check_reports_a_stub_as_missing(kit_path: Path):
     namespace = _namespace_of(SUBMISSIONS / "correct.ipynb")
     _run_cell(namespace, 'def matches(Pattern, S):\n    "your code here"\n', "In [91]")
