@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,21 +140,39 @@ class PidsGroup:
 
     def empty(self) -> None:
         """SIGKILL every process still in the group (escapees of every kind included)."""
-        try:
-            for pid in (self.path / "cgroup.procs").read_text().split():
-                try:
-                    os.kill(int(pid), 9)
-                except (ProcessLookupError, ValueError):
-                    pass
-        except OSError:
-            pass
+        _kill_members(self.path)
 
     def remove(self) -> None:
-        self.empty()
+        remove_group(self.path)
+
+
+def remove_group(path: Path, seconds: float = 2.0) -> bool:
+    """SIGKILL what is in the cgroup at `path` and remove it; True when it is gone. A killed process stays in
+    its group until the kernel has torn it down (longer for a larger one), so the removal is retried for a
+    moment; a group still busy after that is left to the next run's clean_leftovers."""
+    deadline = time.monotonic() + seconds
+    while True:
+        _kill_members(path)
         try:
-            self.path.rmdir()
+            path.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
         except OSError:
-            pass  # still busy for a moment; an empty group costs nothing
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+
+
+def _kill_members(path: Path) -> None:
+    try:
+        for pid in (path / "cgroup.procs").read_text().split():
+            try:
+                os.kill(int(pid), 9)
+            except (ProcessLookupError, ValueError):
+                pass
+    except OSError:
+        pass
 
 
 _FREE: list[PidsGroup] = []
@@ -234,11 +253,7 @@ class MemoryGroup:
         PidsGroup.empty(self)  # type: ignore[arg-type]
 
     def remove(self) -> None:
-        self.empty()
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass
+        remove_group(self.path)
 
 
 _FREE_MEMORY: list[MemoryGroup] = []

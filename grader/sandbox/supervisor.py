@@ -107,6 +107,7 @@ def _pids_folders() -> list[Path]:
 def clean_leftovers(grader_pid: int | None = None) -> list[str]:
     """Remove the temp folders and pids cgroups of grader processes that are gone (or of `grader_pid`,
     which the caller knows is gone). Kills what is still inside such a cgroup first. Returns what went."""
+    from grader.sandbox.isolation import remove_group
     removed = []
     for folder in Path(tempfile.gettempdir()).glob(f"puzzle-grader-{os.getuid()}-*"):
         match = _TEMP.fullmatch(folder.name)
@@ -118,16 +119,8 @@ def clean_leftovers(grader_pid: int | None = None) -> list[str]:
         match = _LEFTOVER.search(group.name)
         if match and int(match.group(1)) != os.getpid() and \
                 (int(match.group(1)) == grader_pid or not _alive(int(match.group(1)))):
-            try:
-                for pid in (group / "cgroup.procs").read_text().split():
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except (OSError, ValueError):
-                        pass
-                group.rmdir()
+            if remove_group(group):
                 removed.append(str(group))
-            except OSError:
-                pass
     return removed
 
 
