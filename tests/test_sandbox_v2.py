@@ -7,6 +7,7 @@ No test asserts on wall time: bounded waits poll until something is true or give
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -131,6 +132,37 @@ def test_the_child_never_had_the_grader_or_a_reference_in_memory():
     """
     [outcome], _ = _run(probe, "modules()")
     assert _value(outcome) == []   # the runtime's own modules are referenced privately, not importable by name
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="numpy is not installed")
+def test_numpy_is_preloaded_without_a_random_state_shared_between_students():
+    """The zygote imports numpy's core once, so a notebook that imports it pays nothing; numpy.random is left
+    to each child, whose global generator is then seeded from the OS: two students never draw the same numbers."""
+    probe = """
+    import sys
+    preloaded = sorted(name for name in ("numpy", "numpy.random") if name in sys.modules)
+    import numpy as np
+    def draw():
+        return {"preloaded": preloaded, "draw": float(np.random.random())}
+    """
+    first, second = (_value(_run(probe, "draw()")[0][0]) for _ in range(2))
+    assert first["preloaded"] == second["preloaded"] == ["numpy"]
+    assert first["draw"] != second["draw"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="numpy is not installed")
+def test_the_preload_does_not_come_out_of_the_students_memory_limit():
+    """Every child's address-space limit is raised by what the preloaded modules take (numpy's core: tens of
+    MB of mappings), so a student who never imports numpy may allocate what they could before."""
+    probe = """
+    import resource
+    def limit():
+        return resource.getrlimit(resource.RLIMIT_AS)[0]
+    """
+    mib = 1024 * 1024
+    budget = (800 if ISOLATION.namespaces else 900) * mib     # memory_mb, less the scratch tmpfs with namespaces
+    raised = _value(_run(probe, "limit()", limits=ProcessLimits(memory_mb=900, disk_mb=100))[0][0])
+    assert budget + 8 * mib < raised < budget + 512 * mib
 
 
 # ------------------------------------------------------------------------------------------------ who it is
