@@ -1,7 +1,8 @@
 """The zygote: a clean interpreter that forks one jailed child per submission, so a sandbox costs a fork.
 
 Started by the grader as `python -s -P zygote.py CONTROL_FD` with an environment of its own. It never
-imports `grader` or a reference: it preloads the runtime (with codec, wire and confine) and waits for
+imports `grader` or a reference: it preloads the runtime (with codec, wire and confine) and numpy's core
+when installed (see preload), and waits for
 spawn requests on a SOCK_SEQPACKET socket. A request carries the child's configuration as JSON and its
 descriptors (request pipe, response pipe, output file, exit-status pipe); the reply carries a pidfd of
 the child, so the grader can kill it without ever naming a pid that may have been reused.
