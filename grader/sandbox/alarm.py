@@ -6,11 +6,16 @@ ResourceWarning of an unclosed file) or a bare `except:` is running, the excepti
 that never ends then runs until memory runs out. So the alarm rings again every REPEAT_SECONDS until the block
 ends, `expired` records that the limit was reached even when every exception was swallowed, and the handler
 never raises inside the grader's own code, so the limit is always taken down and the previous handler put back.
+Nor does it raise while the interpreter's hook for a lost or uncaught exception runs (`sys.unraisablehook`,
+`sys.excepthook`: pytest's, IPython's): a repeat ringing there broke the hook reporting the first lost
+exception; the next ring, 50 ms later, reaches the student's code again.
 """
 
 from __future__ import annotations
 
+import functools
 import signal
+import sys
 import threading
 from pathlib import Path
 from collections.abc import Callable
@@ -18,6 +23,24 @@ from types import FrameType, TracebackType
 
 REPEAT_SECONDS = 0.05
 _PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def _code_of(hook: object) -> object:
+    """The code object a hook runs (through functools.partial and bound methods), or None."""
+    while isinstance(hook, functools.partial):
+        hook = hook.func
+    hook = getattr(hook, "__func__", hook)
+    return getattr(hook, "__code__", None)
+
+
+def _in_hook(frame: FrameType | None) -> bool:
+    """Whether an exception hook is running somewhere on this stack."""
+    hooks = {code for code in (_code_of(sys.unraisablehook), _code_of(sys.excepthook)) if code is not None}
+    while frame is not None:
+        if frame.f_code in hooks:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def can_interrupt() -> bool:
@@ -59,5 +82,6 @@ class TimeLimit:
 
     def _ring(self, signum: int, frame: FrameType | None) -> None:
         self.expired = True
-        if self.armed and not (frame is not None and frame.f_code.co_filename.startswith(_PACKAGE)):
+        if self.armed and not (frame is not None and frame.f_code.co_filename.startswith(_PACKAGE)) \
+                and not _in_hook(frame):
             raise self.stop()

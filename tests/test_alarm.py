@@ -1,0 +1,60 @@
+"""The in-process time limit (grader/sandbox/alarm.py): it stops code that swallows one alarm, and it never
+breaks the interpreter's hook that reports the swallowed exception (pytest's or IPython's)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from grader.sandbox.alarm import TimeLimit, can_interrupt
+
+pytestmark = pytest.mark.skipif(not can_interrupt(), reason="needs interval timers on the main thread")
+
+
+class _Stop(Exception):
+    pass
+
+
+def _spin(seconds: float) -> None:
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        pass
+
+
+class _SwallowsTheAlarm:
+    def __del__(self) -> None:
+        _spin(0.3)                 # the first ring lands here; its exception is lost ("Exception ignored in")
+
+
+def test_a_slow_unraisable_hook_runs_to_its_end_and_the_loop_is_still_stopped(monkeypatch: pytest.MonkeyPatch):
+    reported: list[str] = []
+
+    def slow_hook(unraisable: object) -> None:   # as pytest's hook does: format the lost exception, slowly
+        _spin(0.3)                               # several repeat rings land here
+        reported.append(type(getattr(unraisable, "exc_value", None)).__name__)
+
+    monkeypatch.setattr(sys, "unraisablehook", slow_hook)
+    with pytest.raises(_Stop):
+        with TimeLimit(0.05, _Stop) as limit:
+            _SwallowsTheAlarm()
+            _spin(60)                            # only a later ring, outside the hook, ends this
+    assert reported == ["_Stop"]                 # the hook saw the lost exception and was not cut short
+    assert limit.expired
+
+
+def test_the_hook_is_found_through_functools_partial(monkeypatch: pytest.MonkeyPatch):
+    import functools
+    reported: list[str] = []
+
+    def slow_hook(unraisable: object, append: object) -> None:
+        _spin(0.3)
+        reported.append("done")
+
+    monkeypatch.setattr(sys, "unraisablehook", functools.partial(slow_hook, append=None))
+    with pytest.raises(_Stop):
+        with TimeLimit(0.05, _Stop):
+            _SwallowsTheAlarm()
+            _spin(60)
+    assert reported == ["done"]
