@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from grader.syntax.analysis import is_stub
+from grader.syntax.analysis import is_stub, walk_outside_lambdas
 from grader.intake.notebook import Cell, Notebook
 from grader.rubric.schema import Policy
 
@@ -824,18 +824,9 @@ def _walrus_names(node: ast.AST | None) -> list[str]:
         return []
     return [
         inner.target.id
-        for inner in _walk_outside_lambdas(node)
+        for inner in walk_outside_lambdas(node)
         if isinstance(inner, ast.NamedExpr) and isinstance(inner.target, ast.Name)
     ]
-
-
-def _walk_outside_lambdas(node: ast.AST) -> Iterator[ast.AST]:
-    """ast.walk without entering lambdas, whose assignment expressions bind inside the lambda."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(c for c in ast.iter_child_nodes(current) if not isinstance(c, ast.Lambda))
 
 
 def _definitions(kept: list[tuple[Statement, ast.stmt | None]]) -> dict[str, Definition]:

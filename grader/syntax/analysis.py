@@ -183,7 +183,7 @@ def _bindings(body: Iterable[ast.AST]) -> tuple[set[str], set[str]]:
             continue
         if isinstance(node, _COMPREHENSIONS):
             # Only an assignment expression inside a comprehension binds in the enclosing scope.
-            local |= {n.target.id for n in _walk_expression(node) if isinstance(n, ast.NamedExpr)}
+            local |= {n.target.id for n in walk_outside_lambdas(node) if isinstance(n, ast.NamedExpr)}
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -206,8 +206,8 @@ def _bindings(body: Iterable[ast.AST]) -> tuple[set[str], set[str]]:
     return local, declared
 
 
-def _walk_expression(node: ast.AST) -> Iterable[ast.AST]:
-    """ast.walk that does not enter lambdas (their assignment expressions are their own)."""
+def walk_outside_lambdas(node: ast.AST) -> Iterable[ast.AST]:
+    """ast.walk that does not enter lambdas (their assignment expressions bind inside the lambda)."""
     stack = [node]
     while stack:
         current = stack.pop()
