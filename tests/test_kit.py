@@ -378,15 +378,20 @@ def test_import_grader_loads_nothing_heavy():
     assert out.stdout.strip() == "[]"
 
 
+def _kernel_cells(nbformat, name: str) -> list:
+    """A bundled submission's kept statements as code cells of a new notebook, the drawing library mocked."""
+    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\n"
+                                       "sys.modules['ipycanvas'] = mock.MagicMock()")]
+    return cells + [nbformat.v4.new_code_cell(s.code)
+                    for s in extract(read_notebook(SUBMISSIONS / f"{name}.ipynb")).statements]
+
+
 @pytest.mark.slow
 def test_check_from_a_running_jupyter_kernel(kit_path: Path, tmp_path: Path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\n"
-                                       "sys.modules['ipycanvas'] = mock.MagicMock()")]
-    cells += [nbformat.v4.new_code_cell(s.code)
-              for s in extract(read_notebook(SUBMISSIONS / "correct.ipynb")).statements]
+    cells = _kernel_cells(nbformat, "correct")
     cells.append(nbformat.v4.new_code_cell(
         f"from grader import check\nsummary = check({str(kit_path)!r})\n"
         f"print('RESULT', summary.passed, summary.unverified, summary.failed)"))
@@ -439,10 +444,7 @@ def test_in_jupyter_the_check_is_one_html_output_with_a_text_fallback(kit_path: 
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    cells = [nbformat.v4.new_code_cell("import sys\nfrom unittest import mock\n"
-                                       "sys.modules['ipycanvas'] = mock.MagicMock()")]
-    cells += [nbformat.v4.new_code_cell(s.code)
-              for s in extract(read_notebook(SUBMISSIONS / "move-dir-transposed.ipynb")).statements]
+    cells = _kernel_cells(nbformat, "move-dir-transposed")
     cells.append(nbformat.v4.new_code_cell(f"from grader import check\nsummary = check({str(kit_path)!r})"))
     notebook = nbformat.v4.new_notebook(cells=cells)
     nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
