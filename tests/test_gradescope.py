@@ -169,6 +169,31 @@ def test_a_passing_case_of_a_zero_scored_exercise_is_marked_passed() -> None:
     assert [(t["score"], t["max_score"], t["status"]) for t in tests] == [(0.0, 1.5, "passed"), (0.0, 1.5, "failed")]
 
 
+def test_a_case_the_submission_budget_skipped_says_so_in_every_writer() -> None:
+    """Its status is "error" (it shows as one), but its reason is the budget: no writer may say it raised."""
+    from grader.report.student import hidden_summary, html_page, markdown_page
+    from grader.report.formats import Page
+    skipped = dict(status="error", message="the submission's time budget is spent", reason="budget",
+                   cause="not run: the submission's time budget was spent")
+    cases = (CaseResult("x#1", visibility="public", call="x(1)", **skipped),
+             CaseResult("x#2", visibility="hidden", call="x(2)", **skipped),
+             CaseResult("x#3", "error", "hidden", "KeyError: 5", call="x(3)", reason="error", error="KeyError: 5"))
+    result = SubmissionResult("s", "s.ipynb", "", "r", "", "0", "rlimits", 0.0, 3.0,
+                              (ExerciseResult("x", "X", 0.0, 3.0, cases),))
+    outputs = [t["output"] for t in to_gradescope(result)["tests"]]
+    assert outputs[0].startswith("not run (the submission's time budget was spent)")
+    assert outputs[1].startswith("not run (the submission's time budget was spent)")
+    assert outputs[2].startswith("raised an error: KeyError: 5")
+    markdown = markdown_page(Page(result, hidden_details=True))
+    assert "— not run (the submission's time budget was spent)" in markdown
+    assert "raised an error" in markdown     # the third case did raise
+    assert hidden_summary(cases) == ("2 hidden cases: 1 not run (the submission's time budget was spent), "
+                                     "1 raised an error")
+    page = html_page(Page(result))
+    assert "not run (the submission&#39;s time budget was spent)" in page or \
+        "not run (the submission's time budget was spent)" in page
+
+
 # ---------------------------------------------------------------------------------------------- the zip
 
 

@@ -47,7 +47,7 @@ def test_markdown_draws_failed_move_dir_cases_as_boards_and_only_counts_hidden_o
     text = student.markdown_report(bundled[TRANSPOSED])
     assert "**Score: 28 / 30**" in text
     assert "## move\\_dir: Move the blank (0 / 2)" in text
-    assert "#### ✗ `move_dir(Start, 0, 0, 1, 0)` — fail" in text
+    assert "#### ✗ `move_dir(Start, 0, 0, 1, 0)` — failed" in text
     assert "│[14]│[  ]│  8 │ 12 │   │[10]│[14]│  8 │ 12 │" in text       # expected beside got, cells marked
     assert "Rows and columns look swapped" in text
     assert "*12 hidden cases: 11 failed, 1 raised an error.*" in text
@@ -67,7 +67,7 @@ def test_hidden_details_show_the_hidden_cases_when_the_ta_asks(bundled: Batch) -
 
 def test_an_error_shows_the_traceback_pointing_at_the_notebook_cell(bundled: Batch) -> None:
     text = student.markdown_report(bundled["extract-move-of-tile"])
-    assert "#### ! `main()  after Start = EasyStart` — error" in text
+    assert "#### ! `main()  after Start = EasyStart` — raised an error" in text
     assert "In [26] (cell 44), line 3, in move_dir" in text
     assert "Printed output:" in text and "Number of states visited: 48" in text
 

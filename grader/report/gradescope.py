@@ -24,7 +24,7 @@ from typing import Sequence
 from grader.files import write_text
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 from grader import codec
-from grader.store.status import WORDS
+from grader.store.status import headline
 from grader.textsafe import display
 
 DECIMALS = 4                       # grader.judge.scoring rounds scores to 4 decimals
@@ -97,7 +97,7 @@ def _cut(text: str, limit: int) -> str:
 def _case_output(case: CaseResult) -> str:
     """What the student reads in the test's box. Public cases show the call, expected beside got, the error and
     the printed output; hidden ones only their verdict and message (they appear once grades are published)."""
-    word = WORDS.get(case.status, case.status)
+    word = headline(case.status, case.reason)
     lines = [word + (f": {case.message}" if case.message else "")]
     if case.visibility != "public":
         lines.append("(hidden case: its call and answers are not shown)")

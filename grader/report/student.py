@@ -25,7 +25,7 @@ from grader.intake.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
 from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json
-from grader.store.status import SYMBOLS, WORDS
+from grader.store.status import SYMBOLS, headline
 from grader.textsafe import display
 
 if TYPE_CHECKING:
@@ -57,9 +57,11 @@ def hidden_summary(cases: Sequence[CaseResult]) -> str:
     hidden = [c for c in cases if c.visibility == "hidden"]
     if not hidden:
         return ""
-    counts = status_counts(hidden)
-    order = list(WORDS) + sorted(set(counts) - set(WORDS))   # a status of a newer grader last
-    parts = ", ".join(f"{counts[s]} {WORDS.get(s, s)}" for s in order if s in counts)
+    counts: dict[str, int] = {}   # by headline: a case the budget skipped is not counted as "raised an error"
+    for case in sorted(hidden, key=lambda c: _rank(c.status)):
+        word = headline(case.status, case.reason)
+        counts[word] = counts.get(word, 0) + 1
+    parts = ", ".join(f"{count} {word}" for word, count in counts.items())
     return f"{len(hidden)} hidden case{'s' if len(hidden) != 1 else ''}: {parts}"
 
 
@@ -210,7 +212,8 @@ def md_block(text: str, info: str = "text") -> str:
 
 def _md_case(case: CaseResult) -> list[str]:
     where = " (hidden)" if case.visibility == "hidden" else ""
-    out = [f"#### {SYMBOLS.get(case.status, '?')} {md_code(case.call or case.id)} — {case.status}{where}", ""]
+    words = headline(case.status, case.reason)
+    out = [f"#### {SYMBOLS.get(case.status, '?')} {md_code(case.call or case.id)} — {words}{where}", ""]
     if case.message:
         out += [md_text(case.message), ""]
     if case.inputs and case.status != "pass":
@@ -285,6 +288,7 @@ class _CaseView:
     alike: tuple[CaseResult, ...] = ()   # other cases that failed the same way, shown by their call only
     inputs: Markup | None = None     # the course fixtures the call uses, drawn (failing public cases)
     alike_inputs: Markup | None = None   # the inputs of the `alike` cases not already drawn
+    words: str = ""                  # the status's words, from the case's status and reason (store.status)
 
 
 @functools.lru_cache(maxsize=1)
@@ -308,7 +312,7 @@ def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseVie
     return [_CaseView(case, SYMBOLS.get(case.status, "?"),
                       boards_html.html_comparison(case.expected, case.got) if case.status == "fail" else None,
                       truncated_output(case.output) if case.output else "", tuple(alike),
-                      _html_inputs(case), _html_alike_inputs(case, alike))
+                      _html_inputs(case), _html_alike_inputs(case, alike), headline(case.status, case.reason))
             for case, alike in failure_groups(shown_cases(exercise, hidden_details))]
 
 

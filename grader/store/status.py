@@ -36,3 +36,12 @@ REASON_OF_STATUS = {FAIL: WRONG, ERROR: RAISED, TIMEOUT: TOO_SLOW, MISSING: NOT_
 def reason_of(status: str, reason: str = "") -> str:
     """The case's reason: the stored one, or (a result from before reasons were stored) its status's."""
     return reason or REASON_OF_STATUS.get(status, "")
+
+# The headline of a case whose reason says more than its status: a case skipped because the submission's time
+# budget ran out shows as an error, yet nothing of the student's raised; it must not read "raised an error".
+REASON_WORDS = {BUDGET: "not run (the submission's time budget was spent)"}
+
+
+def headline(status: str, reason: str = "") -> str:
+    """The words a writer shows for a case: its reason's when that says more than its status, else its status's."""
+    return REASON_WORDS.get(reason) or WORDS.get(status, status)
