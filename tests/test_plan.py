@@ -512,6 +512,35 @@ def test_the_rubric_hash_covers_support_modules_but_not_other_courses_modules(tm
     assert load_rubric(path).sha256 != first
 
 
+def _course_importing_at_call_time(folder: Path, factor: int) -> Path:
+    """A reference whose functions import a sibling and a support module when called, the sibling likewise."""
+    folder.mkdir()
+    (folder / "ref.py").write_text("def double(x):\n    import helpers\n    return helpers.scale(x)\n\n\n"
+                                   "def given_twice():\n    from given import given\n    return 2 * given()\n")
+    (folder / "helpers.py").write_text("def scale(x):\n    from factors import FACTOR\n    return FACTOR * x\n")
+    (folder / "factors.py").write_text(f"FACTOR = {factor}\n")
+    (folder / "support").mkdir()
+    (folder / "support" / "given.py").write_text(f"def given():\n    return {factor}\n")
+    path = folder / "rubric.yaml"
+    path.write_text("assignment: t\nreference: ref.py\nsupport: support\nexercises:\n"
+                    "  - id: double\n    cases:\n      - call: double(3)\n"
+                    "  - id: given_twice\n    cases:\n      - call: given_twice()\n")
+    return path
+
+
+def test_a_reference_imports_its_course_modules_when_called_and_each_course_gets_its_own(tmp_path: Path) -> None:
+    """Imports inside functions run when the expected values are computed (and when the sandbox asks the
+    reference for an isolated helper), long after the reference was loaded: they find the course's modules,
+    each course its own `helpers`, and none of them is left in sys.modules."""
+    import sys
+    two = build_plan(load_rubric(_course_importing_at_call_time(tmp_path / "two", 2)), tmp_path / "cache")
+    three = build_plan(load_rubric(_course_importing_at_call_time(tmp_path / "three", 3)), tmp_path / "cache")
+    assert (two.expected["double#1"].value, two.expected["given_twice#1"].value) == (6, 4)
+    assert (three.expected["double#1"].value, three.expected["given_twice#1"].value) == (9, 6)
+    assert (two.reference.double(5), three.reference.double(5), two.reference.double(1)) == (10, 15, 2)
+    assert not {"helpers", "factors", "given"} & set(sys.modules)
+
+
 def test_a_reference_without_course_modules_keeps_its_hash(tmp_path: Path) -> None:
     """Hashes of rubrics whose reference imports nothing of the course are what they were (rubric + reference),
     so their caches and gradebooks stay valid."""

@@ -30,6 +30,7 @@ from grader import __version__
 from grader.plan import sealed
 from grader.syntax.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names, isolated_call
 from grader.checks.registry import CHECKS, option_problems
+from grader.plan.course_imports import CourseModules
 from grader.rubric.schema import (CaseSpec, CheckSpec, Exercise, Limits, Policy, Rubric, RubricError, hash_course_files,
                                   suggest, support_reads)
 from grader import codec
@@ -141,12 +142,14 @@ def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType
         raise RubricError([f"{path}:0: cannot load the reference module"])
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    folders = [str(folder) for folder in (path.parent, *search) if folder is not None and folder.is_dir()]
-    added = [folder for folder in folders if folder not in sys.path]
-    sys.path[:0] = added
-    before = set(sys.modules)
+    folders = [folder for folder in (path.parent, *search) if folder is not None and folder.is_dir()]
+    # Its imports of sibling modules go through its own __import__, at load and at call time alike
+    # (grader.plan.course_imports): another course's `helpers` is its own, and never left in sys.modules.
+    course = CourseModules(folders)
+    module.__dict__["__builtins__"] = course.builtins
     try:
-        spec.loader.exec_module(module)
+        with course.visible():
+            spec.loader.exec_module(module)
     except BaseException as error:   # SystemExit and KeyboardInterrupt at import are a broken reference too
         del sys.modules[name]
         if isinstance(error, KeyboardInterrupt):
@@ -157,15 +160,6 @@ def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType
             reason += f" (searched the reference's folder{' and the support folder' if len(folders) > 1 else ''} " \
                       f"and the installed packages)"
         raise RubricError([f"{path}:{line}: the reference module fails to import: {reason}"]) from None
-    finally:
-        for folder in added:
-            if folder in sys.path:
-                sys.path.remove(folder)
-        # Sibling modules stay bound in the reference, not in sys.modules: another course's `helpers` is its own.
-        for imported in set(sys.modules) - before:
-            origin = getattr(sys.modules[imported], "__file__", None) or ""
-            if any(origin.startswith(folder + os.sep) for folder in folders):
-                del sys.modules[imported]
     return module
 
 
