@@ -7,6 +7,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.rubric.schema import Policy
 from grader.rubric.schema import CheckSpec, Limits, Mistake, RubricError, load_rubric
@@ -431,3 +433,71 @@ def test_yaml_merge_keys_share_settings_and_written_keys_override_them(tmp_path:
     assert overridden.options == {"next_states": "next_states", "start": "args[0]", "goal": "args[1]",
                                   "optimal": False}
     assert overridden.line == 10
+
+
+# ---------------------------------------------------------------- libyaml and pure-Python parsing agree
+
+
+def _marks(node: object) -> object:
+    """A parsed tree with every line mark spelled out, to compare two parsers' trees exactly."""
+    from grader.rubric.yamlmarks import Marked, MarkedList
+    if isinstance(node, Marked):
+        return ("map", node.line, dict(node.key_lines), {key: _marks(value) for key, value in node.items()})
+    if isinstance(node, MarkedList):
+        return ("seq", node.line, list(node.item_lines), [_marks(value) for value in node])
+    return (type(node).__name__, node)
+
+
+def _both(text: str) -> tuple[object, object]:
+    import yaml
+    from grader.rubric.yamlmarks import _FastLoader, _Loader
+    results = []
+    for loader in (_FastLoader, _Loader):
+        try:
+            results.append(_marks(yaml.load(text, Loader=loader)))  # noqa: S506 - both are safe loaders
+        except yaml.YAMLError:
+            results.append("rejected")
+    return results[0], results[1]
+
+
+def test_the_fast_loader_parses_with_libyaml_when_pyyaml_has_it() -> None:
+    import yaml
+    from grader.rubric.yamlmarks import _FastLoader
+    assert issubclass(_FastLoader, yaml.CSafeLoader) == yaml.__with_libyaml__
+
+
+@pytest.mark.parametrize("rubric", sorted((Path(__file__).parents[1] / "rubrics").glob("*.yaml"))
+                         + sorted(FIXTURES.glob("*.yaml")), ids=lambda p: p.name)
+def test_libyaml_gives_every_rubric_the_same_tree_and_lines(rubric: Path) -> None:
+    fast, pure = _both(rubric.read_text(encoding="utf-8"))
+    assert fast == pure
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=8),
+                     st.floats(allow_nan=False, allow_infinity=False))
+_TREES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(min_size=1, max_size=6), inner, max_size=4)), max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TREES, st.booleans())
+def test_libyaml_and_pure_python_agree_on_any_document(tree: object, flow: bool) -> None:
+    import yaml
+    text = yaml.safe_dump({"root": tree}, default_flow_style=flow, allow_unicode=True)
+    fast, pure = _both(text)
+    assert fast == pure
+
+
+@pytest.mark.parametrize("text", ["a: [1, 2\nb: 3\n", "x:\n  - 1\n - 2\n", "a: &x {b: 1}\nc: *y\n",
+                                  "k: 'unterminated\n", "a: 1\na: 2\n", "? [1, 2]\n: x\n"])
+def test_a_document_libyaml_rejects_is_explained_in_the_pure_python_parsers_words(tmp_path: Path, text: str) -> None:
+    import yaml
+    from grader.rubric.yamlmarks import YamlError, _Loader, load_marked
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(YamlError) as caught:
+        load_marked(path)
+    with pytest.raises(yaml.MarkedYAMLError) as pure:
+        yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+    assert caught.value.reason == pure.value.problem
+    assert caught.value.line == (pure.value.problem_mark or pure.value.context_mark).line + 1
