@@ -501,3 +501,33 @@ def test_a_document_libyaml_rejects_is_explained_in_the_pure_python_parsers_word
         yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
     assert caught.value.reason == pure.value.problem
     assert caught.value.line == (pure.value.problem_mark or pure.value.context_mark).line + 1
+
+
+def test_the_statement_walk_finds_the_imports_a_full_walk_finds() -> None:
+    """course_files walks statements only; on real modules (the standard library's, ours) it finds every import
+    a walk of every node finds, nested in functions, classes, try, with, match and if included."""
+    import ast
+    import json
+    from grader.rubric.schema import _imports_in
+
+    def every_node(source: bytes) -> set[str]:
+        names = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+        return names
+
+    ours = Path(__file__).parents[1] / "grader"
+    modules = sorted(Path(json.__file__).parents[1].glob("*.py"))[:120] + sorted(ours.rglob("*.py"))
+    nested = b"def f():\n    try:\n        import a\n    except E:\n        import b\n" \
+             b"    finally:\n        import c\n" \
+             b"class K:\n    with x:\n        from d.e import f\n" \
+             b"    match y:\n        case 1:\n            import g\n" \
+             b"if z:\n    pass\nelse:\n    for i in j:\n        while k:\n            import h\n" \
+             b"from . import own\n"
+    assert set(_imports_in(nested, "<nested>")) == set("abcdgh") == every_node(nested)
+    for module in modules:
+        source = module.read_bytes()
+        assert set(_imports_in(source, str(module))) == every_node(source), module
