@@ -415,6 +415,10 @@ DAMAGES = {  # name -> the stored cache payload, damaged, as the text written ba
     "malformed_mistake_answer": lambda payload: _with_case(payload, mistakes=[["double_plus_one", {"tuple": 1}]]),
     "seconds_not_a_number": lambda payload: _with_case(payload, seconds="soon"),
     "a_case_missing": _without_case,
+    "generated_not_a_mapping": lambda payload: _with(payload, generated=[]),
+    "generated_value_malformed": lambda payload: _with(payload, generated={"total#1": [{"xs": {"list": 5}}]}),
+    "generated_spec_missing": lambda payload: _with(payload, generated={}),
+    "generated_entry_not_a_mapping": lambda payload: _with(payload, generated={"total#1": [[1, 2]]}),
 }
 
 
@@ -681,3 +685,86 @@ def test_a_memo_starts_over_rather_than_grow_without_bound() -> None:
     for n in range(Memo.LIMIT + 1):
         memo.get((n,), lambda n=n: n)
     assert memo.get((0,), lambda: "again") == "again" and memo.get((Memo.LIMIT,), lambda: "again") == Memo.LIMIT
+
+
+# ---------------------------------------------------------------- generated cases in the cache
+
+COUNTING = """
+import random
+
+GENERATED = []   # one entry per generator call: what a warm cache must not add to
+
+
+class Box(tuple):
+    \"\"\"A course's own type: not plain data, so its cases are generated again each time.\"\"\"
+
+
+def plain(rng: random.Random, count: int) -> list[dict[str, object]]:
+    GENERATED.append("plain")
+    return [{"xs": [rng.randint(0, 9) for _ in range(rng.randint(0, 4))], "t": (1, "a", None, 2.5), "s": {3, 1},
+             "d": {"k": [b"by"]}} for _ in range(count)]
+
+
+def boxed(rng: random.Random, count: int) -> list[dict[str, object]]:
+    GENERATED.append("boxed")
+    return [{"xs": Box((rng.randint(0, 9), 1))} for _ in range(count)]
+
+
+def total(xs):
+    return sum(xs)
+"""
+
+
+def counting_rubric(folder: Path, generator: str) -> Path:
+    (folder / "counting.py").write_text(COUNTING, encoding="utf-8")
+    path = folder / "counting.yaml"
+    path.write_text(textwrap.dedent(f"""
+        assignment: counting
+        reference: counting.py
+        exercises:
+          - id: total
+            cases:
+              - call: total([1])
+              - generate: {generator}
+                count: 5
+                seed: 3
+                call: total(xs)
+        """).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def test_a_warm_cache_gives_the_same_cases_without_calling_a_generator(tmp_path: Path) -> None:
+    rubric = load_rubric(counting_rubric(tmp_path, "plain"))
+    cache = tmp_path / "cache"
+    first = build_plan(rubric, cache)
+    calls = first.reference.GENERATED
+    assert calls == ["plain"]
+    again = build_plan(rubric, cache)
+    assert calls == ["plain"]                              # the cached variables were used
+    assert again.cases == first.cases and again.expected == first.expected and not again.warnings
+    for old, new in zip(first.cases["total"], again.cases["total"], strict=True):
+        assert [type(v) for v in old.variables.values()] == [type(v) for v in new.variables.values()]
+    assert stored_payload(cache_path(rubric, cache))["generated"]["total#2"][0]["t"] == \
+        {"tuple": [1, "a", None, 2.5]}
+
+
+def test_variables_that_are_not_plain_data_are_generated_each_time(tmp_path: Path) -> None:
+    rubric = load_rubric(counting_rubric(tmp_path, "boxed"))
+    cache = tmp_path / "cache"
+    first = build_plan(rubric, cache)
+    again = build_plan(rubric, cache)
+    assert first.reference.GENERATED == ["boxed", "boxed"]
+    assert type(again.cases["total"][1].variables["xs"]).__name__ == "Box"
+    assert again.expected == first.expected and not again.warnings
+    assert stored_payload(cache_path(rubric, cache))["generated"] is None
+
+
+def test_generated_variables_sealed_with_the_folders_key_are_the_cases(tmp_path: Path) -> None:
+    rubric = load_rubric(counting_rubric(tmp_path, "plain"))
+    cache = tmp_path / "cache"
+    build_plan(rubric, cache)
+    stored = cache_path(rubric, cache)
+    payload = stored_payload(stored)
+    payload["generated"]["total#2"][0]["xs"] = {"list": [7, 7]}
+    reseal(stored, json.dumps(payload))
+    assert build_plan(rubric, cache).cases["total"][1].variables["xs"] == [7, 7]

@@ -35,7 +35,8 @@ from grader.rubric.schema import (CaseSpec, CheckSpec, Exercise, Limits, Policy,
                                   suggest, support_reads)
 from grader import codec
 
-CACHE_FORMAT = 3   # 2: sealed with the cache folder's key (grader.plan.sealed); 3: answers of accepted variants too
+CACHE_FORMAT = 4   # 2: sealed with the cache folder's key (grader.plan.sealed); 3: answers of accepted variants too;
+#                    4: the generated cases' variables too, so a batch with a warm cache calls no generator
 
 
 @dataclass(frozen=True)
@@ -279,23 +280,9 @@ def _check_options(rubric: Rubric, reference: ModuleType, spec: CheckSpec, where
             for problem in option_problems(spec.name, spec.options, reference)]
 
 
-def _generated(rubric: Rubric, reference: ModuleType, exercise: Exercise, spec: CaseSpec,
-               numbered: dict[str, int]) -> list[Case]:
-    assert spec.generate is not None   # only generated cases come here
-    generator = getattr(reference, spec.generate)
-    try:
-        produced = generator(random.Random(spec.seed), spec.count)
-    except Exception as error:
-        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' fails: "
-                                                       f"{type(error).__name__}: {error}")]) from None
-    if not isinstance(produced, list) or not all(isinstance(v, dict) for v in produced):
-        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' must return a list of dicts")])
-    if len(produced) < spec.count:
-        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' returned {len(produced)} "
-                                                       f"case{'s' if len(produced) != 1 else ''} for count "
-                                                       f"{spec.count}: lower the count or make it produce more")])
-    # Smallest first, so feedback shows the smallest failing input.
-    ordered = sorted(produced, key=lambda variables: codec.size(codec.encode(variables)))
+def _generated(exercise: Exercise, spec: CaseSpec, numbered: dict[str, int],
+               ordered: list[dict[str, Any]]) -> list[Case]:
+    """The cases of one `generate:` spec, from what its generator produced (smallest first)."""
     base = spec.id or f"{exercise.id}.{spec.generate}"
     # The same generator may feed several cases of an exercise (a public and a hidden seed): number on.
     first = numbered.get(base, 0) + 1
@@ -309,15 +296,53 @@ def _generated(rubric: Rubric, reference: ModuleType, exercise: Exercise, spec: 
     ]
 
 
-def expand(rubric: Rubric, reference: ModuleType) -> dict[str, tuple[Case, ...]]:
-    """Every exercise's concrete cases, fixed ones in rubric order then generated ones smallest first."""
+def _ordered(rubric: Rubric, reference: ModuleType, spec: CaseSpec) -> list[dict[str, Any]]:
+    """What the generator produces for the spec's seed and count, smallest first (so feedback shows the smallest
+    failing input)."""
+    assert spec.generate is not None
+    generator = getattr(reference, spec.generate)
+    try:
+        produced = generator(random.Random(spec.seed), spec.count)
+    except Exception as error:
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' fails: "
+                                                       f"{type(error).__name__}: {error}")]) from None
+    if not isinstance(produced, list) or not all(isinstance(v, dict) for v in produced):
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' must return a list of dicts")])
+    if len(produced) < spec.count:
+        raise RubricError([_problem(rubric, spec.line, f"generator '{spec.generate}' returned {len(produced)} "
+                                                       f"case{'s' if len(produced) != 1 else ''} for count "
+                                                       f"{spec.count}: lower the count or make it produce more")])
+    return sorted(produced, key=lambda variables: codec.size(codec.encode(variables)))
+
+
+Generated = Mapping[str, list[dict[str, Any]]]   # spec_key -> what a generate: spec's generator produced, ordered
+
+
+def spec_key(exercise: Exercise, index: int) -> str:
+    """The name of an exercise's `index`-th case entry (1-based) in a Generated mapping."""
+    return f"{exercise.id}#{index}"
+
+
+def generate(rubric: Rubric, reference: ModuleType) -> dict[str, list[dict[str, Any]]]:
+    """Every generate: spec's variables, each list smallest first: the only part of expanding that runs
+    reference code, so it is what the sealed cache keeps."""
+    return {spec_key(exercise, index): _ordered(rubric, reference, spec)
+            for exercise in rubric.exercises for index, spec in enumerate(exercise.cases, start=1) if spec.generate}
+
+
+def expand(rubric: Rubric, reference: ModuleType, generated: Generated | None = None) -> dict[str, tuple[Case, ...]]:
+    """Every exercise's concrete cases, fixed ones in rubric order then generated ones smallest first.
+
+    `generated` is what `generate` returned (perhaps in an earlier run, from the cache); without it, it is called."""
+    if generated is None:
+        generated = generate(rubric, reference)
     cases: dict[str, tuple[Case, ...]] = {}
     for exercise in rubric.exercises:
         produced: list[Case] = []
         numbered: dict[str, int] = {}
         for index, spec in enumerate(exercise.cases, start=1):
             if spec.generate:
-                produced.extend(_generated(rubric, reference, exercise, spec, numbered))
+                produced.extend(_generated(exercise, spec, numbered, generated[spec_key(exercise, index)]))
             else:
                 produced.append(Case(
                     id=spec.id or f"{exercise.id}#{index}", exercise=exercise.id, call=spec.call,
@@ -440,9 +465,17 @@ def cache_path(rubric: Rubric, cache_dir: Path | None) -> Path | None:
     return cache_dir / f"{rubric.assignment}-{rubric.sha256[:16]}-{__version__}.json"
 
 
-def _load_cached(path: Path | None, rubric: Rubric, key: bytes | None) -> tuple[dict[str, Expected] | None, str]:
-    """The cached expected values, if the file verifies under the folder's key; else None and why not
-    ("" when there is simply no file)."""
+@dataclass(frozen=True)
+class Cached:
+    """What a sealed cache file holds: the expected values, and the generators' output when it is plain data."""
+
+    expected: dict[str, Expected]
+    generated: dict[str, list[dict[str, Any]]] | None
+
+
+def _load_cached(path: Path | None, rubric: Rubric, key: bytes | None) -> tuple[Cached | None, str]:
+    """The cached expected values (and generated variables), if the file verifies under the folder's key; else
+    None and why not ("" when there is simply no file)."""
     if path is None or key is None:
         return None, ""
     body, why = sealed.read_sealed(key, path)
@@ -459,18 +492,70 @@ def _load_cached(path: Path | None, rubric: Rubric, key: bytes | None) -> tuple[
             for value in (e["value"], *(answer for _, answer in mistakes + variants)):
                 codec.decode(value)  # a damaged value must never reach a check
             expected[case_id] = Expected(e["value"], float(e["seconds"]), mistakes, variants)
-        return expected, ""
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        generated = None
+        if stored["generated"] is not None:
+            generated = {str(spec): [{str(name): codec.decode(wire) for name, wire in variables.items()}
+                                     for variables in produced]
+                         for spec, produced in stored["generated"].items()}
+        return Cached(expected, generated), ""
+    except (ValueError, KeyError, TypeError, AttributeError) as error:   # codec.CodecError is a ValueError
         return None, f"it does not hold expected values ({type(error).__name__})"
 
 
-def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected], key: bytes | None) -> None:
+_NOT_PLAIN = object()
+
+
+def _plain(value: Any) -> Any:
+    """The wire of a value that decodes back to an equal value of the same exact types (builtins all the way
+    down; a class mark is dropped by decode, so it fails the comparison), or _NOT_PLAIN: a generator's instance
+    of a course class, or a numpy array, is generated again each time."""
+    try:
+        wire = codec.encode(value)
+        back = codec.decode(wire)
+    except (ValueError, TypeError, RecursionError):
+        return _NOT_PLAIN
+    if codec.encode(back) != wire or not _builtins_only(back):
+        return _NOT_PLAIN
+    return wire
+
+
+def _builtins_only(value: Any) -> bool:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if type(item) in (list, tuple, set, frozenset):
+            pending.extend(item)
+        elif type(item) is dict:
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif type(item) not in (type(None), bool, int, float, str, bytes):
+            return False
+    return True
+
+
+def _storable(generated: Generated) -> dict[str, list[dict[str, Any]]] | None:
+    """The generators' output as wires, when every variable is plain data; else None (not cached)."""
+    stored = {}
+    for spec, produced in generated.items():
+        wires = []
+        for variables in produced:
+            encoded = {name: _plain(value) for name, value in variables.items()}
+            if any(type(name) is not str or wire is _NOT_PLAIN for name, wire in encoded.items()):
+                return None
+            wires.append(encoded)
+        stored[spec] = wires
+    return stored
+
+
+def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected], generated: Generated,
+           key: bytes | None) -> None:
     if path is None or key is None:
         return
     payload = {"format": CACHE_FORMAT, "rubric_sha256": rubric.sha256,
                "expected": {k: {"value": e.value, "seconds": e.seconds, "mistakes": [list(m) for m in e.mistakes],
                                 "variants": [list(v) for v in e.variants]}
-                            for k, e in expected.items()}}
+                            for k, e in expected.items()},
+               "generated": _storable(generated)}
     sealed.write_sealed(key, path, json.dumps(payload).encode("utf-8"))
 
 
@@ -484,7 +569,6 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
     problems = _validate_names(rubric, reference)
     if problems:
         raise RubricError(problems)
-    cases = expand(rubric, reference)
     location = cache_path(rubric, cache_dir)
     warnings: list[str] = []
     key = None
@@ -492,7 +576,16 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
         folder = sealed.folder_key(cache_dir)
         key = folder.key
         warnings.extend(folder.problems)
-    expected, why = _load_cached(location, rubric, key)
+    cached, why = _load_cached(location, rubric, key)
+    generated = cached.generated if cached is not None and cached.generated is not None else None
+    if generated is not None and set(generated) != {spec_key(exercise, index) for exercise in rubric.exercises
+                                                    for index, spec in enumerate(exercise.cases, start=1)
+                                                    if spec.generate}:
+        cached, generated, why = None, None, "it does not hold this rubric's generated cases"
+    if generated is None:
+        generated = generate(rubric, reference)
+    cases = expand(rubric, reference, generated)
+    expected = cached.expected if cached is not None else None
     if expected is not None and set(expected) != {c.id for group in cases.values() for c in group}:
         expected, why = None, "it does not hold this rubric's cases"
     if why:
@@ -504,7 +597,7 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
             for case in cases[exercise.id]:
                 expected[case.id] = _expected(rubric, reference, exercise, case, {**base, **case.variables})
         try:
-            _store(location, rubric, expected, key)
+            _store(location, rubric, expected, generated, key)
         except OSError as error:   # grading goes on; it just recomputes next time
             warnings.append(f"expected-value cache {location} could not be written: {error.strerror or error}")
     rubric = replace(rubric, policy=slice_policy(rubric, fixtures(rubric, reference), cases))
