@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grader.intake.notebook import Cell, NotebookError, notebook_from_source, read_notebook
 
@@ -153,3 +155,101 @@ def test_notebook_from_source_splits_text_and_names_it() -> None:
     assert [cell.source for cell in nb.cells] == ["x = 1", "y = 2"]
     code_before_first_marker = notebook_from_source("z = 0\n# %%\nx = 1\n", "s.py")
     assert [cell.source for cell in code_before_first_marker.cells] == ["z = 0", "x = 1"]
+
+
+# ---------------------------------------------------------------- v4 structure, checked without nbformat
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                                  max_size=3), max_leaves=6)
+_CELL_FIELDS = ["cell_type", "source", "execution_count", "outputs", "id", "metadata", "attachments", "unknown"]
+_OUTPUT_FIELDS = ["output_type", "name", "text", "data", "metadata", "execution_count", "ename", "evalue",
+                  "traceback", "unknown"]
+
+
+def _base_notebook() -> dict:
+    """A valid v4.5 notebook with every kind of cell and output."""
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3",
+                                                                             "display_name": "Python 3"}},
+            "cells": [{"cell_type": "markdown", "id": "m1", "metadata": {}, "source": ["# Title\n", "text"]},
+                      {"cell_type": "raw", "id": "r1", "metadata": {}, "source": "raw"},
+                      {"cell_type": "code", "id": "c1", "metadata": {}, "source": "x = 1", "execution_count": 3,
+                       "outputs": [{"output_type": "stream", "name": "stdout", "text": ["hi\n"]},
+                                   {"output_type": "execute_result", "execution_count": 3, "metadata": {},
+                                    "data": {"text/plain": ["1"], "application/json": {"a": [1]}}},
+                                   {"output_type": "display_data", "metadata": {}, "data": {"text/html": "<b/>"}},
+                                   {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]}]}]}
+
+
+def _nbformat_problem(notebook: dict) -> bool:
+    import warnings
+
+    import nbformat
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            nbformat.validate(nbformat.from_dict(notebook))
+        except Exception:   # a ValidationError, or nbformat's own crash on odd cells (its reader caught both)
+            return True
+    return False
+
+
+def test_the_base_notebook_is_valid_for_both_checks() -> None:
+    from grader.intake.v4check import first_problem
+    assert first_problem(_base_notebook()) is None and not _nbformat_problem(_base_notebook())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_our_v4_check_finds_a_problem_exactly_when_nbformat_does(data: st.DataObject) -> None:
+    """A valid notebook with one structural field of a cell or an output replaced, removed or added."""
+    from grader.intake.v4check import first_problem
+    notebook = _base_notebook()
+    cell = data.draw(st.sampled_from(notebook["cells"]))
+    target = cell
+    fields = _CELL_FIELDS
+    if cell["cell_type"] == "code" and data.draw(st.booleans()):
+        target, fields = data.draw(st.sampled_from(cell["outputs"])), _OUTPUT_FIELDS
+    field = data.draw(st.sampled_from(fields))
+    if data.draw(st.booleans()) and field in target:
+        del target[field]
+    else:
+        value = data.draw(_JSON)
+        if field == "metadata" and isinstance(value, dict):
+            value = []           # metadata sub-schemas (tags, kernelspec, ...) are not ours to check
+        if field == "id" and isinstance(value, str):
+            value = data.draw(st.sampled_from([value, "ok-id_1", "", "has space", "x" * 65]))
+        target[field] = value
+    if field == "id" and "id" not in target:
+        return                   # nbformat 4.5 adds a missing id (with a warning); we read the cell without one
+    assert (first_problem(notebook) is not None) == _nbformat_problem(notebook), notebook
+
+
+def test_a_schema_problem_names_the_cell_and_the_field() -> None:
+    from grader.intake.v4check import first_problem
+    notebook = _base_notebook()
+    notebook["cells"][2]["outputs"][0]["text"] = 5
+    assert first_problem(notebook) == "cell 3: output 1: text 5 is not text or a list of text"
+    notebook = _base_notebook()
+    notebook["cells"][1]["surprise"] = 1
+    assert first_problem(notebook) == "cell 2: unexpected key 'surprise' in a raw cell"
+
+
+def test_grading_reads_notebooks_without_importing_nbformat(tmp_path: Path) -> None:
+    """`grader grade` of a v4 notebook never imports nbformat, jsonschema, jinja2, nbconvert, numpy, dask or nh3
+    (rich draws the terminal's progress bar and table, so it stays), nor validation, mutation testing or the kit."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "import sys\n"
+        "from grader.cli import main\n"
+        f"code = main(['grade', {str(root / 'assignments' / 'taoistic-search' / 'submissions' / 'correct.ipynb')!r},"
+        f" '--rubric', {str(root / 'rubrics' / 'taoistic-search.yaml')!r}, '--out', {str(tmp_path / 'out')!r},"
+        f" '--cache', {str(tmp_path / 'cache')!r}, '--jobs', '1', '--quiet'])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'nbformat', 'jsonschema', 'jinja2', 'nbconvert', 'numpy', 'dask', 'nh3'}) + sorted({m for m in sys.modules "
+        "if m.startswith(('grader.authoring.validate', 'grader.authoring.mutation', 'grader.kit.'))})\n"
+        "print(code, heavy)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr

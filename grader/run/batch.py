@@ -400,5 +400,10 @@ def check(notebook: str | Path, rubric: str | Path | Rubric, *, options: Options
     return result, hidden
 
 
-# validate lives in grader.authoring.validate; kept importable from here for callers of the old place.
-from grader.authoring.validate import Validation, validate  # noqa: E402,F401
+def __getattr__(name: str) -> object:
+    """validate lives in grader.authoring.validate; kept importable from here for callers of the old place, and
+    imported only when asked for (it brings mutation testing and the kit, which grading never uses)."""
+    if name in ("Validation", "validate"):
+        from grader.authoring import validate as module
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
