@@ -104,6 +104,14 @@ def graded_seconds(paths: list[Path], out: Path, cache: Path, jobs: int, force: 
     return time.perf_counter() - started, batch
 
 
+def cli_seconds(folder: Path, out: Path, cache: Path, jobs: int) -> float:
+    """`grader grade` of a folder as a TA runs it: a new process, so start-up (imports, rubric, plan) counts."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC), "--out", str(out),
+                    "--cache", str(cache), "--jobs", str(jobs), "--quiet"], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
 def nbconvert_seconds(paths: list[Path], scratch: Path) -> float | None:
     """Execute notebooks with nbconvert the way kernel-based graders do (errors allowed, like a real class)."""
     try:
@@ -135,18 +143,17 @@ def main() -> None:
         (root / "class").mkdir()
         cache = root / "cache"
         paths = generate(root / "class", args.submissions)
+        from bench_nbgrader import compile_grader
+        compile_grader()    # as an installed grader has its bytecode
         from grader.run.batch import grade_batch
         grade_batch([paths[0]], RUBRIC, root / "warm", jobs=1, cache=cache)   # expected values computed and cached
 
         (root / "correct").mkdir()
         correct = generate(root / "correct", args.correct, mix=[("correct", 1)])
-        correct_seconds, correct_batch = graded_seconds(correct, root / "correct-out", cache, args.jobs)
-        correct_regrade, _ = graded_seconds(correct, root / "correct-out", cache, args.jobs, force=False)
-        started = time.perf_counter()   # the same regrade as a TA runs it: a new process, imports included
-        subprocess.run([sys.executable, "-m", "grader", "grade", str(root / "correct"), "--rubric", str(RUBRIC),
-                        "--out", str(root / "correct-out"), "--cache", str(cache), "--quiet"], check=True,
-                       capture_output=True)
-        cli_regrade = time.perf_counter() - started
+        correct_seconds = cli_seconds(root / "correct", root / "correct-out", cache, args.jobs)   # start-up in it
+        correct_regrade, correct_batch = graded_seconds(correct, root / "correct-out", cache, args.jobs, force=False)
+        # the same regrade as a TA runs it: a new process, imports included
+        cli_regrade = cli_seconds(root / "correct", root / "correct-out", cache, args.jobs)
         full = sum(row.total == row.max_total for row in correct_batch.rows)
 
         batch_seconds, batch = graded_seconds(paths, root / "out", cache, args.jobs)
@@ -171,7 +178,8 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, isolation: "
           f"{', '.join(f'{level} ({count})' for level, count in batch.isolation.items())}")
     print(f"{args.correct} distinct correct notebooks, {args.jobs} workers: {correct_seconds:.1f} s = "
-          f"{args.correct / correct_seconds:.1f} submissions/s, {full} of {args.correct} with full marks; "
+          f"{args.correct / correct_seconds:.1f} submissions/s as `grader grade` (start-up included), {full} of "
+          f"{args.correct} with full marks; "
           f"regrade with nothing changed: {correct_regrade:.2f} s ({cli_regrade:.2f} s as `grader grade`, "
           f"start-up included)")
     print(f"class of {n} submissions (correct, wrong and hostile mixed), {args.jobs} workers:")
