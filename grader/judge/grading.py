@@ -29,7 +29,7 @@ from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
 from grader.store import status as vocabulary
 from grader.sandbox.isolation import isolation_report
-from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Sandbox,
+from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Replies, Sandbox,
                                     SandboxError)
 from grader.judge.scoring import exercise_score, total
 
@@ -672,7 +672,7 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
     # What the child needs to stand in for an isolated method: its parameters and the data to send.
     specs = {name: {"params": list(call.params), "inputs": list(call.inputs)} for name, call in methods.items()}
     # The reference's answers are shared by every submission graded with this plan (in this process).
-    replies: dict[tuple[str, str, str], dict] = plan.memo.get(("oracle-replies",), dict)
+    replies = plan.memo.get(("oracle-replies",), Replies)
     outcomes = sandbox.run_exercise(requests, tuple(isolate), PureOracle(oracle, replies) if isolate else _no_oracle,
                                     deadline, max_timeouts=exercise.limits.max_timeouts, methods=specs or None)
     results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]

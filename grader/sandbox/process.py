@@ -82,16 +82,60 @@ class LoadReport:
 Oracle = Callable[[str, list, dict], Any]
 
 
+@dataclass
+class Replies:
+    """The reference's answers to isolated-helper calls, kept by the call's wire text and shared by whoever may
+    share answers (one plan's runs, so every submission of a batch).
+
+    Why a budget in characters: the child chooses every argument, so a kept key can be as large as a frame
+    (tens of MB) and a reply as large as the reference makes it; counted in calls alone, a few hundred calls
+    with huge arguments held gigabytes in the parent for the rest of the batch. A call whose key is over
+    `max_key_chars` is answered but not kept; when keeping one would pass `max_chars` (keys and replies) or
+    `limit` calls, everything kept is dropped and counting starts again."""
+
+    max_chars: int = 16_000_000
+    max_key_chars: int = 16_384
+    limit: int = 20_000
+    entries: dict[tuple[str, str, str], dict] = field(default_factory=dict)
+    chars: int = 0
+
+    def key(self, call: frames.OracleCall) -> tuple[str, str, str] | None:
+        """The call's key, or None when it is not plain wire or too large to keep."""
+        try:
+            args = codec.canonical(call.args)
+            kwargs = codec.canonical(call.kwargs) if len(args) <= self.max_key_chars else ""
+        except (TypeError, ValueError, RecursionError):   # not plain wire: the full path says why
+            return None
+        if len(call.name) + len(args) + len(kwargs) > self.max_key_chars:
+            return None
+        return (call.name, args, kwargs)
+
+    def get(self, key: tuple[str, str, str] | None) -> dict | None:
+        return self.entries.get(key) if key is not None else None
+
+    def keep(self, key: tuple[str, str, str], reply: dict) -> None:
+        try:
+            size = sum(map(len, key)) + len(codec.canonical(reply))
+        except (TypeError, ValueError, RecursionError):
+            return
+        if size > self.max_key_chars * 4:
+            return   # a huge answer to a small question: recomputed when asked again
+        if self.chars + size > self.max_chars or len(self.entries) >= self.limit:
+            self.entries.clear()
+            self.chars = 0
+        if key not in self.entries:
+            self.entries[key] = dict(reply)
+            self.chars += size
+
+
 @dataclass(frozen=True)
 class PureOracle:
     """An oracle whose answers depend only on the call (the reference's helpers are functions of their
-    arguments): its replies are kept by the call's wire text, so a call seen before (the same states come up in
-    every search of a class) is answered without decoding, calling the reference or encoding. `replies` is
-    shared by whoever may share answers (one plan's runs); it is emptied when it holds `limit` calls."""
+    arguments): its replies are kept (see Replies), so a call seen before (the same states come up in every
+    search of a class) is answered without decoding, calling the reference or encoding."""
 
     answer: Oracle
-    replies: dict[tuple[str, str, str], dict] = field(default_factory=dict)
-    limit: int = 20_000
+    replies: Replies = field(default_factory=Replies)
 
     def __call__(self, function: str, args: list, kwargs: dict) -> Any:
         return self.answer(function, args, kwargs)
@@ -461,11 +505,8 @@ class Sandbox:
         """The reference's answer to an isolated-helper call the child made (already checked as allowed)."""
         key = None
         if isinstance(oracle, PureOracle):
-            try:
-                key = (call.name, codec.canonical(call.args), codec.canonical(call.kwargs))
-            except (TypeError, ValueError, RecursionError):   # not plain wire: the full path says why
-                key = None
-            known = oracle.replies.get(key) if key is not None else None
+            key = oracle.replies.key(call)
+            known = oracle.replies.get(key)
             if known is not None:
                 self._send({**known, "seq": call.seq})
                 return
@@ -481,9 +522,7 @@ class Sandbox:
         except Exception as error:  # the reference rejects the student's arguments: the student's call fails
             reply = {"error": f"{type(error).__name__}: {error}"[:500]}
         if key is not None and isinstance(oracle, PureOracle):
-            if len(oracle.replies) >= oracle.limit:
-                oracle.replies.clear()
-            oracle.replies[key] = dict(reply)
+            oracle.replies.keep(key, reply)
         reply["seq"] = call.seq
         self._send(reply)
 
