@@ -1,0 +1,98 @@
+"""The codec's fast path for plain values (puzzle states, counts, sets of states) gives exactly what the general
+walk gives, and refuses nothing the general walk accepts nor accepts anything it refuses: the parent decodes
+hostile wire data with it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grader import codec
+from grader.codec import CodecError, Limits
+
+GENERAL = Limits()   # equal to the defaults but not them: the general walk only
+
+
+def strict(value: Any) -> Any:
+    """A value as a structure that compares types too (a set equals a frozenset, 1 equals True, in Python)."""
+    kind = type(value)
+    if kind in (list, tuple):
+        return (kind.__name__, [strict(item) for item in value])
+    if kind in (set, frozenset):
+        return (kind.__name__, sorted(json.dumps(strict(item)) for item in value))
+    if kind is dict:
+        return ("dict", [[strict(key), strict(item)] for key, item in value.items()])
+    if kind is float:
+        return ("float", repr(value))
+    return (kind.__name__, value)
+
+
+scalars = (st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=300)
+           | st.integers(min_value=2**61, max_value=2**64))
+hashables = st.recursive(scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=4),
+                         max_leaves=12)
+plain = st.recursive(
+    scalars,
+    lambda inner: (st.lists(inner, max_size=6) | st.tuples(inner, inner).map(tuple) | st.sets(hashables, max_size=5)
+                   | st.frozensets(hashables, max_size=5) | st.dictionaries(hashables, inner, max_size=4)
+                   | st.lists(st.lists(inner, max_size=3), max_size=3).map(lambda rows: tuple(map(tuple, rows)))),
+    max_leaves=40)
+
+
+def general_encode(value: Any) -> Any:
+    return codec.encode(value, GENERAL)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(plain)
+def test_plain_values_encode_exactly_as_the_general_walk_encodes_them(value: Any) -> None:
+    assert json.dumps(codec.encode(value)) == json.dumps(general_encode(value))
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(plain)
+def test_plain_wires_decode_exactly_as_the_general_walk_decodes_them(value: Any) -> None:
+    wire = general_encode(value)
+    assert strict(codec.decode(wire)) == strict(codec.decode(wire, GENERAL))
+
+
+json_data = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["tuple", "list", "set", "frozenset", "dict", "class", "str", "x"]), inner, max_size=2),
+    max_leaves=25)
+
+
+def outcome(decode: Any) -> Any:
+    try:
+        return ("ok", strict(decode()))
+    except CodecError:
+        return ("refused",)
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(json_data)
+def test_any_json_data_is_decoded_or_refused_exactly_as_the_general_walk_does(wire: Any) -> None:
+    assert outcome(lambda: codec.decode(wire)) == outcome(lambda: codec.decode(wire, GENERAL))
+
+
+def test_what_the_fast_path_leaves_to_the_general_walk_still_gets_its_checks() -> None:
+    deep: Any = "leaf"
+    for _ in range(70):
+        deep = [deep]
+    for value in (deep, 10**4001, float("nan"), [1] * 300_000):
+        try:
+            expected = ("ok", json.dumps(general_encode(value)))
+        except CodecError as error:
+            expected = ("refused", str(error))
+        try:
+            got = ("ok", json.dumps(codec.encode(value)))
+        except CodecError as error:
+            got = ("refused", str(error))
+        assert got == expected
+    for wire in ({"set": [{"list": []}]}, {"dict": [[{"list": []}, 1]]}, {"tuple": [[1]]},
+                 {"tuple": [], "class": "x.Y"}, {"int": 10**4001}):
+        assert outcome(lambda wire=wire: codec.decode(wire)) == outcome(lambda wire=wire: codec.decode(wire, GENERAL))
