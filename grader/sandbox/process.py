@@ -96,7 +96,7 @@ class Replies:
     max_chars: int = 16_000_000
     max_key_chars: int = 16_384
     limit: int = 20_000
-    entries: dict[tuple[str, str, str], dict] = field(default_factory=dict)
+    entries: dict[tuple[str, str, str], bytes] = field(default_factory=dict)   # call -> its reply frame's tail
     chars: int = 0
 
     def key(self, call: frames.OracleCall) -> tuple[str, str, str] | None:
@@ -110,21 +110,19 @@ class Replies:
             return None
         return (call.name, args, kwargs)
 
-    def get(self, key: tuple[str, str, str] | None) -> dict | None:
+    def get(self, key: tuple[str, str, str] | None) -> bytes | None:
         return self.entries.get(key) if key is not None else None
 
-    def keep(self, key: tuple[str, str, str], reply: dict) -> None:
-        try:
-            size = sum(map(len, key)) + len(codec.canonical(reply))
-        except (TypeError, ValueError, RecursionError):
-            return
+    def keep(self, key: tuple[str, str, str], tail: bytes) -> None:
+        """Keep a reply, encoded as the tail of its frame (see _reply_frame)."""
+        size = sum(map(len, key)) + len(tail)
         if size > self.max_key_chars * 4:
             return   # a huge answer to a small question: recomputed when asked again
         if self.chars + size > self.max_chars or len(self.entries) >= self.limit:
             self.entries.clear()
             self.chars = 0
         if key not in self.entries:
-            self.entries[key] = dict(reply)
+            self.entries[key] = tail
             self.chars += size
 
 
@@ -247,7 +245,7 @@ class Sandbox:
             raise SandboxError(f"refusing to run student code as root without namespaces: {why} "
                                "(give --allow-root-sandbox to run it anyway)")
 
-    def _send(self, message: dict) -> None:
+    def _send(self, message: dict | bytes) -> None:
         """Queue a request for the child: it is written while the parent waits for frames, never blocking."""
         assert self.request_fd is not None and self.reader is not None
         if self.outbox is None or self._outbox_reader is not self.reader:   # a new child: a new queue
@@ -508,7 +506,7 @@ class Sandbox:
             key = oracle.replies.key(call)
             known = oracle.replies.get(key)
             if known is not None:
-                self._send({**known, "seq": call.seq})
+                self._send(_reply_frame(call.seq, known))
                 return
         try:
             args = codec.decode(call.args)
@@ -521,10 +519,10 @@ class Sandbox:
             raise
         except Exception as error:  # the reference rejects the student's arguments: the student's call fails
             reply = {"error": f"{type(error).__name__}: {error}"[:500]}
+        tail = wire.json_text(reply)[1:].encode("utf-8")   # '"value":...}': the frame after its "seq"
         if key is not None and isinstance(oracle, PureOracle):
-            oracle.replies.keep(key, reply)
-        reply["seq"] = call.seq
-        self._send(reply)
+            oracle.replies.keep(key, tail)
+        self._send(_reply_frame(call.seq, tail))
 
     def _outcome(self, case: CaseRequest, message: frames.Result, seconds: float, cpu: float | None) -> Outcome:
         """The child's answer as the parent sees it: the kernel's CPU time (else the parent's wall clock)
@@ -643,6 +641,12 @@ class _CaseClock:
         left = max(0.05, self.limit + GRACE_SECONDS - used.cpu)
         self.wake = now + left if now >= self.backstop else min(self.backstop, now + left)
         return None
+
+
+def _reply_frame(seq: int, tail: bytes) -> bytes:
+    """The frame answering call `seq`: its body is {"seq": seq, ...the reply}, the reply encoded once (kept
+    encoded, a reply seen before costs no encoding)."""
+    return wire.frame_of(b'{"seq":%d,%s' % (seq, tail))
 
 
 def _oracle_problem(name: str, isolate: Sequence[str], calls: int, allowed: int) -> str | None:

@@ -56,13 +56,14 @@ _write = os.write
 _fork = os.fork
 _exit = os._exit
 _setitimer = signal.setitimer
-_sigmask = signal.pthread_sigmask
 # The load phase's budget is wall time (ITIMER_REAL, SIGALRM); a case's limit is CPU time (ITIMER_PROF, SIGPROF),
 # so waiting for a CPU on a busy machine or for the parent's answer to an isolated-helper call costs the case
 # nothing. The parent reads the same CPU time from the kernel and does not depend on this alarm.
-_ALARMS = {signal.SIGALRM, signal.SIGPROF}
+# [in an exchange with the parent, an alarm came during it]: see Child.ask.
+_EXCHANGE = [False, False]
+MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold: arguments' text and replies
 _perf = time.perf_counter
-_encode, _decode = _codec.encode, _codec.decode
+_encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
 
 
 class CaseTimeout(BaseException):
@@ -172,6 +173,9 @@ class Child:
         self.support = {}
         self.output_limit = 65536
         self.sequence = 0
+        self.answers = {}            # (helper, arguments' text) -> the body of the parent's reply, for one exercise
+        self.memo_bytes = 0
+        self.replies = None          # the exercise's stream of answers from the parent (wire.FrameStream)
         self.scratch = None          # emptied between phases
         self.sweep = False           # kill(-1) reaches only the student's processes
         self.jailed = False          # PID 2 of the sandbox's own pid namespace
@@ -291,33 +295,66 @@ class Child:
     # -- cases ----------------------------------------------------------------------------------------------
     def _oracle(self, name):
         child = self
+        name_text = _wire.json_text(name)
 
         def oracle(*args, **kwargs):
             try:
-                payload = {"op": "oracle", "name": name, "args": _encode(list(args)), "kwargs": _encode(kwargs)}
+                call = (_wire.json_text(_encode(list(args))), _wire.json_text(_encode(kwargs)))
             except _codec.CodecError as error:
                 raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
-            child.sequence += 1
-            payload["seq"] = child.sequence
-            # The case's alarm must not interrupt an exchange halfway: a half-read reply would be read later
-            # as the answer to another call. The case's clock is CPU time (ITIMER_PROF): it stands still by
-            # itself while this process waits for the reference's answer, and an alarm due during the exchange
-            # comes as soon as it is complete.
-            _sigmask(signal.SIG_BLOCK, _ALARMS)
-            try:
-                child.send(payload)
-                while True:
-                    reply = child.receive()
-                    if reply.get("seq") == child.sequence:
-                        break
-            finally:
-                _sigmask(signal.SIG_UNBLOCK, _ALARMS)
+            # The reference's helpers are functions of their arguments: a call made before in this exercise is
+            # answered from the memo, without a round trip. The key is the text of the arguments as they were
+            # when called (the student may mutate them later), the very text the parent decodes; each answer is
+            # decoded afresh from the reply's bytes (the student may mutate what it got).
+            key = (name, *call)
+            body = child.answers.get(key)
+            if body is None:
+                body = child.ask(name_text, call)
+                child.remember(key, body)
+            reply = _wire.parse_body(body)
             if "error" in reply:
                 raise RuntimeError(f"{name} raised {reply['error']}")
             return _decode(reply["value"])
 
         oracle.__name__ = oracle.__qualname__ = name
         return oracle
+
+    def ask(self, name_text, call):
+        """One round trip to the parent: the body of its reply (`value` or `error`) to this call."""
+        self.sequence += 1
+        sequence = self.sequence
+        frame = _wire.frame_of(f'{{"op":"oracle","name":{name_text},"seq":{sequence},'
+                               f'"args":{call[0]},"kwargs":{call[1]}}}')
+        if self.replies is None:
+            self.replies = _wire.FrameStream(self.request_fd)   # in the exercise's process: it reads them all
+        # The case's alarm must not interrupt an exchange halfway: a half-read reply would be read later as the
+        # answer to another call. The case's clock is CPU time (ITIMER_PROF): it stands still by itself while
+        # this process waits for the reference's answer, and an alarm due during the exchange is raised as soon
+        # as the exchange is complete (_on_alarm defers it; no signal mask, which costs two system calls).
+        _EXCHANGE[0] = True
+        try:
+            _wire.send(self.response_fd, frame)
+            while True:
+                body = self.replies.read_body()
+                if _wire.parse_body(body).get("seq") == sequence:
+                    break
+        finally:
+            _EXCHANGE[0] = False
+        if _EXCHANGE[1]:
+            _EXCHANGE[1] = False
+            raise CaseTimeout("the time limit of this case was reached")
+        return body
+
+    def remember(self, key, body):
+        """Keep a reply's bytes for the rest of the exercise, within MEMO_BYTES (it counts toward the student's
+        own memory): a full memo is emptied and starts again."""
+        size = len(body) + len(key[1]) + len(key[2])
+        if self.memo_bytes + size > MEMO_BYTES:
+            self.answers.clear()
+            self.memo_bytes = 0
+        if size <= MEMO_BYTES:
+            self.answers[key] = body
+            self.memo_bytes += size
 
     def _method_oracle(self, name, spec):
         """A stand-in for an isolated method: it sends the data the rubric's call reads from its arguments
@@ -430,6 +467,7 @@ class Child:
             try:
                 os.setpgid(0, 0)
                 _confine.die_with_parent()
+                self.answers, self.memo_bytes, self.replies = {}, 0, None   # this exercise's own
                 self.send({"op": "forked", "pid": os.getpid()})
                 for case in request["cases"]:
                     self.send(self.run_case(case, request.get("isolate", []), request.get("methods", {})))
@@ -566,7 +604,11 @@ def _kill_orphans():
 
 
 def _on_alarm(signum, frame):
+    if _EXCHANGE[0]:   # mid-exchange with the parent: raised when it is complete (Child.ask)
+        _EXCHANGE[1] = True
+        return
     raise CaseTimeout("the time limit of this case was reached")
+
 
 
 try:
