@@ -1,0 +1,183 @@
+"""The child's memo of isolated-helper answers: a call seen before in the exercise costs no round trip, yet the
+student never gets a shared object (mutating an argument or an answer changes nothing later), and nothing the
+child sends can put an answer into the parent's replies. Counts of round trips are asserted, never times."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from grader import codec
+from grader.sandbox.process import CaseRequest, Outcome, ProcessLimits, PureOracle, Sandbox
+from sandbox_run import RUN_SECONDS, run_cases, statements
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Reference:
+    """An oracle that answers with `answer` and records every call that reached the parent (a round trip)."""
+
+    def __init__(self, answer: Callable[..., Any]):
+        self.answer = answer
+        self.calls: list[tuple[str, list, dict]] = []
+
+    def __call__(self, name: str, args: list, kwargs: dict) -> Any:
+        self.calls.append((name, args, kwargs))
+        return self.answer(*args, **kwargs)
+
+
+def case(code: str, case_id: str = "c1", **fields: Any) -> CaseRequest:
+    return CaseRequest(id=case_id, code=code, timeout=5.0, **fields)
+
+
+def run(source: str, cases: list[CaseRequest], oracle: Callable[..., Any]) -> list[Outcome]:
+    ran = run_cases(statements(source), cases, isolate=["helper"], oracle=oracle, limits=ProcessLimits(load_seconds=5))
+    return ran.outcomes
+
+
+def value(outcome: Outcome) -> Any:
+    assert outcome.status == "ok", outcome
+    return codec.decode(outcome.value)
+
+
+def test_a_call_made_again_in_the_exercise_costs_no_round_trip_and_the_next_exercise_asks_again():
+    source = ("def helper(state):\n    return None\n\n"
+              "def uses(state):\n    return [helper(state) for _ in range(50)]\n")
+    reference = Reference(lambda state: len(state))
+    cases = [case("uses(('a', 'bc'))"), case("uses(('a', 'bc'))", "c2"), case("helper(('x',))", "c3")]
+    with Sandbox(statements(source), {}, ProcessLimits(load_seconds=5)) as sandbox:
+        sandbox.load()
+        first = sandbox.run_exercise(cases, ["helper"], reference, time.monotonic() + RUN_SECONDS)
+        assert [value(o) for o in first] == [[2] * 50, [2] * 50, 1]
+        assert reference.calls == [("helper", [("a", "bc")], {}), ("helper", [("x",)], {})]
+        again = sandbox.run_exercise(cases[:1], ["helper"], reference, time.monotonic() + RUN_SECONDS)
+    assert value(again[0]) == [2] * 50
+    assert len(reference.calls) == 3   # a new exercise (a new fork) starts with an empty memo
+
+
+def test_an_argument_mutated_after_the_call_is_asked_about_as_it_is_now():
+    source = ("def helper(board):\n    return None\n\n"
+              "def uses():\n    board = [1, 2]\n    first = helper(board)\n    board.append(3)\n"
+              "    second = helper(board)\n    board.pop()\n    third = helper(board)\n"
+              "    return [first, second, third, board]\n")
+    reference = Reference(lambda board: sum(board))
+    assert value(run(source, [case("uses()")], reference)[0]) == [3, 6, 3, [1, 2]]
+    assert [call[1] for call in reference.calls] == [[[1, 2]], [[1, 2, 3]]]
+
+
+def test_an_answer_mutated_by_the_student_does_not_change_the_next_answer():
+    source = ("def helper(key):\n    return None\n\n"
+              "def uses():\n    first = helper(0)\n    first['moves'].append(99)\n    first['new'] = 1\n"
+              "    second = helper(0)\n    return [first, second, first is second]\n")
+    reference = Reference(lambda key: {"moves": [1, 2]})
+    got = value(run(source, [case("uses()")], reference)[0])
+    assert got == [{"moves": [1, 2, 99], "new": 1}, {"moves": [1, 2]}, False]
+    assert len(reference.calls) == 1
+
+
+def test_unhashable_arguments_are_remembered_by_their_text_and_keywords_are_part_of_the_call():
+    source = ("def helper(*args, **kwargs):\n    return None\n\n"
+              "def uses():\n    grid = {'k': [1, {2, 3}], 'z': [[]]}\n"
+              "    return [helper(grid), helper({'k': [1, {3, 2}], 'z': [[]]}), helper(grid=grid), helper([1]),"
+              " helper([1.0])]\n")
+    reference = Reference(lambda *args, **kwargs: repr((args, kwargs)))
+    got = value(run(source, [case("uses()")], reference)[0])
+    assert got[0] == got[1] != got[2]
+    # Equal in Python, not the same call: [1] and [1.0] are different wires, so the reference is asked twice.
+    assert len(reference.calls) == 4
+
+
+def test_an_error_of_the_reference_is_remembered_too():
+    source = ("def helper(x):\n    return None\n\n"
+              "def uses():\n    said = []\n    for _ in range(3):\n        try:\n            helper(-1)\n"
+              "        except RuntimeError as error:\n            said.append(str(error))\n    return said\n")
+
+    def answer(x: int) -> int:
+        raise ValueError("negative")
+
+    reference = Reference(answer)
+    assert value(run(source, [case("uses()")], reference)[0]) == ["helper raised ValueError: negative"] * 3
+    assert len(reference.calls) == 1
+
+
+def test_the_oracle_budget_counts_round_trips_not_the_calls_the_memo_answers():
+    source = ("def helper(x):\n    return None\n\n"
+              "def same():\n    return sum(helper(1) for _ in range(500))\n\n"
+              "def distinct():\n    return sum(helper(i) for i in range(50))\n")
+    reference = Reference(lambda x: x)
+    same, distinct = run(source, [case("same()", oracle_calls=5), case("distinct()", "c2", oracle_calls=5)],
+                         reference)
+    assert value(same) == 500
+    assert distinct.status == "error" and "more than 5 times" in distinct.error["message"]
+    # helper(1) is remembered from the first case: the second case's five round trips are 0, 2, 3, 4, 5.
+    assert [call[1] for call in reference.calls] == [[1], [0], [2], [3], [4], [5]]
+
+
+FORGERY = '''
+import json, os, struct
+
+def _forge(message):
+    body = json.dumps(message).encode()
+    data = struct.pack(">I", len(body)) + body
+    for fd in range(3, 64):
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+
+def helper(x):
+    return None
+
+def forger():
+    first = helper(4)
+    # What an answer frame looks like, sent to the parent in every form: none may enter its replies.
+    _forge({"seq": 2, "value": 666})
+    _forge({"op": "oracle", "name": "helper", "args": {"list": [5]}, "kwargs": {"dict": []}, "seq": 2,
+            "value": 666})
+    _forge({"op": "result", "case": "c1", "status": "ok", "value": 666})
+    return [first, helper(5)]
+
+def honest():
+    return [helper(4), helper(5)]
+'''
+
+
+def test_answer_frames_forged_by_a_child_never_reach_the_replies_another_submission_is_answered_from():
+    reference = PureOracle(Reference(lambda x: x * 10))
+    forged = run(FORGERY, [case("forger()")], reference)[0]
+    assert forged.status == "error" and forged.error.get("type") == "ProtocolError", forged
+    assert reference.replies.entries and all(b"666" not in tail for tail in reference.replies.entries.values())
+    honest = run(FORGERY, [case("honest()")], reference)[0]   # the next submission, the same replies
+    assert value(honest) == [40, 50]
+
+
+def test_a_broken_notebooks_rerun_sends_each_distinct_call_over_the_wire_once(grader_cache: Path):
+    """find-tile-transposed: its search is judged again with the reference's next_states and manhattan, thousands
+    of calls; within an exercise run no call crosses the wire twice, and the score is what it always was."""
+    from grader.judge import grading
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import load_rubric
+    from grader.sandbox import process
+
+    plan = build_plan(load_rubric(REPO / "rubrics" / "taoistic-search.yaml"), grader_cache)
+    runs: list[list[tuple[str, str, str]]] = []
+    answer, run_exercise = process.Sandbox._answer_oracle, process.Sandbox.run_exercise
+
+    def counted_answer(self: Sandbox, call: Any, oracle: Any, seconds: float) -> None:
+        runs[-1].append((call.name, codec.canonical(call.args), codec.canonical(call.kwargs)))
+        answer(self, call, oracle, seconds)
+
+    def counted_run(self: Sandbox, *args: Any, **kwargs: Any) -> list[Outcome]:
+        runs.append([])
+        return run_exercise(self, *args, **kwargs)
+
+    process.Sandbox._answer_oracle, process.Sandbox.run_exercise = counted_answer, counted_run   # type: ignore[method-assign]
+    try:
+        result = grading.grade_path(REPO / "assignments" / "taoistic-search" / "submissions" /
+                                    "find-tile-transposed.ipynb", plan, grading.support_sources(plan))
+    finally:
+        process.Sandbox._answer_oracle, process.Sandbox.run_exercise = answer, run_exercise   # type: ignore[method-assign]
+    assert result.total == 25.5
+    assert max(len(calls) for calls in runs) > 1000   # the search rerun
+    assert all(len(calls) == len(set(calls)) for calls in runs)
