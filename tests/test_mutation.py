@@ -185,3 +185,49 @@ def test_a_mutation_threshold_outside_zero_to_one_is_a_rubric_error(tmp_path: Pa
     from grader.rubric.schema import RubricError, load_rubric
     with pytest.raises(RubricError):
         load_rubric(course(tmp_path, WEAK.replace("mutation_score: 0.9", f"mutation_score: {score}")))
+
+
+TILES = '''
+def misplaced(tiles):
+    """Tiles out of place, the blank 0 not counted."""
+    count = 0
+    for tile in tiles:
+        if tile != 0:
+            count += 1
+    return count
+
+
+def misplaced_with_blank(tiles):
+    """The blank counted too: an accepted variant."""
+    return len(tiles)
+'''
+
+TILES_RUBRIC = '''
+assignment: tiles
+reference: tiles.py
+limits: {mutation_score: 1.0}
+exercises:
+  - id: misplaced
+    variants:
+      - reference: misplaced_with_blank
+        say: "counting the blank too is accepted"
+    cases:
+      - call: misplaced((0, 1, 2))
+      - call: misplaced((3, 0, 0, 4))
+      - call: misplaced((5,))
+      - call: misplaced((1, 2, 3))
+'''
+
+
+def test_a_mutant_that_answers_as_an_accepted_variant_is_equivalent_not_a_survivor(tmp_path: Path) -> None:
+    """`tile != 0` -> `tile != -1` counts the blank: that is the accepted variant, which grading gives full marks."""
+    (tmp_path / "tiles.py").write_text(TILES)
+    (tmp_path / "tiles.yaml").write_text(TILES_RUBRIC)
+    validation = validate(tmp_path / "tiles.yaml", cache=tmp_path / "cache", mutants=40, jobs=2)
+    misplaced = validation.mutation.exercise("misplaced")
+    blank = [v for v in misplaced.verdicts if "tile != -1" in v.mutant.diff]
+    assert [(v.status, v.reason) for v in blank] == [
+        ("equivalent", "answers as the accepted variant 'misplaced_with_blank' on every case")]
+    assert misplaced.score == 1.0 and misplaced.count("killed") >= 2, [
+        (v.mutant.description, v.status) for v in misplaced.verdicts]
+    assert validation.problems == ()

@@ -2,7 +2,9 @@
 
 For each graded reference function, mutants (grader.authoring.mutants) are screened on the trusted side first: in forked
 worker processes under a memory limit and a time limit per case, each mutant's answers are computed like the
-reference's. One that does not finish is dropped. One that gives the reference's answer on every case is asked
+reference's. One that does not finish is dropped. One that answers as an accepted variant of the exercise on every
+case (eight-puzzle's h1 counting the blank) is equivalent: right code, which grading gives full marks. One that
+gives the reference's answer on every case is asked
 more questions: the exercise's generators are run with other seeds, smallest input first, and the first input
 on which the case's check rejects the mutant makes it a survivor (with that input shown); with none it is
 equivalent and dropped. Every other mutant is graded as a submission, in the sandbox, on the cases where its
@@ -167,13 +169,19 @@ def _screen(task: tuple[str, int]) -> tuple[str, str, tuple[str, ...]]:
         return "differs", f"the module fails to load: {type(error).__name__}: {error}", tuple(c.id for c in cases)
     differing: list[str] = []
     reason = ""
+    # Accepted variants it might be (one that applies whatever other exercises did: no `when`): a mutant that
+    # answers as one of them on every case is right code, graded full marks, not a survivor.
+    like = {variant.reference for variant in exercise.variants if not variant.when}
     for case in cases:
         try:
             got = _answer(plan, module, exercise, case, _case_seconds(plan, exercise, case))
         except _Endless:
             return "endless", f"case {case.id} did not finish", ()
-        expected = plan.expected[case.id].value
-        if isinstance(got, tuple) or codec.same(expected, got) is not None:
+        expected = plan.expected[case.id]
+        variants = dict(expected.variants)
+        like = {name for name in like
+                if name in variants and not isinstance(got, tuple) and codec.same(variants[name], got) is None}
+        if isinstance(got, tuple) or codec.same(expected.value, got) is not None:
             shown = got[1] if isinstance(got, tuple) else codec.describe(got, 80)
             reason = reason or f"differs on case {case.id}: {shown}"
             differing.append(case.id)
@@ -181,6 +189,8 @@ def _screen(task: tuple[str, int]) -> tuple[str, str, tuple[str, ...]]:
             differing.append(case.id)
     if not reason:
         return "equivalent", "", ()
+    if like:
+        return "equivalent", f"answers as the accepted variant '{min(like)}' on every case", ()
     return "differs", reason, tuple(differing)
 
 
@@ -389,7 +399,7 @@ def run_mutation(plan: Plan, support: Mapping[str, str], *, per_exercise: int = 
                 entries.append(_Entry(task, plan.rubric.exercise(task[0]), name, mutant.renamed(name), differing))
         # A mutant with the reference's answers on every case may still be wrong: the generators are asked for
         # more inputs (while the sandbox grades the others), and one that tells it apart makes it a survivor.
-        alike = [task for task in tasks if screened[task][0] == "equivalent"]
+        alike = [task for task in tasks if screened[task][0] == "equivalent" and not screened[task][1]]
         alike_hunts = {task: pool.apply_async(_hunt, (task,)) for task in alike} if pool else {}
         known, separate = _known_entries(plan, source)
         # Known answers first: they are always graded, whatever the budget leaves for mutants.
