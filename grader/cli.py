@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from grader import __version__
+
+if TYPE_CHECKING:
+    from grader.report.class_outputs import Classroom
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -167,25 +170,13 @@ def _without_notebook(results, notebooks, folder: Path) -> list[str]:
 
 
 def _class_report(args: argparse.Namespace) -> int:
-    from grader.report.class_report import class_report_of_folder
+    from grader.report.class_outputs import OUTPUTS
     _check_results(args.results)
     if Path(args.output).is_dir():
         raise UsageError(f"{args.output}: -o names the HTML file to write, and this is a folder")
-    similarity, note = None, ""
-    if args.no_similarity:
-        note = "The similarity check was not run (--no-similarity)."
-    else:
-        from grader.report.similarity import SimilarityUnavailable
-        try:
-            similarity = _class_similarity(args)
-        except SimilarityUnavailable as error:
-            note = str(error)
-    path, count = class_report_of_folder(args.results, Path(args.output), title=args.title, notebooks=args.notebooks,
-                                         template=_template(args), similarity=similarity, similarity_note=note)
-    print(f"class report of {count} submissions written to {path} (and {path.with_suffix('.csv')}, the students' "
-          f"reports in {path.parent / 'students'}/"
-          + (f", {path.parent / (path.stem + '-similarity.html')}" if similarity is not None else "") + ")")
-    return 0 if count else 1
+    written = OUTPUTS["dashboard"].write(_classroom(args, similarity=not args.no_similarity), Path(args.output))
+    print("\n".join(written.lines))
+    return 0 if written.students else 1
 
 
 def _template(args: argparse.Namespace) -> Path | None:
@@ -198,11 +189,11 @@ def _template(args: argparse.Namespace) -> Path | None:
     return None
 
 
-def _class_similarity(args: argparse.Namespace, problems: Sequence[str] = ()):
-    """The similarity of a results folder's class (its notebooks read one student at a time). Without
-    --template or --rubric, the template of rubrics/<assignment>.yaml is used when there is one."""
-    from grader.report.class_report import iter_class
-    from grader.report.similarity import class_code, compare, template_code
+def _classroom(args: argparse.Namespace, **more: Any) -> Classroom:
+    """The class of a results folder as the class outputs read it. Without --template or --rubric, the
+    template of rubrics/<assignment>.yaml is used when there is one."""
+    from grader.report.class_outputs import Classroom
+    from grader.report.class_outputs import iter_class
     template = _template(args)
     if template is None:
         first = next(iter(iter_class(args.results)), None)
@@ -215,24 +206,36 @@ def _class_similarity(args: argparse.Namespace, problems: Sequence[str] = ()):
                 template = None      # a guess that does not load is no template: say nothing, use none
             else:
                 print(f"template: {template} (from {guess}; --template or --rubric to choose another)")
-    code, notes = class_code(iter_class(args.results), args.notebooks, Path(args.results))
-    return compare(code, template_code=template_code(template) if template else "", threshold=args.threshold,
-                   notes=[*problems, *notes])
+    notebooks = getattr(args, "notebooks", None)
+    return Classroom(Path(args.results), notebooks=Path(notebooks) if notebooks else None, template=template,
+                     title=getattr(args, "title", None), threshold=getattr(args, "threshold", 0.6), **more)
 
 
 def _similarity(args: argparse.Namespace) -> int:
-    from grader.report.similarity_page import write_similarity
+    from grader.report.class_outputs import OUTPUTS
     _check_results(args.results)
-    similarity = _class_similarity(args)
-    page, table = write_similarity(similarity, Path(args.out), Path(args.csv) if args.csv else None)
-    print(f"{len(similarity.students)} submissions, {similarity.pairs_compared} pairs compared, "
-          f"{len(similarity.pairs)} share code, {len(similarity.flagged)} at or above {args.threshold:g}: {page} "
-          f"(and {table})")
-    for pair in similarity.flagged[:10]:
-        print(f"  {pair.score:.0%}  {pair.left}  {pair.right}")
-    for note in similarity.notes:
-        print(f"note: {note}")
-    return 0 if similarity.students else 1
+    classroom = _classroom(args, similarity_csv=Path(args.csv) if args.csv else None)
+    written = OUTPUTS["similarity"].write(classroom, Path(args.out))
+    print("\n".join(written.lines))
+    return 0 if written.students else 1
+
+
+def _export(args: argparse.Namespace) -> int:
+    from grader.report.class_outputs import OUTPUTS, defaults, export
+    _check_results(args.results)
+    _check_folder(args.out, "--out")
+    chosen = [name.strip() for name in args.format.split(",") if name.strip()] if args.format else list(defaults())
+    unknown = [name for name in chosen if name not in OUTPUTS]
+    if unknown:
+        raise UsageError(f"--format: no class output {', '.join(map(repr, unknown))} (there are "
+                         f"{', '.join(OUTPUTS)})")
+    done = export(_classroom(args), Path(args.out), chosen)
+    for name, written in zip(chosen, done, strict=True):
+        print(f"{name}: {len(written.paths)} file{'s' if len(written.paths) != 1 else ''} of {written.students} "
+              f"students in {Path(args.out) / OUTPUTS[name].target}")
+        for line in written.lines:
+            print(f"  {line}")
+    return 0 if any(written.students for written in done) else 1
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -470,6 +473,24 @@ def parser() -> argparse.ArgumentParser:
     similarity.add_argument("--notebooks", default=None, help="folder of the submitted notebooks (default: their "
                                                               "recorded paths)")
     similarity.set_defaults(run=_similarity)
+
+    from grader.report.class_outputs import OUTPUTS, defaults   # light: the writers load only when used
+    export = verbs.add_parser("export", help="write class-level outputs (CSV, dashboard, similarity, Gradescope) "
+                                             "of a results folder")
+    export.add_argument("results", help="a results folder written by grade --out")
+    export.add_argument("--out", required=True, help="the folder to write them to")
+    export.add_argument("--format", default=None,
+                        help=f"class outputs, comma-separated (default {','.join(defaults())}): "
+                             + "; ".join(f"{name} = {output.help} ({output.target})"
+                                         for name, output in OUTPUTS.items()))
+    export.add_argument("--title", default=None)
+    export.add_argument("--threshold", type=float, default=0.6, help="similarity: flag pairs at or above this")
+    export_template = export.add_mutually_exclusive_group()
+    export_template.add_argument("--template", default=None, help="the template notebook: its code is given")
+    export_template.add_argument("--rubric", default=None, help="take the template notebook from this rubric")
+    export.add_argument("--notebooks", default=None, help="folder of the submitted notebooks (default: their "
+                                                          "recorded paths)")
+    export.set_defaults(run=_export)
 
     kit = verbs.add_parser("kit", help="export a student self-check kit (public cases only, no reference code)")
     kit.add_argument("rubric")

@@ -23,8 +23,9 @@ from grader.run.batch import grade_batch
 from grader.judge.grading import error_cause
 from grader.report import plots
 from grader.report.class_report import (
-    case_rates, class_report_html, common_mistakes, exercise_summaries, failure_key, read_results, script_hash,
+    case_rates, class_report_html, common_mistakes, exercise_summaries, failure_key, script_hash,
     slowest, sort_script, summarize, troubles, ungraded, warning_groups, write_class_report)
+from grader.report.class_outputs import read_results
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, from_dict, to_dict, write_json
 from grader.store.status import REASONS
 from grader.rubric.schema import load_rubric

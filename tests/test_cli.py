@@ -200,6 +200,8 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["report", str(a_file), "--out", str(tmp / "f")], str(a_file)),
         (["class-report", nope, "-o", str(tmp / "c.html")], nope),
         (["class-report", str(tmp), "-o", str(tmp)], str(tmp)),
+        (["export", nope, "--out", str(tmp / "e")], nope),
+        (["export", str(tmp), "--out", str(a_file)], str(a_file)),
         (["validate", "rubrics"], "rubrics"),
         (["validate", nope], nope),
         (["kit", nope, "-o", str(tmp / "k.json")], nope),

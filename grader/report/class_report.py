@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from dataclasses import dataclass, field, replace
@@ -10,9 +9,10 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from grader.files import write_text
+from grader.report.class_outputs import Classroom, Written, read_results
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentRow, generator_rates, scores_only, student_rows)
-from grader.store.results import CaseResult, SubmissionResult, read_json
+from grader.store.results import CaseResult, SubmissionResult
 from grader.report.similarity import Pair, Similarity
 from grader.store.status import RAISED, STATUSES, TOO_SLOW, WRONG, reason_of
 from grader.textsafe import display
@@ -633,73 +633,39 @@ def _number_cell(value: float) -> str:
     return csv_number(value)
 
 
-def class_report_of_folder(folder: Path | str, path: Path, *, title: str | None = None, **more) -> tuple[Path, int]:
-    """The class report of a results folder, TA overrides applied: streamed from its gradebook one student at
-    a time when it has one (memory flat in class size), else from its JSON files. Returns (page, students).
-    `more`: write_class_report's options (notebooks, template, similarity ...)."""
-    folder = Path(folder)
-    more.setdefault("results_folder", folder)
-    book_path = folder / "gradebook.sqlite"
-    if not book_path.is_file():
-        loaded = read_results(folder)
-        return (write_class_report(loaded.results, path, title=title, problems=loaded.problems, **more),
-                len(loaded.results))
-    from grader.store.gradebook import Gradebook
-    from grader.store.overrides import apply, history
-    overrides = history(book_path)
-    count = 0
-
-    def stream(book: Gradebook) -> Iterator[SubmissionResult]:
-        nonlocal count
-        for rubric in book.rubrics():
-            for result in book.iter_current(rubric):
-                count += 1
-                yield apply(result, overrides)
-
-    with Gradebook(book_path) as book:
-        written = write_class_report(stream(book), path, title=title, ordered=True, **more)
-    return written, count
-
-
-def iter_class(folder: Path | str) -> Iterator[SubmissionResult]:
-    """Every student's current result of a results folder, one at a time (from its gradebook when it has one,
-    else its readable JSON files): for passes over the class that keep only a little of each result."""
-    folder = Path(folder)
-    book_path = folder / "gradebook.sqlite"
-    if book_path.is_file():
-        from grader.store.gradebook import Gradebook
-        with Gradebook(book_path) as book:
-            for rubric in book.rubrics():
-                yield from book.iter_current(rubric)
-        return
-    yield from read_results(folder).results
-
-
-@dataclass(frozen=True)
-class LoadedResults:
-    results: tuple[SubmissionResult, ...]
-    problems: tuple[str, ...]              # files in the folder that are not readable results
-
-
-def read_results(directory: Path | str) -> LoadedResults:
-    """The class of a results folder (as written by `grader grade --out`), sorted by student.
-
-    From its gradebook when there is one: every student of every rubric in it, whatever the last batch
-    graded and whichever JSON files were deleted. Otherwise every `<student>.json` of the folder; a JSON
-    file that is not a result (or is damaged) is reported, not fatal: one bad file must not hide the class.
-    """
-    directory = Path(directory)
-    book_path = directory / "gradebook.sqlite"
-    if book_path.is_file():
-        from grader.store.gradebook import Gradebook
-        with Gradebook(book_path) as book:
-            return LoadedResults(tuple(r for rubric in book.rubrics() for r in book.iter_current(rubric)), ())
-    files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
-    results, problems = [], []
-    for file in files:
+def write_dashboard(classroom: Classroom, target: Path) -> Written:
+    """The class output `dashboard`: the page at `target`, its CSV, every student's report (students/) and,
+    unless classroom.similarity is off or copydetect is missing, the similarity page it links to."""
+    from grader.report.similarity import SimilarityUnavailable, class_similarity
+    similarity, note = None, ""
+    if not classroom.similarity:
+        note = "The similarity check was not run (--no-similarity)."
+    else:
         try:
-            results.append(read_json(file))
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            reason = error.msg if isinstance(error, json.JSONDecodeError) else f"{type(error).__name__}: {error}"
-            problems.append(f"{file.name}: not a readable result ({reason})")
-    return LoadedResults(tuple(results), tuple(problems))
+            similarity = class_similarity(classroom)
+        except SimilarityUnavailable as error:
+            note = str(error)
+    def write(results: Iterable[SubmissionResult], *, problems: Sequence[str] = (), ordered: bool = False) -> Path:
+        return write_class_report(results, target, title=classroom.title, problems=problems, ordered=ordered,
+                                  notebooks=classroom.notebooks, results_folder=classroom.folder,
+                                  template=classroom.template, similarity=similarity, similarity_note=note)
+
+    count = 0
+    if classroom.book() is None:
+        loaded = read_results(classroom.folder)
+        path, count = write(loaded.results, problems=loaded.problems), len(loaded.results)
+    else:
+        def counted() -> Iterator[SubmissionResult]:
+            nonlocal count
+            for result in classroom.results():
+                count += 1
+                yield result
+
+        path = write(counted(), ordered=True)
+    paths = [path, path.with_suffix(".csv"), path.parent / REPORTS]
+    if similarity is not None:
+        paths.append(path.parent / f"{path.stem}-similarity.html")
+    line = (f"class report of {count} submissions written to {path} (and {path.with_suffix('.csv')}, the students' "
+            f"reports in {path.parent / REPORTS}/"
+            + (f", {path.parent / (path.stem + '-similarity.html')}" if similarity is not None else "") + ")")
+    return Written(tuple(paths), count, (line,))

@@ -6,9 +6,10 @@ import csv
 import math
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from grader.files import atomic_open
+from grader.report.class_outputs import Classroom, Written
 from grader.store.results import SubmissionResult
 from grader.textsafe import display
 
@@ -118,3 +119,32 @@ def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: 
                              number(row.total), number(row.max_total), row.state, "late" if late else "",
                              number(penalty), number(max(0.0, row.total - penalty)),
                              *(getattr(row, "more", ()) if more else ())])
+
+
+def write_class_csv(classroom: Classroom, target: Path) -> Written:
+    """The class output `csv`: every student of the gradebook, TA overrides applied. Without overrides it streams
+    from the gradebook's score rows; with them each result is read, overridden and kept as scores only (no
+    cases), so memory stays a row per student."""
+    from dataclasses import replace
+    book_path = classroom.book()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if book_path is not None:
+        from grader.store.gradebook import Gradebook
+        from grader.store.overrides import history
+        with Gradebook(book_path) as book:
+            rubrics = [classroom.rubric] if classroom.rubric else book.rubrics()
+            if len(rubrics) == 1 and not history(book_path, rubrics[0]):
+                count = 0
+
+                def counted(rows: Iterable[ScoreRowLike]) -> Iterator[ScoreRowLike]:
+                    nonlocal count
+                    for row in rows:
+                        count += 1
+                        yield row
+
+                write_score_csv(book.columns(rubrics[0]), counted(book.score_rows(rubrics[0])), target)
+                return Written((target,), count)
+    results = [replace(r, exercises=tuple(replace(e, cases=()) for e in r.exercises), warnings=())
+               for r in classroom.results()]
+    write_csv(results, target)
+    return Written((target,), len(results))

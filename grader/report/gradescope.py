@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from grader.files import write_text
+from grader.report.class_outputs import Classroom, Written
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 from grader import codec
 from grader.store.status import headline
@@ -215,3 +216,9 @@ def write_results(data: dict, path: Path) -> Path:
 
 def write_gradescope(result: SubmissionResult, path: Path) -> Path:
     return write_results(to_gradescope(result), path)
+
+
+def write_class_gradescope(classroom: Classroom, folder: Path) -> Written:
+    """The class output `gradescope`: <student>.json of every student of the gradebook, TA overrides applied."""
+    written = [write_gradescope(result, Path(folder) / f"{result.submission}.json") for result in classroom.results()]
+    return Written(tuple(written), len(written))

@@ -25,7 +25,10 @@ import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from grader.report.class_outputs import Classroom
 
 NOISE = 25            # k: a match shorter than this many token characters is never reported (copydetect's default)
 GUARANTEE = 30        # a match this long is always found: winnowing window = GUARANTEE - NOISE + 1
@@ -320,3 +323,11 @@ def template_code(path) -> str:
     from grader.extract.source import extract
     from grader.intake.notebook import read_notebook
     return extract(read_notebook(path)).source()
+
+
+def class_similarity(classroom: Classroom) -> Similarity:
+    """The similarity of a class (its notebooks read one student at a time), the template's code never counting.
+    Raises SimilarityUnavailable without copydetect."""
+    code, notes = class_code(classroom.results(), classroom.notebooks, classroom.folder)
+    return compare(code, template_code=template_code(classroom.template) if classroom.template else "",
+                   threshold=classroom.threshold, notes=[*classroom.problems, *notes])

@@ -11,6 +11,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from grader.files import write_text
+from grader.report.class_outputs import Classroom, Written
 from grader.report.csv_export import text as csv_text
 from grader.report.similarity import Pair, Similarity
 from grader.textsafe import display
@@ -79,3 +80,16 @@ def write_similarity(similarity: Similarity, html_path: Path, csv_path: Path | N
     write_text(csv_path, display(similarity_csv(similarity)))   # any string: a lone surrogate becomes U+FFFD
     write_text(html_path, display(similarity_html(similarity, title=title, csv_name=csv_path.name)))
     return html_path, csv_path
+
+
+def write_class_similarity(classroom: Classroom, target: Path) -> Written:
+    """The class output `similarity`: the page at `target` and its CSV (beside it, or classroom.similarity_csv)."""
+    from grader.report.similarity import class_similarity
+    similarity = class_similarity(classroom)
+    page, table = write_similarity(similarity, target, classroom.similarity_csv)
+    lines = [f"{len(similarity.students)} submissions, {similarity.pairs_compared} pairs compared, "
+             f"{len(similarity.pairs)} share code, {len(similarity.flagged)} at or above {similarity.threshold:g}: "
+             f"{page} (and {table})"]
+    lines += [f"  {pair.score:.0%}  {pair.left}  {pair.right}" for pair in similarity.flagged[:10]]
+    lines += [f"note: {note}" for note in similarity.notes]
+    return Written((page, table), len(similarity.students), tuple(lines))

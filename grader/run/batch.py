@@ -18,7 +18,6 @@ from grader.run.executor import Executor, Job
 from grader.store.gradebook import Gradebook, ScoreRow
 from grader.intake.gather import Entry, gather
 from grader.rubric.lateness import LatePolicy, assess
-from grader.report.csv_export import write_csv, write_score_csv
 from grader.judge.grading import Options, defines_counter, file_sha256, grade_path, support_sources
 from grader.plan.cases import Plan, build_plan, default_cache
 from grader.store.results import SubmissionResult, from_dict, write_json
@@ -268,12 +267,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if on_result:
                     on_result(result, False)
             batch.rows = [rows[student] for student in batch.students if student in rows]
-            if book is not None and out_dir is not None:
+            if book is not None and out_dir is not None:   # (an out folder always has a gradebook)
                 _export(book, rubric.assignment, out_dir, gradescope)
-            elif out_dir is not None and batch._kept:
-                write_csv(list(batch._kept.values()), out_dir / "gradebook.csv")
-                if gradescope is not None:
-                    _write_gradescope(batch._kept.values(), Path(gradescope))
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
             if started_cluster is not None:
                 batch.notes.extend(started_cluster.notes)
@@ -308,29 +303,13 @@ def _restore_missing(book: Gradebook, student: str, rubric: str, path: Path, out
 
 
 def _export(book: Gradebook, rubric: str, out_dir: Path, gradescope: Path | None) -> None:
-    """The CSV (and Gradescope files) of every student of the rubric, from the gradebook, TA overrides applied.
-
-    Without overrides the CSV streams from the scores table; with them each result is read, overridden and
-    kept as scores only (no cases), so memory stays a row per student.
-    """
-    from grader.store.overrides import apply, history
-    overrides = history(book.path, rubric)
-    if overrides:
-        write_csv([_scores_only(apply(r, overrides)) for r in book.iter_current(rubric)], out_dir / "gradebook.csv")
-    else:
-        write_score_csv(book.columns(rubric), book.score_rows(rubric), out_dir / "gradebook.csv")
+    """The class outputs a batch keeps up to date (the CSV, and Gradescope files when asked): every student of
+    the rubric, from the gradebook, TA overrides applied (grader.report.class_outputs)."""
+    from grader.report.class_outputs import OUTPUTS, Classroom
+    classroom = Classroom(out_dir, gradebook=book.path, rubric=rubric)
+    OUTPUTS["csv"].write(classroom, out_dir / "gradebook.csv")
     if gradescope is not None:
-        _write_gradescope((apply(r, overrides) for r in book.iter_current(rubric)), Path(gradescope))
-
-
-def _scores_only(result: SubmissionResult) -> SubmissionResult:
-    return replace(result, exercises=tuple(replace(e, cases=()) for e in result.exercises), warnings=())
-
-
-def _write_gradescope(results: Iterable[SubmissionResult], folder: Path) -> None:
-    from grader.report.gradescope import write_gradescope
-    for result in results:
-        write_gradescope(result, folder / f"{result.submission}.json")
+        OUTPUTS["gradescope"].write(classroom, Path(gradescope))
 
 
 RUBRIC_MARK = ".assignment"   # JSON naming the assignment a results folder holds (not *.json: result readers skip it)

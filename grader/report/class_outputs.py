@@ -1,0 +1,165 @@
+"""The class-level outputs, one registry: what is written for a whole class (the gradebook CSV, the class
+dashboard, the similarity report, Gradescope's results files), as grader.report.formats is for one student.
+
+An output is a module with one function from a Classroom (the results folder and what a class report may
+show) and a target path to what it wrote; adding one is that module plus one `register(...)` line below.
+`grader export --format` offers every registered output, `class-report`, `similarity` and `grade` write theirs
+through here, and nothing else changes. Writers are named by module path and imported only when used, so the
+HTML renderers' and copydetect's dependencies load only when asked for.
+
+Every output reads the whole class from the gradebook (every student of the assignment, TA overrides
+applied, one result at a time), never the last batch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from grader.store.results import SubmissionResult, read_json
+
+GRADEBOOK = "gradebook.sqlite"
+
+
+@dataclass(frozen=True)
+class Classroom:
+    """A class as the outputs read it: the results folder (its gradebook, or its result files without one)."""
+
+    folder: Path                      # the results folder (grade --out)
+    gradebook: Path | None = None     # default: <folder>/gradebook.sqlite when there is one
+    rubric: str | None = None         # the assignment; None: every one the gradebook holds
+    notebooks: Path | None = None     # the submitted notebooks (default: each result's own copy or path)
+    template: Path | None = None      # the template notebook: its code is given, never "Your code" or a copy
+    title: str | None = None
+    threshold: float = 0.6            # similarity: flag pairs at or above this score
+    similarity: bool = True           # the dashboard runs the similarity check
+    problems: tuple[str, ...] = ()    # notes for the similarity report (e.g. where its template came from)
+    similarity_csv: Path | None = None    # the similarity output's CSV, when not beside its page
+
+    def book(self) -> Path | None:
+        if self.gradebook is not None:
+            return self.gradebook
+        path = self.folder / GRADEBOOK
+        return path if path.is_file() else None
+
+    def results(self) -> Iterator[SubmissionResult]:
+        """Every student's current result, TA overrides applied, one at a time (a new pass at each call)."""
+        book_path = self.book()
+        if book_path is None:
+            yield from read_results(self.folder).results
+            return
+        from grader.store.gradebook import Gradebook
+        from grader.store.overrides import apply, history
+        overrides = history(book_path, self.rubric)
+        with Gradebook(book_path) as book:
+            for rubric in (self.rubric,) if self.rubric else book.rubrics():
+                for result in book.iter_current(rubric):
+                    yield apply(result, overrides)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What an output wrote: its files, how many students they cover, and lines for the TA."""
+
+    paths: tuple[Path, ...]
+    students: int
+    lines: tuple[str, ...] = field(default=())
+
+
+Write = Callable[[Classroom, Path], Written]
+
+
+@dataclass(frozen=True)
+class ClassOutput:
+    name: str           # as `grader export --format` takes it
+    target: str         # its file (or folder) in an export folder
+    writer: str         # "module:function", imported when the output is written
+    help: str
+    default: bool       # written by `grader export` when no --format is given
+
+    def write(self, classroom: Classroom, target: Path) -> Written:
+        module, _, function = self.writer.partition(":")
+        found: Write = getattr(importlib.import_module(module), function)
+        return found(classroom, Path(target))
+
+
+OUTPUTS: dict[str, ClassOutput] = {}
+
+
+def register(output: ClassOutput) -> None:
+    OUTPUTS[output.name] = output
+
+
+register(ClassOutput("csv", "gradebook.csv", "grader.report.csv_export:write_class_csv",
+                     "the gradebook CSV for an LMS: a row per student, a column per exercise", default=True))
+register(ClassOutput("dashboard", "class.html", "grader.report.class_report:write_dashboard",
+                     "the class dashboard (with its CSV, every student's report and the similarity check)",
+                     default=True))
+register(ClassOutput("similarity", "similarity.html", "grader.report.similarity_page:write_class_similarity",
+                     "pairwise similarity of each graded function, and its CSV", default=False))
+register(ClassOutput("gradescope", "gradescope", "grader.report.gradescope:write_class_gradescope",
+                     "Gradescope's results.json of every student (<student>.json)", default=False))
+
+
+def defaults() -> tuple[str, ...]:
+    return tuple(name for name, output in OUTPUTS.items() if output.default)
+
+
+def export(classroom: Classroom, out_dir: Path, names: Sequence[str] | None = None) -> list[Written]:
+    """Write the named outputs (default: the registry's defaults) into `out_dir`, each under its target name.
+    Raises KeyError naming an output that is not registered."""
+    chosen = [OUTPUTS[name] for name in (names if names is not None else defaults())]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [output.write(classroom, out_dir / output.target) for output in chosen]
+
+
+# ------------------------------------------------------------------------------------------- the class readers
+
+
+def iter_class(folder: Path | str) -> Iterator[SubmissionResult]:
+    """Every student's current result of a results folder, one at a time (from its gradebook when it has one,
+    else its readable JSON files): for passes over the class that keep only a little of each result."""
+    folder = Path(folder)
+    book_path = folder / "gradebook.sqlite"
+    if book_path.is_file():
+        from grader.store.gradebook import Gradebook
+        with Gradebook(book_path) as book:
+            for rubric in book.rubrics():
+                yield from book.iter_current(rubric)
+        return
+    yield from read_results(folder).results
+
+
+@dataclass(frozen=True)
+class LoadedResults:
+    results: tuple[SubmissionResult, ...]
+    problems: tuple[str, ...]              # files in the folder that are not readable results
+
+
+def read_results(directory: Path | str) -> LoadedResults:
+    """The class of a results folder (as written by `grader grade --out`), sorted by student.
+
+    From its gradebook when there is one: every student of every rubric in it, whatever the last batch
+    graded and whichever JSON files were deleted. Otherwise every `<student>.json` of the folder; a JSON
+    file that is not a result (or is damaged) is reported, not fatal: one bad file must not hide the class.
+    """
+    directory = Path(directory)
+    book_path = directory / "gradebook.sqlite"
+    if book_path.is_file():
+        from grader.store.gradebook import Gradebook
+        with Gradebook(book_path) as book:
+            return LoadedResults(tuple(r for rubric in book.rubrics() for r in book.iter_current(rubric)), ())
+    files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
+    results, problems = [], []
+    for file in files:
+        try:
+            results.append(read_json(file))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else f"{type(error).__name__}: {error}"
+            problems.append(f"{file.name}: not a readable result ({reason})")
+    return LoadedResults(tuple(results), tuple(problems))

@@ -1,0 +1,89 @@
+"""Class-level outputs are a registry (grader.report.class_outputs), like the per-student formats: a new one is a
+module and one registration, `grader export` offers it, and every output reads the whole class from the gradebook.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.cli import main
+from grader.report.class_outputs import OUTPUTS, ClassOutput, Classroom
+from grader.run.batch import grade_batch
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
+SUBMISSIONS = REPO / "assignments" / "taoistic-search" / "submissions"
+
+ROLL_CALL = '''
+from grader.report.class_outputs import Written
+
+
+def write(classroom, target):
+    """One line per student: their name and total, from the whole class."""
+    lines = [f"{result.submission} {result.total:g}" for result in classroom.results()]
+    target.write_text("\\n".join(lines) + "\\n", encoding="utf-8")
+    return Written((target,), len(lines), (f"roll call of {len(lines)}",))
+'''
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Path:
+    """Two students graded in two batches: outputs must be the whole class, not the last batch."""
+    out = tmp_path_factory.mktemp("class-outputs") / "results"
+    for name in ("correct", "move-dir-transposed"):
+        grade_batch([SUBMISSIONS / f"{name}.ipynb"], RUBRIC, out, jobs=1, cache=grader_cache)
+    return out
+
+
+def test_a_new_class_output_is_one_module_and_one_registration(results: Path, tmp_path: Path, monkeypatch,
+                                                               capsys) -> None:
+    (tmp_path / "roll_call.py").write_text(ROLL_CALL, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(OUTPUTS, "roll", ClassOutput("roll", "roll.txt", "roll_call:write", "who handed in", False))
+    code = main(["export", str(results), "--out", str(tmp_path / "out"), "--format", "roll,csv"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    roll = (tmp_path / "out" / "roll.txt").read_text(encoding="utf-8").split("\n")
+    assert sorted(line.split()[0] for line in roll if line) == ["correct", "move-dir-transposed"]
+    assert "roll: 1 file of 2 students" in printed and "roll call of 2" in printed
+    with (tmp_path / "out" / "gradebook.csv").open(encoding="utf-8") as stream:
+        assert sorted(row["student"] for row in csv.DictReader(stream)) == ["correct", "move-dir-transposed"]
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    assert "roll = who handed in (roll.txt)" in capsys.readouterr().out
+
+
+def test_an_unregistered_output_is_one_line_and_exit_2(results: Path, tmp_path: Path, capsys) -> None:
+    assert main(["export", str(results), "--out", str(tmp_path / "out"), "--format", "csv,bogus"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"--format: no class output 'bogus' (there are {', '.join(OUTPUTS)})"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_gradescope_output_is_every_student_of_the_gradebook(results: Path, tmp_path: Path,
+                                                                 grader_cache: Path) -> None:
+    """What `grade --gradescope` writes after the last batch is what the output writes from the gradebook."""
+    written = OUTPUTS["gradescope"].write(Classroom(results), tmp_path / "gradescope")
+    assert written.students == 2
+    assert sorted(path.name for path in written.paths) == ["correct.json", "move-dir-transposed.json"]
+    correct = json.loads((tmp_path / "gradescope" / "correct.json").read_text(encoding="utf-8"))
+    assert correct["score"] == correct["extra_data"]["max_score"] > 0
+    again = tmp_path / "again"
+    grade_batch([SUBMISSIONS / "correct.ipynb"], RUBRIC, results, jobs=1, gradescope=again, cache=grader_cache)
+    assert sorted(path.name for path in again.iterdir()) == ["correct.json", "move-dir-transposed.json"]
+    assert json.loads((again / "correct.json").read_text(encoding="utf-8")) == correct
+
+
+def test_the_dashboard_output_writes_the_class_report_its_csv_and_the_students_reports(results: Path,
+                                                                                        tmp_path: Path) -> None:
+    pytest.importorskip("jinja2")
+    written = OUTPUTS["dashboard"].write(Classroom(results, similarity=False), tmp_path / "class.html")
+    assert written.students == 2
+    assert (tmp_path / "class.html").is_file() and (tmp_path / "class.csv").is_file()
+    assert sorted(p.name for p in (tmp_path / "students").iterdir()) == [
+        "correct.html", "correct.md", "move-dir-transposed.html", "move-dir-transposed.md"]
+    assert written.lines[0].startswith("class report of 2 submissions written to ")
