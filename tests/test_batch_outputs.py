@@ -59,7 +59,7 @@ def test_an_empty_notebook_is_a_row_counted_unreadable_not_skipped(tmp_path: Pat
     rows = {line.split(",")[0]: line for line in (tmp_path / "out" / "gradebook.csv").read_text().splitlines()}
     assert ",unreadable," in rows["emptyeve_32345"] and ",graded," in rows["smithjohn_12345"]
     result = json.loads((tmp_path / "out" / "emptyeve_32345.json").read_text(encoding="utf-8"))
-    assert result["state"] == "unreadable" and "empty .ipynb file" in result["warnings"][0]
+    assert result["state"] == "unreadable" and "empty .ipynb file" in result["warnings"][0]["text"]
     again = grade_batch([export], RUBRIC, tmp_path / "out", jobs=1, cache=grader_cache)
     assert (again.graded, again.unreadable, again.unchanged) == (0, 0, 2)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import json
 import re
 import shutil
 import statistics
@@ -26,7 +27,9 @@ from grader.report.class_report import (
     case_rates, class_report_html, common_mistakes, exercise_summaries, failure_key, script_hash,
     slowest, sort_script, summarize, troubles, ungraded, warning_groups, write_class_report)
 from grader.report.class_outputs import read_results
-from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, from_dict, to_dict, write_json
+from grader.store.results import (CaseResult, ExerciseResult, SubmissionResult, from_dict, read_json, to_dict,
+                                  write_json)
+from grader.intake.warning import GraderWarning, Kind
 from grader.store.status import REASONS
 from grader.rubric.schema import load_rubric
 
@@ -68,7 +71,14 @@ def exercise(exercise_id: str, cases: list[CaseResult], max_score: float = 2.0) 
                           max_score * passed / len(cases) if cases else 0.0, max_score, tuple(cases))
 
 
-def submission(name: str, exercises: list[ExerciseResult], *, warnings: tuple[str, ...] = (),
+def missing_module(module: str, cell: int, line: int = 1, count: int | None = None) -> GraderWarning:
+    """The warning the sandbox's load gives an import of a module the grading machine lacks."""
+    label = f"In [{count}] (cell {cell + 1})" if count is not None else f"cell {cell + 1}"
+    return GraderWarning(Kind.MISSING_MODULE, f"ModuleNotFoundError: No module named '{module}'; the imported "
+                                              f"names are inert stand-ins", module, cell, label, line)
+
+
+def submission(name: str, exercises: list[ExerciseResult], *, warnings: tuple[GraderWarning, ...] = (),
                seconds: float = 0.5, isolation: str = "namespaces", rubric: str = "demo",
                state: str = "graded") -> SubmissionResult:
     return SubmissionResult(
@@ -88,7 +98,7 @@ def small_class() -> list[SubmissionResult]:
                            exercise("search", [case("search#1")], 4.0)], seconds=1.5),
         submission("cy", [exercise("manhattan", [case("manhattan#1"), counts_blank("manhattan#2", 7, 11)]),
                           exercise("search", [compares_tiles("search#1", "In [41] (cell 71), line 15")], 4.0)],
-                  warnings=("In [5] (cell 7), line 1: ModuleNotFoundError: No module named 'ipycanvas'",),
+                  warnings=(missing_module("ipycanvas", 6, 1, count=5),),
                   seconds=0.9),
     ]
 
@@ -171,9 +181,14 @@ def test_old_results_without_causes_group_by_their_whole_message():
     assert failure_key(a)[1] == failure_key(b)[1] != failure_key(case("x#3", "fail", "expected 1, got 3"))[1]
 
 
-def message_readings(source: str) -> list[int]:
-    """Lines where a message is parsed: a method called on it, or it given to a function (re.sub, split ...).
-    Passing it on by keyword (building a row that shows it) and reading it bare are not parsing."""
+MESSAGES = ("message",)                     # a case's sentence (CaseResult.message)
+WARNING_TEXTS = ("text", "shown", "place")  # a warning's sentence, with or without its place
+
+
+def message_readings(source: str, fields: tuple[str, ...] = MESSAGES + WARNING_TEXTS) -> list[int]:
+    """Lines where a message or a warning's text is parsed: a method called on it, or it given to a function
+    (re.sub, split ...). Passing it on by keyword (building a row that shows it) and reading it bare are not
+    parsing."""
     import ast
     tree = ast.parse(source)
     lines = []
@@ -181,7 +196,7 @@ def message_readings(source: str) -> list[int]:
     def is_message(node: ast.AST) -> bool:
         while isinstance(node, ast.Subscript):
             node = node.value
-        return isinstance(node, ast.Attribute) and node.attr == "message"
+        return isinstance(node, ast.Attribute) and node.attr in fields
 
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
@@ -190,17 +205,42 @@ def message_readings(source: str) -> list[int]:
     return lines
 
 
+def regular_expressions(source: str) -> list[int]:
+    """Lines that import or use the `re` module."""
+    import ast
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if (isinstance(node, ast.Import) and any(a.name == "re" for a in node.names))
+            or (isinstance(node, ast.ImportFrom) and node.module == "re")
+            or (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "re")]
+
+
 def test_the_class_report_parses_no_message():
-    """No regular expression, no sentence splitting over a case's message: the grouping reads fields."""
+    """No regular expression at all, no sentence splitting over a case's message or a warning's text: the
+    grouping reads fields (a case's reason, mistake and cause; a warning's kind and subject)."""
     import inspect
 
     from grader.report import class_report
-    assert message_readings(inspect.getsource(class_report)) == []
-    # the rule catches what the report used to do
+    source = inspect.getsource(class_report)
+    assert message_readings(source) == []
+    assert regular_expressions(source) == []
+    # the rules catch what the report used to do
     assert message_readings("key = normalize(split_sentence(case.message.strip()))") == [1]
     assert message_readings("_X.sub('', c.message)") == [1]
     assert message_readings("rows.append(Trouble(message=bad[0].message))") == []
     assert message_readings("f(case.message[:10])") == [1]
+    assert message_readings("_WARNING_PLACE.sub('', ' '.join(warning.text.split()))") == [1]
+    assert message_readings("key = warning_key(result.warnings[0].shown)") == [1]
+    assert message_readings("Ungraded(submission=s, reason=result.warnings[0].shown)") == []
+    assert regular_expressions("import re\n_NUMBER = re.compile('x')") == [1, 2]
+
+
+def test_the_judge_reads_no_message_or_warning_back():
+    """The judge writes each case's message and each warning's text from fields; it never reads one back
+    (its one regular expression, in error_cause, is over the exception's own text as the child sent it)."""
+    import inspect
+
+    from grader.judge import grading
+    assert message_readings(inspect.getsource(grading)) == []
 
 
 # ------------------------------------------------------------------------------------------ made-up classes
@@ -246,13 +286,56 @@ def test_slowest_are_sorted_by_seconds_with_their_slowest_exercise():
     assert len(rows) == 10 and rows[0].submission == "s14" and rows[0].slowest_exercise == "e"
 
 
-def test_warnings_grouped_without_their_cell():
+def test_warnings_grouped_by_kind_and_subject_without_their_cell():
     results = small_class()
-    results[0] = replace(results[0], warnings=(
-        "In [3] (cell 2), line 1: ModuleNotFoundError: No module named 'ipycanvas'",))
+    results[0] = replace(results[0], warnings=(missing_module("ipycanvas", 1, 4, count=3),))
+    results[1] = replace(results[1], environment=(missing_module("ipycanvas", 30),))   # where the load puts it
     groups = warning_groups(results)
-    assert [(g.message, g.students) for g in groups] == [
-        ("ModuleNotFoundError: No module named 'ipycanvas'", ("ada", "cy"))]
+    assert [(g.kind, g.subject, g.students) for g in groups] == [("missing module", "ipycanvas", ("ada", "bob", "cy"))]
+    assert groups[0].message.startswith("ModuleNotFoundError: No module named 'ipycanvas'")   # without its place
+
+
+def test_warnings_group_by_their_fields_never_their_text():
+    """Student code writes the text of an exception at load: a text that imitates another warning, or the same
+    exception with other numbers, changes no row; the kind and subject the grader recorded do."""
+    forged = GraderWarning(Kind.LOAD_ERROR, "ModuleNotFoundError: No module named 'ipycanvas'", "ValueError",
+                           2, "cell 3", 1)
+    first = GraderWarning(Kind.LOAD_ERROR, "KeyError: 17 (statement skipped)", "KeyError", 4, "cell 5", 2)
+    second = GraderWarning(Kind.LOAD_ERROR, "KeyError: 'x' (statement skipped)", "KeyError", 8, "cell 9", 7)
+    results = [submission("a", [], warnings=(missing_module("ipycanvas", 1),)),
+               submission("b", [], warnings=(forged, first)), submission("c", [], warnings=(second,))]
+    rows = {(g.kind, g.subject): g.students for g in warning_groups(results)}
+    assert rows == {("missing module", "ipycanvas"): ("a",), ("error at load", "ValueError"): ("b",),
+                    ("error at load", "KeyError"): ("b", "c")}
+
+
+def test_old_results_with_text_warnings_still_read_and_group_by_their_whole_text(tmp_path: Path):
+    """A result written before warnings had fields stores each as a string: it reads (JSON and gradebook
+    alike), shows as it was, and groups word for word."""
+    import sqlite3
+
+    from grader.store.gradebook import Gradebook
+    old = to_dict(submission("old", [exercise("manhattan", [case("manhattan#1")])]))
+    text = "In [5] (cell 7), line 1: ModuleNotFoundError: No module named 'ipycanvas'"
+    old.update(warnings=[text, text], environment=["cell 2, line 1: ImportError: no"])
+    (tmp_path / "old.json").write_text(json.dumps(old), encoding="utf-8")
+    result = read_json(tmp_path / "old.json")
+    assert [(w.kind, w.shown) for w in result.warnings] == [(Kind.TEXT, text)] * 2
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        book.record("old", "old.ipynb", result)
+    with sqlite3.connect(tmp_path / "gb.sqlite") as db:     # the row as the grader before fields wrote it
+        [(row, stored_json)] = db.execute("SELECT id, json FROM results").fetchall()
+        data = json.loads(stored_json)
+        assert data["warnings"][0]["kind"] == ""
+        data.update(warnings=old["warnings"], environment=old["environment"])
+        db.execute("UPDATE results SET json = ? WHERE id = ?", (json.dumps(data), row))
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        [stored] = book.iter_current("demo", ["old"])
+    assert stored.warnings == result.warnings and stored.environment == result.environment
+    groups = warning_groups([stored, replace(stored, submission="new")])
+    assert [(g.kind, g.message, g.students) for g in groups] == [
+        ("", text, ("new", "old")), ("", "cell 2, line 1: ImportError: no", ("new", "old"))]
+    assert "No module named" in class_report_html([stored])
 
 
 def test_no_submissions_gives_a_clear_page():
@@ -295,7 +378,7 @@ def test_student_text_is_escaped_everywhere():
     results = [submission(evil, [exercise("f", [case("f#1", "fail", f"expected 1, got 2. {evil} & \"q\"",
                                                      call=f"f('{evil}')"),
                                                 case("f#2", "error", f"ValueError: {evil} (at cell 1, line 1)")])],
-                          warnings=(f"cell 1, line 1: {evil}",))]
+                          warnings=(GraderWarning(Kind.LOAD_ERROR, evil, evil, 0, "cell 1", 1),))]
     page = class_report_html(results, title=evil, problems=[f"{evil}.json: not a readable result"])
     assert page.lower().count("<script") == 1 == page.count("<script>" + sort_script() + "</script>")  # ours only
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -318,7 +401,8 @@ def test_several_rubrics_are_flagged():
 def test_ungraded_file_is_listed_and_left_out_of_pass_rates():
     results = small_class() + [submission("broken", [exercise("manhattan", [
         case("manhattan#1", "missing", "not graded: not a notebook"),
-        case("manhattan#2", "missing", "not graded: not a notebook")])], warnings=("not a notebook",),
+        case("manhattan#2", "missing", "not graded: not a notebook")])],
+        warnings=(GraderWarning(Kind.UNREADABLE, "not a notebook"),),
         state="unreadable")]
     assert [(u.submission, u.reason) for u in ungraded(results)] == [("broken", "not a notebook")]
     assert summarize(results).ungraded == 1
@@ -438,7 +522,7 @@ def test_bundled_errors_timeouts_and_unreadable_file_are_listed(results):
     assert found[("syntax-error", "main")].message.startswith("NameError: name 'replace_numbers' is not defined")
     assert found[("int-tiles", "replace_numbers")].status == "error"
     assert [u.submission for u in ungraded(results)] == ["invalid_json"]
-    ipycanvas = next(g for g in warning_groups(results) if "ipycanvas" in g.message)
+    ipycanvas = next(g for g in warning_groups(results) if (g.kind, g.subject) == ("missing module", "ipycanvas"))
     assert len(ipycanvas.students) == 11 and not ipycanvas.message.startswith("In [")
 
 

@@ -186,7 +186,8 @@ def test_a_stopped_submission_is_recorded_with_its_reason_and_not_retried_unless
     first = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops)
     assert first.failed == ["correct"] and "was stopped" in first.reasons["correct"]
     stored = json.loads((tmp_path / "out" / "correct.json").read_text(encoding="utf-8"))
-    assert stored["state"] == "failed" and "was stopped" in stored["warnings"][0]
+    assert stored["state"] == "failed" and "was stopped" in stored["warnings"][0]["text"]
+    assert stored["warnings"][0]["kind"] == "not finished"
     again = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops)
     assert (again.unchanged, stops.seen) == (1, ["correct"])
     forced = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops, force=True)

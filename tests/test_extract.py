@@ -10,6 +10,7 @@ from grader.extract.source import Extracted, Statement, extract
 
 from grader.rubric.schema import Policy
 from grader.intake.notebook import notebook_from_source, read_notebook
+from grader.intake.warning import Kind
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = FIXTURES / "seeds"
@@ -222,7 +223,9 @@ def test_syntax_error_leaves_out_only_its_cell() -> None:
     assert error.reason == "syntax error: invalid syntax (line 3)"
     assert error.excerpt == "return total +"
     assert error in ex.dropped
-    assert ex.warnings == ("In [2] (cell 3), line 3: cell left out: SyntaxError: invalid syntax",)
+    [warning] = ex.warnings
+    assert warning.shown == "In [2] (cell 3), line 3: cell left out: SyntaxError: invalid syntax"
+    assert (warning.kind, warning.subject, warning.cell, warning.line) == (Kind.SYNTAX, "SyntaxError", 2, 3)
     assert set(ex.definitions) == {"x", "later", "y"}
     assert run_kept(ex)["later"]() == 1  # type: ignore[operator]
 

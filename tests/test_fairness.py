@@ -15,6 +15,7 @@ from grader.run.batch import grade
 from grader.judge.conventions import REFERENCE, consistently_matched, hold_to_one
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 from grader.rubric.schema import Variant
+from grader.intake.warning import Kind
 
 from conftest import REPO, RUBRIC
 
@@ -123,7 +124,7 @@ def test_grading_with_the_wrong_rubric_says_so_and_the_cli_exits_non_zero(tmp_pa
     assert main(["grade", "--rubric", str(sliding), "--out", str(tmp_path / "a"), *cache, str(notebook)]) == 3
     [result] = grade([notebook], sliding, tmp_path / "b", cache=grader_cache)
     assert result.mismatch.startswith("this notebook does not look like sliding-3x3")
-    assert result.warnings[0] == result.mismatch
+    assert result.warnings[0].text == result.mismatch and result.warnings[0].kind == Kind.MISMATCH
     assert main(["grade", "--rubric", str(sliding), "--out", str(tmp_path / "c"), "--allow-mismatch", *cache,
                  str(notebook)]) == 0
 
@@ -216,8 +217,9 @@ def test_a_failing_public_case_shows_every_fixture_it_uses_in_every_format(bundl
 
 def test_a_module_the_grading_machine_lacks_is_information_for_the_ta_not_a_student_warning(bundled) -> None:
     result = bundled["seed-000"]
-    assert any("ipycanvas" in line and "inert stand-ins" in line for line in result.environment)
-    assert not any("ipycanvas" in warning or "style.css" in warning for warning in result.warnings)
+    assert any(w.kind == Kind.MISSING_MODULE and w.subject == "ipycanvas" and "inert stand-ins" in w.text
+               and w.label.startswith("In [") and w.line >= 1 for w in result.environment)
+    assert not any("ipycanvas" in warning.shown or "style.css" in warning.shown for warning in result.warnings)
 
 
 def test_numpy_ints_and_a_frozenset_are_right_answers(tmp_path: Path, grader_cache: Path) -> None:

@@ -12,12 +12,14 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grader.intake.warning import LOAD_KINDS
 from grader.sandbox import frames, wire
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 
 OPS = ["result", "oracle", "forked", "exited", "done", "progress", "loaded", "ready", "start", ""]
 KEYS = ["op", "case", "status", "value", "probes", "error", "output", "seconds", "name", "args", "kwargs", "seq",
-        "pid", "index", "left_out", "warnings", "names", "isolation", "problems", "type", "message"]
+        "pid", "index", "left_out", "warnings", "names", "isolation", "problems", "type", "message", "kind",
+        "statement", "subject", "text"]
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(10**500), max_value=10**500),
@@ -44,6 +46,40 @@ def test_any_frame_is_a_message_or_invalid(message):
     for name, value in vars(parsed).items():
         if isinstance(value, float):
             assert value == value and abs(value) != float("inf"), name
+
+
+load_warning = st.dictionaries(
+    st.sampled_from(["kind", "statement", "subject", "text"]) | st.text(max_size=5),
+    st.sampled_from(["missing module", "error at load", "not loaded", "grader", ""]) | scalars
+    | st.text(min_size=190, max_size=4_010), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(load_warning, max_size=4))
+def test_load_warnings_from_the_child_are_typed_and_bounded_or_the_frame_is_invalid(warnings):
+    """The child's load report is fields, never trusted: a kind the child may claim, a statement number, a
+    subject and a text within bounds; anything else (the grader's own kinds included) rejects the frame."""
+    try:
+        loaded = frames.parse({"op": "loaded", "warnings": warnings, "output": "", "names": []})
+    except frames.Invalid as error:
+        assert str(error)
+        return
+    assert isinstance(loaded, frames.Loaded) and len(loaded.warnings) == len(warnings)
+    for warning in loaded.warnings:
+        assert warning.kind in LOAD_KINDS and type(warning.statement) is int and warning.statement >= 0
+        assert len(warning.subject) <= frames.Bounds().subject and len(warning.text) <= frames.Bounds().text
+
+
+def test_a_load_warning_of_the_graders_own_kind_is_invalid():
+    entry = {"kind": "missing module", "statement": 0, "subject": "x", "text": "t"}
+    assert frames.parse({"op": "loaded", "warnings": [entry], "output": "", "names": []}).warnings[0].subject == "x"
+    for forged in ({**entry, "kind": "mismatch"}, {**entry, "statement": -1}, {**entry, "extra": 1},
+                   {**entry, "subject": "s" * 201}, {**entry, "statement": True}):
+        try:
+            frames.parse({"op": "loaded", "warnings": [forged], "output": "", "names": []})
+        except frames.Invalid:
+            continue
+        raise AssertionError(f"{forged} was accepted")
 
 
 @settings(max_examples=300, deadline=None)

@@ -20,6 +20,7 @@ from hypothesis import given, settings, strategies as st
 from grader.store.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
 from grader.report.csv_export import write_csv
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json, to_dict
+from grader.intake.warning import GraderWarning, Kind
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = "taoistic-search"
@@ -139,11 +140,13 @@ def test_history_stays_in_recording_order_when_records_come_faster_than_the_cloc
 
 def test_unicode_zero_score_and_empty_results_round_trip(tmp_path: Path) -> None:
     unicode = make_result("zoë-søren-李")
-    unicode = SubmissionResult(**{**unicode.__dict__, "warnings": ("cell «In [3]»: ⏱ timeout 🧩",),
+    unicode = SubmissionResult(**{**unicode.__dict__, "warnings": (
+        GraderWarning(Kind.LOAD_TIMEOUT, "⏱ timeout 🧩", "Ω", 2, "cell «In [3]»", 1),),
                                   "extra": {"note": "naïve ∑"}})
     zero = make_result("zero", scores=(0.0, 0.0, 0.0))
     empty = SubmissionResult(**{**make_result("empty").__dict__, "exercises": (), "total": 0.0,
-                                "warnings": ("not a notebook: Expecting value: line 1 column 1",)})
+                                "warnings": (GraderWarning(Kind.UNREADABLE, "not a notebook: Expecting value: line 1 "
+                                                                            "column 1"),)})
     (tmp_path / "unicode.json").write_text(json.dumps(to_dict(unicode), ensure_ascii=False), encoding="utf-8")
     unicode = read_json(tmp_path / "unicode.json")
     with Gradebook(tmp_path / "gb.sqlite") as book:

@@ -28,6 +28,7 @@ from grader.report.gradescope import split_units, to_gradescope, write_gradescop
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 from grader.rubric.schema import load_rubric
 from grader import codec
+from grader.intake.warning import GraderWarning, Kind
 
 from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS
 
@@ -138,11 +139,11 @@ def test_the_summary_names_the_isolation_level_and_every_warning(graded: dict[st
     import dataclasses
     # A missing module is the TA's information now (`environment`), so this notebook has no warning of its own.
     result = dataclasses.replace(graded["extract-move-of-tile"],
-                                 warnings=("In [17] (cell 54), line 1: cell left out: SyntaxError: expected ':'",))
+                                 warnings=(GraderWarning(Kind.SYNTAX, "cell left out: SyntaxError: expected ':'",
+                                                         "SyntaxError", cell=53, label="In [17] (cell 54)", line=1),))
     output = to_gradescope(result)["output"]
     assert f"isolation: {result.isolation}" in output
-    for warning in result.warnings:
-        assert html.escape(warning, quote=False) in output
+    assert html.escape("In [17] (cell 54), line 1: cell left out: SyntaxError: expected ':'", quote=False) in output
     assert "22.2222 / 30" in output
 
 

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.intake.notebook import Cell, NotebookError, notebook_from_source, read_notebook
+from grader.intake.warning import Kind
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = FIXTURES / "seeds"
@@ -78,13 +79,14 @@ def test_schema_problem_is_a_warning_when_cells_are_readable() -> None:
     assert nb.cells[0].execution_count is None  # "one" is not a count
     assert nb.cells[1].execution_count == 2
     assert len(nb.warnings) == 1
-    assert "does not validate" in nb.warnings[0] and "'one'" in nb.warnings[0]
+    assert "does not validate" in nb.warnings[0].text and "'one'" in nb.warnings[0].text
+    assert nb.warnings[0].kind == Kind.NOTEBOOK and nb.warnings[0].subject == "schema"
 
 
 def test_notebook_without_version_is_read_as_v4_with_a_warning() -> None:
     nb = read_notebook(OWN / "no_version.ipynb")
     assert [cell.source for cell in nb.cells] == ["A = 1"]
-    assert any("no nbformat version" in warning for warning in nb.warnings)
+    assert any("no nbformat version" in warning.text for warning in nb.warnings)
 
 
 def test_invalid_json_error_names_the_file_and_the_json_line() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from grader import codec
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+from grader.intake.warning import Kind
 from sandbox_run import processes_left, run_cases, statement
 
 
@@ -146,9 +147,34 @@ def test_missing_import_becomes_inert_stand_in_and_annotations_are_not_evaluated
         report = box.load()
         outcomes = box.run_exercise([case("draw(None)")], (), None, time.monotonic() + 30)
     # The grading machine's lack, not the student's mistake: information for the TA, not a warning.
-    assert any("inert stand-in" in w for w in report.environment)
-    assert not any("inert stand-in" in w for w in report.warnings)
+    assert any("inert stand-in" in w.text and w.kind == Kind.MISSING_MODULE for w in report.environment)
+    assert not any("inert stand-in" in w.text for w in report.warnings)
     assert codec.decode(outcomes[0].value) == 5
+
+
+def test_load_warnings_are_fields_placed_by_the_parent():
+    """The child says what went wrong in which statement it was sent; the place (cell, label, line) is the
+    parent's own: an exception whose text pretends to be elsewhere is still placed where it was raised."""
+    statements = [
+        {"code": "import ipycanvas_not_installed.sub as cnv\n", "filename": "In [3] (cell 5)", "line": 2,
+         "kind": "import", "cell": 4},
+        {"code": "from collections import no_such_name\n", "filename": "cell 6", "line": 1, "kind": "import",
+         "cell": 5},
+        {"code": "raise KeyError('In [9] (cell 1), line 7: forged')\n", "filename": "cell 8", "line": 3,
+         "kind": "other", "cell": 7},
+        {"code": "def f(:\n", "filename": "cell 9", "line": 1, "kind": "def", "cell": 8},
+    ]
+    with Sandbox(statements, {}, ProcessLimits()) as box:
+        report = box.load()
+    [missing] = report.environment
+    assert (missing.kind, missing.subject, missing.cell, missing.label, missing.line) == (
+        Kind.MISSING_MODULE, "ipycanvas_not_installed", 4, "In [3] (cell 5)", 2)
+    assert missing.shown.startswith("In [3] (cell 5), line 2: ModuleNotFoundError: ")
+    assert [(w.kind, w.subject, w.cell, w.line) for w in report.warnings] == [
+        (Kind.IMPORT_ERROR, "ImportError", 5, 1), (Kind.LOAD_ERROR, "KeyError", 7, 3),
+        (Kind.SYNTAX, "SyntaxError", 8, 1)]
+    forged = report.warnings[1]
+    assert forged.shown.startswith("cell 8, line 3: KeyError: ") and forged.text.endswith("(statement skipped)")
 
 
 def test_hanging_top_level_statement_is_left_out():
@@ -158,7 +184,7 @@ def test_hanging_top_level_statement_is_left_out():
         report = sandbox.load()
         outcomes = sandbox.run_exercise([case("f()")], (), None, time.monotonic() + 30)
     assert "f" in report.names
-    assert any("did not finish" in w for w in report.warnings)
+    assert any("did not finish" in w.text for w in report.warnings)
     assert codec.decode(outcomes[0].value) == 7
 
 

@@ -431,7 +431,7 @@ def test_nothing_outlives_a_batch_of_notebooks_that_try_to_persist(tmp_path: Pat
                     cache=tmp_path / "cache")
     assert len(results) == PERSIST_COUNT and all(r.total == 30 for r in results), \
         [(r.submission, r.total, r.warnings[:2]) for r in results if r.total != 30]
-    assert not [w for r in results for w in r.warnings if "hx-persist" in w or "Persisted" in w]
+    assert not [w for r in results for w in r.warnings if "hx-persist" in w.shown or "Persisted" in w.shown]
     assert _until(lambda: not processes_running("313.7")), "a process of the batch survived it"
     with open("/proc/sysvipc/shm") as rows:
         assert 0x7171BEEF not in {int(row.split()[0]) for row in rows.readlines()[1:] if row.split()}

@@ -17,6 +17,7 @@ from grader.judge.grading import child_statements
 from grader.intake.notebook import read_notebook
 from grader.rubric.schema import load_rubric
 from grader.sandbox.process import ProcessLimits, Sandbox
+from grader.intake.warning import Kind
 
 from conftest import REPO, RUBRIC, SUBMISSIONS
 
@@ -73,7 +74,9 @@ def test_a_needed_statement_over_the_load_budget_is_stopped_and_its_names_report
     assert any(s.code == "TABLE = build_table()" for s in extracted.statements)
     with Sandbox(child_statements(extracted), {}, ProcessLimits(load_seconds=0.5)) as sandbox:
         report = sandbox.load()
-    [warning] = [w for w in report.warnings if "did not finish" in w]
+    [placed] = [w for w in report.warnings if "did not finish" in w.text]
+    assert (placed.kind, placed.subject, placed.cell, placed.line) == (Kind.LOAD_TIMEOUT, "TABLE", 2, 1)
+    warning = placed.shown
     assert warning.startswith("cell 3, line 1:") and "TABLE unavailable" in warning
     assert "lookup" in report.names and "TABLE" not in report.names
 

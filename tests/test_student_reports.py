@@ -15,6 +15,7 @@ from grader.report import annotated, boards, formats, student
 from grader.report.console import student_report
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 from grader import codec
+from grader.intake.warning import GraderWarning, Kind
 
 TRANSPOSED = "move-dir-transposed"
 HIDDEN_MOVE_DIR_CALL = "move_dir(S1, 2, 2, -1, 0)"    # a hidden case of the rubric: never shown by default
@@ -37,7 +38,8 @@ def hostile_result() -> SubmissionResult:
                               notes=(f"note {script}",), function="f", location="cell 2, line 1")
     return SubmissionResult(submission=f"eve{script}", path="", sha256="", rubric="r", rubric_sha256="",
                             grader_version="0", isolation="namespaces", total=0.0, max_total=1.0,
-                            exercises=(exercise,), warnings=(f"warning {script}",))
+                            exercises=(exercise,),
+                            warnings=(GraderWarning(Kind.LOAD_ERROR, f"warning {script}", script, 1, "cell 2", 1),))
 
 
 # ---------------------------------------------------------------------------------------------- Markdown

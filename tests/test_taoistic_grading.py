@@ -93,7 +93,7 @@ def test_main_animation_drops_the_animation_and_grades_in_full(bundled: Batch) -
     assert result.total == 30
     # Not the clock (tests hold on a busy machine): had animation(Path) or time.sleep run while loading, the
     # load would have hit its budget and said so.
-    assert not any("did not finish within" in w for w in result.warnings), result.warnings
+    assert not any("did not finish within" in w.shown for w in result.warnings), result.warnings
 
 
 def test_seed_000_counts_the_blank_as_an_accepted_variant_and_is_told_it_reads_global_s(bundled: Batch) -> None:
@@ -147,7 +147,7 @@ def test_syntax_error_cell_makes_replace_numbers_missing_and_names_the_cell(bund
         assert "syntax error" in message
     # replace_numbers is isolated in intermediate_goals: the missing function is paid for once.
     assert statuses(result, "intermediate_goals") == {"pass"}
-    assert any("cell left out: SyntaxError" in warning for warning in result.warnings)
+    assert any("cell left out: SyntaxError" in warning.shown for warning in result.warnings)
 
 
 @pytest.mark.parametrize("submission, swapped", [("find-tile-transposed", ("next_states", "manhattan")),
@@ -228,7 +228,7 @@ def test_a_file_that_is_not_a_notebook_scores_zero_with_the_reason_and_the_batch
     assert [e.id for e in result.exercises] == EXERCISE_IDS
     assert all(e.score == 0 for e in result.exercises)
     assert {c.status for e in result.exercises for c in e.cases} == {"missing"}
-    assert "not valid JSON" in result.warnings[0]
+    assert "not valid JSON" in result.warnings[0].text
     assert (bundled.out / "invalid_json.json").is_file()
     assert bundled["correct"].total == 30   # graded in the same batch
 
@@ -313,7 +313,7 @@ def test_hostile_load_never_runs_the_hang_and_sys_exit_nothing_graded_reads(host
     # `Stuck = next(...)` and `ExitCode = sys.exit(3)` bind names no graded code reads: the dependency slice
     # drops them, so they cause no load warning (a needed statement over budget: tests/test_slice.py). Had the
     # hang run, the load budget would have stopped it with "did not finish": that, not the clock, is the signal.
-    assert not any("did not finish" in w or "SystemExit" in w for w in hostile.warnings)
+    assert not any("did not finish" in w.shown or "SystemExit" in w.shown for w in hostile.warnings)
 
 
 def test_hostile_ten_megabytes_of_output_is_cut_and_the_answer_still_counts(hostile: SubmissionResult) -> None:

@@ -104,7 +104,7 @@ Finished = True
     report, outcomes = run([hang, define], [case("f()")], limits=ProcessLimits(load_seconds=1.0))
     assert "Finished" not in report.names
     assert "f" in report.names and codec.decode(outcomes[0].value) == 5
-    assert any("did not finish" in warning for warning in report.warnings), report.warnings
+    assert any("did not finish" in warning.text for warning in report.warnings), report.warnings
 
 
 def test_the_load_phase_stops_at_the_submissions_deadline():

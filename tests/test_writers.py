@@ -34,6 +34,7 @@ from grader.report.class_report import build_report, class_report_html
 from grader.report.csv_export import write_csv
 from grader.store.results import (SUBMISSION_CHARS, CaseResult, ExerciseResult, SubmissionResult, bound_case,
                                   bound_result, read_json, write_json)
+from grader.intake.warning import GraderWarning, Kind
 
 REPO = Path(__file__).resolve().parents[1]
 WRITERS = REPO / "tests" / "fixtures" / "writers"
@@ -59,7 +60,9 @@ def _result(text: str, *, name: str = "student", wire: object = None, cases: int
                               function="f", location="cell 1, line 1")
     return SubmissionResult(submission=name, path=f"/tmp/{text[:20]}.ipynb", sha256="0" * 64, rubric="mini",
                             rubric_sha256="1" * 64, grader_version="0", isolation="none", total=0.0, max_total=2.0,
-                            exercises=(exercise,), warnings=(text,))
+                            exercises=(exercise,),
+                            warnings=(GraderWarning(Kind.LOAD_ERROR, text, text, cell=0, label="cell 1", line=1),),
+                            environment=(GraderWarning(Kind.MISSING_MODULE, text, text),))
 
 
 class _Tags(html.parser.HTMLParser):
@@ -236,7 +239,7 @@ def test_a_cell_the_parser_cannot_handle_is_left_out_like_a_syntax_error(cell: s
     extracted = extract(notebook_from_source("def f():\n    return 1\n# %%\n" + cell))
     assert list(extracted.definitions) == ["f"]
     assert len(extracted.syntax_errors) == 1 and extracted.syntax_errors[0].cell == 1
-    assert extracted.warnings and "cell left out" in extracted.warnings[0]
+    assert extracted.warnings and "cell left out" in extracted.warnings[0].text
 
 
 def _cli(*args: str, cwd: Path = REPO, timeout: float = 900) -> subprocess.CompletedProcess[bytes]:
@@ -360,7 +363,7 @@ def test_the_batch_finishes_with_a_bounded_result_and_a_csv_row_for_every_studen
     assert correct.total == correct.max_total
     assert results["deep_cells"].total == correct.total            # the cells Python cannot parse cost nothing
     deep = results["deep_cells"].warnings
-    assert sum("cell left out" in w for w in deep) == 2
+    assert sum("cell left out" in w.text and w.kind == Kind.SYNTAX for w in deep) == 2
     renamed = next(r for name, r in results.items() if name.startswith("bad"))
     assert renamed.total == correct.total
     huge = results["huge_strings"]

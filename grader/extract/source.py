@@ -22,6 +22,7 @@ from types import MappingProxyType
 
 from grader.syntax.analysis import is_stub, walk_outside_lambdas
 from grader.intake.notebook import Cell, Notebook
+from grader.intake.warning import GraderWarning, Kind, at
 from grader.rubric.schema import Policy
 
 # Cell magics whose body is ordinary Python that IPython merely wraps (timing, output capture).
@@ -71,7 +72,7 @@ class Extracted:
     dropped: tuple[Dropped, ...]
     definitions: Mapping[str, Definition]  # last binding of each top-level name, in document order
     syntax_errors: tuple[Dropped, ...]  # cells left out because they do not parse (also in dropped)
-    warnings: tuple[str, ...]
+    warnings: tuple[GraderWarning, ...]  # cells left out because they do not parse, each at its cell and line
     runs: tuple[str, ...]  # support modules named by %run, in order
 
     def source(self) -> str:
@@ -96,12 +97,13 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
     kept: list[tuple[Statement, ast.stmt | None]] = []
     dropped: list[Dropped] = []
     syntax_errors: list[Dropped] = []
-    warnings: list[str] = []
+    warnings: list[GraderWarning] = []
     for p in prepared:
         dropped_here = list(p.dropped)
         if p.syntax_error is not None:
             syntax_errors.append(p.syntax_error)
             dropped_here.append(p.syntax_error)
+        if p.warning is not None:
             warnings.append(p.warning)
         kept_here: list[tuple[Statement, ast.stmt | None]] = [
             (Statement(_call_run(stem), p.cell.index, line, p.cell.label, "run", (), why="%run of a support module"),
@@ -296,7 +298,7 @@ class _Prepared:
     dropped: list[Dropped]
     runs: list[tuple[int, str]]  # (line, support module stem)
     syntax_error: Dropped | None = None
-    warning: str = ""
+    warning: GraderWarning | None = None
 
 
 _CELL_MAGIC = re.compile(r"^%%(?P<name>[A-Za-z_]\w*)")
@@ -346,7 +348,8 @@ def _prepare(cell: Cell) -> _Prepared:
         # The whole cell is out: its magic drops and %runs go with it, only the error is reported.
         prepared.dropped, prepared.runs = [], []
         prepared.syntax_error = _dropped(cell, line, f"{kind}: {message} (line {line})", excerpt)
-        prepared.warning = f"{cell.label}, line {line}: cell left out: {type(e).__name__.lstrip('_')}: {message}"
+        error = type(e).__name__.lstrip("_")
+        prepared.warning = at(cell, line, Kind.SYNTAX, f"cell left out: {error}: {message}", error)
     return prepared
 
 

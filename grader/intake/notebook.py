@@ -21,6 +21,8 @@ from typing import Any
 
 from grader.intake.v4check import first_problem
 
+from grader.intake.warning import GraderWarning, Kind, at
+
 CELL_KINDS = ("code", "markdown", "raw")
 
 
@@ -45,7 +47,7 @@ class Cell:
 class Notebook:
     path: str
     cells: tuple[Cell, ...]
-    warnings: tuple[str, ...]  # problems that did not stop reading (e.g. schema validation)
+    warnings: tuple[GraderWarning, ...]  # problems that did not stop reading (e.g. schema validation)
 
 
 class NotebookError(Exception):
@@ -154,13 +156,14 @@ def _notebook_from_json(text: str, path: str) -> Notebook:
         isinstance(raw.get("cells"), list) or isinstance(raw.get("worksheets"), list)
     ):
         raise NotebookError(path, "not a Jupyter notebook (no cells)")
-    notes: list[str] = []
+    notes: list[GraderWarning] = []
     if "nbformat" not in raw:
         # nbformat would read a version-less file as v1 and lose the cells; guess from the layout instead.
         v4 = "cells" in raw
         raw["nbformat"] = 4 if v4 else 3
         raw.setdefault("nbformat_minor", 5 if v4 and _has_cell_ids(raw) else 0)
-        notes.append(f"no nbformat version in the file; read as nbformat {raw['nbformat']}")
+        notes.append(GraderWarning(Kind.NOTEBOOK, f"no nbformat version in the file; read as nbformat "
+                                                  f"{raw['nbformat']}", "nbformat version"))
     major, minor = raw["nbformat"], raw.get("nbformat_minor", 0)
     if type(major) is not int or major not in (1, 2, 3, 4):
         raise NotebookError(path, f"unsupported nbformat version {major!r}")
@@ -170,7 +173,8 @@ def _notebook_from_json(text: str, path: str) -> Notebook:
     else:
         nb, problem = _upgraded(raw, major, minor, path)
     if problem:
-        notes.append(f"notebook does not validate (read anyway): {problem}")
+        notes.append(GraderWarning(Kind.NOTEBOOK, f"notebook does not validate (read anyway): {problem}",
+                                   "schema"))
     cells_raw = nb.get("cells")
     if not isinstance(cells_raw, list):
         raise NotebookError(path, "not a Jupyter notebook (no cells)")
@@ -179,7 +183,7 @@ def _notebook_from_json(text: str, path: str) -> Notebook:
         cell, note = _cell(index, node)
         cells.append(cell)
         if note:
-            notes.append(f"{cell.label}: {note}")
+            notes.append(note)
     return Notebook(path, tuple(cells), tuple(notes))
 
 
@@ -207,25 +211,27 @@ def _upgraded(raw: dict, major: int, minor: Any, path: str) -> tuple[Any, str | 
     return nb, None
 
 
-def _cell(index: int, node: object) -> tuple[Cell, str | None]:
+def _cell(index: int, node: object) -> tuple[Cell, GraderWarning | None]:
     """A Cell from one cell node, tolerating what validation already complained about."""
     if not isinstance(node, dict):
-        return Cell(index, "raw", "", None), "not a cell object; ignored"
-    note = None
+        cell = Cell(index, "raw", "", None)
+        return cell, at(cell, 0, Kind.NOTEBOOK, "not a cell object; ignored", "not a cell object")
+    note: tuple[str, str] | None = None      # (what is said, what it is about)
     kind = node.get("cell_type")
     if kind not in CELL_KINDS:
-        note = f"unknown cell type {kind!r}; ignored"
+        note = f"unknown cell type {kind!r}; ignored", "unknown cell type"
         kind = "raw"
     source = node.get("source", "")
     if isinstance(source, list):
         source = "".join(part for part in source if isinstance(part, str))
     elif not isinstance(source, str):
-        note = note or "cell source is not text; read as empty"
+        note = note or ("cell source is not text; read as empty", "cell source is not text")
         source = ""
     count = node.get("execution_count")
     if not isinstance(count, int) or isinstance(count, bool):
         count = None
-    return Cell(index, kind, source, count if kind == "code" else None), note
+    cell = Cell(index, kind, source, count if kind == "code" else None)
+    return cell, at(cell, 0, Kind.NOTEBOOK, *note) if note else None
 
 
 def _first_line(error: object) -> str:

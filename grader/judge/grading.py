@@ -23,6 +23,7 @@ from grader.judge.conventions import allowed_variants, hold_to_one, variant_note
 from grader.checks.registry import CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, read_notebook
+from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan, default_cache
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result
 from grader.rubric.schema import Exercise, IsolatedMethod
@@ -86,12 +87,13 @@ def support_sources(plan: Plan) -> dict[str, str]:
 
 
 def child_statements(extracted: Extracted) -> list[dict[str, Any]]:
-    return [{"code": s.code, "filename": s.label, "line": s.line, "kind": s.kind, "names": list(s.names)}
-            for s in extracted.statements]
+    # "cell": the parent places the child's load warnings with it (the child itself does not read it)
+    return [{"code": s.code, "filename": s.label, "line": s.line, "kind": s.kind, "names": list(s.names),
+             "cell": s.cell} for s in extracted.statements]
 
 
 def empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: float,
-                  submission: str | None = None) -> SubmissionResult:
+                  submission: str | None = None, kind: Kind = Kind.UNREADABLE) -> SubmissionResult:
     exercises = tuple(
         ExerciseResult(e.id, e.title, 0.0, float(e.points), tuple(
             CaseResult(c.id, "missing", c.visibility, "not graded: " + reason, call=c.shown_call, weight=c.weight,
@@ -102,7 +104,8 @@ def empty_result(path: Path, plan: Plan, sha256: str, reason: str, started: floa
         submission=submission or submission_id(path), path=str(path), sha256=sha256,
         rubric=plan.rubric.assignment, rubric_sha256=plan.rubric.sha256, grader_version=__version__,
         isolation="none (not run)", total=0.0, max_total=plan.rubric.max_total, exercises=exercises,
-        warnings=(reason,), seconds=round(time.monotonic() - started, 3), state="unreadable")
+        warnings=(GraderWarning(kind, reason),), seconds=round(time.monotonic() - started, 3),
+        state="unreadable")
 
 
 def _resolve(exercise: Exercise, extracted: Extracted, loaded: Sequence[str]) -> str | None:
@@ -724,7 +727,7 @@ def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner
 
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
                    options: Options = Options(), submission: str | None = None,
-                   hide_paths: Sequence[str] = (), warnings: Sequence[str] = (),
+                   hide_paths: Sequence[str] = (), warnings: Sequence[GraderWarning] = (),
                    cases: ExerciseRunner | None = None, settle: Settle | None = None) -> SubmissionResult:
     """One notebook, extracted, loaded in its own sandbox and judged exercise by exercise: `grader grade`,
     `grader check` and `grader check --kit` all come through here. `warnings` go first (the kit's own);
@@ -734,7 +737,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     extracted = extract(notebook, rubric.policy)
     limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
     deadline = started + limits.submission_seconds
-    said = [*warnings, *notebook.warnings, *extracted.warnings]
+    said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
@@ -746,7 +749,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
             said.extend(report.warnings)
             environment = report.environment
         except SandboxError as error:
-            said.append(str(error))
+            said.append(GraderWarning(Kind.NOT_LOADED, str(error)))
             loaded = ()
             environment = ()
         exercises = grade_exercises(plan, notebook, extracted, sandbox if loaded else None, loaded, deadline,
@@ -760,7 +763,8 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
         rubric_sha256=rubric.sha256, grader_version=__version__, isolation=sandbox_level,
         total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
-        warnings=(mismatch, *said) if mismatch else tuple(said), mismatch=mismatch, environment=environment,
+        warnings=(GraderWarning(Kind.MISMATCH, mismatch), *said) if mismatch else tuple(said), mismatch=mismatch,
+        environment=environment,
         seconds=round(time.monotonic() - started, 3), extra={"isolation": held}))
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from grader import __version__
 from grader import codec
+from grader.intake.warning import GraderWarning, Kind
 from grader.store import status as vocabulary
 from grader.sandbox.alarm import TimeLimit, can_interrupt
 
@@ -142,7 +143,7 @@ class Kit:
     roots: tuple[str, ...] | None = None      # what grading needs from a notebook (the extraction slice's roots)
     sha256: str = ""                          # of the kit's content
     path: Path | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[GraderWarning, ...] = ()
     public_source: str = ""                   # the course's public check code (grader.kit.public), or none
 
     @property
@@ -376,10 +377,11 @@ def kit_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Kit:
                                for v in e.get("variants", ())))
             for e in data["exercises"])
         extraction = data.get("extraction") or {}
-        warnings: tuple[str, ...] = ()
+        warnings: tuple[GraderWarning, ...] = ()
         if data.get("grader_version") != __version__:
-            warnings = (f"this kit was made with grader {data.get('grader_version')}; you have {__version__}: "
-                        f"if results differ after submission, install the course's version",)
+            warnings = (GraderWarning(
+                Kind.KIT, f"this kit was made with grader {data.get('grader_version')}; you have {__version__}: "
+                          f"if results differ after submission, install the course's version", "grader version"),)
         return Kit(
             assignment=str(data["assignment"]), title=str(data.get("title", data["assignment"])),
             rubric_sha256=str(data.get("rubric_sha256", "")), grader_version=str(data.get("grader_version", "")),
@@ -911,8 +913,9 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     exercises = settle(kit, judged, loaded)
     warnings = kit.warnings
     if not can_interrupt():
-        warnings += ("cases ran without a time limit (not in the main thread): a case that never ends hangs "
-                     "this check; interrupt the kernel to stop it",)
+        warnings += (GraderWarning(Kind.KIT, "cases ran without a time limit (not in the main thread): a case that "
+                                             "never ends hangs this check; interrupt the kernel to stop it",
+                                   "no time limit"),)
     result = SubmissionResult(
         submission="this notebook", path="<kernel>", sha256="", rubric=kit.assignment,
         rubric_sha256=kit.rubric_sha256, grader_version=__version__, isolation="none (the notebook's own kernel)",

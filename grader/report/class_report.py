@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from grader.files import write_text
 from grader.report.class_outputs import Classroom, Written, read_results
+from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentRow, generator_rates, scores_only, student_rows)
 from grader.store.results import CaseResult, SubmissionResult
@@ -24,7 +24,6 @@ MISTAKES_PER_EXERCISE = 8
 SLOWEST = 10
 REPORTS = "students"          # folder beside the page with every student's report, which the names link to
 SHOWN_CHARACTERS = 400        # a message longer than this is cut in the page (the JSON keeps it whole)
-WARNING_KEY = 200             # warnings alike in this many characters are one row
 
 
 # ---------------------------------------------------------------------------------------------- the summaries
@@ -123,8 +122,11 @@ class Trouble:
 
 @dataclass(frozen=True)
 class WarningGroup:
-    """One warning of the grader (a skipped statement, a missing module, an unreadable file) and who got it."""
+    """One kind of warning about one subject (a missing module, an exception at load, an unreadable file), the
+    sentence of its first student (without its place) and who got it."""
 
+    kind: str                              # grader.intake.warning.Kind's word ("" for old text-only warnings)
+    subject: str                           # the module, the exception type ...
     message: str
     students: tuple[str, ...]
 
@@ -236,7 +238,7 @@ class ClassTally:
         self.groups: dict[tuple[str, str], dict] = {}
         self.trouble: list[Trouble] = []
         self.ungraded_rows: list[Ungraded] = []
-        self.warning_rows: dict[str, tuple[str, set[str]]] = {}
+        self.warning_rows: dict[tuple[str, str], tuple[GraderWarning, set[str]]] = {}
         self.slow: list[SlowSubmission] = []
         self.keep_slowest = SLOWEST
         self.light: list[SubmissionResult] = []     # each result's scores only (no cases): the student table
@@ -290,13 +292,12 @@ class ClassTally:
                 group["students"].add(result.submission)
                 group["cases"] += 1
         if ungraded_result:
-            self.ungraded_rows.append(Ungraded(result.submission,
-                                               result.warnings[0] if result.warnings else "no reason recorded"))
+            self.ungraded_rows.append(Ungraded(
+                submission=result.submission,
+                reason=result.warnings[0].shown if result.warnings else "no reason recorded"))
         # The TA sees what the grading machine lacked (inert stand-ins) beside the students' warnings.
-        for warning in (*result.warnings, *getattr(result, "environment", ())):
-            # One line: numpy's ImportError is "ImportError: " and then paragraphs of advice.
-            message, alike = warning_key(warning)
-            _, students = self.warning_rows.setdefault(alike, (message, set()))
+        for warning in (*result.warnings, *result.environment):
+            _, students = self.warning_rows.setdefault(warning_key(warning), (warning, set()))
             students.add(result.submission)
         exercise_seconds, exercise_id = max(times, key=lambda item: (item[0], item[1]), default=(0.0, ""))
         self.slow.append(SlowSubmission(result.submission, result.seconds, result.total, result.max_total,
@@ -360,7 +361,8 @@ class ClassTally:
 
     def warnings(self) -> tuple[WarningGroup, ...]:
         ordered = sorted(self.warning_rows.items(), key=lambda item: (-len(item[1][1]), item[0]))
-        return tuple(WarningGroup(message, tuple(sorted(students))) for _, (message, students) in ordered)
+        return tuple(WarningGroup(kind, subject, first.text or "(empty warning)", tuple(sorted(students)))
+                     for (kind, subject), (first, students) in ordered)
 
     def slowest(self, count: int = SLOWEST) -> tuple[SlowSubmission, ...]:
         return tuple(_slowest_first(self.slow)[:count])
@@ -373,16 +375,12 @@ def _slowest_first(rows: list[SlowSubmission]) -> list[SlowSubmission]:
 # ------------------------------------------------------------------------------------------- grouping causes
 
 
-# Warnings are still one line of text each (issue 15 leaves them so): the place they begin with is cut off,
-# so one missing module is one row however many cells import it.
-_WARNING_PLACE = re.compile(r"^(?:In \[[^\]]*\] \(cell \d+\)|cell \d+), line \d+: ")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\b0x[0-9a-fA-F]+\b")
-
-
-def warning_key(warning: str) -> tuple[str, str]:
-    """(the warning as shown, the key warnings alike share): without its place, numbers and addresses."""
-    message = _WARNING_PLACE.sub("", " ".join(warning.split())) or "(empty warning)"
-    return message, " ".join(_NUMBER.sub("#", message[:WARNING_KEY]).split())
+def warning_key(warning: GraderWarning) -> tuple[str, str]:
+    """What warnings alike share: their kind and subject (one missing module is one row however many cells
+    import it), read from fields. A warning stored before warnings had fields is its text alone, word for word."""
+    if warning.kind == Kind.TEXT:
+        return "", warning.text
+    return warning.kind.value, warning.subject
 
 
 def failure_key(case: CaseResult) -> tuple[str, str, str, str]:

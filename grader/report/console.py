@@ -59,7 +59,7 @@ def print_class(results: Sequence[SubmissionResult], console: Console | None = N
     for result in results:
         if result.state != "graded" and result.warnings:
             console.print(Text.assemble((terminal(result.submission), "yellow"),
-                                        f": not graded: {terminal(result.warnings[0])}"), highlight=False)
+                                        f": not graded: {terminal(result.warnings[0].shown)}"), highlight=False)
 
 
 def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None:
@@ -108,7 +108,7 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
     unverified_total = problems_total = 0
     console.print(f"[bold]{escape(terminal(result.submission))}[/] — public cases of {escape(result.rubric)}")
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(terminal(warning))}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(terminal(warning.shown))}", highlight=False)
     for exercise in result.exercises:
         public = [c for c in exercise.cases if c.visibility == "public"]
         passed = sum(c.status == "pass" for c in public)

@@ -153,7 +153,7 @@ def _summary(result: SubmissionResult) -> str:
     lines = [f"{result.rubric}: {result.total:g} / {result.max_total:g} points for {Path(result.path).name}"]
     cases = [c for e in result.exercises for c in e.cases]
     if cases and result.warnings and result.state != "graded":
-        lines.append(f"Your submission could not be graded: {result.warnings[0]}")
+        lines.append(f"Your submission could not be graded: {result.warnings[0].shown}")
     lines += [f"Graded by puzzle-grader {result.grader_version}; isolation: {result.isolation}.", "", "Exercises:"]
     hidden = 0
     automatic = {fact["exercise"]: fact["automatic"] for fact in result.extra.get("overrides", ())}
@@ -170,7 +170,7 @@ def _summary(result: SubmissionResult) -> str:
         lines += ["", f"{hidden} hidden case{'s' if hidden != 1 else ''}: shown once grades are published."]
     if result.warnings:
         lines += ["", f"Warnings ({len(result.warnings)}):"]
-        lines.extend(f"  - {_cut(w, 500)}" for w in result.warnings[:WARNINGS_SHOWN])
+        lines.extend(f"  - {_cut(w.shown, 500)}" for w in result.warnings[:WARNINGS_SHOWN])
         if len(result.warnings) > WARNINGS_SHOWN:
             lines.append(f"  ... and {len(result.warnings) - WARNINGS_SHOWN} more")
     else:

@@ -236,7 +236,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
     out = [f"# Feedback: {md_text(result.submission)}", "",
            f"**Score: {score}** · assignment {md_text(result.rubric)} · isolation: {md_text(result.isolation)}", ""]
     if result.warnings:
-        out += ["**Warnings**", ""] + [f"- {md_text(w)}" for w in result.warnings] + [""]
+        out += ["**Warnings**", ""] + [f"- {md_text(w.shown)}" for w in result.warnings] + [""]
     out += ["| Exercise | Score | Public cases | Hidden cases |", "|---|---:|---|---|"]
     for exercise in result.exercises:
         out.append(f"| {md_text(exercise.id)} | {score_text(exercise.score)} / {score_text(exercise.max_score)} | "

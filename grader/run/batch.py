@@ -87,10 +87,11 @@ class Batch:
 
 
 def _failure_result(plan: Plan, job: Job, reason: str) -> SubmissionResult:
+    from grader.intake.warning import Kind
     from grader.judge.grading import empty_result
     path = Path(job.path)
-    return replace(empty_result(path, plan, file_sha256(path), reason, time.monotonic(), job.student),
-                   state="failed")
+    return replace(empty_result(path, plan, file_sha256(path), reason, time.monotonic(), job.student,
+                                Kind.FAILED), state="failed")
 
 
 def _unreadable(plan: Plan, entry: Entry) -> SubmissionResult:

@@ -11,12 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from grader.intake.warning import LOAD_KINDS, Kind
+
 __all__ = [
     "Bounds",
     "Done",
     "Exited",
     "Forked",
     "Invalid",
+    "LoadWarning",
     "Loaded",
     "Message",
     "OracleCall",
@@ -41,6 +44,7 @@ class Bounds:
     text: int = 4_000              # one warning, one probe error, one oracle helper name
     items: int = 100_000           # names in `loaded`, warnings, probes
     ident: int = 1_000             # a case id
+    subject: int = 200             # what a load warning is about (a module, an exception type)
 
 
 class Invalid(ValueError):
@@ -62,12 +66,21 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class LoadWarning:
+    """What the child says went wrong in one statement of the load; the parent knows where that statement is."""
+
+    kind: Kind                            # one of LOAD_KINDS
+    statement: int                        # its position among the statements the load was sent
+    subject: str                          # the missing module, the exception type, the names left unbound
+    text: str                             # the sentence, without its place
+
+
+@dataclass(frozen=True)
 class Loaded:
-    warnings: tuple[str, ...]
+    warnings: tuple[LoadWarning, ...]
     output: str
     names: tuple[str, ...]
     left_out: tuple[int, ...] = ()        # statements the child stopped on time (advisory)
-    environment: tuple[str, ...] = ()     # modules this machine lacks, given inert stand-ins (for the TA)
 
 
 @dataclass(frozen=True)
@@ -154,6 +167,27 @@ def _texts(value: Any, where: str, bounds: Bounds) -> tuple[str, ...]:
     return tuple(_text(item, f"an entry of {where}", bounds.text) for item in value)
 
 
+_KINDS = {kind.value: kind for kind in LOAD_KINDS}
+WARNING_FIELDS = ("kind", "statement", "subject", "text")
+
+
+def _load_warnings(value: Any, bounds: Bounds) -> tuple[LoadWarning, ...]:
+    """Each entry exactly {kind, statement, subject, text}: a load kind, a statement number, two bounded texts."""
+    if type(value) is not list or len(value) > bounds.items:
+        raise Invalid(f"'warnings' must be a list of at most {bounds.items} entries")
+    warnings = []
+    for item in value:
+        if type(item) is not dict or set(item) != set(WARNING_FIELDS):
+            raise Invalid(f"an entry of 'warnings' must have exactly the keys {', '.join(WARNING_FIELDS)}")
+        kind = item["kind"]
+        if type(kind) is not str or kind not in _KINDS:
+            raise Invalid(f"an entry of 'warnings' has an unknown kind {_short(kind)}")
+        warnings.append(LoadWarning(_KINDS[kind], _int(item["statement"], "a warning's 'statement'", 0, bounds.items),
+                                    _text(item["subject"], "a warning's 'subject'", bounds.subject),
+                                    _text(item["text"], "a warning's 'text'", bounds.text)))
+    return tuple(warnings)
+
+
 def _indices(value: Any, where: str, bounds: Bounds) -> tuple[int, ...]:
     if type(value) is not list or len(value) > bounds.items:
         raise Invalid(f"{where} must be a list of at most {bounds.items} statement numbers")
@@ -219,14 +253,13 @@ def parse(message: dict, bounds: Bounds = Bounds()) -> Message:
         return Progress(_int(message["index"], "'index'", 0, bounds.items),
                         _indices(message.get("left_out", []), "'left_out'", bounds))
     if operation == "loaded":
-        _keys(message, ("warnings", "output", "names"), ("seconds", "left_out", "environment"))
+        _keys(message, ("warnings", "output", "names"), ("seconds", "left_out"))
         if "seconds" in message:
             _seconds(message["seconds"], "'seconds'")
-        return Loaded(_texts(message["warnings"], "'warnings'", bounds),
+        return Loaded(_load_warnings(message["warnings"], bounds),
                       _text(message["output"], "'output'", bounds.output),
                       _texts(message["names"], "'names'", bounds),
-                      _indices(message.get("left_out", []), "'left_out'", bounds),
-                      _texts(message.get("environment", []), "'environment'", bounds))
+                      _indices(message.get("left_out", []), "'left_out'", bounds))
     if operation == "ready":
         # The runtime's own first word, before any student code ran; extra facts are allowed but bounded.
         problems = message.get("problems", [])

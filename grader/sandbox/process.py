@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from grader import codec
+from grader.intake.warning import GraderWarning, Kind
 from grader.sandbox import cpuclock, frames, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.isolation import (PIDS_MAX, Isolation, MemoryGroup, PidsGroup, acquire_group,
@@ -72,11 +73,20 @@ class Outcome:
 
 @dataclass(frozen=True)
 class LoadReport:
-    warnings: tuple[str, ...]
+    warnings: tuple[GraderWarning, ...]
     output: str
     seconds: float
     names: tuple[str, ...]
-    environment: tuple[str, ...] = ()    # what the grading machine lacks (modules given inert stand-ins)
+    environment: tuple[GraderWarning, ...] = ()    # what the grading machine lacks (modules given inert stand-ins)
+
+
+def _placed(statement: Mapping[str, Any] | None, kind: Kind, subject: str, text: str) -> GraderWarning:
+    """A load warning at its statement's cell and line (the statement as the parent sent it)."""
+    if statement is None:
+        return GraderWarning(kind, text, subject)
+    cell = statement.get("cell")
+    return GraderWarning(kind, text, subject, cell=cell if type(cell) is int else None,
+                         label=str(statement["filename"]), line=int(statement["line"]))
 
 
 Oracle = Callable[[str, list, dict], Any]
@@ -301,16 +311,22 @@ class Sandbox:
                 self._stop()
                 why = "the submission's time budget ran out" if out_of_time else type(error).__name__
                 raise SandboxError(f"the notebook's code could not be loaded: {why}") from None
-            warnings = list(message.warnings)
+            # The child says what went wrong in which statement it was sent; where that statement is in the
+            # notebook is the parent's own fact (a statement number out of range gets no place).
+            warnings = [_placed(self.statements[indices[w.statement]] if w.statement < len(indices) else None,
+                                w.kind, w.subject, w.text) for w in message.warnings]
             for index in skipped_before:
                 statement = self.statements[index]
                 names = ", ".join(str(name) for name in statement.get("names", ()))
-                warnings.append(f"{statement['filename']}, line {statement['line']}: did not finish "
-                                f"within {self.limits.load_seconds:g} s; left out"
-                                + (f"; {names} unavailable" if names else ""))
+                warnings.append(_placed(statement, Kind.LOAD_TIMEOUT, names,
+                                        f"did not finish within {self.limits.load_seconds:g} s; left out"
+                                        + (f"; {names} unavailable" if names else "")))
             self._leave_out(message.left_out, indices)   # not run again when the child is restarted
-            self.load_report = LoadReport(tuple(warnings), message.output, time.monotonic() - started,
-                                          message.names, message.environment)
+            # A module this machine lacks is the environment's business (for the TA), not the student's.
+            self.load_report = LoadReport(
+                tuple(w for w in warnings if w.kind != Kind.MISSING_MODULE), message.output,
+                time.monotonic() - started, message.names,
+                tuple(w for w in warnings if w.kind == Kind.MISSING_MODULE))
             return self.load_report
 
     def _leave_out(self, positions: Sequence[int], indices: Sequence[int]) -> None:

@@ -215,23 +215,29 @@ class Child:
             linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
             _SOURCES[filename] = lines
 
-    def _stand_in_for_import(self, statement, error, warnings, environment=None):
+    def _stand_in_for_import(self, statement, error):
+        """Bind inert stand-ins for what a failed import statement names; the warning that says so, as fields."""
         tree = ast.parse(statement["code"])
+        first = ""
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     bound = alias.asname or alias.name.split(".")[0]
                     self.module.__dict__.setdefault(bound, Inert(alias.name))
+                    first = first or alias.name
             elif isinstance(node, ast.ImportFrom):
+                first = first or str(node.module or "")
                 for alias in node.names:
                     if alias.name != "*":
                         self.module.__dict__.setdefault(alias.asname or alias.name,
                                                         Inert(f"{node.module}.{alias.name}"))
+        name = _error_name(error)
+        text = f"{name}: {_text(error)}; the imported names are inert stand-ins"
         # A module this machine lacks (a drawing library, IPython) is the grading environment's business, not
-        # the student's: it is reported to the TA, not as a warning in the student's feedback.
-        target = environment if environment is not None and _error_name(error) == "ModuleNotFoundError" else warnings
-        target.append(f"{statement['filename']}, line {statement['line']}: {_error_name(error)}: "
-                      f"{_text(error)}; the imported names are inert stand-ins")
+        # the student's: the parent reports it to the TA, not as a warning in the student's feedback.
+        if name == "ModuleNotFoundError":
+            return "missing module", _module_name(error, first), text
+        return "import error", name, text
 
     def load(self, request):
         self.output_limit = int(request.get("output_bytes", 65536))
@@ -248,8 +254,7 @@ class Child:
         sys.modules["__main__"] = module
         statements = request["statements"]
         self._register_lines(statements)
-        warnings = []
-        environment: list = []
+        warnings = []      # each (kind, statement index, subject, text): the parent adds the place
         capture = Capture(self.output_limit)
         sys.stdout = sys.stderr = capture
         budget = float(request.get("statement_seconds", 5.0))   # the whole load phase's wall time
@@ -258,12 +263,11 @@ class Child:
         started = _perf()
         for index, statement in enumerate(statements):
             self.send({"op": "progress", "index": index, "left_out": list(left_out)})
-            where = f"{statement['filename']}, line {statement['line']}"
             try:
                 code = compile("\n" * (statement["line"] - 1) + statement["code"], statement["filename"], "exec",
                                flags=_ANNOTATIONS, dont_inherit=True)
             except SyntaxError as error:
-                warnings.append(f"{where}: left out: SyntaxError: {error.msg}")
+                warnings.append(("syntax error", index, "SyntaxError", f"left out: SyntaxError: {error.msg}"))
                 continue
             remaining = budget - (_perf() - started)
             seconds = remaining - reserve if remaining > 2 * reserve else remaining
@@ -274,23 +278,30 @@ class Child:
                 left_out.append(index)
                 names = [str(name) for name in statement.get("names", ()) if str(name) not in module.__dict__]
                 unavailable = f"; {', '.join(names)} unavailable" if names else ""
-                warnings.append(f"{where}: did not finish within {budget:g} s; left out{unavailable}")
+                warnings.append(("load timeout", index, ", ".join(names),
+                                 f"did not finish within {budget:g} s; left out{unavailable}"))
             except ImportError as error:
                 try:
                     if statement.get("kind") != "import":
                         raise error
-                    self._stand_in_for_import(statement, error, warnings, environment)
+                    kind, subject, text = self._stand_in_for_import(statement, error)
+                    warnings.append((kind, index, subject, text))
                 except BaseException as failure:  # noqa: BLE001 - e.g. ast broken by patched builtins
-                    warnings.append(f"{where}: {_error_name(failure)}: {_text(failure)}")
+                    name = _error_name(failure)
+                    warnings.append(("error at load", index, name, f"{name}: {_text(failure)}"))
             except BaseException as error:  # noqa: BLE001 - SystemExit and friends must not end the load
-                warnings.append(f"{where}: {_error_name(error)}: {_text(error)} (statement skipped)")
+                name = _error_name(error)
+                warnings.append(("error at load", index, name, f"{name}: {_text(error)} (statement skipped)"))
             finally:
                 _setitimer(signal.ITIMER_REAL, 0)
         sys.stdout, sys.stderr = _STDOUT, _STDERR
         names = sorted(k for k in module.__dict__ if type(k) is str and not k.startswith("__"))
-        self.send({"op": "loaded", "warnings": [_cut(w, 4000) for w in warnings[:10_000]],
+        self.send({"op": "loaded", "warnings": [
+                       # cut with room for the "..." marker: the parent refuses 201 and 4,001 characters
+                       {"kind": kind, "statement": at, "subject": _cut(subject, 190), "text": _cut(text, 3990)}
+                       for kind, at, subject, text in warnings[:10_000]],
                    "output": capture.text(), "names": [n for n in names if len(n) <= 1000][:100_000],
-                   "left_out": left_out, "environment": [_cut(e, 4000) for e in environment[:1000]]})
+                   "left_out": left_out})
 
     # -- cases ----------------------------------------------------------------------------------------------
     def _oracle(self, name):
@@ -534,6 +545,15 @@ def _text(error, limit=2000):
     except BaseException:  # noqa: BLE001 - a student exception whose __str__ fails
         text = "<unprintable>"
     return _plain(text, limit)
+
+
+def _module_name(error, fallback):
+    """The module a ModuleNotFoundError names (`error.name`, set by the import system), else the imported one."""
+    try:   # ImportError's own slot: a student's subclass cannot answer for it
+        name = ImportError.__dict__["name"].__get__(error, type(error))
+    except BaseException:  # noqa: BLE001 - not an ImportError after all
+        name = None
+    return _plain(name, 200) if type(name) is str and name else _plain(fallback, 200)
 
 
 def _error_name(error):

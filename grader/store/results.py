@@ -10,6 +10,7 @@ from typing import Any
 
 from grader.files import write_text
 from grader import textsafe
+from grader.intake.warning import GraderWarning, Kind, from_json as warning_from_json, to_json as warning_to_json
 
 SCHEMA_VERSION = 1
 # "problem": the grader or the rubric failed on this case (a reference check or helper raised), not the student.
@@ -76,7 +77,7 @@ class SubmissionResult:
     total: float
     max_total: float
     exercises: tuple[ExerciseResult, ...]
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[GraderWarning, ...] = ()   # for the student: what was left out or stood in for, and where
     seconds: float = 0.0
     schema: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)
@@ -87,7 +88,7 @@ class SubmissionResult:
     penalty: float = 0.0         # points the rubric's late policy takes off; `total` is the score before it
     # "this notebook does not look like <assignment>: ..." when most graded names are absent
     mismatch: str = ""
-    environment: tuple[str, ...] = ()   # for the TA: what the grading machine lacked (modules given stand-ins)
+    environment: tuple[GraderWarning, ...] = ()   # for the TA: what the machine lacked (modules given stand-ins)
 
     def exercise(self, exercise_id: str) -> ExerciseResult:
         for exercise in self.exercises:
@@ -110,7 +111,7 @@ def to_dict(result: SubmissionResult) -> dict:
                                getattr(e, f)) for f in _EXERCISE_FIELDS}
                           for e in result.exercises]
         elif name in ("warnings", "environment"):
-            data[name] = list(getattr(result, name))
+            data[name] = [warning_to_json(w) for w in getattr(result, name)]
         elif name == "extra":
             data[name] = dict(result.extra)
         else:
@@ -128,8 +129,10 @@ def from_dict(data: dict) -> SubmissionResult:
         ExerciseResult(**{**e, "cases": tuple(CaseResult(**c) for c in e["cases"]), "notes": tuple(e["notes"]),
                           "isolated": tuple(e.get("isolated", ())), "globals_read": tuple(e.get("globals_read", ()))})
         for e in data["exercises"])
-    return SubmissionResult(**{**data, "exercises": exercises, "warnings": tuple(data["warnings"]),
-                               "environment": tuple(data.get("environment", ()))})
+    # Warnings stored before they had fields are plain strings: they read as text alone (Kind.TEXT).
+    return SubmissionResult(**{**data, "exercises": exercises,
+                               "warnings": tuple(warning_from_json(w) for w in data["warnings"]),
+                               "environment": tuple(warning_from_json(w) for w in data.get("environment", ()))})
 
 
 # ---------------------------------------------------------------------------------------------- bounds
@@ -223,12 +226,30 @@ def _bound_texts(texts: tuple[str, ...], bounds: Bounds) -> tuple[str, ...]:
     return tuple(kept)
 
 
+def _bound_warnings(warnings: tuple[GraderWarning, ...], bounds: Bounds) -> tuple[GraderWarning, ...]:
+    """Each warning's texts within `bounds.warning` characters, and at most `bounds.warnings` of them."""
+    kept = [_bound_warning(w, bounds.warning) for w in warnings[:bounds.warnings]]
+    if len(warnings) > bounds.warnings:
+        kept.append(GraderWarning(Kind.GRADER, f"... and {len(warnings) - bounds.warnings} more"))
+    return tuple(kept)
+
+
+def _bound_warning(warning: GraderWarning, limit: int) -> GraderWarning:
+    short = min(limit, 200)      # a subject (a module, an exception type) and a cell label are short facts
+    if all(isinstance(t, str) and len(t) <= n for t, n in ((warning.text, limit), (warning.subject, short),
+                                                           (warning.label, short))):
+        return warning
+    return replace(warning, text=textsafe.cut(str(warning.text), limit),
+                   subject=textsafe.cut(str(warning.subject), short), label=textsafe.cut(str(warning.label), short))
+
+
 def _bounded(result: SubmissionResult, bounds: Bounds) -> SubmissionResult:
     exercises = tuple(replace(e, cases=tuple(bound_case(c, bounds) for c in e.cases),
                               notes=_bound_texts(e.notes, bounds), score=_finite(e.score),
                               max_score=_finite(e.max_score))
                       for e in result.exercises)
-    return replace(result, exercises=exercises, warnings=_bound_texts(result.warnings, bounds),
+    return replace(result, exercises=exercises, warnings=_bound_warnings(result.warnings, bounds),
+                   environment=_bound_warnings(result.environment, bounds),
                    total=_finite(result.total), max_total=_finite(result.max_total), seconds=_finite(result.seconds))
 
 
@@ -244,8 +265,8 @@ def bounded_json(result: SubmissionResult, **options: Any) -> tuple[SubmissionRe
         if len(text) <= SUBMISSION_CHARS:
             break
         current = _bounded(current, bounds)
-        current = replace(current, warnings=(*current.warnings, f"this result was cut to fit "
-                                                               f"{SUBMISSION_CHARS:,} characters"))
+        current = replace(current, warnings=(*current.warnings, GraderWarning(
+            Kind.GRADER, f"this result was cut to fit {SUBMISSION_CHARS:,} characters")))
         text = textsafe.json_text(to_dict(current), **options)
     return current, text
 
