@@ -89,3 +89,48 @@ def test_a_case_that_answers_in_time_costs_no_kernel_reading_and_one_past_it_is_
     quick, late = run(source, CaseRequest("c1", "quick()"), CaseRequest("c2", "late()", timeout=0.2))
     assert quick.status == "ok" and quick.cpu_seconds is None       # in time by the wall clock: nothing read
     assert late.status == "ok" and late.cpu_seconds is not None     # the kernel's number, not the child's
+
+
+def test_a_case_keeps_the_cpu_time_the_parent_measured_and_old_results_still_read(tmp_path, grader_cache):
+    """CaseResult.cpu_seconds: the kernel's count as the parent read it (a case late by the wall clock, above),
+    kept by the judge, stored in the JSON and the gradebook and shown in the class report beside the wall time;
+    a case it did not measure, and a result stored before the field existed, read as None."""
+    import json
+    from dataclasses import replace
+    from pathlib import Path
+
+    from grader.judge.grading import judge
+    from grader.plan.cases import build_plan
+    from grader.report.class_outputs import OUTPUTS, Classroom
+    from grader.rubric.schema import load_rubric
+    from grader.sandbox.process import Outcome
+    from grader.store.gradebook import Gradebook
+    from grader.store.results import ExerciseResult, SubmissionResult, from_dict, read_json, write_json
+
+    plan = build_plan(load_rubric(Path(__file__).resolve().parents[1] / "rubrics" / "taoistic-search.yaml"),
+                      grader_cache)
+    exercise = plan.rubric.exercises[0]
+    first, second = plan.cases[exercise.id][:2]
+    measured = judge(plan, exercise, first, Outcome(first.id, "ok", value=plan.expected[first.id].value,
+                                                    seconds=1.5, cpu_seconds=0.25))
+    unmeasured = judge(plan, exercise, second, Outcome(second.id, "ok", value=plan.expected[second.id].value,
+                                                       seconds=0.01))
+    assert (measured.status, measured.cpu_seconds, unmeasured.cpu_seconds) == ("pass", 0.25, None)
+    result = SubmissionResult("s", "s.ipynb", "0" * 64, plan.rubric.assignment, plan.rubric.sha256, "0", "rlimits",
+                              2.0, 2.0, (ExerciseResult(exercise.id, exercise.title, 2.0, 2.0,
+                                                        (measured, unmeasured)),))
+    folder = tmp_path / "results"
+    written = write_json(result, folder)
+    assert read_json(written) == result
+    with Gradebook(folder / "gradebook.sqlite") as book:
+        book.record("s", "s.ipynb", result)
+        assert book.result("s", result.rubric).exercises[0].cases[0].cpu_seconds == 0.25
+    data = json.loads(written.read_text(encoding="utf-8"))
+    for case in data["exercises"][0]["cases"]:
+        del case["cpu_seconds"]
+    assert from_dict(data) == replace(result, exercises=(replace(result.exercises[0], cases=(
+        replace(measured, cpu_seconds=None), unmeasured)),))
+    pytest.importorskip("jinja2")
+    OUTPUTS["dashboard"].write(Classroom(folder, similarity=False), tmp_path / "class.html")
+    page = (tmp_path / "class.html").read_text(encoding="utf-8")
+    assert "their CPU, seconds" in page and '<td class="num">0.25</td>' in page

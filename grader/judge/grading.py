@@ -360,6 +360,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     expected = plan.expected[case.id]
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=expected.value,
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
+                cpu_seconds=round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None,
                 traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
     if outcome.status == "skipped":
         if outcome.error.get("reason") == "budget":

@@ -145,6 +145,7 @@ class SlowSubmission:
     max_total: float
     slowest_exercise: str
     exercise_seconds: float
+    exercise_cpu: float | None = None    # CPU time the kernel charged its cases (None: not measured)
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,8 @@ class ClassTally:
         for exercise in result.exercises:
             self.order.setdefault(exercise.id, (exercise.id, exercise.title, exercise.max_score))
             self.scores.setdefault(exercise.id, []).append(exercise.score)
-            times.append((sum(c.seconds for c in exercise.cases), exercise.id))
+            measured = [c.cpu_seconds for c in exercise.cases if c.cpu_seconds is not None]
+            times.append((sum(c.seconds for c in exercise.cases), exercise.id, sum(measured) if measured else None))
             bad = [c for c in exercise.cases if c.status in ("error", "timeout")]
             if bad:
                 self.trouble.append(Trouble(
@@ -299,9 +301,10 @@ class ClassTally:
         for warning in (*result.warnings, *result.environment):
             _, students = self.warning_rows.setdefault(warning_key(warning), (warning, set()))
             students.add(result.submission)
-        exercise_seconds, exercise_id = max(times, key=lambda item: (item[0], item[1]), default=(0.0, ""))
+        exercise_seconds, exercise_id, exercise_cpu = max(times, key=lambda item: (item[0], item[1]),
+                                                          default=(0.0, "", None))
         self.slow.append(SlowSubmission(result.submission, result.seconds, result.total, result.max_total,
-                                        exercise_id, exercise_seconds))
+                                        exercise_id, exercise_seconds, exercise_cpu))
         if len(self.slow) > 4 * self.keep_slowest:      # keep the slowest few, not one row per student
             self.slow = _slowest_first(self.slow)[:self.keep_slowest]
 

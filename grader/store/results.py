@@ -46,6 +46,9 @@ class CaseResult:
     error: str = ""              # the exception as raised ("KeyError: 5"), without its place or the advice
     where: str = ""              # the notebook place ("In [4] (cell 7), line 2") it raised in or was stopped at
     limit: float = 0.0           # seconds: the time limit a timeout ran into
+    # The CPU time the kernel charged the case's process, as the parent read it (grader.sandbox.cpuclock); None
+    # where it was not measured (no /proc, the kit's in-process runs, results stored before it existed).
+    cpu_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,8 @@ def bound_case(case: CaseResult, bounds: Bounds = CASE_BOUNDS) -> CaseResult:
         value = getattr(case, name)
         if type(value) is not float or not math.isfinite(value):
             changes[name] = _finite(value)
+    if case.cpu_seconds is not None and (type(case.cpu_seconds) is not float or not math.isfinite(case.cpu_seconds)):
+        changes["cpu_seconds"] = _finite(case.cpu_seconds)
     return replace(case, **changes) if changes else case
 
 
