@@ -17,6 +17,16 @@ if TYPE_CHECKING:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from grader.sandbox import isolation
+    if args.dask is None:
+        isolation.start_probe()   # runs beside the imports below; the batch reads it before forking its workers
+    try:
+        return _grade_batch(args)
+    finally:
+        isolation.drop_probe()
+
+
+def _grade_batch(args: argparse.Namespace) -> int:
     from grader.run.batch import grade_batch, missing_paths
     from grader.judge.grading import Options
     from grader.report.console import print_rows

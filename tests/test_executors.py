@@ -211,3 +211,38 @@ def test_forked_workers_grade_with_the_coordinators_plan_and_their_own_zygote(tm
     assert [d.result["total"] for d in done] == [plan.rubric.max_total]
     assert supervisor.zygote() is ours and ours.alive()
     assert LocalPool(setup, jobs=1).context.get_start_method() == "spawn"   # no plan: a fresh interpreter
+
+
+PROBES = """
+import os, sys
+from grader.sandbox import isolation
+original, log = isolation._run_probe, sys.argv[1]
+
+def counted():
+    with open(log, "a", encoding="utf-8") as file:      # forked workers append to the same file
+        file.write(f"{os.getpid()}\\n")
+    return original()
+
+isolation._run_probe = counted
+from grader.cli import main
+args = sys.argv[2:]
+first = main(args)
+after_first = len(open(log).read().split())
+isolation.probe.cache_clear()
+second = main(args)
+print(first, after_first, second, len(open(log).read().split()), isolation._PENDING is None)
+"""
+
+
+def test_a_batch_probes_the_sandbox_once_beside_its_start_up_and_its_forked_workers_inherit_it(tmp_path):
+    """The isolation probe (a clean interpreter that tries namespaces) starts with `grader grade` and is read
+    before the workers are forked: one probe process for the batch, none per worker. A regrade with nothing to
+    grade stops the one it started. In a process of its own: under pytest-timeout's thread the pool spawns."""
+    import subprocess
+    import sys
+    paths = [str(SUBMISSIONS / f"{name}.ipynb") for name in ("correct", "seed-000", "old-era")]
+    done = subprocess.run([sys.executable, "-c", PROBES, str(tmp_path / "probes.log"), "grade", *paths, "--rubric",
+                           str(RUBRIC), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
+                           "--jobs", "2", "--quiet"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.stdout.splitlines()[-1] == "0 1 0 2 True", done.stdout + done.stderr
+    assert "3 graded" in done.stdout and "3 unchanged" in done.stdout

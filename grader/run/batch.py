@@ -169,7 +169,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     """
     import tempfile
     from grader.run.executor import LocalPool, Setup
+    from grader.sandbox import isolation
     started = time.monotonic()
+    local = executor is None and dask is None
+    if local:
+        isolation.start_probe()   # beside the rubric, intake and plan; the forked workers inherit its answer
     # Absolute paths: a worker elsewhere (Dask) or in another folder reads the same course and cache.
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(Path(rubric).resolve())
     cache_dir = (Path(cache) if cache is not None else default_cache()).resolve()
@@ -235,6 +239,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 from grader.run.executor_dask import DaskExecutor
                 runner = started_cluster = DaskExecutor(setup, dask, workers=jobs)
             else:
+                if jobs_to_run:
+                    isolation.probe()
                 runner = LocalPool(setup, jobs, plan=plan)
             for done in runner.run(jobs_to_run):
                 student = done.job.student
@@ -271,6 +277,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             if book is not None and out_dir is not None:   # (an out folder always has a gradebook)
                 _export(book, rubric.assignment, out_dir, gradescope)
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
+            if local:
+                isolation.drop_probe()
             if started_cluster is not None:
                 batch.notes.extend(started_cluster.notes)
                 started_cluster.close()
