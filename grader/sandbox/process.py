@@ -661,7 +661,8 @@ class _CaseClock:
 
 def _reply_frame(seq: int, tail: bytes) -> bytes:
     """The frame answering call `seq`: its body is {"seq": seq, ...the reply}, the reply encoded once (kept
-    encoded, a reply seen before costs no encoding)."""
+    encoded, a reply seen before costs no encoding). The seq comes first: the child matches the body's first
+    bytes against the call it waits for before it parses anything."""
     return wire.frame_of(b'{"seq":%d,%s' % (seq, tail))
 
 
