@@ -179,6 +179,21 @@ def test_annotated_notebook_embeds_local_images_drops_remote_ones_and_trusts_no_
     assert 'data-exercises="move_dir"' in html
 
 
+def test_annotated_notebook_shows_a_warning_after_the_cell_it_is_about(bundled: Batch, tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("TABLE = {}[5]"),
+                nbformat.v4.new_code_cell("def move_dir(S, row, col, dx, dy):\n    return S\n")]
+    path = tmp_path / "eve.ipynb"
+    nbformat.write(nb, path)
+    warning = GraderWarning(Kind.LOAD_ERROR, "KeyError: <b>5</b> (statement skipped)", "KeyError", 1, "cell 2", 1)
+    result = replace(bundled[TRANSPOSED], warnings=(warning,))
+    html = annotated.annotated_notebook(path, result)
+    box = html.index("Grader warning on the cell above (cell 2)")
+    assert html.index("TABLE") < box < html.index('<span class="nf">move_dir</span>')    # after cell 2, before 3
+    assert "line 1: KeyError: &lt;b&gt;5&lt;/b&gt; (statement skipped)" in html[box:]
+    assert html.count("Grader warning on the cell above") == 1
+
+
 def _tiny_png() -> bytes:
     import struct
     import zlib

@@ -279,6 +279,9 @@ def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> Ca
                       where=where, advice=". ".join(advice), **base)
 
 
+# The numbers of an exception's own text, as the child sent it (error["message"]): this is where a case's `cause`
+# is born from the raw fact, not a sentence of the grader's read back (tests/test_class_report.py checks that the
+# judge never parses a CaseResult.message or a warning's text).
 _NUMBERS = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\b0x[0-9a-fA-F]+\b")
 
 

@@ -28,6 +28,7 @@ from markupsafe import Markup
 
 from grader.extract.source import Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, read_notebook
+from grader.intake.warning import GraderWarning
 from grader.report import student
 from grader.report.math import render_math
 from grader.store.results import ExerciseResult, SubmissionResult
@@ -79,6 +80,12 @@ def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, h
             break
         shown.append(cell)
     by_cell, unplaced = _placement(result, extracted, len(shown))
+    # A warning with a place (a statement skipped at load, a cell that does not parse) is shown after its cell
+    # too; the summary at the top still lists every warning.
+    warned: dict[int, list[GraderWarning]] = {}
+    for warning in result.warnings:
+        if warning.cell is not None and 0 <= warning.cell < len(shown):
+            warned.setdefault(warning.cell, []).append(warning)
     cells = [_raw_html(_summary_box(result, unplaced, hidden_details), "grader-summary")]
     for index, cell in enumerate(shown):
         if index in by_cell:     # the target of the box's link back to its cell
@@ -87,6 +94,8 @@ def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, h
         cells.append(cell)
         if index in by_cell:
             cells.append(_raw_html(_exercise_box(by_cell[index], hidden_details, index), f"grader-feedback-{index}"))
+        if index in warned:
+            cells.append(_raw_html(_warning_box(warned[index], index), f"grader-warning-{index}"))
     left = len(parsed.cells) - len(shown)
     if left > 0:
         cells.append(_raw_html(Markup('<div class="feedback grader-box"><div class="grader-label">Grader</div>'
@@ -290,6 +299,13 @@ def _exercise_box(exercises: list[ExerciseResult], hidden_details: bool, index: 
     return Markup('<div class="feedback grader-box" data-exercises="{}"><div class="grader-label">Grader feedback'
                   ' on <a class="grader-to-cell" href="#{}">the cell above (cell {})</a></div>{}</div>').format(
         " ".join(e.id for e in exercises), cell_anchor(index), index + 1, Markup("").join(parts))
+
+
+def _warning_box(warnings: list[GraderWarning], index: int) -> Markup:
+    items = Markup("").join(Markup("<li>{}{}</li>").format(f"line {w.line}: " if w.line else "", w.text)
+                            for w in warnings)
+    return Markup('<div class="feedback grader-box grader-warning"><div class="grader-label">Grader warning on the '
+                  'cell above (cell {})</div><ul>{}</ul></div>').format(index + 1, items)
 
 
 def _summary_box(result: SubmissionResult, unplaced: list[ExerciseResult], hidden_details: bool) -> Markup:

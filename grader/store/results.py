@@ -232,11 +232,12 @@ def _bound_texts(texts: tuple[str, ...], bounds: Bounds) -> tuple[str, ...]:
 
 
 def _bound_warnings(warnings: tuple[GraderWarning, ...], bounds: Bounds) -> tuple[GraderWarning, ...]:
-    """Each warning's texts within `bounds.warning` characters, and at most `bounds.warnings` of them."""
-    kept = [_bound_warning(w, bounds.warning) for w in warnings[:bounds.warnings]]
-    if len(warnings) > bounds.warnings:
-        kept.append(GraderWarning(Kind.GRADER, f"... and {len(warnings) - bounds.warnings} more"))
-    return tuple(kept)
+    """Each warning's texts within `bounds.warning` characters, and at most `bounds.warnings` of them, the last
+    saying how many more there were (so bounding twice changes nothing)."""
+    if len(warnings) <= bounds.warnings:
+        return tuple(_bound_warning(w, bounds.warning) for w in warnings)
+    kept = [_bound_warning(w, bounds.warning) for w in warnings[:bounds.warnings - 1]]
+    return (*kept, GraderWarning(Kind.GRADER, f"... and {len(warnings) - len(kept)} more"))
 
 
 def _bound_warning(warning: GraderWarning, limit: int) -> GraderWarning:
