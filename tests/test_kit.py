@@ -238,6 +238,26 @@ def test_known_mistake_answer_gets_the_full_checks_precomputed_verdict(tmp_path:
     assert failing and all(mine[i].status == "fail" and mine[i].message == real[i].message for i in failing)
 
 
+def test_an_isolated_method_is_answered_from_the_kit_as_grading_answers_it(tmp_path: Path, grader_cache: Path):
+    """seed-004 leaves h2(self, node) the stub, so h returns None: grading judges astar_search again with the
+    reference's EightPuzzle.h (isolate: {method: ...}); the kit carries the course's answers of h on the public
+    cases and does the same, so astar_search is not shown failing (a search that asks h about a state the
+    reference's never did is left unverified, never failed)."""
+    rubric = REPO / "rubrics" / "eight-puzzle-astar.yaml"
+    kit = write_kit(rubric, tmp_path / "kit.json", cache=grader_cache)
+    [method] = [m for e in json.loads(kit.read_text(encoding="utf-8"))["exercises"] for m in e.get("methods", ())]
+    assert (method["name"], method["inputs"]) == ("EightPuzzle.h", ["node.state", "self.goal"])
+    notebook = REPO / "assignments" / "eight-puzzle-astar" / "submissions" / "seed-004.ipynb"
+    graded, _ = rubric_check(notebook, rubric, cache=grader_cache)
+    checked, _ = check_with_kit(notebook, kit)
+    real, mine = graded.exercise("astar_search"), checked.exercise("astar_search")
+    assert real.isolated == mine.isolated == ("EightPuzzle.h",)
+    assert {c.status for c in real.cases if c.visibility == "public"} == {"pass"}
+    assert {c.status for c in mine.cases} <= {"pass", "unverified"}
+    assert sum(c.status == "pass" for c in mine.cases) >= 2
+    assert checked.exercise("h2").score == 0      # the stub itself is still the student's to fix
+
+
 def test_unreadable_notebook_still_gets_a_result_from_the_kit(kit_path: Path):
     result, hidden = check_with_kit(REPO / "tests" / "fixtures" / "notebooks" / "invalid_json.ipynb", kit_path)
     assert result.total == 0 and result.warnings

@@ -501,6 +501,8 @@ def _no_oracle(name: str, args: list, kwargs: dict) -> Any:
 
 
 def _method_call(plan: Plan, method: IsolatedMethod) -> MethodCall:
+    if method.split is not None:
+        return method.split
     owner, name = method.name.split(".")
     return plan.memo.get(("method", method.name),
                          lambda: isolated_call(method.name, method.call, getattr(getattr(plan.reference, owner), name)))

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from grader import __version__
 from grader import codec
 from grader.intake.warning import GraderWarning, Kind
+from grader.kit.answers import MethodAnswers, TableOracle
 from grader.store import status as vocabulary
 from grader.sandbox.alarm import TimeLimit, can_interrupt
 
@@ -122,6 +123,7 @@ class KitExercise:
     hidden_cases: int
     cases: tuple[KitCase, ...]
     variants: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()   # (name, say, when)
+    methods: tuple[MethodAnswers, ...] = ()   # isolated methods the kit answers with the course's answers
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -245,6 +247,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
     from grader.judge.grading import Options, build_requests, case_inputs, template_names, support_sources
     from grader.plan.cases import build_plan, default_cache
+    from grader.kit.answers import record
     from grader.kit.public import is_public, public_code
     from grader.rubric.schema import load_rubric
 
@@ -289,6 +292,9 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
             "mistakes": [{"name": mistake.reference, "say": mistake.say} for mistake in exercise.mistakes],
             "variants": [{"name": v.reference, "say": v.say, "when": dict(v.when)} for v in exercise.variants],
             "isolate": list(exercise.isolate), "max_timeouts": exercise.limits.max_timeouts,
+            # An isolated method is answered from the reference's own answers on these public cases.
+            **({"methods": [record(plan, exercise, method).to_data() for method in exercise.methods]}
+               if exercise.methods and public else {}),
             "hidden_cases": sum(1 for case in cases if case.visibility == "hidden"),
             "cases": entries,
         })
@@ -374,7 +380,8 @@ def kit_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Kit:
                 cases=tuple(_case(c, f"{where}: exercise {e['id']}") for c in e.get("cases", ())),
                 variants=tuple((str(v["name"]), str(v.get("say", "")),
                                 tuple((str(k), str(f)) for k, f in dict(v.get("when") or {}).items()))
-                               for v in e.get("variants", ())))
+                               for v in e.get("variants", ())),
+                methods=tuple(MethodAnswers.from_data(m) for m in e.get("methods", ())))
             for e in data["exercises"])
         extraction = data.get("extraction") or {}
         warnings: tuple[GraderWarning, ...] = ()
@@ -418,19 +425,24 @@ def kit_plan(kit: Kit) -> Any:
     from grader.rubric.schema import Policy
     from grader.plan.cases import Case, Expected, Plan
     from grader.kit.public import public_module
-    from grader.rubric.schema import CheckSpec, ErrorHint, Exercise, Limits, Mistake, Rubric, Variant
+    from grader.rubric.schema import (CaseSpec, CheckSpec, ErrorHint, Exercise, IsolatedMethod, Limits, Mistake,
+                                      Rubric, Variant)
 
     where = kit.path.resolve() if kit.path is not None else Path.cwd() / "kit.json"
     exercises, cases, expected = [], {}, {}
     for kx in kit.exercises:
         # case_seconds 0 and case_factor 1 make each case's limit the kit's own timeout (stored as "seconds").
         limits = Limits(case_seconds=0.0, case_factor=1.0, max_timeouts=kx.max_timeouts)
+        # Only what the kit can answer is isolated: the methods whose course answers it carries (KitCases).
+        # The cases' calls say which exercise grades a method (EightPuzzle(s).h(...) grades EightPuzzle.h).
         exercises.append(Exercise(
             id=kx.id, title=kx.title, points=kx.points, function=kx.function, aliases=kx.aliases,
-            scoring=kx.scoring, check=CheckSpec("equal"), isolate=(), hints=kx.hints,
-            error_hints=tuple(ErrorHint(match, say) for match, say in kx.error_hints),
-            mistakes=tuple(Mistake(name, say) for name, say in kx.mistakes), cases=(), limits=limits,
-            variants=tuple(Variant(name, say, when) for name, say, when in kx.variants)))
+            scoring=kx.scoring, check=CheckSpec("equal"), isolate=tuple(m.name for m in kx.methods),
+            hints=kx.hints, error_hints=tuple(ErrorHint(match, say) for match, say in kx.error_hints),
+            mistakes=tuple(Mistake(name, say) for name, say in kx.mistakes),
+            cases=tuple(CaseSpec(0, c.code) for c in kx.cases), limits=limits,
+            variants=tuple(Variant(name, say, when) for name, say, when in kx.variants),
+            methods=tuple(IsolatedMethod(m.name, m.call.code, split=m.call) for m in kx.methods)))
         cases[kx.id] = tuple(
             Case(id=c.id, exercise=kx.id, call=c.code, visibility="public", weight=c.weight,
                  probe=tuple(c.probes.items()), reduce=c.reduce, variables=_judge_variables(c),
@@ -458,10 +470,11 @@ def _judge_variables(case: KitCase) -> dict[str, Any]:
     return {name: codec.with_arrays(codec.decode(value)) for name, value in values.items()}
 
 
-def kit_cases(kit: Kit) -> Callable[[Any, CaseRunner], KitCases]:
-    """Each exercise's cases run with the kit's inputs (a grading.ExerciseRunner)."""
+def kit_cases(kit: Kit, missed: set[str] | None = None) -> Callable[[Any, CaseRunner], KitCases]:
+    """Each exercise's cases run with the kit's inputs (a grading.ExerciseRunner). `missed` collects the
+    exercises whose isolated run asked the course's method something the kit has no answer for."""
     by_id = {kx.id: kx for kx in kit.exercises}
-    return lambda exercise, runner: KitCases(runner, by_id[exercise.id])
+    return lambda exercise, runner: KitCases(runner, by_id[exercise.id], missed)
 
 
 class KitCases:
@@ -472,16 +485,25 @@ class KitCases:
     placeholder values, settings and the time limit.
     """
 
-    def __init__(self, runner: CaseRunner, exercise: KitExercise):
+    def __init__(self, runner: CaseRunner, exercise: KitExercise, missed: set[str] | None = None):
         self.runner = runner
+        self.exercise = exercise
         self.cases = {case.id: case for case in exercise.cases}
+        self.missed = missed if missed is not None else set()
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle, deadline: float,
                      max_timeouts: int = 2, methods: Mapping[str, Any] | None = None) -> list[Outcome]:
         requests = cases
         complete = [replace(r, values=dict(self.cases[r.id].values), set=dict(self.cases[r.id].set),
                             timeout=self.cases[r.id].timeout) for r in requests]
-        return self.runner.run_exercise(complete, isolate, oracle, deadline, max_timeouts, methods)
+        if not isolate:
+            return self.runner.run_exercise(complete, isolate, oracle, deadline, max_timeouts, methods)
+        # No reference here: the isolated methods are answered with the course's answers the kit carries.
+        table = TableOracle({m.name: m for m in self.exercise.methods})
+        outcomes = self.runner.run_exercise(complete, isolate, table, deadline, max_timeouts, methods)
+        if table.missed:
+            self.missed.add(self.exercise.id)
+        return outcomes
 
 
 def _states(got: Any) -> list[Any] | None:
@@ -616,9 +638,24 @@ def _isolated(kx: KitExercise, result: Any, doubtful: Mapping[str, str]) -> Any:
     return replace(result, cases=tuple(cases), notes=notes)
 
 
-def settle(kit: Kit, exercises: Sequence[Any], available: Sequence[str] | set[str]) -> tuple[Any, ...]:
+def _unanswered(kx: KitExercise, result: Any) -> Any:
+    """Its run with the course's methods asked something the kit cannot answer (a search that visits states the
+    reference's did not): a case that failed may pass after submission, where the reference answers everything."""
+    names = ", ".join(m.name for m in kx.methods)
+    cases = tuple(replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED,
+                          cause="the course's answers of an isolated method are not all in the kit",
+                          message=f"could not be verified here: judged with the course's {names}, your code asked "
+                                  f"it about arguments this kit has no answer for; after submission the course's "
+                                  f"code answers them. With what the kit could answer: {case.message}")
+                  if case.status in ("fail", "error") and case.fraction < 1.0 else case for case in result.cases)
+    return replace(result, cases=cases)
+
+
+def settle(kit: Kit, exercises: Sequence[Any], available: Sequence[str] | set[str],
+           missed: set[str] | frozenset[str] = frozenset()) -> tuple[Any, ...]:
     """Finish the results of a kit run: what the kit cannot check in full is judged by its fallbacks (and may
-    become `unverified`), each case shows its call as a student reads it, and scores are recomputed."""
+    become `unverified`), each case shows its call as a student reads it, and scores are recomputed. `missed`:
+    exercises whose run with the course's isolated methods asked what the kit has no answer for."""
     from grader.judge.scoring import exercise_score
     by_id = {exercise.id: exercise for exercise in kit.exercises}
     judged = []
@@ -642,6 +679,8 @@ def settle(kit: Kit, exercises: Sequence[Any], available: Sequence[str] | set[st
         kx = by_id[result.id]
         if kx.isolate:
             result = _isolated(kx, result, doubtful)
+        if result.id in missed:
+            result = _unanswered(kx, result)
         planned = {case.id: case.weight for case in kx.cases}
         settled.append(replace(result, score=exercise_score(result.cases, kx.points, kx.scoring, planned=planned)))
     return tuple(settled)

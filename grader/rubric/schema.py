@@ -8,10 +8,13 @@ import functools
 import hashlib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from grader.rubric.lateness import LatePolicy, parse_due
 from grader.rubric.yamlmarks import Marked, MarkedList, YamlError, load_marked
+
+if TYPE_CHECKING:   # annotations only: a rubric loads without the call machinery
+    from grader.syntax.calls import MethodCall
 
 VISIBILITIES = ("public", "hidden")
 SCORINGS = ("proportional", "all_or_nothing")
@@ -102,6 +105,9 @@ class IsolatedMethod:
     name: str          # Class.method
     call: str          # e.g. "EightPuzzle(node.state, self.goal).h(Node(node.state))"
     line: int = 0
+    # The call already split into the child's inputs and the parent's code (a kit carries it: there is no
+    # reference there to take the method's parameters from); None: split from the reference when graded.
+    split: MethodCall | None = None
 
 
 @dataclass(frozen=True)
