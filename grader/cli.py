@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,13 +18,15 @@ if TYPE_CHECKING:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from grader.sandbox import isolation
-    if args.dask is None:
-        isolation.start_probe()   # runs beside the imports below; the batch reads it before forking its workers
+    from grader.sandbox import isolation, supervisor
+    if args.dask is None:   # beside the imports below; the batch reads the probe and hands the zygotes to workers
+        isolation.start_probe()
+        supervisor.start_spares(max(1, args.jobs or os.cpu_count() or 1))
     try:
         return _grade_batch(args)
     finally:
         isolation.drop_probe()
+        supervisor.stop_spares()
 
 
 def _grade_batch(args: argparse.Namespace) -> int:

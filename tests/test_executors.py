@@ -215,34 +215,66 @@ def test_forked_workers_grade_with_the_coordinators_plan_and_their_own_zygote(tm
 
 PROBES = """
 import os, sys
-from grader.sandbox import isolation
-original, log = isolation._run_probe, sys.argv[1]
+from grader.sandbox import isolation, supervisor
+original_probe, original_zygote, log = isolation._run_probe, supervisor.Zygote.__init__, sys.argv[1]
+coordinator = os.getpid()
 
-def counted():
+def note(what):
     with open(log, "a", encoding="utf-8") as file:      # forked workers append to the same file
-        file.write(f"{os.getpid()}\\n")
-    return original()
+        file.write(f"{what}-{'coordinator' if os.getpid() == coordinator else 'worker'}\\n")
 
-isolation._run_probe = counted
+def probe():
+    note("probe")
+    return original_probe()
+
+def zygote(self):
+    note("zygote")
+    original_zygote(self)
+
+isolation._run_probe, supervisor.Zygote.__init__ = probe, zygote
+from grader.run import executor
+original_spares, original_worker, spare_sockets = supervisor.start_spares, executor._worker, set()
+
+def start_spares(count):
+    original_spares(count)
+    spare_sockets.update(os.fstat(spare.socket.fileno()).st_ino for spare in supervisor._SPARES)
+
+def worker(*args):      # which spares' sockets a forked worker holds: its own only
+    held = sorted(os.stat(f"/proc/self/fd/{fd}").st_ino for fd in os.listdir("/proc/self/fd")
+                  if os.path.exists(f"/proc/self/fd/{fd}") and os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+                  and os.stat(f"/proc/self/fd/{fd}").st_ino in spare_sockets)
+    note(f"holds{len(held)}:{held[0] if held else 0}")
+    return original_worker(*args)
+
+supervisor.start_spares, executor._worker = start_spares, worker
 from grader.cli import main
 args = sys.argv[2:]
 first = main(args)
-after_first = len(open(log).read().split())
+after_first = sorted(open(log).read().split())
 isolation.probe.cache_clear()
 second = main(args)
-print(first, after_first, second, len(open(log).read().split()), isolation._PENDING is None)
+print(first, second, isolation._PENDING is None, supervisor._SPARES == [],
+      [line for line in after_first if not line.startswith("holds")], sorted(open(log).read().split()))
 """
 
 
 def test_a_batch_probes_the_sandbox_once_beside_its_start_up_and_its_forked_workers_inherit_it(tmp_path):
-    """The isolation probe (a clean interpreter that tries namespaces) starts with `grader grade` and is read
-    before the workers are forked: one probe process for the batch, none per worker. A regrade with nothing to
-    grade stops the one it started. In a process of its own: under pytest-timeout's thread the pool spawns."""
+    """The isolation probe (a clean interpreter that tries namespaces) and a zygote per worker start with
+    `grader grade`, beside its imports, rubric and plan; the probe is read before the workers are forked and
+    each worker adopts a zygote: one probe for the batch, no probe and no zygote started by a worker. A regrade
+    with nothing to grade stops what it started. In a process of its own: under pytest-timeout's thread the
+    pool spawns its workers."""
     import subprocess
     import sys
     paths = [str(SUBMISSIONS / f"{name}.ipynb") for name in ("correct", "seed-000", "old-era")]
     done = subprocess.run([sys.executable, "-c", PROBES, str(tmp_path / "probes.log"), "grade", *paths, "--rubric",
                            str(RUBRIC), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
                            "--jobs", "2", "--quiet"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert done.stdout.splitlines()[-1] == "0 1 0 2 True", done.stdout + done.stderr
+    first = ["probe-coordinator", "zygote-coordinator", "zygote-coordinator"]
+    *_, log = done.stdout.splitlines()[-1].partition("] ")
+    assert done.stdout.splitlines()[-1].startswith(f"0 0 True True {first} "), done.stdout + done.stderr
+    held = [line for line in eval(log) if line.startswith("holds")]   # noqa: S307 - our own printed list
+    assert [(line.partition(":")[0], line.endswith("-worker")) for line in held] == [("holds1", True)] * 2, log
+    assert len({line.partition(":")[2] for line in held}) == 2, log     # each its own zygote
+    assert sorted(line for line in eval(log) if not line.startswith("holds")) == sorted(first * 2)  # noqa: S307
     assert "3 graded" in done.stdout and "3 unchanged" in done.stdout

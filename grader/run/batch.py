@@ -169,11 +169,12 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     """
     import tempfile
     from grader.run.executor import LocalPool, Setup
-    from grader.sandbox import isolation
+    from grader.sandbox import isolation, supervisor
     started = time.monotonic()
     local = executor is None and dask is None
-    if local:
-        isolation.start_probe()   # beside the rubric, intake and plan; the forked workers inherit its answer
+    if local:   # beside the rubric, intake and plan: the forked workers inherit the probe's answer and a zygote
+        isolation.start_probe()
+        supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
     # Absolute paths: a worker elsewhere (Dask) or in another folder reads the same course and cache.
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(Path(rubric).resolve())
     cache_dir = (Path(cache) if cache is not None else default_cache()).resolve()
@@ -279,6 +280,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
             if local:
                 isolation.drop_probe()
+                supervisor.stop_spares()
             if started_cluster is not None:
                 batch.notes.extend(started_cluster.notes)
                 started_cluster.close()

@@ -12,7 +12,6 @@ import multiprocessing
 import pickle
 import os
 import signal
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
@@ -177,16 +176,21 @@ class LocalPool:
         # Given the coordinator's plan, workers are forked: they start with the grader imported and the plan
         # built (a spawned worker imports the grader and builds the plan again, about 0.3 s of CPU each).
         # Only from a single-threaded process: a fork copies locks another thread may hold.
-        forkable = plan is not None and threading.active_count() == 1 and \
-            "fork" in multiprocessing.get_all_start_methods()
+        from grader.sandbox.supervisor import can_fork
+        forkable = plan is not None and can_fork()
         self.plan = plan if forkable else None
         self.context = multiprocessing.get_context("fork") if forkable else multiprocessing.get_context("spawn")
         self.replaced = 0
 
     def _start(self) -> _Slot:
+        from grader.sandbox import supervisor
         ours, theirs = self.context.Pipe()
         process = self.context.Process(target=_worker, args=(theirs, self.setup, self.plan), daemon=True)
-        process.start()
+        if self.plan is not None:      # forked: the worker adopts a zygote started ahead, if one is left
+            with supervisor.handing_over():
+                process.start()
+        else:
+            process.start()
         theirs.close()
         return _Slot(process, ours)
 

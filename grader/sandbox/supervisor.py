@@ -13,6 +13,7 @@ never through a symlink.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import re
@@ -27,7 +28,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _LEFTOVER = re.compile(r"puzzle-grader-(\d+)-(\d+)$")
@@ -35,6 +36,9 @@ _TEMP = re.compile(r"puzzle-grader-(\d+)-(\d+)(?:-[A-Za-z0-9_]+)?$")
 _LOCK = threading.Lock()
 _ZYGOTE: "Zygote | None" = None
 _CLEANED = False
+_SPARES: "list[Zygote]" = []          # started ahead for workers this process will fork (start_spares)
+_HANDED: "Zygote | None" = None       # the spare that the child of the fork under way adopts (handing_over)
+_GIVEN: "list[Zygote]" = []           # spares handed to workers: this process's children, reaped when they end
 
 
 class SpawnError(RuntimeError):
@@ -185,8 +189,11 @@ class Zygote:
             [sys.executable, "-s", "-P", str(ZYGOTE), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL, env=child_environment(), cwd="/", start_new_session=True, close_fds=True)
         theirs.close()
+        self.pidfd = -1      # set for a spare: how a worker that adopts it (not its parent) sees it end
 
     def alive(self) -> bool:
+        if self.pidfd >= 0:
+            return not select.select([self.pidfd], [], [], 0)[0]
         return self.process.poll() is None
 
     def spawn(self, config: dict[str, Any], fds: list[int]) -> Jail:
@@ -215,11 +222,27 @@ class Zygote:
             self.socket.close()
         except OSError:
             pass
+        if self.pidfd >= 0:    # adopted: the zygote is the coordinator's child, which reaps it; we see it end
+            if not select.select([self.pidfd], [], [], 10)[0]:
+                try:
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                except OSError:
+                    pass
+            self._close_pidfd()
+            return
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+    def _close_pidfd(self) -> None:
+        if self.pidfd >= 0:
+            try:
+                os.close(self.pidfd)
+            except OSError:
+                pass
+            self.pidfd = -1
 
 
 def zygote() -> Zygote:
@@ -239,15 +262,77 @@ def zygote() -> Zygote:
 def _forget_inherited() -> None:
     """In a forked process (a worker of the local pool): the parent's zygote and temp folder stay the parent's.
     The child closes its copy of the zygote's socket (so the zygote still sees the parent go) and makes its own
-    zygote and folder on first use."""
-    global _ZYGOTE, _ROOT, _CLEANED, _LOCK, _ROOT_LOCK
-    if _ZYGOTE is not None:
-        try:
-            _ZYGOTE.socket.close()
-        except OSError:
-            pass
-    _ZYGOTE, _ROOT, _CLEANED = None, None, True
+    zygote and folder on first use, unless it was handed a spare (handing_over): that one is its own from now,
+    and the other spares' sockets are closed here, so each spare's socket is held by one worker only and its
+    zygote sees that worker go."""
+    global _ZYGOTE, _ROOT, _CLEANED, _LOCK, _ROOT_LOCK, _HANDED
+    for inherited in (_ZYGOTE, *_SPARES):
+        if inherited is not None and inherited is not _HANDED:
+            try:
+                inherited.socket.close()
+            except OSError:
+                pass
+            inherited._close_pidfd()
+    _SPARES.clear()
+    _ZYGOTE, _HANDED, _ROOT, _CLEANED = _HANDED, None, None, True
     _LOCK, _ROOT_LOCK = threading.Lock(), threading.Lock()
+
+
+def can_fork() -> bool:
+    """Whether this process may fork workers: only a single-threaded one (a fork copies locks another thread
+    may hold), where fork exists."""
+    import multiprocessing
+    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+
+
+def start_spares(count: int) -> None:
+    """Start zygotes now for `count` workers this process will fork. A zygote's start (an interpreter, the
+    runtime, numpy) then runs beside the coordinator's imports, rubric and plan instead of before each worker's
+    first sandbox. Each is handed to one worker (handing_over); what no worker took goes with stop_spares.
+    Nothing is started where workers are not forked (they could not adopt a spare)."""
+    if not can_fork():
+        return
+    with _LOCK:
+        while len(_SPARES) < count:
+            spare = Zygote()
+            try:
+                spare.pidfd = os.pidfd_open(spare.process.pid)
+            except (OSError, AttributeError):     # no pidfds: a worker could not tell when it ends; not a spare
+                spare.process.kill()
+                spare.process.wait()
+                return
+            _SPARES.append(spare)
+
+
+@contextlib.contextmanager
+def handing_over() -> Iterator[None]:
+    """Around a fork of a worker: its child adopts a spare zygote (if one is left); this process lets it go."""
+    global _HANDED
+    with _LOCK:
+        _HANDED = _SPARES.pop(0) if _SPARES else None
+    try:
+        yield
+    finally:
+        with _LOCK:
+            handed, _HANDED = _HANDED, None
+        if handed is not None:    # the worker holds the socket now; this process only reaps the zygote
+            handed.socket.close()
+            handed._close_pidfd()
+            _GIVEN.append(handed)
+
+
+def stop_spares() -> None:
+    """Stop the spares no worker took (they have no children yet: a kill is enough), and reap those handed to
+    workers that have ended."""
+    with _LOCK:
+        spares = list(_SPARES)
+        _SPARES.clear()
+        _GIVEN[:] = [given for given in _GIVEN if given.process.poll() is None]
+    for spare in spares:
+        spare.socket.close()
+        spare._close_pidfd()
+        spare.process.kill()
+        spare.process.wait()
 
 
 os.register_at_fork(after_in_child=_forget_inherited)
