@@ -235,8 +235,9 @@ def _encode_plain(obj: Any, depth: int, left: list[int]) -> Wire:
     if cls is dict:
         return {"dict": [[_encode_plain(key, depth, left), _encode_plain(value, depth, left)]
                          for key, value in obj.items()]}
-    # A short str is its own wire: taken inline, without a call (a state is mostly strs).
-    elements = [item if type(item) is str and len(item) <= _SHORT else _encode_plain(item, depth, left)
+    # A short str or a small int is its own wire: taken inline, without a call (a state is strs or ints).
+    elements = [item if ((item_type := type(item)) is str and len(item) <= _SHORT)
+                or (item_type is int and -_PLAIN_INT < item < _PLAIN_INT) else _encode_plain(item, depth, left)
                 for item in obj]
     if cls is set or cls is frozenset:
         elements.sort(key=canonical)
@@ -265,12 +266,11 @@ def _decode_plain(wire: Wire, depth: int, left: list[int]) -> Any:
     if left[0] < 0:
         raise _NotPlain
     depth += 1
-    if tag == "tuple":
-        return tuple([item if type(item) is str and len(item) <= _SHORT else _decode_plain(item, depth, left)
-                      for item in payload])
-    if tag == "list":
-        return [item if type(item) is str and len(item) <= _SHORT else _decode_plain(item, depth, left)
-                for item in payload]
+    if tag == "tuple" or tag == "list":
+        items = [item if ((item_type := type(item)) is str and len(item) <= _SHORT)
+                 or (item_type is int and -_PLAIN_INT < item < _PLAIN_INT) else _decode_plain(item, depth, left)
+                 for item in payload]
+        return tuple(items) if tag == "tuple" else items
     try:
         if tag == "set":
             return {_decode_plain(item, depth, left) for item in payload}

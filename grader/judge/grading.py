@@ -668,14 +668,17 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
     lacking = lacking or {}
 
     methods = {method.name: _method_call(plan, method) for method in exercise.methods if method.name in isolate}
+    # Compiled once per run, not per call: A* asks for a method thousands of times per case.
+    compiled = {name: compile(call.code, "<isolated method>", "eval") for name, call in methods.items()}
+    module = dict(vars(reference)) if compiled else {}
 
     def oracle(function: str, args: list, kwargs: dict) -> Any:
         if function not in isolate:
             raise LookupError(f"{function} is not isolated in this run")
-        if function in methods:   # the child sent the data the call reads from the student's objects
-            names = {f"__m{index}": value for index, value in enumerate(args)}
-            return eval(compile(methods[function].code, "<isolated method>", "eval"),  # noqa: S307 - rubric's
-                        {**vars(reference), **names})
+        if function in compiled:   # the child sent the data the call reads from the student's objects
+            scope = dict(module)
+            scope.update((f"__m{index}", value) for index, value in enumerate(args))
+            return eval(compiled[function], scope)  # noqa: S307 - the rubric's call over the reference
         return getattr(reference, function)(*args, **kwargs)
 
     # What the child needs to stand in for an isolated method: its parameters and the data to send.
