@@ -134,3 +134,18 @@ def test_a_case_keeps_the_cpu_time_the_parent_measured_and_old_results_still_rea
     OUTPUTS["dashboard"].write(Classroom(folder, similarity=False), tmp_path / "class.html")
     page = (tmp_path / "class.html").read_text(encoding="utf-8")
     assert "their CPU, seconds" in page and '<td class="num">0.25</td>' in page
+
+
+
+def test_a_case_that_computes_in_a_process_it_never_waits_for_is_charged_for_it():
+    """The fork only reads a pipe (no CPU of its own) while its child computes without end: the child's CPU time
+    is the case's. Before, only the fork's was counted, so the case ran on to the wall backstop (ten times its
+    limit) charged nothing, and a hidden worker that finished before it answered in time. Judged by the CPU
+    time charged, which any busy machine leaves far above 0.1 s in the 9 s the case may run after its first
+    check."""
+    source = ("import os\ndef elsewhere():\n    r, w = os.pipe()\n    if os.fork() == 0:\n"
+              "        while True:\n            pass\n    os.read(r, 1)\n"
+              "def fine():\n    return 1\n")
+    outcomes = run(source, CaseRequest("c1", "elsewhere()", timeout=1.0), CaseRequest("c2", "fine()"))
+    assert [o.status for o in outcomes] == ["timeout", "ok"], outcomes
+    assert outcomes[0].cpu_seconds is not None and outcomes[0].cpu_seconds > 0.1, outcomes[0]

@@ -1,14 +1,14 @@
-"""The case clock the parent trusts: CPU time of the student's exercise process, read from the kernel.
+"""The case clock the parent trusts: CPU time of the student's exercise processes, read from the kernel.
 
 A case's time limit is CPU time, not wall time: on a busy machine (or while the parent answers thousands of
 isolated-helper calls, one pipe round trip each) the student's process waits, and waiting for a CPU or for the
 grader is not the student's doing. The child sets its own soft alarm in CPU time (ITIMER_PROF), but the child is
 hostile (it may reset its itimers or block signals), so the parent never takes the child's word: it reads the
-exercise fork's `utime + stime` (all its threads, plus children it waited for) from `/proc/<pid>/stat` and its
-run-queue delay from `/proc/<pid>/schedstat`, both kept by the kernel. A generous wall-clock backstop
-(WALL_FACTOR times the limit) ends a case that sleeps or blocks; `wall_verdict` tells that from a case the
-machine starved, which goes on until its CPU time is spent. Where /proc cannot be read the clock falls back to
-wall time, as before.
+`utime + stime` of every process of the exercise (all their threads, plus children they waited for) from
+`/proc/<pid>/stat` and the fork's run-queue delay from `/proc/<pid>/schedstat`, both kept by the kernel. A
+generous wall-clock backstop (WALL_FACTOR times the limit) ends a case that sleeps or blocks; `wall_verdict`
+tells that from a case the machine starved, which goes on until its CPU time is spent. Where /proc cannot be
+read the clock falls back to wall time, as before.
 """
 
 from __future__ import annotations
@@ -40,9 +40,12 @@ class Exercise:
 def read_usage(process: Exercise | None) -> Usage | None:
     """The kernel's accounting of an exercise so far, or None when it cannot be read (no /proc, runtime gone).
 
-    The fork's own times plus the runtime's reaped children's: when the fork ends its times move into the
-    runtime's, so the sum goes on counting after the last answer. The runtime is read first: a reap between the
-    two reads then loses the fork's times for this reading (too little, never counted twice).
+    Every process under the runtime counts, not only the fork: a case that does its work in a process it never
+    waits for (a pipe read costs the fork nothing) was charged for none of it, and got up to the wall backstop,
+    ten times its limit, of CPU time. So: the runtime's reaped children's times (a fork that has ended moves its
+    times there, so the sum goes on counting after the last answer), plus each live process below it, its own
+    times and those of the children it has reaped. Read parents before children: a process reaped between two
+    reads is then missed for this reading (too little), never counted twice. The waiting time is the fork's.
     """
     if process is None:
         return None
@@ -50,15 +53,36 @@ def read_usage(process: Exercise | None) -> Usage | None:
     if runtime is None:
         return None
     cpu = sum(runtime[13:15]) / _TICK                        # cutime, cstime: the children it has reaped
-    fork = _stat(process.fork)
-    if fork is not None:
-        cpu += sum(fork[11:15]) / _TICK                      # utime, stime, cutime, cstime
+    for pid in _descendants(process.runtime):
+        fields = _stat(pid)
+        if fields is not None:
+            cpu += sum(fields[11:15]) / _TICK                # utime, stime, cutime, cstime
     try:
         with open(f"/proc/{process.fork}/schedstat", "rb") as schedstat:
             waiting = int(schedstat.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         waiting = 0.0
     return Usage(cpu, waiting)
+
+
+MAX_PROCESSES = 4096          # a walk of the sandbox's tree stops here (its pids group allows 256)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`, parents before their children (breadth first), at most MAX_PROCESSES."""
+    found: list[int] = []
+    level = [pid]
+    seen = {pid}
+    while level and len(found) < MAX_PROCESSES:
+        below = []
+        for parent in level:
+            for child in children(parent):
+                if child not in seen and len(found) < MAX_PROCESSES:
+                    seen.add(child)
+                    found.append(child)
+                    below.append(child)
+        level = below
+    return found
 
 
 def _stat(pid: int) -> list[int] | None:
