@@ -65,14 +65,22 @@ def folder_key(folder: Path) -> FolderKey:
     return FolderKey(key, tuple(problems))
 
 
-def _read_key(path: Path) -> tuple[bytes | None, str]:
-    """(key, "") when the file is a good key; (None, why) when it is bad; (None, "") when there is none."""
+def _open_unlinked(path: Path) -> tuple[int | None, str]:
+    """The file opened for reading, never through a symbolic link (one planted in the folder is not followed):
+    (fd, ""), (None, "") when there is no such file, (None, why) when it cannot be opened."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW), ""
     except FileNotFoundError:
         return None, ""
     except OSError as error:
-        return None, f"the key cannot be read ({error.strerror or error})"
+        return None, str(error.strerror or error)
+
+
+def _read_key(path: Path) -> tuple[bytes | None, str]:
+    """(key, "") when the file is a good key; (None, why) when it is bad; (None, "") when there is none."""
+    fd, why = _open_unlinked(path)
+    if fd is None:
+        return None, f"the key cannot be read ({why})" if why else ""
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -134,12 +142,9 @@ def write_sealed(key: bytes, path: Path, body: bytes) -> None:
 def read_sealed(key: bytes, path: Path) -> tuple[bytes | None, str]:
     """(body, "") for a file that verifies; (None, why) for one that exists and does not; (None, "") when
     there is no such file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return None, ""
-    except OSError as error:
-        return None, f"cannot be read ({error.strerror or error})"
+    fd, why = _open_unlinked(path)
+    if fd is None:
+        return None, f"cannot be read ({why})" if why else ""
     with os.fdopen(fd, "rb") as handle:
         data = handle.read()
     body = unseal(key, data)
