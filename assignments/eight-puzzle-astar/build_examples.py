@@ -15,6 +15,7 @@ Usage: python assignments/eight-puzzle-astar/build_examples.py   (writes next to
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -536,17 +537,11 @@ def example_submissions() -> dict[str, nbformat.NotebookNode]:
     return {name: render({**SOLUTIONS, **overrides}) for name, overrides in examples.items()}
 
 
-def write(nb: nbformat.NotebookNode, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        nbformat.write(nb, f)
-    print(f"wrote {path.relative_to(HERE)}")
-
-
 def main() -> None:
-    write(template(), HERE / "template.ipynb")
-    for name, nb in example_submissions().items():
-        write(nb, HERE / "submissions" / f"{name}.ipynb")
+    if str(HERE.parent) not in sys.path:   # run as a script: the shared writer lives in assignments/
+        sys.path.insert(0, str(HERE.parent))
+    from build_bundled import write_all
+    write_all(HERE, example_submissions(), template())
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Usage: python assignments/sliding-3x3/build_examples.py   (writes next to this f
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 
 import nbformat
@@ -245,16 +246,11 @@ def example_submissions() -> dict[str, nbformat.NotebookNode]:
     }
 
 
-def write(nb: nbformat.NotebookNode, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        nbformat.write(nb, f)
-    print(f"wrote {path.relative_to(HERE)}")
-
-
 def main() -> None:
-    for name, nb in example_submissions().items():
-        write(nb, HERE / "submissions" / f"{name}.ipynb")
+    if str(HERE.parent) not in sys.path:   # run as a script: the shared writer lives in assignments/
+        sys.path.insert(0, str(HERE.parent))
+    from build_bundled import write_all
+    write_all(HERE, example_submissions())
 
 
 if __name__ == "__main__":

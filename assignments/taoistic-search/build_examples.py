@@ -15,6 +15,7 @@ Usage: python assignments/taoistic-search/build_examples.py   (writes next to th
 from __future__ import annotations
 
 from dataclasses import dataclass
+import sys
 from pathlib import Path
 
 import nbformat
@@ -1201,17 +1202,11 @@ def example_submissions() -> dict[str, nbformat.NotebookNode]:
     }
 
 
-def write(nb: nbformat.NotebookNode, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        nbformat.write(nb, f)
-    print(f"wrote {path.relative_to(HERE)}")
-
-
 def main() -> None:
-    write(template(), HERE / "template.ipynb")
-    for name, nb in example_submissions().items():
-        write(nb, HERE / "submissions" / f"{name}.ipynb")
+    if str(HERE.parent) not in sys.path:   # run as a script: the shared writer lives in assignments/
+        sys.path.insert(0, str(HERE.parent))
+    from build_bundled import write_all
+    write_all(HERE, example_submissions(), template())
 
 
 if __name__ == "__main__":
