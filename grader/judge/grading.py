@@ -396,14 +396,47 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         # decode and the check's walk are skipped (most answers of a class are right). The answer is kept as
         # the expected value itself (the same JSON): stored and sent once, and the gradebook sees it is the same.
         return CaseResult(status="pass", message="", got=base["expected"], fraction=1.0, **base)
+    key = _answer_key(case, outcome)
+    if key is None:
+        return _judged_answer(plan, exercise, case, outcome, base)
+    fresh: list[CaseResult] = []
+
+    def verdict() -> tuple[bool, dict[str, Any]]:
+        fresh.append(_judged_answer(plan, exercise, case, outcome, base))
+        return fresh[0].got is not None, {name: getattr(fresh[0], name) for name in _VERDICT}
+    kept_got, fields = plan.memo.get(key, verdict)
+    if fresh:
+        return fresh[0]
+    return CaseResult(got=got if kept_got else None, **fields, **base)
+
+
+# What an answer's verdict is made of: the same for every submission that gives the same answer to the case.
+_VERDICT = ("status", "message", "fraction", "reason", "cause", "mistake", "advice")
+
+
+def _answer_key(case: Case, outcome: Outcome) -> tuple[str, ...] | None:
+    """The memo key of an answer (its canonical text, its probes'): a check is a function of the case and the
+    answer, so a class's many identical answers are decoded and checked once per worker (a path check replays
+    every move with the reference's helpers). None when the answer is not plain wire: the full path says why."""
+    answer = _canonical(outcome.value)
+    probes = _canonical(dict(outcome.probes)) if outcome.probes else ""
+    if answer is None or probes is None:
+        return None
+    return ("verdict", case.id, answer, probes)
+
+
+def _judged_answer(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
+                   base: Mapping[str, Any]) -> CaseResult:
+    """An answer decoded (validated), checked and matched against the known mistakes."""
+    got = outcome.value
     try:
         codec.decode(got)  # validate the untrusted wire before any check looks at it
     except codec.CodecError as error:
         return CaseResult(status="error", message=f"the result could not be read: {error}",
                           reason=vocabulary.RAISED, cause="the answer could not be read", **base)
-    result = _checked(plan, case, outcome, expected.value, base)
+    result = _checked(plan, case, outcome, plan.expected[case.id].value, dict(base))
     if result.status != "pass":
-        answers = dict(expected.mistakes)   # a mistake that raised on this input is absent
+        answers = dict(plan.expected[case.id].mistakes)   # a mistake that raised on this input is absent
         for mistake in exercise.mistakes:
             if mistake.reference in answers and codec.same(answers[mistake.reference], got, validated=True) is None:
                 message = f"{result.message}. {mistake.say}" if result.message else mistake.say

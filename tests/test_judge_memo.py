@@ -1,0 +1,76 @@
+"""The judge checks a class's identical answers once per plan: the verdict is a function of the case and the
+answer, and the rest of a case's result (its time, output, traceback) stays each submission's own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grader import codec
+from grader.judge import grading
+from grader.plan.cases import build_plan
+from grader.rubric.schema import load_rubric
+from grader.sandbox.process import Outcome
+
+MINI = Path(__file__).parent / "fixtures" / "rubrics" / "mini.yaml"
+
+
+@pytest.fixture
+def solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The mini rubric's path-checked exercise, its one case, and a count of the checks the judge runs."""
+    plan = build_plan(load_rubric(MINI), tmp_path)
+    exercise = next(e for e in plan.rubric.exercises if e.id == "solve")
+    case = plan.cases["solve"][0]
+    calls: list[object] = []
+    resolve = grading.resolve_check
+
+    def counted(name, reference):
+        check = resolve(name, reference)
+
+        def run(context):
+            calls.append(context.got)
+            return check(context)
+        return run
+    monkeypatch.setattr(grading, "resolve_check", counted)
+    return plan, exercise, case, calls
+
+
+def _answer(case_id: str, value, *, seconds: float = 0.01, output: str = "") -> Outcome:
+    return Outcome(case_id, "ok", value=value, seconds=seconds, output=output)
+
+
+def test_identical_answers_are_checked_once_and_keep_their_own_output(solve):
+    plan, exercise, case, calls = solve
+    path = plan.expected[case.id].value
+    first = grading.judge(plan, exercise, case, _answer(case.id, path, seconds=0.5, output="one\n"))
+    second = grading.judge(plan, exercise, case, _answer(case.id, json.loads(json.dumps(path)),
+                                                         seconds=0.25, output="two\n"))
+    assert len(calls) == 1
+    assert first.status == second.status == "pass"
+    assert (second.message, second.fraction, second.got) == (first.message, first.fraction, first.got)
+    assert (first.output, second.output) == ("one\n", "two\n")
+    assert (first.seconds, second.seconds) == (0.5, 0.25)
+
+
+def test_a_different_answer_is_checked_and_its_verdict_kept_for_the_next(solve):
+    plan, exercise, case, calls = solve
+    path = plan.expected[case.id].value
+    wrong = codec.encode([codec.decode(path)[0]])          # the start alone: not a path to the goal
+    first = grading.judge(plan, exercise, case, _answer(case.id, path))
+    failed = grading.judge(plan, exercise, case, _answer(case.id, wrong))
+    again = grading.judge(plan, exercise, case, _answer(case.id, wrong))
+    assert len(calls) == 2
+    assert first.status == "pass" and failed.status == again.status == "fail"
+    assert (again.message, again.reason, again.cause, again.got) == (failed.message, failed.reason, failed.cause,
+                                                                      failed.got)
+
+
+def test_an_unreadable_answer_is_an_error_every_time_without_a_check(solve):
+    plan, exercise, case, calls = solve
+    forged = {"__set__": "not a list"}
+    results = [grading.judge(plan, exercise, case, _answer(case.id, forged)) for _ in range(2)]
+    assert calls == []
+    assert [r.status for r in results] == ["error", "error"]
+    assert results[0].message == results[1].message and results[1].got is None
