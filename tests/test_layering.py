@@ -145,7 +145,7 @@ SUBMISSION = ("grader.intake.notebook", "grader.extract", "grader.checks", "grad
               "grader.judge", "grader.store.results")
 CLASS = ("grader.run", "grader.intake.gather", "grader.store.gradebook", "grader.store.overrides",
          "grader.report.similarity", "grader.report.class_report", "grader.report.dashboard",
-         "grader.report.csv_export", "grader.report.progress", "grader.authoring")
+         "grader.report.csv_export", "grader.report.progress", "grader.authoring", "grader.report.class_outputs")
 # The stages in the order data flows through them: a stage imports only those before it (and neutral ground).
 FLOW = ("grader.intake", "grader.rubric", "grader.extract", "grader.checks", "grader.plan", "grader.sandbox",
         "grader.store", "grader.judge", "grader.report", "grader.kit", "grader.authoring", "grader.run")
@@ -233,6 +233,39 @@ def test_the_value_codec_is_neutral_ground_outside_the_sandbox() -> None:
     writers = [e for e in IMPORTS
                if _matches(e.importer, ("grader.report",)) and _matches(e.imported, ("grader.sandbox",))]
     assert [_where(e) for e in writers] == []
+
+
+# Callers that grade one file reuse the pipeline's entry points: they name what they import from the stages,
+# and never reach into extraction, the plan, the sandbox's parent or child, or the checks themselves.
+PIPELINE_USERS = {
+    "grader.run.autograder": {
+        "grader": None, "grader.files": None, "grader.report.gradescope": None,
+        "grader.rubric.schema": {"Rubric", "load_rubric"},
+        "grader.run.batch": {"grade_one", "choose_in_upload", "check_course"},
+        "grader.sandbox.supervisor": {"temp_root"},      # this process's temp folder, for building the zip
+    },
+    "grader.kit.check": {
+        "grader.judge.grading": {"Options", "empty_result", "file_sha256", "grade_notebook", "hidden_folders"},
+        "grader.judge.scoring": {"total"}, "grader.kit.kit": None, "grader.intake.notebook": None,
+        "grader.store.results": None,
+    },
+}
+
+
+def test_the_gradescope_runner_and_the_kit_check_reuse_the_pipeline() -> None:
+    broken = []
+    for edge in IMPORTS:
+        allowed = PIPELINE_USERS.get(edge.importer)
+        if allowed is None:
+            continue
+        if edge.imported not in allowed:
+            broken.append(_where(edge))
+            continue
+        names = allowed[edge.imported]
+        if names is not None and not set(edge.names) <= names:
+            broken.append(_where(edge))
+    assert broken == []
+    assert {e.imported for e in IMPORTS if e.importer == "grader.run.autograder"} >= {"grader.run.batch"}
 
 
 def test_the_rules_see_the_imports_they_judge() -> None:

@@ -134,8 +134,8 @@ def _stage_course(rubric: Rubric, stage: Path) -> str:
 def _check_bundle(rubric_in_stage: Path) -> None:
     """The bundled rubric must load and its plan build from the staged files alone (a reference that imports
     a sibling module of the checkout fails here, not on Gradescope)."""
-    from grader.plan.cases import build_plan
-    build_plan(load_rubric(rubric_in_stage), None)
+    from grader.run.batch import check_course
+    check_course(load_rubric(rubric_in_stage))
 
 
 SETUP_SH = r"""#!/usr/bin/env bash
@@ -301,12 +301,8 @@ def build_autograder(rubric_path: Path, output_zip: Path, *, wheel: bool = True)
 def find_submission(folder: Path, rubric: Rubric) -> tuple[Path | None, list[Path]]:
     """The file to grade among the student's upload, and the other candidates it left aside: by the rule a
     class is graded by (grader.intake.gather.CHOICE_RULE), so a stray scratch notebook is not graded."""
-    from grader.run.batch import collect
-    from grader.judge.grading import defines_counter
-    from grader.intake.gather import choose_upload
-    files = [p for p in collect([folder]) if "__MACOSX" not in p.parts] if folder.is_dir() else []
-    chosen, others, _ = choose_upload(files, defines_counter(rubric))
-    return chosen, others
+    from grader.run.batch import choose_in_upload
+    return choose_in_upload(folder, rubric)
 
 
 def run(root: Path, rubric_path: Path) -> dict:
@@ -334,8 +330,7 @@ def run(root: Path, rubric_path: Path) -> dict:
 
 
 def _grade_into_results(root: Path, rubric_path: Path) -> dict:
-    from grader.judge.grading import Options, grade_path, support_sources
-    from grader.plan.cases import build_plan
+    from grader.run.batch import grade_one
     rubric = load_rubric(rubric_path)
     submission_dir = root / "submission"
     submission, others = find_submission(submission_dir, rubric)
@@ -345,16 +340,9 @@ def _grade_into_results(root: Path, rubric_path: Path) -> dict:
         return failure_results("No notebook (.ipynb) was found in your submission"
                                + (f"; it holds: {', '.join(found[:20])}" if found else "")
                                + ". Upload your notebook file itself.")
-    from grader.sandbox.supervisor import make_temp_folder
-    # In this process's own temp folder (0711, a 0700 folder inside): it holds hidden expected values, and a
-    # run killed before it could remove it leaves it to the next grader process's clean_leftovers.
-    cache = Path(make_temp_folder("cache-"))
-    try:
-        plan = build_plan(rubric, cache)
-        result = grade_path(submission, plan, support_sources(plan), Options(),
-                            hide=(cache, root / "results"))
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
+    # The expected values go to a private folder of this process (hidden expected values), removed after; a run
+    # killed before it could remove it leaves it to the next grader process's clean_leftovers.
+    result = grade_one(submission, rubric, hide=(root / "results",))
     data = to_gradescope(result)
     if others:
         from html import escape

@@ -386,8 +386,45 @@ def check(notebook: str | Path, rubric: str | Path | Rubric, *, options: Options
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     plan = build_plan(rubric, cache if cache is not None else default_cache())
     hidden = {k: sum(1 for c in v if c.visibility == "hidden") for k, v in plan.cases.items()}
-    result = grade_path(Path(notebook), public_plan(plan), support_sources(plan), options)
-    return result, hidden
+    return grade_one(notebook, plan, options=options, public_only=True), hidden
+
+
+def grade_one(path: str | Path, rubric: Plan | Rubric | str | Path, *, options: Options = Options(),
+              cache: Path | None = None, hide: Iterable[Path] = (), public_only: bool = False) -> SubmissionResult:
+    """One submission through the whole pipeline (intake, extraction, the sandbox, the judge): what grade does
+    for each student, for callers that grade one file (the self-check, the Gradescope runner). Without a
+    `cache` the expected values are computed into a private folder of this process, hidden from the child and
+    removed after: nothing the reference answered is left on the machine."""
+    import shutil
+    from grader.sandbox.supervisor import make_temp_folder
+    temporary = None
+    if isinstance(rubric, Plan):
+        plan = rubric
+    else:
+        loaded = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
+        if cache is None:
+            cache = temporary = Path(make_temp_folder("cache-"))
+        plan = build_plan(loaded, cache)
+    try:
+        return grade_path(Path(path), public_plan(plan) if public_only else plan, support_sources(plan), options,
+                          hide=(*hide, *((temporary,) if temporary else ())))
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def choose_in_upload(folder: Path, rubric: Rubric) -> tuple[Path | None, list[Path]]:
+    """The file to grade among one student's upload, and the other candidates left aside: by the rule a class is
+    graded by (grader.intake.gather.CHOICE_RULE), so a stray scratch notebook is not graded."""
+    from grader.intake.gather import choose_upload
+    files = [p for p in collect([folder]) if "__MACOSX" not in p.parts] if folder.is_dir() else []
+    chosen, others, _ = choose_upload(files, defines_counter(rubric))
+    return chosen, others
+
+
+def check_course(rubric: Rubric) -> None:
+    """Build the rubric's plan without a cache: raises RubricError when its reference or data do not load."""
+    build_plan(rubric, None)
 
 
 def __getattr__(name: str) -> object:
