@@ -193,6 +193,10 @@ def test_a_case_the_submission_budget_skipped_says_so_in_every_writer() -> None:
     page = html_page(Page(result))
     assert "not run (the submission&#39;s time budget was spent)" in page or \
         "not run (the submission's time budget was spent)" in page
+    from grader.report.class_report import class_report_html
+    dashboard = class_report_html([result])      # the troubles table names the first case's status in words
+    assert "not run (the submission&#39;s time budget was spent)</span>" in dashboard or \
+        "not run (the submission's time budget was spent)</span>" in dashboard
 
 
 # ---------------------------------------------------------------------------------------------- the zip

@@ -14,7 +14,7 @@ from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentRow, generator_rates, scores_only, student_rows)
 from grader.store.results import CaseResult, SubmissionResult
 from grader.report.similarity import Pair, Similarity
-from grader.store.status import RAISED, STATUSES, TOO_SLOW, WRONG, reason_of
+from grader.store.status import RAISED, STATUSES, TOO_SLOW, WRONG, headline, reason_of
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -118,6 +118,7 @@ class Trouble:
     timeouts: int
     status: str                            # of the first such case
     message: str
+    words: str = ""                        # its status in words, from its status and reason (store.status)
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ class ClassTally:
                 self.trouble.append(Trouble(
                     submission=result.submission, exercise=exercise.id,
                     errors=sum(c.status == "error" for c in bad), timeouts=sum(c.status == "timeout" for c in bad),
-                    status=bad[0].status, message=bad[0].message))
+                    status=bad[0].status, message=bad[0].message, words=headline(bad[0].status, bad[0].reason)))
             if ungraded_result:
                 continue
             for case in exercise.cases:
