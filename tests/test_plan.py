@@ -545,6 +545,14 @@ def test_a_reference_imports_its_course_modules_when_called_and_each_course_gets
     assert not {"helpers", "factors", "given"} & set(sys.modules)
 
 
+def test_a_reference_imports_its_course_modules_from_several_threads_at_once(tmp_path: Path) -> None:
+    """Mutation testing asks the reference from several threads: each import sees the course's modules."""
+    from concurrent.futures import ThreadPoolExecutor
+    plan = build_plan(load_rubric(_course_importing_at_call_time(tmp_path / "threads", 2)), tmp_path / "cache")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(plan.reference.double, range(400))) == [2 * x for x in range(400)]
+
+
 def test_a_reference_without_course_modules_keeps_its_hash(tmp_path: Path) -> None:
     """Hashes of rubrics whose reference imports nothing of the course are what they were (rubric + reference),
     so their caches and gradebooks stay valid."""

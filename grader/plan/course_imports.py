@@ -15,6 +15,7 @@ import builtins
 import importlib.abc
 import importlib.machinery
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,9 @@ class CourseModules:
         self.builtins: dict[str, Any] = {**builtins.__dict__, "__import__": self.import_}
         self._finder = _CourseFinder(self)
         self._depth = 0
+        # One import of the course at a time: sys.modules and sys.meta_path are the process's, and threads
+        # (mutation testing grades in several) may ask the reference at once.
+        self._lock = threading.RLock()
 
     def owns(self, origin: str | None) -> bool:
         return bool(origin) and any(str(origin).startswith(folder + "/") for folder in self.folders)
@@ -54,13 +58,19 @@ class CourseModules:
     def visible(self) -> Iterator[None]:
         """The course's modules in sys.modules (and its finder first on sys.meta_path) for this block only;
         what was there under the same names before comes back after."""
-        if self._depth:      # an import within an import of the course: already visible
-            self._depth += 1
-            try:
+        with self._lock:
+            if self._depth:      # an import within an import of the course: already visible
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            with self._shown():
                 yield
-            finally:
-                self._depth -= 1
-            return
+
+    @contextmanager
+    def _shown(self) -> Iterator[None]:
         shadowed = {name: sys.modules[name] for name in self.modules if name in sys.modules}
         before = set(sys.modules) - set(self.modules)   # what others imported (the reference itself too) stays
         sys.modules.update(self.modules)
