@@ -278,3 +278,22 @@ def test_a_batch_probes_the_sandbox_once_beside_its_start_up_and_its_forked_work
     assert len({line.partition(":")[2] for line in held}) == 2, log     # each its own zygote
     assert sorted(line for line in eval(log) if not line.startswith("holds")) == sorted(first * 2)  # noqa: S307
     assert "3 graded" in done.stdout and "3 unchanged" in done.stdout
+
+
+def test_a_worker_gets_its_next_submission_before_the_coordinator_writes_the_last_result(tmp_path, monkeypatch):
+    """The coordinator hands out the next job before it gives the caller a finished one: while the caller writes
+    a result (JSON, gradebook, the notebook's copy) the worker is already grading, never waiting for it."""
+    setup = Setup(load_rubric(RUBRIC), str(tmp_path / "cache"))
+    events: list[tuple[str, object]] = []
+    hand_out = LocalPool._hand_out
+
+    def recorded(self, slots, pending):
+        hand_out(self, slots, pending)
+        events.append(("busy", sorted(slot.job.student for slot in slots if slot.job is not None)))
+    monkeypatch.setattr(LocalPool, "_hand_out", recorded)
+    jobs = [Job(name, str(SUBMISSIONS / f"{name}.ipynb")) for name in ("syntax-error", "correct")]
+    for done in LocalPool(setup, jobs=1).run(jobs):
+        assert done.result is not None
+        events.append(("done", done.job.student))
+    first = events.index(("done", "syntax-error"))
+    assert ("busy", ["correct"]) in events[:first]

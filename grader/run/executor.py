@@ -211,24 +211,29 @@ class LocalPool:
             from grader.sandbox.supervisor import clean_leftovers
             clean_leftovers(slot.process.pid)
 
+    def _hand_out(self, slots: list[_Slot], pending: list[Job]) -> None:
+        """Give every idle worker its next job."""
+        for index, slot in enumerate(slots):
+            if slot.job is None and pending:
+                job = pending.pop()
+                try:
+                    slot.connection.send(job)
+                except (OSError, ValueError):   # it died while idle: replace it and hand the job over
+                    self._stop(slot)
+                    slot = slots[index] = self._start()
+                    self.replaced += 1
+                    slot.connection.send(job)
+                slot.job, slot.started = job, time.monotonic()
+
     def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
         pending = list(jobs)[::-1]
         slots = [self._start() for _ in range(min(self.size, len(pending)))]
         try:
             while pending or any(slot.job for slot in slots):
-                for index, slot in enumerate(slots):
-                    if slot.job is None and pending:
-                        job = pending.pop()
-                        try:
-                            slot.connection.send(job)
-                        except (OSError, ValueError):   # it died while idle: replace it and hand the job over
-                            self._stop(slot)
-                            slot = slots[index] = self._start()
-                            self.replaced += 1
-                            slot.connection.send(job)
-                        slot.job, slot.started = job, time.monotonic()
+                self._hand_out(slots, pending)
                 busy = [slot for slot in slots if slot.job is not None]
                 ready = wait([s.connection for s in busy] + [s.process.sentinel for s in busy], timeout=1.0)
+                finished: list[Done] = []
                 for index, slot in enumerate(slots):
                     if slot.job is None:
                         continue
@@ -239,7 +244,7 @@ class LocalPool:
                             done = None
                         if done is not None:
                             slot.job = None
-                            yield done
+                            finished.append(done)
                             continue
                     stuck = time.monotonic() - slot.started > self.watchdog
                     if slot.process.sentinel in ready or not slot.process.is_alive() or stuck or \
@@ -252,7 +257,11 @@ class LocalPool:
                         self._stop(slot)
                         slots[index] = self._start()
                         self.replaced += 1
-                        yield Done(job, None, reason)
+                        finished.append(Done(job, None, reason))
+                # The workers start their next submissions before the caller writes these results (JSON, the
+                # gradebook, the notebook's copy): a worker never waits for the coordinator's disk.
+                self._hand_out(slots, pending)
+                yield from finished
         finally:
             for slot in slots:
                 self._stop(slot)
