@@ -258,6 +258,21 @@ def test_an_isolated_method_is_answered_from_the_kit_as_grading_answers_it(tmp_p
     assert checked.exercise("h2").score == 0      # the stub itself is still the student's to fix
 
 
+def test_the_live_kernel_check_answers_an_isolated_method_from_the_kit_too(tmp_path: Path, grader_cache: Path):
+    """In Jupyter (`from grader import check`) the notebook's class gets a stand-in for EightPuzzle.h while
+    astar_search runs again, as the sandbox's child does; the notebook's own h is back afterwards."""
+    kit = write_kit(REPO / "rubrics" / "eight-puzzle-astar.yaml", tmp_path / "kit.json", cache=grader_cache)
+    namespace = _namespace_of(REPO / "assignments" / "eight-puzzle-astar" / "submissions" / "seed-004.ipynb")
+    own_h = namespace["EightPuzzle"].__dict__["h"]
+    summary = check(kit, namespace=namespace, console=_quiet())
+    astar = summary.result.exercise("astar_search")
+    # Run again with the stand-in, astar asked the kit about states it has answers for and about some it has
+    # not (a case stopped by an unanswered question is unverified, never failed).
+    assert {c.status for c in astar.cases} <= {"pass", "unverified"}
+    assert any(c.cause == "the course's answers of an isolated method are not all in the kit" for c in astar.cases)
+    assert namespace["EightPuzzle"].__dict__["h"] is own_h
+
+
 def test_unreadable_notebook_still_gets_a_result_from_the_kit(kit_path: Path):
     result, hidden = check_with_kit(REPO / "tests" / "fixtures" / "notebooks" / "invalid_json.ipynb", kit_path)
     assert result.total == 0 and result.warnings

@@ -767,21 +767,47 @@ class Kernel:
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle, deadline: float,
                      max_timeouts: int = 2, methods: Mapping[str, Any] | None = None) -> list[Outcome]:
-        # The kit has no reference: it isolates nothing, methods included.
+        # Isolated methods are answered by `oracle` (the kit's course answers) while the exercise runs, as the
+        # child's stand-ins do; isolated functions are not (the kit carries no answers for them).
         from grader.sandbox.process import Outcome
         outcomes: list[Outcome] = []
         timeouts = 0
-        for case in cases:
-            if time.monotonic() >= deadline:
-                outcomes.append(Outcome(case.id, "skipped", error={"message": "the submission's time budget is spent",
-                                                                   "reason": "budget"}))
-            elif timeouts >= max_timeouts:
-                outcomes.append(Outcome(case.id, "skipped", error={
-                    "message": f"not run: {timeouts} earlier cases of this exercise timed out"}))
-            else:
-                outcomes.append(self.run_case(case))
-                timeouts += outcomes[-1].status == "timeout"
+        restore = self._stand_ins(isolate, oracle, methods or {})
+        try:
+            for case in cases:
+                if time.monotonic() >= deadline:
+                    outcomes.append(Outcome(case.id, "skipped", error={
+                        "message": "the submission's time budget is spent", "reason": "budget"}))
+                elif timeouts >= max_timeouts:
+                    outcomes.append(Outcome(case.id, "skipped", error={
+                        "message": f"not run: {timeouts} earlier cases of this exercise timed out"}))
+                else:
+                    outcomes.append(self.run_case(case))
+                    timeouts += outcomes[-1].status == "timeout"
+        finally:
+            restore()
         return outcomes
+
+    def _stand_ins(self, isolate: Sequence[str], oracle: Oracle, methods: Mapping[str, Any]) -> Callable[[], None]:
+        """Put a stand-in for each isolated method on the notebook's class (it reads the rubric's attribute
+        chains from its arguments and asks `oracle`); returns what puts the notebook's own back."""
+        missing = object()
+        patched: list[tuple[type, str, Any]] = []
+        for name in isolate:
+            owner = self.namespace.get(name.split(".")[0])
+            if "." not in name or name not in methods or not isinstance(owner, type):
+                continue
+            attribute = name.split(".", 1)[1]
+            patched.append((owner, attribute, owner.__dict__.get(attribute, missing)))
+            setattr(owner, attribute, _stand_in(name, methods[name], oracle))
+
+        def restore() -> None:
+            for owner, attribute, old in reversed(patched):
+                if old is missing:
+                    delattr(owner, attribute)
+                else:
+                    setattr(owner, attribute, old)
+        return restore
 
     def run_case(self, case: Any) -> Any:
         from grader.sandbox.process import Outcome
@@ -845,6 +871,21 @@ class Kernel:
                     namespace.pop(name, None)
                 else:
                     namespace[name] = old
+
+
+def _stand_in(name: str, spec: Mapping[str, Any], oracle: Oracle) -> Callable[..., Any]:
+    """An isolated method as the live kernel runs it: the rubric's chains (`node.state`, `self.goal`) read from
+    its arguments and sent to `oracle`, as the sandbox's child does."""
+    params = [str(param) for param in spec.get("params", ())]
+    inputs = [compile(str(code), "<isolated method>", "eval") for code in spec.get("inputs", ())]
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        scope = dict(zip(params, args, strict=False))
+        scope.update((key, value) for key, value in kwargs.items() if key in params)
+        return oracle(name, [eval(code, scope) for code in inputs], {})  # noqa: S307 - the rubric's chains
+
+    method.__name__ = method.__qualname__ = name.split(".")[-1]
+    return method
 
 
 def _source_node(value: Any) -> tuple[ast.AST | None, str, int]:
@@ -948,8 +989,9 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     loaded = [name for name in namespace if not name.startswith("__")]
     runner = Kernel(namespace, int(kit.limits.get("output_bytes", 65536)))
     deadline = started + float(kit.limits.get("submission_seconds", 180.0))
-    judged = grade_exercises(plan, notebook, extracted, runner, loaded, deadline, Options(), kit_cases(kit))
-    exercises = settle(kit, judged, loaded)
+    missed: set[str] = set()
+    judged = grade_exercises(plan, notebook, extracted, runner, loaded, deadline, Options(), kit_cases(kit, missed))
+    exercises = settle(kit, judged, loaded, missed)
     warnings = kit.warnings
     if not can_interrupt():
         warnings += (GraderWarning(Kind.KIT, "cases ran without a time limit (not in the main thread): a case that "
