@@ -1,16 +1,24 @@
 """Benchmark: peak memory of `grader grade`, `grader report` and `grader class-report` as the class grows.
 
-    python bench/bench_memory.py [--sizes 1000 10000] [--grade-up-to 1000] [--jobs 2]
+    python bench/bench_memory.py [--sizes 1000 10000] [--grade-up-to 1000] [--jobs 2] [--similarity]
 
 For each size N it generates N distinct notebooks (copies of a few bundled examples, each with its own
-comment cell so no two share a sha256), then measures, each command in its own process, the peak resident
-set size (ru_maxrss) of the grader's own process, and of its largest worker for `grade`:
+comment cell so no two share a sha256: the grader grades every one), then measures, each command in its own
+process, the peak resident set size (ru_maxrss) of the grader's own process, and of its largest worker for
+`grade`:
 
-- `grade` of the whole class (when N <= --grade-up-to; larger classes take minutes per thousand on 2 cores,
-  so by default they are built by recording copies of the graded results under new students: the gradebook,
-  JSON files and notebook copies are then exactly what grading them would have left);
+- `grade` of the whole class. A class of at most --grade-up-to students is graded for real, every one of
+  them. A larger class is graded in one `grade` run of all N notebooks whose first N - K students (K =
+  --grade-up-to) were recorded beforehand by copying graded results under their names (the gradebook, JSON
+  files and notebook copies are exactly what grading them would have left), so that run reads all N, finds
+  N - K unchanged and grades the last K for real: grading 10,000 real notebooks takes most of an hour on 2
+  cores. What the parent keeps per graded student is measured apart by tests/test_memory.py (retained
+  Python objects of grading N and 2N students, tracemalloc);
+- `class-report` of the results folder (the dashboard, the CSV and every student's report, from the
+  gradebook), without the similarity check unless --similarity: the bench's class is ten notebooks copied
+  N/10 times, so every copy shares all its code with N/10 others, a class no course has;
 - `report` of the results folder (Markdown and HTML per student);
-- `class-report` of the results folder (the dashboard and the CSV, from the gradebook).
+- the size of the results folder per student.
 
 The target of issue 14: under 300 MB for each command at 10,000 submissions.
 """
@@ -31,8 +39,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
 EXAMPLES = REPO / "assignments" / "taoistic-search" / "submissions"
+# What the class hands in, in turn: correct work and the common mistakes that cost little grading time (a
+# notebook whose search the reference's helpers must answer over the pipe, find-tile-transposed, costs seconds
+# of the workers' time and nothing of the parent's memory).
 MIX = ["correct", "correct", "correct", "seed-000", "old-era", "move-dir-transposed", "manhattan-counts-blank",
-       "extract-move-of-tile", "find-tile-transposed", "syntax-error"]
+       "extract-move-of-tile", "main-animation", "syntax-error"]
 
 # Runs a grader command in this process and prints its peak memory (and its children's) when it exits.
 MEASURED = """
@@ -75,19 +86,21 @@ def measure(*args: str, cwd: Path) -> tuple[float, float, float]:
     return seconds, own, children
 
 
-def clone(results: Path, count: int, notebooks: list[Path]) -> None:
-    """Grow a graded class to `count` students by recording copies of its results under new names."""
+def clone(results: Path, students: range, notebooks: list[Path]) -> None:
+    """Record `students` (indexes into `notebooks`) in a graded results folder as copies of its graded results
+    of the same example, as if they had been graded: result JSON, gradebook row and notebook copy."""
+    import hashlib
     from grader.run.batch import keep_notebook
     from grader.store.gradebook import Gradebook
     from grader.store.results import read_json, write_json
-    graded = sorted(p for p in results.glob("*.json"))
-    originals = [read_json(p) for p in graded]
+    examples = {}
+    for path in sorted(results.glob("student*.json")):
+        examples.setdefault(MIX[int(path.stem.removeprefix("student")) % len(MIX)], read_json(path))
     with Gradebook(results / "gradebook.sqlite") as book:
-        for index in range(len(originals), count):
+        for index in students:
             path = notebooks[index]
-            import hashlib
             sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-            result = replace(originals[index % len(originals)], submission=path.stem, path=str(path), sha256=sha256)
+            result = replace(examples[MIX[index % len(MIX)]], submission=path.stem, path=str(path), sha256=sha256)
             result = replace(result, notebook=keep_notebook(path, sha256, results))
             write_json(result, results)
             book.record(path.stem, str(path), result)
@@ -97,40 +110,62 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--grade-up-to", type=int, default=1000,
-                        help="grade classes up to this size; larger ones are grown from graded results")
+                        help="grade classes up to this size for real; a larger one grades this many for real and "
+                             "finds the rest recorded (copies of graded results)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--similarity", action="store_true", help="class-report with the similarity check")
     parser.add_argument("--keep", action="store_true", help="keep the generated folders")
     args = parser.parse_args()
+    if args.grade_up_to < len(MIX):
+        parser.error(f"--grade-up-to: at least {len(MIX)} (one of each example, to copy results from)")
     work = Path(tempfile.mkdtemp(prefix="puzzle-grader-bench-memory-"))
     cache = work / "cache"
     try:
         print(f"peak resident memory (ru_maxrss), {args.jobs} workers, Python {sys.version.split()[0]}:")
         notebooks = generate(work / "submissions", max(args.sizes))
-        graded: Path | None = None
+        graded: Path | None = None      # a folder whose every result was graded for real
+
+        def grade(results: Path, count: int) -> tuple[float, float, float]:
+            paths = [str(p) for p in notebooks[:count]]
+            return measure("grade", *paths, "--rubric", str(RUBRIC), "--out", str(results), "--cache", str(cache),
+                           "--jobs", str(args.jobs), "--quiet", cwd=work)
+
         for size in sorted(args.sizes):
             results = work / f"results-{size}"
-            paths = [str(p) for p in notebooks[:size]]
-            if size <= args.grade_up_to or graded is None:
-                seconds, own, worker = measure("grade", *paths, "--rubric", str(RUBRIC), "--out", str(results),
-                                               "--cache", str(cache), "--jobs", str(args.jobs), "--quiet", cwd=work)
-                print(f"  {size:>6} submissions: grade (all graded):       {own:5.0f} MB "
-                      f"(largest worker {worker:.0f} MB) in {seconds:.0f} s")
-                graded = results
-            else:
+            real = min(size, args.grade_up_to)
+            if size > real:
+                if graded is None:      # results to copy from: a class of `real` graded for real
+                    graded = work / f"results-{real}"
+                    grade(graded, real)
                 shutil.copytree(graded, results)
-                clone(results, size, notebooks)
-                seconds, own, worker = measure("grade", *paths, "--rubric", str(RUBRIC), "--out", str(results),
-                                               "--cache", str(cache), "--jobs", str(args.jobs), "--quiet", cwd=work)
-                print(f"  {size:>6} submissions: grade (all unchanged):    {own:5.0f} MB in {seconds:.1f} s "
-                      f"(the class grown from graded results)")
-            seconds, own, _ = measure("class-report", str(results), "-o", str(work / f"class-{size}.html"), cwd=work)
-            print(f"  {size:>6} submissions: class-report:             {own:5.0f} MB in {seconds:.0f} s")
+                already = len(list(results.glob("student*.json")))
+                if already > size - real:   # the last `real` students must be new to the gradebook
+                    raise SystemExit(f"size {size}: the graded class to copy has {already} students, more than "
+                                     f"{size} - {real}; give sizes further apart or a smaller --grade-up-to")
+                clone(results, range(already, size - real), notebooks)
+            seconds, own, worker = grade(results, size)
+            how = "all graded" if size == real else f"{real} graded, {size - real} recorded"
+            print(f"  {size:>6} submissions: grade ({how}): {own:5.0f} MB (largest worker {worker:.0f} MB) "
+                  f"in {seconds:.0f} s")
+            if size == real:
+                graded = results
+            more = () if args.similarity else ("--no-similarity",)
+            seconds, own, _ = measure("class-report", str(results), "-o", str(work / f"class-{size}" / "class.html"),
+                                      *more, cwd=work)
+            print(f"  {size:>6} submissions: class-report{'' if args.similarity else ' (no similarity)'}: "
+                  f"{own:5.0f} MB in {seconds:.0f} s")
+            shutil.rmtree(work / f"class-{size}", ignore_errors=True)
             seconds, own, _ = measure("report", str(results), "--out", str(work / f"feedback-{size}"), cwd=work)
-            print(f"  {size:>6} submissions: report:                   {own:5.0f} MB in {seconds:.0f} s")
+            print(f"  {size:>6} submissions: report: {own:5.0f} MB in {seconds:.0f} s")
             shutil.rmtree(work / f"feedback-{size}", ignore_errors=True)
-            size_mb = sum(p.stat().st_size for p in results.rglob("*") if p.is_file()) / 1e6
-            print(f"  {size:>6} submissions: results folder {size_mb:.0f} MB "
-                  f"(gradebook {(results / 'gradebook.sqlite').stat().st_size / 1e6:.0f} MB)")
+            files = [p for p in results.rglob("*") if p.is_file()]
+            book = sum(p.stat().st_size for p in files if p.name.startswith("gradebook.sqlite"))
+            json_files = sum(p.stat().st_size for p in files if p.suffix == ".json")
+            copies = sum(p.stat().st_size for p in files if p.parent.name == "notebooks")
+            total = sum(p.stat().st_size for p in files)
+            print(f"  {size:>6} submissions: results folder {total / 1e6:.0f} MB = {total / size / 1e3:.0f} kB per "
+                  f"student (result JSON {json_files / size / 1e3:.0f} kB, gradebook {book / size / 1e3:.0f} kB, "
+                  f"notebook copy {copies / size / 1e3:.0f} kB)")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
