@@ -45,9 +45,9 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
 @dataclass
 class Batch:
     """What a batch did, as counters: results stream to disk (JSON, gradebook) as they finish, and the batch
-    keeps only a score row per student, so its memory does not grow with the class.
+    keeps only the students' names and counts, so its memory does not grow with the class beyond a name.
 
-    `results` reads this batch's students back whole from the gradebook (or, without one, keeps them).
+    `rows` and `results` read this batch's students back from the gradebook (or, without one, keeps them).
     """
 
     students: list[str] = field(default_factory=list)     # this batch's students, in intake order
@@ -59,7 +59,7 @@ class Batch:
     mismatch: dict[str, str] = field(default_factory=dict)  # student -> "does not look like <assignment>" (graded now)
     problems: list[str] = field(default_factory=list)     # intake: unreadable entries, skipped
     notes: list[str] = field(default_factory=list)        # intake: decisions such as several notebooks
-    rows: list[ScoreRow] = field(default_factory=list)    # this batch's students' scores (no cases), intake order
+    levels: Counter[str] = field(default_factory=Counter)  # isolation level -> this batch's students with it
     grader_problems: dict[str, int] = field(default_factory=dict)  # student -> cases a rubric check crashed on
     seconds: float = 0.0
     gradebook: Path | None = None
@@ -73,8 +73,18 @@ class Batch:
     @property
     def isolation(self) -> dict[str, int]:
         """Isolation levels of this batch's results with their counts, commonest first."""
-        counts = Counter(row.isolation for row in self.rows)
-        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+        return dict(sorted(self.levels.items(), key=lambda item: (-item[1], item[0])))
+
+    @property
+    def rows(self) -> list[ScoreRow]:
+        """This batch's students' current scores (no cases), in intake order: read when asked (the table)."""
+        if self.gradebook is None:
+            found = {s: _row(r) for s, r in self._kept.items()}
+        else:
+            wanted = set(self.students)
+            with Gradebook(self.gradebook) as book:
+                found = {row.student: row for row in book.score_rows(self.rubric) if row.student in wanted}
+        return [found[s] for s in self.students if s in found]
 
     @property
     def results(self) -> list[SubmissionResult]:
@@ -199,16 +209,15 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         book = _open_gradebook(book_path)
         started_cluster = None
         try:
-            stored = {row.student: row for row in book.score_rows(rubric.assignment)} if book else {}
-            rows: dict[str, ScoreRow] = {}
             jobs_to_run: list[Job] = []
             for entry in entries:
                 student, path, source = entry.student, entry.path, entry.source
-                previous = stored.get(student)
                 sha256 = file_sha256(path)
-                if (book and not force and previous is not None
-                        and book.is_current(student, sha256, rubric.sha256, __version__)):
-                    rows[student] = previous
+                previous = (next(book.score_rows(rubric.assignment, student), None)
+                            if book and not force and book.is_current(student, sha256, rubric.sha256, __version__)
+                            else None)
+                if book and previous is not None:
+                    batch.levels[previous.isolation] += 1
                     batch.unchanged += 1
                     if out_dir is not None:
                         _restore_missing(book, student, rubric.assignment, path, out_dir)
@@ -223,12 +232,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         book.record(student, source, result)
                     else:
                         batch._kept[student] = result
-                    rows[student] = _row(result)
+                    batch.levels[result.isolation] += 1
                     if on_result:
                         on_result(result, False)
                 else:
                     jobs_to_run.append(Job(student, str(Path(path).resolve()), source))
-            del stored
             if on_start:
                 on_start(len(entries), batch.unchanged)
             plan = the_plan() if jobs_to_run else None   # before any worker: they read the expected values cached
@@ -269,12 +277,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     book.record(student, done.job.source, result, bounded=done.result is not None)
                 else:
                     batch._kept[student] = result
-                rows[student] = _row(result)
+                batch.levels[result.isolation] += 1
                 if result.mismatch:
                     batch.mismatch[student] = result.mismatch
                 if on_result:
                     on_result(result, False)
-            batch.rows = [rows[student] for student in batch.students if student in rows]
             if book is not None and out_dir is not None:   # (an out folder always has a gradebook)
                 _export(book, rubric.assignment, out_dir, gradescope)
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed

@@ -229,15 +229,17 @@ class Gradebook:
                GROUP BY sc.exercise ORDER BY min(sc.position), min(sc.result_id)""", (rubric,))
         return [exercise for exercise, _, _ in rows]
 
-    def score_rows(self, rubric: str) -> Iterator[ScoreRow]:
-        """Every student's current scores (no cases), sorted by student: what the CSV and the table need."""
+    def score_rows(self, rubric: str, student: str | None = None) -> Iterator[ScoreRow]:
+        """Every student's current scores (no cases), sorted by student: what the CSV and the table need.
+        With `student`, that student's row alone (none when the student has no result)."""
         cursor = self._db.execute(
-            """SELECT s.student, r.total, r.max_total, r.state, r.isolation,
+            f"""SELECT s.student, r.total, r.max_total, r.state, r.isolation,
                       coalesce(json_extract(r.json, '$.late'), 0), coalesce(json_extract(r.json, '$.penalty'), 0),
                       sc.exercise, sc.score, sc.max_score
                FROM submissions s JOIN results r ON r.id = s.current_result
                LEFT JOIN scores sc ON sc.result_id = r.id
-               WHERE s.rubric = ? ORDER BY s.student, sc.position""", (rubric,))
+               WHERE s.rubric = ? {'AND s.student = ?' if student is not None else ''}
+               ORDER BY s.student, sc.position""", (rubric,) if student is None else (rubric, student))
         row: ScoreRow | None = None
         for student, total, max_total, state, isolation, late, penalty, exercise, score, _max_score in cursor:
             if row is None or row.student != student:
