@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 from urllib.parse import quote
 
-from grader.store.results import CaseResult, SubmissionResult
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
 
 GROUPS_PER_EXERCISE = 6
 GENERATED = re.compile(r"^(?P<group>.+?)\[(?P<index>\d+)\]$")     # exercise.generator[3]
@@ -134,8 +135,15 @@ def answer_groups(results: Sequence[SubmissionResult], *, ungraded=lambda result
 
 
 def scores_only(result: SubmissionResult) -> SubmissionResult:
-    """The result without its cases: what the student table needs, kept per student of a streamed class."""
-    return replace(result, exercises=tuple(replace(e, cases=()) for e in result.exercises), warnings=())
+    """What the student table reads of a result (name, scores, totals, lateness, overrides), kept per student of
+    a streamed class: ten thousand of them, so no cases, texts or paths, and exercise ids shared (interned)."""
+    overrides = result.extra.get("overrides")
+    return replace(result, path="", sha256="", rubric=sys.intern(result.rubric),
+                   rubric_sha256=sys.intern(result.rubric_sha256), grader_version=sys.intern(result.grader_version),
+                   isolation=sys.intern(result.isolation), warnings=(), environment=(), mismatch="", notebook="",
+                   extra={"overrides": overrides} if overrides else {},
+                   exercises=tuple(ExerciseResult(sys.intern(e.id), "", e.score, e.max_score, ())
+                                   for e in result.exercises))
 
 
 def _group(exercise: str, group: dict) -> AnswerGroup:
