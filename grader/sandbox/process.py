@@ -391,8 +391,9 @@ class Sandbox:
         kernel charges the exercise's process (cpuclock), so neither a busy machine nor the parent's answers to
         isolated-helper calls count against it; a case past its limit plus a grace is stopped whatever the child
         says, and one that reaches the wall backstop without using its CPU time is stopped too, its verdict
-        taken from the kernel's numbers (cpuclock.wall_verdict). A frame that does not fit the schema, or
-        breaks the oracle's rules, costs the case it arrives in an error and the child is replaced.
+        taken from the kernel's numbers (cpuclock.wall_verdict). A frame that does not fit the schema, breaks the
+        oracle's rules, answers another case or could only come from a start or a load, costs the case it
+        arrives in an error and the child is replaced.
         """
         outcomes: list[Outcome] = []
         current: CaseRequest | None = None
@@ -462,8 +463,14 @@ class Sandbox:
                     outcomes.append(_broken_rule(current, clock.started, problem))
                     return outcomes, False
             elif isinstance(message, frames.Result):
-                if current is None or clock is None or message.case != current.id:
-                    continue   # a forged or late answer to another case is noise
+                if current is None or clock is None:
+                    continue   # between cases: the runtime's own deadline bounds what comes
+                if message.case != current.id:
+                    # The runtime answers the case it runs, once; anything else is forged (a noise frame of
+                    # tens of MB costs the parent its parsing): the case it arrives in pays, not the grader.
+                    outcomes.append(_broken_rule(current, clock.started, "sent an answer to a case it was not "
+                                                                         "running"))
+                    return outcomes, False
                 usage = clock.usage()
                 outcomes.append(self._outcome(current, message, now - clock.started,
                                               usage.cpu if usage is not None else None))
@@ -477,6 +484,11 @@ class Sandbox:
                     clock = _CaseClock(current.timeout, now, process)
                 else:
                     wait_until = now + RUNTIME_SECONDS
+            elif isinstance(message, (frames.Loaded, frames.Ready)) and current is not None and clock is not None:
+                # Only a start or a load says these: during a case they are forged, and cost it.
+                outcomes.append(_broken_rule(current, clock.started, "sent a frame of its start or load "
+                                                                     "while running a case"))
+                return outcomes, False
             elif isinstance(message, frames.Exited):
                 # The child has already killed what the exercise left behind in its process group.
                 self.fork_pid = None
