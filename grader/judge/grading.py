@@ -415,14 +415,20 @@ _VERDICT = ("status", "message", "fraction", "reason", "cause", "mistake", "advi
 
 
 def _answer_key(case: Case, outcome: Outcome) -> tuple[str, ...] | None:
-    """The memo key of an answer (its canonical text, its probes'): a check is a function of the case and the
-    answer, so a class's many identical answers are decoded and checked once per worker (a path check replays
-    every move with the reference's helpers). None when the answer is not plain wire: the full path says why."""
+    """The memo key of an answer (a digest of its canonical text and its probes'): a check is a function of the
+    case and the answer, so a class's many identical answers are decoded and checked once per worker (a path
+    check replays every move with the reference's helpers). A digest, not the text: the child chooses the answer,
+    and a notebook answering every case with a different 5 MB string kept 500 MB of keys in the worker for the
+    rest of the batch. None when the answer is not plain wire: the full path says why."""
     answer = _canonical(outcome.value)
     probes = _canonical(dict(outcome.probes)) if outcome.probes else ""
     if answer is None or probes is None:
         return None
-    return ("verdict", case.id, answer, probes)
+    return ("verdict", case.id, _digest(answer), _digest(probes))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _judged_answer(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
