@@ -150,15 +150,18 @@ def _report(args: argparse.Namespace) -> int:
     book = _gradebook_beside(args.results)
     overrides = history(book) if book is not None else []
 
-    def results():   # streamed, one student at a time, each time it is needed
-        return (apply(result, overrides) for result in iter_results(args.results))
+    missing: list[str] = []   # students whose notebook is not found, noted as the class streams past once
+
+    def results():   # streamed, one student at a time: a result file is decoded once
+        for result in iter_results(args.results):
+            missing.extend(_without_notebook([result], args.notebooks, Path(args.results)))
+            yield apply(result, overrides)
 
     written = formats.write(results(), args.out, chosen, notebooks=args.notebooks, hidden_details=args.hidden_details,
                             results_folder=Path(args.results), template=_template(args))
     print(f"{len(written)} report files written to {args.out}/")
     if not written:
         print(f"{args.results}: no results in this folder (grade with --out {args.results} first)", file=sys.stderr)
-    missing = _without_notebook(results(), args.notebooks, Path(args.results))
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         print(f"the notebook of {len(missing)} student(s) was not found, so their reports have no 'Your code' "
