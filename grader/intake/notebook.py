@@ -24,6 +24,10 @@ from grader.intake.v4check import first_problem
 from grader.intake.warning import GraderWarning, Kind, at
 
 CELL_KINDS = ("code", "markdown", "raw")
+# A submission larger than this is refused unread: reading, decoding and parsing a file costs the grader about
+# twice its size in memory (a 400 MB notebook of saved output took a worker to 850 MB), and a file this large is
+# saved outputs (images, animations), never code.
+MAX_SUBMISSION_BYTES = 100 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -127,13 +131,17 @@ def _trim_blank_lines(lines: list[str]) -> str:
 
 def _read_text(path: Path) -> str:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            data = stream.read(MAX_SUBMISSION_BYTES + 1)   # at most one byte more: a file may grow while read
     except FileNotFoundError:
         raise NotebookError(path, "file not found") from None
     except IsADirectoryError:
         raise NotebookError(path, "is a directory, not a file") from None
     except OSError as e:
         raise NotebookError(path, f"cannot read file: {e.strerror or e}") from None
+    if len(data) > MAX_SUBMISSION_BYTES:
+        raise NotebookError(path, f"file is over the {MAX_SUBMISSION_BYTES >> 20} MB a submission may have "
+                                  f"(saved outputs such as images or animations? clear them and save again)")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

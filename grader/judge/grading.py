@@ -66,8 +66,10 @@ def submission_id(path: Path) -> str:
 
 
 def file_sha256(path: Path) -> str:
+    """The file's SHA-256, read in chunks (a submission may be far larger than what grading reads of it)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        with path.open("rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
     except OSError:
         return ""
 

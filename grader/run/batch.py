@@ -17,6 +17,7 @@ from grader import __version__
 from grader.run.executor import Executor, Job
 from grader.store.gradebook import Gradebook, ScoreRow
 from grader.intake.gather import Entry, gather
+from grader.intake.notebook import MAX_SUBMISSION_BYTES
 from grader.rubric.lateness import LatePolicy, assess
 from grader.judge.grading import Options, defines_counter, file_sha256, grade_path, support_sources
 from grader.plan.cases import Plan, build_plan, default_cache
@@ -126,6 +127,8 @@ def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
     if target.is_file():
         return relative
     try:
+        if path.stat().st_size > MAX_SUBMISSION_BYTES:   # refused unread: nothing of it was graded
+            return ""
         data = path.read_bytes()
     except OSError:
         return ""
