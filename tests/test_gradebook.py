@@ -272,7 +272,10 @@ def test_kill_9_at_any_moment_leaves_a_consistent_gradebook(tmp_path: Path) -> N
             seen = [child.stdout.readline() for _ in range(rng.randint(3, 6))]
         time.sleep(rng.uniform(0.0, 0.15))
         child.send_signal(signal.SIGKILL)
-        out, err = child.communicate(timeout=120)
+        # The rest is read through the same buffered pipe object readline used: communicate() reads the raw
+        # descriptor and would miss (or tear) what readline had already buffered ahead.
+        out, err = child.stdout.read(), child.stderr.read()
+        child.wait(timeout=120)
         assert child.returncode == -signal.SIGKILL, err
         committed += [tuple(line.split()) for line in "".join(seen).splitlines() + out.splitlines()
                       if line != "ready"]
