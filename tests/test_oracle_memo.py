@@ -181,3 +181,19 @@ def test_a_broken_notebooks_rerun_sends_each_distinct_call_over_the_wire_once(gr
     assert result.total == 25.5
     assert max(len(calls) for calls in runs) > 1000   # the search rerun
     assert all(len(calls) == len(set(calls)) for calls in runs)
+
+
+def test_a_case_that_never_stops_calling_the_helpers_ends_at_its_cpu_limit_with_or_without_round_trips():
+    """The case's CPU-time alarm is deferred while the child waits for an answer, never lost: a loop of new calls
+    (each a round trip) and a loop of one call (answered by the memo) both end as timeouts, and the case between
+    them still runs."""
+    source = ("def helper(x):\n    return None\n\n"
+              "def distinct():\n    i = 0\n    while True:\n        helper(i)\n        i += 1\n\n"
+              "def same():\n    while True:\n        helper(0)\n")
+    reference = Reference(lambda x: x)
+    cases = [CaseRequest(id="c1", code="distinct()", timeout=0.3, oracle_calls=10**6),
+             CaseRequest(id="c2", code="helper(7)", timeout=5.0),
+             CaseRequest(id="c3", code="same()", timeout=0.3, oracle_calls=10**6)]
+    outcomes = run(source, cases, reference)
+    assert [outcomes[0].status, outcomes[2].status] == ["timeout", "timeout"], outcomes
+    assert value(outcomes[1]) == 7

@@ -344,7 +344,7 @@ class Child:
         # answer to another call. The case's clock is CPU time (ITIMER_PROF): it stands still by itself while
         # this process waits for the reference's answer, and an alarm due during the exchange is raised as soon
         # as the exchange is complete (_on_alarm defers it; no signal mask, which costs two system calls).
-        _EXCHANGE[0] = True
+        _EXCHANGE[0], _EXCHANGE[1] = True, False
         try:
             _wire.send(self.response_fd, frame)
             # The parent's reply starts with its seq (see process._reply_frame): an older reply, which only an
