@@ -7,6 +7,7 @@ dies (a student killed it, or it ran out of memory) it knows which submission to
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import multiprocessing
 import pickle
@@ -42,6 +43,12 @@ class Setup:
     cache: str | None
     options: Options = field(default_factory=Options)
     hide: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def plan_key(self) -> str:
+        """Which plan a worker grades this setup with: the rubric (parsed, as given) and the cache. Worked out
+        once per setup, not per job (it pickles the whole rubric)."""
+        return hashlib.sha256(pickle.dumps((self.rubric, self.cache))).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,7 @@ def grade_job(setup: Setup, job: Job) -> dict:
 
 
 def _plan_key(setup: Setup) -> str:
-    return hashlib.sha256(pickle.dumps((setup.rubric, setup.cache))).hexdigest()
+    return setup.plan_key
 
 
 def _adopt_plan(setup: Setup, plan: "Plan") -> None:
