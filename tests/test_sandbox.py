@@ -223,8 +223,27 @@ def test_only_a_sandbox_asked_to_prefetch_starts_the_next_child_ahead() -> None:
         (spare,) = process._SPARES.values()
         waiting = spare.result(timeout=120)
         assert run_cases(kept, [case], prefetch=True).outcomes[0].value == 2   # runs in the spare ...
+        process.settle()
         assert waiting.process.poll() is not None                                  # ... which is gone now
         assert len(process._SPARES) == 1                                           # and the next one waits
     finally:
         process._drop_spares()
     assert process._SPARES == {}
+
+
+def test_a_prefetching_sandbox_is_torn_down_after_it_closes_and_leaves_nothing() -> None:
+    """A worker's sandbox hands its teardown (kill, namespaces, cgroups) to the spare starter so the next
+    submission need not wait for it; once that has run, its child is gone and its cgroups are removed."""
+    from grader.sandbox import process
+    kept, case = [statement("def f(x):\n    return x + 1\n")], CaseRequest("f#1", "f(1)", timeout=30.0)
+    try:
+        with Sandbox(kept, {}, ProcessLimits(), prefetch=True) as sandbox:
+            sandbox.load()
+            assert sandbox.run_exercise([case], (), None, time.monotonic() + 30)[0].value == 2
+            jail, groups = sandbox.process, [g.path for g in (sandbox.pids, sandbox.memory) if g is not None]
+        assert sandbox.process is None and sandbox.pids is None and sandbox.memory is None
+        process.settle()
+        assert jail is not None and jail.poll() is not None
+        assert not any(group.exists() for group in groups)
+    finally:
+        process._drop_spares()

@@ -218,28 +218,46 @@ def _kill_members(path: Path) -> None:
         pass
 
 
-_FREE: list[PidsGroup] = []
-_FREE_LOCK = __import__("threading").Lock()
+# Groups made by this process and not yet removed (one exit handler removes what is left, however many
+# children the process started).
+_LIVE: "set[PidsGroup | MemoryGroup]" = set()
+_LIVE_LOCK = __import__("threading").Lock()
+
+
+def _made(group: "PidsGroup | MemoryGroup") -> None:
+    with _LIVE_LOCK:
+        if not _LIVE:
+            atexit.register(_remove_live)
+        _LIVE.add(group)
+
+
+def _remove_live() -> None:
+    with _LIVE_LOCK:
+        groups = list(_LIVE)
+    for group in groups:
+        _release(group)
+
+
+def _release(group: "PidsGroup | MemoryGroup") -> None:
+    """Kill what is left in the group and remove it (retried for a moment while the kernel tears the killed
+    processes down; a group still busy then stays for the exit handler or the next run's clean_leftovers)."""
+    if remove_group(group.path):
+        with _LIVE_LOCK:
+            _LIVE.discard(group)
 
 
 def acquire_group(root: Path) -> PidsGroup:
-    """A pids group no running child uses: made once per grader process and reused, since creating and
-    removing one costs more than starting the child."""
-    with _FREE_LOCK:
-        for group in _FREE:
-            if group.path.parent == root:
-                _FREE.remove(group)
-                return group
+    """A new pids group for one child. Never reused: nothing of one student's sandbox (its counters, a
+    process the kernel has not finished tearing down) may be another's. A worker makes it with the spare
+    child, ahead of the submission, and removes it after (see process.Sandbox.close), off the critical path."""
     group = PidsGroup(root)
-    atexit.register(group.remove)
+    _made(group)
     return group
 
 
 def release_group(group: PidsGroup) -> None:
-    """Kill whatever is left in the group and make it available to the next child."""
-    group.empty()
-    with _FREE_LOCK:
-        _FREE.append(group)
+    """Kill whatever is left in the group and remove it."""
+    _release(group)
 
 
 class MemoryGroup:
@@ -299,41 +317,29 @@ class MemoryGroup:
         remove_group(self.path)
 
 
-_FREE_MEMORY: list[MemoryGroup] = []
-
-
 def _forget_inherited_groups() -> None:
-    """In a forked process: the parent's free groups stay the parent's (their names carry its pid)."""
-    global _FREE_LOCK
-    _FREE.clear()
-    _FREE_MEMORY.clear()
-    _FREE_LOCK = __import__("threading").Lock()
+    """In a forked process: the parent's groups stay the parent's (their names carry its pid)."""
+    global _LIVE_LOCK
+    _LIVE.clear()
+    _LIVE_LOCK = __import__("threading").Lock()
 
 
 os.register_at_fork(after_in_child=_forget_inherited_groups)
 
 
 def acquire_memory_group(root: Path, limit: int) -> MemoryGroup:
-    """A memory group with `limit` bytes no running child uses (reused, like pids groups)."""
-    with _FREE_LOCK:
-        for group in _FREE_MEMORY:
-            if group.path.parent == root:
-                _FREE_MEMORY.remove(group)
-                break
-        else:
-            group = None
-    if group is None:
-        group = MemoryGroup(root)
-        atexit.register(group.remove)
+    """A new memory group with `limit` bytes for one child: never reused (an emptied v1 group still holds
+    the charges of the page cache its last child read, which would count against the next student)."""
+    group = MemoryGroup(root)
+    _made(group)
     try:
         group.set_limit(limit)
     except OSError:
-        group.remove()
+        _release(group)
         raise
     return group
 
 
 def release_memory_group(group: MemoryGroup) -> None:
-    group.empty()
-    with _FREE_LOCK:
-        _FREE_MEMORY.append(group)
+    """Kill whatever is left in the group and remove it."""
+    _release(group)

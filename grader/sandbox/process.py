@@ -207,6 +207,16 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
+        if self.prefetch and self.isolation.namespaces and self.process is not None and self.reader is not None \
+                and self.request_fd is not None:
+            # A worker's next submission need not wait for this one's teardown (the kill, the kernel ending
+            # the namespaces, the cgroups' removal): the spare starter does it, between spares. Only with
+            # namespaces, where the kill goes through the pidfd; a bare pid could be another process by then.
+            child = _Child(self.process, self.request_fd, self.reader, self.pids, self.scratch, "", {}, self.memory)
+            self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory = \
+                None, None, None, None, None, None
+            self.fork_pid = None
+            _later(_discard, child)
         self._stop()
 
     def _stop(self) -> None:
@@ -825,6 +835,26 @@ def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_p
             _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child")
             atexit.register(_drop_spares)
         _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths))
+
+
+def _later(task: Callable[..., Any], *args: Any) -> None:
+    """Run `task` on the spare starter's thread, after what it already has to do (at the latest at exit:
+    the thread's queue is drained before the interpreter ends, so nothing is left behind)."""
+    global _SPARE_STARTER
+    from concurrent.futures import ThreadPoolExecutor
+    with _SPARES_LOCK:
+        if _SPARE_STARTER is None:
+            _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child")
+            atexit.register(_drop_spares)
+        _SPARE_STARTER.submit(task, *args)
+
+
+def settle() -> None:
+    """Wait until what was handed to the spare starter so far is done (the teardowns of closed sandboxes)."""
+    with _SPARES_LOCK:
+        starter = _SPARE_STARTER
+    if starter is not None:
+        starter.submit(lambda: None).result()
 
 
 def _forget_inherited_spares() -> None:
