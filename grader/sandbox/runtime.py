@@ -7,7 +7,6 @@ the reference's answers to isolated helper calls it asks for. Everything it send
 
 import ast
 import builtins as _builtins
-import gc
 import linecache
 import os
 import random
@@ -55,7 +54,6 @@ _PRISTINE: dict = dict(_builtins.__dict__)   # copied for each case's rubric exp
 
 _write = os.write
 _fork = os.fork
-_freeze = gc.freeze
 _exit = os._exit
 _setitimer = signal.setitimer
 # The load phase's budget is wall time (ITIMER_REAL, SIGALRM); a case's limit is CPU time (ITIMER_PROF, SIGPROF),
@@ -477,12 +475,7 @@ class Child:
         return outcome
 
     def exercise(self, request):
-        """Run an exercise's cases in a fork, so nothing one exercise does to the module leaks into the next.
-
-        What the load left is frozen first (the fork's collector never walks it): a collection in the fork would
-        otherwise write to every object's header, copying on write each page of the loaded notebook (about 4%
-        of a correct notebook's page faults)."""
-        _freeze()
+        """Run an exercise's cases in a fork, so nothing one exercise does to the module leaks into the next."""
         pid = _fork()
         if pid == 0:
             try:

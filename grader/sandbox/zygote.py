@@ -19,7 +19,6 @@ goes (the control socket reads EOF, or the zygote is told to stop) every child i
 mode each child's uid is swept with kill(-1) so a double-forked escapee goes too.
 """
 
-import gc
 import json
 import os
 import select
@@ -358,7 +357,6 @@ def main(argv):
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
     zygote = Zygote(control, preload())
-    gc.freeze()   # what every child inherits is never walked by their collectors: fewer pages copied on write
     if os.getppid() == 1:
         return
     try:
