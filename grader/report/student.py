@@ -412,11 +412,6 @@ def iter_results(results: str | Path | Iterable[SubmissionResult]) -> Iterator[S
     yield from results
 
 
-def load_results(results: str | Path | Iterable[SubmissionResult]) -> list[SubmissionResult]:
-    """Results from a folder of <student>.json files (other JSON files skipped), or as given."""
-    return list(iter_results(results))
-
-
 def markdown_page(page: Page) -> str:
     """The `md` report format (grader.report.formats)."""
     return markdown_report(page.result, hidden_details=page.hidden_details)
