@@ -41,3 +41,40 @@ def test_a_submission_over_the_size_limit_is_unreadable_and_the_others_are_grade
                for w in mallory["warnings"]), mallory["warnings"]
     kept = [path.stat().st_size for path in (out / "notebooks").iterdir()]
     assert kept and max(kept) < MAX_SUBMISSION_BYTES   # the correct notebook's copy, not the huge file
+
+
+def _zipped_notebook_of(path: Path, member: str, megabytes: int) -> Path:
+    """A zip holding the correct notebook with a saved output of `megabytes` MB, streamed (zeros compress well)."""
+    import zipfile
+
+    nb = json.loads(CORRECT.read_text(encoding="utf-8"))
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "saved-output", "metadata": {},
+                        "source": "print('0' * N)", "outputs": [
+                            {"output_type": "stream", "name": "stdout", "text": "@"}]})
+    head, tail = json.dumps(nb).encode().split(b'"@"')
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open(member, "w", force_zip64=True) as stream:
+            stream.write(head + b'"')
+            for _ in range(megabytes):
+                stream.write(b"0" * (1024 * 1024))
+            stream.write(b'"' + tail)
+    return path
+
+
+def test_a_zip_member_is_held_to_the_same_size_rule_as_a_file_and_refused_by_name(tmp_path):
+    """One rule for every submission, a file or a zip member (uncompressed): at most MAX_SUBMISSION_BYTES. A
+    notebook of 60 MB of saved output is graded from a zip as it is from a folder (before, the zip's own 50 MB
+    member cap refused it); one over the rule is its student's row at zero, saying which member and why."""
+    from grader.intake.gather import gather
+
+    assert MAX_SUBMISSION_BYTES > 61 * 1024 * 1024
+    export = _zipped_notebook_of(tmp_path / "export.zip", "smithjohn_12345_67890_lab.ipynb", 60)
+    [entry] = gather([export], tmp_path / "work").entries
+    assert entry.problem == "" and entry.path.stat().st_size > 60 * 1024 * 1024
+
+    over = (MAX_SUBMISSION_BYTES >> 20) + 1
+    export = _zipped_notebook_of(tmp_path / "over.zip", "doejane_23456_78901_lab.ipynb", over)
+    [entry] = gather([export], tmp_path / "work2").entries
+    assert entry.source.endswith("over.zip:doejane_23456_78901_lab.ipynb")
+    assert f"over the {MAX_SUBMISSION_BYTES >> 20} MB a submission may have" in entry.problem, entry.problem
+    assert not list((tmp_path / "work2").rglob("doejane*"))

@@ -278,14 +278,16 @@ def test_zip_bomb_member_is_an_unreadable_row_not_a_crash(tmp_path: Path) -> Non
     export = tmp_path / "bomb.zip"
     with zipfile.ZipFile(export, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("smithjohn_12345_67890_lab.ipynb", notebook("smith"))
-        with archive.open("doejane_23456_78901_lab.ipynb", "w") as member:
+        with archive.open("doejane_23456_78901_lab.ipynb", "w", force_zip64=True) as member:
             zeros = bytes(1024 * 1024)
-            for _ in range(51):
+            for _ in range((intake.MAX_MEMBER_BYTES >> 20) + 1):
                 member.write(zeros)
     result = gather([export], tmp_path / "work")
     assert [e.student for e in result.entries] == ["doejane_23456", "smithjohn_12345"]
     assert result.problems == ()
-    assert result.entries[0].problem.startswith("51.0 MB uncompressed, more than the 50 MB")
+    megabytes = (intake.MAX_MEMBER_BYTES >> 20) + 1
+    assert result.entries[0].problem.startswith(f"{megabytes}.0 MB uncompressed, over the "
+                                                f"{intake.MAX_MEMBER_BYTES >> 20} MB a submission may have")
     assert not result.entries[1].problem
     assert not list((tmp_path / "work").rglob("doejane*"))
 

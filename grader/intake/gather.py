@@ -29,6 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from grader.intake.notebook import MAX_SUBMISSION_BYTES, TOO_LARGE
+
 NOTEBOOK_SUFFIXES = (".ipynb", ".py")
 ARCHIVE_SUFFIX = ".zip"
 UNSUPPORTED_ARCHIVES = (".rar", ".7z", ".tar", ".tgz", ".gz", ".bz2", ".xz")
@@ -42,7 +44,7 @@ QUIET_SUFFIXES = frozenset({
 QUIET_NAMES = re.compile(r"^(readme|licen[cs]e|thumbs\.db$|desktop\.ini$)", re.IGNORECASE)
 
 # Zip-bomb guards: an archive breaking them is a problem, not a full disk.
-MAX_MEMBER_BYTES = 50 * 1024 * 1024     # uncompressed size of one extracted member
+MAX_MEMBER_BYTES = MAX_SUBMISSION_BYTES  # uncompressed size of one extracted member: a submission's own rule
 MAX_MEMBERS = 20_000                    # notebook, script and zip members read from one archive
 MAX_ARCHIVE_DEPTH = 2                   # an archive, and archives inside it; deeper ones are not opened
 _CHUNK = 1024 * 1024
@@ -701,10 +703,8 @@ def _zip_time(date_time: tuple[int, int, int, int, int, int]) -> tuple[float, st
 
 def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, modified: float) -> Path:
     """Extract one member, streaming, so that a member lying about its size still stops at the limit."""
-    limit = f"{MAX_MEMBER_BYTES / 1024 / 1024:g} MB"
     if info.file_size > MAX_MEMBER_BYTES:
-        raise _Problem(f"{info.file_size / 1024 / 1024:,.1f} MB uncompressed, more than the {limit} limit "
-                       "for one member; not extracted")
+        raise _Problem(f"{info.file_size / 1024 / 1024:,.1f} MB uncompressed, {TOO_LARGE}; not extracted")
     written = 0
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -712,7 +712,7 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, modi
             while chunk := source.read(_CHUNK):
                 written += len(chunk)
                 if written > MAX_MEMBER_BYTES:
-                    raise _Problem(f"more than the {limit} limit for one member once uncompressed; not extracted")
+                    raise _Problem(f"once uncompressed, {TOO_LARGE}; not extracted")
                 sink.write(chunk)
         if modified:
             os.utime(target, (modified, modified))

@@ -27,7 +27,10 @@ CELL_KINDS = ("code", "markdown", "raw")
 # A submission larger than this is refused unread: reading, decoding and parsing a file costs the grader about
 # twice its size in memory (a 400 MB notebook of saved output took a worker to 850 MB), and a file this large is
 # saved outputs (images, animations), never code.
+# One rule for every submission, a file or a zip member (uncompressed): gather holds members to it too.
 MAX_SUBMISSION_BYTES = 100 * 1024 * 1024
+TOO_LARGE = (f"over the {MAX_SUBMISSION_BYTES >> 20} MB a submission may have "
+             f"(saved outputs such as images or animations? clear them and save again)")
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,7 @@ def _read_text(path: Path) -> str:
     except OSError as e:
         raise NotebookError(path, f"cannot read file: {e.strerror or e}") from None
     if len(data) > MAX_SUBMISSION_BYTES:
-        raise NotebookError(path, f"file is over the {MAX_SUBMISSION_BYTES >> 20} MB a submission may have "
-                                  f"(saved outputs such as images or animations? clear them and save again)")
+        raise NotebookError(path, f"file is {TOO_LARGE}")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
