@@ -84,11 +84,19 @@ def test_a_wall_backstop_is_the_machines_fault_exactly_when_it_kept_the_case_wai
     assert verdict == ("starved" if share >= cpuclock.STARVED_SHARE else "waited")
 
 
-def test_a_case_that_answers_in_time_costs_no_kernel_reading_and_one_past_it_is_read_from_the_tree():
+def test_a_case_that_answers_in_time_costs_no_proc_reading_and_one_past_it_is_read_from_the_kernel():
+    """Where a cgroup counts the sandbox, every case's CPU time is its count (a pread at each end); elsewhere a
+    case in time by the wall clock costs no reading, and one past it is read from the tree in /proc."""
+    from grader.sandbox.isolation import detect
+
     source = "import time\ndef quick():\n    return 1\ndef late():\n    time.sleep(1.0)\n    return 2\n"
     quick, late = run(source, CaseRequest("c1", "quick()"), CaseRequest("c2", "late()", timeout=0.2))
-    assert quick.status == "ok" and quick.cpu_seconds is None       # in time by the wall clock: nothing read
     assert late.status == "ok" and late.cpu_seconds is not None     # the kernel's number, not the child's
+    assert quick.status == "ok"
+    if detect().cpu_root is None:
+        assert quick.cpu_seconds is None       # in time by the wall clock: nothing read
+    else:
+        assert quick.cpu_seconds is not None and quick.cpu_seconds < late.cpu_seconds + 0.2
 
 
 def test_a_case_keeps_the_cpu_time_the_parent_measured_and_old_results_still_read(tmp_path, grader_cache):
@@ -149,3 +157,27 @@ def test_a_case_that_computes_in_a_process_it_never_waits_for_is_charged_for_it(
     outcomes = run(source, CaseRequest("c1", "elsewhere()", timeout=1.0), CaseRequest("c2", "fine()"))
     assert [o.status for o in outcomes] == ["timeout", "ok"], outcomes
     assert outcomes[0].cpu_seconds is not None and outcomes[0].cpu_seconds > 0.1, outcomes[0]
+
+
+@given(used=st.integers(0, 10_000), allowed=st.integers(0, 10_000), tick=st.sampled_from([1, 10]))
+def test_a_tie_between_the_measure_and_the_limit_goes_to_the_student(used, allowed, tick):
+    """/proc counts CPU time in ticks (10 ms here), rounded down and summed over processes; a cgroup in ns.
+    A measure equal to the allowance may stand for more or for exactly it: only a measure above it is over,
+    so a timeout is never given for time the case may not have used (milliseconds as integers: exact)."""
+    measured = used - used % tick
+    if cpuclock.over(measured / 1000, allowed / 1000):
+        assert used > allowed
+    assert not cpuclock.over(allowed / 1000, allowed / 1000)
+
+
+def test_an_answer_whose_cpu_time_ties_its_allowance_is_in_time_and_one_tick_more_is_late():
+    """The parent judges an answer by the one rule (cpuclock.over), the same that stops a running case."""
+    from grader.sandbox import frames
+    from grader.sandbox.process import GRACE_SECONDS
+
+    sandbox = Sandbox([], {}, ProcessLimits())
+    case = CaseRequest("c1", "f()", timeout=1.0)
+    answer = frames.Result("c1", "ok", value=1)
+    tie = sandbox._outcome(case, answer, 0.1, 1.0 + GRACE_SECONDS)
+    late = sandbox._outcome(case, answer, 0.1, 1.0 + GRACE_SECONDS + 0.01)
+    assert (tie.status, late.status) == ("ok", "timeout")

@@ -366,6 +366,8 @@ def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
         supervisor.clean_leftovers(worker.pid)
         assert not list(Path("/tmp").glob(f"puzzle-grader-*-{worker.pid}-*"))
         assert not list(Path("/sys/fs/cgroup/pids").glob(f"puzzle-grader-{worker.pid}-*"))
+        # every root the grader makes groups in: pids, memory and the CPU-counting ones
+        assert not [p for p in supervisor._pids_folders() if p.name.startswith(f"puzzle-grader-{worker.pid}-")]
     finally:
         if worker.poll() is None:
             worker.kill()

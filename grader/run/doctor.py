@@ -22,6 +22,7 @@ class Diagnosis:
     advice: tuple[str, ...]
     memory_cgroup: bool = False       # one memory limit for the whole sandbox (processes, tmpfs, memfd)
     landlock: int = 0                 # the Landlock ABI: rlimits mode's file system allowlist (0: none)
+    cpu_cgroup: bool = False          # a cgroup counts each sandbox's CPU time (every process, from a case's start)
 
 
 def diagnose() -> Diagnosis:
@@ -58,13 +59,18 @@ def diagnose() -> Diagnosis:
         advice.append("No writable memory cgroup: memory is bounded per process (RLIMIT_AS), so forked "
                       "processes, memfd and tmpfs pages can exceed limits.memory_mb. Run the grader as root, or "
                       "delegate the memory controller to its cgroup.")
+    if not isolation.counts_cpu:
+        advice.append("No cgroup may count a sandbox's CPU time (cpuacct in v1, any group in v2): a case's CPU "
+                      "time is read from /proc from the grader's first look, so work done in parallel processes "
+                      "before it is not charged (up to as many times the limit as there are CPUs). Run the grader "
+                      "as root, or delegate a cgroup.")
     if os.geteuid() != 0 and isolation.namespaces:
         advice.append("Student code runs as your own uid mapped into its namespaces (it still sees only its "
                       "allowlist root). Run as root to give each sandbox a uid that owns nothing.")
     return Diagnosis(isolation, os.geteuid(), namespaces, bool(facts.get("jail")),
                      bool(facts.get("drop_uid")) if os.geteuid() == 0 else False, readable,
                      isolation.pids_root is not None, tuple(advice), isolation.memory_root is not None,
-                     landlock)
+                     landlock, isolation.counts_cpu)
 
 
 def render(diagnosis: Diagnosis) -> str:
@@ -78,10 +84,12 @@ def render(diagnosis: Diagnosis) -> str:
              f"interpreter readable by an unprivileged uid: {mark[diagnosis.interpreter_readable]}",
              f"pids cgroup: {mark[diagnosis.pids_cgroup]}",
              f"memory cgroup (one limit for the whole sandbox): {mark[diagnosis.memory_cgroup]}",
+             f"CPU-counting cgroup (a case charged every process's CPU time): {mark[diagnosis.cpu_cgroup]}",
              "Landlock (rlimits mode's file system allowlist): "
              + (f"ABI {diagnosis.landlock}" if diagnosis.landlock else "no")]
     if diagnosis.advice:
         lines += ["", "To get full isolation:", *(f"- {line}" for line in diagnosis.advice)]
     else:
-        lines += ["", "Full isolation: every namespace, an allowlist root, an unused uid, pids and memory cgroups."]
+        lines += ["", "Full isolation: every namespace, an allowlist root, an unused uid, pids, memory and CPU "
+                      "cgroups."]
     return "\n".join(lines)

@@ -147,6 +147,15 @@ def exercise_process(outer: int, reported: int) -> Exercise | None:
     return None
 
 
+def over(used: float, allowed: float) -> bool:
+    """Whether a case used more CPU time than it may: strictly more. The kernel's counts are rounded down (to a
+    clock tick in /proc, summed over processes; to a nanosecond or microsecond in a cgroup), so a measure equal to
+    the allowance may stand for a little more, and one above it surely is more: a tie goes to the student, and a
+    timeout is never given for time that may not have been used. The parent applies this one rule to a case it
+    stops and to an answer it judges late."""
+    return used > allowed
+
+
 def wall_verdict(wall: float, waiting: float) -> str:
     """Why a case reached the wall backstop without using its CPU time: "starved" when the kernel kept it
     waiting for a CPU for at least half of that time (the grader's machine: let it go on), else "waited" (it

@@ -28,10 +28,18 @@ class Isolation:
     namespaces: bool
     pids_root: Path | None       # a writable pids cgroup directory, when we may create groups in it
     memory_root: Path | None = None   # a writable memory cgroup (v1 or v2) directory, likewise
+    cpu_root: Path | None = None      # where a cgroup that counts a sandbox's CPU time may be made (v1 or v2)
 
     @property
     def level(self) -> str:
         return NAMESPACES if self.namespaces else RLIMITS
+
+    @property
+    def counts_cpu(self) -> bool:
+        """Whether a cgroup can count each sandbox's CPU time: a CPU group, or a v2 memory group (v2 keeps
+        `cpu.stat` in every group)."""
+        return self.cpu_root is not None or (self.memory_root is not None
+                                             and not (self.memory_root / "memory.limit_in_bytes").exists())
 
 
 _PROBE = [sys.executable, "-s", "-P", str(ZYGOTE), "--probe"]
@@ -128,13 +136,33 @@ def find_memory_root() -> Path | None:
     return None
 
 
+def find_cpu_root() -> Path | None:
+    """Where this process may make groups that count CPU time: v1's cpuacct hierarchy under its own group, or
+    its own v2 group (every v2 group keeps `cpu.stat`, no controller needed). In v2 a process is in one group
+    only, so where the memory group is v2 it is the one that counts (see cpu_meter), and none is made here."""
+    v1 = _own_cgroup("cpuacct")
+    if v1 is not None:
+        for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu"):
+            candidate = Path("/sys/fs/cgroup") / mount / v1.lstrip("/")
+            if (candidate / "cpuacct.usage").exists() and os.access(candidate, os.W_OK):
+                return candidate
+    v2 = _own_cgroup("")
+    if v2 is not None:
+        for unified in (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")):
+            candidate = unified / v2.lstrip("/")
+            if (candidate / "cpu.stat").exists() and os.access(candidate, os.W_OK):
+                return candidate
+    return None
+
+
 @functools.cache
 def detect(allow_namespaces: bool = True) -> Isolation:
     """Probe once per process; PUZZLE_GRADER_ISOLATION=rlimits forces the fallback (e.g. to test it)."""
     forced = os.environ.get("PUZZLE_GRADER_ISOLATION")
     namespaces = allow_namespaces and forced != RLIMITS and bool(probe().get("jail"))
     return Isolation(namespaces=namespaces, pids_root=_pids_root() if forced != RLIMITS else None,
-                     memory_root=find_memory_root() if forced != RLIMITS else None)
+                     memory_root=find_memory_root() if forced != RLIMITS else None,
+                     cpu_root=find_cpu_root() if forced != RLIMITS else None)
 
 
 def host_user(uid: Any, grader_uid: Any) -> str:
@@ -152,7 +180,9 @@ def isolation_report(level: str | None, facts: dict[str, Any], limits: Any) -> d
     """What held for a submission, as plain fields: the `isolation` of a result says the level word; this
     says the namespaces, who the student ran as (on the host, and its uid inside), the filesystem mode
     (allowlist: a built root; landlock: the host's, restricted to the same allowlist; none: the host's),
-    whether a memory cgroup bounded the whole sandbox, and the limits that applied."""
+    whether a memory cgroup bounded the whole sandbox, what counted a case's CPU time (`cpu_clock`: "cgroup",
+    the whole sandbox from the case's start; "proc", its processes in /proc from the parent's first look, so
+    parallel work before it is not counted; "wall", the parent's wall clock), and the limits that applied."""
     return {
         "level": level or "none (not run)",
         "namespaces": list(facts.get("namespaces", [])),
@@ -163,6 +193,7 @@ def isolation_report(level: str | None, facts: dict[str, Any], limits: Any) -> d
         "capabilities": facts.get("capabilities"),
         "landlock": facts.get("landlock"),
         "memory_cgroup": facts.get("memory_cgroup"),
+        "cpu_clock": facts.get("cpu_clock"),
         "root_because": facts.get("root_because"),
         "limits": {name: getattr(limits, name) for name in ("memory_mb", "cpu_seconds", "disk_mb", "files",
                                                               "open_files", "processes") if hasattr(limits, name)},
@@ -220,11 +251,11 @@ def _kill_members(path: Path) -> None:
 
 # Groups made by this process and not yet removed (one exit handler removes what is left, however many
 # children the process started).
-_LIVE: "set[PidsGroup | MemoryGroup]" = set()
+_LIVE: "set[PidsGroup | MemoryGroup | CpuGroup]" = set()
 _LIVE_LOCK = __import__("threading").Lock()
 
 
-def _made(group: "PidsGroup | MemoryGroup") -> None:
+def _made(group: "PidsGroup | MemoryGroup | CpuGroup") -> None:
     with _LIVE_LOCK:
         if not _LIVE:
             atexit.register(_remove_live)
@@ -238,7 +269,7 @@ def _remove_live() -> None:
         _release(group)
 
 
-def _release(group: "PidsGroup | MemoryGroup") -> None:
+def _release(group: "PidsGroup | MemoryGroup | CpuGroup") -> None:
     """Kill what is left in the group and remove it (retried for a moment while the kernel tears the killed
     processes down; a group still busy then stays for the exit handler or the next run's clean_leftovers)."""
     if remove_group(group.path):
@@ -315,6 +346,78 @@ class MemoryGroup:
 
     def remove(self) -> None:
         remove_group(self.path)
+
+
+class CpuGroup:
+    """A cgroup that only counts: the CPU time the kernel charges every process of one sandbox (its threads,
+    its children, those it never waits for), however they hide from /proc or from the child's own alarm."""
+
+    def __init__(self, root: Path):
+        self.path = root / f"puzzle-grader-{os.getpid()}-{next(_counter)}"
+        self.path.mkdir()
+
+    @property
+    def procs(self) -> str:
+        return str(self.path / "cgroup.procs")
+
+    def empty(self) -> None:
+        PidsGroup.empty(self)  # type: ignore[arg-type]
+
+    def remove(self) -> None:
+        remove_group(self.path)
+
+
+def acquire_cpu_group(root: Path) -> CpuGroup:
+    """A new CPU-counting group for one child, never reused (like the pids and memory groups)."""
+    group = CpuGroup(root)
+    _made(group)
+    return group
+
+
+def release_cpu_group(group: CpuGroup) -> None:
+    """Kill whatever is left in the group and remove it."""
+    _release(group)
+
+
+class CpuMeter:
+    """Reads a sandbox's CPU time from its cgroup through one open descriptor: a pread per reading (a few
+    microseconds), so the parent can afford one at each case's start and answer."""
+
+    def __init__(self, group: Path):
+        v1 = group / "cpuacct.usage"
+        self.v2 = not v1.exists()
+        self.fd = os.open(group / "cpu.stat" if self.v2 else v1, os.O_RDONLY | os.O_CLOEXEC)
+
+    def seconds(self) -> float | None:
+        """CPU seconds charged to the group so far (nanoseconds in v1, microseconds in v2), or None."""
+        try:
+            text = os.pread(self.fd, 64 if self.v2 else 32, 0)
+            if self.v2:
+                name, _, value = text.split(b"\n", 1)[0].partition(b" ")
+                return int(value) / 1e6 if name == b"usage_usec" else None
+            return int(text) / 1e9
+        except (OSError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+
+
+def cpu_meter(cpu: CpuGroup | None, memory: MemoryGroup | None) -> CpuMeter | None:
+    """The meter of a sandbox's CPU time: its CPU group's, or its memory group's where that is v2 (one group
+    holds the whole sandbox there); None where neither can be read (the /proc clock applies)."""
+    for group in (cpu.path if cpu is not None else None, memory.path if memory is not None and memory.v2 else None):
+        if group is not None:
+            try:
+                return CpuMeter(group)
+            except OSError:
+                continue
+    return None
 
 
 def _forget_inherited_groups() -> None:

@@ -21,8 +21,9 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.sandbox import cpuclock, frames, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
-from grader.sandbox.isolation import (PIDS_MAX, Isolation, MemoryGroup, PidsGroup, acquire_group,
-                                      acquire_memory_group, detect, release_group, release_memory_group)
+from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
+                                      acquire_cpu_group, acquire_group, acquire_memory_group, cpu_meter, detect,
+                                      release_cpu_group, release_group, release_memory_group)
 from grader.sandbox.supervisor import Jail, SpawnError
 
 GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
@@ -31,6 +32,7 @@ MAX_RESTARTS = 4
 ORACLE_CALLS = 10_000         # isolated-helper calls one case may make (rubric: limits.oracle_calls)
 OUTPUT_SLACK = 200            # the cut marker the child appends to an output it truncated
 _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
+_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,8 @@ class Sandbox:
         self.prefetch = prefetch
         self.pids: PidsGroup | None = None
         self.memory: MemoryGroup | None = None   # the whole sandbox's memory, where cgroups allow
+        self.cpu: CpuGroup | None = None         # counts the whole sandbox's CPU time, where cgroups allow
+        self.meter: CpuMeter | None = None       # reads it (the cpu group's, or the memory group's in v2)
         self.statements = list(statements)
         self.support = dict(support)
         self.limits = limits
@@ -212,14 +216,18 @@ class Sandbox:
             # A worker's next submission need not wait for this one's teardown (the kill, the kernel ending
             # the namespaces, the cgroups' removal): the spare starter does it, between spares. Only with
             # namespaces, where the kill goes through the pidfd; a bare pid could be another process by then.
-            child = _Child(self.process, self.request_fd, self.reader, self.pids, self.scratch, "", {}, self.memory)
-            self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory = \
-                None, None, None, None, None, None
+            child = _Child(self.process, self.request_fd, self.reader, self.pids, self.scratch, "", {}, self.memory,
+                           self.cpu)
+            self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
+                None, None, None, None, None, None, None
             self.fork_pid = None
             _later(_discard, child)
         self._stop()
 
     def _stop(self) -> None:
+        if self.meter is not None:
+            self.meter.close()
+            self.meter = None
         if not self.isolation.namespaces:
             _kill_group(self.fork_pid)   # inside a pid namespace this number means another process here
         self.fork_pid = None
@@ -243,6 +251,9 @@ class Sandbox:
         if self.memory is not None:
             release_memory_group(self.memory)
             self.memory = None
+        if self.cpu is not None:
+            release_cpu_group(self.cpu)
+            self.cpu = None
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
@@ -254,8 +265,12 @@ class Sandbox:
             child = _spawn(self.isolation, self.limits, self.hide_paths)
         if self.prefetch:
             _order_spare(key, self.isolation, self.limits, self.hide_paths)
-        self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory = \
-            child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory
+        self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
+            child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory, child.cpu
+        self.meter = cpu_meter(self.cpu, self.memory)
+        # Set here, never taken from the child: what counts a case's CPU time (see _CaseClock).
+        child.facts["cpu_clock"] = "cgroup" if self.meter is not None else \
+            "proc" if os.path.exists("/proc/self/stat") else "wall"
         if self.level is None or _STRENGTH.get(child.level, -1) < _STRENGTH.get(self.level, -1):
             self.level = child.level   # a result reports the weakest containment any of its children had
             self.facts = child.facts
@@ -449,7 +464,7 @@ class Sandbox:
                 if self.process is not None and isinstance(message.pid, int) and message.pid > 0:
                     process = _Locator(self.process.pid, message.pid)
                 current, calls = cases[0], 0
-                clock = _CaseClock(current.timeout, now, process)
+                clock = _CaseClock(current.timeout, now, process, self.meter)
             elif isinstance(message, frames.OracleCall):
                 if current is None or clock is None:
                     continue   # no case is running: nobody may ask
@@ -491,7 +506,7 @@ class Sandbox:
                         return outcomes, False   # enough waiting on this exercise: the rest are skipped
                 if len(outcomes) < len(cases):
                     current, calls = cases[len(outcomes)], 0
-                    clock = _CaseClock(current.timeout, now, process)
+                    clock = _CaseClock(current.timeout, now, process, self.meter)
                 else:
                     wait_until = now + RUNTIME_SECONDS
             elif isinstance(message, (frames.Loaded, frames.Ready)) and current is not None and clock is not None:
@@ -567,7 +582,7 @@ class Sandbox:
         decides whether it came in time, never the child's word."""
         status, error = message.status, dict(message.error)
         if status != "timeout":
-            if cpu is not None and cpu > case.timeout + GRACE_SECONDS:
+            if cpu is not None and cpuclock.over(cpu, case.timeout + GRACE_SECONDS):
                 status, error = "timeout", {"message": f"did not finish within {case.timeout:g} s of CPU time "
                                                        f"(it used {cpu:.1f} s)"}
             elif cpu is None and seconds > case.timeout + GRACE_SECONDS:
@@ -594,35 +609,51 @@ class _Locator:
 
 
 class _CaseClock:
-    """One running case's clocks, as the parent keeps them: the wall clock until the case outlasts its limit
-    (an answer by then is in time: its CPU time cannot be more), then the kernel's CPU time of the exercise's
-    processes, counted from that moment, against the limit, and the wall clock against the backstop. Where
-    the kernel's accounting cannot be read, the wall clock alone decides, as it always did.
+    """One running case's clocks, as the parent keeps them.
 
-    Counting CPU time only from the first check is lenient (a case may use up to about twice its limit before
-    the parent stops it): the child's own CPU-time alarm interrupts honest code at the limit, and the parent's
-    count only has to bound code that ignores it. It spares every case that answers in time any /proc read."""
+    Where a cgroup counts the sandbox's CPU time (`meter`), the case's CPU time is what the kernel charged the
+    whole sandbox from the case's start to its answer: every process and thread, parallel or hidden, whatever
+    the child does with its signals, for a pread at each end. Elsewhere (rlimits mode without cgroups) the wall
+    clock until the case outlasts its limit (an answer by then is in time: one thread's CPU time cannot be
+    more), then the kernel's CPU time of the exercise's processes in /proc, counted from that first look; that
+    is lenient with work done in parallel before it (up to as many times the limit as the machine has CPUs),
+    which the child's own CPU-time alarm bounds for honest code only. Where neither can be read, the wall
+    clock alone decides. Against the wall backstop, /proc's run-queue time says whether the case was starved.
+    A measure equal to its allowance is in time (cpuclock.over)."""
 
-    def __init__(self, limit: float, started: float, process: _Locator | None):
+    def __init__(self, limit: float, started: float, process: _Locator | None, meter: CpuMeter | None = None):
         self.limit = limit
         self.started = started              # wall; moved on by the parent's time answering isolated helpers
         self.process = process
-        self.base: cpuclock.Usage | None = None   # the kernel's count at the first check
-        self.checked = 0.0                  # wall time of the first check
+        self.meter = meter
+        self.spent = meter.seconds() if meter is not None else None   # the sandbox's CPU time at the start
+        self.base: cpuclock.Usage | None = None   # the kernel's count in /proc at the first check
+        self.checked: float | None = None   # wall time of the first check
         self.wake = started + limit + GRACE_SECONDS   # CPU time never outruns one thread's wall time much
         self.reference_spent = 0.0
 
     def _read(self) -> cpuclock.Usage | None:
         return cpuclock.read_usage(self.process()) if self.process is not None else None
 
+    def counted(self) -> float | None:
+        """The CPU time the sandbox's cgroup charged since the case started, or None where none counts."""
+        if self.meter is None or self.spent is None:
+            return None
+        now = self.meter.seconds()
+        return None if now is None else max(0.0, now - self.spent)
+
     def usage(self) -> cpuclock.Usage | None:
-        """CPU and run-queue time since the first check, or None (no check yet, or no kernel accounting)."""
-        if self.base is None:
-            return None
-        now = self._read()
-        if now is None:
-            return None
-        return cpuclock.Usage(max(0.0, now.cpu - self.base.cpu), max(0.0, now.waiting - self.base.waiting))
+        """The case's CPU time (the cgroup's since its start, else /proc's since the first check) and the fork's
+        run-queue time since the first check (0.0 before it), or None when nothing can be read."""
+        proc = None
+        if self.base is not None:
+            now = self._read()
+            if now is not None:
+                proc = cpuclock.Usage(max(0.0, now.cpu - self.base.cpu), max(0.0, now.waiting - self.base.waiting))
+        counted = self.counted()
+        if counted is not None:
+            return cpuclock.Usage(counted, proc.waiting if proc is not None else 0.0)
+        return proc
 
     @property
     def backstop(self) -> float:
@@ -647,7 +678,15 @@ class _CaseClock:
         machine makes grading slower, never different."""
         now = time.monotonic()
         wall = now - self.started
-        used = self.usage() if self.base is not None else None
+        used: cpuclock.Usage | None
+        if self.checked is None:   # the first look: /proc's counts start here (the cgroup's at the case's start)
+            self.base, self.checked = self._read(), now
+            counted = self.counted()
+            used = cpuclock.Usage(counted if counted is not None else 0.0, 0.0) \
+                if counted is not None or self.base is not None else None
+            first = True
+        else:
+            used, first = self.usage(), False
         if now >= deadline + GRACE_SECONDS:
             if used is not None and cpuclock.wall_verdict(now - self.checked, used.waiting) == "starved":
                 return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
@@ -657,17 +696,14 @@ class _CaseClock:
                         f"for a CPU)")})
             return Outcome(case.id, "timeout", seconds=wall, error={
                 "message": f"did not finish within {case.timeout:g} s (stopped: the submission's time ran out)"})
-        if self.base is None:
-            self.base, self.checked = self._read(), now
-            if self.base is None:   # no kernel accounting here: the wall clock is the case's clock
+        if used is None:
+            if first:   # no kernel accounting here: the wall clock is the case's clock
                 return None if now < self.wake else Outcome(case.id, "timeout", seconds=wall, error={
                     "message": f"did not finish within {case.timeout:g} s (stopped)"})
-            self.wake = min(self.backstop, now + self.limit + GRACE_SECONDS)
-            return None
-        if used is None:   # the processes are gone: the answer or the crash is on its way, or never comes
+            # the processes are gone: the answer or the crash is on its way, or never comes
             return Outcome(case.id, "timeout", seconds=wall, error={
                 "message": f"did not finish within {case.timeout:g} s (stopped)"})
-        if used.cpu >= self.limit + GRACE_SECONDS:
+        if cpuclock.over(used.cpu, self.limit + GRACE_SECONDS):
             return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
                 "message": f"did not finish within {case.timeout:g} s of CPU time (stopped)"})
         starved = cpuclock.wall_verdict(now - self.checked, used.waiting) == "starved"
@@ -676,7 +712,8 @@ class _CaseClock:
                 "message": f"did not finish within {cpuclock.WALL_FACTOR * case.timeout:g} s of wall time, "
                            f"having used {used.cpu:.2f} s of CPU time: it was waiting (sleep, input, a lock), "
                            f"not computing (stopped)"})
-        left = max(0.05, self.limit + GRACE_SECONDS - used.cpu)
+        # A cgroup counts every CPU the sandbox runs on at once: look again before they could spend what is left.
+        left = max(0.02, (self.limit + GRACE_SECONDS - used.cpu) / (_CPUS if self.meter is not None else 1))
         self.wake = now + left if now >= self.backstop else min(self.backstop, now + left)
         return None
 
@@ -735,6 +772,7 @@ class _Child:
     level: str
     facts: dict[str, Any]
     memory: MemoryGroup | None = None
+    cpu: CpuGroup | None = None
 
 
 def memory_cgroup_bytes(isolation: Isolation, limits: ProcessLimits) -> int:
@@ -744,7 +782,7 @@ def memory_cgroup_bytes(isolation: Isolation, limits: ProcessLimits) -> int:
 
 
 def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str], scratch: str | None,
-            pids: PidsGroup | None, group: MemoryGroup | None = None) -> dict[str, Any]:
+            pids: PidsGroup | None, group: MemoryGroup | None = None, cpu: CpuGroup | None = None) -> dict[str, Any]:
     """What the zygote's child needs to know: plain data, sent as JSON."""
     memory = limits.memory_mb * 1024 * 1024
     if isolation.namespaces:   # the scratch is a tmpfs: what it holds is memory, in the same budget
@@ -752,7 +790,7 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
     return {
         "namespaces": isolation.namespaces, "grader_uid": os.geteuid(), "scratch": scratch,
         "scratch_bytes": limits.disk_mb * 1024 * 1024, "scratch_files": limits.files,
-        "cgroup_procs": [each.procs for each in (pids, group) if each is not None], "hide": list(hide_paths),
+        "cgroup_procs": [each.procs for each in (pids, group, cpu) if each is not None], "hide": list(hide_paths),
         "cover": list(hide_paths),
         "limits": {"memory_bytes": memory, "cpu_seconds": limits.cpu_seconds,
                    "file_bytes": min(limits.file_mb, limits.disk_mb) * 1024 * 1024, "open_files": limits.open_files,
@@ -774,12 +812,18 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
             memory = acquire_memory_group(isolation.memory_root, memory_cgroup_bytes(isolation, limits))
         except OSError:
             memory = None   # RLIMIT_AS stays the backstop; the facts say no group held
+    cpu = None
+    if isolation.cpu_root is not None and (memory is None or not memory.v2):   # a v2 memory group counts CPU too
+        try:
+            cpu = acquire_cpu_group(isolation.cpu_root)
+        except OSError:
+            cpu = None   # the /proc clock applies; the facts say so
     request_read, request_write = os.pipe()
     response_read, response_write = os.pipe()
     output = os.open(os.path.join(scratch, "output.log") if scratch else os.devnull,
                      os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        process = supervisor.zygote().spawn(_config(isolation, limits, hide_paths, scratch, pids, memory),
+        process = supervisor.zygote().spawn(_config(isolation, limits, hide_paths, scratch, pids, memory, cpu),
                                             [request_read, response_write, output])
     except (SpawnError, OSError) as error:
         os.close(request_write)
@@ -788,6 +832,8 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
             release_group(pids)
         if memory is not None:
             release_memory_group(memory)
+        if cpu is not None:
+            release_cpu_group(cpu)
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"cannot start the sandbox: {error}") from None
@@ -809,6 +855,8 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
             release_group(pids)
         if memory is not None:
             release_memory_group(memory)
+        if cpu is not None:
+            release_cpu_group(cpu)
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
         raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
@@ -816,7 +864,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
     # Set here, never taken from the child: the limit in MB of the cgroup that holds the whole sandbox.
     facts["memory_cgroup"] = memory.limit >> 20 if memory is not None else None
     return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")), facts,
-                  memory)
+                  memory, cpu)
 
 
 # Spare children started ahead by sandboxes made with prefetch=True, by (isolation, limits, hidden paths).
@@ -896,6 +944,8 @@ def _discard(child: _Child) -> None:
         release_group(child.pids)
     if child.memory is not None:
         release_memory_group(child.memory)
+    if child.cpu is not None:
+        release_cpu_group(child.cpu)
     if child.scratch:
         shutil.rmtree(child.scratch, ignore_errors=True)
 

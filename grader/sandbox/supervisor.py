@@ -4,8 +4,8 @@ One zygote per grader process (a worker, a `grader check`, a Dask worker): start
 exit. The only things a grader process puts on disk or in the kernel are its temp folder
 (/tmp/puzzle-grader-UID-PID-RANDOM, made like mkdtemp: a name nobody can plant in advance, mode 0711, owned
 by the grader; it holds rlimits-mode scratch dirs and the Gradescope runner's expected-value cache) and its
-pids and memory cgroups (puzzle-grader-PID-N); all are removed at exit, and those of grader processes that
-died without exiting (SIGKILL from a watchdog, an OOM kill) are removed by the next grader process that
+pids, memory and CPU-counting cgroups (puzzle-grader-PID-N); all are removed at exit, and those of grader
+processes that died without exiting (SIGKILL from a watchdog, an OOM kill) are removed by the next grader process that
 starts. Leftovers are judged with lstat: only real folders owned by the grader's uid are ever removed, and
 never through a symlink.
 """
@@ -97,10 +97,10 @@ def make_temp_folder(prefix: str) -> str:
 
 
 def _pids_folders() -> list[Path]:
-    """The grader's cgroups: pids groups, and memory groups under this process's own memory cgroup."""
-    from grader.sandbox.isolation import find_memory_root
+    """The grader's cgroups: pids groups, and memory and CPU-counting groups under this process's own."""
+    from grader.sandbox.isolation import find_cpu_root, find_memory_root
     found = []
-    for root in (Path("/sys/fs/cgroup/pids"), find_memory_root()):
+    for root in (Path("/sys/fs/cgroup/pids"), find_memory_root(), find_cpu_root()):
         try:
             found += [p for p in root.iterdir() if p.name.startswith("puzzle-grader-")] if root else []
         except OSError:
