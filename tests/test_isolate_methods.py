@@ -75,3 +75,21 @@ def test_the_call_is_split_into_what_the_child_computes_and_what_the_reference_e
     assert call.code == "Reference(__m0, __m1).h(Node(__m0))"
     with pytest.raises(ValueError, match="reads none of the method's parameters"):
         isolated_call("Reference.h", "Reference((1, 2)).h(None)", Reference.h)
+
+
+def test_a_kept_reply_answers_only_the_helper_that_gave_it_even_under_the_same_name():
+    """The parent keeps the reference's replies for the whole batch (every exercise, every submission). Two
+    exercises may isolate the same method with different calls (a rubric's `call:` over h1 for one, h2 for the
+    other): the same name and the same arguments, two answers. A reply is kept under what answers the helper
+    (its call), not only its name, so one exercise's reply never answers the other's question."""
+    from grader.sandbox.process import PureOracle, Replies
+
+    replies = Replies()
+    by_distance = PureOracle(lambda name, args, kwargs: abs(args[0] - args[1]), replies,
+                             {"Puzzle.h": "abs(node.state - self.goal)"})
+    by_constant = PureOracle(lambda name, args, kwargs: 100, replies, {"Puzzle.h": "100"})
+    [first] = run([CaseRequest("c1", "Puzzle(10).solve(3)")], ["Puzzle.h"], METHODS, by_distance)
+    [second] = run([CaseRequest("c1", "Puzzle(10).solve(3)")], ["Puzzle.h"], METHODS, by_constant)
+    [again] = run([CaseRequest("c1", "Puzzle(10).solve(3)")], ["Puzzle.h"], METHODS, by_distance)
+    assert [codec.decode(o.value) for o in (first, second, again)] == [8, 101, 8]
+    assert len(replies.entries) == 2

@@ -726,7 +726,10 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
     specs = {name: {"params": list(call.params), "inputs": list(call.inputs)} for name, call in methods.items()}
     # The reference's answers are shared by every submission graded with this plan (in this process).
     replies = plan.memo.get(("oracle-replies",), Replies)
-    outcomes = sandbox.run_exercise(requests, tuple(isolate), PureOracle(oracle, replies) if isolate else _no_oracle,
+    # Kept under what answers each helper: two exercises may isolate one method with different calls.
+    answered_by = {name: call.code for name, call in methods.items()}
+    outcomes = sandbox.run_exercise(requests, tuple(isolate),
+                                    PureOracle(oracle, replies, answered_by) if isolate else _no_oracle,
                                     deadline, max_timeouts=exercise.limits.max_timeouts, methods=specs or None)
     results = [judge(plan, exercise, case, outcome) for case, outcome in zip(cases, outcomes, strict=True)]
     # The limit a timeout ran into: the parent's own, from the request it sent.

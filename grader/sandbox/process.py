@@ -108,11 +108,13 @@ class Replies:
     max_chars: int = 16_000_000
     max_key_chars: int = 16_384
     limit: int = 20_000
-    entries: dict[tuple[str, str, str], bytes] = field(default_factory=dict)   # call -> its reply frame's tail
+    entries: dict[tuple[str, str, str, str], bytes] = field(default_factory=dict)   # call -> its reply's tail
     chars: int = 0
 
-    def key(self, call: frames.OracleCall) -> tuple[str, str, str] | None:
-        """The call's key, or None when it is not plain wire or too large to keep."""
+    def key(self, call: frames.OracleCall, answered_by: str = "") -> tuple[str, str, str, str] | None:
+        """The call's key, or None when it is not plain wire or too large to keep: the helper's name, what
+        answers it (`answered_by`: an isolated method's call, which two exercises may write differently for
+        the same name), and the arguments' canonical text."""
         try:
             args = codec.canonical(call.args)
             kwargs = codec.canonical(call.kwargs) if len(args) <= self.max_key_chars else ""
@@ -120,12 +122,12 @@ class Replies:
             return None
         if len(call.name) + len(args) + len(kwargs) > self.max_key_chars:
             return None
-        return (call.name, args, kwargs)
+        return (call.name, answered_by, args, kwargs)
 
-    def get(self, key: tuple[str, str, str] | None) -> bytes | None:
+    def get(self, key: tuple[str, str, str, str] | None) -> bytes | None:
         return self.entries.get(key) if key is not None else None
 
-    def keep(self, key: tuple[str, str, str], tail: bytes) -> None:
+    def keep(self, key: tuple[str, str, str, str], tail: bytes) -> None:
         """Keep a reply, encoded as the tail of its frame (see _reply_frame)."""
         size = sum(map(len, key)) + len(tail)
         if size > self.max_key_chars * 4:
@@ -146,6 +148,8 @@ class PureOracle:
 
     answer: Oracle
     replies: Replies = field(default_factory=Replies)
+    # helper name -> what answers it, where the name alone does not say (an isolated method: the rubric's call)
+    answered_by: Mapping[str, str] = field(default_factory=dict)
 
     def __call__(self, function: str, args: list, kwargs: dict) -> Any:
         return self.answer(function, args, kwargs)
@@ -556,7 +560,7 @@ class Sandbox:
         """The reference's answer to an isolated-helper call the child made (already checked as allowed)."""
         key = None
         if isinstance(oracle, PureOracle):
-            key = oracle.replies.key(call)
+            key = oracle.replies.key(call, oracle.answered_by.get(call.name, ""))
             known = oracle.replies.get(key)
             if known is not None:
                 self._send(_reply_frame(call.seq, known))
