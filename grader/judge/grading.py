@@ -6,6 +6,7 @@ Data flows one way: Notebook -> Extracted -> Outcomes (from the child) -> CaseRe
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import os
 import re
@@ -25,7 +26,8 @@ from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, read_notebook
 from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan, default_cache
-from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result
+from grader.store.results import (CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result,
+                                  fitting)
 from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
 from grader.store import status as vocabulary
@@ -144,23 +146,31 @@ def _lacking(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
              loaded: Sequence[str]) -> dict[str, str]:
     """Case id -> the notebook names its call needs that the notebook does not define ("the class State"),
     found by the parent before anything runs, so the student reads that, not a NameError of the grader's call."""
-    import builtins
     # The graded name under any of its names: the call is renamed to the notebook's own.
-    present = set(loaded) | set(exercise.isolate) | {name} | {n.split(".")[0] for n in exercise.names} \
-        | set(dir(builtins))
+    present = set(loaded) | set(exercise.isolate) | {name} | {n.split(".")[0] for n in exercise.names} | _BUILTINS
     lacking = {}
     for case in cases:
-        try:
-            tree = ast.parse(case.call, mode="eval")
-        except SyntaxError:
-            continue
-        # Only names the call calls (`Node(state)`): data reaches the child as values, never by name.
-        called = {node.func.id for node in ast.walk(tree)
-                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
-        needed = called - set(plan.data(case)) - present
+        needed = _called_names(plan, case) - present
         if needed:
             lacking[case.id] = ", ".join(f"the {_kind_of(plan, n)} {n}" for n in sorted(needed))
     return lacking
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _called_names(plan: Plan, case: Case) -> frozenset[str]:
+    """The names a case's call calls that are not the case's own data (`Node(state)`: data reaches the child as
+    values, never by name): the same for every submission, so parsed once per plan."""
+    def called() -> frozenset[str]:
+        try:
+            tree = ast.parse(case.call, mode="eval")
+        except SyntaxError:
+            return frozenset()
+        names = {node.func.id for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        return frozenset(names - set(plan.data(case)))
+    return plan.memo.get(("called", case.id), called)
 
 
 def same_failures(results: Sequence[CaseResult]) -> tuple[str, ...]:
@@ -362,8 +372,7 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
 
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
     """Turn the child's answer into a verdict, in the parent, on plain data only."""
-    expected = plan.expected[case.id]
-    base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=expected.value,
+    base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=_stored(plan, case.id),
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
                 cpu_seconds=round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None,
                 traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
@@ -489,8 +498,17 @@ def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, seconds=first.seconds,
                 output=first.output, weight=case.weight, traceback=first.traceback, inputs=first.inputs)
     return {variant.reference: _checked(plan, case, outcome, answers[variant.reference],
-                                        {**base, "expected": answers[variant.reference]})
+                                        {**base, "expected": _stored(plan, case.id, variant.reference)})
             for variant in exercise.variants if variant.reference in answers}
+
+
+def _stored(plan: Plan, case_id: str, variant: str = "") -> Any:
+    """A case's expected value (the reference's, or an accepted variant's) as results store it: bounded once per
+    plan, not measured again for each student's result (results.fitting)."""
+    def bounded() -> Any:
+        expected = plan.expected[case_id]
+        return fitting(dict(expected.variants)[variant] if variant else expected.value)
+    return plan.memo.get(("stored", case_id, variant), bounded)
 
 
 def template_names(plan: Plan) -> frozenset[str]:
@@ -512,11 +530,12 @@ def template_names(plan: Plan) -> frozenset[str]:
     return plan.memo.get(("template-names",), names)
 
 
-def _notes(exercise: Exercise, name: str, extracted: Extracted, plan: Plan) -> tuple[str, ...]:
+def _notes(exercise: Exercise, name: str, extracted: Extracted, read: Sequence[str]) -> tuple[str, ...]:
+    """The exercise's remarks: an alias graded, and each notebook global the function reads (`read`)."""
     notes = []
     if name != exercise.function:
         notes.append(f"graded {name} (accepted as another name for {exercise.function})")
-    for global_name in globals_read(exercise, name, extracted, plan):
+    for global_name in read:
         where = extracted.definitions[global_name]
         notes.append(f"{name} reads the notebook's global variable {global_name} ({where.label}, line "
                      f"{where.line}); the grader keeps top-level data, so it used the last value the "
@@ -648,7 +667,8 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
             isolate = ()
     else:
         isolate = ()
-    notes = _notes(exercise, name, extracted, plan) + variant_note(exercise, chosen)
+    read = globals_read(exercise, name, extracted, plan)   # a walk of the function's tree: once per exercise
+    notes = _notes(exercise, name, extracted, read) + variant_note(exercise, chosen)
     if isolate:
         notes += (_isolation_note(isolate, plan),)
     notes += same_failures(results)
@@ -657,7 +677,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     score = exercise_score(results, exercise.points, exercise.scoring, planned=planned)
     return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
                           function=name, location=location, variant=chosen, isolated=isolate,
-                          globals_read=globals_read(exercise, name, extracted, plan), **place)
+                          globals_read=read, **place)
 
 
 def culprit(where: str, extracted: Extracted) -> tuple[str, str] | None:

@@ -171,9 +171,28 @@ def _finite(value: Any) -> float:
     return number if math.isfinite(number) else 0.0
 
 
+# Values many results share (a plan's expected answers, in every case of every student), known to fit
+# CASE_BOUNDS.value: id -> the value itself, held so that its id cannot name another object while it is here.
+_FITTING: dict[int, Any] = {}
+_FITTING_LIMIT = 100_000
+
+
+def fitting(wire: Any) -> Any:
+    """`wire` within CASE_BOUNDS.value (cut once if it is not), remembered as fitting, so that bounding the many
+    results that share it (a plan's expected value: the expected and, when right, the got of a case for every
+    student) does not measure it again. For values that live as long as a plan, never a student's answer."""
+    bounded = cut_value(wire, CASE_BOUNDS.value)
+    if len(_FITTING) >= _FITTING_LIMIT:
+        _FITTING.clear()
+    _FITTING[id(bounded)] = bounded
+    return bounded
+
+
 def cut_value(wire: Any, limit: int) -> Any:
     """A wire value within `limit` characters of JSON: itself, or an opaque stand-in saying what was cut."""
     if wire is None or isinstance(wire, (bool, int)):
+        return wire
+    if limit >= CASE_BOUNDS.value and _FITTING.get(id(wire)) is wire:
         return wire
     if isinstance(wire, float):   # a bare non-finite float is not JSON: the codec's tagged form instead
         return wire if math.isfinite(wire) else {"float": "nan" if wire != wire else "inf" if wire > 0 else "-inf"}
