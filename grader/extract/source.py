@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from grader.syntax.analysis import is_stub, walk_outside_lambdas
+from grader.syntax.analysis import is_stub, mutated_names, statement_reads, walk_outside_lambdas
 from grader.intake.notebook import Cell, Notebook
 from grader.intake.warning import GraderWarning, Kind, at
 from grader.rubric.schema import Policy
@@ -85,14 +85,22 @@ class Extracted:
 
 def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
     """Keep the definitions and the top-level statements the graded code depends on, in document order."""
-    prepared = [_prepare(cell) for cell in notebook.cells if cell.kind == "code"]
-    trees = [p.tree for p in prepared if p.tree is not None]
+    seen: set[str] = set()
+    parsed: list[_Parsed] = []
+    prepared: list[_Prepared] = []
+    for cell in notebook.cells:
+        if cell.kind == "code":   # a text twice in one notebook: its second copy gets a tree of its own
+            parsed.append(_parsed(cell.source, fresh=cell.source in seen))
+            prepared.append(_in_cell(parsed[-1].prepared, cell))
+            seen.add(cell.source)
+    facts = {id(node): fact for entry in parsed for node, fact in zip(entry.body, entry.facts, strict=True)}
     run_stems = tuple(stem for p in prepared for _, stem in p.runs)
-    judge = _Judge(_notebook_callables(trees), policy, run_stems, _names_bound_anywhere(trees))
+    judge = _Judge(_notebook_callables(parsed), policy, run_stems,
+                   set().union(*(entry.bound_anywhere for entry in parsed)))
     located = [(p.cell, node) for p in prepared if p.tree is not None for node in p.tree.body]
     # Without roots (no rubric says what grading needs) the older syntactic policy applies: keep data, drop
     # statements that call notebook code.
-    needed = _slice(located, policy, judge) if policy.roots is not None else {
+    needed = _slice(located, policy, judge, facts) if policy.roots is not None else {
         id(node): "" for _, node in located if judge.reason_to_drop(node) is None}
     kept: list[tuple[Statement, ast.stmt | None]] = []
     dropped: list[Dropped] = []
@@ -122,7 +130,7 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
         kept += sorted(kept_here, key=lambda pair: pair[0].line)
         dropped += sorted(dropped_here, key=lambda d: d.line)
     if policy.roots is not None:
-        kept = _after_late_definitions(kept)
+        kept = _after_late_definitions(kept, facts)
     return Extracted(
         statements=tuple(statement for statement, _ in kept),
         dropped=tuple(dropped),
@@ -142,7 +150,8 @@ _CONFIGURING_CALLS = frozenset({"sys.setrecursionlimit", "random.seed", "np.rand
                                 "warnings.filterwarnings", "warnings.simplefilter"})
 
 
-def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge") -> dict[int, str]:
+def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge",
+           facts: Mapping[int, "_Facts"]) -> dict[int, str]:
     """id(statement) -> why it is kept, for the statements the graded code depends on.
 
     Definitions (imports, def, class) are always kept. Any other statement is kept when a needed name is one
@@ -150,7 +159,8 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
     reads it, or a kept statement reads it: computed transitively on the AST. What a statement calls does not
     matter, so `Path = main()` is dropped unless something needed reads Path.
     """
-    from grader.syntax.analysis import mutated_names, statement_reads
+    def reads(node: ast.stmt) -> frozenset[str]:
+        return facts[id(node)].reads
 
     kept: dict[int, str] = {}
     definitions: dict[str, list[ast.stmt]] = {}
@@ -158,12 +168,12 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
     for cell, node in located:
         if isinstance(node, _DEFINITIONS):
             kept[id(node)] = ""
-            for name in _bound_names(node):
+            for name in facts[id(node)].bound:
                 definitions.setdefault(name, []).append(node)
-        elif isinstance(node, _ASSIGNMENTS) and any(name in policy.drop for name in _bound_names(node)):
+        elif isinstance(node, _ASSIGNMENTS) and any(name in policy.drop for name in facts[id(node)].bound):
             continue
         else:
-            touched = frozenset(_bound_names(node)) | mutated_names(node)
+            touched = facts[id(node)].touched
             candidates.append((cell, node, touched))
             if isinstance(node, ast.Expr) and _configuring_call(node.value, policy):
                 kept[id(node)] = "configures the interpreter" if not judge._allowed_bare_call(node.value) \
@@ -172,7 +182,7 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
     queue: list[tuple[str, str]] = [(name, "the rubric's cases") for name in sorted(roots | policy.allow_calls)]
     for cell, node, _ in candidates:
         if kept.get(id(node)):
-            queue.extend((name, f"{cell.label}, line {_first_line(node)}") for name in statement_reads(node))
+            queue.extend((name, f"{cell.label}, line {_first_line(node)}") for name in reads(node))
     needed: set[str] = set()
     while queue:
         name, reader = queue.pop(0)
@@ -180,17 +190,17 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
             continue
         needed.add(name)
         for node in definitions.get(name, []):
-            queue.extend((read, name) for read in statement_reads(node))
+            queue.extend((read, name) for read in reads(node))
         for _cell, node, touched in candidates:
             if name in touched and id(node) not in kept:
-                verb = "read" if name in _bound_names(node) else "changed here and read"
+                verb = "read" if name in facts[id(node)].bound else "changed here and read"
                 kept[id(node)] = f"{name} {verb} by {reader}"
-                queue.extend((read, name) for read in statement_reads(node))
+                queue.extend((read, name) for read in reads(node))
     return kept
 
 
 def _after_late_definitions(
-    kept: list[tuple[Statement, ast.stmt | None]],
+    kept: list[tuple[Statement, ast.stmt | None]], facts: Mapping[int, "_Facts"],
 ) -> list[tuple[Statement, ast.stmt | None]]:
     """Run a kept statement that uses a name the notebook binds only further down just after that binding.
 
@@ -200,9 +210,7 @@ def _after_late_definitions(
     binds or changes a name it binds (that one must still come later, as in the notebook): there it runs
     where it would have, and fails as it would have.
     """
-    from grader.syntax.analysis import mutated_names, statement_reads
-
-    binders = [frozenset(_bound_names(node)) if node is not None else frozenset() for _, node in kept]
+    binders = [frozenset(facts[id(node)].bound) if node is not None else frozenset() for _, node in kept]
     later: list[set[str]] = [set() for _ in kept]
     seen: set[str] = set()
     for index in range(len(kept) - 1, -1, -1):
@@ -221,13 +229,13 @@ def _after_late_definitions(
         bound.update(binders[index])
 
     for index, (statement, node) in enumerate(kept):
-        touched = binders[index] | (mutated_names(node) if node is not None else frozenset())
+        touched = binders[index] | (facts[id(node)].mutated if node is not None else frozenset())
         for waiting in [p for p in pending if binders[p[0]] & touched]:
             pending.remove(waiting)
             emit(waiting[0])
         is_definition = node is None or statement.kind in ("import", "def", "class")
         needs = frozenset() if is_definition else \
-            frozenset(statement_reads(node) - binders[index] - bound) & later[index]   # type: ignore[arg-type]
+            frozenset(facts[id(node)].reads - binders[index] - bound) & later[index]
         if needs:
             pending.append((index, needs))
             continue
@@ -309,6 +317,96 @@ _MAGIC_ASSIGNMENT = re.compile(
 _SHELL = re.compile(r"^\s*!(?!=)\S")
 _HELP = re.compile(r"^\s*(?:\?{1,2}[\w.*]+|[\w.*]+\?{1,2})\s*$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class _Facts:
+    """What one top-level statement binds, changes and reads: questions of its tree alone, each answered once
+    (the slice and the reordering both ask them) and, for a cell many notebooks share, once per process."""
+
+    __slots__ = ("node", "_bound", "_mutated", "_reads")
+
+    def __init__(self, node: ast.stmt) -> None:
+        self.node = node
+        self._bound: tuple[str, ...] | None = None
+        self._mutated: frozenset[str] | None = None
+        self._reads: frozenset[str] | None = None
+
+    @property
+    def bound(self) -> tuple[str, ...]:
+        """The top-level names it binds, in source order (see _bindings)."""
+        if self._bound is None:
+            self._bound = tuple(_bound_names(self.node))
+        return self._bound
+
+    @property
+    def mutated(self) -> frozenset[str]:
+        if self._mutated is None:
+            self._mutated = mutated_names(self.node)
+        return self._mutated
+
+    @property
+    def touched(self) -> frozenset[str]:
+        """What it binds or changes: a statement the slice keeps when one of these is needed."""
+        return frozenset(self.bound) | self.mutated
+
+    @property
+    def reads(self) -> frozenset[str]:
+        if self._reads is None:
+            self._reads = statement_reads(self.node)
+        return self._reads
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A cell's text prepared and parsed, and what its tree says: a function of the text alone. A class's
+    notebooks share the template's cells (and a batch's copies share all), so each text is parsed and analysed
+    once per process; the cell it is in is added per notebook (_in_cell)."""
+
+    prepared: _Prepared            # of a stand-in cell (index 0): _in_cell places it
+    facts: tuple[_Facts, ...]      # one per statement of the tree's body
+    callables: tuple[tuple[str, str], ...]
+    bound_anywhere: frozenset[str]
+
+    @property
+    def body(self) -> list[ast.stmt]:
+        return self.prepared.tree.body if self.prepared.tree is not None else []
+
+
+_PARSED: dict[str, _Parsed] = {}    # cell text -> its parse; oldest out first
+_PARSED_LIMIT = 4096                 # texts
+_PARSED_CELL_CHARS = 50_000          # a longer cell is parsed every time (a large one is data, or hostile)
+_PARSED_CHARS = 20_000_000           # in all
+_parsed_chars = 0
+
+
+def _parsed(source: str, fresh: bool = False) -> _Parsed:
+    """The cell text's parse, from the process's cache when it was parsed before (unless `fresh`)."""
+    global _parsed_chars
+    entry = None if fresh else _PARSED.get(source)
+    if entry is not None:
+        return entry
+    prepared = _prepare(Cell(0, "code", source, None))
+    tree = prepared.tree
+    entry = _Parsed(prepared, tuple(_Facts(node) for node in (tree.body if tree is not None else ())),
+                    _tree_callables(tree) if tree is not None else (),
+                    _names_bound_anywhere([tree]) if tree is not None else frozenset())
+    if fresh or len(source) > _PARSED_CELL_CHARS:
+        return entry
+    while _PARSED and (len(_PARSED) >= _PARSED_LIMIT or _parsed_chars + len(source) > _PARSED_CHARS):
+        _parsed_chars -= len(_PARSED.pop(next(iter(_PARSED))).prepared.cell.source)
+    _PARSED[source] = entry
+    _parsed_chars += len(source)
+    return entry
+
+
+def _in_cell(prepared: _Prepared, cell: Cell) -> _Prepared:
+    """A prepared stand-in placed in the notebook's own cell (its drops, syntax error and warning name it)."""
+    def place(dropped: Dropped) -> Dropped:
+        return replace(dropped, cell=cell.index, label=cell.label)
+    return _Prepared(cell, prepared.lines, prepared.tree, [place(d) for d in prepared.dropped], list(prepared.runs),
+                     place(prepared.syntax_error) if prepared.syntax_error is not None else None,
+                     replace(prepared.warning, cell=cell.index, label=cell.label)
+                     if prepared.warning is not None else None)
 
 
 def _prepare(cell: Cell) -> _Prepared:
@@ -552,20 +650,32 @@ class _LineScanner:
 # ---------------------------------------------------------------- the top-level policy
 
 
-def _notebook_callables(trees: Iterable[ast.Module]) -> dict[str, str]:
+def _notebook_callables(parsed: Iterable["_Parsed"]) -> dict[str, str]:
     """Name -> "function" | "class" for everything the notebook defines at top level, in any cell."""
     found: dict[str, str] = {}
-    for tree in trees:
-        for node in _top_level(tree.body):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found.setdefault(node.name, "function")
-            elif isinstance(node, ast.ClassDef):
-                found[node.name] = "class"
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Lambda):
-                for target in _assign_targets(node):
-                    if isinstance(target, ast.Name):
-                        found.setdefault(target.id, "function")
+    for entry in parsed:
+        for name, kind in entry.callables:
+            if kind == "class":
+                found[name] = kind
+            else:
+                found.setdefault(name, kind)
     return found
+
+
+def _tree_callables(tree: ast.Module) -> tuple[tuple[str, str], ...]:
+    """(name, "function" | "class") for each definition at top level of one cell, in order (a class defined after
+    a function of the same name wins, see _notebook_callables)."""
+    found: list[tuple[str, str]] = []
+    for node in _top_level(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append((node.name, "function"))
+        elif isinstance(node, ast.ClassDef):
+            found.append((node.name, "class"))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Lambda):
+            for target in _assign_targets(node):
+                if isinstance(target, ast.Name):
+                    found.append((target.id, "function"))
+    return tuple(found)
 
 
 def _top_level(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
@@ -584,7 +694,7 @@ def _bodies(node: ast.stmt) -> list[list[ast.stmt]]:
     return [b for b in bodies if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
 
 
-def _names_bound_anywhere(trees: Iterable[ast.Module]) -> set[str]:
+def _names_bound_anywhere(trees: Iterable[ast.Module]) -> frozenset[str]:
     """Every name some top-level statement of the notebook binds, kept or not (loop variables too)."""
     names: set[str] = set()
     for tree in trees:
@@ -601,7 +711,7 @@ def _names_bound_anywhere(trees: Iterable[ast.Module]) -> set[str]:
             elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 names.add(node.id)
             stack.extend(ast.iter_child_nodes(node))
-    return names
+    return frozenset(names)
 
 
 # Names a notebook can call without binding them: Python's builtins and the IPython kernel's.
