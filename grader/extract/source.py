@@ -159,8 +159,9 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
     reads it, or a kept statement reads it: computed transitively on the AST. What a statement calls does not
     matter, so `Path = main()` is dropped unless something needed reads Path.
     """
-    def reads(node: ast.stmt) -> frozenset[str]:
-        return facts[id(node)].reads
+    def reads(node: ast.stmt) -> list[str]:
+        """In order: which reader reaches a statement first is its `why`, the same in every run."""
+        return sorted(facts[id(node)].reads)
 
     kept: dict[int, str] = {}
     definitions: dict[str, list[ast.stmt]] = {}
