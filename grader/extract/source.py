@@ -125,7 +125,8 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
             if why is not None:
                 kept_here.append((replace(_statement(node, code, p.cell), why=why), node))
             else:
-                reason = _why_dropped(node, policy, judge) if policy.roots is not None else judge.reason_to_drop(node)
+                reason = _why_dropped(node, facts[id(node)].bound, policy, judge) if policy.roots is not None \
+                    else judge.reason_to_drop(node)
                 dropped_here.append(_dropped(p.cell, _first_line(node), reason or "not needed", code))
         kept += sorted(kept_here, key=lambda pair: pair[0].line)
         dropped += sorted(dropped_here, key=lambda d: d.line)
@@ -250,15 +251,14 @@ def _after_late_definitions(
     return order
 
 
-def _why_dropped(node: ast.stmt, policy: Policy, judge: "_Judge") -> str:
-    """What the statement is, and why the grader does not need it."""
-    names = _bound_names(node)
+def _why_dropped(node: ast.stmt, names: Sequence[str], policy: Policy, judge: "_Judge") -> str:
+    """What the statement is (binding `names`), and why the grader does not need it."""
     if isinstance(node, _ASSIGNMENTS) and any(name in policy.drop for name in names):
         return "dropped by rubric"
-    what = _label(node)
+    what = _label(node, names)
     if isinstance(node, ast.If) and _is_main_guard(node.test):
         return 'if __name__ == "__main__" block'
-    calls = judge.reason_to_drop(node) if not isinstance(node, _ASSIGNMENTS) else judge._assignment(node)
+    calls = judge.reason_to_drop(node) if not isinstance(node, _ASSIGNMENTS) else judge._assignment(node, names)
     runs = f" (it calls {calls.split(' calls ', 1)[1]})" if calls and " calls " in calls else ""
     if names:
         shown = ", ".join(dict.fromkeys(names))
@@ -266,7 +266,7 @@ def _why_dropped(node: ast.stmt, policy: Policy, judge: "_Judge") -> str:
     return f"{what}: graded code does not depend on it{runs}"
 
 
-def _label(node: ast.stmt) -> str:
+def _label(node: ast.stmt, bound: Sequence[str]) -> str:
     """A statement as a student would name it: "call of draw_state()", "assignment to Path", "for loop"."""
     if isinstance(node, ast.Expr):
         if isinstance(node.value, ast.Call):
@@ -276,7 +276,7 @@ def _label(node: ast.stmt) -> str:
             return "string"
         return "expression"
     if isinstance(node, _ASSIGNMENTS):
-        names = list(dict.fromkeys(_bound_names(node)))
+        names = list(dict.fromkeys(bound))
         if names:
             return f"assignment to {', '.join(names)}"
         targets = [ast.unparse(t) for t in _assign_targets(node)]
@@ -765,8 +765,9 @@ class _Judge:
             return f"{type(node).__name__.lower()} outside a function"
         return f"{type(node).__name__.lower()} statement at top level"
 
-    def _assignment(self, node: ast.stmt) -> str | None:
-        if any(name in self.policy.drop for name in _bound_names(node)):
+    def _assignment(self, node: ast.stmt, bound: Sequence[str] | None = None) -> str | None:
+        """`bound`: the names it binds, when the caller knows them."""
+        if any(name in self.policy.drop for name in (_bound_names(node) if bound is None else bound)):
             return "dropped by rubric"
         parts: list[ast.AST] = [*_assign_targets(node)]
         value = getattr(node, "value", None)   # every kind of assignment has one; `x: int` has None

@@ -627,7 +627,8 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     location = f"{definition.label}, line {definition.line}" if definition else ""
     # The same place as facts, for the writers that put feedback beside the cell.
     place: dict[str, Any] = dict(cell=definition.cell, line=definition.line) if definition else {}
-    method_name = exercise.function.split(".")[1] if "." in exercise.function else _called_method(exercise, cases)
+    method_name = exercise.function.split(".")[1] if "." in exercise.function else \
+        plan.memo.get(("called-method", exercise.id), lambda: _called_method(exercise, cases))
     if method_name and definition is not None:
         method, inherits = _method(definition, method_name)
         if method is None and not inherits:

@@ -63,10 +63,26 @@ def global_data_reads(func: FunctionNode, definitions: Mapping[str, Binding]) ->
     and comprehension variables are not globals; names declared `global` are.
     Annotations are skipped because the grader does not evaluate them.
     """
+    data = {name for name, definition in definitions.items() if definition.kind == "data"}
+    return tuple(sorted(_globals_of(func) & data))
+
+
+# A function's global reads by its node: extraction shares a cell's tree among the notebooks that hold the same
+# text, so a template's function is walked once per process. Each node is held here, so its id names it alone.
+_GLOBALS: dict[int, tuple[ast.AST, frozenset[str]]] = {}
+_GLOBALS_LIMIT = 1_000     # functions (a student's own are held until the next clear: few, so little memory)
+
+
+def _globals_of(func: FunctionNode) -> frozenset[str]:
+    known = _GLOBALS.get(id(func))
+    if known is not None and known[0] is func:
+        return known[1]
     reads: set[str] = set()
     _function_reads(func, (), reads)
-    data = {name for name, definition in definitions.items() if definition.kind == "data"}
-    return tuple(sorted(reads & data))
+    if len(_GLOBALS) >= _GLOBALS_LIMIT:
+        _GLOBALS.clear()
+    _GLOBALS[id(func)] = (func, frozenset(reads))
+    return frozenset(reads)
 
 
 @dataclass
