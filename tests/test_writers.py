@@ -18,6 +18,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,26 @@ def test_sanitized_student_html_has_no_style_script_form_class_or_remote_link(te
 
 
 # ------------------------------------------------------------------------------------------------ bounds
+
+
+_WIRE = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                     | st.text(), lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=300), wire=_WIRE, shared=_WIRE)
+def test_a_result_is_measured_without_encoding_it_only_when_it_surely_fits(text: str, wire: object,
+                                                                         shared: object) -> None:
+    # bound_result skips encoding a result whose JSON surely fits: the estimate must never be below the truth,
+    # whatever the texts (escapes, surrogates) and values, shared by the plan (fitting) or the student's own.
+    from grader.store.results import _result_json_at_most, fitting, to_dict
+    result = _result(text, wire=wire if wire is not None else 0, cases=3)
+    kept = fitting(shared)
+    case = result.exercises[0].cases[0]
+    result = replace(result, exercises=(replace(result.exercises[0], cases=(
+        replace(case, expected=kept, got=kept), *result.exercises[0].cases[1:])),))
+    assert _result_json_at_most(to_dict(result)) >= len(textsafe.json_text(to_dict(result), separators=(",", ":")))
 
 
 def test_huge_answers_cost_their_cases_and_the_stored_result_stays_bounded(tmp_path: Path) -> None:

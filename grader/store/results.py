@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -172,8 +173,9 @@ def _finite(value: Any) -> float:
 
 
 # Values many results share (a plan's expected answers, in every case of every student), known to fit
-# CASE_BOUNDS.value: id -> the value itself, held so that its id cannot name another object while it is here.
-_FITTING: dict[int, Any] = {}
+# CASE_BOUNDS.value: id -> (the value itself, its JSON size), the value held so that its id cannot name another
+# object while it is here.
+_FITTING: dict[int, tuple[Any, int]] = {}
 _FITTING_LIMIT = 100_000
 
 
@@ -182,17 +184,26 @@ def fitting(wire: Any) -> Any:
     results that share it (a plan's expected value: the expected and, when right, the got of a case for every
     student) does not measure it again. For values that live as long as a plan, never a student's answer."""
     bounded = cut_value(wire, CASE_BOUNDS.value)
+    try:
+        size = textsafe.value_size(bounded)
+    except (TypeError, ValueError, RecursionError):
+        return bounded      # not plain JSON: measured (and refused) like any other value
     if len(_FITTING) >= _FITTING_LIMIT:
         _FITTING.clear()
-    _FITTING[id(bounded)] = bounded
+    _FITTING[id(bounded)] = (bounded, size)
     return bounded
+
+
+def _fitting_size(wire: Any) -> int | None:
+    known = _FITTING.get(id(wire))
+    return known[1] if known is not None and known[0] is wire else None
 
 
 def cut_value(wire: Any, limit: int) -> Any:
     """A wire value within `limit` characters of JSON: itself, or an opaque stand-in saying what was cut."""
     if wire is None or isinstance(wire, (bool, int)):
         return wire
-    if limit >= CASE_BOUNDS.value and _FITTING.get(id(wire)) is wire:
+    if limit >= CASE_BOUNDS.value and _fitting_size(wire) is not None:
         return wire
     if isinstance(wire, float):   # a bare non-finite float is not JSON: the codec's tagged form instead
         return wire if math.isfinite(wire) else {"float": "nan" if wire != wire else "inf" if wire > 0 else "-inf"}
@@ -217,8 +228,22 @@ def cut_value(wire: Any, limit: int) -> Any:
 CUT_VALUE = "grader.cut"          # the opaque type name of a value too big to keep
 
 
+# Cases bound_case returned within CASE_BOUNDS, by id, as long as they live: bounding a result bounds its cases
+# again (the judge bounded each as soon as it was judged), and a case known to be within them is not measured twice.
+_BOUNDED: weakref.WeakValueDictionary[int, CaseResult] = weakref.WeakValueDictionary()
+
+
 def bound_case(case: CaseResult, bounds: Bounds = CASE_BOUNDS) -> CaseResult:
     """The case with every stored field within `bounds` (head and tail kept, with a marker); idempotent."""
+    if bounds is CASE_BOUNDS and _BOUNDED.get(id(case)) is case:
+        return case
+    bounded = _bound_case(case, bounds)
+    if bounds is CASE_BOUNDS:
+        _BOUNDED[id(bounded)] = bounded
+    return bounded
+
+
+def _bound_case(case: CaseResult, bounds: Bounds) -> CaseResult:
     changes: dict[str, Any] = {}
     for name, limit in (("message", bounds.message), ("output", bounds.output), ("traceback", bounds.traceback),
                         ("call", bounds.call), ("id", bounds.call), ("cause", bounds.message),
@@ -298,7 +323,93 @@ def bounded_json(result: SubmissionResult, **options: Any) -> tuple[SubmissionRe
 
 def bound_result(result: SubmissionResult) -> SubmissionResult:
     """The result as it will be stored: within every bound."""
+    current = _bounded(result, CASE_BOUNDS)
+    if _result_json_at_most(to_dict(current)) <= SUBMISSION_CHARS:
+        return current      # surely small enough: not encoded here only to be measured (the writers encode it)
     return bounded_json(result)[0]
+
+
+_VALUES = ("expected", "got", "inputs")
+
+
+def _result_json_at_most(data: dict) -> int:
+    """An upper bound on the characters of a result's JSON (to_dict's form), without encoding it whole: a case's
+    values are measured (at C speed) unless the plan shares them, whose size is known (fitting)."""
+    total = 0
+    for key, value in data.items():
+        if key != "exercises" or type(value) is not list:
+            total += _json_at_most({key: value})
+            continue
+        for exercise in value:
+            for name, field_value in exercise.items():
+                if name != "cases" or type(field_value) is not list:
+                    total += _json_at_most({name: field_value})
+                    continue
+                for case in field_value:
+                    for field_name, item in case.items():   # the common kinds inline: a class has many cases
+                        kind = type(item)
+                        if kind is str:
+                            total += 6 * (len(field_name) + len(item)) + 8
+                        elif kind is float and math.isfinite(item):
+                            total += 6 * len(field_name) + 28
+                        else:
+                            total += 6 * len(field_name) + 4 + (_value_size(item) if field_name in _VALUES
+                                                                 else _json_at_most(item))
+                if total > SUBMISSION_CHARS:
+                    return _TOO_BIG
+    return total
+
+
+def _value_size(wire: Any) -> int:
+    size = _fitting_size(wire)
+    if size is not None:
+        return size
+    if type(wire) is dict or type(wire) is list:
+        try:
+            return textsafe.value_size(wire)
+        except (TypeError, ValueError, RecursionError):
+            return _TOO_BIG
+    return _json_at_most(wire)
+
+
+_TOO_BIG = SUBMISSION_CHARS + 1
+
+
+def _json_at_most(data: Any, depth: int = 0) -> int:
+    """An upper bound on the characters of `data` as compact JSON, without encoding it: a text at its longest
+    escapes, a value many results share at the size measured once (fitting). Anything that is not plain JSON
+    data counts as too big, so bounded_json encodes it and says what is wrong with it."""
+    size = _fitting_size(data)
+    if size is not None:
+        return size
+    kind = type(data)
+    if kind is str:
+        return 6 * len(data) + 2
+    if data is None or kind is bool:
+        return 5
+    if kind is int:
+        return data.bit_length() // 3 + 3   # decimal digits of n bits are at most n / 3.3, and a sign
+    if kind is float:
+        return 24 if math.isfinite(data) else _TOO_BIG
+    if depth > 100:
+        return _TOO_BIG
+    if kind is dict:
+        total = 2
+        for key, value in data.items():
+            if type(key) is not str:
+                return _TOO_BIG
+            total += 6 * len(key) + 4 + _json_at_most(value, depth + 1)
+            if total > SUBMISSION_CHARS:
+                return _TOO_BIG
+        return total
+    if kind is list or kind is tuple:
+        total = 2
+        for value in data:
+            total += _json_at_most(value, depth + 1) + 1
+            if total > SUBMISSION_CHARS:
+                return _TOO_BIG
+        return total
+    return _TOO_BIG
 
 
 def write_json(result: SubmissionResult, directory: Path, *, bounded: bool = False) -> Path:
