@@ -32,7 +32,6 @@ def _grade(args: argparse.Namespace) -> int:
 def _grade_batch(args: argparse.Namespace) -> int:
     from grader.run.batch import grade_batch, missing_paths
     from grader.judge.grading import Options
-    from grader.report.console import print_rows
     from grader.report.progress import BatchProgress
     console = Console(width=None if sys.stdout.isatty() else 160)
     missing = missing_paths(args.paths)
@@ -62,6 +61,7 @@ def _grade_batch(args: argparse.Namespace) -> int:
         console.print("no submissions found", style="yellow")
         return 1
     if not args.quiet:
+        from grader.report.console import print_rows   # rich's tables: only for the table
         print_rows(batch.rows, console)
         if args.gradescope:
             console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",

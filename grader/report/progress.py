@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from typing import TYPE_CHECKING
 
-from grader.store.results import SubmissionResult
+if TYPE_CHECKING:   # rich.progress is imported when a bar is drawn: a quiet batch (CI, benchmarks) starts sooner
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+    from grader.store.results import SubmissionResult
 
 
 class BatchProgress:
@@ -36,6 +38,8 @@ class BatchProgress:
     def start(self, total: int, unchanged: int) -> None:
         if self.quiet:
             return
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
         self.progress = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                  TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[summary]}"),
                                  console=self.console, transient=False)
