@@ -765,9 +765,12 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
             results[index] = replace(results[index], status="missing", fraction=0.0, message=(
                 f"this case needs {absent}, which the notebook does not define"), reason=vocabulary.NOT_GRADED,
                 cause=f"the case needs {absent}, which the notebook does not define")
-    variants = [judge_variants(plan, exercise, case, outcome, result)
-                for case, outcome, result in zip(cases, outcomes, results, strict=True)]
-    held, chosen = hold_to_one(results, variants, allowed)
+    if all(r.status == "pass" and r.fraction >= 1.0 and r.weight >= 0 for r in results):
+        held, chosen = results, ""   # full marks by the reference's convention: no variant can earn more
+    else:
+        variants = [judge_variants(plan, exercise, case, outcome, result)
+                    for case, outcome, result in zip(cases, outcomes, results, strict=True)]
+        held, chosen = hold_to_one(results, variants, allowed)
     # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
     return [bound_case(_without_shown_inputs(result)) for result in held], chosen
 
@@ -860,19 +863,25 @@ def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = 
     """
     import sys
     from grader.sandbox.process import scratch_base
-    rubric = plan.rubric
-    course = Path(os.path.commonpath([rubric.path.parent.resolve(), rubric.reference.parent.resolve()]))
-    never = {Path("/"), *Path(sys.base_prefix).resolve().parents} - {Path.home().resolve()}
+
+    def course_folders() -> tuple[list[Path], frozenset[Path]]:
+        """The course's folders (resolved once per plan: the rubric's paths do not move), and the folders never
+        hidden. What belongs to the process (its scratch, its temp folder) is asked for each submission."""
+        rubric = plan.rubric
+        course = Path(os.path.commonpath([rubric.path.parent.resolve(), rubric.reference.parent.resolve()]))
+        never = {Path("/"), *Path(sys.base_prefix).resolve().parents} - {Path.home().resolve()}
+        never |= {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
+        folders = [course, rubric.reference.parent, rubric.path.parent, rubric.submissions]
+        return [Path(folder).resolve() for folder in folders if folder is not None], frozenset(never)
+
+    course, never = plan.memo.get(("course-folders",), course_folders)
     # Temporary and home folders hold other runs' results and caches (with hidden expected values).
     shared = [Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/dev/shm"), Path.home(), default_cache()]
-    candidates = [course, rubric.reference.parent, rubric.path.parent, rubric.submissions,
-                  submission.resolve().parent, scratch_base(), *shared, *extra]
+    candidates = [*course, submission.resolve().parent,
+                  *(Path(folder).resolve() for folder in (scratch_base(), *shared, *extra) if folder is not None)]
     hidden: list[str] = []
     for folder in candidates:
-        if folder is None:
-            continue
-        folder = Path(folder).resolve()
-        if folder in never or folder == Path(sys.base_prefix).resolve() or folder == Path(sys.prefix).resolve():
+        if folder in never:
             continue
         if folder.is_dir() and str(folder) not in hidden:
             hidden.append(str(folder))
