@@ -7,6 +7,7 @@ the reference's answers to isolated helper calls it asks for. Everything it send
 
 import ast
 import builtins as _builtins
+import gc
 import linecache
 import os
 import random
@@ -22,7 +23,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _CODEC_HOME = os.path.dirname(_HERE)
 if __package__:  # imported as grader.sandbox.runtime (the in-kernel kit check, tests)
     from grader import codec as _codec
-    from grader.sandbox import confine as _confine, wire as _wire
+    from grader.sandbox import confine as _confine, pristine as _pristine, wire as _wire
 else:  # loaded by the zygote (or run as a script with -P): this folder must not stay on sys.path
     import importlib.util as _importlib_util
     # The codec by its path, so nothing else of the package folder is ever importable here.
@@ -32,10 +33,11 @@ else:  # loaded by the zygote (or run as a script with -P): this folder must not
     _spec.loader.exec_module(_codec)
     sys.path.insert(0, _HERE)
     import confine as _confine  # type: ignore[no-redef]  # noqa: E402
+    import pristine as _pristine  # type: ignore[no-redef]  # noqa: E402
     import wire as _wire  # type: ignore[no-redef]  # noqa: E402
     sys.path.remove(_HERE)
-    # Students may have their own `codec` or `wire` module; ours stay referenced here only.
-    for _name in ("codec", "wire", "confine"):
+    # Students may have their own `codec`, `wire` or `pristine` module; ours stay referenced here only.
+    for _name in ("codec", "wire", "confine", "pristine"):
         sys.modules.pop(_name, None)
 
 # Private references. Student code shares this process: it may rebind `builtins.len`, `os.write`,
@@ -54,6 +56,8 @@ _PRISTINE: dict = dict(_builtins.__dict__)   # copied for each case's rubric exp
 
 _write = os.write
 _fork = os.fork
+_freeze = gc.freeze
+SESSION_OVER = 86            # an exercise's fork read the grader's last request: the runtime ends too
 _exit = os._exit
 _setitimer = signal.setitimer
 # The load phase's budget is wall time (ITIMER_REAL, SIGALRM); a case's limit is CPU time (ITIMER_PROF, SIGPROF),
@@ -475,17 +479,16 @@ class Child:
         return outcome
 
     def exercise(self, request):
-        """Run an exercise's cases in a fork, so nothing one exercise does to the module leaks into the next."""
+        """Run an exercise's cases in a fork, so nothing one exercise does to the module leaks into the next.
+        The fork goes on with the next exercise while it is as pristine as a new fork would be (see
+        pristine.py): a fork is then made only after an exercise that changed something. False when the
+        grader's requests are over."""
         pid = _fork()
         if pid == 0:
             try:
                 os.setpgid(0, 0)
                 _confine.die_with_parent()
-                self.answers, self.memo_bytes, self.replies = {}, 0, None   # this exercise's own
-                self.send({"op": "forked", "pid": os.getpid()})
-                for case in request["cases"]:
-                    self.send(self.run_case(case, request.get("isolate", []), request.get("methods", {})))
-                self.send({"op": "done"})
+                self.exercises(request)
             except BaseException:  # noqa: BLE001 - the parent learns from the exit status
                 _exit(70)
             _exit(0)
@@ -495,7 +498,51 @@ class Child:
         except OSError:
             pass
         self.reset()
-        self.send({"op": "exited", "status": os.waitstatus_to_exitcode(status)})
+        code = os.waitstatus_to_exitcode(status)
+        if code == SESSION_OVER:
+            return False
+        self.send({"op": "exited", "status": code})
+        return True
+
+    def exercises(self, request):
+        """In an exercise's fork: run exercises for as long as nothing of the last one can be seen by the next.
+        Returns when the next one needs a fresh fork (the runtime then reports this one's end); ends the fork
+        with SESSION_OVER when the grader has nothing more to ask."""
+        before = self.snapshot()
+        while True:
+            self.answers, self.memo_bytes, self.replies = {}, 0, None   # this exercise's own
+            self.send({"op": "forked", "pid": os.getpid()})
+            for case in request["cases"]:
+                self.send(self.run_case(case, request.get("isolate", []), request.get("methods", {})))
+            self.send({"op": "done"})
+            # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
+            # answered may outlive it.
+            if before is None or request.get("isolate") or self.replies is not None \
+                    or not _pristine.unchanged(before, self.snapshot()):
+                return
+            if self.scratch:
+                _confine.empty_folder(self.scratch)
+            self.send({"op": "exited", "status": 0})
+            try:
+                request = self.receive()
+            except EOFError:
+                _exit(SESSION_OVER)
+            if request.get("op") != "exercise":
+                _exit(SESSION_OVER)
+
+    def snapshot(self):
+        """What the next exercise could observe of this process (pristine.snapshot), from the notebook's
+        module, the support modules it imported and builtins; the runtime's own objects are not the student's."""
+        roots = [self.module.__dict__, _builtins.__dict__]
+        homes = {"__main__"}
+        for name in self.support:
+            module = sys.modules.get(name)
+            if isinstance(module, types.ModuleType):
+                roots.append(vars(types.ModuleType)["__dict__"].__get__(module))
+                homes.add(name)
+        # The global random generator is seeded afresh at each case's start: its state between cases is no one's.
+        own = (globals(), __builtins__, self, self.__dict__, _RANDOM)
+        return _pristine.snapshot(roots, own=own, homes=homes)
 
     def reset(self):
         """Between phases: no process of the student's survives (whatever session, group or parent it
@@ -519,8 +566,12 @@ class Child:
             if operation == "load":
                 self.load(request)
                 self.reset()
+                # The loaded module is what every exercise's fork starts from: the collector leaves it alone
+                # from now on, so a collection in a fork does not copy every page the module's objects are on.
+                _freeze()
             elif operation == "exercise":
-                self.exercise(request)
+                if not self.exercise(request):
+                    return
             elif operation == "quit":
                 return
 

@@ -32,7 +32,7 @@ if __name__ == "__main__":   # run as a script with -P: load our modules, then t
     import confine  # noqa: E402
     import runtime  # noqa: E402
     sys.path.remove(_HERE)
-    for _name in ("codec", "wire", "confine", "runtime"):
+    for _name in ("codec", "wire", "confine", "pristine", "runtime"):
         sys.modules.pop(_name, None)
 else:
     from grader.sandbox import confine, runtime

@@ -1,0 +1,291 @@
+"""Whether an exercise's process is still as the notebook's load left it, so the next exercise may run in it.
+
+Each exercise used to get a fresh fork of the loaded runtime, so nothing one exercise did (a global list
+mutated in place, a memo filled, a class attribute counted up, a module of the library patched, a thread or
+process left running, a signal handler or rlimit changed) could change what the next one sees. That fork cost
+about 4 ms of CPU (page tables copied, copy-on-write faults, teardown), 13-14 times per submission. Most
+exercises change nothing of the kind: then the process they ran in is as good as a fresh fork, and the next
+exercise runs there.
+
+`snapshot` records, without calling any student code (no `__eq__`, `__hash__`, `__repr__`, property or
+`__getattr__` of a student object runs: objects are read through the garbage collector's view of their
+references and compared by identity or, for exact builtin values, by value), what an exercise could observe:
+
+- everything reachable from the notebook's module, the support modules and builtins: containers and their
+  contents, functions with their defaults and closures, classes and instances with their attributes, numpy
+  arrays with their bytes. An object whose state the collector cannot show (a generator, a `random.Random`,
+  an `lru_cache`, a C type's hidden fields) makes the answer "unknown";
+- the library: which modules are loaded and what each module's names are bound to (a patched `heapq.heappush`),
+  numpy's error, print and global random state, the warnings filters, the locale;
+- the process: other processes and threads, descriptors, working folder, umask, environment, rlimits,
+  signal handlers and mask, interval timers, process group and session, priority, the interpreter's hooks
+  and limits, and how much address space it holds.
+
+Two snapshots that are equal mean nothing the next exercise can observe has changed; anything else, or
+"unknown", means a fresh fork, as before. What this does not see (deep changes inside a library module's
+own objects, state kept in C by ctypes) only a student's own code can set there, and only that student's
+later exercises can see it.
+
+Standard library only: the zygote loads this module beside the runtime in a clean interpreter.
+"""
+
+import gc
+import os
+import resource
+import signal
+import sys
+import types
+from typing import Any
+
+MAX_OBJECTS = 20_000          # objects one walk may visit: past it the answer is "unknown" (a fork is cheaper)
+MAX_GROWTH = 64 << 20         # address space an exercise may leave behind (RLIMIT_AS is per process)
+
+_VALUES = frozenset(map(id, (int, str, bytes, bool, type(None), type(...), type(NotImplemented))))
+_BY_REPR = frozenset(map(id, (float, complex)))
+# Objects that never change, or whose changes are seen through the module bindings recorded elsewhere.
+_FIXED = frozenset(map(id, (types.CodeType, types.BuiltinFunctionType, types.WrapperDescriptorType,
+                            types.MethodWrapperType, types.MethodDescriptorType, types.ClassMethodDescriptorType,
+                            types.GetSetDescriptorType, types.MemberDescriptorType, types.ModuleType, range,
+                            types.GenericAlias, types.UnionType,             # annotations: list[int], int | None
+                            type(__import__("collections").namedtuple("_", "a").a))))   # a namedtuple's field
+# Builtin types whose whole state the collector shows as references (their contents).
+_OPEN = frozenset(map(id, (list, tuple, dict, set, frozenset, types.FunctionType, types.MethodType,
+                           types.CellType, staticmethod, classmethod, property, types.SimpleNamespace,
+                           types.MappingProxyType, object, BaseException, Exception)))
+_WEAKREF = id(__import__("weakref").ref)
+_HEAPTYPE = 1 << 9
+_FLAGS = type.__dict__["__flags__"].__get__
+_MRO = type.__dict__["__mro__"].__get__
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_MODULE_DICT: Any = vars(types.ModuleType)["__dict__"].__get__
+_KEYS, _VALUES_OF = dict.keys, dict.values
+
+
+_C_RANDOM = __import__("_random").Random
+_PY_RANDOM = __import__("random").Random
+
+
+def _generator_kinds() -> set[int]:
+    """Random generators whose state can be read exactly (by type id): random.Random, numpy's legacy and new."""
+    kinds = {id(_PY_RANDOM)}
+    for module, name in (("numpy.random._generator", "Generator"), ("numpy.random.mtrand", "RandomState")):
+        kind = getattr(sys.modules.get(module), name, None)
+        if kind is not None:
+            kinds.add(id(kind))
+    return kinds
+
+
+def _generator_state(generator: Any) -> Any:
+    if isinstance(generator, _C_RANDOM):
+        return _C_RANDOM.getstate(generator)
+    if hasattr(generator, "bit_generator"):
+        return repr(generator.bit_generator.state)
+    name, keys, position, gauss, cached = generator.get_state()
+    return (name, keys.tobytes(), position, gauss, cached)
+
+
+class Unknown(Exception):
+    """The walk met something whose state it cannot read: the process is not known to be pristine."""
+
+
+def _instance_dict(obj: object, kind: type) -> dict[str, Any] | None:
+    """The instance's own attribute dict, read through the interpreter's descriptor (never a student's), or
+    None when it has none. Python 3.11 keeps small instance dicts as bare values, invisible to the collector."""
+    for cls in _MRO(kind):
+        entry = _TYPE_DICT(cls).get("__dict__")
+        if entry is None:
+            continue
+        if type(entry) is not types.GetSetDescriptorType:
+            raise Unknown("a class redefines __dict__")
+        return entry.__get__(obj, kind)  # type: ignore[no-any-return]
+    return None
+
+
+def _open_type(kind: type) -> bool:
+    """True when an instance of `kind` holds nothing the collector does not show: a builtin container, or a
+    class of Python code over such bases (not over int, str, random.Random or any other C state)."""
+    if id(kind) in _OPEN:
+        return True
+    if not _FLAGS(kind) & _HEAPTYPE:
+        return False
+    return all(id(base) in _OPEN or _FLAGS(base) & _HEAPTYPE for base in _MRO(kind))
+
+
+def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_OBJECTS,
+         met: set[int] | None = None, homes: set[str] | None = None) -> list[Any]:
+    """Tokens describing every object reachable from `roots` (depth first), or raise Unknown. Objects are named
+    by id, exact builtin values by value; `stop` holds ids not entered (other modules' dicts). The modules and
+    module dicts the walk meets are added to `met`. Classes are entered when defined in a module named in
+    `homes` (the notebook's, the support modules'); a library's classes are fixed, like its functions' modules
+    (their instances are walked)."""
+    numpy = sys.modules.get("numpy")
+    ndarray = getattr(numpy, "ndarray", None)
+    generic = getattr(numpy, "generic", None)
+    generators = _generator_kinds()
+    tokens: list[Any] = []
+    seen: set[int] = set()
+    stack = list(reversed(roots))
+    while stack:
+        obj = stack.pop()
+        kind = type(obj)
+        key = id(kind)
+        if key in _VALUES:
+            tokens.append((key, obj))
+            continue
+        if key in _BY_REPR:
+            tokens.append((key, repr(obj)))
+            continue
+        if id(obj) in seen:
+            tokens.append(id(obj))
+            continue
+        seen.add(id(obj))
+        if len(seen) > limit:
+            raise Unknown("too many objects")
+        if key in _FIXED or id(obj) in stop:
+            tokens.append((key, id(obj)))
+            if met is not None and (kind is types.ModuleType or id(obj) in stop):
+                met.add(id(obj))
+            continue
+        if key == _WEAKREF:
+            tokens.append((key, id(obj), id(obj())))   # what it points to is reached from elsewhere, or dead
+            continue
+        if kind is type or isinstance(obj, type):
+            if not _FLAGS(obj) & _HEAPTYPE:
+                tokens.append((key, id(obj)))     # a builtin or extension type: fixed
+                continue
+            namespace = _TYPE_DICT(obj)           # the class's own names, as a mapping proxy of its dict
+            home = namespace.get("__module__")
+            if homes is not None and not (type(home) is str and home in homes):
+                tokens.append((key, id(obj)))     # a library's class
+                continue
+            references = [kind, *_MRO(obj), *namespace.keys(), *namespace.values()]
+        elif ndarray is not None and kind is ndarray:
+            if obj.dtype.hasobject:
+                raise Unknown("an array of objects")
+            tokens.append((key, id(obj), obj.dtype.str, obj.shape, obj.tobytes()))
+            continue
+        elif generic is not None and isinstance(obj, generic):
+            tokens.append((key, obj.tobytes()))
+            continue
+        elif key in generators:
+            tokens.append((key, id(obj), _generator_state(obj)))   # a random generator: its state, not hidden
+            references = [_instance_dict(obj, kind)] if kind is _PY_RANDOM else []
+        elif not _open_type(kind):
+            raise Unknown("an object that hides its state")
+        else:
+            if _FLAGS(kind) & _HEAPTYPE:
+                _instance_dict(obj, kind)   # made a real dict now, so the collector shows it (and its keys)
+            references = gc.get_referents(obj)
+            if isinstance(obj, dict):
+                references = [*_KEYS(obj), *_VALUES_OF(obj), *references]
+        tokens.append((key, id(obj), len(references)))
+        stack.extend(reversed(references))
+    return tokens
+
+
+def _modules(met: set[int]) -> list[tuple[int, ...]]:
+    """Which modules are loaded, and the bindings (by identity) of those the student's objects reach (`met`:
+    modules and module dicts by id): `heapq.heappush` patched shows when the notebook uses heapq. Every
+    module's bindings would cost 25 ms with numpy loaded."""
+    found: list[tuple[int, ...]] = [tuple(map(id, sys.modules)), tuple(map(id, sys.modules.values()))]
+    for module in list(sys.modules.values()):
+        if isinstance(module, types.ModuleType):
+            namespace = _MODULE_DICT(module)
+            if id(module) in met or id(namespace) in met:
+                found.append((id(module), *map(id, namespace), -1, *map(id, namespace.values())))
+    return found
+
+
+def _children(pid: int) -> list[bytes] | None:
+    found: list[bytes] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as listing:
+                found.extend(listing.read().split())
+    except OSError:
+        return None
+    return sorted(found)
+
+
+def _process() -> dict[str, Any]:
+    """What the process itself carries from one exercise to the next."""
+    umask = os.umask(0o077)
+    os.umask(umask)
+    descriptors: list[tuple[Any, ...]] = []
+    for fd in sorted(os.listdir("/proc/self/fd"), key=int):
+        try:
+            status = os.fstat(int(fd))
+            descriptors.append((fd, status.st_dev, status.st_ino))
+        except OSError:
+            descriptors.append((fd,))
+    limits = [resource.getrlimit(getattr(resource, name)) for name in sorted(dir(resource))
+              if name.startswith("RLIMIT_")]
+    handlers = [(number, id(signal.getsignal(number))) for number in sorted(signal.valid_signals())
+                if number not in (signal.SIGKILL, signal.SIGSTOP)]
+    timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
+    with open("/proc/self/statm", "rb") as statm:
+        size = int(statm.read().split()[0]) * resource.getpagesize()
+    return {
+        "threads": len(os.listdir("/proc/self/task")), "children": _children(os.getpid()),
+        "siblings": _children(os.getppid()), "cwd": os.getcwd(), "umask": umask, "descriptors": descriptors,
+        "environ": sorted(os.environ._data.items()), "limits": limits, "handlers": handlers,   # type: ignore[attr-defined]
+        "mask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), "timers": timers,
+        "group": (os.getpgid(0), os.getsid(0)), "priority": os.getpriority(os.PRIO_PROCESS, 0),
+        "ids": (os.getresuid(), os.getresgid()), "size": size,
+    }
+
+
+def _interpreter() -> dict[str, Any]:
+    """The interpreter's own settings and hooks, and the libraries' global state that outlives a call."""
+    hooks = [id(getattr(sys, name, None)) for name in (
+        "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "displayhook", "excepthook",
+        "unraisablehook", "breakpointhook")]
+    state: dict[str, Any] = {
+        "hooks": hooks, "trace": (id(sys.gettrace()), id(sys.getprofile())),
+        "limits": (sys.getrecursionlimit(), sys.getswitchinterval(), sys.get_int_max_str_digits()),
+        "path": [id(entry) for entry in sys.path] + [(type(e) is str and e) for e in sys.path],
+        "meta_path": list(map(id, sys.meta_path)), "path_hooks": list(map(id, sys.path_hooks)),
+        "gc": (gc.isenabled(), gc.get_threshold()),
+    }
+    warnings = sys.modules.get("warnings")
+    if warnings is not None:
+        state["warnings"] = list(map(id, getattr(warnings, "filters", ())))
+    locale = sys.modules.get("_locale")
+    if locale is not None:
+        state["locale"] = locale.setlocale(locale.LC_ALL)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        state["numpy"] = (sorted(numpy.geterr().items()), numpy.getbufsize(),
+                          sorted((key, repr(value)) for key, value in numpy.get_printoptions().items()))
+        generator = getattr(sys.modules.get("numpy.random.mtrand"), "_rand", None)
+        if generator is not None:
+            name, keys, position, gauss, cached = generator.get_state()
+            state["numpy.random"] = (name, keys.tobytes(), position, gauss, cached)
+    return state
+
+
+def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None) -> Any:
+    """What an exercise could observe of this process, reachable from `roots` (the namespaces the student's
+    code lives in; `own`: the grader's objects among them, not entered; `homes`: the names of the modules whose
+    classes are the student's); None when part of it cannot be read (then only a fresh fork is known to be
+    pristine)."""
+    try:
+        stop = {id(_MODULE_DICT(module)) for module in list(sys.modules.values())
+                if isinstance(module, types.ModuleType)} - set(map(id, roots)) | set(map(id, own))
+        met: set[int] = set()
+        walked = walk(roots, frozenset(stop), met=met, homes=homes)
+        return (walked, _modules(met), _interpreter(), _process())
+    except Unknown:
+        return None
+    except Exception:  # noqa: BLE001 - a state this code did not foresee: not known to be pristine
+        return None
+
+
+def unchanged(before: Any, after: Any) -> bool:
+    """True when two snapshots show the same process, up to MAX_GROWTH more address space."""
+    if before is None or after is None:
+        return False
+    walked, modules, interpreter, process = after
+    grown = process["size"] - before[3]["size"]
+    process = {**process, "size": before[3]["size"]}
+    return grown <= MAX_GROWTH and bool((walked, modules, interpreter, process) == before)

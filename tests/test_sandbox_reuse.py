@@ -1,0 +1,86 @@
+"""An exercise's process serves the next exercise only while nothing of the last one can be seen there."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from grader import codec
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+from sandbox_run import statement
+
+
+def case(code: str) -> CaseRequest:
+    return CaseRequest(id=f"c{abs(hash(code)) % 10000}", code=code, timeout=2.0)
+
+
+def exercises(source: str, *calls: str, isolate: tuple[str, ...] = (), oracle=None) -> list:
+    """Each call its own exercise, in one sandbox: the decoded values."""
+    values = []
+    with Sandbox([statement(source, count=1, cell=1)], {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        for call in calls:
+            outcome = sandbox.run_exercise([case(call)], isolate, oracle, time.monotonic() + 60)[0]
+            assert outcome.status == "ok", outcome.error
+            values.append(codec.decode(outcome.value))
+    return values
+
+
+def test_exercises_that_change_nothing_share_one_process():
+    first, second, third = exercises("import os\ndef pid():\n    return os.getpid()\n", "pid()", "pid()", "pid()")
+    assert first == second == third
+
+
+# Each `change()` leaves something behind that a fresh fork would not have; `look()` must not see it.
+CHANGES = {
+    "a global list mutated": ("S = []\ndef change():\n    S.append(1)\n    return 0\ndef look():\n"
+                              "    return len(S)\n", 0),
+    "a global rebound": ("N = 0\ndef change():\n    global N\n    N = 5\n    return 0\ndef look():\n    return N\n", 0),
+    "a default argument": ("def change(m=[]):\n    m.append(1)\n    return 0\ndef look():\n"
+                           "    return len(change.__defaults__[0])\n", 0),
+    "a class attribute": ("class C:\n    n = 0\ndef change():\n    C.n += 1\n    return 0\ndef look():\n"
+                          "    return C.n\n", 0),
+    "an attribute of an instance": ("class C:\n    pass\nc = C()\nc.a = 1\ndef change():\n    del c.a\n"
+                                    "    c.b = 1\n    return 0\ndef look():\n    return sorted(vars(c))\n", ["a"]),
+    "a closure's cell": ("def counter():\n    n = 0\n    def step():\n        nonlocal n\n        n += 1\n"
+                         "        return n\n    return step\nstep = counter()\ndef change():\n    step()\n"
+                         "    return 0\ndef look():\n    return step()\n", 1),
+    "a numpy array in place": ("import numpy as np\nA = np.zeros(3)\ndef change():\n    A[0] = 7\n    return 0\n"
+                               "def look():\n    return float(A[0])\n", 0.0),
+    "a library function patched": ("import heapq\ndef change():\n    heapq.heappush = lambda h, x: None\n"
+                                   "    return 0\ndef look():\n    h = []\n    heapq.heappush(h, 1)\n"
+                                   "    return h\n", [1]),
+    "the recursion limit": ("import sys\ndef change():\n    sys.setrecursionlimit(123)\n    return 0\n"
+                            "def look():\n    return sys.getrecursionlimit() != 123\n", True),
+    "the working folder": ("import os\ndef change():\n    os.chdir('/')\n    return 0\ndef look():\n"
+                           "    return os.getcwd() != '/'\n", True),
+    "a signal handler": ("import signal\ndef change():\n    signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+                         "    return 0\ndef look():\n    return signal.getsignal(signal.SIGUSR1) != signal.SIG_IGN\n",
+                         True),
+    "a random generator of its own": ("import random\nR = random.Random(1)\nFIRST = random.Random(1).random()\n"
+                                      "def change():\n    R.random()\n    return 0\ndef look():\n"
+                                      "    return R.random() == FIRST\n", True),
+    "a cache the walk cannot read": ("import functools\n@functools.lru_cache\ndef f(x):\n    return x\n"
+                                     "def change():\n    f(1)\n    return 0\ndef look():\n"
+                                     "    return f.cache_info().currsize\n", 0),
+    "an environment variable": ("import os\ndef change():\n    os.environ['X_LEFT'] = '1'\n    return 0\n"
+                                "def look():\n    return 'X_LEFT' in os.environ\n", False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_an_exercise_that_changed_something_is_followed_by_a_fresh_fork(name):
+    source, pristine = CHANGES[name]
+    source += "import os as _os\ndef pid():\n    return _os.getpid()\n"
+    before, _, after, seen = exercises(source, "pid()", "change()", "pid()", "look()")
+    assert seen == pristine
+    assert before != after
+
+
+def test_an_exercise_that_asked_the_reference_ends_its_process():
+    source = "import os\ndef helper(x):\n    return x\ndef uses():\n    return helper(1)\ndef pid():\n" \
+             "    return os.getpid()\n"
+    before, _, after = exercises(source, "pid()", "uses()", "pid()", isolate=("helper",),
+                                 oracle=lambda name, args, kwargs: args[0] + 1)
+    assert before != after
