@@ -9,6 +9,7 @@ next to the runtime in a clean interpreter, and it runs before any student code.
 
 import ctypes
 import errno
+import functools
 import os
 import signal
 
@@ -374,6 +375,7 @@ def needed_paths(scratch):
     return sorted(os.path.realpath(p) for p in paths if p and os.path.isdir(p))
 
 
+@functools.cache   # the interpreter's own layout: the zygote asks once, every child it forks knows
 def unrelated_site_packages():
     """The base interpreter's site-packages when a venv without system site-packages runs us: it lies
     inside the standard library's tree, yet nothing on sys.path comes from it. The jail covers it."""
@@ -381,11 +383,11 @@ def unrelated_site_packages():
     import sys
     import sysconfig
     if sys.prefix == sys.base_prefix:
-        return []
+        return ()
     wanted = {os.path.realpath(p) for p in site.getsitepackages()}
     base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
     found = {os.path.realpath(base[key]) for key in ("purelib", "platlib") if base.get(key)}
-    return sorted(p for p in found - wanted if os.path.isdir(p) and not any(_inside(w, p) for w in wanted))
+    return tuple(sorted(p for p in found - wanted if os.path.isdir(p) and not any(_inside(w, p) for w in wanted)))
 
 
 def readable_by_anyone(path):
@@ -404,6 +406,7 @@ def readable_by_anyone(path):
     return True
 
 
+@functools.cache   # as unrelated_site_packages: sysconfig and a realpath of every tree, once per zygote
 def python_trees():
-    """The interpreter's own trees (prefixes, stdlib, site-packages), for the allowlist."""
-    return allowlist(needed_paths(""))
+    """The interpreter's own trees (prefixes, stdlib, site-packages), for the allowlist (a tuple: shared)."""
+    return tuple(allowlist(needed_paths("")))
