@@ -96,3 +96,47 @@ def test_what_the_fast_path_leaves_to_the_general_walk_still_gets_its_checks() -
     for wire in ({"set": [{"list": []}]}, {"dict": [[{"list": []}, 1]]}, {"tuple": [[1]]},
                  {"tuple": [], "class": "x.Y"}, {"int": 10**4001}):
         assert outcome(lambda wire=wire: codec.decode(wire)) == outcome(lambda wire=wire: codec.decode(wire, GENERAL))
+
+
+# The two short ways of isolated-helper calls (codec.plain_text up, codec.pack down) stand for the general path
+# exactly, or step aside.
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(plain)
+def test_a_calls_text_is_the_json_of_its_wire_or_none(value: Any) -> None:
+    from grader.sandbox import wire
+    text = codec.plain_text(value)
+    assert text is None or text == wire.json_text(codec.encode(value))
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(plain)
+def test_a_packed_answer_unpacks_to_what_its_wire_decodes_to_or_is_not_packed(value: Any) -> None:
+    packed = codec.pack(value)
+    if packed is not None:
+        unpacked, decoded = codec.unpack(packed), codec.decode(codec.encode(value))
+        assert strict(unpacked) == strict(decoded)
+        if isinstance(unpacked, (set, frozenset)):   # built by the same insertions: in the same order
+            assert isinstance(decoded, (set, frozenset)) and list(unpacked) == list(decoded)
+
+
+def test_states_and_counts_take_the_short_ways_and_subclasses_nested_sets_and_odd_text_do_not() -> None:
+    state = (("0", "14", "*", "*"), ("*", "*", "*", "15"))
+    for value in ([state], [state, state], {"grid": [1, 2.5, None, True]}, 17, []):
+        assert codec.plain_text(value) is not None and codec.pack(value) is not None
+    for odd in ([{1, 2}], [frozenset()], [Tile("3")], float("nan"), 2**70, [[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]):
+        assert codec.plain_text(odd) is None and codec.pack(odd) is None
+    assert codec.unpack(codec.pack({state, ()}) or b"") == {state, ()}   # next_states: a set of states, whole
+    assert codec.pack({Tile("3")}) is None and codec.plain_text({1}) is None
+    assert codec.plain_text(["é"]) is None and codec.pack(["é\udc80"]) is not None   # text up is ASCII only
+
+
+def test_a_packed_answer_shares_nothing_and_each_unpacking_is_new() -> None:
+    row = [1, 2]
+    packed = codec.pack([row, row])
+    assert packed is not None
+    first, second = codec.unpack(packed), codec.unpack(packed)
+    assert first == [[1, 2], [1, 2]] and first[0] is not first[1] and first is not second
+
+
+class Tile(str):
+    pass

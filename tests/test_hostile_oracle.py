@@ -65,4 +65,4 @@ def test_oracle_calls_with_huge_arguments_do_not_grow_the_parents_kept_replies(p
     replies = _replies(plan)
     kept = sum(len(part) for key in replies.entries for part in key)
     assert kept <= replies.max_chars and replies.chars <= replies.max_chars
-    assert all(len(key[-2]) + len(key[-1]) <= replies.max_key_chars for key in replies.entries)   # args, kwargs
+    assert all(len(key[0]) + len(key[-1]) <= replies.max_key_chars for key in replies.entries)   # name, arguments

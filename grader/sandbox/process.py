@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import signal
 import threading
@@ -94,10 +95,61 @@ def _placed(statement: Mapping[str, Any] | None, kind: Kind, subject: str, text:
 Oracle = Callable[[str, list, dict], Any]
 
 
+# The first bytes of an isolated-helper call's frame as the runtime writes it (Child.ask): its name and seq are read
+# from them, and the rest of the frame (the arguments and keywords) is the call's key, without parsing.
+_CALL_HEAD = re.compile(rb'\{"op":"oracle","name":"([A-Za-z_][A-Za-z0-9_.]{0,199})","seq":(0|[1-9][0-9]{0,17}),')
+
+
+@dataclass(frozen=True)
+class Heard:
+    """An isolated-helper call's frame as the runtime writes it, split without parsing: the name and seq its
+    first bytes give, and the rest of its bytes.
+
+    Why the rest is the call's key: the frame's JSON makes the same arguments and keywords of the same rest,
+    whatever the head before it (later members override earlier ones, and the head holds neither). A rest could
+    override a member of the head too (`"seq":7` again): such a call is never kept (`keeps`), so a kept rest
+    completes any head into the very call the head names."""
+
+    name: str
+    seq: int
+    rest: bytes
+
+    def key(self, answered_by: str = "") -> tuple[str, str, bytes]:
+        """Its key among kept replies, with what answers the helper (PureOracle.answered_by)."""
+        return (self.name, answered_by, self.rest)
+
+    def keeps(self, call: frames.OracleCall) -> bool:
+        """Whether the reply to this parsed call may be kept under this key: the rest names no member of the head
+        (not even inside a string, which only errs on the side of not keeping) and the call is the head's."""
+        return (call.name == self.name and call.seq == self.seq
+                and not any(member in self.rest for member in _HEAD_MEMBERS))
+
+
+def heard(body: bytes, longest: int) -> Heard | None:
+    """The call a frame's body holds, split (Heard), if it starts as the runtime writes it and is at most
+    `longest` bytes long (a longer one is not kept, and hashing it would cost the parent for nothing)."""
+    if len(body) > longest:
+        return None
+    head = _CALL_HEAD.match(body)
+    return Heard(head[1].decode("ascii"), int(head[2]), body[head.end():]) if head is not None else None
+
+
+@dataclass(frozen=True)
+class KnownCall:
+    """An isolated-helper call whose reply is kept, recognised from the bytes of its frame (Replies.recall)."""
+
+    name: str
+    seq: int
+    rest: bytes                           # the frame after the seq: the call's key, with its name (Heard)
+    tail: bytes                           # the kept reply (see _reply_frame)
+
+
 @dataclass
 class Replies:
-    """The reference's answers to isolated-helper calls, kept by the call's wire text and shared by whoever may
-    share answers (one plan's runs, so every submission of a batch).
+    """The reference's answers to isolated-helper calls, kept by the helper's name, what answers it (an isolated
+    method's call, which two exercises may write differently for the same name) and the call's bytes (Heard.key),
+    and shared by whoever may share answers (one plan's runs, so every submission of a batch): a call seen before
+    is answered from its frame's bytes, before they are parsed, with the same rules as a parsed call.
 
     Why a budget in characters: the child chooses every argument, so a kept key can be as large as a frame
     (tens of MB) and a reply as large as the reference makes it; counted in calls alone, a few hundred calls
@@ -108,36 +160,33 @@ class Replies:
     max_chars: int = 16_000_000
     max_key_chars: int = 16_384
     limit: int = 20_000
-    entries: dict[tuple[str, str, str, str], bytes] = field(default_factory=dict)   # call -> its reply's tail
+    entries: dict[tuple[str, str, bytes], bytes] = field(default_factory=dict)   # call -> its reply's tail
     chars: int = 0
 
-    def key(self, call: frames.OracleCall, answered_by: str = "") -> tuple[str, str, str, str] | None:
-        """The call's key, or None when it is not plain wire or too large to keep: the helper's name, what
-        answers it (`answered_by`: an isolated method's call, which two exercises may write differently for
-        the same name), and the arguments' canonical text."""
-        try:
-            args = codec.canonical(call.args)
-            kwargs = codec.canonical(call.kwargs) if len(args) <= self.max_key_chars else ""
-        except (TypeError, ValueError, RecursionError):   # not plain wire: the full path says why
-            return None
-        if len(call.name) + len(args) + len(kwargs) > self.max_key_chars:
-            return None
-        return (call.name, answered_by, args, kwargs)
+    def hear(self, body: bytes) -> Heard | None:
+        """The call a frame holds, split, when it could be kept (see heard)."""
+        return heard(body, self.max_key_chars + _CALL_HEAD_BYTES)
 
-    def get(self, key: tuple[str, str, str, str] | None) -> bytes | None:
-        return self.entries.get(key) if key is not None else None
+    def recall(self, call: Heard, answered_by: str = "") -> KnownCall | None:
+        """The call with its kept reply, if it is kept."""
+        tail = self.entries.get(call.key(answered_by))
+        return KnownCall(call.name, call.seq, call.rest, tail) if tail is not None else None
 
-    def keep(self, key: tuple[str, str, str, str], tail: bytes) -> None:
+    def keep(self, key: tuple[str, str, bytes], tail: bytes) -> None:
         """Keep a reply, encoded as the tail of its frame (see _reply_frame)."""
         size = sum(map(len, key)) + len(tail)
-        if size > self.max_key_chars * 4:
-            return   # a huge answer to a small question: recomputed when asked again
+        if len(key[0]) + len(key[-1]) > self.max_key_chars or size > self.max_key_chars * 4:
+            return   # a huge question, or a huge answer to a small one: answered again when asked again
         if self.chars + size > self.max_chars or len(self.entries) >= self.limit:
             self.entries.clear()
             self.chars = 0
         if key not in self.entries:
             self.entries[key] = tail
             self.chars += size
+
+
+_CALL_HEAD_BYTES = 300    # more than the longest head _CALL_HEAD matches
+_HEAD_MEMBERS = (b'"op"', b'"name"', b'"seq"')
 
 
 @dataclass(frozen=True)
@@ -294,9 +343,13 @@ class Sandbox:
 
     def _receive(self, deadline: float) -> frames.Message:
         """The child's next frame, validated against the schema (frames.Invalid when it does not fit)."""
+        return frames.parse(wire.parse_body(self._receive_body(deadline)), self.bounds)
+
+    def _receive_body(self, deadline: float) -> bytes:
+        """The body of the child's next frame, not yet parsed."""
         assert self.reader is not None
         outbox = self.outbox if self._outbox_reader is self.reader else None
-        return frames.parse(self.reader.read(deadline, outbox), self.bounds)
+        return self.reader.read_body(deadline, outbox)
 
     def load(self, deadline: float | None = None) -> LoadReport:
         """Start (or restart) the child and run the kept statements; a statement that hangs is left out.
@@ -439,8 +492,16 @@ class Sandbox:
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
         while True:
             wake = clock.wake if clock is not None else wait_until
+            message: frames.Message | KnownCall | None = None
+            call: Heard | None = None
             try:
-                message = self._receive(min(wake, deadline + GRACE_SECONDS))
+                body = self._receive_body(min(wake, deadline + GRACE_SECONDS))
+                if current is not None and isinstance(oracle, PureOracle):   # most frames of A*: helper calls
+                    call = oracle.replies.hear(body)
+                    if call is not None:
+                        message = oracle.replies.recall(call, oracle.answered_by.get(call.name, ""))
+                if message is None:
+                    message = frames.parse(wire.parse_body(body), self.bounds)
             except wire.Timeout:
                 if current is None or clock is None:
                     return outcomes, False
@@ -469,14 +530,14 @@ class Sandbox:
                     process = _Locator(self.process.pid, message.pid)
                 current, calls = cases[0], 0
                 clock = _CaseClock(current.timeout, now, process, self.meter)
-            elif isinstance(message, frames.OracleCall):
+            elif isinstance(message, (frames.OracleCall, KnownCall)):
                 if current is None or clock is None:
                     continue   # no case is running: nobody may ask
                 calls += 1
                 problem = _oracle_problem(message.name, isolate, calls, current.oracle_calls)
                 if problem is None:
                     try:
-                        self._answer_oracle(message, oracle, clock.reference_seconds())
+                        self._answer_oracle(message, oracle, clock.reference_seconds(), call)
                         # The reference's time is not the student's: its CPU clock stands still while it waits
                         # for the answer, and the wall backstop moves by the time the parent spent answering.
                         clock.paused(time.monotonic() - now)
@@ -556,27 +617,26 @@ class Sandbox:
                                                       f"{self.memory.limit >> 20} MB for all its processes and files)"}
         return {"message": reason}
 
-    def _answer_oracle(self, call: frames.OracleCall, oracle: Oracle, seconds: float) -> None:
-        """The reference's answer to an isolated-helper call the child made (already checked as allowed)."""
-        key = None
-        if isinstance(oracle, PureOracle):
-            key = oracle.replies.key(call, oracle.answered_by.get(call.name, ""))
-            known = oracle.replies.get(key)
-            if known is not None:
-                self._send(_reply_frame(call.seq, known))
-                return
+    def _answer_oracle(self, call: frames.OracleCall | KnownCall, oracle: Oracle, seconds: float,
+                       heard: Heard | None = None) -> None:
+        """The reference's answer to an isolated-helper call the child made (already checked as allowed); `heard`
+        is the call's frame split as the runtime writes it, if it was (its key, when the reply may be kept)."""
+        if isinstance(call, KnownCall):
+            self._send(_reply_frame(call.seq, call.tail))
+            return
+        key = heard.key(oracle.answered_by.get(call.name, "")) \
+            if heard is not None and heard.keeps(call) and isinstance(oracle, PureOracle) else None
         try:
             args = codec.decode(call.args)
             kwargs = codec.decode(call.kwargs)
             if type(args) is not list or type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
                 raise TypeError("malformed call")
             # The child chose the arguments: the reference gets no more than the case's remaining time.
-            reply = {"value": codec.encode(_bounded(lambda: oracle(call.name, args, kwargs), seconds))}
+            tail = _answer_tail(_bounded(lambda: oracle(call.name, args, kwargs), seconds))
         except _ReferenceTooSlow:
             raise
         except Exception as error:  # the reference rejects the student's arguments: the student's call fails
-            reply = {"error": f"{type(error).__name__}: {error}"[:500]}
-        tail = wire.json_text(reply)[1:].encode("utf-8")   # '"value":...}': the frame after its "seq"
+            tail = wire.json_text({"error": f"{type(error).__name__}: {error}"[:500]})[1:].encode("utf-8")
         if key is not None and isinstance(oracle, PureOracle):
             oracle.replies.keep(key, tail)
         self._send(_reply_frame(call.seq, tail))
@@ -722,10 +782,20 @@ class _CaseClock:
         return None
 
 
+def _answer_tail(answer: Any) -> bytes:
+    """The reply to an isolated-helper call after its seq: the answer packed (codec.pack: a letter, then marshal
+    data) when it is plain data, which the child loads in microseconds; else ``"value":`` and its wire, the end
+    of a JSON object."""
+    packed = codec.pack(answer)
+    if packed is not None:
+        return packed
+    return wire.json_text({"value": codec.encode(answer)})[1:].encode("utf-8")
+
+
 def _reply_frame(seq: int, tail: bytes) -> bytes:
-    """The frame answering call `seq`: its body is {"seq": seq, ...the reply}, the reply encoded once (kept
-    encoded, a reply seen before costs no encoding). The seq comes first: the child matches the body's first
-    bytes against the call it waits for before it parses anything."""
+    """The frame answering call `seq`: its body is `{"seq":N,` and the reply's tail (_answer_tail), encoded once
+    (kept encoded, a reply seen before costs no encoding). The seq comes first: the child matches the body's
+    first bytes against the call it waits for before it reads anything else."""
     return wire.frame_of(b'{"seq":%d,%s' % (seq, tail))
 
 

@@ -68,6 +68,8 @@ _EXCHANGE = [False, False]
 MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold: arguments' text and replies
 _perf = time.perf_counter
 _encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
+_plain_text, _unpack = _codec.plain_text, _codec.unpack
+_NO_KWARGS = _wire.json_text(_encode({}))
 
 
 class CaseTimeout(BaseException):
@@ -313,20 +315,19 @@ class Child:
         name_text = _wire.json_text(name)
 
         def oracle(*args, **kwargs):
-            try:
-                call = (_wire.json_text(_encode(list(args))), _wire.json_text(_encode(kwargs)))
-            except _codec.CodecError as error:
-                raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
+            call = _call_text(name, args, kwargs)
             # The reference's helpers are functions of their arguments: a call made before in this exercise is
             # answered from the memo, without a round trip. The key is the text of the arguments as they were
             # when called (the student may mutate them later), the very text the parent decodes; each answer is
-            # decoded afresh from the reply's bytes (the student may mutate what it got).
+            # made afresh from the reply's bytes (the student may mutate what it got).
             key = (name, *call)
-            body = child.answers.get(key)
-            if body is None:
-                body = child.ask(name_text, call)
-                child.remember(key, body)
-            reply = _wire.parse_body(body)
+            answer = child.answers.get(key)
+            if answer is None:
+                answer = child.ask(name_text, call)
+                child.remember(key, answer)
+            if answer[:1] != b'"':   # a plain answer, packed by the parent (codec.pack)
+                return _unpack(answer)
+            reply = _wire.parse_body(b"{" + answer)
             if "error" in reply:
                 raise RuntimeError(f"{name} raised {reply['error']}")
             return _decode(reply["value"])
@@ -335,7 +336,7 @@ class Child:
         return oracle
 
     def ask(self, name_text, call):
-        """One round trip to the parent: the body of its reply (`value` or `error`) to this call."""
+        """One round trip to the parent: its reply to this call, after the reply's seq (process._reply_frame)."""
         self.sequence += 1
         sequence = self.sequence
         frame = _wire.frame_of(f'{{"op":"oracle","name":{name_text},"seq":{sequence},'
@@ -361,17 +362,17 @@ class Child:
         if _EXCHANGE[1]:
             _EXCHANGE[1] = False
             raise CaseTimeout("the time limit of this case was reached")
-        return body
+        return body[len(prefix):]
 
-    def remember(self, key, body):
+    def remember(self, key, answer):
         """Keep a reply's bytes for the rest of the exercise, within MEMO_BYTES (it counts toward the student's
         own memory): a full memo is emptied and starts again."""
-        size = len(body) + len(key[1]) + len(key[2])
+        size = len(answer) + len(key[1]) + len(key[2])
         if self.memo_bytes + size > MEMO_BYTES:
             self.answers.clear()
             self.memo_bytes = 0
         if size <= MEMO_BYTES:
-            self.answers[key] = body
+            self.answers[key] = answer
             self.memo_bytes += size
 
     def _method_oracle(self, name, spec):
@@ -574,6 +575,16 @@ class Child:
                     return
             elif operation == "quit":
                 return
+
+
+def _call_text(name, args, kwargs):
+    """The text of an isolated-helper call's arguments and keywords, as the parent decodes them: plain values in
+    one walk (codec.plain_text), anything else through the wire."""
+    try:
+        return (_plain_text(list(args)) or _wire.json_text(_encode(list(args))),
+                (_plain_text(kwargs) or _wire.json_text(_encode(kwargs))) if kwargs else _NO_KWARGS)
+    except _codec.CodecError as error:
+        raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
 
 
 def _restore(namespace, saved):

@@ -272,8 +272,8 @@ class FrameReader:
         millis = None if timeout is None else max(0, _ceil(timeout * 1000))
         return bool(self._poller.poll(millis)), False
 
-    def _take(self) -> dict | None:
-        """The next whole frame in the buffer, or None when more bytes are needed."""
+    def _take(self) -> bytes | None:
+        """The body of the next whole frame in the buffer, or None when more bytes are needed."""
         if len(self._buffer) < _HEADER.size:
             return None
         (length,) = _HEADER.unpack_from(self._buffer)
@@ -285,16 +285,20 @@ class FrameReader:
             return None
         body = bytes(memoryview(self._buffer)[_HEADER.size : end])
         del self._buffer[:end]  # consumed even when malformed, so the next frame still parses
-        return _parse(body)
+        return body
 
     def read(self, deadline: float | None = None, outbox: Outbox | None = None) -> dict:
         """The next message. ``deadline`` is an absolute time.monotonic() value (None: wait forever);
         raises Timeout when it passes first, Closed on EOF, FrameError on malformed data. While waiting,
         queued frames of ``outbox`` are written as the other end takes them."""
+        return _parse(self.read_body(deadline, outbox))
+
+    def read_body(self, deadline: float | None = None, outbox: Outbox | None = None) -> bytes:
+        """The next frame's body, unparsed (``parse_body`` makes it a message); as ``read`` otherwise."""
         while True:
-            message = self._take()
-            if message is not None:
-                return message
+            body = self._take()
+            if body is not None:
+                return body
             timeout = None
             if deadline is not None:
                 timeout = deadline - _monotonic()
