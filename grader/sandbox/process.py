@@ -121,8 +121,9 @@ class Heard:
     def keeps(self, call: frames.OracleCall) -> bool:
         """Whether the reply to this parsed call may be kept under this key: the rest names no member of the head
         (not even inside a string, which only errs on the side of not keeping) and the call is the head's."""
+        rest = self.rest
         return (call.name == self.name and call.seq == self.seq
-                and not any(member in self.rest for member in _HEAD_MEMBERS))
+                and b'"op"' not in rest and b'"name"' not in rest and b'"seq"' not in rest)
 
 
 def heard(body: bytes, longest: int) -> Heard | None:
@@ -186,7 +187,6 @@ class Replies:
 
 
 _CALL_HEAD_BYTES = 300    # more than the longest head _CALL_HEAD matches
-_HEAD_MEMBERS = (b'"op"', b'"name"', b'"seq"')
 
 
 @dataclass(frozen=True)
