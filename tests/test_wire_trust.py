@@ -143,6 +143,28 @@ def test_a_case_may_call_the_isolated_helpers_at_most_its_limit():
     assert outcomes[1].status == "ok" and codec.decode(outcomes[1].value) == 1   # the next case starts afresh
 
 
+def test_a_case_may_send_the_isolated_helpers_at_most_its_bytes_kept_or_not():
+    """The count of calls alone would let each be a frame of tens of MB for the parent to parse and decode: the
+    bytes are capped too, per case, whether the parent answers a call from its kept replies or afresh."""
+    from grader.sandbox.process import PureOracle
+    calls = []
+    source = ("def helper(x):\n    return 'broken'\n\n"
+              "def uses(size):\n    return sum(helper('x' * size + str(i)) for i in range(10))\n")
+
+    def oracle(name, args, kwargs):
+        calls.append(args)
+        return 1
+
+    kept = PureOracle(oracle)
+    big, small = case("uses(10_000)", oracle_bytes=50_000), case("uses(10)", case_id="c2", oracle_bytes=50_000)
+    _, first = run([source], [big, small], isolate=["helper"], oracle=kept)
+    assert first[0].status == "error" and "more than 50,000 bytes" in first[0].error["message"]
+    assert len(calls) == 4 + 10 and first[1].status == "ok" and codec.decode(first[1].value) == 10
+    _, again = run([source], [big], isolate=["helper"], oracle=kept)   # the same calls, answered as kept
+    assert again[0].status == "error" and "more than 50,000 bytes" in again[0].error["message"]
+    assert len(calls) == 4 + 10   # the big case's four calls were answered as kept: none reached the oracle
+
+
 def test_a_child_that_floods_oracle_requests_and_never_reads_cannot_stall_the_parent():
     """Each answer is 200 kB and the child never reads one: with blocking writes the parent would wait forever
     once the pipe is full. The sandbox runs in a thread so that a stalled parent fails the test instead of

@@ -31,6 +31,7 @@ GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
 RUNTIME_SECONDS = 5.0         # time the runtime itself may need between cases (fork, encode, send)
 MAX_RESTARTS = 4
 ORACLE_CALLS = 10_000         # isolated-helper calls one case may make (rubric: limits.oracle_calls)
+ORACLE_BYTES = 64 << 20       # what those calls' frames may hold in all, per case (A* on Taoistic's stage 1: 2 MB)
 OUTPUT_SLACK = 200            # the cut marker the child appends to an output it truncated
 _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
 _CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -58,6 +59,7 @@ class CaseRequest:
     timeout: float = 1.0
     reduce: str | None = None                   # expression over `result`, applied before encoding
     oracle_calls: int = ORACLE_CALLS            # at most this many isolated-helper calls, then the case ends
+    oracle_bytes: int = ORACLE_BYTES            # and at most this many bytes of them (each parsed and decoded)
 
 
 @dataclass(frozen=True)
@@ -482,6 +484,7 @@ class Sandbox:
         clock: _CaseClock | None = None
         forked = False
         calls = 0
+        asked = 0                          # bytes of the running case's isolated-helper calls
         process: _Locator | None = None    # finds its fork and runtime by host pid, when a case first needs them
         try:
             self._send({"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "cases": [
@@ -528,13 +531,15 @@ class Sandbox:
                 self.fork_pid = self._verified_fork(message.pid)
                 if self.process is not None and isinstance(message.pid, int) and message.pid > 0:
                     process = _Locator(self.process.pid, message.pid)
-                current, calls = cases[0], 0
+                current, calls, asked = cases[0], 0, 0
                 clock = _CaseClock(current.timeout, now, process, self.meter)
             elif isinstance(message, (frames.OracleCall, KnownCall)):
                 if current is None or clock is None:
                     continue   # no case is running: nobody may ask
                 calls += 1
-                problem = _oracle_problem(message.name, isolate, calls, current.oracle_calls)
+                asked += len(body)
+                problem = _oracle_problem(message.name, isolate, calls, current.oracle_calls) or \
+                    _oracle_bytes_problem(asked, current.oracle_bytes)
                 if problem is None:
                     try:
                         self._answer_oracle(message, oracle, clock.reference_seconds(), call)
@@ -570,7 +575,7 @@ class Sandbox:
                     if timeouts_left <= 0 and len(outcomes) < len(cases):
                         return outcomes, False   # enough waiting on this exercise: the rest are skipped
                 if len(outcomes) < len(cases):
-                    current, calls = cases[len(outcomes)], 0
+                    current, calls, asked = cases[len(outcomes)], 0, 0
                     clock = _CaseClock(current.timeout, now, process, self.meter)
                 else:
                     wait_until = now + RUNTIME_SECONDS
@@ -797,6 +802,14 @@ def _reply_frame(seq: int, tail: bytes) -> bytes:
     (kept encoded, a reply seen before costs no encoding). The seq comes first: the child matches the body's
     first bytes against the call it waits for before it reads anything else."""
     return wire.frame_of(b'{"seq":%d,%s' % (seq, tail))
+
+
+def _oracle_bytes_problem(asked: int, allowed: int) -> str | None:
+    """Why a case's isolated-helper calls are too much to parse and decode, or None: the count of calls alone
+    would let each be a frame of tens of MB (every one parsed, its arguments decoded, before the reference)."""
+    if asked > allowed:
+        return f"sent the grader more than {allowed:,} bytes of isolated-helper calls in one case"
+    return None
 
 
 def _oracle_problem(name: str, isolate: Sequence[str], calls: int, allowed: int) -> str | None:
