@@ -213,6 +213,21 @@ def test_forked_workers_grade_with_the_coordinators_plan_and_their_own_zygote(tm
     assert LocalPool(setup, jobs=1).context.get_start_method() == "spawn"   # no plan: a fresh interpreter
 
 
+def test_the_progress_bar_leaves_the_coordinator_single_threaded_so_its_workers_are_forked():
+    """A TA's terminal shows a progress bar; drawn by a refresh thread, it made every pool spawn its workers
+    (each importing the grader and building the plan again, and unable to take over the zygotes started for it)."""
+    import io
+    import threading
+    from rich.console import Console
+    from grader.report.progress import BatchProgress
+    before = threading.active_count()
+    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with BatchProgress(console) as progress:
+        progress.start(total=2, unchanged=0)
+        assert threading.active_count() == before
+    assert "0/2" in console.file.getvalue()   # type: ignore[attr-defined]
+
+
 PROBES = """
 import os, sys
 from grader.sandbox import isolation, supervisor

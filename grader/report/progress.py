@@ -40,11 +40,15 @@ class BatchProgress:
             return
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
+        # Redrawn when a result comes in, not by rich's refresh thread: the batch forks its workers after this
+        # (a process with a second thread must spawn them, and each would import the grader and build the plan
+        # again, and could not take over the zygotes started for it).
         self.progress = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                  TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[summary]}"),
-                                 console=self.console, transient=False)
+                                 console=self.console, transient=False, auto_refresh=False)
         self.progress.start()
         self.task = self.progress.add_task("grading", total=total, summary="")
+        self.progress.refresh()
 
     def result(self, result: SubmissionResult, unchanged: bool) -> None:
         if unchanged:
@@ -56,3 +60,4 @@ class BatchProgress:
                         self.counts[case.status] += 1
         if self.progress is not None and self.task is not None:
             self.progress.update(self.task, advance=1, summary=self._summary())
+            self.progress.refresh()
