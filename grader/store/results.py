@@ -102,6 +102,9 @@ class SubmissionResult:
 
 
 def _case_dict(case: CaseResult) -> dict:
+    fields_ = case.__dict__      # a dataclass's fields in their order (to_dict runs for every case of a class)
+    if len(fields_) == len(_CASE_FIELDS):
+        return dict(fields_)
     return {f: getattr(case, f) for f in _CASE_FIELDS}
 
 
