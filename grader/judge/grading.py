@@ -372,7 +372,7 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
 
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
     """Turn the child's answer into a verdict, in the parent, on plain data only."""
-    base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=_stored(plan, case.id),
+    base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=stored_expected(plan, case.id),
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
                 cpu_seconds=round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None,
                 traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
@@ -498,11 +498,11 @@ def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, seconds=first.seconds,
                 output=first.output, weight=case.weight, traceback=first.traceback, inputs=first.inputs)
     return {variant.reference: _checked(plan, case, outcome, answers[variant.reference],
-                                        {**base, "expected": _stored(plan, case.id, variant.reference)})
+                                        {**base, "expected": stored_expected(plan, case.id, variant.reference)})
             for variant in exercise.variants if variant.reference in answers}
 
 
-def _stored(plan: Plan, case_id: str, variant: str = "") -> Any:
+def stored_expected(plan: Plan, case_id: str, variant: str = "") -> Any:
     """A case's expected value (the reference's, or an accepted variant's) as results store it: bounded once per
     plan, not measured again for each student's result (results.fitting)."""
     def bounded() -> Any:

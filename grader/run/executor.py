@@ -122,8 +122,50 @@ def _adopt_plan(setup: Setup, plan: "Plan") -> None:
     _PLANS[_plan_key(setup)] = (plan, support_sources(plan))
 
 
-def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None) -> None:
-    """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away."""
+@dataclass(frozen=True)
+class _Shared:
+    """A case's expected value that the coordinator's plan holds too (the reference's or a variant's answer),
+    sent by name rather than by value: it is most of a result, and the same for every student."""
+
+    case: str
+    variant: str = ""
+
+
+def _by_name(result: dict, plan: "Plan") -> dict:
+    """The result dict (fresh from to_dict) with each expected value of the plan, and each answer that is that
+    very value (a right one), replaced by its name."""
+    from grader.judge.grading import stored_expected
+    for exercise in result["exercises"]:
+        for case in exercise["cases"]:
+            expected, known = case["expected"], plan.expected.get(case["id"])
+            if expected is None or known is None:
+                continue
+            for variant in ("", *(name for name, _ in known.variants)):
+                if expected is stored_expected(plan, case["id"], variant):
+                    name = _Shared(case["id"], variant)
+                    if case["got"] is expected:
+                        case["got"] = name
+                    case["expected"] = name
+                    break
+    return result
+
+
+def _by_value(result: dict, plan: "Plan") -> dict:
+    """The coordinator's side of _by_name: each name replaced by the value of its own plan."""
+    from grader.judge.grading import stored_expected
+    for exercise in result["exercises"]:
+        for case in exercise["cases"]:
+            for field_name in ("expected", "got"):
+                name = case[field_name]
+                if type(name) is _Shared:
+                    case[field_name] = stored_expected(plan, name.case, name.variant)
+    return result
+
+
+def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by_name: bool = False) -> None:
+    """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away.
+
+    `by_name`: the coordinator has the plan too, so the plan's expected values travel by name (_Shared)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
     if plan is not None:
         _adopt_plan(setup, plan)
@@ -142,7 +184,8 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None) ->
         if job is None:
             return
         try:
-            connection.send(Done(job, grade_job(setup, job)))
+            result = grade_job(setup, job)
+            connection.send(Done(job, _by_name(result, _PLANS[_plan_key(setup)][0]) if by_name else result))
         except (BrokenPipeError, OSError):
             return
         except WorkerProblem as problem:
@@ -186,13 +229,15 @@ class LocalPool:
         from grader.sandbox.supervisor import can_fork
         forkable = plan is not None and can_fork()
         self.plan = plan if forkable else None
+        self.values = plan      # the coordinator's plan: expected values come back by name (_Shared)
         self.context = multiprocessing.get_context("fork") if forkable else multiprocessing.get_context("spawn")
         self.replaced = 0
 
     def _start(self) -> _Slot:
         from grader.sandbox import supervisor
         ours, theirs = self.context.Pipe()
-        process = self.context.Process(target=_worker, args=(theirs, self.setup, self.plan), daemon=True)
+        process = self.context.Process(target=_worker, args=(theirs, self.setup, self.plan, self.values is not None),
+                                       daemon=True)
         if self.plan is not None:      # forked: the worker adopts a zygote started ahead, if one is left
             with supervisor.handing_over():
                 process.start()
@@ -251,6 +296,8 @@ class LocalPool:
                             done = None
                         if done is not None:
                             slot.job = None
+                            if done.result is not None and self.values is not None:
+                                done = replace(done, result=_by_value(done.result, self.values))
                             finished.append(done)
                             continue
                     stuck = time.monotonic() - slot.started > self.watchdog
