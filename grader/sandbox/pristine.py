@@ -12,16 +12,18 @@ exercise runs there.
 references and compared by identity or, for exact builtin values, by value), what an exercise could observe:
 
 - everything reachable from the notebook's module, the support modules and builtins: containers and their
-  contents, functions with their defaults and closures, classes and instances with their attributes, numpy
-  arrays with their bytes. An object whose state the collector cannot show (a generator, a `random.Random`,
-  an `lru_cache`, a C type's hidden fields) makes the answer "unknown";
-- the library: which modules are loaded and what each module's names are bound to (a patched `heapq.heappush`),
-  numpy's error, print and global random state, the warnings filters, the locale;
-- the process: other processes and threads, descriptors, working folder, umask, environment, rlimits,
-  signal handlers and mask, interval timers, process group and session, priority, the interpreter's hooks
-  and limits, and how much address space it holds.
+  contents, functions with their defaults and closures, the student's classes and instances with their
+  attributes, numpy arrays with their bytes, random generators with their state. An object whose state the
+  collector cannot show (a generator, an `lru_cache`, a C type's hidden fields) makes the answer "unknown";
+- the library: which modules are loaded, what the names of the modules those objects reach are bound to (a
+  patched `heapq.heappush`), numpy's error, print and global random state, the warnings filters, the locale;
+- the interpreter's hooks and limits;
+- the process (`process`, taken by the fork when it starts): other processes and threads, descriptors,
+  working folder, umask, environment, rlimits, signal handlers and mask, interval timers, process group and
+  session, priority, a signal waiting for the runtime, and how much address space it holds.
 
-Two snapshots that are equal mean nothing the next exercise can observe has changed; anything else, or
+The runtime takes the snapshot once, after the load (every fork starts from that state). Equal snapshots
+and process states mean nothing the next exercise can observe has changed; anything else, or
 "unknown", means a fresh fork, as before. What this does not see (deep changes inside a library module's
 own objects, state kept in C by ctypes) only a student's own code can set there, and only that student's
 later exercises can see it.
@@ -280,27 +282,34 @@ def _interpreter() -> dict[str, Any]:
 
 
 def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None) -> Any:
-    """What an exercise could observe of this process, reachable from `roots` (the namespaces the student's
-    code lives in; `own`: the grader's objects among them, not entered; `homes`: the names of the modules whose
-    classes are the student's); None when part of it cannot be read (then only a fresh fork is known to be
-    pristine)."""
+    """What an exercise could observe of the student's objects and the libraries, reachable from `roots` (the
+    namespaces the student's code lives in; `own`: the grader's objects among them, not entered; `homes`: the
+    names of the modules whose classes are the student's); None when part of it cannot be read (then only a
+    fresh fork is known to be pristine). The runtime takes it once, after the load: every fork starts from it."""
     try:
         stop = {id(_MODULE_DICT(module)) for module in list(sys.modules.values())
                 if isinstance(module, types.ModuleType)} - set(map(id, roots)) | set(map(id, own))
         met: set[int] = set()
         walked = walk(roots, frozenset(stop), met=met, homes=homes)
-        return (walked, _modules(met), _interpreter(), _process())
+        return (walked, _modules(met), _interpreter())
     except Unknown:
         return None
     except Exception:  # noqa: BLE001 - a state this code did not foresee: not known to be pristine
         return None
 
 
-def unchanged(before: Any, after: Any) -> bool:
-    """True when two snapshots show the same process, up to MAX_GROWTH more address space."""
-    if before is None or after is None:
+def process() -> Any:
+    """What the process itself carries from one exercise to the next (taken by the fork when it starts: its
+    pid, children and parent are its own); None when /proc cannot be read."""
+    try:
+        return _process()
+    except Exception:  # noqa: BLE001 - as snapshot
+        return None
+
+
+def unchanged(before: Any, after: Any, started: Any, now: Any) -> bool:
+    """True when the snapshots and the process states are the same, up to MAX_GROWTH more address space."""
+    if before is None or after is None or started is None or now is None:
         return False
-    walked, modules, interpreter, process = after
-    grown = process["size"] - before[3]["size"]
-    process = {**process, "size": before[3]["size"]}
-    return grown <= MAX_GROWTH and bool((walked, modules, interpreter, process) == before)
+    grown = now["size"] - started["size"]
+    return grown <= MAX_GROWTH and bool(after == before) and bool({**now, "size": started["size"]} == started)

@@ -185,6 +185,7 @@ class Child:
         self.scratch = None          # emptied between phases
         self.sweep = False           # kill(-1) reaches only the student's processes
         self.jailed = False          # PID 2 of the sandbox's own pid namespace
+        self.pristine = None         # the loaded module's snapshot (pristine.snapshot), None: not readable
 
     # -- messages -------------------------------------------------------------------------------------------
     def send(self, message):
@@ -509,7 +510,7 @@ class Child:
         """In an exercise's fork: run exercises for as long as nothing of the last one can be seen by the next.
         Returns when the next one needs a fresh fork (the runtime then reports this one's end); ends the fork
         with SESSION_OVER when the grader has nothing more to ask."""
-        before = self.snapshot()
+        started = _pristine.process() if self.pristine is not None else None
         while True:
             self.answers, self.memo_bytes, self.replies = {}, 0, None   # this exercise's own
             self.send({"op": "forked", "pid": os.getpid()})
@@ -518,8 +519,8 @@ class Child:
             self.send({"op": "done"})
             # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
             # answered may outlive it.
-            if before is None or request.get("isolate") or self.replies is not None \
-                    or not _pristine.unchanged(before, self.snapshot()):
+            if started is None or request.get("isolate") or self.replies is not None \
+                    or not _pristine.unchanged(self.pristine, self.snapshot(), started, _pristine.process()):
                 return
             if self.scratch:
                 _confine.empty_folder(self.scratch)
@@ -570,6 +571,7 @@ class Child:
                 # The loaded module is what every exercise's fork starts from: the collector leaves it alone
                 # from now on, so a collection in a fork does not copy every page the module's objects are on.
                 _freeze()
+                self.pristine = self.snapshot()   # what a fork that goes on must still show (pristine.py)
             elif operation == "exercise":
                 if not self.exercise(request):
                     return
