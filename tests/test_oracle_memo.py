@@ -207,3 +207,21 @@ def test_a_case_that_never_stops_calling_the_helpers_ends_at_its_cpu_limit_with_
     outcomes = run(source, cases, reference)
     assert [outcomes[0].status, outcomes[2].status] == ["timeout", "timeout"], outcomes
     assert value(outcomes[1]) == 7
+
+
+def test_a_helper_the_template_gives_can_never_be_isolated_so_it_always_runs_in_the_child(grader_cache: Path):
+    """to_tuple is code the template gives (no exercise grades it): a rubric that lists it in an exercise's
+    `isolate` is refused, so such a helper never costs a round trip; it runs in the child from the notebook's own
+    source, as every helper whose own exercise did not lose points does."""
+    from dataclasses import replace
+
+    import pytest
+
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import RubricError, load_rubric
+
+    rubric = load_rubric(REPO / "rubrics" / "taoistic-search.yaml")
+    exercises = tuple(replace(e, isolate=(*e.isolate, "to_tuple")) if e.id == "move_dir" else e
+                      for e in rubric.exercises)
+    with pytest.raises(RubricError, match="isolate names 'to_tuple', which no earlier exercise grades"):
+        build_plan(replace(rubric, exercises=exercises), grader_cache)
