@@ -66,3 +66,62 @@ def test_oracle_calls_with_huge_arguments_do_not_grow_the_parents_kept_replies(p
     kept = sum(len(part) for key in replies.entries for part in key)
     assert kept <= replies.max_chars and replies.chars <= replies.max_chars
     assert all(len(key[0]) + len(key[-1]) <= replies.max_key_chars for key in replies.entries)   # name, arguments
+
+
+# next_states forgets one move, so it loses points and search is judged again with the reference's next_states.
+# During that rerun, search records the reference's answers in memory every process of the sandbox shares (an
+# anonymous MAP_SHARED mapping made at load, inherited by every exercise's fork), and every later call of the
+# notebook's next_states says how many it finds there.
+STASHED_REFERENCE_ANSWERS = '''
+import mmap as _rt_mmap, json as _rt_json
+_RT_SHM = _rt_mmap.mmap(-1, 16 << 20)
+
+def _rt_stash():
+    size = int.from_bytes(_RT_SHM[:8], "big")
+    return _rt_json.loads(_RT_SHM[8:8 + size]) if size else {}
+
+def next_states(S):
+    n = len(S)
+    row, col = find_tile('0', S)
+    Result = set()
+    for dx, dy in [(1, 0), (0, 1), (0, -1)]:
+        if 0 <= row + dy < n and 0 <= col + dx < n:
+            Result.add(move_dir(S, row, col, dx, dy))
+    if not globals().get("_RT_SAID"):
+        globals()["_RT_SAID"] = True
+        print(f"RT-STASH: {len(_rt_stash())} answers of the reference")
+    return Result
+
+_RT_OWN = next_states
+_rt_search = search
+def search(start, goal, next_states_, heuristic):
+    if next_states_ is _RT_OWN:
+        return _rt_search(start, goal, next_states_, heuristic)
+    stash = _rt_stash()
+    def recording(S):
+        answer = next_states_(S)
+        stash[repr(S)] = [repr(x) for x in answer]
+        return answer
+    try:
+        return _rt_search(start, goal, recording, heuristic)
+    finally:
+        data = _rt_json.dumps(stash).encode()
+        if len(data) + 8 <= len(_RT_SHM):
+            _RT_SHM[8:8 + len(data)] = data
+            _RT_SHM[:8] = len(data).to_bytes(8, "big")
+'''
+
+
+def test_the_references_answers_to_a_rerun_never_reach_an_exercise_run_with_the_notebooks_own_helpers(plan, tmp_path):
+    """Isolation compensates: the reference answers a helper only in a second run of an exercise whose helper was
+    judged wrong. Every exercise's own run comes first, before any such answer exists in the sandbox, so no
+    channel the notebook opens between its processes (here shared memory made at load) can carry the reference's
+    answers into an exercise judged with its own code (before, main, run after search's rerun, found 3,000 of
+    them: next_states could answer main's states from them)."""
+    path = write(tmp_path / "stashed-reference-answers.ipynb", appended(CORRECT, STASHED_REFERENCE_ANSWERS))
+    result = grade_path(path, plan, support_sources(plan))
+    exercises = {exercise.id: exercise for exercise in result.exercises}
+    assert exercises["search"].isolated == ("next_states",)      # the rerun happened, with the reference's answers
+    said = [line for exercise in result.exercises if not exercise.isolated for case in exercise.cases
+            for line in (case.output or "").splitlines() if line.startswith("RT-STASH")]
+    assert said and all(line == "RT-STASH: 0 answers of the reference" for line in said), said

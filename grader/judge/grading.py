@@ -608,11 +608,10 @@ def _isolation_note(helpers: Sequence[str], plan: Plan) -> str:
             f"{'its' if len(helpers) == 1 else 'their'} own exercise, so it is not charged again here")
 
 
-def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, notebook: Notebook,
-                   extracted: Extracted, loaded: Sequence[str], deadline: float, options: Options,
-                   judged: Mapping[str, ExerciseResult] | None = None) -> ExerciseResult:
-    """One exercise's verdicts; `judged` holds the exercises graded before it (isolation and variants read it)."""
-    judged = judged or {}
+def _runnable(plan: Plan, exercise: Exercise, notebook: Notebook, extracted: Extracted,
+              loaded: Sequence[str]) -> ExerciseResult | tuple[str, str, dict[str, Any]]:
+    """The exercise's result when it cannot run (nothing by its name, a stub, not loaded), else the notebook's
+    name for what it grades, where that is (a label) and its place as facts (cell, line)."""
     cases = plan.cases[exercise.id]
     name = _resolve(exercise, extracted, loaded)
     if name is None:
@@ -649,6 +648,19 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
         return replace(_missing(exercise, cases, f"{name} is defined ({location}) but could not be loaded; see the "
                                                  f"warnings", NOT_LOADED), location=location, function=name,
                        **place)
+    return name, location, place
+
+
+def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, notebook: Notebook,
+                   extracted: Extracted, loaded: Sequence[str], deadline: float, options: Options,
+                   judged: Mapping[str, ExerciseResult] | None = None) -> ExerciseResult:
+    """One exercise's verdicts; `judged` holds the exercises graded before it (isolation and variants read it)."""
+    judged = judged or {}
+    cases = plan.cases[exercise.id]
+    ready = _runnable(plan, exercise, notebook, extracted, loaded)
+    if isinstance(ready, ExerciseResult):
+        return ready
+    name, location, place = ready
     assert sandbox is not None
     requests = _requests(plan, exercise, cases, name, options)
     allowed = allowed_variants(exercise, judged, plan.expected)
@@ -793,13 +805,49 @@ def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner
                     loaded: Sequence[str], deadline: float, options: Options,
                     cases: ExerciseRunner | None = None) -> tuple[ExerciseResult, ...]:
     """Every exercise of the rubric in order, each judged knowing the ones before it (isolation and variants
-    read them). `runner` is None when nothing loaded. The one loop grade, check and the kit's checks share."""
+    read them). `runner` is None when nothing loaded. The one loop grade, check and the kit's checks share.
+
+    The child runs every exercise's own run (the notebook's own helpers) before any run whose helpers the
+    reference answers (OwnRunsFirst): the reference's answers exist in the sandbox only once no exercise is left
+    to run with the notebook's own code, whatever channel the notebook opens between its processes (memory
+    shared since its load) to carry them there. The kit's runner answers from the public kit: as it comes."""
+    if runner is not None and cases is None:
+        runner = OwnRunsFirst(runner)
+        for exercise in plan.rubric.exercises:
+            ready = _runnable(plan, exercise, notebook, extracted, loaded)
+            if not isinstance(ready, ExerciseResult):
+                requests = _requests(plan, exercise, plan.cases[exercise.id], ready[0], options)
+                runner.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts)
+        runner.replaying = True
     judged: dict[str, ExerciseResult] = {}
     for exercise in plan.rubric.exercises:
         own = runner if runner is None or cases is None else cases(exercise, runner)
         judged[exercise.id] = grade_exercise(plan, exercise, own, notebook, extracted, loaded, deadline, options,
                                              judged)
     return tuple(judged.values())
+
+
+class OwnRunsFirst:
+    """A case runner that is asked first for every exercise's own run (no isolated helpers), in the rubric's
+    order, and keeps the outcomes; then, judging in order, it gives each own run its kept outcomes and runs the
+    isolated ones for real. An own run's requests depend on nothing judged, so the verdicts are those of one
+    pass; only when the child runs them changes."""
+
+    def __init__(self, runner: CaseRunner):
+        self.runner = runner
+        self.kept: dict[tuple[str, ...], list[Outcome]] = {}
+        self.replaying = False
+
+    def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
+                     deadline: float, max_timeouts: int = 2,
+                     methods: Mapping[str, Any] | None = None) -> list[Outcome]:
+        key = tuple(case.id for case in cases)
+        if not isolate and self.replaying and key in self.kept:
+            return self.kept.pop(key)
+        outcomes = self.runner.run_exercise(cases, isolate, oracle, deadline, max_timeouts, methods)
+        if not isolate and not self.replaying:
+            self.kept[key] = outcomes
+        return outcomes
 
 
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
