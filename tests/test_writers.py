@@ -234,6 +234,19 @@ def test_a_result_is_measured_without_encoding_it_only_when_it_surely_fits(text:
     assert _result_json_at_most(to_dict(result)) >= len(textsafe.json_text(to_dict(result), separators=(",", ":")))
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_characters_outside_the_bmp_in_an_ascii_written_result_count_twelve_each(tmp_path: Path, shared: bool) -> None:
+    """A lone surrogate anywhere writes the whole result as ASCII JSON, where a character outside the BMP is a
+    pair of \\u escapes (12 characters; 1 in UTF-8 JSON). Answers of 99,000 of them in 15 cases were measured
+    at their UTF-8 size (1.5 million) and written unmeasured: a 14 MB result file and gradebook row, seven
+    times the cap. The estimate must hold for what is written."""
+    from grader.store.results import fitting
+    answer = ["\U0001F600" * 99_000]
+    result = _result("\ud800", wire=fitting(answer) if shared else answer, cases=15)
+    text = write_json(bound_result(result), tmp_path, bounded=True).read_text(encoding="utf-8")   # as a batch does
+    assert len(text) <= SUBMISSION_CHARS + 1
+
+
 def test_huge_answers_cost_their_cases_and_the_stored_result_stays_bounded(tmp_path: Path) -> None:
     huge = "x" * 8_000_000
     result = _result("m" * 8_000_000, wire=huge, cases=30)

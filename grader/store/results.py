@@ -188,7 +188,7 @@ def fitting(wire: Any) -> Any:
     student) does not measure it again. For values that live as long as a plan, never a student's answer."""
     bounded = cut_value(wire, CASE_BOUNDS.value)
     try:
-        size = textsafe.value_size(bounded)
+        size = _written_size(bounded)
     except (TypeError, ValueError, RecursionError):
         return bounded      # not plain JSON: measured (and refused) like any other value
     if len(_FITTING) >= _FITTING_LIMIT:
@@ -352,7 +352,7 @@ def _result_json_at_most(data: dict) -> int:
                     for field_name, item in case.items():   # the common kinds inline: a class has many cases
                         kind = type(item)
                         if kind is str:
-                            total += 6 * (len(field_name) + len(item)) + 8
+                            total += 6 * len(field_name) + 12 * len(item) + 8
                         elif kind is float and math.isfinite(item):
                             total += 6 * len(field_name) + 28
                         else:
@@ -363,13 +363,20 @@ def _result_json_at_most(data: dict) -> int:
     return total
 
 
+def _written_size(wire: Any) -> int:
+    """At least the characters of a wire value's JSON as a result may be written: a result holding a lone
+    surrogate is written as ASCII JSON, where a character outside ASCII is a \\u escape (6 characters, 12 for
+    one outside the BMP), never shorter than its UTF-8 form, so the ASCII form bounds both."""
+    return len(json.dumps(wire, ensure_ascii=True, separators=(",", ":"), allow_nan=False, default=str))
+
+
 def _value_size(wire: Any) -> int:
     size = _fitting_size(wire)
     if size is not None:
         return size
     if type(wire) is dict or type(wire) is list:
         try:
-            return textsafe.value_size(wire)
+            return _written_size(wire)
         except (TypeError, ValueError, RecursionError):
             return _TOO_BIG
     return _json_at_most(wire)
@@ -387,7 +394,7 @@ def _json_at_most(data: Any, depth: int = 0) -> int:
         return size
     kind = type(data)
     if kind is str:
-        return 6 * len(data) + 2
+        return 12 * len(data) + 2          # a character outside the BMP: two \\u escapes in ASCII JSON
     if data is None or kind is bool:
         return 5
     if kind is int:
@@ -401,7 +408,7 @@ def _json_at_most(data: Any, depth: int = 0) -> int:
         for key, value in data.items():
             if type(key) is not str:
                 return _TOO_BIG
-            total += 6 * len(key) + 4 + _json_at_most(value, depth + 1)
+            total += 12 * len(key) + 4 + _json_at_most(value, depth + 1)
             if total > SUBMISSION_CHARS:
                 return _TOO_BIG
         return total
