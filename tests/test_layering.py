@@ -134,8 +134,8 @@ def _matches(module: str, prefixes: tuple[str, ...]) -> bool:
 
 
 # The untrusted side: what the sandbox's child loads (as plain files) and runs beside the student's code.
-CHILD = ("grader.sandbox.runtime", "grader.sandbox.zygote", "grader.sandbox.confine", "grader.sandbox.wire",
-         "grader.codec")
+CHILD = ("grader.sandbox.runtime", "grader.sandbox.pristine", "grader.sandbox.zygote", "grader.sandbox.confine",
+         "grader.sandbox.wire", "grader.codec")
 # Configuration: parsed once into frozen dataclasses; it knows no stage.
 CONFIGURATION = ("grader.rubric",)
 # Neutral ground any layer may use: pure functions over Python syntax and text, the value codec, the file writer.
