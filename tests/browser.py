@@ -1,33 +1,41 @@
 """Headless Chromium for the tests: find (or install) it, render an HTML file, read back screenshot, DOM and console.
 
-One Chromium run per page gives all three: the screenshot (--screenshot), the DOM after rendering (--dump-dom,
-on stdout) and the console (--enable-logging=stderr). Our pages run no script, so any console line at all is a
-problem: a script error ("Uncaught ..."), a resource that failed to load, or a Content-Security-Policy refusal.
-Chromium logs every console message at its INFO level whatever the message's own level, so the rule cannot be
-"errors only". PNGs are decoded with the standard library (zlib and the PNG chunk layout) so the check needs
-nothing beyond what the tests already have.
+One Chromium per test module, driven over the DevTools protocol on a pipe (--remote-debugging-pipe: JSON
+messages ended by a NUL byte on fds 3 and 4), so a page costs a navigation, not a browser start (0.1 s of CPU
+against 1.2 s). Pages open one after another in one tab, through about:blank, and each gives all three: the
+screenshot (Page.captureScreenshot of a viewport of the asked size; 0.3 s of CPU, so only where a test looks
+at pixels), the DOM after the load event (document.documentElement.outerHTML, what --dump-dom prints) and
+the console: what the page logged, its uncaught exceptions, and the browser's own messages about it (a failed
+load, a Content-Security-Policy refusal). Our pages run no script beyond sorting a table, so any console line
+at all is a problem. Screenshots are read with Pillow (the [test] extra).
 """
 
 from __future__ import annotations
 
+import atexit
+import base64
+import fcntl
+import json
 import os
 import re
+import select
 import shutil
-import struct
 import subprocess
 import tempfile
-import zlib
+import time
 from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
+from PIL import Image
 
 NAMES = ("chromium", "chromium-browser")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--enable-logging=stderr", "--v=0")
+         "--remote-debugging-pipe")
 RENDER_SECONDS = 60
 _install_tried = False
 
@@ -64,97 +72,200 @@ def chromium() -> str:
 
 @dataclass(frozen=True)
 class Rendered:
-    png: Path
+    png: Path | None             # the screenshot, if one was asked for
     dom: str                     # the document after rendering
-    console: tuple[str, ...]     # every console line Chromium logged
-    stderr: str
+    console: tuple[str, ...]     # every console line: the page's, its uncaught exceptions, the browser's about it
 
     @property
     def console_errors(self) -> tuple[str, ...]:
-        return tuple(line for line in self.console if "Uncaught" in line or ":CONSOLE" in line)
+        return self.console
 
     @property
     def external_resources(self) -> tuple[str, ...]:
-        """What the rendered page loads from anywhere but itself: a file beside it or the network. (Headless
-        Chromium does not log a failed load to stderr, so the DOM after rendering is read instead.)"""
+        """What the rendered page loads from anywhere but itself: a file beside it or the network (read from
+        the DOM after rendering, whether the load failed or not)."""
         return external_resources(self.dom)
 
 
-_CONSOLE = re.compile(r"^\[[^\]]*:CONSOLE[^\]]*\].*$|^.*Uncaught .*$", re.MULTILINE)
+def _console_line(message: dict[str, Any]) -> str | None:
+    """The console line a DevTools event stands for, or None for an event that is not one."""
+    method, params = message.get("method"), message.get("params", {})
+    if method == "Runtime.exceptionThrown":
+        details = params["exceptionDetails"]
+        return f"{details.get('text', '')} {details.get('exception', {}).get('description', '')}".strip()
+    if method == "Runtime.consoleAPICalled":
+        words = [str(a.get("value", a.get("description", ""))) for a in params.get("args", [])]
+        return f"[CONSOLE:{params.get('type')}] {' '.join(words)}"
+    if method == "Log.entryAdded" and params["entry"].get("level") != "verbose":
+        entry = params["entry"]
+        return f"[{entry.get('source')}:{entry.get('level')}] {entry.get('text')} {entry.get('url', '')}".strip()
+    return None
 
 
-def render(html: Path, png: Path, *, width: int = 1200, height: int = 1600, fragment: str = "") -> Rendered:
-    """Open `html` (with `#fragment` when given) in headless Chromium: screenshot to `png`, return DOM and
-    console lines."""
-    binary = chromium()
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        done = subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", f"--screenshot={png}",
-                               f"--window-size={width},{height}",
-                               Path(html).resolve().as_uri() + (f"#{fragment}" if fragment else "")],
-                              capture_output=True, text=True, timeout=RENDER_SECONDS)
-    if not png.is_file():
-        raise AssertionError(f"Chromium wrote no screenshot (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return Rendered(png, done.stdout, tuple(_CONSOLE.findall(done.stderr)), done.stderr)
+def _high(pipe: tuple[int, int]) -> tuple[int, int]:
+    """The pipe's ends moved to descriptors above 9 (close-on-exec), so the shell's `3<&N 4>&M` cannot
+    overwrite one end with the other."""
+    moved = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in pipe)
+    for fd in pipe:
+        os.close(fd)
+    return moved[0], moved[1]
+
+
+class Browser:
+    """One headless Chromium, spoken to over the DevTools pipe; closed by close() (or at exit)."""
+
+    def __init__(self) -> None:
+        self.profile = tempfile.mkdtemp(prefix="chromium-profile-")
+        self.log = tempfile.TemporaryFile()      # Chromium's stderr, quoted when it stops answering
+        to_browser, self._commands = _high(os.pipe())
+        self._replies, from_browser = _high(os.pipe())
+        # Chromium reads fd 3 and writes fd 4: bash puts the pipes there (no preexec_fn in a threaded process;
+        # dash takes one-digit descriptors only).
+        self.process = subprocess.Popen(
+            ["bash", "-c", f'exec "$@" 3<&{to_browser} 4>&{from_browser} {to_browser}<&- {from_browser}>&-',
+             "sh", chromium(), *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            pass_fds=(to_browser, from_browser), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=self.log)
+        os.close(to_browser)
+        os.close(from_browser)
+        self._buffer = b""
+        self._next = 0
+        self._events: list[dict[str, Any]] = []
+        self._session: str | None = None
+
+    def _send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
+              deadline: float | None = None) -> dict[str, Any]:
+        self._next += 1
+        number = self._next
+        message: dict[str, Any] = {"id": number, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        data = json.dumps(message).encode() + b"\0"
+        try:
+            while data:
+                data = data[os.write(self._commands, data):]
+        except BrokenPipeError:
+            raise AssertionError(self._gone()) from None
+        reply = self._wait(lambda m: m.get("id") == number, deadline)
+        if "error" in reply:
+            raise RuntimeError(f"Chromium refused {method}: {reply['error']}")
+        return reply.get("result", {})
+
+    def _wait(self, wanted: Callable[[dict[str, Any]], bool], deadline: float | None) -> dict[str, Any]:
+        """The first message `wanted` accepts; every other one is kept as an event."""
+        deadline = deadline if deadline is not None else time.monotonic() + RENDER_SECONDS
+        while True:
+            while b"\0" in self._buffer:
+                raw, self._buffer = self._buffer.split(b"\0", 1)
+                message = json.loads(raw)
+                if wanted(message):
+                    return message
+                self._events.append(message)
+            ready, _, _ = select.select([self._replies], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise AssertionError(f"Chromium did not answer within {RENDER_SECONDS} s:\n{self._stderr()}")
+            chunk = os.read(self._replies, 1 << 20)
+            if not chunk:
+                raise AssertionError(self._gone())
+            self._buffer += chunk
+
+    def _stderr(self) -> str:
+        self.log.seek(0)
+        return self.log.read()[-3000:].decode(errors="replace")
+
+    def _gone(self) -> str:
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        return f"Chromium ended (exit {self.process.poll()}):\n{self._stderr()}"
+
+    def _tab(self, deadline: float) -> str:
+        """The session of the one tab every page opens in (made on first use, in a browser context of its own)."""
+        if self._session is None:
+            context = self._send("Target.createBrowserContext", deadline=deadline)["browserContextId"]
+            target = self._send("Target.createTarget", {"url": "about:blank", "browserContextId": context},
+                                deadline=deadline)["targetId"]
+            session = self._send("Target.attachToTarget", {"targetId": target, "flatten": True},
+                                 deadline=deadline)["sessionId"]
+            for method in ("Page.enable", "Runtime.enable", "Log.enable"):
+                self._send(method, session=session, deadline=deadline)
+            self._session = session
+        return self._session
+
+    def _open(self, url: str, session: str, deadline: float) -> None:
+        navigated = self._send("Page.navigate", {"url": url}, session, deadline)
+        if navigated.get("errorText"):
+            raise AssertionError(f"Chromium could not open {url}: {navigated['errorText']}")
+        self._wait(lambda m: m.get("method") == "Page.loadEventFired" and m.get("sessionId") == session, deadline)
+
+    def render(self, html: Path, png: Path | None, *, width: int = 1200, height: int = 1600,
+               fragment: str = "") -> Rendered:
+        deadline = time.monotonic() + RENDER_SECONDS
+        session = self._tab(deadline)
+        self._send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+                                                          "mobile": False}, session, deadline)
+        # Through an empty page first: the last page's document is gone before this one loads, and a page
+        # opened again with another #fragment loads anew instead of scrolling within the old document.
+        self._open("about:blank", session, deadline)
+        self._events = []
+        self._open(Path(html).resolve().as_uri() + (f"#{fragment}" if fragment else ""), session, deadline)
+        dom = self._send("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
+                                              "returnByValue": True}, session, deadline)["result"]["value"]
+        if png is not None:   # a screenshot is most of a page's cost (PNG-encoding 1200x1600): only when asked
+            png.write_bytes(base64.b64decode(self._send("Page.captureScreenshot", {"format": "png"}, session,
+                                                        deadline)["data"]))
+        console = tuple(line for event in self._events if event.get("sessionId") == session
+                        for line in [_console_line(event)] if line is not None)
+        return Rendered(png, dom, console)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self._send("Browser.close", deadline=time.monotonic() + 10)
+            except (AssertionError, OSError):
+                pass
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        for fd in (self._commands, self._replies):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.log.close()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+_BROWSER: Browser | None = None
+
+
+def render(html: Path, png: Path | None, *, width: int = 1200, height: int = 1600,
+           fragment: str = "") -> Rendered:
+    """Open `html` (with `#fragment` when given) in headless Chromium: screenshot to `png` (None: no
+    screenshot), return DOM and console lines. The browser starts on the first call and is kept until close()."""
+    global _BROWSER
+    if _BROWSER is not None and _BROWSER.process.poll() is not None:
+        close()                       # it died: its profile goes, a new one starts
+    if _BROWSER is None:
+        _BROWSER = Browser()
+    return _BROWSER.render(html, png, width=width, height=height, fragment=fragment)
+
+
+def close() -> None:
+    """Stop the browser render() started, if any (tests call it when done; exit does it otherwise)."""
+    global _BROWSER
+    if _BROWSER is not None:
+        _BROWSER.close()
+        _BROWSER = None
+
+
+atexit.register(close)
 
 
 # ---------------------------------------------------------------------------------------------- PNG
-
-
-def png_pixels(path: Path) -> tuple[int, int, list[tuple[int, ...]]]:
-    """(width, height, pixels) of an 8-bit non-interlaced RGB/RGBA/grey PNG: what Chromium writes."""
-    data = Path(path).read_bytes()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError(f"{path}: not a PNG")
-    offset, idat, header = 8, [], None
-    while offset < len(data):
-        length, kind = struct.unpack(">I4s", data[offset:offset + 8])
-        body = data[offset + 8:offset + 8 + length]
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat.append(body)
-        elif kind == b"IEND":
-            break
-        offset += 12 + length
-    if header is None:
-        raise ValueError(f"{path}: no IHDR chunk")
-    width, height, depth, colour, _, _, interlace = header
-    channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(colour)
-    if depth != 8 or channels is None or interlace:
-        raise ValueError(f"{path}: unsupported PNG (depth {depth}, colour type {colour}, interlace {interlace})")
-    raw = zlib.decompress(b"".join(idat))
-    stride = width * channels
-    pixels: list[tuple[int, ...]] = []
-    previous = bytearray(stride)
-    for y in range(height):
-        start = y * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
-        _unfilter(kind, line, previous, channels)
-        pixels.extend(tuple(line[x:x + channels]) for x in range(0, stride, channels))
-        previous = line
-    return width, height, pixels
-
-
-def _unfilter(kind: int, line: bytearray, previous: bytearray, bpp: int) -> None:
-    if kind == 0:
-        return
-    for i in range(len(line)):
-        left = line[i - bpp] if i >= bpp else 0
-        up = previous[i]
-        if kind == 1:
-            line[i] = (line[i] + left) & 0xFF
-        elif kind == 2:
-            line[i] = (line[i] + up) & 0xFF
-        elif kind == 3:
-            line[i] = (line[i] + (left + up) // 2) & 0xFF
-        elif kind == 4:
-            up_left = previous[i - bpp] if i >= bpp else 0
-            p = left + up - up_left
-            pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
-            predictor = left if pa <= pb and pa <= pc else (up if pb <= pc else up_left)
-            line[i] = (line[i] + predictor) & 0xFF
-        else:
-            raise ValueError(f"unknown PNG filter {kind}")
 
 
 @dataclass(frozen=True)
@@ -170,10 +281,14 @@ class PixelStats:
 
 
 def pixel_stats(path: Path) -> PixelStats:
-    width, height, pixels = png_pixels(path)
-    counts = Counter(p[:3] for p in pixels)
+    """Colours of the screenshot, counted by Pillow (a pure-Python PNG decoder took 5-10 s of CPU per
+    1200x1600 screenshot)."""
+    with Image.open(path) as image:
+        rgb = image.convert("RGB")
+    width, height = rgb.size
+    counts = Counter({colour: n for n, colour in rgb.getcolors(maxcolors=width * height)})
     white = sum(n for colour, n in counts.items() if min(colour) >= 245)
-    return PixelStats(width, height, len(counts), 1 - white / len(pixels), counts)
+    return PixelStats(width, height, len(counts), 1 - white / (width * height), counts)
 
 
 # ---------------------------------------------------------------------------------------------- DOM
