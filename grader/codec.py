@@ -304,7 +304,7 @@ def _decode_plain(wire: Wire, depth: int, left: list[int]) -> Any:
 # path gives, and None (the general path then) for anything else.
 
 _TEXT_HEAD: dict[type, str] = {list: '{"list":[', tuple: '{"tuple":['}
-_ONLY_STR = frozenset({str})
+_ONLY_STR, _ONLY_INT = frozenset({str}), frozenset({int})
 
 
 def plain_text(obj: object) -> str | None:
@@ -341,12 +341,18 @@ def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
     if left[0] < 0:
         raise _NotPlain
     depth += 1
-    if head is not None and set(map(type, obj)) <= _ONLY_STR:   # a row of a state: C loops (counting every str)
-        joined = "".join(obj)
-        left[1] -= len(joined)
-        if left[1] < 0 or not str.isascii(joined):
-            raise _NotPlain
-        return head + ",".join(map(_quote, obj)) + "]}"
+    if head is not None:   # a row of strs or of ints (a state, a board): C loops instead of a call per item
+        kinds = set(map(type, obj))
+        if kinds <= _ONLY_STR:   # every str counted
+            joined = "".join(obj)
+            left[1] -= len(joined)
+            if left[1] < 0 or not str.isascii(joined):
+                raise _NotPlain
+            return head + ",".join(map(_quote, obj)) + "]}"
+        if kinds <= _ONLY_INT:
+            if not (-_PLAIN_INT < min(obj) and max(obj) < _PLAIN_INT):
+                raise _NotPlain
+            return head + ",".join(map(int.__repr__, obj)) + "]}"
     if cls is dict:
         return '{"dict":[' + ",".join(["[" + _plain_text(key, depth, left) + "," + _plain_text(value, depth, left)
                                         + "]" for key, value in obj.items()]) + "]}"
