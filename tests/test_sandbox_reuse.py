@@ -64,6 +64,8 @@ CHANGES = {
     "a cache the walk cannot read": ("import functools\n@functools.lru_cache\ndef f(x):\n    return x\n"
                                      "def change():\n    f(1)\n    return 0\ndef look():\n"
                                      "    return f.cache_info().currsize\n", 0),
+    "the collector switched off": ("import gc\ndef change():\n    gc.disable()\n    return 0\ndef look():\n"
+                                   "    return gc.isenabled()\n", True),
     "an environment variable": ("import os\ndef change():\n    os.environ['X_LEFT'] = '1'\n    return 0\n"
                                 "def look():\n    return 'X_LEFT' in os.environ\n", False),
 }

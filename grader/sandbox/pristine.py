@@ -252,8 +252,9 @@ def _process() -> dict[str, Any]:
     }
 
 
-def _interpreter() -> dict[str, Any]:
-    """The interpreter's own settings and hooks, and the libraries' global state that outlives a call."""
+def _interpreter(collecting: bool) -> dict[str, Any]:
+    """The interpreter's own settings and hooks, and the libraries' global state that outlives a call
+    (`collecting`: whether the collector was on before the snapshot turned it off)."""
     hooks = [id(getattr(sys, name, None)) for name in (
         "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "displayhook", "excepthook",
         "unraisablehook", "breakpointhook")]
@@ -262,7 +263,7 @@ def _interpreter() -> dict[str, Any]:
         "limits": (sys.getrecursionlimit(), sys.getswitchinterval(), sys.get_int_max_str_digits()),
         "path": [id(entry) for entry in sys.path] + [(type(e) is str and e) for e in sys.path],
         "meta_path": list(map(id, sys.meta_path)), "path_hooks": list(map(id, sys.path_hooks)),
-        "gc": (gc.isenabled(), gc.get_threshold()),
+        "gc": (collecting, gc.get_threshold()),
     }
     warnings = sys.modules.get("warnings")
     if warnings is not None:
@@ -286,16 +287,21 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
     namespaces the student's code lives in; `own`: the grader's objects among them, not entered; `homes`: the
     names of the modules whose classes are the student's); None when part of it cannot be read (then only a
     fresh fork is known to be pristine). The runtime takes it once, after the load: every fork starts from it."""
+    collecting = gc.isenabled()
+    gc.disable()    # no collection (and no student __del__) in the middle of the walk
     try:
         stop = {id(_MODULE_DICT(module)) for module in list(sys.modules.values())
                 if isinstance(module, types.ModuleType)} - set(map(id, roots)) | set(map(id, own))
         met: set[int] = set()
         walked = walk(roots, frozenset(stop), met=met, homes=homes)
-        return (walked, _modules(met), _interpreter())
+        return (walked, _modules(met), _interpreter(collecting))
     except Unknown:
         return None
     except Exception:  # noqa: BLE001 - a state this code did not foresee: not known to be pristine
         return None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def process() -> Any:
