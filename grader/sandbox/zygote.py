@@ -12,7 +12,8 @@ The chain, each link dying with the one before it (PR_SET_PDEATHSIG):
     grader -> zygote -> outer (host pid namespace; drops to an unused uid, enters every namespace)
                           -> init (PID 1: builds the root, reaps; never runs student code)
                                -> runtime (no capabilities, the student's uid: loads the notebook)
-                                    -> one fork per exercise
+                                    -> an exercise's fork (serving the next exercises while pristine.py
+                                       finds nothing of the last one left)
 
 Without user namespaces the outer process becomes the runtime itself (rlimits mode). When the grader
 goes (the control socket reads EOF, or the zygote is told to stop) every child is killed, and in rlimits
