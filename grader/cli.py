@@ -607,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
         from grader.report.similarity import SimilarityUnavailable
         from grader.run.executor_dask import ClusterError
         from grader.run.batch import ResultsFolderError
-        if isinstance(error, (KitError, GradebookError, SimilarityUnavailable, ClusterError, ResultsFolderError)):
+        from grader.store.shared import SharedValuesError
+        if isinstance(error, (KitError, GradebookError, SimilarityUnavailable, ClusterError, ResultsFolderError,
+                              SharedValuesError)):
             print(error, file=sys.stderr)
             return 2
         raise

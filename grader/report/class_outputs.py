@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.store.results import SubmissionResult, read_json
+from grader.store.shared import SharedValuesError
 
 GRADEBOOK = "gradebook.sqlite"
 
@@ -159,6 +160,8 @@ def read_results(directory: Path | str) -> LoadedResults:
     for file in files:
         try:
             results.append(read_json(file))
+        except SharedValuesError as error:   # the file is a result, but a value it refers to is damaged
+            problems.append(f"{file.name}: not readable: {error}")
         except (OSError, ValueError, KeyError, TypeError) as error:
             reason = error.msg if isinstance(error, json.JSONDecodeError) else f"{type(error).__name__}: {error}"
             problems.append(f"{file.name}: not a readable result ({reason})")

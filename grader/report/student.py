@@ -401,7 +401,9 @@ def html_report(result: SubmissionResult, *, hidden_details: bool = False,
 
 
 def iter_results(results: str | Path | Iterable[SubmissionResult]) -> Iterator[SubmissionResult]:
-    """Results from a folder of <student>.json files (other JSON files skipped) one at a time, or as given."""
+    """Results from a folder of <student>.json files (other JSON files skipped) one at a time, or as given.
+    A result whose shared values are damaged stops the reading (grader.store.shared.SharedValuesError names the
+    file): skipping it would leave a student without a report and say nothing."""
     if isinstance(results, (str, Path)):
         for path in sorted(Path(results).glob("*.json")):
             try:

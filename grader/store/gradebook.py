@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from grader import textsafe
-from grader.store.results import ExerciseResult, SubmissionResult, bound_result, from_dict, to_dict
+from grader.store.results import ExerciseResult, SubmissionResult, bound_result, from_dict, lean, to_dict
 
 SCHEMA_VERSION = 2
 
@@ -213,7 +213,7 @@ class Gradebook:
         shared = self._shared_values(db, result.rubric_sha256)
         if not bounded:
             result = bound_result(result)   # the row is bounded like the JSON file: no answer is too big for SQLite
-        data = _compact(db, to_dict(result), result.rubric_sha256, shared)
+        data = _compact(db, lean(to_dict(result)), result.rubric_sha256, shared)
         return _insert_result(db, submission_id, source, result, graded_at, data, skip_existing=skip_existing)
 
     def _shared_values(self, db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:

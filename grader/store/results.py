@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import math
 import weakref
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from grader.files import write_text
 from grader import textsafe
+from grader.store import shared
 from grader.intake.warning import GraderWarning, Kind, from_json as warning_from_json, to_json as warning_to_json
 
-SCHEMA_VERSION = 1
+# 2: a result file refers to its cases' shared values (call, expected, a right answer) in the results folder's
+# store (grader.store.shared) instead of holding them; version 1 files hold every value and still read.
+SCHEMA_VERSION = 2
 # "problem": the grader or the rubric failed on this case (a reference check or helper raised), not the student.
 # What happened to a submission as a whole: graded (its cases ran), unreadable (the file could not be read or
 # parsed: a zero with the reason in `warnings`), failed (the grader could not finish it: its worker died or was
@@ -127,8 +130,25 @@ def to_dict(result: SubmissionResult) -> dict:
 
 
 _CASE_FIELDS = tuple(f.name for f in fields(CaseResult))
+# What a stored case may leave out: fields at their default (an empty message, no traceback ...) read back as
+# that default. Never the values: a stored case without `got` means "the expected value" (grader.store.shared).
+_CASE_DEFAULTS = {f.name: (f.default if f.default is not MISSING else f.default_factory())   # type: ignore[operator]
+                  for f in fields(CaseResult)
+                  if f.name not in ("id", "status", "call", "expected", "got")
+                  and (f.default is not MISSING or f.default_factory is not MISSING)}
 _EXERCISE_FIELDS = tuple(f.name for f in fields(ExerciseResult))
 _ALL_RESULT_FIELDS = tuple(f.name for f in fields(SubmissionResult))
+
+
+def lean(data: dict) -> dict:
+    """`data` (to_dict's form) without the case fields that hold their default: a stored result is mostly
+    passing cases with nothing to say. Changes `data` and returns it; from_dict reads either form."""
+    for exercise in data["exercises"]:
+        for case in exercise["cases"]:
+            for name, default in _CASE_DEFAULTS.items():
+                if name in case and type(case[name]) is type(default) and case[name] == default:
+                    del case[name]
+    return data
 
 
 def from_dict(data: dict) -> SubmissionResult:
@@ -423,17 +443,24 @@ def _json_at_most(data: Any, depth: int = 0) -> int:
 
 
 def write_json(result: SubmissionResult, directory: Path, *, bounded: bool = False) -> Path:
-    """Write atomically, so an interrupted batch never leaves half a result behind; bounded, any string.
+    """Write atomically, so an interrupted batch never leaves half a result behind; bounded, any string. The
+    values every result of the rubric shares go to the folder's store (grader.store.shared), once.
 
     `bounded`: the result is already within every bound (grade_path bounds each result it returns), so it is
     not measured again (that costs a JSON encoding of every value).
     """
     directory.mkdir(parents=True, exist_ok=True)
+    if not bounded:
+        result = bound_result(result)
+    data = shared.slim(lean(to_dict(result)), shared.writer(directory.resolve(), result.rubric_sha256))
+    data["schema"] = SCHEMA_VERSION     # the file's form, whatever file the result was first read from
     # Compact: the C encoder is ten times faster than an indented dump (pretty-print with `jq` or
     # `python -m json.tool`).
-    text = textsafe.json_text(to_dict(result), separators=(",", ":")) if bounded else bounded_json(result)[1]
-    return write_text(directory / f"{result.submission}.json", text + "\n")
+    return write_text(directory / f"{result.submission}.json", textsafe.json_text(data, separators=(",", ":")) + "\n")
 
 
 def read_json(path: Path) -> SubmissionResult:
-    return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+    """A result file, whole: its shared values read back from its folder's store (checked against their keys;
+    shared.SharedValuesError names a file that does not match). Any schema version so far."""
+    path = Path(path)
+    return from_dict(shared.restore(json.loads(path.read_text(encoding="utf-8")), path.parent))

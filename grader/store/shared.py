@@ -1,0 +1,151 @@
+"""What every result of a rubric shares (each case's call and expected value), stored once per rubric in the
+results folder and referenced by key from each result file, so a class of 10,000 does not store 10,000 copies.
+
+Layout: `<results>/shared/<rubric_sha256>/<key>.json`, one file per case, holding the canonical JSON of
+`{"call": ..., "expected": ...}`; its key is the first 32 hex digits of the SHA-256 of those bytes (content
+addressed: the same values always get the same key, whoever writes them, and two values never share a file).
+A file is written once, atomically, and checked against its key whenever it is read: a file edited by hand,
+truncated or damaged is a SharedValuesError naming it, never a wrong grade.
+
+A result file (results schema 2) refers to it per case: the case's dict has `shared: <key>` instead of `call`
+and `expected`, and no `got` when the answer was the expected value (the common case: a right answer). An
+answer that differs stays inline, and so does any case whose values cannot be shared. `slim` and `restore`
+are the only two functions that know this form; they work on the JSON dicts of grader.store.results.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from grader import textsafe
+from grader.files import write_text
+
+FOLDER = "shared"
+KEY_DIGITS = 32                     # 128 bits of SHA-256: content addressing, not a secret
+_KEY = re.compile(r"[0-9a-f]{%d}" % KEY_DIGITS)
+_RUBRIC_HASH = re.compile(r"[0-9A-Za-z_-][0-9A-Za-z._-]{0,127}")    # one plain folder name: never "..", no "/"
+
+
+class SharedValuesError(Exception):
+    """A shared-values file that is missing, damaged or does not match its key: which file, and what to do."""
+
+
+def canonical(value: Any) -> str:
+    """The one text a value is stored and hashed as (sorted keys, no spaces, lone surrogates kept as escapes)."""
+    return textsafe.json_text(value, sort_keys=True, separators=(",", ":"))
+
+
+def key_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_DIGITS]
+
+
+def folder(results: Path, rubric_sha256: str) -> Path:
+    """Where a rubric's shared values live under a results folder; refuses a "hash" that is not one folder name
+    (a hand-edited result must not send a reader outside the store)."""
+    if not isinstance(rubric_sha256, str) or not _RUBRIC_HASH.fullmatch(rubric_sha256):
+        raise SharedValuesError(f"{results}: a result names rubric hash {str(rubric_sha256)[:80]!r}, which is not "
+                                f"a hash: the result file was edited or damaged")
+    return Path(results) / FOLDER / rubric_sha256
+
+
+class SharedWriter:
+    """Puts a rubric's case values into the store as results are written; remembers which keys are on disk (and
+    verified), so each file is written, or checked, once per process."""
+
+    def __init__(self, results: Path, rubric_sha256: str) -> None:
+        self.folder = folder(results, rubric_sha256)
+        self._stored: set[str] = set()
+
+    def put(self, call: Any, expected: Any) -> str:
+        text = canonical({"call": call, "expected": expected})
+        key = key_of(text)
+        path = self.folder / f"{key}.json"
+        # Checked whole once per process; after that a stat says it is still there (a TA may delete the folder).
+        if key not in self._stored or not path.is_file():
+            try:
+                good = path.read_bytes() == text.encode("utf-8", "surrogatepass")
+            except OSError:
+                good = False
+            if not good:       # absent, or not what its name promises: (re)written whole
+                self.folder.mkdir(parents=True, exist_ok=True)
+                write_text(path, text, encoding="utf-8")
+            self._stored.add(key)
+        return key
+
+
+@functools.lru_cache(maxsize=16)
+def writer(results: Path, rubric_sha256: str) -> SharedWriter:
+    """The writer of a results folder's store for one rubric, kept for the process (a batch writes thousands)."""
+    return SharedWriter(Path(results), rubric_sha256)
+
+
+def slim(data: dict[str, Any], store: SharedWriter) -> dict[str, Any]:
+    """`data` (results.to_dict's form) with every case's call and expected value moved to the store, and every
+    right answer (equal to the expected value, exact types) left out. Changes `data` and returns it."""
+    for exercise in data["exercises"]:
+        for case in exercise["cases"]:
+            if "call" not in case or "expected" not in case:
+                continue
+            expected = case["expected"]
+            got = case.get("got")
+            right = "got" in case and (got is expected or (got == expected and canonical(got) == canonical(expected)))
+            case["shared"] = store.put(case.pop("call"), case.pop("expected"))
+            if right:
+                del case["got"]
+    return data
+
+
+def restore(data: dict[str, Any], results: Path) -> dict[str, Any]:
+    """The whole result again from its slim form (a result without `shared` keys is returned as it is). Raises
+    SharedValuesError naming the file when a value cannot be read back exactly."""
+    where: Path | None = None
+    for exercise in data.get("exercises", ()):
+        for case in exercise.get("cases", ()):
+            key = case.pop("shared", None)
+            if key is None:
+                continue
+            if where is None:
+                where = folder(results, data.get("rubric_sha256", ""))
+            values = _values(where, key)
+            case["call"] = values["call"]
+            case["expected"] = values["expected"]
+            if "got" not in case:
+                case["got"] = values["expected"]
+    return data
+
+
+def _values(where: Path, key: Any) -> dict[str, Any]:
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise SharedValuesError(f"{where}: a result refers to shared value {str(key)[:80]!r}, which is not a key: "
+                                f"the result file was edited or damaged")
+    values: dict[str, Any] = json.loads(_verified(str(where / f"{key}.json"), key))
+    return values
+
+
+@functools.lru_cache(maxsize=8192)
+def _verified(path: str, key: str) -> str:
+    """The file's text once it matches its key (kept: a file cannot change what it verified as). Fresh values
+    are parsed from it for each result, so no reader shares a mutable value with another."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise SharedValuesError(f"{path}: missing: the results folder lost a shared value its results refer to "
+                                f"(regrade with --force to write it again)") from None
+    except OSError as error:
+        raise SharedValuesError(f"{path}: cannot be read: {error}") from None
+    if hashlib.sha256(data).hexdigest()[:KEY_DIGITS] != key:
+        raise SharedValuesError(f"{path}: does not match its key (edited, truncated or damaged): the results that "
+                                f"refer to it cannot be read; regrade with --force to write it again")
+    try:
+        text = data.decode("utf-8")
+        values = json.loads(text)
+    except ValueError as error:
+        raise SharedValuesError(f"{path}: not a shared value ({error})") from None
+    if not isinstance(values, dict) or set(values) != {"call", "expected"}:
+        raise SharedValuesError(f"{path}: not a shared value (expected call and expected)")
+    return text
