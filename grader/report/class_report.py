@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
-from grader.files import write_text
+from grader.files import atomic_open
 from grader.report.class_outputs import Classroom, Written, read_results
 from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
-    AnswerGroup, AnswerTally, GeneratorRate, StudentRow, generator_rates, scores_only, student_rows)
+    AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.results import CaseResult, SubmissionResult
 from grader.report.similarity import Pair, Similarity
 from grader.store.status import RAISED, STATUSES, TOO_SLOW, WRONG, headline, reason_of
@@ -163,7 +163,7 @@ class ClassReport:
     warnings: tuple[WarningGroup, ...]
     slowest: tuple[SlowSubmission, ...]
     problems: tuple[str, ...]              # result files that could not be read, and mixed rubrics
-    students: tuple[StudentRow, ...] = ()  # the dashboard's table, by name
+    students: Iterable[StudentRow] = ()    # the dashboard's table, by name (a StudentTable: rows made as read)
     answers: Mapping[str, tuple[AnswerGroup, ...]] = field(default_factory=dict)      # by exercise
     generators: Mapping[str, tuple[GeneratorRate, ...]] = field(default_factory=dict)  # by exercise
     similar: tuple[Pair, ...] = ()         # flagged pairs of the similarity check, most similar first
@@ -217,7 +217,8 @@ def tally(results: Iterable[SubmissionResult], *, ordered: bool = False) -> "Cla
 
 class ClassTally:
     """The class report's numbers gathered one result at a time, so a class of 10,000 is never held whole:
-    what is kept per submission is a total, a score per exercise and the names in each group."""
+    what is kept per submission is its line (name, scores, flags: dashboard.StudentLine), the names in each
+    group and, for an exercise that raised or timed out, its first message."""
 
     def __init__(self) -> None:
         self.totals: list[float] = []
@@ -243,16 +244,13 @@ class ClassTally:
         self.warning_rows: dict[tuple[str, str], tuple[GraderWarning, set[str]]] = {}
         self.slow: list[SlowSubmission] = []
         self.keep_slowest = SLOWEST
-        self.light: list[SubmissionResult] = []     # each result's scores only (no cases): the student table
-        self.ungraded_names: set[str] = set()
+        self.lines: list[StudentLine] = []          # the student table and the CSV, a few hundred bytes each
         self.answers = AnswerTally()
 
     def add(self, result: SubmissionResult) -> None:
         ungraded_result = is_ungraded(result)
-        self.light.append(scores_only(result))
-        if ungraded_result:
-            self.ungraded_names.add(result.submission)
-        else:
+        self.lines.append(student_line(result, ungraded=ungraded_result))
+        if not ungraded_result:
             self.answers.add(result)
         self.count += 1
         self.totals.append(result.total)
@@ -371,6 +369,13 @@ class ClassTally:
     def slowest(self, count: int = SLOWEST) -> tuple[SlowSubmission, ...]:
         return tuple(_slowest_first(self.slow)[:count])
 
+    def by_student(self) -> list[StudentLine]:
+        """The lines by name (a gradebook of several rubrics streams each rubric's students in order)."""
+        lines = self.lines
+        if any(a.student > b.student for a, b in zip(lines, lines[1:], strict=False)):
+            return sorted(lines, key=lambda line: line.student)
+        return lines
+
 
 def _slowest_first(rows: list[SlowSubmission]) -> list[SlowSubmission]:
     return sorted(rows, key=lambda row: (-row.seconds, row.submission))
@@ -471,8 +476,8 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
         title=title, summary=summary, exercises=counted.exercises(), cases=rates,
         mistakes=counted.mistakes(), troubles=counted.troubles(), ungraded=counted.ungraded(),
         warnings=counted.warnings(), slowest=counted.slowest(), problems=tuple(notes),
-        students=student_rows(counted.light, [e for e, _, _ in counted.exercise_order()], reports=reports,
-                              flagged=flagged, ungraded=lambda r: r.submission in counted.ungraded_names),
+        students=StudentTable(counted.by_student(), tuple(e for e, _, _ in counted.exercise_order()),
+                              reports=reports, flagged=flagged),
         answers=counted.answers.groups(), generators=generator_rates(rates, case_name),
         similar=similarity.flagged if similarity is not None else (), similarity_page=similarity_page,
         similarity_note=similarity_note)
@@ -526,6 +531,12 @@ def _environment():
 
 
 def render(report: ClassReport, csv_name: str | None = None) -> str:
+    return "".join(render_chunks(report, csv_name))
+
+
+def render_chunks(report: ClassReport, csv_name: str | None = None) -> Iterator[str]:
+    """The page as it is rendered, piece by piece: a class of 10,000 is written to its file without the page
+    (a row per student) ever being one string in memory."""
     mistakes: dict[str, list[MistakeGroup]] = {}
     for group in report.mistakes:
         mistakes.setdefault(group.exercise, []).append(group)
@@ -543,8 +554,9 @@ def render(report: ClassReport, csv_name: str | None = None) -> str:
         matched = GENERATED.match(name)
         groups.setdefault(rate.exercise, {}).setdefault(matched["group"] if matched else name, []).append(rate)
     script = sort_script()
-    return _environment().get_template(TEMPLATE).render(
-        report=report, figures=_figures(report), mistakes=mistakes, titles=titles,
+    return _environment().get_template(TEMPLATE).generate(
+        report=report, late_column=any(row.late for row in report.students), figures=_figures(report),
+        mistakes=mistakes, titles=titles,
         cases_by_exercise=list(cases.items()), cases_by_group=groups,
         shown_mistakes=MISTAKES_PER_EXERCISE, example_students=EXAMPLE_STUDENTS, csv_name=csv_name,
         board=boards_html.html_comparison, board_css=Markup(boards_html.HTML_CSS), script=Markup(script),
@@ -577,8 +589,10 @@ def class_report_html(results: Sequence[SubmissionResult], *, title: str | None 
                                similarity_page=similarity_page, similarity_note=similarity_note), csv_name)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    write_text(path, display(text))   # any string: a lone surrogate becomes U+FFFD
+def _write_atomically(path: Path, chunks: Iterable[str]) -> None:
+    with atomic_open(path) as stream:
+        for chunk in chunks:
+            stream.write(display(chunk))   # any string: a lone surrogate becomes U+FFFD
 
 
 def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title: str | None = None,
@@ -598,11 +612,10 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
         from grader.report.similarity_page import write_similarity
         similarity_page = f"{Path(path).stem}-similarity.html"
         write_similarity(similarity, Path(path).parent / similarity_page)
-    from grader.report.csv_export import OVERRIDE_COLUMNS, override_cells, ScoreLine, write_score_csv
+    from grader.report.csv_export import OVERRIDE_COLUMNS, ScoreLine, write_score_csv
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     csv_path = path.with_suffix(".csv")
-    rows: list[ScoreLine] = []
     overridden = False
 
     def rows_too(stream: Iterable[SubmissionResult]) -> Iterator[SubmissionResult]:
@@ -613,18 +626,16 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
                 from grader.report import formats
                 formats.write([result], path.parent / REPORTS, ("md", "html"), notebooks=notebooks,
                               results_folder=results_folder, template=template)
-            rows.append(ScoreLine(result.submission, result.total, result.max_total, result.state,
-                             {e.id: e.score for e in result.exercises},
-                             override_cells(result) if "overrides" in result.extra else (), result.late,
-                             result.penalty))
             yield result
 
     counted = tally(rows_too(results if ordered else _ordered(list(results))), ordered=True)
-    _write_atomically(path, render(build_report(counted, title=title, problems=problems, similarity=similarity,
-                                                similarity_page=similarity_page, similarity_note=similarity_note),
-                                   csv_path.name))
-    if overridden:
-        rows = [row if row.more else replace(row, more=(_number_cell(row.total), "", "")) for row in rows]
+    _write_atomically(path, render_chunks(build_report(
+        counted, title=title, problems=problems, similarity=similarity, similarity_page=similarity_page,
+        similarity_note=similarity_note), csv_path.name))
+    # The CSV from the same lines, in the order the class came (by student): a row each as it is written.
+    rows = (ScoreLine(line.student, line.total, line.max_total, line.state, line.score_map(),
+                      line.override_cells or ((_number_cell(line.total), "", "") if overridden else ()), line.late,
+                      line.penalty) for line in counted.lines)
     columns = [exercise_id for exercise_id, _, _ in counted.exercise_order()]
     write_score_csv(columns, rows, csv_path, OVERRIDE_COLUMNS if overridden else ())
     return path

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from array import array
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Mapping, Sequence
 from urllib.parse import quote
 
-from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.store.results import CaseResult, SubmissionResult
 
 GROUPS_PER_EXERCISE = 6
 GENERATED = re.compile(r"^(?P<group>.+?)\[(?P<index>\d+)\]$")     # exercise.generator[3]
@@ -77,18 +78,73 @@ def student_rows(results: Sequence[SubmissionResult], exercises: Sequence[str], 
                  flagged: Mapping[str, tuple[float, str]] | None = None,
                  ungraded=lambda result: False) -> tuple[StudentRow, ...]:
     """A row per student, by name. `flagged` maps a student to (similarity score, href of the pair)."""
+    lines = sorted((student_line(result, ungraded=ungraded(result)) for result in results),
+                   key=lambda line: line.student)
+    return tuple(StudentTable(lines, tuple(exercises), reports, flagged or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class StudentLine:
+    """What the class report keeps of each student of a streamed class, for its table and its CSV: a few hundred
+    bytes (no cases, no texts but override notes), so 10,000 students cost megabytes, not a result each."""
+
+    student: str
+    total: float
+    max_total: float
+    state: str
+    late: bool
+    penalty: float
+    exercises: tuple[str, ...]               # the result's exercise ids, one tuple shared by every alike result
+    scores: array                            # per exercise, in that order
+    ungraded: bool
+    overrides: tuple[str, ...] = ()          # one line per override in force (describe)
+    review: bool = False                     # an override was made for another file than the current one
+    override_cells: tuple[str, ...] = ()     # the CSV's override columns (csv_export.override_cells)
+
+    def score_map(self) -> dict[str, float]:
+        return dict(zip(self.exercises, self.scores, strict=True))
+
+
+_EXERCISE_IDS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def student_line(result: SubmissionResult, *, ungraded: bool) -> StudentLine:
+    """The student's line of a class: scores and flags, with override notes only when the TA made some."""
+    ids = tuple(sys.intern(e.id) for e in result.exercises)
+    ids = _EXERCISE_IDS.setdefault(ids, ids) if len(_EXERCISE_IDS) < 64 else ids
+    line = StudentLine(result.submission, result.total, result.max_total, sys.intern(result.state),
+                       bool(result.late), result.penalty, ids, array("d", (e.score for e in result.exercises)),
+                       ungraded)
+    if "overrides" not in result.extra:
+        return line
+    from grader.report.csv_export import override_cells
     from grader.store.overrides import describe, needs_review
-    flagged = flagged or {}
-    rows = []
-    for result in sorted(results, key=lambda r: r.submission):
-        scores = {e.id: e.score for e in result.exercises}
-        similarity, link = flagged.get(result.submission, (None, ""))
-        rows.append(StudentRow(
-            student=result.submission, report=report_href(result.submission, reports),
-            scores=tuple(scores.get(e) for e in exercises), total=result.total, max_total=result.max_total,
-            late=bool(result.late), overrides=tuple(describe(result)),
-            review=needs_review(result), similarity=similarity, similarity_link=link, ungraded=ungraded(result)))
-    return tuple(rows)
+    return replace(line, overrides=tuple(describe(result)), review=needs_review(result),
+                   override_cells=override_cells(result))
+
+
+@dataclass(frozen=True)
+class StudentTable:
+    """The dashboard's table, row by row each time it is read: rows are made from the lines as the page is
+    written, never all at once."""
+
+    lines: Sequence[StudentLine]
+    exercises: tuple[str, ...]                # the class's exercise columns, in order
+    reports: str = "students"
+    flagged: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[StudentRow]:
+        for line in self.lines:
+            scores = line.score_map()
+            similarity, link = self.flagged.get(line.student, (None, ""))
+            yield StudentRow(
+                student=line.student, report=report_href(line.student, self.reports),
+                scores=tuple(scores.get(e) for e in self.exercises), total=line.total, max_total=line.max_total,
+                late=line.late, overrides=line.overrides, review=line.review, similarity=similarity,
+                similarity_link=link, ungraded=line.ungraded)
+
+    def __len__(self) -> int:
+        return len(self.lines)
 
 
 def _value_key(value: object) -> str:
@@ -132,18 +188,6 @@ def answer_groups(results: Sequence[SubmissionResult], *, ungraded=lambda result
         if not ungraded(result):
             tally.add(result)
     return tally.groups(per_exercise)
-
-
-def scores_only(result: SubmissionResult) -> SubmissionResult:
-    """What the student table reads of a result (name, scores, totals, lateness, overrides), kept per student of
-    a streamed class: ten thousand of them, so no cases, texts or paths, and exercise ids shared (interned)."""
-    overrides = result.extra.get("overrides")
-    return replace(result, path="", sha256="", rubric=sys.intern(result.rubric),
-                   rubric_sha256=sys.intern(result.rubric_sha256), grader_version=sys.intern(result.grader_version),
-                   isolation=sys.intern(result.isolation), warnings=(), environment=(), mismatch="", notebook="",
-                   extra={"overrides": overrides} if overrides else {},
-                   exercises=tuple(ExerciseResult(sys.intern(e.id), "", e.score, e.max_score, ())
-                                   for e in result.exercises))
 
 
 def _group(exercise: str, group: dict) -> AnswerGroup:
