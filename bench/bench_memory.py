@@ -9,16 +9,19 @@ process, the peak resident set size (ru_maxrss) of the grader's own process, and
 
 - `grade` of the whole class. A class of at most --grade-up-to students is graded for real, every one of
   them. A larger class is graded in one `grade` run of all N notebooks whose first N - K students (K =
-  --grade-up-to) were recorded beforehand by copying graded results under their names (the gradebook, JSON
-  files and notebook copies are exactly what grading them would have left), so that run reads all N, finds
-  N - K unchanged and grades the last K for real: grading 10,000 real notebooks takes most of an hour on 2
-  cores. What the parent keeps per graded student is measured apart by tests/test_memory.py (retained
-  Python objects of grading N and 2N students, tracemalloc);
+  --grade-up-to) were recorded beforehand: each is a result graded for real (of the same example notebook)
+  under the student's name, file and sha256, written by the grader's own writers (`write_json`, which puts
+  the shared values in the folder's store, `Gradebook.record` and `keep_notebook`), so the results folder is
+  what grading them would have left. That run reads all N, finds N - K unchanged and grades the last K for
+  real: grading 10,000 real notebooks takes most of an hour on 2 cores. The line says how many were graded
+  and how many recorded. What the parent keeps per graded student is measured apart by tests/test_memory.py
+  (retained Python objects of grading N and 2N students, tracemalloc);
 - `class-report` of the results folder (the dashboard, the CSV and every student's report, from the
   gradebook), without the similarity check unless --similarity: the bench's class is ten notebooks copied
   N/10 times, so every copy shares all its code with N/10 others, a class no course has;
 - `report` of the results folder (Markdown and HTML per student);
-- the size of the results folder per student.
+- the size of the results folder per student: result JSON, gradebook, notebook copies and the store of
+  shared values (once per rubric: grader.store.shared).
 
 The target of issue 14: under 300 MB for each command at 10,000 submissions.
 """
@@ -144,7 +147,9 @@ def main() -> None:
                                      f"{size} - {real}; give sizes further apart or a smaller --grade-up-to")
                 clone(results, range(already, size - real), notebooks)
             seconds, own, worker = grade(results, size)
-            how = "all graded" if size == real else f"{real} graded, {size - real} recorded"
+            how = (f"all {size} graded for real" if size == real else
+                   f"{real} graded for real, {size - real} recorded by the grader's writers as copies of graded "
+                   f"results and found unchanged")
             print(f"  {size:>6} submissions: grade ({how}): {own:5.0f} MB (largest worker {worker:.0f} MB) "
                   f"in {seconds:.0f} s")
             if size == real:
@@ -162,10 +167,14 @@ def main() -> None:
             book = sum(p.stat().st_size for p in files if p.name.startswith("gradebook.sqlite"))
             json_files = sum(p.stat().st_size for p in files if p.suffix == ".json")
             copies = sum(p.stat().st_size for p in files if p.parent.name == "notebooks")
+            store = [p for p in files if p.parent.parent.name == "shared"]
+            shared_bytes = sum(p.stat().st_size for p in store)
+            json_files -= shared_bytes
             total = sum(p.stat().st_size for p in files)
             print(f"  {size:>6} submissions: results folder {total / 1e6:.0f} MB = {total / size / 1e3:.0f} kB per "
                   f"student (result JSON {json_files / size / 1e3:.0f} kB, gradebook {book / size / 1e3:.0f} kB, "
-                  f"notebook copy {copies / size / 1e3:.0f} kB)")
+                  f"notebook copy {copies / size / 1e3:.0f} kB; shared values {shared_bytes / 1e3:.0f} kB in "
+                  f"{len(store)} files, once for the class)")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
