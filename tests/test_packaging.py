@@ -22,7 +22,7 @@ BLOCKED = tuple(sorted(m for m in EXTRA_OF if m != "pygments"))
 # The distribution that brings each third-party module imported by grader/.
 DISTRIBUTION = {"yaml": "pyyaml", "dask_jobqueue": "dask-jobqueue", "distributed": "dask"}
 # The sandbox child loads its own modules as plain files from its folder (not through the package).
-CHILD_LOCAL = {"codec", "wire", "confine", "runtime"}
+CHILD_LOCAL = {"codec", "wire", "confine", "pristine", "runtime"}
 # Imported only where the environment has it: the in-notebook check runs inside a Jupyter kernel.
 ENVIRONMENT = {"IPython"}
 
