@@ -46,13 +46,13 @@ def general_encode(value: Any) -> Any:
     return codec.encode(value, GENERAL)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain)
 def test_plain_values_encode_exactly_as_the_general_walk_encodes_them(value: Any) -> None:
     assert json.dumps(codec.encode(value)) == json.dumps(general_encode(value))
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain)
 def test_plain_wires_decode_exactly_as_the_general_walk_decodes_them(value: Any) -> None:
     wire = general_encode(value)
@@ -73,7 +73,7 @@ def outcome(decode: Any) -> Any:
         return ("refused",)
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_data)
 def test_any_json_data_is_decoded_or_refused_exactly_as_the_general_walk_does(wire: Any) -> None:
     assert outcome(lambda: codec.decode(wire)) == outcome(lambda: codec.decode(wire, GENERAL))
@@ -100,7 +100,7 @@ def test_what_the_fast_path_leaves_to_the_general_walk_still_gets_its_checks() -
 
 # The two short ways of isolated-helper calls (codec.plain_text up, codec.pack down) stand for the general path
 # exactly, or step aside.
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain)
 def test_a_calls_text_is_the_json_of_its_wire_or_none(value: Any) -> None:
     from grader.sandbox import wire
@@ -108,7 +108,7 @@ def test_a_calls_text_is_the_json_of_its_wire_or_none(value: Any) -> None:
     assert text is None or text == wire.json_text(codec.encode(value))
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain)
 def test_a_packed_answer_unpacks_to_what_its_wire_decodes_to_or_is_not_packed(value: Any) -> None:
     packed = codec.pack(value)
