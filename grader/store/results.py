@@ -130,11 +130,12 @@ def to_dict(result: SubmissionResult) -> dict:
 
 
 _CASE_FIELDS = tuple(f.name for f in fields(CaseResult))
-# What a stored case may leave out: fields at their default (an empty message, no traceback ...) read back as
-# that default. Never the values: a stored case without `got` means "the expected value" (grader.store.shared).
+# What a stored case may leave out: fields at their default (no output, no traceback ...) read back as that
+# default. A case always says its id, status, visibility and message; never are the values left out: a stored
+# case without `got` means "the expected value" (grader.store.shared).
 _CASE_DEFAULTS = {f.name: (f.default if f.default is not MISSING else f.default_factory())   # type: ignore[operator]
                   for f in fields(CaseResult)
-                  if f.name not in ("id", "status", "call", "expected", "got")
+                  if f.name not in ("id", "status", "visibility", "message", "call", "expected", "got")
                   and (f.default is not MISSING or f.default_factory is not MISSING)}
 _EXERCISE_FIELDS = tuple(f.name for f in fields(ExerciseResult))
 _ALL_RESULT_FIELDS = tuple(f.name for f in fields(SubmissionResult))
