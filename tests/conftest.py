@@ -1,4 +1,5 @@
-"""Shared fixtures for the end-to-end tests: repository paths, a private cache, and one graded batch.
+"""Shared fixtures for the end-to-end tests: repository paths, a private cache, and one graded batch; and the
+check, when the run ends, that it left no process, grader temp folder or grader cgroup behind (leftovers.py).
 
 Grading every bundled example takes several seconds (infinite-search alone spends most of them
 on timeouts), so it happens once per session and many tests read the results.
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+import leftovers
 from grader.run.batch import grade
 from grader.authoring.validate import Validation, validate
 from grader.store.results import SubmissionResult
@@ -65,3 +67,29 @@ def bundled(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Bat
 @pytest.fixture(scope="session")
 def validation(grader_cache: Path) -> Validation:
     return validate(RUBRIC, cache=grader_cache, mutants=1)   # mutation testing proper: tests/test_mutation.py
+
+
+# ------------------------------------------------------------------------------------------------ leftovers
+
+_RUN: dict[str, object] = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _RUN["group"] = leftovers.RunGroup.enter()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After every fixture's teardown: whatever the run left is reported, removed, and fails the run."""
+    group = _RUN.pop("group", None)
+    if isinstance(group, leftovers.RunGroup):
+        _RUN["problems"] = problems = group.leave()
+        if problems:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    problems = _RUN.get("problems") or []
+    if problems:
+        terminalreporter.write_sep("=", "the test run left these behind (now removed): it fails", red=True)
+        for problem in problems:
+            terminalreporter.write_line(str(problem), red=True)
