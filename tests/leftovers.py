@@ -85,8 +85,9 @@ class RunGroup:
         supervisor.stop_spares()
         supervisor.stop()          # this process's zygote, which its exit would stop
         problems = []
+        ours = {os.getpid(), *_helpers()}
         settle = time.monotonic() + SETTLE_SECONDS
-        while (others := [p for p in self.members() if p != os.getpid()]) and time.monotonic() < settle:
+        while (others := [p for p in self.members() if p not in ours]) and time.monotonic() < settle:
             time.sleep(0.1)
         for pid in others:
             problems.append(f"process {pid} still running: {_command(pid)}")
@@ -97,7 +98,11 @@ class RunGroup:
         self.watcher.stdin.close()
         seen = {int(pid): times for pid, times in json.loads(self.watcher.stdout.read() or "{}").items()}
         self.watcher.wait()
-        (FREEZER / "cgroup.procs").write_text(str(os.getpid()))
+        for pid in ours:         # this process and its helpers leave the group before it goes
+            try:
+                (FREEZER / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                pass
         settle = time.monotonic() + SETTLE_SECONDS
         while True:
             try:
@@ -115,6 +120,14 @@ class RunGroup:
                 problems.append(f"left by grader process {pid}, which is gone: {_leftovers_of(supervisor, pid)}")
                 supervisor.clean_leftovers(pid)
         return problems
+
+
+def _helpers() -> set[int]:
+    """multiprocessing's resource tracker and fork server of this process: they end when it exits."""
+    import multiprocessing.forkserver
+    import multiprocessing.resource_tracker
+    return {pid for pid in (getattr(multiprocessing.resource_tracker._resource_tracker, "_pid", None),
+                            getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)) if pid}
 
 
 def _grader_leftovers(supervisor) -> list[tuple[int, float]]:
