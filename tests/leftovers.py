@@ -28,8 +28,11 @@ POLL_SECONDS = 0.05
 SETTLE_SECONDS = 10.0    # a SIGKILLed process leaves its cgroup when the kernel has torn it down
 
 # Reads the run's cgroup.procs every POLL_SECONDS until stdin closes, then prints {pid: [first, last]} seen.
+# It forks away at once, so it is no child of the run's (a test that kills "a child of pytest" cannot hit it).
 _WATCHER = """
-import json, select, sys, time
+import json, os, select, sys, time
+if os.fork():
+    os._exit(0)
 procs, seen = sys.argv[1], {}
 while not select.select([sys.stdin], [], [], %r)[0]:
     now = time.time()
@@ -64,6 +67,7 @@ class RunGroup:
             return None
         watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, str(path / "cgroup.procs")],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        watcher.wait()             # the parent of the watcher proper, which goes on with the pipes
         try:
             (path / "cgroup.procs").write_text(str(os.getpid()))
         except OSError:
@@ -95,9 +99,13 @@ class RunGroup:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        self.watcher.stdin.close()
-        seen = {int(pid): times for pid, times in json.loads(self.watcher.stdout.read() or "{}").items()}
-        self.watcher.wait()
+        try:
+            self.watcher.stdin.close()
+            seen = {int(pid): times for pid, times in json.loads(self.watcher.stdout.read() or "{}").items()}
+        except (OSError, ValueError) as error:
+            problems.append(f"the leftover watcher failed ({error}): grader folders and cgroups not checked")
+            seen = {}
+        self.watcher.stdout.close()
         for pid in ours:         # this process and its helpers leave the group before it goes
             try:
                 (FREEZER / "cgroup.procs").write_text(str(pid))

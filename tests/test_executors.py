@@ -55,11 +55,19 @@ def test_a_worker_killed_mid_submission_is_replaced_and_only_that_submission_is_
     import threading
     import time
 
+    def children() -> set[int]:
+        return {int(pid) for pid in os.popen(f"pgrep -P {os.getpid()}").read().split()}
+
+    before = children()     # this process's zygote, multiprocessing's helpers: not the pool's worker
+
     def kill_worker_once() -> None:
         time.sleep(1.0)
-        for child in os.popen(f"pgrep -P {os.getpid()}").read().split():
-            os.kill(int(child), signal.SIGKILL)
-            break
+        ends = time.monotonic() + 60
+        while time.monotonic() < ends:
+            for child in sorted(children() - before):
+                os.kill(child, signal.SIGKILL)
+                return
+            time.sleep(0.05)
 
     threading.Thread(target=kill_worker_once, daemon=True).start()
     for finished in pool.run(jobs):
