@@ -56,22 +56,40 @@ def test_a_worker_killed_mid_submission_is_replaced_and_only_that_submission_is_
     import time
 
     def children() -> set[int]:
-        return {int(pid) for pid in os.popen(f"pgrep -P {os.getpid()}").read().split()}
+        """This process's children but multiprocessing's helpers (the resource tracker starts with a first
+        spawned worker)."""
+        found = set()
+        for pid in os.popen(f"pgrep -P {os.getpid()}").read().split():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    command = handle.read()
+            except OSError:
+                continue
+            if b"resource_tracker" not in command and b"forkserver" not in command:
+                found.add(int(pid))
+        return found
 
-    before = children()     # this process's zygote, multiprocessing's helpers: not the pool's worker
+    before = children()     # this process's zygote, if it has one: not the pool's worker
+
+    finished_all = threading.Event()
 
     def kill_worker_once() -> None:
-        time.sleep(1.0)
-        ends = time.monotonic() + 60
-        while time.monotonic() < ends:
+        if finished_all.wait(1.0):
+            return
+        while not finished_all.is_set():     # once the pool is done, a new child is another test's
             for child in sorted(children() - before):
                 os.kill(child, signal.SIGKILL)
                 return
             time.sleep(0.05)
 
-    threading.Thread(target=kill_worker_once, daemon=True).start()
-    for finished in pool.run(jobs):
-        done[finished.job.student] = finished
+    killer_thread = threading.Thread(target=kill_worker_once, daemon=True)
+    killer_thread.start()
+    try:
+        for finished in pool.run(jobs):
+            done[finished.job.student] = finished
+    finally:
+        finished_all.set()
+        killer_thread.join()
     assert set(done) == {"killer", "correct"}
     assert json.dumps(done["correct"].result) if done["correct"].result else True
     killed = [d for d in done.values() if d.result is None]
