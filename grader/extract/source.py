@@ -378,6 +378,7 @@ _PARSED_LIMIT = 4096                 # texts
 _PARSED_CELL_CHARS = 50_000          # a longer cell is parsed every time (a large one is data, or hostile)
 _PARSED_CHARS = 20_000_000           # in all
 _parsed_chars = 0
+_PARSED_LOCK = threading.Lock()      # mutation testing extracts in threads
 
 
 def _parsed(source: str, fresh: bool = False) -> _Parsed:
@@ -393,10 +394,13 @@ def _parsed(source: str, fresh: bool = False) -> _Parsed:
                     _names_bound_anywhere([tree]) if tree is not None else frozenset())
     if fresh or len(source) > _PARSED_CELL_CHARS:
         return entry
-    while _PARSED and (len(_PARSED) >= _PARSED_LIMIT or _parsed_chars + len(source) > _PARSED_CHARS):
-        _parsed_chars -= len(_PARSED.pop(next(iter(_PARSED))).prepared.cell.source)
-    _PARSED[source] = entry
-    _parsed_chars += len(source)
+    with _PARSED_LOCK:
+        if source in _PARSED:            # another thread parsed it meanwhile: one entry, counted once
+            return _PARSED[source]
+        while _PARSED and (len(_PARSED) >= _PARSED_LIMIT or _parsed_chars + len(source) > _PARSED_CHARS):
+            _parsed_chars -= len(_PARSED.pop(next(iter(_PARSED))).prepared.cell.source)
+        _PARSED[source] = entry
+        _parsed_chars += len(source)
     return entry
 
 
