@@ -56,6 +56,7 @@ _OPEN = frozenset(map(id, (list, tuple, dict, set, frozenset, types.FunctionType
                            types.MappingProxyType, object, BaseException, Exception)))
 _WEAKREF = id(__import__("weakref").ref)
 _HEAPTYPE = 1 << 9
+_PF_EXITING = 0x4             # a process's flags in /proc/<pid>/stat: it is on its way out
 _FLAGS = type.__dict__["__flags__"].__get__
 _MRO = type.__dict__["__mro__"].__get__
 _TYPE_DICT = type.__dict__["__dict__"].__get__
@@ -215,12 +216,13 @@ def _parent(pid: int) -> tuple[Any, ...]:
     fork that went on serving would then die in the middle of the next exercise."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rsplit(b")", 1)[1].split()[0]
+            flags = int(stat.read().rsplit(b")", 1)[1].split()[6])
         with open(f"/proc/{pid}/status", "rb") as status:
             pending = [line for line in status if line.startswith((b"SigPnd:", b"ShdPnd:"))]
-    except OSError:
+    except (OSError, IndexError, ValueError):
         return (pid,)
-    return (pid, state, *pending)
+    # Not its state letter: just after the fork the runtime may still be running on its way to waitpid.
+    return (pid, flags & _PF_EXITING, *pending)
 
 
 def _process() -> dict[str, Any]:
