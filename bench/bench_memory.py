@@ -99,13 +99,15 @@ def clone(results: Path, students: range, notebooks: list[Path]) -> None:
     examples = {}
     for path in sorted(results.glob("student*.json")):
         examples.setdefault(MIX[int(path.stem.removeprefix("student")) % len(MIX)], read_json(path))
+    from grader.store.shared import SharedWriter
+    store = SharedWriter(results, examples[MIX[0]].rubric_sha256)
     with Gradebook(results / "gradebook.sqlite") as book:
         for index in students:
             path = notebooks[index]
             sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
             result = replace(examples[MIX[index % len(MIX)]], submission=path.stem, path=str(path), sha256=sha256)
             result = replace(result, notebook=keep_notebook(path, sha256, results))
-            write_json(result, results)
+            write_json(result, results, store=store)
             book.record(path.stem, str(path), result)
 
 

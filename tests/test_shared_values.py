@@ -98,7 +98,6 @@ def test_results_of_the_previous_schema_still_read_and_report(tmp_path: Path) ->
 def test_a_damaged_shared_value_is_an_error_naming_its_file(graded: Path, tmp_path: Path, damage: str) -> None:
     results = tmp_path / "results"
     shutil.copytree(graded, results, ignore=shutil.ignore_patterns("gradebook.sqlite*"))
-    shared._verified.cache_clear()       # this process read the originals: the test reads the damage afresh
     stored = json.loads((results / "correct.json").read_text(encoding="utf-8"))
     key = stored["exercises"][0]["cases"][0]["shared"]
     [target] = [p for p in _store_files(results) if p.stem == key]
@@ -122,7 +121,6 @@ def test_a_damaged_shared_value_is_an_error_naming_its_file(graded: Path, tmp_pa
     assert key in done.stderr and "Traceback" not in done.stderr
     # Writing a result of the rubric again puts the value back whole.
     write_json(read_json(graded / "correct.json"), results)
-    shared._verified.cache_clear()
     assert read_json(results / "correct.json") == read_json(graded / "correct.json")
 
 

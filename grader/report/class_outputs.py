@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.store.results import SubmissionResult, read_json
-from grader.store.shared import SharedValuesError
+from grader.store.shared import SharedReader, SharedValuesError
 
 GRADEBOOK = "gradebook.sqlite"
 
@@ -157,9 +157,10 @@ def read_results(directory: Path | str) -> LoadedResults:
             return LoadedResults(tuple(r for rubric in book.rubrics() for r in book.iter_current(rubric)), ())
     files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
     results, problems = [], []
+    store = SharedReader(directory)
     for file in files:
         try:
-            results.append(read_json(file))
+            results.append(read_json(file, store))
         except SharedValuesError as error:   # the file is a result, but a value it refers to is damaged
             problems.append(f"{file.name}: not readable: {error}")
         except (OSError, ValueError, KeyError, TypeError) as error:

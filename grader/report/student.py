@@ -25,6 +25,7 @@ from grader.intake.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
 from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json
+from grader.store.shared import SharedReader
 from grader.store.status import SYMBOLS, headline
 from grader.textsafe import display
 
@@ -405,9 +406,10 @@ def iter_results(results: str | Path | Iterable[SubmissionResult]) -> Iterator[S
     A result whose shared values are damaged stops the reading (grader.store.shared.SharedValuesError names the
     file): skipping it would leave a student without a report and say nothing."""
     if isinstance(results, (str, Path)):
+        store = SharedReader(Path(results))
         for path in sorted(Path(results).glob("*.json")):
             try:
-                yield read_json(path)
+                yield read_json(path, store)
             except (KeyError, TypeError, ValueError):
                 continue  # not a result file (a kit, a Gradescope file ...)
         return

@@ -22,6 +22,7 @@ from grader.rubric.lateness import LatePolicy, assess
 from grader.judge.grading import Options, defines_counter, file_sha256, grade_path, support_sources
 from grader.plan.cases import Plan, build_plan, default_cache
 from grader.store.results import SubmissionResult, from_dict, write_json
+from grader.store.shared import SharedWriter
 from grader.rubric.schema import Rubric, load_rubric
 from grader.sandbox.supervisor import temp_root
 
@@ -205,6 +206,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         claim_results_folder(out_dir, rubric)
     book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
     batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
+    # The results folder's store of shared values: one writer for the batch, so each file is checked once.
+    shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
     with tempfile.TemporaryDirectory(prefix="intake-", dir=temp_root()) as workdir:
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
         batch.students = [entry.student for entry in entries]
@@ -230,7 +233,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     result = _with_lateness(_unreadable(the_plan(), entry), entry, rubric.late)
                     batch.unreadable += 1
                     if out_dir is not None:
-                        write_json(result, out_dir)
+                        write_json(result, out_dir, store=shared_values)
                     if book:
                         book.record(student, source, result)
                     else:
@@ -268,7 +271,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if out_dir is not None:
                     copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
                     result = replace(result, notebook=copy)
-                    write_json(result, out_dir, bounded=done.result is not None)   # a worker's is bounded
+                    write_json(result, out_dir, bounded=done.result is not None,   # a worker's is bounded
+                               store=shared_values)
                 problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
                 if problems:
                     batch.grader_problems[student] = problems

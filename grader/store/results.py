@@ -443,25 +443,31 @@ def _json_at_most(data: Any, depth: int = 0) -> int:
     return _TOO_BIG
 
 
-def write_json(result: SubmissionResult, directory: Path, *, bounded: bool = False) -> Path:
+def write_json(result: SubmissionResult, directory: Path, *, bounded: bool = False,
+               store: shared.SharedWriter | None = None) -> Path:
     """Write atomically, so an interrupted batch never leaves half a result behind; bounded, any string. The
     values every result of the rubric shares go to the folder's store (grader.store.shared), once.
 
     `bounded`: the result is already within every bound (grade_path bounds each result it returns), so it is
-    not measured again (that costs a JSON encoding of every value).
+    not measured again (that costs a JSON encoding of every value). `store`: the folder's store writer of a
+    batch (one per batch, so each store file is checked once), used when it is the result's rubric's.
     """
     directory.mkdir(parents=True, exist_ok=True)
+    if store is None or store.rubric_sha256 != result.rubric_sha256:
+        store = shared.SharedWriter(directory, result.rubric_sha256)
     if not bounded:
         result = bound_result(result)
-    data = shared.slim(lean(to_dict(result)), shared.writer(directory.resolve(), result.rubric_sha256))
+    data = shared.slim(lean(to_dict(result)), store)
     data["schema"] = SCHEMA_VERSION     # the file's form, whatever file the result was first read from
     # Compact: the C encoder is ten times faster than an indented dump (pretty-print with `jq` or
     # `python -m json.tool`).
     return write_text(directory / f"{result.submission}.json", textsafe.json_text(data, separators=(",", ":")) + "\n")
 
 
-def read_json(path: Path) -> SubmissionResult:
+def read_json(path: Path, store: shared.SharedReader | None = None) -> SubmissionResult:
     """A result file, whole: its shared values read back from its folder's store (checked against their keys;
-    shared.SharedValuesError names a file that does not match). Any schema version so far."""
+    shared.SharedValuesError names a file that does not match). Any schema version so far. `store`: the reader
+    of the folder's store, for a pass over many results (each store file is then read once)."""
     path = Path(path)
-    return from_dict(shared.restore(json.loads(path.read_text(encoding="utf-8")), path.parent))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return from_dict(shared.restore(data, store if store is not None else shared.SharedReader(path.parent)))

@@ -15,7 +15,6 @@ are the only two functions that know this form; they work on the JSON dicts of g
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -55,9 +54,10 @@ def folder(results: Path, rubric_sha256: str) -> Path:
 
 class SharedWriter:
     """Puts a rubric's case values into the store as results are written; remembers which keys are on disk (and
-    verified), so each file is written, or checked, once per process."""
+    verified), so each file is written, or checked, once per writer (a batch has one)."""
 
     def __init__(self, results: Path, rubric_sha256: str) -> None:
+        self.rubric_sha256 = rubric_sha256
         self.folder = folder(results, rubric_sha256)
         self._stored: set[str] = set()
 
@@ -65,7 +65,7 @@ class SharedWriter:
         text = canonical({"call": call, "expected": expected})
         key = key_of(text)
         path = self.folder / f"{key}.json"
-        # Checked whole once per process; after that a stat says it is still there (a TA may delete the folder).
+        # Checked whole once per writer; after that a stat says it is still there (a TA may delete the folder).
         if key not in self._stored or not path.is_file():
             try:
                 good = path.read_bytes() == text.encode("utf-8", "surrogatepass")
@@ -76,12 +76,6 @@ class SharedWriter:
                 write_text(path, text, encoding="utf-8")
             self._stored.add(key)
         return key
-
-
-@functools.lru_cache(maxsize=16)
-def writer(results: Path, rubric_sha256: str) -> SharedWriter:
-    """The writer of a results folder's store for one rubric, kept for the process (a batch writes thousands)."""
-    return SharedWriter(Path(results), rubric_sha256)
 
 
 def slim(data: dict[str, Any], store: SharedWriter) -> dict[str, Any]:
@@ -100,18 +94,36 @@ def slim(data: dict[str, Any], store: SharedWriter) -> dict[str, Any]:
     return data
 
 
-def restore(data: dict[str, Any], results: Path) -> dict[str, Any]:
+class SharedReader:
+    """Reads a results folder's store for a pass over its results: each file is read and checked once per
+    reader, and what it read goes when the pass ends (no module-level cache grows with the folders read)."""
+
+    def __init__(self, results: Path) -> None:
+        self.results = Path(results)
+        self._texts: dict[tuple[str, str], str] = {}
+
+    def values(self, rubric_sha256: Any, key: Any) -> dict[str, Any]:
+        """A fresh copy of the values under `key` (no two results share a mutable value)."""
+        where = folder(self.results, rubric_sha256)
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise SharedValuesError(f"{where}: a result refers to shared value {str(key)[:80]!r}, which is not a "
+                                    f"key: the result file was edited or damaged")
+        text = self._texts.get((rubric_sha256, key))
+        if text is None:
+            text = self._texts[(rubric_sha256, key)] = _verified(where / f"{key}.json", key)
+        values: dict[str, Any] = json.loads(text)
+        return values
+
+
+def restore(data: dict[str, Any], store: SharedReader) -> dict[str, Any]:
     """The whole result again from its slim form (a result without `shared` keys is returned as it is). Raises
     SharedValuesError naming the file when a value cannot be read back exactly."""
-    where: Path | None = None
     for exercise in data.get("exercises", ()):
         for case in exercise.get("cases", ()):
             key = case.pop("shared", None)
             if key is None:
                 continue
-            if where is None:
-                where = folder(results, data.get("rubric_sha256", ""))
-            values = _values(where, key)
+            values = store.values(data.get("rubric_sha256", ""), key)
             case["call"] = values["call"]
             case["expected"] = values["expected"]
             if "got" not in case:
@@ -119,20 +131,10 @@ def restore(data: dict[str, Any], results: Path) -> dict[str, Any]:
     return data
 
 
-def _values(where: Path, key: Any) -> dict[str, Any]:
-    if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise SharedValuesError(f"{where}: a result refers to shared value {str(key)[:80]!r}, which is not a key: "
-                                f"the result file was edited or damaged")
-    values: dict[str, Any] = json.loads(_verified(str(where / f"{key}.json"), key))
-    return values
-
-
-@functools.lru_cache(maxsize=8192)
-def _verified(path: str, key: str) -> str:
-    """The file's text once it matches its key (kept: a file cannot change what it verified as). Fresh values
-    are parsed from it for each result, so no reader shares a mutable value with another."""
+def _verified(path: Path, key: str) -> str:
+    """The file's text once it matches its key."""
     try:
-        data = Path(path).read_bytes()
+        data = path.read_bytes()
     except FileNotFoundError:
         raise SharedValuesError(f"{path}: missing: the results folder lost a shared value its results refer to "
                                 f"(regrade with --force to write it again)") from None
