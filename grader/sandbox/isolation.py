@@ -200,13 +200,13 @@ def isolation_report(level: str | None, facts: dict[str, Any], limits: Any) -> d
     }
 
 
-class PidsGroup:
-    """A pids cgroup for one child: a fork bomb stops at PIDS_MAX instead of taking the machine."""
+class Cgroup:
+    """One cgroup made for one child, named after this process so a later run can tell it is left over:
+    what every kind of group (pids, memory, CPU) shares, from its making to its removal."""
 
     def __init__(self, root: Path):
         self.path = root / f"puzzle-grader-{os.getpid()}-{next(_counter)}"
         self.path.mkdir()
-        (self.path / "pids.max").write_text(str(PIDS_MAX))
 
     @property
     def procs(self) -> str:
@@ -218,6 +218,14 @@ class PidsGroup:
 
     def remove(self) -> None:
         remove_group(self.path)
+
+
+class PidsGroup(Cgroup):
+    """A pids cgroup for one child: a fork bomb stops at PIDS_MAX instead of taking the machine."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        (self.path / "pids.max").write_text(str(PIDS_MAX))
 
 
 def remove_group(path: Path, seconds: float = 2.0) -> bool:
@@ -255,11 +263,11 @@ def _kill_members(path: Path) -> None:
 
 # Groups made by this process and not yet removed (one exit handler removes what is left, however many
 # children the process started).
-_LIVE: "set[PidsGroup | MemoryGroup | CpuGroup]" = set()
+_LIVE: "set[Cgroup]" = set()
 _LIVE_LOCK = __import__("threading").Lock()
 
 
-def _made(group: "PidsGroup | MemoryGroup | CpuGroup") -> None:
+def _made(group: Cgroup) -> None:
     with _LIVE_LOCK:
         if not _LIVE:
             atexit.register(_remove_live)
@@ -273,7 +281,7 @@ def _remove_live() -> None:
         _release(group)
 
 
-def _release(group: "PidsGroup | MemoryGroup | CpuGroup") -> None:
+def _release(group: Cgroup) -> None:
     """Kill what is left in the group and remove it (retried for a moment while the kernel tears the killed
     processes down; a group still busy then stays for the exit handler or the next run's clean_leftovers)."""
     if remove_group(group.path):
@@ -295,20 +303,15 @@ def release_group(group: PidsGroup) -> None:
     _release(group)
 
 
-class MemoryGroup:
+class MemoryGroup(Cgroup):
     """A memory cgroup for one child: the limit holds for the whole sandbox (every process, its tmpfs
     scratch, memfd and shared pages), where RLIMIT_AS bounds one process's address space only."""
 
     def __init__(self, root: Path):
-        self.path = root / f"puzzle-grader-{os.getpid()}-{next(_counter)}"
-        self.path.mkdir()
+        super().__init__(root)
         self.v2 = not (self.path / "memory.limit_in_bytes").exists()
         self.limit = 0
         self.kills = 0
-
-    @property
-    def procs(self) -> str:
-        return str(self.path / "cgroup.procs")
 
     def set_limit(self, limit: int) -> None:
         """Memory and memory+swap both at `limit` bytes (no swap beyond it); the OOM killer acts inside."""
@@ -345,30 +348,10 @@ class MemoryGroup:
         """True when a process of this sandbox was OOM-killed since the limit was set."""
         return self.oom_kills() > self.kills
 
-    def empty(self) -> None:
-        PidsGroup.empty(self)  # type: ignore[arg-type]
 
-    def remove(self) -> None:
-        remove_group(self.path)
-
-
-class CpuGroup:
+class CpuGroup(Cgroup):
     """A cgroup that only counts: the CPU time the kernel charges every process of one sandbox (its threads,
     its children, those it never waits for), however they hide from /proc or from the child's own alarm."""
-
-    def __init__(self, root: Path):
-        self.path = root / f"puzzle-grader-{os.getpid()}-{next(_counter)}"
-        self.path.mkdir()
-
-    @property
-    def procs(self) -> str:
-        return str(self.path / "cgroup.procs")
-
-    def empty(self) -> None:
-        PidsGroup.empty(self)  # type: ignore[arg-type]
-
-    def remove(self) -> None:
-        remove_group(self.path)
 
 
 def acquire_cpu_group(root: Path) -> CpuGroup:
