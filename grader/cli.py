@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -43,6 +44,8 @@ def _grade_batch(args: argparse.Namespace) -> int:
     _check_folder(args.out, "--out")
     if args.gradescope:
         _check_folder(args.gradescope, "--gradescope")
+    if args.gradebook:
+        _check_target(args.gradebook, "--gradebook")
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
                       memory_mb=args.memory_mb, allow_root_sandbox=args.allow_root_sandbox)
     with BatchProgress(console, quiet=args.quiet) as progress:
@@ -108,6 +111,49 @@ def _check_folder(path: str, option: str) -> None:
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{path}: {option} must be a folder, and this is a file")
+    _check_inside_folder(path, option)
+
+
+def _check_target(path: str, option: str) -> None:
+    """A file the command writes: not a folder, and not to be made inside a file."""
+    if Path(path).is_dir():
+        raise UsageError(f"{path}: {option} names a file to write, and this is a folder")
+    _check_inside_folder(path, option)
+
+
+def _check_inside_folder(path: str, option: str) -> None:
+    """What a command makes must not be under a file (`--out results.csv/x`): its first existing parent is a
+    folder, or the makedirs deep in the library would end the command in a traceback."""
+    for parent in Path(path).absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{path}: {option} would be inside {parent}, which is a file")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise UsageError(f"{path}: {option} would be inside {parent}, where this user cannot write")
+            return
+
+
+# Numbers a TA types, and what each must be. A submission budget of 0 or -1 s graded every notebook 0 with
+# exit 0, and NaN or inf failed the whole class: a mistyped number is a usage mistake, like a mistyped path.
+_POSITIVE = {"jobs": "--jobs", "case_seconds": "--case-seconds", "submission_seconds": "--submission-seconds",
+             "memory_mb": "--memory-mb", "mutation_seconds": "--mutation-seconds"}
+_NOT_NEGATIVE = {"mutants": "--mutants", "show_survivors": "--show-survivors"}
+_FRACTION = {"threshold": "--threshold"}
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    for name, option in (*_POSITIVE.items(), *_NOT_NEGATIVE.items(), *_FRACTION.items()):
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if not math.isfinite(value):
+            raise UsageError(f"{option} {value}: not a number of {'seconds' if 'seconds' in name else 'anything'}")
+        if name in _POSITIVE and value <= 0:
+            raise UsageError(f"{option} {value:g}: must be more than 0")
+        if name in _NOT_NEGATIVE and value < 0:
+            raise UsageError(f"{option} {value:g}: must be 0 or more")
+        if name in _FRACTION and not 0 <= value <= 1:
+            raise UsageError(f"{option} {value:g}: a similarity score is from 0 to 1")
 
 
 def _check_file(path: str, what: str) -> None:
@@ -129,6 +175,7 @@ def _check_results(path: str) -> None:
 def _gradescope(args: argparse.Namespace) -> int:
     from grader.run.autograder import build_autograder
     _check_rubric(args.rubric)
+    _check_target(args.output, "-o")
     path = build_autograder(Path(args.rubric), Path(args.output), wheel=not args.source)
     print(f"Gradescope autograder written to {path}: upload it as the assignment's autograder zip")
     return 0
@@ -190,6 +237,7 @@ def _class_report(args: argparse.Namespace) -> int:
     _check_results(args.results)
     if Path(args.output).is_dir():
         raise UsageError(f"{args.output}: -o names the HTML file to write, and this is a folder")
+    _check_inside_folder(args.output, "-o")
     written = OUTPUTS["dashboard"].write(_classroom(args, similarity=not args.no_similarity), Path(args.output))
     print("\n".join(written.lines))
     return 0 if written.students else 1
@@ -230,6 +278,9 @@ def _classroom(args: argparse.Namespace, **more: Any) -> Classroom:
 def _similarity(args: argparse.Namespace) -> int:
     from grader.report.class_outputs import OUTPUTS
     _check_results(args.results)
+    _check_target(args.out, "--out")
+    if args.csv:
+        _check_target(args.csv, "--csv")
     classroom = _classroom(args, similarity_csv=Path(args.csv) if args.csv else None)
     written = OUTPUTS["similarity"].write(classroom, Path(args.out))
     print("\n".join(written.lines))
@@ -257,6 +308,7 @@ def _export(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     from grader.store import overrides
     from grader.store.gradebook import Gradebook
+    _check_target(args.into, "--into")
     with Gradebook(Path(args.into)) as book:
         for other in args.gradebooks:
             print(f"{other}: {book.merge(Path(other))} results merged into {args.into}")
@@ -300,6 +352,7 @@ def _kit(args: argparse.Namespace) -> int:
     import json
     from grader.kit.kit import coverage, write_kit
     _check_rubric(args.rubric)
+    _check_target(args.output, "-o")
     path = write_kit(args.rubric, args.output, cache=args.cache)
     data = json.loads(path.read_text(encoding="utf-8"))
     shipped = ", ".join((data.get("public") or {}).get("names", ())) or "none"
@@ -583,6 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     from grader.rubric.schema import RubricError
     args = parser().parse_args(argv)
     try:
+        _check_numbers(args)
         return args.run(args)
     except UsageError as error:
         print(error, file=sys.stderr)

@@ -208,6 +208,32 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["extract", nope], nope),
         (["merge", nope, "--into", str(tmp / "g.sqlite")], nope),
         (["gradescope", "rubrics", "-o", str(tmp / "a.zip")], "rubrics"),
+        # What is written must not be made inside a file (a makedirs deep in the library raised).
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(a_file / "o")], str(a_file / "o")),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--gradescope", str(a_file / "g")],
+         str(a_file / "g")),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--gradebook", str(a_file / "g.sqlite")],
+         str(a_file / "g.sqlite")),
+        (["report", str(tmp), "--out", str(a_file / "f")], str(a_file / "f")),
+        (["export", str(tmp), "--out", str(a_file / "e")], str(a_file / "e")),
+        (["class-report", str(tmp), "-o", str(a_file / "c.html")], str(a_file / "c.html")),
+        (["similarity", str(tmp), "--out", str(a_file / "s.html")], str(a_file / "s.html")),
+        (["kit", RUBRIC, "-o", str(a_file / "k.json")], str(a_file / "k.json")),
+        (["gradescope", RUBRIC, "-o", str(a_file / "a.zip")], str(a_file / "a.zip")),
+        (["merge", nope, "--into", str(a_file / "g.sqlite")], str(a_file / "g.sqlite")),
+        # A mistyped number: a budget of 0 s graded the whole class 0 with exit 0, NaN failed every student.
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--submission-seconds", "0"],
+         "--submission-seconds"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--submission-seconds", "-1"],
+         "--submission-seconds"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--submission-seconds", "nan"],
+         "--submission-seconds"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--case-seconds", "inf"], "--case-seconds"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--memory-mb", "0"], "--memory-mb"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--jobs", "-2"], "--jobs"),
+        (["validate", RUBRIC, "--mutants", "-1"], "--mutants"),
+        (["validate", RUBRIC, "--mutation-seconds", "0"], "--mutation-seconds"),
+        (["similarity", str(tmp), "--out", str(tmp / "s.html"), "--threshold", "7"], "--threshold"),
     ]
 
 
