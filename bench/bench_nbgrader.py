@@ -9,8 +9,9 @@ the Taoistic Search template with one autograder test cell, submits the same gen
 hash), and prints the wall time per submission of `nbgrader autograde` and of `grader grade` with `--jobs`
 workers, and their ratio. nbgrader runs one kernel per notebook, serially, as `nbgrader autograde` does.
 Ours is timed as a TA runs it, a new `grader grade` process, so its start-up (interpreter, imports, rubric,
-plan from the cache, workers) is in the time; the script also prints that start-up alone and an unchanged
-regrade of the same class.
+plan from the cache, workers) is in the time; the script also prints where our CPU went (the grader's
+processes, the sandboxes, the students' cases: see treecpu.py), the machine's load when it started, that
+start-up alone and an unchanged regrade of the same class.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import treecpu
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
@@ -126,19 +129,17 @@ def compile_grader() -> None:
                    capture_output=True)
 
 
-def run_ours(paths: list[Path], root: Path, jobs: int) -> tuple[float, str]:
+def run_ours(paths: list[Path], root: Path, jobs: int) -> tuple[treecpu.TreeCpu, str]:
+    """`grader grade` of the class as a new process (wall time and CPU of its whole tree), the cache warm."""
     cache = root / "cache"
     compile_grader()
     subprocess.run([sys.executable, "-m", "grader", "kit", str(RUBRIC), "-o", str(root / "kit.json"), "--cache",
                     str(cache)], check=True, capture_output=True)     # expected values cached, as on any rerun
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, paths), "--rubric", str(RUBRIC),
-                           "--out", str(root / "ours"), "--cache", str(cache), "--jobs", str(jobs), "--quiet"],
-                          capture_output=True, text=True)
-    seconds = time.perf_counter() - started
+    done, tree = treecpu.measure(["grade", *map(str, paths), "--rubric", str(RUBRIC), "--out", str(root / "ours"),
+                                  "--cache", str(cache), "--jobs", str(jobs), "--quiet"])
     if done.returncode != 0:
         raise SystemExit(f"grader grade failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return seconds, done.stdout.strip()
+    return tree, done.stdout.strip()
 
 
 STARTUP = """
@@ -182,18 +183,22 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "puzzle-grader-bench" / "nbgrader-venv")
     args = parser.parse_args()
     python = venv_python(args.venv)
+    loaded = treecpu.load()
     root = Path(tempfile.mkdtemp(prefix="puzzle-grader-bench-nbgrader-"))
     try:
         paths = build_course(root, args.submissions)
         nbgrader = run_nbgrader(python, root / "course", args.submissions)
-        ours, summary = run_ours(paths, root, args.jobs)
+        tree, summary = run_ours(paths, root, args.jobs)
+        ours = tree.wall
+        cases = treecpu.cases_cpu(root / "ours")
         again = regrade(paths, root, args.jobs)
         interpreter, (imports, rubric, plan) = startup(root)
         n = args.submissions
-        print(f"the same {n} Taoistic Search submissions, one run, {os.cpu_count()} cores:")
+        print(f"the same {n} Taoistic Search submissions, one run, {os.cpu_count()} cores ({loaded} at start):")
         print(f"  nbgrader autograde:          {nbgrader:7.1f} s = {nbgrader / n:.2f} s per submission")
         print(f"  grader grade --jobs {args.jobs}:       {ours:7.1f} s = {ours / n:.3f} s per submission  ({summary})")
         print(f"  ratio: {nbgrader / ours:.1f}x nbgrader autograde")
+        print("\n".join(treecpu.breakdown(tree, cases, n)))
         print(f"  regrade with nothing changed: {again:.2f} s as `grader grade`, start-up included")
         print(f"  start-up: Python {interpreter:.2f} s, then imports {imports:.3f} s, rubric {rubric:.3f} s, "
               f"plan from the cache {plan:.3f} s")

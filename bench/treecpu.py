@@ -1,0 +1,221 @@
+"""The CPU time of one `grader grade` run, split by who spent it: the grader's own processes (the coordinator and
+its workers) and the sandboxes (the zygotes and every process they fork), beside what the results record as the
+students' cases. Wall time on a shared 2-core machine says little; CPU time of the whole tree says where it goes.
+
+How, and why this way (each measure is exact under load, none is sampled):
+- everything: a cpuacct cgroup made around the run (cgroup v1, as root). The rusage of waited children misses
+  most of the sandboxes (their chain is not reaped up to us: 1.6 of 4.5 s task-clock for 20 notebooks), and
+  /proc polling misses short-lived forks. The sandboxes' own CPU groups are made inside it, so it counts them.
+- the grader's processes: each one's own rusage (RUSAGE_SELF, all its threads) when it ends, written by this
+  file run as a wrapper around `python -m grader` (the coordinator at exit, each forked worker when it returns).
+- the sandboxes: everything less the grader's processes.
+- the cases: the sum of every case's `cpu_seconds` in the result files (the parent reads each sandbox's CPU
+  group at a case's start and at its answer): the student's code on the case plus the child's handling of it.
+
+    python bench/treecpu.py GROUP RECORDS grade ...    (what `measure` runs: `python -m grader grade ...`)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+@dataclass(frozen=True)
+class TreeCpu:
+    """CPU seconds of one run; `total` is None where no cgroup could be made around it (not root, cgroup v2)."""
+
+    wall: float
+    total: float | None          # every process of the run
+    total_sys: float | None      # of which in the kernel
+    coordinator: float           # the `grader grade` process itself
+    workers: float               # its forked workers, together
+    grader_sys: float            # the kernel's part of those two
+    worker_count: int            # workers that reported (a replaced or spawned worker does not)
+
+    @property
+    def grader(self) -> float:
+        return self.coordinator + self.workers
+
+    @property
+    def sandbox(self) -> float | None:
+        return None if self.total is None else self.total - self.grader
+
+    @property
+    def sandbox_sys(self) -> float | None:
+        return None if self.total_sys is None else self.total_sys - self.grader_sys
+
+
+@dataclass(frozen=True)
+class CasesCpu:
+    """What the result files of a folder say of the cases: their CPU time (sandbox cgroup) and their number."""
+
+    seconds: float
+    cases: int
+    submissions: int
+    submission_seconds: float    # the results' own `seconds` (wall, each submission from its start to its end)
+
+
+def measure(arguments: list[str], cwd: Path | None = None) -> tuple[subprocess.CompletedProcess[str], TreeCpu]:
+    """Run `python -m grader ARGUMENTS` (through this file) and measure its CPU time."""
+    group = _make_group()
+    handle, records = tempfile.mkstemp(prefix="pg-bench-cpu-", suffix=".jsonl")
+    os.close(handle)
+    try:
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, __file__, str(group or "-"), records, *arguments], cwd=cwd,
+                              capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        total = total_sys = None
+        if group is not None:
+            _settle(group)
+            total = int((group / "cpuacct.usage").read_text()) / 1e9
+            total_sys = int((group / "cpuacct.usage_sys").read_text()) / 1e9
+        rows = [json.loads(line) for line in Path(records).read_text().splitlines() if line.strip()]
+    finally:
+        os.unlink(records)
+        if group is not None:
+            _remove(group)
+    coordinator = [row for row in rows if row["role"] == "coordinator"]
+    workers = [row for row in rows if row["role"] == "worker"]
+    return done, TreeCpu(
+        wall=wall, total=total, total_sys=total_sys,
+        coordinator=sum(row["user"] + row["sys"] for row in coordinator),
+        workers=sum(row["user"] + row["sys"] for row in workers),
+        grader_sys=sum(row["sys"] for row in coordinator + workers), worker_count=len(workers))
+
+
+def cases_cpu(results: Path) -> CasesCpu:
+    """The cases' CPU time and count over the result files of `results` (cases a result keeps: a run of an
+    exercise that a better second run replaced is not in it)."""
+    seconds, cases, submissions, wall = 0.0, 0, 0, 0.0
+    for path in results.glob("*.json"):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(result, dict) or "exercises" not in result:
+            continue
+        submissions += 1
+        wall += result.get("seconds") or 0.0
+        for exercise in result["exercises"]:
+            for case in exercise["cases"]:
+                cases += 1
+                seconds += case.get("cpu_seconds") or 0.0
+    return CasesCpu(seconds, cases, submissions, wall)
+
+
+def breakdown(tree: TreeCpu, cases: CasesCpu | None, count: int, indent: str = "  ") -> list[str]:
+    """Two or three short lines: where the CPU of a run went, per submission (start-up included)."""
+    def ms(seconds: float) -> str:
+        return f"{1000 * seconds / count:.0f} ms"
+
+    if tree.total is None or tree.sandbox is None:
+        return [f"{indent}CPU: grader processes {tree.grader:.2f} s = {ms(tree.grader)} per submission (the "
+                f"sandboxes' not measured: no cpuacct cgroup could be made, run as root on cgroup v1)"]
+    lines = [f"{indent}CPU of the whole run {tree.total:.2f} s (kernel {tree.total_sys or 0:.2f} s) = "
+             f"{ms(tree.total)} per submission: grader {ms(tree.grader)} (coordinator {ms(tree.coordinator)}, "
+             f"{tree.worker_count} workers {ms(tree.workers)}), sandboxes {ms(tree.sandbox)} "
+             f"(kernel {ms(tree.sandbox_sys or 0)})"]
+    if cases is not None and cases.submissions:
+        own = cases.seconds
+        lines.append(f"{indent}cases' CPU in the sandboxes {ms(own)} per submission ({cases.cases} cases); "
+                     f"overhead = {ms(tree.total - own)} per submission (grader {ms(tree.grader)}, "
+                     f"sandbox beyond its cases {ms(tree.sandbox - own)})")
+    return lines
+
+
+def load() -> str:
+    """The machine's load when a bench starts, so a noisy run shows."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def _make_group() -> Path | None:
+    """A new cpuacct group for one run, or None where none can be made (the run then counts its grader only).
+    Not named puzzle-grader-*: that name is the grader's own, which its leftover sweep may remove."""
+    if not (CPUACCT / "cpuacct.usage").exists() or not os.access(CPUACCT, os.W_OK):
+        return None
+    group = CPUACCT / f"pg-bench-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    return group
+
+
+def _members(group: Path) -> list[str]:
+    procs = [pid for pid in (group / "cgroup.procs").read_text().split()]
+    for child in group.iterdir():
+        if child.is_dir():
+            procs.extend(_members(child))
+    return procs
+
+
+def _settle(group: Path, seconds: float = 10.0) -> None:
+    """Wait until the run's last process (a zygote tearing its sandboxes down) has left the group."""
+    deadline = time.monotonic() + seconds
+    while _members(group) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _remove(group: Path) -> None:
+    """Remove the group and what the run left in it (its processes are ours: the run is over)."""
+    for child in [c for c in group.iterdir() if c.is_dir()]:
+        _remove(child)
+    for pid in (group / "cgroup.procs").read_text().split():
+        try:
+            os.kill(int(pid), 9)
+        except (ProcessLookupError, ValueError):
+            pass
+    for _ in range(100):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.02)
+
+
+def _wrapped() -> None:
+    """As the wrapper: join the group, have the coordinator and each forked worker write their rusage when they
+    end, and run `python -m grader` with the remaining arguments."""
+    import atexit
+    import resource
+    import runpy
+    from multiprocessing import util
+
+    group, records = sys.argv[1], sys.argv[2]
+    if group != "-":
+        Path(group, "cgroup.procs").write_text(str(os.getpid()))
+
+    def record(role: str) -> None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        line = json.dumps({"role": role, "pid": os.getpid(), "user": usage.ru_utime, "sys": usage.ru_stime})
+        descriptor = os.open(records, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(descriptor, (line + "\n").encode())
+        finally:
+            os.close(descriptor)
+
+    class _Marker:
+        pass
+
+    marker = _Marker()
+
+    def in_worker(_: object) -> None:
+        # run by multiprocessing in a forked process once it has cleared the finalizers it inherited
+        util.Finalize(None, record, args=("worker",), exitpriority=-1000)
+
+    util.register_after_fork(marker, in_worker)
+    atexit.register(record, "coordinator")     # registered first: runs last, after the grader's own handlers
+    sys.argv = ["grader", *sys.argv[3:]]
+    runpy.run_module("grader", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    _wrapped()
