@@ -2,9 +2,10 @@
 
     python bench/bench_grading.py [--submissions 200] [--nbconvert-sample 4] [--jobs N]
 
-Prints submissions per second, the per-submission overhead of isolation over running the same cases
-in-process, the speedup from 1 worker to all cores, the time of a regrade with nothing changed, and the
-ratio against executing the same notebooks with `jupyter nbconvert --execute` (the kernel cost that
+Prints the machine's load at start, submissions per second with where their CPU went (the grader's processes,
+the sandboxes, the students' cases: treecpu.py), a correct notebook's time against its own code's on the same
+cases in this process (owncode.py), the speedup from 1 worker to all cores, the time of a regrade with nothing
+changed, and the ratio against executing the same notebooks with `jupyter nbconvert --execute` (the kernel cost that
 nbgrader and Otter pay per notebook). Needs `pip install -e '.[bench]'` for the nbconvert part.
 """
 
@@ -22,6 +23,8 @@ import time
 from pathlib import Path
 
 import nbformat
+import owncode
+import treecpu
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
@@ -47,56 +50,6 @@ def generate(folder: Path, count: int, seed: int = 1, mix: list[tuple[str, int]]
     return paths
 
 
-def in_process_seconds(paths: list[Path], cache: Path) -> float:
-    """The same cases run in this process with no isolation at all: the floor our overhead is measured against."""
-    from grader.syntax.calls import for_child
-    from grader.checks.registry import CheckContext, resolve
-    from grader.extract.source import extract
-    from grader.intake.notebook import read_notebook
-    from grader.plan.cases import build_plan
-    from grader.rubric.schema import load_rubric
-    from grader import codec
-    plan = build_plan(load_rubric(RUBRIC), cache)
-    support = {p.stem: p.read_text() for p in (plan.rubric.support or Path("/nonexistent")).glob("*.py")}
-    started = time.perf_counter()
-    for path in paths:
-        extracted = extract(read_notebook(path), plan.rubric.policy)
-        namespace: dict = {"__name__": "__main__", "display": lambda *a, **k: None}
-        sys.modules.update({name: _module(name, source) for name, source in support.items()})
-        for statement in extracted.statements:
-            try:
-                exec(compile("\n" * (statement.line - 1) + statement.code, statement.label, "exec"), namespace)
-            except BaseException:  # noqa: BLE001 - a missing import, a style.css: as the grader does
-                pass
-        for exercise in plan.rubric.exercises:
-            for case in plan.cases[exercise.id]:
-                call = for_child(case.call, plan.data(case))
-                scope = {**namespace, **dict(call.values)}
-                try:
-                    with open(os.devnull, "w") as sink:
-                        stdout, sys.stdout = sys.stdout, sink
-                        try:
-                            got = codec.encode(eval(compile(call.code, "<case>", "eval"), scope))
-                        finally:
-                            sys.stdout = stdout
-                except BaseException:  # noqa: BLE001
-                    continue
-                check = resolve(case.check.name, plan.reference)
-                try:
-                    check(CheckContext(plan.expected[case.id].value, got, options=dict(case.check.options),
-                                       reference=plan.reference, data=plan.data(case)))
-                except Exception:  # noqa: BLE001
-                    pass
-    return time.perf_counter() - started
-
-
-def _module(name: str, source: str):
-    import types
-    module = types.ModuleType(name)
-    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
-    return module
-
-
 def graded_seconds(paths: list[Path], out: Path, cache: Path, jobs: int, force: bool = True) -> tuple[float, object]:
     from grader.run.batch import grade_batch
     started = time.perf_counter()
@@ -104,12 +57,14 @@ def graded_seconds(paths: list[Path], out: Path, cache: Path, jobs: int, force: 
     return time.perf_counter() - started, batch
 
 
-def cli_seconds(folder: Path, out: Path, cache: Path, jobs: int) -> float:
-    """`grader grade` of a folder as a TA runs it: a new process, so start-up (imports, rubric, plan) counts."""
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC), "--out", str(out),
-                    "--cache", str(cache), "--jobs", str(jobs), "--quiet"], check=True, capture_output=True)
-    return time.perf_counter() - started
+def cli_run(sources: list[Path], out: Path, cache: Path, jobs: int) -> treecpu.TreeCpu:
+    """`grader grade` of folders or files as a TA runs it: a new process, so start-up (imports, rubric, plan)
+    counts; its wall time and the CPU of its whole process tree."""
+    done, tree = treecpu.measure(["grade", *map(str, sources), "--rubric", str(RUBRIC), "--out", str(out),
+                                  "--cache", str(cache), "--jobs", str(jobs), "--quiet"])
+    if done.returncode != 0:
+        raise SystemExit(f"grader grade failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return tree
 
 
 def nbconvert_seconds(paths: list[Path], scratch: Path) -> float | None:
@@ -138,22 +93,29 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     parser.add_argument("--correct", type=int, default=200, help="distinct correct notebooks graded on their own")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="puzzle-grader-bench-") as tmp:
+    loaded = treecpu.load()
+    with tempfile.TemporaryDirectory(prefix="pg-bench-") as tmp:
         root = Path(tmp)
         (root / "class").mkdir()
         cache = root / "cache"
         paths = generate(root / "class", args.submissions)
         from bench_nbgrader import compile_grader
         compile_grader()    # as an installed grader has its bytecode
-        from grader.run.batch import grade_batch
-        grade_batch([paths[0]], RUBRIC, root / "warm", jobs=1, cache=cache)   # expected values computed and cached
-
+        subprocess.run([sys.executable, "-m", "grader", "kit", str(RUBRIC), "-o", str(root / "kit.json"), "--cache",
+                        str(cache)], check=True, capture_output=True)     # expected values computed and cached
         (root / "correct").mkdir()
         correct = generate(root / "correct", args.correct, mix=[("correct", 1)])
-        correct_seconds = cli_seconds(root / "correct", root / "correct-out", cache, args.jobs)   # start-up in it
+        same_work = correct[:args.speedup_sample]
+        # First, while this process has started no thread (owncode forks it): a correct notebook's own code.
+        from grader.plan.cases import build_plan
+        from grader.rubric.schema import load_rubric
+        own = owncode.own_code(same_work, build_plan(load_rubric(RUBRIC), cache))
+
+        correct_run = cli_run([root / "correct"], root / "correct-out", cache, args.jobs)   # start-up in it
+        correct_cases = treecpu.cases_cpu(root / "correct-out")
         correct_regrade, correct_batch = graded_seconds(correct, root / "correct-out", cache, args.jobs, force=False)
         # the same regrade as a TA runs it: a new process, imports included
-        cli_regrade = cli_seconds(root / "correct", root / "correct-out", cache, args.jobs)
+        cli_regrade = cli_run([root / "correct"], root / "correct-out", cache, args.jobs).wall
         full = sum(row.total == row.max_total for row in correct_batch.rows)
 
         batch_seconds, batch = graded_seconds(paths, root / "out", cache, args.jobs)
@@ -162,12 +124,12 @@ def main() -> None:
         calm = [p for p in paths if "infinite" not in p.name][:args.speedup_sample]
         one_seconds, _ = graded_seconds(calm, root / "one", cache, 1)
         all_seconds, _ = graded_seconds(calm, root / "all", cache, args.jobs)
-        # Overhead: correct notebooks, the same cases in both runs (a wrong one may run an exercise a second
-        # time with the reference's helpers, which the in-process run cannot imitate).
-        same_work = correct[:args.speedup_sample]
-        isolated_seconds, _ = graded_seconds(same_work, root / "same", cache, 1)
-        fixed_seconds, _ = graded_seconds(same_work[:1], root / "fixed", cache, 1)   # pool start-up + one
-        inproc = in_process_seconds(same_work, cache)
+        # A correct notebook against its own code: the same cases in both (a wrong one may run an exercise a
+        # second time with the reference's helpers, which its own code alone never does). Per submission, as the
+        # difference of `grader grade --jobs 1` of k notebooks and of one: start-up and the pool left out.
+        isolated_run = cli_run(same_work, root / "same", cache, 1)
+        isolated_cases = treecpu.cases_cpu(root / "same")
+        fixed_run = cli_run(same_work[:1], root / "fixed", cache, 1)
 
         sample = calm[:args.nbconvert_sample]
         (root / "nbconvert").mkdir()
@@ -175,13 +137,14 @@ def main() -> None:
 
     n, m = len(paths), len(calm)
     ours_per_notebook = one_seconds / m
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, isolation: "
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, {loaded} at start, isolation: "
           f"{', '.join(f'{level} ({count})' for level, count in batch.isolation.items())}")
-    print(f"{args.correct} distinct correct notebooks, {args.jobs} workers: {correct_seconds:.1f} s = "
-          f"{args.correct / correct_seconds:.1f} submissions/s as `grader grade` (start-up included), {full} of "
+    print(f"{args.correct} distinct correct notebooks, {args.jobs} workers: {correct_run.wall:.1f} s = "
+          f"{args.correct / correct_run.wall:.1f} submissions/s as `grader grade` (start-up included), {full} of "
           f"{args.correct} with full marks; "
           f"regrade with nothing changed: {correct_regrade:.2f} s ({cli_regrade:.2f} s as `grader grade`, "
           f"start-up included)")
+    print("\n".join(treecpu.breakdown(correct_run, correct_cases, args.correct)))
     print(f"class of {n} submissions (correct, wrong and hostile mixed), {args.jobs} workers:")
     print(f"  graded in {batch_seconds:.1f} s = {n / batch_seconds:.1f} submissions/s "
           f"({batch.graded} graded, {len(batch.failed)} failed)")
@@ -191,11 +154,7 @@ def main() -> None:
           f"{args.jobs} workers: {all_seconds:.1f} s, speedup {one_seconds / all_seconds:.2f}x")
     k = len(same_work)
     print(f"{k} distinct correct notebooks, 1 worker, graded in the sandbox and run in this process:")
-    isolated = (isolated_seconds - fixed_seconds) / (k - 1)   # per submission, the pool's start-up left out
-    print(f"  isolated {1000 * isolated:.0f} ms, in-process with no isolation {1000 * inproc / k:.0f} ms per "
-          f"submission: {isolated / (inproc / k):.2f}x its own code's time, isolation overhead "
-          f"{1000 * (isolated - inproc / k):.0f} ms per submission "
-          f"(the worker pool starts once per batch in {fixed_seconds - isolated:.2f} s)")
+    print("\n".join(isolation_lines(isolated_run, fixed_run, isolated_cases, own, k)))
     if nbconvert is not None:
         print(f"  jupyter nbconvert --execute: {nbconvert:.2f} s per notebook ({len(sample)} executed); "
               f"ours {1000 * ours_per_notebook:.0f} ms per notebook on 1 worker: {nbconvert / ours_per_notebook:.0f}x "
@@ -203,6 +162,26 @@ def main() -> None:
     else:
         print("  nbconvert: not measured (pip install -e '.[bench]' for ipykernel)")
 
+
+def isolation_lines(isolated: treecpu.TreeCpu, fixed: treecpu.TreeCpu, cases: treecpu.CasesCpu,
+                    own: owncode.OwnCode, k: int) -> list[str]:
+    """A correct notebook graded (per submission: `grader grade` of k less that of one, over k - 1) against
+    its own code in this process: wall time (the judged ratio) and CPU time (which load disturbs less)."""
+    wall = (isolated.wall - fixed.wall) / (k - 1)
+    own_wall, own_cpu = own.seconds / k, own.cpu / k
+    lines = [f"  isolated {1000 * wall:.0f} ms, in-process with no isolation {1000 * own_wall:.0f} ms per submission "
+             f"(load {1000 * own.load / k:.1f} ms, {own.run // k} cases {1000 * own.cases / k:.0f} ms; "
+             f"{own.passed} of {own.run} cases judged right): {wall / own_wall:.2f}x its own code's time, "
+             f"isolation overhead {1000 * (wall - own_wall):.0f} ms per submission "
+             f"(start-up and one notebook {fixed.wall:.2f} s)"]
+    if isolated.total is not None and fixed.total is not None:
+        cpu = (isolated.total - fixed.total) / (k - 1)
+        grader = (isolated.grader - fixed.grader) / (k - 1)
+        lines.append(f"  CPU per submission: graded {1000 * cpu:.0f} ms (grader {1000 * grader:.0f}, sandbox "
+                     f"{1000 * (cpu - grader):.0f} of which cases {1000 * cases.seconds / k:.0f}), own code in "
+                     f"this process {1000 * own_cpu:.0f} ms (cases {1000 * own.cases_cpu / k:.0f}): "
+                     f"{cpu / own_cpu:.2f}x")
+    return lines
 
 if __name__ == "__main__":
     main()
