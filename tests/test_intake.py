@@ -167,6 +167,25 @@ def test_folder_of_student_folders_names_each_student_by_folder(tmp_path: Path) 
     assert result.problems == () and result.notes == ()
 
 
+def test_a_results_folder_inside_the_graded_folder_is_no_student(tmp_path: Path) -> None:
+    """`grader grade . --out results` twice: the second run found results/notebooks/<sha256>.ipynb, the copies
+    of graded notebooks, and graded them as a student named "results"."""
+    from grader.run.batch import RUBRIC_MARK
+    subs = tmp_path / "subs"
+    write(subs / "alice.ipynb", notebook("alice"))
+    write(subs / "results" / "notebooks" / f"{'a' * 64}.ipynb", notebook("alice"))
+    write(subs / "results" / "gradebook.sqlite", b"")
+    write(subs / "results" / RUBRIC_MARK, b'{"assignment": "x"}\n')
+    result = gather([subs], tmp_path / "work")
+    assert [e.student for e in result.entries] == ["alice"]
+    assert result.problems == (f"{subs / 'results'}: a results folder of grader grade (its notebooks are copies of "
+                               f"graded ones), not a student's: not graded",)
+    given = gather([subs / "results"], tmp_path / "work")
+    assert given.entries == () and len(given.problems) == 1
+    globbed = gather([str(subs / "**" / "*.ipynb")], tmp_path / "work")
+    assert [e.student for e in globbed.entries] == ["alice"]
+
+
 def test_notebook_is_preferred_to_a_newer_helper_script(tmp_path: Path) -> None:
     write(tmp_path / "subs" / "alice" / "lab.ipynb", notebook("alice"), mtime=1_000_000)
     write(tmp_path / "subs" / "alice" / "helpers.py", b"x = 1\n", mtime=2_000_000)

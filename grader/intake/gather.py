@@ -35,6 +35,9 @@ NOTEBOOK_SUFFIXES = (".ipynb", ".py")
 ARCHIVE_SUFFIX = ".zip"
 UNSUPPORTED_ARCHIVES = (".rar", ".7z", ".tar", ".tgz", ".gz", ".bz2", ".xz")
 SKIPPED_FOLDERS = frozenset({"__MACOSX", ".ipynb_checkpoints", "__pycache__"})
+# The file that marks a results folder of `grader grade` (grader.run.batch writes it): such a folder holds copies
+# of graded notebooks (notebooks/<sha256>.ipynb), never a submission, even inside the folder being graded.
+RESULTS_MARK = ".assignment"
 # Files that travel with submissions but are never one: a student folder holding only these has no submission.
 QUIET_SUFFIXES = frozenset({
     ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".svg", ".webp", ".tif", ".tiff", ".ico",
@@ -323,7 +326,8 @@ class _Collector:
                     continue
                 if match.is_dir():
                     files.extend(self._walk(match))
-                elif match.is_file():
+                elif match.is_file() and not _results_folder(str(match.parent.parent),
+                                                             os.listdir(match.parent.parent)):
                     files.append(match)
             self._take_folder(root, files)
         elif path.is_dir():
@@ -343,6 +347,11 @@ class _Collector:
             self.problems.append(f"{error.filename}: cannot be read ({error.strerror or error})")
 
         for folder, dirs, names in os.walk(top, onerror=unreadable):
+            if _results_folder(folder, names):
+                self.problems.append(f"{folder}: a results folder of grader grade (its notebooks are copies of "
+                                     f"graded ones), not a student's: not graded")
+                dirs[:] = []
+                continue
             dirs[:] = sorted(d for d in dirs if not _skipped_name(d)
                              and os.path.realpath(os.path.join(folder, d)) != self.workdir_real)
             found.extend(Path(folder, name) for name in sorted(names))
@@ -643,6 +652,12 @@ def _suffix(name: str) -> str:
 def _stem(name: str) -> str:
     suffix = _suffix(name)
     return name[:-len(suffix)] if suffix else name
+
+
+def _results_folder(folder: str, names: Sequence[str]) -> bool:
+    """Whether a folder is one `grader grade --out` wrote (`grade . --out results`, run twice, graded the
+    copies in results/notebooks/ as a student named "results"): its mark, and its gradebook or copies."""
+    return RESULTS_MARK in names and ("gradebook.sqlite" in names or os.path.isdir(os.path.join(folder, "notebooks")))
 
 
 def _skipped_name(name: str) -> bool:

@@ -16,7 +16,7 @@ from grader.files import write_bytes
 from grader import __version__
 from grader.run.executor import Executor, Job
 from grader.store.gradebook import Gradebook, ScoreRow
-from grader.intake.gather import Entry, gather
+from grader.intake.gather import RESULTS_MARK, Entry, gather
 from grader.intake.notebook import MAX_SUBMISSION_BYTES
 from grader.rubric.lateness import LatePolicy, assess
 from grader.judge.grading import Options, defines_counter, file_sha256, grade_path, support_sources
@@ -337,7 +337,7 @@ def _export(book: Gradebook, rubric: str, out_dir: Path, gradescope: Path | None
         OUTPUTS["gradescope"].write(classroom, Path(gradescope))
 
 
-RUBRIC_MARK = ".assignment"   # JSON naming the assignment a results folder holds (not *.json: result readers skip it)
+RUBRIC_MARK = RESULTS_MARK   # JSON naming the assignment a results folder holds (not *.json: result readers skip it)
 
 
 class ResultsFolderError(ValueError):
