@@ -69,6 +69,9 @@ MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold
 _perf = time.perf_counter
 _encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
 _plain_text, _unpack = _codec.plain_text, _codec.unpack
+_student_value = _codec.decode_for_student
+_CODE: dict = {}             # (rubric expression, pseudo-file) -> its code, compiled once per load (see _compiled)
+_CODE_ENTRIES = 4096
 _NO_KWARGS = _wire.json_text(_encode({}))
 
 
@@ -413,14 +416,14 @@ class Child:
     def run_case(self, case, isolate, methods=None):
         namespace = self.module.__dict__
         missing = object()
-        settings = {name: _codec.with_arrays(_decode(value)) for name, value in case.get("set", {}).items()}
+        settings = {name: _student_value(value) for name, value in case.get("set", {}).items()}
         replaced = {name: self._oracle(name) for name in isolate if "." not in name}
         patched = self._patch_methods(namespace, isolate, methods or {}, missing)
         saved = {name: namespace.get(name, missing) for name in {**settings, **replaced}}
         namespace.update(settings)
         namespace.update(replaced)
         scope = dict(namespace)
-        scope.update({name: _codec.with_arrays(_decode(value)) for name, value in case.get("values", {}).items()})
+        scope.update({name: _student_value(value) for name, value in case.get("values", {}).items()})
         # The rubric's expressions see the original builtins (a fresh copy each case); the student's functions
         # see the builtins module, patched or not, as they left it.
         scope["__builtins__"] = dict(_PRISTINE)
@@ -434,16 +437,16 @@ class Child:
         _setitimer(signal.ITIMER_PROF, float(case["timeout"]))
         try:
             try:
-                result = eval(compile(case["code"], "<case>", "eval"), scope)  # noqa: S307 - rubric expression
+                result = eval(_compiled(case["code"], "<case>"), scope)  # noqa: S307 - rubric expression
                 if case.get("reduce"):
                     stage = "reduce"
-                    result = eval(compile(case["reduce"], "<reduce>", "eval"),  # noqa: S307 - rubric expression
+                    result = eval(_compiled(case["reduce"], "<reduce>"),  # noqa: S307 - rubric expression
                                   {**scope, "result": result})
                     stage = ""
                 probes = {}
                 for name, code in case.get("probes", {}).items():
                     try:
-                        probes[name] = {"value": _encode(eval(compile(code, "<probe>", "eval"),  # noqa: S307
+                        probes[name] = {"value": _encode(eval(_compiled(code, "<probe>"),  # noqa: S307
                                                               {**scope, "result": result}))}
                     except CaseTimeout:
                         raise
@@ -589,11 +592,24 @@ def _call_text(name, args, kwargs):
         raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
 
 
+def _compiled(text, filename):
+    """A rubric expression's code. An exercise's cases repeat a few call texts (`matches(__v0, __v1)` ten times),
+    and a code object cannot change: each text is compiled once in the process that runs the exercises."""
+    key = (text, filename)
+    code = _CODE.get(key)
+    if code is None:
+        if len(_CODE) >= _CODE_ENTRIES:
+            _CODE.clear()
+        code = _CODE[key] = compile(text, filename, "eval")
+    return code
+
+
 def _restore(namespace, saved):
     """Put a namespace back as it was, by identity only: comparing would call a student object's __eq__."""
-    for key in [key for key in namespace if key not in saved]:
-        del namespace[key]
     namespace.update(saved)
+    if len(namespace) != len(saved):   # every saved name is back: only a name added since can make it longer
+        for key in [key for key in namespace if key not in saved]:
+            del namespace[key]
 
 
 def _plain(text, limit=None):
