@@ -64,6 +64,9 @@ _MODULE_DICT: Any = vars(types.ModuleType)["__dict__"].__get__
 _KEYS, _VALUES_OF = dict.keys, dict.values
 
 
+_getsignal, _valid_signals = __import__("_signal").getsignal, __import__("_signal").valid_signals
+_UNCAUGHT = (int(signal.SIGKILL), int(signal.SIGSTOP))
+_RLIMITS = [getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")]
 _C_RANDOM = __import__("_random").Random
 _PY_RANDOM = __import__("random").Random
 
@@ -236,10 +239,9 @@ def _process() -> dict[str, Any]:
             descriptors.append((fd, status.st_dev, status.st_ino))
         except OSError:
             descriptors.append((fd,))
-    limits = [resource.getrlimit(getattr(resource, name)) for name in sorted(dir(resource))
-              if name.startswith("RLIMIT_")]
-    handlers = [(number, id(signal.getsignal(number))) for number in sorted(signal.valid_signals())
-                if number not in (signal.SIGKILL, signal.SIGSTOP)]
+    limits = [resource.getrlimit(kind) for kind in _RLIMITS]
+    # The C functions: signal.getsignal makes an enum of each number and handler (half of this function's time).
+    handlers = [(number, id(_getsignal(number))) for number in sorted(_valid_signals()) if number not in _UNCAUGHT]
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
     with open("/proc/self/statm", "rb") as statm:
         size = int(statm.read().split()[0]) * resource.getpagesize()
