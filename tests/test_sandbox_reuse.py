@@ -36,6 +36,10 @@ def test_exercises_that_change_nothing_share_one_process():
 CHANGES = {
     "a global list mutated": ("S = []\ndef change():\n    S.append(1)\n    return 0\ndef look():\n"
                               "    return len(S)\n", 0),
+    "a global dict's value": ("D = {'a': 1, 'b': 2}\ndef change():\n    D['a'] = 3\n    return 0\ndef look():\n"
+                              "    return D['a']\n", 1),
+    "a global dict's key": ("D = {'a': 1}\ndef change():\n    del D['a']\n    D['b'] = 1\n    return 0\n"
+                            "def look():\n    return sorted(D)\n", ["a"]),
     "a global rebound": ("N = 0\ndef change():\n    global N\n    N = 5\n    return 0\ndef look():\n    return N\n", 0),
     "a default argument": ("def change(m=[]):\n    m.append(1)\n    return 0\ndef look():\n"
                            "    return len(change.__defaults__[0])\n", 0),
@@ -86,3 +90,13 @@ def test_an_exercise_that_asked_the_reference_ends_its_process():
     before, _, after = exercises(source, "pid()", "uses()", "pid()", isolate=("helper",),
                                  oracle=lambda name, args, kwargs: args[0] + 1)
     assert before != after
+
+
+def test_the_walk_runs_no_student_code():
+    # isinstance(obj, type) would read the object's __class__: a property of the student's, run between exercises
+    source = "class Liar:\n    hits = 0\n    @property\n    def __class__(self):\n        Liar.hits += 1\n" \
+             "        return type\nL = Liar()\nimport os\ndef look():\n    return Liar.hits, os.getpid()\n"
+    (hits, first), (again, second) = exercises(source, "look()", "look()")
+    assert hits == again == 0
+    assert first == second   # and the process was known to be pristine
+

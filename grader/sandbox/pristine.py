@@ -123,7 +123,11 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
     by id, exact builtin values by value; `stop` holds ids not entered (other modules' dicts). The modules and
     module dicts the walk meets are added to `met`. Classes are entered when defined in a module named in
     `homes` (the notebook's, the support modules'); a library's classes are fixed, like its functions' modules
-    (their instances are walked)."""
+    (their instances are walked).
+
+    It runs at every exercise's end, over about a thousand objects (builtins and the notebook's names), so its
+    loop keeps what it looks up in locals. Kinds are asked with issubclass on the real type, never isinstance:
+    that would read a student object's `__class__`, which may be a property."""
     numpy = sys.modules.get("numpy")
     ndarray = getattr(numpy, "ndarray", None)
     generic = getattr(numpy, "generic", None)
@@ -131,61 +135,66 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
     tokens: list[Any] = []
     seen: set[int] = set()
     stack = list(reversed(roots))
+    append, pop, extend, see = tokens.append, stack.pop, stack.extend, seen.add
+    values, by_repr, fixed, weakref, referents = _VALUES, _BY_REPR, _FIXED, _WEAKREF, gc.get_referents
     while stack:
-        obj = stack.pop()
+        obj = pop()
         kind = type(obj)
         key = id(kind)
-        if key in _VALUES:
-            tokens.append((key, obj))
+        if key in values:
+            append((key, obj))
             continue
-        if key in _BY_REPR:
-            tokens.append((key, repr(obj)))
+        if key in by_repr:
+            append((key, repr(obj)))
             continue
-        if id(obj) in seen:
-            tokens.append(id(obj))
+        ident = id(obj)
+        if ident in seen:
+            append(ident)
             continue
-        seen.add(id(obj))
+        see(ident)
         if len(seen) > limit:
             raise Unknown("too many objects")
-        if key in _FIXED or id(obj) in stop:
-            tokens.append((key, id(obj)))
-            if met is not None and (kind is types.ModuleType or id(obj) in stop):
-                met.add(id(obj))
+        if key in fixed or ident in stop:
+            append((key, ident))
+            if met is not None and (kind is types.ModuleType or ident in stop):
+                met.add(ident)
             continue
-        if key == _WEAKREF:
-            tokens.append((key, id(obj), id(obj())))   # what it points to is reached from elsewhere, or dead
+        if kind is dict:   # the collector shows a dict's keys and values, nothing more
+            references = [*_KEYS(obj), *_VALUES_OF(obj)]
+        elif key == weakref:
+            append((key, ident, id(obj())))   # what it points to is reached from elsewhere, or dead
             continue
-        if kind is type or isinstance(obj, type):
+        elif kind is type or issubclass(kind, type):
             if not _FLAGS(obj) & _HEAPTYPE:
-                tokens.append((key, id(obj)))     # a builtin or extension type: fixed
+                append((key, ident))     # a builtin or extension type: fixed
                 continue
             namespace = _TYPE_DICT(obj)           # the class's own names, as a mapping proxy of its dict
             home = namespace.get("__module__")
             if homes is not None and not (type(home) is str and home in homes):
-                tokens.append((key, id(obj)))     # a library's class
+                append((key, ident))     # a library's class
                 continue
             references = [kind, *_MRO(obj), *namespace.keys(), *namespace.values()]
         elif ndarray is not None and kind is ndarray:
             if obj.dtype.hasobject:
                 raise Unknown("an array of objects")
-            tokens.append((key, id(obj), obj.dtype.str, obj.shape, obj.tobytes()))
+            append((key, ident, obj.dtype.str, obj.shape, obj.tobytes()))
             continue
-        elif generic is not None and isinstance(obj, generic):
-            tokens.append((key, obj.tobytes()))
+        elif generic is not None and issubclass(kind, generic):
+            append((key, obj.tobytes()))
             continue
         elif key in generators:
-            tokens.append((key, id(obj), _generator_state(obj)))   # a random generator: its state, not hidden
+            append((key, ident, _generator_state(obj)))   # a random generator: its state, not hidden
             references = [_instance_dict(obj, kind)] if kind is _PY_RANDOM else []
         elif not _open_type(kind):
             raise Unknown("an object that hides its state")
         else:
             if _FLAGS(kind) & _HEAPTYPE:
                 _instance_dict(obj, kind)   # made a real dict now, so the collector shows it (and its keys)
-            references = gc.get_referents(obj)
-            if isinstance(obj, dict):
+            references = referents(obj)
+            if issubclass(kind, dict):
                 references = [*_KEYS(obj), *_VALUES_OF(obj), *references]
-        tokens.append((key, id(obj), len(references)))
-        stack.extend(reversed(references))
+        append((key, ident, len(references)))
+        extend(reversed(references))
     return tokens
 
 
@@ -195,7 +204,7 @@ def _modules(met: set[int]) -> list[tuple[int, ...]]:
     module's bindings would cost 25 ms with numpy loaded."""
     found: list[tuple[int, ...]] = [tuple(map(id, sys.modules)), tuple(map(id, sys.modules.values()))]
     for module in list(sys.modules.values()):
-        if isinstance(module, types.ModuleType):
+        if issubclass(type(module), types.ModuleType):
             namespace = _MODULE_DICT(module)
             if id(module) in met or id(namespace) in met:
                 found.append((id(module), *map(id, namespace), -1, *map(id, namespace.values())))
@@ -295,7 +304,7 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
     gc.disable()    # no collection (and no student __del__) in the middle of the walk
     try:
         stop = {id(_MODULE_DICT(module)) for module in list(sys.modules.values())
-                if isinstance(module, types.ModuleType)} - set(map(id, roots)) | set(map(id, own))
+                if issubclass(type(module), types.ModuleType)} - set(map(id, roots)) | set(map(id, own))
         met: set[int] = set()
         walked = walk(roots, frozenset(stop), met=met, homes=homes)
         return (walked, _modules(met), _interpreter(collecting))

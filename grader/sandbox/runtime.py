@@ -542,7 +542,7 @@ class Child:
         homes = {"__main__"}
         for name in self.support:
             module = sys.modules.get(name)
-            if isinstance(module, types.ModuleType):
+            if issubclass(type(module), types.ModuleType):   # never a student's __class__
                 roots.append(vars(types.ModuleType)["__dict__"].__get__(module))
                 homes.add(name)
         # The global random generator is seeded afresh at each case's start: its state between cases is no one's.
