@@ -100,3 +100,10 @@ def test_the_walk_runs_no_student_code():
     assert hits == again == 0
     assert first == second   # and the process was known to be pristine
 
+
+def test_the_walk_does_not_use_what_the_student_patched():
+    # ids all 0: every object but the first would look already seen, and a changed list unchanged
+    source = "import builtins, gc\nbuiltins.id = lambda o: 0\ngc.get_referents = lambda *o: []\nS = []\n" \
+             "def change():\n    S.append(1)\n    return 0\ndef look():\n    return len(S)\n"
+    _, seen = exercises(source, "change()", "look()")
+    assert seen == 0

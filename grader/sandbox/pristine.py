@@ -31,6 +31,7 @@ later exercises can see it.
 Standard library only: the zygote loads this module beside the runtime in a clean interpreter.
 """
 
+import builtins as _builtins
 import gc
 import os
 import resource
@@ -38,6 +39,14 @@ import signal
 import sys
 import types
 from typing import Any
+
+# Private references. The student's code shares this process and may rebind `builtins.id`, `gc.get_referents` or
+# `os.listdir` while it loads (and the state after the load is what every case starts from): a walk through
+# such a patch would run the student's code and see what it is shown. The zygote imports this module before
+# any student code runs; its functions resolve builtins here and call the functions bound here.
+__builtins__ = dict(_builtins.__dict__)  # type: ignore[assignment]  # a private snapshot, on purpose
+gc, os, resource, signal = (  # type: ignore[assignment]  # snapshots stand in for the modules, on purpose
+    types.SimpleNamespace(**vars(_module)) for _module in (gc, os, resource, signal))
 
 MAX_OBJECTS = 20_000          # objects one walk may visit: past it the answer is "unknown" (a fork is cheaper)
 MAX_GROWTH = 64 << 20         # address space an exercise may leave behind (RLIMIT_AS is per process)
