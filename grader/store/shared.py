@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from grader.files import write_text
 FOLDER = "shared"
 KEY_DIGITS = 32                     # 128 bits of SHA-256: content addressing, not a secret
 _KEY = re.compile(r"[0-9a-f]{%d}" % KEY_DIGITS)
+_KEYS_LIMIT = 100_000                # values remembered by a writer (a plan has a few hundred)
 _RUBRIC_HASH = re.compile(r"[0-9A-Za-z_-][0-9A-Za-z._-]{0,127}")    # one plain folder name: never "..", no "/"
 
 
@@ -60,20 +62,36 @@ class SharedWriter:
         self.rubric_sha256 = rubric_sha256
         self.folder = folder(results, rubric_sha256)
         self._stored: set[str] = set()
+        # (call, id of the expected value) -> (that value, its key). Every result of a batch holds the plan's
+        # own expected objects (the coordinator's plan, by name from the workers), so a class's thousands of
+        # cases are each encoded and hashed once, not once per student. The value is held so that its id
+        # cannot name another object while it is here; bounded, since a restored result brings fresh objects.
+        self._keys: dict[tuple[str, int], tuple[Any, str]] = {}
 
     def put(self, call: Any, expected: Any) -> str:
-        text = canonical({"call": call, "expected": expected})
-        key = key_of(text)
-        path = self.folder / f"{key}.json"
+        known = self._keys.get((call, id(expected))) if type(call) is str else None
+        if known is not None and known[0] is expected:
+            key = known[1]
+            text = None
+        else:
+            text = canonical({"call": call, "expected": expected})
+            key = key_of(text)
+            if type(call) is str:
+                if len(self._keys) >= _KEYS_LIMIT:
+                    self._keys.clear()
+                self._keys[(call, id(expected))] = (expected, key)
+        path = os.path.join(self.folder, f"{key}.json")
         # Checked whole once per writer; after that a stat says it is still there (a TA may delete the folder).
-        if key not in self._stored or not path.is_file():
+        if key not in self._stored or not os.path.isfile(path):
+            if text is None:
+                text = canonical({"call": call, "expected": expected})
             try:
-                good = path.read_bytes() == text.encode("utf-8", "surrogatepass")
+                good = Path(path).read_bytes() == text.encode("utf-8", "surrogatepass")
             except OSError:
                 good = False
             if not good:       # absent, or not what its name promises: (re)written whole
                 self.folder.mkdir(parents=True, exist_ok=True)
-                write_text(path, text, encoding="utf-8")
+                write_text(Path(path), text, encoding="utf-8")
             self._stored.add(key)
         return key
 
