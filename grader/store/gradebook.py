@@ -108,6 +108,7 @@ class Gradebook:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._shared: dict[str, dict[tuple[str, str], tuple[str, str]]] = {}   # rubric_sha256 -> shared values
+        self._same: dict[int, tuple[Any, str]] = {}    # values found to be a shared value's JSON (see _compact)
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT), never implicit.
             self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -147,6 +148,7 @@ class Gradebook:
         except BaseException:
             self._db.execute("ROLLBACK")
             self._shared.clear()      # it may hold shared values of the rolled-back transaction
+            self._same.clear()
             raise
         self._db.execute("COMMIT")
 
@@ -213,7 +215,9 @@ class Gradebook:
         shared = self._shared_values(db, result.rubric_sha256)
         if not bounded:
             result = bound_result(result)   # the row is bounded like the JSON file: no answer is too big for SQLite
-        data = _compact(db, lean(to_dict(result)), result.rubric_sha256, shared)
+        if len(self._same) > _SAME_LIMIT:
+            self._same.clear()
+        data = _compact(db, lean(to_dict(result)), result.rubric_sha256, shared, self._same)
         return _insert_result(db, submission_id, source, result, graded_at, data, skip_existing=skip_existing)
 
     def _shared_values(self, db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
@@ -427,11 +431,13 @@ def _value_text(value: object) -> str:
 
 
 def _compact(db: sqlite3.Connection, data: dict, rubric_sha256: str,
-             shared: dict[tuple[str, str], tuple[str, str]]) -> dict:
+             shared: dict[tuple[str, str], tuple[str, str]], same: dict[int, tuple[Any, str]]) -> dict:
     """`data` without the call and expected value of every case whose values are the rubric's shared ones.
 
     The first result of a rubric defines them; a case whose values differ (a result graded with another
-    `expect:`, say) keeps its own, so reading back always gives exactly what was recorded.
+    `expect:`, say) keeps its own, so reading back always gives exactly what was recorded. `same` remembers,
+    by identity, the values already found to be a shared value's JSON: a batch's results hold the plan's own
+    expected objects, so each is compared once per batch, not once per student.
     """
     for exercise in data["exercises"]:
         for case in exercise["cases"]:
@@ -446,13 +452,27 @@ def _compact(db: sqlite3.Connection, data: dict, rubric_sha256: str,
             call, shared_expected = shared[key]
             if case["call"] == call:
                 del case["call"]
-            if _same_json(case["expected"], shared_expected):
+            if _known_same(case["expected"], shared_expected, same):
                 # A right answer is the expected value: most of a class stores nothing. The judge hands a
                 # right answer over as the expected value itself, so most need no comparison at all.
                 if "got" in case and (case["got"] is case["expected"] or _same_json(case["got"], shared_expected)):
                     del case["got"]
                 del case["expected"]
     return data
+
+
+_SAME_LIMIT = 100_000    # values a gradebook remembers as shared (a plan has a few hundred)
+
+
+def _known_same(value: Any, text: str, same: dict[int, tuple[Any, str]]) -> bool:
+    """_same_json, remembered by the value's identity (the value is held, so its id names no other object)."""
+    known = same.get(id(value))
+    if known is not None and known[0] is value and known[1] == text:
+        return True
+    if not _same_json(value, text):
+        return False
+    same[id(value)] = (value, text)
+    return True
 
 
 def _same_json(value: Any, text: str) -> bool:
