@@ -402,12 +402,15 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     if outcome.status == "error":
         return _raised(outcome, exercise, base)
     got = outcome.value
-    if case.check.name == "equal" and _canonical_expected(plan, case.id) == _canonical(got):
-        # The same text as the (valid) expected wire: equal under every rule of `equal`, and valid, so the
-        # decode and the check's walk are skipped (most answers of a class are right). The answer is kept as
-        # the expected value itself (the same JSON): stored and sent once, and the gradebook sees it is the same.
+    answer = _canonical(got)
+    # The same text as the (valid) expected wire. The answer is then kept as the expected value itself (the same
+    # JSON): stored and sent once, and the results folder and the gradebook see at once that it is the same.
+    same = answer is not None and answer == _canonical_expected(plan, case.id)
+    if same and case.check.name == "equal":
+        # Equal under every rule of `equal`, and valid, so the decode and the check's walk are skipped (most
+        # answers of a class are right).
         return CaseResult(status="pass", message="", got=base["expected"], fraction=1.0, **base)
-    key = _answer_key(case, outcome)
+    key = _answer_key(case, outcome, answer)
     if key is None:
         return _judged_answer(plan, exercise, case, outcome, base)
     fresh: list[CaseResult] = []
@@ -417,21 +420,21 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         return fresh[0].got is not None, {name: getattr(fresh[0], name) for name in _VERDICT}
     kept_got, fields = plan.memo.get(key, verdict)
     if fresh:
-        return fresh[0]
-    return CaseResult(got=got if kept_got else None, **fields, **base)
+        return replace(fresh[0], got=base["expected"]) if same and kept_got else fresh[0]
+    return CaseResult(got=(base["expected"] if same else got) if kept_got else None, **fields, **base)
 
 
 # What an answer's verdict is made of: the same for every submission that gives the same answer to the case.
 _VERDICT = ("status", "message", "fraction", "reason", "cause", "mistake", "advice")
 
 
-def _answer_key(case: Case, outcome: Outcome) -> tuple[str, ...] | None:
+def _answer_key(case: Case, outcome: Outcome, answer: str | None) -> tuple[str, ...] | None:
     """The memo key of an answer (a digest of its canonical text and its probes'): a check is a function of the
     case and the answer, so a class's many identical answers are decoded and checked once per worker (a path
     check replays every move with the reference's helpers). A digest, not the text: the child chooses the answer,
     and a notebook answering every case with a different 5 MB string kept 500 MB of keys in the worker for the
-    rest of the batch. None when the answer is not plain wire: the full path says why."""
-    answer = _canonical(outcome.value)
+    rest of the batch. None when the answer (`answer`: its canonical text) is not plain wire: the full path says
+    why."""
     probes = _canonical(dict(outcome.probes)) if outcome.probes else ""
     if answer is None or probes is None:
         return None
