@@ -372,8 +372,9 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
 
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
     """Turn the child's answer into a verdict, in the parent, on plain data only."""
+    # The weight as a float, as results store it (bound_case would otherwise copy every case to convert it).
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=stored_expected(plan, case.id),
-                seconds=round(outcome.seconds, 4), output=outcome.output, weight=case.weight,
+                seconds=round(outcome.seconds, 4), output=outcome.output, weight=float(case.weight),
                 cpu_seconds=round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None,
                 traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
     if outcome.status == "skipped":
@@ -409,7 +410,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     if same and case.check.name == "equal":
         # Equal under every rule of `equal`, and valid, so the decode and the check's walk are skipped (most
         # answers of a class are right).
-        return CaseResult(status="pass", message="", got=base["expected"], fraction=1.0, **base)
+        return CaseResult(status="pass", message="", got=base["expected"], fraction=1.0, **_passing(base))
     key = _answer_key(case, outcome, answer)
     if key is None:
         return _judged_answer(plan, exercise, case, outcome, base)
@@ -421,7 +422,14 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     kept_got, fields = plan.memo.get(key, verdict)
     if fresh:
         return replace(fresh[0], got=base["expected"]) if same and kept_got else fresh[0]
-    return CaseResult(got=(base["expected"] if same else got) if kept_got else None, **fields, **base)
+    return CaseResult(got=(base["expected"] if same else got) if kept_got else None, **fields,
+                      **(_passing(base) if fields["status"] == "pass" else base))
+
+
+def _passing(base: Mapping[str, Any]) -> dict[str, Any]:
+    """A passing case's fields: without the inputs feedback draws only for a case that did not pass (see
+    _without_shown_inputs), so most cases of a class are not copied to drop them."""
+    return {**base, "inputs": {}} if base["inputs"] else dict(base)
 
 
 # What an answer's verdict is made of: the same for every submission that gives the same answer to the case.
