@@ -152,9 +152,31 @@ def lean(data: dict) -> dict:
     return data
 
 
+_CASE_NAMES = frozenset(_CASE_FIELDS)
+_CASE_REQUIRED = frozenset(f.name for f in fields(CaseResult) if f.default is MISSING and f.default_factory is MISSING)
+# Every field's default but the one made by a factory (inputs: a fresh dict for each case).
+_CASE_PLAIN_DEFAULTS = {f.name: f.default for f in fields(CaseResult) if f.default is not MISSING}
+
+
+def case_from_dict(data: dict) -> CaseResult:
+    """CaseResult(**data), without the frozen dataclass's __init__, which sets each of its 25 fields through
+    object.__setattr__: that was most of reading a result back (a class's results hold thousands of cases).
+    The same checks: a field it does not know, or a required one missing, is the TypeError __init__ raises."""
+    names = data.keys()
+    if not (names <= _CASE_NAMES and _CASE_REQUIRED <= names):
+        return CaseResult(**data)
+    case = object.__new__(CaseResult)
+    state = case.__dict__
+    state.update(_CASE_PLAIN_DEFAULTS)
+    state.update(data)
+    if "inputs" not in data:
+        state["inputs"] = {}
+    return case
+
+
 def from_dict(data: dict) -> SubmissionResult:
     exercises = tuple(
-        ExerciseResult(**{**e, "cases": tuple(CaseResult(**c) for c in e["cases"]), "notes": tuple(e["notes"]),
+        ExerciseResult(**{**e, "cases": tuple(map(case_from_dict, e["cases"])), "notes": tuple(e["notes"]),
                           "isolated": tuple(e.get("isolated", ())), "globals_read": tuple(e.get("globals_read", ()))})
         for e in data["exercises"])
     # Warnings stored before they had fields are plain strings: they read as text alone (Kind.TEXT).
