@@ -145,6 +145,7 @@ def main() -> None:
           f"regrade with nothing changed: {correct_regrade:.2f} s ({cli_regrade:.2f} s as `grader grade`, "
           f"start-up included)")
     print("\n".join(treecpu.breakdown(correct_run, correct_cases, args.correct)))
+    print(treecpu.budget(args.correct / 15, correct_run.total, correct_cases, "15 per second"))
     print(f"class of {n} submissions (correct, wrong and hostile mixed), {args.jobs} workers:")
     print(f"  graded in {batch_seconds:.1f} s = {n / batch_seconds:.1f} submissions/s "
           f"({batch.graded} graded, {len(batch.failed)} failed)")
@@ -171,7 +172,8 @@ def isolation_lines(isolated: treecpu.TreeCpu, fixed: treecpu.TreeCpu, cases: tr
     own_wall, own_cpu = own.seconds / k, own.cpu / k
     lines = [f"  isolated {1000 * wall:.0f} ms, in-process with no isolation {1000 * own_wall:.0f} ms per submission "
              f"(load {1000 * own.load / k:.1f} ms, {own.run // k} cases {1000 * own.cases / k:.0f} ms; "
-             f"{own.passed} of {own.run} cases judged right): {wall / own_wall:.2f}x its own code's time, "
+             f"{own.passed} of {own.run} cases judged right): {wall / own_wall:.2f}x its own code's time (1.3x: "
+             f"{1300 * own_wall:.0f} ms), "
              f"isolation overhead {1000 * (wall - own_wall):.0f} ms per submission "
              f"(start-up and one notebook {fixed.wall:.2f} s)"]
     if isolated.total is not None and fixed.total is not None:

@@ -199,6 +199,7 @@ def main() -> None:
         print(f"  grader grade --jobs {args.jobs}:       {ours:7.1f} s = {ours / n:.3f} s per submission  ({summary})")
         print(f"  ratio: {nbgrader / ours:.1f}x nbgrader autograde")
         print("\n".join(treecpu.breakdown(tree, cases, n)))
+        print(treecpu.budget(nbgrader / 30, tree.total, cases, "30x"))
         print(f"  regrade with nothing changed: {again:.2f} s as `grader grade`, start-up included")
         print(f"  start-up: Python {interpreter:.2f} s, then imports {imports:.3f} s, rubric {rubric:.3f} s, "
               f"plan from the cache {plan:.3f} s")

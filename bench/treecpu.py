@@ -130,6 +130,14 @@ def breakdown(tree: TreeCpu, cases: CasesCpu | None, count: int, indent: str = "
     return lines
 
 
+def budget(wall: float, total: float | None, cases: CasesCpu | None, label: str) -> str:
+    """What a target allows (`wall` seconds on every core) beside what the run spent: a reader sees how far."""
+    cores = os.cpu_count() or 1
+    spent = f"; the run spent {total:.2f} s" if total is not None else ""
+    own = f", its cases alone {cases.seconds:.2f} s" if cases is not None and cases.submissions else ""
+    return f"  {label} allows {wall:.2f} s wall = at most {cores * wall:.2f} s of CPU on {cores} cores{spent}{own}"
+
+
 def load() -> str:
     """The machine's load when a bench starts, so a noisy run shows."""
     one, five, fifteen = os.getloadavg()
