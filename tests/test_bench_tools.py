@@ -1,0 +1,64 @@
+"""The benchmarks' measuring tools count what they say they count (how fast is never asserted: bench/ prints it).
+
+bench/treecpu.py splits a `grader grade` run's CPU into the grader's processes and the sandboxes; bench/owncode.py
+runs a notebook's own code on the grader's very requests. Both are checked on real notebooks, in subprocesses (the
+in-process run forks, which a test process with pytest-timeout's thread must not do).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+sys.path.insert(0, str(BENCH))
+
+import bench_grading  # noqa: E402
+import treecpu  # noqa: E402
+
+
+def test_tree_cpu_counts_the_coordinator_each_worker_and_the_sandboxes_around_their_cases(tmp_path):
+    (tmp_path / "class").mkdir()
+    bench_grading.generate(tmp_path / "class", 3, mix=[("correct", 1)])
+    done, tree = treecpu.measure(["grade", str(tmp_path / "class"), "--rubric", str(bench_grading.RUBRIC), "--out",
+                                  str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--jobs", "2", "--quiet"])
+    assert done.returncode == 0, done.stderr
+    cases = treecpu.cases_cpu(tmp_path / "out")
+    assert (cases.submissions, tree.worker_count) == (3, 2)
+    assert cases.cases > 100 * 3
+    assert tree.coordinator > 0 and tree.workers > 0
+    if tree.total is not None:      # a cgroup counted the whole tree: the cases ran in its sandboxes
+        assert tree.sandbox is not None and tree.sandbox > cases.seconds > 0
+        assert not list(treecpu.CPUACCT.glob("pg-bench-*")), "the run's group is removed"
+    lines = treecpu.breakdown(tree, cases, 3)
+    assert "grader" in lines[0] and "2 workers" in lines[0]
+
+
+OWN_CODE = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import owncode
+from grader.plan.cases import build_plan
+from grader.rubric.schema import load_rubric
+plan = build_plan(load_rubric(Path(sys.argv[2])), Path(sys.argv[3]))
+print(json.dumps([owncode.own_code([Path(path)], plan).row() for path in sys.argv[4:]]))
+"""
+
+
+def test_own_code_runs_the_cases_the_grader_sends_and_gets_the_graders_verdicts(tmp_path):
+    """A correct notebook's own code answers every case right (main's cases need their `set: Start: EasyStart`),
+    a broken one does not: the in-process run is the grader's work, not an easier one."""
+    right = bench_grading.generate(tmp_path, 1, mix=[("correct", 1)])[0]
+    (tmp_path / "w").mkdir()
+    wrong = bench_grading.generate(tmp_path / "w", 1, mix=[("find-tile-transposed", 1)])[0]
+    done = subprocess.run([sys.executable, "-c", OWN_CODE, str(BENCH), str(bench_grading.RUBRIC),
+                           str(tmp_path / "cache"), str(right), str(wrong)], capture_output=True, text=True,
+                          check=True)
+    (load, cases, load_cpu, cases_cpu, run, passed), wrong_row = json.loads(done.stdout)
+    assert run > 100 and passed == run
+    assert cases > 0 and cases_cpu > 0
+    assert wrong_row[4] == run and wrong_row[5] < run
