@@ -34,6 +34,7 @@ import binascii
 import builtins as _builtins
 import json
 import marshal
+import itertools
 import math
 import sys
 from collections import Counter
@@ -48,6 +49,7 @@ _isfinite, _isnan, _prod = math.isfinite, math.isnan, math.prod
 _b2a_base64, _b64decode, _Base64Error = binascii.b2a_base64, base64.b64decode, binascii.Error
 _modules = sys.modules
 _marshal_dumps, _marshal_loads = marshal.dumps, marshal.loads
+_from_iterables = itertools.chain.from_iterable
 try:
     from _json import encode_basestring as _quote
 except ImportError:  # pragma: no cover - CPython always has _json
@@ -305,7 +307,7 @@ def _decode_plain(wire: Wire, depth: int, left: list[int]) -> Any:
 # path gives, and None (the general path then) for anything else.
 
 _TEXT_HEAD: dict[type, str] = {list: '{"list":[', tuple: '{"tuple":['}
-_ONLY_STR, _ONLY_INT = frozenset({str}), frozenset({int})
+_ONLY_STR, _ONLY_INT, _ONLY_ROWS = frozenset({str}), frozenset({int}), frozenset({list, tuple})
 
 
 def plain_text(obj: object) -> str | None:
@@ -354,6 +356,18 @@ def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
             if not (-_PLAIN_INT < min(obj) and max(obj) < _PLAIN_INT):
                 raise _NotPlain
             return head + ",".join(map(int.__repr__, obj)) + "]}"
+        if kinds <= _ONLY_ROWS:   # rows of strs (a state): every cell checked at once, no call per row
+            cells = _chain(obj)
+            if set(map(type, cells)) <= _ONLY_STR:
+                # What each row's own walk would count and check, summed: the bounds only ever shrink, so
+                # one check at the end refuses exactly what a check after each row would.
+                joined = "".join(cells)
+                left[0] -= len(cells)
+                left[1] -= len(joined)
+                if depth >= _PLAIN_DEPTH or left[0] < 0 or left[1] < 0 or not str.isascii(joined):
+                    raise _NotPlain
+                return head + ",".join([_TEXT_HEAD[type(row)] + ",".join(map(_quote, row)) + "]}"
+                                        for row in obj]) + "]}"
     if cls is dict:
         return '{"dict":[' + ",".join(["[" + _plain_text(key, depth, left) + "," + _plain_text(value, depth, left)
                                         + "]" for key, value in obj.items()]) + "]}"
@@ -384,6 +398,11 @@ def pack(obj: Any) -> bytes | None:
     except _NotPlain:
         return None
     return b"M" + _marshal_dumps(obj, 2)   # version 2: no shared references, so every list is a list of its own
+
+
+def _chain(rows: Any) -> list[Any]:
+    """The cells of rows (lists or tuples), in order, as one list."""
+    return list(_from_iterables(rows))
 
 
 def _first(pair: tuple[str, Any]) -> str:

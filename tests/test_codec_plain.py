@@ -138,5 +138,27 @@ def test_a_packed_answer_shares_nothing_and_each_unpacking_is_new() -> None:
     assert first == [[1, 2], [1, 2]] and first[0] is not first[1] and first is not second
 
 
+def test_rows_of_strs_are_written_at_once_exactly_as_row_by_row_or_step_aside_alike() -> None:
+    """A state's rows are checked and written together (codec._plain_text): the same text, the same bounds."""
+    from grader.sandbox import wire
+    nested: Any = (("a",),)
+    for _ in range(13):
+        nested = [nested]
+    rows = [(("0", "14"), ["*", '"', "\\"]), ((), ("x",), []), [("a",), ("b", "c")], (("é",),), ((Tile("3"),),),
+            (("0", 1),), (("x" * 600_000,), ("y" * 600_000,)), [("a",)] * 3, nested, [nested], [[nested]]]
+    for value in rows:
+        text = codec.plain_text(value)
+        try:
+            general: str | None = wire.json_text(codec.encode(value))
+        except CodecError:
+            general = None
+        assert text is None or text == general, value
+    assert codec.plain_text(rows[0]) == wire.json_text(codec.encode(rows[0]))
+    assert codec.plain_text(rows[5]) is not None                             # ints among the strs: row by row
+    assert codec.plain_text(rows[6]) is None                                 # 1.2 M characters: past the bound
+    assert codec.plain_text(rows[3]) is None and codec.plain_text(rows[4]) is None
+    assert codec.plain_text(rows[-3]) is not None and codec.plain_text(rows[-1]) is None   # the depth bound
+
+
 class Tile(str):
     pass
