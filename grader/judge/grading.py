@@ -33,7 +33,7 @@ from grader import codec
 from grader.store import status as vocabulary
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Replies, Sandbox,
-                                    SandboxError)
+                                    SandboxError, SharedReplies)
 from grader.judge.scoring import exercise_score, total
 
 
@@ -769,7 +769,7 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
     # What the child needs to stand in for an isolated method: its parameters and the data to send.
     specs = {name: {"params": list(call.params), "inputs": list(call.inputs)} for name, call in methods.items()}
     # The reference's answers are shared by every submission graded with this plan (in this process).
-    replies = plan.memo.get(("oracle-replies",), Replies)
+    replies = _replies(plan)
     # Kept under what answers each helper: two exercises may isolate one method with different calls.
     answered_by = {name: call.code for name, call in methods.items()}
     outcomes = sandbox.run_exercise(requests, tuple(isolate),
@@ -796,6 +796,20 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
         held, chosen = hold_to_one(results, variants, allowed)
     # Bounded as soon as judged: a huge answer costs its case, never the memory of the batch.
     return [bound_case(_without_shown_inputs(result)) for result in held], chosen
+
+
+def _replies(plan: Plan) -> Replies:
+    """The reference's kept answers to isolated-helper calls, shared by every submission graded with this plan in
+    this process (and by the workers forked after share_replies)."""
+    return plan.memo.get(("oracle-replies",), Replies)
+
+
+def share_replies(plan: Plan) -> None:
+    """Let the workers forked from this process after now share the plan's kept replies (SharedReplies): called
+    by a coordinator that forks its workers with the plan it built."""
+    replies = _replies(plan)
+    if replies.shared is None:
+        replies.shared = SharedReplies()
 
 
 def _without_shown_inputs(result: CaseResult) -> CaseResult:

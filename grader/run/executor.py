@@ -229,6 +229,9 @@ class LocalPool:
         from grader.sandbox.supervisor import can_fork
         forkable = plan is not None and can_fork()
         self.plan = plan if forkable else None
+        if self.plan is not None and self.size > 1:   # forked workers share the reference's isolated answers
+            from grader.judge.grading import share_replies
+            share_replies(self.plan)
         self.values = plan      # the coordinator's plan: expected values come back by name (_Shared)
         self.context = multiprocessing.get_context("fork") if forkable else multiprocessing.get_context("spawn")
         self.replaced = 0

@@ -8,8 +8,11 @@ process group; the child is restarted and the remaining cases go on.
 from __future__ import annotations
 
 import atexit
+import mmap
+import multiprocessing
 import os
 import re
+import struct
 import shutil
 import signal
 import threading
@@ -146,6 +149,86 @@ class KnownCall(NamedTuple):
     tail: bytes                           # the kept reply (see _reply_frame)
 
 
+class SharedReplies:
+    """Kept replies that the workers a coordinator forks for one batch share: what one worker's reference
+    answered, the others answer without decoding, calling the reference or encoding (the first wrong notebook
+    of each worker otherwise computes the same thousands of A* answers again).
+
+    An append-only log in anonymous shared memory, made before the workers are forked (a sandbox child is an
+    exec'd interpreter and never maps it). Written and read only by the grader's workers, under a lock that is
+    never waited for long: a worker that finds it held too long (its holder died mid-write) stops sharing and
+    keeps its own replies, so a dying worker costs the others speed, never correctness. A reply is a function
+    of its key (the reference's helpers are pure, and their answers are encoded canonically), so a reply read
+    here is the very bytes this worker would have computed."""
+
+    _END = struct.Struct("<Q")          # the committed end of the log (records before it are never written again)
+    _RECORD = struct.Struct("<IIII")    # the lengths of a key's name, answered_by and rest, and of the reply
+    WAIT = 0.005                        # seconds a worker waits for the lock before it gives sharing up
+
+    def __init__(self, size: int = 16 << 20):
+        self.memory = mmap.mmap(-1, size)           # MAP_SHARED | MAP_ANONYMOUS: shared with forked workers
+        self.lock = multiprocessing.get_context("fork").Lock()
+        self.size = size
+        self.read = self._END.size                  # how far this process has read (each worker its own copy)
+        self.waited = 0                             # lock waits in a row that ran out
+        self.broken = False
+
+    def _end(self) -> int:
+        return self._END.unpack_from(self.memory, 0)[0] or self._END.size
+
+    def _locked(self) -> bool:
+        """Take the lock, or give up after WAIT; three give-ups in a row end sharing in this process."""
+        if self.broken:
+            return False
+        if self.lock.acquire(timeout=self.WAIT):
+            self.waited = 0
+            return True
+        self.waited += 1
+        self.broken = self.waited >= 3
+        return False
+
+    def pull(self) -> list[tuple[tuple[str, str, bytes], bytes]]:
+        """The replies the other workers kept since this process last looked."""
+        if not self._locked():
+            return []
+        try:
+            end = self._end()
+        finally:
+            self.lock.release()
+        if end <= self.read:
+            return []
+        data, position, found = self.memory[self.read:end], 0, []
+        while position < len(data):
+            name, answered_by, rest, tail = self._RECORD.unpack_from(data, position)
+            position += self._RECORD.size
+            key = (data[position:position + name].decode("ascii"),
+                   data[position + name:position + name + answered_by].decode("utf-8", "surrogatepass"),
+                   data[position + name + answered_by:position + name + answered_by + rest])
+            position += name + answered_by + rest
+            found.append((key, data[position:position + tail]))
+            position += tail
+        self.read = end
+        return found
+
+    def push(self, key: tuple[str, str, bytes], tail: bytes) -> None:
+        """Add a reply this worker computed (nothing when the log is full or the lock cannot be had)."""
+        name, answered_by = key[0].encode("ascii"), key[1].encode("utf-8", "surrogatepass")
+        record = self._RECORD.pack(len(name), len(answered_by), len(key[2]), len(tail)) + name + answered_by \
+            + key[2] + tail
+        if not self._locked():
+            return
+        try:
+            end = self._end()
+            if end + len(record) > self.size:
+                return
+            self.memory[end:end + len(record)] = record
+            self._END.pack_into(self.memory, 0, end + len(record))
+            if self.read == end:      # nothing of the others' in between: this worker's own need not be read back
+                self.read = end + len(record)
+        finally:
+            self.lock.release()
+
+
 @dataclass
 class Replies:
     """The reference's answers to isolated-helper calls, kept by the helper's name, what answers it (an isolated
@@ -164,27 +247,41 @@ class Replies:
     limit: int = 20_000
     entries: dict[tuple[str, str, bytes], bytes] = field(default_factory=dict)   # call -> its reply's tail
     chars: int = 0
+    shared: SharedReplies | None = None    # the batch's other workers' replies, where they are shared
 
     def hear(self, body: bytes) -> Heard | None:
         """The call a frame holds, split, when it could be kept (see heard)."""
         return heard(body, self.max_key_chars + _CALL_HEAD_BYTES)
 
     def recall(self, call: Heard, answered_by: str = "") -> KnownCall | None:
-        """The call with its kept reply, if it is kept."""
-        tail = self.entries.get(call.key(answered_by))
+        """The call with its kept reply, if it is kept (here, or by another worker of the batch)."""
+        key = call.key(answered_by)
+        tail = self.entries.get(key)
+        if tail is None and self.shared is not None:
+            for other, reply in self.shared.pull():
+                self._add(other, reply)
+            tail = self.entries.get(key)
         return KnownCall(call.name, call.seq, call.rest, tail) if tail is not None else None
 
     def keep(self, key: tuple[str, str, bytes], tail: bytes) -> None:
-        """Keep a reply, encoded as the tail of its frame (see _reply_frame)."""
+        """Keep a reply, encoded as the tail of its frame (see _reply_frame), and share it with the batch's
+        other workers."""
+        if self._add(key, tail) and self.shared is not None:
+            self.shared.push(key, tail)
+
+    def _add(self, key: tuple[str, str, bytes], tail: bytes) -> bool:
+        """Keep a reply within the budget; whether it is new and kept."""
         size = sum(map(len, key)) + len(tail)
         if len(key[0]) + len(key[-1]) > self.max_key_chars or size > self.max_key_chars * 4:
-            return   # a huge question, or a huge answer to a small one: answered again when asked again
+            return False   # a huge question, or a huge answer to a small one: answered again when asked again
         if self.chars + size > self.max_chars or len(self.entries) >= self.limit:
             self.entries.clear()
             self.chars = 0
-        if key not in self.entries:
-            self.entries[key] = tail
-            self.chars += size
+        if key in self.entries:
+            return False
+        self.entries[key] = tail
+        self.chars += size
+        return True
 
 
 _CALL_HEAD_BYTES = 300    # more than the longest head _CALL_HEAD matches
