@@ -519,7 +519,6 @@ class Child:
             self.send({"op": "forked", "pid": os.getpid()})
             for case in request["cases"]:
                 self.send(self.run_case(case, request.get("isolate", []), request.get("methods", {})))
-            self.send({"op": "done"})
             # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
             # answered may outlive it.
             if started is None or request.get("isolate") or self.replies is not None \
