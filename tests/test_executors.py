@@ -221,6 +221,48 @@ def test_a_stopped_submission_is_recorded_with_its_reason_and_not_retried_unless
     assert "failed" in (tmp_path / "out" / "gradebook.csv").read_text(encoding="utf-8")
 
 
+class _Timed:
+    """An executor that grades nothing itself: each job gets the result its student was given, with the time it
+    is said to have taken, and the order the jobs came in is kept."""
+
+    def __init__(self, results, seconds):
+        self.results, self.seconds, self.seen = results, seconds, []
+
+    def run(self, jobs):
+        from dataclasses import replace
+        from grader.run.executor import Done
+        for job in jobs:
+            self.seen.append(job.student)
+            yield Done(job, to_dict(replace(self.results[job.student], seconds=self.seconds.get(job.student, 0.5))))
+
+
+def test_a_regrade_hands_out_the_longest_submissions_first(tmp_path, pool_results):
+    """Ordered by how long each student's last grading took (from the gradebook), so two workers end together;
+    a student never graded before counts as a typical one, and a first batch keeps the intake order."""
+    results, cache = pool_results
+    by_student = {r.submission: r for r in results}
+    paths = [SUBMISSIONS / f"{name}.ipynb" for name in ("correct", "move-dir-transposed", "seed-000")]
+    seconds = {"correct": 0.2, "move-dir-transposed": 1.6, "seed-000": 0.9}
+    first = _Timed(by_student, seconds)
+    grade_batch(paths[:2], RUBRIC, tmp_path / "out", cache=cache, executor=first)
+    assert first.seen == ["correct", "move-dir-transposed"]           # nothing known yet: intake order
+    forced = _Timed(by_student, seconds)
+    grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=forced, force=True)
+    # seed-000 was never graded: the median of the known times (the larger of two), so after the slowest.
+    assert forced.seen == ["move-dir-transposed", "seed-000", "correct"]
+    again = _Timed(by_student, seconds)
+    grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=again, force=True)
+    assert again.seen == ["move-dir-transposed", "seed-000", "correct"]
+
+
+def test_longest_first_is_stable_and_keeps_unknowns_typical():
+    from grader.run.batch import longest_first
+    jobs = [Job(name, f"/x/{name}.ipynb") for name in "abcde"]
+    order = longest_first(jobs, {"a": 1.0, "b": 3.0, "d": 1.0, "e": 2.0})
+    assert [job.student for job in order] == ["b", "c", "e", "a", "d"]   # c: the median (2.0), before e as given
+    assert longest_first(jobs, {}) == jobs
+
+
 def test_forked_workers_grade_with_the_coordinators_plan_and_their_own_zygote(tmp_path):
     """Given the coordinator's plan, the pool forks its workers (no import, no plan built again); a zygote the
     coordinator already runs stays its own: the worker starts another, and the coordinator's still works."""

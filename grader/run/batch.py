@@ -10,7 +10,7 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping, Sequence
 
 from grader.files import write_bytes
 from grader import __version__
@@ -257,6 +257,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if jobs_to_run:
                     isolation.probe()
                 runner = LocalPool(setup, jobs, plan=plan)
+            if book is not None and len(jobs_to_run) > 1:
+                jobs_to_run = longest_first(jobs_to_run, book.durations(rubric.assignment))
             for done in runner.run(jobs_to_run):
                 student = done.job.student
                 if done.result is not None:
@@ -302,6 +304,18 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 book.close()
     batch.seconds = time.monotonic() - started
     return batch
+
+
+def longest_first(jobs: Sequence[Job], seconds: Mapping[str, float]) -> list[Job]:
+    """The jobs in the order the workers should take them: the longest first, by how long each student's last
+    grading took (`seconds`, from the gradebook), so the batch does not end with one worker on a long notebook
+    while the others idle. A student graded never before counts as a typical one (the median); with no
+    durations at all the intake order stays (the sort is stable)."""
+    known = sorted(seconds[job.student] for job in jobs if job.student in seconds)
+    if not known:
+        return list(jobs)
+    typical = known[len(known) // 2]
+    return sorted(jobs, key=lambda job: -seconds.get(job.student, typical))
 
 
 def _summary(row: ScoreRow, rubric: Rubric) -> SubmissionResult:

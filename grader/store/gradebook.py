@@ -255,6 +255,15 @@ class Gradebook:
         if row is not None:
             yield row
 
+    def durations(self, rubric: str) -> dict[str, float]:
+        """How long each student's current result took to grade (its `seconds`), by student: what orders a
+        regrade longest first. Failed results (stopped, or their worker died) and unknown times are left out."""
+        rows = self._db.execute(
+            """SELECT s.student, json_extract(r.json, '$.seconds') FROM submissions s
+               JOIN results r ON r.id = s.current_result WHERE s.rubric = ? AND r.state = 'graded'""", (rubric,))
+        return {student: float(seconds) for student, seconds in rows
+                if isinstance(seconds, (int, float)) and seconds >= 0}
+
     def counts(self, rubric: str) -> dict[str, int]:
         """How many students of the rubric are in each state (graded, unreadable, failed)."""
         rows = self._db.execute(
