@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-
 from grader import __version__
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from grader.report.class_outputs import Classroom
 
 
@@ -30,11 +29,35 @@ def _grade(args: argparse.Namespace) -> int:
         supervisor.stop_spares()
 
 
+class _Terminal:
+    """Where `grade` writes: a rich console (colours, wrapping, the progress bar and the score table), made
+    when a line first needs it, so a quiet batch whose one line is the summary never imports rich (about 35 ms
+    of every start-up)."""
+
+    def __init__(self) -> None:
+        self._console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+            self._console = Console(width=None if sys.stdout.isatty() else 160)
+        return self._console
+
+    def line(self, text: str) -> None:
+        """One line as it is (no markup, never wrapped), made safe for a terminal."""
+        if self._console is None:
+            from grader.textsafe import terminal
+            print(terminal(text), flush=True)
+        else:
+            self._console.print(text, highlight=False, soft_wrap=True, markup=False)
+
+
 def _grade_batch(args: argparse.Namespace) -> int:
     from grader.run.batch import grade_batch, missing_paths
     from grader.judge.grading import Options
     from grader.report.progress import BatchProgress
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    out = _Terminal()
     missing = missing_paths(args.paths)
     if missing:
         for path in missing:
@@ -48,48 +71,48 @@ def _grade_batch(args: argparse.Namespace) -> int:
         _check_target(args.gradebook, "--gradebook")
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
                       memory_mb=args.memory_mb, allow_root_sandbox=args.allow_root_sandbox)
-    with BatchProgress(console, quiet=args.quiet) as progress:
+    with BatchProgress(None if args.quiet else out.console, quiet=args.quiet) as progress:
         batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
                             cache=Path(args.cache) if args.cache else None,
                             gradebook=Path(args.gradebook) if args.gradebook else None, force=args.force,
                             dask=args.dask, gradescope=Path(args.gradescope) if args.gradescope else None,
                             on_start=progress.start, on_result=progress.result)
     if not args.quiet:
+        from rich.markup import escape
         from grader.textsafe import terminal
+        console = out.console
         for problem in batch.problems:   # they quote file names: any byte, any markup
             console.print(f"[yellow]skipped:[/] {escape(terminal(problem))}", highlight=False)
         for note in batch.notes:
             console.print(f"note: {terminal(note)}", highlight=False, markup=False)
     if not batch.students:
-        console.print("no submissions found", style="yellow")
+        out.console.print("no submissions found", style="yellow")
         return 1
     if not args.quiet:
         from grader.report.console import print_rows   # rich's tables: only for the table
-        print_rows(batch.rows, console)
+        print_rows(batch.rows, out.console)
         if args.gradescope:
-            console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",
+            out.console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",
                           highlight=False)
     if batch.grader_problems:
         cases = sum(batch.grader_problems.values())
-        console.print(f"{cases} case{'s' if cases != 1 else ''} of {len(batch.grader_problems)} submission"
+        out.console.print(f"{cases} case{'s' if cases != 1 else ''} of {len(batch.grader_problems)} submission"
                       f"{'s' if len(batch.grader_problems) != 1 else ''} not judged: grader problem (a check or "
                       f"reference helper of the rubric crashed; not the students' mistakes). Fix the rubric, then "
                       f"regrade with --force: {', '.join(sorted(batch.grader_problems)[:10])}",
                       style="magenta", highlight=False, markup=False)
     for student in batch.failed:
-        console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
+        out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)
     levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
-    console.print(f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
-                  f"{len(batch.failed)} failed, {batch.unchanged} unchanged; {batch.skipped} skipped "
-                  f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/", highlight=False,
-                  soft_wrap=True,
-                  markup=False)
+    out.line(f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
+             f"{len(batch.failed)} failed, {batch.unchanged} unchanged; {batch.skipped} skipped "
+             f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/")
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]
     for student in mismatched:
-        console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False)
+        out.console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False)
     if mismatched and not args.allow_mismatch:
-        console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
+        out.console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
                       f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
         return 3
     return 1 if batch.failed else 0
@@ -398,6 +421,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
     from grader.judge.grading import Options
     from grader.authoring.validate import validate
+    from rich.console import Console
     console = Console()
     validation = validate(rubric, cache=Path(args.cache) if args.cache else None,
                           options=Options(allow_root_sandbox=args.allow_root_sandbox), mutants=args.mutants,

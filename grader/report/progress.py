@@ -14,7 +14,7 @@ if TYPE_CHECKING:   # rich.progress is imported when a bar is drawn: a quiet bat
 class BatchProgress:
     """Counts cases by status as results stream in, so a TA sees trouble (errors, timeouts) while it happens."""
 
-    def __init__(self, console: Console, quiet: bool = False):
+    def __init__(self, console: Console | None, quiet: bool = False):   # None: quiet, nothing is drawn
         self.console, self.quiet = console, quiet
         self.counts = {"pass": 0, "fail": 0, "error": 0, "timeout": 0, "problem": 0}
         self.unchanged = 0
