@@ -107,3 +107,13 @@ def test_the_walk_does_not_use_what_the_student_patched():
              "def change():\n    S.append(1)\n    return 0\ndef look():\n    return len(S)\n"
     _, seen = exercises(source, "change()", "look()")
     assert seen == 0
+
+
+def test_an_exercise_cannot_leave_code_for_the_next_ones_calls():
+    # the runtime keeps each call's compiled code for the exercise's other cases; a frame leads to that cache
+    source = "import sys\ndef plant():\n    frame = sys._getframe(1)\n    while frame is not None:\n" \
+             "        cache = frame.f_globals.get('_CODE')\n        if type(cache) is dict:\n" \
+             "            cache[('look()', '<case>')] = compile('7', '<case>', 'eval')\n" \
+             "        frame = frame.f_back\n    return 0\ndef look():\n    return 0\n"
+    _, seen = exercises(source, "plant()", "look()")
+    assert seen == 0

@@ -516,6 +516,7 @@ class Child:
         started = _pristine.process() if self.pristine is not None else None
         while True:
             self.answers, self.memo_bytes, self.replies = {}, 0, None   # this exercise's own
+            _CODE.clear()   # so is the code of its calls: the pristine walk does not look at the runtime's objects
             self.send({"op": "forked", "pid": os.getpid()})
             for case in request["cases"]:
                 self.send(self.run_case(case, request.get("isolate", []), request.get("methods", {})))
@@ -593,7 +594,7 @@ def _call_text(name, args, kwargs):
 
 def _compiled(text, filename):
     """A rubric expression's code. An exercise's cases repeat a few call texts (`matches(__v0, __v1)` ten times),
-    and a code object cannot change: each text is compiled once in the process that runs the exercises."""
+    and a code object cannot change: each text is compiled once per exercise."""
     key = (text, filename)
     code = _CODE.get(key)
     if code is None:
