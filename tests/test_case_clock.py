@@ -183,3 +183,29 @@ def test_an_answer_whose_cpu_time_ties_its_allowance_is_in_time_and_one_tick_mor
     tie = sandbox._outcome(case, answer, 0.1, 1.0 + GRACE_SECONDS)
     late = sandbox._outcome(case, answer, 0.1, 1.0 + GRACE_SECONDS + 0.01)
     assert (tie.status, late.status) == ("ok", "timeout")
+
+
+def test_a_forked_frame_naming_a_process_below_the_fork_does_not_hide_the_forks_cpu_time():
+    """The pid a `forked` frame names is the child's word. Patched at load (the runtime's objects are the
+    student's to reach), the runtime named a sleeping child of the fork; with the kernel's /proc as the clock (no
+    cgroup), that child's parent was taken for the runtime, the fork's own CPU time was never counted, and a case
+    computing four times its limit answered "ok" having used 0.0 s."""
+    from grader.sandbox.isolation import Isolation
+    source = ("import os, signal, sys, time\n"
+              "def slow():\n    signal.setitimer(signal.ITIMER_PROF, 0)\n"
+              "    signal.signal(signal.SIGPROF, signal.SIG_IGN)\n    end = time.process_time() + 4\n"
+              "    while time.process_time() < end:\n        pass\n    return 1\n"
+              "_child = sys._getframe(1).f_locals['self']\n_send = type(_child).send\n"
+              "def _forged(self, message, _send=_send):\n"
+              "    if type(message) is dict and message.get('op') == 'forked':\n        me = os.getpid()\n"
+              "        pid = os.fork()\n        if pid == 0:\n"       # it sleeps while the fork lives
+              "            while os.getppid() == me:\n                time.sleep(0.05)\n            os._exit(0)\n"
+              "        message = dict(message, pid=pid)\n    return _send(self, message)\n"
+              "type(_child).send = _forged\n")
+    statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+    proc_clock = Isolation(namespaces=False, pids_root=None)   # no cgroup: /proc is the clock
+    with Sandbox(statements, {}, ProcessLimits(load_seconds=5), isolation=proc_clock, allow_root=True) as sandbox:
+        sandbox.load(time.monotonic() + 60)
+        [outcome] = sandbox.run_exercise([CaseRequest("c1", "slow()", timeout=1.0)], (), lambda *a: None,
+                                         time.monotonic() + 120)
+    assert outcome.status == "timeout", outcome

@@ -31,7 +31,9 @@ class Usage:
 
 @dataclass(frozen=True)
 class Exercise:
-    """The two processes whose accounting makes an exercise's CPU time: its fork and the runtime that reaps it."""
+    """The two processes whose accounting makes an exercise's CPU time: the sandbox's first process, below which
+    every process counts (the runtime, which reaps the forks, is it or below it), and the fork, whose waiting
+    for a CPU is read."""
 
     runtime: int
     fork: int
@@ -40,12 +42,13 @@ class Exercise:
 def read_usage(process: Exercise | None) -> Usage | None:
     """The kernel's accounting of an exercise so far, or None when it cannot be read (no /proc, runtime gone).
 
-    Every process under the runtime counts, not only the fork: a case that does its work in a process it never
-    waits for (a pipe read costs the fork nothing) was charged for none of it, and got up to the wall backstop,
-    ten times its limit, of CPU time. So: the runtime's reaped children's times (a fork that has ended moves its
-    times there, so the sum goes on counting after the last answer), plus each live process below it, its own
-    times and those of the children it has reaped. Read parents before children: a process reaped between two
-    reads is then missed for this reading (too little), never counted twice. The waiting time is the fork's.
+    Every process of the sandbox counts (from `process.runtime`, its first process, down), not only the fork:
+    a case that does its work in a process it never waits for (a pipe read costs the fork nothing) was charged
+    for none of it, and got up to the wall backstop, ten times its limit, of CPU time. So: the reaped children's
+    times (a fork that has ended moves its times there, so the sum goes on counting after the last answer), plus
+    each live process below it, its own times and those of the children it has reaped. Read parents before
+    children: a process reaped between two reads is then missed for this reading (too little), never counted
+    twice. The waiting time is the fork's.
     """
     if process is None:
         return None
@@ -136,14 +139,17 @@ def exercise_process(outer: int, reported: int) -> Exercise | None:
     `outer` is the sandbox's first process (the grader holds its pidfd); the fork is a child of the runtime,
     which is `outer` itself in rlimits mode and its grandchild with namespaces (outer -> init -> runtime).
     `reported` is the pid the child said it forked, in its own pid namespace: advice, used only to pick among
-    the processes of this sandbox's tree, whose numbers the kernel gives.
+    the processes of this sandbox's tree, whose numbers the kernel gives, the one whose run-queue time is read.
+    The CPU time is summed from `outer` down, whatever was reported: a runtime patched at load named a sleeping
+    child of the fork, whose parent (the fork) was then taken for the runtime, and the fork's own CPU time went
+    uncounted (a case computing 4 s under a 1 s limit answered "ok" with 0.0 s).
     """
     level = [(outer, outer)]
     for _ in range(3):
         level = [(pid, child) for _, pid in level for child in children(pid)]
-        for parent, pid in level:
+        for _, pid in level:
             if _innermost_pid(pid) == reported:
-                return Exercise(parent, pid)
+                return Exercise(outer, pid)
     return None
 
 
