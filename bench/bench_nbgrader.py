@@ -167,13 +167,26 @@ def startup(root: Path) -> tuple[float, list[float]]:
     return interpreter, json.loads(done.stdout)
 
 
-def regrade(paths: list[Path], root: Path, jobs: int) -> float:
-    """An unchanged regrade of the class, as a new `grader grade` process."""
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, paths), "--rubric", str(RUBRIC), "--out",
-                    str(root / "ours"), "--cache", str(root / "cache"), "--jobs", str(jobs), "--quiet"], check=True,
-                   capture_output=True)
-    return time.perf_counter() - started
+def by_example(results: Path) -> str:
+    """The results' own seconds summed per bundled example (studentNNN is CALM[NNN % len(CALM)]), slowest first:
+    which kinds of notebook the batch's time goes to."""
+    seconds: dict[str, float] = {}
+    for path in results.glob("student*.json"):
+        kind = CALM[int(path.stem.removeprefix("student")) % len(CALM)]
+        seconds[kind] = seconds.get(kind, 0.0) + json.loads(path.read_text(encoding="utf-8"))["seconds"]
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])
+    shown = ", ".join(f"{kind} {total:.1f} s" for kind, total in ranked[:3])
+    rest = [total for _, total in ranked[3:]]
+    return shown + (f", the other {len(rest)} {min(rest):.1f}-{max(rest):.1f} s" if rest else "")
+
+
+def regrade(paths: list[Path], root: Path, jobs: int) -> treecpu.TreeCpu:
+    """An unchanged regrade of the class, as a new `grader grade` process: its wall time and CPU."""
+    done, tree = treecpu.measure(["grade", *map(str, paths), "--rubric", str(RUBRIC), "--out", str(root / "ours"),
+                                  "--cache", str(root / "cache"), "--jobs", str(jobs), "--quiet"])
+    if done.returncode != 0:
+        raise SystemExit(f"grader grade (regrade) failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return tree
 
 
 def main() -> None:
@@ -191,6 +204,7 @@ def main() -> None:
         tree, summary = run_ours(paths, root, args.jobs)
         ours = tree.wall
         cases = treecpu.cases_cpu(root / "ours")
+        kinds = by_example(root / "ours")
         again = regrade(paths, root, args.jobs)
         interpreter, (imports, rubric, plan) = startup(root)
         n = args.submissions
@@ -200,7 +214,10 @@ def main() -> None:
         print(f"  ratio: {nbgrader / ours:.1f}x nbgrader autograde")
         print("\n".join(treecpu.breakdown(tree, cases, n)))
         print(treecpu.budget(nbgrader / 30, tree.total, cases, "30x"))
-        print(f"  regrade with nothing changed: {again:.2f} s as `grader grade`, start-up included")
+        print(f"  results' seconds per example, summed: {kinds}")
+        cpu = f"of the grader {again.grader:.2f} s" if again.total is None or again.sandbox is None else \
+            f"{again.total:.2f} s (grader {again.grader:.2f} s, sandboxes {again.sandbox:.2f} s)"
+        print(f"  regrade with nothing changed: {again.wall:.2f} s as `grader grade`, start-up included; CPU {cpu}")
         print(f"  start-up: Python {interpreter:.2f} s, then imports {imports:.3f} s, rubric {rubric:.3f} s, "
               f"plan from the cache {plan:.3f} s")
     finally:
