@@ -35,14 +35,15 @@ MIX = [("correct", 40), ("main-animation", 10), ("seed-000", 10), ("old-era", 8)
        ("syntax-error", 4), ("int-tiles", 4), ("infinite-search", 2)]
 
 
-def generate(folder: Path, count: int, seed: int = 1, mix: list[tuple[str, int]] = MIX) -> list[Path]:
+def generate(folder: Path, count: int, seed: int = 1, mix: list[tuple[str, int]] = MIX,
+             examples: Path = EXAMPLES) -> list[Path]:
     """`count` distinct notebooks: example submissions with a unique comment cell (so no two share a hash)."""
     rng = random.Random(seed)
     names = [name for name, weight in mix for _ in range(weight)]
     paths = []
     for index in range(count):
         name = names[index % len(names)] if index < len(names) else rng.choice(names)
-        notebook = nbformat.read(EXAMPLES / f"{name}.ipynb", as_version=4)
+        notebook = nbformat.read(examples / f"{name}.ipynb", as_version=4)
         notebook.cells.append(nbformat.v4.new_code_cell(f"# submission {index} of the benchmark class"))
         path = folder / f"student{index:04d}_{name}.ipynb"
         nbformat.write(notebook, path)
