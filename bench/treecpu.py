@@ -144,6 +144,30 @@ def load() -> str:
     return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
+class Group:
+    """A cpuacct group this process joins, with everything it starts from then on (however they end: a process
+    killed before its parent reaps it takes its CPU out of every rusage): what a bench reads around its work."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        (path / "cgroup.procs").write_text(str(os.getpid()))
+
+    @classmethod
+    def join(cls) -> Group | None:
+        """None where no group can be made (not root, cgroup v2): the caller measures without one."""
+        path = _make_group()
+        return cls(path) if path is not None else None
+
+    def seconds(self) -> float:
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+    def leave(self) -> None:
+        """Back to the root group, then the group removed once what this process started has left it."""
+        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+        _settle(self.path)
+        _remove(self.path)
+
+
 def _make_group() -> Path | None:
     """A new cpuacct group for one run, or None where none can be made (the run then counts its grader only).
     Not named puzzle-grader-*: that name is the grader's own, which its leftover sweep may remove."""
