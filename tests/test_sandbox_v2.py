@@ -150,12 +150,34 @@ def test_numpy_is_preloaded_without_a_random_state_shared_between_students():
     assert first["draw"] != second["draw"]
 
 
+def test_a_notebook_that_never_names_numpy_gets_a_child_without_it():
+    """numpy is preloaded on request only (its mappings make every fork and exit of the chain dearer): a zygote
+    no submission asked for it has never imported it. (The probe spells the name in two halves: a mention is
+    what asks for it.)"""
+    supervisor.stop()     # a fresh zygote, asked for nothing yet
+    probe = """
+    import sys
+    def loaded():
+        return ("nu" + "mpy") in sys.modules
+    """
+    assert _value(_run(probe, "loaded()")[0][0]) is False
+
+
+def test_what_a_submission_asks_the_zygote_to_preload():
+    from grader.sandbox.process import preloads
+    assert preloads([statement("import numpy as np")], {}) == ("numpy",)
+    assert preloads([statement("def f():\n    return 1")], {"Set": "from numpy import array"}) == ("numpy",)
+    assert preloads([statement("import heapq")], {"Set": "import random"}) == ()
+
+
 @pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="numpy is not installed")
 def test_the_preload_does_not_come_out_of_the_students_memory_limit():
     """Every child's address-space limit is raised by what the preloaded modules take (numpy's core: tens of
-    MB of mappings), so a student who never imports numpy may allocate what they could before."""
+    MB of mappings), so a student whose notebook made the zygote preload numpy may allocate what they could
+    before."""
     probe = """
     import resource
+    import numpy
     def limit():
         return resource.getrlimit(resource.RLIMIT_AS)[0]
     """

@@ -37,6 +37,9 @@ ORACLE_CALLS = 10_000         # isolated-helper calls one case may make (rubric:
 ORACLE_BYTES = 64 << 20       # what those calls' frames may hold in all, per case (A* on Taoistic's stage 1: 2 MB)
 OUTPUT_SLACK = 200            # the cut marker the child appends to an output it truncated
 _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
+# What the zygote may preload (zygote.PRELOAD, which it checks again): asked for only where the submission's code or
+# the course's support modules name it, since its mappings make every fork and exit of the chain dearer.
+PRELOADABLE = ("numpy",)
 _CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -307,6 +310,14 @@ class SandboxError(RuntimeError):
     """The child could not be started or loaded at all."""
 
 
+def preloads(statements: Sequence[Mapping[str, Any]], support: Mapping[str, str]) -> tuple[str, ...]:
+    """The modules of PRELOADABLE whose name appears in a statement or a support module: what this submission's
+    child should find imported. A mention is enough (a comment preloads for nothing, which is harmless); a name
+    built at run time is missed, and that notebook imports it itself, as a notebook did before preloading."""
+    texts = [str(statement.get("code", "")) for statement in statements] + [str(text) for text in support.values()]
+    return tuple(name for name in PRELOADABLE if any(name in text for text in texts))
+
+
 def scratch_base() -> Path:
     """This grader process's one temp folder (rlimits-mode scratch dirs live there; hidden from children)."""
     return supervisor.temp_root()
@@ -340,6 +351,7 @@ class Sandbox:
         self.meter: CpuMeter | None = None       # reads it (the cpu group's, or the memory group's in v2)
         self.statements = list(statements)
         self.support = dict(support)
+        self.preload = preloads(self.statements, self.support)
         self.limits = limits
         self.output_bytes = output_bytes
         self.hide_paths = list(hide_paths)
@@ -412,11 +424,11 @@ class Sandbox:
 
     def _start(self) -> None:
         key = (self.isolation, self.limits, tuple(self.hide_paths))
-        child = _take_spare(key) if self.prefetch and self.restarts == 0 else None
+        child = _take_spare(key, self.preload) if self.prefetch and self.restarts == 0 else None
         if child is None:
-            child = _spawn(self.isolation, self.limits, self.hide_paths)
-        if self.prefetch:
-            _order_spare(key, self.isolation, self.limits, self.hide_paths)
+            child = _spawn(self.isolation, self.limits, self.hide_paths, self.preload)
+        if self.prefetch:   # the next submission is taken to be like this one (one course: it mostly is)
+            _order_spare(key, self.isolation, self.limits, self.hide_paths, self.preload)
         self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
             child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory, child.cpu
         self.meter = cpu_meter(self.cpu, self.memory)
@@ -966,7 +978,8 @@ def memory_cgroup_bytes(isolation: Isolation, limits: ProcessLimits) -> int:
 
 
 def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str], scratch: str | None,
-            pids: PidsGroup | None, group: MemoryGroup | None = None, cpu: CpuGroup | None = None) -> dict[str, Any]:
+            pids: PidsGroup | None, group: MemoryGroup | None = None, cpu: CpuGroup | None = None,
+            preload: Sequence[str] = ()) -> dict[str, Any]:
     """What the zygote's child needs to know: plain data, sent as JSON."""
     memory = limits.memory_mb * 1024 * 1024
     if isolation.namespaces:   # the scratch is a tmpfs: what it holds is memory, in the same budget
@@ -975,13 +988,14 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
         "namespaces": isolation.namespaces, "grader_uid": os.geteuid(), "scratch": scratch,
         "scratch_bytes": limits.disk_mb * 1024 * 1024, "scratch_files": limits.files,
         "cgroup_procs": [each.procs for each in (pids, group, cpu) if each is not None], "hide": list(hide_paths),
-        "cover": list(hide_paths),
+        "cover": list(hide_paths), "preload": list(preload),
         "limits": {"memory_bytes": memory, "cpu_seconds": limits.cpu_seconds,
                    "file_bytes": min(limits.file_mb, limits.disk_mb) * 1024 * 1024, "open_files": limits.open_files,
                    "processes": limits.processes}}
 
 
-def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str]) -> _Child:
+def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str],
+           preload: Sequence[str] = ()) -> _Child:
     """Have the zygote fork a child, jailed where the machine allows, and wait until it is ready."""
     scratch = None if isolation.namespaces else supervisor.make_temp_folder("submission-")
     pids = None
@@ -1007,7 +1021,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
     output = os.open(os.path.join(scratch, "output.log") if scratch else os.devnull,
                      os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        process = supervisor.zygote().spawn(_config(isolation, limits, hide_paths, scratch, pids, memory, cpu),
+        process = supervisor.zygote().spawn(_config(isolation, limits, hide_paths, scratch, pids, memory, cpu, preload),
                                             [request_read, response_write, output])
     except (SpawnError, OSError) as error:
         os.close(request_write)
@@ -1057,7 +1071,8 @@ _SPARES_LOCK = threading.Lock()
 _SPARE_STARTER: Any = None
 
 
-def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str]) -> None:
+def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str],
+                 preload: Sequence[str] = ()) -> None:
     global _SPARE_STARTER
     from concurrent.futures import ThreadPoolExecutor
     with _SPARES_LOCK:
@@ -1066,7 +1081,7 @@ def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_p
         if _SPARE_STARTER is None:
             _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child")
             atexit.register(_drop_spares)
-        _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths))
+        _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths), tuple(preload))
 
 
 def _later(task: Callable[..., Any], *args: Any) -> None:
@@ -1100,7 +1115,9 @@ def _forget_inherited_spares() -> None:
 os.register_at_fork(after_in_child=_forget_inherited_spares)
 
 
-def _take_spare(key: tuple) -> _Child | None:
+def _take_spare(key: tuple, preload: Sequence[str] = ()) -> _Child | None:
+    """The spare started for `key`, if it started and has what `preload` asks for (the zygote was asked for
+    it before the spare's fork); else None, and a spare without it is discarded, off the critical path."""
     with _SPARES_LOCK:
         future = _SPARES.pop(key, None)
     if future is None:
@@ -1111,6 +1128,9 @@ def _take_spare(key: tuple) -> _Child | None:
         return None
     if child.process.poll() is not None:
         _discard(child)
+        return None
+    if not set(preload) <= set(child.process.preload):
+        _later(_discard, child)
         return None
     return child
 

@@ -137,6 +137,7 @@ class Jail:
     status_fd: int
     status: int | None = None
     ended: bool = False
+    preload: tuple[str, ...] = ()    # what the zygote had been asked to preload before this fork (done if installed)
 
     def poll(self) -> int | None:
         """None while it runs; else its exit code (-9 when its status is unknown: it was killed)."""
@@ -214,7 +215,9 @@ class Zygote:
                 os.close(fd)
             os.close(status_read)
             raise SpawnError(str(reply.get("error", "no pidfd")))
-        return Jail(int(reply["pid"]), received[0], status_read)
+        preload = reply.get("preload")
+        return Jail(int(reply["pid"]), received[0], status_read, preload=tuple(
+            str(name) for name in preload) if isinstance(preload, list) else ())
 
     def stop(self) -> None:
         """Close the socket: the zygote kills every child it started (and sweeps their uids), then exits."""
