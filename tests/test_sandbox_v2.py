@@ -190,6 +190,28 @@ def test_the_preload_does_not_come_out_of_the_students_memory_limit():
 # ------------------------------------------------------------------------------------------------ who it is
 
 @needs_jail
+def test_the_zygote_clones_the_jails_pid_1_itself():
+    """No process waits in the host's pid namespace between the zygote and the jail: the zygote's child is PID 1
+    of the sandbox's pid namespace, in the sandbox's own cgroups, and it reports the runtime's exit status."""
+    probe = """
+    import os
+    def leave():
+        os._exit(7)
+    """
+    with Sandbox(_statements(probe), {}, DEFAULT_LIMITS) as sandbox:
+        sandbox.load()
+        assert sandbox.process is not None
+        with open(f"/proc/{sandbox.process.pid}/status") as status:
+            fields = dict(line.split(":", 1) for line in status.read().splitlines())
+        assert fields["NSpid"].split() == [str(sandbox.process.pid), "1"]
+        assert int(fields["PPid"]) == supervisor.zygote().process.pid
+        if sandbox.pids is not None:
+            assert str(sandbox.process.pid) in (sandbox.pids.path / "cgroup.procs").read_text().split()
+        [outcome] = sandbox.run_exercise([_case("leave()")], (), lambda *a: None, time.monotonic() + 60)
+    assert outcome.status == "crash" and "exited with status 7" in outcome.error["message"], outcome
+
+
+@needs_jail
 def test_student_code_runs_unprivileged_without_capabilities():
     probe = """
     import os

@@ -73,16 +73,57 @@ def drop_privileges(uid, gid):
     return os.geteuid()
 
 
-def enter_namespaces(user=True):
-    """unshare every namespace kind (the user namespace only when `user`); the calling process stays in
-    the old pid namespace: its next child is PID 1 of the new one. A new user namespace maps the student's
-    id to this process's ids. Returns the names entered."""
-    kinds = [(name, flag) for name, flag in ALL_NAMESPACES if user or name != "user"]
-    uid, gid = os.geteuid(), os.getegid()
-    _check(_libc.unshare(sum(flag for _, flag in kinds)), "unshare")
+# clone(2) by machine (its arguments after the flags are all 0 here, so their order does not matter)
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220, "riscv64": 220}.get(os.uname().machine)
+
+
+def clone_namespaces(user=True):
+    """fork() straight into new mount, pid, net, IPC and UTS namespaces (and a new user namespace when `user`):
+    the child is PID 1 of the new pid namespace, so no process has to stay behind in the old one to fork it
+    (unshare leaves its caller outside: only the caller's next child would be PID 1). As fork: 0 in the
+    child, the child's pid in the parent. The cgroup namespace comes later (finish_namespaces), once the child
+    is in its own groups.
+
+    A bare system call runs none of the interpreter's or libc's fork handlers, so the caller must be
+    single-threaded (the zygote is), and the child must only jail itself, make children with os.fork (which
+    sets up each of them properly) and exit."""
+    if _SYS_CLONE is None:
+        raise JailError(errno.ENOSYS, f"clone: no system call number known for {os.uname().machine}")
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | (CLONE_NEWUSER if user else 0)
+    pid = _libc.syscall(_SYS_CLONE, ctypes.c_long(flags | signal.SIGCHLD), ctypes.c_long(0), ctypes.c_long(0),
+                        ctypes.c_long(0), ctypes.c_long(0))
+    if pid < 0:
+        error = ctypes.get_errno()
+        raise JailError(error, f"clone: {os.strerror(error)}")
+    return pid
+
+
+def finish_namespaces(uid, gid, user=True):
+    """In a child of clone_namespaces, in its own cgroups now: map the student's id to `uid`/`gid` (the parent's
+    ids) in the new user namespace (when `user`), and enter a cgroup namespace whose root is those groups.
+    Returns the names of the namespaces this process is in that are its own."""
     if user:
         map_student(uid, gid)
-    return [name for name, _ in kinds]
+    _check(_libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
+    return [name for name, _ in ALL_NAMESPACES if user or name != "user"]
+
+
+def _own_stat():
+    """The fields of /proc/self/stat after the command, as the procfs this process sees counts them (the host's,
+    before the jail's root replaces it: pids of the host's pid namespace)."""
+    with open("/proc/self/stat", encoding="ascii") as stat:
+        return stat.read().rsplit(")", 1)[1].split()
+
+
+def host_parent():
+    """This process's parent's pid in the host's pid namespace (getppid() says 0 when the parent is outside this
+    process's pid namespace)."""
+    return int(_own_stat()[1])
+
+
+def host_pid():
+    """This process's pid in the host's pid namespace (getpid() says 1 to PID 1 of a new one)."""
+    return int(os.readlink("/proc/self"))
 
 
 def map_student(uid, gid):

@@ -9,13 +9,14 @@ the child, so the grader can kill it without ever naming a pid that may have bee
 
 The chain, each link dying with the one before it (PR_SET_PDEATHSIG):
 
-    grader -> zygote -> outer (host pid namespace; drops to an unused uid, enters every namespace)
-                          -> init (PID 1: builds the root, reaps; never runs student code)
-                               -> runtime (no capabilities, the student's uid: loads the notebook)
-                                    -> an exercise's fork (serving the next exercises while pristine.py
-                                       finds nothing of the last one left)
+    grader -> zygote -> init (cloned into new namespaces: PID 1 of its pid namespace; joins the sandbox's
+                              cgroups, builds the root, reaps, reports the exit status; never runs student code)
+                          -> runtime (no capabilities, an unprivileged uid: loads the notebook)
+                               -> an exercise's fork (serving the next exercises while pristine.py
+                                  finds nothing of the last one left)
 
-Without user namespaces the outer process becomes the runtime itself (rlimits mode). When the grader
+Without namespaces (rlimits mode) the zygote's child (`_outer`) drops to an unused uid and becomes the
+runtime itself. When the grader
 goes (the control socket reads EOF, or the zygote is told to stop) every child is killed, and in rlimits
 mode each child's uid is swept with kill(-1) so a double-forked escapee goes too.
 """
@@ -76,77 +77,59 @@ def _status_bytes(status):
     return int(status).to_bytes(4, "big", signed=True)
 
 
+def _enter_groups(config):
+    """Move this process into the sandbox's pids, memory and CPU groups, before it has any child: everything the
+    sandbox starts is counted and bounded there. ("0" is the writer itself, whatever pid namespace it is in.)"""
+    procs = config.get("cgroup_procs") or []
+    for path in [procs] if isinstance(procs, str) else procs:
+        try:
+            with open(path, "w", encoding="ascii") as file:
+                file.write("0")
+        except OSError:
+            pass
+
+
+def _take_output(output_fd):
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    os.close(output_fd)
+
+
 def _outer(config, request_fd, response_fd, output_fd, status_fd):
-    """The first link in the child: never returns."""
+    """The child without namespaces (rlimits mode), which becomes the runtime itself: never returns."""
     code = 70
     try:
         os.setsid()
         zygote = os.getppid()
-        os.dup2(output_fd, 1)
-        os.dup2(output_fd, 2)
-        os.close(output_fd)
-        procs = config.get("cgroup_procs") or []
-        for path in [procs] if isinstance(procs, str) else procs:   # pids and memory groups, before anything
-            try:
-                with open(path, "w", encoding="ascii") as file:
-                    file.write(str(os.getpid()))
-            except OSError:
-                pass
+        _take_output(output_fd)
+        _enter_groups(config)
         facts = {"namespaces": [], "grader_uid": config.get("grader_uid")}
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         root = os.geteuid() == 0
         unique = confine.UID_BASE + os.getpid() if root else os.geteuid()
         facts["host_uid"] = os.geteuid()     # what the student runs as: set from the kernel, never assumed
-        if config.get("namespaces"):
-            # Real root builds the jail with its own powers and the student enters a user namespace last;
-            # anyone else builds it as root of a new user namespace.
-            facts["namespaces"] = confine.enter_namespaces(user=not root)
+        scratch = config.get("scratch")
+        unreadable = [tree for tree in confine.python_trees() if not confine.readable_by_anyone(tree)]
+        if root and unreadable:   # an unused uid could not even import the standard library
+            facts["root_because"] = f"{unreadable[0]} is not readable by an unprivileged uid"
         else:
-            scratch = config.get("scratch")
-            unreadable = [tree for tree in confine.python_trees() if not confine.readable_by_anyone(tree)]
-            if root and unreadable:   # an unused uid could not even import the standard library
-                facts["root_because"] = f"{unreadable[0]} is not readable by an unprivileged uid"
-            else:
-                if scratch and root:
-                    confine.hand_over(scratch, unique)
-                facts["host_uid"] = confine.drop_privileges(unique, unique)
+            if scratch and root:
+                confine.hand_over(scratch, unique)
+            facts["host_uid"] = confine.drop_privileges(unique, unique)
         confine.die_with_parent()
         if os.getppid() != zygote:
             os._exit(code)
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
-        if not config.get("namespaces"):
-            os.close(status_fd)
-            try:   # no built root here: Landlock keeps the file system to the same allowlist where it can
-                trees = confine.allowlist(confine.python_trees(), config.get("allow", ()))
-                abi = confine.landlock(*confine.landlock_paths(trees, config.get("scratch")))
-                facts["filesystem"] = "landlock" if abi else "none"
-                facts["landlock"] = abi
-            except OSError as error:
-                facts["filesystem"], facts["landlock_error"] = "none", str(error)[:300]
-            runtime.start(request_fd, response_fd, config, facts, jailed=False)
-            os._exit(0)
-        init = os.fork()
-        if init == 0:
-            if root:
-                facts["host_uid"] = unique
-            os.close(status_fd)
-            _init(config, request_fd, response_fd, facts, unique if root else None)
-        os.close(request_fd)
-        os.close(response_fd)
-        while True:
-            try:
-                _, status = os.waitpid(init, 0)
-                break
-            except ChildProcessError:
-                status = 0
-                break
-            except InterruptedError:
-                continue
-        code = os.waitstatus_to_exitcode(status)
-        try:
-            os.write(status_fd, _status_bytes(code))
-        except OSError:
-            pass
+        os.close(status_fd)
+        try:   # no built root here: Landlock keeps the file system to the same allowlist where it can
+            trees = confine.allowlist(confine.python_trees(), config.get("allow", ()))
+            abi = confine.landlock(*confine.landlock_paths(trees, config.get("scratch")))
+            facts["filesystem"] = "landlock" if abi else "none"
+            facts["landlock"] = abi
+        except OSError as error:
+            facts["filesystem"], facts["landlock_error"] = "none", str(error)[:300]
+        runtime.start(request_fd, response_fd, config, facts, jailed=False)
+        os._exit(0)
     except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
         try:
             os.write(2, f"sandbox start failed: {type(error).__name__}: {error}\n".encode())
@@ -155,13 +138,32 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
     os._exit(0 if code >= 0 else 128 - code)
 
 
-def _init(config, request_fd, response_fd, facts, drop_to):
-    """PID 1 of the sandbox's pid namespace: build the root, start the runtime, reap until it ends.
-    `drop_to`: the unused uid the runtime becomes when the grader is root (None: it already is the user)."""
+def _init(config, request_fd, response_fd, output_fd, status_fd, zygote, uid, gid):
+    """The first link with namespaces, cloned by the zygote straight into them (confine.clone_namespaces): PID 1
+    of the sandbox's pid namespace. Moves into the sandbox's cgroups, builds the root, starts the runtime, reaps
+    until the runtime ends, then writes its exit status for the grader; never runs student code, never returns.
+    `uid`/`gid`: the zygote's, which the student's id maps to (root: the runtime becomes an unused uid instead).
+
+    No process stays behind in the host's pid namespace to fork this one (as unshare would need): one fork, one
+    exit and a few hundred copied pages less per submission."""
     status = 70 << 8
     try:
         confine.die_with_parent()
+        if confine.host_parent() != zygote:   # the zygote went before the line above could see it go
+            os._exit(70)
+        os.setsid()
+        _take_output(output_fd)
+        _enter_groups(config)
+        root = uid == 0
+        # Real root builds the jail with its own powers and the student enters a user namespace last; anyone
+        # else builds it as root of the new user namespace.
+        facts = {"namespaces": confine.finish_namespaces(uid, gid, user=not root),
+                 "grader_uid": config.get("grader_uid"), "host_uid": uid}
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
+        drop_to = confine.UID_BASE + confine.host_pid() if root else None   # unique while this process lives
+        if drop_to is not None:
+            facts["host_uid"] = drop_to
         trees = confine.allowlist(confine.python_trees(), config.get("allow", ()))
         owner = drop_to if drop_to is not None else confine.STUDENT_ID
         cover = [*config.get("cover", ()), *confine.unrelated_site_packages()]
@@ -176,6 +178,7 @@ def _init(config, request_fd, response_fd, facts, drop_to):
         child = os.fork()
         if child == 0:
             try:
+                os.close(status_fd)
                 if drop_to is not None:
                     confine.drop_privileges(drop_to, drop_to)
                     confine.enter_student_namespace()
@@ -200,13 +203,18 @@ def _init(config, request_fd, response_fd, facts, drop_to):
                 continue
             if pid == child:
                 break
-    except BaseException as error:  # noqa: BLE001
+    except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
         try:
             os.write(2, f"sandbox start failed: {type(error).__name__}: {error}\n".encode())
         except OSError:
             pass
     code = os.waitstatus_to_exitcode(status)
-    os._exit(code if code >= 0 else 128 - code)
+    code = code if code >= 0 else 128 - code
+    try:
+        os.write(status_fd, _status_bytes(code))
+    except OSError:
+        pass
+    os._exit(code)
 
 
 class Zygote:
@@ -259,11 +267,15 @@ class Zygote:
         limits = config.get("limits") or {}
         if self.preloaded and isinstance(limits.get("memory_bytes"), int):
             config = {**config, "limits": {**limits, "memory_bytes": limits["memory_bytes"] + self.preloaded}}
-        pid = os.fork()
+        jailed = bool(config.get("namespaces"))
+        zygote, uid, gid = os.getpid(), os.geteuid(), os.getegid()
+        pid = confine.clone_namespaces(user=uid != 0) if jailed else os.fork()
         if pid == 0:
             self.control.close()
             for other in self.children:
                 os.close(other)
+            if jailed:
+                _init(config, request_fd, response_fd, output_fd, status_fd, zygote, uid, gid)
             _outer(config, request_fd, response_fd, output_fd, status_fd)
         for fd in fds:
             os.close(fd)
@@ -343,20 +355,28 @@ def probe():
         return action
 
     def jail():
-        root = os.geteuid() == 0
-        confine.enter_namespaces(user=not root)
+        uid, gid = os.geteuid(), os.getegid()
+        root = uid == 0
+        pid = confine.clone_namespaces(user=not root)
+        if pid == 0:   # as _init does it
+            try:
+                confine.finish_namespaces(uid, gid, user=not root)
+                confine.build_root(confine.python_trees(), 1 << 20, 64, owner=unique if root else confine.STUDENT_ID)
 
-        def inside():
-            confine.build_root(confine.python_trees(), 1 << 20, 64, owner=unique if root else confine.STUDENT_ID)
-            if root:
-                confine.drop_privileges(unique, unique)
-                confine.enter_student_namespace()
-            else:
-                confine.forbid_user_namespaces()
-            confine.drop_capabilities()
-            if confine.capabilities_effective() != 0:
-                raise OSError("not confined")
-        if not _try(inside):
+                def inside():
+                    if root:
+                        confine.drop_privileges(unique, unique)
+                        confine.enter_student_namespace()
+                    confine.drop_capabilities()
+                    if confine.capabilities_effective() != 0:
+                        raise OSError("not confined")
+                if not root:
+                    confine.forbid_user_namespaces()
+                os._exit(0 if _try(inside) else 1)
+            finally:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
             raise OSError("build_root")
 
     facts = {"uid": os.geteuid(), "drop_uid": os.geteuid() != 0 or _try(unprivileged),
