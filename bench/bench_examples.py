@@ -3,11 +3,12 @@
     python bench/bench_examples.py [--copies 4] [--examples correct int-tiles ...] [--rubric R --submissions DIR]
 
 For each bundled example (default: the ten Taoistic Search examples of bench_nbgrader's batch), grades `copies`
-distinct copies with `grader grade --jobs 1` as a new process and prints per notebook the CPU of the whole run
-and by who spent it (bench/treecpu.py: the grader's processes, the sandboxes, the cases as the results record
-them, the kernel's part), start-up left out. The start-up is measured once: a run of one correct copy, less one
-correct notebook. CPU, not wall: it holds on a busy machine, and it is what the 2 cores of the targets share.
-Where a batch's time goes is then the sum over its kinds (bench_nbgrader's 40 are 4 of each example).
+distinct copies (each cell the student wrote ends with a comment of its own, as in a real class) with `grader grade
+--jobs 1` as a new process and prints per notebook the CPU of the whole run and by who spent it (bench/treecpu.py:
+the grader's processes, the sandboxes, the cases as the results record them, the kernel's part), start-up left out.
+The start-up is measured once: a run of one correct copy, less one correct notebook. CPU, not wall: it holds on a
+busy machine, and it is what the 2 cores of the targets share. Where a batch's time goes is then the sum over its
+kinds (bench_nbgrader's 40 are 4 of each example).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def main() -> None:
         def graded(name: str, count: int) -> tuple[treecpu.TreeCpu, treecpu.CasesCpu]:
             folder = root / f"{name}-{count}"
             folder.mkdir()
-            bench_grading.generate(folder, count, mix=[(name, 1)], examples=args.submissions)
+            bench_grading.generate(folder, count, mix=[(name, 1)], examples=args.submissions, own_cells=True)
             try:
                 return run(folder, root / f"{name}-{count}-out", args.rubric, cache)
             finally:

@@ -36,14 +36,21 @@ MIX = [("correct", 40), ("main-animation", 10), ("seed-000", 10), ("old-era", 8)
 
 
 def generate(folder: Path, count: int, seed: int = 1, mix: list[tuple[str, int]] = MIX,
-             examples: Path = EXAMPLES) -> list[Path]:
-    """`count` distinct notebooks: example submissions with a unique comment cell (so no two share a hash)."""
+             examples: Path = EXAMPLES, own_cells: bool = False) -> list[Path]:
+    """`count` distinct notebooks: example submissions with a unique comment cell (so no two share a hash).
+    `own_cells`: each code cell that is not the template's also ends with a comment of its own, as a real
+    class's cells differ from student to student (what the grader keeps per cell text is then not shared)."""
     rng = random.Random(seed)
     names = [name for name, weight in mix for _ in range(weight)]
+    template = {cell.source for cell in nbformat.read(examples.parent / "template.ipynb", as_version=4).cells} \
+        if own_cells else set()
     paths = []
     for index in range(count):
         name = names[index % len(names)] if index < len(names) else rng.choice(names)
         notebook = nbformat.read(examples / f"{name}.ipynb", as_version=4)
+        for cell in notebook.cells:
+            if own_cells and cell.cell_type == "code" and cell.source not in template:
+                cell.source += f"\n# written by student {index}"
         notebook.cells.append(nbformat.v4.new_code_cell(f"# submission {index} of the benchmark class"))
         path = folder / f"student{index:04d}_{name}.ipynb"
         nbformat.write(notebook, path)
@@ -99,13 +106,13 @@ def main() -> None:
         root = Path(tmp)
         (root / "class").mkdir()
         cache = root / "cache"
-        paths = generate(root / "class", args.submissions)
+        paths = generate(root / "class", args.submissions, own_cells=True)
         from bench_nbgrader import compile_grader
         compile_grader()    # as an installed grader has its bytecode
         subprocess.run([sys.executable, "-m", "grader", "kit", str(RUBRIC), "-o", str(root / "kit.json"), "--cache",
                         str(cache)], check=True, capture_output=True)     # expected values computed and cached
         (root / "correct").mkdir()
-        correct = generate(root / "correct", args.correct, mix=[("correct", 1)])
+        correct = generate(root / "correct", args.correct, mix=[("correct", 1)], own_cells=True)
         same_work = correct[:args.speedup_sample]
         # First, while this process has started no thread (owncode forks it): a correct notebook's own code.
         from grader.plan.cases import build_plan
@@ -140,7 +147,8 @@ def main() -> None:
     ours_per_notebook = one_seconds / m
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, {loaded} at start, isolation: "
           f"{', '.join(f'{level} ({count})' for level, count in batch.isolation.items())}")
-    print(f"{args.correct} distinct correct notebooks, {args.jobs} workers: {correct_run.wall:.1f} s = "
+    print(f"{args.correct} distinct correct notebooks (the student's cells differ), {args.jobs} workers: "
+          f"{correct_run.wall:.1f} s = "
           f"{args.correct / correct_run.wall:.1f} submissions/s as `grader grade` (start-up included), {full} of "
           f"{args.correct} with full marks; "
           f"regrade with nothing changed: {correct_regrade:.2f} s ({cli_regrade:.2f} s as `grader grade`, "

@@ -61,13 +61,23 @@ def grade_cell() -> dict:
             "source": TESTS.splitlines(keepends=True)}
 
 
-def with_cell(notebook: dict, index: int | None) -> dict:
+def _text(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def with_cell(notebook: dict, index: int | None, template: frozenset[str] = frozenset()) -> dict:
+    """The notebook with the autograder's test cell, and for a submission its own comment cell; each of its code
+    cells that is not one of the `template`'s ends with a comment of its own too, as a real class's cells
+    differ from student to student (what the grader keeps per cell text is then not shared)."""
     extra = [] if index is None else [{"cell_type": "code", "execution_count": None, "id": f"bench-{index}",
                                        "metadata": {}, "outputs": [],
                                        "source": [f"# submission {index} of the benchmark class"]}]
-    cells = [c for c in notebook["cells"] if c.get("id") != "autograder-tests"]
-    for cell in cells:
-        cell.setdefault("id", f"c{id(cell)}")
+    cells = [dict(c) for c in notebook["cells"] if c.get("id") != "autograder-tests"]   # the caller's untouched
+    for position, cell in enumerate(cells):
+        cell.setdefault("id", f"c{position}")
+        if index is not None and cell.get("cell_type") == "code" and template and _text(cell) not in template:
+            cell["source"] = _text(cell) + f"\n# written by student {index}"
     return {**notebook, "cells": [*cells, *extra, grade_cell()], "nbformat": 4,
             "nbformat_minor": max(5, notebook.get("nbformat_minor", 5))}
 
@@ -77,6 +87,7 @@ def build_course(root: Path, count: int) -> list[Path]:
     source = root / "course" / "source" / NAME
     source.mkdir(parents=True)
     template = json.loads((ASSIGNMENT / "template.ipynb").read_text(encoding="utf-8"))
+    given = frozenset(_text(cell) for cell in template["cells"])
     (source / f"{NAME}.ipynb").write_text(json.dumps(with_cell(template, None)), encoding="utf-8")
     for support in (ASSIGNMENT / "support").iterdir():
         shutil.copy(support, source / support.name)
@@ -89,12 +100,12 @@ def build_course(root: Path, count: int) -> list[Path]:
         notebook = json.loads((EXAMPLES / f"{name}.ipynb").read_text(encoding="utf-8"))
         submitted = root / "course" / "submitted" / student / NAME
         submitted.mkdir(parents=True)
-        (submitted / f"{NAME}.ipynb").write_text(json.dumps(with_cell(notebook, index)), encoding="utf-8")
+        (submitted / f"{NAME}.ipynb").write_text(json.dumps(with_cell(notebook, index, given)), encoding="utf-8")
         for support in (ASSIGNMENT / "support").iterdir():
             shutil.copy(support, submitted / support.name)
         (submitted / "timestamp.txt").write_text("2026-11-20 12:00:00 UTC\n", encoding="utf-8")
         path = ours / f"{student}.ipynb"
-        path.write_text(json.dumps(with_cell(notebook, index)), encoding="utf-8")
+        path.write_text(json.dumps(with_cell(notebook, index, given)), encoding="utf-8")
         paths.append(path)
     (root / "course" / "nbgrader_config.py").write_text(
         "c = get_config()\n"
