@@ -8,6 +8,7 @@ in-process run forks, which a test process with pytest-timeout's thread must not
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,7 @@ def test_tree_cpu_counts_the_coordinator_each_worker_and_the_sandboxes_around_th
     assert tree.coordinator > 0 and tree.workers > 0
     if tree.total is not None:      # a cgroup counted the whole tree: the cases ran in its sandboxes
         assert tree.sandbox is not None and tree.sandbox > cases.seconds > 0
-        assert not list(treecpu.CPUACCT.glob("pg-bench-*")), "the run's group is removed"
+        assert not list(treecpu.CPUACCT.glob(f"pg-bench-{os.getpid()}-*")), "the run's group is removed"
     lines = treecpu.breakdown(tree, cases, 3)
     assert "grader" in lines[0] and "2 workers" in lines[0]
 
