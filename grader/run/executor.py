@@ -8,6 +8,7 @@ dies (a student killed it, or it ran out of memory) it knows which submission to
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import multiprocessing
 import pickle
@@ -169,6 +170,10 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
     if plan is not None:
         _adopt_plan(setup, plan)
+        # Forked: what the coordinator built (the grader's modules, the rubric, the plan and its expected values)
+        # lives as long as this worker. Out of the collector's sight, a full collection neither walks it again
+        # nor writes to its pages, which the fork shares with the coordinator until something writes to them.
+        gc.freeze()
     # One submission after another: each sandbox starts the next child while its own is graded.
     setup = replace(setup, options=replace(setup.options, prefetch=True))
     try:
