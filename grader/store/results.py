@@ -418,6 +418,8 @@ def _value_size(wire: Any) -> int:
     if size is not None:
         return size
     if type(wire) is dict or type(wire) is list:
+        if not wire:     # a passing case's inputs: not encoded only to be measured (a third of the bound's time)
+            return 2
         try:
             return _written_size(wire)
         except (TypeError, ValueError, RecursionError):
