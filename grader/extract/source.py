@@ -123,7 +123,7 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
             code = _statement_code(p.lines, body, n)
             why = needed.get(id(node))
             if why is not None:
-                kept_here.append((replace(_statement(node, code, p.cell), why=why), node))
+                kept_here.append((_statement(node, code, p.cell, facts[id(node)].bound, why), node))
             else:
                 reason = _why_dropped(node, facts[id(node)].bound, policy, judge) if policy.roots is not None \
                     else judge.reason_to_drop(node)
@@ -135,7 +135,7 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
     return Extracted(
         statements=tuple(statement for statement, _ in kept),
         dropped=tuple(dropped),
-        definitions=MappingProxyType(_definitions(kept)),
+        definitions=MappingProxyType(_definitions(kept, facts)),
         syntax_errors=tuple(syntax_errors),
         warnings=tuple(warnings),
         runs=run_stems,
@@ -324,20 +324,29 @@ class _Facts:
     """What one top-level statement binds, changes and reads: questions of its tree alone, each answered once
     (the slice and the reordering both ask them) and, for a cell many notebooks share, once per process."""
 
-    __slots__ = ("node", "_bound", "_mutated", "_reads")
+    __slots__ = ("node", "_bound", "_mutated", "_reads", "_binds")
 
     def __init__(self, node: ast.stmt) -> None:
         self.node = node
         self._bound: tuple[str, ...] | None = None
         self._mutated: frozenset[str] | None = None
         self._reads: frozenset[str] | None = None
+        self._binds: tuple[tuple[str, str, int, bool, ast.stmt], ...] | None = None
 
     @property
     def bound(self) -> tuple[str, ...]:
         """The top-level names it binds, in source order (see _bindings)."""
         if self._bound is None:
-            self._bound = tuple(_bound_names(self.node))
+            self._bound = tuple(name for name, _, _, _, _ in self.binds)
         return self._bound
+
+    @property
+    def binds(self) -> tuple[tuple[str, str, int, bool, ast.stmt], ...]:
+        """Each binding as (name, kind, first line, is a stub, binding statement): a Definition but its cell."""
+        if self._binds is None:
+            self._binds = tuple((name, kind, _first_line(binder), _definition_is_stub(kind, binder), binder)
+                                for name, kind, binder in _bindings(self.node))
+        return self._binds
 
     @property
     def mutated(self) -> frozenset[str]:
@@ -855,7 +864,7 @@ def _is_main_guard(test: ast.expr) -> bool:
 # ---------------------------------------------------------------- kept statements and definitions
 
 
-def _statement(node: ast.stmt, code: str, cell: Cell) -> Statement:
+def _statement(node: ast.stmt, code: str, cell: Cell, bound: Sequence[str], why: str) -> Statement:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         kind = "import"
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -866,8 +875,7 @@ def _statement(node: ast.stmt, code: str, cell: Cell) -> Statement:
         kind = "assign"
     else:
         kind = "other"
-    names = tuple(dict.fromkeys(name for name, _, _ in _bindings(node)))
-    return Statement(code, cell.index, _first_line(node), cell.label, kind, names)
+    return Statement(code, cell.index, _first_line(node), cell.label, kind, tuple(dict.fromkeys(bound)), why=why)
 
 
 def _call_run(stem: str) -> str:
@@ -948,23 +956,19 @@ def _walrus_names(node: ast.AST | None) -> list[str]:
     ]
 
 
-def _definitions(kept: list[tuple[Statement, ast.stmt | None]]) -> dict[str, Definition]:
-    """The last binding of each name among the kept statements, walked in document order."""
+def _definitions(kept: list[tuple[Statement, ast.stmt | None]], facts: Mapping[int, _Facts]) -> dict[str, Definition]:
+    """The last binding of each name among the kept statements, walked in document order (what each binds is
+    known from its cell's parse, shared by a class's notebooks)."""
     found: dict[str, Definition] = {}
     for statement, node in kept:
         if node is None:
             continue  # a %run binds names the grader cannot see here
-        for name, kind, binder in _bindings(node):
+        fact = facts.get(id(node))
+        binds = fact.binds if fact is not None and fact.node is node else _Facts(node).binds
+        for name, kind, line, stub, binder in binds:
             found.pop(name, None)  # re-insert, so the mapping's order is the order of the last bindings
-            found[name] = Definition(
-                name=name,
-                cell=statement.cell,
-                line=_first_line(binder),
-                label=statement.label,
-                kind=kind,
-                is_stub=_definition_is_stub(kind, binder),
-                node=binder,
-            )
+            found[name] = Definition(name=name, cell=statement.cell, line=line, label=statement.label, kind=kind,
+                                     is_stub=stub, node=binder)
     return found
 
 
