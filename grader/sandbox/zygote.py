@@ -90,6 +90,13 @@ def _enter_groups(config):
             pass
 
 
+def _trees(config):
+    """The host trees the child may read: the interpreter's (resolved once, in the zygote) and what the config
+    adds. Without additions nothing is resolved again in the child (a realpath of every tree: ~0.2 ms a start)."""
+    extra = config.get("allow") or ()
+    return list(confine.python_trees()) if not extra else confine.allowlist(confine.python_trees(), extra)
+
+
 def _take_output(output_fd):
     os.dup2(output_fd, 1)
     os.dup2(output_fd, 2)
@@ -123,7 +130,7 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
         confine.prctl(confine.PR_SET_DUMPABLE, 0)
         os.close(status_fd)
         try:   # no built root here: Landlock keeps the file system to the same allowlist where it can
-            trees = confine.allowlist(confine.python_trees(), config.get("allow", ()))
+            trees = _trees(config)
             abi = confine.landlock(*confine.landlock_paths(trees, config.get("scratch")))
             facts["filesystem"] = "landlock" if abi else "none"
             facts["landlock"] = abi
@@ -165,7 +172,7 @@ def _init(config, request_fd, response_fd, output_fd, status_fd, zygote, uid, gi
         drop_to = confine.UID_BASE + confine.host_pid() if root else None   # unique while this process lives
         if drop_to is not None:
             facts["host_uid"] = drop_to
-        trees = confine.allowlist(confine.python_trees(), config.get("allow", ()))
+        trees = _trees(config)
         owner = drop_to if drop_to is not None else confine.STUDENT_ID
         cover = [*config.get("cover", ()), *confine.unrelated_site_packages()]
         confine.build_root(trees, config["scratch_bytes"], config["scratch_files"], cover, owner)
