@@ -969,11 +969,16 @@ def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = 
         folders = [course, rubric.reference.parent, rubric.path.parent, rubric.submissions]
         return [Path(folder).resolve() for folder in folders if folder is not None], frozenset(never)
 
+    def shared_folders() -> tuple[Path, ...]:
+        """Temporary and home folders, which hold other runs' results and caches (with hidden expected values):
+        resolved once per plan (the process's own scratch, which may be made again, is asked each time)."""
+        return tuple(folder.resolve() for folder in (Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/dev/shm"),
+                                                     Path.home(), default_cache()))
+
     course, never = plan.memo.get(("course-folders",), course_folders)
-    # Temporary and home folders hold other runs' results and caches (with hidden expected values).
-    shared = [Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/dev/shm"), Path.home(), default_cache()]
-    candidates = [*course, submission.resolve().parent,
-                  *(Path(folder).resolve() for folder in (scratch_base(), *shared, *extra) if folder is not None)]
+    candidates = [*course, submission.resolve().parent, scratch_base().resolve(),
+                  *plan.memo.get(("shared-folders",), shared_folders),
+                  *(Path(folder).resolve() for folder in extra if folder is not None)]
     hidden: list[str] = []
     for folder in candidates:
         if folder in never:
