@@ -541,13 +541,19 @@ def test_a_batch_stopped_by_ctrl_c_or_kill_leaves_nothing_behind(tmp_path: Path,
         # What the batch left goes at once or when the next grader process starts (clean_leftovers): a killed
         # sandbox stays in its groups until the kernel has torn it down, which on a busy machine can take longer
         # than one clean_leftovers waits, so it is called until nothing is left. Every root the grader makes
-        # groups in is looked at: a memory group left here failed the whole run in its own leftover check.
+        # groups in is looked at: a memory group left here failed the whole run in its own leftover check. The
+        # killed workers are orphans whose reaper may be slow: a zombie is gone too (clean_leftovers of its pid).
+        def dead(pid: int) -> bool:
+            return _state(pid) in ("Z", "gone")
+
         def nothing_left() -> bool:
-            supervisor.clean_leftovers()
-            return not [p for p in Path("/tmp").glob(f"puzzle-grader-{os.getuid()}-*")
-                        if supervisor._TEMP.fullmatch(p.name)
-                        and not supervisor._alive(int(supervisor._TEMP.fullmatch(p.name).group(2)))] \
-                and not [p for p in supervisor._pids_folders() if not supervisor._alive(int(p.name.split("-")[2]))]
+            temp = [p for p in Path("/tmp").glob(f"puzzle-grader-{os.getuid()}-*") if supervisor._TEMP.fullmatch(p.name)
+                    and dead(int(supervisor._TEMP.fullmatch(p.name).group(2)))]
+            groups = [p for p in supervisor._pids_folders() if dead(int(p.name.split("-")[2]))]
+            for pid in {int(supervisor._TEMP.fullmatch(p.name).group(2)) for p in temp} | \
+                    {int(p.name.split("-")[2]) for p in groups}:
+                supervisor.clean_leftovers(pid)
+            return not temp and not groups
         assert _until(nothing_left), "a temp folder or a cgroup of the stopped batch stayed"
     finally:
         if grader.poll() is None:
