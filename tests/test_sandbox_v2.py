@@ -145,35 +145,42 @@ def test_numpy_is_preloaded_without_a_random_state_shared_between_students():
     def draw():
         return {"preloaded": preloaded, "draw": float(np.random.random())}
     """
-    first, second = (_value(_run(probe, "draw()")[0][0]) for _ in range(2))
+    first, second = (_value(_run(probe, "draw()", preload=("numpy",))[0][0]) for _ in range(2))
     assert first["preloaded"] == second["preloaded"] == ["numpy"]
     assert first["draw"] != second["draw"]
 
 
-def test_a_notebook_that_never_names_numpy_gets_a_child_without_it():
-    """numpy is preloaded on request only (its mappings make every fork and exit of the chain dearer): a zygote
-    no submission asked for it has never imported it. (The probe spells the name in two halves: a mention is
-    what asks for it.)"""
+def test_a_notebook_that_imports_numpy_does_not_make_the_zygote_preload_it():
+    """numpy is preloaded where the course names it only (its mappings make every fork and exit of the chain
+    dearer). A submission never asks: the zygote keeps what it imported for every later child, so the next
+    student of the worker could tell from sys.modules that someone did."""
     supervisor.stop()     # a fresh zygote, asked for nothing yet
     probe = """
     import sys
+    before = "numpy" in sys.modules
+    import numpy
     def loaded():
-        return ("nu" + "mpy") in sys.modules
+        return before
     """
+    assert _value(_run(probe, "loaded()")[0][0]) is False
     assert _value(_run(probe, "loaded()")[0][0]) is False
 
 
-def test_what_a_submission_asks_the_zygote_to_preload():
-    from grader.sandbox.process import preloads
-    assert preloads([statement("import numpy as np")], {}) == ("numpy",)
-    assert preloads([statement("def f():\n    return 1")], {"Set": "from numpy import array"}) == ("numpy",)
-    assert preloads([statement("import heapq")], {"Set": "import random"}) == ()
+def test_what_a_course_asks_the_zygote_to_preload(tmp_path: Path):
+    from grader.judge.grading import course_preload
+    template = tmp_path / "template.ipynb"
+    template.write_text('{"cells": [{"cell_type": "code", "source": "import numpy as np"}]}')
+    assert course_preload(template, {}) == ("numpy",)
+    assert course_preload(None, {"Set": "from numpy import array"}) == ("numpy",)
+    assert course_preload(None, {"Set": "import random"}) == ()
+    assert course_preload(REPO / "assignments" / "taoistic-search" / "template.ipynb", {}) == ()
+    assert course_preload(REPO / "assignments" / "n-puzzle" / "template.ipynb", {}) == ("numpy",)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="numpy is not installed")
 def test_the_preload_does_not_come_out_of_the_students_memory_limit():
     """Every child's address-space limit is raised by what the preloaded modules take (numpy's core: tens of
-    MB of mappings), so a student whose notebook made the zygote preload numpy may allocate what they could
+    MB of mappings), so a student of a course that has the zygote preload numpy may allocate what they could
     before."""
     probe = """
     import resource
@@ -183,7 +190,7 @@ def test_the_preload_does_not_come_out_of_the_students_memory_limit():
     """
     mib = 1024 * 1024
     budget = (800 if ISOLATION.namespaces else 900) * mib     # memory_mb, less the scratch tmpfs with namespaces
-    raised = _value(_run(probe, "limit()", limits=ProcessLimits(memory_mb=900, disk_mb=100))[0][0])
+    raised = _value(_run(probe, "limit()", limits=ProcessLimits(memory_mb=900, disk_mb=100), preload=("numpy",))[0][0])
     assert budget + 8 * mib < raised < budget + 512 * mib
 
 

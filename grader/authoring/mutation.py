@@ -291,7 +291,7 @@ def _grade_entries(source: str, entries: Sequence[_Entry], plan: Plan, support: 
     own name is loaded once, then each entry is graded as its exercise with the graded name pointing at it
     (in a fork of the loaded child, as every exercise is). What the deadline leaves ungraded is None."""
     from grader.extract.source import extract
-    from grader.judge.grading import child_statements, grade_exercise, hidden_folders
+    from grader.judge.grading import child_statements, course_preload, grade_exercise, hidden_folders
     from grader.intake.notebook import read_notebook
     from grader.sandbox.process import ProcessLimits, Sandbox, SandboxError
 
@@ -305,7 +305,8 @@ def _grade_entries(source: str, entries: Sequence[_Entry], plan: Plan, support: 
                                    + 30, load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     results: dict[Any, ExerciseResult | None] = {entry.key: None for entry in entries}
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes,
-                 hidden_folders(plan, path), allow_root=options.allow_root_sandbox) as sandbox:
+                 hidden_folders(plan, path), allow_root=options.allow_root_sandbox,
+                 preload=course_preload(plan.rubric.template, support)) as sandbox:
         try:
             loaded = sandbox.load().names
         except SandboxError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import hashlib
 import marshal
 import os
@@ -34,7 +35,7 @@ from grader import codec
 from grader.store import status as vocabulary
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Replies, Sandbox,
-                                    SandboxError, SharedReplies)
+                                    SandboxError, SharedReplies, preloads)
 from grader.judge.scoring import exercise_score, total
 
 
@@ -89,6 +90,21 @@ def support_sources(plan: Plan) -> dict[str, str]:
         elif path.suffix == ".ipynb" and path.stem not in sources:
             sources[path.stem] = extract(read_notebook(path)).source()
     return sources
+
+
+@functools.lru_cache(maxsize=8)
+def _template_text(path: Path | None) -> str:
+    """The template notebook's file as text ("" without one): course code, read once per process."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
+    except OSError:
+        return ""
+
+
+def course_preload(template: Path | None, support: Mapping[str, str]) -> tuple[str, ...]:
+    """What the sandbox's zygote should have imported for this course: what its support modules or its template
+    notebook name (never what a submission names: see process.preloads)."""
+    return preloads([*support.values(), _template_text(template)])
 
 
 def child_statements(extracted: Extracted) -> list[dict[str, Any]]:
@@ -913,7 +929,8 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
-                 allow_root=options.allow_root_sandbox, prefetch=options.prefetch) as sandbox:
+                 allow_root=options.allow_root_sandbox, prefetch=options.prefetch,
+                 preload=course_preload(rubric.template, support)) as sandbox:
         sandbox_level = sandbox.isolation.level
         try:
             report = sandbox.load(deadline)

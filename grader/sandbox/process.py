@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from grader import codec
 from grader.intake.warning import GraderWarning, Kind
@@ -37,8 +37,8 @@ ORACLE_CALLS = 10_000         # isolated-helper calls one case may make (rubric:
 ORACLE_BYTES = 64 << 20       # what those calls' frames may hold in all, per case (A* on Taoistic's stage 1: 2 MB)
 OUTPUT_SLACK = 200            # the cut marker the child appends to an output it truncated
 _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
-# What the zygote may preload (zygote.PRELOAD, which it checks again): asked for only where the submission's code or
-# the course's support modules name it, since its mappings make every fork and exit of the chain dearer.
+# What the zygote may preload (zygote.PRELOAD, which it checks again): asked for only where the course's code names
+# it (preloads), since its mappings make every fork and exit of the chain dearer.
 PRELOADABLE = ("numpy",)
 _CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -310,11 +310,13 @@ class SandboxError(RuntimeError):
     """The child could not be started or loaded at all."""
 
 
-def preloads(statements: Sequence[Mapping[str, Any]], support: Mapping[str, str]) -> tuple[str, ...]:
-    """The modules of PRELOADABLE whose name appears in a statement or a support module: what this submission's
-    child should find imported. A mention is enough (a comment preloads for nothing, which is harmless); a name
-    built at run time is missed, and that notebook imports it itself, as a notebook did before preloading."""
-    texts = [str(statement.get("code", "")) for statement in statements] + [str(text) for text in support.values()]
+def preloads(texts: Iterable[str]) -> tuple[str, ...]:
+    """The modules of PRELOADABLE whose name appears in `texts`: the course's code (its support modules, its
+    template), never a submission's. The zygote keeps what it was asked for, for every later child: were a
+    student's mention to ask, the next student of the worker could tell from sys.modules that someone did. A
+    mention is enough (a comment preloads for nothing, which is harmless); a student who imports a module the
+    course does not name imports it in the child, as every notebook did before preloading."""
+    texts = list(texts)
     return tuple(name for name in PRELOADABLE if any(name in text for text in texts))
 
 
@@ -337,7 +339,8 @@ class Sandbox:
 
     def __init__(self, statements: Sequence[Mapping[str, Any]], support: Mapping[str, str],
                  limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = (),
-                 isolation: Isolation | None = None, allow_root: bool = False, prefetch: bool = False):
+                 isolation: Isolation | None = None, allow_root: bool = False, prefetch: bool = False,
+                 preload: Sequence[str] | None = None):
         self.isolation = isolation if isolation is not None else detect()
         self.level: str | None = None            # what the children report they achieved (the weakest)
         self.facts: dict[str, Any] = {}          # what held for the weakest child: namespaces, uid, filesystem
@@ -351,7 +354,9 @@ class Sandbox:
         self.meter: CpuMeter | None = None       # reads it (the cpu group's, or the memory group's in v2)
         self.statements = list(statements)
         self.support = dict(support)
-        self.preload = preloads(self.statements, self.support)
+        # What the zygote should have imported (the course's choice: see preloads); by default what the support
+        # modules name.
+        self.preload = tuple(preload) if preload is not None else preloads(self.support.values())
         self.limits = limits
         self.output_bytes = output_bytes
         self.hide_paths = list(hide_paths)
