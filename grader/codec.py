@@ -32,9 +32,9 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins as _builtins
+import itertools
 import json
 import marshal
-import itertools
 import math
 import sys
 from collections import Counter

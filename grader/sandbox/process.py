@@ -12,9 +12,9 @@ import mmap
 import multiprocessing
 import os
 import re
-import struct
 import shutil
 import signal
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
