@@ -180,10 +180,26 @@ def test_a_results_folder_inside_the_graded_folder_is_no_student(tmp_path: Path)
     assert [e.student for e in result.entries] == ["alice"]
     assert result.problems == (f"{subs / 'results'}: a results folder of grader grade (its notebooks are copies of "
                                f"graded ones), not a student's: not graded",)
-    given = gather([subs / "results"], tmp_path / "work")
-    assert given.entries == () and len(given.problems) == 1
+    given = gather([subs / "results"], tmp_path / "work")   # the results folder itself: its copies are no one's
+    assert given.entries == ()
     globbed = gather([str(subs / "**" / "*.ipynb")], tmp_path / "work")
     assert [e.student for e in globbed.entries] == ["alice"]
+
+
+def test_a_class_graded_into_its_own_folder_is_graded_again_without_its_copies(tmp_path: Path) -> None:
+    """`grader grade . --out .`: the class folder is the results folder too; a regrade takes the students'
+    notebooks and leaves out the copies in notebooks/ (graded before as a student named "notebooks")."""
+    from grader.run.batch import RUBRIC_MARK
+    subs = tmp_path / "subs"
+    write(subs / "alice.ipynb", notebook("alice"))
+    write(subs / "bob" / "lab.ipynb", notebook("bob"))
+    write(subs / "notebooks" / f"{'a' * 64}.ipynb", notebook("alice"))
+    write(subs / RUBRIC_MARK, b'{"assignment": "x"}\n')
+    write(subs / "gradebook.sqlite", b"")
+    result = gather([subs], tmp_path / "work")
+    assert [e.student for e in result.entries] == ["alice", "bob"]
+    globbed = gather([str(subs / "**" / "*.ipynb")], tmp_path / "work")
+    assert [e.student for e in globbed.entries] == ["alice", "bob"]
 
 
 def test_notebook_is_preferred_to_a_newer_helper_script(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ SKIPPED_FOLDERS = frozenset({"__MACOSX", ".ipynb_checkpoints", "__pycache__"})
 # The file that marks a results folder of `grader grade` (grader.run.batch writes it): such a folder holds copies
 # of graded notebooks (notebooks/<sha256>.ipynb), never a submission, even inside the folder being graded.
 RESULTS_MARK = ".assignment"
+RESULTS_FOLDERS = ("notebooks", "shared")   # what the grader keeps in a results folder: never a student's
 # Files that travel with submissions but are never one: a student folder holding only these has no submission.
 QUIET_SUFFIXES = frozenset({
     ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".svg", ".webp", ".tif", ".tiff", ".ico",
@@ -326,8 +327,7 @@ class _Collector:
                     continue
                 if match.is_dir():
                     files.extend(self._walk(match))
-                elif match.is_file() and not _results_folder(str(match.parent.parent),
-                                                             os.listdir(match.parent.parent)):
+                elif match.is_file() and not _kept_by_the_grader(match):
                     files.append(match)
             self._take_folder(root, files)
         elif path.is_dir():
@@ -348,10 +348,14 @@ class _Collector:
 
         for folder, dirs, names in os.walk(top, onerror=unreadable):
             if _results_folder(folder, names):
-                self.problems.append(f"{folder}: a results folder of grader grade (its notebooks are copies of "
-                                     f"graded ones), not a student's: not graded")
-                dirs[:] = []
-                continue
+                if folder != str(top):
+                    self.problems.append(f"{folder}: a results folder of grader grade (its notebooks are copies "
+                                         f"of graded ones), not a student's: not graded")
+                    dirs[:] = []
+                    continue
+                # The folder given is a results folder too (`grade . --out .`): its students are graded, the
+                # copies and shared values the grader keeps there are not.
+                dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
             dirs[:] = sorted(d for d in dirs if not _skipped_name(d)
                              and os.path.realpath(os.path.join(folder, d)) != self.workdir_real)
             found.extend(Path(folder, name) for name in sorted(names))
@@ -658,6 +662,12 @@ def _results_folder(folder: str, names: Sequence[str]) -> bool:
     """Whether a folder is one `grader grade --out` wrote (`grade . --out results`, run twice, graded the
     copies in results/notebooks/ as a student named "results"): its mark, and its gradebook or copies."""
     return RESULTS_MARK in names and ("gradebook.sqlite" in names or os.path.isdir(os.path.join(folder, "notebooks")))
+
+
+def _kept_by_the_grader(path: Path) -> bool:
+    """A file in what the grader keeps in a results folder (results/notebooks/<sha256>.ipynb), which a glob found."""
+    return path.parent.name in RESULTS_FOLDERS and _results_folder(str(path.parent.parent),
+                                                                   os.listdir(path.parent.parent))
 
 
 def _skipped_name(name: str) -> bool:
