@@ -152,6 +152,8 @@ def lean(data: dict) -> dict:
     return data
 
 
+# case_from_dict sets a case's fields without __init__: a check the dataclass might gain would be skipped.
+assert not hasattr(CaseResult, "__post_init__"), "case_from_dict must then call it"
 _CASE_NAMES = frozenset(_CASE_FIELDS)
 _CASE_REQUIRED = frozenset(f.name for f in fields(CaseResult) if f.default is MISSING and f.default_factory is MISSING)
 # Every field's default but the one made by a factory (inputs: a fresh dict for each case).
