@@ -601,9 +601,7 @@ class Sandbox:
         asked = 0                          # bytes of the running case's isolated-helper calls
         process: _Locator | None = None    # finds its fork and runtime by host pid, when a case first needs them
         try:
-            self._send({"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "cases": [
-                {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
-                 "timeout": c.timeout, "reduce": c.reduce} for c in cases]})
+            self._send(_exercise_frame(cases, isolate, methods))
         except (wire.Closed, wire.FrameError):
             return outcomes, False
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
@@ -773,6 +771,36 @@ class Sandbox:
                                                        f"(the answer came after {seconds:.1f} s)"}
         return Outcome(case.id, status, value=message.value, probes=dict(message.probes), error=error,
                        output=message.output, seconds=seconds, cpu_seconds=cpu)
+
+
+def _exercise_message(cases: Sequence[CaseRequest], isolate: Sequence[str],
+                      methods: Mapping[str, Any] | None) -> dict:
+    return {"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "cases": [
+        {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
+         "timeout": c.timeout, "reduce": c.reduce} for c in cases]}
+
+
+# An own run's exercise frame by the requests it carries: every student of a batch gets the plan's very requests
+# (grading keeps them per plan), so each exercise's frame is encoded once per worker, not once per student. Kept
+# with its requests, so that their ids name no other objects while the frame is here.
+_FRAMES: dict[tuple[int, ...], tuple[tuple[CaseRequest, ...], bytes]] = {}
+_FRAMES_LIMIT = 512
+
+
+def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
+                    methods: Mapping[str, Any] | None) -> dict | bytes:
+    """The exercise request for the child: the frame's bytes for an own run, the message for an isolated one."""
+    if isolate or methods:
+        return _exercise_message(cases, isolate, methods)
+    key = tuple(map(id, cases))
+    known = _FRAMES.get(key)
+    if known is not None and all(kept is case for kept, case in zip(known[0], cases, strict=True)):
+        return known[1]
+    frame = wire.encode_frame(_exercise_message(cases, (), None))
+    if len(_FRAMES) >= _FRAMES_LIMIT:
+        _FRAMES.clear()
+    _FRAMES[key] = (tuple(cases), frame)
+    return frame
 
 
 class _Locator:
