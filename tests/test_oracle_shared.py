@@ -103,6 +103,26 @@ def test_a_full_log_keeps_the_rest_to_each_worker():
         assert recalled is None or recalled.tail == reply
 
 
+def test_another_workers_replies_never_evict_this_workers_own():
+    replies = Replies(limit=10, shared=SharedReplies(size=1 << 20))
+    own = [(call("manhattan", seq, ((str(seq), "0"),)), tail(seq)) for seq in range(5)]
+    for known, reply in own:
+        replies.keep(known.key(), reply)
+    theirs = [(call("next_states", seq, (("x", str(seq)),)), tail(-seq)) for seq in range(50)]
+    keep_in_a_worker(replies, theirs)
+    assert all(replies.recall(known) is not None for known, _ in theirs)   # 50 read, past this worker's limit
+    assert {key[2] for key in replies.entries} == {known.rest for known, _ in own}
+
+
+def test_a_full_log_in_count_keeps_the_rest_to_each_worker():
+    shared = SharedReplies(size=1 << 20)
+    shared.RECORDS = 3
+    replies = Replies(shared=shared)
+    pairs = [(call("next_states", seq, ((str(seq),),)), tail(seq)) for seq in range(6)]
+    keep_in_a_worker(replies, pairs)
+    assert [replies.recall(known) is not None for known, _ in pairs] == [True] * 3 + [False] * 3
+
+
 def test_a_sandbox_child_never_maps_the_shared_log(tmp_path: Path):
     """The log holds the reference's answers: a child started after it exists (an exec'd interpreter) has no
     shared writable mapping of its size."""

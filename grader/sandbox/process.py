@@ -162,22 +162,28 @@ class SharedReplies:
     never waited for long: a worker that finds it held too long (its holder died mid-write) stops sharing and
     keeps its own replies, so a dying worker costs the others speed, never correctness. A reply is a function
     of its key (the reference's helpers are pure, and their answers are encoded canonically), so a reply read
-    here is the very bytes this worker would have computed."""
+    here is the very bytes this worker would have computed. Each worker indexes what it read apart from its own
+    kept replies (Replies.entries), so another worker's calls never evict those; the log's size and count bound
+    the index."""
 
-    _END = struct.Struct("<Q")          # the committed end of the log (records before it are never written again)
+    _END = struct.Struct("<QQ")         # the committed end of the log (records before it are never written again)
+                                        # and how many records it holds
     _RECORD = struct.Struct("<IIII")    # the lengths of a key's name, answered_by and rest, and of the reply
     WAIT = 0.005                        # seconds a worker waits for the lock before it gives sharing up
+    RECORDS = 40_000                    # at most (each worker keeps an index of them all: a dict this size)
 
-    def __init__(self, size: int = 16 << 20):
+    def __init__(self, size: int = 12 << 20):
         self.memory = mmap.mmap(-1, size)           # MAP_SHARED | MAP_ANONYMOUS: shared with forked workers
         self.lock = multiprocessing.get_context("fork").Lock()
         self.size = size
         self.read = self._END.size                  # how far this process has read (each worker its own copy)
+        self.known: dict[tuple[str, str, bytes], bytes] = {}   # the log as this process has read it, by key
         self.waited = 0                             # lock waits in a row that ran out
         self.broken = False
 
-    def _end(self) -> int:
-        return self._END.unpack_from(self.memory, 0)[0] or self._END.size
+    def _end(self) -> tuple[int, int]:
+        end, count = self._END.unpack_from(self.memory, 0)
+        return end or self._END.size, count
 
     def _locked(self) -> bool:
         """Take the lock, or give up after WAIT; three give-ups in a row end sharing in this process."""
@@ -190,17 +196,25 @@ class SharedReplies:
         self.broken = self.waited >= 3
         return False
 
-    def pull(self) -> list[tuple[tuple[str, str, bytes], bytes]]:
-        """The replies the other workers kept since this process last looked."""
+    def get(self, key: tuple[str, str, bytes]) -> bytes | None:
+        """The reply kept under `key` by any worker of the batch, if it is in the log (read up to its end)."""
+        tail = self.known.get(key)
+        if tail is None:
+            self._pull()
+            tail = self.known.get(key)
+        return tail
+
+    def _pull(self) -> None:
+        """Read what the other workers added since this process last looked."""
         if not self._locked():
-            return []
+            return
         try:
-            end = self._end()
+            end, _ = self._end()
         finally:
             self.lock.release()
         if end <= self.read:
-            return []
-        data, position, found = self.memory[self.read:end], 0, []
+            return
+        data, position = self.memory[self.read:end], 0
         while position < len(data):
             name, answered_by, rest, tail = self._RECORD.unpack_from(data, position)
             position += self._RECORD.size
@@ -208,24 +222,27 @@ class SharedReplies:
                    data[position + name:position + name + answered_by].decode("utf-8", "surrogatepass"),
                    data[position + name + answered_by:position + name + answered_by + rest])
             position += name + answered_by + rest
-            found.append((key, data[position:position + tail]))
+            self.known[key] = data[position:position + tail]
             position += tail
         self.read = end
-        return found
 
     def push(self, key: tuple[str, str, bytes], tail: bytes) -> None:
-        """Add a reply this worker computed (nothing when the log is full or the lock cannot be had)."""
+        """Add a reply this worker computed (nothing when it is there already, the log is full or the lock cannot
+        be had)."""
+        if key in self.known:
+            return
         name, answered_by = key[0].encode("ascii"), key[1].encode("utf-8", "surrogatepass")
         record = self._RECORD.pack(len(name), len(answered_by), len(key[2]), len(tail)) + name + answered_by \
             + key[2] + tail
         if not self._locked():
             return
         try:
-            end = self._end()
-            if end + len(record) > self.size:
+            end, count = self._end()
+            if end + len(record) > self.size or count >= self.RECORDS:
                 return
             self.memory[end:end + len(record)] = record
-            self._END.pack_into(self.memory, 0, end + len(record))
+            self._END.pack_into(self.memory, 0, end + len(record), count + 1)
+            self.known[key] = tail
             if self.read == end:      # nothing of the others' in between: this worker's own need not be read back
                 self.read = end + len(record)
         finally:
@@ -260,31 +277,24 @@ class Replies:
         """The call with its kept reply, if it is kept (here, or by another worker of the batch)."""
         key = call.key(answered_by)
         tail = self.entries.get(key)
-        if tail is None and self.shared is not None:
-            for other, reply in self.shared.pull():
-                self._add(other, reply)
-            tail = self.entries.get(key)
+        if tail is None and self.shared is not None:   # the log's replies stay there: they never evict these
+            tail = self.shared.get(key)
         return KnownCall(call.name, call.seq, call.rest, tail) if tail is not None else None
 
     def keep(self, key: tuple[str, str, bytes], tail: bytes) -> None:
         """Keep a reply, encoded as the tail of its frame (see _reply_frame), and share it with the batch's
         other workers."""
-        if self._add(key, tail) and self.shared is not None:
-            self.shared.push(key, tail)
-
-    def _add(self, key: tuple[str, str, bytes], tail: bytes) -> bool:
-        """Keep a reply within the budget; whether it is new and kept."""
         size = sum(map(len, key)) + len(tail)
         if len(key[0]) + len(key[-1]) > self.max_key_chars or size > self.max_key_chars * 4:
-            return False   # a huge question, or a huge answer to a small one: answered again when asked again
+            return   # a huge question, or a huge answer to a small one: answered again when asked again
         if self.chars + size > self.max_chars or len(self.entries) >= self.limit:
             self.entries.clear()
             self.chars = 0
-        if key in self.entries:
-            return False
-        self.entries[key] = tail
-        self.chars += size
-        return True
+        if key not in self.entries:
+            self.entries[key] = tail
+            self.chars += size
+            if self.shared is not None:
+                self.shared.push(key, tail)
 
 
 _CALL_HEAD_BYTES = 300    # more than the longest head _CALL_HEAD matches
