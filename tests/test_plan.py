@@ -145,6 +145,28 @@ def test_one_generator_feeding_two_cases_numbers_on_and_keeps_each_answer(tmp_pa
     assert [plan.expected[case.id].value for case in cases] == [sum(case.variables["xs"]) for case in cases]
 
 
+def test_the_reference_time_that_sets_a_limit_is_its_cpu_time_not_the_wall_clock(tmp_path: Path) -> None:
+    """A case's limit is CPU time (case_factor x the reference's time): measured as wall time, the reference's
+    time grew with the load of the machine building the plan, and every student's limit with it (a test saw a
+    6 s spin pass a 3 s limit at load 8). A reference that sleeps spends no CPU, so its case keeps the floor."""
+    path = copy_mini(tmp_path, """
+        assignment: mini
+        reference: mini_reference.py
+        limits: {case_seconds: 1, case_factor: 20}
+        exercises:
+          - id: nap
+            cases:
+              - call: "nap([1, 2])"
+        """)
+    with (tmp_path / "mini_reference.py").open("a", encoding="utf-8") as reference:
+        reference.write("\n\ndef nap(xs):\n    import time\n    time.sleep(0.25)\n    return sum(xs)\n")
+    rubric = load_rubric(path)
+    plan = build_plan(rubric)
+    [case] = plan.cases["nap"]
+    assert plan.expected[case.id].value == 3
+    assert rubric.limits.case_timeout(plan.expected[case.id].seconds) == 1   # wall time would give 20 x 0.25 = 5
+
+
 def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) -> None:
     path = copy_mini(tmp_path, """
         assignment: mini

@@ -35,8 +35,9 @@ from grader.rubric.schema import (CaseSpec, CheckSpec, Exercise, Limits, Policy,
                                   suggest, support_reads)
 from grader import codec
 
-CACHE_FORMAT = 4   # 2: sealed with the cache folder's key (grader.plan.sealed); 3: answers of accepted variants too;
-#                    4: the generated cases' variables too, so a batch with a warm cache calls no generator
+CACHE_FORMAT = 5   # 2: sealed with the cache folder's key (grader.plan.sealed); 3: answers of accepted variants too;
+#                    4: the generated cases' variables too, so a batch with a warm cache calls no generator;
+#                    5: the reference's time is its CPU time (it was wall time, which a busy machine inflated)
 
 
 @dataclass(frozen=True)
@@ -424,7 +425,9 @@ def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: C
         if strangers:
             raise RubricError([_problem(rubric, case.line, f"{where}: {what} may only use fixtures and variables, "
                                                            f"not {', '.join(sorted(strangers))}")])
-    started = time.perf_counter()
+    # CPU time of this thread, as the student's limit is CPU time: wall time here would grow with the load of
+    # the machine that built the plan, and with it (x case_factor) every student's limit for this case.
+    started = time.thread_time()
     try:
         if case.expect is not None:
             value = evaluate_data(case.expect, data)
@@ -434,7 +437,7 @@ def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: C
         what = f"expect {case.expect!r} fails" if case.expect is not None else f"the reference fails on {case.call!r}"
         raise RubricError([_problem(rubric, case.line, f"{where}: {what}: "
                                                        f"{type(error).__name__}: {error}")]) from None
-    seconds = time.perf_counter() - started
+    seconds = time.thread_time() - started
     return Expected(codec.encode(value), seconds,
                     _answers(reference, case, data, exercise, [m.reference for m in exercise.mistakes]),
                     _answers(reference, case, data, exercise, [v.reference for v in exercise.variants]))
