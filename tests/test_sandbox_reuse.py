@@ -70,6 +70,27 @@ CHANGES = {
                                      "    return f.cache_info().currsize\n", 0),
     "the collector switched off": ("import gc\ndef change():\n    gc.disable()\n    return 0\ndef look():\n"
                                    "    return gc.isenabled()\n", True),
+    # Immutable objects of the load are not walked again (pristine.Leaves): what they hold or who binds them is.
+    "a list inside a tuple": ("T = (1, 'a', [0])\ndef change():\n    T[2].append(1)\n    return 0\ndef look():\n"
+                              "    return T[2]\n", [0]),
+    "a tuple rebound to an equal one": ("T = (1, 2)\ndef change():\n    global T\n    T = tuple([1, 2, 3])[:2]\n"
+                                        "    return 0\ndef look():\n    return T is ORIGINAL\nORIGINAL = T\n", True),
+    "a str rebound in a dict": ("D = {'k': 'ab'}\ndef change():\n    D['k'] = 'xy'\n    return 0\ndef look():\n"
+                                "    return D['k']\n", "ab"),
+    "a tuple default holding a list": ("def change(m=(1, [0])):\n    m[1].append(1)\n    return 0\ndef look():\n"
+                                       "    return len(change.__defaults__[0][1])\n", 1),
+    "a keyword default rebound": ("def change(*, k=(1, 2)):\n    change.__kwdefaults__['k'] = (1, 2, 3)\n    return 0\n"
+                                  "def look():\n    return change.__kwdefaults__['k']\n", (1, 2)),
+    "a cell holding a tuple rebound": ("def outer():\n    t = (1, 2)\n    def get():\n        return t\n"
+                                       "    def put(v):\n        nonlocal t\n        t = v\n    return get, put\n"
+                                       "get, put = outer()\ndef change():\n    put((3,))\n    return 0\n"
+                                       "def look():\n    return get()\n", (1, 2)),
+    "a frozenset rebound": ("F = frozenset({1, 2})\ndef change():\n    global F\n    F = frozenset({3})\n    return 0\n"
+                            "def look():\n    return sorted(F)\n", [1, 2]),
+    # The walk's view of sys.modules is kept while it holds the same objects (pristine.Loaded): a swap shows.
+    "a module replaced in sys.modules": ("import sys\ndef change():\n    sys.modules['heapq'] = type(sys)('heapq')\n"
+                                         "    return 0\ndef look():\n    import heapq\n"
+                                         "    return hasattr(heapq, 'heappush')\n", True),
     "an environment variable": ("import os\ndef change():\n    os.environ['X_LEFT'] = '1'\n    return 0\n"
                                 "def look():\n    return 'X_LEFT' in os.environ\n", False),
 }

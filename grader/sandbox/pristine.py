@@ -38,6 +38,7 @@ import resource
 import signal
 import sys
 import types
+from itertools import compress, repeat
 from typing import Any
 
 # Private references. The student's code shares this process and may rebind `builtins.id`, `gc.get_referents` or
@@ -127,12 +128,15 @@ def _open_type(kind: type) -> bool:
 
 
 def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_OBJECTS,
-         met: set[int] | None = None, homes: set[str] | None = None) -> list[Any]:
+         met: set[int] | None = None, homes: set[str] | None = None, leaves: dict[int, bool] | None = None,
+         found: list[Any] | None = None) -> list[Any]:
     """Tokens describing every object reachable from `roots` (depth first), or raise Unknown. Objects are named
-    by id, exact builtin values by value; `stop` holds ids not entered (other modules' dicts). The modules and
-    module dicts the walk meets are added to `met`. Classes are entered when defined in a module named in
-    `homes` (the notebook's, the support modules'); a library's classes are fixed, like its functions' modules
-    (their instances are walked).
+    by id, exact builtin values by value; an entered object's token names what it references by id. `stop` holds
+    ids not entered (other modules' dicts). The modules and module dicts the walk meets are added to `met`.
+    Classes are entered when defined in a module named in `homes` (the notebook's, the support modules'); a
+    library's classes are fixed, like its functions' modules (their instances are walked). `leaves` (Leaves.ids)
+    are not visited at all: immutable and held alive, their id in the referrer's token says all. Every object
+    met is appended to `found` (to find the leaves).
 
     It runs at every exercise's end, over about a thousand objects (builtins and the notebook's names), so its
     loop keeps what it looks up in locals. Kinds are asked with issubclass on the real type, never isinstance:
@@ -146,8 +150,11 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
     stack = list(reversed(roots))
     append, pop, extend, see = tokens.append, stack.pop, stack.extend, seen.add
     values, by_repr, fixed, weakref, referents = _VALUES, _BY_REPR, _FIXED, _WEAKREF, gc.get_referents
+    inner = leaves.get if leaves else None
     while stack:
         obj = pop()
+        if found is not None:
+            found.append(obj)
         kind = type(obj)
         key = id(kind)
         if key in values:
@@ -202,21 +209,89 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
             references = referents(obj)
             if issubclass(kind, dict):
                 references = [*_KEYS(obj), *_VALUES_OF(obj), *references]
-        append((key, ident, len(references)))
+        ids = tuple(map(id, references))
+        append((key, ident, ids))
+        if inner is not None:    # only what is not a leaf (all in C: the walk's loop costs ~0.3 us per object)
+            references = list(compress(references, map(inner, ids, repeat(True))))
         extend(reversed(references))
     return tokens
 
 
-def _modules(met: set[int]) -> list[tuple[int, ...]]:
+class Leaves:
+    """Objects of the loaded module that cannot change (exact str, int, float, bytes, None; tuples and
+    frozensets of such; code, builtin functions, builtin and library classes), held alive so that no other
+    object can ever take one's id: an id met again is the same object, in the same state, and a walk need
+    not visit it (the referrer's token has its id: a rebinding shows there). Mutable objects (lists, dicts,
+    sets, functions, cells, instances, the student's classes, modules) and anything holding one are no leaves."""
+
+    __slots__ = ("held", "ids", "loaded")
+
+    def __init__(self, held: list[Any]) -> None:
+        self.held = held
+        self.ids = dict.fromkeys(map(id, held), False)   # False: "not to visit", for walk's compress
+        self.loaded: Loaded | None = None                 # the last snapshot's view of sys.modules
+
+
+def _immutable(obj: Any, known: dict[int, bool], homes: set[str] | None, depth: int = 0) -> bool:
+    """Whether `obj` can never change in what a walk would see (read through type's own slots, as walk)."""
+    kind = type(obj)
+    key = id(kind)
+    if key in _VALUES or key in _BY_REPR:
+        return True
+    if key in _FIXED:
+        return kind is not types.ModuleType    # a module's bindings are read by _modules, through `met`
+    if kind is type or issubclass(kind, type):
+        if not _FLAGS(obj) & _HEAPTYPE:
+            return True
+        home = _TYPE_DICT(obj).get("__module__")
+        return homes is not None and not (type(home) is str and home in homes)   # a library's class
+    if kind is not tuple and kind is not frozenset:
+        return False
+    ident = id(obj)
+    if ident not in known:
+        known[ident] = False     # a tuple cannot hold itself; and deep nests are simply walked
+        known[ident] = depth < 32 and all(_immutable(item, known, homes, depth + 1) for item in gc.get_referents(obj))
+    return known[ident]
+
+
+class Loaded:
+    """sys.modules as a snapshot found it: which modules (by id, held alive so no later module takes one's id),
+    the walk's `stop` set made from them, and where each module and module dict is. While sys.modules holds the
+    same objects in the same order, the next snapshot (the same roots and own objects) reuses it."""
+
+    __slots__ = ("held", "key", "modules", "stop", "where")
+
+    def __init__(self, roots: list[Any], own: tuple[Any, ...]) -> None:
+        self.held = list(sys.modules.items())     # names too: an id in `key` is always the object it was
+        self.key = (tuple(map(id, sys.modules)), tuple(map(id, sys.modules.values())))
+        self.modules = [(module, _MODULE_DICT(module)) for module in list(sys.modules.values())
+                        if issubclass(type(module), types.ModuleType)]
+        namespaces = {id(namespace) for _, namespace in self.modules}
+        self.stop = frozenset(namespaces - set(map(id, roots)) | set(map(id, own)))
+        self.where: dict[int, int] = {}
+        for position, (module, namespace) in enumerate(self.modules):
+            self.where[id(module)] = self.where[id(namespace)] = position
+
+
+def _loaded(roots: list[Any], own: tuple[Any, ...], cache: Leaves | None) -> Loaded:
+    if cache is not None and cache.loaded is not None and cache.loaded.key == (
+            tuple(map(id, sys.modules)), tuple(map(id, sys.modules.values()))):
+        return cache.loaded
+    loaded = Loaded(roots, own)
+    if cache is not None:
+        cache.loaded = loaded
+    return loaded
+
+
+def _modules(met: set[int], loaded: Loaded) -> list[tuple[int, ...]]:
     """Which modules are loaded, and the bindings (by identity) of those the student's objects reach (`met`:
     modules and module dicts by id): `heapq.heappush` patched shows when the notebook uses heapq. Every
     module's bindings would cost 25 ms with numpy loaded."""
-    found: list[tuple[int, ...]] = [tuple(map(id, sys.modules)), tuple(map(id, sys.modules.values()))]
-    for module in list(sys.modules.values()):
-        if issubclass(type(module), types.ModuleType):
-            namespace = _MODULE_DICT(module)
-            if id(module) in met or id(namespace) in met:
-                found.append((id(module), *map(id, namespace), -1, *map(id, namespace.values())))
+    found: list[tuple[int, ...]] = list(loaded.key)
+    where = loaded.where
+    for position in sorted({where[ident] for ident in met if ident in where}):
+        module, namespace = loaded.modules[position]
+        found.append((id(module), *map(id, namespace), -1, *map(id, namespace.values())))
     return found
 
 
@@ -304,19 +379,37 @@ def _interpreter(collecting: bool) -> dict[str, Any]:
     return state
 
 
-def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None) -> Any:
+def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None) -> Leaves | None:
+    """The immutable objects reachable from `roots` (as snapshot's arguments), for every later walk to skip;
+    None when the walk cannot read them (snapshot would say None too). Taken once, before the load's snapshot."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        found: list[Any] = []
+        walk(roots, Loaded(roots, own).stop, met=set(), homes=homes, found=found)
+        known: dict[int, bool] = {}
+        return Leaves([obj for obj in found if _immutable(obj, known, homes)])
+    except Exception:  # noqa: BLE001 - as snapshot
+        return None
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None,
+             skip: Leaves | None = None) -> Any:
     """What an exercise could observe of the student's objects and the libraries, reachable from `roots` (the
     namespaces the student's code lives in; `own`: the grader's objects among them, not entered; `homes`: the
-    names of the modules whose classes are the student's); None when part of it cannot be read (then only a
-    fresh fork is known to be pristine). The runtime takes it once, after the load: every fork starts from it."""
+    names of the modules whose classes are the student's; `skip`: the load's leaves, the same for every
+    snapshot compared); None when part of it cannot be read (then only a fresh fork is known to be pristine).
+    The runtime takes it once, after the load: every fork starts from it."""
     collecting = gc.isenabled()
     gc.disable()    # no collection (and no student __del__) in the middle of the walk
     try:
-        stop = {id(_MODULE_DICT(module)) for module in list(sys.modules.values())
-                if issubclass(type(module), types.ModuleType)} - set(map(id, roots)) | set(map(id, own))
         met: set[int] = set()
-        walked = walk(roots, frozenset(stop), met=met, homes=homes)
-        return (walked, _modules(met), _interpreter(collecting))
+        loaded = _loaded(roots, own, skip)
+        walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None)
+        return (walked, _modules(met, loaded), _interpreter(collecting))
     except Unknown:
         return None
     except Exception:  # noqa: BLE001 - a state this code did not foresee: not known to be pristine

@@ -189,6 +189,7 @@ class Child:
         self.sweep = False           # kill(-1) reaches only the student's processes
         self.jailed = False          # PID 2 of the sandbox's own pid namespace
         self.pristine = None         # the loaded module's snapshot (pristine.snapshot), None: not readable
+        self.leaves = None           # its immutable objects, held alive (pristine.Leaves): no walk visits them
 
     # -- messages -------------------------------------------------------------------------------------------
     def send(self, message):
@@ -547,7 +548,9 @@ class Child:
                 homes.add(name)
         # The global random generator is seeded afresh at each case's start: its state between cases is no one's.
         own = (globals(), __builtins__, self, self.__dict__, _RANDOM)
-        return _pristine.snapshot(roots, own=own, homes=homes)
+        if self.leaves is None:   # once, after the load: what no exercise can change, for every walk to skip
+            self.leaves = _pristine.leaves(roots, own=own, homes=homes)
+        return _pristine.snapshot(roots, own=own, homes=homes, skip=self.leaves)
 
     def reset(self):
         """Between phases: no process of the student's survives (whatever session, group or parent it
