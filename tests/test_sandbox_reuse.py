@@ -87,6 +87,13 @@ CHANGES = {
                                        "def look():\n    return get()\n", (1, 2)),
     "a frozenset rebound": ("F = frozenset({1, 2})\ndef change():\n    global F\n    F = frozenset({3})\n    return 0\n"
                             "def look():\n    return sorted(F)\n", [1, 2]),
+    # An object whose references are still the load's very objects is not described again (pristine.Leaves.known).
+    "a list's items swapped": ("A = [1]\nB = [2]\nL = [A, B]\ndef change():\n    L[0], L[1] = L[1], L[0]\n"
+                               "    return 0\ndef look():\n    return L\n", [[1], [2]]),
+    "a dict's values swapped": ("D = {'a': 'x', 'b': 'y'}\ndef change():\n    D['a'], D['b'] = D['b'], D['a']\n"
+                                "    return 0\ndef look():\n    return D['a']\n", "x"),
+    "a list inside a list mutated": ("L = [[0], 'a']\ndef change():\n    L[0].append(1)\n    return 0\n"
+                                     "def look():\n    return L[0]\n", [0]),
     # The walk's view of sys.modules is kept while it holds the same objects (pristine.Loaded): a swap shows.
     "a module replaced in sys.modules": ("import sys\ndef change():\n    sys.modules['heapq'] = type(sys)('heapq')\n"
                                          "    return 0\ndef look():\n    import heapq\n"

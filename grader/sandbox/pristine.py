@@ -72,6 +72,7 @@ _MRO = type.__dict__["__mro__"].__get__
 _TYPE_DICT = type.__dict__["__dict__"].__get__
 _MODULE_DICT: Any = vars(types.ModuleType)["__dict__"].__get__
 _KEYS, _VALUES_OF = dict.keys, dict.values
+_IS = __import__("operator").is_
 
 
 _getsignal, _valid_signals = __import__("_signal").getsignal, __import__("_signal").valid_signals
@@ -129,14 +130,17 @@ def _open_type(kind: type) -> bool:
 
 def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_OBJECTS,
          met: set[int] | None = None, homes: set[str] | None = None, leaves: dict[int, bool] | None = None,
-         found: list[Any] | None = None) -> list[Any]:
+         found: list[Any] | None = None, known: dict[int, tuple[list[Any], list[Any]]] | None = None,
+         record: dict[int, list[Any]] | None = None) -> list[Any]:
     """Tokens describing every object reachable from `roots` (depth first), or raise Unknown. Objects are named
     by id, exact builtin values by value; an entered object's token names what it references by id. `stop` holds
     ids not entered (other modules' dicts). The modules and module dicts the walk meets are added to `met`.
     Classes are entered when defined in a module named in `homes` (the notebook's, the support modules'); a
     library's classes are fixed, like its functions' modules (their instances are walked). `leaves` (Leaves.ids)
     are not visited at all: immutable and held alive, their id in the referrer's token says all. Every object
-    met is appended to `found` (to find the leaves).
+    met is appended to `found` (to find the leaves), and what each entered object references to `record`.
+    `known` (Leaves.known): each entered object of the load (held alive) with what it referenced then, and
+    the non-leaves among those; an object that still references the very same objects is not described again.
 
     It runs at every exercise's end, over about a thousand objects (builtins and the notebook's names), so its
     loop keeps what it looks up in locals. Kinds are asked with issubclass on the real type, never isinstance:
@@ -151,6 +155,8 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
     append, pop, extend, see = tokens.append, stack.pop, stack.extend, seen.add
     values, by_repr, fixed, weakref, referents = _VALUES, _BY_REPR, _FIXED, _WEAKREF, gc.get_referents
     inner = leaves.get if leaves else None
+    before = known.get if known else None
+    same = _IS
     while stack:
         obj = pop()
         if found is not None:
@@ -209,6 +215,14 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
             references = referents(obj)
             if issubclass(kind, dict):
                 references = [*_KEYS(obj), *_VALUES_OF(obj), *references]
+        if record is not None:
+            record[ident] = references
+        if before is not None:
+            then = before(ident)
+            if then is not None and len(then[0]) == len(references) and all(map(same, references, then[0])):
+                append((key, ident, True))   # as at the load: the same objects, by identity (held alive)
+                extend(then[1])
+                continue
         ids = tuple(map(id, references))
         append((key, ident, ids))
         if inner is not None:    # only what is not a leaf (all in C: the walk's loop costs ~0.3 us per object)
@@ -224,11 +238,16 @@ class Leaves:
     not visit it (the referrer's token has its id: a rebinding shows there). Mutable objects (lists, dicts,
     sets, functions, cells, instances, the student's classes, modules) and anything holding one are no leaves."""
 
-    __slots__ = ("held", "ids", "loaded")
+    __slots__ = ("held", "ids", "known", "loaded")
 
-    def __init__(self, held: list[Any]) -> None:
+    def __init__(self, held: list[Any], record: dict[int, list[Any]] | None = None) -> None:
         self.held = held
         self.ids = dict.fromkeys(map(id, held), False)   # False: "not to visit", for walk's compress
+        # Each object the load's walk entered, by id: what it referenced (held alive, so an id is always the
+        # same object) and, reversed for the walk's stack, the non-leaves among them.
+        ids = self.ids
+        self.known = {ident: (references, [obj for obj in reversed(references) if id(obj) not in ids])
+                      for ident, references in (record or {}).items()}
         self.loaded: Loaded | None = None                 # the last snapshot's view of sys.modules
 
 
@@ -386,9 +405,10 @@ def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None =
     gc.disable()
     try:
         found: list[Any] = []
-        walk(roots, Loaded(roots, own).stop, met=set(), homes=homes, found=found)
+        record: dict[int, list[Any]] = {}
+        walk(roots, Loaded(roots, own).stop, met=set(), homes=homes, found=found, record=record)
         known: dict[int, bool] = {}
-        return Leaves([obj for obj in found if _immutable(obj, known, homes)])
+        return Leaves([obj for obj in found if _immutable(obj, known, homes)], record)
     except Exception:  # noqa: BLE001 - as snapshot
         return None
     finally:
@@ -408,7 +428,8 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
     try:
         met: set[int] = set()
         loaded = _loaded(roots, own, skip)
-        walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None)
+        walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None,
+                      known=skip.known if skip is not None else None)
         return (walked, _modules(met, loaded), _interpreter(collecting))
     except Unknown:
         return None
