@@ -691,14 +691,14 @@ class Sandbox:
                 usage = clock.usage()
                 outcomes.append(self._outcome(current, message, now - clock.started,
                                               usage.cpu if usage is not None else None))
-                current, clock = None, None
+                reading, current, clock = clock.last, None, None
                 if outcomes[-1].status == "timeout":
                     timeouts_left -= 1
                     if timeouts_left <= 0 and len(outcomes) < len(cases):
                         return outcomes, False   # enough waiting on this exercise: the rest are skipped
                 if len(outcomes) < len(cases):
                     current, calls, asked = cases[len(outcomes)], 0, 0
-                    clock = _CaseClock(current.timeout, now, process, self.meter)
+                    clock = _CaseClock(current.timeout, now, process, self.meter, spent=reading)
                 else:
                     wait_until = now + RUNTIME_SECONDS
             elif isinstance(message, (frames.Loaded, frames.Ready)) and current is not None and clock is not None:
@@ -842,12 +842,16 @@ class _CaseClock:
     clock alone decides. Against the wall backstop, /proc's run-queue time says whether the case was starved.
     A measure equal to its allowance is in time (cpuclock.over)."""
 
-    def __init__(self, limit: float, started: float, process: _Locator | None, meter: CpuMeter | None = None):
+    def __init__(self, limit: float, started: float, process: _Locator | None, meter: CpuMeter | None = None,
+                 spent: float | None = None):
         self.limit = limit
         self.started = started              # wall; moved on by the parent's time answering isolated helpers
         self.process = process
         self.meter = meter
-        self.spent = meter.seconds() if meter is not None else None   # the sandbox's CPU time at the start
+        # The sandbox's CPU time at the start: read now, or the reading the last case's answer was measured by
+        # (`spent`, the parent's own pread when that answer arrived: one reading ends a case and starts the next).
+        self.spent = spent if spent is not None else meter.seconds() if meter is not None else None
+        self.last: float | None = None      # the meter's last reading (counted)
         self.base: cpuclock.Usage | None = None   # the kernel's count in /proc at the first check
         self.checked: float | None = None   # wall time of the first check
         self.wake = started + limit + GRACE_SECONDS   # CPU time never outruns one thread's wall time much
@@ -860,7 +864,7 @@ class _CaseClock:
         """The CPU time the sandbox's cgroup charged since the case started, or None where none counts."""
         if self.meter is None or self.spent is None:
             return None
-        now = self.meter.seconds()
+        now = self.last = self.meter.seconds()
         return None if now is None else max(0.0, now - self.spent)
 
     def usage(self) -> cpuclock.Usage | None:
