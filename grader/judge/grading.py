@@ -442,13 +442,11 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     # at a third of the canonical text's cost; the canonical text decides when they differ.
     expected_bytes = _marshalled_expected(plan, case.id) if case.check.name == "equal" else None
     if expected_bytes is not None and _marshalled(got) == expected_bytes:
-        return case_from_dict({**_passing(base), "status": "pass", "message": "", "got": base["expected"],
-                               "fraction": 1.0})
+        return _right_answer(base)
     answer = _canonical(got)
     same = answer is not None and answer == _canonical_expected(plan, case.id)
     if same and case.check.name == "equal":
-        return case_from_dict({**_passing(base), "status": "pass", "message": "", "got": base["expected"],
-                               "fraction": 1.0})
+        return _right_answer(base)
     key = _answer_key(case, outcome, answer)
     if key is None:
         return _judged_answer(plan, exercise, case, outcome, base)
@@ -462,6 +460,12 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         return replace(fresh[0], got=base["expected"]) if same and kept_got else fresh[0]
     return CaseResult(got=(base["expected"] if same else got) if kept_got else None, **fields,
                       **(_passing(base) if fields["status"] == "pass" else base))
+
+
+def _right_answer(base: Mapping[str, Any]) -> CaseResult:
+    """A passing case whose answer is the expected value itself (see judge)."""
+    return case_from_dict({**_passing(base), "status": "pass", "message": "", "got": base["expected"],
+                           "fraction": 1.0})
 
 
 def _passing(base: Mapping[str, Any]) -> dict[str, Any]:
