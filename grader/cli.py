@@ -137,10 +137,10 @@ def _check_folder(path: str, option: str) -> None:
     _check_inside_folder(path, option)
 
 
-def _check_target(path: str, option: str) -> None:
-    """A file the command writes: not a folder, and not to be made inside a file."""
+def _check_target(path: str, option: str, what: str = "a file") -> None:
+    """A file the command writes (`what` it is, for the message): not a folder, and not to be made inside a file."""
     if Path(path).is_dir():
-        raise UsageError(f"{path}: {option} names a file to write, and this is a folder")
+        raise UsageError(f"{path}: {option} names {what} to write, and this is a folder")
     _check_inside_folder(path, option)
 
 
@@ -258,9 +258,7 @@ def _without_notebook(results, notebooks, folder: Path) -> list[str]:
 def _class_report(args: argparse.Namespace) -> int:
     from grader.report.class_outputs import OUTPUTS
     _check_results(args.results)
-    if Path(args.output).is_dir():
-        raise UsageError(f"{args.output}: -o names the HTML file to write, and this is a folder")
-    _check_inside_folder(args.output, "-o")
+    _check_target(args.output, "-o", "the HTML file")
     written = OUTPUTS["dashboard"].write(_classroom(args, similarity=not args.no_similarity), Path(args.output))
     print("\n".join(written.lines))
     return 0 if written.students else 1
