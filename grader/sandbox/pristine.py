@@ -406,9 +406,12 @@ def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None =
     try:
         found: list[Any] = []
         record: dict[int, list[Any]] = {}
-        walk(roots, Loaded(roots, own).stop, met=set(), homes=homes, found=found, record=record)
+        loaded = Loaded(roots, own)
+        walk(roots, loaded.stop, met=set(), homes=homes, found=found, record=record)
         known: dict[int, bool] = {}
-        return Leaves([obj for obj in found if _immutable(obj, known, homes)], record)
+        result = Leaves([obj for obj in found if _immutable(obj, known, homes)], record)
+        result.loaded = loaded    # the load's snapshot, taken next, reuses this view while sys.modules is the same
+        return result
     except Exception:  # noqa: BLE001 - as snapshot
         return None
     finally:
