@@ -42,7 +42,12 @@ def canonical(value: Any) -> str:
 
 
 def key_of(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_DIGITS]
+    return _digest(text.encode("utf-8", "surrogatepass"))
+
+
+def _digest(data: bytes) -> str:
+    """The key of a file's bytes: what its name must be."""
+    return hashlib.sha256(data).hexdigest()[:KEY_DIGITS]
 
 
 def folder(results: Path, rubric_sha256: str) -> Path:
@@ -158,7 +163,7 @@ def _verified(path: Path, key: str) -> str:
                                 f"(regrade with --force to write it again)") from None
     except OSError as error:
         raise SharedValuesError(f"{path}: cannot be read: {error}") from None
-    if hashlib.sha256(data).hexdigest()[:KEY_DIGITS] != key:
+    if _digest(data) != key:
         raise SharedValuesError(f"{path}: does not match its key (edited, truncated or damaged): the results that "
                                 f"refer to it cannot be read; regrade with --force to write it again")
     try:
