@@ -199,7 +199,7 @@ def test_the_preload_does_not_come_out_of_the_students_memory_limit():
 @needs_jail
 def test_the_zygote_clones_the_jails_pid_1_itself():
     """No process waits in the host's pid namespace between the zygote and the jail: the zygote's child is PID 1
-    of the sandbox's pid namespace, in the sandbox's own cgroups, and it reports the runtime's exit status."""
+    of the sandbox's pid namespace, in the sandbox's own cgroups, and it is the runtime (no init above it)."""
     probe = """
     import os
     def leave():
@@ -216,6 +216,48 @@ def test_the_zygote_clones_the_jails_pid_1_itself():
             assert str(sandbox.process.pid) in (sandbox.pids.path / "cgroup.procs").read_text().split()
         [outcome] = sandbox.run_exercise([_case("leave()")], (), lambda *a: None, time.monotonic() + 60)
     assert outcome.status == "crash" and "exited with status 7" in outcome.error["message"], outcome
+
+
+@needs_jail
+def test_student_code_cannot_kill_the_runtime_which_is_pid_1():
+    """The runtime is the jail's PID 1: a signal from inside the namespace that it does not handle never reaches
+    it, so an exercise that strikes at its parent (or at PID 1) costs nothing, and no fresh child is started."""
+    probe = """
+    import os, signal
+    def strike():
+        parent = os.getppid()
+        for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGSTOP):
+            os.kill(parent, sig)
+            os.kill(1, sig)
+        return parent
+    """
+    [first, second], sandbox = _run(probe, "strike()", "strike()")
+    assert _value(first) == _value(second) == 1
+    assert sandbox.restarts == 0
+
+
+@needs_jail
+def test_no_jail_holds_an_exit_status_pipe():
+    """The zygote writes a jail's exit status (never the jail itself): no sandbox holds an end of its own pipe or
+    of another live sandbox's, so none can forge a status for the grader."""
+    with Sandbox(_statements("x = 1\n"), {}, DEFAULT_LIMITS) as first, \
+            Sandbox(_statements("x = 2\n"), {}, DEFAULT_LIMITS) as second:
+        first.load()
+        second.load()
+        jails = [sandbox.process for sandbox in (first, second)]
+        assert all(jail is not None for jail in jails)
+        pipes = {os.fstat(jail.status_fd).st_ino for jail in jails if jail is not None}
+        for jail in jails:
+            assert jail is not None
+            held = set()
+            for fd in os.listdir(f"/proc/{jail.pid}/fd"):
+                try:
+                    held.add(os.stat(f"/proc/{jail.pid}/fd/{fd}").st_ino)
+                except OSError:
+                    pass
+            assert held and not held & pipes
+        first.process.kill()
+        assert first.process.wait(timeout=30) == 128 + signal.SIGKILL   # the zygote reaped it and said so
 
 
 @needs_jail

@@ -137,7 +137,7 @@ def exercise_process(outer: int, reported: int) -> Exercise | None:
     """An exercise's fork and its runtime, by host pid, found by walking the sandbox's tree in the kernel's /proc.
 
     `outer` is the sandbox's first process (the grader holds its pidfd); the fork is a child of the runtime,
-    which is `outer` itself in rlimits mode and its child with namespaces (init -> runtime).
+    which is `outer` itself (the jail's PID 1 with namespaces, the zygote's child in rlimits mode).
     `reported` is the pid the child said it forked, in its own pid namespace: advice, used only to pick among
     the processes of this sandbox's tree, whose numbers the kernel gives, the one whose run-queue time is read.
     The CPU time is summed from `outer` down, whatever was reported: a runtime patched at load named a sleeping

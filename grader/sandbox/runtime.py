@@ -187,7 +187,7 @@ class Child:
         self.replies = None          # the exercise's stream of answers from the parent (wire.FrameStream)
         self.scratch = None          # emptied between phases
         self.sweep = False           # kill(-1) reaches only the student's processes
-        self.jailed = False          # PID 2 of the sandbox's own pid namespace
+        self.jailed = False          # PID 1 of the sandbox's own pid namespace
         self.pristine = None         # the loaded module's snapshot (pristine.snapshot), None: not readable
         self.leaves = None           # its immutable objects, held alive (pristine.Leaves): no walk visits them
 
@@ -773,7 +773,7 @@ def start(request_fd, response_fd, config, facts, jailed):
                            if not _confine._inside(os.path.realpath(p or "."), os.path.realpath(entry))
                            or any(_confine._inside(os.path.realpath(p or "."), keep) for keep in needed)]
     child.scratch, child.sweep, child.jailed = scratch, jailed or unique, jailed
-    if jailed and os.getpid() != 2:
+    if jailed and os.getpid() != 1:
         child.sweep = False
     facts = dict(facts, uid=os.getuid(), student_uid=os.getuid(), host_uid=facts.get("host_uid", os.geteuid()),
                  filesystem=facts.get("filesystem", "none"))

@@ -41,6 +41,9 @@ _HANDED: "Zygote | None" = None       # the spare that the child of the fork und
 _GIVEN: "list[Zygote]" = []           # spares handed to workers: this process's children, reaped when they end
 
 
+STATUS_SECONDS = 2.0   # how long an ended jail's exit status may take to arrive from the zygote that reaps it
+
+
 class SpawnError(RuntimeError):
     """The zygote could not start a child."""
 
@@ -130,7 +133,8 @@ def clean_leftovers(grader_pid: int | None = None) -> list[str]:
 
 @dataclass
 class Jail:
-    """A started child, as the grader holds it: a pidfd (never a bare pid) and a pipe for its exit status."""
+    """A started child, as the grader holds it: a pidfd (never a bare pid) and a pipe for its exit status (the
+    zygote's word, never the child's: the jail holds no end of it)."""
 
     pid: int
     pidfd: int
@@ -149,8 +153,11 @@ class Jail:
         return self.status if self.status is not None else -signal.SIGKILL
 
     def _read_status(self) -> None:
+        """The jail's exit status, which the zygote writes once it has reaped the jail (a moment after the pidfd
+        says it ended), then closes the pipe: waited for, briefly (a zygote that is gone closes it at once)."""
         try:
-            data = os.read(self.status_fd, 4) if select.select([self.status_fd], [], [], 0)[0] else b""
+            ready = select.select([self.status_fd], [], [], STATUS_SECONDS)[0]
+            data = os.read(self.status_fd, 4) if ready else b""
         except OSError:
             data = b""
         if len(data) == 4:

@@ -5,15 +5,16 @@ imports `grader` or a reference: it preloads the runtime (with codec, wire and c
 spawn request asks for it (see preload), and waits for
 spawn requests on a SOCK_SEQPACKET socket. A request carries the child's configuration as JSON and its
 descriptors (request pipe, response pipe, output file, exit-status pipe); the reply carries a pidfd of
-the child, so the grader can kill it without ever naming a pid that may have been reused.
+the child, so the grader can kill it without ever naming a pid that may have been reused. The exit-status
+pipe stays with the zygote, which writes the child's status there once it has reaped it.
 
 The chain, each link dying with the one before it (PR_SET_PDEATHSIG):
 
-    grader -> zygote -> init (cloned into new namespaces: PID 1 of its pid namespace; joins the sandbox's
-                              cgroups, builds the root, reaps, reports the exit status; never runs student code)
-                          -> runtime (no capabilities, an unprivileged uid: loads the notebook)
-                               -> an exercise's fork (serving the next exercises while pristine.py
-                                  finds nothing of the last one left)
+    grader -> zygote -> runtime (cloned into new namespaces: PID 1 of its pid namespace; joins the sandbox's
+                                 cgroups, builds the root, then drops to no capabilities and an unprivileged
+                                 uid and loads the notebook: see _init)
+                          -> an exercise's fork (serving the next exercises while pristine.py finds nothing
+                             of the last one left)
 
 Without namespaces (rlimits mode) the zygote's child (`_outer`) drops to an unused uid and becomes the
 runtime itself. When the grader
@@ -146,15 +147,19 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
     os._exit(0 if code >= 0 else 128 - code)
 
 
-def _init(config, request_fd, response_fd, output_fd, status_fd, zygote, uid, gid):
-    """The first link with namespaces, cloned by the zygote straight into them (confine.clone_namespaces): PID 1
-    of the sandbox's pid namespace. Moves into the sandbox's cgroups, builds the root, starts the runtime, reaps
-    until the runtime ends, then writes its exit status for the grader; never runs student code, never returns.
-    `uid`/`gid`: the zygote's, which the student's id maps to (root: the runtime becomes an unused uid instead).
+def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid):
+    """The jail's one process before any fork, cloned by the zygote straight into its namespaces
+    (confine.clone_namespaces): PID 1 of the sandbox's pid namespace. Moves into the sandbox's cgroups, builds
+    the root, gives up every privilege and becomes the runtime; never returns. `uid`/`gid`: the zygote's, which
+    the student's id maps to (root: this process becomes an unused uid instead).
 
-    No process stays behind in the host's pid namespace to fork this one (as unshare would need): one fork, one
-    exit and a few hundred copied pages less per submission."""
-    status = 70 << 8
+    Why the runtime is PID 1 itself and no init waits above it: a second process per sandbox cost a fork, an
+    exit and the pages both copied (about 2 ms of CPU a start). What an init did is done here or by the kernel:
+    the runtime is the reaper of the exercises' orphans anyway (its sweep kills and reaps them between
+    exercises), and its end ends the namespace and everything in it. The zygote, its parent, reports its exit
+    status. As PID 1 it takes no signal from inside the namespace that it does not handle, so a student's
+    process can no longer kill the runtime (it could kill the old one, PID 2, and cost a restart): only the
+    kernel (memory, CPU limits) and the grader outside can."""
     try:
         confine.die_with_parent()
         if confine.host_parent() != zygote:   # the zygote went before the line above could see it go
@@ -183,52 +188,27 @@ def _init(config, request_fd, response_fd, output_fd, status_fd, zygote, uid, gi
             pass
         if drop_to is None:
             confine.forbid_user_namespaces()
-        child = os.fork()
-        if child == 0:
-            try:
-                os.close(status_fd)
-                if drop_to is not None:
-                    confine.drop_privileges(drop_to, drop_to)
-                    confine.enter_student_namespace()
-                    facts["namespaces"] = ["user", *facts["namespaces"]]
-                confine.drop_capabilities()
-                confine.die_with_parent()
-                facts["capabilities"] = confine.capabilities_effective()
-                runtime.start(request_fd, response_fd, config, facts, jailed=True)
-            except BaseException as error:  # noqa: BLE001
-                os.write(2, f"sandbox start failed: {type(error).__name__}: {error}\n".encode())
-            finally:
-                os._exit(70)
-        os.close(request_fd)
-        os.close(response_fd)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        while True:   # reap orphans until the runtime ends; its end ends the namespace
-            try:
-                pid, status = os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-            except InterruptedError:
-                continue
-            if pid == child:
-                break
+        else:
+            confine.drop_privileges(drop_to, drop_to)
+            confine.enter_student_namespace()
+            facts["namespaces"] = ["user", *facts["namespaces"]]
+        confine.drop_capabilities()
+        confine.die_with_parent()
+        facts["capabilities"] = confine.capabilities_effective()
+        runtime.start(request_fd, response_fd, config, facts, jailed=True)
     except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
         try:
             os.write(2, f"sandbox start failed: {type(error).__name__}: {error}\n".encode())
         except OSError:
             pass
-    code = os.waitstatus_to_exitcode(status)
-    code = code if code >= 0 else 128 - code
-    try:
-        os.write(status_fd, _status_bytes(code))
-    except OSError:
-        pass
-    os._exit(code)
+    os._exit(70)
 
 
 class Zygote:
     def __init__(self, control, preloaded=0):
         self.control = control
-        self.children = {}       # pidfd -> (pid, host uid swept when it ends, or None)
+        # pidfd -> (pid, host uid swept when it ends or None, the jail's exit-status pipe or None)
+        self.children = {}
         self.preloaded = preloaded   # bytes of address space the preloaded modules take in every child
         self.asked = set()       # modules of PRELOAD a request asked for (imported, or found missing), once each
 
@@ -260,12 +240,20 @@ class Zygote:
         os.waitpid(pid, 0)
 
     def _ended(self, pidfd):
-        pid, uid = self.children.pop(pidfd)
+        pid, uid, status_fd = self.children.pop(pidfd)
         os.close(pidfd)
         try:
-            os.waitpid(pid, 0)
+            _, status = os.waitpid(pid, 0)
         except ChildProcessError:
-            pass
+            status = None
+        if status_fd is not None:   # a jail's exit status, for the grader (see _init): the runtime's own
+            if status is not None:
+                code = os.waitstatus_to_exitcode(status)
+                try:
+                    os.write(status_fd, _status_bytes(code if code >= 0 else 128 - code))
+                except OSError:
+                    pass
+            os.close(status_fd)
         self._sweep(uid)
 
     def spawn(self, config, fds):
@@ -280,16 +268,19 @@ class Zygote:
         pid = confine.clone_namespaces(user=uid != 0) if jailed else os.fork()
         if pid == 0:
             self.control.close()
-            for other in self.children:
+            for other, (_, _, other_status) in self.children.items():   # no sandbox holds another's
                 os.close(other)
+                if other_status is not None:
+                    os.close(other_status)
             if jailed:
-                _init(config, request_fd, response_fd, output_fd, status_fd, zygote, uid, gid)
+                os.close(status_fd)   # the zygote's to write, once the jail has ended
+                _init(config, request_fd, response_fd, output_fd, zygote, uid, gid)
             _outer(config, request_fd, response_fd, output_fd, status_fd)
-        for fd in fds:
+        for fd in (request_fd, response_fd, output_fd) if jailed else fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
-        sweep = confine.UID_BASE + pid if os.geteuid() == 0 and not config.get("namespaces") else None
-        self.children[pidfd] = (pid, sweep)
+        sweep = confine.UID_BASE + pid if os.geteuid() == 0 and not jailed else None
+        self.children[pidfd] = (pid, sweep, status_fd if jailed else None)
         return pid, pidfd
 
     def stop_all(self):
