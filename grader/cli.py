@@ -17,18 +17,6 @@ if TYPE_CHECKING:
     from grader.report.class_outputs import Classroom
 
 
-def _grade(args: argparse.Namespace) -> int:
-    from grader.sandbox import isolation, supervisor
-    if args.dask is None:   # beside the imports below; the batch reads the probe and hands the zygotes to workers
-        isolation.start_probe()
-        supervisor.start_spares(max(1, args.jobs or os.cpu_count() or 1))
-    try:
-        return _grade_batch(args)
-    finally:
-        isolation.drop_probe()
-        supervisor.stop_spares()
-
-
 class _Terminal:
     """Where `grade` writes: a rich console (colours, wrapping, the progress bar and the score table), made
     when a line first needs it, so a quiet batch whose one line is the summary never imports rich (about 35 ms
@@ -53,9 +41,9 @@ class _Terminal:
             self._console.print(text, highlight=False, soft_wrap=True, markup=False)
 
 
-def _grade_batch(args: argparse.Namespace) -> int:
+def _grade(args: argparse.Namespace) -> int:
     from grader.run.batch import grade_batch, missing_paths
-    from grader.judge.grading import Options
+    from grader.judge.options import Options
     from grader.report.progress import BatchProgress
     out = _Terminal()
     missing = missing_paths(args.paths)
@@ -392,7 +380,7 @@ def _check(args: argparse.Namespace) -> int:
         _check_rubric(args.rubric)
     else:
         _check_file(args.kit, "--kit")
-    from grader.judge.grading import Options
+    from grader.judge.options import Options
     options = Options(allow_root_sandbox=args.allow_root_sandbox)
     if args.kit:
         from grader.kit.check import run_check
@@ -417,7 +405,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
-    from grader.judge.grading import Options
+    from grader.judge.options import Options
     from grader.authoring.validate import validate
     from rich.console import Console
     console = Console()
@@ -470,7 +458,8 @@ def _extract(args: argparse.Namespace) -> int:
     _check_file(args.notebook, "the notebook")
     policy = Policy()
     if args.rubric:
-        from grader.plan.cases import build_plan, default_cache
+        from grader.plan.cases import build_plan
+        from grader.plan.sealed import default_cache
         from grader.rubric.schema import load_rubric
         policy = build_plan(load_rubric(args.rubric), default_cache()).rubric.policy   # the roots grading uses
     from grader.textsafe import terminal

@@ -34,7 +34,7 @@ from typing import Any, Mapping, Sequence
 from grader.authoring.findings import parent_probes
 from grader.syntax.calls import call_arguments
 from grader.checks.registry import CheckContext, resolve
-from grader.judge.grading import Options
+from grader.judge.options import Options
 from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS, Mutant, mutants, sample, swapped
 from grader.plan.cases import Case, Plan, evaluate_reference
 from grader.store.results import ExerciseResult

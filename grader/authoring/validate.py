@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.authoring.findings import authoring_findings
-from grader.judge.grading import Options, grade_path, support_sources
+from grader.judge.grading import grade_path, support_sources
+from grader.judge.options import Options
 from grader.kit.kit import FULL_CHECKS
 from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
 from grader.authoring.mutation import MutationReport, report_problems, run_mutation

@@ -12,6 +12,7 @@ older formats (v1-v3) load nbformat, to upgrade them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import warnings
@@ -31,6 +32,15 @@ CELL_KINDS = ("code", "markdown", "raw")
 MAX_SUBMISSION_BYTES = 100 * 1024 * 1024
 TOO_LARGE = (f"over the {MAX_SUBMISSION_BYTES >> 20} MB a submission may have "
              f"(saved outputs such as images or animations? clear them and save again)")
+
+
+def file_sha256(path: Path) -> str:
+    """The file's SHA-256, read in chunks (a submission may be far larger than what grading reads of it)."""
+    try:
+        with path.open("rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+    except OSError:
+        return ""
 
 
 @dataclass(frozen=True)

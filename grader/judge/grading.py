@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -23,11 +23,13 @@ from grader.syntax.analysis import global_data_reads, is_stub
 from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, evaluate_data, for_child,
                                 free_names, isolated_call)
 from grader.judge.conventions import allowed_variants, hold_to_one, variant_note
+from grader.judge.options import Options
 from grader.checks.registry import CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
-from grader.intake.notebook import Notebook, NotebookError, read_notebook
+from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_notebook
 from grader.intake.warning import GraderWarning, Kind
-from grader.plan.cases import Case, Plan, default_cache
+from grader.plan.cases import Case, Plan
+from grader.plan.sealed import default_cache
 from grader.store.results import (CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result,
                                   case_from_dict, fitting)
 from grader.rubric.schema import Exercise, IsolatedMethod
@@ -51,31 +53,10 @@ class CaseRunner(Protocol):
                      methods: Mapping[str, Any] | None = None) -> list[Outcome]: ...
 
 
-@dataclass(frozen=True)
-class Options:
-    """Per-run choices: what a TA may change on the command line, and how the caller runs submissions."""
-
-    case_seconds: float | None = None        # overrides the rubric's floor
-    submission_seconds: float | None = None
-    memory_mb: int | None = None
-    allow_root_sandbox: bool = False         # run student code as root where no unused uid can be had
-    prefetch: bool = False                   # a worker grading submission after submission: start each next
-                                             # sandbox child while this one runs (see Sandbox)
-
-
 def submission_id(path: Path) -> str:
     """A file-name-safe id from the submission's file name."""
     stem = path.stem if path.is_file() or path.suffix else path.name
     return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "submission"
-
-
-def file_sha256(path: Path) -> str:
-    """The file's SHA-256, read in chunks (a submission may be far larger than what grading reads of it)."""
-    try:
-        with path.open("rb") as stream:
-            return hashlib.file_digest(stream, "sha256").hexdigest()
-    except OSError:
-        return ""
 
 
 def support_sources(plan: Plan) -> dict[str, str]:

@@ -12,9 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from grader.judge.grading import Options, empty_result, file_sha256, grade_notebook, hidden_folders
+from grader.judge.grading import empty_result, grade_notebook, hidden_folders
+from grader.judge.options import Options
 from grader.kit.kit import Kit, kit_cases, kit_plan, load_kit, report, settle
-from grader.intake.notebook import NotebookError, read_notebook
+from grader.intake.notebook import NotebookError, file_sha256, read_notebook
 from grader.store.results import SubmissionResult
 from grader.judge.scoring import total
 

@@ -245,8 +245,10 @@ def coverage(kit: Mapping[str, Any]) -> list[tuple[str, int, int, tuple[str, ...
 
 def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> dict[str, Any]:
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
-    from grader.judge.grading import Options, build_requests, case_inputs, template_names, support_sources
-    from grader.plan.cases import build_plan, default_cache
+    from grader.judge.grading import build_requests, case_inputs, template_names, support_sources
+    from grader.judge.options import Options
+    from grader.plan.cases import build_plan
+    from grader.plan.sealed import default_cache
     from grader.kit.answers import record
     from grader.kit.public import is_public, public_code
     from grader.rubric.schema import load_rubric
@@ -973,7 +975,8 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
     summary. Hidden cases are only counted.
     """
     from grader.extract.source import Extracted
-    from grader.judge.grading import Options, grade_exercises
+    from grader.judge.grading import grade_exercises
+    from grader.judge.options import Options
     from grader.intake.notebook import Notebook
     from grader.store.results import SubmissionResult
     from grader.judge.scoring import total

@@ -456,12 +456,6 @@ def _answers(reference: ModuleType, case: Case, data: Mapping[str, Any], exercis
     return tuple(answers)
 
 
-def default_cache() -> Path:
-    """Where expected values are cached when no folder is given (XDG cache folder)."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "puzzle-grader"
-
-
 def cache_path(rubric: Rubric, cache_dir: Path | None) -> Path | None:
     if cache_dir is None:
         return None

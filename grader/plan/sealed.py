@@ -23,6 +23,12 @@ KEY_BYTES = 32
 HEADER = b"puzzle-grader sealed v1 hmac-sha256="
 
 
+def default_cache() -> Path:
+    """Where expected values are cached when no folder is given (XDG cache folder)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "puzzle-grader"
+
+
 @dataclass(frozen=True)
 class FolderKey:
     """A cache folder's key (None: no key could be had, so nothing there is believed), and why not."""

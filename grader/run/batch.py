@@ -10,21 +10,24 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from grader.files import write_bytes
 from grader import __version__
-from grader.run.executor import Executor, Job
 from grader.store.gradebook import Gradebook, ScoreRow
 from grader.intake.gather import RESULTS_MARK, Entry, gather
-from grader.intake.notebook import MAX_SUBMISSION_BYTES
+from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LatePolicy, assess
-from grader.judge.grading import Options, defines_counter, file_sha256, grade_path, support_sources
-from grader.plan.cases import Plan, build_plan, default_cache
+from grader.judge.options import Options
+from grader.plan.sealed import default_cache
 from grader.store.results import SubmissionResult, from_dict, write_json
 from grader.store.shared import SharedWriter
 from grader.rubric.schema import Rubric, load_rubric
 from grader.sandbox.supervisor import temp_root
+
+if TYPE_CHECKING:   # the grading machinery (judge, sandbox, extractor, plan) is imported when a submission runs
+    from grader.plan.cases import Plan
+    from grader.run.executor import Done, Executor, Job
 
 SUBMISSION_SUFFIXES = (".ipynb", ".py")
 
@@ -140,11 +143,24 @@ def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
     return relative
 
 
+def _defines(rubric: Rubric) -> Callable[[Path], int]:
+    """grading.defines_counter, made when a student's several files are first compared: the extractor it
+    reads them with is not imported by a batch that never has to choose."""
+    counter: list[Callable[[Path], int]] = []
+
+    def defines(path: Path) -> int:
+        if not counter:
+            from grader.judge.grading import defines_counter
+            counter.append(defines_counter(rubric))
+        return counter[0](path)
+    return defines
+
+
 def _entries(paths: Iterable[str | Path], workdir: Path,
              rubric: Rubric | None = None) -> tuple[list[Entry], list[str], list[str]]:
     """Every submission, with the intake's problems and notes (of a student's several notebooks, the rubric
     says which defines the most of what it grades)."""
-    intake = gather(list(paths), workdir, defines_counter(rubric) if rubric is not None else None)
+    intake = gather(list(paths), workdir, _defines(rubric) if rubric is not None else None)
     return list(intake.entries), list(intake.problems), list(intake.notes)
 
 
@@ -182,13 +198,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     `on_result` gets each result of this run whole, and each unchanged one as a score-only summary.
     """
     import tempfile
-    from grader.run.executor import LocalPool, Setup
-    from grader.sandbox import isolation, supervisor
     started = time.monotonic()
     local = executor is None and dask is None
-    if local:   # beside the rubric, intake and plan: the forked workers inherit the probe's answer and a zygote
-        isolation.start_probe()
-        supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
     # Absolute paths: a worker elsewhere (Dask) or in another folder reads the same course and cache.
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(Path(rubric).resolve())
     cache_dir = (Path(cache) if cache is not None else default_cache()).resolve()
@@ -197,6 +208,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
 
     def the_plan() -> Plan:
         if not plans:
+            from grader.plan.cases import build_plan
             plans.append(build_plan(rubric, cache_dir))
             batch.notes[:0] = plans[0].warnings   # e.g. a cache file that did not verify: the TA should know
         return plans[0]
@@ -214,8 +226,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         by_student = {entry.student: entry for entry in entries}
         book = _open_gradebook(book_path)
         started_cluster = None
+        jobs_to_run: list[Job] = []
+        sandboxes = False
         try:
-            jobs_to_run: list[Job] = []
             for entry in entries:
                 student, path, source = entry.student, entry.path, entry.source
                 sha256 = file_sha256(path)
@@ -242,21 +255,35 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     if on_result:
                         on_result(result, False)
                 else:
+                    from grader.run.executor import Job   # light: the pool's machinery is imported below
                     jobs_to_run.append(Job(student, str(Path(path).resolve()), source))
             if on_start:
                 on_start(len(entries), batch.unchanged)
+            sandboxes = local and bool(jobs_to_run)
+            if sandboxes:
+                # Only now that a submission will run (an unchanged regrade starts none): the probe and a zygote
+                # per worker start beside the plan and the grading machinery's imports; the forked workers
+                # inherit the probe's answer and a zygote each.
+                from grader.sandbox import isolation, supervisor
+                isolation.start_probe()
+                supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
             plan = the_plan() if jobs_to_run else None   # before any worker: they read the expected values cached
             hide = tuple(str(p) for p in (out_dir, cache_dir, Path(workdir)) if p is not None)
-            setup = Setup(rubric, str(cache_dir), options, hide)
+            runner: Executor
             if executor is not None:
                 runner = executor
             elif dask is not None:
+                from grader.run.executor import Setup
                 from grader.run.executor_dask import DaskExecutor
-                runner = started_cluster = DaskExecutor(setup, dask, workers=jobs)
+                runner = started_cluster = DaskExecutor(Setup(rubric, str(cache_dir), options, hide), dask,
+                                                        workers=jobs)
+            elif sandboxes:
+                from grader.run.executor import LocalPool, Setup
+                from grader.sandbox import isolation
+                runner = LocalPool(Setup(rubric, str(cache_dir), options, hide), jobs, plan=plan)
+                isolation.probe()   # read before the workers are forked (after the imports the pool made)
             else:
-                if jobs_to_run:
-                    isolation.probe()
-                runner = LocalPool(setup, jobs, plan=plan)
+                runner = _Idle()
             if book is not None and len(jobs_to_run) > 1:
                 jobs_to_run = longest_first(jobs_to_run, book.durations(rubric.assignment))
             for done in runner.run(jobs_to_run):
@@ -294,7 +321,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             if book is not None and out_dir is not None:   # (an out folder always has a gradebook)
                 _export(book, rubric.assignment, out_dir, gradescope)
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
-            if local:
+            if sandboxes:
+                from grader.sandbox import isolation, supervisor
                 isolation.drop_probe()
                 supervisor.stop_spares()
             if started_cluster is not None:
@@ -304,6 +332,13 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 book.close()
     batch.seconds = time.monotonic() - started
     return batch
+
+
+class _Idle:
+    """The executor of a batch with nothing to grade here (every student unchanged): no pool is started."""
+
+    def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
+        return iter(())
 
 
 def longest_first(jobs: Sequence[Job], seconds: Mapping[str, float]) -> list[Job]:
@@ -411,6 +446,7 @@ def public_plan(plan: Plan) -> Plan:
 def check(notebook: str | Path, rubric: str | Path | Rubric, *, options: Options = Options(),
           cache: Path | None = None) -> tuple[SubmissionResult, dict[str, int]]:
     """A student's self-check: public cases only. Returns the result and the hidden-case count per exercise."""
+    from grader.plan.cases import build_plan
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     plan = build_plan(rubric, cache if cache is not None else default_cache())
     hidden = {k: sum(1 for c in v if c.visibility == "hidden") for k, v in plan.cases.items()}
@@ -424,6 +460,8 @@ def grade_one(path: str | Path, rubric: Plan | Rubric | str | Path, *, options: 
     `cache` the expected values are computed into a private folder of this process, hidden from the child and
     removed after: nothing the reference answered is left on the machine."""
     import shutil
+    from grader.judge.grading import grade_path, support_sources
+    from grader.plan.cases import Plan, build_plan
     from grader.sandbox.supervisor import make_temp_folder
     temporary = None
     if isinstance(rubric, Plan):
@@ -445,6 +483,7 @@ def choose_in_upload(folder: Path, rubric: Rubric) -> tuple[Path | None, list[Pa
     """The file to grade among one student's upload, and the other candidates left aside: by the rule a class is
     graded by (grader.intake.gather.CHOICE_RULE), so a stray scratch notebook is not graded."""
     from grader.intake.gather import choose_upload
+    from grader.judge.grading import defines_counter
     files = [p for p in collect([folder]) if "__MACOSX" not in p.parts] if folder.is_dir() else []
     chosen, others, _ = choose_upload(files, defines_counter(rubric))
     return chosen, others
@@ -452,6 +491,7 @@ def choose_in_upload(folder: Path, rubric: Rubric) -> tuple[Path | None, list[Pa
 
 def check_course(rubric: Rubric) -> None:
     """Build the rubric's plan without a cache: raises RubricError when its reference or data do not load."""
+    from grader.plan.cases import build_plan
     build_plan(rubric, None)
 
 

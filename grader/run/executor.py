@@ -18,12 +18,14 @@ import time
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
-from grader.judge.grading import Options
-from grader.plan.cases import Plan
-from grader.rubric.schema import Rubric
+from grader.judge.options import Options
 from grader.sandbox.supervisor import temp_root
+
+if TYPE_CHECKING:
+    from grader.plan.cases import Plan
+    from grader.rubric.schema import Rubric
 
 
 @dataclass(frozen=True)
@@ -234,6 +236,8 @@ class LocalPool:
         from grader.sandbox.supervisor import can_fork
         forkable = plan is not None and can_fork()
         self.plan = plan if forkable else None
+        if self.plan is not None:   # imported once, before the fork: every worker shares the grading machinery
+            import grader.judge.grading  # noqa: F401
         if self.plan is not None and self.size > 1:   # forked workers share the reference's isolated answers
             from grader.judge.grading import share_replies
             share_replies(self.plan)
