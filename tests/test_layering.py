@@ -245,7 +245,8 @@ PIPELINE_USERS = {
         "grader.sandbox.supervisor": {"temp_root"},      # this process's temp folder, for building the zip
     },
     "grader.kit.check": {
-        "grader.judge.grading": {"Options", "empty_result", "file_sha256", "grade_notebook", "hidden_folders"},
+        "grader.judge.grading": {"empty_result", "grade_notebook", "hidden_folders"},
+        "grader.judge.options": {"Options"},
         "grader.judge.scoring": {"total"}, "grader.kit.kit": None, "grader.intake.notebook": None,
         "grader.store.results": None,
     },
