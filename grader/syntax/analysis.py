@@ -123,6 +123,29 @@ def _class_reads(node: ast.ClassDef, parents: tuple[frozenset[str], ...], reads:
         _collect(statement, scope, reads)
 
 
+# Per node type, the fields that can hold child nodes: every field but `ctx`, whose Load/Store/Del is a leaf that
+# none of these questions looks at (a Name's own ctx is read on the Name).
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """ast.iter_child_nodes(node) as a list, in the same order, less the expression contexts: read from the
+    fields in place. A notebook's own functions are walked once each, and iter_child_nodes' generator per node
+    (over iter_fields' generator) was most of the walk."""
+    kind = type(node)
+    names = _CHILD_FIELDS.get(kind)
+    if names is None:
+        names = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name != "ctx")
+    children: list[ast.AST] = []
+    for name in names:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            children.append(value)
+        elif isinstance(value, list):
+            children.extend([item for item in value if isinstance(item, ast.AST)])
+    return children
+
+
 def _collect(node: ast.AST, scope: _Scope, reads: set[str]) -> None:
     """Add the global names read by `node` (evaluated in `scope`) to `reads`."""
     if isinstance(node, ast.Name):
@@ -154,7 +177,7 @@ def _collect(node: ast.AST, scope: _Scope, reads: set[str]) -> None:
         return
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         scope.resolve(node.target.id, reads)  # `x += 1` reads x before it binds it
-    for child in ast.iter_child_nodes(node):
+    for child in child_nodes(node):
         _collect(child, scope, reads)
 
 
@@ -218,7 +241,7 @@ def _bindings(body: Iterable[ast.AST]) -> tuple[set[str], set[str]]:
             local.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             local.add(node.rest)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return local, declared
 
 
@@ -228,7 +251,7 @@ def walk_outside_lambdas(node: ast.AST) -> Iterable[ast.AST]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(child for child in ast.iter_child_nodes(current) if not isinstance(child, ast.Lambda))
+        stack.extend([child for child in child_nodes(current) if not isinstance(child, ast.Lambda)])
 
 
 def _target_names(target: ast.AST) -> set[str]:
@@ -256,7 +279,7 @@ def statement_reads(node: ast.stmt) -> frozenset[str]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         for expression in [*node.decorator_list, *_defaults(node.args)]:
             _collect(expression, _Scope(set(), set(), ()), reads)
-        _function_reads(node, (), reads)
+        reads |= _globals_of(node)    # the body's, kept by node: the judge asks global_data_reads of it next
     elif isinstance(node, ast.ClassDef):
         for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             _collect(expression, _Scope(set(), set(), ()), reads)
@@ -283,29 +306,30 @@ def mutated_names(node: ast.stmt) -> frozenset[str]:
     `solver.solve(...)` is not taken to change `solver`.
     """
     names: set[str] = set()
-    for inner in ast.walk(node):
-        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+    stack: list[ast.AST] = [node]
+    while stack:    # every node, as ast.walk (nested bodies too), in another order: a set is the answer
+        inner = stack.pop()
+        stack.extend(child_nodes(inner))
+        kind = type(inner)   # a parsed tree's nodes are of the ast classes themselves
+        if kind is ast.Call:
+            func = inner.func   # type: ignore[attr-defined]
+            if isinstance(func, ast.Attribute) and func.attr in MUTATING_METHODS:
+                root = _root_name(func.value)
+                if root is not None:
+                    names.add(root)
             continue
-        targets: list[ast.AST] = []
-        if isinstance(inner, ast.Assign):
-            targets = list(inner.targets)
-        elif isinstance(inner, (ast.AugAssign, ast.AnnAssign)):
-            targets = [inner.target]
-        elif isinstance(inner, ast.Delete):
-            targets = list(inner.targets)
-        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
-                and inner.func.attr in MUTATING_METHODS:
-            targets = [inner.func.value]
-            root = _root_name(inner.func.value)
-            if root is not None:
-                names.add(root)
+        if kind not in _CHANGES:
             continue
+        targets = inner.targets if kind is ast.Assign or kind is ast.Delete else [inner.target]  # type: ignore[attr-defined]
         for target in targets:
             if isinstance(target, (ast.Subscript, ast.Attribute)):
                 root = _root_name(target.value)
                 if root is not None:
                     names.add(root)
     return frozenset(names)
+
+
+_CHANGES = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete})   # statements with targets
 
 
 def _root_name(node: ast.AST) -> str | None:
