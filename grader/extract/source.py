@@ -542,9 +542,17 @@ def _deeper_than(tree: ast.AST, limit: int) -> bool:
     return False
 
 
+# A line _rewrite could change: a `?` anywhere (_HELP), `!` or `%` first on a line (_SHELL, _LINE_MAGIC) or after
+# an `=` (_MAGIC_ASSIGNMENT). Over the whole text, so a match may start on an earlier line (\s spans line
+# breaks): that only sends the cell through the scanner, never past it.
+_MAYBE_IPYTHON = re.compile(r"(?:^|[\r\n])\s*[!%]|\?|=\s*[!%]")
+
+
 def _replace_line_magics(prepared: _Prepared) -> None:
     """Rewrite IPython-only lines that start a logical line; lines inside strings or brackets are Python."""
     lines, cell = prepared.lines, prepared.cell
+    if not _MAYBE_IPYTHON.search(cell.source):   # most cells: plain Python, no line to scan character by character
+        return
     scanner = _LineScanner()
     for i, line in enumerate(lines):
         if not scanner.at_statement_start():
