@@ -37,7 +37,7 @@ from grader import codec
 from grader.store import status as vocabulary
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Replies, Sandbox,
-                                    SandboxError, SharedReplies, preloads)
+                                    SandboxError, SharedReplies, preloads, right_answer)
 from grader.judge.scoring import exercise_score, total
 
 
@@ -264,8 +264,16 @@ def build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: 
         settings = {k: codec.encode(evaluate_data(code, data)) for k, code in case.set}
         requests.append(CaseRequest(case.id, call.code, values, settings, probes,
                                     limits.case_timeout(plan.expected[case.id].seconds), reduce,
-                                    oracle_calls=limits.oracle_calls))
+                                    oracle_calls=limits.oracle_calls, right=_right_frame(plan, case)))
     return requests
+
+
+def _right_frame(plan: Plan, case: Case) -> tuple[bytes, Any] | None:
+    """What a right answer's frame is, where the judge takes an answer of the expected wire itself as right
+    without looking at it (an `equal` case with a valid expected value and no probes): see CaseRequest.right."""
+    if case.check.name != "equal" or case.probe or _marshalled_expected(plan, case.id) is None:
+        return None
+    return right_answer(case.id, plan.expected[case.id].value)
 
 
 def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> CaseResult:
@@ -422,7 +430,8 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     # see at once that it is the same. The same marshal bytes (exact types, the same key order) say so first,
     # at a third of the canonical text's cost; the canonical text decides when they differ.
     expected_bytes = _marshalled_expected(plan, case.id) if case.check.name == "equal" else None
-    if expected_bytes is not None and _marshalled(got) == expected_bytes:
+    # The expected wire itself: the frame was the bytes of a right answer (CaseRequest.right), not parsed.
+    if expected_bytes is not None and (got is plan.expected[case.id].value or _marshalled(got) == expected_bytes):
         return _right_answer(base)
     answer = _canonical(got)
     same = answer is not None and answer == _canonical_expected(plan, case.id)

@@ -66,6 +66,10 @@ class CaseRequest:
     reduce: str | None = None                   # expression over `result`, applied before encoding
     oracle_calls: int = ORACLE_CALLS            # at most this many isolated-helper calls, then the case ends
     oracle_bytes: int = ORACLE_BYTES            # and at most this many bytes of them (each parsed and decoded)
+    # The parent's own: the body of the `result` frame a right answer makes, as the runtime writes it, and the wire
+    # value it holds (right_answer). A frame of exactly these bytes is that answer, taken without parsing (most
+    # answers of a class are right). Never sent: the child is sent the fields _exercise_message names.
+    right: tuple[bytes, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -621,7 +625,9 @@ class Sandbox:
             call: Heard | None = None
             try:
                 body = self._receive_body(min(wake, deadline + GRACE_SECONDS))
-                if current is not None and isinstance(oracle, PureOracle):   # most frames of A*: helper calls
+                if current is not None and current.right is not None and body == current.right[0]:
+                    message = frames.Result(current.id, "ok", current.right[1])   # what parsing it would give
+                elif current is not None and isinstance(oracle, PureOracle):   # most frames of A*: helper calls
                     call = oracle.replies.hear(body)
                     if call is not None:
                         message = oracle.replies.recall(call, oracle.answered_by.get(call.name, ""))
@@ -781,6 +787,16 @@ class Sandbox:
                                                        f"(the answer came after {seconds:.1f} s)"}
         return Outcome(case.id, status, value=message.value, probes=dict(message.probes), error=error,
                        output=message.output, seconds=seconds, cpu_seconds=cpu)
+
+
+def right_answer(case_id: str, value: Any) -> tuple[bytes, Any] | None:
+    """CaseRequest.right for a case whose right answer is the wire `value`: the body of the runtime's `result`
+    frame holding it with no probes and no output (its keys in the runtime's order), or None if no frame can."""
+    try:
+        return wire.encode_body({"op": "result", "case": case_id, "status": "ok", "value": value, "probes": {},
+                                 "output": ""}), value
+    except (TypeError, ValueError, RecursionError, wire.FrameError):
+        return None
 
 
 def _exercise_message(cases: Sequence[CaseRequest], isolate: Sequence[str],

@@ -39,6 +39,7 @@ __all__ = [
     "FrameStream",
     "Outbox",
     "Timeout",
+    "encode_body",
     "encode_frame",
     "frame_of",
     "json_text",
@@ -87,6 +88,12 @@ _DUMP_UTF8, _DUMP_ASCII = _c_dumps(False), _c_dumps(True)
 
 def encode_frame(message: dict) -> bytes:
     """The bytes of one frame holding ``message`` (a JSON object)."""
+    body = encode_body(message)
+    return _HEADER.pack(len(body)) + body
+
+
+def encode_body(message: dict) -> bytes:
+    """The body of the frame encode_frame makes of ``message``: the bytes a reader's read_body returns."""
     if type(message) is not dict:
         raise TypeError(f"a frame holds a dict, not {type(message).__name__}")
     try:
@@ -96,7 +103,7 @@ def encode_frame(message: dict) -> bytes:
         body = "".join(_DUMP_ASCII(message)).encode("ascii")
     if len(body) > MAX_FRAME:
         raise FrameError(f"frame of {len(body)} bytes is over the {MAX_FRAME}-byte limit")
-    return _HEADER.pack(len(body)) + body
+    return body
 
 
 def json_text(value: object) -> str:
