@@ -5,6 +5,7 @@ the whole result back, and a damaged store is an error naming its file, never a 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -136,3 +137,25 @@ def test_a_result_cannot_send_the_reader_outside_its_store(graded: Path, tmp_pat
         (results / "correct.json").write_text(json.dumps(data), encoding="utf-8")
         with pytest.raises(shared.SharedValuesError, match="edited or damaged"):
             read_json(results / "correct.json")
+
+
+@pytest.mark.parametrize("folder_age", [0, 60], ids=["just-written", "old"])
+def test_a_shared_file_removed_during_a_batch_is_written_again(tmp_path: Path, folder_age: int) -> None:
+    """The writer looks at each file once, then at the folder once per result (slim): a file a TA removes is
+    back with the next result, whether the folder was just written (its files are looked at again) or not (its
+    mtime moved)."""
+    store = shared.SharedWriter(tmp_path, "r" * 64)
+
+    def result() -> dict:
+        return {"exercises": [{"cases": [{"id": f"c{n}", "call": f"f({n})", "expected": [n, "x"], "got": [n, "x"]}
+                                         for n in range(5)]}]}
+    keys = [case["shared"] for case in shared.slim(result(), store)["exercises"][0]["cases"]]
+    files = [store.folder / f"{key}.json" for key in keys]
+    if folder_age:
+        old = files[0].stat().st_mtime - folder_age
+        os.utime(store.folder, (old, old))
+        shared.slim(result(), store)         # every file seen, under an mtime old enough to be trusted
+    files[2].unlink()
+    assert [case["shared"] for case in shared.slim(result(), store)["exercises"][0]["cases"]] == keys
+    assert all(path.is_file() for path in files)
+    assert json.loads(files[2].read_text()) == {"call": "f(2)", "expected": [2, "x"]}

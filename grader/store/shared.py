@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,24 @@ class SharedWriter:
         # cases are each encoded and hashed once, not once per student. The value is held so that its id
         # cannot name another object while it is here; bounded, since a restored result brings fresh objects.
         self._keys: dict[tuple[str, int], tuple[Any, str]] = {}
+        self._seen: int | None = None   # the folder's mtime (ns) when every stored key's file was last seen there
+
+    def check(self) -> None:
+        """Before a result's values are put: forget the stored keys whose file has gone (put writes them again).
+
+        One stat of the folder per result, not one per case: removing a file changes the folder's mtime, and while
+        it is the one it was when every file was seen, none has gone. Trusted only when that mtime is 2 s older than
+        the moment it was read, so a removal within the same tick of a coarse clock as the last write still shows."""
+        try:
+            mtime = os.stat(self.folder).st_mtime_ns
+        except OSError:      # no folder (yet, or deleted): nothing is on disk
+            self._stored.clear()
+            self._seen = None
+            return
+        if mtime == self._seen:
+            return
+        self._stored = {key for key in self._stored if os.path.isfile(os.path.join(self.folder, f"{key}.json"))}
+        self._seen = mtime if time.time_ns() - mtime > 2_000_000_000 else None
 
     def put(self, call: Any, expected: Any) -> str:
         known = self._keys.get((call, id(expected))) if type(call) is str else None
@@ -85,9 +104,10 @@ class SharedWriter:
                 if len(self._keys) >= _KEYS_LIMIT:
                     self._keys.clear()
                 self._keys[(call, id(expected))] = (expected, key)
-        path = os.path.join(self.folder, f"{key}.json")
-        # Checked whole once per writer; after that a stat says it is still there (a TA may delete the folder).
-        if key not in self._stored or not os.path.isfile(path):
+        # Checked whole once per writer; after that, check() says whether it is still there (a TA may delete the
+        # folder).
+        if key not in self._stored:
+            path = os.path.join(self.folder, f"{key}.json")
             if text is None:
                 text = canonical({"call": call, "expected": expected})
             try:
@@ -104,6 +124,7 @@ class SharedWriter:
 def slim(data: dict[str, Any], store: SharedWriter) -> dict[str, Any]:
     """`data` (results.to_dict's form) with every case's call and expected value moved to the store, and every
     right answer (equal to the expected value, exact types) left out. Changes `data` and returns it."""
+    store.check()
     for exercise in data["exercises"]:
         for case in exercise["cases"]:
             if "call" not in case or "expected" not in case:
