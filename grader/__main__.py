@@ -1,5 +1,5 @@
 """`python -m grader`: the same as the `grader` command."""
 
-from grader.cli import main
+from grader.cli import console
 
-raise SystemExit(main())
+console()
