@@ -42,6 +42,22 @@ class _Terminal:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from grader.sandbox import isolation, supervisor
+    book = Path(args.gradebook) if args.gradebook else Path(args.out) / "gradebook.sqlite"
+    if args.dask is None and (args.force or not book.exists()):
+        # A class graded for the first time (or forced) runs its submissions: the probe and a zygote per worker
+        # start now, beside the imports, rubric and plan. Otherwise the batch starts them once its gradebook says
+        # a student changed, and an unchanged regrade starts none.
+        isolation.start_probe()
+        supervisor.start_spares(max(1, args.jobs or os.cpu_count() or 1))
+    try:
+        return _grade_batch(args)
+    finally:
+        isolation.drop_probe()
+        supervisor.stop_spares()
+
+
+def _grade_batch(args: argparse.Namespace) -> int:
     from grader.run.batch import grade_batch, missing_paths
     from grader.judge.options import Options
     from grader.report.progress import BatchProgress

@@ -22,8 +22,10 @@ goes (the control socket reads EOF, or the zygote is told to stop) every child i
 mode each child's uid is swept with kill(-1) so a double-forked escapee goes too.
 """
 
+import functools
 import gc
 import json
+import operator
 import os
 import select
 import signal
@@ -378,8 +380,12 @@ def probe():
         if os.waitstatus_to_exitcode(status) != 0:
             raise OSError("build_root")
 
-    facts = {"uid": os.geteuid(), "drop_uid": os.geteuid() != 0 or _try(unprivileged),
-             "namespaces": {name: _try(kind(flag if name != "user" else 0)) for name, flag in confine.ALL_NAMESPACES},
+    # Every kind at once first (one fork, not eight: ~5 ms of CPU and ~15 ms of a batch's start less): where that
+    # works, so does each kind alone and the drop of the uid it began with; only where it fails is each tried.
+    every = _try(kind(functools.reduce(operator.or_, (flag for _, flag in confine.ALL_NAMESPACES))))
+    facts = {"uid": os.geteuid(), "drop_uid": every or os.geteuid() != 0 or _try(unprivileged),
+             "namespaces": {name: every or _try(kind(flag if name != "user" else 0))
+                            for name, flag in confine.ALL_NAMESPACES},
              "jail": _try(jail)}
     print(json.dumps(facts))
 
