@@ -79,8 +79,9 @@ class SharedWriter:
         """Before a result's values are put: forget the stored keys whose file has gone (put writes them again).
 
         One stat of the folder per result, not one per case: removing a file changes the folder's mtime, and while
-        it is the one it was when every file was seen, none has gone. Trusted only when that mtime is 2 s older than
-        the moment it was read, so a removal within the same tick of a coarse clock as the last write still shows."""
+        it is the one it was when every file was seen, none has gone. Trusted only when that mtime is older than
+        the moment it was read by more than the filesystem's tick, so a removal in the tick of the last write still
+        shows: 2 s where times have whole seconds (FAT's tick is 2 s), else 0.1 s (ext4, tmpfs, xfs: a few ms)."""
         try:
             mtime = os.stat(self.folder).st_mtime_ns
         except OSError:      # no folder (yet, or deleted): nothing is on disk
@@ -90,7 +91,8 @@ class SharedWriter:
         if mtime == self._seen:
             return
         self._stored = {key for key in self._stored if os.path.isfile(os.path.join(self.folder, f"{key}.json"))}
-        self._seen = mtime if time.time_ns() - mtime > 2_000_000_000 else None
+        tick = 2_000_000_000 if mtime % 1_000_000_000 == 0 else 100_000_000
+        self._seen = mtime if time.time_ns() - mtime > tick else None
 
     def put(self, call: Any, expected: Any) -> str:
         known = self._keys.get((call, id(expected))) if type(call) is str else None
