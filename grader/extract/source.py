@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from grader.syntax.analysis import is_stub, mutated_names, statement_reads, walk_outside_lambdas
+from grader.syntax.analysis import child_nodes, is_stub, mutated_names, statement_reads, walk_outside_lambdas
 from grader.intake.notebook import Cell, Notebook
 from grader.intake.warning import GraderWarning, Kind, at
 from grader.rubric.schema import Policy
@@ -744,7 +744,7 @@ def _names_bound_anywhere(trees: Iterable[ast.Module]) -> frozenset[str]:
                 names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 names.add(node.id)
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
     return frozenset(names)
 
 
@@ -858,7 +858,7 @@ def _calls(node: ast.AST) -> Iterator[ast.Call]:
             continue
         if isinstance(current, ast.Call):
             yield current
-        stack.extend(ast.iter_child_nodes(current))
+        stack.extend(child_nodes(current))
 
 
 def _callee(func: ast.expr) -> str | None:
