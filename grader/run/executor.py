@@ -169,6 +169,7 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
     """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away.
 
     `by_name`: the coordinator has the plan too, so the plan's expected values travel by name (_Shared)."""
+    from grader.store.results import lean
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
     if plan is not None:
         _adopt_plan(setup, plan)
@@ -191,7 +192,9 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
         if job is None:
             return
         try:
-            result = grade_job(setup, job)
+            # Lean (a case's fields at their default left out, as the writers store it; from_dict reads either):
+            # most of a class's cases are passes with nothing to say, and the pickle both ends pay for is 40% less.
+            result = lean(grade_job(setup, job))
             connection.send(Done(job, _by_name(result, _PLANS[_plan_key(setup)][0]) if by_name else result))
         except (BrokenPipeError, OSError):
             return
