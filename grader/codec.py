@@ -376,6 +376,57 @@ def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
                             else _plain_text(item, depth, left) for item in obj]) + "]}"
 
 
+KEPT_TEXT = 1024            # the longest argument text call_text keeps
+KEPT_ARGS = 4096            # and how many (then it forgets them all and starts again)
+
+
+def call_text(args: tuple, kept: dict[int, tuple]) -> str | None:
+    """``plain_text(list(args))``, the text of an isolated helper's arguments, with the text of each argument that
+    cannot change (a tuple of strs, ints and tuples of them: a puzzle state) kept in ``kept`` by its identity, the
+    argument held alive there so that its id names no other object: A* sends its goal with every call, and each
+    state it expands it sent before as a neighbour (or got from the parent: see unpack). The same text, refusing
+    what plain_text refuses: a kept argument counts against the call's one budget what its walk counted when it
+    was made. (A row of states takes plain_text's general walk of a list, which gives the text and the counts of
+    its short way for rows of strs.)"""
+    if not args or type(args) is not tuple or set(map(type, args)) != _ONLY_TUPLE:
+        return plain_text(list(args))
+    nodes, chars = _PLAIN_NODES - len(args), _PLAIN_CHARS
+    texts = []
+    for arg in args:
+        known = kept.get(id(arg))
+        if known is None or known[0] is not arg:
+            left = [nodes, chars]
+            try:
+                text = _plain_text(arg, 1, left)
+            except _NotPlain:
+                return None
+            known = (arg, text, nodes - left[0], chars - left[1])
+            if len(text) <= KEPT_TEXT and _frozen(arg):
+                if len(kept) >= KEPT_ARGS:
+                    kept.clear()
+                kept[id(arg)] = known
+        nodes -= known[2]
+        chars -= known[3]
+        texts.append(known[1])
+    if nodes < 0 or chars < 0:   # the counts only fall: a walk that overdrew would have refused where it did
+        return None
+    return '{"list":[' + ",".join(texts) + "]}"
+
+
+_ONLY_TUPLE, _SCALARS = frozenset({tuple}), frozenset({str, int})
+
+
+def _frozen(obj: tuple) -> bool:
+    """Whether a tuple holds only strs, ints and tuples of them (exact types): nothing in it can change."""
+    kinds = set(map(type, obj))
+    if kinds == _ONLY_TUPLE:   # rows (a state)
+        return set(map(type, _chain(obj))) <= _SCALARS
+    if kinds <= _SCALARS:
+        return True
+    return kinds <= _SCALARS | _ONLY_TUPLE and set(map(type, _chain([item for item in obj if type(item) is tuple]))) \
+        <= _SCALARS
+
+
 def pack(obj: Any) -> bytes | None:
     """A plain value (as plain_text takes, but any str, and no float that is not finite; a set or frozenset only
     as the whole value, of such elements) as a marker byte and marshal data: how the parent sends the reference's
@@ -388,12 +439,18 @@ def pack(obj: Any) -> bytes | None:
             # Its elements in the order the wire sorts them (canonical: for plain data, their plain_text), so the
             # child builds its set by the same insertions as from the wire: the set's order there owes nothing to
             # the parent's own hashes.
+            # Each element's text goes down with it (and what its walk counted): the child sends the elements
+            # back as arguments (A*'s next states), and call_text then need not write them again.
             left[0] -= len(obj)
             if left[0] < 0:
                 raise _NotPlain
-            keyed = [(_plain_text(element, 1, left), element) for element in obj]
+            keyed = []
+            for element in obj:
+                nodes, chars = left
+                keyed.append((_plain_text(element, 1, left), element, nodes - left[0], chars - left[1]))
             keyed.sort(key=_first)
-            return (b"S" if kind is set else b"F") + _marshal_dumps([element for _, element in keyed], 2)
+            return (b"S" if kind is set else b"F") + _marshal_dumps(
+                ([element for _, element, _, _ in keyed], [(text, nodes, chars) for text, _, nodes, chars in keyed]), 2)
         _packable(obj, 0, left)
     except _NotPlain:
         return None
@@ -405,15 +462,26 @@ def _chain(rows: Any) -> list[Any]:
     return list(_from_iterables(rows))
 
 
-def _first(pair: tuple[str, Any]) -> str:
-    return pair[0]
+def _first(keyed: tuple) -> str:
+    return keyed[0]
 
 
-def unpack(data: bytes) -> object:
-    """The value ``pack`` made (fresh objects on every call)."""
+def unpack(data: bytes, kept: dict[int, tuple] | None = None) -> object:
+    """The value ``pack`` made (fresh objects on every call). The tuples of a set or frozenset go into ``kept``
+    with their texts, as call_text keeps an argument it wrote (an element of a set cannot change: marshal made
+    it of exact, hashable builtins)."""
     value = _marshal_loads(memoryview(data)[1:])
     marker = data[:1]
-    return value if marker == b"M" else set(value) if marker == b"S" else frozenset(value)
+    if marker == b"M":
+        return value
+    elements, texts = value
+    if kept is not None:
+        for element, (text, nodes, chars) in zip(elements, texts, strict=True):
+            if type(element) is tuple and len(text) <= KEPT_TEXT:
+                if len(kept) >= KEPT_ARGS:
+                    kept.clear()
+                kept[id(element)] = (element, text, nodes, chars)
+    return set(elements) if marker == b"S" else frozenset(elements)
 
 
 def _packable(obj: Any, depth: int, left: list[int]) -> None:

@@ -162,3 +162,47 @@ def test_rows_of_strs_are_written_at_once_exactly_as_row_by_row_or_step_aside_al
 
 class Tile(str):
     pass
+
+
+# An isolated helper's arguments (codec.call_text): the text of a state the child wrote before, or got from the
+# parent in a set, is kept by the state's identity; the call's text and its bounds stay plain_text's.
+states = st.lists(st.lists(st.text(alphabet="0123456789*é", max_size=3) | st.integers(-5, 2**63), max_size=4)
+                  .map(tuple), max_size=4).map(tuple)
+arguments = st.lists(states | plain, max_size=4).map(tuple)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments, arguments)
+def test_a_calls_text_with_kept_arguments_is_plain_texts(first: tuple, second: tuple) -> None:
+    kept: dict[int, tuple] = {}
+    for args in (first, second, first + second, second + first, first):
+        assert codec.call_text(args, kept) == codec.plain_text(list(args))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sets(states, max_size=6), arguments)
+def test_the_states_of_a_packed_set_are_kept_with_their_texts(value: set, others: tuple) -> None:
+    packed = codec.pack(value)
+    if packed is None:
+        return
+    kept: dict[int, tuple] = {}
+    unpacked = codec.unpack(packed, kept)
+    assert strict(unpacked) == strict(value) and list(unpacked) == list(codec.unpack(packed))
+    for state in unpacked:
+        assert codec.call_text((state,), kept) == codec.plain_text([state])
+        assert codec.call_text((state, *others, state), kept) == codec.plain_text([state, *others, state])
+
+
+def test_kept_arguments_count_against_the_calls_budget_as_when_they_were_written() -> None:
+    wide = (("x" * 300,) * 3,)                                 # 900 characters, kept (its text is short enough)
+    big = (("y" * 999_500,),)                                  # not kept: its text is too long
+    kept: dict[int, tuple] = {}
+    assert codec.call_text((wide,), kept) is not None and len(kept) == 1
+    assert codec.call_text((big,), kept) is not None and len(kept) == 1
+    assert codec.call_text((big, wide), kept) is None is codec.plain_text([big, wide])   # over 1 M characters
+    assert codec.call_text((wide, big), kept) is None
+    many = (("a", "b"),) * 10_000                              # 30,000 nodes: past the bound, kept or not
+    assert codec.call_text(many, kept) is None is codec.plain_text(list(many))
+    mutable = ([["0"]], (["1"],))
+    assert codec.call_text(mutable, kept) == codec.plain_text(list(mutable))
+    assert not any(entry[0] is mutable[1] for entry in kept.values())   # a tuple of lists can change: never kept

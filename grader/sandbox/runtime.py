@@ -68,7 +68,7 @@ _EXCHANGE = [False, False]
 MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold: arguments' text and replies
 _perf = time.perf_counter
 _encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
-_plain_text, _unpack = _codec.plain_text, _codec.unpack
+_plain_text, _call_args, _unpack = _codec.plain_text, _codec.call_text, _codec.unpack
 _student_value = _codec.decode_for_student
 _CODE: dict = {}             # (rubric expression, pseudo-file) -> its code, compiled once per load (see _compiled)
 _CODE_ENTRIES = 4096
@@ -183,6 +183,7 @@ class Child:
         self.output_limit = 65536
         self.sequence = 0
         self.answers = {}            # (helper, arguments' text) -> the body of the parent's reply, for one exercise
+        self.texts = {}              # id of an argument that cannot change -> it and its text (codec.call_text)
         self.memo_bytes = 0
         self.replies = None          # the exercise's stream of answers from the parent (wire.FrameStream)
         self.scratch = None          # emptied between phases
@@ -320,7 +321,7 @@ class Child:
         name_text = _wire.json_text(name)
 
         def oracle(*args, **kwargs):
-            call = _call_text(name, args, kwargs)
+            call = _call_text(name, args, kwargs, child.texts)
             # The reference's helpers are functions of their arguments: a call made before in this exercise is
             # answered from the memo, without a round trip. The key is the text of the arguments as they were
             # when called (the student may mutate them later), the very text the parent decodes; each answer is
@@ -331,7 +332,7 @@ class Child:
                 answer = child.ask(name_text, call)
                 child.remember(key, answer)
             if answer[:1] != b'"':   # a plain answer, packed by the parent (codec.pack)
-                return _unpack(answer)
+                return _unpack(answer, child.texts)
             reply = _wire.parse_body(b"{" + answer)
             if "error" in reply:
                 raise RuntimeError(f"{name} raised {reply['error']}")
@@ -516,7 +517,7 @@ class Child:
         with SESSION_OVER when the grader has nothing more to ask."""
         started = _pristine.process() if self.pristine is not None else None
         while True:
-            self.answers, self.memo_bytes, self.replies = {}, 0, None   # this exercise's own
+            self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
             _CODE.clear()   # so is the code of its calls: the pristine walk does not look at the runtime's objects
             self.send({"op": "forked", "pid": os.getpid()})
             for case in request["cases"]:
@@ -585,11 +586,12 @@ class Child:
                 return
 
 
-def _call_text(name, args, kwargs):
+def _call_text(name, args, kwargs, kept):
     """The text of an isolated-helper call's arguments and keywords, as the parent decodes them: plain values in
-    one walk (codec.plain_text), anything else through the wire."""
+    one walk (codec.call_text, which keeps the text of a state it saw before in `kept`), anything else through
+    the wire."""
     try:
-        return (_plain_text(list(args)) or _wire.json_text(_encode(list(args))),
+        return (_call_args(args, kept) or _wire.json_text(_encode(list(args))),
                 (_plain_text(kwargs) or _wire.json_text(_encode(kwargs))) if kwargs else _NO_KWARGS)
     except _codec.CodecError as error:
         raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
