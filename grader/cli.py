@@ -396,16 +396,24 @@ def _check(args: argparse.Namespace) -> int:
         _check_rubric(args.rubric)
     else:
         _check_file(args.kit, "--kit")
-    from grader.judge.options import Options
-    options = Options(allow_root_sandbox=args.allow_root_sandbox)
-    if args.kit:
-        from grader.kit.check import run_check
-        return run_check(args.notebook, args.kit, options=options)
-    from grader.run.batch import check
-    from grader.report.console import student_report
-    result, hidden = check(args.notebook, args.rubric, cache=Path(args.cache) if args.cache else None,
-                           options=options)
-    return 0 if student_report(result, hidden) else 1
+    from grader.sandbox import isolation, supervisor
+    # The sandbox's probe and this process's zygote start now, beside the imports and the kit's (or the plan's)
+    # load, rather than one after the other when the first exercise runs (~0.25 s of a student's wait).
+    isolation.start_probe()
+    supervisor.zygote()
+    try:
+        from grader.judge.options import Options
+        options = Options(allow_root_sandbox=args.allow_root_sandbox)
+        if args.kit:
+            from grader.kit.check import run_check
+            return run_check(args.notebook, args.kit, options=options)
+        from grader.run.batch import check
+        from grader.report.console import student_report
+        result, hidden = check(args.notebook, args.rubric, cache=Path(args.cache) if args.cache else None,
+                               options=options)
+        return 0 if student_report(result, hidden) else 1
+    finally:
+        isolation.drop_probe()   # a notebook that did not run never read it
 
 
 def _doctor(args: argparse.Namespace) -> int:
