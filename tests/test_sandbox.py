@@ -32,6 +32,23 @@ def test_values_come_back_with_exact_types():
     assert codec.decode(outcomes[0].value) == ("a", ["a"], {"a"})
 
 
+def test_inputs_arrive_as_the_plan_has_them_whether_packed_or_on_the_wire():
+    # Plain inputs travel packed in a marshalled request, others (a set inside a tuple, a big int) as wire: the
+    # student's code gets the same values, types, set order and fresh objects either way.
+    source = ("SEEN = []\ndef f(x):\n    SEEN.append(x)\n"
+              "    in_order = isinstance(x, (set, frozenset)) and list(x) == list(type(x)(sorted(x)))\n"
+              "    return (type(x).__name__, x, in_order, len(SEEN), any(x is y for y in SEEN[:-1]))\n")
+    inputs = [("a", "ab\ud800c"), ["x", ["y"]], {"k": (1, 2.5), 3: None}, {"bb", "aa", "cc"},
+              frozenset({1, 2}), ("s", {1}), 2 ** 80, ["x", ["y"]], -0.0]
+    outcomes, _ = run(source, *[case("f(__v0)", __v0=value) for value in inputs])
+    got = [codec.decode(outcome.value) for outcome in outcomes]
+    for position, (value, answer) in enumerate(zip(inputs, got, strict=True)):
+        kind, seen, in_order, count, shared = answer
+        assert (kind, seen, count, shared) == (type(value).__name__, value, position + 1, False)
+        # A set is built by adding its elements in the wire's order (sorted, for these): its order is that one's.
+        assert in_order == isinstance(value, (set, frozenset))
+
+
 def test_error_points_at_notebook_cell_and_line():
     outcomes, _ = run("def f():\n    x = 1\n    return x + 'a'\n", case("f()"))
     assert outcomes[0].status == "error"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import struct
 import subprocess
@@ -21,7 +22,9 @@ from grader.sandbox.wire import (
     FrameReader,
     Timeout,
     encode_frame,
+    marshal_frame,
     read_frame_blocking,
+    read_request_blocking,
     send,
 )
 
@@ -252,6 +255,36 @@ def test_read_frame_blocking_rejects_an_oversized_header(pipe):
     os.write(pipe["write"], struct.pack(">I", 0xFFFFFFFF))
     with pytest.raises(FrameError):
         read_frame_blocking(pipe["read"])
+
+
+def test_a_marshalled_request_reads_as_its_message_and_json_requests_still_do(pipe):
+    message = {"op": "exercise", "cases": [{"id": "a#1", "values": {"x": b"M..."}, "timeout": 1.5}]}
+    os.write(pipe["write"], marshal_frame(message) + encode_frame({"op": "quit"}))
+    assert read_request_blocking(pipe["read"]) == message
+    assert read_request_blocking(pipe["read"]) == {"op": "quit"}
+
+
+def test_a_marshalled_request_shares_no_object_and_interns_no_str(pipe):
+    # Each case's inputs are its own (the student may mutate one), and a str is as fresh as JSON makes it.
+    row = ["a" * 3, "b" * 3]
+    os.write(pipe["write"], marshal_frame({"first": row, "second": row}))
+    message = read_request_blocking(pipe["read"])
+    assert message["first"] == message["second"] and message["first"] is not message["second"]
+    assert message["first"][0] is not sys.intern("aaa")
+
+
+def test_only_a_request_may_be_marshal_data(pipe):
+    # The parent reads the child's frames as JSON only: marshal data from the child is never loaded.
+    os.write(pipe["write"], marshal_frame({"op": "result"}))
+    with pytest.raises(FrameError):
+        FrameReader(pipe["read"]).read(soon())
+
+
+@pytest.mark.parametrize("body", [b"M", b"M\xff\x00", b"M" + marshal.dumps([1, 2])])
+def test_a_malformed_marshalled_request_is_a_frame_error(pipe, body):
+    os.write(pipe["write"], struct.pack(">I", len(body)) + body)
+    with pytest.raises(FrameError):
+        read_request_blocking(pipe["read"])
 
 
 CHILD_SCRIPT = """

@@ -197,7 +197,7 @@ class Child:
         _wire.send(self.response_fd, message)
 
     def receive(self):
-        return _wire.read_frame_blocking(self.request_fd)
+        return _wire.read_request_blocking(self.request_fd)
 
     # -- loading ------------------------------------------------------------------------------------------
     def _run_support(self, name):
@@ -418,14 +418,14 @@ class Child:
     def run_case(self, case, isolate, methods=None):
         namespace = self.module.__dict__
         missing = object()
-        settings = {name: _student_value(value) for name, value in case.get("set", {}).items()}
+        settings = {name: _input(value) for name, value in case.get("set", {}).items()}
         replaced = {name: self._oracle(name) for name in isolate if "." not in name}
         patched = self._patch_methods(namespace, isolate, methods or {}, missing)
         saved = {name: namespace.get(name, missing) for name in {**settings, **replaced}}
         namespace.update(settings)
         namespace.update(replaced)
         scope = dict(namespace)
-        scope.update({name: _student_value(value) for name, value in case.get("values", {}).items()})
+        scope.update({name: _input(value) for name, value in case.get("values", {}).items()})
         # The rubric's expressions see the original builtins (a fresh copy each case); the student's functions
         # see the builtins module, patched or not, as they left it.
         scope["__builtins__"] = dict(_PRISTINE)
@@ -595,6 +595,12 @@ def _call_text(name, args, kwargs, kept):
                 (_plain_text(kwargs) or _wire.json_text(_encode(kwargs))) if kwargs else _NO_KWARGS)
     except _codec.CodecError as error:
         raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
+
+
+def _input(value):
+    """A case's input as the student's code gets it, fresh: packed by the parent (codec.pack, in a marshalled
+    request), or from the wire."""
+    return _unpack(value) if type(value) is bytes else _student_value(value)
 
 
 def _compiled(text, filename):
@@ -788,7 +794,7 @@ def main(argv):
     """Run without a zygote (`python -s -P runtime.py REQ_FD RESP_FD`): rlimits only, configured by the
     first message."""
     request_fd, response_fd = int(argv[1]), int(argv[2])
-    first = _wire.read_frame_blocking(request_fd)
+    first = _wire.read_request_blocking(request_fd)
     start(request_fd, response_fd, first, {"host_uid": os.geteuid(), "grader_uid": os.geteuid()}, jailed=False)
 
 

@@ -2,7 +2,8 @@
 
 Why frames: the parent must take exactly one answer per request from a dedicated pipe, never block past
 a case's deadline, and survive a child that dies or is killed halfway through writing. A frame is a
-4-byte big-endian unsigned length followed by that many bytes of UTF-8 JSON holding one object.
+4-byte big-endian unsigned length followed by that many bytes of UTF-8 JSON holding one object (or, for the
+parent's requests only, of marshal data: see marshal_frame).
 
 The module is loaded into the untrusted child as a plain top-level module, so it imports only the
 standard library (and not ``codec``: values are encoded before they reach this layer).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import json
+import marshal
 import math
 import os
 import select
@@ -29,6 +31,7 @@ if _poll_new is not None:
     _POLL_IN = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
     _POLL_OUT = select.POLLOUT | select.POLLHUP | select.POLLERR
 _ceil, _isfinite, _monotonic = math.ceil, math.isfinite, time.monotonic
+_marshal_dumps, _marshal_loads = marshal.dumps, marshal.loads
 
 __all__ = [
     "CHUNK",
@@ -43,7 +46,9 @@ __all__ = [
     "encode_frame",
     "frame_of",
     "json_text",
+    "marshal_frame",
     "read_frame_blocking",
+    "read_request_blocking",
     "send",
 ]
 
@@ -122,6 +127,20 @@ def frame_of(body: str | bytes) -> bytes:
     if len(data) > MAX_FRAME:
         raise FrameError(f"frame of {len(data)} bytes is over the {MAX_FRAME}-byte limit")
     return _HEADER.pack(len(data)) + data
+
+
+# The first byte of a request frame whose body is marshal data (a JSON body starts with "{").
+MARSHALLED = b"M"
+
+
+def marshal_frame(message: dict) -> bytes:
+    """The bytes of one request frame holding ``message`` as marshal data, which the child loads in a fifth of
+    JSON's time (and bytes in it are bytes: codec.pack's values). Only ever the parent's requests: nothing reads
+    marshal data from the child. Version 2 shares no object between two places of the message (a list in one
+    case's inputs is not another's) and interns no str, as JSON's parse does not."""
+    if type(message) is not dict:
+        raise TypeError(f"a frame holds a dict, not {type(message).__name__}")
+    return frame_of(MARSHALLED + _marshal_dumps(message, 2))
 
 
 def send(fd: int, message: dict | bytes) -> None:
@@ -402,9 +421,28 @@ def parse_body(body: bytes) -> dict:
     return _parse(body)
 
 
-def read_frame_blocking(fd: int) -> dict:
-    """Read exactly one frame (header, then exactly its body) for the child side; raises Closed on EOF."""
+def _read_body_blocking(fd: int) -> bytearray:
     (length,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, "a frame header"))
     if length > MAX_FRAME:
         raise FrameError(f"frame length {length} is over the {MAX_FRAME}-byte limit")
-    return _parse(_read_exactly(fd, length, "a frame body"))
+    return _read_exactly(fd, length, "a frame body")
+
+
+def read_frame_blocking(fd: int) -> dict:
+    """Read exactly one frame (header, then exactly its body) for the child side; raises Closed on EOF."""
+    return _parse(_read_body_blocking(fd))
+
+
+def read_request_blocking(fd: int) -> dict:
+    """The parent's next request, as read_frame_blocking, JSON or marshal data (marshal_frame). Only the child
+    reads requests: the parent, the trusted writer, is the only one that can make them."""
+    body = _read_body_blocking(fd)
+    if body[:1] != MARSHALLED:
+        return _parse(body)
+    try:
+        message = _marshal_loads(memoryview(body)[1:])
+    except (EOFError, ValueError, TypeError) as error:
+        raise FrameError(f"frame is not valid marshal data: {error}") from None
+    if type(message) is not dict:
+        raise FrameError(f"frame holds a {type(message).__name__}, not a dict")
+    return message
