@@ -433,6 +433,7 @@ class Child:
         _SEED(_RANDOM, 0)   # what random.seed(0) does, without its Python code (which runs on patchable builtins)
         _RANDOM.gauss_next = None  # type: ignore[attr-defined]  # what Random.seed resets too
         outcome = {"op": "result", "case": case["id"]}
+        value = None       # the JSON text of the result's wire, when there is one
         stage = ""
         builtins_before = dict(_builtins.__dict__)   # what the student patches there lasts one case
         sys.stdout = sys.stderr = capture
@@ -458,7 +459,8 @@ class Child:
                 _setitimer(signal.ITIMER_PROF, 0)
                 sys.stdout, sys.stderr = _STDOUT, _STDERR
             try:
-                outcome.update(status="ok", value=_encode(result), probes=probes)
+                value = _value_text(result)
+                outcome.update(status="ok", probes=probes)
             except _codec.CodecError as error:
                 outcome.update(status="error", error={"type": "UnencodableResult", "message": _text(error),
                                                       "where": "", "traceback": ""})
@@ -483,7 +485,7 @@ class Child:
                 else:
                     namespace[name] = old
         outcome["output"] = capture.text()
-        return outcome
+        return _result_frame(outcome, value)
 
     def exercise(self, request):
         """Run an exercise's cases in a fork, so nothing one exercise does to the module leaks into the next.
@@ -520,8 +522,9 @@ class Child:
             self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
             _CODE.clear()   # so is the code of its calls: the pristine walk does not look at the runtime's objects
             self.send({"op": "forked", "pid": os.getpid()})
-            for case in request["cases"]:
-                self.send(self.run_case(case, request.get("isolate", []), request.get("methods", {})))
+            for case in request["cases"]:   # a result is a frame already (_result_frame)
+                _wire.send(self.response_fd, self.run_case(case, request.get("isolate", []),
+                                                           request.get("methods", {})))
             # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
             # answered may outlive it.
             if started is None or request.get("isolate") or self.replies is not None \
@@ -595,6 +598,22 @@ def _call_text(name, args, kwargs, kept):
                 (_plain_text(kwargs) or _wire.json_text(_encode(kwargs))) if kwargs else _NO_KWARGS)
     except _codec.CodecError as error:
         raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
+
+
+def _value_text(result):
+    """The JSON text of a result's wire: a plain value's made in one walk (codec.plain_text), without the wire
+    in between and a second walk to dump it; raises CodecError as encode does."""
+    return _plain_text(result) or _wire.json_text(_encode(result))
+
+
+def _result_frame(outcome, value):
+    """A case's result frame: `outcome` with the value's JSON text in it, its keys in the order the parent knows
+    a right answer's frame by (process.right_answer: op, case, status, value, probes, output)."""
+    if value is None:
+        return _wire.frame_of(_wire.json_text(outcome))
+    head = _wire.json_text({"op": "result", "case": outcome["case"], "status": "ok"})
+    tail = _wire.json_text({"probes": outcome["probes"], "output": outcome["output"]})
+    return _wire.frame_of(f'{head[:-1]},"value":{value},{tail[1:]}')
 
 
 def _input(value):
