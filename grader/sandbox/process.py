@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from grader import codec
 from grader.intake.warning import GraderWarning, Kind
-from grader.sandbox import cpuclock, frames, supervisor, wire
+from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
                                       acquire_cpu_group, acquire_group, acquire_memory_group, cpu_meter, detect,
@@ -501,8 +501,8 @@ class Sandbox:
             left_out: tuple[int, ...] = ()
             try:
                 self._send(wire.marshal_frame({
-                    "op": "load", "statements": [dict(self.statements[i]) for i in indices],
-                    "support": dict(self.support), "output_bytes": self.output_bytes,
+                    "op": "load", "statements": _with_code([self.statements[i] for i in indices]),
+                    "magic": precompiled.MAGIC, "support": dict(self.support), "output_bytes": self.output_bytes,
                     "statement_seconds": self.limits.load_seconds}))
                 while True:
                     message = self._receive(limit)
@@ -831,6 +831,13 @@ def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
         _FRAMES.clear()
     _FRAMES[key] = (tuple(cases), frame)
     return frame
+
+
+def _with_code(statements: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The kept statements for the load request, each with its code compiled here where it can be (see
+    precompiled.py)."""
+    return [dict(statement) if code is None else {**statement, "compiled": code}
+            for statement, code in zip(statements, precompiled.compiled(statements), strict=True)]
 
 
 def _packed(values: dict) -> dict:

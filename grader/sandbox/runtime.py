@@ -9,6 +9,7 @@ import ast
 import builtins as _builtins
 import gc
 import linecache
+import marshal
 import os
 import random
 import resource
@@ -54,6 +55,9 @@ _RANDOM, _SEED = random._inst, random.Random.__mro__[1].seed  # type: ignore[att
 _SOURCES: dict = {}   # pseudo-file name -> source lines, for tracebacks (see _describe)
 _PRISTINE: dict = dict(_builtins.__dict__)   # copied for each case's rubric expressions
 
+_marshal_loads, _CODE_TYPE = marshal.loads, types.CodeType
+# Code compiled by the parent (precompiled.py) is only ever good for the interpreter whose magic number it names.
+_MAGIC = getattr(sys.modules.get("_frozen_importlib_external"), "MAGIC_NUMBER", None)
 _write = os.write
 _fork = os.fork
 _freeze = gc.freeze
@@ -272,12 +276,12 @@ class Child:
         budget = float(request.get("statement_seconds", 5.0))   # the whole load phase's wall time
         reserve = min(1.0, budget / 10)   # kept for the statements after one that runs out of time
         left_out: list = []
+        compiled = _MAGIC is not None and request.get("magic") == _MAGIC   # the parent's code is good here
         started = _perf()
         for index, statement in enumerate(statements):
             self.send({"op": "progress", "index": index, "left_out": list(left_out)})
             try:
-                code = compile("\n" * (statement["line"] - 1) + statement["code"], statement["filename"], "exec",
-                               flags=_ANNOTATIONS, dont_inherit=True)
+                code = _statement_code(statement, compiled)
             except SyntaxError as error:
                 warnings.append(("syntax error", index, "SyntaxError", f"left out: SyntaxError: {error.msg}"))
                 continue
@@ -598,6 +602,29 @@ def _call_text(name, args, kwargs, kept):
                 (_plain_text(kwargs) or _wire.json_text(_encode(kwargs))) if kwargs else _NO_KWARGS)
     except _codec.CodecError as error:
         raise TypeError(f"{name}: arguments cannot be passed to the reference: {error}") from None
+
+
+def _statement_code(statement, compiled):
+    """A kept statement's code: the parent's compile of it (precompiled.py), when it sent one this interpreter
+    can load, or else compiled here (a SyntaxError then says what is wrong with it, a SyntaxWarning goes to the
+    load's output)."""
+    data = statement.get("compiled") if compiled else None
+    if type(data) is bytes:
+        try:
+            code = _marshal_loads(data)
+        except (EOFError, ValueError, TypeError):
+            code = None
+        if type(code) is _CODE_TYPE:
+            return _labelled(code, statement["filename"])
+    return compile("\n" * (statement["line"] - 1) + statement["code"], statement["filename"], "exec",
+                   flags=_ANNOTATIONS, dont_inherit=True)
+
+
+def _labelled(code, filename):
+    """The parent's code (compiled under a neutral name) with the cell's label as its file, in every function and
+    class body it holds too, as compiling it here would have made it."""
+    consts = tuple(_labelled(const, filename) if type(const) is _CODE_TYPE else const for const in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def _value_text(result):

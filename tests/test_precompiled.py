@@ -1,0 +1,74 @@
+"""Statements compiled by the parent and loaded by the child: the very code the child would have compiled."""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+from grader.extract.source import extract
+from grader.intake.notebook import read_notebook
+from grader.sandbox import precompiled, runtime
+from grader.sandbox.process import CaseRequest
+from sandbox_run import run_cases, statement
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fields(code):
+    """Everything a code object holds, nested code objects included (their files too)."""
+    names = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals", "co_stacksize", "co_flags",
+             "co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_filename", "co_name",
+             "co_qualname", "co_firstlineno", "co_linetable", "co_exceptiontable")
+    consts = tuple(_fields(c) if type(c) is type(code) else (type(c).__name__, repr(c)) for c in code.co_consts)
+    return tuple(getattr(code, name) for name in names) + (consts,)
+
+
+def _compiled_here(kept):
+    return compile("\n" * (kept["line"] - 1) + kept["code"], kept["filename"], "exec", flags=precompiled.FLAGS,
+                   dont_inherit=True)
+
+
+def test_every_bundled_and_fixture_statement_loads_as_the_child_would_have_compiled_it():
+    paths = sorted(glob.glob(str(ROOT / "assignments/*/submissions/*.ipynb")))[:40] + sorted(
+        glob.glob(str(ROOT / "tests/fixtures/hostile/*.ipynb")))
+    compared = 0
+    for path in paths:
+        try:
+            found = extract(read_notebook(path)).statements
+        except Exception:  # noqa: BLE001 - a fixture that is not a notebook
+            continue
+        kept = [{"code": s.code, "filename": s.label, "line": s.line} for s in found]
+        for each, data in zip(kept, precompiled.compiled(kept), strict=True):
+            if data is not None:
+                loaded = runtime._statement_code({**each, "compiled": data}, True)
+                assert _fields(loaded) == _fields(_compiled_here(each)), (path, each["filename"], each["line"])
+                compared += 1
+    assert compared > 500
+
+
+def test_one_compile_serves_every_label_of_the_same_code():
+    first = statement("class A:\n    def f(self):\n        return lambda: 1\n", count=3, cell=2)
+    second = {**first, "filename": "In [9] (cell 2)"}
+    data = precompiled.compiled([first, second])
+    assert data[0] is data[1]
+    for each, code in zip((first, second), data, strict=True):
+        assert _fields(runtime._statement_code({**each, "compiled": code}, True)) == _fields(_compiled_here(each))
+
+
+def test_a_statement_that_warns_or_fails_is_left_to_the_child():
+    kept = [statement("def f(x):\n    return x is 'ab'\n"), statement("return 1\n"), statement("x = 1\n")]
+    assert [data is None for data in precompiled.compiled(kept)] == [True, True, False]
+
+
+def test_code_for_another_interpreter_or_not_code_is_compiled_by_the_child():
+    kept = statement("x = 1\n")
+    for data, trusted in ((precompiled.compiled([statement("x = 2\n")])[0], False), (b"\xff", True),
+                          (b"M" + b"junk", True)):
+        assert _fields(runtime._statement_code({**kept, "compiled": data}, trusted)) == _fields(_compiled_here(kept))
+
+
+def test_a_syntax_warning_still_reaches_the_load_output_and_errors_name_their_cell():
+    source = "def f(x):\n    return x is 'ab'\n\nclass C:\n    def g(self):\n        return [1][2]\n"
+    ran = run_cases([statement(source, count=5, cell=2)], [CaseRequest(id="c1", code="C().g()")])
+    assert "SyntaxWarning" in ran.report.output
+    assert ran.outcomes[0].error["where"] == "In [5] (cell 2), line 6"
