@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -47,6 +48,16 @@ def test_inputs_arrive_as_the_plan_has_them_whether_packed_or_on_the_wire():
         assert (kind, seen, count, shared) == (type(value).__name__, value, position + 1, False)
         # A set is built by adding its elements in the wire's order (sorted, for these): its order is that one's.
         assert in_order == isinstance(value, (set, frozenset))
+
+
+def test_every_case_starts_from_the_state_random_seed_0_gives():
+    source = ("import random\ndef draw(n):\n    random.gauss(0, 1)\n"
+              "    return [random.random(), random.randrange(10 ** 30), random.gauss(0, 1), n]\n")
+    outcomes, _ = run(source, case("draw(1)"), case("draw(2)"))
+    mine = random.Random(0)
+    mine.gauss(0, 1)
+    expected = [mine.random(), mine.randrange(10 ** 30), mine.gauss(0, 1)]
+    assert [codec.decode(outcome.value) for outcome in outcomes] == [expected + [1], expected + [2]]
 
 
 def test_error_points_at_notebook_cell_and_line():

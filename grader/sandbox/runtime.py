@@ -50,8 +50,10 @@ __builtins__ = dict(_builtins.__dict__)  # type: ignore[assignment]  # a private
 os, signal, time, random = (  # type: ignore[assignment]  # snapshots stand in for the modules, on purpose
     types.SimpleNamespace(**vars(_module)) for _module in (os, signal, time, random))
 _STDOUT, _STDERR = sys.__stdout__, sys.__stderr__
-# The C seed: Random.seed is Python code.
-_RANDOM, _SEED = random._inst, random.Random.__mro__[1].seed  # type: ignore[attr-defined]
+# The global generator is set at each case's start to the state random.seed(0) gives, by the C setstate (seed
+# mixes 624 words each time, twice as long; Random.seed is Python code, which runs on patchable builtins).
+_RANDOM, _C_RANDOM = random._inst, random.Random.__mro__[1]
+_SET_STATE, _SEEDED = _C_RANDOM.setstate, _C_RANDOM.getstate(_C_RANDOM(0))  # type: ignore[attr-defined]
 _SOURCES: dict = {}   # pseudo-file name -> source lines, for tracebacks (see _describe)
 _PRISTINE: dict = dict(_builtins.__dict__)   # copied for each case's rubric expressions
 
@@ -434,7 +436,7 @@ class Child:
         # see the builtins module, patched or not, as they left it.
         scope["__builtins__"] = dict(_PRISTINE)
         capture = Capture(self.output_limit)
-        _SEED(_RANDOM, 0)   # what random.seed(0) does, without its Python code (which runs on patchable builtins)
+        _SET_STATE(_RANDOM, _SEEDED)   # what random.seed(0) does (see _SEEDED)
         _RANDOM.gauss_next = None  # type: ignore[attr-defined]  # what Random.seed resets too
         outcome = {"op": "result", "case": case["id"]}
         value = None       # the JSON text of the result's wire, when there is one
