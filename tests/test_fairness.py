@@ -73,6 +73,21 @@ def test_aimas_h1_counting_the_blank_is_an_accepted_variant(tmp_path: Path, grad
     assert result.total == result.max_total
 
 
+
+def test_an_unseeded_numpy_draw_gives_every_copy_the_same_verdict(tmp_path: Path, grader_cache: Path) -> None:
+    """numpy seeds its global generator from the machine's entropy at import: two runs of one notebook drew
+    differently. Each case starts from the same seed (as Python's `random`), so copies agree case by case."""
+    source = FAIR / "numpy_random_unseeded_in_manhattan.ipynb"
+    copies = [tmp_path / f"{name}.ipynb" for name in ("first", "second")]
+    for copy in copies:
+        copy.write_bytes(source.read_bytes())
+    results = grade(copies, RUBRIC, tmp_path / "out", jobs=2, cache=grader_cache)
+    first, second = ([(c.id, c.status, c.got) for c in r.exercise("manhattan").cases] for r in results)
+    assert first == second
+    manhattan = results[0].exercise("manhattan")
+    assert manhattan.score == manhattan.max_score   # numpy's first draw after seed 0 is 0: the right distance
+
+
 # ---------------------------------------------------------------- the pure rules
 
 

@@ -112,6 +112,19 @@ def test_an_exercise_that_changed_something_is_followed_by_a_fresh_fork(name):
     assert before != after
 
 
+def test_numpy_draws_are_seeded_at_each_case_and_leave_the_process_pristine():
+    """numpy's global generator is seeded at each case's start (and when numpy.random is first imported, which
+    numpy does at the first use of np.random): its state between cases is no one's, so drawing changes nothing.
+    (A first import of numpy.random in an exercise changes sys.modules: the load imports it here.)"""
+    source = ("import numpy as np\nimport numpy.random\nimport os\n"
+              "def draw():\n    return [int(np.random.randint(1000)) for _ in range(3)]\n"
+              "def pid():\n    return os.getpid()\n")
+    first, before, second, after = exercises(source, "draw()", "pid()", "draw()", "pid()")
+    import numpy
+    assert first == second == numpy.random.RandomState(0).randint(1000, size=3).tolist()
+    assert before == after
+
+
 def test_an_exercise_that_asked_the_reference_ends_its_process():
     source = "import os\ndef helper(x):\n    return x\ndef uses():\n    return helper(1)\ndef pid():\n" \
              "    return os.getpid()\n"

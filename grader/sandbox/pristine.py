@@ -16,7 +16,8 @@ references and compared by identity or, for exact builtin values, by value), wha
   attributes, numpy arrays with their bytes, random generators with their state. An object whose state the
   collector cannot show (a generator, an `lru_cache`, a C type's hidden fields) makes the answer "unknown";
 - the library: which modules are loaded, what the names of the modules those objects reach are bound to (a
-  patched `heapq.heappush`), numpy's error, print and global random state, the warnings filters, the locale;
+  patched `heapq.heappush`), numpy's error and print state and its global random state (unless the runtime
+  seeds it at each case's start, as it does Python's), the warnings filters, the locale;
 - the interpreter's hooks and limits;
 - the process (`process`, taken by the fork when it starts): other processes and threads, descriptors,
   working folder, umask, environment, rlimits, signal handlers and mask, interval timers, process group and
@@ -377,9 +378,10 @@ def _process() -> dict[str, Any]:
     }
 
 
-def _interpreter(collecting: bool) -> dict[str, Any]:
+def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
     """The interpreter's own settings and hooks, and the libraries' global state that outlives a call
-    (`collecting`: whether the collector was on before the snapshot turned it off)."""
+    (`collecting`: whether the collector was on before the snapshot turned it off; numpy's global generator is
+    left out when it is among `own`: the runtime seeds it at each case's start)."""
     hooks = [id(getattr(sys, name, None)) for name in (
         "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "displayhook", "excepthook",
         "unraisablehook", "breakpointhook")]
@@ -401,7 +403,7 @@ def _interpreter(collecting: bool) -> dict[str, Any]:
         state["numpy"] = (sorted(numpy.geterr().items()), numpy.getbufsize(),
                           sorted((key, repr(value)) for key, value in numpy.get_printoptions().items()))
         generator = getattr(sys.modules.get("numpy.random.mtrand"), "_rand", None)
-        if generator is not None:
+        if generator is not None and not any(generator is mine for mine in own):
             name, keys, position, gauss, cached = generator.get_state()
             state["numpy.random"] = (name, keys.tobytes(), position, gauss, cached)
     return state
@@ -442,7 +444,7 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
         loaded = _loaded(roots, own, skip)
         walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None,
                       known=skip.known if skip is not None else None)
-        return (walked, _modules(met, loaded), _interpreter(collecting))
+        return (walked, _modules(met, loaded), _interpreter(collecting, own))
     except Unknown:
         return None
     except Exception:  # noqa: BLE001 - a state this code did not foresee: not known to be pristine

@@ -79,6 +79,11 @@ _student_value = _codec.decode_for_student
 _CODE: dict = {}             # (rubric expression, pseudo-file) -> its code, compiled once per load (see _compiled)
 _CODE_ENTRIES = 4096
 _NO_KWARGS = _wire.json_text(_encode({}))
+_HEAPTYPE = 1 << 9
+_FLAGS = type.__dict__["__flags__"].__get__
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_MODULE_DICT = vars(types.ModuleType)["__dict__"].__get__
+_MODULES = sys.modules       # the interpreter's own dict, whatever the student binds to `sys.modules`
 
 
 class CaseTimeout(BaseException):
@@ -158,6 +163,35 @@ class Capture:
         return shown
 
 
+class _SeedNumpyRandom:
+    """numpy imports numpy.random, and seeds its global generator from the machine's entropy, at the first use
+    of `np.random`: often inside a case, whose draws a seed at the case's start could not reach. This finder
+    has that generator seeded as soon as it exists (as each case's start seeds it), whoever imports it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "numpy.random.mtrand":
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _SeededLoader(spec.loader)  # type: ignore[assignment]  # a loader by its two methods
+        return spec
+
+
+class _SeededLoader:
+    """numpy.random.mtrand's own loader, then numpy.random.seed(0) (see _numpy_random)."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        _seed_numpy(_numpy_random())
+
+
 class _SupportFinder:
     """Serves the assignment's support modules (e.g. Set.py) to `import` from sources the parent sent."""
 
@@ -197,6 +231,7 @@ class Child:
         self.jailed = False          # PID 1 of the sandbox's own pid namespace
         self.pristine = None         # the loaded module's snapshot (pristine.snapshot), None: not readable
         self.leaves = None           # its immutable objects, held alive (pristine.Leaves): no walk visits them
+        self.numpy_random = None     # numpy's global generator and its class's seed, once numpy is loaded
 
     # -- messages -------------------------------------------------------------------------------------------
     def send(self, message):
@@ -261,6 +296,10 @@ class Child:
         self.output_limit = int(request.get("output_bytes", 65536))
         self.support = dict(request.get("support", {}))
         sys.meta_path.insert(0, _SupportFinder(self.support))
+        sys.meta_path.insert(0, _SeedNumpyRandom())
+        _SEED(_RANDOM, 0)   # what the load draws from the global generators is the same on every run
+        _RANDOM.gauss_next = None  # type: ignore[attr-defined]
+        _seed_numpy(_numpy_random())
         module = types.ModuleType("__main__")
         module.__dict__.update({
             "__builtins__": _builtins,   # the real module: the student may patch it, for its own code only
@@ -438,6 +477,9 @@ class Child:
         capture = Capture(self.output_limit)
         _SET_STATE(_RANDOM, _SEEDED)   # what random.seed(0) does (see _SEEDED)
         _RANDOM.gauss_next = None  # type: ignore[attr-defined]  # what Random.seed resets too
+        numpy_random = self.numpy_random
+        if numpy_random is None and "numpy.random.mtrand" in _MODULES:   # imported by an exercise's own code
+            numpy_random = self.numpy_random = _numpy_random()
         outcome = {"op": "result", "case": case["id"]}
         value = None       # the JSON text of the result's wire, when there is one
         stage = ""
@@ -446,6 +488,8 @@ class Child:
         _setitimer(signal.ITIMER_PROF, float(case["timeout"]))
         try:
             try:
+                if numpy_random is not None:   # on the case's clock (see _numpy_random)
+                    _seed_numpy(numpy_random)
                 result = eval(_compiled(case["code"], "<case>"), scope)  # noqa: S307 - rubric expression
                 if case.get("reduce"):
                     stage = "reduce"
@@ -556,8 +600,8 @@ class Child:
             if issubclass(type(module), types.ModuleType):   # never a student's __class__
                 roots.append(vars(types.ModuleType)["__dict__"].__get__(module))
                 homes.add(name)
-        # The global random generator is seeded afresh at each case's start: its state between cases is no one's.
-        own = (globals(), __builtins__, self, self.__dict__, _RANDOM)
+        # The global random generators are seeded afresh at each case's start: their state between cases is no one's.
+        own = (globals(), __builtins__, self, self.__dict__, _RANDOM, *(self.numpy_random or ())[:1])
         if self.leaves is None:   # once, after the load: what no exercise can change, for every walk to skip
             self.leaves = _pristine.leaves(roots, own=own, homes=homes)
         return _pristine.snapshot(roots, own=own, homes=homes, skip=self.leaves)
@@ -587,12 +631,37 @@ class Child:
                 # The loaded module is what every exercise's fork starts from: the collector leaves it alone
                 # from now on, so a collection in a fork does not copy every page the module's objects are on.
                 _freeze()
+                self.numpy_random = _numpy_random()
                 self.pristine = self.snapshot()   # what a fork that goes on must still show (pristine.py)
             elif operation == "exercise":
                 if not self.exercise(request):
                     return
             elif operation == "quit":
                 return
+
+
+def _numpy_random():
+    """numpy's global generator (what numpy.random.seed and numpy.random.rand use) and its class's own seed, or
+    None while numpy is not loaded. numpy seeds it from the machine's entropy at import, so a notebook drawing
+    from it unseeded got another verdict on every run: each case seeds it as it seeds Python's `random`. Its
+    class is numpy's C class (a class of the student's is left alone), whose seed cannot be rebound; what it
+    calls (the generator's bit generator, an attribute a student may set) runs on the case's clock, as the
+    student's own code."""
+    mtrand = _MODULES.get("numpy.random.mtrand")
+    if not issubclass(type(mtrand), types.ModuleType):
+        return None
+    generator = _MODULE_DICT(mtrand).get("_rand")
+    kind = type(generator)
+    seed = _TYPE_DICT(kind).get("seed")
+    if _FLAGS(kind) & _HEAPTYPE or seed is None:
+        return None
+    return generator, seed
+
+
+def _seed_numpy(found):
+    """numpy.random.seed(0) on the generator _numpy_random found, if any."""
+    if found is not None:
+        found[1](found[0], 0)
 
 
 def _call_text(name, args, kwargs, kept):
