@@ -100,6 +100,20 @@ CHANGES = {
                                          "    return hasattr(heapq, 'heappush')\n", True),
     "an environment variable": ("import os\ndef change():\n    os.environ['X_LEFT'] = '1'\n    return 0\n"
                                 "def look():\n    return 'X_LEFT' in os.environ\n", False),
+    # State of the interpreter and its libraries that no object of the notebook reaches: sys's own names (sys met
+    # only through __import__), the collector's callbacks and debug flags, decimal's contexts.
+    "a sys attribute set unseen": ("def change():\n    __import__('sys').x_left = 1\n    return 0\ndef look():\n"
+                                   "    return hasattr(__import__('sys'), 'x_left')\n", False),
+    "a collector callback": ("def change():\n    __import__('gc').callbacks.append(lambda phase, info: None)\n"
+                             "    return 0\ndef look():\n    return len(__import__('gc').callbacks)\n", 0),
+    "the collector's debug flags": ("def change():\n    gc = __import__('gc')\n    gc.set_debug(gc.DEBUG_SAVEALL)\n"
+                                    "    return 0\ndef look():\n    return __import__('gc').get_debug()\n", 0),
+    "the decimal context": ("import decimal\ndef change():\n    decimal.getcontext().prec = 5\n    return 0\n"
+                            "def look():\n    return decimal.getcontext().prec\n", 28),
+    "decimal's default context": ("import decimal\ndef change():\n    decimal.DefaultContext.prec = 5\n    return 0\n"
+                                  "def look():\n    import threading\n    seen = []\n"
+                                  "    t = threading.Thread(target=lambda: seen.append(decimal.getcontext().prec))\n"
+                                  "    t.start()\n    t.join()\n    return seen[0]\n", 28),
 }
 
 
@@ -110,6 +124,15 @@ def test_an_exercise_that_changed_something_is_followed_by_a_fresh_fork(name):
     before, _, after, seen = exercises(source, "pid()", "change()", "pid()", "look()")
     assert seen == pristine
     assert before != after
+
+
+def test_an_audit_hook_is_not_added_so_it_cannot_act_after_the_walk():
+    """A hook cannot be listed or removed; this one would set a name of sys at the check's own reading of /proc,
+    after its walk, and the next exercise would see it. The sandbox refuses every audit hook."""
+    source = ("import sys\ndef change():\n"
+              "    sys.addaudithook(lambda event, args: event == 'os.listdir' and setattr(sys, 'x_audited', 1))\n"
+              "    return 0\ndef look():\n    return hasattr(sys, 'x_audited')\n")
+    assert exercises(source, "change()", "look()") == [0, False]
 
 
 def test_numpy_draws_are_seeded_at_each_case_and_leave_the_process_pristine():

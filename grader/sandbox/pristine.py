@@ -18,7 +18,7 @@ references and compared by identity or, for exact builtin values, by value), wha
 - the library: which modules are loaded, what the names of the modules those objects reach are bound to (a
   patched `heapq.heappush`), numpy's error and print state and its global random state (unless the runtime
   seeds it at each case's start, as it does Python's), the warnings filters, the locale;
-- the interpreter's hooks and limits;
+- the interpreter's hooks and limits, sys's names, the collector's settings and callbacks, decimal's contexts;
 - the process (`process`, taken by the fork when it starts): other processes and threads, descriptors,
   working folder, umask, environment, rlimits, signal handlers and mask, interval timers, process group and
   session, priority, a signal waiting for the runtime, and how much address space it holds.
@@ -390,8 +390,10 @@ def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
         "limits": (sys.getrecursionlimit(), sys.getswitchinterval(), sys.get_int_max_str_digits()),
         "path": [id(entry) for entry in sys.path] + [(type(e) is str and e) for e in sys.path],
         "meta_path": list(map(id, sys.meta_path)), "path_hooks": list(map(id, sys.path_hooks)),
-        "gc": (collecting, gc.get_threshold()),
+        "gc": (collecting, gc.get_threshold(), gc.get_debug(), list(map(id, gc.callbacks)), len(gc.garbage)),
     }
+    if "_decimal" in sys.modules:
+        state["decimal"] = _decimal()
     warnings = sys.modules.get("warnings")
     if warnings is not None:
         state["warnings"] = list(map(id, getattr(warnings, "filters", ())))
@@ -407,6 +409,20 @@ def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
             name, keys, position, gauss, cached = generator.get_state()
             state["numpy.random"] = (name, keys.tobytes(), position, gauss, cached)
     return state
+
+
+def _decimal() -> tuple[Any, ...]:
+    """decimal's contexts as the next exercise would find them: this thread's, and the default that a new
+    thread's copies. Read through _decimal's C getcontext and its C Context's repr, never a student's function
+    or a Context subclass of the student's (then Unknown)."""
+    namespace = _MODULE_DICT(sys.modules["_decimal"])
+    getcontext, default = namespace.get("getcontext"), namespace.get("DefaultContext")
+    if type(getcontext) is not types.BuiltinFunctionType or getcontext.__name__ != "getcontext":
+        raise Unknown("decimal's getcontext replaced")
+    context = getcontext()
+    if _FLAGS(type(context)) & _HEAPTYPE or _FLAGS(type(default)) & _HEAPTYPE:
+        raise Unknown("a decimal context of a Python class")
+    return id(context), repr(context), id(default), repr(default)
 
 
 def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None) -> Leaves | None:
@@ -440,7 +456,7 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
     collecting = gc.isenabled()
     gc.disable()    # no collection (and no student __del__) in the middle of the walk
     try:
-        met: set[int] = set()
+        met = {id(sys)}   # sys's names, even where the notebook reaches sys only through __import__
         loaded = _loaded(roots, own, skip)
         walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None,
                       known=skip.known if skip is not None else None)

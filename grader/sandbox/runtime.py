@@ -849,6 +849,14 @@ except (ImportError, AttributeError):  # pragma: no cover
     _ANNOTATIONS = 0
 
 
+def _refuse_audit_hooks(event, args):
+    """An audit hook cannot be listed or removed: a student's would outlive its exercise unseen by the pristine
+    check and run inside the check's own reads of /proc, after its walk. The interpreter does not add a hook
+    that an existing one refuses with a RuntimeError (the student's call returns as if it had)."""
+    if event == "sys.addaudithook":
+        raise RuntimeError("no audit hooks in the grader's sandbox")
+
+
 def _apply_limits(limits):
     """Limits the student's process set for itself before running any student code."""
     for name, value in (("RLIMIT_AS", limits.get("memory_bytes")), ("RLIMIT_CPU", limits.get("cpu_seconds")),
@@ -876,6 +884,7 @@ def start(request_fd, response_fd, config, facts, jailed):
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # oversized writes fail with an error instead
     _become_subreaper()
+    sys.addaudithook(_refuse_audit_hooks)
     child = Child(request_fd, response_fd)
     unique = os.getuid() == os.geteuid() >= _confine.UID_BASE and not jailed
     limits = dict(config.get("limits", {}))
