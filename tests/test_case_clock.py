@@ -78,6 +78,38 @@ def test_a_case_slowed_by_other_processes_is_judged_by_its_own_cpu_time():
     assert codec.decode(outcome.value) == "done"
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_run_queue_time_a_process_chose_by_its_priority_cannot_make_a_case_starved():
+    """The fork whose run-queue time is read is the one the child's `forked` frame names. A decoy at the lowest
+    priority, on a CPU a busy process holds, piles up run-queue time using almost no CPU: named as the fork of a
+    case that sleeps, it made that case "starved" (a grader problem) at the wall backstop instead of a timeout."""
+    cpu = min(os.sched_getaffinity(0))
+    hog = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    decoy = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nos.nice(19)\nwhile True:\n    pass\n"
+    honest = "import time\ntime.sleep(600)\n"
+    processes = [subprocess.Popen([sys.executable, "-c", source]) for source in (hog, decoy, honest)]
+    try:
+        def waited(pid: int) -> float:
+            with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
+                return int(schedstat.read().split()[1]) / 1e9
+        decoy_pid = processes[1].pid
+        stop = time.monotonic() + 60     # not a verdict: only how long to wait for the kernel's counts to move
+        while os.getpriority(os.PRIO_PROCESS, decoy_pid) != 19 and time.monotonic() < stop:
+            time.sleep(0.01)
+        before = waited(decoy_pid)      # its interpreter's start waited for a CPU like any other process
+        while waited(decoy_pid) < before + 0.05 and time.monotonic() < stop:
+            time.sleep(0.02)
+        assert waited(decoy_pid) >= before + 0.05   # kept waiting for a CPU at its chosen priority
+        usage = cpuclock.read_usage(cpuclock.Exercise(runtime=decoy_pid, fork=decoy_pid))
+        assert usage is not None and usage.waiting == 0.0
+        assert cpuclock.waits_by_choice(processes[1].pid)
+        assert not cpuclock.waits_by_choice(processes[2].pid)   # a process scheduled as the grader is
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+
+
 @given(wall=st.floats(0.01, 1e4), share=st.floats(0.0, 1.0))
 def test_a_wall_backstop_is_the_machines_fault_exactly_when_it_kept_the_case_waiting_for_a_cpu(wall, share):
     verdict = cpuclock.wall_verdict(wall, share * wall)

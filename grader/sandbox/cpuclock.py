@@ -48,7 +48,7 @@ def read_usage(process: Exercise | None) -> Usage | None:
     times (a fork that has ended moves its times there, so the sum goes on counting after the last answer), plus
     each live process below it, its own times and those of the children it has reaped. Read parents before
     children: a process reaped between two reads is then missed for this reading (too little), never counted
-    twice. The waiting time is the fork's.
+    twice. The waiting time is the fork's, unless it waits by its own choice (waits_by_choice).
     """
     if process is None:
         return None
@@ -65,7 +65,22 @@ def read_usage(process: Exercise | None) -> Usage | None:
             waiting = int(schedstat.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         waiting = 0.0
-    return Usage(cpu, waiting)
+    return Usage(cpu, 0.0 if waiting and waits_by_choice(process.fork) else waiting)
+
+
+def waits_by_choice(pid: int) -> bool:
+    """Whether process `pid` is kept off a CPU by its own choice: a lower priority (nice), another scheduling
+    policy (SCHED_IDLE, SCHED_BATCH) or fewer CPUs than the grader's own, which every sandbox inherits. The
+    fork is the one the child's `forked` frame names: a decoy at the lowest priority on a busy CPU piles up
+    run-queue time while using almost no CPU, and named as the fork of a case that sleeps, it had that case
+    "starved" at the wall backstop (a grader problem, the case going on until the submission's time ran out)
+    instead of a timeout. At the grader's own priority, waiting that long costs a process its CPU time too."""
+    try:
+        return (os.getpriority(os.PRIO_PROCESS, pid) != os.getpriority(os.PRIO_PROCESS, 0)
+                or os.sched_getscheduler(pid) != os.sched_getscheduler(0)
+                or os.sched_getaffinity(pid) != os.sched_getaffinity(0))
+    except OSError:
+        return True
 
 
 MAX_PROCESSES = 4096          # a walk of the sandbox's tree stops here (its pids group allows 256)
