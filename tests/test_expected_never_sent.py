@@ -1,0 +1,141 @@
+"""No expected value reaches the child: every byte the parent writes to a sandbox (the load, each exercise's
+request, whatever a faster encoding adds) is searched for every case's expected answer, and each known mistake's
+and accepted variant's, in every encoding the parent makes of them (the wire's JSON, canonical JSON, marshal,
+codec.pack). Replies to isolated-helper calls are left out: they answer the child's own questions.
+
+Real notebooks in real sandboxes: one whose move_dir is transposed (its dependents are run again with the
+reference's move_dir) and the correct one (every case right, the path a right answer's shortcuts take).
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader import codec
+from grader.judge.grading import grade_path, support_sources
+from grader.plan.cases import Plan, build_plan
+from grader.rubric.schema import load_rubric
+from grader.sandbox import process, wire
+
+REPO = Path(__file__).resolve().parents[1]
+RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
+ASSIGNMENT = REPO / "assignments" / "taoistic-search"
+MIN_BYTES = 24     # shorter encodings (a bool, a small int, a short str) may be anyone's bytes
+
+
+@pytest.fixture(scope="module")
+def plan(grader_cache: Path) -> Plan:
+    return build_plan(load_rubric(RUBRIC), grader_cache)
+
+
+def _parts(value: Any) -> list[Any]:
+    """`value` and every container inside it."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        found.append(item)
+        if isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return found
+
+
+def _text(value: Any) -> str:
+    return json.dumps(codec.encode(value), sort_keys=True, separators=(",", ":"))
+
+
+def _secrets(plan: Plan) -> dict[str, str]:
+    """The canonical text of each expected value (and each mistake's and variant's answer) that is distinctive and
+    no case's input (an input is sent, and may equal another case's answer), with the case it answers."""
+    inputs = {_text(part) for cases in plan.cases.values() for case in cases
+              for part in _parts(dict(plan.data(case)))}
+    secrets: dict[str, str] = {}
+    for case_id, expected in plan.expected.items():
+        for label, value in (("expected", expected.value), *expected.mistakes, *expected.variants):
+            try:
+                text = _text(codec.decode(value))
+            except (codec.CodecError, TypeError, ValueError):
+                continue
+            if len(text) >= MIN_BYTES and text not in inputs:
+                secrets[text] = f"{case_id} ({label})"
+    return secrets
+
+
+def _decoded(data: bytes) -> list[Any]:
+    """What `data` holds, as JSON, marshal, or either after a one-letter tag (codec.pack): whatever decodes."""
+    found = []
+    for candidate in (data, data[1:]):
+        for load in (json.loads, marshal.loads):
+            try:
+                found.append(load(candidate))
+            except Exception:  # noqa: BLE001 - not this encoding
+                pass
+    return found
+
+
+def _sent_values(frames: list[bytes]) -> set[str]:
+    """The canonical text of every value inside every frame, however it is encoded: JSON bodies and marshal
+    bodies, the wire's tagged values in them, and marshal or packed bytes nested inside."""
+    texts: set[str] = set()
+    stack = [value for frame in frames for value in _decoded(frame[4:])]
+    while stack:
+        value = stack.pop()
+        for part in _parts(value):
+            if isinstance(part, dict):
+                try:
+                    stack.append(codec.decode(part))
+                except Exception:  # noqa: BLE001 - not a wire value
+                    pass
+            elif isinstance(part, (bytes, str)) and len(part) >= MIN_BYTES:
+                stack.extend(_decoded(part.encode() if isinstance(part, str) else part))
+            try:
+                texts.add(_text(part))
+            except Exception:  # noqa: BLE001 - a code object, a value the codec does not take
+                pass
+    return texts
+
+
+def _sent(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every frame the parent queues for a child, from now on, but replies to isolated-helper calls."""
+    frames: list[bytes] = []
+    send = process.Sandbox._send
+
+    def recording(self: process.Sandbox, message: dict | bytes) -> None:
+        frame = message if isinstance(message, bytes) else wire.encode_frame(message)
+        if not frame[4:].startswith(b'{"seq":'):
+            frames.append(frame)
+        send(self, message)
+
+    monkeypatch.setattr(process.Sandbox, "_send", recording)
+    return frames
+
+
+@pytest.mark.parametrize("notebook", ["move-dir-transposed.ipynb", "correct.ipynb"])
+def test_no_expected_value_is_in_any_byte_the_child_is_sent(plan, monkeypatch, notebook):
+    secrets = _secrets(plan)
+    assert len(set(secrets.values())) > 50   # the searches' paths, find_numbers' lists, the states of move_dir...
+    frames = _sent(monkeypatch)
+    result = grade_path(ASSIGNMENT / "submissions" / notebook, plan, support_sources(plan))
+    assert result.state == "graded" and len(frames) > 10
+    sent = b"".join(frames)
+    assert [label for text, label in secrets.items() if text.encode() in sent] == []   # as text, anywhere
+    values = _sent_values(frames)
+    assert [label for text, label in secrets.items() if text in values] == []   # decoded
+
+
+def test_the_search_finds_an_expected_value_however_it_is_encoded(plan):
+    """The test above would see a leak: one expected value put in a frame as JSON, as marshal inside a marshal
+    request, and packed."""
+    secrets = _secrets(plan)
+    [(text, _)] = [(text, label) for text, label in secrets.items() if label == "search#3 (expected)"]
+    value = codec.decode(plan.expected["search#3"].value)
+    for body in (wire.json_text({"op": "exercise", "x": plan.expected["search#3"].value}).encode(),
+                 marshal.dumps({"op": "exercise", "cases": [{"x": value, "y": (1, "a")}]}),
+                 marshal.dumps({"op": "exercise", "cases": [{"x": codec.pack(value)}]})):
+        assert text in _sent_values([wire.frame_of(body)])
