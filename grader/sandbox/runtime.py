@@ -297,7 +297,7 @@ class Child:
         self.support = dict(request.get("support", {}))
         sys.meta_path.insert(0, _SupportFinder(self.support))
         sys.meta_path.insert(0, _SeedNumpyRandom())
-        _SEED(_RANDOM, 0)   # what the load draws from the global generators is the same on every run
+        _SET_STATE(_RANDOM, _SEEDED)   # what the load draws from the global generators is the same on every run
         _RANDOM.gauss_next = None  # type: ignore[attr-defined]
         _seed_numpy(_numpy_random())
         module = types.ModuleType("__main__")
