@@ -239,8 +239,12 @@ class LocalPool:
         from grader.sandbox.supervisor import can_fork
         forkable = plan is not None and can_fork()
         self.plan = plan if forkable else None
-        if self.plan is not None:   # imported once, before the fork: every worker shares the grading machinery
-            import grader.judge.grading  # noqa: F401
+        if self.plan is not None:   # once, before the fork: every worker shares the grading machinery and what the
+            from grader.judge.grading import prepare   # judge prepares per plan (not each on its first submission)
+            try:
+                prepare(self.plan, replace(setup.options, prefetch=True))
+            except Exception:  # noqa: BLE001 - only a head start: what fails here fails (and is reported) per job
+                pass
         if self.plan is not None and self.size > 1:   # forked workers share the reference's isolated answers
             from grader.judge.grading import share_replies
             share_replies(self.plan)
