@@ -143,6 +143,28 @@ def test_a_case_may_call_the_isolated_helpers_at_most_its_limit():
     assert outcomes[1].status == "ok" and codec.decode(outcomes[1].value) == 1   # the next case starts afresh
 
 
+def test_a_case_may_call_the_isolated_helpers_at_most_its_limit_when_every_answer_is_kept():
+    """Kept answers go out from a short loop (Sandbox._answer_kept) with the same count: a run of them ends at the
+    limit, and a call the parent has not kept, between kept ones, is answered afresh and counted too."""
+    from grader.sandbox.process import PureOracle
+    calls = []
+    source = ("def helper(x):\n    return 'broken'\n\n"
+              "def uses(n, new=-1):\n    return sum(helper(i) for i in [*range(n // 2), new, *range(n // 2, n)])\n")
+
+    def oracle(name, args, kwargs):
+        calls.append(args[0])
+        return 1
+
+    kept = PureOracle(oracle)
+    _, first = run([source], [case("uses(40)", oracle_calls=100)], isolate=["helper"], oracle=kept)
+    assert first[0].status == "ok" and codec.decode(first[0].value) == 41 and len(calls) == 41
+    _, within = run([source], [case("uses(40, -2)", oracle_calls=41)], isolate=["helper"], oracle=kept)
+    _, beyond = run([source], [case("uses(40, -3)", oracle_calls=40)], isolate=["helper"], oracle=kept)
+    assert within[0].status == "ok" and codec.decode(within[0].value) == 41
+    assert beyond[0].status == "error" and "more than 40 times" in beyond[0].error["message"]
+    assert calls[41:] == [-2, -3]   # only the new calls reached the oracle
+
+
 def test_a_case_may_send_the_isolated_helpers_at_most_its_bytes_kept_or_not():
     """The count of calls alone would let each be a frame of tens of MB for the parent to parse and decode: the
     bytes are capped too, per case, whether the parent answers a call from its kept replies or afresh."""

@@ -320,6 +320,9 @@ class PureOracle:
         return self.answer(function, args, kwargs)
 
 
+_Pending = tuple[bytes, "Heard | None", "KnownCall | None"]   # a frame read ahead: its body, heard, looked up
+
+
 class SandboxError(RuntimeError):
     """The child could not be started or loaded at all."""
 
@@ -620,13 +623,19 @@ class Sandbox:
         except (wire.Closed, wire.FrameError):
             return outcomes, False
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
+        pending: _Pending | None = None    # a frame the run of kept calls read and left (see _answer_kept)
         while True:
             wake = clock.wake if clock is not None else wait_until
             message: frames.Message | KnownCall | None = None
             call: Heard | None = None
             try:
-                body = self._receive_body(min(wake, deadline + GRACE_SECONDS))
-                if current is not None and current.right is not None and body == current.right[0]:
+                if pending is not None:
+                    (body, call, message), pending = pending, None
+                else:
+                    body = self._receive_body(min(wake, deadline + GRACE_SECONDS))
+                if call is not None:
+                    pass   # heard (and looked up) already
+                elif current is not None and current.right is not None and body == current.right[0]:
                     message = frames.Result(current.id, "ok", current.right[1])   # what parsing it would give
                 elif current is not None and isinstance(oracle, PureOracle):   # most frames of A*: helper calls
                     call = oracle.replies.hear(body)
@@ -675,6 +684,9 @@ class Sandbox:
                         # The reference's time is not the student's: its CPU clock stands still while it waits
                         # for the answer, and the wall backstop moves by the time the parent spent answering.
                         clock.paused(time.monotonic() - now)
+                        if isinstance(message, KnownCall) and isinstance(oracle, PureOracle):
+                            calls, asked, pending = self._answer_kept(oracle, isolate, current, clock, calls, asked,
+                                                                      deadline + GRACE_SECONDS)
                     except (wire.Closed, wire.FrameError):
                         problem = "does not read the grader's answers to its isolated-helper calls"
                     except _ReferenceTooSlow:   # the case's time went on the reference's answer: by our clock
@@ -750,6 +762,41 @@ class Sandbox:
             return {"type": "MemoryError", "message": f"the sandbox ran out of memory (its limit is "
                                                       f"{self.memory.limit >> 20} MB for all its processes and files)"}
         return {"message": reason}
+
+    def _answer_kept(self, oracle: PureOracle, isolate: Sequence[str], case: CaseRequest, clock: _CaseClock,
+                     calls: int, asked: int, until: float) -> tuple[int, int, _Pending | None]:
+        """Answer the calls that follow while each is kept and within the rules, as the loop of _run_batch would
+        (the same counts, rules, clock and deadlines), without its dispatch: A* asks thousands in a row. Returns
+        the counts and the first frame it does not answer, heard and looked up (None: the wait for it ended,
+        the child closed its end or sent a frame that cannot be read, which the loop's next read meets again).
+        Raises wire.Closed or wire.FrameError when the child does not read its answers."""
+        assert self.reader is not None and self.outbox is not None
+        read, put, replies, answered_by = self.reader.read_body, self.outbox.put, oracle.replies, oracle.answered_by
+        entries, shared, longest = replies.entries, replies.shared, replies.max_key_chars + _CALL_HEAD_BYTES
+        allowed, allowed_bytes = case.oracle_calls, case.oracle_bytes
+        match, monotonic = _CALL_HEAD.match, time.monotonic
+        while True:
+            try:
+                body = read(min(clock.wake, until), self.outbox)
+            except (wire.Timeout, wire.Closed, wire.FrameError):
+                return calls, asked, None
+            now = monotonic()
+            head = match(body) if len(body) <= longest else None   # Replies.hear and recall, spelt out
+            if head is None:
+                return calls, asked, (body, None, None)
+            name = head[1].decode("ascii")
+            key = (name, answered_by.get(name, ""), body[head.end():])
+            tail = entries.get(key)
+            if tail is None and shared is not None:
+                tail = shared.get(key)
+            if tail is None or name not in isolate or calls >= allowed or asked + len(body) > allowed_bytes:
+                call = Heard(name, int(head[2]), key[2])   # the loop answers it, or says which rule it breaks
+                known = KnownCall(name, call.seq, call.rest, tail) if tail is not None else None
+                return calls, asked, (body, call, known)
+            calls += 1
+            asked += len(body)
+            put(_reply_frame(int(head[2]), tail))
+            clock.paused(monotonic() - now)
 
     def _answer_oracle(self, call: frames.OracleCall | KnownCall, oracle: Oracle, seconds: float,
                        heard: Heard | None = None) -> None:
