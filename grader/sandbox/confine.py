@@ -108,11 +108,36 @@ def finish_namespaces(uid, gid, user=True):
     return [name for name, _ in ALL_NAMESPACES if user or name != "user"]
 
 
+# The jail is set up by a fresh fork of the zygote, which copies every page it writes: these read and write
+# the few small files of /proc, /sys and /etc it needs as bytes, through descriptors. A text file object
+# (a buffer, a TextIOWrapper, its codec: ~140 pages copied the first time in a fork) would cost more than the
+# system calls themselves.
+
+def read_small(path):
+    """The whole of a small file (of /proc: read until its end), as bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def write_small(path, data, flags=os.O_WRONLY, mode=0o644):
+    """Write `data` (bytes) to `path` in one write(2): a uid_map or a cgroup.procs takes one write or none."""
+    fd = os.open(path, flags | os.O_CLOEXEC, mode)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
 def _own_stat():
     """The fields of /proc/self/stat after the command, as the procfs this process sees counts them (the host's,
     before the jail's root replaces it: pids of the host's pid namespace)."""
-    with open("/proc/self/stat", encoding="ascii") as stat:
-        return stat.read().rsplit(")", 1)[1].split()
+    return read_small("/proc/self/stat").rsplit(b")", 1)[1].split()
 
 
 def host_parent():
@@ -133,8 +158,7 @@ def map_student(uid, gid):
     try:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{STUDENT_ID} {uid} 1"),
                            ("gid_map", f"{STUDENT_ID} {gid} 1")):
-            with open(f"/proc/self/{name}", "w", encoding="ascii") as file:
-                file.write(text)
+            write_small(f"/proc/self/{name}", text.encode("ascii"))
     finally:
         prctl(PR_SET_DUMPABLE, 0)     # never ptrace-able by the student, who shares the uid
 
@@ -188,8 +212,7 @@ def _ro_bind(source, target, is_dir=True):
 
 
 def _write(path, text, mode=0o644):
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "w", encoding="utf-8") as file:
-        file.write(text)
+    write_small(path, text.encode("utf-8"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
 
 
 def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, base="/tmp"):
@@ -255,8 +278,7 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
 
 def forbid_user_namespaces():
     """No namespace below this one: the student can never gain capabilities (and mount a tmpfs) again."""
-    with open("/proc/sys/user/max_user_namespaces", "w", encoding="ascii") as file:
-        file.write("0")
+    write_small("/proc/sys/user/max_user_namespaces", b"0")
 
 
 class _CapHeader(ctypes.Structure):
@@ -281,10 +303,9 @@ def drop_capabilities():
 
 def capabilities_effective():
     """The effective capability mask of this process, from /proc (0 when the jail holds)."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("CapEff:"):
-                return int(line.split()[1], 16)
+    for line in read_small("/proc/self/status").splitlines():
+        if line.startswith(b"CapEff:"):
+            return int(line.split()[1], 16)
     return -1
 
 

@@ -87,8 +87,7 @@ def _enter_groups(config):
     procs = config.get("cgroup_procs") or []
     for path in [procs] if isinstance(procs, str) else procs:
         try:
-            with open(path, "w", encoding="ascii") as file:
-                file.write("0")
+            confine.write_small(path, b"0")
         except OSError:
             pass
 
