@@ -176,8 +176,8 @@ def test_what_a_course_asks_the_zygote_to_preload(tmp_path: Path):
     assert course_preload(template, {}) == ("numpy",)
     assert course_preload(None, {"Set": "from numpy import array"}) == ("numpy",)
     assert course_preload(None, {"Set": "import random"}) == ()
-    assert course_preload(REPO / "assignments" / "taoistic-search" / "template.ipynb", {}) == ()
-    assert course_preload(REPO / "assignments" / "n-puzzle" / "template.ipynb", {}) == ("numpy",)
+    assert course_preload(REPO / "assignments" / "taoistic-search" / "template.ipynb", {}) == ("heapq",)
+    assert course_preload(REPO / "assignments" / "n-puzzle" / "template.ipynb", {}) == ("numpy", "heapq")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="numpy is not installed")

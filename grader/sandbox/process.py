@@ -39,7 +39,7 @@ OUTPUT_SLACK = 200            # the cut marker the child appends to an output it
 _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
 # What the zygote may preload (zygote.PRELOAD, which it checks again): asked for only where the course's code names
 # it (preloads), since its mappings make every fork and exit of the chain dearer.
-PRELOADABLE = ("numpy",)
+PRELOADABLE = ("numpy", "heapq")
 _CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
