@@ -123,6 +123,7 @@ def test_no_expected_value_is_in_any_byte_the_child_is_sent(plan, monkeypatch, n
     frames = _sent(monkeypatch)
     result = grade_path(ASSIGNMENT / "submissions" / notebook, plan, support_sources(plan))
     assert result.state == "graded" and len(frames) > 10
+    assert all(_decoded(frame[4:]) for frame in frames)   # every frame read (a new encoding: teach _decoded)
     sent = b"".join(frames)
     assert [label for text, label in secrets.items() if text.encode() in sent] == []   # as text, anywhere
     values = _sent_values(frames)
