@@ -72,3 +72,18 @@ def test_a_syntax_warning_still_reaches_the_load_output_and_errors_name_their_ce
     ran = run_cases([statement(source, count=5, cell=2)], [CaseRequest(id="c1", code="C().g()")])
     assert "SyntaxWarning" in ran.report.output
     assert ran.outcomes[0].error["where"] == "In [5] (cell 2), line 6"
+
+
+def test_a_grader_run_with_optimizations_compiles_the_students_asserts_as_the_child_would():
+    """The child compiles without -O (its interpreter starts with a clean environment); a grader started with -O or
+    PYTHONOPTIMIZE compiled the statements without their asserts (and with __debug__ false): a find_tile that
+    answers in its `except AssertionError` lost its points, 30 -> 25 of the bundled correct notebook's."""
+    import subprocess
+    import sys
+    source = "def f():\n    try:\n        assert False\n        return 'stripped'\n    except AssertionError:\n" \
+             "        return 'kept' if __debug__ else 'no debug'\n"
+    probe = ("import marshal, sys\nfrom grader.sandbox import precompiled\n"
+             f"[data] = precompiled.compiled([{{'code': {source!r}, 'line': 1}}])\n"
+             "namespace = {}\nexec(marshal.loads(data), namespace)\nprint(namespace['f']())\n")
+    done = subprocess.run([sys.executable, "-O", "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.strip() == "kept"
