@@ -363,6 +363,27 @@ def test_a_batch_probes_the_sandbox_once_beside_its_start_up_and_its_forked_work
     assert "3 graded" in done.stdout and "3 unchanged" in done.stdout
 
 
+def test_the_job_handed_out_when_the_queue_empties_is_marked_last(tmp_path):
+    """No worker gets a job after the queue is empty: the one handed out then is marked (Job.last), and only it,
+    so its sandbox starts no child ahead for a submission that will not come."""
+    from grader.run.executor import _Slot
+
+    class Pipe:
+        def __init__(self) -> None:
+            self.sent: list[Job] = []
+
+        def send(self, job: Job) -> None:
+            self.sent.append(job)
+    pool = LocalPool(Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), jobs=2)
+    slots = [_Slot(None, Pipe()), _Slot(None, Pipe())]   # type: ignore[arg-type]
+    pending = [Job(name, f"/{name}.ipynb") for name in ("c", "b", "a")]
+    pool._hand_out(slots, pending)
+    slots[0].job = None
+    pool._hand_out(slots, pending)
+    sent = [job for slot in slots for job in slot.connection.sent]   # type: ignore[attr-defined]
+    assert [(job.student, job.last) for job in sent] == [("a", False), ("c", True), ("b", False)]
+
+
 def test_a_worker_gets_its_next_submission_before_the_coordinator_writes_the_last_result(tmp_path, monkeypatch):
     """The coordinator hands out the next job before it gives the caller a finished one: while the caller writes
     a result (JSON, gradebook, the notebook's copy) the worker is already grading, never waiting for it."""

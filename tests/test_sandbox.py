@@ -259,6 +259,23 @@ def test_only_a_sandbox_asked_to_prefetch_starts_the_next_child_ahead() -> None:
     assert process._SPARES == {}
 
 
+def test_a_workers_last_submission_runs_in_the_spare_and_starts_no_other() -> None:
+    """Where no submission follows (the pool's last job: spare_next=False) the sandbox still takes the child started
+    ahead for it, and starts none for a next one, which would only be killed unused."""
+    from grader.sandbox import process
+    kept, case = [statement("def f(x):\n    return x + 1\n")], CaseRequest("f#1", "f(1)", timeout=30.0)
+    try:
+        assert run_cases(kept, [case], prefetch=True).outcomes[0].value == 2
+        (spare,) = process._SPARES.values()
+        waiting = spare.result(timeout=120)
+        assert run_cases(kept, [case], prefetch=True, spare_next=False).outcomes[0].value == 2   # in the spare
+        process.settle()
+        assert waiting.process.poll() is not None
+        assert process._SPARES == {}
+    finally:
+        process._drop_spares()
+
+
 def test_a_prefetching_sandbox_is_torn_down_after_it_closes_and_leaves_nothing() -> None:
     """A worker's sandbox hands its teardown (kill, namespaces, cgroups) to the spare starter so the next
     submission need not wait for it; once that has run, its child is gone and its cgroups are removed."""

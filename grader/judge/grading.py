@@ -944,7 +944,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
-                 allow_root=options.allow_root_sandbox, prefetch=options.prefetch,
+                 allow_root=options.allow_root_sandbox, prefetch=options.prefetch, spare_next=not options.last,
                  preload=course_preload(rubric.template, support)) as sandbox:
         sandbox_level = sandbox.isolation.level
         try:

@@ -16,3 +16,5 @@ class Options:
     allow_root_sandbox: bool = False         # run student code as root where no unused uid can be had
     prefetch: bool = False                   # a worker grading submission after submission: start each next
                                              # sandbox child while this one runs (see Sandbox)
+    last: bool = False                       # with prefetch: no submission follows this one (the pool's last
+                                             # job): a child started ahead is used, none is started for a next

@@ -36,6 +36,7 @@ class Job:
     path: str                   # absolute, so a worker elsewhere (Dask) reads the same file
     source: str = ""
     data: bytes | None = None   # the file's bytes, when they travel with the job (Dask workers need no shared disk)
+    last: bool = False          # no job follows it in this batch (the pool's queue was empty when it was handed out)
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,15 @@ def grade_job(setup: Setup, job: Job) -> dict:
         _PLANS[key] = (plan, support_sources(plan))
     plan, support = _PLANS[key]
     hide = tuple(Path(h) for h in setup.hide)
+    options = replace(setup.options, last=True) if job.last else setup.options
     if job.data is None:
         _readable(Path(job.path), "the submission")
-        result = grade_path(Path(job.path), plan, support, setup.options, submission=job.student, hide=hide)
+        result = grade_path(Path(job.path), plan, support, options, submission=job.student, hide=hide)
         return to_dict(result)
     with tempfile.TemporaryDirectory(prefix="job-", dir=temp_root()) as folder:   # the bytes travelled with the job
         local = Path(folder) / Path(job.path).name
         local.write_bytes(job.data)
-        result = grade_path(local, plan, support, setup.options, submission=job.student, hide=hide)
+        result = grade_path(local, plan, support, options, submission=job.student, hide=hide)
     return to_dict(replace(result, path=job.path))
 
 
@@ -287,6 +289,8 @@ class LocalPool:
         for index, slot in enumerate(slots):
             if slot.job is None and pending:
                 job = pending.pop()
+                if not pending:   # no worker gets another: this one's sandbox starts no child for a next
+                    job = replace(job, last=True)
                 try:
                     slot.connection.send(job)
                 except (OSError, ValueError):   # it died while idle: replace it and hand the job over

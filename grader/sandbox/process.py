@@ -357,7 +357,7 @@ class Sandbox:
     def __init__(self, statements: Sequence[Mapping[str, Any]], support: Mapping[str, str],
                  limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = (),
                  isolation: Isolation | None = None, allow_root: bool = False, prefetch: bool = False,
-                 preload: Sequence[str] | None = None):
+                 preload: Sequence[str] | None = None, spare_next: bool = True):
         self.isolation = isolation if isolation is not None else detect()
         self.level: str | None = None            # what the children report they achieved (the weakest)
         self.facts: dict[str, Any] = {}          # what held for the weakest child: namespaces, uid, filesystem
@@ -365,6 +365,8 @@ class Sandbox:
         # A worker grading one submission after another starts the next child (a spare) while this one is used,
         # so its start costs no wall time; elsewhere (tests, one-off checks) a spare would only be thrown away.
         self.prefetch = prefetch
+        self.spare_next = spare_next             # with prefetch: False where no submission follows (a spare
+                                                 # started for one would be killed unused: ~30-50 ms of CPU)
         self.pids: PidsGroup | None = None
         self.memory: MemoryGroup | None = None   # the whole sandbox's memory, where cgroups allow
         self.cpu: CpuGroup | None = None         # counts the whole sandbox's CPU time, where cgroups allow
@@ -449,7 +451,7 @@ class Sandbox:
         child = _take_spare(key, self.preload) if self.prefetch and self.restarts == 0 else None
         if child is None:
             child = _spawn(self.isolation, self.limits, self.hide_paths, self.preload)
-        if self.prefetch:   # the next submission is taken to be like this one (one course: it mostly is)
+        if self.prefetch and self.spare_next:   # the next submission is taken to be like this one (one course)
             _order_spare(key, self.isolation, self.limits, self.hide_paths, self.preload)
         self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
             child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory, child.cpu
