@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import glob
+import time
 from pathlib import Path
 
+from grader import codec
 from grader.extract.source import extract
 from grader.intake.notebook import read_notebook
 from grader.sandbox import precompiled, runtime
@@ -38,9 +40,9 @@ def test_every_bundled_and_fixture_statement_loads_as_the_child_would_have_compi
         except Exception:  # noqa: BLE001 - a fixture that is not a notebook
             continue
         kept = [{"code": s.code, "filename": s.label, "line": s.line} for s in found]
-        for each, data in zip(kept, precompiled.compiled(kept), strict=True):
-            if data is not None:
-                loaded = runtime._statement_code({**each, "compiled": data}, True)
+        for each, made in zip(kept, precompiled.compiled(kept), strict=True):
+            if made.code is not None:
+                loaded = runtime._statement_code({**each, "compiled": made.code}, True)
                 assert _fields(loaded) == _fields(_compiled_here(each)), (path, each["filename"], each["line"])
                 compared += 1
     assert compared > 500
@@ -49,20 +51,20 @@ def test_every_bundled_and_fixture_statement_loads_as_the_child_would_have_compi
 def test_one_compile_serves_every_label_of_the_same_code():
     first = statement("class A:\n    def f(self):\n        return lambda: 1\n", count=3, cell=2)
     second = {**first, "filename": "In [9] (cell 2)"}
-    data = precompiled.compiled([first, second])
-    assert data[0] is data[1]
-    for each, code in zip((first, second), data, strict=True):
-        assert _fields(runtime._statement_code({**each, "compiled": code}, True)) == _fields(_compiled_here(each))
+    made = precompiled.compiled([first, second])
+    assert made[0] is made[1]
+    for each, code in zip((first, second), made, strict=True):
+        assert _fields(runtime._statement_code({**each, "compiled": code.code}, True)) == _fields(_compiled_here(each))
 
 
 def test_a_statement_that_warns_or_fails_is_left_to_the_child():
     kept = [statement("def f(x):\n    return x is 'ab'\n"), statement("return 1\n"), statement("x = 1\n")]
-    assert [data is None for data in precompiled.compiled(kept)] == [True, True, False]
+    assert [made.code is None for made in precompiled.compiled(kept)] == [True, True, False]
 
 
 def test_code_for_another_interpreter_or_not_code_is_compiled_by_the_child():
     kept = statement("x = 1\n")
-    for data, trusted in ((precompiled.compiled([statement("x = 2\n")])[0], False), (b"\xff", True),
+    for data, trusted in ((precompiled.compiled([statement("x = 2\n")])[0].code, False), (b"\xff", True),
                           (b"M" + b"junk", True)):
         assert _fields(runtime._statement_code({**kept, "compiled": data}, trusted)) == _fields(_compiled_here(kept))
 
@@ -83,7 +85,43 @@ def test_a_grader_run_with_optimizations_compiles_the_students_asserts_as_the_ch
     source = "def f():\n    try:\n        assert False\n        return 'stripped'\n    except AssertionError:\n" \
              "        return 'kept' if __debug__ else 'no debug'\n"
     probe = ("import marshal, sys\nfrom grader.sandbox import precompiled\n"
-             f"[data] = precompiled.compiled([{{'code': {source!r}, 'line': 1}}])\n"
-             "namespace = {}\nexec(marshal.loads(data), namespace)\nprint(namespace['f']())\n")
+             f"[made] = precompiled.compiled([{{'code': {source!r}, 'line': 1}}])\n"
+             "namespace = {}\nexec(marshal.loads(made.code), namespace)\nprint(namespace['f']())\n")
     done = subprocess.run([sys.executable, "-O", "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     assert done.stdout.strip() == "kept"
+
+
+def test_a_statement_that_only_makes_constants_and_functions_is_quiet():
+    sources = {"def f(a, b=1, *, c=[1, 2], d={'x': (1,)}) -> int:\n    return g(a)\n": True, "n = 100\n": True,
+               "X = [('a', 'b'), ('c',)]\n": True, "import heapq\n": False, "class A:\n    pass\n": False,
+               "@dec\ndef f():\n    pass\n": False, "def g(x=f()):\n    pass\n": False, "Start: int = 1\n": False,
+               "x = y\n": False, "print(1)\n": False}
+    made = precompiled.compiled([statement(source) for source in sources])
+    assert [each.quiet for each in made] == list(sources.values())
+
+
+def test_a_load_announces_only_what_can_hang_and_a_hang_the_runtime_cannot_stop_is_still_placed():
+    # The runtime's own alarm is swallowed: only the parent's deadline ends this load, and the last statement
+    # announced is the one left out; the quiet ones around it are not announced and still load.
+    from grader.sandbox import frames
+    from grader.sandbox.process import ProcessLimits, Sandbox
+    sources = ["def a():\n    return 1\n", "n = 2\n",
+               "while True:\n    try:\n        while True:\n            pass\n"
+               "    except BaseException:\n        pass\n",
+               "def b():\n    return n\n", "m = 3\n"]
+    kept = [statement(source, count, count) for count, source in enumerate(sources, start=1)]
+    seen = []
+    with Sandbox(kept, {}, ProcessLimits(load_seconds=0.5)) as sandbox:
+        receive = sandbox._receive
+
+        def recording(deadline):
+            message = receive(deadline)
+            seen.append(message)
+            return message
+
+        sandbox._receive = recording
+        report = sandbox.load()
+        outcomes = sandbox.run_exercise([CaseRequest(id="c1", code="(a(), b(), m)")], (), None, time.monotonic() + 60)
+    assert [m.index for m in seen if isinstance(m, frames.Progress)][:1] == [2]   # the first attempt: only the loop
+    assert set(report.names) >= {"a", "b", "n", "m"} and any("did not finish" in w.text for w in report.warnings)
+    assert outcomes[0].value == codec.encode((1, 2, 3))

@@ -9,6 +9,12 @@ label; it travels in a request, from the parent to the child: nothing the child 
 
 A statement whose compile warns (a SyntaxWarning of `x is 'a'`) or fails is not sent compiled: the child then
 compiles it itself, and the warning goes to the load's output, or the error to its warnings, as before.
+
+A statement is `quiet` when its code only makes constants and functions and binds names (a plain `def`, `n = 100`):
+it calls nothing, so it cannot be the one a load hangs in, and the runtime announces it with no `progress` frame
+(one wake-up of the parent less each; a correct notebook's load sends a third of the frames). The only code such
+a statement can run is a finalizer of the student's (an object freed by the rebinding or by a collection); a load
+that hangs there is taken to hang in the statement announced before it, which costs only that notebook.
 """
 
 from __future__ import annotations
@@ -16,22 +22,40 @@ from __future__ import annotations
 import __future__
 import importlib.util
 import marshal
+import opcode
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 # The child checks it against its own: marshal data of code objects is only ever good for the same interpreter.
 MAGIC = importlib.util.MAGIC_NUMBER
 FLAGS = __future__.annotations.compiler_flag   # annotations are not evaluated (the runtime's own flags)
 FILENAME = "<statement>"                       # the child puts the cell's label in its place
-_CACHE: dict[tuple[str, int], bytes | None] = {}
+# What a quiet statement's own code may do: load constants, build tuples, lists and dicts of them, make functions,
+# bind names in the module's namespace (a plain dict).
+_QUIET = frozenset(opcode.opmap[name] for name in (
+    "CACHE", "NOP", "RESUME", "EXTENDED_ARG", "LOAD_CONST", "BUILD_TUPLE", "BUILD_LIST", "LIST_EXTEND", "BUILD_MAP",
+    "BUILD_CONST_KEY_MAP", "MAKE_FUNCTION", "STORE_NAME", "RETURN_VALUE") if name in opcode.opmap)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A kept statement as the parent compiled it: its code's marshal data (None: the child compiles it), and
+    whether that code calls nothing (quiet)."""
+
+    code: bytes | None
+    quiet: bool = False
+
+
+_CACHE: dict[tuple[str, int], Compiled] = {}
 _CACHE_ENTRIES = 4096
 
 
-def compiled(statements: Sequence[Mapping[str, Any]]) -> list[bytes | None]:
+def compiled(statements: Sequence[Mapping[str, Any]]) -> list[Compiled]:
     """For each statement, the marshal data of its code as the child would compile it (its first line at its
-    line in the cell), or None where the child must compile it itself."""
-    found: list[bytes | None] = []
+    line in the cell), or None where the child must compile it itself; and whether it is quiet."""
+    found: list[Compiled] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for statement in statements:
@@ -44,12 +68,13 @@ def compiled(statements: Sequence[Mapping[str, Any]]) -> list[bytes | None]:
     return found
 
 
-def _compile(code: str, line: int, caught: list[Any]) -> bytes | None:
+def _compile(code: str, line: int, caught: list[Any]) -> Compiled:
     warned = len(caught)
     try:
         # optimize=0: as the child compiles (its interpreter starts without -O), whatever flags the grader runs with
-        data = marshal.dumps(compile("\n" * (line - 1) + code, FILENAME, "exec", flags=FLAGS, dont_inherit=True,
-                                     optimize=0))
+        made = compile("\n" * (line - 1) + code, FILENAME, "exec", flags=FLAGS, dont_inherit=True, optimize=0)
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
-        return None
-    return None if len(caught) > warned else data
+        return Compiled(None)
+    if len(caught) > warned:
+        return Compiled(None)
+    return Compiled(marshal.dumps(made), quiet=set(made.co_code[::2]) <= _QUIET)

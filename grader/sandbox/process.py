@@ -8,6 +8,7 @@ process group; the child is restarted and the remaining cases go on.
 from __future__ import annotations
 
 import atexit
+import bisect
 import mmap
 import multiprocessing
 import os
@@ -505,8 +506,11 @@ class Sandbox:
             running: int | None = None
             left_out: tuple[int, ...] = ()
             try:
+                sent = _with_code([self.statements[i] for i in indices])
+                # The statements the runtime announces (a quiet one is not: it calls nothing, see precompiled.py)
+                announced = [position for position, statement in enumerate(sent) if not statement.get("quiet")]
                 self._send(wire.marshal_frame({
-                    "op": "load", "statements": _with_code([self.statements[i] for i in indices]),
+                    "op": "load", "statements": sent,
                     "magic": precompiled.MAGIC, "support": dict(self.support), "output_bytes": self.output_bytes,
                     "statement_seconds": self.limits.load_seconds}))
                 while True:
@@ -514,7 +518,7 @@ class Sandbox:
                     if isinstance(message, frames.Progress):
                         # The runtime announces statements in order, each once: a frame that does not name
                         # the next one is not the runtime's (student code may write them) and says nothing.
-                        if message.index == (-1 if running is None else running) + 1:
+                        if message.index == _announced_after(announced, running):
                             running, left_out = message.index, message.left_out
                     elif isinstance(message, frames.Loaded):
                         break
@@ -883,10 +887,20 @@ def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
 
 
 def _with_code(statements: Sequence[Mapping[str, Any]]) -> list[dict]:
-    """The kept statements for the load request, each with its code compiled here where it can be (see
-    precompiled.py)."""
-    return [dict(statement) if code is None else {**statement, "compiled": code}
-            for statement, code in zip(statements, precompiled.compiled(statements), strict=True)]
+    """The kept statements for the load request, each with its code compiled here where it can be, and marked
+    quiet where that code calls nothing (see precompiled.py: the runtime announces no quiet statement)."""
+    sent = []
+    for statement, made in zip(statements, precompiled.compiled(statements), strict=True):
+        sent.append(dict(statement) if made.code is None else
+                    {**statement, "compiled": made.code, "quiet": True} if made.quiet else
+                    {**statement, "compiled": made.code})
+    return sent
+
+
+def _announced_after(announced: Sequence[int], running: int | None) -> int | None:
+    """The position of the statement the runtime announces next after `running` (None: before the first)."""
+    at = bisect.bisect_right(announced, -1 if running is None else running)
+    return announced[at] if at < len(announced) else None
 
 
 def _packed(values: dict) -> dict:

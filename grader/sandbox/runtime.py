@@ -320,7 +320,8 @@ class Child:
         compiled = _MAGIC is not None and request.get("magic") == _MAGIC   # the parent's code is good here
         started = _perf()
         for index, statement in enumerate(statements):
-            self.send({"op": "progress", "index": index, "left_out": list(left_out)})
+            if not statement.get("quiet"):   # one that calls nothing cannot hang the load (precompiled.py)
+                self.send({"op": "progress", "index": index, "left_out": list(left_out)})
             try:
                 code = _statement_code(statement, compiled)
             except SyntaxError as error:
