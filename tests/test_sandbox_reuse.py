@@ -135,6 +135,34 @@ def test_an_audit_hook_is_not_added_so_it_cannot_act_after_the_walk():
     assert exercises(source, "change()", "look()") == [0, False]
 
 
+# Code the check itself may run, each acting from its second call on (a counter kept where no walk looks, in an
+# unused module's dict) to leave a change the next exercise would see: numpy.geterr (the check reads numpy's error
+# state through it, and the notebook may replace it) and os.environ's mapping (the process's state).
+AFTER_THE_WALK = {   # name: (the notebook's code, how deep its counter sits)
+    "numpy.geterr replaced": ("import numpy\n_real = numpy.geterr\ndef _sneaky():\n{count}    return _real()\n"
+                              "numpy.geterr = _sneaky\n", 0),
+    "os.environ's mapping replaced": ("import os\nclass _Sneaky(dict):\n    def items(self):\n{count}"
+                                      "        return dict.items(self)\n"
+                                      "os.environ._data = _Sneaky(os.environ._data)\n", 1),
+    "a bit generator of the notebook's class": ("import numpy as np\nclass _Bits(np.random.PCG64):\n"
+                                                "    @property\n    def state(self):\n{count}"
+                                                "        return np.random.PCG64.state.__get__(self)\n"
+                                                "G = np.random.Generator(_Bits(1))\n", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AFTER_THE_WALK))
+def test_code_the_check_runs_cannot_change_what_its_walk_saw(name):
+    """The library's and the process's state are read before the walk (what that runs, the walk then sees), the
+    environment's mapping only as the dict it was, and a random generator only over numpy's own bit generators."""
+    source, depth = AFTER_THE_WALK[name]
+    count = ("    count = __import__('codecs').__dict__.setdefault('x_calls', [0])\n    count[0] += 1\n"
+             "    if count[0] == 2:\n        S.append(1)\n")
+    count = "".join("    " * depth + line + "\n" for line in count.splitlines())
+    source = "S = []\n" + source.format(count=count) + "def look():\n    return len(S)\n"
+    assert exercises(source, "0", "look()") == [0, 0]
+
+
 def test_numpy_draws_are_seeded_at_each_case_and_leave_the_process_pristine():
     """numpy's global generator is seeded at each case's start (and when numpy.random is first imported, which
     numpy does at the first use of np.random): its state between cases is no one's, so drawing changes nothing.

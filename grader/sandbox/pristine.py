@@ -94,9 +94,15 @@ def _generator_kinds() -> set[int]:
 
 
 def _generator_state(generator: Any) -> Any:
+    """A generator's state, read through C code only: numpy's generators read theirs from their bit generator,
+    whose class may be the student's (a subclass of PCG64 with a `state` property of its own): Unknown then."""
     if isinstance(generator, _C_RANDOM):
         return _C_RANDOM.getstate(generator)
-    if hasattr(generator, "bit_generator"):
+    namespace = _TYPE_DICT(type(generator))
+    bits = (namespace.get("bit_generator") or namespace["_bit_generator"]).__get__(generator)
+    if _FLAGS(type(bits)) & _HEAPTYPE:
+        raise Unknown("a bit generator of a Python class")
+    if "bit_generator" in namespace:
         return repr(generator.bit_generator.state)
     name, keys, position, gauss, cached = generator.get_state()
     return (name, keys.tobytes(), position, gauss, cached)
@@ -371,11 +377,21 @@ def _process() -> dict[str, Any]:
         "threads": len(os.listdir("/proc/self/task")), "children": _children(os.getpid()),
         "siblings": _children(os.getppid()), "parent": _parent(os.getppid()), "cwd": os.getcwd(), "umask": umask,
         "descriptors": descriptors,
-        "environ": sorted(os.environ._data.items()), "limits": limits, "handlers": handlers,   # type: ignore[attr-defined]
+        "environ": _environment(), "limits": limits, "handlers": handlers,
         "mask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), "timers": timers,
         "group": (os.getpgid(0), os.getsid(0)), "priority": os.getpriority(os.PRIO_PROCESS, 0),
         "ids": (os.getresuid(), os.getresgid()), "size": size,
     }
+
+
+def _environment() -> list[tuple[Any, Any]]:
+    """os.environ's mapping, read as the plain dict of str or bytes it is: a subclass of the student's, a property
+    over it or a key of a str subclass would run the student's code while the check runs, after its walk."""
+    attributes = _instance_dict(os.environ, type(os.environ))
+    data = attributes.get("_data") if attributes is not None else None
+    if type(data) is not dict or not set(map(type, data)) | set(map(type, data.values())) <= {bytes, str}:
+        raise Unknown("os.environ's mapping replaced")
+    return sorted(data.items())
 
 
 def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
@@ -456,11 +472,14 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
     collecting = gc.isenabled()
     gc.disable()    # no collection (and no student __del__) in the middle of the walk
     try:
+        # First: what reading the libraries' state runs (numpy.geterr, which a notebook may replace) may change
+        # what the walk sees, never after it.
+        interpreter = _interpreter(collecting, own)
         met = {id(sys)}   # sys's names, even where the notebook reaches sys only through __import__
         loaded = _loaded(roots, own, skip)
         walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None,
                       known=skip.known if skip is not None else None)
-        return (walked, _modules(met, loaded), _interpreter(collecting, own))
+        return (walked, _modules(met, loaded), interpreter)
     except Unknown:
         return None
     except Exception:  # noqa: BLE001 - a state this code did not foresee: not known to be pristine
