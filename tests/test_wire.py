@@ -329,3 +329,28 @@ def test_frames_are_plain_json_objects():
     assert json.loads(frame[4:].decode("utf-8")) == {"list": [1, 2]}
     with pytest.raises(TypeError):
         encode_frame([1, 2])  # type: ignore[arg-type]
+
+
+def test_the_childs_answer_stream_reads_whole_split_and_joined_frames_alike(pipe):
+    """FrameStream takes a read that brings exactly one frame as it is, and anything else (two frames, half a
+    header, half a body) through its buffer: each arrangement gives the same bodies."""
+    read_fd, write_fd = pipe["read"], pipe["write"]
+    stream = wire.FrameStream(read_fd)
+    frames = [wire.frame_of(b'{"seq":%d,' % seq + b"S" + bytes(range(seq % 7)) * 9) for seq in range(1, 9)]
+    os.write(write_fd, frames[0])
+    assert stream.read_body() == frames[0][4:]
+    os.write(write_fd, frames[1] + frames[2])
+    assert [stream.read_body(), stream.read_body()] == [frames[1][4:], frames[2][4:]]
+    for frame in frames[3:5]:   # half a header, then the rest; then half a body
+        cut = 2 if frame is frames[3] else 9
+        os.write(write_fd, frame[:cut])
+        threading.Timer(0.05, os.write, (write_fd, frame[cut:])).start()
+        assert stream.read_body() == frame[4:]
+    os.write(write_fd, frames[5] + frames[6][:3])
+    assert stream.read_body() == frames[5][4:]
+    os.write(write_fd, frames[6][3:])
+    assert stream.read_body() == frames[6][4:]
+    os.write(write_fd, frames[7][:6])
+    close_writer(pipe)
+    with pytest.raises(Closed):
+        stream.read_body()

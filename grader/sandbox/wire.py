@@ -146,7 +146,14 @@ def marshal_frame(message: dict) -> bytes:
 def send(fd: int, message: dict | bytes) -> None:
     """Write one whole frame (``message``, or a frame made by frame_of) to ``fd``, blocking until it is
     written (the child's side: its reader is the trusted parent); raises Closed if the reader has gone."""
-    view = memoryview(message if isinstance(message, bytes) else encode_frame(message))
+    data = message if isinstance(message, bytes) else encode_frame(message)
+    try:   # the usual case: the pipe takes the whole frame at once (an isolated-helper call, thousands per case)
+        written = _os_write(fd, data)
+    except BlockingIOError:
+        written = 0
+    except BrokenPipeError:
+        raise Closed("the reader closed the pipe") from None
+    view = memoryview(data)[written:]
     while view:
         try:
             written = _os_write(fd, view)
@@ -393,6 +400,18 @@ class FrameStream:
     def read_body(self) -> bytes:
         """The next frame's body, unparsed (parse it with ``parse_body``)."""
         buffer = self._buffer
+        if not buffer:   # the usual case: one read brings exactly one whole answer, taken without the buffer
+            try:
+                chunk = _os_read(self.fd, SMALL_READ)
+            except BlockingIOError:
+                chunk = b""
+                _wait_readable(self.fd, None)
+            else:
+                if not chunk:
+                    raise Closed("the writer closed the pipe")
+            if len(chunk) >= _HEADER.size and _HEADER.unpack_from(chunk)[0] == len(chunk) - _HEADER.size:
+                return chunk[_HEADER.size:]
+            buffer += chunk
         while True:
             if len(buffer) >= _HEADER.size:
                 (length,) = _HEADER.unpack_from(buffer)
