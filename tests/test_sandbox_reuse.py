@@ -163,6 +163,20 @@ def test_code_the_check_runs_cannot_change_what_its_walk_saw(name):
     assert exercises(source, "0", "look()") == [0, 0]
 
 
+def test_a_fresh_fork_starts_from_the_load_even_where_the_notebook_patched_what_the_runtime_uses():
+    """Between exercises the runtime empties the scratch; it did so through the os module the notebook had patched
+    at load, so student code ran in the runtime process itself, outside any case's clock, and what it changed
+    there every later fresh fork inherited (here, a count of the exercises before it)."""
+    source = ("import os\n_real = os.listdir\n"
+              "def _sneaky(path='.'):\n    count = __import__('codecs').__dict__.setdefault('x_resets', [0])\n"
+              "    count[0] += 1\n    return _real(path)\n"
+              "os.listdir = _sneaky\n"
+              "def seen():\n    return __import__('codecs').__dict__.get('x_resets', [0])[0]\n"
+              "N = 0\ndef change():\n    global N\n    N = 1\n    return 0\n")
+    first, _, again = exercises(source, "seen()", "change()", "seen()")
+    assert again == first
+
+
 def test_numpy_draws_are_seeded_at_each_case_and_leave_the_process_pristine():
     """numpy's global generator is seeded at each case's start (and when numpy.random is first imported, which
     numpy does at the first use of np.random): its state between cases is no one's, so drawing changes nothing.

@@ -12,6 +12,7 @@ import errno
 import functools
 import os
 import signal
+import stat
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -37,6 +38,13 @@ ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 
 _libc = ctypes.CDLL(None, use_errno=True)
+# What the runtime calls here after a notebook's code has run in its process (empty_folder between exercises,
+# die_with_parent in each exercise's fork), as this module found it before any student code: a notebook that
+# patched os, os.path, stat or ctypes would otherwise run its code in the runtime itself, outside every case's
+# clock, and change what each later fresh fork starts from.
+_listdir, _lstat, _chmod, _rmdir, _unlink = os.listdir, os.lstat, os.chmod, os.rmdir, os.unlink
+_S_ISDIR = stat.S_ISDIR
+_prctl, _c_ulong = _libc.prctl, ctypes.c_ulong
 
 
 class JailError(OSError):
@@ -55,7 +63,7 @@ def _mount(source, target, fstype, flags, data=None):
 
 
 def prctl(option, value):
-    return _libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0)
+    return _prctl(option, _c_ulong(value), 0, 0, 0)
 
 
 def die_with_parent():
@@ -387,30 +395,30 @@ def landlock_paths(trees, scratch):
 
 
 def empty_folder(path):
-    """Remove everything under `path` (the scratch between exercises), whatever modes the student set."""
+    """Remove everything under `path` (the scratch between exercises), whatever modes the student set, through
+    this module's own references (see _listdir)."""
     try:
-        entries = os.listdir(path)
-    except OSError:
-        return
-    try:
-        device = os.lstat(path).st_dev
+        entries = _listdir(path)
+        folder = _lstat(path)
     except OSError:
         return
     for entry in entries:
-        full = os.path.join(path, entry)
+        full = path + entry if path.endswith("/") else f"{path}/{entry}"
         try:
-            status = os.lstat(full)
-            if status.st_dev != device or os.path.ismount(full):
-                continue   # a read-only tree bound into the scratch (or the way to one)
-            if os.path.isdir(full) and not os.path.islink(full):
+            status = _lstat(full)
+            # Another device, or the folder itself again (os.path.ismount's two tests, its parent being `path`):
+            # a read-only tree bound into the scratch, or the way to one.
+            if status.st_dev != folder.st_dev or status.st_ino == folder.st_ino:
+                continue
+            if _S_ISDIR(status.st_mode):   # lstat: a link to a folder is removed as a link
                 try:
-                    os.chmod(full, 0o700)
+                    _chmod(full, 0o700)
                 except OSError:
                     pass
                 empty_folder(full)
-                os.rmdir(full)
+                _rmdir(full)
             else:
-                os.unlink(full)
+                _unlink(full)
         except OSError:
             pass
 
