@@ -231,10 +231,11 @@ def _after_late_definitions(
         bound.update(binders[index])
 
     for index, (statement, node) in enumerate(kept):
-        touched = binders[index] | (facts[id(node)].mutated if node is not None else frozenset())
-        for waiting in [p for p in pending if binders[p[0]] & touched]:
-            pending.remove(waiting)
-            emit(waiting[0])
+        if pending:    # what it changes matters only to a statement waiting (a def's body is walked only then)
+            touched = binders[index] | (facts[id(node)].mutated if node is not None else frozenset())
+            for waiting in [p for p in pending if binders[p[0]] & touched]:
+                pending.remove(waiting)
+                emit(waiting[0])
         is_definition = node is None or statement.kind in ("import", "def", "class")
         needs = frozenset() if is_definition else \
             frozenset(facts[id(node)].reads - binders[index] - bound) & later[index]
