@@ -401,7 +401,7 @@ def call_text(args: tuple, kept: dict[int, tuple]) -> str | None:
             except _NotPlain:
                 return None
             known = (arg, text, nodes - left[0], chars - left[1])
-            if len(text) <= KEPT_TEXT and _frozen(arg):
+            if len(text) <= KEPT_TEXT and frozen(arg):
                 if len(kept) >= KEPT_ARGS:
                     kept.clear()
                 kept[id(arg)] = known
@@ -416,7 +416,7 @@ def call_text(args: tuple, kept: dict[int, tuple]) -> str | None:
 _ONLY_TUPLE, _SCALARS = frozenset({tuple}), frozenset({str, int})
 
 
-def _frozen(obj: tuple) -> bool:
+def frozen(obj: tuple) -> bool:
     """Whether a tuple holds only strs, ints and tuples of them (exact types): nothing in it can change."""
     kinds = set(map(type, obj))
     if kinds == _ONLY_TUPLE:   # rows (a state)
@@ -427,11 +427,12 @@ def _frozen(obj: tuple) -> bool:
         <= _SCALARS
 
 
-def pack(obj: Any) -> bytes | None:
+def pack(obj: Any, texts: dict[str, Any] | None = None) -> bytes | None:
     """A plain value (as plain_text takes, but any str, and no float that is not finite; a set or frozenset only
     as the whole value, of such elements) as a marker byte and marshal data: how the parent sends the reference's
     answers down to the child, which loads them in a few microseconds where JSON and the wire walk took tens.
-    Only ever this way round: the parent never loads what a child made. None for anything else."""
+    Only ever this way round: the parent never loads what a child made. None for anything else.
+    A set's elements of short texts go into ``texts`` by their text (the parent's own: see process.known_args)."""
     left = [_PLAIN_NODES, _PLAIN_CHARS]
     kind = type(obj)
     try:
@@ -449,6 +450,12 @@ def pack(obj: Any) -> bytes | None:
                 nodes, chars = left
                 keyed.append((_plain_text(element, 1, left), element, nodes - left[0], chars - left[1]))
             keyed.sort(key=_first)
+            if texts is not None:
+                for text, element, _, _ in keyed:
+                    if len(text) <= KEPT_TEXT and type(element) is tuple:
+                        if len(texts) >= KEPT_ARGS:
+                            texts.clear()
+                        texts[text] = element
             return (b"S" if kind is set else b"F") + _marshal_dumps(
                 ([element for _, element, _, _ in keyed], [(text, nodes, chars) for text, _, nodes, chars in keyed]), 2)
         _packable(obj, 0, left)

@@ -173,10 +173,11 @@ def test_a_broken_notebooks_rerun_sends_each_distinct_call_over_the_wire_once(gr
     runs: list[list[tuple[str, bytes]]] = []
     answer, run_exercise = process.Sandbox._answer_oracle, process.Sandbox.run_exercise
 
-    def counted_answer(self: Sandbox, call: Any, oracle: Any, seconds: float, heard: Any = None) -> None:
+    def counted_answer(self: Sandbox, call: Any, oracle: Any, seconds: float, heard: Any = None,
+                       decoded: Any = None) -> None:
         # A kept call (recognised from its frame's bytes) or a parsed one: either way, the call's key.
         runs[-1].append((call.name, call.rest) if isinstance(call, process.KnownCall) else (heard.name, heard.rest))
-        answer(self, call, oracle, seconds, heard)
+        answer(self, call, oracle, seconds, heard, decoded)
 
     def counted_run(self: Sandbox, *args: Any, **kwargs: Any) -> list[Outcome]:
         runs.append([])
@@ -225,3 +226,44 @@ def test_a_helper_the_template_gives_can_never_be_isolated_so_it_always_runs_in_
                       for e in rubric.exercises)
     with pytest.raises(RubricError, match="isolate names 'to_tuple', which no earlier exercise grades"):
         build_plan(replace(rubric, exercises=exercises), grader_cache)
+
+
+def test_a_call_made_of_known_states_gives_the_arguments_its_parsing_gives_and_anything_else_is_parsed():
+    """process.known_args answers a computed call's arguments from the texts of the states the reference's sets
+    sent down (and of a state the call sent up, which parses alone as one whole value): exactly what parsing the
+    frame and decoding gives, or None for anything else, so that frame is parsed (and refused if malformed)."""
+    from grader import codec
+    from grader.sandbox import frames, process, wire
+    state, goal = (("0", "1"), ("*", "2")), (("1", "0"), ("2", "*"))
+    texts: dict = {}
+    assert codec.pack({state, ((),)}, texts) is not None and texts == {codec.plain_text(state): state,
+                                                                        codec.plain_text(((),)): ((),)}
+
+    def rest(args_text: str, kwargs_text: str = '{"dict":[]}') -> bytes:
+        return f'"args":{args_text},"kwargs":{kwargs_text}}}'.encode()
+
+    def parsed(rest_bytes: bytes):
+        call = frames.parse(wire.parse_body(b'{"op":"oracle","name":"f","seq":1,' + rest_bytes))
+        assert isinstance(call, frames.OracleCall) and call.kwargs == {"dict": []}
+        return codec.decode(call.args)
+
+    text, goal_text = codec.plain_text(state), codec.plain_text(goal)
+    for args_text in (f'{{"list":[{text}]}}', f'{{"list":[{text},{goal_text}]}}', f'{{"list":[{text},{text}]}}'):
+        got = process.known_args(rest(args_text), texts)
+        assert got is not None and got == parsed(rest(args_text))
+    assert texts[goal_text] == goal   # learnt from the call that sent it
+    spaced = '{"tuple": [{"tuple":["1"]}]}'   # another text of a state: parsed alone, then known under it
+    assert process.known_args(rest(f'{{"list":[{text},{spaced}]}}'), texts) == [state, (("1",),)]
+    refused = [
+        rest(f'{{"list":[{goal_text}]}}', '{"dict":[["k",1]]}'),                 # keywords
+        rest(f'{{"list":[{text},{goal_text},{text}]}}'),                           # three arguments
+        rest(f'{{"list":[{text},1,"v":{goal_text}]}}'),                           # not JSON: a key in a list
+        rest(f'{{"list":[{text},{goal_text}] ,"x":1}}'),                          # the args object goes on
+        rest(f'{{"list":[{text}, {goal_text}]}}'),                                # a space before the second
+        rest(f'{{"list":[{text},{goal_text} ]}}'),                                # ... or after it
+        rest(f'{{"list":[{text},[1]]}}'), rest(f'{{"list":[{text},{{"list":[]}}]}}'),   # not a state
+        rest(f'{{"list":[{text},{{"tuple":["é"]}}]}}'), rest('{"list":[]}'),
+        rest(f'{{"tuple":[{text}]}}'), rest(f'{{"list":[{text}]}}')[:-1] + b" }",
+    ]
+    for forged in refused:
+        assert process.known_args(forged, texts) is None, forged

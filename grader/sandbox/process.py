@@ -391,6 +391,9 @@ class Sandbox:
         self.restarts = 0
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
+        # The texts of states the reference's answers sent this submission's child, and of states it sent back,
+        # with their values: a call made of them is not parsed and decoded again (known_args).
+        self.known_texts: dict[str, Any] = {}
 
     # -- lifecycle ------------------------------------------------------------------------------------------
     def __enter__(self) -> "Sandbox":
@@ -647,6 +650,11 @@ class Sandbox:
                     call = oracle.replies.hear(body)
                     if call is not None:
                         message = oracle.replies.recall(call, oracle.answered_by.get(call.name, ""))
+                decoded = None
+                if message is None and call is not None:
+                    decoded = known_args(call.rest, self.known_texts)
+                    if decoded is not None:   # what parsing would give, its arguments decoded already
+                        message = frames.OracleCall(call.name, None, _NO_KEYWORDS, call.seq)
                 if message is None:
                     message = frames.parse(wire.parse_body(body), self.bounds)
             except wire.Timeout:
@@ -686,7 +694,7 @@ class Sandbox:
                     _oracle_bytes_problem(asked, current.oracle_bytes)
                 if problem is None:
                     try:
-                        self._answer_oracle(message, oracle, clock.reference_seconds(), call)
+                        self._answer_oracle(message, oracle, clock.reference_seconds(), call, decoded)
                         # The reference's time is not the student's: its CPU clock stands still while it waits
                         # for the answer, and the wall backstop moves by the time the parent spent answering.
                         clock.paused(time.monotonic() - now)
@@ -805,7 +813,7 @@ class Sandbox:
             clock.paused(monotonic() - now)
 
     def _answer_oracle(self, call: frames.OracleCall | KnownCall, oracle: Oracle, seconds: float,
-                       heard: Heard | None = None) -> None:
+                       heard: Heard | None = None, decoded: list | None = None) -> None:
         """The reference's answer to an isolated-helper call the child made (already checked as allowed); `heard`
         is the call's frame split as the runtime writes it, if it was (its key, when the reply may be kept)."""
         if isinstance(call, KnownCall):
@@ -814,12 +822,12 @@ class Sandbox:
         key = heard.key(oracle.answered_by.get(call.name, "")) \
             if heard is not None and heard.keeps(call) and isinstance(oracle, PureOracle) else None
         try:
-            args = codec.decode(call.args)
+            args = decoded if decoded is not None else codec.decode(call.args)
             kwargs = {} if call.kwargs == _NO_KEYWORDS else codec.decode(call.kwargs)
             if type(args) is not list or type(kwargs) is not dict or kwargs and any(type(k) is not str for k in kwargs):
                 raise TypeError("malformed call")
             # The child chose the arguments: the reference gets no more than the case's remaining time.
-            tail = _answer_tail(_bounded(lambda: oracle(call.name, args, kwargs), seconds))
+            tail = _answer_tail(_bounded(lambda: oracle(call.name, args, kwargs), seconds), self.known_texts)
         except _ReferenceTooSlow:
             raise
         except Exception as error:  # the reference rejects the student's arguments: the student's call fails
@@ -1047,14 +1055,67 @@ class _CaseClock:
         return None
 
 
-def _answer_tail(answer: Any) -> bytes:
+def _answer_tail(answer: Any, texts: dict[str, Any] | None = None) -> bytes:
     """The reply to an isolated-helper call after its seq: the answer packed (codec.pack: a letter, then marshal
     data) when it is plain data, which the child loads in microseconds; else ``"value":`` and its wire, the end
-    of a JSON object."""
-    packed = codec.pack(answer)
+    of a JSON object. (A set's states go into `texts`, see known_args.)"""
+    packed = codec.pack(answer, texts)
     if packed is not None:
         return packed
     return wire.json_text({"value": codec.encode(answer)})[1:].encode("utf-8")
+
+
+_ARGS_HEAD, _ARGS_TAIL = b'"args":{"list":[', b']},"kwargs":{"dict":[]}}'
+
+
+def known_args(rest: bytes, texts: dict[str, Any]) -> list | None:
+    """The arguments of a call (a Heard's rest: its frame after the seq) made of one or two states whose texts are
+    in `texts`, as parsing its frame and decoding them would give, or None (then it is parsed). A* sends back the
+    states the reference's next_states sent down (the child writes them with the very texts the parent made:
+    codec.unpack) and its goal with every call.
+
+    Why it is what parsing gives: the rest is exactly `"args":{"list":[A]},"kwargs":{"dict":[]}}` or the same
+    with `A,B`, and A and B are each the whole text of one value (a kept text, or a text that parses alone as one
+    JSON value, whole, which is then decoded and kept): so the frame is the runtime's JSON of a call with those
+    arguments and no keywords, and a JSON value's text ends where its own brackets close, so the comma after A
+    is the one between the two arguments. States are tuples of strs and ints (nothing in them can change, so
+    each call may share one), of at most codec.KEPT_TEXT characters: far inside every bound of the decoder."""
+    if not (rest.startswith(_ARGS_HEAD) and rest.endswith(_ARGS_TAIL)) \
+            or len(rest) > 2 * codec.KEPT_TEXT + len(_ARGS_HEAD) + len(_ARGS_TAIL) + 1:
+        return None
+    try:
+        inner = rest[len(_ARGS_HEAD):-len(_ARGS_TAIL)].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    alone = texts.get(inner)
+    if alone is not None:
+        return [alone]
+    at = inner.find("},{")
+    while at != -1:
+        first = texts.get(inner[:at + 1])
+        if first is not None:
+            second = texts.get(inner[at + 2:])
+            if second is None:
+                second = _state(inner[at + 2:], texts)
+            return [first, second] if second is not None else None
+        at = inner.find("},{", at + 1)
+    return None
+
+
+def _state(text: str, texts: dict[str, Any]) -> Any:
+    """The state a text is the whole JSON of (kept in `texts` under it), or None."""
+    if len(text) > codec.KEPT_TEXT:
+        return None
+    try:
+        value = codec.decode(wire.parse_value(text))
+    except (wire.FrameError, codec.CodecError):
+        return None
+    if type(value) is not tuple or not codec.frozen(value) or codec.plain_text(value) is None:
+        return None
+    if len(texts) >= codec.KEPT_ARGS:
+        texts.clear()
+    texts[text] = value
+    return value
 
 
 def _reply_frame(seq: int, tail: bytes) -> bytes:

@@ -435,6 +435,19 @@ class FrameStream:
             buffer += chunk
 
 
+def parse_value(text: str) -> Any:
+    """The one JSON value `text` is, whole (no space around it, nothing after it); FrameError otherwise."""
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        raise FrameError("not a JSON value") from None
+    except (RecursionError, ValueError) as error:
+        raise FrameError(f"not a JSON value: {error}") from None
+    if end != len(text):
+        raise FrameError("not one JSON value")
+    return value
+
+
 def parse_body(body: bytes) -> dict:
     """One frame's body as its JSON object (FrameError when it is not one)."""
     return _parse(body)
