@@ -372,6 +372,10 @@ class Sandbox:
         self.memory: MemoryGroup | None = None   # the whole sandbox's memory, where cgroups allow
         self.cpu: CpuGroup | None = None         # counts the whole sandbox's CPU time, where cgroups allow
         self.meter: CpuMeter | None = None       # reads it (the cpu group's, or the memory group's in v2)
+        # The meter's reading at the load's end or the last answer: the next exercise's first case is charged from
+        # it (None: from its fork). Between exercises the sandbox works (the pristine check, the scratch, a fork),
+        # and student code it calls there (a library function the notebook replaced) ran outside every clock.
+        self.carried: float | None = None
         self.statements = list(statements)
         self.support = dict(support)
         # What the zygote should have imported (the course's choice: see preloads); by default what the support
@@ -460,6 +464,7 @@ class Sandbox:
         self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
             child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory, child.cpu
         self.meter = cpu_meter(self.cpu, self.memory)
+        self.carried = None
         # Set here, never taken from the child: what counts a case's CPU time (see _CaseClock).
         child.facts["cpu_clock"] = "cgroup" if self.meter is not None else \
             "proc" if os.path.exists("/proc/self/stat") else "wall"
@@ -547,6 +552,7 @@ class Sandbox:
                                         f"did not finish within {self.limits.load_seconds:g} s; left out"
                                         + (f"; {names} unavailable" if names else "")))
             self._leave_out(message.left_out, indices)   # not run again when the child is restarted
+            self.carried = self.meter.seconds() if self.meter is not None else None   # the runtime's snapshot next
             # A module this machine lacks is the environment's business (for the TA), not the student's.
             self.load_report = LoadReport(
                 tuple(w for w in warnings if w.kind != Kind.MISSING_MODULE), message.output,
@@ -627,6 +633,9 @@ class Sandbox:
         calls = 0
         asked = 0                          # bytes of the running case's isolated-helper calls
         process: _Locator | None = None    # finds its fork and runtime by host pid, when a case first needs them
+        # The first case is charged from the load's end or the last exercise's last answer, where all went well
+        # (a case that crashed was not answered: its CPU time must not be charged again to the next).
+        carried, self.carried = self.carried, None
         try:
             self._send(_exercise_frame(cases, isolate, methods))
         except (wire.Closed, wire.FrameError):
@@ -684,7 +693,7 @@ class Sandbox:
                 if self.process is not None and isinstance(message.pid, int) and message.pid > 0:
                     process = _Locator(self.process.pid, message.pid)
                 current, calls, asked = cases[0], 0, 0
-                clock = _CaseClock(current.timeout, now, process, self.meter)
+                clock = _CaseClock(current.timeout, now, process, self.meter, spent=carried)
             elif isinstance(message, (frames.OracleCall, KnownCall)):
                 if current is None or clock is None:
                     continue   # no case is running: nobody may ask
@@ -734,6 +743,7 @@ class Sandbox:
                     clock = _CaseClock(current.timeout, now, process, self.meter, spent=reading)
                 else:
                     wait_until = now + RUNTIME_SECONDS
+                    self.carried = reading   # every case answered: the next exercise is charged from here
             elif isinstance(message, (frames.Loaded, frames.Ready)) and current is not None and clock is not None:
                 # Only a start or a load says these: during a case they are forged, and cost it.
                 outcomes.append(_broken_rule(current, clock.started, "sent a frame of its start or load "
