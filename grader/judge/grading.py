@@ -144,11 +144,18 @@ def _lacking(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: str,
              loaded: Sequence[str]) -> dict[str, str]:
     """Case id -> the notebook names its call needs that the notebook does not define ("the class State"),
     found by the parent before anything runs, so the student reads that, not a NameError of the grader's call."""
-    # The graded name under any of its names: the call is renamed to the notebook's own.
-    present = set(loaded) | set(exercise.isolate) | {name} | {n.split(".")[0] for n in exercise.names} | _BUILTINS
+    # The graded name under any of its names: the call is renamed to the notebook's own. What is there whatever
+    # the notebook (builtins, isolated helpers, the exercise's names) is taken away first, once per plan: most
+    # calls need nothing else, and the notebook's names are looked at only for those that do.
+    known = plan.memo.get(("known-names", exercise.id), lambda: frozenset(exercise.isolate) | _BUILTINS
+                          | {n.split(".")[0] for n in exercise.names})
     lacking = {}
+    present: set[str] | None = None
     for case in cases:
-        needed = _called_names(plan, case) - present
+        needed = _called_names(plan, case) - known
+        if needed:
+            present = present if present is not None else set(loaded) | {name}
+            needed -= present
         if needed:
             lacking[case.id] = ", ".join(f"the {_kind_of(plan, n)} {n}" for n in sorted(needed))
     return lacking
