@@ -240,6 +240,37 @@ def test_student_code_cannot_kill_the_runtime_which_is_pid_1():
 
 
 @needs_jail
+def test_each_jail_has_a_small_tcp_table_of_its_own_and_the_hosts_setting_stays():
+    """As root, a jail's network namespace owns a small TCP table (whose end costs a kernel worker no walk of the
+    host's), made from a namespace of the zygote's own: the host's setting is not touched, and no jail holds a
+    descriptor of the host's network namespace or of the zygote's."""
+    if os.geteuid() != 0:
+        pytest.skip("only root may make a network namespace for the zygote")
+    host = Path("/proc/sys/net/ipv4/tcp_child_ehash_entries")
+    if not host.exists():
+        pytest.skip("no per-namespace TCP tables in this kernel (Linux < 6.1)")
+    before = host.read_text()
+    probe = """
+    def table():
+        with open("/proc/sys/net/ipv4/tcp_ehash_entries") as entries:
+            return int(entries.read())
+    """
+    with Sandbox(_statements(probe), {}, DEFAULT_LIMITS) as sandbox:
+        sandbox.load()
+        assert sandbox.process is not None
+        networks = set()
+        for fd in os.listdir(f"/proc/{sandbox.process.pid}/fd"):
+            try:
+                networks.add(os.readlink(f"/proc/{sandbox.process.pid}/fd/{fd}"))
+            except OSError:
+                pass
+        assert not [link for link in networks if link.startswith("net:")]
+        [outcome] = sandbox.run_exercise([_case("table()")], (), lambda *a: None, time.monotonic() + 60)
+    assert 0 < _value(outcome) <= 1024
+    assert host.read_text() == before
+
+
+@needs_jail
 def test_no_jail_holds_an_exit_status_pipe():
     """The zygote writes a jail's exit status (never the jail itself): no sandbox holds an end of its own pipe or
     of another live sandbox's, so none can forge a status for the grader."""

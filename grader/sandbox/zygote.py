@@ -269,6 +269,7 @@ class Zygote:
         zygote, uid, gid = os.getpid(), os.geteuid(), os.getegid()
         pid = confine.clone_namespaces(user=uid != 0) if jailed else os.fork()
         if pid == 0:
+            confine.forget_networks()
             self.control.close()
             for other, (_, _, other_status) in self.children.items():   # no sandbox holds another's
                 os.close(other)
@@ -405,6 +406,7 @@ def main(argv):
     # here instead of in each sandbox's init (about 2 ms of CPU: sysconfig imported, every tree resolved).
     confine.python_trees()
     confine.unrelated_site_packages()
+    confine.small_tcp_tables()
     # Everything the zygote holds now is what each child starts from: the collector leaves it alone, so a
     # collection in a child does not copy every page of numpy's objects.
     gc.freeze()
