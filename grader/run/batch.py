@@ -20,7 +20,7 @@ from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LatePolicy, assess
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
-from grader.store.results import SubmissionResult, from_dict, write_json
+from grader.store.results import SubmissionResult, from_dict, stored_form, write_json
 from grader.store.shared import SharedWriter
 from grader.rubric.schema import Rubric, load_rubric
 from grader.sandbox.supervisor import temp_root
@@ -297,11 +297,13 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         continue
                     result = _failure_result(the_plan(), done.job, done.failure)
                 result = _with_lateness(result, by_student[student], rubric.late)
+                form = None
                 if out_dir is not None:
                     copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
                     result = replace(result, notebook=copy)
-                    write_json(result, out_dir, bounded=done.result is not None,   # a worker's is bounded
-                               store=shared_values)
+                    # A worker's result is bounded: its file and its gradebook row are made from one stored form.
+                    form = stored_form(result) if done.result is not None and book else None
+                    write_json(result, out_dir, bounded=done.result is not None, store=shared_values, form=form)
                 problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
                 if problems:
                     batch.grader_problems[student] = problems
@@ -310,7 +312,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 elif result.state == "unreadable":
                     batch.unreadable += 1
                 if book:
-                    book.record(student, done.job.source, result, bounded=done.result is not None)
+                    book.record(student, done.job.source, result, bounded=done.result is not None, form=form)
                 else:
                     batch._kept[student] = result
                 batch.levels[result.isolation] += 1

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from grader import textsafe
-from grader.store.results import ExerciseResult, SubmissionResult, bound_result, from_dict, lean, to_dict
+from grader.store.results import ExerciseResult, SubmissionResult, bound_result, from_dict, stored_form
 
 SCHEMA_VERSION = 2
 
@@ -211,13 +211,15 @@ class Gradebook:
         return from_dict(_restore(json.loads(text), self._shared_values(self._db, rubric_sha256)))
 
     def _insert(self, db: sqlite3.Connection, submission_id: int, source: str, result: SubmissionResult,
-                graded_at: str, *, skip_existing: bool = False, bounded: bool = False) -> int | None:
+                graded_at: str, *, skip_existing: bool = False, bounded: bool = False,
+                form: dict | None = None) -> int | None:
         shared = self._shared_values(db, result.rubric_sha256)
         if not bounded:
-            result = bound_result(result)   # the row is bounded like the JSON file: no answer is too big for SQLite
+            result, form = bound_result(result), None   # bounded like the JSON file: no answer too big for SQLite
         if len(self._same) > _SAME_LIMIT:
             self._same.clear()
-        data = _compact(db, lean(to_dict(result)), result.rubric_sha256, shared, self._same)
+        data = _compact(db, form if form is not None else stored_form(result), result.rubric_sha256, shared,
+                        self._same)
         return _insert_result(db, submission_id, source, result, graded_at, data, skip_existing=skip_existing)
 
     def _shared_values(self, db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
@@ -314,16 +316,20 @@ class Gradebook:
 
     # -- writes ------------------------------------------------------------------------------------------
 
-    def record(self, student: str, source: str, result: SubmissionResult, *, bounded: bool = False) -> None:
+    def record(self, student: str, source: str, result: SubmissionResult, *, bounded: bool = False,
+               form: dict | None = None) -> None:
         """Store a fresh grading as the student's current result; earlier ones stay as history.
 
         `bounded`: the result is already within every bound (as grade_path returns it): not measured again.
+        `form`: that bounded result's results.stored_form, when the caller made it for its file too (the
+        gradebook is its last reader: it is changed here).
         """
         with self._transaction() as db:
             submission_id = _submission(db, student, result.rubric, result.sha256, source)
             latest = db.execute("SELECT max(graded_at) FROM results WHERE submission_id = ?",
                                 (submission_id,)).fetchone()[0]
-            result_id = self._insert(db, submission_id, source, result, _after(utc_now(), latest), bounded=bounded)
+            result_id = self._insert(db, submission_id, source, result, _after(utc_now(), latest), bounded=bounded,
+                                     form=form)
             assert result_id is not None   # a fresh insert always has an id (only skip_existing gives None)
             _make_current(db, submission_id, result_id)
 

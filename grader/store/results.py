@@ -469,21 +469,33 @@ def _json_at_most(data: Any, depth: int = 0) -> int:
     return _TOO_BIG
 
 
+def stored_form(result: SubmissionResult) -> dict:
+    """The dict a (bounded) result is stored from, in its file and in the gradebook: to_dict's form, lean."""
+    return lean(to_dict(result))
+
+
+def _copied(form: dict) -> dict:
+    """A stored form whose case dicts may be changed (slim moves values out of them) without changing `form`."""
+    return {**form, "exercises": [{**exercise, "cases": [dict(case) for case in exercise["cases"]]}
+                                  for exercise in form["exercises"]]}
+
+
 def write_json(result: SubmissionResult, directory: Path, *, bounded: bool = False,
-               store: shared.SharedWriter | None = None) -> Path:
+               store: shared.SharedWriter | None = None, form: dict | None = None) -> Path:
     """Write atomically, so an interrupted batch never leaves half a result behind; bounded, any string. The
     values every result of the rubric shares go to the folder's store (grader.store.shared), once.
 
     `bounded`: the result is already within every bound (grade_path bounds each result it returns), so it is
     not measured again (that costs a JSON encoding of every value). `store`: the folder's store writer of a
-    batch (one per batch, so each store file is checked once), used when it is the result's rubric's.
+    batch (one per batch, so each store file is checked once), used when it is the result's rubric's. `form`: the
+    bounded result's stored_form, when the caller made it for the gradebook too (read here, not changed).
     """
     directory.mkdir(parents=True, exist_ok=True)
     if store is None or store.rubric_sha256 != result.rubric_sha256:
         store = shared.SharedWriter(directory, result.rubric_sha256)
     if not bounded:
-        result = bound_result(result)
-    data = shared.slim(lean(to_dict(result)), store)
+        result, form = bound_result(result), None
+    data = shared.slim(_copied(form) if form is not None else stored_form(result), store)
     data["schema"] = SCHEMA_VERSION     # the file's form, whatever file the result was first read from
     # Compact: the C encoder is ten times faster than an indented dump (pretty-print with `jq` or
     # `python -m json.tool`).
