@@ -104,8 +104,6 @@ CHANGES = {
     # only through __import__), the collector's callbacks and debug flags, decimal's contexts.
     "a sys attribute set unseen": ("def change():\n    __import__('sys').x_left = 1\n    return 0\ndef look():\n"
                                    "    return hasattr(__import__('sys'), 'x_left')\n", False),
-    "a collector callback": ("def change():\n    __import__('gc').callbacks.append(lambda phase, info: None)\n"
-                             "    return 0\ndef look():\n    return len(__import__('gc').callbacks)\n", 0),
     "the collector's debug flags": ("def change():\n    gc = __import__('gc')\n    gc.set_debug(gc.DEBUG_SAVEALL)\n"
                                     "    return 0\ndef look():\n    return __import__('gc').get_debug()\n", 0),
     "the decimal context": ("import decimal\ndef change():\n    decimal.getcontext().prec = 5\n    return 0\n"
@@ -175,6 +173,45 @@ def test_a_fresh_fork_starts_from_the_load_even_where_the_notebook_patched_what_
               "N = 0\ndef change():\n    global N\n    N = 1\n    return 0\n")
     first, _, again = exercises(source, "seen()", "change()", "seen()")
     assert again == first
+
+
+@pytest.mark.parametrize("hook", ["settrace", "setprofile"])
+def test_a_trace_function_set_at_load_sees_the_cases_and_nothing_of_the_runtime(hook):
+    """A trace or profile function the notebook set at load ran on the runtime's own code between exercises
+    (its reset, the scratch, the pristine check's walk): student code in the runtime process, whose changes every
+    later fresh fork inherited (here, a count of the runtime's resets). It runs in the cases only."""
+    source = ("import sys\n"
+              "def _hook(frame, event, arg):\n    name = frame.f_code.co_name\n"
+              "    if name in ('reset', 'empty_folder', 'walk', 'work'):\n"
+              "        count = __import__('codecs').__dict__.setdefault('x_' + name, [0])\n"
+              "        count[0] += 1\n    return None\n"
+              f"sys.{hook}(_hook)\n"
+              "def seen():\n    found = __import__('codecs').__dict__\n"
+              "    return [found.get('x_' + name, [0])[0] for name in ('reset', 'empty_folder', 'walk')]\n"
+              "def work():\n    return 1\n"
+              "def traced():\n    work()\n    return __import__('codecs').__dict__.get('x_work', [0])[0] > 0\n"
+              "N = 0\ndef change():\n    global N\n    N = 1\n    return 0\n")
+    first, _, again, own = exercises(source, "seen()", "change()", "seen()", "traced()")
+    assert first == again == [0, 0, 0]
+    assert own is True   # the notebook's own hook still sees its own calls
+
+
+def test_a_collector_callback_set_at_load_runs_in_the_cases_only():
+    """The same for the collector's callbacks (here with a collection at every allocation): they ran in the runtime
+    process at its collections between exercises."""
+    source = ("import gc\ngc.set_threshold(1)\n"
+              "def _callback(phase, info):\n    count = __import__('codecs').__dict__.setdefault('x_gc', [0])\n"
+              "    count[0] += 1\n"
+              "gc.callbacks.append(_callback)\n"
+              "def seen():\n    return __import__('codecs').__dict__.get('x_gc', [0])[0]\n"
+              "def called():\n    before = seen()\n    [[] for _ in range(10)]\n    return seen() > before\n"
+              "N = 0\ndef change():\n    global N\n    N = 1\n    return 0\n")
+    first, _, again, own = exercises(source, "seen()", "change()", "seen()", "called()")
+    assert first == again
+    assert own is True   # the notebook's own callback still runs in its cases
+    # One an exercise adds is gone in the next, as in a fresh fork (the runtime puts the load's back).
+    added = "def add():\n    __import__('gc').callbacks.append(lambda phase, info: None)\n    return 0\n"
+    assert exercises(added, "add()", "len(__import__('gc').callbacks)") == [0, 0]
 
 
 def test_numpy_draws_are_seeded_at_each_case_and_leave_the_process_pristine():

@@ -63,6 +63,12 @@ _MAGIC = getattr(sys.modules.get("_frozen_importlib_external"), "MAGIC_NUMBER", 
 _write = os.write
 _fork = os.fork
 _freeze = gc.freeze
+# A trace or profile function the notebook sets at load runs on every Python frame after it, and a collector
+# callback at every collection: the runtime takes them off after the load and puts them back for each exercise's
+# cases only, so none runs on the runtime's own code (its reset between exercises, the pristine check's walk),
+# which would be student code in the runtime process.
+_gettrace, _settrace, _getprofile, _setprofile = sys.gettrace, sys.settrace, sys.getprofile, sys.setprofile
+_GC_CALLBACKS = gc.callbacks   # the collector's own list (so are its callbacks, run at its collections)
 SESSION_OVER = 86            # an exercise's fork read the grader's last request: the runtime ends too
 _exit = os._exit
 _setitimer = signal.setitimer
@@ -232,6 +238,7 @@ class Child:
         self.pristine = None         # the loaded module's snapshot (pristine.snapshot), None: not readable
         self.leaves = None           # its immutable objects, held alive (pristine.Leaves): no walk visits them
         self.numpy_random = None     # numpy's global generator and its class's seed, once numpy is loaded
+        self.hooks: tuple = (None, None, [])   # the notebook's trace, profile and collector hooks (_gettrace)
 
     # -- messages -------------------------------------------------------------------------------------------
     def send(self, message):
@@ -573,9 +580,15 @@ class Child:
             self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
             _CODE.clear()   # so is the code of its calls: the pristine walk does not look at the runtime's objects
             self.send({"op": "forked", "pid": os.getpid()})
+            _settrace(self.hooks[0])   # the notebook's own, for its cases (see _gettrace)
+            _setprofile(self.hooks[1])
+            _GC_CALLBACKS[:] = self.hooks[2]
             for case in request["cases"]:   # a result is a frame already (_result_frame)
                 _wire.send(self.response_fd, self.run_case(case, request.get("isolate", []),
                                                            request.get("methods", {})))
+            _settrace(None)
+            _setprofile(None)
+            _GC_CALLBACKS.clear()
             # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
             # answered may outlive it.
             if started is None or request.get("isolate") or self.replies is not None \
@@ -628,6 +641,10 @@ class Child:
             operation = request.get("op")
             if operation == "load":
                 self.load(request)
+                self.hooks = (_gettrace(), _getprofile(), list(_GC_CALLBACKS))
+                _settrace(None)
+                _setprofile(None)
+                _GC_CALLBACKS.clear()
                 self.reset()
                 # The loaded module is what every exercise's fork starts from: the collector leaves it alone
                 # from now on, so a collection in a fork does not copy every page the module's objects are on.
