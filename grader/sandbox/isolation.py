@@ -233,17 +233,18 @@ def remove_group(path: Path, seconds: float = 2.0) -> bool:
     its group until the kernel has torn it down (longer for a larger one), so the removal is retried for a
     moment (first after 1 ms, then twice as long each time up to 20 ms: a killed sandbox is usually torn down
     within a few ms, and a fixed 20 ms made every discard take 21); a group still busy after that is left to
-    the next run's clean_leftovers."""
+    the next run's clean_leftovers. The removal is tried first: a group the kernel lets go of is empty (nothing
+    to kill), as a sandbox's group usually is by then, and its member list is then not read at all."""
     deadline = time.monotonic() + seconds
     pause = 0.001
     while True:
-        _kill_members(path)
         try:
             path.rmdir()
             return True
         except FileNotFoundError:
             return True
         except OSError:
+            _kill_members(path)
             if time.monotonic() > deadline:
                 return False
             time.sleep(pause)
