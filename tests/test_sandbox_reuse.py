@@ -146,6 +146,15 @@ AFTER_THE_WALK = {   # name: (the notebook's code, how deep its counter sits)
                                                 "    @property\n    def state(self):\n{count}"
                                                 "        return np.random.PCG64.state.__get__(self)\n"
                                                 "G = np.random.Generator(_Bits(1))\n", 1),
+    # The system calls of the process check (its /proc reads, the descriptors, the limits, the signal mask)
+    "os.read replaced": ("import os\n_real = os.read\ndef _sneaky(fd, size):\n{count}    return _real(fd, size)\n"
+                         "os.read = _sneaky\n", 0),
+    "os.listdir replaced": ("import os\n_real = os.listdir\ndef _sneaky(path='.'):\n{count}"
+                            "    return _real(path)\nos.listdir = _sneaky\n", 0),
+    "resource.getrlimit replaced": ("import resource\n_real = resource.getrlimit\ndef _sneaky(kind):\n{count}"
+                                    "    return _real(kind)\nresource.getrlimit = _sneaky\n", 0),
+    "signal.pthread_sigmask replaced": ("import signal\n_real = signal.pthread_sigmask\ndef _sneaky(how, mask):\n"
+                                        "{count}    return _real(how, mask)\nsignal.pthread_sigmask = _sneaky\n", 0),
 }
 
 
