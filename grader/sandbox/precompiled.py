@@ -33,10 +33,13 @@ MAGIC = importlib.util.MAGIC_NUMBER
 FLAGS = __future__.annotations.compiler_flag   # annotations are not evaluated (the runtime's own flags)
 FILENAME = "<statement>"                       # the child puts the cell's label in its place
 # What a quiet statement's own code may do: load constants, build tuples, lists and dicts of them, make functions,
-# bind names in the module's namespace (a plain dict).
+# bind names in the module's namespace (a plain dict). By the names of every version from 3.11 (each where it has
+# it): 3.12 ends a statement with RETURN_CONST (without it no statement there was quiet), 3.13 sets a function's
+# defaults with SET_FUNCTION_ATTRIBUTE, 3.14 loads a small int with LOAD_SMALL_INT.
 _QUIET = frozenset(opcode.opmap[name] for name in (
-    "CACHE", "NOP", "RESUME", "EXTENDED_ARG", "LOAD_CONST", "BUILD_TUPLE", "BUILD_LIST", "LIST_EXTEND", "BUILD_MAP",
-    "BUILD_CONST_KEY_MAP", "MAKE_FUNCTION", "STORE_NAME", "RETURN_VALUE") if name in opcode.opmap)
+    "CACHE", "NOP", "RESUME", "EXTENDED_ARG", "LOAD_CONST", "LOAD_SMALL_INT", "BUILD_TUPLE", "BUILD_LIST",
+    "LIST_EXTEND", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE", "STORE_NAME",
+    "RETURN_VALUE", "RETURN_CONST") if name in opcode.opmap)
 
 
 @dataclass(frozen=True)
