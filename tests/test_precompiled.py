@@ -125,3 +125,18 @@ def test_a_load_announces_only_what_can_hang_and_a_hang_the_runtime_cannot_stop_
     assert [m.index for m in seen if isinstance(m, frames.Progress)][:1] == [2]   # the first attempt: only the loop
     assert set(report.names) >= {"a", "b", "n", "m"} and any("did not finish" in w.text for w in report.warnings)
     assert outcomes[0].value == codec.encode((1, 2, 3))
+
+
+
+def test_a_long_statement_is_left_to_the_child_and_the_cache_holds_a_bounded_amount_of_source(monkeypatch):
+    """A cell of pasted data is compiled on the child's load clock, not the grader's, and is not kept for later
+    students; what the cache keeps is bounded by its source's size as well as by its entries."""
+    long = statement("DATA = " + repr("x" * precompiled.MAX_CHARS) + "\n")
+    [made] = precompiled.compiled([long])
+    assert made.code is None and not made.quiet and (long["code"], long["line"]) not in precompiled._CACHE
+    ran = run_cases([long], [CaseRequest(id="c1", code="len(DATA)")])
+    assert codec.decode(ran.outcomes[0].value) == precompiled.MAX_CHARS
+    monkeypatch.setattr(precompiled, "_CACHE_CHARS", 50_000)
+    many = [statement(f"X{n} = {repr('y' * 5_000)}\n") for n in range(40)]
+    assert all(made.code is not None for made in precompiled.compiled(many))
+    assert 0 < sum(len(code) for code, _ in precompiled._CACHE) <= 50_000

@@ -8,7 +8,8 @@ would have made (the form of a .pyc), compiled under a neutral file name that th
 label; it travels in a request, from the parent to the child: nothing the child sends is ever loaded this way.
 
 A statement whose compile warns (a SyntaxWarning of `x is 'a'`) or fails is not sent compiled: the child then
-compiles it itself, and the warning goes to the load's output, or the error to its warnings, as before.
+compiles it itself, and the warning goes to the load's output, or the error to its warnings, as before. So is one
+longer than MAX_CHARS (a cell of pasted data), whose compile is then the student's load time, not the grader's.
 
 A statement is `quiet` when its code only makes constants and functions and binds names (a plain `def`, `n = 100`):
 it calls nothing, so it cannot be the one a load hangs in, and the runtime announces it with no `progress` frame
@@ -51,23 +52,37 @@ class Compiled:
     quiet: bool = False
 
 
+# A longer statement is compiled by the child, on its load's clock: a cell of pasted data (extraction keeps cells
+# up to 2,000,000 characters) would otherwise cost the grader its compile and stay in this worker's cache while
+# later students are graded. The bundled and fixture notebooks' longest statement has ~3,100 characters.
+MAX_CHARS = 20_000
 _CACHE: dict[tuple[str, int], Compiled] = {}
 _CACHE_ENTRIES = 4096
+_CACHE_CHARS = 8_000_000    # the source the cache holds at most (its code takes about as much again)
+_held = 0                   # the source it holds now
 
 
 def compiled(statements: Sequence[Mapping[str, Any]]) -> list[Compiled]:
     """For each statement, the marshal data of its code as the child would compile it (its first line at its
     line in the cell), or None where the child must compile it itself; and whether it is quiet."""
+    global _held
     found: list[Compiled] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for statement in statements:
             key = (str(statement["code"]), int(statement["line"]))
-            if key not in _CACHE:
-                if len(_CACHE) >= _CACHE_ENTRIES:
-                    _CACHE.clear()
-                _CACHE[key] = _compile(*key, caught)
-            found.append(_CACHE[key])
+            made = _CACHE.get(key)
+            if made is None:
+                if len(key[0]) > MAX_CHARS:
+                    made = Compiled(None)
+                else:
+                    made = _compile(*key, caught)
+                    if len(_CACHE) >= _CACHE_ENTRIES or _held + len(key[0]) > _CACHE_CHARS:
+                        _CACHE.clear()
+                        _held = 0
+                    _CACHE[key] = made
+                    _held += len(key[0])
+            found.append(made)
     return found
 
 
