@@ -677,9 +677,13 @@ def _numpy_random():
 
 
 def _seed_numpy(found):
-    """numpy.random.seed(0) on the generator _numpy_random found, if any."""
+    """numpy.random.seed(0) on the generator _numpy_random found, if any. One whose bit generator is not MT19937
+    (numpy.random.set_bit_generator) has no such seed: it is left as the notebook made it."""
     if found is not None:
-        found[1](found[0], 0)
+        try:
+            found[1](found[0], 0)
+        except TypeError:
+            pass
 
 
 def _call_text(name, args, kwargs, kept):
