@@ -159,3 +159,26 @@ def test_a_shared_file_removed_during_a_batch_is_written_again(tmp_path: Path, f
     assert [case["shared"] for case in shared.slim(result(), store)["exercises"][0]["cases"]] == keys
     assert all(path.is_file() for path in files)
     assert json.loads(files[2].read_text()) == {"call": "f(2)", "expected": [2, "x"]}
+
+
+def test_a_folder_put_in_the_stores_place_is_looked_at_again_even_with_the_same_mtime(tmp_path: Path) -> None:
+    """The folder's mtime vouches for its files only while it is the same folder: one put in its place (a copy made
+    with cp -a or rsync -a keeps the mtime, to the nanosecond) is looked at again, and a file it lacks is written."""
+    store = shared.SharedWriter(tmp_path, "r" * 64)
+
+    def result() -> dict:
+        return {"exercises": [{"cases": [{"id": f"c{n}", "call": f"f({n})", "expected": [n], "got": [n]}
+                                         for n in range(3)]}]}
+    keys = [case["shared"] for case in shared.slim(result(), store)["exercises"][0]["cases"]]
+    old = store.folder.stat().st_mtime_ns - 60 * 10**9
+    os.utime(store.folder, ns=(old, old))
+    shared.slim(result(), store)             # every file seen, under an mtime old enough to be trusted
+    copy = tmp_path / "copy"
+    shutil.copytree(store.folder, copy)
+    (copy / f"{keys[1]}.json").unlink()
+    os.utime(copy, ns=(old, old))
+    shutil.rmtree(store.folder)
+    copy.rename(store.folder)
+    assert store.folder.stat().st_mtime_ns == old
+    shared.slim(result(), store)
+    assert (store.folder / f"{keys[1]}.json").is_file()

@@ -73,26 +73,31 @@ class SharedWriter:
         # cases are each encoded and hashed once, not once per student. The value is held so that its id
         # cannot name another object while it is here; bounded, since a restored result brings fresh objects.
         self._keys: dict[tuple[str, int], tuple[Any, str]] = {}
-        self._seen: int | None = None   # the folder's mtime (ns) when every stored key's file was last seen there
+        # The folder (device, inode) and its mtime (ns) when every stored key's file was last seen there
+        self._seen: tuple[int, int, int] | None = None
 
     def check(self) -> None:
         """Before a result's values are put: forget the stored keys whose file has gone (put writes them again).
 
         One stat of the folder per result, not one per case: removing a file changes the folder's mtime, and while
-        it is the one it was when every file was seen, none has gone. Trusted only when that mtime is older than
-        the moment it was read by more than the filesystem's tick, so a removal in the tick of the last write still
-        shows: 2 s where times have whole seconds (FAT's tick is 2 s), else 0.1 s (ext4, tmpfs, xfs: a few ms)."""
+        it is the one it was when every file was seen, none has gone: the same folder's (its device and inode: a
+        copy put in its place by cp -a or rsync -a has the old mtime, to the nanosecond). Trusted only when that
+        mtime is older than the moment it was read by more than the filesystem's tick, so a removal in the tick of
+        the last write still shows: 2 s where times have whole seconds (FAT's tick is 2 s), else 0.1 s (ext4,
+        tmpfs, xfs: a few ms)."""
         try:
-            mtime = os.stat(self.folder).st_mtime_ns
+            status = os.stat(self.folder)
         except OSError:      # no folder (yet, or deleted): nothing is on disk
             self._stored.clear()
             self._seen = None
             return
-        if mtime == self._seen:
+        mtime = status.st_mtime_ns
+        seen = (status.st_dev, status.st_ino, mtime)
+        if seen == self._seen:
             return
         self._stored = {key for key in self._stored if os.path.isfile(os.path.join(self.folder, f"{key}.json"))}
         tick = 2_000_000_000 if mtime % 1_000_000_000 == 0 else 100_000_000
-        self._seen = mtime if time.time_ns() - mtime > tick else None
+        self._seen = seen if time.time_ns() - mtime > tick else None
 
     def put(self, call: Any, expected: Any) -> str:
         known = self._keys.get((call, id(expected))) if type(call) is str else None
