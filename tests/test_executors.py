@@ -401,24 +401,3 @@ def test_a_worker_gets_its_next_submission_before_the_coordinator_writes_the_las
         events.append(("done", done.job.student))
     first = events.index(("done", "syntax-error"))
     assert ("busy", ["correct"]) in events[:first]
-
-
-def test_the_progress_bar_is_drawn_a_few_times_a_second_not_once_per_result():
-    """Drawing the bar costs the coordinator about a millisecond: results that come in faster than that are counted
-    at once and drawn together, and the bar ends showing the last of them."""
-    import io
-    from rich.console import Console
-    from grader.report.progress import BatchProgress
-    from grader.store.results import SubmissionResult
-    console = Console(file=io.StringIO(), force_terminal=True, width=100)
-    result = SubmissionResult("s", "", "", "r", "", "", "", 0.0, 0.0, ())
-    with BatchProgress(console) as progress:
-        progress.start(total=200, unchanged=0)
-        assert progress.progress is not None
-        drawn = []
-        draw = progress.progress.refresh
-        progress.progress.refresh = lambda: (drawn.append(1), draw())[1]   # type: ignore[method-assign]
-        for _ in range(200):
-            progress.result(result, False)
-    assert len(drawn) < 20
-    assert "200/200" in console.file.getvalue()   # type: ignore[attr-defined]

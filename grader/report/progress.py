@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:   # rich.progress is imported when a bar is drawn: a quiet batch (CI, benchmarks) starts sooner
@@ -10,9 +9,6 @@ if TYPE_CHECKING:   # rich.progress is imported when a bar is drawn: a quiet bat
     from rich.progress import Progress, TaskID
 
     from grader.store.results import SubmissionResult
-
-
-REDRAW_SECONDS = 0.2
 
 
 class BatchProgress:
@@ -24,7 +20,6 @@ class BatchProgress:
         self.unchanged = 0
         self.progress: Progress | None = None
         self.task: TaskID | None = None
-        self.drawn = 0.0      # time.monotonic() of the last drawing
 
     def __enter__(self) -> "BatchProgress":
         return self
@@ -54,7 +49,6 @@ class BatchProgress:
         self.progress.start()
         self.task = self.progress.add_task("grading", total=total, summary="")
         self.progress.refresh()
-        self.drawn = time.monotonic()
 
     def result(self, result: SubmissionResult, unchanged: bool) -> None:
         if unchanged:
@@ -66,9 +60,4 @@ class BatchProgress:
                         self.counts[case.status] += 1
         if self.progress is not None and self.task is not None:
             self.progress.update(self.task, advance=1, summary=self._summary())
-            # Drawn at most every REDRAW_SECONDS (rich takes ~1 ms of the coordinator per drawing, and results come
-            # in faster than an eye reads them); the last state is drawn when the bar stops.
-            now = time.monotonic()
-            if now - self.drawn >= REDRAW_SECONDS:
-                self.progress.refresh()
-                self.drawn = now
+            self.progress.refresh()
