@@ -380,6 +380,15 @@ KEPT_TEXT = 1024            # the longest argument text call_text keeps
 KEPT_ARGS = 4096            # and how many (then it forgets them all and starts again)
 
 
+def keep(table: dict, key: Any, value: Any) -> None:
+    """Put a state's text (or a text's state) in one of the tables call_text, pack, unpack and the parent's
+    known_args keep: each forgets all it holds once it holds KEPT_ARGS, so a notebook sending ever new states
+    keeps it small."""
+    if len(table) >= KEPT_ARGS:
+        table.clear()
+    table[key] = value
+
+
 def call_text(args: tuple, kept: dict[int, tuple]) -> str | None:
     """``plain_text(list(args))``, the text of an isolated helper's arguments, with the text of each argument that
     cannot change (a tuple of strs, ints and tuples of them: a puzzle state) kept in ``kept`` by its identity, the
@@ -402,9 +411,7 @@ def call_text(args: tuple, kept: dict[int, tuple]) -> str | None:
                 return None
             known = (arg, text, nodes - left[0], chars - left[1])
             if len(text) <= KEPT_TEXT and frozen(arg):
-                if len(kept) >= KEPT_ARGS:
-                    kept.clear()
-                kept[id(arg)] = known
+                keep(kept, id(arg), known)
         nodes -= known[2]
         chars -= known[3]
         texts.append(known[1])
@@ -453,9 +460,7 @@ def pack(obj: Any, texts: dict[str, Any] | None = None) -> bytes | None:
             if texts is not None:
                 for text, element, _, _ in keyed:
                     if len(text) <= KEPT_TEXT and type(element) is tuple:
-                        if len(texts) >= KEPT_ARGS:
-                            texts.clear()
-                        texts[text] = element
+                        keep(texts, text, element)
             return (b"S" if kind is set else b"F") + _marshal_dumps(
                 ([element for _, element, _, _ in keyed], [(text, nodes, chars) for text, _, nodes, chars in keyed]), 2)
         _packable(obj, 0, left)
@@ -485,9 +490,7 @@ def unpack(data: bytes, kept: dict[int, tuple] | None = None) -> object:
     if kept is not None:
         for element, (text, nodes, chars) in zip(elements, texts, strict=True):
             if type(element) is tuple and len(text) <= KEPT_TEXT:
-                if len(kept) >= KEPT_ARGS:
-                    kept.clear()
-                kept[id(element)] = (element, text, nodes, chars)
+                keep(kept, id(element), (element, text, nodes, chars))
     return set(elements) if marker == b"S" else frozenset(elements)
 
 

@@ -1122,9 +1122,7 @@ def _state(text: str, texts: dict[str, Any]) -> Any:
         return None
     if type(value) is not tuple or not codec.frozen(value) or codec.plain_text(value) is None:
         return None
-    if len(texts) >= codec.KEPT_ARGS:
-        texts.clear()
-    texts[text] = value
+    codec.keep(texts, text, value)
     return value
 
 
