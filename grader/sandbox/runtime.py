@@ -580,15 +580,11 @@ class Child:
             self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
             _CODE.clear()   # so is the code of its calls: the pristine walk does not look at the runtime's objects
             self.send({"op": "forked", "pid": os.getpid()})
-            _settrace(self.hooks[0])   # the notebook's own, for its cases (see _gettrace)
-            _setprofile(self.hooks[1])
-            _GC_CALLBACKS[:] = self.hooks[2]
+            _hooks_on(self.hooks)   # the notebook's own, for its cases only
             for case in request["cases"]:   # a result is a frame already (_result_frame)
                 _wire.send(self.response_fd, self.run_case(case, request.get("isolate", []),
                                                            request.get("methods", {})))
-            _settrace(None)
-            _setprofile(None)
-            _GC_CALLBACKS.clear()
+            _hooks_off()
             # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
             # answered may outlive it.
             if started is None or request.get("isolate") or self.replies is not None \
@@ -641,10 +637,7 @@ class Child:
             operation = request.get("op")
             if operation == "load":
                 self.load(request)
-                self.hooks = (_gettrace(), _getprofile(), list(_GC_CALLBACKS))
-                _settrace(None)
-                _setprofile(None)
-                _GC_CALLBACKS.clear()
+                self.hooks = _hooks_off()
                 self.reset()
                 # The loaded module is what every exercise's fork starts from: the collector leaves it alone
                 # from now on, so a collection in a fork does not copy every page the module's objects are on.
@@ -656,6 +649,22 @@ class Child:
                     return
             elif operation == "quit":
                 return
+
+
+def _hooks_off():
+    """Take the trace, profile and collector hooks off (why: where _gettrace is bound), returning those that were on."""
+    hooks = (_gettrace(), _getprofile(), list(_GC_CALLBACKS))
+    _settrace(None)
+    _setprofile(None)
+    _GC_CALLBACKS.clear()
+    return hooks
+
+
+def _hooks_on(hooks):
+    """Put back hooks _hooks_off took off."""
+    _settrace(hooks[0])
+    _setprofile(hooks[1])
+    _GC_CALLBACKS[:] = hooks[2]
 
 
 def _numpy_random():
