@@ -11,7 +11,7 @@ from grader.extract.source import extract
 from grader.intake.notebook import read_notebook
 from grader.sandbox import precompiled, runtime
 from grader.sandbox.process import CaseRequest
-from sandbox_run import run_cases, statement
+from sandbox_run import run_cases, statement, statements
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -140,3 +140,41 @@ def test_a_long_statement_is_left_to_the_child_and_the_cache_holds_a_bounded_amo
     many = [statement(f"X{n} = {repr('y' * 5_000)}\n") for n in range(40)]
     assert all(made.code is not None for made in precompiled.compiled(many))
     assert 0 < sum(len(code) for code, _ in precompiled._CACHE) <= 50_000
+
+
+def _folded(name: str) -> str:
+    """A statement of under MAX_CHARS characters whose constants the compiler folds into megabytes of code
+    (`"ab" * 2048` is one 4,096-character constant: each term here costs ~14 characters of source)."""
+    source, n = f"{name} = (", 0
+    while len(source) < precompiled.MAX_CHARS - 100:
+        term = f"{name}_{n:x}"
+        source, n = source + f'"{term}" * {4096 // len(term)}, ', n + 1
+    return source + ")\n"
+
+
+def test_a_short_statement_that_folds_into_megabytes_of_code_is_compiled_by_the_child():
+    """Sixteen such statements made 80 MB of marshal data, a load request over the frame limit: the notebook could
+    not be loaded at all (a 1 MB notebook scored 0 and the worker peaked at 880 MB). Its code is the child's to
+    make, on its own clock and memory, and nothing of it stays in the grader's cache."""
+    kept = statements(*(_folded(f"D{n}") for n in range(16)))
+    made = precompiled.compiled(kept)
+    assert all(m.code is None and not m.quiet for m in made)
+    assert sum(len(code) for code, _ in precompiled._CACHE) + sum(
+        len(m.code or b"") for m in precompiled._CACHE.values()) <= precompiled._CACHE_CHARS
+    ran = run_cases(kept, [CaseRequest(id="c1", code="sum(len(s) for d in (D0, D15) for s in d)")])
+    assert not ran.report.warnings
+    assert codec.decode(ran.outcomes[0].value) == sum(
+        len(s) for d in ("D0", "D15") for s in eval(_folded(d).split("=", 1)[1]))  # noqa: S307 - our own text
+
+
+def test_one_load_request_carries_a_bounded_amount_of_compiled_code(monkeypatch):
+    """The code the parent compiles goes down in the load request with the source: past REQUEST_CODE bytes the
+    later statements go as source only, so a notebook of many statements never makes a request over the frame
+    limit that its source alone fits in."""
+    kept = statements(*(f"X{n} = {n}\n" for n in range(30)))
+    each = len(precompiled.compiled(kept[:1])[0].code or b"")
+    monkeypatch.setattr(precompiled, "REQUEST_CODE", 10 * each)
+    made = precompiled.compiled(kept)
+    assert [m.code is not None for m in made] == [True] * 10 + [False] * 20
+    ran = run_cases(kept, [CaseRequest(id="c1", code="X0 + X29")])
+    assert not ran.report.warnings and codec.decode(ran.outcomes[0].value) == 29

@@ -9,7 +9,8 @@ label; it travels in a request, from the parent to the child: nothing the child 
 
 A statement whose compile warns (a SyntaxWarning of `x is 'a'`) or fails is not sent compiled: the child then
 compiles it itself, and the warning goes to the load's output, or the error to its warnings, as before. So is one
-longer than MAX_CHARS (a cell of pasted data), whose compile is then the student's load time, not the grader's.
+longer than MAX_CHARS (a cell of pasted data), whose compile is then the student's load time, not the grader's, one
+whose code is far larger than its source (folded constants), and any past the first REQUEST_CODE bytes of code.
 
 A statement is `quiet` when its code only makes constants and functions and binds names (a plain `def`, `n = 100`):
 it calls nothing, so it cannot be the one a load hangs in, and the runtime announces it with no `progress` frame
@@ -56,10 +57,16 @@ class Compiled:
 # up to 2,000,000 characters) would otherwise cost the grader its compile and stay in this worker's cache while
 # later students are graded. The bundled and fixture notebooks' longest statement has ~3,100 characters.
 MAX_CHARS = 20_000
+# A statement's code may be this large at most, or the child compiles it: the compiler folds `"ab" * 2048` (11
+# characters) into a 4,096-character constant, so 20,000 characters of source made 7.4 MB of marshal data, and a
+# 1 MB notebook of such statements a 300 MB load request that the frame limit refused (the notebook scored 0 and
+# the worker peaked at 880 MB). The bundled and fixture statements' code is under 1,024 + 2.6 bytes a character.
+CODE_BASE, CODE_PER_CHAR = 1024, 8
+REQUEST_CODE = 16_000_000   # the compiled code one load request carries at most: later statements go as source
 _CACHE: dict[tuple[str, int], Compiled] = {}
 _CACHE_ENTRIES = 4096
-_CACHE_CHARS = 8_000_000    # the source the cache holds at most (its code takes about as much again)
-_held = 0                   # the source it holds now
+_CACHE_CHARS = 8_000_000    # the source and code the cache holds at most (characters and bytes)
+_held = 0                   # the source and code it holds now
 
 
 def compiled(statements: Sequence[Mapping[str, Any]]) -> list[Compiled]:
@@ -67,6 +74,7 @@ def compiled(statements: Sequence[Mapping[str, Any]]) -> list[Compiled]:
     line in the cell), or None where the child must compile it itself; and whether it is quiet."""
     global _held
     found: list[Compiled] = []
+    carried = 0    # the code this request carries so far
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for statement in statements:
@@ -77,11 +85,16 @@ def compiled(statements: Sequence[Mapping[str, Any]]) -> list[Compiled]:
                     made = Compiled(None)
                 else:
                     made = _compile(*key, caught)
-                    if len(_CACHE) >= _CACHE_ENTRIES or _held + len(key[0]) > _CACHE_CHARS:
+                    size = len(key[0]) + len(made.code or b"")
+                    if len(_CACHE) >= _CACHE_ENTRIES or _held + size > _CACHE_CHARS:
                         _CACHE.clear()
                         _held = 0
                     _CACHE[key] = made
-                    _held += len(key[0])
+                    _held += size
+            if made.code is not None:
+                carried += len(made.code)
+                if carried > REQUEST_CODE:
+                    made = Compiled(None)
             found.append(made)
     return found
 
@@ -95,4 +108,7 @@ def _compile(code: str, line: int, caught: list[Any]) -> Compiled:
         return Compiled(None)
     if len(caught) > warned:
         return Compiled(None)
-    return Compiled(marshal.dumps(made), quiet=set(made.co_code[::2]) <= _QUIET)
+    data = marshal.dumps(made)
+    if len(data) > CODE_BASE + CODE_PER_CHAR * len(code):
+        return Compiled(None)
+    return Compiled(data, quiet=set(made.co_code[::2]) <= _QUIET)
