@@ -401,3 +401,53 @@ def test_a_worker_gets_its_next_submission_before_the_coordinator_writes_the_las
         events.append(("done", done.job.student))
     first = events.index(("done", "syntax-error"))
     assert ("busy", ["correct"]) in events[:first]
+
+
+def test_a_busy_worker_gets_its_next_job_ahead_only_while_more_jobs_than_workers_are_left(tmp_path):
+    """A busy worker has its next job in its pipe (it starts it without waiting for the coordinator to read its
+    result) while more jobs than workers are left; the last ones go to whichever worker is free first."""
+    from grader.run.executor import _Slot
+
+    class Pipe:
+        def __init__(self) -> None:
+            self.sent: list[str] = []
+
+        def send(self, job: Job) -> None:
+            self.sent.append(job.student)
+    pool = LocalPool(Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), jobs=2)
+    slots = [_Slot(None, Pipe()), _Slot(None, Pipe())]   # type: ignore[arg-type]
+    pending = [Job(name, f"/{name}.ipynb") for name in "gfedcba"]
+    pool._hand_out(slots, pending)
+    assert [(s.job and s.job.student, s.ahead and s.ahead.student) for s in slots] == [("a", "c"), ("b", "d")]
+    slots[1].job, slots[1].ahead = slots[1].ahead, None     # worker 1 sent b's result and went on to d
+    pool._hand_out(slots, pending)
+    assert [(s.job and s.job.student, s.ahead and s.ahead.student) for s in slots] == [("a", "c"), ("d", "e")]
+    slots[1].job, slots[1].ahead = slots[1].ahead, None     # and e's: two jobs left for two workers
+    pool._hand_out(slots, pending)
+    assert [(s.job and s.job.student, s.ahead and s.ahead.student) for s in slots] == [("a", "c"), ("e", None)]
+    assert [job.student for job in pending] == ["g", "f"]
+    assert [slot.connection.sent for slot in slots] == [["a", "c"], ["b", "d", "e"]]   # type: ignore[attr-defined]
+
+
+def test_the_job_sent_ahead_to_a_worker_that_dies_is_graded_by_its_replacement(tmp_path, monkeypatch):
+    """A worker killed with a job waiting in its pipe: only the submission it was grading is marked; the one
+    sent ahead, never started, goes back to the queue and is graded."""
+    import os
+    import signal
+    hand_out = LocalPool._hand_out
+    killed: list[int] = []
+
+    def kill_once_ahead(self, slots, pending):
+        hand_out(self, slots, pending)
+        for slot in slots:
+            if slot.ahead is not None and not killed:
+                killed.append(slot.process.pid)
+                os.kill(slot.process.pid, signal.SIGKILL)
+    monkeypatch.setattr(LocalPool, "_hand_out", kill_once_ahead)
+    pool = LocalPool(Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), jobs=1)
+    path = str(SUBMISSIONS / "syntax-error.ipynb")
+    done = {finished.job.student: finished for finished in pool.run([Job(name, path) for name in "abc"])}
+    assert killed and pool.replaced == 1
+    assert sorted(done) == ["a", "b", "c"]
+    assert done["a"].result is None and "worker died" in done["a"].failure
+    assert done["b"].result is not None and done["c"].result is not None

@@ -223,8 +223,9 @@ def watchdog_for(setup: Setup) -> float:
 class _Slot:
     process: multiprocessing.process.BaseProcess
     connection: Connection
-    job: Job | None = None
-    started: float = 0.0
+    job: Job | None = None      # the submission it is grading
+    ahead: Job | None = None    # the one after it, already in its pipe: it starts it without waiting for us
+    started: float = 0.0        # when it started `job` (as far as we know: when we read the one before)
 
 
 class LocalPool:
@@ -285,7 +286,10 @@ class LocalPool:
             clean_leftovers(slot.process.pid)
 
     def _hand_out(self, slots: list[_Slot], pending: list[Job]) -> None:
-        """Give every idle worker its next job."""
+        """Give every idle worker its next job, and every busy one the job after it while more jobs are left than
+        workers: a worker then goes on to its next submission the moment it sends a result, without waiting for
+        us to read it (we may be writing the one before). The last jobs go only to a worker that is free, so
+        the batch does not end with one worker holding a job another could have taken."""
         for index, slot in enumerate(slots):
             if slot.job is None and pending:
                 job = pending.pop()
@@ -299,6 +303,15 @@ class LocalPool:
                     self.replaced += 1
                     slot.connection.send(job)
                 slot.job, slot.started = job, time.monotonic()
+        for slot in slots:
+            if slot.job is not None and slot.ahead is None and len(pending) > len(slots):
+                job = pending.pop()
+                try:
+                    slot.connection.send(job)
+                except (OSError, ValueError):   # it died grading: `run` sees it; another worker takes this job
+                    pending.append(job)
+                    continue
+                slot.ahead = job
 
     def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
         pending = list(jobs)[::-1]
@@ -317,8 +330,8 @@ class LocalPool:
                             done = slot.connection.recv()
                         except (EOFError, OSError):
                             done = None
-                        if done is not None:
-                            slot.job = None
+                        if done is not None:   # it has started the job sent ahead, if there is one
+                            slot.job, slot.ahead, slot.started = slot.ahead, None, time.monotonic()
                             if done.result is not None and self.values is not None:
                                 done = replace(done, result=_by_value(done.result, self.values))
                             finished.append(done)
@@ -327,6 +340,9 @@ class LocalPool:
                     if slot.process.sentinel in ready or not slot.process.is_alive() or stuck or \
                             slot.connection in ready:
                         job, slot.job = slot.job, None
+                        if slot.ahead is not None:   # never started: back in the queue, for the next free worker
+                            pending.append(slot.ahead)
+                            slot.ahead = None
                         reason = (f"the grading worker took longer than {self.watchdog:g} s (the rubric's "
                                   f"budget and a margin) and was stopped" if stuck else
                                   f"the grading worker died while grading this submission "
