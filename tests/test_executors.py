@@ -451,3 +451,34 @@ def test_the_job_sent_ahead_to_a_worker_that_dies_is_graded_by_its_replacement(t
     assert sorted(done) == ["a", "b", "c"]
     assert done["a"].result is None and "worker died" in done["a"].failure
     assert done["b"].result is not None and done["c"].result is not None
+
+
+def test_an_idle_worker_with_nothing_left_is_let_go_and_a_job_that_comes_back_gets_a_new_one(tmp_path,
+                                                                                            monkeypatch):
+    """Once the queue is empty an idle worker is told to stop at once (it exits while the others finish, not
+    after them); a job that comes back to the queue afterwards (sent ahead to a worker that died) gets a new
+    worker in that place."""
+    from grader.run.executor import _Slot
+
+    class Pipe:
+        def __init__(self) -> None:
+            self.sent: list[str | None] = []
+
+        def send(self, job: Job | None) -> None:
+            self.sent.append(job.student if job is not None else None)
+    pool = LocalPool(Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), jobs=2)
+    started: list[_Slot] = []
+    stopped: list[_Slot] = []
+    monkeypatch.setattr(pool, "_start", lambda: started.append(_Slot(None, Pipe())) or started[-1])  # type: ignore[arg-type]
+    monkeypatch.setattr(pool, "_stop", stopped.append)
+    busy = _Slot(None, Pipe(), job=Job("a", "/a.ipynb"))   # type: ignore[arg-type]
+    idle = _Slot(None, Pipe())   # type: ignore[arg-type]
+    slots = [idle, busy]
+    pool._hand_out(slots, [])
+    assert idle.let_go and idle.connection.sent == [None]   # type: ignore[attr-defined]
+    assert not busy.let_go and busy.connection.sent == []   # type: ignore[attr-defined]
+    pool._hand_out(slots, [])
+    assert idle.connection.sent == [None]                    # type: ignore[attr-defined]   # told once
+    pool._hand_out(slots, [Job("c", "/c.ipynb")])           # c was sent ahead to a worker that then died
+    assert stopped == [idle] and started == [slots[0]] and pool.replaced == 0
+    assert slots[0].connection.sent == ["c"] and slots[0].job is not None and slots[0].job.last   # type: ignore[attr-defined]

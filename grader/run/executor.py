@@ -226,6 +226,7 @@ class _Slot:
     job: Job | None = None      # the submission it is grading
     ahead: Job | None = None    # the one after it, already in its pipe: it starts it without waiting for us
     started: float = 0.0        # when it started `job` (as far as we know: when we read the one before)
+    let_go: bool = False        # told to stop: nothing was left for it, so it exits while the others finish
 
 
 class LocalPool:
@@ -269,11 +270,18 @@ class LocalPool:
         return _Slot(process, ours)
 
     @staticmethod
+    def _let_go(slot: _Slot) -> None:
+        """Tell a worker to stop, without waiting for it."""
+        if not slot.let_go:
+            try:
+                slot.connection.send(None)
+            except (OSError, ValueError):
+                pass
+            slot.let_go = True
+
+    @staticmethod
     def _stop(slot: _Slot) -> None:
-        try:
-            slot.connection.send(None)
-        except (OSError, ValueError):
-            pass
+        LocalPool._let_go(slot)
         slot.process.join(timeout=2)
         if slot.process.is_alive():
             slot.process.kill()
@@ -289,12 +297,19 @@ class LocalPool:
         """Give every idle worker its next job, and every busy one the job after it while more jobs are left than
         workers: a worker then goes on to its next submission the moment it sends a result, without waiting for
         us to read it (we may be writing the one before). The last jobs go only to a worker that is free, so
-        the batch does not end with one worker holding a job another could have taken."""
+        the batch does not end with one worker holding a job another could have taken. An idle worker with
+        nothing left to take is let go at once: it exits (its zygote with it) while the others finish, not
+        after them."""
         for index, slot in enumerate(slots):
-            if slot.job is None and pending:
+            if slot.job is None and not pending:
+                self._let_go(slot)
+            elif slot.job is None:
                 job = pending.pop()
                 if not pending:   # no worker gets another: this one's sandbox starts no child for a next
                     job = replace(job, last=True)
+                if slot.let_go:   # a job came back to the queue (sent ahead to a worker that died) after it left
+                    self._stop(slot)
+                    slot = slots[index] = self._start()
                 try:
                     slot.connection.send(job)
                 except (OSError, ValueError):   # it died while idle: replace it and hand the job over
@@ -356,5 +371,7 @@ class LocalPool:
                 self._hand_out(slots, pending)
                 yield from finished
         finally:
+            for slot in slots:   # all told first: they exit together
+                self._let_go(slot)
             for slot in slots:
                 self._stop(slot)
