@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import idle
 import owncode
 import treecpu
 
@@ -121,6 +122,8 @@ def main() -> None:
 
         correct_run = cli_run([root / "correct"], root / "correct-out", cache, args.jobs)   # start-up in it
         correct_cases = treecpu.cases_cpu(root / "correct-out")
+        correct_idle = idle.idle(idle.spans(root / "correct-out" / "gradebook.sqlite"), correct_run.started,
+                                 correct_run.ended, args.jobs)
         correct_regrade, correct_batch = graded_seconds(correct, root / "correct-out", cache, args.jobs, force=False)
         # the same regrade as a TA runs it: a new process, imports included
         cli_regrade = cli_run([root / "correct"], root / "correct-out", cache, args.jobs).wall
@@ -154,6 +157,8 @@ def main() -> None:
           f"regrade with nothing changed: {correct_regrade:.2f} s ({cli_regrade:.2f} s as `grader grade`, "
           f"start-up included)")
     print("\n".join(treecpu.breakdown(correct_run, correct_cases, args.correct)))
+    print(treecpu.beyond(correct_run))
+    print(correct_idle.line())
     print(treecpu.budget(args.correct / 15, correct_run.total, correct_cases, "15 per second"))
     print(f"class of {n} submissions (correct, wrong and hostile mixed), {args.jobs} workers:")
     print(f"  graded in {batch_seconds:.1f} s = {n / batch_seconds:.1f} submissions/s "

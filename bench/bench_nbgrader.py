@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import idle
 import treecpu
 
 REPO = Path(__file__).resolve().parents[1]
@@ -216,6 +217,7 @@ def main() -> None:
         ours = tree.wall
         cases = treecpu.cases_cpu(root / "ours")
         kinds = by_example(root / "ours")
+        waited = idle.idle(idle.spans(root / "ours" / "gradebook.sqlite"), tree.started, tree.ended, args.jobs)
         again = regrade(paths, root, args.jobs)
         interpreter, (imports, rubric, plan) = startup(root)
         n = args.submissions
@@ -224,6 +226,8 @@ def main() -> None:
         print(f"  grader grade --jobs {args.jobs}:       {ours:7.1f} s = {ours / n:.3f} s per submission  ({summary})")
         print(f"  ratio: {nbgrader / ours:.1f}x nbgrader autograde")
         print("\n".join(treecpu.breakdown(tree, cases, n)))
+        print(treecpu.beyond(tree))
+        print(waited.line())
         print(treecpu.budget(nbgrader / 30, tree.total, cases, "30x"))
         print(f"  results' seconds per example, summed: {kinds}")
         cpu = f"of the grader {again.grader:.2f} s" if again.total is None or again.sandbox is None else \

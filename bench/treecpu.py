@@ -40,6 +40,8 @@ class TreeCpu:
     workers: float               # its forked workers, together
     grader_sys: float            # the kernel's part of those two
     worker_count: int            # workers that reported (a replaced or spawned worker does not)
+    started: float = 0.0         # Unix time when the run was launched, and when it had ended (idle.py's bounds)
+    ended: float = 0.0
 
     @property
     def grader(self) -> float:
@@ -70,10 +72,11 @@ def measure(arguments: list[str], cwd: Path | None = None) -> tuple[subprocess.C
     handle, records = tempfile.mkstemp(prefix="pg-bench-cpu-", suffix=".jsonl")
     os.close(handle)
     try:
-        started = time.perf_counter()
+        launched, started = time.time(), time.perf_counter()
         done = subprocess.run([sys.executable, __file__, str(group or "-"), records, *arguments], cwd=cwd,
                               capture_output=True, text=True)
         wall = time.perf_counter() - started
+        ended = time.time()
         total = total_sys = None
         if group is not None:
             _settle(group)
@@ -90,7 +93,8 @@ def measure(arguments: list[str], cwd: Path | None = None) -> tuple[subprocess.C
         wall=wall, total=total, total_sys=total_sys,
         coordinator=sum(row["user"] + row["sys"] for row in coordinator),
         workers=sum(row["user"] + row["sys"] for row in workers),
-        grader_sys=sum(row["sys"] for row in coordinator + workers), worker_count=len(workers))
+        grader_sys=sum(row["sys"] for row in coordinator + workers), worker_count=len(workers),
+        started=launched, ended=ended)
 
 
 def cases_cpu(results: Path) -> CasesCpu:
@@ -128,6 +132,15 @@ def breakdown(tree: TreeCpu, cases: CasesCpu | None, count: int, indent: str = "
                      f"overhead = {ms(tree.total - own)} per submission (grader {ms(tree.grader)}, "
                      f"sandbox beyond its cases {ms(tree.sandbox - own)})")
     return lines
+
+
+def beyond(tree: TreeCpu, indent: str = "  ") -> str:
+    """How much of the wall time was not every core busy with the run: wall less CPU over cores."""
+    cores = os.cpu_count() or 1
+    if tree.total is None:
+        return f"{indent}wall {tree.wall:.2f} s (the run's CPU not measured: no cpuacct cgroup)"
+    return (f"{indent}wall {tree.wall:.2f} s = CPU / {cores} cores {tree.total / cores:.2f} s + "
+            f"{tree.wall - tree.total / cores:.2f} s when not every core was busy with the run")
 
 
 def budget(wall: float, total: float | None, cases: CasesCpu | None, label: str) -> str:
