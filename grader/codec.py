@@ -494,6 +494,19 @@ def unpack(data: bytes, kept: dict[int, tuple] | None = None) -> object:
     return set(elements) if marker == b"S" else frozenset(elements)
 
 
+def pack_prefetched(tail: bytes, more: list[tuple[str, str, bytes]]) -> bytes:
+    """A reply to an isolated-helper call (its tail after the seq: pack's bytes, or the end of a JSON object) with
+    the replies to calls the child is likely to make next, each as (helper, its arguments' text as the child
+    writes it, reply): a marker byte and marshal data, parent to child only (grader/sandbox/prefetch.py)."""
+    return b"P" + _marshal_dumps((tail, more), 2)
+
+
+def unpack_prefetched(data: bytes) -> tuple[bytes, list[tuple[str, str, bytes]]]:
+    """What pack_prefetched packed: the reply, and the other calls' replies."""
+    tail, more = _marshal_loads(memoryview(data)[1:])
+    return tail, more
+
+
 def _packable(obj: Any, depth: int, left: list[int]) -> None:
     """Raises _NotPlain unless ``obj`` is within what the plain wire walk takes (counting every str, which is
     stricter). A sequence of strs, the rows of a puzzle state, is checked by C loops (map) instead of one by one."""

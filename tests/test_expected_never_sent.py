@@ -140,3 +140,53 @@ def test_the_search_finds_an_expected_value_however_it_is_encoded(plan):
                  marshal.dumps({"op": "exercise", "cases": [{"x": value, "y": (1, "a")}]}),
                  marshal.dumps({"op": "exercise", "cases": [{"x": codec.pack(value)}]})):
         assert text in _sent_values([wire.frame_of(body)])
+
+
+def test_every_prefetched_answer_is_one_the_child_could_have_asked_for(plan, monkeypatch):
+    """Answers sent before they are asked (grader/sandbox/prefetch.py) are a new way bytes reach the child: each
+    must be the reference's answer to a helper the run isolates, called with values the child already held (a
+    member of a set it was sent, in this reply or before, or an argument it sent itself), so it shows the child
+    nothing it could not have asked for. find-tile-transposed: its search rerun prefetches thousands."""
+    runs: list[tuple[frozenset[str], set[str], list[tuple[str, list, bytes]]]] = []
+    run_exercise, reply_frame, head = process.Sandbox.run_exercise, process._reply_frame, process._CALL_HEAD
+
+    def held_texts(tail: bytes) -> list[str]:
+        found = codec.unpack(tail) if tail[:1] in (b"S", b"F") else ()
+        return [_text(member) for member in found]
+
+    def running(self: process.Sandbox, cases: Any, isolate: Any, *args: Any, **kwargs: Any) -> Any:
+        runs.append((frozenset(isolate), set(), []))
+        return run_exercise(self, cases, isolate, *args, **kwargs)
+
+    class Calls:
+        def match(self, body: bytes, *args: Any) -> Any:
+            found = head.match(body, *args)
+            if found is not None and runs:
+                sent = json.loads(b"{" + body[found.end():])
+                runs[-1][1].update(_text(arg) for arg in codec.decode(sent["args"]))
+            return found
+
+    def replying(seq: int, tail: bytes) -> bytes:
+        held = runs[-1][1]
+        if tail[:1] == b"P":
+            answer, more = codec.unpack_prefetched(tail)
+            held.update(held_texts(answer))
+            for helper, args_text, reply in more:
+                args = codec.decode(wire.parse_value(args_text))
+                assert all(_text(arg) in held for arg in args), (helper, args_text)   # before this answer's
+                runs[-1][2].append((helper, args, reply))
+                held.update(held_texts(reply))
+        else:
+            held.update(held_texts(tail))
+        return reply_frame(seq, tail)
+
+    monkeypatch.setattr(process.Sandbox, "run_exercise", running)
+    monkeypatch.setattr(process, "_reply_frame", replying)
+    monkeypatch.setattr(process, "_CALL_HEAD", Calls())
+    result = grade_path(ASSIGNMENT / "submissions" / "find-tile-transposed.ipynb", plan, support_sources(plan))
+    assert result.state == "graded"
+    prefetched = [(isolate, answer) for isolate, _, answers in runs for answer in answers]
+    assert len(prefetched) > 1000
+    for isolate, (helper, args, reply) in prefetched:
+        assert helper in isolate
+        assert reply == process._answer_tail(getattr(plan.reference, helper)(*args))

@@ -173,11 +173,10 @@ def test_a_broken_notebooks_rerun_sends_each_distinct_call_over_the_wire_once(gr
     runs: list[list[tuple[str, bytes]]] = []
     answer, run_exercise = process.Sandbox._answer_oracle, process.Sandbox.run_exercise
 
-    def counted_answer(self: Sandbox, call: Any, oracle: Any, seconds: float, heard: Any = None,
-                       decoded: Any = None) -> None:
+    def counted_answer(self: Sandbox, call: Any, oracle: Any, clock: Any, heard: Any = None, *args: Any) -> None:
         # A kept call (recognised from its frame's bytes) or a parsed one: either way, the call's key.
         runs[-1].append((call.name, call.rest) if isinstance(call, process.KnownCall) else (heard.name, heard.rest))
-        answer(self, call, oracle, seconds, heard, decoded)
+        answer(self, call, oracle, clock, heard, *args)
 
     def counted_run(self: Sandbox, *args: Any, **kwargs: Any) -> list[Outcome]:
         runs.append([])

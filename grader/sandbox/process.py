@@ -26,6 +26,7 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
+from grader.sandbox.prefetch import SETS as prefetch_sets, Prefetch
 from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
                                       acquire_cpu_group, acquire_group, acquire_memory_group, cpu_meter, detect,
                                       release_cpu_group, release_group, release_memory_group)
@@ -642,6 +643,8 @@ class Sandbox:
             return outcomes, False
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
         pending: _Pending | None = None    # a frame the run of kept calls read and left (see _answer_kept)
+        # Answers sent before they are asked, learnt from the case's own calls: only where answers are pure.
+        prefetch = Prefetch(frozenset(isolate)) if isolate and isinstance(oracle, PureOracle) else None
         while True:
             wake = clock.wake if clock is not None else wait_until
             message: frames.Message | KnownCall | None = None
@@ -694,6 +697,8 @@ class Sandbox:
                     process = _Locator(self.process.pid, message.pid)
                 current, calls, asked = cases[0], 0, 0
                 clock = _CaseClock(current.timeout, now, process, self.meter, spent=carried)
+                if prefetch is not None:
+                    prefetch.start_case(current.oracle_calls)
             elif isinstance(message, (frames.OracleCall, KnownCall)):
                 if current is None or clock is None:
                     continue   # no case is running: nobody may ask
@@ -703,13 +708,15 @@ class Sandbox:
                     _oracle_bytes_problem(asked, current.oracle_bytes)
                 if problem is None:
                     try:
-                        self._answer_oracle(message, oracle, clock.reference_seconds(), call, decoded)
+                        if prefetch is not None and call is not None:
+                            prefetch.heard(call.name, call.rest)
+                        self._answer_oracle(message, oracle, clock, call, decoded, prefetch)
                         # The reference's time is not the student's: its CPU clock stands still while it waits
                         # for the answer, and the wall backstop moves by the time the parent spent answering.
                         clock.paused(time.monotonic() - now)
                         if isinstance(message, KnownCall) and isinstance(oracle, PureOracle):
                             calls, asked, pending = self._answer_kept(oracle, isolate, current, clock, calls, asked,
-                                                                      deadline + GRACE_SECONDS)
+                                                                      deadline + GRACE_SECONDS, prefetch)
                     except (wire.Closed, wire.FrameError):
                         problem = "does not read the grader's answers to its isolated-helper calls"
                     except _ReferenceTooSlow:   # the case's time went on the reference's answer: by our clock
@@ -741,6 +748,8 @@ class Sandbox:
                 if len(outcomes) < len(cases):
                     current, calls, asked = cases[len(outcomes)], 0, 0
                     clock = _CaseClock(current.timeout, now, process, self.meter, spent=reading)
+                    if prefetch is not None:
+                        prefetch.start_case(current.oracle_calls)
                 else:
                     wait_until = now + RUNTIME_SECONDS
                     self.carried = reading   # every case answered: the next exercise is charged from here
@@ -788,7 +797,8 @@ class Sandbox:
         return {"message": reason}
 
     def _answer_kept(self, oracle: PureOracle, isolate: Sequence[str], case: CaseRequest, clock: _CaseClock,
-                     calls: int, asked: int, until: float) -> tuple[int, int, _Pending | None]:
+                     calls: int, asked: int, until: float,
+                     prefetch: Prefetch | None = None) -> tuple[int, int, _Pending | None]:
         """Answer the calls that follow while each is kept and within the rules, as the loop of _run_batch would
         (the same counts, rules, clock and deadlines), without its dispatch: A* asks thousands in a row. Returns
         the counts and the first frame it does not answer, heard and looked up (None: the wait for it ended,
@@ -819,16 +829,24 @@ class Sandbox:
                 return calls, asked, (body, call, known)
             calls += 1
             asked += len(body)
+            if prefetch is not None:
+                prefetch.heard(name, key[2])
+                tail = self._with_prefetched(prefetch, oracle, clock, name, tail)
             put(_reply_frame(int(head[2]), tail))
             clock.paused(monotonic() - now)
 
-    def _answer_oracle(self, call: frames.OracleCall | KnownCall, oracle: Oracle, seconds: float,
-                       heard: Heard | None = None, decoded: list | None = None) -> None:
+    def _answer_oracle(self, call: frames.OracleCall | KnownCall, oracle: Oracle, clock: _CaseClock,
+                       heard: Heard | None = None, decoded: list | None = None,
+                       prefetch: Prefetch | None = None) -> None:
         """The reference's answer to an isolated-helper call the child made (already checked as allowed); `heard`
         is the call's frame split as the runtime writes it, if it was (its key, when the reply may be kept)."""
         if isinstance(call, KnownCall):
-            self._send(_reply_frame(call.seq, call.tail))
+            tail = call.tail
+            if prefetch is not None and isinstance(oracle, PureOracle):
+                tail = self._with_prefetched(prefetch, oracle, clock, call.name, tail)
+            self._send(_reply_frame(call.seq, tail))
             return
+        seconds = clock.reference_seconds()
         key = heard.key(oracle.answered_by.get(call.name, "")) \
             if heard is not None and heard.keeps(call) and isinstance(oracle, PureOracle) else None
         try:
@@ -844,7 +862,43 @@ class Sandbox:
             tail = wire.json_text({"error": f"{type(error).__name__}: {error}"[:500]})[1:].encode("utf-8")
         if key is not None and isinstance(oracle, PureOracle):
             oracle.replies.keep(key, tail)
+        if prefetch is not None and isinstance(oracle, PureOracle):
+            tail = self._with_prefetched(prefetch, oracle, clock, call.name, tail)
         self._send(_reply_frame(call.seq, tail))
+
+    def _with_prefetched(self, prefetch: Prefetch, oracle: PureOracle, clock: _CaseClock, name: str,
+                         tail: bytes) -> bytes:
+        """The reply `tail` to a call of `name`, with the answers to the calls the case's rules expect next
+        (grader/sandbox/prefetch.py). Each is kept, or computed by the reference within what is left of half the
+        case's reference time (the other half stays for the calls the child asks): a prefetch that runs out ends
+        prefetching for the case, never the case. The time goes on the parent's clock, as any answer's."""
+        if tail[:1] not in prefetch_sets:
+            return tail   # only a set's members start a rule's calls
+        replies, answered_by = oracle.replies, oracle.answered_by
+        started = time.monotonic()
+        share = cpuclock.WALL_FACTOR * clock.limit / 2 - clock.reference_spent
+
+        def answer(helper: str, rest: bytes, args: list) -> bytes | None:
+            key = (helper, answered_by.get(helper, ""), rest)
+            kept = replies.entries.get(key)
+            if kept is None and replies.shared is not None:
+                kept = replies.shared.get(key)
+            if kept is not None:
+                return kept
+            try:
+                made = _answer_tail(_bounded(lambda: oracle(helper, args, {}),
+                                             min(clock.limit, share - (time.monotonic() - started))),
+                                    self.known_texts)
+            except _ReferenceTooSlow:
+                prefetch.stopped = True
+                return None
+            except Exception:  # noqa: BLE001 - the reference refuses these arguments: nothing is sent
+                return None
+            replies.keep(key, made)
+            return made
+
+        more = prefetch.answers(name, tail, answer)
+        return codec.pack_prefetched(tail, more) if more else tail
 
     def _outcome(self, case: CaseRequest, message: frames.Result, seconds: float, cpu: float | None) -> Outcome:
         """The child's answer as the parent sees it: the kernel's CPU time (else the parent's wall clock)

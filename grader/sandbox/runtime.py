@@ -81,6 +81,7 @@ MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold
 _perf = time.perf_counter
 _encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
 _plain_text, _call_args, _unpack = _codec.plain_text, _codec.call_text, _codec.unpack
+_unpack_prefetched = _codec.unpack_prefetched
 _student_value = _codec.decode_for_student
 _CODE: dict = {}             # (rubric expression, pseudo-file) -> its code, compiled once per load (see _compiled)
 _CODE_ENTRIES = 4096
@@ -383,6 +384,8 @@ class Child:
             answer = child.answers.get(key)
             if answer is None:
                 answer = child.ask(name_text, call)
+                if answer[:1] == b"P":   # with the answers to calls it expects next (grader/sandbox/prefetch.py)
+                    answer = child.prefetched(answer)
                 child.remember(key, answer)
             if answer[:1] != b'"':   # a plain answer, packed by the parent (codec.pack)
                 return _unpack(answer, child.texts)
@@ -433,6 +436,18 @@ class Child:
         if size <= MEMO_BYTES:
             self.answers[key] = answer
             self.memo_bytes += size
+
+    def prefetched(self, data):
+        """The reply in a reply with prefetched answers (codec.pack_prefetched), whose other answers go into the
+        memo under the key this process makes for those calls (the same texts, made by the parent the same way):
+        a call it then makes costs no round trip, one it never makes costs a memo entry."""
+        answer, more = _unpack_prefetched(data)
+        answers = self.answers
+        for name, args, reply in more:
+            key = (name, args, _NO_KWARGS)
+            if key not in answers:
+                self.remember(key, reply)
+        return answer
 
     def _method_oracle(self, name, spec):
         """A stand-in for an isolated method: it sends the data the rubric's call reads from its arguments

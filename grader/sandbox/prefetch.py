@@ -1,0 +1,220 @@
+"""Which isolated-helper answers the parent sends the child before it asks: rules learnt from the case's own calls.
+
+A* with isolated helpers asks `next_states(s)`, gets a set R, then asks `manhattan(e, goal)` for each new member e
+of R: thousands of pipe round trips, each ~80 us of CPU on both sides. The parent can see that pattern in the
+calls themselves ("g is called with a member of an earlier reply of f, the other arguments the same text each
+time") and, once it has seen it CONFIRM times in a case, answer those calls with the reply to f: the child puts
+them in its memo (runtime.Child._oracle) and the calls cost no round trip.
+
+Trust: a prefetched call is one the child could have made itself. Its helper is isolated in this run (it was
+called in this case), its arguments are a member of a reply the child gets with it and argument texts the child
+sent in this case, so nothing reaches the child that it could not have asked for, and the answers are the
+reference's answers to those very calls (the helpers are pure: only a PureOracle prefetches). What is learnt is
+the child's own doing, so a hostile stream can only make the parent prefetch within the bounds: at most the case's
+`oracle_calls` prefetched answers per case (besides the calls it asks, so the reference answers at most twice
+that), at most PER_REPLY per reply, none whose reply is large, and the reference's time for them within half of
+the case's share (process.Sandbox._prefetch).
+
+Only set and frozenset replies have members here: the parent wrote their elements' texts anyway (codec.pack), so
+a reply costs no text to index; the other assignments' isolated helpers (ints, single states, a method's `h`)
+never trigger a rule and cost only the look at each call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from grader import codec
+from grader.sandbox import wire
+
+CONFIRM = 3          # calls in a case that follow a pattern before it becomes a rule
+PER_REPLY = 32       # prefetched answers sent with one reply, at most
+LONGEST_TAIL = 4096  # a reply longer than this is not prefetched (the child asks for it if it needs it)
+LONGEST_ARGS = 2048  # nor a call whose arguments' text is longer
+_KNOWN = 65_536      # calls the child's memo holds as the parent counts them (then forgotten, which only re-sends)
+LONGEST_SET = 65_536  # a set reply longer than this (bytes) is not looked into
+_CANDIDATES = 256    # patterns counted at once (then forgotten: a case that keeps changing learns nothing)
+_SCANNED = 16        # argument boundaries looked at in one call
+
+ARGS_HEAD, ARGS_TAIL = b'"args":{"list":[', b']},"kwargs":{"dict":[]}}'
+_HEAD_MEMBERS = (b'"op"', b'"name"', b'"seq"')   # never in a kept key (process.Heard.keeps): never prefetched
+
+SETS = (b"S", b"F")                              # the markers of a set's and a frozenset's reply (codec.pack)
+ONLY, FIRST, LAST = "only", "first", "last"      # where the member is among the call's arguments
+
+
+@dataclass(frozen=True)
+class Rule:
+    """After a reply of `trigger`, call `helper` with each member of it at `where`, the other arguments `other`
+    (their text as the child sent it, between the list's brackets) and `others` (their values)."""
+
+    trigger: str
+    helper: str
+    where: str
+    other: bytes
+    others: tuple[Any, ...]
+
+
+@dataclass
+class Prefetch:
+    """The parent's prefetching for one exercise's fork: what the child's memo holds, and per case the rules."""
+
+    isolate: frozenset[str]
+    # The calls the child's memo holds, by the hash of (helper, rest): ints, so the child's long arguments cost the
+    # parent no memory; two calls of one hash only mean one answer not prefetched.
+    known: set[int] = field(default_factory=set)
+    rules: dict[tuple[str, str, str], Rule] = field(default_factory=dict)
+    members: dict[bytes, str] = field(default_factory=dict)             # a member's text -> the helper it came from
+    candidates: Counter[tuple[str, str, str, bytes]] = field(default_factory=Counter)
+    allowed: int = 0           # prefetched answers the case may still get
+    sent: int = 0              # prefetched answers sent (all cases)
+    stopped: bool = False      # the reference was too slow for one: no more in this case
+
+    @property
+    def triggers(self) -> set[str]:
+        return {rule.trigger for rule in self.rules.values()}
+
+    def start_case(self, allowed: int) -> None:
+        """A new case: its rules are learnt from its own calls (an argument text of another case is not one the
+        child sent in this one)."""
+        self.rules.clear()
+        self.members.clear()
+        self.candidates.clear()
+        self.allowed = allowed
+        self.stopped = False
+
+    def heard(self, name: str, rest: bytes) -> None:
+        """A call the child made (its frame after the seq, process.Heard.rest): the child's memo now holds it,
+        and it may confirm a pattern."""
+        if len(self.known) >= _KNOWN:
+            self.known.clear()
+        self.known.add(hash((name, rest)))
+        if not self.members or name not in self.isolate or not rest.startswith(ARGS_HEAD) \
+                or not rest.endswith(ARGS_TAIL):
+            return
+        inner = rest[len(ARGS_HEAD):-len(ARGS_TAIL)]
+        members = self.members
+        trigger = members.get(inner)
+        if trigger is not None:
+            self._confirm(trigger, name, ONLY, b"")
+            return
+        at, scanned = inner.find(b"},"), 0
+        while at != -1 and scanned < _SCANNED:
+            trigger = members.get(inner[:at + 1])
+            if trigger is not None:
+                self._confirm(trigger, name, FIRST, inner[at + 2:])
+                return
+            at, scanned = inner.find(b"},", at + 1), scanned + 1
+        at, scanned = inner.rfind(b",{"), 0
+        while at != -1 and scanned < _SCANNED:
+            trigger = members.get(inner[at + 1:])
+            if trigger is not None:
+                self._confirm(trigger, name, LAST, inner[:at])
+                return
+            at, scanned = inner.rfind(b",{", 0, at), scanned + 1
+
+    def _confirm(self, trigger: str, helper: str, where: str, other: bytes) -> None:
+        if len(other) > LONGEST_ARGS:
+            return
+        rule = self.rules.get((trigger, helper, where))
+        if rule is not None and rule.other == other:
+            return   # asked although prefetched would have answered: a member of a reply not prefetched from
+        if len(self.candidates) >= _CANDIDATES:
+            self.candidates.clear()
+        pattern = (trigger, helper, where, other)
+        self.candidates[pattern] += 1
+        if self.candidates[pattern] >= CONFIRM:
+            others = _values(other)
+            if others is not None:
+                self.rules[(trigger, helper, where)] = Rule(trigger, helper, where, other, others)
+            del self.candidates[pattern]
+
+    def answers(self, name: str, tail: bytes, answer: Callable[[str, bytes, list[Any]], bytes | None]
+                ) -> list[tuple[str, str, bytes]]:
+        """The calls to answer with the reply `tail` to an asked call of `name`, as (helper, arguments' text as the
+        child writes it, reply), each answered by `answer(helper, rest, args)` (None: not sent). A rule whose
+        helper is its own trigger (next_states of each next state) is followed one step from the asked reply;
+        the other rules from each reply sent, prefetched ones included (manhattan of the next states' next
+        states, which A* asks when it expands them)."""
+        elements = self._index(name, tail)
+        if elements is None or self.stopped or not self.rules:
+            return []
+        sent: list[tuple[str, str, bytes]] = []
+        triggers = self.triggers
+        queue = [(name, elements, True)]
+        for trigger, members, asked in queue:
+            for rule in list(self.rules.values()):
+                if rule.trigger != trigger or (rule.helper == trigger and not asked):
+                    continue
+                for text, value in members:
+                    if len(sent) >= PER_REPLY or self.allowed <= 0 or self.stopped:
+                        return sent
+                    call = _call(rule, text, value)
+                    if call is None or hash((rule.helper, call[0])) in self.known:
+                        continue
+                    rest, inner, args = call
+                    reply = answer(rule.helper, rest, args)
+                    if reply is None or len(reply) > LONGEST_TAIL:
+                        continue
+                    self.known.add(hash((rule.helper, rest)))
+                    self.allowed -= 1
+                    self.sent += 1
+                    sent.append((rule.helper, '{"list":[' + inner.decode("ascii") + "]}", reply))
+                    if rule.helper in triggers:
+                        more = self._index(rule.helper, reply)
+                        if more is not None:
+                            queue.append((rule.helper, more, False))
+        return sent
+
+    def _index(self, name: str, tail: bytes) -> list[tuple[bytes, Any]] | None:
+        """The members of a reply to `name` (None: not a set), kept as ones the child holds."""
+        elements = members_of(tail)
+        if elements is None:
+            return None
+        for text, _ in elements:
+            if len(text) <= codec.KEPT_TEXT:
+                codec.keep(self.members, text, name)
+        return elements
+
+
+def members_of(tail: bytes) -> list[tuple[bytes, Any]] | None:
+    """The elements of a set or frozenset reply with their texts (codec.pack wrote both), or None. Only the
+    parent's own bytes are loaded here (a reply it or another worker of its batch made, never the child)."""
+    if tail[:1] not in SETS or len(tail) > LONGEST_SET:
+        return None
+    elements, texts = codec._marshal_loads(memoryview(tail)[1:])
+    return [(text[0].encode("ascii"), element) for element, text in zip(elements, texts, strict=True)
+            if type(element) is tuple]
+
+
+def _call(rule: Rule, text: bytes, value: Any) -> tuple[bytes, bytes, list[Any]] | None:
+    """The frame's rest, the arguments' text inside their list's brackets and the arguments of the rule's call on
+    one member, or None (too long, or a text that could name a member of the frame's head)."""
+    if rule.where == ONLY:
+        inner, args = text, [value]
+    elif rule.where == FIRST:
+        inner, args = text + b"," + rule.other, [value, *rule.others]
+    else:
+        inner, args = rule.other + b"," + text, [*rule.others, value]
+    if len(inner) > LONGEST_ARGS or any(member in inner for member in _HEAD_MEMBERS):
+        return None
+    return ARGS_HEAD + inner + ARGS_TAIL, inner, args
+
+
+def _values(other: bytes) -> tuple[Any, ...] | None:
+    """The values of the other arguments' text, when they are whole JSON values of things that cannot change
+    (shared by every prefetched call), else None."""
+    if not other:
+        return ()
+    if len(other) > LONGEST_ARGS:
+        return None
+    try:
+        values = codec.decode(wire.parse_value('{"list":[' + other.decode("ascii") + "]}"))
+    except (UnicodeDecodeError, wire.FrameError, codec.CodecError):
+        return None
+    if type(values) is not list or not values \
+            or not all(type(v) in (str, int) or (type(v) is tuple and codec.frozen(v)) for v in values):
+        return None
+    return tuple(values)

@@ -1,0 +1,191 @@
+"""Answers sent with a reply before the child asks (grader/sandbox/prefetch.py): a search that asks `h(e, goal)`
+for the members e of each `neighbours` reply gets those answers with the reply, so the calls cost no round trip;
+the answers are the very ones it would have got, a call whose text changed misses, and a hostile stream costs the
+parent at most the case's bound. Real sandboxes; round trips are counted (the replies the parent writes), never
+timed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader import codec
+from grader.sandbox import prefetch, process
+from grader.sandbox.process import CaseRequest, Outcome, ProcessLimits, PureOracle
+from sandbox_run import run_cases, statements
+
+# A graph search over states (tuples of rows of strs): the shape of Taoistic's A* with isolated next_states and
+# manhattan. `neighbours` and `h` are the isolated helpers; the child's own versions are never called.
+SEARCH = '''
+def neighbours(state):
+    return None
+
+def h(state, goal):
+    return None
+
+def search(start, goal, limit):
+    seen, frontier, order = {start}, [start], []
+    while frontier and len(order) < limit:
+        state = frontier.pop(0)
+        order.append(state)
+        for nxt in sorted(neighbours(state)):
+            if nxt not in seen:
+                seen.add(nxt)
+                order.append(h(nxt, goal))
+                frontier.append(nxt)
+    return order
+
+def mutated(start, goal, limit):
+    seen, frontier, order = {start}, [start], []
+    while frontier and len(order) < limit:
+        state = frontier.pop(0)
+        for nxt in sorted(neighbours(state)):
+            if nxt not in seen:
+                seen.add(nxt)
+                order.append([h(nxt, goal), nxt, goal])
+                frontier.append(nxt)
+                if len(order) % 10 == 0:   # another goal, after the rule was learnt with this one
+                    goal = (goal[0], (str(len(order)),) + goal[1][1:])
+    return order
+
+def flood(start, rounds):
+    # Learns the rule honestly, then asks only for neighbours, never for h: everything prefetched is waste.
+    goal = (("g",),)
+    for nxt in sorted(neighbours(start))[:3]:
+        h(nxt, goal)
+    state, got = start, 0
+    for i in range(rounds):
+        got += len(neighbours((("x", str(i)),)))
+    return got
+'''
+
+
+def neighbours(state: tuple) -> set:
+    """Four states next to `state`: a cell changed, as a move would."""
+    return {tuple(row if r else (str(int(row[0]) + d),) + row[1:] for r, row in enumerate(state))
+            for d in (1, 2, 3, 4)} if state[0][0].isdigit() else {(("0",) + state[0][1:],) + state[1:]}
+
+
+def h(state: tuple, goal: Any) -> int:
+    return sum(a != b for row, other in zip(state, goal, strict=False) for a, b in zip(row, other, strict=False))
+
+
+class Reference:
+    """The reference's helpers, counting what the parent asked of them (asked and prefetched)."""
+
+    def __init__(self, wide: int = 0) -> None:
+        self.calls: list[tuple[str, list]] = []
+        self.wide = wide
+
+    def __call__(self, name: str, args: list, kwargs: dict) -> Any:
+        self.calls.append((name, args))
+        if name == "neighbours":
+            if self.wide:
+                return {(("x", f"{args[0][0][1]}-{i}"),) for i in range(self.wide)}
+            return neighbours(*args)
+        if type(args[1]) is list:
+            return h(args[0], [tuple(row) for row in args[1]])
+        return h(*args)
+
+
+def replies_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every reply frame the parent writes, by seq: one per round trip, whichever path answered it."""
+    seqs: list[int] = []
+    frame = process._reply_frame
+
+    def counting(seq: int, tail: bytes) -> bytes:
+        seqs.append(seq)
+        return frame(seq, tail)
+
+    monkeypatch.setattr(process, "_reply_frame", counting)
+    return seqs
+
+
+def run(code: str, oracle: Any, **fields: Any) -> Outcome:
+    case = CaseRequest(id="c1", code=code, timeout=10.0, **fields)
+    ran = run_cases(statements(SEARCH), [case], isolate=["neighbours", "h"], oracle=oracle,
+                    limits=ProcessLimits(load_seconds=5))
+    [outcome] = ran.outcomes
+    assert outcome.status == "ok", outcome
+    return outcome
+
+
+START, GOAL = (("0", "a"), ("b", "c")), (("5", "a"), ("b", "c"))
+
+
+def test_a_prefetched_answer_is_used_fewer_round_trips_the_same_answers(monkeypatch):
+    code = f"search({START!r}, {GOAL!r}, 400)"
+    plain_trips = replies_counted(monkeypatch)
+    plain = run(code, Reference())             # not a PureOracle: nothing is prefetched
+    asked = len(plain_trips)
+    plain_trips.clear()
+    fetched = run(code, PureOracle(Reference()))
+    assert codec.decode(fetched.value) == codec.decode(plain.value)
+    assert asked > 150 and len(plain_trips) < asked / 2, (asked, len(plain_trips))
+
+
+def test_an_argument_whose_text_changed_misses_and_is_asked(monkeypatch):
+    code = f"mutated({START!r}, {GOAL!r}, 60)"
+    trips = replies_counted(monkeypatch)
+    reference = PureOracle(Reference())
+    got = codec.decode(run(code, reference).value)
+    # Each answer is h of the goal as it was when called, though h of the old goal was prefetched for the same
+    # states: the changed text is another key, so the call went to the parent.
+    assert len(got) == 60 and all(answer == h(state, goal) for answer, state, goal in got)
+    # Prefetching still paid: fewer round trips than h calls, though each new goal is learnt again (3 calls).
+    assert len({codec.plain_text(goal) for _, _, goal in got}) == 6 and len(trips) < len(got)
+
+
+def test_a_hostile_stream_makes_the_parent_prefetch_at_most_the_cases_bound():
+    reference = PureOracle(Reference(wide=200))
+    run("flood((('0', 'a'),), 40)", reference, oracle_calls=60)
+    calls = reference.answer.calls
+    asked = 1 + 3 + 40
+    prefetched = len(calls) - asked
+    # At most PER_REPLY with each reply, and the case's oracle_calls in all: never more, whatever the replies.
+    assert 0 < prefetched <= 60, prefetched
+
+
+def test_nothing_is_prefetched_for_helpers_whose_replies_are_not_sets(monkeypatch):
+    source = ("def h(state, goal):\n    return None\n\n"
+              "def walk(n):\n    return [h((str(i),), ('g',)) for i in range(n)]\n")
+    reference = PureOracle(Reference())
+    trips = replies_counted(monkeypatch)
+    case = CaseRequest(id="c1", code="walk(30)", timeout=10.0)
+    ran = run_cases(statements(source), [case], isolate=["h"], oracle=reference, limits=ProcessLimits(load_seconds=5))
+    assert ran.outcomes[0].status == "ok" and len(trips) == 30 and len(reference.answer.calls) == 30
+
+
+_CELL = st.one_of(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=4),
+                  st.integers(-99, 10**6))
+_STATE = st.lists(st.lists(_CELL, min_size=1, max_size=4).map(tuple), min_size=1, max_size=4).map(tuple)
+_OTHER = st.one_of(_STATE, _CELL, st.tuples(_CELL, _CELL))
+
+
+@settings(max_examples=300, deadline=None)
+@given(member=_STATE, others=st.lists(_OTHER, max_size=3), where=st.sampled_from([prefetch.FIRST, prefetch.LAST]))
+def test_a_prefetched_calls_text_is_the_childs_own_text_of_that_call(member, others, where):
+    """The key the child's memo gets for a prefetched call is, byte for byte, the one its own call makes."""
+    if not others:
+        where = prefetch.ONLY
+    args = [member, *others] if where != prefetch.LAST else [*others, member]
+    other_text = codec.plain_text(others)
+    assert other_text is not None
+    inner = other_text[len('{"list":['):-len("]}")].encode()
+    values = prefetch._values(inner)
+    if any(type(v) is str and not v.isascii() for v in others):
+        return
+    assert values == tuple(others)
+    rule = prefetch.Rule("neighbours", "h", where, inner, values)
+    made = prefetch._call(rule, codec.plain_text(member).encode(), member)
+    child = codec.call_text(tuple(args), {})
+    if made is None:   # a member of the frame's head in the text: never sent
+        assert any(name in child for name in ('"op"', '"name"', '"seq"'))
+        return
+    rest, inner_text, got = made
+    assert got == args
+    assert '{"list":[' + inner_text.decode() + "]}" == child
+    assert rest == f'"args":{child},"kwargs":{{"dict":[]}}}}'.encode()
