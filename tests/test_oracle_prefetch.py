@@ -189,3 +189,23 @@ def test_a_prefetched_calls_text_is_the_childs_own_text_of_that_call(member, oth
     assert got == args
     assert '{"list":[' + inner_text.decode() + "]}" == child
     assert rest == f'"args":{child},"kwargs":{{"dict":[]}}}}'.encode()
+
+
+def test_other_arguments_are_taken_only_in_the_text_the_runtime_writes_for_them():
+    """A prefetched reply is kept for the batch under its call's bytes: they must parse to the arguments it
+    answers. A text the runtime never writes (a later key that wins when parsed, spaces, a list) makes no rule."""
+    goal = codec.plain_text((("1", "2"), ("3", "*")))
+    assert goal is not None
+    assert prefetch._values(goal.encode()) == ((("1", "2"), ("3", "*")),)
+    assert prefetch._values(goal.encode() + b",3") == ((("1", "2"), ("3", "*")), 3)
+    for other in (b'1],"list":[2', b" 1", b'{"tuple": ["a"]}', b'{"list":[1]}', b"1,", b'"\\u0061"'):
+        assert prefetch._values(other) is None, other
+
+
+def test_answers_sent_ahead_never_shorten_the_time_the_reference_has_for_the_calls_asked():
+    clock = process._CaseClock(1.0, 0.0, None)
+    clock.paused(5.0)                  # answering ahead used its whole share
+    clock.prefetch_spent = 5.0
+    assert clock.prefetch_seconds() <= 0 and clock.reference_seconds() == 1.0
+    clock.paused(9.5)                  # and the calls asked theirs, but for half a second
+    assert clock.reference_seconds() == 0.5

@@ -204,8 +204,11 @@ def _call(rule: Rule, text: bytes, value: Any) -> tuple[bytes, bytes, list[Any]]
 
 
 def _values(other: bytes) -> tuple[Any, ...] | None:
-    """The values of the other arguments' text, when they are whole JSON values of things that cannot change
-    (shared by every prefetched call), else None."""
+    """The values of the other arguments' text, when they are things that cannot change (shared by every
+    prefetched call) and the text is exactly theirs as the child's runtime writes them (codec.plain_text), else
+    None. Exactly: a prefetched reply is kept under the call's bytes for the batch (Replies), so those bytes must
+    parse to the arguments it answers; a text the runtime never writes (`1],"list":[2`, whose later key wins
+    when parsed) would have kept an answer to one call under another's bytes."""
     if not other:
         return ()
     if len(other) > LONGEST_ARGS:
@@ -216,5 +219,8 @@ def _values(other: bytes) -> tuple[Any, ...] | None:
         return None
     if type(values) is not list or not values \
             or not all(type(v) in (str, int) or (type(v) is tuple and codec.frozen(v)) for v in values):
+        return None
+    text = codec.plain_text(values)
+    if text is None or text[len('{"list":['):-len("]}")].encode() != other:
         return None
     return tuple(values)

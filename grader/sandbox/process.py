@@ -869,14 +869,14 @@ class Sandbox:
     def _with_prefetched(self, prefetch: Prefetch, oracle: PureOracle, clock: _CaseClock, name: str,
                          tail: bytes) -> bytes:
         """The reply `tail` to a call of `name`, with the answers to the calls the case's rules expect next
-        (grader/sandbox/prefetch.py). Each is kept, or computed by the reference within what is left of half the
-        case's reference time (the other half stays for the calls the child asks): a prefetch that runs out ends
-        prefetching for the case, never the case. The time goes on the parent's clock, as any answer's."""
+        (grader/sandbox/prefetch.py). Each is kept, or computed by the reference within the case's share for
+        answers sent ahead (_CaseClock.prefetch_seconds, apart from the asked calls' share): a prefetch that runs
+        out ends prefetching for the case, never the case. The time goes on the parent's clock, as any answer's."""
         if tail[:1] not in prefetch_sets:
             return tail   # only a set's members start a rule's calls
         replies, answered_by = oracle.replies, oracle.answered_by
         started = time.monotonic()
-        share = cpuclock.WALL_FACTOR * clock.limit / 2 - clock.reference_spent
+        share = clock.prefetch_seconds()
 
         def answer(helper: str, rest: bytes, args: list) -> bytes | None:
             key = (helper, answered_by.get(helper, ""), rest)
@@ -898,6 +898,7 @@ class Sandbox:
             return made
 
         more = prefetch.answers(name, tail, answer)
+        clock.prefetch_spent += time.monotonic() - started
         return codec.pack_prefetched(tail, more) if more else tail
 
     def _outcome(self, case: CaseRequest, message: frames.Result, seconds: float, cpu: float | None) -> Outcome:
@@ -1031,7 +1032,8 @@ class _CaseClock:
         self.base: cpuclock.Usage | None = None   # the kernel's count in /proc at the first check
         self.checked: float | None = None   # wall time of the first check
         self.wake = started + limit + GRACE_SECONDS   # CPU time never outruns one thread's wall time much
-        self.reference_spent = 0.0
+        self.reference_spent = 0.0          # the parent's time answering, answers sent ahead included
+        self.prefetch_spent = 0.0           # of which answers sent ahead (see Sandbox._with_prefetched)
 
     def _read(self) -> cpuclock.Usage | None:
         return cpuclock.read_usage(self.process()) if self.process is not None else None
@@ -1067,8 +1069,13 @@ class _CaseClock:
 
     def reference_seconds(self) -> float:
         """What one answer of the reference may take: the case's limit, and all of them together the backstop's
-        share, so a child cannot hold the parent with questions the reference is slow to answer."""
-        return min(self.limit, cpuclock.WALL_FACTOR * self.limit - self.reference_spent)
+        share, so a child cannot hold the parent with questions the reference is slow to answer. Answers sent
+        ahead have a share of their own (prefetch_seconds): they never shorten this one."""
+        return min(self.limit, cpuclock.WALL_FACTOR * self.limit - (self.reference_spent - self.prefetch_spent))
+
+    def prefetch_seconds(self) -> float:
+        """What answers sent ahead may still take in this case: half the backstop's share, besides it."""
+        return min(self.limit, cpuclock.WALL_FACTOR * self.limit / 2 - self.prefetch_spent)
 
     def expired(self, case: CaseRequest, deadline: float) -> Outcome | None:
         """The case's outcome if it must be stopped now, or None (and when to look again) if not.
