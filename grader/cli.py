@@ -191,6 +191,26 @@ def _check_file(path: str, what: str) -> None:
         raise UsageError(f"{path}: {what} must be a file, and this is a folder")
 
 
+def _check_source_folder(path: str, option: str) -> None:
+    """A folder the command reads (`--notebooks`): it must be there, or every student's code is silently missing."""
+    folder = Path(path)
+    if not folder.exists():
+        raise UsageError(f"{path}: no such folder ({option})")
+    if not folder.is_dir():
+        raise UsageError(f"{path}: {option} must be a folder, and this is a file")
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """The options every command that takes them reads the same way. A missing --template or --notebooks, or
+    a --cache that is a file, was silently ignored (exit 0: reports without the student's code or given code)."""
+    if getattr(args, "cache", None):
+        _check_folder(args.cache, "--cache")
+    if getattr(args, "notebooks", None):
+        _check_source_folder(args.notebooks, "--notebooks")
+    if getattr(args, "template", None):
+        _check_file(args.template, "--template")
+
+
 def _check_results(path: str) -> None:
     folder = Path(path)
     if not folder.exists():
@@ -274,6 +294,7 @@ def _template(args: argparse.Namespace) -> Path | None:
         return Path(args.template)
     if getattr(args, "rubric", None):
         from grader.rubric.schema import load_rubric
+        _check_rubric(args.rubric)   # a folder given here ended `report` in a traceback
         return load_rubric(args.rubric).template
     return None
 
@@ -391,7 +412,9 @@ def _kit(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from grader.intake.notebook import read_notebook
     _check_file(args.notebook, "the notebook")
+    read_notebook(args.notebook)   # NotebookError: one line (a .txt or an empty file was graded to 13 failures)
     if args.rubric:
         _check_rubric(args.rubric)
     else:
@@ -672,6 +695,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         _check_numbers(args)
+        _check_paths(args)
         return args.run(args)
     except UsageError as error:
         print(error, file=sys.stderr)

@@ -234,6 +234,18 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["validate", RUBRIC, "--mutants", "-1"], "--mutants"),
         (["validate", RUBRIC, "--mutation-seconds", "0"], "--mutation-seconds"),
         (["similarity", str(tmp), "--out", str(tmp / "s.html"), "--threshold", "7"], "--threshold"),
+        # Paths the report commands and the cache read: a folder given as the rubric ended `report` in a traceback;
+        # a missing --template or --notebooks folder, or a --cache that is a file, was silently ignored (exit 0).
+        (["report", str(tmp), "--out", str(tmp / "f"), "--rubric", "rubrics"], "rubrics"),
+        (["report", str(tmp), "--out", str(tmp / "f"), "--template", nope], nope),
+        (["report", str(tmp), "--out", str(tmp / "f"), "--notebooks", nope], nope),
+        (["class-report", str(tmp), "-o", str(tmp / "c.html"), "--notebooks", nope], nope),
+        (["similarity", str(tmp), "--out", str(tmp / "s.html"), "--notebooks", str(a_file)], str(a_file)),
+        (["export", str(tmp), "--out", str(tmp / "e"), "--template", str(tmp)], str(tmp)),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--cache", str(a_file)], str(a_file)),
+        (["kit", RUBRIC, "-o", str(tmp / "k.json"), "--cache", str(a_file / "c")], str(a_file / "c")),
+        # A file that is no notebook: `check` graded it, 13 failing exercises and exit 1, for a mistyped name.
+        (["check", str(a_file), "--rubric", RUBRIC], str(a_file)),
     ]
 
 
