@@ -15,6 +15,8 @@ import pytest
 from hypothesis import settings
 
 import leftovers
+from grader.plan.cases import Plan, build_plan
+from grader.rubric.schema import load_rubric
 from grader.run.batch import grade
 from grader.authoring.validate import Validation, validate
 from grader.store.results import SubmissionResult
@@ -62,6 +64,14 @@ def bundled(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Bat
     results = grade([SUBMISSIONS, *EXTRA_SUBMISSIONS], RUBRIC, out, jobs=2, cache=grader_cache)
     seconds = time.monotonic() - started
     return Batch({result.submission: result for result in results}, out, seconds)
+
+
+@pytest.fixture(scope="module")
+def plan(grader_cache: Path) -> Plan:
+    """The Taoistic rubric's plan, built once per test module: a module's tests share its memo (what the parent
+    keeps between submissions, which some of them inspect) and no module sees another's. A module that grades
+    another rubric defines its own `plan`."""
+    return build_plan(load_rubric(RUBRIC), grader_cache)
 
 
 @pytest.fixture(scope="session")

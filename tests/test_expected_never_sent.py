@@ -18,19 +18,12 @@ import pytest
 
 from grader import codec
 from grader.judge.grading import grade_path, support_sources
-from grader.plan.cases import Plan, build_plan
-from grader.rubric.schema import load_rubric
+from grader.plan.cases import Plan
 from grader.sandbox import process, wire
 
 REPO = Path(__file__).resolve().parents[1]
-RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
 ASSIGNMENT = REPO / "assignments" / "taoistic-search"
 MIN_BYTES = 24     # shorter encodings (a bool, a small int, a short str) may be anyone's bytes
-
-
-@pytest.fixture(scope="module")
-def plan(grader_cache: Path) -> Plan:
-    return build_plan(load_rubric(RUBRIC), grader_cache)
 
 
 def _parts(value: Any) -> list[Any]:

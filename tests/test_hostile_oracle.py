@@ -10,22 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from grader.judge.grading import grade_path, support_sources
-from grader.plan.cases import Plan, build_plan
-from grader.rubric.schema import load_rubric
+from grader.plan.cases import Plan
 from grader.sandbox.process import Replies
 from notebook_build import appended, write
 
 REPO = Path(__file__).resolve().parents[1]
-RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
 CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
-
-
-@pytest.fixture(scope="module")
-def plan(grader_cache: Path) -> Plan:
-    return build_plan(load_rubric(RUBRIC), grader_cache)
 
 
 def _replies(plan: Plan) -> Replies:

@@ -23,8 +23,6 @@ from grader.kit.kit import (FALLBACK_PASS, PATH_UNVERIFIED, UNVERIFIED, KitCheck
                             path_failure, write_kit)
 from grader.kit.check import check_with_kit, run_check
 from grader.intake.notebook import read_notebook
-from grader.plan.cases import build_plan
-from grader.rubric.schema import load_rubric
 from grader import codec
 
 EXAMPLES = ("correct", "move-dir-transposed", "seed-000", "syntax-error")
@@ -55,11 +53,6 @@ def _subvalues(wire) -> set[str]:
         for item in wire.values():
             found |= _subvalues(item)
     return found
-
-
-@pytest.fixture(scope="module")
-def plan(grader_cache: Path):
-    return build_plan(load_rubric(RUBRIC), grader_cache)
 
 
 @pytest.fixture(scope="module")
