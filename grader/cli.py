@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from grader.report.class_outputs import Classroom
+    from grader.run.batch import Batch
 
 
 class _Terminal:
@@ -108,18 +109,33 @@ def _grade_batch(args: argparse.Namespace) -> int:
     for student in batch.failed:
         out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)
-    levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
-    out.line(f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
-             f"{len(batch.failed)} failed, {batch.unchanged} unchanged; {batch.skipped} skipped "
-             f"in {batch.seconds:.1f} s; isolation: {levels}; results in {args.out}/")
+    out.line(summary_line(batch, args.out))
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]
     for student in mismatched:
         out.console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False)
     if mismatched and not args.allow_mismatch:
         out.console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
                       f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
+    return exit_code(batch, args.allow_mismatch)
+
+
+def summary_line(batch: Batch, out: str) -> str:
+    """The batch's closing line (all that --quiet prints): each count apart, the isolation levels seen."""
+    levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
+    before = len(batch.failed_before)
+    unchanged = f"{batch.unchanged} unchanged" + (f" ({before} of them failed before: --force grades them again)"
+                                                  if before else "")
+    return (f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
+            f"{len(batch.failed)} failed, {unchanged}; {batch.skipped} skipped in {batch.seconds:.1f} s; "
+            f"isolation: {levels}; results in {out}/")
+
+
+def exit_code(batch: Batch, allow_mismatch: bool) -> int:
+    """3 when notebooks do not look like the assignment (unless allowed), 1 when some student of the batch has no
+    finished result (failed now, or before and not retried), else 0."""
+    if not allow_mismatch and any(batch.mismatch.get(student) for student in batch.students):
         return 3
-    return 1 if batch.failed else 0
+    return 1 if batch.failed or batch.failed_before else 0
 
 
 class UsageError(Exception):

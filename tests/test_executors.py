@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.cli import exit_code, summary_line
 from grader.run.batch import grade_batch
 from grader.run.executor import Job, LocalPool, Setup
 from grader.store.results import to_dict
@@ -96,6 +97,7 @@ def test_a_worker_killed_mid_submission_is_replaced_and_only_that_submission_is_
     assert len(killed) <= 1
     if killed:
         assert "worker died" in killed[0].failure
+        assert "(exit code -9)" in killed[0].failure    # read once it is joined: it said "exit code None"
     assert pool.replaced == len(killed)
     survivors = [d for d in done.values() if d.result is not None]
     assert all(to_dict is not None and d.result["total"] >= 0 for d in survivors)
@@ -216,6 +218,11 @@ def test_a_stopped_submission_is_recorded_with_its_reason_and_not_retried_unless
     assert stored["warnings"][0]["kind"] == "not finished"
     again = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops)
     assert (again.unchanged, stops.seen) == (1, ["correct"])
+    # Not retried, but not hidden either: the rerun said "0 failed, 1 unchanged" and exit 0 for a class that
+    # still has a student the grader could not finish.
+    assert again.failed_before == ["correct"]
+    assert "1 unchanged (1 of them failed before: --force grades them again)" in summary_line(again, "out")
+    assert exit_code(again, allow_mismatch=False) == 1
     forced = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=stops, force=True)
     assert forced.failed == ["correct"] and stops.seen == ["correct", "correct"]
     assert "failed" in (tmp_path / "out" / "gradebook.csv").read_text(encoding="utf-8")

@@ -60,6 +60,7 @@ class Batch:
     unreadable: int = 0                                   # in this run: the file could not be read
     unchanged: int = 0                                    # not graded again: same file, rubric and grader
     failed: list[str] = field(default_factory=list)       # the grader could not finish these (see their reasons)
+    failed_before: list[str] = field(default_factory=list)  # unchanged, and their stored result is still `failed`
     reasons: dict[str, str] = field(default_factory=dict)  # student -> why it failed
     mismatch: dict[str, str] = field(default_factory=dict)  # student -> "does not look like <assignment>" (graded now)
     problems: list[str] = field(default_factory=list)     # intake: unreadable entries, skipped
@@ -238,6 +239,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if book and previous is not None:
                     batch.levels[previous.isolation] += 1
                     batch.unchanged += 1
+                    if previous.state == "failed":   # not retried unless forced, and said so
+                        batch.failed_before.append(student)
                     if out_dir is not None:
                         _restore_missing(book, student, rubric.assignment, path, out_dir)
                     if on_result:

@@ -358,11 +358,11 @@ class LocalPool:
                         if slot.ahead is not None:   # never started: back in the queue, for the next free worker
                             pending.append(slot.ahead)
                             slot.ahead = None
+                        self._stop(slot)   # joined first: a worker that had just died had no exit code yet
                         reason = (f"the grading worker took longer than {self.watchdog:g} s (the rubric's "
                                   f"budget and a margin) and was stopped" if stuck else
                                   f"the grading worker died while grading this submission "
                                   f"(exit code {slot.process.exitcode})")
-                        self._stop(slot)
                         slots[index] = self._start()
                         self.replaced += 1
                         finished.append(Done(job, None, reason))
