@@ -398,8 +398,8 @@ def test_a_worker_gets_its_next_submission_before_the_coordinator_writes_the_las
     events: list[tuple[str, object]] = []
     hand_out = LocalPool._hand_out
 
-    def recorded(self, slots, pending):
-        hand_out(self, slots, pending)
+    def recorded(self, slots, pending, **options):
+        hand_out(self, slots, pending, **options)
         events.append(("busy", sorted(slot.job.student for slot in slots if slot.job is not None)))
     monkeypatch.setattr(LocalPool, "_hand_out", recorded)
     jobs = [Job(name, str(SUBMISSIONS / f"{name}.ipynb")) for name in ("syntax-error", "correct")]
@@ -444,8 +444,8 @@ def test_the_job_sent_ahead_to_a_worker_that_dies_is_graded_by_its_replacement(t
     hand_out = LocalPool._hand_out
     killed: list[int] = []
 
-    def kill_once_ahead(self, slots, pending):
-        hand_out(self, slots, pending)
+    def kill_once_ahead(self, slots, pending, **options):
+        hand_out(self, slots, pending, **options)
         for slot in slots:
             if slot.ahead is not None and not killed:
                 killed.append(slot.process.pid)

@@ -293,7 +293,7 @@ class LocalPool:
             from grader.sandbox.supervisor import clean_leftovers
             clean_leftovers(slot.process.pid)
 
-    def _hand_out(self, slots: list[_Slot], pending: list[Job]) -> None:
+    def _hand_out(self, slots: list[_Slot], pending: list[Job], ahead: bool = True) -> None:
         """Give every idle worker its next job, and every busy one the job after it while more jobs are left than
         workers: a worker then goes on to its next submission the moment it sends a result, without waiting for
         us to read it (we may be writing the one before). The last jobs go only to a worker that is free, so
@@ -319,7 +319,7 @@ class LocalPool:
                     slot.connection.send(job)
                 slot.job, slot.started = job, time.monotonic()
         for slot in slots:
-            if slot.job is not None and slot.ahead is None and len(pending) > len(slots):
+            if ahead and slot.job is not None and slot.ahead is None and len(pending) > len(slots):
                 job = pending.pop()
                 try:
                     slot.connection.send(job)
@@ -330,8 +330,11 @@ class LocalPool:
 
     def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
         pending = list(jobs)[::-1]
-        slots = [self._start() for _ in range(min(self.size, len(pending)))]
+        slots: list[_Slot] = []
         try:
+            for _ in range(min(self.size, len(pending))):   # each grades its first job while the next is forked
+                slots.append(self._start())
+                self._hand_out(slots, pending, ahead=False)
             while pending or any(slot.job for slot in slots):
                 self._hand_out(slots, pending)
                 busy = [slot for slot in slots if slot.job is not None]
