@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -938,13 +938,17 @@ class OwnRunsFirst:
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
                    options: Options = Options(), submission: str | None = None,
                    hide_paths: Sequence[str] = (), warnings: Sequence[GraderWarning] = (),
-                   cases: ExerciseRunner | None = None, settle: Settle | None = None) -> SubmissionResult:
+                   cases: ExerciseRunner | None = None, settle: Settle | None = None,
+                   extracted: Extracted | None = None, spent: float = 0.0) -> SubmissionResult:
     """One notebook, extracted, loaded in its own sandbox and judged exercise by exercise: `grader grade`,
     `grader check` and `grader check --kit` all come through here. `warnings` go first (the kit's own);
-    `cases` and `settle` are the kit's (see ExerciseRunner, Settle)."""
-    started = time.monotonic()
+    `cases` and `settle` are the kit's (see ExerciseRunner, Settle). `extracted`: the notebook's extraction
+    under the rubric's policy, made ahead (read_submission), and the `spent` seconds it took, which count in the
+    submission's budget and time as they would have here."""
+    started = time.monotonic() - spent
     rubric = plan.rubric
-    extracted = extract(notebook, rubric.policy)
+    if extracted is None:
+        extracted = extract(notebook, rubric.policy)
     limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
     deadline = started + limits.submission_seconds
     said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings]
@@ -1041,14 +1045,45 @@ def defines_counter(rubric: Any) -> Callable[[Path], int]:
     return defines
 
 
-def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Options = Options(),
-               submission: str | None = None, hide: Sequence[Path | None] = ()) -> SubmissionResult:
-    """Grade one submission file; a file that cannot be read still gets a result, at zero, saying why."""
+@dataclass(frozen=True)
+class Read:
+    """A submission file read and extracted, before any of it runs (read_submission): the parent's own work,
+    which a worker does for its next submission while its current one's child runs."""
+
+    path: Path
+    sha256: str
+    notebook: Notebook | None          # None: the file is not a notebook that can be read (`problem` says why)
+    extracted: Extracted | None
+    hide_paths: tuple[str, ...] = ()
+    problem: str = ""
+    seconds: float = 0.0               # what reading and extracting took (wall), counted in the submission's time
+
+
+def read_submission(path: Path, plan: Plan, hide: Sequence[Path | None] = ()) -> Read:
+    """Read and extract one submission file for `plan` (grade_read grades it)."""
     started = time.monotonic()
     sha256 = file_sha256(path)
     try:
         notebook = read_notebook(path)
     except NotebookError as error:
-        return bound_result(empty_result(path, plan, sha256, str(error), started, submission))
-    return grade_notebook(notebook, plan, path=path, sha256=sha256, support=support, options=options,
-                          submission=submission, hide_paths=hidden_folders(plan, path, hide))
+        return Read(path, sha256, None, None, problem=str(error), seconds=time.monotonic() - started)
+    extracted = extract(notebook, plan.rubric.policy)
+    return Read(path, sha256, notebook, extracted, tuple(hidden_folders(plan, path, hide)),
+                seconds=time.monotonic() - started)
+
+
+def grade_read(read: Read, plan: Plan, support: Mapping[str, str], options: Options = Options(),
+               submission: str | None = None) -> SubmissionResult:
+    """Grade a submission read_submission read; a file that could not be read gets a result, at zero, saying why."""
+    if read.notebook is None or read.extracted is None:
+        return bound_result(empty_result(read.path, plan, read.sha256, read.problem, time.monotonic() - read.seconds,
+                                         submission))
+    return grade_notebook(read.notebook, plan, path=read.path, sha256=read.sha256, support=support, options=options,
+                          submission=submission, hide_paths=read.hide_paths, extracted=read.extracted,
+                          spent=read.seconds)
+
+
+def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Options = Options(),
+               submission: str | None = None, hide: Sequence[Path | None] = ()) -> SubmissionResult:
+    """Grade one submission file; a file that cannot be read still gets a result, at zero, saying why."""
+    return grade_read(read_submission(path, plan, hide), plan, support, options, submission)

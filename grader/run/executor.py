@@ -11,9 +11,12 @@ import functools
 import gc
 import hashlib
 import multiprocessing
-import pickle
 import os
+import pickle
+import queue
 import signal
+import sys
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
@@ -24,6 +27,7 @@ from grader.judge.options import Options
 from grader.sandbox.supervisor import temp_root
 
 if TYPE_CHECKING:
+    from grader.judge.grading import Read
     from grader.plan.cases import Plan
     from grader.rubric.schema import Rubric
 
@@ -88,33 +92,48 @@ def _readable(path: Path, what: str) -> None:
 _PLANS: dict[str, tuple[Plan, dict[str, str]]] = {}   # this process's plans (and support sources), by setup
 
 
-def grade_job(setup: Setup, job: Job) -> dict:
-    """Grade one job in this process (a worker, or a Dask worker), building the plan once per process.
+def grade_job(setup: Setup, job: Job, read: "Read | None" = None) -> dict:
+    """Grade one job in this process (a worker, or a Dask worker), building the plan once per process. `read`:
+    the job's file read and extracted ahead (read_job, by the worker's _Inbox), else it is read here.
 
     Raises WorkerProblem when the course or the submission cannot be read here, rather than grading a
     "file not found" zero.
     """
     import tempfile
-    from grader.judge.grading import grade_path, support_sources
-    from grader.plan.cases import build_plan
+    from grader.judge.grading import grade_read, read_submission
     from grader.store.results import to_dict
+    plan, support = _plan(setup)
+    options = replace(setup.options, last=True) if job.last else setup.options
+    if job.data is None:
+        if read is None:
+            read = read_job(setup, job)
+        return to_dict(grade_read(read, plan, support, options, submission=job.student))
+    hide = tuple(Path(h) for h in setup.hide)
+    with tempfile.TemporaryDirectory(prefix="job-", dir=temp_root()) as folder:   # the bytes travelled with the job
+        local = Path(folder) / Path(job.path).name
+        local.write_bytes(job.data)
+        result = grade_read(read_submission(local, plan, hide), plan, support, options, submission=job.student)
+    return to_dict(replace(result, path=job.path))
+
+
+def _plan(setup: Setup) -> "tuple[Plan, dict[str, str]]":
+    """This process's plan for the setup (and its support sources), built on first use."""
+    from grader.judge.grading import support_sources
+    from grader.plan.cases import build_plan
     key = _plan_key(setup)
     if key not in _PLANS:
         _readable(setup.rubric.reference, "the course's reference")
         plan = build_plan(setup.rubric, Path(setup.cache) if setup.cache else None)
         _PLANS[key] = (plan, support_sources(plan))
-    plan, support = _PLANS[key]
-    hide = tuple(Path(h) for h in setup.hide)
-    options = replace(setup.options, last=True) if job.last else setup.options
-    if job.data is None:
-        _readable(Path(job.path), "the submission")
-        result = grade_path(Path(job.path), plan, support, options, submission=job.student, hide=hide)
-        return to_dict(result)
-    with tempfile.TemporaryDirectory(prefix="job-", dir=temp_root()) as folder:   # the bytes travelled with the job
-        local = Path(folder) / Path(job.path).name
-        local.write_bytes(job.data)
-        result = grade_path(local, plan, support, options, submission=job.student, hide=hide)
-    return to_dict(replace(result, path=job.path))
+    return _PLANS[key]
+
+
+def read_job(setup: Setup, job: Job) -> "Read":
+    """A job's file (on a disk this process sees) read and extracted for its plan: grade_job's first step."""
+    from grader.judge.grading import read_submission
+    plan, _ = _plan(setup)
+    _readable(Path(job.path), "the submission")
+    return read_submission(Path(job.path), plan, tuple(Path(h) for h in setup.hide))
 
 
 def _plan_key(setup: Setup) -> str:
@@ -186,17 +205,16 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG: die with the coordinator
     except (OSError, AttributeError):
         pass
+    inbox = _Inbox(connection, setup)
     while True:
-        try:
-            job = connection.recv()
-        except (EOFError, OSError):
+        got = inbox.next()
+        if got is None:
             return
-        if job is None:
-            return
+        job, read = got
         try:
             # Lean (a case's fields at their default left out, as the writers store it; from_dict reads either):
             # most of a class's cases are passes with nothing to say, and the pickle both ends pay for is 40% less.
-            result = lean(grade_job(setup, job))
+            result = lean(grade_job(setup, job, read))
             connection.send(Done(job, _by_name(result, _PLANS[_plan_key(setup)][0]) if by_name else result))
         except (BrokenPipeError, OSError):
             return
@@ -205,6 +223,54 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
         except Exception as error:  # a grader bug on one submission must not stop the others
             connection.send(Done(job, None, f"the grader failed on this submission: {type(error).__name__}: "
                                             f"{error}", record=False))
+
+
+READ_AHEAD_SWITCH = 0.0005   # seconds: the interpreter's switch interval while a worker reads ahead
+
+
+class _Inbox:
+    """A worker's jobs as they come, each read and extracted on arrival by a thread of the worker's own (read_job).
+
+    The coordinator sends a worker its next job while the current one is graded (LocalPool._hand_out), so the
+    next file is read and extracted while the current one's child runs its cases, when the worker has nothing
+    else to do; the worker then goes from one submission to the next without waiting for the coordinator or for
+    its own extraction. Whatever goes wrong reading ahead (an unreadable file, a notebook the extractor chokes
+    on) is left for the grading itself to meet again, on the main thread, as it did before."""
+
+    def __init__(self, connection: Connection, setup: Setup):
+        self.jobs: queue.SimpleQueue[tuple[Job, Read | None] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._receive, args=(connection, setup), name="read-ahead", daemon=True).start()
+
+    def _receive(self, connection: Connection, setup: Setup) -> None:
+        while True:
+            try:
+                job = connection.recv()
+            except (EOFError, OSError):
+                job = None
+            if job is None:
+                self.jobs.put(None)
+                return
+            read = None
+            if job.data is None and _plan_key(setup) in _PLANS:   # a spawned worker builds its plan on its first job
+                # While it reads, the main thread waiting for the GIL (a frame came) gets it within half a
+                # millisecond, not the default 5 ms: the child never waits long for the parent's answer.
+                interval = sys.getswitchinterval()
+                sys.setswitchinterval(READ_AHEAD_SWITCH)
+                try:
+                    read = read_job(setup, job)
+                except Exception:  # noqa: BLE001 - met again (and reported) when the job is graded
+                    read = None
+                finally:
+                    sys.setswitchinterval(interval)
+            self.jobs.put((job, read))
+
+    def next(self) -> tuple[Job, Read | None] | None:
+        """The next job and its file read ahead (None: read it now), or None when there are no more."""
+        return self.jobs.get()
+
+
+def _key(job: Job) -> tuple[str, str]:
+    return (job.student, job.path)
 
 
 WATCHDOG_MARGIN = 30.0     # seconds beyond the submission's own budget: start-up, plan, writing the result
@@ -255,6 +321,9 @@ class LocalPool:
         self.values = plan      # the coordinator's plan: expected values come back by name (_Shared)
         self.context = multiprocessing.get_context("fork") if forkable else multiprocessing.get_context("spawn")
         self.replaced = 0
+        # Jobs in flight when their worker died with two: which one killed it is unknown, so each is tried again
+        # with no other in flight beside it (a death then names its submission, as with one job per worker).
+        self.alone: set[tuple[str, str]] = set()
 
     def _start(self) -> _Slot:
         from grader.sandbox import supervisor
@@ -319,7 +388,9 @@ class LocalPool:
                     slot.connection.send(job)
                 slot.job, slot.started = job, time.monotonic()
         for slot in slots:
-            if ahead and slot.job is not None and slot.ahead is None and len(pending) > len(slots):
+            # Never beside a job that was in flight when a worker died with two (see run): it goes alone.
+            if ahead and slot.job is not None and slot.ahead is None and len(pending) > len(slots) \
+                    and _key(slot.job) not in self.alone and _key(pending[-1]) not in self.alone:
                 job = pending.pop()
                 try:
                     slot.connection.send(job)
@@ -357,10 +428,7 @@ class LocalPool:
                     stuck = time.monotonic() - slot.started > self.watchdog
                     if slot.process.sentinel in ready or not slot.process.is_alive() or stuck or \
                             slot.connection in ready:
-                        job, slot.job = slot.job, None
-                        if slot.ahead is not None:   # never started: back in the queue, for the next free worker
-                            pending.append(slot.ahead)
-                            slot.ahead = None
+                        job, ahead, slot.job, slot.ahead = slot.job, slot.ahead, None, None
                         self._stop(slot)   # joined first: a worker that had just died had no exit code yet
                         reason = (f"the grading worker took longer than {self.watchdog:g} s (the rubric's "
                                   f"budget and a margin) and was stopped" if stuck else
@@ -368,6 +436,15 @@ class LocalPool:
                                   f"(exit code {slot.process.exitcode})")
                         slots[index] = self._start()
                         self.replaced += 1
+                        if ahead is not None:   # back in the queue: never graded, but maybe read (_Inbox)
+                            pending.append(ahead)
+                            # Not the one it was stuck on (its time had not started); but reading it ahead may be
+                            # what killed the worker: each is tried again alone, and one that kills a worker alone
+                            # is marked then.
+                            if not stuck:
+                                self.alone.update((_key(job), _key(ahead)))
+                                pending.append(job)
+                                continue
                         finished.append(Done(job, None, reason))
                 # The workers start their next submissions before the caller writes these results (JSON, the
                 # gradebook, the notebook's copy): a worker never waits for the coordinator's disk.
