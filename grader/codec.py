@@ -307,13 +307,14 @@ def _decode_plain(wire: Wire, depth: int, left: list[int]) -> Any:
 # path gives, and None (the general path then) for anything else.
 
 _TEXT_HEAD: dict[type, str] = {list: '{"list":[', tuple: '{"tuple":['}
+_SET_HEAD: dict[type, str] = {set: '{"set":[', frozenset: '{"frozenset":['}
 _ONLY_STR, _ONLY_INT, _ONLY_ROWS = frozenset({str}), frozenset({int}), frozenset({list, tuple})
 
 
 def plain_text(obj: object) -> str | None:
     """The compact JSON text of ``encode(obj)`` for a plain value (ASCII strs, small ints, finite floats, None,
-    bools, lists, tuples and dicts of them), made in one walk without the wire in between; None for anything
-    else (a set, a subclass, a non-ASCII str, a value past the plain bounds)."""
+    bools, lists, tuples, dicts, sets and frozensets of them), made in one walk without the wire in between;
+    None for anything else (a subclass, a non-ASCII str, a value past the plain bounds)."""
     try:
         return _plain_text(obj, 0, [_PLAIN_NODES, _PLAIN_CHARS])
     except _NotPlain:
@@ -337,6 +338,13 @@ def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
         return "true" if obj else "false"
     if cls is float and _isfinite(obj):
         return float.__repr__(obj)
+    if cls is set or cls is frozenset:   # a set of states (next_states): its elements sorted as the wire sorts
+        if depth >= _PLAIN_DEPTH:        # them (canonical: for plain data, their text; see pack)
+            raise _NotPlain
+        left[0] -= len(obj)
+        if left[0] < 0:
+            raise _NotPlain
+        return _SET_HEAD[cls] + ",".join(sorted([_plain_text(item, depth + 1, left) for item in obj])) + "]}"
     head = _TEXT_HEAD.get(cls)
     if (head is None and cls is not dict) or depth >= _PLAIN_DEPTH:
         raise _NotPlain

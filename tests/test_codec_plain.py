@@ -120,14 +120,29 @@ def test_a_packed_answer_unpacks_to_what_its_wire_decodes_to_or_is_not_packed(va
 
 
 def test_states_and_counts_take_the_short_ways_and_subclasses_nested_sets_and_odd_text_do_not() -> None:
+    from grader.sandbox import wire
     state = (("0", "14", "*", "*"), ("*", "*", "*", "15"))
     for value in ([state], [state, state], {"grid": [1, 2.5, None, True]}, 17, []):
         assert codec.plain_text(value) is not None and codec.pack(value) is not None
-    for odd in ([{1, 2}], [frozenset()], [Tile("3")], float("nan"), 2**70, [[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]):
+    for odd in ([Tile("3")], float("nan"), 2**70, [[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]):
         assert codec.plain_text(odd) is None and codec.pack(odd) is None
+    for nested in ([{1, 2}], [frozenset()]):   # text up takes a set anywhere, packing down only a whole one
+        assert codec.plain_text(nested) == wire.json_text(codec.encode(nested)) and codec.pack(nested) is None
     assert codec.unpack(codec.pack({state, ()}) or b"") == {state, ()}   # next_states: a set of states, whole
-    assert codec.pack({Tile("3")}) is None and codec.plain_text({1}) is None
+    assert codec.pack({Tile("3")}) is None and codec.plain_text({Tile("3")}) is None
     assert codec.plain_text(["é"]) is None and codec.pack(["é\udc80"]) is not None   # text up is ASCII only
+
+
+def test_a_set_of_states_is_written_in_the_order_the_wire_sorts_its_elements() -> None:
+    """next_states' answer (a set of states) takes the short way up, its elements in canonical order, so its
+    frame is byte for byte the one the parent knows a right answer by (process.right_answer)."""
+    from grader.sandbox import wire
+    states = {(("0", "1"), ("2", "3")), (("1", "0"), ("2", "3")), (("2", "1"), ("0", "3")), ()}
+    for value in (states, frozenset(states), [states, {1, -2, 3.5, None, False, "a\n"}], {frozenset({(1,), "x"})}):
+        assert codec.plain_text(value) == wire.json_text(codec.encode(value))
+    text = codec.plain_text(states) or ""
+    assert text.startswith('{"set":[') and codec.decode(json.loads(text)) == states
+    assert codec.plain_text({"é"}) is None and codec.plain_text({(Tile("3"),)}) is None
 
 
 def test_a_packed_answer_shares_nothing_and_each_unpacking_is_new() -> None:
