@@ -357,8 +357,24 @@ def _parent(pid: int) -> tuple[Any, ...]:
     return (pid, flags & _PF_EXITING, *pending)
 
 
-def _process() -> dict[str, Any]:
-    """What the process itself carries from one exercise to the next."""
+def company() -> tuple[Any, ...] | None:
+    """Who else could read this process's pipes: its other threads, its children and its parent's (an orphan of
+    the student's becomes the runtime's child), as `process` records them; None when /proc cannot be read."""
+    try:
+        return (len(os.listdir("/proc/self/task")), _children(os.getpid()), _children(os.getppid()))
+    except Exception:  # noqa: BLE001 - as snapshot
+        return None
+
+
+def company_of(state: Any) -> tuple[Any, ...] | None:
+    """The company a `process` state recorded (None for None)."""
+    return None if state is None else (state["threads"], state["children"], state["siblings"])
+
+
+def _process(known: tuple[Any, ...] | None) -> dict[str, Any]:
+    """What the process itself carries from one exercise to the next (`known`: its company, read just before)."""
+    threads, children, siblings = known if known is not None else \
+        (len(os.listdir("/proc/self/task")), _children(os.getpid()), _children(os.getppid()))
     umask = os.umask(0o077)
     os.umask(umask)
     descriptors: list[tuple[Any, ...]] = []
@@ -374,8 +390,8 @@ def _process() -> dict[str, Any]:
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
     size = int(_read("/proc/self/statm").split()[0]) * resource.getpagesize()
     return {
-        "threads": len(os.listdir("/proc/self/task")), "children": _children(os.getpid()),
-        "siblings": _children(os.getppid()), "parent": _parent(os.getppid()), "cwd": os.getcwd(), "umask": umask,
+        "threads": threads, "children": children, "siblings": siblings, "parent": _parent(os.getppid()),
+        "cwd": os.getcwd(), "umask": umask,
         "descriptors": descriptors,
         "environ": _environment(), "limits": limits, "handlers": handlers,
         "mask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), "timers": timers,
@@ -489,11 +505,12 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
             gc.enable()
 
 
-def process() -> Any:
+def process(known: tuple[Any, ...] | None = None) -> Any:
     """What the process itself carries from one exercise to the next (taken by the fork when it starts: its
-    pid, children and parent are its own); None when /proc cannot be read."""
+    pid, children and parent are its own); None when /proc cannot be read. `known`: its `company`, read since
+    the exercise's end with no student code run in between (the runtime's hooks are off)."""
     try:
-        return _process()
+        return _process(known)
     except Exception:  # noqa: BLE001 - as snapshot
         return None
 

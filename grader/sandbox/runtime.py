@@ -70,6 +70,7 @@ _freeze = gc.freeze
 _gettrace, _settrace, _getprofile, _setprofile = sys.gettrace, sys.settrace, sys.getprofile, sys.setprofile
 _GC_CALLBACKS = gc.callbacks   # the collector's own list (so are its callbacks, run at its collections)
 SESSION_OVER = 86            # an exercise's fork read the grader's last request: the runtime ends too
+PASS_ON = 87                 # an exercise's fork said `exited` and left the next request unread: not pristine
 _exit = os._exit
 _setitimer = signal.setitimer
 # The load phase's budget is wall time (ITIMER_REAL, SIGALRM); a case's limit is CPU time (ITIMER_PROF, SIGPROF),
@@ -584,13 +585,16 @@ class Child:
         code = os.waitstatus_to_exitcode(status)
         if code == SESSION_OVER:
             return False
+        if code == PASS_ON and _wire.pending(self.request_fd, 0):
+            return True   # the grader heard `exited` from the fork; its next request, unread, is served here
         self.send({"op": "exited", "status": code})
         return True
 
     def exercises(self, request):
         """In an exercise's fork: run exercises for as long as nothing of the last one can be seen by the next.
-        Returns when the next one needs a fresh fork (the runtime then reports this one's end); ends the fork
-        with SESSION_OVER when the grader has nothing more to ask."""
+        Returns when the next one needs a fresh fork (the runtime then reports this one's end), or ends the fork
+        with PASS_ON when it said so itself and left the next request to the runtime; ends it with SESSION_OVER
+        when the grader has nothing more to ask."""
         started = _pristine.process() if self.pristine is not None else None
         while True:
             self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
@@ -603,12 +607,22 @@ class Child:
             _hooks_off()
             # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
             # answered may outlive it.
-            if started is None or request.get("isolate") or self.replies is not None \
-                    or not _pristine.unchanged(self.pristine, self.snapshot(), started, _pristine.process()):
+            if started is None or request.get("isolate") or self.replies is not None:
                 return
+            # Whether this process may serve the next exercise is asked only once there is one: after the last
+            # exercise the grader kills the sandbox (or closes the pipe) and no check is spent. Until the check
+            # says so, the next request stays unread in the pipe, for a fresh fork (PASS_ON). No thread or
+            # process the exercise left may be there to read it first: those end with this process, as before.
+            company = _pristine.company()
+            if company is None or company != _pristine.company_of(started):
+                return
+            self.send({"op": "exited", "status": 0})
+            if not _wire.pending(self.request_fd, None):
+                _exit(SESSION_OVER)
+            if not _pristine.unchanged(self.pristine, self.snapshot(), started, _pristine.process(company)):
+                _exit(PASS_ON)
             if self.scratch:
                 _confine.empty_folder(self.scratch)
-            self.send({"op": "exited", "status": 0})
             try:
                 request = self.receive()
             except EOFError:

@@ -30,6 +30,7 @@ _poll_new, _select, _POLL_IN, _POLL_OUT = getattr(select, "poll", None), select.
 if _poll_new is not None:
     _POLL_IN = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
     _POLL_OUT = select.POLLOUT | select.POLLHUP | select.POLLERR
+_DATA = getattr(select, "POLLIN", 1) | getattr(select, "POLLPRI", 2)   # bytes to read (POLLHUP alone: EOF)
 _ceil, _isfinite, _monotonic = math.ceil, math.isfinite, time.monotonic
 _marshal_dumps, _marshal_loads = marshal.dumps, marshal.loads
 
@@ -47,6 +48,7 @@ __all__ = [
     "frame_of",
     "json_text",
     "marshal_frame",
+    "pending",
     "read_frame_blocking",
     "read_request_blocking",
     "send",
@@ -273,6 +275,17 @@ def _wait(fd: int, timeout: float | None, outbox: Outbox | None = None) -> tuple
         return fd in events, write_fd is not None and write_fd in events
     readable, writable, _ = _select([fd], [write_fd] if write_fd is not None else [], [], timeout)
     return bool(readable), bool(writable)
+
+
+def pending(fd: int, timeout: float | None) -> bool:
+    """Whether a frame's bytes wait in ``fd`` within ``timeout`` seconds (None: until some come or the writer
+    closes its end), without reading them: False at EOF. Without poll(2), EOF counts as bytes waiting."""
+    if _poll_new is None:
+        return _wait_readable(fd, timeout)
+    poller = _poll_new()
+    poller.register(fd, _POLL_IN)
+    millis = None if timeout is None else max(0, _ceil(timeout * 1000))
+    return any(events & _DATA for _, events in poller.poll(millis))
 
 
 def _wait_readable(fd: int, timeout: float | None) -> bool:
