@@ -108,6 +108,13 @@ CHANGES = {
                                     "    return 0\ndef look():\n    return __import__('gc').get_debug()\n", 0),
     "the decimal context": ("import decimal\ndef change():\n    decimal.getcontext().prec = 5\n    return 0\n"
                             "def look():\n    return decimal.getcontext().prec\n", 28),
+    # Left running, they could read the next request before the check (the fork checks who is left first).
+    "a thread left running": ("import threading, time\ndef change():\n"
+                              "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+                              "    return 0\ndef look():\n    return __import__('threading').active_count()\n", 1),
+    "a process left running": ("import os, time\ndef change():\n    if os.fork() == 0:\n        time.sleep(60)\n"
+                               "        os._exit(0)\n    return 0\ndef look():\n"
+                               "    return len(open('/proc/self/task/%d/children' % os.getpid()).read().split())\n", 0),
     "decimal's default context": ("import decimal\ndef change():\n    decimal.DefaultContext.prec = 5\n    return 0\n"
                                   "def look():\n    import threading\n    seen = []\n"
                                   "    t = threading.Thread(target=lambda: seen.append(decimal.getcontext().prec))\n"
