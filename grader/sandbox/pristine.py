@@ -50,22 +50,28 @@ __builtins__ = dict(_builtins.__dict__)  # type: ignore[assignment]  # a private
 gc, os, resource, signal = (  # type: ignore[assignment]  # snapshots stand in for the modules, on purpose
     types.SimpleNamespace(**vars(_module)) for _module in (gc, os, resource, signal))
 
+# An object's identity as id() gives it, without id()'s "builtins.id" audit event: the runtime's audit hook (a
+# Python function, see runtime._refuse_audit_hooks) runs at every such event, 0.2 us each, seven times id's own
+# cost, and a walk takes ~2,000 identities. object's own hash is its address rotated (an identity among live
+# objects), called through object's slot whatever the object's class says its hash is: no student code runs.
+_id = object.__hash__
+
 MAX_OBJECTS = 20_000          # objects one walk may visit: past it the answer is "unknown" (a fork is cheaper)
 MAX_GROWTH = 64 << 20         # address space an exercise may leave behind (RLIMIT_AS is per process)
 
-_VALUES = frozenset(map(id, (int, str, bytes, bool, type(None), type(...), type(NotImplemented))))
-_BY_REPR = frozenset(map(id, (float, complex)))
+_VALUES = frozenset(map(_id, (int, str, bytes, bool, type(None), type(...), type(NotImplemented))))
+_BY_REPR = frozenset(map(_id, (float, complex)))
 # Objects that never change, or whose changes are seen through the module bindings recorded elsewhere.
-_FIXED = frozenset(map(id, (types.CodeType, types.BuiltinFunctionType, types.WrapperDescriptorType,
+_FIXED = frozenset(map(_id, (types.CodeType, types.BuiltinFunctionType, types.WrapperDescriptorType,
                             types.MethodWrapperType, types.MethodDescriptorType, types.ClassMethodDescriptorType,
                             types.GetSetDescriptorType, types.MemberDescriptorType, types.ModuleType, range,
                             types.GenericAlias, types.UnionType,             # annotations: list[int], int | None
                             type(__import__("collections").namedtuple("_", "a").a))))   # a namedtuple's field
 # Builtin types whose whole state the collector shows as references (their contents).
-_OPEN = frozenset(map(id, (list, tuple, dict, set, frozenset, types.FunctionType, types.MethodType,
+_OPEN = frozenset(map(_id, (list, tuple, dict, set, frozenset, types.FunctionType, types.MethodType,
                            types.CellType, staticmethod, classmethod, property, types.SimpleNamespace,
                            types.MappingProxyType, object, BaseException, Exception)))
-_WEAKREF = id(__import__("weakref").ref)
+_WEAKREF = _id(__import__("weakref").ref)
 _HEAPTYPE = 1 << 9
 _PF_EXITING = 0x4             # a process's flags in /proc/<pid>/stat: it is on its way out
 _FLAGS = type.__dict__["__flags__"].__get__
@@ -85,11 +91,11 @@ _PY_RANDOM = __import__("random").Random
 
 def _generator_kinds() -> set[int]:
     """Random generators whose state can be read exactly (by type id): random.Random, numpy's legacy and new."""
-    kinds = {id(_PY_RANDOM)}
+    kinds = {_id(_PY_RANDOM)}
     for module, name in (("numpy.random._generator", "Generator"), ("numpy.random.mtrand", "RandomState")):
         kind = getattr(sys.modules.get(module), name, None)
         if kind is not None:
-            kinds.add(id(kind))
+            kinds.add(_id(kind))
     return kinds
 
 
@@ -128,11 +134,11 @@ def _instance_dict(obj: object, kind: type) -> dict[str, Any] | None:
 def _open_type(kind: type) -> bool:
     """True when an instance of `kind` holds nothing the collector does not show: a builtin container, or a
     class of Python code over such bases (not over int, str, random.Random or any other C state)."""
-    if id(kind) in _OPEN:
+    if _id(kind) in _OPEN:
         return True
     if not _FLAGS(kind) & _HEAPTYPE:
         return False
-    return all(id(base) in _OPEN or _FLAGS(base) & _HEAPTYPE for base in _MRO(kind))
+    return all(_id(base) in _OPEN or _FLAGS(base) & _HEAPTYPE for base in _MRO(kind))
 
 
 def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_OBJECTS,
@@ -163,20 +169,20 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
     values, by_repr, fixed, weakref, referents = _VALUES, _BY_REPR, _FIXED, _WEAKREF, gc.get_referents
     inner = leaves.get if leaves else None
     before = known.get if known else None
-    same = _IS
+    same, identity = _IS, _id
     while stack:
         obj = pop()
         if found is not None:
             found.append(obj)
         kind = type(obj)
-        key = id(kind)
+        key = identity(kind)
         if key in values:
             append((key, obj))
             continue
         if key in by_repr:
             append((key, repr(obj)))
             continue
-        ident = id(obj)
+        ident = identity(obj)
         if ident in seen:
             append(ident)
             continue
@@ -191,7 +197,7 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
         if kind is dict:   # the collector shows a dict's keys and values, nothing more
             references = [*_KEYS(obj), *_VALUES_OF(obj)]
         elif key == weakref:
-            append((key, ident, id(obj())))   # what it points to is reached from elsewhere, or dead
+            append((key, ident, identity(obj())))   # what it points to is reached from elsewhere, or dead
             continue
         elif kind is type or issubclass(kind, type):
             if not _FLAGS(obj) & _HEAPTYPE:
@@ -230,7 +236,7 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
                 append((key, ident, True))   # as at the load: the same objects, by identity (held alive)
                 extend(then[1])
                 continue
-        ids = tuple(map(id, references))
+        ids = tuple(map(identity, references))
         append((key, ident, ids))
         if inner is not None:    # only what is not a leaf (all in C: the walk's loop costs ~0.3 us per object)
             references = list(compress(references, map(inner, ids, repeat(True))))
@@ -249,11 +255,11 @@ class Leaves:
 
     def __init__(self, held: list[Any], record: dict[int, list[Any]] | None = None) -> None:
         self.held = held
-        self.ids = dict.fromkeys(map(id, held), False)   # False: "not to visit", for walk's compress
+        self.ids = dict.fromkeys(map(_id, held), False)   # False: "not to visit", for walk's compress
         # Each object the load's walk entered, by id: what it referenced (held alive, so an id is always the
         # same object) and, reversed for the walk's stack, the non-leaves among them.
         ids = self.ids
-        self.known = {ident: (references, [obj for obj in reversed(references) if id(obj) not in ids])
+        self.known = {ident: (references, [obj for obj in reversed(references) if _id(obj) not in ids])
                       for ident, references in (record or {}).items()}
         self.loaded: Loaded | None = None                 # the last snapshot's view of sys.modules
 
@@ -261,7 +267,7 @@ class Leaves:
 def _immutable(obj: Any, known: dict[int, bool], homes: set[str] | None, depth: int = 0) -> bool:
     """Whether `obj` can never change in what a walk would see (read through type's own slots, as walk)."""
     kind = type(obj)
-    key = id(kind)
+    key = _id(kind)
     if key in _VALUES or key in _BY_REPR:
         return True
     if key in _FIXED:
@@ -273,7 +279,7 @@ def _immutable(obj: Any, known: dict[int, bool], homes: set[str] | None, depth: 
         return homes is not None and not (type(home) is str and home in homes)   # a library's class
     if kind is not tuple and kind is not frozenset:
         return False
-    ident = id(obj)
+    ident = _id(obj)
     if ident not in known:
         known[ident] = False     # a tuple cannot hold itself; and deep nests are simply walked
         known[ident] = depth < 32 and all(_immutable(item, known, homes, depth + 1) for item in gc.get_referents(obj))
@@ -289,19 +295,19 @@ class Loaded:
 
     def __init__(self, roots: list[Any], own: tuple[Any, ...]) -> None:
         self.held = list(sys.modules.items())     # names too: an id in `key` is always the object it was
-        self.key = (tuple(map(id, sys.modules)), tuple(map(id, sys.modules.values())))
+        self.key = (tuple(map(_id, sys.modules)), tuple(map(_id, sys.modules.values())))
         self.modules = [(module, _MODULE_DICT(module)) for module in list(sys.modules.values())
                         if issubclass(type(module), types.ModuleType)]
-        namespaces = {id(namespace) for _, namespace in self.modules}
-        self.stop = frozenset(namespaces - set(map(id, roots)) | set(map(id, own)))
+        namespaces = {_id(namespace) for _, namespace in self.modules}
+        self.stop = frozenset(namespaces - set(map(_id, roots)) | set(map(_id, own)))
         self.where: dict[int, int] = {}
         for position, (module, namespace) in enumerate(self.modules):
-            self.where[id(module)] = self.where[id(namespace)] = position
+            self.where[_id(module)] = self.where[_id(namespace)] = position
 
 
 def _loaded(roots: list[Any], own: tuple[Any, ...], cache: Leaves | None) -> Loaded:
     if cache is not None and cache.loaded is not None and cache.loaded.key == (
-            tuple(map(id, sys.modules)), tuple(map(id, sys.modules.values()))):
+            tuple(map(_id, sys.modules)), tuple(map(_id, sys.modules.values()))):
         return cache.loaded
     loaded = Loaded(roots, own)
     if cache is not None:
@@ -317,7 +323,7 @@ def _modules(met: set[int], loaded: Loaded) -> list[tuple[int, ...]]:
     where = loaded.where
     for position in sorted({where[ident] for ident in met if ident in where}):
         module, namespace = loaded.modules[position]
-        found.append((id(module), *map(id, namespace), -1, *map(id, namespace.values())))
+        found.append((_id(module), *map(_id, namespace), -1, *map(_id, namespace.values())))
     return found
 
 
@@ -386,7 +392,7 @@ def _process(known: tuple[Any, ...] | None) -> dict[str, Any]:
             descriptors.append((fd,))
     limits = [resource.getrlimit(kind) for kind in _RLIMITS]
     # The C functions: signal.getsignal makes an enum of each number and handler (half of this function's time).
-    handlers = [(number, id(_getsignal(number))) for number in sorted(_valid_signals()) if number not in _UNCAUGHT]
+    handlers = [(number, _id(_getsignal(number))) for number in sorted(_valid_signals()) if number not in _UNCAUGHT]
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
     size = int(_read("/proc/self/statm").split()[0]) * resource.getpagesize()
     return {
@@ -414,21 +420,21 @@ def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
     """The interpreter's own settings and hooks, and the libraries' global state that outlives a call
     (`collecting`: whether the collector was on before the snapshot turned it off; numpy's global generator is
     left out when it is among `own`: the runtime seeds it at each case's start)."""
-    hooks = [id(getattr(sys, name, None)) for name in (
+    hooks = [_id(getattr(sys, name, None)) for name in (
         "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "displayhook", "excepthook",
         "unraisablehook", "breakpointhook")]
     state: dict[str, Any] = {
-        "hooks": hooks, "trace": (id(sys.gettrace()), id(sys.getprofile())),
+        "hooks": hooks, "trace": (_id(sys.gettrace()), _id(sys.getprofile())),
         "limits": (sys.getrecursionlimit(), sys.getswitchinterval(), sys.get_int_max_str_digits()),
-        "path": [id(entry) for entry in sys.path] + [(type(e) is str and e) for e in sys.path],
-        "meta_path": list(map(id, sys.meta_path)), "path_hooks": list(map(id, sys.path_hooks)),
-        "gc": (collecting, gc.get_threshold(), gc.get_debug(), list(map(id, gc.callbacks)), len(gc.garbage)),
+        "path": [_id(entry) for entry in sys.path] + [(type(e) is str and e) for e in sys.path],
+        "meta_path": list(map(_id, sys.meta_path)), "path_hooks": list(map(_id, sys.path_hooks)),
+        "gc": (collecting, gc.get_threshold(), gc.get_debug(), list(map(_id, gc.callbacks)), len(gc.garbage)),
     }
     if "_decimal" in sys.modules:
         state["decimal"] = _decimal()
     warnings = sys.modules.get("warnings")
     if warnings is not None:
-        state["warnings"] = list(map(id, getattr(warnings, "filters", ())))
+        state["warnings"] = list(map(_id, getattr(warnings, "filters", ())))
     locale = sys.modules.get("_locale")
     if locale is not None:
         state["locale"] = locale.setlocale(locale.LC_ALL)
@@ -454,7 +460,7 @@ def _decimal() -> tuple[Any, ...]:
     context = getcontext()
     if _FLAGS(type(context)) & _HEAPTYPE or _FLAGS(type(default)) & _HEAPTYPE:
         raise Unknown("a decimal context of a Python class")
-    return id(context), repr(context), id(default), repr(default)
+    return _id(context), repr(context), _id(default), repr(default)
 
 
 def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None) -> Leaves | None:
@@ -491,7 +497,7 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
         # First: what reading the libraries' state runs (numpy.geterr, which a notebook may replace) may change
         # what the walk sees, never after it.
         interpreter = _interpreter(collecting, own)
-        met = {id(sys)}   # sys's names, even where the notebook reaches sys only through __import__
+        met = {_id(sys)}   # sys's names, even where the notebook reaches sys only through __import__
         loaded = _loaded(roots, own, skip)
         walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None,
                       known=skip.known if skip is not None else None)
