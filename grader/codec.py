@@ -50,6 +50,10 @@ _b2a_base64, _b64decode, _Base64Error = binascii.b2a_base64, base64.b64decode, b
 _modules = sys.modules
 _marshal_dumps, _marshal_loads = marshal.dumps, marshal.loads
 _from_iterables = itertools.chain.from_iterable
+# An object's identity as id() gives it, without id()'s audit event: in the sandbox child an audit hook (a Python
+# function) runs at every such event, and an isolated helper's every call asks for its arguments' identities
+# (call_text). object's own hash is the object's address rotated, through object's slot whatever its class says.
+_identity = object.__hash__
 try:
     from _json import encode_basestring as _quote
 except ImportError:  # pragma: no cover - CPython always has _json
@@ -410,7 +414,7 @@ def call_text(args: tuple, kept: dict[int, tuple]) -> str | None:
     nodes, chars = _PLAIN_NODES - len(args), _PLAIN_CHARS
     texts = []
     for arg in args:
-        known = kept.get(id(arg))
+        known = kept.get(_identity(arg))
         if known is None or known[0] is not arg:
             left = [nodes, chars]
             try:
@@ -419,7 +423,7 @@ def call_text(args: tuple, kept: dict[int, tuple]) -> str | None:
                 return None
             known = (arg, text, nodes - left[0], chars - left[1])
             if len(text) <= KEPT_TEXT and frozen(arg):
-                keep(kept, id(arg), known)
+                keep(kept, _identity(arg), known)
         nodes -= known[2]
         chars -= known[3]
         texts.append(known[1])
@@ -498,7 +502,7 @@ def unpack(data: bytes, kept: dict[int, tuple] | None = None) -> object:
     if kept is not None:
         for element, (text, nodes, chars) in zip(elements, texts, strict=True):
             if type(element) is tuple and len(text) <= KEPT_TEXT:
-                keep(kept, id(element), (element, text, nodes, chars))
+                keep(kept, _identity(element), (element, text, nodes, chars))
     return set(elements) if marker == b"S" else frozenset(elements)
 
 
