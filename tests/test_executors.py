@@ -556,3 +556,31 @@ def test_a_worker_reads_its_next_submission_while_it_grades_one_and_a_death_name
     assert report["replaced"] == 2      # killer read ahead of second, then alone
     # second, whose grading the death cut short, is graded again; killer is read again, alone, and kills again
     assert (lines.count("graded second"), lines.count("read killer")) == (1, 2), lines
+
+
+def test_each_worker_gets_its_first_job_before_the_next_worker_is_forked(tmp_path, monkeypatch):
+    """The first submission starts while the next worker is forked (a fork copies the coordinator's page tables),
+    and the jobs sent ahead follow only once every worker has its first."""
+    from grader.run import executor
+    from grader.run.executor import _Slot
+    events: list[str | None] = []
+
+    class Pipe:
+        def send(self, job: Job | None) -> None:
+            events.append(job.student if job is not None else None)
+
+    class Process:
+        sentinel = -1
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Stop
+    pool = LocalPool(Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), jobs=2)
+    monkeypatch.setattr(pool, "_start", lambda: events.append("fork") or _Slot(Process(), Pipe()))  # type: ignore[arg-type]
+    monkeypatch.setattr(pool, "_stop", lambda slot: None)
+    monkeypatch.setattr(executor, "wait", stop)     # the first wait for a result ends the run here
+    with pytest.raises(Stop):
+        list(pool.run([Job(name, f"/{name}.ipynb") for name in "abcde"]))
+    assert events == ["fork", "a", "fork", "b", "c", None, None]   # c: ahead of a; then both told to stop
