@@ -39,7 +39,9 @@ _CANDIDATES = 256    # patterns counted at once (then forgotten: a case that kee
 _SCANNED = 16        # argument boundaries looked at in one call
 
 ARGS_HEAD, ARGS_TAIL = b'"args":{"list":[', b']},"kwargs":{"dict":[]}}'
+_INNER_START, _INNER_END = len(ARGS_HEAD), -len(ARGS_TAIL)
 _HEAD_MEMBERS = (b'"op"', b'"name"', b'"seq"')   # never in a kept key (process.Heard.keeps): never prefetched
+_HEAD_TEXTS = tuple(member.decode() for member in _HEAD_MEMBERS)
 
 SETS = (b"S", b"F")                              # the markers of a set's and a frozenset's reply (codec.pack)
 ONLY, FIRST, LAST = "only", "first", "last"      # where the member is among the call's arguments
@@ -57,6 +59,16 @@ class Rule:
     others: tuple[Any, ...]
 
 
+@dataclass(frozen=True)
+class Members:
+    """A set reply's members: their texts (those that may be an argument's text in a kept key) and values, and
+    the texts by the helper that replied (to confirm patterns with)."""
+
+    texts: tuple[bytes, ...]
+    values: tuple[Any, ...]
+    by_text: dict[bytes, str]
+
+
 @dataclass
 class Prefetch:
     """The parent's prefetching for one exercise's fork: what the child's memo holds, and per case the rules."""
@@ -66,20 +78,18 @@ class Prefetch:
     # parent no memory; two calls of one hash only mean one answer not prefetched.
     known: set[int] = field(default_factory=set)
     rules: dict[tuple[str, str, str], Rule] = field(default_factory=dict)
+    triggers: frozenset[str] = frozenset()
     members: dict[bytes, str] = field(default_factory=dict)             # a member's text -> the helper it came from
     candidates: Counter[tuple[str, str, str, bytes]] = field(default_factory=Counter)
     allowed: int = 0           # prefetched answers the case may still get
     sent: int = 0              # prefetched answers sent (all cases)
     stopped: bool = False      # the reference was too slow for one: no more in this case
 
-    @property
-    def triggers(self) -> set[str]:
-        return {rule.trigger for rule in self.rules.values()}
-
     def start_case(self, allowed: int) -> None:
         """A new case: its rules are learnt from its own calls (an argument text of another case is not one the
         child sent in this one)."""
         self.rules.clear()
+        self.triggers = frozenset()
         self.members.clear()
         self.candidates.clear()
         self.allowed = allowed
@@ -88,14 +98,14 @@ class Prefetch:
     def heard(self, name: str, rest: bytes) -> None:
         """A call the child made (its frame after the seq, process.Heard.rest): the child's memo now holds it,
         and it may confirm a pattern."""
-        if len(self.known) >= _KNOWN:
-            self.known.clear()
-        self.known.add(hash((name, rest)))
-        if not self.members or name not in self.isolate or not rest.startswith(ARGS_HEAD) \
-                or not rest.endswith(ARGS_TAIL):
-            return
-        inner = rest[len(ARGS_HEAD):-len(ARGS_TAIL)]
+        known = self.known
+        if len(known) >= _KNOWN:
+            known.clear()
+        known.add(hash((name, rest)))
         members = self.members
+        if not members or name not in self.isolate or not rest.startswith(ARGS_HEAD) or not rest.endswith(ARGS_TAIL):
+            return
+        inner = rest[_INNER_START:_INNER_END]
         trigger = members.get(inner)
         if trigger is not None:
             self._confirm(trigger, name, ONLY, b"")
@@ -129,6 +139,7 @@ class Prefetch:
             others = _values(other)
             if others is not None:
                 self.rules[(trigger, helper, where)] = Rule(trigger, helper, where, other, others)
+                self.triggers = frozenset(rule.trigger for rule in self.rules.values())
             del self.candidates[pattern]
 
     def answers(self, name: str, tail: bytes, answer: Callable[[str, bytes, list[Any]], bytes | None]
@@ -138,67 +149,87 @@ class Prefetch:
         helper is its own trigger (next_states of each next state) is followed one step from the asked reply;
         the other rules from each reply sent, prefetched ones included (manhattan of the next states' next
         states, which A* asks when it expands them)."""
-        elements = self._index(name, tail)
-        if elements is None or self.stopped or not self.rules:
+        found = self._index(name, tail)
+        if found is None or self.stopped or name not in self.triggers:
             return []
         sent: list[tuple[str, str, bytes]] = []
-        triggers = self.triggers
-        queue = [(name, elements, True)]
+        known, triggers, rules = self.known, self.triggers, list(self.rules.values())
+        queue = [(name, found, True)]
         for trigger, members, asked in queue:
-            for rule in list(self.rules.values()):
-                if rule.trigger != trigger or (rule.helper == trigger and not asked):
+            for rule in rules:
+                helper = rule.helper
+                if rule.trigger != trigger or (helper == trigger and not asked):
                     continue
-                for text, value in members:
+                for text, value in zip(members.texts, members.values, strict=True):
                     if len(sent) >= PER_REPLY or self.allowed <= 0 or self.stopped:
                         return sent
-                    call = _call(rule, text, value)
-                    if call is None or hash((rule.helper, call[0])) in self.known:
+                    made = _call(rule, text, value)
+                    if made is None:
                         continue
-                    rest, inner, args = call
-                    reply = answer(rule.helper, rest, args)
+                    rest, inner, args = made
+                    call = hash((helper, rest))
+                    if call in known:
+                        continue
+                    reply = answer(helper, rest, args)
                     if reply is None or len(reply) > LONGEST_TAIL:
                         continue
-                    self.known.add(hash((rule.helper, rest)))
+                    known.add(call)
                     self.allowed -= 1
                     self.sent += 1
-                    sent.append((rule.helper, '{"list":[' + inner.decode("ascii") + "]}", reply))
-                    if rule.helper in triggers:
-                        more = self._index(rule.helper, reply)
+                    sent.append((helper, '{"list":[' + inner.decode("ascii") + "]}", reply))
+                    if helper in triggers:
+                        more = self._index(helper, reply)
                         if more is not None:
-                            queue.append((rule.helper, more, False))
+                            queue.append((helper, more, False))
         return sent
 
-    def _index(self, name: str, tail: bytes) -> list[tuple[bytes, Any]] | None:
+    def _index(self, name: str, tail: bytes) -> Members | None:
         """The members of a reply to `name` (None: not a set), kept as ones the child holds."""
-        elements = members_of(tail)
-        if elements is None:
-            return None
-        for text, _ in elements:
-            if len(text) <= codec.KEPT_TEXT:
-                codec.keep(self.members, text, name)
-        return elements
+        found = members_of(name, tail)
+        if found is not None:
+            if len(self.members) >= codec.KEPT_ARGS:
+                self.members.clear()
+            self.members.update(found.by_text)
+        return found
 
 
-def members_of(tail: bytes) -> list[tuple[bytes, Any]] | None:
-    """The elements of a set or frozenset reply with their texts (codec.pack wrote both), or None. Only the
-    parent's own bytes are loaded here (a reply it or another worker of its batch made, never the child)."""
+_MEMBERS: dict[tuple[str, bytes], Members | None] = {}   # by the reply: a worker sees the same replies again
+_MEMBERS_KEPT = 8192
+
+
+def members_of(name: str, tail: bytes) -> Members | None:
+    """The members of a set or frozenset reply of `name` with their texts (codec.pack wrote both), or None. Only
+    the parent's own bytes are loaded here (a reply it or another worker of its batch made, never the child).
+    Kept per reply for the worker (a batch's searches ask the same states), at most _MEMBERS_KEPT of them."""
     if tail[:1] not in SETS or len(tail) > LONGEST_SET:
         return None
-    elements, texts = codec._marshal_loads(memoryview(tail)[1:])
-    return [(text[0].encode("ascii"), element) for element, text in zip(elements, texts, strict=True)
-            if type(element) is tuple]
+    key = (name, tail)
+    found = _MEMBERS.get(key)
+    if found is None:
+        elements, texts = codec._marshal_loads(memoryview(tail)[1:])
+        kept = [(text[0].encode("ascii"), element) for element, text in zip(elements, texts, strict=True)
+                if type(element) is tuple and len(text[0]) <= codec.KEPT_TEXT
+                and not any(member in text[0] for member in _HEAD_TEXTS)]
+        found = Members(tuple(text for text, _ in kept), tuple(value for _, value in kept),
+                        {text: name for text, _ in kept})
+        if len(_MEMBERS) >= _MEMBERS_KEPT:
+            _MEMBERS.clear()
+        _MEMBERS[key] = found
+    return found
 
 
 def _call(rule: Rule, text: bytes, value: Any) -> tuple[bytes, bytes, list[Any]] | None:
     """The frame's rest, the arguments' text inside their list's brackets and the arguments of the rule's call on
-    one member, or None (too long, or a text that could name a member of the frame's head)."""
-    if rule.where == ONLY:
+    one member, or None (too long). Neither the member's text nor the other arguments' name a member of the
+    frame's head (members_of, _values): the rest is one a kept call may have."""
+    where = rule.where
+    if where == ONLY:
         inner, args = text, [value]
-    elif rule.where == FIRST:
+    elif where == FIRST:
         inner, args = text + b"," + rule.other, [value, *rule.others]
     else:
         inner, args = rule.other + b"," + text, [*rule.others, value]
-    if len(inner) > LONGEST_ARGS or any(member in inner for member in _HEAD_MEMBERS):
+    if len(inner) > LONGEST_ARGS:
         return None
     return ARGS_HEAD + inner + ARGS_TAIL, inner, args
 
@@ -211,7 +242,7 @@ def _values(other: bytes) -> tuple[Any, ...] | None:
     when parsed) would have kept an answer to one call under another's bytes."""
     if not other:
         return ()
-    if len(other) > LONGEST_ARGS:
+    if len(other) > LONGEST_ARGS or any(member in other for member in _HEAD_MEMBERS):
         return None
     try:
         values = codec.decode(wire.parse_value('{"list":[' + other.decode("ascii") + "]}"))
