@@ -500,13 +500,13 @@ from grader.rubric.schema import load_rubric
 from grader.run import executor
 from grader.run.executor import Job, LocalPool, Setup
 log, cache, rubric, submissions = sys.argv[1:]
-original_read, original_grade = executor.read_job, executor.grade_job
+original_read, original_grade = executor.read_ahead, executor.grade_job
 
 def note(what):
     with open(log, "a", encoding="utf-8") as file:      # forked workers append to the same file
         file.write(what + "\\n")
 
-def read_job(setup, job):
+def read_ahead(setup, job):
     note(f"read {job.student}")
     if job.student == "killer":
         os._exit(3)      # the worker dies while it reads this one ahead
@@ -523,7 +523,7 @@ def grade_job(setup, job, read=None):
     note(f"graded {job.student}")
     return result
 
-executor.read_job, executor.grade_job = read_job, grade_job
+executor.read_ahead, executor.grade_job = read_ahead, grade_job
 setup = Setup(load_rubric(Path(rubric)), cache)
 pool = LocalPool(setup, jobs=1, plan=build_plan(setup.rubric, Path(cache)))
 assert threading.active_count() == 1 and pool.context.get_start_method() == "fork"
@@ -584,3 +584,29 @@ def test_each_worker_gets_its_first_job_before_the_next_worker_is_forked(tmp_pat
     with pytest.raises(Stop):
         list(pool.run([Job(name, f"/{name}.ipynb") for name in "abcde"]))
     assert events == ["fork", "a", "fork", "b", "c", None, None]   # c: ahead of a; then both told to stop
+
+
+def test_a_worker_reads_ahead_only_what_it_parses_in_a_few_milliseconds(tmp_path, plan, grader_cache):
+    """The thread that reads ahead keeps the GIL through each C parse (the file's JSON, a cell's code), while the
+    current child may wait for the parent's answers: a notebook with a larger cell or more code is read but
+    extracted by the grading thread, a larger file not read at all (redteam: twenty 1.85 MB cells held the
+    worker 35 s and an A* search ran into its wall backstop)."""
+    from grader.run.executor import READ_AHEAD_BYTES, READ_AHEAD_CELL, _adopt_plan, read_ahead
+    setup = Setup(plan.rubric, str(grader_cache))
+    _adopt_plan(setup, plan)
+    notebook = json.loads((SUBMISSIONS / "correct.ipynb").read_text(encoding="utf-8"))
+
+    def written(name: str, cell: dict) -> Job:
+        path = tmp_path / f"{name}.ipynb"
+        path.write_text(json.dumps({**notebook, "cells": [*notebook["cells"], cell]}), encoding="utf-8")
+        return Job(name, str(path))
+    small = read_ahead(setup, written("small", {"cell_type": "markdown", "metadata": {}, "source": "notes"}))
+    assert small is not None and small.extracted is not None
+    code = "x = 1\n" * (READ_AHEAD_CELL // 6 + 1)
+    large_cell = read_ahead(setup, written("cell", {"cell_type": "code", "execution_count": None, "metadata": {},
+                                                    "outputs": [], "source": code}))
+    assert large_cell is not None and large_cell.notebook is not None and large_cell.extracted is None
+    text = "y" * READ_AHEAD_BYTES
+    assert read_ahead(setup, written("file", {"cell_type": "markdown", "metadata": {}, "source": text})) is None
+    from grader.judge.grading import grade_read, support_sources
+    assert grade_read(large_cell, plan, support_sources(plan)).total == plan.rubric.max_total   # extracted there

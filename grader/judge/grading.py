@@ -1053,20 +1053,27 @@ class Read:
     path: Path
     sha256: str
     notebook: Notebook | None          # None: the file is not a notebook that can be read (`problem` says why)
-    extracted: Extracted | None
+    extracted: Extracted | None        # None: not extracted yet (grade_read extracts it)
     hide_paths: tuple[str, ...] = ()
     problem: str = ""
     seconds: float = 0.0               # what reading and extracting took (wall), counted in the submission's time
 
 
-def read_submission(path: Path, plan: Plan, hide: Sequence[Path | None] = ()) -> Read:
-    """Read and extract one submission file for `plan` (grade_read grades it)."""
+def read_submission(path: Path, plan: Plan, hide: Sequence[Path | None] = (),
+                    cells: tuple[int, int] | None = None) -> Read:
+    """Read and extract one submission file for `plan` (grade_read grades it). `cells`: extracted only if no
+    code cell has more characters than the first and all of them not more than the second."""
     started = time.monotonic()
     sha256 = file_sha256(path)
     try:
         notebook = read_notebook(path)
     except NotebookError as error:
         return Read(path, sha256, None, None, problem=str(error), seconds=time.monotonic() - started)
+    if cells is not None:
+        code = [len(cell.source) for cell in notebook.cells if cell.kind == "code"]
+        if max(code, default=0) > cells[0] or sum(code) > cells[1]:
+            return Read(path, sha256, notebook, None, tuple(hidden_folders(plan, path, hide)),
+                        seconds=time.monotonic() - started)
     extracted = extract(notebook, plan.rubric.policy)
     return Read(path, sha256, notebook, extracted, tuple(hidden_folders(plan, path, hide)),
                 seconds=time.monotonic() - started)
@@ -1075,7 +1082,7 @@ def read_submission(path: Path, plan: Plan, hide: Sequence[Path | None] = ()) ->
 def grade_read(read: Read, plan: Plan, support: Mapping[str, str], options: Options = Options(),
                submission: str | None = None) -> SubmissionResult:
     """Grade a submission read_submission read; a file that could not be read gets a result, at zero, saying why."""
-    if read.notebook is None or read.extracted is None:
+    if read.notebook is None:
         return bound_result(empty_result(read.path, plan, read.sha256, read.problem, time.monotonic() - read.seconds,
                                          submission))
     return grade_notebook(read.notebook, plan, path=read.path, sha256=read.sha256, support=support, options=options,

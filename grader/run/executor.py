@@ -136,6 +136,33 @@ def read_job(setup: Setup, job: Job) -> "Read":
     return read_submission(Path(job.path), plan, tuple(Path(h) for h in setup.hide))
 
 
+# What a worker reads ahead (_Inbox), on a thread beside the one that answers the current child: the file's JSON
+# and each code cell are parsed by C code that keeps the GIL throughout, so that thread waits for each whole (a
+# notebook of twenty 1.85 MB cells held it 35 s, and an A* search waiting for its isolated helpers' answers ran
+# into its wall backstop: redteam). Within these one parse keeps it a few milliseconds (12-25 at load 10); a
+# larger file is read, and a notebook with more code extracted, when its turn comes, by the thread that grades
+# it, as before. A Taoistic notebook: 35 kB, 10,000 characters of code, 1,500 in its largest cell.
+READ_AHEAD_BYTES = 256 * 1024       # the file
+READ_AHEAD_CELL = 10_000            # characters of one code cell
+READ_AHEAD_CODE = 60_000            # characters of all its code cells
+
+
+def read_ahead(setup: Setup, job: Job) -> "Read | None":
+    """The job's file read, and extracted if small enough to be beside a running child (see above); None when the
+    file is larger or anything goes wrong (grade_job reads it)."""
+    from grader.judge.grading import read_submission
+    if job.data is not None or _plan_key(setup) not in _PLANS:   # a spawned worker builds its plan on its 1st job
+        return None
+    path = Path(job.path)
+    try:
+        if path.stat().st_size > READ_AHEAD_BYTES:
+            return None
+        return read_submission(path, _PLANS[_plan_key(setup)][0], tuple(Path(h) for h in setup.hide),
+                               cells=(READ_AHEAD_CELL, READ_AHEAD_CODE))
+    except Exception:  # noqa: BLE001 - met again (and reported) when the job is graded
+        return None
+
+
 def _plan_key(setup: Setup) -> str:
     return setup.plan_key
 
@@ -250,18 +277,14 @@ class _Inbox:
             if job is None:
                 self.jobs.put(None)
                 return
-            read = None
-            if job.data is None and _plan_key(setup) in _PLANS:   # a spawned worker builds its plan on its first job
-                # While it reads, the main thread waiting for the GIL (a frame came) gets it within half a
-                # millisecond, not the default 5 ms: the child never waits long for the parent's answer.
-                interval = sys.getswitchinterval()
-                sys.setswitchinterval(READ_AHEAD_SWITCH)
-                try:
-                    read = read_job(setup, job)
-                except Exception:  # noqa: BLE001 - met again (and reported) when the job is graded
-                    read = None
-                finally:
-                    sys.setswitchinterval(interval)
+            # While it reads, the main thread waiting for the GIL (a frame came) gets it within half a millisecond
+            # of Python code, not the default 5 ms: the child never waits long for the parent's answer.
+            interval = sys.getswitchinterval()
+            sys.setswitchinterval(READ_AHEAD_SWITCH)
+            try:
+                read = read_ahead(setup, job)
+            finally:
+                sys.setswitchinterval(interval)
             self.jobs.put((job, read))
 
     def next(self) -> tuple[Job, Read | None] | None:
