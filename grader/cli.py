@@ -291,8 +291,11 @@ def _formats(given: str | None, annotated: bool) -> list[str]:
 
 
 def _without_notebook(results, notebooks, folder: Path) -> list[str]:
+    """Students whose graded file is not found. An unreadable one (empty, broken) has no code to show: it is
+    not sent looking for it."""
     from grader.report.student import locate_notebook
-    return [r.submission for r in results if locate_notebook(r, notebooks, folder) is None]
+    return [r.submission for r in results
+            if r.state != "unreadable" and locate_notebook(r, notebooks, folder) is None]
 
 
 def _class_report(args: argparse.Namespace) -> int:

@@ -74,3 +74,17 @@ def test_report_says_which_students_notebooks_it_could_not_find(tmp_path: Path, 
     write_json(result, tmp_path / "results")
     assert main(["report", str(tmp_path / "results"), "--out", str(tmp_path / "feedback")]) == 0
     assert "the notebook of 1 student(s) was not found" in capsys.readouterr().err
+
+
+def test_report_does_not_send_the_ta_looking_for_an_unreadable_notebook(tmp_path: Path, capsys) -> None:
+    """An empty or broken file has no code to show: its report says why it is unreadable, and the TA is not told
+    its notebook "was not found" (give --notebooks FOLDER) after a zip intake that had it."""
+    from grader.cli import main
+    from grader.store.results import ExerciseResult, SubmissionResult, write_json
+    result = SubmissionResult(submission="eve", path=str(tmp_path / "canvas.zip!eve.ipynb"), sha256="a" * 64,
+                              rubric="taoistic-search", rubric_sha256="r", grader_version="0", isolation="none",
+                              total=0.0, max_total=2.0, state="unreadable",
+                              exercises=(ExerciseResult("move_dir", "Move", 0.0, 2.0, ()),))
+    write_json(result, tmp_path / "results")
+    assert main(["report", str(tmp_path / "results"), "--out", str(tmp_path / "feedback")]) == 0
+    assert "was not found" not in capsys.readouterr().err
