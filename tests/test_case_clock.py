@@ -110,6 +110,41 @@ def test_run_queue_time_a_process_chose_by_its_priority_cannot_make_a_case_starv
             process.wait()
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_a_case_waiting_for_answers_while_the_parent_waits_for_a_cpu_is_not_a_timeout():
+    """A rerun with isolated helpers waits on the parent's answers; on a busy machine the parent waits for a CPU
+    before it reads each call, a wait the child's own run-queue time does not show. eight-puzzle's
+    inversions-with-blank lost its astar_search rerun at load 14 (cases "did not finish within 10 s of wall time,
+    having used 0.37 s of CPU time: it was waiting"), and the test of its total failed. Here the parent (this
+    thread) is kept runnable on one CPU with three busy processes while the sandbox's count stays small."""
+    from grader.sandbox import process
+
+    class Meter:      # the sandbox's cgroup: the case itself used next to no CPU
+        def seconds(self) -> float:
+            return 0.01
+
+    mask = os.sched_getaffinity(0)
+    cpu = min(mask)
+    hog = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+    case = CaseRequest("c1", "f()", timeout=0.1)
+    deadline = time.monotonic() + 600
+    try:
+        clock = process._CaseClock(case.timeout, time.monotonic(), None, Meter(), spent=0.0)
+        assert clock.expired(case, deadline) is None          # the first look: the counts start here
+        os.sched_setaffinity(0, {cpu})
+        try:
+            while time.monotonic() < clock.backstop:          # runnable, as while reading and answering calls
+                pass
+        finally:
+            os.sched_setaffinity(0, mask)
+        assert clock.expired(case, deadline) is None          # starved: it goes on until its CPU time is spent
+    finally:
+        for hog_process in hogs:
+            hog_process.kill()
+            hog_process.wait()
+
+
 @given(wall=st.floats(0.01, 1e4), share=st.floats(0.0, 1.0))
 def test_a_wall_backstop_is_the_machines_fault_exactly_when_it_kept_the_case_waiting_for_a_cpu(wall, share):
     verdict = cpuclock.wall_verdict(wall, share * wall)

@@ -68,6 +68,17 @@ def read_usage(process: Exercise | None) -> Usage | None:
     return Usage(cpu, 0.0 if waiting and waits_by_choice(process.fork) else waiting)
 
 
+def own_waiting() -> float:
+    """This thread's run-queue time so far, in seconds (0.0 where the kernel does not say): the parent's, which
+    reads and answers the child's isolated-helper calls. While it waits for a CPU the child waits for its
+    answer, blocked on a pipe as if it slept: the machine's fault, which the child's own count does not show."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as schedstat:
+            return int(schedstat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def waits_by_choice(pid: int) -> bool:
     """Whether process `pid` is kept off a CPU by its own choice: a lower priority (nice), another scheduling
     policy (SCHED_IDLE, SCHED_BATCH) or fewer CPUs than the grader's own, which every sandbox inherits. The

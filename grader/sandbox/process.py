@@ -1016,7 +1016,8 @@ class _CaseClock:
     more), then the kernel's CPU time of the exercise's processes in /proc, counted from that first look; that
     is lenient with work done in parallel before it (up to as many times the limit as the machine has CPUs),
     which the child's own CPU-time alarm bounds for honest code only. Where neither can be read, the wall
-    clock alone decides. Against the wall backstop, /proc's run-queue time says whether the case was starved.
+    clock alone decides. Against the wall backstop, /proc's run-queue time (the fork's, and the parent's: the
+    child waits for its answers) says whether the case was starved.
     A measure equal to its allowance is in time (cpuclock.over)."""
 
     def __init__(self, limit: float, started: float, process: _Locator | None, meter: CpuMeter | None = None,
@@ -1031,6 +1032,7 @@ class _CaseClock:
         self.last: float | None = None      # the meter's last reading (counted)
         self.base: cpuclock.Usage | None = None   # the kernel's count in /proc at the first check
         self.checked: float | None = None   # wall time of the first check
+        self.answering: float | None = None  # the parent's own run-queue time at the first check
         self.wake = started + limit + GRACE_SECONDS   # CPU time never outruns one thread's wall time much
         self.reference_spent = 0.0          # the parent's time answering, answers sent ahead included
         self.prefetch_spent = 0.0           # of which answers sent ahead (see Sandbox._with_prefetched)
@@ -1054,9 +1056,11 @@ class _CaseClock:
             if now is not None:
                 proc = cpuclock.Usage(max(0.0, now.cpu - self.base.cpu), max(0.0, now.waiting - self.base.waiting))
         counted = self.counted()
+        # The parent's wait for a CPU since the first check is the case's too: the child waits for its answers.
+        parent = max(0.0, cpuclock.own_waiting() - self.answering) if self.answering is not None else 0.0
         if counted is not None:
-            return cpuclock.Usage(counted, proc.waiting if proc is not None else 0.0)
-        return proc
+            return cpuclock.Usage(counted, (proc.waiting if proc is not None else 0.0) + parent)
+        return cpuclock.Usage(proc.cpu, proc.waiting + parent) if proc is not None else None
 
     @property
     def backstop(self) -> float:
@@ -1088,7 +1092,7 @@ class _CaseClock:
         wall = now - self.started
         used: cpuclock.Usage | None
         if self.checked is None:   # the first look: /proc's counts start here (the cgroup's at the case's start)
-            self.base, self.checked = self._read(), now
+            self.base, self.checked, self.answering = self._read(), now, cpuclock.own_waiting()
             counted = self.counted()
             used = cpuclock.Usage(counted if counted is not None else 0.0, 0.0) \
                 if counted is not None or self.base is not None else None
