@@ -488,12 +488,15 @@ class Child:
     def run_case(self, case, isolate, methods=None):
         namespace = self.module.__dict__
         missing = object()
-        settings = {name: _input(value) for name, value in case.get("set", {}).items()}
-        replaced = {name: self._oracle(name) for name in isolate if "." not in name}
-        patched = self._patch_methods(namespace, isolate, methods or {}, missing)
-        saved = {name: namespace.get(name, missing) for name in {**settings, **replaced}}
-        namespace.update(settings)
-        namespace.update(replaced)
+        patched: list = []
+        saved: dict = {}
+        if isolate or case.get("set"):   # most cases set no global and run with no helper of the reference
+            settings = {name: _input(value) for name, value in case["set"].items()} if case.get("set") else {}
+            replaced = {name: self._oracle(name) for name in isolate if "." not in name}
+            patched = self._patch_methods(namespace, isolate, methods or {}, missing)
+            saved = {name: namespace.get(name, missing) for name in {**settings, **replaced}}
+            namespace.update(settings)
+            namespace.update(replaced)
         scope = dict(namespace)
         scope.update({name: _input(value) for name, value in case.get("values", {}).items()})
         # The rubric's expressions see the original builtins (a fresh copy each case); the student's functions
