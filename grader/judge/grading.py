@@ -400,6 +400,11 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
 
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
     """Turn the child's answer into a verdict, in the parent, on plain data only."""
+    if outcome.status == "ok" and case.check.name == "equal":   # most answers of a class: right ones (see below)
+        right = _right_template(plan, case)
+        if right is not None and (outcome.value is plan.expected[case.id].value
+                                  or _marshalled(outcome.value) == _marshalled_expected(plan, case.id)):
+            return _from_template(right, outcome)
     # The weight as a float, as results store it (bound_case would otherwise copy every case to convert it).
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=stored_expected(plan, case.id),
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=float(case.weight),
@@ -457,6 +462,34 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         return replace(fresh[0], got=base["expected"]) if same and kept_got else fresh[0]
     return CaseResult(got=(base["expected"] if same else got) if kept_got else None, **fields,
                       **(_passing(base) if fields["status"] == "pass" else base))
+
+
+def _right_template(plan: Plan, case: Case) -> dict[str, Any] | None:
+    """A right answer's CaseResult fields for an `equal` case (None: its expected value is not valid plain JSON),
+    but those of the answer itself (its times, output and traceback): the same for every student, so made once
+    per plan, by judging the expected value itself as an answer (the same fields in the same order)."""
+    def make() -> dict[str, Any] | None:
+        if _marshalled_expected(plan, case.id) is None:
+            return None
+        base = dict(id=case.id, visibility=case.visibility, call=case.shown_call,
+                    expected=stored_expected(plan, case.id), seconds=0.0, output="", weight=float(case.weight),
+                    cpu_seconds=None, traceback="", inputs=case_inputs(plan, case))
+        return dict(_right_answer(base).__dict__)
+    return plan.memo.get(("right-answer", case.id), make)
+
+
+def _from_template(template: Mapping[str, Any], outcome: Outcome) -> CaseResult:
+    """A right answer from its template (_right_template) and the outcome's own fields, as judge's full path
+    makes it: no __init__ (see case_from_dict), the template's fields in their order."""
+    case = object.__new__(CaseResult)
+    state = case.__dict__
+    state.update(template)
+    state["seconds"] = round(outcome.seconds, 4)
+    state["output"] = outcome.output
+    state["cpu_seconds"] = round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None
+    state["traceback"] = outcome.error.get("traceback", "")
+    state["inputs"] = {}
+    return case
 
 
 def _right_answer(base: Mapping[str, Any]) -> CaseResult:
@@ -868,6 +901,7 @@ def prepare(plan: Plan, options: Options) -> None:
             _canonical_expected(plan, case.id)
             if case.check.name == "equal":
                 _marshalled_expected(plan, case.id)
+                _right_template(plan, case)
             for variant in ("", *(name for name, _ in plan.expected[case.id].variants)):
                 stored_expected(plan, case.id, variant)
 
