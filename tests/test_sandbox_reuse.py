@@ -115,6 +115,12 @@ CHANGES = {
     "a process left running": ("import os, time\ndef change():\n    if os.fork() == 0:\n        time.sleep(60)\n"
                                "        os._exit(0)\n    return 0\ndef look():\n"
                                "    return len(open('/proc/self/task/%d/children' % os.getpid()).read().split())\n", 0),
+    "the request pipe closed": ("import os, stat, fcntl\ndef change():\n"
+                                "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+                                "        try:\n            kind = os.fstat(fd).st_mode\n"
+                                "        except OSError:\n            continue\n"
+                                "        if stat.S_ISFIFO(kind) and not fcntl.fcntl(fd, fcntl.F_GETFL) & 3:\n"
+                                "            os.close(fd)\n    return 0\ndef look():\n    return 0\n", 0),
     "decimal's default context": ("import decimal\ndef change():\n    decimal.DefaultContext.prec = 5\n    return 0\n"
                                   "def look():\n    import threading\n    seen = []\n"
                                   "    t = threading.Thread(target=lambda: seen.append(decimal.getcontext().prec))\n"

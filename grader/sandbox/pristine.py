@@ -377,6 +377,19 @@ def company_of(state: Any) -> tuple[Any, ...] | None:
     return None if state is None else (state["threads"], state["children"], state["siblings"])
 
 
+def same_files(state: Any, fds: tuple[int, ...]) -> bool:
+    """Whether each of `fds` is still the file a `process` state recorded for it (the runtime's pipes: closed,
+    or another file put in their place, and this process can neither read the next request nor be heard)."""
+    try:
+        for fd in fds:
+            status = os.fstat(fd)
+            if (str(fd), status.st_dev, status.st_ino) not in state["descriptors"]:
+                return False
+    except Exception:  # noqa: BLE001 - as snapshot
+        return False
+    return True
+
+
 def _process(known: tuple[Any, ...] | None) -> dict[str, Any]:
     """What the process itself carries from one exercise to the next (`known`: its company, read just before)."""
     threads, children, siblings = known if known is not None else \

@@ -617,9 +617,11 @@ class Child:
             # Whether this process may serve the next exercise is asked only once there is one: after the last
             # exercise the grader kills the sandbox (or closes the pipe) and no check is spent. Until the check
             # says so, the next request stays unread in the pipe, for a fresh fork (PASS_ON). No thread or
-            # process the exercise left may be there to read it first: those end with this process, as before.
+            # process the exercise left may be there to read it first, and the pipes must be the runtime's own:
+            # otherwise this process ends now and the runtime reports it, as before.
             company = _pristine.company()
-            if company is None or company != _pristine.company_of(started):
+            if company is None or company != _pristine.company_of(started) \
+                    or not _pristine.same_files(started, (self.request_fd, self.response_fd)):
                 return
             self.send({"op": "exited", "status": 0})
             if not _wire.pending(self.request_fd, None):
