@@ -467,3 +467,27 @@ def test_calling_a_lambda_at_top_level_is_dropped_like_any_notebook_call():
     reasons = [d.reason for d in extracted.dropped]
     assert "assignment calls a lambda defined in the notebook" in reasons
     assert "Y" in extracted.definitions and "X" not in extracted.definitions
+
+
+def test_code_past_what_the_grader_parses_for_one_notebook_is_left_out_unparsed(monkeypatch) -> None:
+    """Parsing costs the grader about 3 us a character (one 1.85 M-character cell: 2-10 s in one call), and each
+    cell of up to 2 M characters was parsed: a 37 MB notebook of twenty such cells kept its worker busy until the
+    watchdog stopped it (228 s) and was marked failed. Past MAX_CODE_CHARS of code in one notebook, a cell is
+    left out unparsed and reported (as a cell over MAX_CELL_CHARS is); the cells before it are graded."""
+    import grader.extract.source as source
+    notebook = read_notebook(Path(__file__).parents[1] / "assignments/taoistic-search/submissions/correct.ipynb")
+    code = [cell for cell in notebook.cells if cell.kind == "code"]
+    whole = extract(notebook)
+    assert not whole.syntax_errors and sum(len(cell.source) for cell in code) < source.MAX_CODE_CHARS
+    room = sum(len(cell.source) for cell in code[:10])
+    monkeypatch.setattr(source, "MAX_CODE_CHARS", room)
+    parsed: list[str] = []
+    parse = source._parse
+    monkeypatch.setattr(source, "_parse", lambda text: parsed.append(text) or parse(text))
+    cut = extract(notebook)
+    assert [d.cell for d in cut.syntax_errors] == [cell.index for cell in code[10:]]
+    assert all("more code than the grader parses" in w.text for w in cut.warnings)
+    assert not any(cell.source in parsed for cell in code[10:] if cell.source not in
+                   {c.source for c in code[:10]})   # never parsed (a text also found earlier is cached)
+    kept_cells = {s.cell for s in cut.statements}
+    assert kept_cells and max(kept_cells) <= code[9].index

@@ -88,9 +88,11 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
     seen: set[str] = set()
     parsed: list[_Parsed] = []
     prepared: list[_Prepared] = []
+    room = MAX_CODE_CHARS   # what is left of what the grader parses of this notebook
     for cell in notebook.cells:
         if cell.kind == "code":   # a text twice in one notebook: its second copy gets a tree of its own
-            parsed.append(_parsed(cell.source, fresh=cell.source in seen))
+            room -= len(cell.source)
+            parsed.append(_parsed(cell.source, fresh=cell.source in seen) if room >= 0 else _too_much(cell.source))
             prepared.append(_in_cell(parsed[-1].prepared, cell))
             seen.add(cell.source)
     facts = {id(node): fact for entry in parsed for node, fact in zip(entry.body, entry.facts, strict=True)}
@@ -414,6 +416,16 @@ def _parsed(source: str, fresh: bool = False) -> _Parsed:
     return entry
 
 
+def _too_much(source: str) -> _Parsed:
+    """A cell past MAX_CODE_CHARS: left out unparsed, reported as one that does not parse."""
+    cell = Cell(0, "code", source, None)
+    lines = _LINE_BREAK.split(source)
+    message = f"the notebook has more code than the grader parses (at most {MAX_CODE_CHARS:,} characters in all)"
+    prepared = _Prepared(cell, lines, None, [], [], _dropped(cell, 1, f"cannot parse: {message}", lines[0]),
+                         at(cell, 1, Kind.SYNTAX, f"cell left out: Unparsable: {message}", "Unparsable"))
+    return _Parsed(prepared, (), (), frozenset())
+
+
 def _in_cell(prepared: _Prepared, cell: Cell) -> _Prepared:
     """A prepared stand-in placed in the notebook's own cell (its drops, syntax error and warning name it)."""
     def place(dropped: Dropped) -> Dropped:
@@ -467,6 +479,10 @@ def _prepare(cell: Cell) -> _Prepared:
 
 
 MAX_CELL_CHARS = 2_000_000   # a code cell longer than this is data, not a solution: parsing it could take GBs
+# All the code of one notebook the grader parses (extraction runs on the grader's clock, ~3 us a character): a
+# notebook (up to 100 MB) of twenty 1.85 M-character cells held its worker until the watchdog (228 s) and was marked
+# failed. A Taoistic notebook has ~10,000 characters of code; later cells past this are left out and reported.
+MAX_CODE_CHARS = 4_000_000
 # The grader's own tree walks (global reads, bindings) recurse once per level; CPython's parser allows about 200
 # levels of brackets but any depth of `1+1+...`, so depth is measured (without recursion) before any walk.
 MAX_NESTING = 400
