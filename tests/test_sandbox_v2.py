@@ -440,9 +440,16 @@ def test_each_exercise_starts_with_an_empty_scratch():
 
 # ------------------------------------------------------------------------------------------------ what outlives it
 
+def _mark(number: int) -> str:
+    """A sleeper's seconds that name it and this run: the checks below scan the whole machine, where another run
+    of these tests at the same moment (another checkout's CI) has sleepers of its own, and the cleanups killed
+    them. Fixed width, so that no run's mark is a part of another's."""
+    return f"313.{number}{os.getpid():07d}"
+
+
 @pytest.mark.parametrize("session", [False, True])
 def test_the_process_tree_is_killed_after_a_timeout(session):
-    marker = f"313.{4 + session}"
+    marker = _mark(4 + session)
     source = f"""
     import subprocess
     def stuck():
@@ -476,19 +483,19 @@ with Sandbox([{"code": source, "filename": "cell", "line": 1, "kind": "def"}], {
     box.load()
     print("loaded", flush=True)
     box.run_exercise([CaseRequest("c", "hold()", timeout=600)], (), None, time.monotonic() + 600)
-"""
+""".replace("313.6", _mark(6))
 
 
 def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
     worker = subprocess.Popen([sys.executable, "-c", WORKER], stdout=subprocess.PIPE, text=True, cwd=str(REPO))
     try:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "loaded"
-        assert _until(lambda: bool(processes_running("313.6"))), "the sleeper never started"
+        assert _until(lambda: bool(processes_running(_mark(6)))), "the sleeper never started"
         zygotes = [pid for pid in processes_running("zygote.py") if _parent(pid) == worker.pid]
         assert zygotes, "no zygote under the worker"
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
-        assert _until(lambda: not processes_running("313.6")), "a sandbox outlived its worker"
+        assert _until(lambda: not processes_running(_mark(6))), "a sandbox outlived its worker"
         assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
         supervisor.clean_leftovers(worker.pid)
         assert not list(Path("/tmp").glob(f"puzzle-grader-*-{worker.pid}-*"))
@@ -499,7 +506,7 @@ def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
         if worker.poll() is None:
             worker.kill()
             worker.wait()
-        for pid in processes_running("313.6"):
+        for pid in processes_running(_mark(6)):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -535,7 +542,7 @@ def _hx_persist():
             pass
     return 1
 _hx_persist()
-'''
+'''.replace("313.7", _mark(7))
 # A kept top-level statement (an assignment of a library call), run at load in the loaded child itself.
 # Bound to `Start`, which main reads, so the top-level dependency slice keeps (and runs) the statement.
 PERSIST = f"Start = exec(compile({PERSIST_SOURCE!r}, 'hx-persist', 'exec'), {{}}) or Start\n"
@@ -561,11 +568,11 @@ def test_nothing_outlives_a_batch_of_notebooks_that_try_to_persist(tmp_path: Pat
     assert len(results) == PERSIST_COUNT and all(r.total == 30 for r in results), \
         [(r.submission, r.total, r.warnings[:2]) for r in results if r.total != 30]
     assert not [w for r in results for w in r.warnings if "hx-persist" in w.shown or "Persisted" in w.shown]
-    assert _until(lambda: not processes_running("313.7")), "a process of the batch survived it"
+    assert _until(lambda: not processes_running(_mark(7))), "a process of the batch survived it"
     with open("/proc/sysvipc/shm") as rows:
         assert 0x7171BEEF not in {int(row.split()[0]) for row in rows.readlines()[1:] if row.split()}
     for place in ("/tmp", "/dev/shm", str(Path.home())):
-        assert not os.path.exists(os.path.join(place, "hx-persist-313.7"))
+        assert not os.path.exists(os.path.join(place, f"hx-persist-{_mark(7)}"))
     mine = [p for p in Path("/tmp").glob(f"puzzle-grader-{os.getuid()}-*") if supervisor._TEMP.fullmatch(p.name)
             and not supervisor._alive(int(supervisor._TEMP.fullmatch(p.name).group(2)))]
     assert mine == [], "a grader temp folder outlived its process"
@@ -593,7 +600,7 @@ subprocess.Popen(["sleep", "313.8"], start_new_session=True)
 while True:
     time.sleep(0.05)
 """, "hx-hang", "exec"), {}) or Start
-'''
+'''.replace("313.8", _mark(8))
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
@@ -614,12 +621,12 @@ def test_a_batch_stopped_by_ctrl_c_or_kill_leaves_nothing_behind(tmp_path: Path,
                               cwd=str(REPO), start_new_session=True, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
-        assert _until(lambda: bool(processes_running("313.8")), 120), "the hanging notebooks never started"
+        assert _until(lambda: bool(processes_running(_mark(8))), 120), "the hanging notebooks never started"
         zygotes = [pid for pid in processes_running("zygote.py") if grader.pid in _ancestors(pid)]
         assert zygotes, "no zygote under the grader"
         os.killpg(grader.pid, stop)
         grader.wait(timeout=120)
-        assert _until(lambda: not processes_running("313.8")), "a sandbox outlived the stopped batch"
+        assert _until(lambda: not processes_running(_mark(8))), "a sandbox outlived the stopped batch"
         assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
         # What the batch left goes at once or when the next grader process starts (clean_leftovers): a killed
         # sandbox stays in its groups until the kernel has torn it down, which on a busy machine can take longer
@@ -642,7 +649,7 @@ def test_a_batch_stopped_by_ctrl_c_or_kill_leaves_nothing_behind(tmp_path: Path,
         if grader.poll() is None:
             os.killpg(grader.pid, signal.SIGKILL)
             grader.wait()
-        for pid in processes_running("313.8"):
+        for pid in processes_running(_mark(8)):
             os.kill(pid, signal.SIGKILL)
 
 
