@@ -874,6 +874,9 @@ class Sandbox:
         out ends prefetching for the case, never the case. The time goes on the parent's clock, as any answer's."""
         if tail[:1] not in prefetch_sets:
             return tail   # only a set's members start a rule's calls
+        if name not in prefetch.triggers:
+            prefetch.replied(name, tail)   # its members may yet confirm a rule
+            return tail
         replies, answered_by = oracle.replies, oracle.answered_by
         started = time.monotonic()
         share = clock.prefetch_seconds()
