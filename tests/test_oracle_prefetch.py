@@ -218,3 +218,26 @@ def test_answers_sent_ahead_never_shorten_the_time_the_reference_has_for_the_cal
     assert clock.prefetch_seconds() <= 0 and clock.reference_seconds() == 1.0
     clock.paused(9.5)                  # and the calls asked theirs, but for half a second
     assert clock.reference_seconds() == 0.5
+
+
+def test_the_parents_work_for_one_reply_is_bounded_whatever_the_rules():
+    """Many rules on one trigger and replies whose calls the child holds already: the parent looks at no more than
+    LOOKED calls for one reply, sent or not, and keeps at most PER_REPLY members of a reply."""
+    hooks = prefetch.Prefetch(frozenset({"f", "g", "h"}))
+    hooks.start_case(10**6)
+    states = {(("s", str(i)),) for i in range(500)}
+    tail = codec.pack(states)
+    assert tail is not None
+    found = prefetch.members_of("f", tail)
+    assert found is not None and len(found.texts) == prefetch.PER_REPLY
+    for helper, where in (("g", prefetch.FIRST), ("h", prefetch.FIRST), ("g", prefetch.LAST), ("f", prefetch.ONLY)):
+        hooks.rules[("f", helper, where)] = prefetch.Rule("f", helper, where, b"1", (1,))
+    hooks.triggers = frozenset({"f"})
+    looked: list[bytes] = []
+
+    def held(helper: str, rest: bytes, args: list) -> bytes | None:
+        looked.append(rest)
+        return None   # as if each were refused: nothing is sent, so only LOOKED stops the walk
+
+    assert hooks.answers("f", tail, held) == []
+    assert len(looked) == prefetch.LOOKED

@@ -12,8 +12,9 @@ sent in this case, so nothing reaches the child that it could not have asked for
 reference's answers to those very calls (the helpers are pure: only a PureOracle prefetches). What is learnt is
 the child's own doing, so a hostile stream can only make the parent prefetch within the bounds: at most the case's
 `oracle_calls` prefetched answers per case (besides the calls it asks, so the reference answers at most twice
-that), at most PER_REPLY per reply, none whose reply is large, and the reference's time for them within half of
-the case's share (process.Sandbox._prefetch).
+that), at most PER_REPLY sent and LOOKED looked at per reply, none whose reply or arguments are large, and the
+parent's time on them (the reference's included) within a share of the case's own, half the asked calls'
+(process._CaseClock.prefetch_seconds, Sandbox._with_prefetched): never the grader's time beyond that bound.
 
 Only set and frozenset replies have members here: the parent wrote their elements' texts anyway (codec.pack), so
 a reply costs no text to index; the other assignments' isolated helpers (ints, single states, a method's `h`)
@@ -31,6 +32,7 @@ from grader.sandbox import wire
 
 CONFIRM = 3          # calls in a case that follow a pattern before it becomes a rule
 PER_REPLY = 32       # prefetched answers sent with one reply, at most
+LOOKED = 4 * PER_REPLY   # calls looked at for one reply, sent or not (held already): the parent's work per reply
 LONGEST_TAIL = 4096  # a reply longer than this is not prefetched (the child asks for it if it needs it)
 LONGEST_ARGS = 2048  # nor a call whose arguments' text is longer
 _KNOWN = 65_536      # calls the child's memo holds as the parent counts them (then forgotten, which only re-sends)
@@ -161,13 +163,15 @@ class Prefetch:
         sent: list[tuple[str, str, bytes]] = []
         known, triggers, rules = self.known, self.triggers, list(self.rules.values())
         queue = [(name, found, True)]
+        looked = 0
         for trigger, members, asked in queue:
             for rule in rules:
                 helper = rule.helper
                 if rule.trigger != trigger or (helper == trigger and not asked):
                     continue
                 for text, value in zip(members.texts, members.values, strict=True):
-                    if len(sent) >= PER_REPLY or self.allowed <= 0 or self.stopped:
+                    looked += 1
+                    if len(sent) >= PER_REPLY or looked > LOOKED or self.allowed <= 0 or self.stopped:
                         return sent
                     made = _call(rule, text, value)
                     if made is None:
@@ -200,13 +204,15 @@ class Prefetch:
 
 
 _MEMBERS: dict[tuple[str, bytes], Members | None] = {}   # by the reply: a worker sees the same replies again
-_MEMBERS_KEPT = 8192
+_MEMBERS_BYTES = 8_000_000   # what it may hold, replies and texts (then it starts again)
+_MEMBERS_HELD = [0]
 
 
 def members_of(name: str, tail: bytes) -> Members | None:
     """The members of a set or frozenset reply of `name` with their texts (codec.pack wrote both), or None. Only
     the parent's own bytes are loaded here (a reply it or another worker of its batch made, never the child).
-    Kept per reply for the worker (a batch's searches ask the same states), at most _MEMBERS_KEPT of them."""
+    At most PER_REPLY members (no more is ever sent with one reply). Kept per reply for the worker (a batch's
+    searches ask the same states), within _MEMBERS_BYTES: the child chooses the arguments, so the replies too."""
     if tail[:1] not in SETS or len(tail) > LONGEST_SET:
         return None
     key = (name, tail)
@@ -215,12 +221,15 @@ def members_of(name: str, tail: bytes) -> Members | None:
         elements, texts = codec._marshal_loads(memoryview(tail)[1:])
         kept = [(text[0].encode("ascii"), element) for element, text in zip(elements, texts, strict=True)
                 if type(element) is tuple and len(text[0]) <= codec.KEPT_TEXT
-                and not any(member in text[0] for member in _HEAD_TEXTS)]
+                and not any(member in text[0] for member in _HEAD_TEXTS)][:PER_REPLY]
         found = Members(tuple(text for text, _ in kept), tuple(value for _, value in kept),
                         {text: name for text, _ in kept})
-        if len(_MEMBERS) >= _MEMBERS_KEPT:
+        size = len(tail) + 2 * sum(len(text) for text, _ in kept)   # the values about as large as their texts
+        if _MEMBERS_HELD[0] + size > _MEMBERS_BYTES:
             _MEMBERS.clear()
+            _MEMBERS_HELD[0] = 0
         _MEMBERS[key] = found
+        _MEMBERS_HELD[0] += size
     return found
 
 

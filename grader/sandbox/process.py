@@ -877,9 +877,11 @@ class Sandbox:
         if name not in prefetch.triggers:
             prefetch.replied(name, tail)   # its members may yet confirm a rule
             return tail
+        share = clock.prefetch_seconds()
+        if share <= 0:   # the parent's time on answers sent ahead, looked-up ones too, is bounded per case
+            prefetch.stopped = True
         replies, answered_by = oracle.replies, oracle.answered_by
         started = time.monotonic()
-        share = clock.prefetch_seconds()
 
         def answer(helper: str, rest: bytes, args: list) -> bytes | None:
             key = (helper, answered_by.get(helper, ""), rest)
