@@ -250,6 +250,17 @@ def test_the_zip_holds_the_scripts_the_course_files_and_the_wheel_only(autograde
     assert "submissions" not in rubric and "template" not in rubric
 
 
+def test_the_zip_holds_no_bytecode_whether_python_writes_it_or_not(tmp_path: Path, monkeypatch) -> None:
+    """The bundle check imports the staged reference: where Python writes bytecode (a TA's machine, a fresh
+    clone's CI without PYTHONDONTWRITEBYTECODE) course/reference/__pycache__ went into the zip, and the test
+    above failed only there."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    with zipfile.ZipFile(build_autograder(RUBRIC, tmp_path / "autograder.zip", wheel=False)) as archive:
+        names = archive.namelist()
+    assert "course/reference/taoistic_search.py" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyo"))]
+
+
 @slow
 def test_the_setup_script_installs_the_bundled_wheel(autograder_zip: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(autograder_zip) as archive:

@@ -55,9 +55,13 @@ def repo_root() -> Path | None:
     return root if (root / "pyproject.toml").is_file() else None
 
 
+def _left_out(name: str) -> bool:
+    """A file or folder name that never goes into the zip: bytecode and hidden files."""
+    return name in SKIPPED_NAMES or name.startswith(".") or name.endswith((".pyc", ".pyo"))
+
+
 def _copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, ignore=lambda _dir, names: [
-        n for n in names if n in SKIPPED_NAMES or n.startswith(".") or n.endswith((".pyc", ".pyo"))])
+    shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if _left_out(n)])
 
 
 def build_wheel(root: Path, into: Path) -> Path:
@@ -241,7 +245,10 @@ def _zip(stage: Path, output_zip: Path) -> None:
     output_zip.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(output_zip, "wb") as stream, zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) \
             as archive:
-        for path in sorted(p for p in stage.rglob("*") if p.is_file()):
+        # The stage by the same rule as the copies: the bundle check imports the staged reference, and where
+        # Python writes bytecode its __pycache__ is in the stage.
+        for path in sorted(p for p in stage.rglob("*")
+                           if p.is_file() and not any(_left_out(part) for part in p.relative_to(stage).parts)):
             name = path.relative_to(stage).as_posix()
             info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
             executable = name in ("setup.sh", "run_autograder")
