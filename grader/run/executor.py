@@ -28,7 +28,7 @@ from grader.sandbox.supervisor import temp_root
 
 if TYPE_CHECKING:
     from grader.judge.grading import Read
-    from grader.plan.cases import Plan
+    from grader.plan.cases import Case, Plan
     from grader.rubric.schema import Rubric
 
 
@@ -70,6 +70,8 @@ class Done:
     # was stopped by the watchdog. One the grading machine caused (a worker that cannot read the course or the
     # file, a grader bug, a lost cluster worker) is reported but not recorded, so the next run tries again.
     record: bool = True
+    # From a local worker: what of the result it left out for the coordinator's plan to put back (_by_name).
+    names: tuple[tuple[int, int, int, str], ...] = ()
 
 
 class Executor(Protocol):
@@ -173,50 +175,71 @@ def _adopt_plan(setup: Setup, plan: "Plan") -> None:
     _PLANS[_plan_key(setup)] = (plan, support_sources(plan))
 
 
-@dataclass(frozen=True)
-class _Shared:
-    """A case's expected value that the coordinator's plan holds too (the reference's or a variant's answer),
-    sent by name rather than by value: it is most of a result, and the same for every student."""
-
-    case: str
-    variant: str = ""
+# What of a case travels by name (_by_name), as the bits of its entry: its call is its plan case's shown call;
+# its expected value is the plan's (the reference's or a variant's); its answer is that very value (a right one).
+_CALL, _EXPECTED, _GOT = 1, 2, 4
 
 
-def _by_name(result: dict, plan: "Plan") -> dict:
-    """The result dict (fresh from to_dict) with each expected value of the plan, and each answer that is that
-    very value (a right one), replaced by its name."""
+def _plan_cases(plan: "Plan") -> "dict[str, Case]":
+    """The plan's cases by id, made once per plan."""
+    return plan.memo.get(("cases by id",), lambda: {case.id: case for cases in plan.cases.values() for case in cases})
+
+
+def _by_name(result: dict, plan: "Plan") -> tuple[dict, tuple[tuple[int, int, int, str], ...]]:
+    """The result dict (fresh from to_dict) without what the coordinator's plan holds too, the same for every
+    student and most of a result: each case's call that is its plan case's shown call, each expected value of the
+    plan, and each answer that is that very value; and where they were, as names: (exercise position, case
+    position, bits, variant). Names are plain tuples, which unpickle at C speed (an object per value cost the
+    coordinator more to unpickle than the values it stood for)."""
     from grader.judge.grading import stored_expected
-    for exercise in result["exercises"]:
-        for case in exercise["cases"]:
+    cases_by_id = _plan_cases(plan)
+    names: list[tuple[int, int, int, str]] = []
+    for exercise_position, exercise in enumerate(result["exercises"]):
+        for case_position, case in enumerate(exercise["cases"]):
+            bits, variant = 0, ""
+            known_case = cases_by_id.get(case["id"])
+            if known_case is not None and case["call"] is known_case.shown_call:
+                bits |= _CALL
             expected, known = case["expected"], plan.expected.get(case["id"])
-            if expected is None or known is None:
-                continue
-            for variant in ("", *(name for name, _ in known.variants)):
-                if expected is stored_expected(plan, case["id"], variant):
-                    name = _Shared(case["id"], variant)
-                    if case["got"] is expected:
-                        case["got"] = name
-                    case["expected"] = name
-                    break
-    return result
+            if expected is not None and known is not None:
+                for name in ("", *(name for name, _ in known.variants)):
+                    if expected is stored_expected(plan, case["id"], name):
+                        bits |= _EXPECTED | (_GOT if case["got"] is expected else 0)
+                        variant = name
+                        break
+            if bits:
+                if bits & _CALL:
+                    del case["call"]
+                if bits & _EXPECTED:
+                    del case["expected"]
+                if bits & _GOT:
+                    del case["got"]
+                names.append((exercise_position, case_position, bits, variant))
+    return result, tuple(names)
 
 
-def _by_value(result: dict, plan: "Plan") -> dict:
-    """The coordinator's side of _by_name: each name replaced by the value of its own plan."""
+def _by_value(result: dict, names: tuple[tuple[int, int, int, str], ...], plan: "Plan") -> dict:
+    """The coordinator's side of _by_name: what each name stands for put back, from its own plan (the one the
+    workers were forked with). A case's fields are read back by name (results.case_from_dict), so their order
+    in its dict does not matter."""
     from grader.judge.grading import stored_expected
-    for exercise in result["exercises"]:
-        for case in exercise["cases"]:
-            for field_name in ("expected", "got"):
-                name = case[field_name]
-                if type(name) is _Shared:
-                    case[field_name] = stored_expected(plan, name.case, name.variant)
+    cases_by_id = _plan_cases(plan)
+    exercises = result["exercises"]
+    for exercise_position, case_position, bits, variant in names:
+        case = exercises[exercise_position]["cases"][case_position]
+        if bits & _CALL:
+            case["call"] = cases_by_id[case["id"]].shown_call
+        if bits & _EXPECTED:
+            case["expected"] = value = stored_expected(plan, case["id"], variant)
+            if bits & _GOT:
+                case["got"] = value
     return result
 
 
 def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by_name: bool = False) -> None:
     """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away.
 
-    `by_name`: the coordinator has the plan too, so the plan's expected values travel by name (_Shared)."""
+    `by_name`: the coordinator has the plan too, so what it holds travels by name (_by_name)."""
     from grader.store.results import lean
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
     if plan is not None:
@@ -242,7 +265,11 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
             # Lean (a case's fields at their default left out, as the writers store it; from_dict reads either):
             # most of a class's cases are passes with nothing to say, and the pickle both ends pay for is 40% less.
             result = lean(grade_job(setup, job, read))
-            connection.send(Done(job, _by_name(result, _PLANS[_plan_key(setup)][0]) if by_name else result))
+            if by_name:
+                result, names = _by_name(result, _PLANS[_plan_key(setup)][0])
+                connection.send(Done(job, result, names=names))
+            else:
+                connection.send(Done(job, result))
         except (BrokenPipeError, OSError):
             return
         except WorkerProblem as problem:
@@ -341,7 +368,7 @@ class LocalPool:
         if self.plan is not None and self.size > 1:   # forked workers share the reference's isolated answers
             from grader.judge.grading import share_replies
             share_replies(self.plan)
-        self.values = plan      # the coordinator's plan: expected values come back by name (_Shared)
+        self.values = plan      # the coordinator's plan: what it holds comes back by name (_by_name)
         self.context = multiprocessing.get_context("fork") if forkable else multiprocessing.get_context("spawn")
         self.replaced = 0
         # Jobs in flight when their worker died with two: which one killed it is unknown, so each is tried again
@@ -445,7 +472,7 @@ class LocalPool:
                         if done is not None:   # it has started the job sent ahead, if there is one
                             slot.job, slot.ahead, slot.started = slot.ahead, None, time.monotonic()
                             if done.result is not None and self.values is not None:
-                                done = replace(done, result=_by_value(done.result, self.values))
+                                done = replace(done, result=_by_value(done.result, done.names, self.values), names=())
                             finished.append(done)
                             continue
                     stuck = time.monotonic() - slot.started > self.watchdog
