@@ -29,7 +29,7 @@ _DISPLAY_UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 def unicode(text: str) -> str:
     """`text` with every lone surrogate replaced by U+FFFD, so it encodes as UTF-8."""
-    return _SURROGATE.sub(REPLACEMENT, text) if _SURROGATE.search(text) else text
+    return _SURROGATE.sub(REPLACEMENT, text) if not text.isascii() and _SURROGATE.search(text) else text
 
 
 def display(text: str) -> str:
@@ -70,7 +70,8 @@ def json_text(data: Any, **options: Any) -> str:
     instead, which keeps the surrogate (Python reads it back as it was) and is still valid JSON.
     """
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, **options)
-    if _SURROGATE.search(text):
+    # isascii() reads a flag the string carries (no scan): most results are ASCII and need no search.
+    if not text.isascii() and _SURROGATE.search(text):
         text = json.dumps(data, ensure_ascii=True, allow_nan=False, **options)
     return text
 
