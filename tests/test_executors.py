@@ -500,7 +500,7 @@ from grader.rubric.schema import load_rubric
 from grader.run import executor
 from grader.run.executor import Job, LocalPool, Setup
 log, cache, rubric, submissions = sys.argv[1:]
-original_read, original_grade = executor.read_ahead, executor.grade_job
+original_read, original_grade = executor.read_ahead, executor.grade_result
 
 def note(what):
     with open(log, "a", encoding="utf-8") as file:      # forked workers append to the same file
@@ -512,7 +512,7 @@ def read_ahead(setup, job):
         os._exit(3)      # the worker dies while it reads this one ahead
     return original_read(setup, job)
 
-def grade_job(setup, job, read=None):
+def grade_result(setup, job, read=None):
     note(f"grade {job.student} {'ahead' if read is not None else 'now'}")
     if job.student == "first":      # graded only once the next file is read: it was read while this one ran
         for _ in range(600):
@@ -523,7 +523,7 @@ def grade_job(setup, job, read=None):
     note(f"graded {job.student}")
     return result
 
-executor.read_ahead, executor.grade_job = read_ahead, grade_job
+executor.read_ahead, executor.grade_result = read_ahead, grade_result
 setup = Setup(load_rubric(Path(rubric)), cache)
 pool = LocalPool(setup, jobs=1, plan=build_plan(setup.rubric, Path(cache)))
 assert threading.active_count() == 1 and pool.context.get_start_method() == "fork"

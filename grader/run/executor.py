@@ -29,6 +29,7 @@ from grader.sandbox.supervisor import temp_root
 if TYPE_CHECKING:
     from grader.judge.grading import Read
     from grader.plan.cases import Case, Plan
+    from grader.store.results import SubmissionResult
     from grader.rubric.schema import Rubric
 
 
@@ -95,27 +96,33 @@ _PLANS: dict[str, tuple[Plan, dict[str, str]]] = {}   # this process's plans (an
 
 
 def grade_job(setup: Setup, job: Job, read: "Read | None" = None) -> dict:
-    """Grade one job in this process (a worker, or a Dask worker), building the plan once per process. `read`:
-    the job's file read and extracted ahead (read_job, by the worker's _Inbox), else it is read here.
+    """Grade one job in this process (a worker, or a Dask worker), building the plan once per process: the result
+    as a dict (results.to_dict). `read`: the job's file read ahead (read_ahead, by the worker's _Inbox), else it
+    is read here.
 
     Raises WorkerProblem when the course or the submission cannot be read here, rather than grading a
     "file not found" zero.
     """
+    from grader.store.results import to_dict
+    return to_dict(grade_result(setup, job, read))
+
+
+def grade_result(setup: Setup, job: Job, read: "Read | None" = None) -> "SubmissionResult":
+    """grade_job's result before it is made a dict."""
     import tempfile
     from grader.judge.grading import grade_read, read_submission
-    from grader.store.results import to_dict
     plan, support = _plan(setup)
     options = replace(setup.options, last=True) if job.last else setup.options
     if job.data is None:
         if read is None:
             read = read_job(setup, job)
-        return to_dict(grade_read(read, plan, support, options, submission=job.student))
+        return grade_read(read, plan, support, options, submission=job.student)
     hide = tuple(Path(h) for h in setup.hide)
     with tempfile.TemporaryDirectory(prefix="job-", dir=temp_root()) as folder:   # the bytes travelled with the job
         local = Path(folder) / Path(job.path).name
         local.write_bytes(job.data)
         result = grade_read(read_submission(local, plan, hide), plan, support, options, submission=job.student)
-    return to_dict(replace(result, path=job.path))
+    return replace(result, path=job.path)
 
 
 def _plan(setup: Setup) -> "tuple[Plan, dict[str, str]]":
@@ -240,7 +247,6 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
     """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away.
 
     `by_name`: the coordinator has the plan too, so what it holds travels by name (_by_name)."""
-    from grader.store.results import lean
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
     if plan is not None:
         _adopt_plan(setup, plan)
@@ -255,31 +261,81 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG: die with the coordinator
     except (OSError, AttributeError):
         pass
-    inbox = _Inbox(connection, setup)
-    while True:
-        got = inbox.next()
-        if got is None:
-            return
-        job, read = got
-        try:
-            # Lean (a case's fields at their default left out, as the writers store it; from_dict reads either):
-            # most of a class's cases are passes with nothing to say, and the pickle both ends pay for is 40% less.
-            result = lean(grade_job(setup, job, read))
-            if by_name:
-                result, names = _by_name(result, _PLANS[_plan_key(setup)][0])
-                connection.send(Done(job, result, names=names))
-            else:
-                connection.send(Done(job, result))
-        except (BrokenPipeError, OSError):
-            return
-        except WorkerProblem as problem:
-            connection.send(Done(job, None, str(problem), record=False))
-        except Exception as error:  # a grader bug on one submission must not stop the others
-            connection.send(Done(job, None, f"the grader failed on this submission: {type(error).__name__}: "
-                                            f"{error}", record=False))
+    sys.setswitchinterval(WORKER_SWITCH)
+    inbox, outbox = _Inbox(connection, setup), _Outbox(connection, setup, by_name)
+    try:
+        while not outbox.broken:
+            got = inbox.next()
+            if got is None:
+                return
+            job, read = got
+            try:
+                outbox.put(job, grade_result(setup, job, read))
+            except (BrokenPipeError, OSError):
+                return
+            except WorkerProblem as problem:
+                outbox.put(job, None, str(problem))
+            except Exception as error:  # a grader bug on one submission must not stop the others
+                outbox.put(job, None, f"the grader failed on this submission: {type(error).__name__}: {error}")
+    finally:
+        outbox.close()
 
 
-READ_AHEAD_SWITCH = 0.0005   # seconds: the interpreter's switch interval while a worker reads ahead
+class _Outbox:
+    """A worker's results, each made the Done the coordinator reads (a dict, lean, expected values by name,
+    pickled) and sent, in order, by a thread of the worker's own: the main thread goes on at once to its next
+    submission, whose sandbox then loads while this one's result is made and sent (~1.5 ms of a Taoistic
+    notebook's)."""
+
+    def __init__(self, connection: Connection, setup: Setup, by_name: bool):
+        self.connection, self.setup, self.by_name = connection, setup, by_name
+        self.results: queue.Queue[tuple[Job, SubmissionResult | None, str] | None] = queue.Queue(maxsize=2)
+        self.broken = False     # the coordinator is gone: the worker stops
+        self.thread = threading.Thread(target=self._send, name="results", daemon=True)
+        self.thread.start()
+
+    def put(self, job: Job, result: SubmissionResult | None, failure: str = "") -> None:
+        """A job's result, or why there is none (a failure the grading machine caused: reported, not recorded)."""
+        self.results.put((job, result, failure))
+
+    def close(self) -> None:
+        """Send what is left, then end the thread."""
+        self.results.put(None)
+        self.thread.join()
+
+    def _send(self) -> None:
+        from grader.store.results import lean, to_dict
+        while True:
+            item = self.results.get()
+            if item is None:
+                return
+            job, result, failure = item
+            done = Done(job, None, failure, record=False)
+            if result is not None:
+                try:
+                    # Lean (a case's fields at their default left out, as the writers store it; from_dict reads
+                    # either): most cases of a class pass with nothing to say; the pickle both ends pay is 40% less.
+                    data = lean(to_dict(result))
+                    if self.by_name:
+                        data, names = _by_name(data, _PLANS[_plan_key(self.setup)][0])
+                        done = Done(job, data, names=names)
+                    else:
+                        done = Done(job, data)
+                except Exception as error:  # noqa: BLE001 - a grader bug on one submission must not stop the others
+                    done = Done(job, None, f"the grader failed on this submission: {type(error).__name__}: "
+                                           f"{error}", record=False)
+            if self.broken:
+                continue
+            try:
+                self.connection.send(done)
+            except (OSError, ValueError):
+                self.broken = True
+
+
+# Seconds: a worker's switch interval. While its threads read ahead (_Inbox) or send a result (_Outbox), the main
+# thread waiting for the GIL (a frame came) gets it within half a millisecond of their Python code, not the
+# default 5 ms: a child never waits long for the parent's answer.
+WORKER_SWITCH = 0.0005
 
 
 class _Inbox:
@@ -304,15 +360,7 @@ class _Inbox:
             if job is None:
                 self.jobs.put(None)
                 return
-            # While it reads, the main thread waiting for the GIL (a frame came) gets it within half a millisecond
-            # of Python code, not the default 5 ms: the child never waits long for the parent's answer.
-            interval = sys.getswitchinterval()
-            sys.setswitchinterval(READ_AHEAD_SWITCH)
-            try:
-                read = read_ahead(setup, job)
-            finally:
-                sys.setswitchinterval(interval)
-            self.jobs.put((job, read))
+            self.jobs.put((job, read_ahead(setup, job)))
 
     def next(self) -> tuple[Job, Read | None] | None:
         """The next job and its file read ahead (None: read it now), or None when there are no more."""
