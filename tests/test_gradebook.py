@@ -403,3 +403,20 @@ def test_look_alike_answers_are_stored_as_given(tmp_path: Path) -> None:
     for result in results:
         got = back[result.submission].exercises[0].cases[0].got
         assert json.dumps(got) == json.dumps(result.exercises[0].cases[0].got)
+
+
+def test_score_rows_give_each_students_own_lateness_and_scores_in_rubric_order(tmp_path: Path) -> None:
+    """The rows the CSV is made of: late and penalty (read from each result's json once, not per exercise row)
+    stay with their own student, also for a student without exercises and for one student asked alone."""
+    from dataclasses import replace
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        book.record("bob", "bob.ipynb", replace(make_result("bob", scores=(1.0, 0.5, 3.0)), late=True, penalty=2.5))
+        book.record("amy", "amy.ipynb", make_result("amy", scores=(0.0, 2.0, 30.0)))
+        book.record("cat", "cat.ipynb", replace(make_result("cat"), exercises=(), total=0.0, late=True))
+        rows = list(book.score_rows(RUBRIC))
+        assert [(r.student, r.late, r.penalty, r.scores) for r in rows] == [
+            ("amy", False, 0.0, {"ex0": 0.0, "ex1": 2.0, "ex2": 30.0}),
+            ("bob", True, 2.5, {"ex0": 1.0, "ex1": 0.5, "ex2": 3.0}),
+            ("cat", True, 0.0, {})]
+        assert list(book.score_rows(RUBRIC, "bob")) == [rows[1]]
+        assert list(book.score_rows(RUBRIC, "nobody")) == []

@@ -238,14 +238,19 @@ class Gradebook:
     def score_rows(self, rubric: str, student: str | None = None) -> Iterator[ScoreRow]:
         """Every student's current scores (no cases), sorted by student: what the CSV and the table need.
         With `student`, that student's row alone (none when the student has no result)."""
+        # Each result's late and penalty are read from its json once (the heads), not once per exercise row of
+        # the join: json_extract parses the whole text, and a result has a dozen exercises.
         cursor = self._db.execute(
-            f"""SELECT s.student, r.total, r.max_total, r.state, r.isolation,
-                      coalesce(json_extract(r.json, '$.late'), 0), coalesce(json_extract(r.json, '$.penalty'), 0),
+            f"""WITH heads AS {_MATERIALIZED} (
+                   SELECT s.student, r.id, r.total, r.max_total, r.state, r.isolation,
+                          coalesce(json_extract(r.json, '$.late'), 0) AS late,
+                          coalesce(json_extract(r.json, '$.penalty'), 0) AS penalty
+                   FROM submissions s JOIN results r ON r.id = s.current_result
+                   WHERE s.rubric = ? {'AND s.student = ?' if student is not None else ''})
+               SELECT h.student, h.total, h.max_total, h.state, h.isolation, h.late, h.penalty,
                       sc.exercise, sc.score, sc.max_score
-               FROM submissions s JOIN results r ON r.id = s.current_result
-               LEFT JOIN scores sc ON sc.result_id = r.id
-               WHERE s.rubric = ? {'AND s.student = ?' if student is not None else ''}
-               ORDER BY s.student, sc.position""", (rubric,) if student is None else (rubric, student))
+               FROM heads h LEFT JOIN scores sc ON sc.result_id = h.id
+               ORDER BY h.student, sc.position""", (rubric,) if student is None else (rubric, student))
         row: ScoreRow | None = None
         for student, total, max_total, state, isolation, late, penalty, exercise, score, _max_score in cursor:
             if row is None or row.student != student:
@@ -383,6 +388,11 @@ class Gradebook:
             return imported
         finally:
             source_db.close()
+
+
+# A CTE computed once rather than folded into the query that reads it (SQLite 3.35 and later; before, the same
+# rows, more slowly).
+_MATERIALIZED = "MATERIALIZED" if sqlite3.sqlite_version_info >= (3, 35, 0) else ""
 
 
 def _schema_version(db: sqlite3.Connection, path: Path) -> int:
