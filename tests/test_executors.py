@@ -636,3 +636,14 @@ def test_a_result_comes_back_from_its_worker_by_name_and_reads_back_as_the_worke
     correct = _by_name(lean(to_dict(grade_one(SUBMISSIONS / "correct.ipynb", plan))), plan)[0]
     # (a right answer that is not the reference's, another shortest path, travels: it is the student's)
     assert not any({"call", "expected"} & case.keys() for e in correct["exercises"] for case in e["cases"])
+
+
+def test_results_arrive_with_the_coordinators_plan_frozen_and_its_collector_settings_come_back(tmp_path):
+    import gc
+    from grader.run.batch import YOUNG_OBJECTS
+    seen = []
+    before = gc.get_threshold(), gc.get_freeze_count()
+    grade_batch([SUBMISSIONS / "syntax-error.ipynb"], RUBRIC, tmp_path / "out", jobs=1, cache=tmp_path / "cache",
+                on_result=lambda result, unchanged: seen.append((gc.get_freeze_count(), gc.get_threshold()[0])))
+    assert len(seen) == 1 and seen[0][0] > 0 and seen[0][1] >= YOUNG_OBJECTS
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
