@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -400,7 +401,10 @@ def test_expected_values_are_written_to_the_cache_and_reused(tmp_path: Path, mon
     assert again.expected == first.expected
 
 
-def test_no_cache_directory_means_no_cache_file(tmp_path: Path) -> None:
+def test_no_cache_directory_means_no_cache_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nor bytecode beside the course's modules: where Python writes it (a TA's machine, a fresh clone's CI
+    without PYTHONDONTWRITEBYTECODE) importing the reference left a __pycache__ in the course folder."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
     rubric = load_rubric(copy_mini(tmp_path))
     assert cache_path(rubric, None) is None
     build_plan(rubric)
@@ -515,9 +519,12 @@ def _course_with_siblings(folder: Path) -> Path:
     return path
 
 
-def test_an_edited_module_the_reference_imports_is_not_answered_from_the_cache(tmp_path: Path) -> None:
+def test_an_edited_module_the_reference_imports_is_not_answered_from_the_cache(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The rubric hash covers the course modules the reference imports (transitively): editing one is a new
-    hash, so the cached expected values (and graded results) of the old one are not used."""
+    hash, so the cached expected values (and graded results) of the old one are not used. Where Python writes
+    bytecode, the edit (the same size, in the same second) was imported from the old one's .pyc: 6, not 9."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
     path = _course_with_siblings(tmp_path)
     cache = tmp_path / "cache"
     before = load_rubric(path)

@@ -30,7 +30,7 @@ from grader import __version__
 from grader.plan import sealed
 from grader.syntax.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names, isolated_call
 from grader.checks.registry import CHECKS, option_problems
-from grader.plan.course_imports import CourseModules
+from grader.plan.course_imports import CourseModules, run_source
 from grader.rubric.schema import (CaseSpec, CheckSpec, Exercise, Limits, Policy, Rubric, RubricError, hash_course_files,
                                   suggest, support_reads)
 from grader import codec
@@ -151,7 +151,7 @@ def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType
     module.__dict__["__builtins__"] = course.builtins
     try:
         with course.visible():
-            spec.loader.exec_module(module)
+            run_source(source, path, module)
     except BaseException as error:   # SystemExit and KeyboardInterrupt at import are a broken reference too
         del sys.modules[name]
         if isinstance(error, KeyboardInterrupt):
