@@ -647,3 +647,35 @@ def test_results_arrive_with_the_coordinators_plan_frozen_and_its_collector_sett
                 on_result=lambda result, unchanged: seen.append((gc.get_freeze_count(), gc.get_threshold()[0])))
     assert len(seen) == 1 and seen[0][0] > 0 and seen[0][1] >= YOUNG_OBJECTS
     assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+def test_a_result_its_worker_cannot_send_is_reported_and_the_results_after_it_still_go(tmp_path):
+    """The worker's results go out on a thread of their own (_Outbox): a Done that fails to be sent for another
+    reason than a closed pipe (it does not pickle: a grader bug) is answered by a failure the grading machine
+    caused, not lost with the thread, which would leave the coordinator waiting until its watchdog and then record
+    the student as the cause."""
+    import pickle
+    from multiprocessing import Pipe
+    from grader.run.executor import _Outbox
+
+    class Refusing:
+        """The worker's end of the pipe, whose first send does not pickle."""
+
+        def __init__(self, connection) -> None:
+            self.connection, self.refused = connection, False
+
+        def send(self, done) -> None:
+            if not self.refused:
+                self.refused = True
+                raise pickle.PicklingError("cannot pickle this result")
+            self.connection.send(done)
+    ours, theirs = Pipe()
+    outbox = _Outbox(Refusing(theirs), Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), by_name=False)
+    outbox.put(Job("a", "/a.ipynb"), None, "first")
+    outbox.put(Job("b", "/b.ipynb"), None, "second")
+    outbox.close()
+    got = []
+    while ours.poll():
+        got.append(ours.recv())
+    assert [(done.job.student, done.record) for done in got] == [("a", False), ("b", False)]
+    assert "PicklingError" in got[0].failure and got[1].failure == "second"

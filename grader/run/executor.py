@@ -1,8 +1,10 @@
 """Executors: where submissions are graded. The local pool runs one worker process per core.
 
 A worker is trusted: it loads the plan (reference and expected values) once and grades submissions one at a
-time, each in its own sandbox child. The coordinator hands out one job at a time per worker, so when a worker
-dies (a student killed it, or it ran out of memory) it knows which submission to mark, and starts another.
+time, each in its own sandbox child. The coordinator hands out one job at a time per worker, and the next one
+ahead while more jobs than workers are left; when a worker dies (a student killed it, or it ran out of memory)
+with one job in flight it knows which submission to mark, with two it tries each again alone (LocalPool.alone),
+and it starts another worker.
 """
 
 from __future__ import annotations
@@ -276,16 +278,23 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
             except WorkerProblem as problem:
                 outbox.put(job, None, str(problem))
             except Exception as error:  # a grader bug on one submission must not stop the others
-                outbox.put(job, None, f"the grader failed on this submission: {type(error).__name__}: {error}")
+                outbox.put(job, None, _grader_failed(error))
     finally:
         outbox.close()
+
+
+def _grader_failed(error: Exception) -> str:
+    """A Done's failure for a grader bug on one submission (reported, not recorded: the next run tries again)."""
+    return f"the grader failed on this submission: {type(error).__name__}: {error}"
 
 
 class _Outbox:
     """A worker's results, each made the Done the coordinator reads (a dict, lean, expected values by name,
     pickled) and sent, in order, by a thread of the worker's own: the main thread goes on at once to its next
     submission, whose sandbox then loads while this one's result is made and sent (~1.5 ms of a Taoistic
-    notebook's)."""
+    notebook's). The thread ends only at close(): were it to die, every result after would be lost and the main
+    thread would block on the full queue until the coordinator's watchdog stopped the worker and marked a
+    student for it."""
 
     def __init__(self, connection: Connection, setup: Setup, by_name: bool):
         self.connection, self.setup, self.by_name = connection, setup, by_name
@@ -310,6 +319,8 @@ class _Outbox:
             if item is None:
                 return
             job, result, failure = item
+            if self.broken:
+                continue
             done = Done(job, None, failure, record=False)
             if result is not None:
                 try:
@@ -322,14 +333,19 @@ class _Outbox:
                     else:
                         done = Done(job, data)
                 except Exception as error:  # noqa: BLE001 - a grader bug on one submission must not stop the others
-                    done = Done(job, None, f"the grader failed on this submission: {type(error).__name__}: "
-                                           f"{error}", record=False)
-            if self.broken:
-                continue
-            try:
-                self.connection.send(done)
-            except (OSError, ValueError):
-                self.broken = True
+                    done = Done(job, None, _grader_failed(error), record=False)
+            self._deliver(done)
+
+    def _deliver(self, done: Done, instead: bool = False) -> None:
+        """Send a Done; one that fails for another reason than a closed pipe (it does not pickle: a grader bug)
+        is replaced by a failure that says so (`instead`: this is that failure)."""
+        try:
+            self.connection.send(done)
+        except (OSError, ValueError):
+            self.broken = True
+        except Exception as error:  # noqa: BLE001 - this thread must go on (see the class)
+            if not instead:
+                self._deliver(Done(done.job, None, _grader_failed(error), record=False), instead=True)
 
 
 # Seconds: a worker's switch interval. While its threads read ahead (_Inbox) or send a result (_Outbox), the main
@@ -339,7 +355,8 @@ WORKER_SWITCH = 0.0005
 
 
 class _Inbox:
-    """A worker's jobs as they come, each read and extracted on arrival by a thread of the worker's own (read_job).
+    """A worker's jobs as they come, each read on arrival by a thread of the worker's own, and extracted there if
+    small enough (read_ahead, READ_AHEAD_*).
 
     The coordinator sends a worker its next job while the current one is graded (LocalPool._hand_out), so the
     next file is read and extracted while the current one's child runs its cases, when the worker has nothing
