@@ -40,7 +40,7 @@ LONGEST_SET = 65_536  # a set reply longer than this (bytes) is not looked into
 _CANDIDATES = 256    # patterns counted at once (then forgotten: a case that keeps changing learns nothing)
 _SCANNED = 16        # argument boundaries looked at in one call
 
-ARGS_HEAD, ARGS_TAIL = b'"args":{"list":[', b']},"kwargs":{"dict":[]}}'
+ARGS_HEAD, ARGS_TAIL = b'"args":{"list":[', b']},"kwargs":{"dict":[]}}'   # a call's rest, positional only
 _INNER_START, _INNER_END = len(ARGS_HEAD), -len(ARGS_TAIL)
 _HEAD_MEMBERS = (b'"op"', b'"name"', b'"seq"')   # never in a kept key (process.Heard.keeps): never prefetched
 _HEAD_TEXTS = tuple(member.decode() for member in _HEAD_MEMBERS)

@@ -26,7 +26,7 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
-from grader.sandbox.prefetch import SETS as prefetch_sets, Prefetch
+from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch
 from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
                                       acquire_cpu_group, acquire_group, acquire_memory_group, cpu_meter, detect,
                                       release_cpu_group, release_group, release_memory_group)
@@ -281,11 +281,15 @@ class Replies:
 
     def recall(self, call: Heard, answered_by: str = "") -> KnownCall | None:
         """The call with its kept reply, if it is kept (here, or by another worker of the batch)."""
-        key = call.key(answered_by)
+        tail = self.kept(call.key(answered_by))
+        return KnownCall(call.name, call.seq, call.rest, tail) if tail is not None else None
+
+    def kept(self, key: tuple[str, str, bytes]) -> bytes | None:
+        """The reply kept for a call's key (Heard.key), here or by another worker of the batch, or None."""
         tail = self.entries.get(key)
         if tail is None and self.shared is not None:   # the log's replies stay there: they never evict these
             tail = self.shared.get(key)
-        return KnownCall(call.name, call.seq, call.rest, tail) if tail is not None else None
+        return tail
 
     def keep(self, key: tuple[str, str, bytes], tail: bytes) -> None:
         """Keep a reply, encoded as the tail of its frame (see _reply_frame), and share it with the batch's
@@ -885,9 +889,7 @@ class Sandbox:
 
         def answer(helper: str, rest: bytes, args: list) -> bytes | None:
             key = (helper, answered_by.get(helper, ""), rest)
-            kept = replies.entries.get(key)
-            if kept is None and replies.shared is not None:
-                kept = replies.shared.get(key)
+            kept = replies.kept(key)
             if kept is not None:
                 return kept
             try:
@@ -1145,7 +1147,6 @@ def _answer_tail(answer: Any, texts: dict[str, Any] | None = None) -> bytes:
     return wire.json_text({"value": codec.encode(answer)})[1:].encode("utf-8")
 
 
-_ARGS_HEAD, _ARGS_TAIL = b'"args":{"list":[', b']},"kwargs":{"dict":[]}}'
 
 
 def known_args(rest: bytes, texts: dict[str, Any]) -> list | None:
