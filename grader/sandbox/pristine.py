@@ -367,9 +367,14 @@ def company() -> tuple[Any, ...] | None:
     """Who else could read this process's pipes: its other threads, its children and its parent's (an orphan of
     the student's becomes the runtime's child), as `process` records them; None when /proc cannot be read."""
     try:
-        return (len(os.listdir("/proc/self/task")), _children(os.getpid()), _children(os.getppid()))
+        return _company()
     except Exception:  # noqa: BLE001 - as snapshot
         return None
+
+
+def _company() -> tuple[Any, ...]:
+    """company, raising where /proc cannot be read: one reading for both the check and the `process` state."""
+    return (len(os.listdir("/proc/self/task")), _children(os.getpid()), _children(os.getppid()))
 
 
 def company_of(state: Any) -> tuple[Any, ...] | None:
@@ -392,8 +397,7 @@ def same_files(state: Any, fds: tuple[int, ...]) -> bool:
 
 def _process(known: tuple[Any, ...] | None) -> dict[str, Any]:
     """What the process itself carries from one exercise to the next (`known`: its company, read just before)."""
-    threads, children, siblings = known if known is not None else \
-        (len(os.listdir("/proc/self/task")), _children(os.getpid()), _children(os.getppid()))
+    threads, children, siblings = known if known is not None else _company()
     umask = os.umask(0o077)
     os.umask(umask)
     descriptors: list[tuple[Any, ...]] = []
