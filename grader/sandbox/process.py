@@ -1147,8 +1147,6 @@ def _answer_tail(answer: Any, texts: dict[str, Any] | None = None) -> bytes:
     return wire.json_text({"value": codec.encode(answer)})[1:].encode("utf-8")
 
 
-
-
 def known_args(rest: bytes, texts: dict[str, Any]) -> list | None:
     """The arguments of a call (a Heard's rest: its frame after the seq) made of one or two states whose texts are
     in `texts`, as parsing its frame and decoding them would give, or None (then it is parsed). A* sends back the
