@@ -87,6 +87,11 @@ CHANGES = {
                                        "def look():\n    return get()\n", (1, 2)),
     "a frozenset rebound": ("F = frozenset({1, 2})\ndef change():\n    global F\n    F = frozenset({3})\n    return 0\n"
                             "def look():\n    return sorted(F)\n", [1, 2]),
+    # What builtins reach is walked from the zygote's leaves (runtime.take_base_leaves): a change there shows.
+    "an object builtins hold": ("def change():\n    copyright._Printer__filenames.append('x')\n    return 0\n"
+                                "def look():\n    return copyright._Printer__filenames[-1:] != ['x']\n", True),
+    "a builtin's attribute set": ("def change():\n    exit.left = 1\n    return 0\ndef look():\n"
+                                  "    return hasattr(exit, 'left')\n", False),
     # An object whose references are still the load's very objects is not described again (pristine.Leaves.known).
     "a list's items swapped": ("A = [1]\nB = [2]\nL = [A, B]\ndef change():\n    L[0], L[1] = L[1], L[0]\n"
                                "    return 0\ndef look():\n    return L\n", [[1], [2]]),

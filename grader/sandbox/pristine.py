@@ -251,16 +251,26 @@ class Leaves:
     not visit it (the referrer's token has its id: a rebinding shows there). Mutable objects (lists, dicts,
     sets, functions, cells, instances, the student's classes, modules) and anything holding one are no leaves."""
 
-    __slots__ = ("held", "ids", "known", "loaded")
+    __slots__ = ("base", "held", "ids", "known", "loaded", "roots")
+    ids: dict[int, bool]
+    known: dict[int, tuple[list[Any], list[Any]]]
 
-    def __init__(self, held: list[Any], record: dict[int, list[Any]] | None = None) -> None:
+    def __init__(self, held: list[Any], record: dict[int, list[Any]] | None = None,
+                 roots: frozenset[int] = frozenset(), base: "Leaves | None" = None) -> None:
         self.held = held
-        self.ids = dict.fromkeys(map(_id, held), False)   # False: "not to visit", for walk's compress
+        self.base = base        # leaves taken before (see leaves): it holds its own objects alive
+        # ids of the roots taken from
+        self.roots: frozenset[int] = roots | (base.roots if base is not None else frozenset())
+        # False: "not to visit", for walk's compress. The base's ids and records are copied, its objects left
+        # untouched: they are the zygote's, and a reference taken to each would copy its page in every fork.
+        ids = {**(base.ids if base is not None else {}), **dict.fromkeys(map(_id, held), False)}
+        self.ids = ids
         # Each object the load's walk entered, by id: what it referenced (held alive, so an id is always the
         # same object) and, reversed for the walk's stack, the non-leaves among them.
-        ids = self.ids
-        self.known = {ident: (references, [obj for obj in reversed(references) if _id(obj) not in ids])
-                      for ident, references in (record or {}).items()}
+        known = {
+            ident: (references, [obj for obj in reversed(references) if _id(obj) not in ids])
+            for ident, references in (record or {}).items()}
+        self.known = {**base.known, **known} if base is not None else known
         self.loaded: Loaded | None = None                 # the last snapshot's view of sys.modules
 
 
@@ -480,18 +490,29 @@ def _decimal() -> tuple[Any, ...]:
     return _id(context), repr(context), _id(default), repr(default)
 
 
-def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None) -> Leaves | None:
+def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None,
+           base: Leaves | None = None) -> Leaves | None:
     """The immutable objects reachable from `roots` (as snapshot's arguments), for every later walk to skip;
-    None when the walk cannot read them (snapshot would say None too). Taken once, before the load's snapshot."""
+    None when the walk cannot read them (snapshot would say None too). Taken once, before the load's snapshot.
+
+    `base`: leaves taken before (the zygote's, of builtins: the same in every sandbox, and 60% of the walk),
+    kept in these, its roots not walked again. What base holds stays what it was: an immutable object is so
+    wherever it was found, and an object `known` to reference the very objects it referenced then is still
+    described by them, whoever took the record. What the load added under base's roots (a builtin the notebook
+    rebound) is then simply walked at every snapshot. Taken with `homes` None (any class walked, none a leaf),
+    base holds no class, so it does not depend on which modules are the student's."""
     collecting = gc.isenabled()
     gc.disable()
     try:
         found: list[Any] = []
         record: dict[int, list[Any]] = {}
         loaded = Loaded(roots, own)
-        walk(roots, loaded.stop, met=set(), homes=homes, found=found, record=record)
+        done = base.roots if base is not None else frozenset()   # not entered (functions reach builtins too)
+        walk([root for root in roots if _id(root) not in done], loaded.stop | done, met=set(), homes=homes,
+             found=found, record=record)
         known: dict[int, bool] = {}
-        result = Leaves([obj for obj in found if _immutable(obj, known, homes)], record)
+        result = Leaves([obj for obj in found if _immutable(obj, known, homes)], record, frozenset(map(_id, roots)),
+                        base)
         result.loaded = loaded    # the load's snapshot, taken next, reuses this view while sys.modules is the same
         return result
     except Exception:  # noqa: BLE001 - as snapshot

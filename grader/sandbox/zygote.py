@@ -407,6 +407,7 @@ def main(argv):
     confine.python_trees()
     confine.unrelated_site_packages()
     confine.small_tcp_tables()
+    runtime.take_base_leaves()
     # Everything the zygote holds now is what each child starts from: the collector leaves it alone, so a
     # collection in a child does not copy every page of numpy's objects.
     gc.freeze()
