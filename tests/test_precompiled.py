@@ -178,3 +178,39 @@ def test_one_load_request_carries_a_bounded_amount_of_compiled_code(monkeypatch)
     assert [m.code is not None for m in made] == [True] * 10 + [False] * 20
     ran = run_cases(kept, [CaseRequest(id="c1", code="X0 + X29")])
     assert not ran.report.warnings and codec.decode(ran.outcomes[0].value) == 29
+
+
+def test_every_rubric_expression_of_the_bundled_course_loads_as_the_child_would_have_compiled_it():
+    from grader.judge import grading
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import load_rubric
+    plan = build_plan(load_rubric(ROOT / "rubrics/taoistic-search.yaml"), None)
+    requests = []
+    for exercise in plan.rubric.exercises:
+        requests += grading.build_requests(plan, exercise, plan.cases[exercise.id], exercise.function,
+                                           grading.Options())
+    cases = [{"code": r.code, "reduce": r.reduce, "probes": dict(r.probes)} for r in requests]
+    made = precompiled.expressions(cases)
+    assert len(made) == len({(text, name) for text, name, _ in made}) > 20
+    try:
+        runtime._CODE.clear()
+        own = {(text, filename): runtime._compiled(text, filename) for text, filename, _ in made}   # the child's
+        runtime._CODE.clear()
+        runtime._take_codes({"magic": precompiled.MAGIC, "codes": made})
+        assert {key: _fields(code) for key, code in runtime._CODE.items()} == {
+            key: _fields(code) for key, code in own.items()}
+    finally:
+        runtime._CODE.clear()
+
+
+def test_a_rubric_expression_that_warns_fails_or_is_for_another_interpreter_is_compiled_by_the_child():
+    made = precompiled.expressions([{"code": "f(x is 'ab')"}, {"code": "f(", "reduce": "len(result)"},
+                                    {"code": "g()", "probes": {"n": "result[0]"}}])
+    assert [(text, name) for text, name, _ in made] == [("len(result)", "<reduce>"), ("g()", "<case>"),
+                                                         ("result[0]", "<probe>")]
+    runtime._CODE.clear()
+    magic = precompiled.MAGIC
+    for request in ({"magic": b"other", "codes": made}, {"magic": magic, "codes": [("g()", "<case>", b"x")]},
+                    {"magic": magic, "codes": [("g()", "<case>", made[0][2][:5])]}):
+        runtime._take_codes(request)
+        assert runtime._CODE == {}

@@ -959,6 +959,8 @@ def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
     message = _exercise_message(cases, (), None)
     for request in message["cases"]:
         request["values"], request["set"] = _packed(request["values"]), _packed(request["set"])
+    # The rubric's expressions compiled here, once per worker with the frame (see precompiled.expressions).
+    message["magic"], message["codes"] = precompiled.MAGIC, precompiled.expressions(message["cases"])
     frame = wire.marshal_frame(message)
     if len(_FRAMES) >= _FRAMES_LIMIT:
         _FRAMES.clear()
