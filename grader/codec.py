@@ -370,7 +370,26 @@ def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
             return head + ",".join(map(int.__repr__, obj)) + "]}"
         if kinds <= _ONLY_ROWS:   # rows of strs (a state): every cell checked at once, no call per row
             cells = _chain(obj)
-            if set(map(type, cells)) <= _ONLY_STR:
+            found = set(map(type, cells))
+            if found and found <= _ONLY_ROWS and depth + 1 < _PLAIN_DEPTH:
+                # States of rows of strs (a path, a list of boards): what each state's own walk (the short way
+                # below) would count and check, summed, and its text, without a call per state.
+                inner = _chain(cells)
+                if set(map(type, inner)) <= _ONLY_STR:
+                    joined = "".join(inner)
+                    left[0] -= len(cells) + len(inner)
+                    left[1] -= len(joined)
+                    if left[0] < 0 or left[1] < 0 or not str.isascii(joined):
+                        raise _NotPlain
+                    if joined.isprintable() and '"' not in joined and "\\" not in joined:
+                        # No cell to escape: each is its text in quotes (what _quote gives it), a row at once.
+                        return head + ",".join([_TEXT_HEAD[type(state)] + ",".join([
+                            _TEXT_HEAD[type(row)] + ('"' + '","'.join(row) + '"]}' if row else "]}") for row in state])
+                            + "]}" for state in obj]) + "]}"
+                    return head + ",".join([_TEXT_HEAD[type(state)] + ",".join([
+                        _TEXT_HEAD[type(row)] + ",".join(map(_quote, row)) + "]}" for row in state]) + "]}"
+                        for state in obj]) + "]}"
+            if found <= _ONLY_STR:
                 # What each row's own walk would count and check, summed: the bounds only ever shrink, so
                 # one check at the end refuses exactly what a check after each row would.
                 joined = "".join(cells)
@@ -378,6 +397,9 @@ def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
                 left[1] -= len(joined)
                 if depth >= _PLAIN_DEPTH or left[0] < 0 or left[1] < 0 or not str.isascii(joined):
                     raise _NotPlain
+                if joined.isprintable() and '"' not in joined and "\\" not in joined:   # as a path's, above
+                    return head + ",".join([_TEXT_HEAD[type(row)] + ('"' + '","'.join(row) + '"]}' if row else "]}")
+                                            for row in obj]) + "]}"
                 return head + ",".join([_TEXT_HEAD[type(row)] + ",".join(map(_quote, row)) + "]}"
                                         for row in obj]) + "]}"
     if cls is dict:

@@ -4,6 +4,7 @@ hostile wire data with it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -177,6 +178,43 @@ def test_rows_of_strs_are_written_at_once_exactly_as_row_by_row_or_step_aside_al
 
 class Tile(str):
     pass
+
+
+paths = st.lists(st.lists(st.lists(st.text(alphabet="0123456789*é\"", max_size=3), max_size=4).map(tuple),
+                          max_size=4).map(tuple) | st.lists(st.lists(st.text(max_size=2), max_size=3), max_size=3),
+                 max_size=5)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(paths, st.integers(0, 60), st.integers(0, 40))
+def test_states_in_a_row_are_written_at_once_exactly_as_state_by_state(path: list, nodes: int, chars: int) -> None:
+    """A path's states are checked and written together (codec._plain_text): the same text, counts and bounds as
+    each state's own walk, wherever the path sits and whatever is left of the budget."""
+    from grader.sandbox import wire
+    text = codec.plain_text(path)
+    general = wire.json_text(codec.encode(path)) if all(map(str.isascii, _cells(path))) else None
+    assert text == general
+    for value, depth, budget in itertools.product((path, tuple(path)), range(codec._PLAIN_DEPTH + 1),
+                                                  ((nodes, chars), (10**6, 10**6))):
+        left = list(budget)
+        try:
+            got: Any = (codec._plain_text(value, depth, left), left)
+        except codec._NotPlain:
+            got = None
+        left = [budget[0] - len(value), budget[1]]
+        try:
+            if depth >= codec._PLAIN_DEPTH or left[0] < 0:
+                raise codec._NotPlain
+            head = codec._TEXT_HEAD[type(value)]
+            one_by_one: Any = (head + ",".join([codec._plain_text(state, depth + 1, left) for state in value]) + "]}",
+                               left)
+        except codec._NotPlain:
+            one_by_one = None
+        assert got == one_by_one
+
+
+def _cells(path: list) -> list:
+    return [cell for state in path for row in state for cell in row]
 
 
 # An isolated helper's arguments (codec.call_text): the text of a state the child wrote before, or got from the
