@@ -9,7 +9,7 @@ import pytest
 from grader.extract.source import Extracted, Statement, extract
 
 from grader.rubric.schema import Policy
-from grader.intake.notebook import notebook_from_source, read_notebook
+from grader.intake.notebook import Cell, notebook_from_source, read_notebook
 from grader.intake.warning import Kind
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -491,3 +491,45 @@ def test_code_past_what_the_grader_parses_for_one_notebook_is_left_out_unparsed(
     assert 0 < len(parsed) <= 10 < len(code)   # only the cells within the budget were parsed
     kept_cells = {s.cell for s in cut.statements}
     assert kept_cells and max(kept_cells) <= code[9].index
+
+
+def test_data_cells_left_out_unparsed_do_not_starve_the_solution_cells_after_them(monkeypatch) -> None:
+    """The budget of MAX_CODE_CHARS counts what the grader parses. A data cell over MAX_CELL_CHARS and a %%html
+    cell are never parsed, yet both were counted: two of them before the solution (4.05 M characters) left every
+    solution cell out, 0 points for a notebook whose code is a few thousand characters. Nor is a cell too large
+    to parse scanned for line magics (a Python loop over its characters)."""
+    import dataclasses
+    import grader.extract.source as source
+    notebook = read_notebook(Path(__file__).parents[1] / "assignments/taoistic-search/submissions/correct.ipynb")
+    data = '%ls\nDATA = "' + "x" * (source.MAX_CELL_CHARS + 100_000) + '"\n'
+    html = "%%html\n<p>" + "y" * 1_950_000 + "</p>\n"
+    assert len(data) + len(html) > source.MAX_CODE_CHARS
+    cells = (Cell(0, "code", data, 1), Cell(1, "code", html, 2)) + tuple(
+        dataclasses.replace(cell, index=cell.index + 2) for cell in notebook.cells)
+    big = {data, "\n".join(data.split("\n")), html}
+    parsed: list[str] = []
+    parse = source._parse
+    monkeypatch.setattr(source, "_parse", lambda text: parsed.append(text) or parse(text))
+    scanned: list[str] = []
+    scan = source._replace_line_magics
+    monkeypatch.setattr(source, "_replace_line_magics", lambda p: scanned.append(p.cell.source) or scan(p))
+    with_data = extract(dataclasses.replace(notebook, cells=cells))
+    assert not big & set(parsed) and data not in scanned
+    assert [d.cell for d in with_data.syntax_errors] == [0]
+    assert "too large to parse" in with_data.warnings[0].text
+    assert [s.code for s in with_data.statements] == [s.code for s in extract(notebook).statements]
+    assert {s.cell for s in with_data.statements} <= {cell.index + 2 for cell in notebook.cells}
+
+
+def test_a_cell_that_fits_after_one_that_does_not_is_parsed(monkeypatch) -> None:
+    """Cells are parsed in document order while they fit in what is left of MAX_CODE_CHARS: one that does not fit
+    is left out, and a smaller one after it is still parsed (the parsed code stays under the budget)."""
+    import grader.extract.source as source
+    notebook = notebook_from_source("# %%\ndef f():\n    return 1\n\n# %%\nX = [" + "1, " * 300 + "]\n\n"
+                                    "# %%\ndef g():\n    return 2\n")
+    code = [cell for cell in notebook.cells if cell.kind == "code"]
+    assert len(code) == 3 and len(code[1].source) > len(code[0].source) + len(code[2].source)
+    monkeypatch.setattr(source, "MAX_CODE_CHARS", len(code[0].source) + len(code[2].source))
+    cut = extract(notebook)
+    assert [d.cell for d in cut.syntax_errors] == [code[1].index]
+    assert {"f", "g"} <= set(cut.definitions) and "X" not in cut.definitions

@@ -91,8 +91,14 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
     room = MAX_CODE_CHARS   # what is left of what the grader parses of this notebook
     for cell in notebook.cells:
         if cell.kind == "code":   # a text twice in one notebook: its second copy gets a tree of its own
-            room -= len(cell.source)
-            parsed.append(_parsed(cell.source, fresh=cell.source in seen) if room >= 0 else _too_much(cell.source))
+            # Only what is parsed is counted, cached or not (the same verdict in every process): a data cell
+            # left out unparsed costs no room, and a later cell that still fits is parsed.
+            size = _parse_chars(cell.source)
+            if size <= room:
+                room -= size
+                parsed.append(_parsed(cell.source, fresh=cell.source in seen))
+            else:
+                parsed.append(_too_much(cell.source))
             prepared.append(_in_cell(parsed[-1].prepared, cell))
             seen.add(cell.source)
     facts = {id(node): fact for entry in parsed for node, fact in zip(entry.body, entry.facts, strict=True)}
@@ -314,6 +320,7 @@ class _Prepared:
 
 
 _CELL_MAGIC = re.compile(r"^%%(?P<name>[A-Za-z_]\w*)")
+_MAYBE_CELL_MAGIC = re.compile(r"\s*%%")   # blank lines, then %%: the only texts _cell_magic can match
 _LINE_MAGIC = re.compile(r"^(?P<indent>\s*)%(?P<name>%?[A-Za-z_]\w*)(?P<args>.*)$")
 _MAGIC_ASSIGNMENT = re.compile(
     r"^\s*[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*\s*=\s*(?:(?P<shell>!)|%(?P<name>[A-Za-z_]\w*))"
@@ -436,22 +443,43 @@ def _in_cell(prepared: _Prepared, cell: Cell) -> _Prepared:
                      if prepared.warning is not None else None)
 
 
+def _parse_chars(source: str) -> int:
+    """How many characters _prepare hands the parser for this cell text: none for a cell it never parses (one
+    over MAX_CELL_CHARS, a cell magic whose body is not Python), about its length for any other."""
+    if len(source) > MAX_CELL_CHARS:
+        return 0
+    if _MAYBE_CELL_MAGIC.match(source) and (magic := _cell_magic(_LINE_BREAK.split(source))) is not None \
+            and magic[1] not in WRAPPING_CELL_MAGICS:
+        return 0
+    return len(source)
+
+
+def _cell_magic(lines: list[str]) -> tuple[int, str] | None:
+    """(line index, name) of the cell magic on the cell's first non-blank line, if it starts with one."""
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and (m := _CELL_MAGIC.match(lines[first])):
+        return first, m["name"]
+    return None
+
+
 def _prepare(cell: Cell) -> _Prepared:
     """Replace magics, shell and help lines (keeping line numbers) and parse what is left."""
     lines = _LINE_BREAK.split(cell.source)
     prepared = _Prepared(cell, lines, None, [], [])
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and (m := _CELL_MAGIC.match(lines[first])):
-        name = m["name"]
+    if (magic := _cell_magic(lines)) is not None:
+        first, name = magic
         if name not in WRAPPING_CELL_MAGICS:
             prepared.dropped.append(_dropped(cell, first + 1, f"cell magic %%{name}", lines[first]))
             return prepared
         prepared.dropped.append(_dropped(cell, first + 1, f"cell magic %%{name} (body kept)", lines[first]))
         lines[first] = ""
-    _replace_line_magics(prepared)
+    # A cell too large to parse is not scanned for line magics either (a Python loop over every character).
+    too_large = len(cell.source) > MAX_CELL_CHARS
+    if not too_large:
+        _replace_line_magics(prepared)
     text = "\n".join(lines)
     try:
-        if len(text) > MAX_CELL_CHARS:
+        if too_large or len(text) > MAX_CELL_CHARS:
             raise _Unparsable(f"the cell is too large to parse ({len(text):,} characters; at most "
                               f"{MAX_CELL_CHARS:,})")
         tree = _parse(text)
@@ -481,7 +509,8 @@ def _prepare(cell: Cell) -> _Prepared:
 MAX_CELL_CHARS = 2_000_000   # a code cell longer than this is data, not a solution: parsing it could take GBs
 # All the code of one notebook the grader parses (extraction runs on the grader's clock, ~3 us a character): a
 # notebook (up to 100 MB) of twenty 1.85 M-character cells held its worker until the watchdog (228 s) and was marked
-# failed. A Taoistic notebook has ~10,000 characters of code; later cells past this are left out and reported.
+# failed. A Taoistic notebook has ~10,000 characters of code. Cells are parsed in document order while they fit;
+# a cell that does not is left out and reported. Cells never parsed (over MAX_CELL_CHARS, a %%html) count nothing.
 MAX_CODE_CHARS = 4_000_000
 # The grader's own tree walks (global reads, bindings) recurse once per level; CPython's parser allows about 200
 # levels of brackets but any depth of `1+1+...`, so depth is measured (without recursion) before any walk.
