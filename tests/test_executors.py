@@ -167,7 +167,8 @@ def test_a_real_dask_cluster_grades_relative_paths_like_the_local_pool(pool_resu
     assert scores(batch.results) == scores(results)
 
 
-def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path):
+def test_an_unreachable_scheduler_is_one_line_and_exit_2_and_leaves_nothing_behind(tmp_path):
+    """The scheduler is asked before anything is written: an empty gradebook.sqlite was left in --out."""
     pytest.importorskip("dask.distributed")
     import subprocess
     import sys
@@ -177,6 +178,7 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("cannot reach the Dask scheduler at tcp://127.0.0.1:")
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 # --------------------------------------------------------------------------------------- supervision

@@ -30,6 +30,7 @@ from grader.sandbox.supervisor import temp_root
 if TYPE_CHECKING:   # the grading machinery (judge, sandbox, extractor, plan) is imported when a submission runs
     from grader.plan.cases import Plan
     from grader.run.executor import Done, Executor, Job
+    from grader.run.executor_dask import Connection
 
 SUBMISSION_SUFFIXES = (".ipynb", ".py")
 
@@ -217,13 +218,15 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         return plans[0]
 
     out_dir = Path(out).resolve() if out is not None else None
-    if out_dir is not None:
-        claim_results_folder(out_dir, rubric)
     book_path = gradebook if gradebook is not None else (out_dir / "gradebook.sqlite" if out_dir else None)
     batch = Batch(gradebook=Path(book_path).resolve() if book_path else None, rubric=rubric.assignment)
-    # The results folder's store of shared values: one writer for the batch, so each file is checked once.
-    shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
-    with tempfile.TemporaryDirectory(prefix="intake-", dir=temp_root()) as workdir:
+    # The cluster answers first: a scheduler that cannot be reached leaves no results folder or gradebook behind.
+    with _connected(dask, jobs) as connection, \
+            tempfile.TemporaryDirectory(prefix="intake-", dir=temp_root()) as workdir:
+        if out_dir is not None:
+            claim_results_folder(out_dir, rubric)
+        # The results folder's store of shared values: one writer for the batch, so each file is checked once.
+        shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
         entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
         batch.students = [entry.student for entry in entries]
         by_student = {entry.student: entry for entry in entries}
@@ -277,11 +280,10 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             runner: Executor
             if executor is not None:
                 runner = executor
-            elif dask is not None:
+            elif connection is not None:
                 from grader.run.executor import Setup
                 from grader.run.executor_dask import DaskExecutor
-                runner = started_cluster = DaskExecutor(Setup(rubric, str(cache_dir), options, hide), dask,
-                                                        workers=jobs)
+                runner = started_cluster = DaskExecutor(Setup(rubric, str(cache_dir), options, hide), connection)
             elif sandboxes:
                 from grader.run.executor import LocalPool, Setup
                 from grader.sandbox import isolation
@@ -335,11 +337,21 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 supervisor.stop_spares()
             if started_cluster is not None:
                 batch.notes.extend(started_cluster.notes)
-                started_cluster.close()
             if book:
                 book.close()
     batch.seconds = time.monotonic() - started
     return batch
+
+
+@contextmanager
+def _connected(dask: str | None, workers: int | None) -> Iterator[Connection | None]:
+    """The Dask cluster's connection for the batch (None without --dask), closed however the batch ends."""
+    if dask is None:
+        yield None
+        return
+    from grader.run.executor_dask import Connection
+    with Connection(dask, workers=workers) as connection:
+        yield connection
 
 
 @contextmanager

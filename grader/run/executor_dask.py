@@ -22,19 +22,20 @@ class ClusterError(Exception):
     """The cluster cannot be used: no scheduler at the address, or Dask is not installed."""
 
 
-class DaskExecutor:
-    """Runs jobs through a dask.distributed Client; `address` is a scheduler address or "local"."""
+class Connection:
+    """A client of a Dask cluster that answered: a scheduler at an address, or a LocalCluster started here.
 
-    def __init__(self, setup: Setup, address: str = "local", *, workers: int | None = None):
+    Made before a batch writes anything, so a scheduler that cannot be reached leaves no results folder behind.
+    """
+
+    def __init__(self, address: str = "local", *, workers: int | None = None):
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError as error:  # pragma: no cover - depends on the installation
             raise ClusterError("the Dask executor needs dask[distributed]: pip install 'puzzle-grader[dask]'") \
                 from error
-        self.setup = setup
         self.address = address
         self.cluster: Any = None
-        self.notes: list[str] = []
         if address == "local":
             # One thread per worker process: a submission's grading is serial, parallelism is across workers.
             self.cluster = LocalCluster(n_workers=workers or None, threads_per_worker=1, processes=True,
@@ -52,11 +53,20 @@ class DaskExecutor:
         if self.cluster is not None:
             self.cluster.close()
 
-    def __enter__(self) -> "DaskExecutor":
+    def __enter__(self) -> "Connection":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class DaskExecutor:
+    """Runs jobs through a connection's dask.distributed Client (closed by whoever made the connection)."""
+
+    def __init__(self, setup: Setup, connection: Connection):
+        self.setup = setup
+        self.client = connection.client
+        self.notes: list[str] = []
 
     def _workers(self) -> dict[str, str]:
         """Worker address -> its name, as the scheduler knows them now."""
