@@ -92,7 +92,7 @@ def test_a_regrade_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
 
 def test_exports_are_the_whole_class_and_a_rerun_rewrites_what_is_missing(tmp_path: Path) -> None:
     """Regrading one student keeps every student in the CSV and the Gradescope folder; a rerun writes the same
-    Gradescope files (every case, not score-only stubs) and puts back a deleted result JSON."""
+    Gradescope files (every case, not score-only stubs) and puts back a deleted result JSON, byte for byte."""
     from grader.run.batch import grade, grade_batch
     submissions = tmp_path / "class"
     submissions.mkdir()
@@ -108,10 +108,13 @@ def test_exports_are_the_whole_class_and_a_rerun_rewrites_what_is_missing(tmp_pa
     assert (one.graded, one.students) == (1, [CALM[0]])
     with open(out / "gradebook.csv", encoding="utf-8") as stream:
         assert sorted(line.split(",")[0] for line in stream.read().splitlines()[1:]) == sorted(CALM[:3])
+    written = (out / f"{CALM[1]}.json").read_bytes()
     (out / f"{CALM[1]}.json").unlink()
     again = grade_batch([submissions], RUBRIC, out, jobs=2, cache=cache, gradescope=scope)
     assert (again.graded, again.unchanged) == (0, 3)
-    assert (out / f"{CALM[1]}.json").is_file()
+    # The same bytes as the first write: a gradebook row kept its keys sorted, and a case read back kept the
+    # order of the dict it came from (cmp and a checksum saw two files where there was one result).
+    assert (out / f"{CALM[1]}.json").read_bytes() == written
     rewritten = {p.name: p.read_text(encoding="utf-8") for p in scope.glob("*.json")}
     assert {k: comparable(json.loads(v)) for k, v in rewritten.items() if k != f"{CALM[0]}.json"} == \
         {k: comparable(json.loads(v)) for k, v in files.items() if k != f"{CALM[0]}.json"}

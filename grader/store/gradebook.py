@@ -548,7 +548,8 @@ def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, resu
     Any string: a lone surrogate stays as a \\udXXX escape in the JSON (textsafe.json_text); the source, a file
     name that may hold an undecodable byte, is stored with U+FFFD (SQLite text is UTF-8).
     """
-    text = textsafe.json_text(data, sort_keys=True)
+    # In the result's own key order (not sorted): a result JSON rewritten from this row is the same bytes as the first.
+    text = textsafe.json_text(data)
     cursor = db.execute(
         f"""INSERT {'OR IGNORE' if skip_existing else ''} INTO results
                 (submission_id, sha256, source, rubric_sha256, grader_version, isolation, total, max_total,

@@ -156,8 +156,10 @@ def lean(data: dict) -> dict:
 assert not hasattr(CaseResult, "__post_init__"), "case_from_dict must then call it"
 _CASE_NAMES = frozenset(_CASE_FIELDS)
 _CASE_REQUIRED = frozenset(f.name for f in fields(CaseResult) if f.default is MISSING and f.default_factory is MISSING)
-# Every field's default but the one made by a factory (inputs: a fresh dict for each case).
-_CASE_PLAIN_DEFAULTS = {f.name: f.default for f in fields(CaseResult) if f.default is not MISSING}
+# Every field in the dataclass's order, at its default but the one made by a factory (inputs: a fresh dict for
+# each case) and the required ones (data gives them). A case read back has its fields in this order whatever
+# the order of `data` (a worker's template, a gradebook row), so two writes of one result are the same bytes.
+_CASE_ORDER = {f.name: f.default if f.default is not MISSING else None for f in fields(CaseResult)}
 
 
 def case_from_dict(data: dict) -> CaseResult:
@@ -169,7 +171,7 @@ def case_from_dict(data: dict) -> CaseResult:
         return CaseResult(**data)
     case = object.__new__(CaseResult)
     state = case.__dict__
-    state.update(_CASE_PLAIN_DEFAULTS)
+    state.update(_CASE_ORDER)
     state.update(data)
     if "inputs" not in data:
         state["inputs"] = {}
