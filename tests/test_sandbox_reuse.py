@@ -299,3 +299,25 @@ def test_an_exercise_cannot_leave_code_for_the_next_ones_calls():
              "        frame = frame.f_back\n    return 0\ndef look():\n    return 0\n"
     _, seen = exercises(source, "plant()", "look()")
     assert seen == 0
+
+
+def test_a_fork_that_dies_after_saying_exited_costs_no_exercise():
+    """A timer the notebook left running (an alarm as a search's time limit, never cancelled) can go off in the
+    exercise's fork after it said `exited`, while it waits for the next request: the fork dies there, and the
+    runtime reports that death before it serves the next request itself. Taken as the next exercise's end, the
+    report made the grader send that exercise again, and the exercise after it got the first copy's answer: a
+    protocol error, and a reload, for a verdict the notebook had earned."""
+    source = "import os, signal\ndef _give_up(*_):\n    raise TimeoutError('the search took too long')\n" \
+             "def arm():\n    signal.signal(signal.SIGALRM, _give_up)\n" \
+             "    signal.setitimer(signal.ITIMER_REAL, 0.2)\n    return os.getpid()\n" \
+             "def pid():\n    return os.getpid()\n"
+    outcomes = []
+    with Sandbox([statement(source, count=1, cell=1)], {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        for number, call in enumerate(("arm()", "pid()", "pid()", "pid()")):
+            request = CaseRequest(id=f"c{number}", code=call, timeout=2.0)
+            outcomes.append(sandbox.run_exercise([request], (), None, time.monotonic() + 60)[0])
+            time.sleep(0.6)   # the grader busy between two exercises (judging, a loaded machine): the alarm rings
+        restarts = sandbox.restarts
+    assert [(outcome.status, outcome.error) for outcome in outcomes] == [("ok", {})] * 4
+    assert restarts == 0

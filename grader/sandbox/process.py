@@ -765,6 +765,12 @@ class Sandbox:
             elif isinstance(message, frames.Exited):
                 # The child has already killed what the exercise left behind in its process group.
                 self.fork_pid = None
+                if not forked:
+                    # The last exercise's fork said `exited`, then died while it waited (a timer the notebook
+                    # left): the runtime reports that death late and serves this request itself, so a `forked`
+                    # follows. A fork that took this request and died before saying `forked` sends nothing more:
+                    # the runtime's deadline replaces the child. Sending the request again would have it run twice.
+                    continue
                 if current is not None and clock is not None:
                     outcomes.append(Outcome(current.id, "crash", seconds=now - clock.started,
                                             error=self._death(_exit_text(message.status))))
