@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,17 @@ def test_the_hook_is_found_through_functools_partial(monkeypatch: pytest.MonkeyP
             _SwallowsTheAlarm()
             _spin(60)
     assert reported == ["done"]
+
+
+def test_code_in_a_folder_whose_name_only_starts_like_the_packages_is_stopped():
+    """The alarm stays quiet inside the grader's own frames. A course kept beside the package under a longer
+    name (the package at /x/grader, the reference at /x/grader-course/reference.py) is not the grader's: a
+    reference that never ends on a student's arguments must still be stopped at the first ring."""
+    import grader
+    package = Path(grader.__file__).resolve().parent
+    namespace: dict[str, object] = {}
+    exec(compile("def search(limit):\n    while not limit.expired:\n        pass\n    return 'ran on'\n",
+                 f"{package}-course/reference.py", "exec"), namespace)
+    with pytest.raises(_Stop):
+        with TimeLimit(0.05, _Stop) as limit:
+            namespace["search"](limit)   # type: ignore[operator]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # the C module under `signal`, without its enum wrappers
 import functools
+import os
 import signal
 import sys
 import threading
@@ -23,7 +24,8 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 
 REPEAT_SECONDS = 0.05
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
+# The package's folder and a separator: a course kept beside it (/x/grader-course) is not the grader.
+_PACKAGE = os.path.join(str(Path(__file__).resolve().parent.parent), "")
 
 
 def _code_of(hook: object) -> object:
