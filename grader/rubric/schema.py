@@ -46,7 +46,7 @@ class Limits:
     disk_mb: int = 64                # the student's scratch (a tmpfs, counted in memory_mb)
     files: int = 1000                # files and folders in the scratch
     mutation_score: float = 0.0      # validate fails below this share of mutants killed (0: no threshold)
-    oracle_calls: int = 10_000       # isolated-helper calls one case may make before it ends in an error
+    oracle_calls: int = 10_000       # round trips to the isolated helpers in one case before it ends in an error
 
     def merged(self, overrides: Mapping[str, Any]) -> "Limits":
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})

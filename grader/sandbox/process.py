@@ -35,7 +35,7 @@ from grader.sandbox.supervisor import Jail, SpawnError
 GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
 RUNTIME_SECONDS = 5.0         # time the runtime itself may need between cases (fork, encode, send)
 MAX_RESTARTS = 4
-ORACLE_CALLS = 10_000         # isolated-helper calls one case may make (rubric: limits.oracle_calls)
+ORACLE_CALLS = 10_000         # isolated-helper round trips one case may make (rubric: limits.oracle_calls)
 ORACLE_BYTES = 64 << 20       # what those calls' frames may hold in all, per case (A* on Taoistic's stage 1: 2 MB)
 OUTPUT_SLACK = 200            # the cut marker the child appends to an output it truncated
 _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
@@ -66,7 +66,7 @@ class CaseRequest:
     probes: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 1.0
     reduce: str | None = None                   # expression over `result`, applied before encoding
-    oracle_calls: int = ORACLE_CALLS            # at most this many isolated-helper calls, then the case ends
+    oracle_calls: int = ORACLE_CALLS            # at most this many isolated-helper round trips, then the case ends
     oracle_bytes: int = ORACLE_BYTES            # and at most this many bytes of them (each parsed and decoded)
     # The parent's own: the body of the `result` frame a right answer makes, as the runtime writes it, and the wire
     # value it holds (right_answer). A frame of exactly these bytes is that answer, taken without parsing (most
