@@ -203,6 +203,14 @@ class Prefetch:
         return found
 
 
+def can_prefetch(isolate: frozenset[str]) -> bool:
+    """Whether a run isolating these helpers can ever send an answer ahead: only a rule whose helper is another than
+    its trigger starts prefetching (Prefetch.triggers), so a run isolating one helper would only pay for learning
+    rules (its every set reply's members read, its every call matched against them: int-tiles' next_states alone,
+    ~25 us of the parent's CPU per computed call) that never send anything."""
+    return len(isolate) >= 2
+
+
 _MEMBERS: dict[tuple[str, bytes], Members | None] = {}   # by the reply: a worker sees the same replies again
 _MEMBERS_BYTES = 8_000_000   # what it may hold, replies and texts (then it starts again)
 _MEMBERS_HELD = [0]

@@ -26,7 +26,8 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
-from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch
+from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
+    can_prefetch
 from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
                                       acquire_cpu_group, acquire_group, acquire_memory_group, cpu_meter, detect,
                                       release_cpu_group, release_group, release_memory_group)
@@ -648,7 +649,8 @@ class Sandbox:
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
         pending: _Pending | None = None    # a frame the run of kept calls read and left (see _answer_kept)
         # Answers sent before they are asked, learnt from the case's own calls: only where answers are pure.
-        prefetch = Prefetch(frozenset(isolate)) if isolate and isinstance(oracle, PureOracle) else None
+        prefetch = Prefetch(frozenset(isolate)) \
+            if can_prefetch(frozenset(isolate)) and isinstance(oracle, PureOracle) else None
         while True:
             wake = clock.wake if clock is not None else wait_until
             message: frames.Message | KnownCall | None = None
