@@ -268,3 +268,36 @@ def test_a_run_isolating_one_helper_learns_no_rules(monkeypatch):
     assert len(trips) == len(reference.answer.calls) > 20   # one round trip per call, nothing sent ahead
     assert not prefetch.can_prefetch(frozenset({"neighbours"}))
     assert prefetch.can_prefetch(frozenset({"neighbours", "h"}))
+
+
+class Hanging(Reference):
+    """A reference whose 20th call of h never ends (until the grader's alarm stops it; by then the rule is learnt
+    and h's calls are answers sent ahead); asked again, that call answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hanging: list[Any] = []
+
+    def __call__(self, name: str, args: list, kwargs: dict) -> Any:
+        if name == "h" and sum(called == "h" for called, _ in self.calls) == 19:
+            self.calls.append((name, args))
+            self.hanging = args
+            while True:
+                pass
+        return super().__call__(name, args, kwargs)
+
+
+def test_a_reference_that_hangs_on_an_answer_sent_ahead_costs_the_share_and_ends_prefetching(monkeypatch):
+    """Answers sent with one reply share one alarm: the hanging call is stopped within the case's share for
+    answers sent ahead, nothing of it is kept or sent, and the child asks that call itself and gets it right."""
+    code = f"search({START!r}, {GOAL!r}, 120)"
+    plain = run(code, Reference())
+    hanging = Hanging()
+    case = CaseRequest(id="c1", code=code, timeout=1.0)
+    ran = run_cases(statements(SEARCH), [case], isolate=["neighbours", "h"], oracle=PureOracle(hanging),
+                    limits=ProcessLimits(load_seconds=5))
+    [outcome] = ran.outcomes
+    assert outcome.status == "ok", outcome
+    assert codec.decode(outcome.value) == codec.decode(plain.value)
+    # Asked again by the child, after prefetching stopped: the reference answered it then.
+    assert hanging.calls.count(("h", hanging.hanging)) == 2

@@ -892,28 +892,44 @@ class Sandbox:
         share = clock.prefetch_seconds()
         if share <= 0:   # the parent's time on answers sent ahead, looked-up ones too, is bounded per case
             prefetch.stopped = True
-        replies, answered_by = oracle.replies, oracle.answered_by
-        started = time.monotonic()
+            prefetch.replied(name, tail)
+            return tail
+        replies, answered_by, texts, monotonic = oracle.replies, oracle.answered_by, self.known_texts, time.monotonic
+        seconds = min(clock.limit, share)
+        started = monotonic()
 
-        def answer(helper: str, rest: bytes, args: list) -> bytes | None:
-            key = (helper, answered_by.get(helper, ""), rest)
-            kept = replies.kept(key)
-            if kept is not None:
-                return kept
-            try:
-                made = _answer_tail(_bounded(lambda: oracle(helper, args, {}),
-                                             min(clock.limit, share - (time.monotonic() - started))),
-                                    self.known_texts)
-            except _ReferenceTooSlow:
-                prefetch.stopped = True
-                return None
-            except Exception:  # noqa: BLE001 - the reference refuses these arguments: nothing is sent
-                return None
-            replies.keep(key, made)
-            return made
+        def too_slow() -> _ReferenceTooSlow:
+            return _ReferenceTooSlow(f"answers sent ahead took longer than {seconds:.2g} s")
 
-        more = prefetch.answers(name, tail, answer)
-        clock.prefetch_spent += time.monotonic() - started
+        # One alarm for all the answers sent with this reply (each reference call under an alarm of its own cost
+        # ~2.6 us of system calls): it rings in the reference (raising there) or in the grader's own code (then
+        # `expired` stops the next call); off the main thread, where no alarm rings, the clock is read before each.
+        with TimeLimit(seconds, too_slow) as limit:
+            def answer(helper: str, rest: bytes, args: list) -> bytes | None:
+                key = (helper, answered_by.get(helper, ""), rest)
+                kept = replies.kept(key)
+                if kept is not None:
+                    return kept
+                if limit.expired or monotonic() - started >= seconds:
+                    prefetch.stopped = True
+                    return None
+                try:
+                    answered = oracle(helper, args, {})
+                    if limit.expired:   # it rang during the call: what the reference made of that is not kept
+                        raise _ReferenceTooSlow("rang")
+                    made = _answer_tail(answered, texts)
+                except _ReferenceTooSlow:
+                    prefetch.stopped = True
+                    return None
+                except Exception:  # noqa: BLE001 - the reference refuses these arguments: nothing is sent
+                    return None
+                replies.keep(key, made)
+                return made
+
+            more = prefetch.answers(name, tail, answer)
+        if limit.expired:
+            prefetch.stopped = True
+        clock.prefetch_spent += monotonic() - started
         return codec.pack_prefetched(tail, more) if more else tail
 
     def _outcome(self, case: CaseRequest, message: frames.Result, seconds: float, cpu: float | None) -> Outcome:
