@@ -301,11 +301,14 @@ class Loaded:
     the walk's `stop` set made from them, and where each module and module dict is. While sys.modules holds the
     same objects in the same order, the next snapshot (the same roots and own objects) reuses it."""
 
-    __slots__ = ("held", "key", "modules", "stop", "where")
+    __slots__ = ("bindings", "key", "modules", "names", "stop", "values", "where")
 
     def __init__(self, roots: list[Any], own: tuple[Any, ...]) -> None:
-        self.held = list(sys.modules.items())     # names too: an id in `key` is always the object it was
-        self.key = (tuple(map(_id, sys.modules)), tuple(map(_id, sys.modules.values())))
+        # Names too: an id in `key` is always the object it was, and `_same` compares with these by identity.
+        self.names, self.values = list(sys.modules), list(sys.modules.values())
+        self.key = (tuple(map(_id, self.names)), tuple(map(_id, self.values)))
+        # A met module's bindings as _modules found them: its names and values (held) and their token.
+        self.bindings: dict[int, tuple[list[Any], list[Any], tuple[int, ...]]] = {}
         self.modules = [(module, _MODULE_DICT(module)) for module in list(sys.modules.values())
                         if issubclass(type(module), types.ModuleType)]
         namespaces = {_id(namespace) for _, namespace in self.modules}
@@ -315,10 +318,16 @@ class Loaded:
             self.where[_id(module)] = self.where[_id(namespace)] = position
 
 
+def _same(now: Any, then: list[Any]) -> bool:
+    """Whether `now` (a dict, its keys or values) holds the very objects of `then`, in order. By identity in C
+    (`then` holds them alive): a quarter of the time of making and comparing their ids (object.__hash__)."""
+    return len(now) == len(then) and all(map(_IS, now, then))
+
+
 def _loaded(roots: list[Any], own: tuple[Any, ...], cache: Leaves | None) -> Loaded:
-    if cache is not None and cache.loaded is not None and cache.loaded.key == (
-            tuple(map(_id, sys.modules)), tuple(map(_id, sys.modules.values()))):
-        return cache.loaded
+    known = cache.loaded if cache is not None else None
+    if known is not None and _same(sys.modules, known.names) and _same(sys.modules.values(), known.values):
+        return known
     loaded = Loaded(roots, own)
     if cache is not None:
         cache.loaded = loaded
@@ -331,9 +340,14 @@ def _modules(met: set[int], loaded: Loaded) -> list[tuple[int, ...]]:
     module's bindings would cost 25 ms with numpy loaded."""
     found: list[tuple[int, ...]] = list(loaded.key)
     where = loaded.where
+    bindings = loaded.bindings
     for position in sorted({where[ident] for ident in met if ident in where}):
         module, namespace = loaded.modules[position]
-        found.append((_id(module), *map(_id, namespace), -1, *map(_id, namespace.values())))
+        seen = bindings.get(position)   # the same names bound to the same objects: the same token as then
+        if seen is None or not (_same(namespace, seen[0]) and _same(namespace.values(), seen[1])):
+            seen = bindings[position] = (list(namespace), list(namespace.values()), (
+                _id(module), *map(_id, namespace), -1, *map(_id, namespace.values())))
+        found.append(seen[2])
     return found
 
 
