@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from grader.judge.grading import grade_path, support_sources
-from grader.sandbox import frames
+from grader.kept import SizedMemo
+from grader.sandbox import frames, process
 from notebook_build import appended, write
 
 REPO = Path(__file__).resolve().parents[1]
@@ -17,7 +18,8 @@ CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ip
 
 @pytest.fixture
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The case ids of the `result` frames the parent parses."""
+    """The case ids of the `result` frames the parent parses (none heard before: the worker's memo starts empty)."""
+    monkeypatch.setattr(process, "_HEARD", SizedMemo(process._HEARD.limit))
     seen: list[str] = []
     parse = frames.parse
 
@@ -38,6 +40,29 @@ def test_right_answers_to_equal_cases_are_judged_from_their_bytes(plan, parsed):
     assert len(by_bytes) > 100
     assert not by_bytes & set(parsed), "a right answer to an equal case was parsed"
     assert parsed, "the path-checked cases (search, main) are parsed and checked"
+
+
+def test_a_result_frame_heard_before_is_not_parsed_again_and_judged_the_same(plan, parsed):
+    first = grade_path(CORRECT, plan, support_sources(plan))
+    checked = set(parsed)
+    parsed.clear()
+    second = grade_path(CORRECT, plan, support_sources(plan))
+    assert checked and not parsed, "the path-checked cases' frames, the same bytes again, were parsed again"
+
+    def verdicts(result):
+        return [(case.id, case.status, case.fraction, case.message, case.got, case.output)
+                for exercise in result.exercises for case in exercise.cases]
+    assert verdicts(second) == verdicts(first)
+
+
+def test_the_memo_of_heard_frames_keeps_no_more_than_its_bytes():
+    memo: SizedMemo[bytes, int] = SizedMemo(10)
+    memo.put(b"a", 1, 4)
+    memo.put(b"b", 2, 4)
+    memo.put(b"c", 3, 4)          # the oldest goes to make room
+    assert (memo.get(b"a"), memo.get(b"b"), memo.get(b"c"), memo.size) == (None, 2, 3, 8)
+    memo.put(b"d", 4, 11)         # larger than the whole: not kept, nothing lost for it
+    assert (memo.get(b"d"), len(memo), memo.size) == (None, 2, 8)
 
 
 # find_numbers answers right and prints: its frames carry output, so they are parsed, and the output is kept.

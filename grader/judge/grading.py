@@ -34,6 +34,7 @@ from grader.store.results import (CaseResult, ExerciseResult, SubmissionResult, 
                                   case_from_dict, fitting)
 from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
+from grader.kept import SizedMemo
 from grader.store import status as vocabulary
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Replies, Sandbox,
@@ -445,11 +446,11 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     # The expected wire itself: the frame was the bytes of a right answer (CaseRequest.right), not parsed.
     if expected_bytes is not None and (got is plan.expected[case.id].value or _marshalled(got) == expected_bytes):
         return _right_answer(base)
-    answer = _canonical(got)
+    answer, digest = _answer_text(got)
     same = answer is not None and answer == _canonical_expected(plan, case.id)
     if same and case.check.name == "equal":
         return _right_answer(base)
-    key = _answer_key(case, outcome, answer)
+    key = _answer_key(case, outcome, digest)
     if key is None:
         return _judged_answer(plan, exercise, case, outcome, base)
     fresh: list[CaseResult] = []
@@ -508,17 +509,40 @@ def _passing(base: Mapping[str, Any]) -> dict[str, Any]:
 _VERDICT = ("status", "message", "fraction", "reason", "cause", "mistake", "advice")
 
 
-def _answer_key(case: Case, outcome: Outcome, answer: str | None) -> tuple[str, ...] | None:
+def _answer_key(case: Case, outcome: Outcome, digest: str | None) -> tuple[str, ...] | None:
     """The memo key of an answer (a digest of its canonical text and its probes'): a check is a function of the
     case and the answer, so a class's many identical answers are decoded and checked once per worker (a path
     check replays every move with the reference's helpers). A digest, not the text: the child chooses the answer,
     and a notebook answering every case with a different 5 MB string kept 500 MB of keys in the worker for the
-    rest of the batch. None when the answer (`answer`: its canonical text) is not plain wire: the full path says
-    why."""
+    rest of the batch. None when the answer (`digest`: its canonical text's, _answer_text) is not plain wire: the
+    full path says why."""
     probes = _canonical(dict(outcome.probes)) if outcome.probes else ""
-    if answer is None or probes is None:
+    if digest is None or probes is None:
         return None
-    return ("verdict", case.id, _digest(answer), _digest(probes))
+    return ("verdict", case.id, digest, _digest(probes))
+
+
+# Answers met before, by identity: a result frame the worker heard before is the very message it parsed then
+# (process._parsed, frames up to 16 kB), so a class's many equal answers to a checked case (a search's path) are
+# made canonical and digested once. Each value is held, so its id names it alone; bounded by the characters of
+# the texts, oldest out.
+_ANSWER_CHARS = 16 * 1024        # a longer answer came from a frame parsed anew: its identity is never met again
+_ANSWERS: SizedMemo[int, tuple[Any, str, str]] = SizedMemo(512 * 1024)
+
+
+def _answer_text(got: Any) -> tuple[str | None, str | None]:
+    """An answer's canonical text and its digest (None, None: not plain wire)."""
+    known = _ANSWERS.get(id(got))
+    if known is not None and known[0] is got:
+        return known[1], known[2]
+    answer = _canonical(got)
+    if answer is None:
+        return None, None
+    digest = _digest(answer)
+    # A scalar costs less to encode than to remember.
+    if (type(got) is dict or type(got) is list) and len(answer) <= _ANSWER_CHARS:
+        _ANSWERS.put(id(got), (got, answer, digest), len(answer))
+    return answer, digest
 
 
 def _digest(text: str) -> str:

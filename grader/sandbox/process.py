@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from grader import codec
 from grader.intake.warning import GraderWarning, Kind
+from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
@@ -674,7 +675,7 @@ class Sandbox:
                     if decoded is not None:   # what parsing would give, its arguments decoded already
                         message = frames.OracleCall(call.name, None, _NO_KEYWORDS, call.seq)
                 if message is None:
-                    message = frames.parse(wire.parse_body(body), self.bounds)
+                    message = _parsed(body, self.bounds)
             except wire.Timeout:
                 if current is None or clock is None:
                     return outcomes, False
@@ -945,6 +946,28 @@ class Sandbox:
                                                        f"(the answer came after {seconds:.1f} s)"}
         return Outcome(case.id, status, value=message.value, probes=dict(message.probes), error=error,
                        output=message.output, seconds=seconds, cpu_seconds=cpu)
+
+
+# Result frames parsed before, by their bytes: the same bytes parse to the same message, so a class's many equal
+# answers to a case the judge must check (a search's path, a run's output) are parsed once per worker, and the
+# judge meets the very value again (its memo by identity). Only what the parent parses, never sent to a child.
+# Bounded in bytes (a parsed frame of small lists costs ~30 times its bytes), oldest out.
+_HEARD_FRAME = 16 * 1024          # a larger frame is parsed every time
+_HEARD: SizedMemo[bytes, tuple[frames.Bounds, frames.Message]] = SizedMemo(512 * 1024)
+_RESULT_HEAD = b'{"op":"result",'   # how the runtime writes a result frame (any other spelling is parsed)
+
+
+def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
+    """The frame's message (frames.Invalid or wire.FrameError when it does not fit); a result frame heard before
+    is taken from _HEARD."""
+    if len(body) > _HEARD_FRAME or body[:15] != _RESULT_HEAD:
+        return frames.parse(wire.parse_body(body), bounds)
+    known = _HEARD.get(body)
+    if known is not None and known[0] == bounds:
+        return known[1]
+    message = frames.parse(wire.parse_body(body), bounds)
+    _HEARD.put(body, (bounds, message), len(body))
+    return message
 
 
 def right_answer(case_id: str, value: Any) -> tuple[bytes, Any] | None:
