@@ -10,6 +10,7 @@ import builtins
 import functools
 import hashlib
 import marshal
+import math
 import os
 import re
 import tempfile
@@ -30,8 +31,8 @@ from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_no
 from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan
 from grader.plan.sealed import default_cache
-from grader.store.results import (CaseResult, ExerciseResult, SubmissionResult, bound_case, bound_result,
-                                  case_from_dict, fitting)
+from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, bound_case,
+                                  bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
 from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
 from grader.kept import SizedMemo
@@ -465,32 +466,53 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                       **(_passing(base) if fields["status"] == "pass" else base))
 
 
-def _right_template(plan: Plan, case: Case) -> dict[str, Any] | None:
+def _right_template(plan: Plan, case: Case) -> tuple[dict[str, Any], int | None] | None:
     """A right answer's CaseResult fields for an `equal` case (None: its expected value is not valid plain JSON),
     but those of the answer itself (its times, output and traceback): the same for every student, so made once
-    per plan, by judging the expected value itself as an answer (the same fields in the same order)."""
-    def make() -> dict[str, Any] | None:
+    per plan, by judging the expected value itself as an answer (the same fields in the same order). With them,
+    the JSON size of all but the answer's own fields (case_json_at_most) where they are within CASE_BOUNDS, else
+    None (each answer is then bounded and measured as any case)."""
+    def make() -> tuple[dict[str, Any], int | None] | None:
         if _marshalled_expected(plan, case.id) is None:
             return None
         base = dict(id=case.id, visibility=case.visibility, call=case.shown_call,
                     expected=stored_expected(plan, case.id), seconds=0.0, output="", weight=float(case.weight),
                     cpu_seconds=None, traceback="", inputs=case_inputs(plan, case))
-        return dict(_right_answer(base).__dict__)
+        right = _right_answer(base)
+        fields = dict(right.__dict__)
+        within = bound_case(right) is right
+        return fields, case_json_at_most({name: value for name, value in fields.items()
+                                          if name not in _ANSWERS_OWN}) if within else None
     return plan.memo.get(("right-answer", case.id), make)
 
 
-def _from_template(template: Mapping[str, Any], outcome: Outcome) -> CaseResult:
+_ANSWERS_OWN = ("seconds", "output", "cpu_seconds", "traceback", "inputs")   # a right answer's fields of its own
+
+
+def _from_template(template: tuple[dict[str, Any], int | None], outcome: Outcome) -> CaseResult:
     """A right answer from its template (_right_template) and the outcome's own fields, as judge's full path
-    makes it: no __init__ (see case_from_dict), the template's fields in their order."""
+    makes it: no __init__ (see case_from_dict), the template's fields in their order. Its size is known
+    (results.sized_case) when its own fields are within CASE_BOUNDS too: most cases of a class are bounded and
+    measured here with five fields, not with all of them twice."""
+    fields, fixed = template
     case = object.__new__(CaseResult)
     state = case.__dict__
-    state.update(template)
-    state["seconds"] = round(outcome.seconds, 4)
-    state["output"] = outcome.output
-    state["cpu_seconds"] = round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None
-    state["traceback"] = outcome.error.get("traceback", "")
+    state.update(fields)
+    state["seconds"] = seconds = round(outcome.seconds, 4)
+    state["output"] = output = outcome.output
+    state["cpu_seconds"] = cpu = round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None
+    state["traceback"] = traceback = outcome.error.get("traceback", "")
     state["inputs"] = {}
-    return case
+    if fixed is None or type(output) is not str or len(output) > CASE_BOUNDS.output \
+            or type(traceback) is not str or len(traceback) > CASE_BOUNDS.traceback \
+            or not _finite_time(seconds) or cpu is not None and not _finite_time(cpu):
+        return case     # bound_case cuts it, or makes its times finite floats
+    return sized_case(case, fixed + case_json_at_most({"seconds": seconds, "output": output, "cpu_seconds": cpu,
+                                                       "traceback": traceback, "inputs": {}}))
+
+
+def _finite_time(value: Any) -> bool:
+    return type(value) is float and math.isfinite(value)
 
 
 def _right_answer(base: Mapping[str, Any]) -> CaseResult:

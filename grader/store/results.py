@@ -283,9 +283,30 @@ CUT_VALUE = "grader.cut"          # the opaque type name of a value too big to k
 _BOUNDED: weakref.WeakValueDictionary[int, CaseResult] = weakref.WeakValueDictionary()
 
 
+# Cases made within CASE_BOUNDS with their JSON's size known where they were made (a right answer made from its
+# plan's template, grading._from_template: most cases of a class), by id while they live: neither bounded nor
+# measured again field by field. Each holds a weak reference to its case, so its id names no other.
+_SIZED: dict[int, tuple[weakref.ref[CaseResult], int]] = {}
+_SIZED_LIMIT = 100_000     # entries (those of cases gone are dropped all at once: a case still alive is measured)
+
+
+def sized_case(case: CaseResult, size: int) -> CaseResult:
+    """`case`, taken to be within CASE_BOUNDS and its to_dict form at most `size` characters of JSON
+    (case_json_at_most): the caller made it so."""
+    if len(_SIZED) >= _SIZED_LIMIT:
+        _SIZED.clear()
+    _SIZED[id(case)] = (weakref.ref(case), size)
+    return case
+
+
+def _known_size(case: CaseResult) -> int | None:
+    known = _SIZED.get(id(case))
+    return known[1] if known is not None and known[0]() is case else None
+
+
 def bound_case(case: CaseResult, bounds: Bounds = CASE_BOUNDS) -> CaseResult:
     """The case with every stored field within `bounds` (head and tail kept, with a marker); idempotent."""
-    if bounds is CASE_BOUNDS and _BOUNDED.get(id(case)) is case:
+    if bounds is CASE_BOUNDS and (_known_size(case) is not None or _BOUNDED.get(id(case)) is case):
         return case
     bounded = _bound_case(case, bounds)
     if bounds is CASE_BOUNDS:
@@ -374,9 +395,27 @@ def bounded_json(result: SubmissionResult, **options: Any) -> tuple[SubmissionRe
 def bound_result(result: SubmissionResult) -> SubmissionResult:
     """The result as it will be stored: within every bound."""
     current = _bounded(result, CASE_BOUNDS)
-    if _result_json_at_most(to_dict(current)) <= SUBMISSION_CHARS:
+    if _size_at_most(current) <= SUBMISSION_CHARS:
         return current      # surely small enough: not encoded here only to be measured (the writers encode it)
     return bounded_json(result)[0]
+
+
+def _size_at_most(result: SubmissionResult) -> int:
+    """_result_json_at_most of the result, each case whose size is known (sized_case) counted at that size."""
+    known = 0
+    exercises = []
+    for exercise in result.exercises:
+        rest = []
+        for case in exercise.cases:
+            size = _known_size(case)
+            if size is None:
+                rest.append(case)
+            else:
+                known += size + 1     # and its comma
+        exercises.append(exercise if len(rest) == len(exercise.cases) else replace(exercise, cases=tuple(rest)))
+    if not known:
+        return _result_json_at_most(to_dict(result))
+    return known + _result_json_at_most(to_dict(replace(result, exercises=tuple(exercises))))
 
 
 _VALUES = ("expected", "got", "inputs")
@@ -384,29 +423,43 @@ _VALUES = ("expected", "got", "inputs")
 
 def _result_json_at_most(data: dict) -> int:
     """An upper bound on the characters of a result's JSON (to_dict's form), without encoding it whole: a case's
-    values are measured (at C speed) unless the plan shares them, whose size is known (fitting)."""
+    values are measured (at C speed) unless the plan shares them, whose size is known (fitting); what is around
+    the cases (bounded: warnings, notes, the isolation report) is encoded, once, at C speed too."""
+    exercises = data.get("exercises")
+    if type(exercises) is not list or any(type(e) is not dict or type(e.get("cases")) is not list for e in exercises):
+        return _encoded_size(data)
+    total = _encoded_size({**data, "exercises": [{**exercise, "cases": []} for exercise in exercises]})
+    for exercise in exercises:
+        for case in exercise["cases"]:
+            total += case_json_at_most(case) + 3      # its braces and comma
+        if total > SUBMISSION_CHARS:
+            return _TOO_BIG
+    return total
+
+
+def _encoded_size(data: Any) -> int:
+    """The characters of `data` as compact ASCII JSON (no longer form is written), or _TOO_BIG when it is not
+    plain JSON data (non-finite numbers, other types)."""
+    try:
+        return len(_ASCII_JSON.encode(data))
+    except (TypeError, ValueError, RecursionError):
+        return _TOO_BIG
+
+
+_ASCII_JSON = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def case_json_at_most(case: dict) -> int:
+    """An upper bound on the characters of a case's JSON (to_dict's form, or some of its fields)."""
     total = 0
-    for key, value in data.items():
-        if key != "exercises" or type(value) is not list:
-            total += _json_at_most({key: value})
-            continue
-        for exercise in value:
-            for name, field_value in exercise.items():
-                if name != "cases" or type(field_value) is not list:
-                    total += _json_at_most({name: field_value})
-                    continue
-                for case in field_value:
-                    for field_name, item in case.items():   # the common kinds inline: a class has many cases
-                        kind = type(item)
-                        if kind is str:
-                            total += 6 * len(field_name) + 12 * len(item) + 8
-                        elif kind is float and math.isfinite(item):
-                            total += 6 * len(field_name) + 28
-                        else:
-                            total += 6 * len(field_name) + 4 + (_value_size(item) if field_name in _VALUES
-                                                                 else _json_at_most(item))
-                if total > SUBMISSION_CHARS:
-                    return _TOO_BIG
+    for field_name, item in case.items():   # the common kinds inline: a class has many cases
+        kind = type(item)
+        if kind is str:
+            total += 6 * len(field_name) + 12 * len(item) + 8
+        elif kind is float and math.isfinite(item):
+            total += 6 * len(field_name) + 28
+        else:
+            total += 6 * len(field_name) + 4 + (_value_size(item) if field_name in _VALUES else _json_at_most(item))
     return total
 
 
