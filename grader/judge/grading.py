@@ -507,12 +507,27 @@ def _from_template(template: tuple[dict[str, Any], int | None], outcome: Outcome
             or type(traceback) is not str or len(traceback) > CASE_BOUNDS.traceback \
             or not _finite_time(seconds) or cpu is not None and not _finite_time(cpu):
         return case     # bound_case cuts it, or makes its times finite floats
-    return sized_case(case, fixed + case_json_at_most({"seconds": seconds, "output": output, "cpu_seconds": cpu,
-                                                       "traceback": traceback, "inputs": {}}))
+    return sized_case(case, fixed + _own_size(output, traceback, cpu))
 
 
 def _finite_time(value: Any) -> bool:
     return type(value) is float and math.isfinite(value)
+
+
+# case_json_at_most of a right answer's own fields, by what it depends on: the lengths of its texts and whether
+# its CPU time was read (a finite float's size is fixed). Most answers print nothing: one entry serves a class.
+_OWN_SIZES: dict[tuple[int, int, bool], int] = {}
+
+
+def _own_size(output: str, traceback: str, cpu: float | None) -> int:
+    key = (len(output), len(traceback), cpu is None)
+    size = _OWN_SIZES.get(key)
+    if size is None:
+        if len(_OWN_SIZES) >= 4096:
+            _OWN_SIZES.clear()
+        size = _OWN_SIZES[key] = case_json_at_most({"seconds": 0.0, "output": output, "cpu_seconds": cpu,
+                                                    "traceback": traceback, "inputs": {}})
+    return size
 
 
 def _right_answer(base: Mapping[str, Any]) -> CaseResult:
