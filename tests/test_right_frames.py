@@ -81,3 +81,29 @@ def test_a_right_answer_that_prints_is_parsed_and_keeps_its_output(plan, parsed,
     cases = next(exercise for exercise in result.exercises if exercise.id == "find_numbers").cases
     assert all(case.status == "pass" and case.output == "looking\n" for case in cases), cases
     assert {case.id for case in cases} <= set(parsed)
+
+
+# Right answers that print (non-ASCII too): made from their template, bounded and measured where they are made.
+CHATTY_WIDE = '''
+_right_find_numbers = find_numbers
+def find_numbers(Pattern):
+    print("\\U0001F600 é")
+    return _right_find_numbers(Pattern)
+'''
+
+
+def test_a_right_answer_measured_where_it_is_made_is_never_measured_below_its_json(plan, tmp_path):
+    import json
+
+    from grader import textsafe
+    from grader.store.results import _case_dict, _known_size, _size_at_most, to_dict
+    path = write(tmp_path / "chatty-wide.ipynb", appended(CORRECT, CHATTY_WIDE))
+    result = grade_path(path, plan, support_sources(plan))
+    cases = [case for exercise in result.exercises for case in exercise.cases]
+    sized = [case for case in cases if _known_size(case) is not None]
+    assert len(sized) > 100 and any(case.output for case in sized)
+    for case in sized:   # in ASCII, as a result holding a lone surrogate is written
+        assert _known_size(case) >= len(json.dumps(_case_dict(case), ensure_ascii=True, separators=(",", ":")))
+    assert _size_at_most(result) >= len(textsafe.json_text(to_dict(result), separators=(",", ":")))
+    assert _size_at_most(result) >= len(json.dumps(to_dict(result), ensure_ascii=True, separators=(",", ":")))
+
