@@ -173,6 +173,15 @@ def _check_inside_folder(path: str, option: str) -> None:
                 raise UsageError(f"{path}: {option} would be inside {parent}, which is a file")
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise UsageError(f"{path}: {option} would be inside {parent}, where this user cannot write")
+            # Where access() says yes and nothing can be made all the same (root in /proc, a full disk): a file
+            # without a name (O_TMPFILE where the filesystem has it), made and gone, asks the filesystem itself.
+            import tempfile
+            try:
+                with tempfile.TemporaryFile(dir=parent):
+                    pass
+            except OSError as error:
+                raise UsageError(f"{path}: {option} would be inside {parent}, where nothing can be written "
+                                 f"({error.strerror or type(error).__name__})") from None
             return
 
 

@@ -244,6 +244,17 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["export", str(tmp), "--out", str(tmp / "e"), "--template", str(tmp)], str(tmp)),
         (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--cache", str(a_file)], str(a_file)),
         (["kit", RUBRIC, "-o", str(tmp / "k.json"), "--cache", str(a_file / "c")], str(a_file / "c")),
+        # Where access() says yes and nothing can be made (root in /proc): a traceback from deep in the library,
+        # and a --cache there was silently ignored (exit 0).
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", "/proc/no-grader-out"], "/proc/no-grader-out"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--cache", "/proc/no-grader-cache"],
+         "/proc/no-grader-cache"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--gradescope", "/proc/no-grader-gs"],
+         "/proc/no-grader-gs"),
+        (["report", str(tmp), "--out", "/proc/no-grader-f"], "/proc/no-grader-f"),
+        (["class-report", str(tmp), "-o", "/proc/no-grader.html"], "/proc/no-grader.html"),
+        (["kit", RUBRIC, "-o", "/proc/no-grader.json"], "/proc/no-grader.json"),
+        (["gradescope", RUBRIC, "-o", "/proc/no-grader.zip"], "/proc/no-grader.zip"),
         # A file that is no notebook: `check` graded it, 13 failing exercises and exit 1, for a mistyped name.
         (["check", str(a_file), "--rubric", RUBRIC], str(a_file)),
     ]
