@@ -512,10 +512,17 @@ def _first(keyed: tuple) -> str:
     return keyed[0]
 
 
+_SMALL_INT = b"Mi"     # pack's marker, then marshal's TYPE_INT (a signed 32-bit int follows, little-endian)
+_int_from_bytes = int.from_bytes
+
+
 def unpack(data: bytes, kept: dict[int, tuple] | None = None) -> object:
     """The value ``pack`` made (fresh objects on every call). The tuples of a set or frozenset go into ``kept``
     with their texts, as call_text keeps an argument it wrote (an element of a set cannot change: marshal made
-    it of exact, hashable builtins)."""
+    it of exact, hashable builtins). A small int (a distance: most answers of A*'s helpers) is read from its
+    four bytes, as marshal would, without marshal's audit event (the child's audit hook runs at each)."""
+    if len(data) == 6 and data[:2] == _SMALL_INT:
+        return _int_from_bytes(data[2:], "little", signed=True)
     value = _marshal_loads(memoryview(data)[1:])
     marker = data[:1]
     if marker == b"M":

@@ -259,3 +259,13 @@ def test_kept_arguments_count_against_the_calls_budget_as_when_they_were_written
     mutable = ([["0"]], (["1"],))
     assert codec.call_text(mutable, kept) == codec.plain_text(list(mutable))
     assert not any(entry[0] is mutable[1] for entry in kept.values())   # a tuple of lists can change: never kept
+
+
+def test_a_small_int_answer_is_read_from_its_bytes_as_marshal_reads_it() -> None:
+    """codec.unpack reads marshal's 32-bit ints itself (no audit event in the child): every boundary, both signs,
+    and the longer ints and bools marshal writes otherwise."""
+    for value in (0, 1, -1, 7, 2**31 - 1, -2**31, 2**31, -2**31 - 1, 2**60, True, False):
+        packed = codec.pack(value)
+        assert packed is not None
+        got = codec.unpack(packed)
+        assert got == value and type(got) is type(value)
