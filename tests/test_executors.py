@@ -264,6 +264,41 @@ def test_a_regrade_hands_out_the_longest_submissions_first(tmp_path, pool_result
     assert again.seen == ["move-dir-transposed", "seed-000", "correct"]
 
 
+class _Watched(_Timed):
+    """A _Timed executor that, asked for more after its last result (where a pool waits for its workers to exit),
+    notes what the class's CSV held at that moment."""
+
+    def __init__(self, results, csv: Path):
+        super().__init__(results, {})
+        self.csv, self.after_last = csv, None
+
+    def run(self, jobs):
+        yield from super().run(jobs)
+        self.after_last = self.csv.read_text(encoding="utf-8") if self.csv.exists() else ""
+
+
+def test_the_class_outputs_are_written_before_the_executor_winds_down(tmp_path, pool_results):
+    """The CSV is written once the last result is recorded, while the pool's workers exit (not after it has
+    waited for them), and only once; a batch whose executor yields fewer results than jobs still writes it."""
+    results, cache = pool_results
+    by_student = {r.submission: r for r in results}
+    paths = [SUBMISSIONS / f"{name}.ipynb" for name in ("correct", "move-dir-transposed")]
+    csv = tmp_path / "out" / "gradebook.csv"
+    watched = _Watched(by_student, csv)
+    grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=watched)
+    assert watched.after_last is not None and csv.read_text(encoding="utf-8") == watched.after_last
+    assert {"correct", "move-dir-transposed"} <= {line.split(",")[0] for line in watched.after_last.splitlines()}
+
+    class _Short(_Timed):      # loses its last job: the CSV is still written, after the loop, with what came
+        def run(self, jobs):
+            yield from super().run(jobs[:1])
+
+    short = _Short(by_student, {})
+    grade_batch([SUBMISSIONS / "seed-000.ipynb", *paths], RUBRIC, tmp_path / "short", cache=cache, executor=short,
+                force=True)
+    assert short.seen[0] in (tmp_path / "short" / "gradebook.csv").read_text(encoding="utf-8")
+
+
 def test_longest_first_is_stable_and_keeps_unknowns_typical():
     from grader.run.batch import longest_first
     jobs = [Job(name, f"/x/{name}.ipynb") for name in "abcde"]

@@ -293,8 +293,18 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 runner = _Idle()
             if book is not None and len(jobs_to_run) > 1:
                 jobs_to_run = longest_first(jobs_to_run, book.durations(rubric.assignment))
+            exported = -1   # how many results had come when the class outputs were last written
+            received = 0
+
+            def export() -> None:
+                nonlocal exported
+                if book is not None and out_dir is not None:   # (an out folder always has a gradebook)
+                    _export(book, rubric.assignment, out_dir, gradescope)
+                exported = received
+
             with results_collector():   # the plan and the grader frozen out of the collector's sight
-                for done in runner.run(jobs_to_run):
+                for done in after_last(runner.run(jobs_to_run), len(jobs_to_run), export):
+                    received += 1
                     student = done.job.student
                     if done.result is not None:
                         result = from_dict(done.result)
@@ -328,8 +338,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         batch.mismatch[student] = result.mismatch
                     if on_result:
                         on_result(result, False)
-            if book is not None and out_dir is not None:   # (an out folder always has a gradebook)
-                _export(book, rubric.assignment, out_dir, gradescope)
+            if exported != received:   # nothing to grade, or the executor ended otherwise than after the last
+                export()
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
             if sandboxes:
                 from grader.sandbox import isolation, supervisor
@@ -377,6 +387,17 @@ def results_collector() -> Iterator[None]:
 
 
 YOUNG_OBJECTS = 20_000   # allocations between two collections of the youngest generation (Python's default: 700)
+
+
+def after_last(done: Iterator[Done], count: int, then: Callable[[], None]) -> Iterator[Done]:
+    """The executor's results as they come; once the caller has recorded the `count`-th (the last job's), `then`
+    runs before the executor is asked for more. The class outputs (the CSV) are then written while the pool's
+    workers exit, their sandboxes end and their cgroups go, instead of after the pool has waited for all that:
+    nothing else is left to do at the batch's end, so every millisecond there is wall time (~12 ms of 60)."""
+    for seen, item in enumerate(done, 1):
+        yield item
+        if seen == count:
+            then()
 
 
 class _Idle:
