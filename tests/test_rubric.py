@@ -531,3 +531,20 @@ def test_the_statement_walk_finds_the_imports_a_full_walk_finds() -> None:
     for module in modules:
         source = module.read_bytes()
         assert set(_imports_in(source, str(module))) == every_node(source), module
+
+
+def test_support_reads_follow_an_edited_support_module(tmp_path):
+    """What the support modules read is remembered per text (load_rubric and the plan both ask): an edited module
+    is read again, a module read twice gives the same names, a notebook's cells count, and magics are skipped."""
+    from grader.rubric.schema import support_reads
+    support = tmp_path / "support"
+    support.mkdir()
+    module = support / "Set.py"
+    module.write_text("def shown(S):\n    return nextStates(S) + helper\nhelper = 1\n", encoding="utf-8")
+    assert support_reads(support) == {"nextStates"}
+    assert support_reads(support) == {"nextStates"}
+    module.write_text("def shown(S):\n    return moves(S, Goal)\n", encoding="utf-8")
+    assert support_reads(support) == {"moves", "Goal"}
+    (support / "Draw.ipynb").write_text(
+        '{"cells": [{"cell_type": "code", "source": ["%matplotlib inline\\n", "draw(Board)"]}]}', encoding="utf-8")
+    assert support_reads(support) == {"moves", "Goal", "draw", "Board"}

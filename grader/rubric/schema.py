@@ -661,18 +661,25 @@ def support_reads(folder: Path | None) -> set[str]:
         except (OSError, ValueError, AttributeError):
             continue
         for source in sources:
-            try:
-                code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
-                tree = ast.parse(code)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            from grader.syntax.analysis import statement_reads
-            bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-            bound |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-            bound |= {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
-                      for a in n.names}
-            reads.update(name for node in tree.body for name in statement_reads(node) if name not in bound)
+            reads.update(_source_reads(source))
     return reads
+
+
+@functools.lru_cache(maxsize=64)
+def _source_reads(source: str) -> frozenset[str]:
+    """The names one support source reads and does not bind. Keyed by the text, so an edited module is parsed
+    again: load_rubric and the plan (slice_policy) both ask, each on the coordinator's path to the first case."""
+    try:
+        code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    from grader.syntax.analysis import statement_reads
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    bound |= {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    return frozenset(name for node in tree.body for name in statement_reads(node) if name not in bound)
 
 
 def _roots(exercises: list[Exercise], support: Path | None) -> frozenset[str]:
