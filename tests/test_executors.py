@@ -716,3 +716,28 @@ def test_a_result_its_worker_cannot_send_is_reported_and_the_results_after_it_st
         got.append(ours.recv())
     assert [(done.job.student, done.record) for done in got] == [("a", False), ("b", False)]
     assert "PicklingError" in got[0].failure and got[1].failure == "second"
+
+
+def test_a_new_gradebook_is_made_beside_the_plan_and_waited_for_before_the_fork(tmp_path, pool_results, monkeypatch):
+    """A class graded for the first time has its gradebook made on a thread while the plan is built; no thread
+    of it is left when the pool forks its workers, and what went wrong making it is raised as before."""
+    import threading
+    _, cache = pool_results
+    before = threading.active_count()
+    seen = []
+    original = LocalPool.__init__
+
+    def init(self, *args, **kwargs):
+        seen.append((threading.active_count(), (tmp_path / "out" / "gradebook.sqlite").is_file()))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LocalPool, "__init__", init)
+    batch = grade_batch([SUBMISSIONS / "correct.ipynb"], RUBRIC, tmp_path / "out", jobs=1, cache=cache)
+    assert seen == [(before, True)]
+    assert [row.student for row in batch.rows] == ["correct"] and batch.graded == 1
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder", encoding="utf-8")
+    with pytest.raises(OSError):
+        grade_batch([SUBMISSIONS / "correct.ipynb"], RUBRIC, tmp_path / "out2", jobs=1, cache=cache,
+                    gradebook=blocked / "gradebook.sqlite")
+    assert threading.active_count() == before

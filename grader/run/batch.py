@@ -227,7 +227,21 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             claim_results_folder(out_dir, rubric)
         # The results folder's store of shared values: one writer for the batch, so each file is checked once.
         shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
-        entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
+        # A gradebook made now (a class graded for the first time) is made on a thread: its creation waits ~25 ms
+        # for the disk (SQLite syncs the new file, its journal and its folder), while this thread reads the class
+        # and builds the plan, which every readable notebook of a new gradebook will need.
+        making = _NewGradebook(Path(book_path)) if book_path is not None and not Path(book_path).exists() else None
+        try:
+            entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
+            if making is not None and any(not entry.problem for entry in entries):   # nothing is current in it
+                if local:
+                    from grader.sandbox import isolation, supervisor
+                    isolation.start_probe()
+                    supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
+                the_plan()
+        finally:
+            if making is not None:
+                making.wait()
         batch.students = [entry.student for entry in entries]
         by_student = {entry.student: entry for entry in entries}
         book = _open_gradebook(book_path)
@@ -387,6 +401,34 @@ def results_collector() -> Iterator[None]:
 
 
 YOUNG_OBJECTS = 20_000   # allocations between two collections of the youngest generation (Python's default: 700)
+
+
+class _NewGradebook:
+    """A gradebook file made (created, put in WAL mode, its tables made) on a thread of its own, then closed:
+    the batch opens it again when it has waited for it (a fraction of a millisecond: it exists then), so the
+    connection it uses is its own thread's, as sqlite3 requires. The thread is always waited for: no thread may
+    be running when the pool forks its workers."""
+
+    def __init__(self, path: Path):
+        import threading
+        self.path = path
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._make, name="new-gradebook", daemon=True)
+        self.thread.start()
+
+    def _make(self) -> None:
+        try:
+            book = _open_gradebook(self.path)
+            if book is not None:
+                book.close()
+        except BaseException as error:  # noqa: BLE001 - raised again where the batch waits for it
+            self.error = error
+
+    def wait(self) -> None:
+        """Wait for the file; what went wrong making it is raised here (the batch would have met it anyway)."""
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def after_last(done: Iterator[Done], count: int, then: Callable[[], None]) -> Iterator[Done]:
