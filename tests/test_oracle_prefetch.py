@@ -301,3 +301,27 @@ def test_a_reference_that_hangs_on_an_answer_sent_ahead_costs_the_share_and_ends
     assert codec.decode(outcome.value) == codec.decode(plain.value)
     # Asked again by the child, after prefetching stopped: the reference answered it then.
     assert hanging.calls.count(("h", hanging.hanging)) == 2
+
+
+def test_an_alarm_ringing_outside_the_reference_and_the_package_ends_prefetching_never_the_case(monkeypatch):
+    """The alarm of the answers sent with one reply stays armed over the grader's own prefetch work, where a frame
+    may be no file of the package (a dataclass's generated __init__, as prefetch.Members' in members_of): a ring
+    there raises, and must end prefetching for the case, not time the case out."""
+    import signal
+
+    from grader.sandbox import alarm
+    code = f"search({START!r}, {GOAL!r}, 120)"
+    plain = run(code, Reference())
+    real = prefetch.members_of
+    rang: list[bool] = []
+
+    def members_of(name: str, tail: bytes) -> Any:   # a frame outside the package, as "<string>" is
+        if not rang and isinstance(getattr(signal.getsignal(signal.SIGALRM), "__self__", None), alarm.TimeLimit):
+            rang.append(True)
+            signal.raise_signal(signal.SIGALRM)      # the prefetch's alarm rings here
+        return real(name, tail)
+
+    monkeypatch.setattr(prefetch, "members_of", members_of)
+    outcome = run(code, PureOracle(Reference()))
+    assert rang
+    assert codec.decode(outcome.value) == codec.decode(plain.value)

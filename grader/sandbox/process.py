@@ -927,7 +927,13 @@ class Sandbox:
                 replies.keep(key, made)
                 return made
 
-            more = prefetch.answers(name, tail, answer)
+            try:
+                more = prefetch.answers(name, tail, answer)
+            except _ReferenceTooSlow:
+                # It rang in a frame that is neither the reference's nor a file of the package (a dataclass's
+                # generated __init__, prefetch.Members' in members_of): prefetching ends, never the case.
+                more = []
+                prefetch.stopped = True
         if limit.expired:
             prefetch.stopped = True
         clock.prefetch_spent += monotonic() - started
