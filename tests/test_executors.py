@@ -741,3 +741,30 @@ def test_a_new_gradebook_is_made_beside_the_plan_and_waited_for_before_the_fork(
         grade_batch([SUBMISSIONS / "correct.ipynb"], RUBRIC, tmp_path / "out2", jobs=1, cache=cache,
                     gradebook=blocked / "gradebook.sqlite")
     assert threading.active_count() == before
+
+
+def test_grade_collects_no_garbage_before_its_results_and_restores_the_collector(tmp_path, monkeypatch):
+    """`grade` keeps the collector off through its start-up (what it makes lives for the batch), the results'
+    collector turns it on while results stream in (and back off after), and the command restores it (main() is
+    called in-process by library users)."""
+    import argparse
+    import gc
+    import grader.cli as cli
+    from grader.run.batch import results_collector
+    seen: list[tuple[str, bool]] = []
+
+    def batch(args):
+        seen.append(("start-up", gc.isenabled()))
+        with results_collector():
+            seen.append(("results", gc.isenabled()))
+        seen.append(("after the results", gc.isenabled()))
+        return 0
+
+    monkeypatch.setattr(cli, "_grade_batch", batch)
+    (tmp_path / "gradebook.sqlite").write_bytes(b"")   # not a first grading: no probe or zygote is started
+    args = argparse.Namespace(gradebook=str(tmp_path / "gradebook.sqlite"), out=str(tmp_path), dask=None,
+                              force=False, jobs=1)
+    assert gc.isenabled()
+    assert cli._grade(args) == 0
+    assert seen == [("start-up", False), ("results", True), ("after the results", False)]
+    assert gc.isenabled()

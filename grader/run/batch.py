@@ -386,15 +386,20 @@ def results_collector() -> Iterator[None]:
     collector otherwise walked again and again (40 correct results: 49 -> 16 ms of the coordinator's CPU).
     Restored after: a library caller's process keeps its own settings (and its own freeze, if it had one). A
     worker forked meanwhile inherits them (it freezes what it was forked with anyway); sandboxes start from a
-    fresh interpreter (the zygote), with Python's own."""
+    fresh interpreter (the zygote), with Python's own. The collector is on while results stream in, even where the
+    caller kept it off for its start-up (the `grade` command)."""
     threshold = gc.get_threshold()
+    enabled = gc.isenabled()
     freezing = gc.get_freeze_count() == 0
     if freezing:
         gc.freeze()
     gc.set_threshold(max(threshold[0], YOUNG_OBJECTS), *threshold[1:])
+    gc.enable()
     try:
         yield
     finally:
+        if not enabled:
+            gc.disable()
         gc.set_threshold(*threshold)
         if freezing:
             gc.unfreeze()
