@@ -768,3 +768,42 @@ def test_grade_collects_no_garbage_before_its_results_and_restores_the_collector
     assert cli._grade(args) == 0
     assert seen == [("start-up", False), ("results", True), ("after the results", False)]
     assert gc.isenabled()
+
+FAILS_BEFORE_ITS_POOL = """
+import sys, threading
+from pathlib import Path
+from grader.plan import cases
+from grader.rubric.schema import RubricError
+from grader.run import batch
+from grader.sandbox import isolation, supervisor
+real = batch._entries
+
+def entries(*args):   # a class that takes longer to read than the new gradebook to make: its thread has ended
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join()
+    return real(*args)
+
+def broken(*args, **kwargs):
+    raise RubricError(["reference.py:1: the reference module fails to import: ImportError"])
+
+batch._entries, cases.build_plan = entries, broken
+out, notebook, rubric, cache = map(Path, sys.argv[1:])
+try:
+    batch.grade_batch([notebook], rubric, out, jobs=1, cache=cache)
+except RubricError:
+    print(len(supervisor._SPARES), isolation._PENDING is None)
+"""
+
+
+def test_a_new_gradebooks_batch_that_fails_before_its_pool_leaves_no_spare_zygote_or_probe(tmp_path, pool_results):
+    """Beside a new gradebook's making, the probe and the workers' spare zygotes start with the plan, before the
+    batch's try that stops them: a plan that failed to build left them running as long as the process lived. In a
+    process of its own: under pytest-timeout's thread no spare is started."""
+    import subprocess
+    import sys
+    _, cache = pool_results
+    done = subprocess.run([sys.executable, "-c", FAILS_BEFORE_ITS_POOL, str(tmp_path / "out"),
+                           str(SUBMISSIONS / "correct.ipynb"), str(RUBRIC), str(cache)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.stdout.split() == ["0", "True"], (done.stdout, done.stderr[-2000:])

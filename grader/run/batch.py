@@ -231,20 +231,25 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         # for the disk (SQLite syncs the new file, its journal and its folder), while this thread reads the class
         # and builds the plan, which every readable notebook of a new gradebook will need.
         making = _NewGradebook(Path(book_path)) if book_path is not None and not Path(book_path).exists() else None
+        early = False    # the probe and the spares started beside it: stopped here if the batch ends before its try
         try:
-            entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
-            if making is not None and any(not entry.problem for entry in entries):   # nothing is current in it
-                if local:
-                    from grader.sandbox import isolation, supervisor
-                    isolation.start_probe()
-                    supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
-                the_plan()
-        finally:
-            if making is not None:
-                making.wait()
+            try:
+                entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
+                if making is not None and any(not entry.problem for entry in entries):   # nothing is current in it
+                    if local:
+                        early = True
+                        _start_sandboxes(jobs)
+                    the_plan()
+            finally:
+                if making is not None:
+                    making.wait()
+            book = _open_gradebook(book_path)
+        except BaseException:
+            if early:
+                _stop_sandboxes()
+            raise
         batch.students = [entry.student for entry in entries]
         by_student = {entry.student: entry for entry in entries}
-        book = _open_gradebook(book_path)
         started_cluster = None
         jobs_to_run: list[Job] = []
         sandboxes = False
@@ -286,9 +291,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 # Only now that a submission will run (an unchanged regrade starts none): the probe and a zygote
                 # per worker start beside the plan and the grading machinery's imports; the forked workers
                 # inherit the probe's answer and a zygote each.
-                from grader.sandbox import isolation, supervisor
-                isolation.start_probe()
-                supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
+                _start_sandboxes(jobs)
             plan = the_plan() if jobs_to_run else None   # before any worker: they read the expected values cached
             hide = tuple(str(p) for p in (out_dir, cache_dir, Path(workdir)) if p is not None)
             runner: Executor
@@ -355,16 +358,28 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             if exported != received:   # nothing to grade, or the executor ended otherwise than after the last
                 export()
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
-            if sandboxes:
-                from grader.sandbox import isolation, supervisor
-                isolation.drop_probe()
-                supervisor.stop_spares()
+            if sandboxes or early:
+                _stop_sandboxes()
             if started_cluster is not None:
                 batch.notes.extend(started_cluster.notes)
             if book:
                 book.close()
     batch.seconds = time.monotonic() - started
     return batch
+
+
+def _start_sandboxes(jobs: int | None) -> None:
+    """The isolation probe and a spare zygote per worker, started ahead (the forked workers inherit them)."""
+    from grader.sandbox import isolation, supervisor
+    isolation.start_probe()
+    supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
+
+
+def _stop_sandboxes() -> None:
+    """What _start_sandboxes started and no worker took."""
+    from grader.sandbox import isolation, supervisor
+    isolation.drop_probe()
+    supervisor.stop_spares()
 
 
 @contextmanager
