@@ -1,4 +1,5 @@
-"""The kept statements compiled by the parent, for the child to load instead of compiling them itself.
+"""The kept statements and the rubric's expressions compiled by the parent, for the child to load instead of
+compiling them itself.
 
 Compiling a notebook's statements is most of the child's load (about 2.7 ms of CPU of a fresh sandbox, whose
 first compile touches pages a warm process has in place); the parent has the same source and the same
@@ -17,6 +18,10 @@ it calls nothing, so it cannot be the one a load hangs in, and the runtime annou
 (one wake-up of the parent less each; a correct notebook's load sends a third of the frames). The only code such
 a statement can run is a finalizer of the student's (an object freed by the rebinding or by a collection); a load
 that hangs there is taken to hang in the statement announced before it, which costs only that notebook.
+
+An exercise's rubric expressions (each case's call, reduce and probes: `expressions`) go down the same way with
+the exercise's request, under the file names the runtime compiles them under, whole: they are the course's, not
+the student's, and a case's expressions are short.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ _encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
 _plain_text, _call_args, _unpack = _codec.plain_text, _codec.call_text, _codec.unpack
 _unpack_prefetched = _codec.unpack_prefetched
 _student_value = _codec.decode_for_student
-_CODE: dict = {}             # (rubric expression, pseudo-file) -> its code, compiled once per load (see _compiled)
+_CODE: dict = {}             # (rubric expression, pseudo-file) -> its code, for one exercise (_take_codes, _compiled)
 _CODE_ENTRIES = 4096
 _NO_KWARGS = _wire.json_text(_encode({}))
 _QUIET_TAIL = _wire.json_text({"probes": {}, "output": ""})[1:]   # a result frame's end: no probes, no output
@@ -822,7 +822,8 @@ def _take_codes(request):
 
 def _compiled(text, filename):
     """A rubric expression's code. An exercise's cases repeat a few call texts (`matches(__v0, __v1)` ten times),
-    and a code object cannot change: each text is compiled once per exercise."""
+    and a code object cannot change: each text is loaded from the parent's compile (_take_codes) or, where it sent
+    none, compiled here, once per exercise."""
     key = (text, filename)
     code = _CODE.get(key)
     if code is None:
