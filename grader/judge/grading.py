@@ -1114,9 +1114,11 @@ def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = 
                                                      Path.home(), default_cache()))
 
     course, never = plan.memo.get(("course-folders",), course_folders)
+    # The batch's own folders (its results, its cache, its intake): resolved once per plan too.
+    given = tuple(str(folder) for folder in extra if folder is not None)
     candidates = [*course, submission.resolve().parent, scratch_base().resolve(),
                   *plan.memo.get(("shared-folders",), shared_folders),
-                  *(Path(folder).resolve() for folder in extra if folder is not None)]
+                  *plan.memo.get(("extra-folders", given), lambda: tuple(Path(folder).resolve() for folder in given))]
     hidden: list[str] = []
     for folder in candidates:
         if folder in never:
