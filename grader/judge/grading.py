@@ -797,11 +797,13 @@ def _runnable(plan: Plan, exercise: Exercise, notebook: Notebook, extracted: Ext
 
 def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, notebook: Notebook,
                    extracted: Extracted, loaded: Sequence[str], deadline: float, options: Options,
-                   judged: Mapping[str, ExerciseResult] | None = None) -> ExerciseResult:
-    """One exercise's verdicts; `judged` holds the exercises graded before it (isolation and variants read it)."""
+                   judged: Mapping[str, ExerciseResult] | None = None,
+                   runnable: ExerciseResult | tuple[str, str, dict[str, Any]] | None = None) -> ExerciseResult:
+    """One exercise's verdicts; `judged` holds the exercises graded before it (isolation and variants read it).
+    `runnable`: what _runnable says of it, when the caller asked already."""
     judged = judged or {}
     cases = plan.cases[exercise.id]
-    ready = _runnable(plan, exercise, notebook, extracted, loaded)
+    ready = runnable if runnable is not None else _runnable(plan, exercise, notebook, extracted, loaded)
     if isinstance(ready, ExerciseResult):
         return ready
     name, location, place = ready
@@ -991,10 +993,11 @@ def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner
     reference answers (OwnRunsFirst): the reference's answers exist in the sandbox only once no exercise is left
     to run with the notebook's own code, whatever channel the notebook opens between its processes (memory
     shared since its load) to carry them there. The kit's runner answers from the public kit: as it comes."""
+    runnable: dict[str, ExerciseResult | tuple[str, str, dict[str, Any]]] = {}
     if runner is not None and cases is None:
         runner = OwnRunsFirst(runner)
         for exercise in plan.rubric.exercises:
-            ready = _runnable(plan, exercise, notebook, extracted, loaded)
+            ready = runnable[exercise.id] = _runnable(plan, exercise, notebook, extracted, loaded)
             if not isinstance(ready, ExerciseResult):
                 requests = _requests(plan, exercise, plan.cases[exercise.id], ready[0], options)
                 runner.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts)
@@ -1003,7 +1006,7 @@ def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner
     for exercise in plan.rubric.exercises:
         own = runner if runner is None or cases is None else cases(exercise, runner)
         judged[exercise.id] = grade_exercise(plan, exercise, own, notebook, extracted, loaded, deadline, options,
-                                             judged)
+                                             judged, runnable.get(exercise.id))
     return tuple(judged.values())
 
 
