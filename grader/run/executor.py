@@ -198,25 +198,42 @@ def _plan_cases(plan: "Plan") -> "dict[str, Case]":
     return plan.memo.get(("cases by id",), lambda: {case.id: case for cases in plan.cases.values() for case in cases})
 
 
+def _plan_values(plan: "Plan") -> dict[str, tuple[str, tuple[tuple[str, object], ...]]]:
+    """What of each case the plan holds, by case id, made once per plan: its shown call and, for a case with an
+    expected value, each stored expected value by variant ("" the reference's)."""
+    from grader.judge.grading import stored_expected
+
+    def make() -> dict[str, tuple[str, tuple[tuple[str, object], ...]]]:
+        values = {}
+        for case in _plan_cases(plan).values():
+            known = plan.expected.get(case.id)
+            variants = () if known is None else tuple(
+                (name, stored_expected(plan, case.id, name)) for name in ("", *(name for name, _ in known.variants)))
+            values[case.id] = (case.shown_call, variants)
+        return values
+    return plan.memo.get(("values by id",), make)
+
+
 def _by_name(result: dict, plan: "Plan") -> tuple[dict, tuple[tuple[int, int, int, str], ...]]:
     """The result dict (fresh from to_dict) without what the coordinator's plan holds too, the same for every
     student and most of a result: each case's call that is its plan case's shown call, each expected value of the
     plan, and each answer that is that very value; and where they were, as names: (exercise position, case
     position, bits, variant). Names are plain tuples, which unpickle at C speed (an object per value cost the
     coordinator more to unpickle than the values it stood for)."""
-    from grader.judge.grading import stored_expected
-    cases_by_id = _plan_cases(plan)
+    values = _plan_values(plan)
     names: list[tuple[int, int, int, str]] = []
     for exercise_position, exercise in enumerate(result["exercises"]):
         for case_position, case in enumerate(exercise["cases"]):
+            known = values.get(case["id"])
+            if known is None:
+                continue
             bits, variant = 0, ""
-            known_case = cases_by_id.get(case["id"])
-            if known_case is not None and case["call"] is known_case.shown_call:
+            if case["call"] is known[0]:
                 bits |= _CALL
-            expected, known = case["expected"], plan.expected.get(case["id"])
-            if expected is not None and known is not None:
-                for name in ("", *(name for name, _ in known.variants)):
-                    if expected is stored_expected(plan, case["id"], name):
+            expected = case["expected"]
+            if expected is not None:
+                for name, value in known[1]:
+                    if expected is value:
                         bits |= _EXPECTED | (_GOT if case["got"] is expected else 0)
                         variant = name
                         break
