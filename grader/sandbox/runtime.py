@@ -327,7 +327,7 @@ class Child:
         budget = float(request.get("statement_seconds", 5.0))   # the whole load phase's wall time
         reserve = min(1.0, budget / 10)   # kept for the statements after one that runs out of time
         left_out: list = []
-        compiled = _MAGIC is not None and request.get("magic") == _MAGIC   # the parent's code is good here
+        compiled = _compiled_here(request)
         started = _perf()
         for index, statement in enumerate(statements):
             if not statement.get("quiet"):   # one that calls nothing cannot hang the load (precompiled.py)
@@ -758,14 +758,9 @@ def _statement_code(statement, compiled):
     """A kept statement's code: the parent's compile of it (precompiled.py), when it sent one this interpreter
     can load, or else compiled here (a SyntaxError then says what is wrong with it, a SyntaxWarning goes to the
     load's output)."""
-    data = statement.get("compiled") if compiled else None
-    if type(data) is bytes:
-        try:
-            code = _marshal_loads(data)
-        except (EOFError, ValueError, TypeError):
-            code = None
-        if type(code) is _CODE_TYPE:
-            return _labelled(code, statement["filename"])
+    code = _parents_code(statement.get("compiled")) if compiled else None
+    if code is not None:
+        return _labelled(code, statement["filename"])
     return compile("\n" * (statement["line"] - 1) + statement["code"], statement["filename"], "exec",
                    flags=_ANNOTATIONS, dont_inherit=True)
 
@@ -805,19 +800,33 @@ def _take_codes(request):
     """An exercise's rubric expressions as the parent compiled them (precompiled.expressions), into _CODE, when
     this interpreter can load its code: a load costs a fifteenth of a compile. What is not there is compiled
     by _compiled, as before."""
-    if _MAGIC is None or request.get("magic") != _MAGIC or type(request.get("codes")) is not list:
+    if not _compiled_here(request) or type(request.get("codes")) is not list:
         return
     for entry in request["codes"][:_CODE_ENTRIES]:
         if type(entry) is not tuple or len(entry) != 3:
             continue
         text, filename, data = entry
-        if type(text) is str and type(filename) is str and type(data) is bytes:
-            try:
-                code = _marshal_loads(data)
-            except (EOFError, ValueError, TypeError):
-                continue
-            if type(code) is _CODE_TYPE:
+        if type(text) is str and type(filename) is str:
+            code = _parents_code(data)
+            if code is not None:
                 _CODE[(text, filename)] = code
+
+
+def _compiled_here(request):
+    """Whether the code the parent compiled for this request (precompiled.py) is good in this interpreter."""
+    return _MAGIC is not None and request.get("magic") == _MAGIC
+
+
+def _parents_code(data):
+    """The code object in the marshal data of the parent's compile, or None: data this interpreter cannot load (then
+    the child compiles the text itself)."""
+    if type(data) is not bytes:
+        return None
+    try:
+        code = _marshal_loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if type(code) is _CODE_TYPE else None
 
 
 def _compiled(text, filename):
