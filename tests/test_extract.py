@@ -533,3 +533,27 @@ def test_a_cell_that_fits_after_one_that_does_not_is_parsed(monkeypatch) -> None
     cut = extract(notebook)
     assert [d.cell for d in cut.syntax_errors] == [code[1].index]
     assert {"f", "g"} <= set(cut.definitions) and "X" not in cut.definitions
+
+
+def test_a_cell_of_blank_lines_is_read_once_not_once_per_line() -> None:
+    """Whether a cell may hold IPython lines was asked of a pattern whose `\\s*` ran from every line break over
+    all the blank lines after it and back: a square of the cell's length. A cell of 100,000 blank lines (200 kB
+    of notebook) held the grader 70 s, one of 1,000,000 for hours, before the watchdog took the worker. Run in a
+    process allowed 60 s of CPU (the extraction takes about half a second), so the old pattern is stopped by the
+    kernel instead of holding the suite."""
+    import resource
+    import subprocess
+    import sys
+    script = ("from grader.intake.notebook import notebook_from_source\n"
+              "from grader.extract.source import extract\n"
+              "notebook = notebook_from_source('# %%\\ndef f():\\n' + '\\n' * 1_000_000 + '    return 1\\n')\n"
+              "extracted = extract(notebook)\n"
+              "print(sorted(extracted.definitions), [d.reason for d in extracted.dropped])\n")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, preexec_fn=limited,
+                          cwd=Path(__file__).parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "['f'] []"
