@@ -3,6 +3,8 @@ breaks the interpreter's hook that reports the swallowed exception (pytest's or 
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -73,3 +75,21 @@ def test_code_in_a_folder_whose_name_only_starts_like_the_packages_is_stopped():
     with pytest.raises(_Stop):
         with TimeLimit(0.05, _Stop) as limit:
             namespace["search"](limit)   # type: ignore[operator]
+
+
+def test_the_grader_imported_through_a_symlink_knows_its_own_frames(tmp_path: Path):
+    """A frame names its file by the path its module was imported by. Installed through a symlinked folder, the
+    grader's frames are not under the resolved folder, and a ring inside them (where the alarm must stay quiet, so
+    that the limit is always taken down) would raise in the grader's own code."""
+    import grader
+    link = tmp_path / "linked"
+    link.symlink_to(Path(grader.__file__).resolve().parent.parent, target_is_directory=True)
+    probe = ("import grader.sandbox.alarm as alarm, grader.kit.kit as kit\n"
+             "for code in (alarm.TimeLimit.__exit__.__code__, kit.build_kit.__code__):\n"
+             "    assert code.co_filename.startswith(alarm.PACKAGE_FOLDERS), code.co_filename\n"
+             "print('known')\n")
+    environment = {**os.environ, "PYTHONPATH": str(link)}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=environment, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "known"

@@ -38,7 +38,7 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.kit.answers import MethodAnswers, TableOracle
 from grader.store import status as vocabulary
-from grader.sandbox.alarm import TimeLimit, can_interrupt
+from grader.sandbox.alarm import PACKAGE_FOLDERS, TimeLimit, can_interrupt
 
 if TYPE_CHECKING:   # types only: importing the kit loads neither the grading pipeline nor the sandbox
     from grader.judge.grading import CaseRunner
@@ -712,7 +712,6 @@ def _case_timeout() -> _CaseTimeout:
     return _CaseTimeout("the time limit of this case was reached")
 
 
-_PACKAGE = str(Path(__file__).resolve().parents[1])   # the grader package: its frames are not the student's
 _PSEUDO_FILES = ("<case>", "<reduce>", "<probe>")
 
 
@@ -736,7 +735,7 @@ def _frame_place(filename: str, line: int | None) -> str:
 def _describe(error: BaseException) -> dict[str, str]:
     """Type, message and the frames outside the grader, innermost last (as the sandbox reports them)."""
     frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if f.filename not in _PSEUDO_FILES and not f.filename.startswith(_PACKAGE)]
+              if f.filename not in _PSEUDO_FILES and not f.filename.startswith(PACKAGE_FOLDERS)]
     cells = [f for f in frames if _cell_label(f.filename)]
     last = (cells or frames)[-1] if cells or frames else None
     lines = []

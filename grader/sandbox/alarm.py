@@ -24,8 +24,17 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 
 REPEAT_SECONDS = 0.05
-# The package's folder and a separator: a course kept beside it (/x/grader-course) is not the grader.
-_PACKAGE = os.path.join(str(Path(__file__).resolve().parent.parent), "")
+
+
+def _package_folders() -> tuple[str, ...]:
+    """The package's folder as it was imported and as resolved, each ending in a separator. A frame names its
+    file by the path its module was imported by, which a symlinked install does not resolve; and a course kept
+    beside the package under a longer name (/x/grader-course) is not the grader."""
+    here = Path(os.path.abspath(__file__)).parent.parent
+    return tuple(dict.fromkeys(os.path.join(str(folder), "") for folder in (here, here.resolve())))
+
+
+PACKAGE_FOLDERS = _package_folders()
 
 
 def _code_of(hook: object) -> object:
@@ -87,6 +96,6 @@ class TimeLimit:
 
     def _ring(self, signum: int, frame: FrameType | None) -> None:
         self.expired = True
-        if self.armed and not (frame is not None and frame.f_code.co_filename.startswith(_PACKAGE)) \
+        if self.armed and not (frame is not None and frame.f_code.co_filename.startswith(PACKAGE_FOLDERS)) \
                 and not _in_hook(frame):
             raise self.stop()
