@@ -325,6 +325,20 @@ def plain_text(obj: object) -> str | None:
         return None
 
 
+def _bare(joined: str) -> bool:
+    """Whether no cell in these ASCII cells' joined text has a character to escape: _quote then gives each cell
+    its text in quotes."""
+    return joined.isprintable() and '"' not in joined and "\\" not in joined
+
+
+def _rows_text(rows: Any, bare: bool) -> str:
+    """The texts of a state's rows of strs, comma-joined (their bounds checked by the caller); `bare` (_bare):
+    each cell is its text in quotes, a row at once, with no call per cell."""
+    if bare:
+        return ",".join([_TEXT_HEAD[type(row)] + ('"' + '","'.join(row) + '"]}' if row else "]}") for row in rows])
+    return ",".join([_TEXT_HEAD[type(row)] + ",".join(map(_quote, row)) + "]}" for row in rows])
+
+
 def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
     cls = type(obj)
     if cls is str:
@@ -381,14 +395,9 @@ def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
                     left[1] -= len(joined)
                     if left[0] < 0 or left[1] < 0 or not str.isascii(joined):
                         raise _NotPlain
-                    if joined.isprintable() and '"' not in joined and "\\" not in joined:
-                        # No cell to escape: each is its text in quotes (what _quote gives it), a row at once.
-                        return head + ",".join([_TEXT_HEAD[type(state)] + ",".join([
-                            _TEXT_HEAD[type(row)] + ('"' + '","'.join(row) + '"]}' if row else "]}") for row in state])
-                            + "]}" for state in obj]) + "]}"
-                    return head + ",".join([_TEXT_HEAD[type(state)] + ",".join([
-                        _TEXT_HEAD[type(row)] + ",".join(map(_quote, row)) + "]}" for row in state]) + "]}"
-                        for state in obj]) + "]}"
+                    bare = _bare(joined)
+                    return head + ",".join([_TEXT_HEAD[type(state)] + _rows_text(state, bare) + "]}"
+                                            for state in obj]) + "]}"
             if found <= _ONLY_STR:
                 # What each row's own walk would count and check, summed: the bounds only ever shrink, so
                 # one check at the end refuses exactly what a check after each row would.
@@ -397,11 +406,7 @@ def _plain_text(obj: Any, depth: int, left: list[int]) -> str:
                 left[1] -= len(joined)
                 if depth >= _PLAIN_DEPTH or left[0] < 0 or left[1] < 0 or not str.isascii(joined):
                     raise _NotPlain
-                if joined.isprintable() and '"' not in joined and "\\" not in joined:   # as a path's, above
-                    return head + ",".join([_TEXT_HEAD[type(row)] + ('"' + '","'.join(row) + '"]}' if row else "]}")
-                                            for row in obj]) + "]}"
-                return head + ",".join([_TEXT_HEAD[type(row)] + ",".join(map(_quote, row)) + "]}"
-                                        for row in obj]) + "]}"
+                return head + _rows_text(obj, _bare(joined)) + "]}"
     if cls is dict:
         return '{"dict":[' + ",".join(["[" + _plain_text(key, depth, left) + "," + _plain_text(value, depth, left)
                                         + "]" for key, value in obj.items()]) + "]}"
