@@ -966,7 +966,7 @@ _RESULT_HEAD = b'{"op":"result",'   # how the runtime writes a result frame (any
 def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
     """The frame's message (frames.Invalid or wire.FrameError when it does not fit); a result frame heard before
     is taken from _HEARD."""
-    if len(body) > _HEARD_FRAME or body[:15] != _RESULT_HEAD:
+    if len(body) > _HEARD_FRAME or not body.startswith(_RESULT_HEAD):
         return frames.parse(wire.parse_body(body), bounds)
     known = _HEARD.get(body)
     if known is not None and known[0] == bounds:
