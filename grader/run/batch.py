@@ -231,7 +231,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         # for the disk (SQLite syncs the new file, its journal and its folder), while this thread reads the class
         # and builds the plan, which every readable notebook of a new gradebook will need.
         making = _NewGradebook(Path(book_path)) if book_path is not None and not Path(book_path).exists() else None
-        early = False    # the probe and the spares started beside it: stopped here if the batch ends before its try
+        early = False    # the probe and the spares started beside it (stopped at the end as the later ones)
+        book: Gradebook | None = None
+        started_cluster = None
+        jobs_to_run: list[Job] = []
+        sandboxes = False
         try:
             try:
                 entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
@@ -244,16 +248,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if making is not None:
                     making.wait()
             book = _open_gradebook(book_path)
-        except BaseException:
-            if early:
-                _stop_sandboxes()
-            raise
-        batch.students = [entry.student for entry in entries]
-        by_student = {entry.student: entry for entry in entries}
-        started_cluster = None
-        jobs_to_run: list[Job] = []
-        sandboxes = False
-        try:
+            batch.students = [entry.student for entry in entries]
+            by_student = {entry.student: entry for entry in entries}
             for entry in entries:
                 student, path, source = entry.student, entry.path, entry.source
                 sha256 = file_sha256(path)
