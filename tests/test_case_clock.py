@@ -5,6 +5,7 @@ each test makes the wall time far exceed the limit while the CPU time stays far 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -143,6 +144,48 @@ def test_a_case_waiting_for_answers_while_the_parent_waits_for_a_cpu_is_not_a_ti
         for hog_process in hogs:
             hog_process.kill()
             hog_process.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_run_queue_time_from_before_the_first_check_cannot_make_a_case_starved():
+    """A fork waiting by its own choice (here pinned to a CPU three busy processes hold) is read as waiting 0.0.
+    Read so at the case's first check and set free before the next, its run-queue time since the first check was
+    its whole life's: a fork that piled up waiting in its earlier cases (or pinned, before the check), then
+    stopped or slept, was "starved" at the wall backstop (a grader problem held until the submission's time ran
+    out) instead of a timeout. Here it is stopped (never runnable) from the first check on."""
+    from grader.sandbox import process
+
+    class Meter:      # the sandbox's cgroup: the case itself used next to no CPU
+        def seconds(self) -> float:
+            return 0.01
+
+    mask = os.sched_getaffinity(0)
+    cpu = min(mask)
+    hog = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+    fork = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
+    case = CaseRequest("c1", "f()", timeout=0.1)
+
+    def waited(pid: int) -> float:
+        with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
+            return int(schedstat.read().split()[1]) / 1e9
+    try:
+        os.sched_setaffinity(fork.pid, {cpu})            # its choice: one CPU, a busy one
+        stop = time.monotonic() + 60     # not a verdict: only how long to wait for the kernel's counts to move
+        while waited(fork.pid) < 1.0 and time.monotonic() < stop:
+            time.sleep(0.02)
+        assert waited(fork.pid) >= 1.0
+        clock = process._CaseClock(case.timeout, time.monotonic(), lambda: cpuclock.Exercise(fork.pid, fork.pid),
+                                   Meter(), spent=0.0)
+        assert clock.expired(case, time.monotonic() + 600) is None     # the first look: the counts start here
+        os.kill(fork.pid, signal.SIGSTOP)                 # never runnable again: it cannot wait for a CPU
+        os.sched_setaffinity(fork.pid, mask)              # and no longer waiting by choice
+        usage = clock.usage()
+        assert usage is not None and usage.waiting < 0.5, usage
+    finally:
+        for child in [*hogs, fork]:
+            child.kill()
+            child.wait()
 
 
 @given(wall=st.floats(0.01, 1e4), share=st.floats(0.0, 1.0))

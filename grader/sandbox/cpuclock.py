@@ -27,6 +27,7 @@ class Usage:
 
     cpu: float        # user + system time of all its threads and of the children it waited for
     waiting: float    # time its main thread was runnable but kept off a CPU (0.0 where the kernel does not say)
+    chosen: bool = False   # it was waiting by its own choice when read (waits_by_choice): its waiting is 0.0
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,8 @@ def read_usage(process: Exercise | None) -> Usage | None:
             waiting = int(schedstat.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         waiting = 0.0
-    return Usage(cpu, 0.0 if waiting and waits_by_choice(process.fork) else waiting)
+    chosen = bool(waiting) and waits_by_choice(process.fork)
+    return Usage(cpu, 0.0 if chosen else waiting, chosen)
 
 
 def own_waiting() -> float:

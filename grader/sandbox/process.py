@@ -1094,6 +1094,7 @@ class _CaseClock:
         self.last: float | None = None      # the meter's last reading (counted)
         self.base: cpuclock.Usage | None = None   # the kernel's count in /proc at the first check
         self.checked: float | None = None   # wall time of the first check
+        self.chose = False                  # the fork was seen waiting by its own choice (see usage)
         self.answering: float | None = None  # the parent's own run-queue time at the first check
         self.wake = started + limit + GRACE_SECONDS   # CPU time never outruns one thread's wall time much
         self.reference_spent = 0.0          # the parent's time answering, answers sent ahead included
@@ -1116,7 +1117,13 @@ class _CaseClock:
         if self.base is not None:
             now = self._read()
             if now is not None:
-                proc = cpuclock.Usage(max(0.0, now.cpu - self.base.cpu), max(0.0, now.waiting - self.base.waiting))
+                # A fork seen waiting by its own choice at any reading has no run-queue time of the machine's:
+                # its count is read as 0.0 then, so a difference with a reading of another moment would be its
+                # whole life's (a fork pinned to a busy CPU at the first check, set free at the next, was
+                # "starved" by the waiting of its earlier cases, or of its pinned time, while it slept).
+                self.chose = self.chose or self.base.chosen or now.chosen
+                proc = cpuclock.Usage(max(0.0, now.cpu - self.base.cpu),
+                                      0.0 if self.chose else max(0.0, now.waiting - self.base.waiting))
         counted = self.counted()
         # The parent's wait for a CPU since the first check is the case's too: the child waits for its answers.
         parent = max(0.0, cpuclock.own_waiting() - self.answering) if self.answering is not None else 0.0
