@@ -83,3 +83,69 @@ def test_unique_huge_answers_do_not_grow_what_the_parent_keeps_per_answer(plan, 
     assert lost == {"find_numbers", "replace_numbers"}
     kept = sum(_kept_chars(key) for key in plan.memo._values if key and key[0] == "verdict")
     assert 0 < kept < 100_000, kept
+
+
+# find_numbers, called from a case, writes one prebuilt `progress` frame (600 kB: the most statement numbers a
+# frame may hold) to the runtime's answer pipe again and again. The runtime says `progress` only while it loads:
+# ignored during a case, each one cost the parent its parsing (6.5 s of the parent's CPU to the wall backstop for
+# 0.05 s of the case's, and on a busy machine the parent's waiting for a CPU made the case "starved").
+PROGRESS_FLOOD = '''
+import json as _rt_json, os as _rt_os, struct as _rt_struct, sys as _rt_sys
+_rt_body = _rt_json.dumps({"op": "progress", "index": 0, "left_out": [99_999] * 99_999}).encode()
+_RT_FLOOD = _rt_struct.pack(">I", len(_rt_body)) + _rt_body
+_rt_find_numbers = find_numbers
+def find_numbers(Pattern):
+    if _rt_sys._getframe(1).f_code.co_filename == "<case>":
+        frame = _rt_sys._getframe(1)
+        while "self" not in frame.f_locals or not hasattr(frame.f_locals["self"], "response_fd"):
+            frame = frame.f_back
+        fd = frame.f_locals["self"].response_fd
+        while True:
+            _rt_os.write(fd, _RT_FLOOD)
+    return _rt_find_numbers(Pattern)
+'''
+
+
+def test_frames_of_a_load_written_during_a_case_cost_their_case(plan, tmp_path):
+    path = write(tmp_path / "progress-flood.ipynb", appended(CORRECT, PROGRESS_FLOOD))
+    result = grade_path(path, plan, support_sources(plan))
+    lost = {exercise.id for exercise in result.exercises if exercise.score < exercise.max_score}
+    assert lost == {"find_numbers"}
+    cases = next(exercise for exercise in result.exercises if exercise.id == "find_numbers").cases
+    assert all(case.status == "error" and "ProtocolError" in case.message for case in cases), cases
+
+
+def test_frames_written_between_exercises_are_not_read_on(monkeypatch):
+    """Between two exercises the fork runs the pristine check, and student code can run there (numpy.geterr,
+    replaced at load, which the check calls): after its `exited`, where only the next fork's `forked` may come.
+    Its frames were read and parsed until the runtime's own deadline (RUNTIME_SECONDS of the parent's CPU per
+    exercise, the child paying nothing). Now the first one has the child replaced; the next exercise runs."""
+    import time
+
+    from grader import codec
+    from grader.sandbox import process
+    from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+
+    source = ("import json, numpy, os, struct, sys\n_real = numpy.geterr\n"
+              "_child = sys._getframe(1).f_locals['self']\n"
+              "_body = json.dumps({'op': 'progress', 'index': 0}).encode()\n"
+              "_frame = struct.pack('>I', len(_body)) + _body\n"
+              "def _flood():\n    count = __import__('codecs').__dict__.setdefault('x_calls', [0])\n"
+              "    count[0] += 1\n    if count[0] == 2:\n        for _ in range(3000):\n"
+              "            os.write(_child.response_fd, _frame)\n    return _real()\n"
+              "numpy.geterr = _flood\ndef quick():\n    return 7\n")
+    parsed: list[bytes] = []
+    real = process._parsed
+
+    def counted(body: bytes, bounds):
+        parsed.append(body)
+        return real(body, bounds)
+
+    monkeypatch.setattr(process, "_parsed", counted)
+    statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+    with Sandbox(statements, {}, ProcessLimits(load_seconds=5)) as sandbox:
+        sandbox.load(time.monotonic() + 60)
+        [first] = sandbox.run_exercise([CaseRequest("c1", "quick()")], (), lambda *a: None, time.monotonic() + 60)
+        [second] = sandbox.run_exercise([CaseRequest("c2", "quick()")], (), lambda *a: None, time.monotonic() + 60)
+    assert first.status == second.status == "ok" and codec.decode(second.value) == 7
+    assert sum(b'"progress"' in body for body in parsed) <= 1, len(parsed)

@@ -625,13 +625,14 @@ class Sandbox:
         """One fork running cases until done or dead. Returns the outcomes and whether the child is still sane.
 
         The parent's clocks decide: the first case starts when the fork is announced (once per batch; a later
-        `forked` is noise), each next case when the previous answer arrives. A case's limit is the CPU time the
+        `forked` is forged), each next case when the previous answer arrives. A case's limit is the CPU time the
         kernel charges the exercise's process (cpuclock), so neither a busy machine nor the parent's answers to
         isolated-helper calls count against it; a case past its limit plus a grace is stopped whatever the child
         says, and one that reaches the wall backstop without using its CPU time is stopped too, its verdict
         taken from the kernel's numbers (cpuclock.wall_verdict). A frame that does not fit the schema, breaks the
-        oracle's rules, answers another case or could only come from a start or a load, costs the case it
-        arrives in an error and the child is replaced.
+        oracle's rules, answers another case or could only come from a start, a load or a fork's start, costs the
+        case it arrives in an error and the child is replaced; outside a case, any frame but `forked` and `exited`
+        has the child replaced.
         """
         outcomes: list[Outcome] = []
         current: CaseRequest | None = None
@@ -695,9 +696,14 @@ class Sandbox:
                                                  f"sent the grader a malformed message ({error})"))
                 return outcomes, False
             now = time.monotonic()
-            if isinstance(message, frames.Forked):
-                if forked or current is not None or outcomes:
-                    continue   # a second `forked` (student code can write one) must not restart a clock
+            if current is None and not isinstance(message, frames.Exited) \
+                    and not (isinstance(message, frames.Forked) and not forked):
+                # Outside a case only the fork's `forked` and an `exited` may come. Anything else is student code
+                # (run by the pristine check between exercises, or left by the last case) writing frames that
+                # the parent read and parsed until the runtime's own deadline: RUNTIME_SECONDS of the grader's
+                # CPU per exercise for next to none of the child's. The child is replaced now.
+                return outcomes, False
+            if isinstance(message, frames.Forked) and current is None:
                 forked = True
                 self.fork_pid = self._verified_fork(message.pid)
                 if self.process is not None and isinstance(message.pid, int) and message.pid > 0:
@@ -708,7 +714,7 @@ class Sandbox:
                     prefetch.start_case(current.oracle_calls)
             elif isinstance(message, (frames.OracleCall, KnownCall)):
                 if current is None or clock is None:
-                    continue   # no case is running: nobody may ask
+                    continue   # no case is running: nobody may ask (never here: see above)
                 calls += 1
                 asked += len(body)
                 problem = _oracle_problem(message.name, isolate, calls, current.oracle_calls) or \
@@ -737,7 +743,7 @@ class Sandbox:
                     return outcomes, False
             elif isinstance(message, frames.Result):
                 if current is None or clock is None:
-                    continue   # between cases: the runtime's own deadline bounds what comes
+                    continue   # no case is running (never here: see above)
                 if message.case != current.id:
                     # The runtime answers the case it runs, once; anything else is forged (a noise frame of
                     # tens of MB costs the parent its parsing): the case it arrives in pays, not the grader.
@@ -760,11 +766,6 @@ class Sandbox:
                 else:
                     wait_until = now + RUNTIME_SECONDS
                     self.carried = reading   # every case answered: the next exercise is charged from here
-            elif isinstance(message, (frames.Loaded, frames.Ready)) and current is not None and clock is not None:
-                # Only a start or a load says these: during a case they are forged, and cost it.
-                outcomes.append(_broken_rule(current, clock.started, "sent a frame of its start or load "
-                                                                     "while running a case"))
-                return outcomes, False
             elif isinstance(message, frames.Exited):
                 # The child has already killed what the exercise left behind in its process group.
                 self.fork_pid = None
@@ -778,8 +779,14 @@ class Sandbox:
                     outcomes.append(Outcome(current.id, "crash", seconds=now - clock.started,
                                             error=self._death(_exit_text(message.status))))
                 return outcomes, True
-            # Anything else (`done`, a stray `progress`) moves no clock: between cases the runtime's own
-            # deadline holds, and during a case the case's.
+            elif current is not None and clock is not None:
+                # During a case the runtime sends its calls, its answer or the fork's end, nothing else: a second
+                # `forked`, a `progress`, `loaded` or `ready` of a start or load, a `done`, are forged, and cost
+                # the case. Ignored, a prebuilt 600 kB `progress` written again and again cost the parent 6.5 s of
+                # CPU parsing it in the 10 s to the wall backstop, for 0.05 s of the case's (130 times).
+                outcomes.append(_broken_rule(current, clock.started, "sent a frame of its start, load or fork "
+                                                                     "while running a case"))
+                return outcomes, False
 
     def _verified_fork(self, pid: Any) -> int | None:
         """The pid a child says it forked, if the kernel agrees it is its child: a forged message must never
