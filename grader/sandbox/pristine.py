@@ -82,9 +82,12 @@ _KEYS, _VALUES_OF = dict.keys, dict.values
 _IS = __import__("operator").is_
 
 
-_getsignal, _valid_signals = __import__("_signal").getsignal, __import__("_signal").valid_signals
+_getsignal = __import__("_signal").getsignal
 _UNCAUGHT = (int(signal.SIGKILL), int(signal.SIGSTOP))
-_RLIMITS = [getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")]
+# The signals whose handler a process can set (the kernel's list: the same for every process) and the kinds of
+# rlimit, named once: each check then asks for them in C (map), not in a loop of Python.
+_SIGNALS = tuple(sorted(number for number in __import__("_signal").valid_signals() if number not in _UNCAUGHT))
+_RLIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
 _C_RANDOM = __import__("_random").Random
 _PY_RANDOM = __import__("random").Random
 
@@ -431,9 +434,10 @@ def _process(known: tuple[Any, ...] | None) -> dict[str, Any]:
             descriptors.append((fd, status.st_dev, status.st_ino))
         except OSError:
             descriptors.append((fd,))
-    limits = [resource.getrlimit(kind) for kind in _RLIMITS]
-    # The C functions: signal.getsignal makes an enum of each number and handler (half of this function's time).
-    handlers = [(number, _id(_getsignal(number))) for number in sorted(_valid_signals()) if number not in _UNCAUGHT]
+    limits = list(map(resource.getrlimit, _RLIMITS))
+    # The C function (signal.getsignal makes an enum of each number and handler): each handler by identity, in
+    # the order of _SIGNALS.
+    handlers = list(map(_id, map(_getsignal, _SIGNALS)))
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
     size = int(_read("/proc/self/statm").split()[0]) * resource.getpagesize()
     return {
@@ -447,14 +451,15 @@ def _process(known: tuple[Any, ...] | None) -> dict[str, Any]:
     }
 
 
-def _environment() -> list[tuple[Any, Any]]:
+def _environment() -> dict[Any, Any]:
     """os.environ's mapping, read as the plain dict of str or bytes it is: a subclass of the student's, a property
-    over it or a key of a str subclass would run the student's code while the check runs, after its walk."""
+    over it or a key of a str subclass would run the student's code while the check runs, after its walk. A copy:
+    two such dicts compare in C (exact str and bytes compare by value, whatever the order of their keys)."""
     attributes = _instance_dict(os.environ, type(os.environ))
     data = attributes.get("_data") if attributes is not None else None
     if type(data) is not dict or not set(map(type, data)) | set(map(type, data.values())) <= {bytes, str}:
         raise Unknown("os.environ's mapping replaced")
-    return sorted(data.items())
+    return dict(data)
 
 
 def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
