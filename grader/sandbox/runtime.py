@@ -87,6 +87,7 @@ _student_value = _codec.decode_for_student
 _CODE: dict = {}             # (rubric expression, pseudo-file) -> its code, for one exercise (_take_codes, _compiled)
 _CODE_ENTRIES = 4096
 _NO_KWARGS = _wire.json_text(_encode({}))
+_EXITED = _wire.encode_frame({"op": "exited", "status": 0})   # an exercise's fork goes on (Child.exercises)
 _QUIET_TAIL = _wire.json_text({"probes": {}, "output": ""})[1:]   # a result frame's end: no probes, no output
 _HEAPTYPE = 1 << 9
 _FLAGS = type.__dict__["__flags__"].__get__
@@ -607,24 +608,29 @@ class Child:
             _take_codes(request)
             self.send({"op": "forked", "pid": os.getpid()})
             _hooks_on(self.hooks)   # the notebook's own, for its cases only
-            for case in request["cases"]:   # a result is a frame already (_result_frame)
-                _wire.send(self.response_fd, self.run_case(case, request.get("isolate", []),
-                                                           request.get("methods", {})))
-            _hooks_off()
-            # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
-            # answered may outlive it.
-            if started is None or request.get("isolate") or self.replies is not None:
-                return
-            # Whether this process may serve the next exercise is asked only once there is one: after the last
-            # exercise the grader kills the sandbox (or closes the pipe) and no check is spent. Until the check
-            # says so, the next request stays unread in the pipe, for a fresh fork (PASS_ON). No thread or
-            # process the exercise left may be there to read it first, and the pipes must be the runtime's own:
-            # otherwise this process ends now and the runtime reports it, as before.
-            company = _pristine.company()
-            if company is None or company != _pristine.company_of(started) \
-                    or not _pristine.same_files(started, (self.request_fd, self.response_fd)):
-                return
-            self.send({"op": "exited", "status": 0})
+            last = self.run_cases(request)
+            try:
+                _hooks_off()
+                # An exercise that asked the reference (isolated helpers) ends its process: nothing the reference
+                # answered may outlive it.
+                if started is None or request.get("isolate") or self.replies is not None:
+                    return
+                # Whether this process may serve the next exercise is asked only once there is one: after the
+                # last exercise the grader kills the sandbox (or closes the pipe) and no check is spent. Until the
+                # check says so, the next request stays unread in the pipe, for a fresh fork (PASS_ON). No thread
+                # or process the exercise left may be there to read it first, and the pipes must be the runtime's
+                # own: otherwise this process ends now and the runtime reports it, as before.
+                company = _pristine.company()
+                if company is None or company != _pristine.company_of(started) \
+                        or not _pristine.same_files(started, (self.request_fd, self.response_fd)):
+                    return
+                # The last answer and `exited` in one write: the parent reads both at one wake-up. The last
+                # case's clock (the parent's) stops at this write, a few system calls (the check above) later.
+                last, exited = b"", last + _EXITED
+            finally:   # whatever ends this process here (a timer the notebook left raising) ends it answered
+                if last:
+                    _wire.send(self.response_fd, last)
+            _wire.send(self.response_fd, exited)
             if not _wire.pending(self.request_fd, None):
                 _exit(SESSION_OVER)
             if not _pristine.unchanged(self.pristine, self.snapshot(), started, _pristine.process(company)):
@@ -637,6 +643,14 @@ class Child:
                 _exit(SESSION_OVER)
             if request.get("op") != "exercise":
                 _exit(SESSION_OVER)
+
+    def run_cases(self, request):
+        """An exercise's cases, each result written as its case ends, but the last: its frame is returned, to go
+        with what this process says next (Child.exercises)."""
+        cases, isolate, methods = request["cases"], request.get("isolate", []), request.get("methods", {})
+        for case in cases[:-1]:   # a result is a frame already (_result_frame)
+            _wire.send(self.response_fd, self.run_case(case, isolate, methods))
+        return self.run_case(cases[-1], isolate, methods) if cases else b""
 
     def snapshot(self):
         """What the next exercise could observe of this process (pristine.snapshot), from the notebook's
