@@ -271,10 +271,10 @@ class Child:
             lines = files.setdefault(statement["filename"], [])
             code_lines = statement["code"].splitlines(keepends=True)
             start = statement["line"] - 1
-            while len(lines) < start + len(code_lines):
-                lines.append("\n")
-            lines[start:start + len(code_lines)] = [line if line.endswith("\n") else line + "\n"
-                                                    for line in code_lines]
+            end = start + len(code_lines)
+            if len(lines) < end:   # the cell's lines before this statement's, blank until theirs come
+                lines += ["\n"] * (end - len(lines))
+            lines[start:end] = [line if line.endswith("\n") else line + "\n" for line in code_lines]
         for filename, lines in files.items():
             linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
             _SOURCES[filename] = lines
