@@ -652,27 +652,32 @@ def test_a_worker_reads_ahead_only_what_it_parses_in_a_few_milliseconds(tmp_path
 def test_a_result_comes_back_from_its_worker_by_name_and_reads_back_as_the_worker_made_it(plan):
     """What the coordinator's plan holds too (the cases' calls, expected values, right answers) crosses from the
     worker by name and is put back from the coordinator's plan: the same result, the same stored text, and the
-    plan's own objects (what the results' writers recognise by identity)."""
+    plan's own objects (what the results' writers recognise by identity). The dict put back is the worker's stored
+    form, fields in order: the coordinator writes from it (stored_form_of) the same text as from the result."""
     import pickle
+    from dataclasses import replace
     from grader.run.batch import grade_one
     from grader.run.executor import _by_name, _by_value
-    from grader.store.results import from_dict, lean, stored_form
+    from grader.store.results import from_dict, stored_form, stored_form_of
     from grader import textsafe
     for name in ("correct", "move-dir-transposed", "syntax-error"):
-        made = lean(to_dict(grade_one(SUBMISSIONS / f"{name}.ipynb", plan)))
+        made = stored_form(grade_one(SUBMISSIONS / f"{name}.ipynb", plan))
         want = from_dict(pickle.loads(pickle.dumps(made)))
         sent = pickle.dumps(_by_name(made, plan), protocol=pickle.HIGHEST_PROTOCOL)
         assert pickle.loads(sent)[1]   # something went by name: every result holds the plan's calls
-        got = from_dict(_by_value(*pickle.loads(sent), plan))
+        back = _by_value(*pickle.loads(sent), plan)
+        got = from_dict(back)
         assert got == want
         assert textsafe.json_text(stored_form(got)) == textsafe.json_text(stored_form(want))
+        late = replace(got, late=True, penalty=2.5, submitted_at="2026-11-28T08:00:00+00:00", notebook="notebooks/x")
+        assert textsafe.json_text(stored_form_of(back, late)) == textsafe.json_text(stored_form(late))
         calls = {case.id: case.shown_call for cases in plan.cases.values() for case in cases}
         for exercise in got.exercises:
             for case in exercise.cases:
                 assert case.call is calls[case.id] or case.call != calls[case.id]
-    correct = _by_name(lean(to_dict(grade_one(SUBMISSIONS / "correct.ipynb", plan))), plan)[0]
+    correct = _by_name(stored_form(grade_one(SUBMISSIONS / "correct.ipynb", plan)), plan)[0]
     # (a right answer that is not the reference's, another shortest path, travels: it is the student's)
-    assert not any({"call", "expected"} & case.keys() for e in correct["exercises"] for case in e["cases"])
+    assert all(case["call"] is None and case["expected"] is None for e in correct["exercises"] for case in e["cases"])
 
 
 def test_results_arrive_with_the_coordinators_plan_frozen_and_its_collector_settings_come_back(tmp_path):

@@ -22,7 +22,7 @@ from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LatePolicy, assess
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
-from grader.store.results import SubmissionResult, from_dict, stored_form, write_json
+from grader.store.results import SubmissionResult, from_dict, stored_form, stored_form_of, write_json
 from grader.store.shared import SharedWriter
 from grader.rubric.schema import Rubric, load_rubric
 from grader.sandbox.supervisor import temp_root
@@ -333,7 +333,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
                         result = replace(result, notebook=copy)
                         # A worker's result is bounded: its file and its gradebook row are made from one stored form.
-                        form = stored_form(result) if done.result is not None and book else None
+                        if done.result is not None and book:
+                            form = stored_form_of(done.result, result) if done.stored else stored_form(result)
                         write_json(result, out_dir, bounded=done.result is not None, store=shared_values, form=form)
                     problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
                     if problems:

@@ -75,6 +75,9 @@ class Done:
     record: bool = True
     # From a local worker: what of the result it left out for the coordinator's plan to put back (_by_name).
     names: tuple[tuple[int, int, int, str], ...] = ()
+    # The result is its bounded result's stored form (results.stored_form: lean, the fields in their order), as a
+    # local worker sends it: the coordinator writes the file and the gradebook row from it as it is.
+    stored: bool = False
 
 
 class Executor(Protocol):
@@ -237,21 +240,21 @@ def _by_name(result: dict, plan: "Plan") -> tuple[dict, tuple[tuple[int, int, in
                         bits |= _EXPECTED | (_GOT if case["got"] is expected else 0)
                         variant = name
                         break
-            if bits:
+            if bits:    # left in place, holding None: put back, the case's fields keep their order (stored_form's)
                 if bits & _CALL:
-                    del case["call"]
+                    case["call"] = None
                 if bits & _EXPECTED:
-                    del case["expected"]
+                    case["expected"] = None
                 if bits & _GOT:
-                    del case["got"]
+                    case["got"] = None
                 names.append((exercise_position, case_position, bits, variant))
     return result, tuple(names)
 
 
 def _by_value(result: dict, names: tuple[tuple[int, int, int, str], ...], plan: "Plan") -> dict:
     """The coordinator's side of _by_name: what each name stands for put back, from its own plan (the one the
-    workers were forked with). A case's fields are read back by name (results.case_from_dict), so their order
-    in its dict does not matter."""
+    workers were forked with), each where _by_name left None: the dict is again the form the worker made (a
+    stored_form, in its order: Done.stored)."""
     from grader.judge.grading import stored_expected
     cases_by_id = _plan_cases(plan)
     exercises = result["exercises"]
@@ -339,7 +342,7 @@ class _Outbox:
         self.thread.join()
 
     def _send(self) -> None:
-        from grader.store.results import lean, to_dict
+        from grader.store.results import stored_form
         while True:
             item = self.results.get()
             if item is None:
@@ -352,12 +355,12 @@ class _Outbox:
                 try:
                     # Lean (a case's fields at their default left out, as the writers store it; from_dict reads
                     # either): most cases of a class pass with nothing to say; the pickle both ends pay is 40% less.
-                    data = lean(to_dict(result))
+                    data = stored_form(result)
                     if self.by_name:
                         data, names = _by_name(data, _PLANS[_plan_key(self.setup)][0])
-                        done = Done(job, data, names=names)
+                        done = Done(job, data, names=names, stored=True)
                     else:
-                        done = Done(job, data)
+                        done = Done(job, data, stored=True)
                 except Exception as error:  # noqa: BLE001 - a grader bug on one submission must not stop the others
                     done = Done(job, None, _grader_failed(error), record=False)
             self._deliver(done)

@@ -529,6 +529,19 @@ def stored_form(result: SubmissionResult) -> dict:
     return lean(to_dict(result))
 
 
+def stored_form_of(data: dict, result: SubmissionResult) -> dict:
+    """stored_form(result), for a result that from_dict read from `data`, a stored form (a worker's, as it sent
+    it), and that was changed since in its plain fields alone (the batch's lateness, the notebook's copy): `data`
+    itself with those fields set, not made again case by case. Changes `data` and returns it."""
+    for name in _PLAIN_FIELDS:
+        data[name] = getattr(result, name)
+    return data
+
+
+_PLAIN_FIELDS = tuple(name for name in _ALL_RESULT_FIELDS if name not in ("exercises", "warnings", "environment",
+                                                                          "extra"))
+
+
 def _copied(form: dict) -> dict:
     """A stored form whose case dicts may be changed (slim moves values out of them) without changing `form`."""
     return {**form, "exercises": [{**exercise, "cases": [dict(case) for case in exercise["cases"]]}
