@@ -366,10 +366,11 @@ def _read(path: str) -> bytes:
     return b"".join(parts)
 
 
-def _children(pid: int) -> list[bytes] | None:
+def _children(pid: int, tasks: list[str] | None = None) -> list[bytes] | None:
+    """The children of every thread of `pid` (`tasks`: its threads, listed already)."""
     found: list[bytes] = []
     try:
-        for task in os.listdir(f"/proc/{pid}/task"):
+        for task in os.listdir(f"/proc/{pid}/task") if tasks is None else tasks:
             found.extend(_read(f"/proc/{pid}/task/{task}/children").split())
     except OSError:
         return None
@@ -401,7 +402,8 @@ def company() -> tuple[Any, ...] | None:
 
 def _company() -> tuple[Any, ...]:
     """company, raising where /proc cannot be read: one reading for both the check and the `process` state."""
-    return (len(os.listdir("/proc/self/task")), _children(os.getpid()), _children(os.getppid()))
+    tasks = os.listdir("/proc/self/task")   # its threads, counted and asked for their children
+    return (len(tasks), _children(os.getpid(), tasks), _children(os.getppid()))
 
 
 def company_of(state: Any) -> tuple[Any, ...] | None:
