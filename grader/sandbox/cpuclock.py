@@ -70,6 +70,31 @@ def read_usage(process: Exercise | None) -> Usage | None:
     return Usage(cpu, 0.0 if chosen else waiting, chosen)
 
 
+def run_delay(pid: int) -> float:
+    """Process `pid`'s run-queue time so far, in seconds: 0.0 where the kernel does not say, or where the process
+    waits by its own choice (waits_by_choice)."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
+            delay = int(schedstat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return 0.0 if delay and waits_by_choice(pid) else delay
+
+
+def tree_cpu(pid: int) -> float | None:
+    """The CPU time of process `pid` and of every process below it (their own, and their reaped children's), in
+    seconds, or None when `pid` cannot be read: what a sandbox computed, from its first process down."""
+    top = _stat(pid)
+    if top is None:
+        return None
+    cpu = sum(top[11:15]) / _TICK
+    for below in _descendants(pid):
+        fields = _stat(below)
+        if fields is not None:
+            cpu += sum(fields[11:15]) / _TICK
+    return cpu
+
+
 def own_waiting() -> float:
     """This thread's run-queue time so far, in seconds (0.0 where the kernel does not say): the parent's, which
     reads and answers the child's isolated-helper calls. While it waits for a CPU the child waits for its
@@ -188,6 +213,20 @@ def over(used: float, allowed: float) -> bool:
     timeout is never given for time that may not have been used. The parent applies this one rule to a case it
     stops and to an answer it judges late."""
     return used > allowed
+
+
+# A submission's deadline moves by at most this share of its budget for waiting for a CPU: at load 11 on 2 cores
+# eight-puzzle's A* rerun needed about 1.5 times its 60 s. The watchdog allows for it (executor.watchdog_for).
+SLACK_SHARE = 1.0
+
+
+def credit(waited: float, elapsed: float, computed: float) -> float:
+    """The wall time a busy machine took from a submission's budget: the kernel's run-queue time of the processes
+    that grade it (`waited`), but never more than the wall time its sandbox spent not computing (`elapsed` less
+    the sandbox's CPU time `computed`). Busy processes of the submission's own make the grader and the sandbox
+    wait too, yet they compute, so they earn nothing; sleeping is no run-queue time at all. The caller caps it
+    (SLACK_SHARE of the budget), so the watchdog still ends every submission."""
+    return max(0.0, min(waited, elapsed - computed))
 
 
 def wall_verdict(wall: float, waiting: float) -> str:

@@ -27,6 +27,7 @@ from grader.intake.warning import GraderWarning, Kind
 from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
+from grader.sandbox.budget import Budget
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
     can_prefetch
 from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
@@ -365,7 +366,7 @@ class Sandbox:
     def __init__(self, statements: Sequence[Mapping[str, Any]], support: Mapping[str, str],
                  limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = (),
                  isolation: Isolation | None = None, allow_root: bool = False, prefetch: bool = False,
-                 preload: Sequence[str] | None = None, spare_next: bool = True):
+                 preload: Sequence[str] | None = None, spare_next: bool = True, slack: float = 0.0):
         self.isolation = isolation if isolation is not None else detect()
         self.level: str | None = None            # what the children report they achieved (the weakest)
         self.facts: dict[str, Any] = {}          # what held for the weakest child: namespaces, uid, filesystem
@@ -405,6 +406,8 @@ class Sandbox:
         # The texts of states the reference's answers sent this submission's child, and of states it sent back,
         # with their values: a call made of them is not parsed and decoded again (known_args).
         self.known_texts: dict[str, Any] = {}
+        # The caller's deadline moves by what a busy machine took from the grading, at most `slack` s (budget.py).
+        self.budget = Budget.start(slack, time.monotonic())
 
     # -- lifecycle ------------------------------------------------------------------------------------------
     def __enter__(self) -> "Sandbox":
@@ -428,6 +431,8 @@ class Sandbox:
         self._stop()
 
     def _stop(self) -> None:
+        if self.process is not None and self.budget.slack > 0:
+            self.budget.child_stopping(self.process.pid, self._computed())
         if self.meter is not None:
             self.meter.close()
             self.meter = None
@@ -513,11 +518,14 @@ class Sandbox:
         while True:
             self._stop()
             self._start()
+            if self.process is not None:
+                self.budget.child_started(self.process.pid)
             indices = [i for i in range(len(self.statements)) if i not in self.skipped_statements]
             skipped_before = sorted(self.skipped_statements)
             limit = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
-            if deadline is not None:
-                limit = min(limit, deadline)
+            until = self._until(deadline) if deadline is not None else None
+            if until is not None:
+                limit = min(limit, until)
             running: int | None = None
             left_out: tuple[int, ...] = ()
             try:
@@ -539,7 +547,7 @@ class Sandbox:
                         break
             except (wire.Timeout, wire.Closed, wire.FrameError, frames.Invalid) as error:
                 self._leave_out(left_out, indices)
-                out_of_time = deadline is not None and time.monotonic() >= deadline
+                out_of_time = until is not None and time.monotonic() >= until
                 if (running is not None and running < len(indices) and self.restarts < len(self.statements)
                         and not out_of_time):
                     self.skipped_statements.add(indices[running])
@@ -571,6 +579,41 @@ class Sandbox:
         """Statements the child says it stopped on time: leaving them out costs only the student."""
         self.skipped_statements.update(indices[p] for p in positions if p < len(indices))
 
+    # -- the submission's deadline on a busy machine (budget.py) ---------------------------------------------
+    def _until(self, deadline: float) -> float:
+        """The caller's `deadline` as it stands now: moved by what the machine took from the grading, at most the
+        slack. The kernel is read only once the deadline itself has passed: before it, nothing can be late."""
+        now = time.monotonic()
+        if now < deadline or self.budget.slack <= 0:
+            return deadline
+        return self.budget.until(deadline, now, self.process.pid if self.process is not None else None,
+                                 self._computed())
+
+    def _starved(self, deadline: float) -> bool:
+        return self.budget.slack > 0 and self.budget.starved(deadline, time.monotonic())
+
+    def _spent(self, deadline: float, now: float) -> dict[str, str]:
+        """Why a case was not run when the submission's time ran out: its own time (its budget, the student's), or
+        the machine's (it kept the grading waiting for a CPU longer than the deadline may move: a grader problem)."""
+        if self.budget.slack > 0 and self.budget.starved(deadline, now):
+            return {"reason": "starved", "message": (
+                f"not run: the machine was too busy (it kept the grading waiting {self.budget.granted:.0f} s for a "
+                f"CPU, and the submission's time may move by {self.budget.slack:g} s)")}
+        return {"message": "the submission's time budget is spent", "reason": "budget"}
+
+    def _computed(self) -> float | None:
+        """The current child's CPU time so far: its cgroup's, else its processes' in /proc."""
+        if self.meter is not None:
+            return self.meter.seconds()
+        return cpuclock.tree_cpu(self.process.pid) if self.process is not None else None
+
+    def _read_fork(self, process: "_Locator | None", now: float) -> None:
+        """The running exercise's fork's run-queue time, read now and then: it is lost when the fork ends."""
+        if process is not None and self.budget.fork_due(now):
+            found = process()
+            if found is not None:
+                self.budget.fork_read(found.fork, now)
+
     # -- cases ----------------------------------------------------------------------------------------------
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                      deadline: float, max_timeouts: int = 2,
@@ -583,10 +626,9 @@ class Sandbox:
         timeouts = 0
         position = 0
         while position < len(cases):
-            if time.monotonic() >= deadline:
-                outcomes.extend(Outcome(c.id, "skipped", error={"message": "the submission's time budget is spent",
-                                                                "reason": "budget"})
-                                for c in cases[position:])
+            now = time.monotonic()
+            if now >= deadline and now >= self._until(deadline):
+                outcomes.extend(Outcome(c.id, "skipped", error=self._spent(deadline, now)) for c in cases[position:])
                 break
             if timeouts >= max_timeouts:
                 outcomes.extend(Outcome(c.id, "skipped", error={
@@ -606,6 +648,7 @@ class Sandbox:
                     break
             batch = cases[position:]
             produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts, methods)
+            self.budget.exercise_ended(time.monotonic())   # the fork's waiting, as last read, is kept
             if not produced:  # the child died before running anything: count it against the restarts
                 self.restarts += 1
                 if self.restarts >= MAX_RESTARTS + len(self.statements):
@@ -649,6 +692,8 @@ class Sandbox:
         except (wire.Closed, wire.FrameError):
             return outcomes, False
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
+        until = self._until(deadline)      # the deadline as it stands: moved only once it has passed (budget.py)
+        self.budget.exercise_started(time.monotonic())
         pending: _Pending | None = None    # a frame the run of kept calls read and left (see _answer_kept)
         # Answers sent before they are asked, learnt from the case's own calls: only where answers are pure.
         prefetch = Prefetch(frozenset(isolate)) \
@@ -661,7 +706,7 @@ class Sandbox:
                 if pending is not None:
                     (body, call, message), pending = pending, None
                 else:
-                    body = self._receive_body(min(wake, deadline + GRACE_SECONDS))
+                    body = self._receive_body(min(wake, until + GRACE_SECONDS))
                 if call is not None:
                     pass   # heard (and looked up) already
                 elif current is not None and current.right is not None and body == current.right[0]:
@@ -678,9 +723,14 @@ class Sandbox:
                 if message is None:
                     message = _parsed(body, self.bounds)
             except wire.Timeout:
+                now = time.monotonic()
+                self._read_fork(process, now)
+                until = self._until(deadline)
                 if current is None or clock is None:
+                    if now < min(wait_until, until + GRACE_SECONDS):
+                        continue   # the deadline moved: the runtime's own work may go on
                     return outcomes, False
-                stopped = clock.expired(current, deadline)
+                stopped = clock.expired(current, until, self._starved(deadline) if self.budget.slack > 0 else None)
                 if stopped is None:
                     continue   # its CPU time is not spent yet: look again when it could be
                 outcomes.append(stopped)
@@ -729,7 +779,7 @@ class Sandbox:
                         clock.paused(time.monotonic() - now)
                         if isinstance(message, KnownCall) and isinstance(oracle, PureOracle):
                             calls, asked, pending = self._answer_kept(oracle, isolate, current, clock, calls, asked,
-                                                                      deadline + GRACE_SECONDS, prefetch)
+                                                                      until + GRACE_SECONDS, prefetch)
                     except (wire.Closed, wire.FrameError):
                         problem = "does not read the grader's answers to its isolated-helper calls"
                     except _ReferenceTooSlow:   # the case's time went on the reference's answer: by our clock
@@ -753,6 +803,7 @@ class Sandbox:
                 usage = clock.usage()
                 outcomes.append(self._outcome(current, message, now - clock.started,
                                               usage.cpu if usage is not None else None))
+                self._read_fork(process, now)
                 reading, current, clock = clock.last, None, None
                 if outcomes[-1].status == "timeout":
                     timeouts_left -= 1
@@ -1157,13 +1208,17 @@ class _CaseClock:
         """What answers sent ahead may still take in this case: half the backstop's share, besides it."""
         return min(self.limit, cpuclock.WALL_FACTOR * self.limit / 2 - self.prefetch_spent)
 
-    def expired(self, case: CaseRequest, deadline: float) -> Outcome | None:
+    def expired(self, case: CaseRequest, deadline: float, starved: bool | None = None) -> Outcome | None:
         """The case's outcome if it must be stopped now, or None (and when to look again) if not.
 
         At the wall backstop the kernel says why the case has not used its CPU time: it waited by itself (slept,
         blocked) and is stopped, a timeout that says so; or it was kept waiting for a CPU, and then it goes on
         until its CPU time is spent or the submission's time runs out (that last one a grader problem): a busy
-        machine makes grading slower, never different."""
+        machine makes grading slower, never different. `starved`: whether the submission's deadline passed only
+        because the machine took more of its time than the deadline may move by (budget.py: a grader problem), or
+        else its own time ran out; None where the deadline never moves, and then the case's own run-queue time
+        since its first look decides. (Not the case's alone where it moves: a fork made to wait by busy processes
+        of its own, started just before the deadline, had its case "starved".)"""
         now = time.monotonic()
         wall = now - self.started
         used: cpuclock.Usage | None
@@ -1176,6 +1231,14 @@ class _CaseClock:
         else:
             used, first = self.usage(), False
         if now >= deadline + GRACE_SECONDS:
+            if starved is not None and not starved:
+                return Outcome(case.id, "timeout", seconds=wall, error={
+                    "message": f"did not finish within {case.timeout:g} s (stopped: the submission's time ran out)"})
+            if starved:
+                return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu if used else None, error={
+                    "reason": "starved", "message": (
+                        f"stopped when the submission's time ran out, after {wall:.0f} s of wall time: the machine "
+                        f"was too busy (it kept the grading waiting for a CPU longer than the budget may move)")})
             if used is not None and cpuclock.wall_verdict(now - self.checked, used.waiting) == "starved":
                 return Outcome(case.id, "timeout", seconds=wall, cpu_seconds=used.cpu, error={
                     "reason": "starved", "message": (

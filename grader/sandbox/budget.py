@@ -1,0 +1,81 @@
+"""A submission's deadline on a busy machine: it moves by the wall time the machine took from the grading.
+
+The rubric's `submission_seconds` is wall time. On a busy machine the grading waits for a CPU (the worker's thread
+and the sandbox's processes, often in turn: an isolated helper's call is a pipe round trip that needs both), and
+eight-puzzle's A* rerun ran out of its 60 s at load 11 with cases "not run: the budget is spent" that cost points.
+So the deadline the caller set moves by what the kernel says the grading waited for a CPU (cpuclock.credit: never
+the child's word, never more than the sandbox's own idle wall time), at most `slack` seconds: the watchdog still
+ends every submission. Nothing is read while the deadline is ahead; once it has passed, `starved` says whether it
+passed only because the slack ran out (the machine's fault: the case is a grader problem and the result is
+graded again), else the submission spent its own time (its budget, as on a quiet machine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grader.sandbox import cpuclock
+
+FORK_READ_SECONDS = 0.25   # a running exercise's fork is read at most this often (its reading is lost when it ends)
+
+
+@dataclass
+class Budget:
+    """What the machine took from one submission's time, as the sandbox keeps it (monotonic seconds)."""
+
+    slack: float              # the deadline moves by at most this much (0: never)
+    started: float            # when the sandbox started: waiting and computing are counted from here
+    own: float = 0.0          # the grading thread's run-queue time at the start
+    gone: float = 0.0         # run-queue time of the sandbox's processes that ended (their last readings)
+    gone_cpu: float = 0.0     # CPU time of the sandbox's children that ended (their last readings)
+    runtime: float = 0.0      # the current child's run-queue time when it started
+    fork: float = 0.0         # the running exercise's fork: its last reading
+    read_at: float = 0.0      # when the fork was last read, or its exercise started
+    granted: float = 0.0      # the credit last worked out, uncapped
+    reached: bool = False     # the caller's deadline passed at least once (the result then says what was granted)
+
+    @classmethod
+    def start(cls, slack: float, now: float) -> "Budget":
+        return cls(slack, now, own=cpuclock.own_waiting() if slack > 0 else 0.0)
+
+    def child_started(self, pid: int) -> None:
+        if self.slack > 0:
+            self.runtime = cpuclock.run_delay(pid)
+
+    def child_stopping(self, pid: int, cpu: float | None) -> None:
+        """A child about to be replaced: what it waited and computed is kept (its processes' counts die with it)."""
+        if self.slack > 0:
+            self.gone += max(0.0, cpuclock.run_delay(pid) - self.runtime)
+            self.gone_cpu += cpu or 0.0
+            self.runtime = 0.0
+
+    def exercise_started(self, now: float) -> None:
+        self.fork, self.read_at = 0.0, now
+
+    def fork_due(self, now: float) -> bool:
+        return self.slack > 0 and now - self.read_at >= FORK_READ_SECONDS
+
+    def fork_read(self, pid: int, now: float) -> None:
+        self.fork, self.read_at = cpuclock.run_delay(pid), now
+
+    def exercise_ended(self, now: float) -> None:
+        self.gone += self.fork
+        self.exercise_started(now)
+
+    def until(self, deadline: float, now: float, runtime: int | None, cpu: float | None) -> float:
+        """The deadline as it stands at `now` (>= `deadline`): moved by the credit, at most the slack. `runtime`
+        is the current child's first process (None: none runs) and `cpu` its CPU time so far."""
+        self.reached = True
+        waited = self.gone + self.fork + max(0.0, cpuclock.own_waiting() - self.own)
+        if runtime is not None:
+            waited += max(0.0, cpuclock.run_delay(runtime) - self.runtime)
+        self.granted = cpuclock.credit(waited, now - self.started, self.gone_cpu + (cpu or 0.0))
+        return deadline + min(self.slack, self.granted)
+
+    def starved(self, deadline: float, now: float) -> bool:
+        """Whether the deadline passed only because the slack ran out: with all the credit it would be ahead."""
+        return self.granted > self.slack and now < deadline + self.granted
+
+    def facts(self) -> dict[str, float]:
+        """For the result, once the deadline was reached: the slack and the credit (what the machine took)."""
+        return {"slack_seconds": round(self.slack, 3), "waited_seconds": round(self.granted, 3)}
