@@ -37,6 +37,8 @@ from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
 from grader.kept import SizedMemo
 from grader.store import status as vocabulary
+from grader.sandbox import cpuclock
+from grader.sandbox.budget import Budget
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Replies, Sandbox,
                                     SandboxError, SharedReplies, preloads, right_answer)
@@ -413,6 +415,10 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                 cpu_seconds=round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None,
                 traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
     if outcome.status == "skipped":
+        if outcome.error.get("reason") == "starved":
+            # Not run because a busy machine took more of the submission's time than its deadline may move by.
+            return CaseResult(status="problem", message=f"grader problem: {outcome.error.get('message', '')}",
+                              reason=vocabulary.BUSY, cause="the machine was too busy to run it", **base)
         if outcome.error.get("reason") == "budget":
             return CaseResult(status="error", message=outcome.error.get("message", "not run"),
                               reason=vocabulary.BUDGET, cause="not run: the submission's time budget was spent",
@@ -423,7 +429,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     if outcome.status == "timeout" and outcome.error.get("reason") == "starved":
         # Stopped by the wall backstop while the kernel kept it waiting for a CPU: the machine's fault.
         return CaseResult(status="problem", message=f"grader problem: {outcome.error.get('message', '')}",
-                          reason=vocabulary.GRADER_PROBLEM, cause="the machine was too busy to run it", **base)
+                          reason=vocabulary.BUSY, cause="the machine was too busy to run it", **base)
     if outcome.status == "timeout":
         where = str(outcome.error.get("where") or "")
         timeout_message = outcome.error.get("message") or "did not finish in time"
@@ -1054,7 +1060,8 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
                  allow_root=options.allow_root_sandbox, prefetch=options.prefetch, spare_next=not options.last,
-                 preload=course_preload(rubric.template, support)) as sandbox:
+                 preload=course_preload(rubric.template, support),
+                 slack=limits.submission_seconds * cpuclock.SLACK_SHARE) as sandbox:
         sandbox_level = sandbox.isolation.level
         try:
             report = sandbox.load(deadline)
@@ -1069,6 +1076,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
                                     options, cases)
         sandbox_level = sandbox.level or sandbox_level
         held = isolation_report(sandbox_level, sandbox.facts, process_limits)
+        budget = busy_facts(sandbox.budget, exercises)
     if settle is not None:
         exercises = tuple(settle(exercises, loaded))
     mismatch = mismatch_note(rubric.assignment, exercises, extracted)
@@ -1078,7 +1086,18 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
         warnings=(GraderWarning(Kind.MISMATCH, mismatch), *said) if mismatch else tuple(said), mismatch=mismatch,
         environment=environment,
-        seconds=round(time.monotonic() - started, 3), extra={"isolation": held}))
+        seconds=round(time.monotonic() - started, 3), extra={"isolation": held, **budget}))
+
+
+def busy_facts(budget: Budget, exercises: Sequence[ExerciseResult]) -> dict[str, Any]:
+    """The result's `budget` facts, where the submission's deadline was reached: how far a busy machine moved it
+    (`waited_seconds`, the kernel's run-queue time the grading was credited, of at most `slack_seconds`), and
+    `busy_cases`: how many cases it kept from being judged. A result with busy cases is graded again by the next
+    run, not kept as unchanged (Gradebook.score_rows reads `busy_cases`)."""
+    if not budget.reached:
+        return {}
+    busy = sum(case.reason == vocabulary.BUSY for exercise in exercises for case in exercise.cases)
+    return {"budget": {**budget.facts(), "busy_cases": busy}}
 
 
 def mismatch_note(assignment: str, exercises: Sequence[ExerciseResult], extracted: Extracted) -> str:

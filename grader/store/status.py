@@ -27,7 +27,11 @@ WORDS = {PASS: "passed", FAIL: "failed", ERROR: "raised an error", TIMEOUT: "tim
 # exception).
 WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM = (
     "wrong answer", "error", "timeout", "budget", "not graded", "grader problem")
-REASONS = (WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM, UNVERIFIED)
+# A grader problem of the machine's: it kept the case waiting for a CPU until the submission's time ran out, even
+# moved (grader.sandbox.budget). Like any case not judged it earns nothing (were it left out of the score, a notebook
+# able to make its last cases "busy" would gain by it), and the next run grades the submission again.
+BUSY = "busy machine"
+REASONS = (WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM, BUSY, UNVERIFIED)
 # The reason a result written before reasons were stored stands for, from its status alone.
 REASON_OF_STATUS = {FAIL: WRONG, ERROR: RAISED, TIMEOUT: TOO_SLOW, MISSING: NOT_GRADED, PROBLEM: GRADER_PROBLEM,
                     UNVERIFIED: UNVERIFIED}
@@ -39,7 +43,8 @@ def reason_of(status: str, reason: str = "") -> str:
 
 # The headline of a case whose reason says more than its status: a case skipped because the submission's time
 # budget ran out shows as an error, yet nothing of the student's raised; it must not read "raised an error".
-REASON_WORDS = {BUDGET: "not run (the submission's time budget was spent)"}
+REASON_WORDS = {BUDGET: "not run (the submission's time budget was spent)",
+                BUSY: "not judged (the grading machine was too busy; it is graded again, not your mistake)"}
 
 
 def headline(status: str, reason: str = "") -> str:
