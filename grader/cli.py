@@ -115,6 +115,13 @@ def _grade_batch(args: argparse.Namespace) -> int:
                       f"reference helper of the rubric crashed; not the students' mistakes). Fix the rubric, then "
                       f"regrade with --force: {', '.join(sorted(batch.grader_problems)[:10])}",
                       style="magenta", highlight=False, markup=False)
+    if batch.busy:
+        cases = sum(batch.busy.values())
+        out.console.print(f"{cases} case{'s' if cases != 1 else ''} of {len(batch.busy)} submission"
+                          f"{'s' if len(batch.busy) != 1 else ''} not judged: the machine was too busy (it kept the "
+                          f"grading waiting for a CPU past the submission's time, even moved; not the students' "
+                          f"mistakes). The next run grades them again: {', '.join(sorted(batch.busy)[:10])}",
+                          style="magenta", highlight=False, markup=False)
     for student in batch.failed:
         out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)

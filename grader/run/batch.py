@@ -24,6 +24,7 @@ from grader.judge.options import Options
 from grader.plan.sealed import default_cache
 from grader.store.results import SubmissionResult, from_dict, stored_form, stored_form_of, write_json
 from grader.store.shared import SharedWriter
+from grader.store.status import BUSY
 from grader.rubric.schema import Rubric, load_rubric
 from grader.sandbox.supervisor import temp_root
 
@@ -70,6 +71,7 @@ class Batch:
     notes: list[str] = field(default_factory=list)        # intake: decisions such as several notebooks
     levels: Counter[str] = field(default_factory=Counter)  # isolation level -> this batch's students with it
     grader_problems: dict[str, int] = field(default_factory=dict)  # student -> cases a rubric check crashed on
+    busy: dict[str, int] = field(default_factory=dict)   # student -> cases a busy machine kept from being judged
     seconds: float = 0.0
     gradebook: Path | None = None
     rubric: str = ""
@@ -256,6 +258,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 previous = (next(book.score_rows(rubric.assignment, student), None)
                             if book and not force and book.is_current(student, sha256, rubric.sha256, __version__)
                             else None)
+                if previous is not None and previous.busy:
+                    previous = None   # a busy machine kept some of its cases from being judged: graded again
                 if book and previous is not None:
                     batch.levels[previous.isolation] += 1
                     batch.unchanged += 1
@@ -337,8 +341,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                             form = stored_form_of(done.result, result) if done.stored else stored_form(result)
                         write_json(result, out_dir, bounded=done.result is not None, store=shared_values, form=form)
                     problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
-                    if problems:
-                        batch.grader_problems[student] = problems
+                    busy = sum(c.reason == BUSY for e in result.exercises for c in e.cases) if problems else 0
+                    if problems > busy:
+                        batch.grader_problems[student] = problems - busy
+                    if busy:
+                        batch.busy[student] = busy
                     if result.state == "graded":
                         batch.graded += 1
                     elif result.state == "unreadable":

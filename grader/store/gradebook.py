@@ -244,19 +244,21 @@ class Gradebook:
             f"""WITH heads AS {_MATERIALIZED} (
                    SELECT s.student, r.id, r.total, r.max_total, r.state, r.isolation,
                           coalesce(json_extract(r.json, '$.late'), 0) AS late,
-                          coalesce(json_extract(r.json, '$.penalty'), 0) AS penalty
+                          coalesce(json_extract(r.json, '$.penalty'), 0) AS penalty,
+                          coalesce(json_extract(r.json, '$.extra.budget.busy_cases'), 0) AS busy
                    FROM submissions s JOIN results r ON r.id = s.current_result
                    WHERE s.rubric = ? {'AND s.student = ?' if student is not None else ''})
-               SELECT h.student, h.total, h.max_total, h.state, h.isolation, h.late, h.penalty,
+               SELECT h.student, h.total, h.max_total, h.state, h.isolation, h.late, h.penalty, h.busy,
                       sc.exercise, sc.score, sc.max_score
                FROM heads h LEFT JOIN scores sc ON sc.result_id = h.id
                ORDER BY h.student, sc.position""", (rubric,) if student is None else (rubric, student))
         row: ScoreRow | None = None
-        for student, total, max_total, state, isolation, late, penalty, exercise, score, _max_score in cursor:
+        for student, total, max_total, state, isolation, late, penalty, busy, exercise, score, _max_score in cursor:
             if row is None or row.student != student:
                 if row is not None:
                     yield row
-                row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty))
+                row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty),
+                               int(busy) if isinstance(busy, int) else 0)
             if exercise is not None:
                 row.scores[exercise] = score
         if row is not None:
@@ -444,6 +446,7 @@ class ScoreRow:
     scores: dict[str, float]          # exercise id -> score
     late: bool = False
     penalty: float = 0.0              # the late policy's, apart from `total`
+    busy: int = 0                     # cases a busy machine kept from being judged: the next run grades it again
 
 
 def _read_shared(db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
