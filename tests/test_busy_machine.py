@@ -1,0 +1,189 @@
+"""A busy machine makes grading slower, never different: the submission's deadline moves by the time the kernel says
+the grading waited for a CPU (grader/sandbox/budget.py), and a notebook cannot earn that time by making itself wait.
+
+Real subprocesses: the grading runs in a child process pinned to one CPU, next to busy processes pinned to the same
+CPU, so the thousands of round trips of an isolated helper each wait for a time slice. No wall time is asserted:
+the deadline is set far below what the starved run needs and far above its CPU time, and only verdicts (and the
+kernel's counts the result keeps) are compared."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from grader.sandbox import cpuclock
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Grades one exercise in a sandbox (run in a child process, pinned to `cpu` and at nice 10 with its sandbox), its
+# deadline `budget` s after the load, which may move by `slack` s; prints the outcomes and the budget's facts as
+# JSON. With a cpu, it says "loaded" and waits for a line before the exercise (the busy processes start between).
+GRADE = r'''
+import json, os, sys, time
+cpu, budget, slack = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+source, cases = sys.argv[4], json.loads(sys.argv[5])
+if cpu >= 0:
+    os.sched_setaffinity(0, {cpu})
+    os.nice(10)
+from grader import codec
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+requests = [CaseRequest(f"c{i}", call, timeout=timeout, oracle_calls=5000) for i, (call, timeout) in enumerate(cases)]
+with Sandbox(statements, {}, ProcessLimits(load_seconds=30), slack=slack) as sandbox:
+    sandbox.load(time.monotonic() + 600)
+    if cpu >= 0:
+        print("loaded", flush=True)
+        sys.stdin.readline()
+    outcomes = sandbox.run_exercise(requests, ["helper"], lambda name, args, kwargs: args[0], time.monotonic() + budget,
+                                   max_timeouts=10)
+    print(json.dumps({"outcomes": [{"status": o.status, "reason": o.error.get("reason", "") if o.error else "",
+                                    "message": o.error.get("message", "") if o.error else "",
+                                    "value": codec.decode(o.value) if o.status == "ok" else None} for o in outcomes],
+                      "reached": sandbox.budget.reached, "granted": sandbox.budget.granted}))
+'''
+
+# Thousands of round trips to the parent for an isolated helper: eight-puzzle's A* rerun, in small.
+ROUND_TRIPS = ("def many(helper, a, b):\n    return sum(helper(i) for i in range(a, b))\n\n"
+               "def helper(x):\n    return 0\n")
+STARVED = [("many(helper, 0, 1000)", 1.0), ("many(helper, 1000, 2000)", 1.0), ("many(helper, 0, 5)", 1.0)]
+
+
+def grade(source: str, cases: list[tuple[str, float]], budget: float, slack: float, cpu: int = -1,
+          busy: int = 0) -> dict:
+    """The exercise graded in a child process; with a `cpu`, beside `busy` busy processes on that CPU from the load's
+    end to the last answer."""
+    child = subprocess.Popen([sys.executable, "-c", GRADE, str(cpu), str(budget), str(slack), source,
+                              json.dumps(cases)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    hogs = []
+    try:
+        if cpu >= 0:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline().strip() == "loaded"
+            hogs = spinners(cpu, busy)
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        out, err = child.communicate(timeout=900)
+    finally:
+        stop(hogs)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def spinners(cpu: int, count: int) -> list[subprocess.Popen]:
+    """`count` busy processes on `cpu`, each spinning by the time this returns."""
+    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True) for _ in range(count)]
+    for hog in hogs:
+        assert hog.stdout is not None and hog.stdout.readline().strip() == "spinning"
+    return hogs
+
+
+def stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_a_grading_starved_of_cpu_past_its_deadline_keeps_the_verdicts_of_a_quiet_one():
+    """The grading (at nice 10) and three busy processes share one CPU: each of the 2,000 round trips waits for a
+    time slice, and the exercise needs several times its 1 s budget with a fraction of a second of CPU. The deadline
+    moves by that waiting (here by up to 600 s, to see it work; a rubric's by up to its own budget), so every case is
+    judged as on a quiet machine; without the move the later cases were "not run: the budget is spent"."""
+    starved = grade(ROUND_TRIPS, STARVED, budget=1.0, slack=600.0, cpu=min(os.sched_getaffinity(0)), busy=3)
+    quiet = grade(ROUND_TRIPS, STARVED, budget=600.0, slack=0.0)
+    assert [o["status"] for o in quiet["outcomes"]] == ["ok", "ok", "ok"]
+    assert starved["outcomes"] == quiet["outcomes"], starved
+    assert starved["reached"] and starved["granted"] > 0   # the deadline passed, and the kernel's waiting moved it
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_a_grading_starved_past_its_moved_deadline_is_the_machines_fault_not_the_students():
+    """The same starved grading, its deadline 0.5 s away and allowed to move by 0.05 s only: the machine took more
+    than that, so the case stopped and the cases not run are the grader's problem ("starved"), never the budget
+    the student spent."""
+    starved = grade(ROUND_TRIPS, STARVED, budget=0.5, slack=0.05, cpu=min(os.sched_getaffinity(0)), busy=3)
+    lost = [o for o in starved["outcomes"] if o["status"] != "ok"]
+    assert lost and all(o["reason"] == "starved" for o in lost), starved
+    assert starved["outcomes"][-1]["status"] == "skipped"
+
+
+def test_a_result_with_cases_a_busy_machine_kept_from_being_judged_is_graded_again_by_the_next_run(tmp_path):
+    """Its gradebook row says how many (the result's `extra.budget.busy_cases`): the next run does not keep it as
+    unchanged, and the others stay unchanged."""
+    import shutil
+    import sqlite3
+    examples = ROOT / "assignments" / "taoistic-search" / "submissions"
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for name in ("correct", "seed-000"):
+        shutil.copy(examples / f"{name}.ipynb", submissions / f"{name}.ipynb")
+    command = [sys.executable, "-m", "grader", "grade", str(submissions), "--rubric",
+               str(ROOT / "rubrics" / "taoistic-search.yaml"), "--out", str(tmp_path / "out"), "--cache",
+               str(tmp_path / "cache"), "--quiet"]
+    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "2 graded" in first.stdout, first.stdout + first.stderr
+    with sqlite3.connect(tmp_path / "out" / "gradebook.sqlite") as db:   # as a starved grading would have stored it
+        db.execute("""UPDATE results SET json = json_set(json, '$.extra.budget',
+                          json('{"slack_seconds": 60, "waited_seconds": 75.5, "busy_cases": 3}'))
+                      WHERE id = (SELECT current_result FROM submissions WHERE student = 'seed-000')""")
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "1 graded, 0 unreadable, 0 failed, 1 unchanged" in again.stdout, again.stdout + again.stderr
+    third = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "0 graded, 0 unreadable, 0 failed, 2 unchanged" in third.stdout, third.stdout + third.stderr
+
+
+# A notebook that tries to earn time: its case forks busy children (they and it wait for a CPU, which the kernel
+# counts as run-queue time) and its next case sleeps (time the sandbox spends not computing, room for that waiting
+# in the credit); then many short cases, which only a deadline moved without bound would let run.
+GREEDY = r'''
+import os, time
+def hog():
+    for _ in range(4):
+        if os.fork() == 0:
+            while True:
+                pass
+    while True:
+        pass
+def nap():
+    time.sleep(600)
+def quick():
+    time.sleep(0.05)
+    return 1
+def helper(x):
+    return x
+'''
+
+
+def test_a_notebook_that_makes_itself_wait_still_times_out_and_gets_no_more_than_the_slack():
+    """Its busy children and its sleep make the kernel count run-queue time with room for it in the credit (about a
+    second here): the deadline moves by at most the slack whatever it does, its two cases time out as they would
+    with no budget at all, and what is left when the moved deadline passes is not run. (Whether that last part is
+    its own time or the machine's is left to the kernel's counts: on a busy machine it can be either, and a case
+    the machine kept from running costs the same as one of a spent budget, so nothing is gained by faking it.)"""
+    cases = [("hog()", 0.5), ("nap()", 0.3)] + [("quick()", 1.0)] * 400
+    outcomes = grade(GREEDY, cases, budget=4.0, slack=1.0)["outcomes"]
+    assert outcomes[0]["status"] == "timeout" and "CPU time" in outcomes[0]["message"]   # as without a budget
+    assert outcomes[1]["status"] == "timeout" and "waiting" in outcomes[1]["message"]
+    statuses = [o["status"] for o in outcomes[2:]]
+    ran = statuses.index("skipped")
+    assert set(statuses[:ran]) <= {"ok", "timeout"} and set(statuses[ran:]) == {"skipped"}
+    # 20 s of quick cases against a deadline 4 s away that may move by 1 s: most were never run.
+    assert len(statuses) - ran > 200
+
+
+@given(waited=st.floats(0, 1e4), elapsed=st.floats(0, 1e4), computed=st.floats(0, 1e4))
+def test_the_credit_is_never_more_than_the_waiting_nor_than_the_sandboxs_idle_wall_time(waited, elapsed, computed):
+    granted = cpuclock.credit(waited, elapsed, computed)
+    assert 0.0 <= granted <= waited
+    assert granted <= max(0.0, elapsed - computed)
