@@ -143,6 +143,62 @@ def test_a_result_with_cases_a_busy_machine_kept_from_being_judged_is_graded_aga
     assert "0 graded, 0 unreadable, 0 failed, 2 unchanged" in third.stdout, third.stdout + third.stderr
 
 
+# One fork serves several exercises while it stays pristine: the first one waits for a CPU beside busy processes,
+# the next eight sleep. Prints what the budget has counted as the sandbox's waiting after each exercise.
+SAME_FORK = r'''
+import json, os, sys, time
+cpu = int(sys.argv[1])
+os.sched_setaffinity(0, {cpu})
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+source = "import os, time\ndef spin():\n    end = time.process_time() + 0.3\n    while time.process_time() < end:\n" \
+         "        pass\n    return os.getpid()\ndef nap():\n    time.sleep(0.3)\n    return os.getpid()\n"
+statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+with Sandbox(statements, {}, ProcessLimits(load_seconds=30), slack=1000.0) as sandbox:
+    sandbox.load(time.monotonic() + 600)
+    forks, counted = [], []
+    for index, call in enumerate(["spin()"] + ["nap()"] * 8):
+        print("ready", flush=True)
+        sys.stdin.readline()
+        [outcome] = sandbox.run_exercise([CaseRequest(f"c{index}", call, timeout=5.0)], (), lambda *a: None,
+                                         time.monotonic() + 600)
+        forks.append(outcome.value)
+        counted.append(sandbox.budget.gone)
+    print(json.dumps({"forks": forks, "counted": counted}))
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_a_fork_that_serves_several_exercises_has_its_waiting_counted_once():
+    """Its reading is its whole life's run-queue time: added again at each exercise's end, eight sleeping exercises
+    after a starved one were credited nine times its waiting (redteam's probe), and an honest notebook on a busy
+    machine could reach the cap and have its cases "busy" at every run."""
+    cpu = min(os.sched_getaffinity(0))
+    child = subprocess.Popen([sys.executable, "-c", SAME_FORK, str(cpu)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        hogs = spinners(cpu, 3)
+        try:
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "ready"   # the first exercise is done
+        finally:
+            stop(hogs)
+        out, err = child.communicate(input="go\n" * 8, timeout=600)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, err[-3000:]
+    found = json.loads(out.strip().splitlines()[-1])
+    assert len(set(found["forks"])) == 1   # one fork served all nine (otherwise there is nothing to count twice)
+    first, last = found["counted"][0], found["counted"][-1]
+    assert first > 0                        # the busy processes kept it waiting
+    assert last < 2 * first                 # the sleeping exercises added little, not eight times as much again
+
+
 # A notebook that tries to earn time: its case forks busy children (they and it wait for a CPU, which the kernel
 # counts as run-queue time) and its next case sleeps (time the sandbox spends not computing, room for that waiting
 # in the credit); then many short cases, which only a deadline moved without bound would let run.

@@ -12,7 +12,7 @@ graded again), else the submission spent its own time (its budget, as on a quiet
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grader.sandbox import cpuclock
 
@@ -29,8 +29,13 @@ class Budget:
     gone: float = 0.0         # run-queue time of the sandbox's processes that ended (their last readings)
     gone_cpu: float = 0.0     # CPU time of the sandbox's children that ended (their last readings)
     runtime: float = 0.0      # the current child's run-queue time when it started
-    fork: float = 0.0         # the running exercise's fork: its last reading
+    fork: float = 0.0         # the running exercise's fork: its last reading (its whole life's run-queue time)
+    fork_pid: int = 0         # which fork that reading is of
     read_at: float = 0.0      # when the fork was last read, or its exercise started
+    # Of each fork (host pid), the waiting already counted in `gone`: a fork that stays pristine serves the next
+    # exercises too, and its reading is its whole life's (added again at each exercise's end, eight exercises of one
+    # fork were credited eight times its waiting).
+    counted: dict[int, float] = field(default_factory=dict)
     granted: float = 0.0      # the credit last worked out, uncapped
     reached: bool = False     # the caller's deadline passed at least once (the result then says what was granted)
 
@@ -50,23 +55,29 @@ class Budget:
             self.runtime = 0.0
 
     def exercise_started(self, now: float) -> None:
-        self.fork, self.read_at = 0.0, now
+        self.fork, self.fork_pid, self.read_at = 0.0, 0, now
 
     def fork_due(self, now: float) -> bool:
         return self.slack > 0 and now - self.read_at >= FORK_READ_SECONDS
 
     def fork_read(self, pid: int, now: float) -> None:
-        self.fork, self.read_at = cpuclock.run_delay(pid), now
+        self.fork, self.fork_pid, self.read_at = cpuclock.run_delay(pid), pid, now
+
+    def _fork_new(self) -> float:
+        """What the running exercise's fork waited that is not counted yet."""
+        return max(0.0, self.fork - self.counted.get(self.fork_pid, 0.0))
 
     def exercise_ended(self, now: float) -> None:
-        self.gone += self.fork
+        if self.fork_pid:
+            self.gone += self._fork_new()
+            self.counted[self.fork_pid] = max(self.fork, self.counted.get(self.fork_pid, 0.0))
         self.exercise_started(now)
 
     def until(self, deadline: float, now: float, runtime: int | None, cpu: float | None) -> float:
         """The deadline as it stands at `now` (>= `deadline`): moved by the credit, at most the slack. `runtime`
         is the current child's first process (None: none runs) and `cpu` its CPU time so far."""
         self.reached = True
-        waited = self.gone + self.fork + max(0.0, cpuclock.own_waiting() - self.own)
+        waited = self.gone + self._fork_new() + max(0.0, cpuclock.own_waiting() - self.own)
         if runtime is not None:
             waited += max(0.0, cpuclock.run_delay(runtime) - self.runtime)
         self.granted = cpuclock.credit(waited, now - self.started, self.gone_cpu + (cpu or 0.0))
