@@ -214,20 +214,3 @@ def test_a_rubric_expression_that_warns_fails_or_is_for_another_interpreter_is_c
                     {"magic": magic, "codes": [("g()", "<case>", made[0][2][:5])]}):
         runtime._take_codes(request)
         assert runtime._CODE == {}
-
-
-def test_the_label_is_written_into_the_marshal_data_only_where_the_neutral_name_is_the_file_alone():
-    """The child writes the cell's label in place of the parent's neutral file name in the code's marshal data
-    (runtime._relabelled_load) only where that name's text is there once: a student's constant or bytes of the
-    same text stays as it is (the code is then relabelled after its load), and the result is always the code the
-    child would have compiled."""
-    assert runtime._NEUTRAL == precompiled.FILENAME.encode("ascii")
-    plain = statement("class A:\n    def f(self):\n        return lambda: 1\n", count=3, cell=2)
-    for source, written in ((plain["code"], True), ("x = '<statement>'\n", False),
-                            ("y = b'\\xfa\\x0b<statement>'\n", False), ("def g():\n    return '<statement>'\n", False)):
-        each = {**plain, "code": source}
-        data = precompiled.compiled([each])[0].code
-        assert data is not None
-        assert (runtime._relabelled_load(data, each["filename"]) is not None) is written, source
-        loaded = runtime._statement_code({**each, "compiled": data}, True)
-        assert _fields(loaded) == _fields(_compiled_here(each)), source

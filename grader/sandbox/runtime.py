@@ -772,38 +772,11 @@ def _statement_code(statement, compiled):
     """A kept statement's code: the parent's compile of it (precompiled.py), when it sent one this interpreter
     can load, or else compiled here (a SyntaxError then says what is wrong with it, a SyntaxWarning goes to the
     load's output)."""
-    if compiled:
-        code = _relabelled_load(statement.get("compiled"), statement["filename"])
-        if code is not None:
-            return code
-        code = _parents_code(statement.get("compiled"))
-        if code is not None:
-            return _labelled(code, statement["filename"])
+    code = _parents_code(statement.get("compiled")) if compiled else None
+    if code is not None:
+        return _labelled(code, statement["filename"])
     return compile("\n" * (statement["line"] - 1) + statement["code"], statement["filename"], "exec",
                    flags=_ANNOTATIONS, dont_inherit=True)
-
-
-# The name the parent compiles a statement under (precompiled.FILENAME), as marshal writes it: a short ASCII str
-# (type byte, with or without its reference flag, interned or not; then its length in one byte).
-_NEUTRAL = b"<statement>"
-_SHORT_ASCII = frozenset(kind | flag for kind in b"zZ" for flag in (0, 0x80))
-
-
-def _relabelled_load(data, filename):
-    """The parent's code with the cell's label as its file, loaded from its marshal data with the label written in
-    place of the neutral name, or None (then _labelled does it on the loaded code). One compile has one file name
-    object, which marshal writes once and every other code object of the compile refers back to: where the name's
-    text is in the data once, that is it (a constant of the same text would be a second copy). A fifth of the cost
-    of copying each code object with its new file (59 code objects: 0.6 ms of a fresh sandbox)."""
-    if type(data) is not bytes or type(filename) is not str or not filename.isascii() or not 0 < len(filename) < 256:
-        return None
-    at = data.find(_NEUTRAL)
-    if at < 2 or data[at - 1] != len(_NEUTRAL) or data[at - 2] not in _SHORT_ASCII \
-            or data.find(_NEUTRAL, at + 1) != -1:
-        return None
-    code = _parents_code(b"".join((data[:at - 1], bytes((len(filename),)), filename.encode("ascii"),
-                                   data[at + len(_NEUTRAL):])))
-    return code if code is not None and code.co_filename == filename else None
 
 
 def _labelled(code, filename):
