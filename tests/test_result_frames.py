@@ -28,3 +28,17 @@ def test_a_lone_surrogate_travels_in_a_result_frame():
 def test_an_error_frame_has_no_value():
     outcome = {"op": "result", "case": "c#2", "status": "error", "error": {"type": "E"}, "output": ""}
     assert runtime._result_frame(outcome, None) == wire.encode_frame(outcome)
+
+
+def test_an_answered_outcome_is_the_outcome_its_fields_make():
+    """The parent makes each case's Outcome without the dataclass's __init__ (process._answered): the same object
+    in every way the judge, the memo and a pickle see it."""
+    import copy
+    import pickle
+    from dataclasses import replace
+    from grader.sandbox.process import Outcome, _answered
+    fields = ("c#1", "ok", [1, "x"], {"p": 2}, {"type": "E"}, "printed", 0.25, None)
+    made, want = _answered(*fields), Outcome(*fields)
+    assert made == want and repr(made) == repr(want) and list(vars(made)) == list(vars(want))
+    assert pickle.loads(pickle.dumps(made)) == want and copy.copy(made) == want
+    assert replace(made, status="timeout") == replace(want, status="timeout")
