@@ -37,7 +37,7 @@ from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
 from grader.kept import SizedMemo
 from grader.store import status as vocabulary
-from grader.sandbox import cpuclock
+from grader.sandbox import cpuclock, frames
 from grader.sandbox.budget import Budget
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Replies, Sandbox,
@@ -279,7 +279,7 @@ def build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: 
     return requests
 
 
-def _right_frame(plan: Plan, case: Case) -> tuple[bytes, Any] | None:
+def _right_frame(plan: Plan, case: Case) -> tuple[bytes, frames.Result] | None:
     """What a right answer's frame is, where the judge takes an answer of the expected wire itself as right
     without looking at it (an `equal` case with a valid expected value and no probes): see CaseRequest.right."""
     if case.check.name != "equal" or case.probe or _marshalled_expected(plan, case.id) is None:

@@ -71,10 +71,10 @@ class CaseRequest:
     reduce: str | None = None                   # expression over `result`, applied before encoding
     oracle_calls: int = ORACLE_CALLS            # at most this many isolated-helper round trips, then the case ends
     oracle_bytes: int = ORACLE_BYTES            # and at most this many bytes of them (each parsed and decoded)
-    # The parent's own: the body of the `result` frame a right answer makes, as the runtime writes it, and the wire
-    # value it holds (right_answer). A frame of exactly these bytes is that answer, taken without parsing (most
+    # The parent's own: the body of the `result` frame a right answer makes, as the runtime writes it, and the
+    # message it is (right_answer). A frame of exactly these bytes is that answer, taken without parsing (most
     # answers of a class are right). Never sent: the child is sent the fields _exercise_message names.
-    right: tuple[bytes, Any] | None = field(default=None, compare=False, repr=False)
+    right: tuple[bytes, frames.Result] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -724,7 +724,7 @@ class Sandbox:
                 if call is not None:
                     pass   # heard (and looked up) already
                 elif current is not None and current.right is not None and body == current.right[0]:
-                    message = frames.Result(current.id, "ok", current.right[1])   # what parsing it would give
+                    message = current.right[1]   # what parsing it would give (_outcome copies its dicts)
                 elif current is not None and isinstance(oracle, PureOracle):   # most frames of A*: helper calls
                     call = oracle.replies.hear(body)
                     if call is not None:
@@ -1047,14 +1047,17 @@ def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
     return message
 
 
-def right_answer(case_id: str, value: Any) -> tuple[bytes, Any] | None:
+def right_answer(case_id: str, value: Any) -> tuple[bytes, frames.Result] | None:
     """CaseRequest.right for a case whose right answer is the wire `value`: the body of the runtime's `result`
-    frame holding it with no probes and no output (its keys in the runtime's order), or None if no frame can."""
+    frame holding it with no probes and no output (its keys in the runtime's order), and the message parsing it
+    would give, made once (a frozen dataclass costs ~2 us to make, for most cases of every notebook); or None if
+    no frame can hold it."""
     try:
-        return wire.encode_body({"op": "result", "case": case_id, "status": "ok", "value": value, "probes": {},
-                                 "output": ""}), value
+        body = wire.encode_body({"op": "result", "case": case_id, "status": "ok", "value": value, "probes": {},
+                                 "output": ""})
     except (TypeError, ValueError, RecursionError, wire.FrameError):
         return None
+    return body, frames.Result(case_id, "ok", value)
 
 
 def _exercise_message(cases: Sequence[CaseRequest], isolate: Sequence[str],
