@@ -51,7 +51,7 @@ with Sandbox(statements, {}, ProcessLimits(load_seconds=30), slack=slack) as san
 # Thousands of round trips to the parent for an isolated helper: eight-puzzle's A* rerun, in small.
 ROUND_TRIPS = ("def many(helper, a, b):\n    return sum(helper(i) for i in range(a, b))\n\n"
                "def helper(x):\n    return 0\n")
-STARVED = [("many(helper, 0, 1000)", 1.0), ("many(helper, 1000, 2000)", 1.0), ("many(helper, 0, 5)", 1.0)]
+STARVED = [("many(helper, 0, 1000)", 0.1), ("many(helper, 1000, 2000)", 0.1), ("many(helper, 0, 5)", 0.1)]
 
 
 def grade(source: str, cases: list[tuple[str, float]], budget: float, slack: float, cpu: int = -1,
@@ -99,7 +99,9 @@ def test_a_grading_starved_of_cpu_past_its_deadline_keeps_the_verdicts_of_a_quie
     """The grading (at nice 10) and three busy processes share one CPU: each of the 2,000 round trips waits for a
     time slice, and the exercise needs several times its 1 s budget with a fraction of a second of CPU. The deadline
     moves by that waiting (here by up to 600 s, to see it work; a rubric's by up to its own budget), so every case is
-    judged as on a quiet machine; without the move the later cases were "not run: the budget is spent"."""
+    judged as on a quiet machine; without the move the later cases were "not run: the budget is spent". And the
+    parent's waiting while it answers is not the reference's time: each case's 1,000 answers took more than the
+    share of 10 times its 0.1 s limit, and the case was a timeout "while the reference answered"."""
     starved = grade(ROUND_TRIPS, STARVED, budget=1.0, slack=600.0, cpu=min(os.sched_getaffinity(0)), busy=3)
     quiet = grade(ROUND_TRIPS, STARVED, budget=600.0, slack=0.0)
     assert [o["status"] for o in quiet["outcomes"]] == ["ok", "ok", "ok"]

@@ -1173,6 +1173,7 @@ class _CaseClock:
         self.wake = started + limit + GRACE_SECONDS   # CPU time never outruns one thread's wall time much
         self.reference_spent = 0.0          # the parent's time answering, answers sent ahead included
         self.prefetch_spent = 0.0           # of which answers sent ahead (see Sandbox._with_prefetched)
+        self.waiting_base: float | None = None   # the parent's run-queue time at the case's first computed answer
 
     def _read(self) -> cpuclock.Usage | None:
         return cpuclock.read_usage(self.process()) if self.process is not None else None
@@ -1217,8 +1218,16 @@ class _CaseClock:
     def reference_seconds(self) -> float:
         """What one answer of the reference may take: the case's limit, and all of them together the backstop's
         share, so a child cannot hold the parent with questions the reference is slow to answer. Answers sent
-        ahead have a share of their own (prefetch_seconds): they never shorten this one."""
-        return min(self.limit, cpuclock.WALL_FACTOR * self.limit - (self.reference_spent - self.prefetch_spent))
+        ahead have a share of their own (prefetch_seconds): they never shorten this one. The share is wall time,
+        and the parent's own waiting for a CPU since the case's first answer is not the reference's: at load 16
+        eight-puzzle's A* rerun spent its 10 s on thousands of round trips that each waited for a CPU, and a case
+        the notebook answered right was a timeout "while the reference answered"."""
+        if self.waiting_base is None:
+            self.waiting_base = cpuclock.own_waiting()
+        left = cpuclock.WALL_FACTOR * self.limit - (self.reference_spent - self.prefetch_spent)
+        if left < self.limit:   # running short: read how long the parent waited (one read, only then)
+            left += max(0.0, cpuclock.own_waiting() - self.waiting_base)
+        return min(self.limit, left)
 
     def prefetch_seconds(self) -> float:
         """What answers sent ahead may still take in this case: half the backstop's share, besides it."""
