@@ -149,3 +149,35 @@ def test_frames_written_between_exercises_are_not_read_on(monkeypatch):
         [second] = sandbox.run_exercise([CaseRequest("c2", "quick()")], (), lambda *a: None, time.monotonic() + 60)
     assert first.status == second.status == "ok" and codec.decode(second.value) == 7
     assert sum(b'"progress"' in body for body in parsed) <= 1, len(parsed)
+
+
+def test_frames_written_by_a_statement_of_the_load_have_it_left_out(monkeypatch):
+    """While the runtime loads, it says which statement it starts and then `loaded`, nothing else. A top-level
+    statement writing other frames had the parent read and parse them until the load's budget ran out (10 s of
+    its CPU per attempt, once for each such statement); now the first one has that statement left out, as if it
+    hung, and the load goes on without it."""
+    import time
+
+    from grader import codec
+    from grader.sandbox import frames
+    from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+
+    flood = ("import json, os, struct, sys\n_fd = sys._getframe(1).f_locals['self'].response_fd\n"
+             "_body = json.dumps({'op': 'done'}).encode()\n"
+             "for _ in range(3000):\n    os.write(_fd, struct.pack('>I', len(_body)) + _body)\nflooded = True\n")
+    statements = [{"code": source, "filename": f"In [{n}] (cell {n})", "line": 1, "kind": kind}
+                  for n, (source, kind) in enumerate([(flood, "other"), ("def f():\n    return 7\n", "def")], 1)]
+    parsed: list[bytes] = []
+    real = frames.parse
+
+    def counted(message, bounds):
+        parsed.append(message)
+        return real(message, bounds)
+
+    monkeypatch.setattr(frames, "parse", counted)
+    with Sandbox(statements, {}, ProcessLimits(load_seconds=5)) as sandbox:
+        report = sandbox.load(time.monotonic() + 60)
+        [outcome] = sandbox.run_exercise([CaseRequest("c1", "f()")], (), lambda *a: None, time.monotonic() + 60)
+    assert sum(message == {"op": "done"} for message in parsed) <= 1, len(parsed)
+    assert outcome.status == "ok" and codec.decode(outcome.value) == 7
+    assert any("In [1]" in warning.shown and "left out" in warning.shown for warning in report.warnings), report

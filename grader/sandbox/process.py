@@ -552,13 +552,17 @@ class Sandbox:
                     "statement_seconds": self.limits.load_seconds}))
                 while True:
                     message = self._receive(limit)
-                    if isinstance(message, frames.Progress):
-                        # The runtime announces statements in order, each once: a frame that does not name
-                        # the next one is not the runtime's (student code may write them) and says nothing.
-                        if message.index == _announced_after(announced, running):
-                            running, left_out = message.index, message.left_out
-                    elif isinstance(message, frames.Loaded):
+                    if isinstance(message, frames.Loaded):
                         break
+                    # The runtime announces statements in order, each once, and says nothing else until
+                    # `loaded`: any other frame is student code's, the running statement's (student code runs
+                    # only once its statement is announced), which is left out as if it hung. Ignored, such
+                    # frames were read and parsed until the load's budget ran out (10 s of the grader's CPU per
+                    # attempt, for next to none of the child's), once for each statement that wrote them.
+                    if not isinstance(message, frames.Progress) \
+                            or message.index != _announced_after(announced, running):
+                        raise frames.Invalid("a frame the runtime does not send while it loads")
+                    running, left_out = message.index, message.left_out
             except (wire.Timeout, wire.Closed, wire.FrameError, frames.Invalid) as error:
                 self._leave_out(left_out, indices)
                 out_of_time = until is not None and time.monotonic() >= until
