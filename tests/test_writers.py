@@ -255,6 +255,23 @@ def test_a_result_is_measured_without_encoding_it_only_when_it_surely_fits(text:
     assert _result_json_at_most(to_dict(result)) >= len(textsafe.json_text(to_dict(result), separators=(",", ":")))
 
 
+@SETTINGS
+@given(text=HOSTILE_TEXT, notes=st.lists(st.one_of(HOSTILE_TEXT, st.just("n" * 3_000)), max_size=3),
+       score=st.sampled_from([0.0, 2.5, 1, True, float("nan"), float("inf")]))
+def test_an_exercise_within_its_bounds_is_kept_and_any_other_is_bounded_as_a_copy(text: str, notes: list[str],
+                                                                                   score: object) -> None:
+    """Bounding a result keeps each exercise already within the bounds (its cases bounded as judged, plain
+    finite scores, short notes) rather than copying it; any other is the copy it always was."""
+    from grader.store.results import CASE_BOUNDS, _bound_texts, _bounded_exercise, _finite
+    exercise = replace(_result(text).exercises[0], notes=tuple(notes), score=score)
+    made = _bounded_exercise(exercise, CASE_BOUNDS)
+    want = replace(exercise, cases=tuple(bound_case(c) for c in exercise.cases),
+                   notes=_bound_texts(exercise.notes, CASE_BOUNDS), score=_finite(score),
+                   max_score=_finite(exercise.max_score))
+    assert made == want and type(made.score) is float
+    assert _bounded_exercise(made, CASE_BOUNDS) is made
+
+
 @pytest.mark.parametrize("shared", [False, True])
 def test_characters_outside_the_bmp_in_an_ascii_written_result_count_twelve_each(tmp_path: Path, shared: bool) -> None:
     """A lone surrogate anywhere writes the whole result as ASCII JSON, where a character outside the BMP is a

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import weakref
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
@@ -365,13 +366,29 @@ def _bound_warning(warning: GraderWarning, limit: int) -> GraderWarning:
 
 
 def _bounded(result: SubmissionResult, bounds: Bounds) -> SubmissionResult:
-    exercises = tuple(replace(e, cases=tuple(bound_case(c, bounds) for c in e.cases),
-                              notes=_bound_texts(e.notes, bounds), score=_finite(e.score),
-                              max_score=_finite(e.max_score))
-                      for e in result.exercises)
+    exercises = tuple(_bounded_exercise(e, bounds) for e in result.exercises)
     return replace(result, exercises=exercises, warnings=_bound_warnings(result.warnings, bounds),
                    environment=_bound_warnings(result.environment, bounds),
                    total=_finite(result.total), max_total=_finite(result.max_total), seconds=_finite(result.seconds))
+
+
+def _bounded_exercise(exercise: ExerciseResult, bounds: Bounds) -> ExerciseResult:
+    """The exercise with its cases, notes and scores within `bounds`: itself when they are already (the judge
+    bounds each case as it is judged, so bounding a worker's result copied each exercise to change nothing)."""
+    cases = tuple(bound_case(c, bounds) for c in exercise.cases)
+    notes = exercise.notes
+    if type(exercise.cases) is tuple and all(map(operator.is_, cases, exercise.cases)) \
+            and _finite_float(exercise.score) and _finite_float(exercise.max_score) \
+            and type(notes) is tuple and len(notes) <= bounds.warnings \
+            and all(type(text) is str and len(text) <= bounds.warning for text in notes):
+        return exercise
+    return replace(exercise, cases=cases, notes=_bound_texts(notes, bounds), score=_finite(exercise.score),
+                   max_score=_finite(exercise.max_score))
+
+
+def _finite_float(value: Any) -> bool:
+    """Whether _finite(value) is `value` itself, as good as."""
+    return type(value) is float and math.isfinite(value)
 
 
 def bounded_json(result: SubmissionResult, **options: Any) -> tuple[SubmissionResult, str]:
