@@ -674,7 +674,9 @@ def test_a_result_comes_back_from_its_worker_by_name_and_reads_back_as_the_worke
         assert got == want
         assert textsafe.json_text(stored_form(got)) == textsafe.json_text(stored_form(want))
         late = replace(got, late=True, penalty=2.5, submitted_at="2026-11-28T08:00:00+00:00", notebook="notebooks/x")
-        assert textsafe.json_text(stored_form_of(back, late)) == textsafe.json_text(stored_form(late))
+        assert textsafe.json_text(stored_form_of(dict(back), got, late)) == textsafe.json_text(stored_form(late))
+        other = replace(late, exercises=late.exercises[1:], extra={"x": 1})   # not only its plain fields: made again
+        assert textsafe.json_text(stored_form_of(dict(back), got, other)) == textsafe.json_text(stored_form(other))
         calls = {case.id: case.shown_call for cases in plan.cases.values() for case in cases}
         for exercise in got.exercises:
             for case in exercise.cases:

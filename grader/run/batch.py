@@ -324,7 +324,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     received += 1
                     student = done.job.student
                     if done.result is not None:
-                        result = from_dict(done.result)
+                        result = read = from_dict(done.result)
                     else:
                         batch.failed.append(student)
                         batch.reasons[student] = done.failure
@@ -338,7 +338,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         result = replace(result, notebook=copy)
                         # A worker's result is bounded: its file and its gradebook row are made from one stored form.
                         if done.result is not None and book:
-                            form = stored_form_of(done.result, result) if done.stored else stored_form(result)
+                            form = stored_form_of(done.result, read, result) if done.stored else stored_form(result)
                         write_json(result, out_dir, bounded=done.result is not None, store=shared_values, form=form)
                     problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
                     busy = sum(c.reason == BUSY for e in result.exercises for c in e.cases) if problems else 0

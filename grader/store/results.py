@@ -546,17 +546,20 @@ def stored_form(result: SubmissionResult) -> dict:
     return lean(to_dict(result))
 
 
-def stored_form_of(data: dict, result: SubmissionResult) -> dict:
-    """stored_form(result), for a result that from_dict read from `data`, a stored form (a worker's, as it sent
-    it), and that was changed since in its plain fields alone (the batch's lateness, the notebook's copy): `data`
-    itself with those fields set, not made again case by case. Changes `data` and returns it."""
+def stored_form_of(data: dict, read: SubmissionResult, result: SubmissionResult) -> dict:
+    """stored_form(result), where `read` is from_dict(data), `data` a stored form (a worker's, as it sent it), and
+    `result` is `read` changed since (the batch's lateness, the notebook's copy): `data` itself with the plain
+    fields set, not made again case by case, when those are all that changed (replace keeps the others' very
+    objects); else stored_form(result). Changes `data` and returns it."""
+    if any(getattr(result, name) is not getattr(read, name) for name in _NESTED_FIELDS):
+        return stored_form(result)
     for name in _PLAIN_FIELDS:
         data[name] = getattr(result, name)
     return data
 
 
-_PLAIN_FIELDS = tuple(name for name in _ALL_RESULT_FIELDS if name not in ("exercises", "warnings", "environment",
-                                                                          "extra"))
+_NESTED_FIELDS = ("exercises", "warnings", "environment", "extra")
+_PLAIN_FIELDS = tuple(name for name in _ALL_RESULT_FIELDS if name not in _NESTED_FIELDS)
 
 
 def _copied(form: dict) -> dict:
