@@ -699,6 +699,7 @@ class Sandbox:
         current: CaseRequest | None = None
         clock: _CaseClock | None = None
         forked = False
+        reported = False                   # an `exited` came before the fork's `forked` (the last fork's death)
         calls = 0
         asked = 0                          # bytes of the running case's isolated-helper calls
         process: _Locator | None = None    # finds its fork and runtime by host pid, when a case first needs them
@@ -843,6 +844,10 @@ class Sandbox:
                     # left): the runtime reports that death late and serves this request itself, so a `forked`
                     # follows. A fork that took this request and died before saying `forked` sends nothing more:
                     # the runtime's deadline replaces the child. Sending the request again would have it run twice.
+                    # That report comes once: more are student code's (read until the runtime's deadline).
+                    if reported:
+                        return outcomes, False
+                    reported = True
                     continue
                 if current is not None and clock is not None:
                     outcomes.append(Outcome(current.id, "crash", seconds=now - clock.started,
