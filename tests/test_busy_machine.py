@@ -245,3 +245,23 @@ def test_the_credit_is_never_more_than_the_waiting_nor_than_the_sandboxs_idle_wa
     granted = cpuclock.credit(waited, elapsed, computed)
     assert 0.0 <= granted <= waited
     assert granted <= max(0.0, elapsed - computed)
+
+
+def test_the_grading_threads_own_cpu_time_is_not_idle_time_the_credit_may_use():
+    """The credit is at most the wall time nobody of the grading computed: the sandbox's CPU time, and the grading
+    thread's own (answering isolated helpers, parsing), which counted as idle. Pinned beside its sandbox, a worker
+    answering a flood of cheap calls made the fork spinning beside it wait, and that waiting (run-queue time the
+    kernel counts) was credited within the idle time the worker's own work made. Here the thread computes 0.3 s
+    while the sandbox is said to have waited without end: the credit leaves those 0.3 s out."""
+    import time
+
+    from grader.sandbox.budget import Budget
+
+    budget = Budget.start(slack=1e6, now=time.monotonic())
+    spun = time.thread_time()
+    while time.thread_time() < spun + 0.3:
+        pass
+    budget.gone = 1e6                 # waiting of the sandbox's processes: more than any wall time here
+    budget.until(deadline=0.0, now=time.monotonic(), runtime=None, cpu=0.0)
+    elapsed = time.monotonic() - budget.started
+    assert budget.granted <= elapsed - 0.3, (budget.granted, elapsed)

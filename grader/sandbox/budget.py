@@ -12,6 +12,7 @@ graded again), else the submission spent its own time (its budget, as on a quiet
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from grader.sandbox import cpuclock
@@ -26,6 +27,7 @@ class Budget:
     slack: float              # the deadline moves by at most this much (0: never)
     started: float            # when the sandbox started: waiting and computing are counted from here
     own: float = 0.0          # the grading thread's run-queue time at the start
+    own_cpu: float = 0.0      # and its CPU time (time.thread_time)
     gone: float = 0.0         # run-queue time of the sandbox's processes that ended (their last readings)
     gone_cpu: float = 0.0     # CPU time of the sandbox's children that ended (their last readings)
     runtime: float = 0.0      # the current child's run-queue time when it started
@@ -41,7 +43,8 @@ class Budget:
 
     @classmethod
     def start(cls, slack: float, now: float) -> "Budget":
-        return cls(slack, now, own=cpuclock.own_waiting() if slack > 0 else 0.0)
+        return cls(slack, now, own=cpuclock.own_waiting() if slack > 0 else 0.0,
+                   own_cpu=time.thread_time() if slack > 0 else 0.0)
 
     def child_started(self, pid: int) -> None:
         if self.slack > 0:
@@ -80,7 +83,11 @@ class Budget:
         waited = self.gone + self._fork_new() + max(0.0, cpuclock.own_waiting() - self.own)
         if runtime is not None:
             waited += max(0.0, cpuclock.run_delay(runtime) - self.runtime)
-        self.granted = cpuclock.credit(waited, now - self.started, self.gone_cpu + (cpu or 0.0))
+        # What computed is the sandbox's, and the grading thread's own (its answers to isolated helpers, its
+        # parsing): neither is the machine's. Counted as idle, the thread's CPU gave a fork that spins beside it
+        # (on one CPU) while a thread of it floods cheap helper calls credit for waiting it made itself.
+        computed = self.gone_cpu + (cpu or 0.0) + max(0.0, time.thread_time() - self.own_cpu)
+        self.granted = cpuclock.credit(waited, now - self.started, computed)
         return deadline + min(self.slack, self.granted)
 
     def starved(self, deadline: float, now: float) -> bool:
