@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -518,7 +519,7 @@ def test_an_idle_worker_with_nothing_left_is_let_go_and_a_job_that_comes_back_ge
     pool = LocalPool(Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), jobs=2)
     started: list[_Slot] = []
     stopped: list[_Slot] = []
-    monkeypatch.setattr(pool, "_start", lambda: started.append(_Slot(None, Pipe())) or started[-1])  # type: ignore[arg-type]
+    monkeypatch.setattr(pool, "_start", lambda index: started.append(_Slot(None, Pipe())) or started[-1])  # type: ignore[arg-type]
     monkeypatch.setattr(pool, "_stop", stopped.append)
     busy = _Slot(None, Pipe(), job=Job("a", "/a.ipynb"))   # type: ignore[arg-type]
     idle = _Slot(None, Pipe())   # type: ignore[arg-type]
@@ -619,7 +620,7 @@ def test_each_worker_gets_its_first_job_before_the_next_worker_is_forked(tmp_pat
     def stop(*args, **kwargs):
         raise Stop
     pool = LocalPool(Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), jobs=2)
-    monkeypatch.setattr(pool, "_start", lambda: events.append("fork") or _Slot(Process(), Pipe()))  # type: ignore[arg-type]
+    monkeypatch.setattr(pool, "_start", lambda index: events.append("fork") or _Slot(Process(), Pipe()))  # type: ignore[arg-type]
     monkeypatch.setattr(pool, "_stop", lambda slot: None)
     monkeypatch.setattr(executor, "wait", stop)     # the first wait for a result ends the run here
     with pytest.raises(Stop):
@@ -818,3 +819,43 @@ def test_a_new_gradebooks_batch_that_fails_before_its_pool_leaves_no_spare_zygot
                            str(SUBMISSIONS / "correct.ipynb"), str(RUBRIC), str(cache)],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.stdout.split() == ["0", "True"], (done.stdout, done.stderr[-2000:])
+
+
+
+AFFINITY = "import os\ndef find_tile(tile, S):\n    return sorted(os.sched_getaffinity(0))\n"
+
+
+def _cpus_seen(result: dict) -> set[tuple[int, ...]]:
+    """What a probe's find_tile cases saw as their CPUs (each case's got, a list in its stored form)."""
+    return {tuple(case["got"]["list"]) for exercise in result["exercises"] for case in exercise["cases"]
+            if isinstance(case.get("got"), dict) and "list" in case["got"]}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="one CPU: nothing to pin")
+def test_each_pool_worker_keeps_to_one_cpu_with_its_sandboxes_and_grades_as_unpinned(tmp_path, pool_results,
+                                                                                     monkeypatch):
+    """A pool's workers keep one CPU each, round robin over the grader's, and every sandbox (its runtime and each
+    exercise's fork) the CPU of the worker it serves, whatever the zygote's: a frame between them then wakes no
+    idle CPU. The verdicts (pool_results: pinned) are those of workers left to float."""
+    import multiprocessing
+    from grader.run import executor
+    allowed = sorted(os.sched_getaffinity(0))
+    probes = []
+    for n in range(4):
+        probes.append(tmp_path / f"affinity{n}.py")
+        probes[-1].write_text(AFFINITY)
+    pool = LocalPool(Setup(load_rubric(RUBRIC), str(tmp_path / "cache")), jobs=2)
+    workers, seen = [], {}
+    for done in pool.run([Job(path.stem, str(path)) for path in probes]):   # 0, 2 to worker 0; 1, 3 to worker 1
+        workers = workers or [os.sched_getaffinity(p.pid) for p in multiprocessing.active_children()]
+        seen[done.job.student] = _cpus_seen(done.result)
+    assert sorted(map(sorted, workers)) == [[allowed[0]], [allowed[1]]]
+    assert seen["affinity0"] == {(allowed[0],)} and seen["affinity1"] == {(allowed[1],)}, seen
+    assert all(len(cpus) == 1 and len(next(iter(cpus))) == 1 for cpus in seen.values()), seen
+    monkeypatch.setattr(executor, "worker_cpus", lambda allowed, index: None)
+    paths = [SUBMISSIONS / f"{name}.ipynb" for name in SAMPLE]
+    floating = grade_batch([*paths, probes[0]], RUBRIC, tmp_path / "out", jobs=2, cache=pool_results[1]).results
+    assert scores([r for r in floating if r.submission != "affinity0"]) == scores(pool_results[0])
+    probe = next(r for r in floating if r.submission == "affinity0")
+    assert _cpus_seen(to_dict(probe)) == {tuple(allowed)}

@@ -1443,10 +1443,18 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
         "namespaces": isolation.namespaces, "grader_uid": os.geteuid(), "scratch": scratch,
         "scratch_bytes": limits.disk_mb * 1024 * 1024, "scratch_files": limits.files,
         "cgroup_procs": [each.procs for each in (pids, group, cpu) if each is not None], "hide": list(hide_paths),
-        "cover": list(hide_paths), "preload": list(preload),
+        "cover": list(hide_paths), "preload": list(preload), "cpus": _cpus(),
         "limits": {"memory_bytes": memory, "cpu_seconds": limits.cpu_seconds,
                    "file_bytes": min(limits.file_mb, limits.disk_mb) * 1024 * 1024, "open_files": limits.open_files,
                    "processes": limits.processes}}
+
+
+def _cpus() -> list[int]:
+    """The CPUs the child keeps to: this thread's (a pool worker's one CPU, executor.worker_cpus). The zygote,
+    started ahead by the coordinator, has the coordinator's: it sets these in the child before anything runs
+    there, so the runtime, its threads and every fork inherit them, and cpuclock.waits_by_choice (a fork's
+    affinity against the worker's) sees the grader's choice, not the student's."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
 def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str],
