@@ -109,18 +109,13 @@ def _grade_batch(args: argparse.Namespace) -> int:
             out.console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",
                           highlight=False)
     if batch.grader_problems:
-        cases = sum(batch.grader_problems.values())
-        out.console.print(f"{cases} case{'s' if cases != 1 else ''} of {len(batch.grader_problems)} submission"
-                      f"{'s' if len(batch.grader_problems) != 1 else ''} not judged: grader problem (a check or "
-                      f"reference helper of the rubric crashed; not the students' mistakes). Fix the rubric, then "
-                      f"regrade with --force: {', '.join(sorted(batch.grader_problems)[:10])}",
-                      style="magenta", highlight=False, markup=False)
+        out.console.print(not_judged_line(batch.grader_problems, "grader problem (a check or reference helper of the "
+                                          "rubric crashed; not the students' mistakes). Fix the rubric, then regrade "
+                                          "with --force"), style="magenta", highlight=False, markup=False)
     if batch.busy:
-        cases = sum(batch.busy.values())
-        out.console.print(f"{cases} case{'s' if cases != 1 else ''} of {len(batch.busy)} submission"
-                          f"{'s' if len(batch.busy) != 1 else ''} not judged: the machine was too busy (it kept the "
-                          f"grading waiting for a CPU past the submission's time, even moved; not the students' "
-                          f"mistakes). The next run grades them again: {', '.join(sorted(batch.busy)[:10])}",
+        out.console.print(not_judged_line(batch.busy, "the machine was too busy (it kept the grading waiting for a "
+                                          "CPU past the submission's time, even moved; not the students' mistakes). "
+                                          "The next run grades them again"),
                           style="magenta", highlight=False, markup=False)
     for student in batch.failed:
         out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
@@ -133,6 +128,14 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
                       f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
     return exit_code(batch, args.allow_mismatch)
+
+
+def not_judged_line(cases_of: dict[str, int], why: str) -> str:
+    """The line naming the submissions (the first ten) some of whose cases were not judged, and why: those cases
+    earned nothing, and the students' scores are not theirs yet."""
+    cases = sum(cases_of.values())
+    return (f"{cases} case{'s' if cases != 1 else ''} of {len(cases_of)} submission{'s' if len(cases_of) != 1 else ''}"
+            f" not judged: {why}: {', '.join(sorted(cases_of)[:10])}")
 
 
 def summary_line(batch: Batch, out: str) -> str:

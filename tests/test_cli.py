@@ -279,3 +279,14 @@ def test_a_mistake_through_the_real_command_line_prints_no_traceback(tmp_path: P
     done = run("grade", "nowhere/", "--rubric", RUBRIC, "--out", str(tmp_path / "o"))
     assert done.returncode == 2 and done.stderr.strip() == "nowhere/: no such file or folder", done.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_the_not_judged_line_counts_cases_and_names_the_first_ten_submissions_in_order():
+    """One line for both kinds of cases not judged (a rubric's crash, a busy machine): the counts and who."""
+    from grader.cli import not_judged_line
+    assert not_judged_line({"bob": 1}, "the machine was too busy") == \
+        "1 case of 1 submission not judged: the machine was too busy: bob"
+    many = {f"s{n:02d}": 2 for n in range(12, 0, -1)}
+    line = not_judged_line(many, "grader problem")
+    assert line.startswith("24 cases of 12 submissions not judged: grader problem: s01, s02, ")
+    assert line.endswith("s09, s10")
