@@ -512,3 +512,18 @@ def test_the_gradescope_runner_always_writes_a_valid_results_json(name: str, tmp
     assert len(raw) < 4 * SUBMISSION_CHARS
     failed = {t["extra_data"]["exercise"] for t in data["tests"] if t["status"] == "failed"}
     assert {"find_numbers", "move_dir"} <= failed     # the exercises the attack is in, shown to the student
+
+
+def test_a_workers_stored_form_changed_after_reading_stores_as_the_changed_result_would():
+    """The batch writes a worker's stored form as it came (results.stored_form_of), its plain fields set from the
+    result it changed since (lateness, the notebook's copy); a changed exercise, warning or `extra` must not be
+    lost: then the form is made again from the result."""
+    import copy
+    from grader.store.results import from_dict, stored_form, stored_form_of
+    sent = stored_form(bound_result(_result("x\ud800y")))
+    read = from_dict(copy.deepcopy(sent))
+    plain = replace(read, late=True, notebook="notebooks/ab.ipynb", penalty=1.5)
+    assert stored_form_of(copy.deepcopy(sent), read, plain) == stored_form(plain)
+    for nested in (replace(plain, extra={"budget": {"busy_cases": 1}}), replace(plain, warnings=()),
+                   replace(plain, exercises=(replace(read.exercises[0], score=1.0),)), replace(plain, environment=())):
+        assert stored_form_of(copy.deepcopy(sent), read, nested) == stored_form(nested)
