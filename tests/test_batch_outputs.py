@@ -88,3 +88,22 @@ def test_report_does_not_send_the_ta_looking_for_an_unreadable_notebook(tmp_path
     write_json(result, tmp_path / "results")
     assert main(["report", str(tmp_path / "results"), "--out", str(tmp_path / "feedback")]) == 0
     assert "was not found" not in capsys.readouterr().err
+
+
+def test_cases_not_judged_are_told_apart_a_rubrics_crash_from_a_busy_machine() -> None:
+    """`grader grade` names the two apart (fix the rubric and --force; the next run grades again): a busy case is
+    not also counted as a grader problem, and a case that was judged is neither."""
+    from grader.run.batch import not_judged
+    from grader.store import status
+    from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
+
+    def case(n: int, state: str, reason: str = "") -> CaseResult:
+        return CaseResult(id=f"c{n}", status=state, visibility="public", message="", reason=reason)
+
+    cases = (case(1, "problem", status.GRADER_PROBLEM), case(2, "problem", status.BUSY), case(3, "pass"),
+             case(4, "problem", status.BUSY), case(5, "error", status.BUDGET), case(6, "problem"))
+    exercise = ExerciseResult(id="ex", title="", score=0.0, max_score=6.0, cases=cases)
+    result = SubmissionResult(submission="s", path="s.ipynb", sha256="0" * 64, rubric="r", rubric_sha256="1" * 64,
+                              grader_version="0", isolation="none", total=0.0, max_total=6.0,
+                              exercises=(exercise, exercise))
+    assert not_judged(result) == (4, 4)

@@ -127,6 +127,20 @@ def _row(result: SubmissionResult) -> ScoreRow:
                     {e.id: e.score for e in result.exercises}, result.late, result.penalty)
 
 
+def not_judged(result: SubmissionResult) -> tuple[int, int]:
+    """Its cases not judged: those a check or reference helper of the rubric crashed on (a `problem` the rubric's
+    author must fix, then --force), and those a busy machine kept from being judged (the next run grades them)."""
+    problems = busy = 0
+    for exercise in result.exercises:
+        for case in exercise.cases:
+            if case.status == "problem":
+                if case.reason == BUSY:
+                    busy += 1
+                else:
+                    problems += 1
+    return problems, busy
+
+
 def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
     """A content-addressed copy of the graded file under the results folder (`notebooks/<sha256><suffix>`), so
     reports find the student's code from anywhere, after a zip intake and on another machine. Returns its path
@@ -340,10 +354,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         if done.result is not None and book:
                             form = stored_form_of(done.result, read, result) if done.stored else stored_form(result)
                         write_json(result, out_dir, bounded=done.result is not None, store=shared_values, form=form)
-                    problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
-                    busy = sum(c.reason == BUSY for e in result.exercises for c in e.cases) if problems else 0
-                    if problems > busy:
-                        batch.grader_problems[student] = problems - busy
+                    problems, busy = not_judged(result)
+                    if problems:
+                        batch.grader_problems[student] = problems
                     if busy:
                         batch.busy[student] = busy
                     if result.state == "graded":
