@@ -25,6 +25,25 @@ def run(source: str, *cases: CaseRequest, isolate=(), oracle=None):
         return sandbox.run_exercise(list(cases), isolate, oracle or (lambda *a: None), time.monotonic() + 120)
 
 
+class _IdleMeter:
+    """The sandbox's cgroup as a case clock reads it: the case itself used next to no CPU."""
+
+    def seconds(self) -> float:
+        return 0.01
+
+
+def _hogs(cpu: int, count: int = 3) -> list[subprocess.Popen]:
+    """`count` processes spinning on `cpu`: whatever else may run only there waits for a CPU."""
+    hog = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    return [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(count)]
+
+
+def _waited(pid: int) -> float:
+    """Process `pid`'s run-queue time so far, as the kernel counts it (not waits_by_choice's reading)."""
+    with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
+        return int(schedstat.read().split()[1]) / 1e9
+
+
 def test_a_case_that_sleeps_past_its_limit_is_not_charged_for_waiting():
     source = "import time\ndef nap():\n    time.sleep(1.5)\n    return 7\n"
     [outcome] = run(source, CaseRequest("c1", "nap()", timeout=0.3))
@@ -64,8 +83,7 @@ def test_a_case_slowed_by_other_processes_is_judged_by_its_own_cpu_time():
     """Three busy processes share one CPU with the case, which needs 0.6 s of CPU under a 1 s limit: about 2.4 s
     of wall time, a timeout by any wall clock, an answer by the kernel's CPU accounting."""
     cpu = min(os.sched_getaffinity(0))
-    hog = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
-    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+    hogs = _hogs(cpu)
     try:
         source = (f"import os, time\ndef work():\n    os.sched_setaffinity(0, {{{cpu}}})\n"
                   f"    end = time.process_time() + 0.6\n    while time.process_time() < end:\n        pass\n"
@@ -90,17 +108,14 @@ def test_run_queue_time_a_process_chose_by_its_priority_cannot_make_a_case_starv
     honest = "import time\ntime.sleep(600)\n"
     processes = [subprocess.Popen([sys.executable, "-c", source]) for source in (hog, decoy, honest)]
     try:
-        def waited(pid: int) -> float:
-            with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
-                return int(schedstat.read().split()[1]) / 1e9
         decoy_pid = processes[1].pid
         stop = time.monotonic() + 60     # not a verdict: only how long to wait for the kernel's counts to move
         while os.getpriority(os.PRIO_PROCESS, decoy_pid) != 19 and time.monotonic() < stop:
             time.sleep(0.01)
-        before = waited(decoy_pid)      # its interpreter's start waited for a CPU like any other process
-        while waited(decoy_pid) < before + 0.05 and time.monotonic() < stop:
+        before = _waited(decoy_pid)      # its interpreter's start waited for a CPU like any other process
+        while _waited(decoy_pid) < before + 0.05 and time.monotonic() < stop:
             time.sleep(0.02)
-        assert waited(decoy_pid) >= before + 0.05   # kept waiting for a CPU at its chosen priority
+        assert _waited(decoy_pid) >= before + 0.05   # kept waiting for a CPU at its chosen priority
         usage = cpuclock.read_usage(cpuclock.Exercise(runtime=decoy_pid, fork=decoy_pid))
         assert usage is not None and usage.waiting == 0.0
         assert cpuclock.waits_by_choice(processes[1].pid)
@@ -120,18 +135,13 @@ def test_a_case_waiting_for_answers_while_the_parent_waits_for_a_cpu_is_not_a_ti
     thread) is kept runnable on one CPU with three busy processes while the sandbox's count stays small."""
     from grader.sandbox import process
 
-    class Meter:      # the sandbox's cgroup: the case itself used next to no CPU
-        def seconds(self) -> float:
-            return 0.01
-
     mask = os.sched_getaffinity(0)
     cpu = min(mask)
-    hog = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
-    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+    hogs = _hogs(cpu)
     case = CaseRequest("c1", "f()", timeout=0.1)
     deadline = time.monotonic() + 600
     try:
-        clock = process._CaseClock(case.timeout, time.monotonic(), None, Meter(), spent=0.0)
+        clock = process._CaseClock(case.timeout, time.monotonic(), None, _IdleMeter(), spent=0.0)
         assert clock.expired(case, deadline) is None          # the first look: the counts start here
         os.sched_setaffinity(0, {cpu})
         try:
@@ -155,28 +165,20 @@ def test_run_queue_time_from_before_the_first_check_cannot_make_a_case_starved()
     out) instead of a timeout. Here it is stopped (never runnable) from the first check on."""
     from grader.sandbox import process
 
-    class Meter:      # the sandbox's cgroup: the case itself used next to no CPU
-        def seconds(self) -> float:
-            return 0.01
-
     mask = os.sched_getaffinity(0)
     cpu = min(mask)
-    hog = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
-    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+    hogs = _hogs(cpu)
     fork = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
     case = CaseRequest("c1", "f()", timeout=0.1)
 
-    def waited(pid: int) -> float:
-        with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
-            return int(schedstat.read().split()[1]) / 1e9
     try:
         os.sched_setaffinity(fork.pid, {cpu})            # its choice: one CPU, a busy one
         stop = time.monotonic() + 60     # not a verdict: only how long to wait for the kernel's counts to move
-        while waited(fork.pid) < 1.0 and time.monotonic() < stop:
+        while _waited(fork.pid) < 1.0 and time.monotonic() < stop:
             time.sleep(0.02)
-        assert waited(fork.pid) >= 1.0
+        assert _waited(fork.pid) >= 1.0
         clock = process._CaseClock(case.timeout, time.monotonic(), lambda: cpuclock.Exercise(fork.pid, fork.pid),
-                                   Meter(), spent=0.0)
+                                   _IdleMeter(), spent=0.0)
         assert clock.expired(case, time.monotonic() + 600) is None     # the first look: the counts start here
         os.kill(fork.pid, signal.SIGSTOP)                 # never runnable again: it cannot wait for a CPU
         os.sched_setaffinity(fork.pid, mask)              # and no longer waiting by choice
