@@ -40,13 +40,18 @@ def find_numbers(Pattern):
 '''
 
 
-def test_noise_frames_written_during_a_case_cost_their_case_and_only_that_exercise(plan, tmp_path):
-    path = write(tmp_path / "noise-frames.ipynb", appended(CORRECT, NOISE_FRAMES))
+def _costs_find_numbers_alone(plan, path: Path) -> None:
+    """The notebook at `path` (its find_numbers writes frames during its cases) loses find_numbers' cases, each
+    a ProtocolError, and nothing else."""
     result = grade_path(path, plan, support_sources(plan))
     lost = {exercise.id for exercise in result.exercises if exercise.score < exercise.max_score}
     assert lost == {"find_numbers"}
     cases = next(exercise for exercise in result.exercises if exercise.id == "find_numbers").cases
     assert all(case.status == "error" and "ProtocolError" in case.message for case in cases), cases
+
+
+def test_noise_frames_written_during_a_case_cost_their_case_and_only_that_exercise(plan, tmp_path):
+    _costs_find_numbers_alone(plan, write(tmp_path / "noise-frames.ipynb", appended(CORRECT, NOISE_FRAMES)))
 
 
 # Every find_numbers and replace_numbers case answers a different 1 MB string (a wrong answer each time).
@@ -109,12 +114,7 @@ def find_numbers(Pattern):
 
 
 def test_frames_of_a_load_written_during_a_case_cost_their_case(plan, tmp_path):
-    path = write(tmp_path / "progress-flood.ipynb", appended(CORRECT, PROGRESS_FLOOD))
-    result = grade_path(path, plan, support_sources(plan))
-    lost = {exercise.id for exercise in result.exercises if exercise.score < exercise.max_score}
-    assert lost == {"find_numbers"}
-    cases = next(exercise for exercise in result.exercises if exercise.id == "find_numbers").cases
-    assert all(case.status == "error" and "ProtocolError" in case.message for case in cases), cases
+    _costs_find_numbers_alone(plan, write(tmp_path / "progress-flood.ipynb", appended(CORRECT, PROGRESS_FLOOD)))
 
 
 @pytest.mark.parametrize("frame", [{"op": "progress", "index": 0}, {"op": "exited", "status": 0}])
