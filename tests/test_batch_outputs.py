@@ -93,9 +93,8 @@ def test_report_does_not_send_the_ta_looking_for_an_unreadable_notebook(tmp_path
 def test_cases_not_judged_are_told_apart_a_rubrics_crash_from_a_busy_machine() -> None:
     """`grader grade` names the two apart (fix the rubric and --force; the next run grades again): a busy case is
     not also counted as a grader problem, and a case that was judged is neither."""
-    from grader.run.batch import not_judged
     from grader.store import status
-    from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
+    from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, not_judged
 
     def case(n: int, state: str, reason: str = "") -> CaseResult:
         return CaseResult(id=f"c{n}", status=state, visibility="public", message="", reason=reason)

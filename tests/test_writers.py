@@ -527,3 +527,19 @@ def test_a_workers_stored_form_changed_after_reading_stores_as_the_changed_resul
     for nested in (replace(plain, extra={"budget": {"busy_cases": 1}}), replace(plain, warnings=()),
                    replace(plain, exercises=(replace(read.exercises[0], score=1.0),)), replace(plain, environment=())):
         assert stored_form_of(copy.deepcopy(sent), read, nested) == stored_form(nested)
+
+
+def test_the_class_report_tells_cases_a_busy_machine_kept_from_being_judged_apart_from_a_rubrics_crash() -> None:
+    """Both are `problem` cases scored 0, but only a crash is the rubric's to fix (--force); a busy machine's are
+    graded again by the next run: the dashboard must not send the instructor to fix a rubric that is fine."""
+    from grader.report.class_report import build_report, class_report_html
+    from grader.store import status
+    result = _result("x", cases=6)   # cases c2 and c5 are problems
+    cases = tuple(replace(c, reason=status.BUSY) if c.id == "c2" else c for c in result.exercises[0].cases)
+    busy = replace(result, exercises=(replace(result.exercises[0], cases=cases),))
+    summary = build_report([busy, replace(busy, submission="other")]).summary
+    assert (summary.grader_problems, summary.problem_submissions) == (2, 2)
+    assert (summary.busy_cases, summary.busy_submissions) == (2, 2)
+    page = " ".join(class_report_html([busy]).split())
+    assert "1 case of 1 submission could not be judged because the grading machine was too busy" in page
+    assert "1 case could not be judged because a check or reference helper of the rubric crashed" in page

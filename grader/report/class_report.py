@@ -12,7 +12,7 @@ from grader.report.class_outputs import Classroom, Written, read_results
 from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
-from grader.store.results import CaseResult, SubmissionResult
+from grader.store.results import CaseResult, SubmissionResult, not_judged
 from grader.report.similarity import Pair, Similarity
 from grader.store.status import RAISED, STATUSES, TOO_SLOW, WRONG, headline, reason_of
 from grader.textsafe import display
@@ -49,6 +49,8 @@ class ClassSummary:
     late: int = 0                          # flagged late by the LMS or the due date
     grader_problems: int = 0               # cases where a reference check or helper crashed (status "problem")
     problem_submissions: int = 0           # submissions with at least one such case: regrade after the fix
+    busy_cases: int = 0                    # cases a busy machine kept from being judged (reason `busy machine`)
+    busy_submissions: int = 0              # submissions with at least one: the next run grades them again
 
 
 @dataclass(frozen=True)
@@ -228,6 +230,8 @@ class ClassTally:
         self.late = 0
         self.grader_problems = 0
         self.problem_submissions = 0
+        self.busy_cases = 0
+        self.busy_submissions = 0
         self.max_total = 0.0
         self.full_marks = 0
         self.zero = 0
@@ -263,9 +267,11 @@ class ClassTally:
         self.levels[result.isolation] = self.levels.get(result.isolation, 0) + 1
         self.rubrics.add(result.rubric)
         self.versions.add(result.grader_version)
-        problems = sum(c.status == "problem" for e in result.exercises for c in e.cases)
+        problems, busy = not_judged(result)
         self.grader_problems += problems
         self.problem_submissions += problems > 0
+        self.busy_cases += busy
+        self.busy_submissions += busy > 0
         times = []
         for exercise in result.exercises:
             self.order.setdefault(exercise.id, (exercise.id, exercise.title, exercise.max_score))
@@ -316,7 +322,8 @@ class ClassTally:
             isolation=tuple(sorted(self.levels.items(), key=lambda item: (-item[1], item[0]))),
             rubrics=tuple(sorted(self.rubrics)), grader_versions=tuple(sorted(self.versions)), totals=totals,
             unreadable=self.states.get("unreadable", 0), failed=self.states.get("failed", 0), late=self.late,
-            grader_problems=self.grader_problems, problem_submissions=self.problem_submissions)
+            grader_problems=self.grader_problems, problem_submissions=self.problem_submissions,
+            busy_cases=self.busy_cases, busy_submissions=self.busy_submissions)
 
     def exercise_order(self) -> list[tuple[str, str, float]]:
         return list(self.order.values())

@@ -22,9 +22,8 @@ from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LatePolicy, assess
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
-from grader.store.results import SubmissionResult, from_dict, stored_form, stored_form_of, write_json
+from grader.store.results import SubmissionResult, from_dict, not_judged, stored_form, stored_form_of, write_json
 from grader.store.shared import SharedWriter
-from grader.store.status import BUSY
 from grader.rubric.schema import Rubric, load_rubric
 from grader.sandbox.supervisor import temp_root
 
@@ -125,20 +124,6 @@ def _unreadable(plan: Plan, entry: Entry) -> SubmissionResult:
 def _row(result: SubmissionResult) -> ScoreRow:
     return ScoreRow(result.submission, result.total, result.max_total, result.state, result.isolation,
                     {e.id: e.score for e in result.exercises}, result.late, result.penalty)
-
-
-def not_judged(result: SubmissionResult) -> tuple[int, int]:
-    """Its cases not judged: those a check or reference helper of the rubric crashed on (a `problem` the rubric's
-    author must fix, then --force), and those a busy machine kept from being judged (the next run grades them)."""
-    problems = busy = 0
-    for exercise in result.exercises:
-        for case in exercise.cases:
-            if case.status == "problem":
-                if case.reason == BUSY:
-                    busy += 1
-                else:
-                    problems += 1
-    return problems, busy
 
 
 def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from grader.files import write_text
 from grader import textsafe
 from grader.store import shared
+from grader.store.status import BUSY
 from grader.intake.warning import GraderWarning, Kind, from_json as warning_from_json, to_json as warning_to_json
 
 # 2: a result file refers to its cases' shared values (call, expected, a right answer) in the results folder's
@@ -110,6 +111,20 @@ def _case_dict(case: CaseResult) -> dict:
     if len(fields_) == len(_CASE_FIELDS):
         return dict(fields_)
     return {f: getattr(case, f) for f in _CASE_FIELDS}
+
+
+def not_judged(result: SubmissionResult) -> tuple[int, int]:
+    """Its cases not judged: those a check or reference helper of the rubric crashed on (a `problem` the rubric's
+    author must fix, then --force), and those a busy machine kept from being judged (the next run grades them)."""
+    problems = busy = 0
+    for exercise in result.exercises:
+        for case in exercise.cases:
+            if case.status == "problem":
+                if case.reason == BUSY:
+                    busy += 1
+                else:
+                    problems += 1
+    return problems, busy
 
 
 def to_dict(result: SubmissionResult) -> dict:
