@@ -11,6 +11,8 @@ import builtins
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from grader.syntax.analysis import child_nodes
+
 # Builtins a rubric expression may use on data in the parent. Nothing here reads files or imports.
 SAFE_BUILTINS = {
     name: getattr(builtins, name)
@@ -36,18 +38,28 @@ class ChildExpression:
     values: tuple[tuple[str, Any], ...]   # placeholder name -> plain value, encoded when sent
 
 
+def _nodes(node: ast.AST) -> list[ast.AST]:
+    """Every node of the tree, as ast.walk gives them (but the expression contexts, which hold no name), in another
+    order: read from the fields in place (child_nodes), not through a generator per node, since a plan's every
+    case's call is walked once per subexpression (_Splitter) by the coordinator before it forks its workers."""
+    nodes = [node]
+    for current in nodes:    # grows as it is read: each node's children are appended after it
+        nodes.extend(child_nodes(current))
+    return nodes
+
+
 def _names_in(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in _nodes(node) if isinstance(n, ast.Name)}
 
 
 def _bound_in(node: ast.AST) -> set[str]:
     """Names bound inside an expression (comprehension targets, lambda parameters, walrus)."""
     bound: set[str] = set()
-    for sub in ast.walk(node):
+    for sub in _nodes(node):
         if isinstance(sub, ast.comprehension):
-            bound |= {n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name)}
+            bound |= {n.id for n in _nodes(sub.target) if isinstance(n, ast.Name)}
         elif isinstance(sub, ast.Lambda):
-            bound |= {a.arg for a in ast.walk(sub.args) if isinstance(a, ast.arg)}
+            bound |= {a.arg for a in _nodes(sub.args) if isinstance(a, ast.arg)}
         elif isinstance(sub, ast.NamedExpr):
             bound.add(sub.target.id)
     return bound
