@@ -548,3 +548,24 @@ def test_support_reads_follow_an_edited_support_module(tmp_path):
     (support / "Draw.ipynb").write_text(
         '{"cells": [{"cell_type": "code", "source": ["%matplotlib inline\\n", "draw(Board)"]}]}', encoding="utf-8")
     assert support_reads(support) == {"moves", "Goal", "draw", "Board"}
+
+
+def test_a_support_source_parsed_out_of_memory_once_is_parsed_again(monkeypatch):
+    """A MemoryError is the moment's, not the source's: it must not be remembered as "reads nothing"."""
+    import ast
+    from grader.rubric import schema
+
+    source = "def helper_once_out_of_memory():\n    return SOME_GLOBAL_NAME + 1\n"
+    real = ast.parse
+    calls = []
+
+    def parse_once_out_of_memory(code: str, *args: object, **kwargs: object) -> ast.Module:
+        calls.append(code)
+        if len(calls) == 1:
+            raise MemoryError
+        return real(code, *args, **kwargs)
+
+    monkeypatch.setattr(schema.ast, "parse", parse_once_out_of_memory)
+    assert schema._source_reads(source) == frozenset()
+    assert schema._source_reads(source) == frozenset({"SOME_GLOBAL_NAME"})
+    assert schema._source_reads(source) == frozenset({"SOME_GLOBAL_NAME"}) and len(calls) == 2   # then remembered

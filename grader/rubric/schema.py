@@ -665,14 +665,23 @@ def support_reads(folder: Path | None) -> set[str]:
     return reads
 
 
-@functools.lru_cache(maxsize=64)
 def _source_reads(source: str) -> frozenset[str]:
-    """The names one support source reads and does not bind. Keyed by the text, so an edited module is parsed
-    again: load_rubric and the plan (slice_policy) both ask, each on the coordinator's path to the first case."""
+    """The names one support source reads and does not bind (none for a source that cannot be parsed)."""
+    try:
+        return _parsed_source_reads(source)
+    except MemoryError:    # not remembered: the next ask, with memory to spare, parses it
+        return frozenset()
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_source_reads(source: str) -> frozenset[str]:
+    """_source_reads, remembered by the text, so an edited module is parsed again: load_rubric and the plan
+    (slice_policy) both ask, each on the coordinator's path to the first case. A MemoryError is raised, never
+    remembered as "reads nothing"."""
     try:
         code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
         tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, RecursionError):
         return frozenset()
     from grader.syntax.analysis import statement_reads
     bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
