@@ -859,3 +859,37 @@ def test_each_pool_worker_keeps_to_one_cpu_with_its_sandboxes_and_grades_as_unpi
     assert scores([r for r in floating if r.submission != "affinity0"]) == scores(pool_results[0])
     probe = next(r for r in floating if r.submission == "affinity0")
     assert _cpus_seen(to_dict(probe)) == {tuple(allowed)}
+
+
+class _Cluster:
+    """A stand-in LocalCluster that records whether it was closed."""
+    made: list["_Cluster"] = []
+
+    def __init__(self, **_: object) -> None:
+        self.closed = False
+        _Cluster.made.append(self)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_local_cluster_no_client_can_use_is_closed_and_the_error_is_one_line(monkeypatch):
+    distributed = pytest.importorskip("dask.distributed")
+    from grader.run.executor_dask import ClusterError, Connection
+
+    def refuse(*_: object, **__: object) -> None:
+        raise OSError("no client today")
+
+    _Cluster.made.clear()
+    monkeypatch.setattr(distributed, "LocalCluster", _Cluster)
+    monkeypatch.setattr(distributed, "Client", refuse)
+    with pytest.raises(OSError):
+        Connection("local", workers=1)
+    assert [c.closed for c in _Cluster.made] == [True]
+
+    def no_nanny(**_: object) -> None:
+        raise RuntimeError("Nanny failed to start.")
+
+    monkeypatch.setattr(distributed, "LocalCluster", no_nanny)
+    with pytest.raises(ClusterError, match="cannot start a local Dask cluster: Nanny failed to start."):
+        Connection("local", workers=1)

@@ -38,9 +38,16 @@ class Connection:
         self.cluster: Any = None
         if address == "local":
             # One thread per worker process: a submission's grading is serial, parallelism is across workers.
-            self.cluster = LocalCluster(n_workers=workers or None, threads_per_worker=1, processes=True,
-                                        dashboard_address=None)
-            self.client = Client(self.cluster)
+            try:
+                self.cluster = LocalCluster(n_workers=workers or None, threads_per_worker=1, processes=True,
+                                            dashboard_address=None)
+            except RuntimeError as error:   # e.g. "Nanny failed to start."
+                raise ClusterError(f"cannot start a local Dask cluster: {error}") from None
+            try:
+                self.client = Client(self.cluster)
+            except BaseException:
+                self.cluster.close()    # a cluster nobody can use must not outlive the batch
+                raise
         else:
             try:
                 self.client = Client(address, timeout=CONNECT_SECONDS)
