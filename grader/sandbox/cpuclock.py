@@ -56,16 +56,8 @@ def read_usage(process: Exercise | None) -> Usage | None:
     runtime = _stat(process.runtime)
     if runtime is None:
         return None
-    cpu = sum(runtime[13:15]) / _TICK                        # cutime, cstime: the children it has reaped
-    for pid in _descendants(process.runtime):
-        fields = _stat(pid)
-        if fields is not None:
-            cpu += sum(fields[11:15]) / _TICK                # utime, stime, cutime, cstime
-    try:
-        with open(f"/proc/{process.fork}/schedstat", "rb") as schedstat:
-            waiting = int(schedstat.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        waiting = 0.0
+    cpu = sum(runtime[13:15]) / _TICK + _below_cpu(process.runtime)   # cutime, cstime: the children it has reaped
+    waiting = _schedstat_delay(f"/proc/{process.fork}/schedstat")
     chosen = bool(waiting) and waits_by_choice(process.fork)
     return Usage(cpu, 0.0 if chosen else waiting, chosen)
 
@@ -73,11 +65,7 @@ def read_usage(process: Exercise | None) -> Usage | None:
 def run_delay(pid: int) -> float:
     """Process `pid`'s run-queue time so far, in seconds: 0.0 where the kernel does not say, or where the process
     waits by its own choice (waits_by_choice)."""
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
-            delay = int(schedstat.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
+    delay = _schedstat_delay(f"/proc/{pid}/schedstat")
     return 0.0 if delay and waits_by_choice(pid) else delay
 
 
@@ -87,20 +75,20 @@ def tree_cpu(pid: int) -> float | None:
     top = _stat(pid)
     if top is None:
         return None
-    cpu = sum(top[11:15]) / _TICK
-    for below in _descendants(pid):
-        fields = _stat(below)
-        if fields is not None:
-            cpu += sum(fields[11:15]) / _TICK
-    return cpu
+    return sum(top[11:15]) / _TICK + _below_cpu(pid)
 
 
 def own_waiting() -> float:
     """This thread's run-queue time so far, in seconds (0.0 where the kernel does not say): the parent's, which
     reads and answers the child's isolated-helper calls. While it waits for a CPU the child waits for its
     answer, blocked on a pipe as if it slept: the machine's fault, which the child's own count does not show."""
+    return _schedstat_delay("/proc/thread-self/schedstat")
+
+
+def _schedstat_delay(path: str) -> float:
+    """The run-queue time in a schedstat file (its second field, ns), in seconds; 0.0 where it cannot be read."""
     try:
-        with open("/proc/thread-self/schedstat", "rb") as schedstat:
+        with open(path, "rb") as schedstat:
             return int(schedstat.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return 0.0
@@ -139,6 +127,17 @@ def _descendants(pid: int) -> list[int]:
                     below.append(child)
         level = below
     return found
+
+
+def _below_cpu(pid: int) -> float:
+    """The CPU time of every live process below `pid` (utime, stime, cutime, cstime of each), in seconds, parents
+    read before their children (_descendants): one reaped between two reads is missed, never counted twice."""
+    cpu = 0.0
+    for below in _descendants(pid):
+        fields = _stat(below)
+        if fields is not None:
+            cpu += sum(fields[11:15]) / _TICK
+    return cpu
 
 
 def _stat(pid: int) -> list[int] | None:
