@@ -36,6 +36,7 @@ from grader.report.csv_export import write_csv
 from grader.store.results import (SUBMISSION_CHARS, CaseResult, ExerciseResult, SubmissionResult, bound_case,
                                   bound_result, read_json, write_json)
 from grader.intake.warning import GraderWarning, Kind
+from grader.plan.cases import Memo
 
 REPO = Path(__file__).resolve().parents[1]
 WRITERS = REPO / "tests" / "fixtures" / "writers"
@@ -67,6 +68,7 @@ def _result(text: str, *, name: str = "student", wire: object = None, cases: int
 
 
 _DRAWN: dict[str, str] = {}
+_OWNER = Memo()      # what results.fitting's values live as long as (a plan's memo)
 
 
 def _drawn_once(draw):
@@ -248,7 +250,7 @@ def test_a_result_is_measured_without_encoding_it_only_when_it_surely_fits(text:
     # whatever the texts (escapes, surrogates) and values, shared by the plan (fitting) or the student's own.
     from grader.store.results import _result_json_at_most, fitting, to_dict
     result = _result(text, wire=wire if wire is not None else 0, cases=3)
-    kept = fitting(shared)
+    kept = fitting(shared, _OWNER)
     case = result.exercises[0].cases[0]
     result = replace(result, exercises=(replace(result.exercises[0], cases=(
         replace(case, expected=kept, got=kept), *result.exercises[0].cases[1:])),))
@@ -272,6 +274,24 @@ def test_an_exercise_within_its_bounds_is_kept_and_any_other_is_bounded_as_a_cop
     assert _bounded_exercise(made, CASE_BOUNDS) is made
 
 
+def test_values_known_to_fit_are_forgotten_with_the_plan_they_belong_to() -> None:
+    """results.fitting remembers a plan's expected values (held, so their ids name nothing else) while that
+    plan's memo lives, not for the process's life: a process grading batch after batch kept every earlier
+    plan's answers, and a batch that grew the table showed as memory kept in test_memory."""
+    import gc
+    from grader.store.results import _fitting_size, fitting
+    memo, other, value, shared = Memo(), Memo(), ["x" * 100], [1, 2]
+    assert fitting(value, memo) is value and _fitting_size(value) == len('["' + "x" * 100 + '"]')
+    assert fitting(shared, memo) is shared and fitting(shared, other) is shared
+    del memo
+    gc.collect()
+    assert _fitting_size(value) is None      # forgotten with its plan
+    assert _fitting_size(shared) == 5        # still the other plan's (a public plan shares the whole plan's)
+    del other
+    gc.collect()
+    assert _fitting_size(shared) is None
+
+
 @pytest.mark.parametrize("shared", [False, True])
 def test_characters_outside_the_bmp_in_an_ascii_written_result_count_twelve_each(tmp_path: Path, shared: bool) -> None:
     """A lone surrogate anywhere writes the whole result as ASCII JSON, where a character outside the BMP is a
@@ -280,7 +300,7 @@ def test_characters_outside_the_bmp_in_an_ascii_written_result_count_twelve_each
     times the cap. The estimate must hold for what is written."""
     from grader.store.results import fitting
     answer = ["\U0001F600" * 99_000]
-    result = _result("\ud800", wire=fitting(answer) if shared else answer, cases=15)
+    result = _result("\ud800", wire=fitting(answer, _OWNER) if shared else answer, cases=15)
     text = write_json(bound_result(result), tmp_path, bounded=True).read_text(encoding="utf-8")   # as a batch does
     assert len(text) <= SUBMISSION_CHARS + 1
 

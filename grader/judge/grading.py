@@ -657,7 +657,7 @@ def stored_expected(plan: Plan, case_id: str, variant: str = "") -> Any:
     plan, not measured again for each student's result (results.fitting)."""
     def bounded() -> Any:
         expected = plan.expected[case_id]
-        return fitting(dict(expected.variants)[variant] if variant else expected.value)
+        return fitting(dict(expected.variants)[variant] if variant else expected.value, plan.memo)
     return plan.memo.get(("stored", case_id, variant), bounded)
 
 

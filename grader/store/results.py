@@ -239,16 +239,22 @@ def _finite(value: Any) -> float:
 
 
 # Values many results share (a plan's expected answers, in every case of every student), known to fit
-# CASE_BOUNDS.value: id -> (the value itself, its JSON size), the value held so that its id cannot name another
-# object while it is here.
-_FITTING: dict[int, tuple[Any, int]] = {}
+# CASE_BOUNDS.value: id -> (the value itself, its JSON size, how many owners hold it), the value held so that its
+# id cannot name another object while it is here. Each is forgotten when its owners (plans' memos: a public or
+# one exercise's plan shares the whole plan's values) are: held for the process's life,
+# a process grading batch after batch (a test session, a notebook kernel) kept every earlier plan's answers
+# (~0.5 MB a Taoistic plan) until 100,000 of them, and a batch that happened to grow this table showed as
+# memory kept (test_memory).
+_FITTING: dict[int, tuple[Any, int, int]] = {}
 _FITTING_LIMIT = 100_000
+_OWNED: weakref.WeakKeyDictionary[Any, list[int]] = weakref.WeakKeyDictionary()
 
 
-def fitting(wire: Any) -> Any:
-    """`wire` within CASE_BOUNDS.value (cut once if it is not), remembered as fitting, so that bounding the many
-    results that share it (a plan's expected value: the expected and, when right, the got of a case for every
-    student) does not measure it again. For values that live as long as a plan, never a student's answer."""
+def fitting(wire: Any, owner: Any) -> Any:
+    """`wire` within CASE_BOUNDS.value (cut once if it is not), remembered as fitting while `owner` lives, so
+    that bounding the many results that share it (a plan's expected value: the expected and, when right, the got
+    of a case for every student) does not measure it again. For values that live as long as their owner (a
+    plan's memo), never a student's answer."""
     bounded = cut_value(wire, CASE_BOUNDS.value)
     try:
         size = _written_size(bounded)
@@ -256,8 +262,25 @@ def fitting(wire: Any) -> Any:
         return bounded      # not plain JSON: measured (and refused) like any other value
     if len(_FITTING) >= _FITTING_LIMIT:
         _FITTING.clear()
-    _FITTING[id(bounded)] = (bounded, size)
+    owned = _OWNED.get(owner)
+    if owned is None:
+        owned = _OWNED[owner] = []
+        weakref.finalize(owner, _forget, owned)
+    known = _FITTING.get(id(bounded))
+    _FITTING[id(bounded)] = (bounded, size, known[2] + 1 if known is not None and known[0] is bounded else 1)
+    owned.append(id(bounded))
     return bounded
+
+
+def _forget(ids: list[int]) -> None:
+    """An owner's values are no longer known to fit unless another owner holds them too (a count gone wrong
+    after the table started over only has a value measured again: `_fitting_size` checks the value itself)."""
+    for key in ids:
+        known = _FITTING.get(key)
+        if known is not None and known[2] > 1:
+            _FITTING[key] = (known[0], known[1], known[2] - 1)
+        elif known is not None:
+            del _FITTING[key]
 
 
 def _fitting_size(wire: Any) -> int | None:
