@@ -15,20 +15,24 @@ def case(code: str) -> CaseRequest:
     return CaseRequest(id=f"c{abs(hash(code)) % 10000}", code=code, timeout=2.0)
 
 
-def exercises(source: str, *calls: str, isolate: tuple[str, ...] = (), oracle=None) -> list:
-    """Each call its own exercise, in one sandbox: the decoded values."""
+def exercises(source: str, *calls: str, isolate: tuple[str, ...] = (), oracle=None, more: bool = True) -> list:
+    """Each call its own exercise, in one sandbox: the decoded values. `more`: each request but the last says
+    another exercise follows, as grading's own runs do (the fork checks itself before the next request comes)."""
     values = []
     with Sandbox([statement(source, count=1, cell=1)], {}, ProcessLimits()) as sandbox:
         sandbox.load()
-        for call in calls:
-            outcome = sandbox.run_exercise([case(call)], isolate, oracle, time.monotonic() + 60)[0]
+        for number, call in enumerate(calls, 1):
+            outcome = sandbox.run_exercise([case(call)], isolate, oracle, time.monotonic() + 60,
+                                           more=more and number < len(calls))[0]
             assert outcome.status == "ok", outcome.error
             values.append(codec.decode(outcome.value))
     return values
 
 
-def test_exercises_that_change_nothing_share_one_process():
-    first, second, third = exercises("import os\ndef pid():\n    return os.getpid()\n", "pid()", "pid()", "pid()")
+@pytest.mark.parametrize("more", [True, False])
+def test_exercises_that_change_nothing_share_one_process(more):
+    first, second, third = exercises("import os\ndef pid():\n    return os.getpid()\n", "pid()", "pid()", "pid()",
+                                     more=more)
     assert first == second == third
 
 
@@ -133,11 +137,14 @@ CHANGES = {
 }
 
 
+@pytest.mark.parametrize("more", [True, False])
 @pytest.mark.parametrize("name", sorted(CHANGES))
-def test_an_exercise_that_changed_something_is_followed_by_a_fresh_fork(name):
+def test_an_exercise_that_changed_something_is_followed_by_a_fresh_fork(name, more):
+    """Whether the fork checks itself as soon as the exercise ends (the grader said another follows) or once
+    the next request is there."""
     source, pristine = CHANGES[name]
     source += "import os as _os\ndef pid():\n    return _os.getpid()\n"
-    before, _, after, seen = exercises(source, "pid()", "change()", "pid()", "look()")
+    before, _, after, seen = exercises(source, "pid()", "change()", "pid()", "look()", more=more)
     assert seen == pristine
     assert before != after
 
@@ -321,3 +328,23 @@ def test_a_fork_that_dies_after_saying_exited_costs_no_exercise():
         restarts = sandbox.restarts
     assert [(outcome.status, outcome.error) for outcome in outcomes] == [("ok", {})] * 4
     assert restarts == 0
+
+
+@pytest.mark.parametrize("code", [86, 87])
+@pytest.mark.parametrize("more", [True, False])
+def test_a_case_that_exits_with_the_runtimes_own_codes_costs_only_that_case(code, more):
+    """86 and 87 are what an exercise's fork says to the runtime when it ends by itself (the grader's requests
+    are over; the next one waits, unread, for a fresh fork). A case that exits with them is a crash of that
+    case, whenever the fork checks itself: the next exercises run, in a fresh fork."""
+    source = f"import os\ndef leave():\n    os._exit({code})\ndef pid():\n    return os.getpid()\n"
+    outcomes = []
+    with Sandbox([statement(source, count=1, cell=1)], {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        calls = ("pid()", "leave()", "pid()", "pid()")
+        for number, call in enumerate(calls, 1):
+            request = CaseRequest(id=f"c{number}", code=call, timeout=2.0)
+            outcomes.append(sandbox.run_exercise([request], (), None, time.monotonic() + 60,
+                                                 more=more and number < len(calls))[0])
+    assert [outcome.status for outcome in outcomes] == ["ok", "crash", "ok", "ok"]
+    first, _, after, last = (codec.decode(outcome.value) for outcome in outcomes)
+    assert after == last   # one process serves both: the fork after the crash goes on

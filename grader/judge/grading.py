@@ -49,12 +49,13 @@ from grader.judge.scoring import exercise_score, total
 class CaseRunner(Protocol):
     """What runs an exercise's cases: the sandbox, the kit's runner over it, or the live Jupyter kernel.
 
-    Each request gets exactly one outcome, in order, whatever happens to the code under test.
+    Each request gets exactly one outcome, in order, whatever happens to the code under test. `more` says
+    another exercise follows (a hint: the sandbox's fork prepares for it while the grader turns around).
     """
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                      deadline: float, max_timeouts: int = 2,
-                     methods: Mapping[str, Any] | None = None) -> list[Outcome]: ...
+                     methods: Mapping[str, Any] | None = None, more: bool = False) -> list[Outcome]: ...
 
 
 def submission_id(path: Path) -> str:
@@ -1003,10 +1004,13 @@ def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner
     if runner is not None and cases is None:
         runner = OwnRunsFirst(runner)
         for exercise in plan.rubric.exercises:
-            ready = runnable[exercise.id] = _runnable(plan, exercise, notebook, extracted, loaded)
-            if not isinstance(ready, ExerciseResult):
-                requests = _requests(plan, exercise, plan.cases[exercise.id], ready[0], options)
-                runner.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts)
+            runnable[exercise.id] = _runnable(plan, exercise, notebook, extracted, loaded)
+        runs = [(exercise, ready) for exercise in plan.rubric.exercises
+                if not isinstance(ready := runnable[exercise.id], ExerciseResult)]
+        for index, (exercise, ready) in enumerate(runs, 1):
+            requests = _requests(plan, exercise, plan.cases[exercise.id], ready[0], options)
+            runner.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts,
+                                more=index < len(runs))
         runner.replaying = True
     judged: dict[str, ExerciseResult] = {}
     for exercise in plan.rubric.exercises:
@@ -1029,11 +1033,11 @@ class OwnRunsFirst:
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                      deadline: float, max_timeouts: int = 2,
-                     methods: Mapping[str, Any] | None = None) -> list[Outcome]:
+                     methods: Mapping[str, Any] | None = None, more: bool = False) -> list[Outcome]:
         key = tuple(case.id for case in cases)
         if not isolate and self.replaying and key in self.kept:
             return self.kept.pop(key)
-        outcomes = self.runner.run_exercise(cases, isolate, oracle, deadline, max_timeouts, methods)
+        outcomes = self.runner.run_exercise(cases, isolate, oracle, deadline, max_timeouts, methods, more)
         if not isolate and not self.replaying:
             self.kept[key] = outcomes
         return outcomes

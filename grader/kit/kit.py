@@ -494,12 +494,13 @@ class KitCases:
         self.missed = missed if missed is not None else set()
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle, deadline: float,
-                     max_timeouts: int = 2, methods: Mapping[str, Any] | None = None) -> list[Outcome]:
+                     max_timeouts: int = 2, methods: Mapping[str, Any] | None = None,
+                     more: bool = False) -> list[Outcome]:
         requests = cases
         complete = [replace(r, values=dict(self.cases[r.id].values), set=dict(self.cases[r.id].set),
                             timeout=self.cases[r.id].timeout) for r in requests]
         if not isolate:
-            return self.runner.run_exercise(complete, isolate, oracle, deadline, max_timeouts, methods)
+            return self.runner.run_exercise(complete, isolate, oracle, deadline, max_timeouts, methods, more)
         # No reference here: the isolated methods are answered with the course's answers the kit carries.
         table = TableOracle({m.name: m for m in self.exercise.methods})
         outcomes = self.runner.run_exercise(complete, isolate, table, deadline, max_timeouts, methods)
@@ -767,7 +768,8 @@ class Kernel:
         self.output_bytes = output_bytes
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle, deadline: float,
-                     max_timeouts: int = 2, methods: Mapping[str, Any] | None = None) -> list[Outcome]:
+                     max_timeouts: int = 2, methods: Mapping[str, Any] | None = None,
+                     more: bool = False) -> list[Outcome]:
         # Isolated methods are answered by `oracle` (the kit's course answers) while the exercise runs, as the
         # child's stand-ins do; isolated functions are not (the kit carries no answers for them).
         from grader.sandbox.process import Outcome

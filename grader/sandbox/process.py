@@ -635,11 +635,12 @@ class Sandbox:
     # -- cases ----------------------------------------------------------------------------------------------
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                      deadline: float, max_timeouts: int = 2,
-                     methods: Mapping[str, Any] | None = None) -> list[Outcome]:
+                     methods: Mapping[str, Any] | None = None, more: bool = False) -> list[Outcome]:
         """Run cases in order; each started case gets exactly one outcome, even if the child dies.
 
         `methods` describes the isolated names that are methods (`Class.method`): the parameters of the method
-        and the attribute chains over them the child sends to the oracle as data."""
+        and the attribute chains over them the child sends to the oracle as data. `more`: another exercise
+        follows in this sandbox (the child's fork checks it may serve it while this side turns around)."""
         outcomes: list[Outcome] = []
         timeouts = 0
         position = 0
@@ -665,7 +666,8 @@ class Sandbox:
                     outcomes.extend(Outcome(c.id, "crash", error={"message": str(error)}) for c in cases[position:])
                     break
             batch = cases[position:]
-            produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts, methods)
+            produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts, methods,
+                                              more)
             self.budget.exercise_ended(time.monotonic())   # the fork's waiting, as last read, is kept
             if not produced:  # the child died before running anything: count it against the restarts
                 self.restarts += 1
@@ -682,7 +684,7 @@ class Sandbox:
 
     def _run_batch(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                    deadline: float, timeouts_left: int,
-                   methods: Mapping[str, Any] | None = None) -> tuple[list[Outcome], bool]:
+                   methods: Mapping[str, Any] | None = None, more: bool = False) -> tuple[list[Outcome], bool]:
         """One fork running cases until done or dead. Returns the outcomes and whether the child is still sane.
 
         The parent's clocks decide: the first case starts when the fork is announced (once per batch; a later
@@ -707,7 +709,7 @@ class Sandbox:
         # (a case that crashed was not answered: its CPU time must not be charged again to the next).
         carried, self.carried = self.carried, None
         try:
-            self._send(_exercise_frame(cases, isolate, methods))
+            self._send(_exercise_frame(cases, isolate, methods, more))
         except (wire.Closed, wire.FrameError):
             return outcomes, False
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
@@ -1070,8 +1072,8 @@ def right_answer(case_id: str, value: Any) -> tuple[bytes, frames.Result] | None
 
 
 def _exercise_message(cases: Sequence[CaseRequest], isolate: Sequence[str],
-                      methods: Mapping[str, Any] | None) -> dict:
-    return {"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "cases": [
+                      methods: Mapping[str, Any] | None, more: bool) -> dict:
+    return {"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "more": more, "cases": [
         {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
          "timeout": c.timeout, "reduce": c.reduce} for c in cases]}
 
@@ -1079,20 +1081,20 @@ def _exercise_message(cases: Sequence[CaseRequest], isolate: Sequence[str],
 # An own run's exercise frame by the requests it carries: every student of a batch gets the plan's very requests
 # (grading keeps them per plan), so each exercise's frame is encoded once per worker, not once per student. Kept
 # with its requests, so that their ids name no other objects while the frame is here.
-_FRAMES: dict[tuple[int, ...], tuple[tuple[CaseRequest, ...], bytes]] = {}
+_FRAMES: dict[tuple[bool, tuple[int, ...]], tuple[tuple[CaseRequest, ...], bytes]] = {}
 _FRAMES_LIMIT = 512
 
 
 def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
-                    methods: Mapping[str, Any] | None) -> dict | bytes:
+                    methods: Mapping[str, Any] | None, more: bool = False) -> dict | bytes:
     """The exercise request for the child: the frame's bytes for an own run, the message for an isolated one."""
     if isolate or methods:
-        return _exercise_message(cases, isolate, methods)
-    key = tuple(map(id, cases))
+        return _exercise_message(cases, isolate, methods, more)
+    key = (more, tuple(map(id, cases)))
     known = _FRAMES.get(key)
     if known is not None and all(kept is case for kept, case in zip(known[0], cases, strict=True)):
         return known[1]
-    message = _exercise_message(cases, (), None)
+    message = _exercise_message(cases, (), None, more)
     for request in message["cases"]:
         request["values"], request["set"] = _packed(request["values"]), _packed(request["set"])
     # The rubric's expressions compiled here, once per worker with the frame (see precompiled.expressions).

@@ -603,6 +603,7 @@ class Child:
         when the grader has nothing more to ask."""
         started = _pristine.process() if self.pristine is not None else None
         while True:
+            more = request.get("more") is True   # read before any student code runs (only a hint, see below)
             self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
             _CODE.clear()   # so is the code of its calls: the pristine walk does not look at the runtime's objects
             _take_codes(request)
@@ -631,9 +632,15 @@ class Child:
                 if last:
                     _wire.send(self.response_fd, last)
             _wire.send(self.response_fd, exited)
+            # Where the grader said another exercise follows (`more`), the check runs while it turns around, not
+            # after its request came: no wall time of the notebook's. Its answer holds until the request is read:
+            # no thread, process or hook of the student's is left to change anything (company, above; hooks off),
+            # and the next request stays unread until then either way. A wrong hint costs time, never a check:
+            # without it the check waits for the request, and after the last exercise none is spent.
+            same = more and self.still_pristine(started, company)
             if not _wire.pending(self.request_fd, None):
                 _exit(SESSION_OVER)
-            if not _pristine.unchanged(self.pristine, self.snapshot(), started, _pristine.process(company)):
+            if not (same or not more and self.still_pristine(started, company)):
                 _exit(PASS_ON)
             if self.scratch:
                 _confine.empty_folder(self.scratch)
@@ -651,6 +658,11 @@ class Child:
         for case in cases[:-1]:   # a result is a frame already (_result_frame)
             _wire.send(self.response_fd, self.run_case(case, isolate, methods))
         return self.run_case(cases[-1], isolate, methods) if cases else b""
+
+    def still_pristine(self, started, company):
+        """Whether this fork may serve the next exercise: nothing it could observe changed since the load
+        (pristine.py), `company` read since the exercise's end."""
+        return _pristine.unchanged(self.pristine, self.snapshot(), started, _pristine.process(company))
 
     def snapshot(self):
         """What the next exercise could observe of this process (pristine.snapshot), from the notebook's
