@@ -569,8 +569,8 @@ class Child:
     def exercise(self, request):
         """Run an exercise's cases in a fork, so nothing one exercise does to the module leaks into the next.
         The fork goes on with the next exercise while it is as pristine as a new fork would be (see
-        pristine.py): a fork is then made only after an exercise that changed something. False when the
-        grader's requests are over."""
+        pristine.py): a fork is then made only after an exercise that changed something. `request` None: the
+        fork reads it. False when the grader's requests are over."""
         init = self.jailed and os.getpid() == 1   # the jail's PID 1: its death kills every process of the jail
         pid = _fork()
         if pid == 0:
@@ -599,9 +599,16 @@ class Child:
     def exercises(self, request):
         """In an exercise's fork: run exercises for as long as nothing of the last one can be seen by the next.
         Returns when the next one needs a fresh fork (the runtime then reports this one's end), or ends the fork
-        with PASS_ON when it said so itself and left the next request to the runtime; ends it with SESSION_OVER
+        with PASS_ON when it said so itself and left the next request to a fresh fork; ends it with SESSION_OVER
         when the grader has nothing more to ask."""
         started = _pristine.process() if self.pristine is not None else None
+        if request is None:   # made ahead of its request (serve): the grader's next one, or the end
+            try:
+                request = self.receive()
+            except EOFError:
+                _exit(SESSION_OVER)
+            if request.get("op") != "exercise":
+                _exit(SESSION_OVER)
         while True:
             more = request.get("more") is True   # read before any student code runs (only a hint, see below)
             self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
@@ -708,6 +715,12 @@ class Child:
                 _freeze()
                 self.numpy_random = _numpy_random()
                 self.pristine = self.snapshot()   # what a fork that goes on must still show (pristine.py)
+                # From here on each exercise's fork is made before its request comes, and reads it itself: its
+                # start (the fork, the first reading of its process state, ~1-2 ms) overlaps the grader's
+                # turnaround instead of following it. The runtime reads nothing while a fork lives.
+                while self.exercise(None):
+                    pass
+                return
             elif operation == "exercise":
                 if not self.exercise(request):
                     return
