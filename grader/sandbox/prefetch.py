@@ -42,6 +42,8 @@ _SCANNED = 16        # argument boundaries looked at in one call
 
 ARGS_HEAD, ARGS_TAIL = b'"args":{"list":[', b']},"kwargs":{"dict":[]}}'   # a call's rest, positional only
 _INNER_START, _INNER_END = len(ARGS_HEAD), -len(ARGS_TAIL)
+_LIST_START, _LIST_END = len(b'"args":'), -len(b',"kwargs":{"dict":[]}}')   # the arguments' list in a rest
+_LONGEST_REST = LONGEST_ARGS + len(ARGS_HEAD) + len(ARGS_TAIL)
 _HEAD_MEMBERS = (b'"op"', b'"name"', b'"seq"')   # never in a kept key (process.Heard.keeps): never prefetched
 _HEAD_TEXTS = tuple(member.decode() for member in _HEAD_MEMBERS)
 
@@ -59,6 +61,19 @@ class Rule:
     where: str
     other: bytes
     others: tuple[Any, ...]
+    # A call's frame rest on a member is `before + member's text + after` (what _call makes, made once here: the
+    # walk of answers makes it for every member of every reply a kept run of A* gets).
+    before: bytes = field(init=False, repr=False, compare=False)
+    after: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        before, after = ARGS_HEAD, ARGS_TAIL
+        if self.where == FIRST:
+            after = b"," + self.other + ARGS_TAIL
+        elif self.where == LAST:
+            before = ARGS_HEAD + self.other + b","
+        object.__setattr__(self, "before", before)
+        object.__setattr__(self, "after", after)
 
 
 @dataclass(frozen=True)
@@ -163,30 +178,42 @@ class Prefetch:
         sent: list[tuple[str, str, bytes]] = []
         known, triggers, rules = self.known, self.triggers, list(self.rules.values())
         queue = [(name, found, True)]
-        looked = 0
+        # The bounds as locals (what _call and a check of all four at each member did, in that order): `left`
+        # answers may still be sent with this reply, `looked` members looked at; only answer() stops prefetching.
+        left, looked = min(PER_REPLY, self.allowed), 0
+        if left <= 0:
+            return sent
         for trigger, members, asked in queue:
             for rule in rules:
                 helper = rule.helper
                 if rule.trigger != trigger or (helper == trigger and not asked):
                     continue
+                before, after, where, others = rule.before, rule.after, rule.where, rule.others
                 for text, value in zip(members.texts, members.values, strict=True):
                     looked += 1
-                    if len(sent) >= PER_REPLY or looked > LOOKED or self.allowed <= 0 or self.stopped:
+                    if looked > LOOKED:
                         return sent
-                    made = _call(rule, text, value)
-                    if made is None:
-                        continue
-                    rest, inner, args = made
+                    rest = before + text + after
+                    if len(rest) > _LONGEST_REST:
+                        continue   # _call's None: the arguments' text is too long
                     call = hash((helper, rest))
                     if call in known:
                         continue
+                    args = [value] if where == ONLY else [value, *others] if where == FIRST else [*others, value]
                     reply = answer(helper, rest, args)
-                    if reply is None or len(reply) > LONGEST_TAIL:
+                    if reply is None:
+                        if self.stopped:
+                            return sent
+                        continue
+                    if len(reply) > LONGEST_TAIL:
                         continue
                     known.add(call)
                     self.allowed -= 1
                     self.sent += 1
-                    sent.append((helper, '{"list":[' + inner.decode("ascii") + "]}", reply))
+                    sent.append((helper, rest[_LIST_START:_LIST_END].decode("ascii"), reply))
+                    left -= 1
+                    if left <= 0:
+                        return sent
                     if helper in triggers:
                         more = self.replied(helper, reply)
                         if more is not None:
