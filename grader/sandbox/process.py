@@ -986,38 +986,49 @@ class Sandbox:
             return _ReferenceTooSlow(f"answers sent ahead took longer than {seconds:.2g} s")
 
         # One alarm for all the answers sent with this reply (each reference call under an alarm of its own cost
-        # ~2.6 us of system calls): it rings in the reference (raising there) or in the grader's own code (then
-        # `expired` stops the next call); off the main thread, where no alarm rings, the clock is read before each.
-        with TimeLimit(seconds, too_slow) as limit:
-            def answer(helper: str, rest: bytes, args: list) -> bytes | None:
-                key = (helper, answered_by.get(helper, ""), rest)
-                kept = replies.kept(key)
-                if kept is not None:
-                    return kept
-                if limit.expired or monotonic() - started >= seconds:
-                    prefetch.stopped = True
-                    return None
-                try:
-                    answered = oracle(helper, args, {})
-                    if limit.expired:   # it rang during the call: what the reference made of that is not kept
-                        raise _ReferenceTooSlow("rang")
-                    made = _answer_tail(answered, texts)
-                except _ReferenceTooSlow:
-                    prefetch.stopped = True
-                    return None
-                except Exception:  # noqa: BLE001 - the reference refuses these arguments: nothing is sent
-                    return None
-                replies.keep(key, made)
-                return made
+        # ~2.6 us of system calls), armed when the first of them must be computed (a reply whose answers are all
+        # kept, every reply of a batch's later copies, costs no alarm: the walk looks at LOOKED calls at most) to
+        # ring when the share would have: it rings in the reference (raising there) or in the grader's own code
+        # (then `expired` stops the next call); off the main thread, where no alarm rings, the clock is read
+        # before each.
+        limit: TimeLimit | None = None
 
-            try:
-                more = prefetch.answers(name, tail, answer)
-            except _ReferenceTooSlow:
-                # It rang in a frame that is neither the reference's nor a file of the package (a dataclass's
-                # generated __init__, prefetch.Members' in members_of): prefetching ends, never the case.
-                more = []
+        def answer(helper: str, rest: bytes, args: list) -> bytes | None:
+            nonlocal limit
+            key = (helper, answered_by.get(helper, ""), rest)
+            kept = replies.kept(key)
+            if kept is not None:
+                return kept
+            spent = monotonic() - started
+            if limit is not None and limit.expired or spent >= seconds:
                 prefetch.stopped = True
-        if limit.expired:
+                return None
+            if limit is None:
+                limit = TimeLimit(seconds - spent, too_slow).__enter__()
+            try:
+                answered = oracle(helper, args, {})
+                if limit.expired:   # it rang during the call: what the reference made of that is not kept
+                    raise _ReferenceTooSlow("rang")
+                made = _answer_tail(answered, texts)
+            except _ReferenceTooSlow:
+                prefetch.stopped = True
+                return None
+            except Exception:  # noqa: BLE001 - the reference refuses these arguments: nothing is sent
+                return None
+            replies.keep(key, made)
+            return made
+
+        try:
+            more = prefetch.answers(name, tail, answer)
+        except _ReferenceTooSlow:
+            # It rang in a frame that is neither the reference's nor a file of the package (a dataclass's
+            # generated __init__, prefetch.Members' in members_of): prefetching ends, never the case.
+            more = []
+            prefetch.stopped = True
+        finally:
+            if limit is not None:
+                limit.disarm()
+        if limit is not None and limit.expired:
             prefetch.stopped = True
         clock.prefetch_spent += monotonic() - started
         return codec.pack_prefetched(tail, more) if more else tail
