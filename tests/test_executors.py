@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,12 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+@dataclass
+class Cluster:
+    address: str
+    workers: list     # the two `dask worker` processes (each the leader of its own session)
+
+
 @pytest.fixture
 def cluster(tmp_path):
     """A real `dask scheduler` and two `dask worker` processes on loopback, started from another folder."""
@@ -138,7 +145,7 @@ def cluster(tmp_path):
         from dask.distributed import Client
         with Client(address, timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
-        yield address
+        yield Cluster(address, processes[1:])
     finally:
         import os
         import signal
@@ -155,6 +162,10 @@ def cluster(tmp_path):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
         log.close()
+        # A Dask worker process ends without Python's exit handlers (killed, or multiprocessing's os._exit), so
+        # its grader's temp folder and cgroups are the next grader's on that machine to remove: here, ours.
+        from grader.sandbox.supervisor import clean_leftovers
+        clean_leftovers()
 
 
 @pytest.mark.slow
@@ -163,9 +174,40 @@ def test_a_real_dask_cluster_grades_relative_paths_like_the_local_pool(pool_resu
     results, cache = pool_results
     monkeypatch.chdir(REPO)
     paths = [f"assignments/taoistic-search/submissions/{name}.ipynb" for name in SAMPLE]
-    batch = grade_batch(paths, "rubrics/taoistic-search.yaml", tmp_path / "out", cache=cache, dask=cluster)
+    batch = grade_batch(paths, "rubrics/taoistic-search.yaml", tmp_path / "out", cache=cache, dask=cluster.address)
     assert batch.failed == [] and batch.graded + batch.unreadable == len(SAMPLE)
     assert scores(batch.results) == scores(results)
+
+
+@pytest.mark.slow
+def test_a_dask_worker_killed_mid_batch_is_reported_and_its_submissions_are_graded_by_the_other(
+        pool_results, cluster, tmp_path):
+    """The whole `dask worker` (nanny, worker and its sandboxes) is killed once the first result is in: the
+    scheduler gives its submissions to the other worker, every student is graded as on the local pool, and the
+    batch says which worker was lost."""
+    import signal
+    results, cache = pool_results
+    expected = scores(results)
+    folder = tmp_path / "class"
+    folder.mkdir()
+    paths = []
+    for copy in range(2):
+        for name in SAMPLE:
+            path = folder / f"{name}--{copy}.ipynb"
+            path.write_bytes((SUBMISSIONS / f"{name}.ipynb").read_bytes())
+            paths.append(path)
+    victim = cluster.workers[0]
+
+    def kill_once(result, unchanged):
+        if victim.poll() is None:
+            os.killpg(victim.pid, signal.SIGKILL)
+            victim.wait(timeout=30)
+
+    batch = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, dask=cluster.address, on_result=kill_once)
+    assert victim.poll() is not None
+    assert batch.failed == [] and batch.graded + batch.unreadable == len(paths)
+    assert scores(batch.results) == {path.stem: expected[path.stem.split("--")[0]] for path in paths}
+    assert any("was lost during the batch" in note for note in batch.notes), batch.notes
 
 
 def test_an_unreachable_scheduler_is_one_line_and_exit_2_and_leaves_nothing_behind(tmp_path):
