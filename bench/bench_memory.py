@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,9 +52,10 @@ MIX = ["correct", "correct", "correct", "seed-000", "old-era", "move-dir-transpo
 MEASURED = """
 import atexit, resource, runpy, sys
 def peak():
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(f"PEAK {own} {children}", file=sys.stderr)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    print(f"PEAK {own.ru_maxrss} {children.ru_maxrss} {cpu}", file=sys.stderr)
 atexit.register(peak)
 sys.argv = ["grader", *sys.argv[1:]]
 runpy.run_module("grader", run_name="__main__")
@@ -77,16 +78,25 @@ def generate(folder: Path, count: int) -> list[Path]:
     return paths
 
 
-def measure(*args: str, cwd: Path) -> tuple[float, float, float]:
-    """(seconds, peak MB of the grader's process, peak MB of its largest child) of one grader command."""
+@dataclass(frozen=True)
+class Measured:
+    """One grader command in its own process: wall seconds, CPU seconds of its process and its children
+    (the workers and their sandboxes, once reaped), peak MB of the grader's process and of its largest child."""
+    seconds: float
+    cpu: float
+    own: float
+    children: float
+
+
+def measure(*args: str, cwd: Path) -> Measured:
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", MEASURED, *args], cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"grader {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     line = next(line for line in done.stderr.splitlines() if line.startswith("PEAK "))
-    own, children = (int(v) / 1024 for v in line.split()[1:])
-    return seconds, own, children
+    own, children, cpu = line.split()[1:]
+    return Measured(seconds, float(cpu), int(own) / 1024, int(children) / 1024)
 
 
 def clone(results: Path, students: range, notebooks: list[Path]) -> None:
@@ -130,7 +140,7 @@ def main() -> None:
         notebooks = generate(work / "submissions", max(args.sizes))
         graded: Path | None = None      # a folder whose every result was graded for real
 
-        def grade(results: Path, count: int) -> tuple[float, float, float]:
+        def grade(results: Path, count: int) -> Measured:
             paths = [str(p) for p in notebooks[:count]]
             return measure("grade", *paths, "--rubric", str(RUBRIC), "--out", str(results), "--cache", str(cache),
                            "--jobs", str(args.jobs), "--quiet", cwd=work)
@@ -148,22 +158,25 @@ def main() -> None:
                     raise SystemExit(f"size {size}: the graded class to copy has {already} students, more than "
                                      f"{size} - {real}; give sizes further apart or a smaller --grade-up-to")
                 clone(results, range(already, size - real), notebooks)
-            seconds, own, worker = grade(results, size)
+            run = grade(results, size)
             how = (f"all {size} graded for real" if size == real else
                    f"{real} graded for real, {size - real} recorded by the grader's writers as copies of graded "
                    f"results and found unchanged")
-            print(f"  {size:>6} submissions: grade ({how}): {own:5.0f} MB (largest worker {worker:.0f} MB) "
-                  f"in {seconds:.0f} s")
+            print(f"  {size:>6} submissions: grade ({how}): {run.own:5.0f} MB (largest worker {run.children:.0f} "
+                  f"MB) in {run.seconds:.0f} s")
+            again = grade(results, size)
+            print(f"  {size:>6} submissions: regrade with nothing changed: {again.own:5.0f} MB in "
+                  f"{again.seconds:.2f} s ({again.cpu:.2f} s of CPU), start-up included")
             if size == real:
                 graded = results
             more = () if args.similarity else ("--no-similarity",)
-            seconds, own, _ = measure("class-report", str(results), "-o", str(work / f"class-{size}" / "class.html"),
-                                      *more, cwd=work)
+            run = measure("class-report", str(results), "-o", str(work / f"class-{size}" / "class.html"), *more,
+                          cwd=work)
             print(f"  {size:>6} submissions: class-report{'' if args.similarity else ' (no similarity)'}: "
-                  f"{own:5.0f} MB in {seconds:.0f} s")
+                  f"{run.own:5.0f} MB in {run.seconds:.0f} s")
             shutil.rmtree(work / f"class-{size}", ignore_errors=True)
-            seconds, own, _ = measure("report", str(results), "--out", str(work / f"feedback-{size}"), cwd=work)
-            print(f"  {size:>6} submissions: report: {own:5.0f} MB in {seconds:.0f} s")
+            run = measure("report", str(results), "--out", str(work / f"feedback-{size}"), cwd=work)
+            print(f"  {size:>6} submissions: report: {run.own:5.0f} MB in {run.seconds:.0f} s")
             shutil.rmtree(work / f"feedback-{size}", ignore_errors=True)
             files = [p for p in results.rglob("*") if p.is_file()]
             book = sum(p.stat().st_size for p in files if p.name.startswith("gradebook.sqlite"))
