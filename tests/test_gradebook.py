@@ -406,7 +406,7 @@ def test_look_alike_answers_are_stored_as_given(tmp_path: Path) -> None:
 
 
 def test_score_rows_give_each_students_own_lateness_and_scores_in_rubric_order(tmp_path: Path) -> None:
-    """The rows the CSV is made of: late and penalty (read from each result's json once, not per exercise row)
+    """The rows the CSV is made of: late and penalty (columns of each result, not per exercise row)
     stay with their own student, also for a student without exercises and for one student asked alone."""
     from dataclasses import replace
     with Gradebook(tmp_path / "gb.sqlite") as book:
@@ -420,3 +420,31 @@ def test_score_rows_give_each_students_own_lateness_and_scores_in_rubric_order(t
             ("cat", True, 0.0, {})]
         assert list(book.score_rows(RUBRIC, "bob")) == [rows[1]]
         assert list(book.score_rows(RUBRIC, "nobody")) == []
+
+
+def test_a_version_2_gradebook_gets_each_results_lateness_busy_cases_and_time_as_columns(tmp_path: Path) -> None:
+    """Version 3 keeps late, penalty, busy cases and grading time in columns (a regrade of an unchanged class
+    and its CSV read them for every student; out of the json each cost a parse of the whole result). A version 2
+    file, which has them in the json only, is upgraded on opening with the same rows as before."""
+    from dataclasses import replace
+    path = tmp_path / "gb.sqlite"
+    busy = {"budget": {"waited_seconds": 3.0, "busy_cases": 2}}
+    with Gradebook(path) as book:
+        book.record("amy", "amy.ipynb", replace(make_result("amy"), late=True, penalty=1.5, seconds=2.25))
+        book.record("bob", "bob.ipynb", replace(make_result("bob"), extra=busy, seconds=0.5))
+        book.record("cat", "cat.ipynb", replace(make_result("cat"), extra={"budget": {"busy_cases": "2"}}))
+        rows, seconds = list(book.score_rows(RUBRIC)), book.durations(RUBRIC)
+    assert [(r.student, r.late, r.penalty, r.busy) for r in rows] == [
+        ("amy", True, 1.5, 0), ("bob", False, 0.0, 2), ("cat", False, 0.0, 0)]
+    assert seconds == {"amy": 2.25, "bob": 0.5}
+    db = sqlite3.connect(path)       # the same file as version 2 wrote it: those facts in the json only
+    for column in ("late", "penalty", "busy", "seconds"):
+        db.execute(f"ALTER TABLE results DROP COLUMN {column}")
+    db.execute("UPDATE schema_version SET version = 2")
+    db.commit()
+    db.close()
+    with Gradebook(path) as book:
+        assert list(book.score_rows(RUBRIC)) == rows
+        assert book.durations(RUBRIC) == seconds
+    assert sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    assert consistency_problems(path) == []

@@ -20,6 +20,11 @@ Tables (schema version 2):
                     shared ones, and reading puts them back (a class of 10,000 stores 136 expected values, not
                     1.36 million)
     results.state   graded | unreadable | failed (results.STATES), for counts in SQL (version 2)
+    results.late, penalty, busy, seconds
+                    the result's lateness, late penalty, cases a busy machine kept from being judged and grading
+                    time, as columns (version 3): what a regrade of an unchanged class, the CSV and the order of a
+                    regrade read of every student; read out of the json they cost a parse of the whole result
+                    each (~100 us, most of a 10,000-student regrade)
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any, Iterable, Iterator
 from grader import textsafe
 from grader.store.results import ExerciseResult, SubmissionResult, bound_result, from_dict, stored_form
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # MIGRATIONS[n] takes a gradebook from version n to n + 1, one statement at a time (sqlite3's executescript
 # would commit halfway). A new schema appends a step; opening an older file upgrades it in one transaction.
@@ -88,6 +93,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                call TEXT NOT NULL,
                expected TEXT NOT NULL,
                PRIMARY KEY (rubric_sha256, exercise, case_id))""",
+    ),
+    (
+        "ALTER TABLE results ADD COLUMN late INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE results ADD COLUMN penalty REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE results ADD COLUMN busy INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE results ADD COLUMN seconds REAL NOT NULL DEFAULT 0",
+        # Once, from each result's json (what score_rows and durations read there before).
+        """UPDATE results SET
+               late = coalesce(json_extract(json, '$.late'), 0) != 0,
+               penalty = CASE WHEN json_type(json, '$.penalty') IN ('integer', 'real')
+                              THEN json_extract(json, '$.penalty') ELSE 0 END,
+               busy = CASE WHEN json_type(json, '$.extra.budget.busy_cases') = 'integer'
+                           THEN json_extract(json, '$.extra.budget.busy_cases') ELSE 0 END,
+               seconds = CASE WHEN json_type(json, '$.seconds') IN ('integer', 'real')
+                              THEN json_extract(json, '$.seconds') ELSE 0 END""",
     ),
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -238,27 +258,20 @@ class Gradebook:
     def score_rows(self, rubric: str, student: str | None = None) -> Iterator[ScoreRow]:
         """Every student's current scores (no cases), sorted by student: what the CSV and the table need.
         With `student`, that student's row alone (none when the student has no result)."""
-        # Each result's late and penalty are read from its json once (the heads), not once per exercise row of
-        # the join: json_extract parses the whole text, and a result has a dozen exercises.
+        # Columns only: the result's json (tens of kB) is neither parsed nor read.
         cursor = self._db.execute(
-            f"""WITH heads AS {_MATERIALIZED} (
-                   SELECT s.student, r.id, r.total, r.max_total, r.state, r.isolation,
-                          coalesce(json_extract(r.json, '$.late'), 0) AS late,
-                          coalesce(json_extract(r.json, '$.penalty'), 0) AS penalty,
-                          coalesce(json_extract(r.json, '$.extra.budget.busy_cases'), 0) AS busy
-                   FROM submissions s JOIN results r ON r.id = s.current_result
-                   WHERE s.rubric = ? {'AND s.student = ?' if student is not None else ''})
-               SELECT h.student, h.total, h.max_total, h.state, h.isolation, h.late, h.penalty, h.busy,
-                      sc.exercise, sc.score, sc.max_score
-               FROM heads h LEFT JOIN scores sc ON sc.result_id = h.id
-               ORDER BY h.student, sc.position""", (rubric,) if student is None else (rubric, student))
+            f"""SELECT s.student, r.total, r.max_total, r.state, r.isolation, r.late, r.penalty, r.busy,
+                      sc.exercise, sc.score
+               FROM submissions s JOIN results r ON r.id = s.current_result
+               LEFT JOIN scores sc ON sc.result_id = r.id
+               WHERE s.rubric = ? {'AND s.student = ?' if student is not None else ''}
+               ORDER BY s.student, sc.position""", (rubric,) if student is None else (rubric, student))
         row: ScoreRow | None = None
-        for student, total, max_total, state, isolation, late, penalty, busy, exercise, score, _max_score in cursor:
+        for student, total, max_total, state, isolation, late, penalty, busy, exercise, score in cursor:
             if row is None or row.student != student:
                 if row is not None:
                     yield row
-                row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty),
-                               int(busy) if isinstance(busy, int) else 0)
+                row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty), busy)
             if exercise is not None:
                 row.scores[exercise] = score
         if row is not None:
@@ -268,10 +281,9 @@ class Gradebook:
         """How long each student's current result took to grade (its `seconds`), by student: what orders a
         regrade longest first. Failed results (stopped, or their worker died) and unknown times are left out."""
         rows = self._db.execute(
-            """SELECT s.student, json_extract(r.json, '$.seconds') FROM submissions s
-               JOIN results r ON r.id = s.current_result WHERE s.rubric = ? AND r.state = 'graded'""", (rubric,))
-        return {student: float(seconds) for student, seconds in rows
-                if isinstance(seconds, (int, float)) and seconds >= 0}
+            """SELECT s.student, r.seconds FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? AND r.state = 'graded' AND r.seconds > 0""", (rubric,))
+        return {student: float(seconds) for student, seconds in rows}
 
     def counts(self, rubric: str) -> dict[str, int]:
         """How many students of the rubric are in each state (graded, unreadable, failed)."""
@@ -390,11 +402,6 @@ class Gradebook:
             return imported
         finally:
             source_db.close()
-
-
-# A CTE computed once rather than folded into the query that reads it (SQLite 3.35 and later; before, the same
-# rows, more slowly).
-_MATERIALIZED = "MATERIALIZED" if sqlite3.sqlite_version_info >= (3, 35, 0) else ""
 
 
 def _schema_version(db: sqlite3.Connection, path: Path) -> int:
@@ -556,11 +563,11 @@ def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, resu
     cursor = db.execute(
         f"""INSERT {'OR IGNORE' if skip_existing else ''} INTO results
                 (submission_id, sha256, source, rubric_sha256, grader_version, isolation, total, max_total,
-                 exercise_count, graded_at, json, state)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 exercise_count, graded_at, json, state, late, penalty, busy, seconds)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (submission_id, result.sha256, textsafe.unicode(source), result.rubric_sha256, result.grader_version,
          result.isolation, float(result.total), float(result.max_total), len(result.exercises), graded_at, text,
-         result.state))
+         result.state, int(bool(result.late)), float(result.penalty), busy_cases(result), float(result.seconds)))
     if cursor.rowcount == 0:
         return None
     result_id = cursor.lastrowid
@@ -569,6 +576,14 @@ def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, resu
         [(result_id, position, exercise.id, float(exercise.score), float(exercise.max_score))
          for position, exercise in enumerate(result.exercises)])
     return result_id
+
+
+def busy_cases(result: SubmissionResult) -> int:
+    """How many cases a busy machine kept from being judged (grading.busy_facts' `busy_cases`): such a result
+    is graded again by the next run."""
+    budget = result.extra.get("budget")
+    busy = budget.get("busy_cases") if isinstance(budget, dict) else None
+    return busy if type(busy) is int and busy > 0 else 0
 
 
 def _make_current(db: sqlite3.Connection, submission_id: int, result_id: int) -> None:
