@@ -423,9 +423,10 @@ def test_score_rows_give_each_students_own_lateness_and_scores_in_rubric_order(t
 
 
 def test_a_version_2_gradebook_gets_each_results_lateness_busy_cases_and_time_as_columns(tmp_path: Path) -> None:
-    """Version 3 keeps late, penalty, busy cases and grading time in columns (a regrade of an unchanged class
-    and its CSV read them for every student; out of the json each cost a parse of the whole result). A version 2
-    file, which has them in the json only, is upgraded on opening with the same rows as before."""
+    """Version 3 keeps late, penalty, busy cases and grading time in columns, and every student's current facts
+    in an index (a regrade of an unchanged class and its CSV read them for every student; out of the json each
+    cost a parse of the whole result). A version 2 file, which has them in the json only, is upgraded on opening
+    with the same rows as before."""
     from dataclasses import replace
     path = tmp_path / "gb.sqlite"
     busy = {"budget": {"waited_seconds": 3.0, "busy_cases": 2}}
@@ -438,6 +439,7 @@ def test_a_version_2_gradebook_gets_each_results_lateness_busy_cases_and_time_as
         ("amy", True, 1.5, 0), ("bob", False, 0.0, 2), ("cat", False, 0.0, 0)]
     assert seconds == {"amy": 2.25, "bob": 0.5}
     db = sqlite3.connect(path)       # the same file as version 2 wrote it: those facts in the json only
+    db.execute("DROP INDEX results_heads")
     for column in ("late", "penalty", "busy", "seconds"):
         db.execute(f"ALTER TABLE results DROP COLUMN {column}")
     db.execute("UPDATE schema_version SET version = 2")
@@ -448,3 +450,22 @@ def test_a_version_2_gradebook_gets_each_results_lateness_busy_cases_and_time_as
         assert book.durations(RUBRIC) == seconds
     assert sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     assert consistency_problems(path) == []
+
+
+def test_unchanged_row_is_the_current_row_only_for_the_same_file_rubric_and_grader(tmp_path: Path) -> None:
+    from dataclasses import replace
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        book.record("amy", "amy.ipynb", make_result("amy", sha256="1" * 64))
+        book.record("amy", "amy.ipynb", make_result("amy", sha256="2" * 64, scores=(1.0, 1.0, 1.0)))
+        book.record("cat", "cat.ipynb", replace(make_result("cat"), exercises=(), total=0.0))
+        rows = {row.student: row for row in book.score_rows(RUBRIC)}
+        assert book.unchanged_row(RUBRIC, "amy", "2" * 64, "r1", "0.1.0") == rows["amy"]
+        assert book.unchanged_row(RUBRIC, "cat", "a" * 64, "r1", "0.1.0") == rows["cat"]
+        assert rows["amy"].scores == {"ex0": 1.0, "ex1": 1.0, "ex2": 1.0} and rows["cat"].scores == {}
+        for student, sha256, rubric_sha256, version in [("amy", "1" * 64, "r1", "0.1.0"),   # an older file
+                                                        ("amy", "2" * 64, "r2", "0.1.0"),
+                                                        ("amy", "2" * 64, "r1", "0.2.0"),
+                                                        ("bob", "2" * 64, "r1", "0.1.0")]:
+            assert book.unchanged_row(RUBRIC, student, sha256, rubric_sha256, version) is None
+            assert book.is_current(student, sha256, rubric_sha256, version) is False
+        assert book.unchanged_row("another", "amy", "2" * 64, "r1", "0.1.0") is None

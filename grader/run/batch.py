@@ -22,7 +22,8 @@ from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LatePolicy, assess
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
-from grader.store.results import SubmissionResult, from_dict, not_judged, stored_form, stored_form_of, write_json
+from grader.store.results import (ExerciseResult, SubmissionResult, from_dict, not_judged, stored_form, stored_form_of,
+                                  write_json)
 from grader.store.shared import SharedWriter
 from grader.rubric.schema import Rubric, load_rubric
 from grader.sandbox.supervisor import temp_root
@@ -251,12 +252,12 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             book = _open_gradebook(book_path)
             batch.students = [entry.student for entry in entries]
             by_student = {entry.student: entry for entry in entries}
+            summaries = _Summaries(rubric)
             for entry in entries:
                 student, path, source = entry.student, entry.path, entry.source
                 sha256 = file_sha256(path)
-                previous = (next(book.score_rows(rubric.assignment, student), None)
-                            if book and not force and book.is_current(student, sha256, rubric.sha256, __version__)
-                            else None)
+                previous = (book.unchanged_row(rubric.assignment, student, sha256, rubric.sha256, __version__)
+                            if book and not force else None)
                 if previous is not None and previous.busy:
                     previous = None   # a busy machine kept some of its cases from being judged: graded again
                 if book and previous is not None:
@@ -267,7 +268,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     if out_dir is not None:
                         _restore_missing(book, student, rubric.assignment, path, out_dir)
                     if on_result:
-                        on_result(_summary(previous, rubric), True)
+                        on_result(summaries.of(previous), True)
                 elif entry.problem:    # unreadable before any worker sees it: its row says why
                     result = _with_lateness(_unreadable(the_plan(), entry), entry, rubric.late)
                     batch.unreadable += 1
@@ -483,15 +484,30 @@ def longest_first(jobs: Sequence[Job], seconds: Mapping[str, float]) -> list[Job
     return sorted(jobs, key=lambda job: -seconds.get(job.student, typical))
 
 
-def _summary(row: ScoreRow, rubric: Rubric) -> SubmissionResult:
-    """A score-only result (no cases) for progress callbacks of unchanged students."""
-    from grader.store.results import ExerciseResult
-    maxima = {e.id: float(e.points) for e in rubric.exercises}
-    return SubmissionResult(
-        submission=row.student, path="", sha256="", rubric=rubric.assignment, rubric_sha256=rubric.sha256,
-        grader_version=__version__, isolation=row.isolation, total=row.total, max_total=row.max_total,
-        exercises=tuple(ExerciseResult(e, e, score, maxima.get(e, 0.0), ()) for e, score in row.scores.items()),
-        state=row.state)
+class _Summaries:
+    """Score-only results (no cases) for progress callbacks of unchanged students. A class has few distinct
+    score lists: each one's exercises are made once (they are frozen) and shared, up to KEPT lists at a time."""
+
+    KEPT = 1024
+
+    def __init__(self, rubric: Rubric):
+        self.rubric = rubric
+        self.maxima = {e.id: float(e.points) for e in rubric.exercises}
+        self.exercises: dict[tuple[tuple[str, float], ...], tuple[ExerciseResult, ...]] = {}
+
+    def of(self, row: ScoreRow) -> SubmissionResult:
+        scores = tuple(row.scores.items())
+        exercises = self.exercises.get(scores)
+        if exercises is None:
+            if len(self.exercises) >= self.KEPT:
+                self.exercises.clear()
+            exercises = self.exercises[scores] = tuple(
+                ExerciseResult(e, e, score, self.maxima.get(e, 0.0), ()) for e, score in scores)
+        rubric = self.rubric
+        return SubmissionResult(
+            submission=row.student, path="", sha256="", rubric=rubric.assignment, rubric_sha256=rubric.sha256,
+            grader_version=__version__, isolation=row.isolation, total=row.total, max_total=row.max_total,
+            exercises=exercises, state=row.state)
 
 
 def _restore_missing(book: Gradebook, student: str, rubric: str, path: Path, out_dir: Path) -> None:

@@ -2,7 +2,7 @@
 
 Why SQLite: a TA grades thousands of notebooks, regrades after fixing a rubric and may kill the grader at
 any moment. Each `record` is one transaction in a WAL journal, so a kill -9 loses at most the result being
-written and never leaves half of one; the next batch asks `is_current` and grades only what is missing.
+written and never leaves half of one; the next batch asks `unchanged_row` and grades only what is missing.
 
 Tables (schema version 2):
 
@@ -99,6 +99,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE results ADD COLUMN penalty REAL NOT NULL DEFAULT 0",
         "ALTER TABLE results ADD COLUMN busy INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE results ADD COLUMN seconds REAL NOT NULL DEFAULT 0",
+        # What a regrade asks of every student's current result, read from this index: the table's row holds
+        # the json (tens of kB in overflow pages) before these columns.
+        """CREATE INDEX results_heads ON results (id, sha256, rubric_sha256, grader_version, state, isolation, total,
+                                                  max_total, late, penalty, busy, seconds)""",
         # Once, from each result's json (what score_rows and durations read there before).
         """UPDATE results SET
                late = coalesce(json_extract(json, '$.late'), 0) != 0,
@@ -258,23 +262,38 @@ class Gradebook:
     def score_rows(self, rubric: str, student: str | None = None) -> Iterator[ScoreRow]:
         """Every student's current scores (no cases), sorted by student: what the CSV and the table need.
         With `student`, that student's row alone (none when the student has no result)."""
-        # Columns only: the result's json (tens of kB) is neither parsed nor read.
-        cursor = self._db.execute(
-            f"""SELECT s.student, r.total, r.max_total, r.state, r.isolation, r.late, r.penalty, r.busy,
-                      sc.exercise, sc.score
-               FROM submissions s JOIN results r ON r.id = s.current_result
-               LEFT JOIN scores sc ON sc.result_id = r.id
-               WHERE s.rubric = ? {'AND s.student = ?' if student is not None else ''}
-               ORDER BY s.student, sc.position""", (rubric,) if student is None else (rubric, student))
-        row: ScoreRow | None = None
-        for student, total, max_total, state, isolation, late, penalty, busy, exercise, score in cursor:
-            if row is None or row.student != student:
-                if row is not None:
-                    yield row
-                row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty), busy)
-            if exercise is not None:
-                row.scores[exercise] = score
-        if row is not None:
+        if student is None:
+            return self._score_rows("s.rubric = ?", (rubric,))
+        return self._score_rows("s.rubric = ? AND s.student = ?", (rubric, student))
+
+    def unchanged_row(self, rubric: str, student: str, sha256: str, rubric_sha256: str,
+                      grader_version: str) -> ScoreRow | None:
+        """The student's current scores when `is_current` (graded from this file with this rubric and grader),
+        else None: what a regrade asks of every student (a second query, for the scores, only when it is)."""
+        return next(self._score_rows(
+            "s.rubric = ? AND s.student = ? AND r.sha256 = ? AND r.rubric_sha256 = ? AND r.grader_version = ?",
+            (rubric, student, sha256, rubric_sha256, grader_version)), None)
+
+    def _score_rows(self, where: str, parameters: tuple[str, ...]) -> Iterator[ScoreRow]:
+        # Columns only, from the results_heads index: the result's json is neither parsed nor read. The heads
+        # and the scores are two queries walked side by side (both by student), not a join that repeats a
+        # head's columns on each of its dozen score rows.
+        current = "FROM submissions s JOIN results r INDEXED BY results_heads ON r.id = s.current_result"
+        heads = self._db.execute(
+            f"""SELECT s.student, r.total, r.max_total, r.state, r.isolation, r.late, r.penalty, r.busy {current}
+                WHERE {where} ORDER BY s.student""", parameters)
+        scores: Iterator[tuple[str, str, float]] | None = None
+        pending: tuple[str, str, float] | None = None
+        for student, total, max_total, state, isolation, late, penalty, busy in heads:
+            row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty), busy)
+            if scores is None:   # asked once a head is found: a changed student's check makes one query
+                scores = self._db.execute(
+                    f"""SELECT s.student, sc.exercise, sc.score {current} JOIN scores sc ON sc.result_id = r.id
+                        WHERE {where} ORDER BY s.student, sc.position""", parameters)
+                pending = next(scores, None)
+            while pending is not None and pending[0] == student:
+                row.scores[pending[1]] = pending[2]
+                pending = next(scores, None)
             yield row
 
     def durations(self, rubric: str) -> dict[str, float]:
