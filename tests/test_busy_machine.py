@@ -121,8 +121,8 @@ def test_a_grading_starved_past_its_moved_deadline_is_the_machines_fault_not_the
 
 
 def test_a_result_with_cases_a_busy_machine_kept_from_being_judged_is_graded_again_by_the_next_run(tmp_path):
-    """Its gradebook row says how many (the result's `extra.budget.busy_cases`): the next run does not keep it as
-    unchanged, and the others stay unchanged."""
+    """Its gradebook row says how many (the result's `extra.budget.busy_cases`, kept in the row's `busy` column):
+    the next run does not keep it as unchanged, and the others stay unchanged."""
     import shutil
     import sqlite3
     examples = ROOT / "assignments" / "taoistic-search" / "submissions"
@@ -137,7 +137,7 @@ def test_a_result_with_cases_a_busy_machine_kept_from_being_judged_is_graded_aga
     assert "2 graded" in first.stdout, first.stdout + first.stderr
     with sqlite3.connect(tmp_path / "out" / "gradebook.sqlite") as db:   # as a starved grading would have stored it
         db.execute("""UPDATE results SET json = json_set(json, '$.extra.budget',
-                          json('{"slack_seconds": 60, "waited_seconds": 75.5, "busy_cases": 3}'))
+                          json('{"slack_seconds": 60, "waited_seconds": 75.5, "busy_cases": 3}')), busy = 3
                       WHERE id = (SELECT current_result FROM submissions WHERE student = 'seed-000')""")
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "1 graded, 0 unreadable, 0 failed, 1 unchanged" in again.stdout, again.stdout + again.stderr
