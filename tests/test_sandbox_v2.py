@@ -22,7 +22,7 @@ import pytest
 from grader import codec
 from grader.sandbox import confine, supervisor
 from grader.sandbox.isolation import Isolation, detect
-from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox, SandboxError
+from grader.sandbox.process import MAX_RESTARTS, CaseRequest, ProcessLimits, Sandbox, SandboxError
 from sandbox_run import processes_running, run_cases, statement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -376,6 +376,82 @@ def test_sysv_and_posix_ipc_objects_die_with_the_child():
         other.load()
         [seen] = other.run_exercise([_case("look()")], (), None, time.monotonic() + 60)
     assert _value(seen)["shm"] == -1
+
+
+# What a notebook makes at load for every fork to share, and where an isolated helper's answers went from one
+# exercise's fork to the next exercise's: a MAP_SHARED page, a pipe the runtime holds, SysV shared memory, a POSIX
+# message queue, and the runtime's own memory, made ptrace-able by the notebook's load (/proc/1/mem).
+SHARED_AT_LOAD = """
+import ctypes, json, mmap, os
+PAGE = mmap.mmap(-1, 4096)
+R, W = os.pipe()
+BOX = bytearray(64)
+KEY = 0x5EC12E7
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+_made = [_libc.prctl(4, 1, 0, 0, 0), _libc.prctl(0x59616D61, -1, 0, 0, 0)]   # DUMPABLE, PTRACER_ANY
+def _mq(flags):
+    try:
+        rt = ctypes.CDLL("librt.so.1", use_errno=True)
+    except OSError:
+        return None, -1
+    return rt, rt.mq_open(b"/hx-answers", flags, 0o600, None)
+def helper(x):
+    return -1
+def record():
+    answer = str(helper(7)).encode()
+    PAGE[:8] = answer.ljust(8)
+    os.write(W, answer)
+    segment = _libc.shmget(KEY, 4096, 0o1000 | 0o600)
+    if segment >= 0:
+        ctypes.memmove(_libc.shmat(segment, None, 0), answer + b"\\0", len(answer) + 1)
+    rt, queue = _mq(0o100 | 0o2)
+    if queue >= 0:
+        rt.mq_send(queue, answer, len(answer), 0)
+    buffer = ctypes.c_void_p.from_address(id(BOX) + 40).value   # a bytearray's ob_bytes (CPython, 64 bits)
+    try:
+        with open("/proc/1/mem", "r+b", buffering=0) as memory:
+            memory.seek(buffer)
+            memory.write(answer + b"\\0")
+    except OSError:
+        pass
+    return answer.decode()
+def reuse():
+    found = [PAGE[:8].rstrip(b"\\0 ").decode(), bytes(BOX).split(b"\\0")[0].decode()]
+    os.set_blocking(R, False)
+    try:
+        found.append(os.read(R, 100).decode())
+    except BlockingIOError:
+        pass
+    segment = _libc.shmget(KEY, 0, 0)
+    if segment >= 0:
+        found.append(ctypes.string_at(_libc.shmat(segment, None, 0)).decode())
+    rt, queue = _mq(0o2 | 0o4000)
+    if queue >= 0:
+        received = ctypes.create_string_buffer(9000)
+        found.append(received.raw[:max(0, rt.mq_receive(queue, received, 9000, None))].decode())
+    return [text for text in found if text]
+"""
+
+
+@needs_jail
+def test_what_the_reference_answered_an_isolated_exercise_does_not_reach_the_next_one():
+    """DESIGN: an exercise that asked the reference ends its process, and nothing the reference answered may
+    outlive it. Ending the fork was not enough: each channel above carried the reference's answer (42) to the
+    next exercise, which may run the notebook's own broken helper replaying the course's answers. The child that
+    ran an isolated exercise is replaced before one that does not isolate that helper (its namespaces die with
+    it), and kept for one that does; six replacements are not six deaths."""
+    with Sandbox(_statements(SHARED_AT_LOAD), {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        for _ in range(MAX_RESTARTS + 2):
+            for _ in range(2):
+                [recorded] = sandbox.run_exercise([_case("record()")], ["helper"], lambda name, args, kwargs: 42,
+                                                  time.monotonic() + 60)
+                assert _value(recorded) == "42"   # the reference answered the isolated helper
+            kept = sandbox.process
+            [reused] = sandbox.run_exercise([_case("reuse()")], (), None, time.monotonic() + 60)
+            assert _value(reused) == []
+            assert sandbox.process is not kept
 
 
 # ------------------------------------------------------------------------------------------------ what it may write

@@ -415,6 +415,8 @@ class Sandbox:
         self._outbox_reader: wire.FrameReader | None = None
         self.bounds = frames.Bounds(output=output_bytes + OUTPUT_SLACK)
         self.restarts = 0
+        self.retired = False     # the child was ended on purpose (_retire_for): the next start is not a restart
+        self.answered: frozenset[tuple[str, str]] = frozenset()   # helpers the reference answered this child
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
         # The texts of states the reference's answers sent this submission's child, and of states it sent back,
@@ -436,6 +438,8 @@ class Sandbox:
             # A worker's next submission need not wait for this one's teardown (the kill, the kernel ending
             # the namespaces, the cgroups' removal): the spare starter does it, between spares. Only with
             # namespaces, where the kill goes through the pidfd; a bare pid could be another process by then.
+            if self.budget.slack > 0:   # what it waited and computed is kept (_stop does it for the others)
+                self.budget.child_stopping(self.process.pid, self._computed())
             child = _Child(self.process, self.request_fd, self.reader, self.pids, self.scratch, "", {}, self.memory,
                            self.cpu)
             self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
@@ -443,6 +447,19 @@ class Sandbox:
             self.fork_pid = None
             _later(_discard, child)
         self._stop()
+
+    def _retire_for(self, isolate: Sequence[str], methods: Mapping[str, Any] | None) -> None:
+        """Before an exercise: the child goes if the reference answered it helpers this exercise does not
+        isolate (the next one is loaded fresh), for what the reference answered must not outlive the exercise
+        that asked it, and ending its fork is not enough. The answers went out through whatever the notebook made
+        at load for every fork to share: a MAP_SHARED page, a pipe or socket the runtime holds, SysV or POSIX IPC
+        objects of the sandbox's namespace, the runtime's own memory (made ptrace-able by the notebook's load),
+        a thread of its own left in the runtime; the next exercise's fork read them back (redteam's probes). All
+        of those die with the child's namespaces. An exercise that isolates them all may keep the child: the
+        reference answers it any call of theirs anyway. Not a death: it does not count against the restarts."""
+        if self.answered and not self.answered <= _answering(isolate, methods) and self.process is not None:
+            self.close()
+            self.retired = True
 
     def _stop(self) -> None:
         if self.process is not None and self.budget.slack > 0:
@@ -491,6 +508,7 @@ class Sandbox:
             child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory, child.cpu
         self.meter = cpu_meter(self.cpu, self.memory)
         self.carried = None
+        self.answered = frozenset()
         # Set here, never taken from the child: what counts a case's CPU time (see _CaseClock).
         child.facts["cpu_clock"] = "cgroup" if self.meter is not None else \
             "proc" if os.path.exists("/proc/self/stat") else "wall"
@@ -641,6 +659,7 @@ class Sandbox:
         `methods` describes the isolated names that are methods (`Class.method`): the parameters of the method
         and the attribute chains over them the child sends to the oracle as data. `more`: another exercise
         follows in this sandbox (the child's fork checks it may serve it while this side turns around)."""
+        self._retire_for(isolate, methods)
         outcomes: list[Outcome] = []
         timeouts = 0
         position = 0
@@ -655,11 +674,12 @@ class Sandbox:
                     for c in cases[position:])
                 break
             if self.process is None or self.process.poll() is not None:
-                if self.restarts >= MAX_RESTARTS + len(self.statements):
+                retired, self.retired = self.retired, False
+                if not retired and self.restarts >= MAX_RESTARTS + len(self.statements):
                     outcomes.extend(Outcome(c.id, "crash", error={"message": "the submission's process kept dying"})
                                     for c in cases[position:])
                     break
-                self.restarts += 1
+                self.restarts += 0 if retired else 1
                 try:
                     self.load(deadline)
                 except SandboxError as error:
@@ -680,6 +700,8 @@ class Sandbox:
             timeouts += sum(1 for outcome in produced if outcome.status == "timeout")
             if not clean:
                 self._stop()  # state unknown: the next batch starts in a fresh child
+        if isolate and self.process is not None:
+            self.answered |= _answering(isolate, methods)
         return outcomes
 
     def _run_batch(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
@@ -1558,6 +1580,12 @@ def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_p
             _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child")
             atexit.register(_drop_spares)
         _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths), tuple(preload))
+
+
+def _answering(isolate: Sequence[str], methods: Mapping[str, Any] | None) -> frozenset[tuple[str, str]]:
+    """The helpers an exercise has the reference answer, each with how (a method's call: two exercises may
+    isolate one method with different calls)."""
+    return frozenset((name, repr((methods or {}).get(name))) for name in isolate)
 
 
 def _later(task: Callable[..., Any], *args: Any) -> None:
