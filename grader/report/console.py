@@ -16,7 +16,7 @@ from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.gradebook import ScoreRow
 from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
-from grader.store.status import COLOURS, FAILING, SYMBOLS
+from grader.store.status import BUSY, COLOURS, FAILING, SYMBOLS
 from grader.textsafe import terminal
 
 MARKS = {status: (SYMBOLS[status], COLOURS[status]) for status in SYMBOLS}
@@ -105,7 +105,7 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
     """
     console = console or student_console()
     failing: list[str] = []
-    unverified_total = problems_total = 0
+    unverified_total = problems_total = busy_total = 0
     console.print(f"[bold]{escape(terminal(result.submission))}[/] — public cases of {escape(result.rubric)}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {escape(terminal(warning.shown))}", highlight=False)
@@ -115,8 +115,12 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         unverified = sum(c.status == "unverified" for c in public)
         unverified_total += unverified
         ok = not any(c.status in FAILING for c in public)
-        problems = sum(c.status == "problem" for c in public)
+        # Not judged: the rubric's fault (tell the instructor) or the machine's (run the check again), never the
+        # student's; a busy case is not a "grader problem" to report: nothing is wrong but this machine's load.
+        busy = sum(c.status == "problem" and c.reason == BUSY for c in public)
+        problems = sum(c.status == "problem" for c in public) - busy
         problems_total += problems
+        busy_total += busy
         if not ok:
             failing.append(exercise.id)
         # A tick means something passed here: an exercise whose public cases all wait for submission gets "?".
@@ -126,6 +130,8 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
             line += f", {unverified} checked after submission"
         if problems:
             line += f", {problems} not judged (a grader problem, not your mistake: tell your instructor)"
+        if busy:
+            line += f", {busy} not judged (this machine was too busy, not your mistake: run the check again)"
         if hidden.get(exercise.id):
             count = hidden[exercise.id]
             line += f"; {count} hidden case{'s' if count != 1 else ''}, results after grading"
@@ -139,26 +145,33 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         for first, alike in failure_groups([c for c in public if c.status != "pass"]):
             _print_case(console, first)
             if alike:
-                console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} failed the same "
-                              f"way: " + ", ".join(terminal(c.call or c.id) for c in alike), highlight=False,
+                same = "were not judged for the same reason" if first.status == "problem" else "failed the same way"
+                console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} {same}: "
+                              + ", ".join(terminal(c.call or c.id) for c in alike), highlight=False,
                               markup=False)
                 _print_inputs(console, alike_inputs(first, alike))
     console.print(summary_line(len(result.exercises), failing, unverified_total, sum(hidden.values()),
-                               problems_total), highlight=False)
+                               problems_total, busy_total), highlight=False)
     return not failing
 
 
-def summary_line(exercises: int, failing: list[str], unverified: int, hidden: int, problems: int = 0) -> str:
-    """The closing line of a self-check, in every case: what failed, or that nothing public did."""
+def summary_line(exercises: int, failing: list[str], unverified: int, hidden: int, problems: int = 0,
+                 busy: int = 0) -> str:
+    """The closing line of a self-check, in every case: what failed, or that nothing public did; and what could not
+    be judged, apart: a grader problem (tell the instructor) from a busy machine (run the check again)."""
     later = f"{hidden} hidden case{'s' if hidden != 1 else ''} are graded after submission." if hidden else \
         "Hidden cases are graded after submission."
+    again = (f"{busy} public case{'s' if busy != 1 else ''} could not be judged because this machine was too busy "
+             f"(not your mistake): run the check again when it is less busy. ") if busy else ""
     if failing:
         names = ", ".join(failing[:6]) + (f" and {len(failing) - 6} more" if len(failing) > 6 else "")
         return (f"[red]✗ {len(failing)} of {exercises} exercises have failing public cases:[/] {escape(names)}. "
-                + later)
+                + again + later)
     if problems:   # never "all pass" when the grader could not judge some: they are not the student's mistake
         return (f"[green]No public case failed;[/] {problems} could not be judged because of a grader problem "
-                f"(not your mistake). " + later)
+                f"(not your mistake). " + again + later)
+    if busy:
+        return "[yellow]No public case failed so far;[/] " + again + later
     if unverified:
         return f"[green]✓ No public case failed;[/] {unverified} can only be checked after submission. " + later
     return "[green]✓ All public cases pass.[/] " + later
@@ -192,7 +205,11 @@ def _print_case(console: Console, case: CaseResult) -> None:
     else one line each), traceback and printed output."""
     pad = " " * CASE_INDENT
     lines = [f"    {MARKS[case.status][0]} {case.call}"]
-    if case.message:
+    if case.status == "problem" and case.reason == BUSY:
+        # The grader's message says how long the kernel kept it waiting: in a self-check, what to do about it.
+        lines.append(pad + "not judged: this machine was too busy to run it in time (not your mistake); run the "
+                           "check again when it is less busy")
+    elif case.message:
         lines.append(pad + case.message)
     comparison = boards.compare(case.expected, case.got) if case.status == "fail" else None
     if comparison is not None and not comparison.drawn:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from grader.store.status import BUSY
+
 if TYPE_CHECKING:   # rich.progress is imported when a bar is drawn: a quiet batch (CI, benchmarks) starts sooner
     from rich.console import Console
     from rich.progress import Progress, TaskID
@@ -16,7 +18,9 @@ class BatchProgress:
 
     def __init__(self, console: Console | None, quiet: bool = False):   # None: quiet, nothing is drawn
         self.console, self.quiet = console, quiet
-        self.counts = {"pass": 0, "fail": 0, "error": 0, "timeout": 0, "problem": 0}
+        # "busy": cases a busy machine kept from being judged, apart from the rubric's problems (the TA's fix
+        # differs: wait, the next run grades them again; fix the rubric, then --force)
+        self.counts = {"pass": 0, "fail": 0, "error": 0, "timeout": 0, "problem": 0, "busy": 0}
         self.unchanged = 0
         self.progress: Progress | None = None
         self.task: TaskID | None = None
@@ -33,6 +37,7 @@ class BatchProgress:
         return (f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] [red]{c['error']} error[/] "
                 f"[yellow]{c['timeout']} timeout[/]"
                 + (f" [magenta]{c['problem']} grader problem[/]" if c["problem"] else "")
+                + (f" [magenta]{c['busy']} not judged: machine busy[/]" if c["busy"] else "")
                 + (f" · {self.unchanged} unchanged" if self.unchanged else ""))
 
     def start(self, total: int, unchanged: int) -> None:
@@ -56,7 +61,9 @@ class BatchProgress:
         else:
             for exercise in result.exercises:
                 for case in exercise.cases:
-                    if case.status in self.counts:
+                    if case.status == "problem" and case.reason == BUSY:
+                        self.counts["busy"] += 1
+                    elif case.status in self.counts:
                         self.counts[case.status] += 1
         if self.progress is not None and self.task is not None:
             self.progress.update(self.task, advance=1, summary=self._summary())
