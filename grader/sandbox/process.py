@@ -350,6 +350,11 @@ class SandboxError(RuntimeError):
     """The child could not be started or loaded at all."""
 
 
+class MachineBusy(SandboxError):
+    """The load ran past the submission's deadline because the machine kept it waiting for a CPU longer than the
+    deadline may move (budget.py): the machine's fault, not the notebook's; its cases are graded again."""
+
+
 def preloads(texts: Iterable[str]) -> tuple[str, ...]:
     """The modules of PRELOADABLE whose name appears in `texts`: the course's code (its support modules, its
     template), never a submission's. The zygote keeps what it was asked for, for every later child: were a
@@ -554,10 +559,9 @@ class Sandbox:
                 self.budget.child_started(self.process.pid)
             indices = [i for i in range(len(self.statements)) if i not in self.skipped_statements]
             skipped_before = sorted(self.skipped_statements)
-            limit = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
+            own_limit = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
             until = self._until(deadline) if deadline is not None else None
-            if until is not None:
-                limit = min(limit, until)
+            limit = min(own_limit, until) if until is not None else own_limit
             running: int | None = None
             left_out: tuple[int, ...] = ()
             try:
@@ -569,7 +573,18 @@ class Sandbox:
                     "magic": precompiled.MAGIC, "support": dict(self.support), "output_bytes": self.output_bytes,
                     "statement_seconds": self.limits.load_seconds}))
                 while True:
-                    message = self._receive(limit)
+                    try:
+                        message = self._receive(limit)
+                    except wire.Timeout:
+                        # The submission's deadline cut the load: now that it has passed, a busy machine may move
+                        # it (budget.py), as it does for cases; the load's own limit stays.
+                        if deadline is None or until is None or limit >= own_limit:
+                            raise
+                        until = self._until(deadline)
+                        if min(own_limit, until) <= limit:
+                            raise
+                        limit = min(own_limit, until)
+                        continue
                     if isinstance(message, frames.Loaded):
                         break
                     # The runtime announces statements in order, each once, and says nothing else until
@@ -590,6 +605,13 @@ class Sandbox:
                     self.restarts += 1
                     continue
                 self._stop()
+                if out_of_time and deadline is not None:
+                    self._until(deadline)      # the credit as it stands now: the last reading may be older
+                if out_of_time and deadline is not None and self._starved(deadline):
+                    raise MachineBusy(
+                        f"the notebook's code could not be loaded: the machine was too busy (it kept the grading "
+                        f"waiting {self.budget.granted:.0f} s for a CPU, and the submission's time may move by "
+                        f"{self.budget.slack:g} s)") from None
                 why = "the submission's time budget ran out" if out_of_time else type(error).__name__
                 raise SandboxError(f"the notebook's code could not be loaded: {why}") from None
             # The child says what went wrong in which statement it was sent; where that statement is in the
