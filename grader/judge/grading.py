@@ -40,8 +40,8 @@ from grader.store import status as vocabulary
 from grader.sandbox import cpuclock, frames
 from grader.sandbox.budget import Budget
 from grader.sandbox.isolation import isolation_report
-from grader.sandbox.process import (CaseRequest, Oracle, Outcome, ProcessLimits, PureOracle, Replies, Sandbox,
-                                    SandboxError, SharedReplies, preloads, right_answer)
+from grader.sandbox.process import (CaseRequest, MachineBusy, Oracle, Outcome, ProcessLimits, PureOracle, Replies,
+                                    Sandbox, SandboxError, SharedReplies, preloads, right_answer)
 from grader.judge.scoring import exercise_score, total
 
 
@@ -831,6 +831,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
             results, chosen = second, second_chosen
         else:
             isolate = ()
+            results = busy_in_rerun(results, second)
     else:
         isolate = ()
     read = globals_read(exercise, name, extracted, plan)   # a walk of the function's tree: once per exercise
@@ -844,6 +845,18 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
                           function=name, location=location, variant=chosen, isolated=isolate,
                           globals_read=read, **place)
+
+
+def busy_in_rerun(own: list[CaseResult], rerun: Sequence[CaseResult]) -> list[CaseResult]:
+    """The own run's verdicts, but a case that earned nothing there and that the run with the reference's helpers
+    could not judge because the machine was too busy is that busy case: its verdict is not final (the rerun might
+    have won), so the result counts it as the machine's and the next run grades the submission again. Kept as the
+    own run's failure, it cost the student the rerun's points for good. Never lowers the score."""
+    busy = {case.id: case for case in rerun if case.status == "problem" and case.reason == vocabulary.BUSY}
+    if not busy:
+        return own
+    return [busy[case.id] if case.id in busy and case.status != "pass" and not case.fraction else case
+            for case in own]
 
 
 def culprit(where: str, extracted: Extracted) -> tuple[str, str] | None:
@@ -1076,8 +1089,13 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
             said.append(GraderWarning(Kind.NOT_LOADED, str(error)))
             loaded = ()
             environment = ()
+            busy_load = isinstance(error, MachineBusy)
+        else:
+            busy_load = False
         exercises = grade_exercises(plan, notebook, extracted, sandbox if loaded else None, loaded, deadline,
                                     options, cases)
+        if busy_load:
+            exercises = tuple(busy_unloaded(exercise) for exercise in exercises)
         sandbox_level = sandbox.level or sandbox_level
         held = isolation_report(sandbox_level, sandbox.facts, process_limits)
         budget = busy_facts(sandbox.budget, exercises)
@@ -1091,6 +1109,18 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         warnings=(GraderWarning(Kind.MISMATCH, mismatch), *said) if mismatch else tuple(said), mismatch=mismatch,
         environment=environment,
         seconds=round(time.monotonic() - started, 3), extra={"isolation": held, **budget}))
+
+
+def busy_unloaded(exercise: ExerciseResult) -> ExerciseResult:
+    """Its cases that were not run because the notebook could not be loaded, when a busy machine kept the load past
+    the submission's moved deadline: the machine's fault (`busy machine`, graded again by the next run), not the
+    student's `missing`. A name the notebook does not define stays missing."""
+    if not any(case.cause == NOT_LOADED for case in exercise.cases):
+        return exercise
+    return replace(exercise, cases=tuple(
+        replace(case, status="problem", reason=vocabulary.BUSY, cause="the machine was too busy to run it",
+                message="grader problem: not run: the machine was too busy to load the notebook in time")
+        if case.cause == NOT_LOADED else case for case in exercise.cases))
 
 
 def busy_facts(budget: Budget, exercises: Sequence[ExerciseResult]) -> dict[str, Any]:
