@@ -144,7 +144,8 @@ def summary_line(batch: Batch, out: str) -> str:
     before = len(batch.failed_before)
     unchanged = f"{batch.unchanged} unchanged" + (f" ({before} of them failed before: --force grades them again)"
                                                   if before else "")
-    return (f"{len(batch.students)} submissions: {batch.graded} graded, {batch.unreadable} unreadable, "
+    count = len(batch.students)
+    return (f"{count} submission{'s' if count != 1 else ''}: {batch.graded} graded, {batch.unreadable} unreadable, "
             f"{len(batch.failed)} failed, {unchanged}; {batch.skipped} skipped in {batch.seconds:.1f} s; "
             f"isolation: {levels}; results in {out}/")
 

@@ -89,6 +89,14 @@ def test_quiet_grade_prints_one_summary_line_with_counts_and_isolation_levels(tm
 # ------------------------------------------------------------------------------------------------ check
 
 
+def test_regrading_one_student_says_one_submission(tmp_path: Path, grader_cache: Path) -> None:
+    """A TA regrading one student (`grade that.ipynb --force`) reads "1 submission: 1 graded", not "1 submissions"."""
+    done = run("grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp_path), "--cache", str(grader_cache), "--force",
+               "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert flat(done.stdout).startswith("1 submission: 1 graded, 0 unreadable"), done.stdout
+
+
 def test_check_on_correct_passes_and_only_counts_hidden_cases(grader_cache: Path) -> None:
     done = run("check", CORRECT, "--rubric", RUBRIC, "--cache", str(grader_cache))
     assert done.returncode == 0, done.stdout + done.stderr
