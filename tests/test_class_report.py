@@ -278,6 +278,22 @@ def test_case_rates_sorted_by_exercise_then_case_with_visibility():
     assert rates[2].visibility == "hidden" and rates[2].errors == 1
 
 
+def test_a_case_a_busy_machine_kept_from_being_judged_is_counted_apart_from_the_rubrics_problems():
+    """The TA's fix differs (wait: the next run grades it again; fix the rubric, then --force): the pass-rate table
+    and the summary say which is which."""
+    results = small_class()
+    busy = case("search#1", "problem", "grader problem: not run: the machine was too busy", reason="busy machine",
+                cause="the machine was too busy to run it")
+    crashed = case("search#1", "problem", "grader problem: the check raised", reason="grader problem")
+    results[0] = replace(results[0], exercises=(results[0].exercises[0], exercise("search", [busy], 4.0)))
+    results[1] = replace(results[1], exercises=(results[1].exercises[0], exercise("search", [crashed], 4.0)))
+    rate = next(r for r in case_rates(results) if r.case == "search#1")
+    assert (rate.problems, rate.busy, rate.errors, rate.submissions) == (1, 1, 1, 3)
+    page = class_report_html(results)
+    assert "1 case could not be judged because a check or reference helper of the rubric crashed" in page
+    assert "1 case of 1 submission could not be judged because the grading machine was too busy" in page
+
+
 def test_slowest_are_sorted_by_seconds_with_their_slowest_exercise():
     rows = slowest(small_class())
     assert [row.submission for row in rows] == ["bob", "cy", "ada"]

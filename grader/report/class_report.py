@@ -14,7 +14,7 @@ from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.results import CaseResult, SubmissionResult, not_judged
 from grader.report.similarity import Pair, Similarity
-from grader.store.status import RAISED, STATUSES, TOO_SLOW, WRONG, headline, reason_of
+from grader.store.status import BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline, reason_of
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -85,6 +85,7 @@ class CaseRate:
     timeouts: int
     missing: int
     problems: int = 0                      # grader problems: the check crashed, not the student's answer
+    busy: int = 0                          # not judged: the machine was too busy (graded again by the next run)
 
     @property
     def rate(self) -> float:
@@ -290,7 +291,9 @@ class ClassTally:
                 key = (exercise.id, case.id)
                 self.case_info.setdefault(key, (case.visibility, case.call))
                 counts = self.case_counts.setdefault(key, {})
-                counts[case.status] = counts.get(case.status, 0) + 1
+                # a busy machine's case apart from a rubric's problem: the TA's fix differs (wait for the next run)
+                status = BUSY if case.status == "problem" and case.reason == BUSY else case.status
+                counts[status] = counts.get(status, 0) + 1
                 if case.status == "pass":
                     continue
                 kind, message, summary, detail = failure_key(case)
@@ -351,7 +354,7 @@ class ClassTally:
             exercise=k[0], case=k[1], visibility=info[k][0], call=info[k][1], submissions=sum(counts[k].values()),
             passed=counts[k].get("pass", 0), failed=counts[k].get("fail", 0), errors=counts[k].get("error", 0),
             timeouts=counts[k].get("timeout", 0), missing=counts[k].get("missing", 0),
-            problems=counts[k].get("problem", 0)) for k in keys)
+            problems=counts[k].get("problem", 0), busy=counts[k].get(BUSY, 0)) for k in keys)
 
     def mistakes(self) -> tuple[MistakeGroup, ...]:
         rank = self._rank()
