@@ -688,7 +688,8 @@ def write_dashboard(classroom: Classroom, target: Path) -> Written:
     paths = [path, path.with_suffix(".csv"), path.parent / REPORTS]
     if similarity is not None:
         paths.append(path.parent / f"{path.stem}-similarity.html")
-    line = (f"class report of {count} submission{'s' if count != 1 else ''} written to {path} (and {path.with_suffix('.csv')}, the students' "
+    line = (f"class report of {count} submission{'s' if count != 1 else ''} written to {path} "
+            f"(and {path.with_suffix('.csv')}, the students' "
             f"reports in {path.parent / REPORTS}/"
             + (f", {path.parent / (path.stem + '-similarity.html')}" if similarity is not None else "") + ")")
     return Written(tuple(paths), count, (line,))
