@@ -7,7 +7,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from grader import __version__
 
@@ -499,7 +499,8 @@ def _validate(args: argparse.Namespace) -> int:
     return _run_validate(args.rubric, args)
 
 
-def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
+def _run_validate(rubric: str | Path, args: argparse.Namespace, place: Callable[[str], str] = str) -> int:
+    """validate's report; `place` adds to a problem or warning where its text came from (assign: the master's cell)."""
     from grader.judge.options import Options
     from grader.authoring.validate import validate
     from rich.console import Console
@@ -517,9 +518,9 @@ def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
         for line in describe(validation.mutation, diffs=args.show_survivors):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
     for warning in validation.warnings:
-        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"warning: {place(warning)}", style="yellow", highlight=False, markup=False, soft_wrap=True)
     for problem in validation.problems:
-        console.print(problem, style="red", highlight=False, markup=False, soft_wrap=True)
+        console.print(place(problem), style="red", highlight=False, markup=False, soft_wrap=True)
     if validation.ok:
         console.print(f"{validation.rubric.path}: valid ({sum(len(e.cases) for e in reference.exercises)} cases)",
                       style="green", highlight=False)
@@ -527,7 +528,8 @@ def _run_validate(rubric: str | Path, args: argparse.Namespace) -> int:
 
 
 def _assign(args: argparse.Namespace) -> int:
-    from grader.authoring.assign import build, write
+    from grader.authoring.assign import build, in_master, write
+    from grader.rubric.schema import RubricError
     _check_file(args.master, "the master notebook")
     assignment, root = build(args.master, args.course)
     written = write(assignment, root, force=args.force)
@@ -539,7 +541,13 @@ def _assign(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if args.no_validate:
         return 0
-    status = _run_validate(written["rubric"], args)
+    rubric = written["rubric"]
+    try:
+        status = _run_validate(rubric, args, lambda text: in_master(assignment, rubric, text))
+    except RubricError as error:    # the rubric does not parse: its problems, placed in the master too
+        for problem in error.problems:
+            print(in_master(assignment, rubric, problem), file=sys.stderr)
+        status = 2
     if status:
         print(f"The rubric and reference named above are written by grader assign: make each fix in "
               f"{args.master} (the same text is in its cells) and run grader assign again")

@@ -343,3 +343,24 @@ def test_a_whole_class_in_a_solution_region_grades_each_of_its_methods(tmp_path:
     validation = validate(write(assignment, root)["rubric"], cache=tmp_path / "cache", mutants=2)
     assert validation.problems == (), validation.problems
     assert validation.template_result.total == 0 and validation.reference_result.total == 1
+
+
+@pytest.mark.parametrize("broken, found", [
+    ("points: 2\n", "points2: 2\n"),                                  # the rubric does not parse: exit 2
+    ("  - call: neighbours(Start)", "  - call: neighbours(Stat)"),    # validate's problem: exit 1
+])
+def test_a_problem_at_a_line_of_the_generated_rubric_names_the_masters_cell_it_came_from(
+        tmp_path: Path, broken: str, found: str) -> None:
+    """The author fixes the master, never the generated rubric: each problem validate names at a rubric line also
+    names the master's cell that line came from (here the neighbours tests cell, the master's 7th), and the
+    closing hint says to run assign again; before, a rubric that did not parse ended at its own line, no hint."""
+    cells = [*CELLS[:-1]]        # swap_ends, the last, has no tests cell: its skeleton would be a problem too
+    assert broken in cells[6].source
+    cells[6] = new_raw_cell(cells[6].source.replace(broken, found))
+    path = master(tmp_path, cells)
+    done = grader("assign", str(path), "--mutants", "0", cwd=tmp_path)
+    assert done.returncode in (1, 2), done.stdout + done.stderr
+    rubric = tmp_path / "rubrics" / "tiny-slide.yaml"
+    problems = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith(f"{rubric}:")]
+    assert problems and all(line.endswith(f"[from {path}: cell 7]") for line in problems), done.stdout + done.stderr
+    assert "run grader assign again" in done.stdout
