@@ -292,6 +292,9 @@ def test_a_case_a_busy_machine_kept_from_being_judged_is_counted_apart_from_the_
     page = class_report_html(results)
     assert "1 case could not be judged because a check or reference helper of the rubric crashed" in page
     assert "1 case of 1 submission could not be judged because the grading machine was too busy" in page
+    row = page[page.index('href="students/ada.html"'):]      # ada's row in the students' table says it
+    assert "busy: 1 not judged</span>" in row[:row.index("</tr>")]
+    assert "busy: 1 not judged" not in page[page.index('href="students/bob.html"'):]
 
 
 def test_slowest_are_sorted_by_seconds_with_their_slowest_exercise():

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator, Mapping, Sequence
 from urllib.parse import quote
 
-from grader.store.results import CaseResult, SubmissionResult
+from grader.store.results import CaseResult, SubmissionResult, not_judged
 
 GROUPS_PER_EXERCISE = 6
 GENERATED = re.compile(r"^(?P<group>.+?)\[(?P<index>\d+)\]$")     # exercise.generator[3]
@@ -33,6 +33,7 @@ class StudentRow:
     similarity: float | None                 # highest score of a flagged pair this student is in
     similarity_link: str                     # href of that pair in the similarity page ("" when none)
     ungraded: bool
+    busy: int = 0                            # cases a busy machine kept from being judged (graded again next run)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class StudentLine:
     overrides: tuple[str, ...] = ()          # one line per override in force (describe)
     review: bool = False                     # an override was made for another file than the current one
     override_cells: tuple[str, ...] = ()     # the CSV's override columns (csv_export.override_cells)
+    busy: int = 0                            # cases a busy machine kept from being judged: the scores are not final
 
     def score_map(self) -> dict[str, float]:
         return dict(zip(self.exercises, self.scores, strict=True))
@@ -114,7 +116,7 @@ def student_line(result: SubmissionResult, *, ungraded: bool) -> StudentLine:
     ids = _EXERCISE_IDS.setdefault(ids, ids) if len(_EXERCISE_IDS) < 64 else ids
     line = StudentLine(result.submission, result.total, result.max_total, sys.intern(result.state),
                        bool(result.late), result.penalty, ids, array("d", (e.score for e in result.exercises)),
-                       ungraded)
+                       ungraded, busy=not_judged(result)[1])
     if "overrides" not in result.extra:
         return line
     from grader.report.csv_export import override_cells
@@ -141,7 +143,7 @@ class StudentTable:
                 student=line.student, report=report_href(line.student, self.reports),
                 scores=tuple(scores.get(e) for e in self.exercises), total=line.total, max_total=line.max_total,
                 late=line.late, overrides=line.overrides, review=line.review, similarity=similarity,
-                similarity_link=link, ungraded=line.ungraded)
+                similarity_link=link, ungraded=line.ungraded, busy=line.busy)
 
     def __len__(self) -> int:
         return len(self.lines)
