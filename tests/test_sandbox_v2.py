@@ -454,6 +454,33 @@ def test_what_the_reference_answered_an_isolated_exercise_does_not_reach_the_nex
             assert sandbox.process is not kept
 
 
+SLOW_LOAD = """
+import time
+SLOW = time.sleep(4.0)
+def helper(x):
+    return -1
+def ask():
+    return helper(SLOW)
+def quick():
+    return SLOW
+"""
+
+
+@needs_jail
+def test_the_reload_after_an_isolated_exercise_is_not_taken_from_the_submissions_budget():
+    """The fresh child that follows an isolated exercise is the grader's choice: the notebook's slow top-level
+    statement (4 s here) runs again, and that time is given back to the deadline, so a quick case 2 s before it
+    still runs instead of the reload being stopped by a budget the student did not spend."""
+    with Sandbox(_statements(SLOW_LOAD), {}, ProcessLimits(), slack=5.0) as sandbox:
+        sandbox.load()
+        [asked] = sandbox.run_exercise([_case("ask()")], ["helper"], lambda name, args, kwargs: 42,
+                                       time.monotonic() + 60)
+        assert _value(asked) == 42
+        [quick] = sandbox.run_exercise([_case("quick()")], (), None, time.monotonic() + 2.0)
+    assert _value(quick) is None
+    assert sandbox.reloaded > 2.0
+
+
 # ------------------------------------------------------------------------------------------------ what it may write
 
 @needs_jail

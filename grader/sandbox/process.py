@@ -422,6 +422,7 @@ class Sandbox:
         self.restarts = 0
         self.retired = False     # the child was ended on purpose (_retire_for): the next start is not a restart
         self.answered: frozenset[tuple[str, str]] = frozenset()   # helpers the reference answered this child
+        self.reloaded = 0.0      # seconds of the grader's own reloads given back to the deadline (_reload)
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
         # The texts of states the reference's answers sent this submission's child, and of states it sent back,
@@ -465,6 +466,18 @@ class Sandbox:
         if self.answered and not self.answered <= _answering(isolate, methods) and self.process is not None:
             self.close()
             self.retired = True
+
+    def _reload(self, deadline: float) -> float:
+        """Load the notebook again in a fresh child after _retire_for, and return the seconds given back to the
+        submission's `deadline`: the reload is the grader's choice, so its time (a slow top-level statement is
+        run again) must not come out of the student's budget. At most one load's budget in all, which the
+        watchdog's margin holds (executor.watchdog_for)."""
+        allowance = max(0.0, self.limits.load_seconds - self.reloaded)
+        started = time.monotonic()
+        self.load(deadline + allowance)
+        given = min(allowance, time.monotonic() - started)
+        self.reloaded += given
+        return given
 
     def _stop(self) -> None:
         if self.process is not None and self.budget.slack > 0:
@@ -682,6 +695,7 @@ class Sandbox:
         and the attribute chains over them the child sends to the oracle as data. `more`: another exercise
         follows in this sandbox (the child's fork checks it may serve it while this side turns around)."""
         self._retire_for(isolate, methods)
+        deadline += self.reloaded   # the time of the grader's own reloads (_reload) is not the submission's
         outcomes: list[Outcome] = []
         timeouts = 0
         position = 0
@@ -703,7 +717,10 @@ class Sandbox:
                     break
                 self.restarts += 0 if retired else 1
                 try:
-                    self.load(deadline)
+                    if retired:
+                        deadline += self._reload(deadline)
+                    else:
+                        self.load(deadline)
                 except SandboxError as error:
                     outcomes.extend(Outcome(c.id, "crash", error={"message": str(error)}) for c in cases[position:])
                     break
