@@ -375,3 +375,30 @@ def test_a_new_report_format_is_one_module_and_one_registration(tmp_path: Path, 
     finally:
         sys.modules.pop("plain_format", None)
     assert (tmp_path / "out" / "alice.txt").read_text() == "alice: 1/2\n"
+
+
+def test_a_timeout_says_the_limit_it_ran_into_in_every_students_view(bundled):
+    """'did not finish in time' alone left the student guessing how far off the code is: the case's `limit` fact
+    is shown beside it in the terminal, the Markdown and the HTML (infinite-search's search: 1 s each)."""
+    from grader.report.student import html_report, markdown_report
+    result = bundled["infinite-search"]
+    search = result.exercise("search")
+    limits = {c.limit for c in search.cases if c.status == "timeout" and c.limit}
+    assert len(limits) == 1
+    said = f"time limit is {limits.pop():g} s of CPU time"     # the rest is escaped differently by each format
+    buffer = io.StringIO()
+    student_report(result, {}, Console(file=buffer, width=10_000, soft_wrap=True))
+    assert said in buffer.getvalue()
+    assert said in markdown_report(result) and said in html_report(result)
+    assert "not run: 2 earlier cases of this exercise timed out (" not in markdown_report(result, hidden_details=True)
+
+
+def test_cases_not_judged_are_said_to_be_not_judged_not_failed_in_the_students_report(bundled):
+    busy = replace(bundled["correct"].exercise("manhattan").cases[0], status="problem", reason="busy machine",
+                   message="grader problem: not run: the machine was too busy")
+    exercise = bundled["correct"].exercise("manhattan")
+    shown = replace(exercise, cases=tuple(replace(busy, id=c.id, call=c.call) for c in exercise.cases))
+    result = replace(bundled["correct"], exercises=(shown,))
+    page = student.html_report(result)
+    assert "more cases were not judged for the same reason" in page and "failed the same way" not in page
+    assert "were not judged for the same reason" in student.markdown_report(result)

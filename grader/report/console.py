@@ -16,7 +16,7 @@ from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.gradebook import ScoreRow
 from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
-from grader.store.status import BUSY, COLOURS, FAILING, SYMBOLS
+from grader.store.status import BUSY, COLOURS, FAILING, SYMBOLS, alike_words, limit_note
 from grader.textsafe import terminal
 
 MARKS = {status: (SYMBOLS[status], COLOURS[status]) for status in SYMBOLS}
@@ -145,8 +145,8 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         for first, alike in failure_groups([c for c in public if c.status != "pass"]):
             _print_case(console, first)
             if alike:
-                same = "were not judged for the same reason" if first.status == "problem" else "failed the same way"
-                console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} {same}: "
+                console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} "
+                              f"{alike_words(first.status)}: "
                               + ", ".join(terminal(c.call or c.id) for c in alike), highlight=False,
                               markup=False)
                 _print_inputs(console, alike_inputs(first, alike))
@@ -210,7 +210,7 @@ def _print_case(console: Console, case: CaseResult) -> None:
         lines.append(pad + "not judged: this machine was too busy to run it in time (not your mistake); run the "
                            "check again when it is less busy")
     elif case.message:
-        lines.append(pad + case.message)
+        lines.append(pad + case.message + limit_note(case.status, case.limit))
     comparison = boards.compare(case.expected, case.got) if case.status == "fail" else None
     if comparison is not None and not comparison.drawn:
         lines.append(f"{pad}expected: {codec.describe(case.expected, 400)}")

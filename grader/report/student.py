@@ -26,7 +26,7 @@ from grader.report import boards, boards_html
 from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json
 from grader.store.shared import SharedReader
-from grader.store.status import SYMBOLS, headline
+from grader.store.status import SYMBOLS, alike_words, headline, limit_note
 from grader.textsafe import display
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def _md_case(case: CaseResult) -> list[str]:
     words = headline(case.status, case.reason)
     out = [f"#### {SYMBOLS.get(case.status, '?')} {md_code(case.call or case.id)} — {words}{where}", ""]
     if case.message:
-        out += [md_text(case.message), ""]
+        out += [md_text(case.message + limit_note(case.status, case.limit)), ""]
     if case.inputs and case.status != "pass":
         out += ["With:", "", md_block("\n\n".join(boards.text_input(name, value)
                                                   for name, value in case.inputs.items())), ""]
@@ -260,7 +260,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         for case, alike in failure_groups(shown_cases(exercise, hidden_details)):
             out += _md_case(case)
             if alike:
-                out += [f"And {len(alike)} more case{'s' if len(alike) != 1 else ''} failed the same way: "
+                out += [f"And {len(alike)} more case{'s' if len(alike) != 1 else ''} {alike_words(case.status)}: "
                         + ", ".join(md_code(c.call or c.id) for c in alike), ""]
                 more = alike_inputs(case, alike)
                 if more:
@@ -298,6 +298,8 @@ def _environment() -> jinja2.Environment:
                                      undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                                      trim_blocks=True, lstrip_blocks=True)
     environment.filters["score"] = score_text
+    environment.filters["limit_note"] = limit_note
+    environment.filters["alike_words"] = alike_words
     return environment
 
 

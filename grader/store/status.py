@@ -50,3 +50,14 @@ REASON_WORDS = {BUDGET: "not run (the submission's time budget was spent)",
 def headline(status: str, reason: str = "") -> str:
     """The words a writer shows for a case: its reason's when that says more than its status, else its status's."""
     return REASON_WORDS.get(reason) or WORDS.get(status, status)
+
+
+def limit_note(status: str, limit: float) -> str:
+    """What a timeout's message leaves out: the limit it ran into (the case's `limit` fact), so a student knows how far
+    off the code is; "" for any other case, and for a result stored before the fact existed."""
+    return f" (the case's time limit is {limit:g} s of CPU time)" if status == TIMEOUT and limit > 0 else ""
+
+
+def alike_words(status: str) -> str:
+    """How the cases shown under a first one went: a case not judged did not fail."""
+    return "were not judged for the same reason" if status == PROBLEM else "failed the same way"
