@@ -16,6 +16,8 @@ process, the peak resident set size (ru_maxrss) of the grader's own process, and
   real: grading 10,000 real notebooks takes most of an hour on 2 cores. The line says how many were graded
   and how many recorded. What the parent keeps per graded student is measured apart by tests/test_memory.py
   (retained Python objects of grading N and 2N students, tracemalloc);
+- `grade` of the whole class again, with nothing changed: its wall time and the CPU of its process tree (issue
+  14 judges a regrade of 200 at 2 s; this says what it is at each size);
 - `class-report` of the results folder (the dashboard, the CSV and every student's report, from the
   gradebook), without the similarity check unless --similarity: the bench's class is ten notebooks copied
   N/10 times, so every copy shares all its code with N/10 others, a class no course has;
