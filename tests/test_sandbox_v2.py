@@ -481,6 +481,25 @@ def test_the_reload_after_an_isolated_exercise_is_not_taken_from_the_submissions
     assert sandbox.reloaded > 2.0
 
 
+@needs_jail
+def test_a_reload_the_machine_kept_past_the_deadline_leaves_its_cases_to_the_grader_not_the_student():
+    """A child is loaded again within an exercise (after an isolated one, or after a death): where that load ran
+    past the moved deadline because the machine kept it waiting (MachineBusy, as the first load may), the cases
+    not run are the machine's ("starved": a grader problem, graded again), not a crash of the notebook's."""
+    from grader.sandbox.process import MachineBusy
+    with Sandbox(_statements(SLOW_LOAD.replace("4.0", "0.0")), {}, ProcessLimits(), slack=5.0) as sandbox:
+        sandbox.load()
+        [asked] = sandbox.run_exercise([_case("ask()")], ["helper"], lambda name, args, kwargs: 42,
+                                       time.monotonic() + 60)
+        assert _value(asked) == 42
+
+        def starved(deadline=None):
+            raise MachineBusy("the notebook's code could not be loaded: the machine was too busy")
+        sandbox.load = starved   # the reload, as a starved machine ends it
+        outcomes = sandbox.run_exercise([_case("quick()"), _case("quick() or 1")], (), None, time.monotonic() + 60)
+    assert [(o.status, o.error.get("reason")) for o in outcomes] == [("skipped", "starved")] * 2
+
+
 # ------------------------------------------------------------------------------------------------ what it may write
 
 @needs_jail

@@ -721,6 +721,10 @@ class Sandbox:
                         deadline += self._reload(deadline)
                     else:
                         self.load(deadline)
+                except MachineBusy as error:   # the machine's fault (a reload is no different from the first load)
+                    outcomes.extend(Outcome(c.id, "skipped", error={"reason": "starved", "message": str(error)})
+                                    for c in cases[position:])
+                    break
                 except SandboxError as error:
                     outcomes.extend(Outcome(c.id, "crash", error={"message": str(error)}) for c in cases[position:])
                     break
