@@ -300,7 +300,7 @@ def _report(args: argparse.Namespace) -> int:
                             results_folder=Path(args.results), template=_template(args))
     print(f"{len(written)} report files written to {args.out}/")
     if not written:
-        print(f"{args.results}: no results in this folder (grade with --out {args.results} first)", file=sys.stderr)
+        _no_results(args.results)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         print(f"the notebook of {len(missing)} student(s) was not found, so their reports have no 'Your code' "
@@ -327,12 +327,20 @@ def _without_notebook(results, notebooks, folder: Path) -> list[str]:
             if r.state != "unreadable" and locate_notebook(r, notebooks, folder) is None]
 
 
+def _no_results(folder: str) -> None:
+    """Why a class output of a folder came out empty (a mistyped folder, say the feedback one): exit 1 alone said
+    nothing, and the empty page looked like a class of nobody."""
+    print(f"{folder}: no results in this folder (grade with --out {folder} first)", file=sys.stderr)
+
+
 def _class_report(args: argparse.Namespace) -> int:
     from grader.report.class_outputs import OUTPUTS
     _check_results(args.results)
     _check_target(args.output, "-o", "the HTML file")
     written = OUTPUTS["dashboard"].write(_classroom(args, similarity=not args.no_similarity), Path(args.output))
     print("\n".join(written.lines))
+    if not written.students:
+        _no_results(args.results)
     return 0 if written.students else 1
 
 
@@ -378,6 +386,8 @@ def _similarity(args: argparse.Namespace) -> int:
     classroom = _classroom(args, similarity_csv=Path(args.csv) if args.csv else None)
     written = OUTPUTS["similarity"].write(classroom, Path(args.out))
     print("\n".join(written.lines))
+    if not written.students:
+        _no_results(args.results)
     return 0 if written.students else 1
 
 
@@ -396,7 +406,10 @@ def _export(args: argparse.Namespace) -> int:
               f"students in {Path(args.out) / OUTPUTS[name].target}")
         for line in written.lines:
             print(f"  {line}")
-    return 0 if any(written.students for written in done) else 1
+    if not any(written.students for written in done):
+        _no_results(args.results)
+        return 1
+    return 0
 
 
 def _merge(args: argparse.Namespace) -> int:

@@ -298,3 +298,16 @@ def test_the_not_judged_line_counts_cases_and_names_the_first_ten_submissions_in
     line = not_judged_line(many, "grader problem")
     assert line.startswith("24 cases of 12 submissions not judged: grader problem: s01, s02, ")
     assert line.endswith("s09, s10")
+
+
+def test_a_class_output_of_a_folder_without_results_says_so(tmp_path: Path, capsys) -> None:
+    """`class-report feedback -o ...` (the wrong folder): one line saying there are no results there, exit 1, as
+    `report` says; before, class-report and export wrote a page of nobody and exited 1 without a word."""
+    from grader.cli import main
+    folder = tmp_path / "feedback"
+    folder.mkdir()
+    for argv in (["class-report", str(folder), "-o", str(tmp_path / "class.html")],
+                 ["export", str(folder), "--out", str(tmp_path / "out")],
+                 ["report", str(folder), "--out", str(tmp_path / "reports")]):
+        assert main(argv) == 1, argv
+        assert f"{folder}: no results in this folder" in capsys.readouterr().err, argv
