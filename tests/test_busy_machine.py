@@ -267,3 +267,29 @@ def test_the_grading_threads_own_cpu_time_is_not_idle_time_the_credit_may_use():
     budget.until(deadline=0.0, now=time.monotonic(), runtime=None, cpu=0.0)
     elapsed = time.monotonic() - budget.started
     assert budget.granted <= elapsed - 0.3, (budget.granted, elapsed)
+
+
+def test_a_reload_a_busy_machine_kept_past_the_moved_deadline_is_the_machines_not_a_crash():
+    """A case stopped by the grader (it caught its own timeout) leaves the child's state unknown: the next case's
+    child loads the notebook again. Where the machine kept that reload past the deadline as far as it may move
+    (process.MachineBusy), the cases left are the machine's (`starved`, graded again), as when the deadline stops
+    them between cases, not a crash of the student's that scores 0 for good. The kernel's credit is stood in for
+    (the reload's slow statement is the wait): always past the slack."""
+    import time
+
+    from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+
+    source = ("import time\nSLOW = time.sleep(4)\n"
+              "def bad():\n    while True:\n        try:\n            while True:\n                pass\n"
+              "        except BaseException:\n            pass\n"
+              "def ok():\n    return 3\n")
+    statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+    with Sandbox(statements, {}, ProcessLimits(), slack=5.0) as sandbox:
+        sandbox.load()
+        sandbox.budget.until = lambda deadline, now, runtime, cpu: deadline    # type: ignore[method-assign]
+        sandbox.budget.starved = lambda deadline, now: True                    # type: ignore[method-assign]
+        bad, ok = sandbox.run_exercise([CaseRequest("bad", "bad()", timeout=0.3), CaseRequest("ok", "ok()")],
+                                       (), None, time.monotonic() + 2.5)
+    assert bad.status != "ok"
+    assert ok.status == "skipped" and ok.error["reason"] == "starved", (ok.status, ok.error)
+    assert "too busy" in ok.error["message"]
