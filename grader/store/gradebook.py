@@ -4,7 +4,7 @@ Why SQLite: a TA grades thousands of notebooks, regrades after fixing a rubric a
 any moment. Each `record` is one transaction in a WAL journal, so a kill -9 loses at most the result being
 written and never leaves half of one; the next batch asks `unchanged_row` and grades only what is missing.
 
-Tables (schema version 2):
+Tables (schema version 3):
 
     schema_version  (id = 1, version)                      what `open` compares with SCHEMA_VERSION
     submissions     (id, student, rubric, sha256, source, current_result)
