@@ -602,13 +602,8 @@ class Child:
         with PASS_ON when it said so itself and left the next request to a fresh fork; ends it with SESSION_OVER
         when the grader has nothing more to ask."""
         started = _pristine.process() if self.pristine is not None else None
-        if request is None:   # made ahead of its request (serve): the grader's next one, or the end
-            try:
-                request = self.receive()
-            except EOFError:
-                _exit(SESSION_OVER)
-            if request.get("op") != "exercise":
-                _exit(SESSION_OVER)
+        if request is None:   # made ahead of its request (serve)
+            request = self.next_exercise()
         while True:
             more = request.get("more") is True   # read before any student code runs (only a hint, see below)
             self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
@@ -644,19 +639,25 @@ class Child:
             # no thread, process or hook of the student's is left to change anything (company, above; hooks off),
             # and the next request stays unread until then either way. A wrong hint costs time, never a check:
             # without it the check waits for the request, and after the last exercise none is spent.
-            same = more and self.still_pristine(started, company)
+            same = self.still_pristine(started, company) if more else None   # None: asked once the request came
             if not _wire.pending(self.request_fd, None):
                 _exit(SESSION_OVER)
-            if not (same or not more and self.still_pristine(started, company)):
+            if not (self.still_pristine(started, company) if same is None else same):
                 _exit(PASS_ON)
             if self.scratch:
                 _confine.empty_folder(self.scratch)
-            try:
-                request = self.receive()
-            except EOFError:
-                _exit(SESSION_OVER)
-            if request.get("op") != "exercise":
-                _exit(SESSION_OVER)
+            request = self.next_exercise()
+
+    def next_exercise(self):
+        """In an exercise's fork: the grader's next request; a request that is not an exercise (quit) or the
+        pipe's end ends the fork with SESSION_OVER, as the runtime ends on them."""
+        try:
+            request = self.receive()
+        except EOFError:
+            _exit(SESSION_OVER)
+        if request.get("op") != "exercise":
+            _exit(SESSION_OVER)
+        return request
 
     def run_cases(self, request):
         """An exercise's cases, each result written as its case ends, but the last: its frame is returned, to go
