@@ -1127,7 +1127,7 @@ def busy_facts(budget: Budget, exercises: Sequence[ExerciseResult]) -> dict[str,
     """The result's `budget` facts, where the submission's deadline was reached: how far a busy machine moved it
     (`waited_seconds`, the kernel's run-queue time the grading was credited, of at most `slack_seconds`), and
     `busy_cases`: how many cases it kept from being judged. A result with busy cases is graded again by the next
-    run, not kept as unchanged (Gradebook.score_rows reads `busy_cases`)."""
+    run, not kept as unchanged (the gradebook keeps `busy_cases` in a column a regrade's unchanged_row reads)."""
     if not budget.reached:
         return {}
     busy = sum(case.reason == vocabulary.BUSY for exercise in exercises for case in exercise.cases)
