@@ -194,18 +194,6 @@ class Gradebook:
 
     # -- queries -----------------------------------------------------------------------------------------
 
-    def is_current(self, student: str, sha256: str, rubric_sha256: str, grader_version: str) -> bool:
-        """True when the student's CURRENT result was graded from this file with this rubric and grader.
-
-        Only the current result counts: a student who goes back to an older file after submitting a newer
-        one must be graded again, or the gradebook would keep showing the newer file's grade.
-        """
-        row = self._db.execute(
-            """SELECT 1 FROM submissions s JOIN results r ON r.id = s.current_result
-               WHERE s.student = ? AND r.sha256 = ? AND r.rubric_sha256 = ? AND r.grader_version = ?
-               LIMIT 1""", (student, sha256, rubric_sha256, grader_version)).fetchone()
-        return row is not None
-
     def current(self, rubric: str) -> list[SubmissionResult]:
         """The latest result of every student graded under this rubric id, sorted by student."""
         return list(self.iter_current(rubric))
@@ -268,8 +256,10 @@ class Gradebook:
 
     def unchanged_row(self, rubric: str, student: str, sha256: str, rubric_sha256: str,
                       grader_version: str) -> ScoreRow | None:
-        """The student's current scores when `is_current` (graded from this file with this rubric and grader),
-        else None: what a regrade asks of every student (a second query, for the scores, only when it is)."""
+        """The student's current scores when its CURRENT result was graded from this file with this rubric and
+        grader, else None: what a regrade asks of every student (a second query, for the scores, only when it is).
+        Only the current result counts: a student who goes back to an older file after submitting a newer one
+        is graded again, or the gradebook would keep showing the newer file's grade."""
         return next(self._score_rows(
             "s.rubric = ? AND s.student = ? AND r.sha256 = ? AND r.rubric_sha256 = ? AND r.grader_version = ?",
             (rubric, student, sha256, rubric_sha256, grader_version)), None)
