@@ -228,17 +228,21 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2_and_leaves_nothing_behi
 
 
 def test_watchdog_follows_the_rubrics_budget_with_a_margin():
-    """Beyond the latest deadline a busy machine may move the budget to (SLACK_SHARE more), 10 % and a margin."""
+    """Beyond the latest deadline a busy machine may move the budget to (SLACK_SHARE more) and the grader's own
+    reloads after isolated exercises give back (one load's budget, Sandbox._reload), 10 % and a margin."""
     from dataclasses import replace as changed
     from grader.run.executor import WATCHDOG_MARGIN, watchdog_for
     from grader.judge.grading import Options
     from grader.sandbox.cpuclock import SLACK_SHARE
     rubric = load_rubric(RUBRIC)
-    short = changed(rubric, limits=changed(rubric.limits, submission_seconds=20.0))
+    short = changed(rubric, limits=changed(rubric.limits, submission_seconds=20.0, load_seconds=10.0))
     latest = 20.0 * (1 + SLACK_SHARE)
-    assert watchdog_for(Setup(short, None)) == pytest.approx(latest * 1.1 + WATCHDOG_MARGIN)
+    assert watchdog_for(Setup(short, None)) == pytest.approx(latest * 1.1 + 10.0 + WATCHDOG_MARGIN)
     assert watchdog_for(Setup(short, None, Options(submission_seconds=5.0))) == \
-        pytest.approx(5.0 * (1 + SLACK_SHARE) * 1.1 + WATCHDOG_MARGIN)
+        pytest.approx(5.0 * (1 + SLACK_SHARE) * 1.1 + 10.0 + WATCHDOG_MARGIN)
+    # A slow load (a rubric's 60 s) given back after the moved deadline: beyond the margin alone.
+    slow = changed(short, limits=changed(short.limits, load_seconds=60.0))
+    assert watchdog_for(Setup(slow, None)) > latest + 60.0
     assert LocalPool(Setup(short, None)).watchdog == watchdog_for(Setup(short, None))
 
 

@@ -450,11 +450,13 @@ def watchdog_for(setup: Setup) -> float:
     """How long a worker may spend on one submission: the rubric's (or the command line's) budget plus a margin.
 
     The sandbox already stops a submission at its budget, which a busy machine may move by up to SLACK_SHARE of it
-    (sandbox/budget.py); the watchdog only catches a worker that is stuck, 10 % and the margin beyond that.
+    (sandbox/budget.py), and the grader's own reloads after isolated exercises by up to one load's budget
+    (Sandbox._reload: a rubric's `load_seconds` may exceed the margin); the watchdog only catches a worker that is
+    stuck, 10 % and the margin beyond that.
     """
     from grader.sandbox.cpuclock import SLACK_SHARE
     limit = setup.options.submission_seconds or setup.rubric.limits.submission_seconds
-    return limit * (1 + SLACK_SHARE) * 1.1 + WATCHDOG_MARGIN
+    return limit * (1 + SLACK_SHARE) * 1.1 + setup.rubric.limits.load_seconds + WATCHDOG_MARGIN
 
 
 @dataclass

@@ -471,7 +471,7 @@ class Sandbox:
         """Load the notebook again in a fresh child after _retire_for, and return the seconds given back to the
         submission's `deadline`: the reload is the grader's choice, so its time (a slow top-level statement is
         run again) must not come out of the student's budget. At most one load's budget in all, which the
-        watchdog's margin holds (executor.watchdog_for)."""
+        watchdog allows for (executor.watchdog_for)."""
         allowance = max(0.0, self.limits.load_seconds - self.reloaded)
         started = time.monotonic()
         self.load(deadline + allowance)
