@@ -59,6 +59,10 @@ CHANGES = {
     "a library function patched": ("import heapq\ndef change():\n    heapq.heappush = lambda h, x: None\n"
                                    "    return 0\ndef look():\n    h = []\n    heapq.heappush(h, 1)\n"
                                    "    return h\n", [1]),
+    "a POSIX timer left": ("import ctypes\ndef change():\n    timer = ctypes.c_void_p()\n"
+                           "    ctypes.CDLL(None).timer_create(1, None, ctypes.byref(timer))\n    return 0\n"
+                           "def look():\n    with open('/proc/self/timers') as timers:\n"
+                           "        return timers.read() == ''\n", True),
     "the recursion limit": ("import sys\ndef change():\n    sys.setrecursionlimit(123)\n    return 0\n"
                             "def look():\n    return sys.getrecursionlimit() != 123\n", True),
     "the working folder": ("import os\ndef change():\n    os.chdir('/')\n    return 0\ndef look():\n"
