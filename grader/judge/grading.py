@@ -235,6 +235,8 @@ def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> s
 UNREADABLE, NOT_DEFINED, NO_METHOD, STUB, NOT_LOADED = (
     "the file could not be graded", "not defined in the notebook", "the class lacks the graded method",
     "still the template's stub", "defined but could not be loaded")
+# Why a case is a `busy machine` problem (CaseResult.cause): whether it was stopped, never run or never loaded.
+BUSY_CAUSE = "the machine was too busy to run it"
 
 
 def _missing(exercise: Exercise, cases: Sequence[Case], message: str, cause: str,
@@ -419,7 +421,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         if outcome.error.get("reason") == "starved":
             # Not run because a busy machine took more of the submission's time than its deadline may move by.
             return CaseResult(status="problem", message=f"grader problem: {outcome.error.get('message', '')}",
-                              reason=vocabulary.BUSY, cause="the machine was too busy to run it", **base)
+                              reason=vocabulary.BUSY, cause=BUSY_CAUSE, **base)
         if outcome.error.get("reason") == "budget":
             return CaseResult(status="error", message=outcome.error.get("message", "not run"),
                               reason=vocabulary.BUDGET, cause="not run: the submission's time budget was spent",
@@ -430,7 +432,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     if outcome.status == "timeout" and outcome.error.get("reason") == "starved":
         # Stopped by the wall backstop while the kernel kept it waiting for a CPU: the machine's fault.
         return CaseResult(status="problem", message=f"grader problem: {outcome.error.get('message', '')}",
-                          reason=vocabulary.BUSY, cause="the machine was too busy to run it", **base)
+                          reason=vocabulary.BUSY, cause=BUSY_CAUSE, **base)
     if outcome.status == "timeout":
         where = str(outcome.error.get("where") or "")
         timeout_message = outcome.error.get("message") or "did not finish in time"
@@ -852,7 +854,7 @@ def busy_in_rerun(own: list[CaseResult], rerun: Sequence[CaseResult]) -> list[Ca
     could not judge because the machine was too busy is that busy case: its verdict is not final (the rerun might
     have won), so the result counts it as the machine's and the next run grades the submission again. Kept as the
     own run's failure, it cost the student the rerun's points for good. Never lowers the score."""
-    busy = {case.id: case for case in rerun if case.status == "problem" and case.reason == vocabulary.BUSY}
+    busy = {case.id: case for case in rerun if vocabulary.machine_busy(case.status, case.reason)}
     if not busy:
         return own
     return [busy[case.id] if case.id in busy and case.status != "pass" and not case.fraction else case
@@ -1118,7 +1120,7 @@ def busy_unloaded(exercise: ExerciseResult) -> ExerciseResult:
     if not any(case.cause == NOT_LOADED for case in exercise.cases):
         return exercise
     return replace(exercise, cases=tuple(
-        replace(case, status="problem", reason=vocabulary.BUSY, cause="the machine was too busy to run it",
+        replace(case, status="problem", reason=vocabulary.BUSY, cause=BUSY_CAUSE,
                 message="grader problem: not run: the machine was too busy to load the notebook in time")
         if case.cause == NOT_LOADED else case for case in exercise.cases))
 
@@ -1130,7 +1132,7 @@ def busy_facts(budget: Budget, exercises: Sequence[ExerciseResult]) -> dict[str,
     run, not kept as unchanged (the gradebook keeps `busy_cases` in a column a regrade's unchanged_row reads)."""
     if not budget.reached:
         return {}
-    busy = sum(case.reason == vocabulary.BUSY for exercise in exercises for case in exercise.cases)
+    busy = sum(vocabulary.machine_busy(case.status, case.reason) for exercise in exercises for case in exercise.cases)
     return {"budget": {**budget.facts(), "busy_cases": busy}}
 
 

@@ -14,7 +14,7 @@ from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.results import CaseResult, SubmissionResult, not_judged
 from grader.report.similarity import Pair, Similarity
-from grader.store.status import BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline, reason_of
+from grader.store.status import BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline, machine_busy, reason_of
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -292,7 +292,7 @@ class ClassTally:
                 self.case_info.setdefault(key, (case.visibility, case.call))
                 counts = self.case_counts.setdefault(key, {})
                 # a busy machine's case apart from a rubric's problem: the TA's fix differs (wait for the next run)
-                status = BUSY if case.status == "problem" and case.reason == BUSY else case.status
+                status = BUSY if machine_busy(case.status, case.reason) else case.status
                 counts[status] = counts.get(status, 0) + 1
                 if case.status == "pass":
                     continue

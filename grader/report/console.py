@@ -16,7 +16,7 @@ from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.gradebook import ScoreRow
 from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
-from grader.store.status import BUSY, COLOURS, FAILING, SYMBOLS, alike_words, limit_note
+from grader.store.status import COLOURS, FAILING, SYMBOLS, alike_words, limit_note, machine_busy
 from grader.textsafe import terminal
 
 MARKS = {status: (SYMBOLS[status], COLOURS[status]) for status in SYMBOLS}
@@ -117,7 +117,7 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         ok = not any(c.status in FAILING for c in public)
         # Not judged: the rubric's fault (tell the instructor) or the machine's (run the check again), never the
         # student's; a busy case is not a "grader problem" to report: nothing is wrong but this machine's load.
-        busy = sum(c.status == "problem" and c.reason == BUSY for c in public)
+        busy = sum(machine_busy(c.status, c.reason) for c in public)
         problems = sum(c.status == "problem" for c in public) - busy
         problems_total += problems
         busy_total += busy
@@ -205,7 +205,7 @@ def _print_case(console: Console, case: CaseResult) -> None:
     else one line each), traceback and printed output."""
     pad = " " * CASE_INDENT
     lines = [f"    {MARKS[case.status][0]} {case.call}"]
-    if case.status == "problem" and case.reason == BUSY:
+    if machine_busy(case.status, case.reason):
         # The grader's message says how long the kernel kept it waiting: in a self-check, what to do about it.
         lines.append(pad + "not judged: this machine was too busy to run it in time (not your mistake); run the "
                            "check again when it is less busy")

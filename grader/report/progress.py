@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grader.store.status import BUSY
+from grader.store.status import machine_busy
 
 if TYPE_CHECKING:   # rich.progress is imported when a bar is drawn: a quiet batch (CI, benchmarks) starts sooner
     from rich.console import Console
@@ -61,7 +61,7 @@ class BatchProgress:
         else:
             for exercise in result.exercises:
                 for case in exercise.cases:
-                    if case.status == "problem" and case.reason == BUSY:
+                    if machine_busy(case.status, case.reason):
                         self.counts["busy"] += 1
                     elif case.status in self.counts:
                         self.counts[case.status] += 1

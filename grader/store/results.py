@@ -13,7 +13,7 @@ from typing import Any
 from grader.files import write_text
 from grader import textsafe
 from grader.store import shared
-from grader.store.status import BUSY
+from grader.store.status import PROBLEM, machine_busy
 from grader.intake.warning import GraderWarning, Kind, from_json as warning_from_json, to_json as warning_to_json
 
 # 2: a result file refers to its cases' shared values (call, expected, a right answer) in the results folder's
@@ -119,11 +119,10 @@ def not_judged(result: SubmissionResult) -> tuple[int, int]:
     problems = busy = 0
     for exercise in result.exercises:
         for case in exercise.cases:
-            if case.status == "problem":
-                if case.reason == BUSY:
-                    busy += 1
-                else:
-                    problems += 1
+            if machine_busy(case.status, case.reason):
+                busy += 1
+            elif case.status == PROBLEM:
+                problems += 1
     return problems, busy
 
 

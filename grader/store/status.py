@@ -41,6 +41,12 @@ def reason_of(status: str, reason: str = "") -> str:
     """The case's reason: the stored one, or (a result from before reasons were stored) its status's."""
     return reason or REASON_OF_STATUS.get(status, "")
 
+
+def machine_busy(status: str, reason: str) -> bool:
+    """A case a busy machine kept from being judged: a `problem` of the machine's, not the rubric's. Every count
+    and word tells the two apart (wait for the next run, against fix the rubric and --force)."""
+    return status == PROBLEM and reason == BUSY
+
 # The headline of a case whose reason says more than its status: a case skipped because the submission's time
 # budget ran out shows as an error, yet nothing of the student's raised; it must not read "raised an error".
 REASON_WORDS = {BUDGET: "not run (the submission's time budget was spent)",
