@@ -188,7 +188,7 @@ class Prefetch:
                 helper = rule.helper
                 if rule.trigger != trigger or (helper == trigger and not asked):
                     continue
-                before, after, where, others = rule.before, rule.after, rule.where, rule.others
+                before, after = rule.before, rule.after
                 for text, value in zip(members.texts, members.values, strict=True):
                     looked += 1
                     if looked > LOOKED:
@@ -199,8 +199,7 @@ class Prefetch:
                     call = hash((helper, rest))
                     if call in known:
                         continue
-                    args = [value] if where == ONLY else [value, *others] if where == FIRST else [*others, value]
-                    reply = answer(helper, rest, args)
+                    reply = answer(helper, rest, _arguments(rule, value))
                     if reply is None:
                         if self.stopped:
                             return sent
@@ -271,17 +270,19 @@ def members_of(name: str, tail: bytes) -> Members | None:
 def _call(rule: Rule, text: bytes, value: Any) -> tuple[bytes, bytes, list[Any]] | None:
     """The frame's rest, the arguments' text inside their list's brackets and the arguments of the rule's call on
     one member, or None (too long). Neither the member's text nor the other arguments' name a member of the
-    frame's head (members_of, _values): the rest is one a kept call may have."""
-    where = rule.where
-    if where == ONLY:
-        inner, args = text, [value]
-    elif where == FIRST:
-        inner, args = text + b"," + rule.other, [value, *rule.others]
-    else:
-        inner, args = rule.other + b"," + text, [*rule.others, value]
-    if len(inner) > LONGEST_ARGS:
+    frame's head (members_of, _values): the rest is one a kept call may have. Prefetch.answers makes the same
+    inline, from the same pieces (the rule's before and after, _LONGEST_REST, _arguments): what the tests check
+    of this is what it sends."""
+    rest = rule.before + text + rule.after
+    if len(rest) > _LONGEST_REST:
         return None
-    return ARGS_HEAD + inner + ARGS_TAIL, inner, args
+    return rest, rest[_INNER_START:_INNER_END], _arguments(rule, value)
+
+
+def _arguments(rule: Rule, value: Any) -> list[Any]:
+    """The arguments of the rule's call on a member whose value is `value`."""
+    where = rule.where
+    return [value] if where == ONLY else [value, *rule.others] if where == FIRST else [*rule.others, value]
 
 
 def _values(other: bytes) -> tuple[Any, ...] | None:
