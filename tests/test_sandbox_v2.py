@@ -911,15 +911,29 @@ def test_memory_is_bounded_per_sandbox_not_per_process():
             fds.append(fd)
         return len(fds)
     def split(count, megabytes):
+        # Each child holds its memory until every child has touched its own (or died): else, on a busy CPU, one
+        # could finish before the next began, and three 120 MB children would never be in the cgroup at once.
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
         children = []
         for _ in range(count):
             pid = os.fork()
             if pid == 0:
+                os.close(ready_r)
+                os.close(go_w)
                 block = bytearray(megabytes << 20)
                 for i in range(0, len(block), 4096):
                     block[i] = 1
+                os.write(ready_w, b"x")
+                os.close(ready_w)
+                os.read(go_r, 1)
                 os._exit(0)
             children.append(pid)
+        os.close(ready_w)
+        os.close(go_r)
+        while os.read(ready_r, 16):   # the end: each child has touched its memory and said so, or died
+            pass
+        os.close(go_w)
         return sorted(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children)
     def small():
         return 1
