@@ -78,3 +78,81 @@ def test_a_zip_member_is_held_to_the_same_size_rule_as_a_file_and_refused_by_nam
     assert entry.source.endswith("over.zip:doejane_23456_78901_lab.ipynb")
     assert f"over the {MAX_SUBMISSION_BYTES >> 20} MB a submission may have" in entry.problem, entry.problem
     assert not list((tmp_path / "work2").rglob("doejane*"))
+
+
+def _overlapping_zip(names: list[str], kernel_bytes: int) -> bytes:
+    """A zip bomb of overlapping members (Fifield's "quoted overlap"): member i's deflate stream is a stored block
+    quoting member i+1's local header, then member i+1's own stream, down to one shared kernel of zeros, so every
+    member extracts to the kernel and more while the archive holds the kernel's compressed bytes once."""
+    import struct
+    import zlib
+
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, -15)
+    kernel = squeeze.compress(b"\0" * kernel_bytes) + squeeze.flush()
+    content, stream = b"\0" * kernel_bytes, kernel
+    headers: list[bytes] = []
+    for name in reversed([n.encode() for n in names]):
+        crc = zlib.crc32(content)
+        header = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(stream), len(content),
+                             len(name), 0) + name
+        headers.insert(0, header)
+        stream = struct.pack("<BHH", 0, len(header), len(header) ^ 0xFFFF) + header + stream
+        content = header + content
+    body, directory = b"", b""
+    for index, header in enumerate(headers):
+        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, *struct.unpack("<HHHHHIIIHH", header[4:30]),
+                                 0, 0, 0, 0, len(body)) + header[30:]
+        body += header
+        if index + 1 < len(headers):
+            body += struct.pack("<BHH", 0, len(headers[index + 1]), len(headers[index + 1]) ^ 0xFFFF)
+    body += kernel
+    return body + directory + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(headers), len(headers), len(directory),
+                                          len(body), 0)
+
+
+def test_a_zip_bomb_of_overlapping_members_extracts_once_not_once_per_member(tmp_path):
+    """A student's upload of 40 members that share one compressed kernel of 2 MB (a 10 kB zip declaring 80 MB;
+    the same trick in 1 MB declares MAX_MEMBERS members of 100 MB, terabytes on the TA's disk, each member within
+    the size rule): the members whose bytes run into another's are refused, and a classmate in the same export is
+    extracted as usual. Before, all 40 were extracted (python < 3.11.8)."""
+    import zipfile
+
+    from grader.intake.gather import OVERLAPPING, gather
+
+    bomb = _overlapping_zip([f"lab{i:02d}.ipynb" for i in range(40)], 2 * 1024 * 1024)
+    assert len(bomb) < 20_000
+    export = tmp_path / "export.zip"
+    with zipfile.ZipFile(export, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("smithjohn_12345_67890_lab.zip", bomb)
+        archive.write(CORRECT, "doejane_23456_78901_lab.ipynb")
+    intake = gather([export], tmp_path / "work")
+    jane, john = intake.entries
+    assert jane.problem == "" and jane.path.read_bytes() == CORRECT.read_bytes()
+    assert john.student.startswith("smithjohn") and len(john.others) == 39
+    extracted = sum(path.stat().st_size for path in (tmp_path / "work").rglob("*") if path.is_file())
+    assert extracted < 3 * 2 * 1024 * 1024 + len(bomb), extracted   # the bomb (once) and its one honest member
+    assert john.problem in ("", OVERLAPPING)
+
+
+def test_one_students_upload_extracts_at_most_the_upload_allowance(tmp_path, monkeypatch):
+    """Members that do not overlap still compress 1000 to 1: the members of one student's upload (and of the zips
+    inside it) extract at most MAX_UPLOAD_BYTES together; past it a member is refused by name, and the allowance
+    is the student's own (a classmate's upload in the same export extracts in full)."""
+    import zipfile
+
+    from grader.intake import gather as intake_module
+
+    monkeypatch.setattr(intake_module, "MAX_UPLOAD_BYTES", 3 * 1024 * 1024)
+    export = tmp_path / "export.zip"
+    with zipfile.ZipFile(export, "w", zipfile.ZIP_DEFLATED) as archive:
+        for student in ("smithjohn_12345_67890", "doejane_23456_78901"):
+            upload = tmp_path / f"{student}.zip"
+            with zipfile.ZipFile(upload, "w", zipfile.ZIP_DEFLATED) as inner:
+                for index in range(5):
+                    inner.writestr(f"lab{index}.ipynb", b"\0" * (1024 * 1024))
+            archive.write(upload, f"{student}_lab.zip")
+    intake = intake_module.gather([export], tmp_path / "work")
+    for student in ("smithjohn", "doejane"):
+        extracted = [p for p in (tmp_path / "work").rglob("*.ipynb") if student in str(p)]
+        assert len(extracted) == 3, extracted
+    assert [entry.problem for entry in intake.entries] == ["", ""]   # each graded from a member that extracted

@@ -51,7 +51,12 @@ QUIET_NAMES = re.compile(r"^(readme|licen[cs]e|thumbs\.db$|desktop\.ini$)", re.I
 MAX_MEMBER_BYTES = MAX_SUBMISSION_BYTES  # uncompressed size of one extracted member: a submission's own rule
 MAX_MEMBERS = 20_000                    # notebook, script and zip members read from one archive
 MAX_ARCHIVE_DEPTH = 2                   # an archive, and archives inside it; deeper ones are not opened
+# What one student's upload (their zip and the zips inside it) may extract in all: a few notebooks of the largest
+# size, not a disk. The member cap alone allows MAX_MEMBERS full-size members, which a small zip can declare.
+MAX_UPLOAD_BYTES = 4 * MAX_SUBMISSION_BYTES
+OVERLAPPING = "its bytes overlap another member's (a zip bomb's trick); not extracted"
 _CHUNK = 1024 * 1024
+_LOCAL_HEADER = 30                      # the smallest local file header (no name, no extra field), in bytes
 
 
 @dataclass(frozen=True)
@@ -309,6 +314,7 @@ class _Collector:
         self.seen: set[tuple[int, int]] = set()       # (device, inode) of disk files already taken
         self.late: dict[tuple[str, str], bool] = {}   # (convention, LMS id) -> late, from LMS worksheets
         self.worksheets: list[str] = []               # notes: which worksheets were read
+        self.allowances: dict[tuple[str, str], _Allowance] = {}  # (convention, student) -> their upload's extraction
 
     # -- inputs on disk -----------------------------------------------------------------------------
 
@@ -493,7 +499,11 @@ class _Collector:
             wrappers = 0 if upload is not None else _wrappers(
                 [parts for parts, _ in members if not _skipped(parts)], _stem(name))
             folder = self.workdir / _archive_folder(name, label)
-            items = [self._member_item(archive, info, parts, wrappers, folder, label) for parts, info in members]
+            overlapping = _overlapping(archive)
+            allowance = None if upload is None else self.allowances.setdefault(
+                (upload.convention, upload.student), _Allowance(MAX_UPLOAD_BYTES))
+            items = [self._member_item(archive, info, parts, wrappers, folder, label,
+                                       info in overlapping, allowance) for parts, info in members]
             self._take_items(items, level, upload, direct=False)
 
     def _members(self, archive: zipfile.ZipFile, label: str) -> list[tuple[tuple[str, ...], zipfile.ZipInfo]]:
@@ -520,11 +530,16 @@ class _Collector:
         return members
 
     def _member_item(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo, parts: tuple[str, ...],
-                     wrappers: int, folder: Path, label: str) -> _Item:
+                     wrappers: int, folder: Path, label: str, overlaps: bool, allowance: _Allowance | None) -> _Item:
         modified, when = _zip_time(info.date_time)
         target = folder.joinpath(*parts)
+
+        def fetch() -> Path:
+            if overlaps:
+                raise _Problem(OVERLAPPING)
+            return _extract(archive, info, target, modified, allowance)
         return _Item(Place(parts, len(parts) - wrappers), f"{label}:{info.filename}", info.file_size, modified,
-                     when, lambda: _extract(archive, info, target, modified))
+                     when, fetch)
 
     # -- choosing -------------------------------------------------------------------------------------
 
@@ -726,8 +741,32 @@ def _zip_time(date_time: tuple[int, int, int, int, int, int]) -> tuple[float, st
     return seconds, "%04d-%02d-%02d %02d:%02d:%02d" % date_time
 
 
-def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, modified: float) -> Path:
-    """Extract one member, streaming, so that a member lying about its size still stops at the limit."""
+@dataclass
+class _Allowance:
+    """The bytes one student's upload may still extract (MAX_UPLOAD_BYTES at first), shared by its nested zips."""
+
+    left: int
+
+
+def _overlapping(archive: zipfile.ZipFile) -> set[zipfile.ZipInfo]:
+    """Members whose compressed bytes run into the next member's header (or the central directory).
+
+    Why: a zip bomb of overlapping members (Fifield's "quoted overlap") makes every member's data a stored quote
+    of the next one's header followed by the next one's data, so one shared compressed kernel is extracted once
+    per member: 10 kB declared 50 members of 5 MB (and 1 MB can declare MAX_MEMBERS of 100 MB, terabytes), each
+    within the member cap. CPython's zipfile refuses them only since 3.11.8 / 3.12.2; an archive an LMS or a
+    student's zip tool writes never overlaps.
+    """
+    infos = sorted(archive.infolist(), key=lambda info: info.header_offset)
+    ends = [info.header_offset for info in infos[1:]] + [getattr(archive, "start_dir", 1 << 62)]
+    return {info for info, end in zip(infos, ends, strict=True)
+            if info.header_offset + _LOCAL_HEADER + info.compress_size > end}
+
+
+def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, modified: float,
+             allowance: _Allowance | None = None) -> Path:
+    """Extract one member, streaming, so that a member lying about its size still stops at the limit (and at what
+    its student's upload may still extract, when it is one)."""
     if info.file_size > MAX_MEMBER_BYTES:
         raise _Problem(f"{info.file_size / 1024 / 1024:,.1f} MB uncompressed, {TOO_LARGE}; not extracted")
     written = 0
@@ -738,7 +777,12 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, modi
                 written += len(chunk)
                 if written > MAX_MEMBER_BYTES:
                     raise _Problem(f"once uncompressed, {TOO_LARGE}; not extracted")
+                if allowance is not None and written > allowance.left:
+                    raise _Problem(f"with the upload's other members, over the {MAX_UPLOAD_BYTES >> 20} MB one "
+                                   "student's upload may extract; not extracted")
                 sink.write(chunk)
+        if allowance is not None:
+            allowance.left -= written
         if modified:
             os.utime(target, (modified, modified))
     except _Problem:
