@@ -332,6 +332,19 @@ def test_an_upload_without_a_notebook_gets_zero_and_says_so(autograder_zip: Path
 
 
 @slow
+def test_a_link_to_the_course_reference_in_the_upload_is_not_graded(autograder_zip: Path, tmp_path: Path) -> None:
+    """An upload holding `lab.py`, a symbolic link to the bundled reference (its path is the same in every
+    Gradescope image; a GitHub submission or an unpacked zip can hold links): graded, it earned full marks with
+    the reference as the student's code. A link is not followed: the upload has no notebook and gets zero."""
+    root = fake_tree(autograder_zip, tmp_path / "autograder", None)
+    reference = root / "source" / "course" / "reference" / "taoistic_search.py"
+    assert reference.is_file()
+    (root / "submission" / "lab.py").symlink_to(reference)
+    data = run(root, root / "source" / "course" / "taoistic-search.yaml")
+    assert data["score"] == 0 and "No notebook" in data["output"], data["output"]
+
+
+@slow
 def test_of_several_notebooks_the_one_with_the_graded_functions_is_graded(autograder_zip: Path, tmp_path: Path,
                                                                           graded: dict[str, SubmissionResult]) -> None:
     root = fake_tree(autograder_zip, tmp_path / "autograder", OF_TILE)

@@ -156,3 +156,31 @@ def test_one_students_upload_extracts_at_most_the_upload_allowance(tmp_path, mon
         extracted = [p for p in (tmp_path / "work").rglob("*.ipynb") if student in str(p)]
         assert len(extracted) == 3, extracted
     assert [entry.problem for entry in intake.entries] == ["", ""]   # each graded from a member that extracted
+
+
+def test_a_link_to_a_classmates_notebook_or_to_the_reference_is_not_graded(tmp_path, grader_cache):
+    """A class folder of student folders (git clones, unpacked uploads) can hold symbolic links. Alice's
+    `lab.ipynb -> ../bob/lab.ipynb` took Bob's notebook (graded as hers) and left Bob without a row (the same file
+    is taken once); Mallory's `lab.py -> <checkout>/reference/taoistic_search.py` earned 30/30 with the reference,
+    and her results folder kept a copy of it. A link inside a folder is not followed: both rows are unreadable at
+    zero, saying why, and Bob is graded."""
+    folder = tmp_path / "class"
+    for student in ("alice", "bob", "mallory"):
+        (folder / student).mkdir(parents=True)
+    shutil.copy(CORRECT, folder / "bob" / "lab.ipynb")
+    (folder / "alice" / "lab.ipynb").symlink_to(Path("..") / "bob" / "lab.ipynb")
+    reference = REPO / "reference" / "taoistic_search.py"
+    (folder / "mallory" / "lab.py").symlink_to(reference)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC),
+                           "--out", str(out), "--jobs", "1", "--cache", str(grader_cache)],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert "Traceback" not in done.stderr, done.stderr
+    rows = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+    assert set(rows) == {"alice", "bob", "mallory"}, sorted(rows)
+    assert rows["bob"]["total"] == rows["bob"]["max_total"] == 30
+    for student in ("alice", "mallory"):
+        assert rows[student]["total"] == 0 and rows[student]["state"] == "unreadable", rows[student]["state"]
+        assert any("symbolic link" in str(w) for w in rows[student]["warnings"]), rows[student]["warnings"]
+    kept = [path.read_bytes() for path in (out / "notebooks").iterdir()]
+    assert reference.read_bytes() not in kept

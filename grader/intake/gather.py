@@ -55,6 +55,10 @@ MAX_ARCHIVE_DEPTH = 2                   # an archive, and archives inside it; de
 # size, not a disk. The member cap alone allows MAX_MEMBERS full-size members, which a small zip can declare.
 MAX_UPLOAD_BYTES = 4 * MAX_SUBMISSION_BYTES
 OVERLAPPING = "its bytes overlap another member's (a zip bomb's trick); not extracted"
+# A file reached through a symbolic link inside a folder is never read: a student's folder (a git clone, an unpacked
+# upload) can hold a link to a classmate's notebook (taking it, and leaving the classmate without a row) or to the
+# course's reference (graded as the student's own and copied into their results). A path the TA names is followed.
+LINKED = "a symbolic link, not followed (a link can name a classmate's notebook or a course file); hand in the file"
 _CHUNK = 1024 * 1024
 _LOCAL_HEADER = 30                      # the smallest local file header (no name, no extra field), in bytes
 
@@ -367,9 +371,10 @@ class _Collector:
             found.extend(Path(folder, name) for name in sorted(names))
         return found
 
-    def _disk_item(self, path: Path, place: Place) -> _Item | None:
+    def _disk_item(self, path: Path, place: Place, linked: bool = False) -> _Item | None:
+        """`linked`: a link lies on the way to `path` inside the folder given; its item is unreadable (LINKED)."""
         try:
-            info = path.stat()
+            info = path.lstat() if linked else path.stat()
         except OSError as error:
             self.problems.append(f"{path}: cannot be read ({error.strerror or error})")
             return None
@@ -378,7 +383,10 @@ class _Collector:
             return None
         self.seen.add(key)
         when = datetime.fromtimestamp(info.st_mtime).strftime("%Y-%m-%d %H:%M:%S")
-        return _Item(place, str(path), info.st_size, info.st_mtime, when, lambda: path)
+
+        def refused() -> Path:
+            raise _Problem(LINKED)
+        return _Item(place, str(path), info.st_size, info.st_mtime, when, refused if linked else lambda: path)
 
     def _take_direct(self, path: Path) -> None:
         above = os.path.basename(os.path.realpath(path.parent))
@@ -387,18 +395,20 @@ class _Collector:
             self._take_items([item], level=0, owner=None, direct=True)
 
     def _take_folder(self, root: Path, files: Iterable[Path]) -> None:
-        above = os.path.basename(os.path.realpath(root))
-        relative: list[tuple[tuple[str, ...], Path]] = []
+        root_real = os.path.realpath(root)
+        above = os.path.basename(root_real)
+        relative: list[tuple[tuple[str, ...], Path, bool]] = []
         for path in files:
             try:
                 parts = path.relative_to(root).parts
+                linked = os.path.realpath(path) != os.path.join(root_real, *parts)
             except ValueError:
-                parts = (path.name,)
-            relative.append((parts, path))
-        wrappers = _wrappers([parts for parts, _ in relative if not _skipped(parts)], None)
+                parts, linked = (path.name,), path.is_symlink()
+            relative.append((parts, path, linked))
+        wrappers = _wrappers([parts for parts, _, _ in relative if not _skipped(parts)], None)
         items = []
-        for parts, path in relative:
-            item = self._disk_item(path, Place((above, *parts), len(parts) - wrappers))
+        for parts, path, linked in relative:
+            item = self._disk_item(path, Place((above, *parts), len(parts) - wrappers), linked)
             if item is not None:
                 items.append(item)
         self._take_items(items, level=0, owner=None, direct=False)
