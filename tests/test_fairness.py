@@ -246,6 +246,40 @@ def test_numpy_ints_and_a_frozenset_are_right_answers(tmp_path: Path, grader_cac
     assert result.total == result.max_total
 
 
+# ---------------------------------------------------------------- real notebooks by other people
+
+
+SLIDING_RUBRIC = REPO / "rubrics" / "sliding-3x3.yaml"
+
+
+def test_a_real_notebooks_successors_in_a_list_earn_the_set_exercise(tmp_path: Path, grader_cache: Path) -> None:
+    """A lab assignment's get_neighbors, put on the 3x3 template, collects the successor states in a list where
+    the text says "the set of states": each state is there once, so it is right (with a note), as in search."""
+    [result] = grade([FAIR / "real_sliding_successors_in_a_list.ipynb"], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    next_states = result.exercise("nextStates")
+    assert next_states.score == next_states.max_score
+    assert all(c.status == "pass" and "a list where a set is asked for" in c.message for c in next_states.cases)
+    assert result.total == result.max_total
+
+
+def test_a_sequence_is_a_set_only_where_the_rubric_says_so_and_only_without_repeats() -> None:
+    from grader import codec
+    from grader.checks.registry import CheckContext, equal
+    expected = {((0, 1), (2, 3)), ((1, 0), (2, 3))}
+
+    def verdict(got: object, **options: object):
+        return equal(CheckContext(expected=codec.encode(expected), got=codec.encode(got), options=options))
+
+    in_a_list = [((1, 0), (2, 3)), ((0, 1), (2, 3))]
+    assert not verdict(in_a_list).passed                                  # equal stays type-strict by default
+    assert verdict(in_a_list, sequence_as_set=True).passed
+    assert verdict(tuple(in_a_list), sequence_as_set=True).passed
+    repeated = verdict([*in_a_list, in_a_list[0]], sequence_as_set=True)
+    assert not repeated.passed and "more than once" in repeated.message
+    assert not verdict(in_a_list[:1], sequence_as_set=True).passed       # a successor missing
+    assert not verdict([[[0, 1], [2, 3]], [[1, 0], [2, 3]]], sequence_as_set=True).passed   # lists are not states
+
+
 def test_other_spellings_stay_strict_where_python_tells_them_apart() -> None:
     import numpy as np
     from grader import codec
