@@ -184,3 +184,30 @@ def test_a_link_to_a_classmates_notebook_or_to_the_reference_is_not_graded(tmp_p
         assert any("symbolic link" in str(w) for w in rows[student]["warnings"]), rows[student]["warnings"]
     kept = [path.read_bytes() for path in (out / "notebooks").iterdir()]
     assert reference.read_bytes() not in kept
+
+
+def test_json_python_refuses_is_an_unreadable_notebook_not_a_grader_failure(tmp_path, grader_cache):
+    """Valid JSON that Python's parser refuses, in a notebook a student can hand in: an integer of 5,000 digits
+    (over int's 4,300-digit conversion limit) and arrays nested 200,000 deep (past the interpreter's stack). Each
+    made the grader 'fail' on the submission (ValueError, RecursionError: counted as the grader's fault, `failed`);
+    each is the student's unreadable notebook, at zero with the reason."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(CORRECT, folder / "alice.ipynb")
+    text = CORRECT.read_text(encoding="utf-8")
+    assert '"nbformat_minor": 5' in text
+    (folder / "mallory.ipynb").write_text(text.replace('"nbformat_minor": 5', '"nbformat_minor": ' + "9" * 5000),
+                                          encoding="utf-8")
+    (folder / "oscar.ipynb").write_text(text.rstrip()[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}",
+                                        encoding="utf-8")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC),
+                           "--out", str(out), "--jobs", "1", "--cache", str(grader_cache)],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "0 failed" in done.stdout + done.stderr, done.stdout + done.stderr
+    rows = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+    assert rows["alice"]["total"] == rows["alice"]["max_total"]
+    for student in ("mallory", "oscar"):
+        assert rows[student]["state"] == "unreadable" and rows[student]["total"] == 0, rows[student]["state"]
+        assert any("not readable JSON" in str(w) for w in rows[student]["warnings"]), rows[student]["warnings"]

@@ -172,6 +172,10 @@ def _notebook_from_json(text: str, path: str) -> Notebook:
         raise NotebookError(
             path, f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
         ) from None
+    except (ValueError, RecursionError) as e:
+        # Valid JSON that Python's parser refuses: an integer of more than 4,300 digits, or arrays nested deeper
+        # than the interpreter's stack. Before, the grader "failed" on the submission (a grader fault, retried).
+        raise NotebookError(path, f"not readable JSON: {_first_line(e)}") from None
     if not isinstance(raw, dict) or not (
         isinstance(raw.get("cells"), list) or isinstance(raw.get("worksheets"), list)
     ):
