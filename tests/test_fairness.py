@@ -253,8 +253,8 @@ SLIDING_RUBRIC = REPO / "rubrics" / "sliding-3x3.yaml"
 
 
 def test_a_real_notebooks_successors_in_a_list_earn_the_set_exercise(tmp_path: Path, grader_cache: Path) -> None:
-    """A lab assignment's get_neighbors, put on the 3x3 template, collects the successor states in a list where
-    the text says "the set of states": each state is there once, so it is right (with a note), as in search."""
+    """Written in the style of a real lab notebook on the 3x3 template: the successor states are collected in a
+    list where the text says "the set of states"; each is there once, so it is right (with a note), as in search."""
     [result] = grade([FAIR / "real_sliding_successors_in_a_list.ipynb"], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
     next_states = result.exercise("nextStates")
     assert next_states.score == next_states.max_score
