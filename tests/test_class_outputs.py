@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,55 @@ def test_the_dashboard_output_writes_the_class_report_its_csv_and_the_students_r
     assert sorted(p.name for p in (tmp_path / "students").iterdir()) == [
         "correct.html", "correct.md", "move-dir-transposed.html", "move-dir-transposed.md"]
     assert written.lines[0].startswith("class report of 2 submissions written to ")
+
+
+def test_a_rerun_with_gradescope_rewrites_only_what_changed(results: Path, tmp_path: Path,
+                                                            grader_cache: Path) -> None:
+    """A student whose result is the one the file was made from keeps the file (same inode and time); a deleted
+    file, an altered one and an overridden student are written again; the folder is what a full export writes."""
+    from grader.store import overrides
+    results = Path(shutil.copytree(results, tmp_path / "results"))   # the override below is this test's own
+    target = tmp_path / "gradescope"
+    names = ["correct.json", "move-dir-transposed.json"]
+
+    def state(name: str) -> tuple[int, int]:
+        found = (target / name).stat()
+        return found.st_ino, found.st_mtime_ns
+
+    def regrade() -> None:
+        grade_batch([SUBMISSIONS / "correct.ipynb"], RUBRIC, results, jobs=1, gradescope=target, cache=grader_cache)
+
+    def same_as_a_full_export() -> None:
+        full = tmp_path / f"full-{len(list(tmp_path.glob('full-*')))}"
+        written = OUTPUTS["gradescope"].write(Classroom(results), full)
+        assert written.lines == ()   # a new folder: every file written
+        assert sorted(p.name for p in target.iterdir()) == sorted(p.name for p in full.iterdir()) == names
+        for name in names:
+            assert (target / name).read_bytes() == (full / name).read_bytes()
+
+    regrade()
+    first = {name: state(name) for name in names}
+    regrade()
+    assert {name: state(name) for name in names} == first
+    written = OUTPUTS["gradescope"].write(Classroom(results), target)
+    assert written.students == 2 and written.lines == ("0 written, 2 kept (made from the same result and untouched "
+                                                       "since)",)
+    assert {name: state(name) for name in names} == first
+    same_as_a_full_export()
+
+    (target / "correct.json").unlink()
+    with (target / "move-dir-transposed.json").open("a", encoding="utf-8") as damaged:
+        damaged.write("garbage")
+    regrade()
+    assert json.loads((target / "move-dir-transposed.json").read_text(encoding="utf-8"))["tests"]
+    same_as_a_full_export()
+
+    kept = {name: state(name) for name in names}
+    overrides.record(results / "gradebook.sqlite", "move-dir-transposed", "move_dir", points=2.0,
+                     reason="convention stated in class", author="ta")
+    regrade()
+    assert state("correct.json") == kept["correct.json"]
+    assert state("move-dir-transposed.json") != kept["move-dir-transposed.json"]
+    scored = json.loads((target / "move-dir-transposed.json").read_text(encoding="utf-8"))
+    assert scored["extra_data"]["overrides"][0]["exercise"] == "move_dir"
+    same_as_a_full_export()

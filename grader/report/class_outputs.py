@@ -13,15 +13,21 @@ applied, one result at a time), never the last batch.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from grader.store.results import SubmissionResult, read_json
 from grader.store.shared import SharedReader, SharedValuesError
+
+if TYPE_CHECKING:
+    from grader.store.gradebook import Gradebook
+    from grader.store.overrides import Override
 
 GRADEBOOK = "gradebook.sqlite"
 
@@ -60,6 +66,54 @@ class Classroom:
             for rubric in (self.rubric,) if self.rubric else book.rubrics():
                 for result in book.iter_current(rubric):
                     yield apply(result, overrides)
+
+
+    def entries(self) -> Iterator[Entry]:
+        """Every student of the class, sorted by student, each with what identifies the result an output would be
+        made from (its grading and the overrides in force) and the result itself, read only when asked: an output
+        that kept a file made from the same identity reads nothing of that student. Without a gradebook nothing
+        is known to identify a result (identity None)."""
+        book_path = self.book()
+        if book_path is None:
+            for result in read_results(self.folder).results:
+                yield Entry(result.submission, None, functools.partial(_same, result))
+            return
+        from grader.store.gradebook import Gradebook
+        from grader.store.overrides import history
+        overrides: dict[tuple[str, str], list[Override]] = {}
+        for override in history(book_path, self.rubric):
+            overrides.setdefault((override.student, override.rubric), []).append(override)
+        with Gradebook(book_path) as book:
+            for rubric in (self.rubric,) if self.rubric else book.rubrics():
+                for student, identity in book.identities(rubric):
+                    own = overrides.get((student, rubric), [])
+                    yield Entry(student, f"{rubric} {student} {identity} {_overrides_text(own)}",
+                                functools.partial(_current, book, student, rubric, own))
+
+
+def _same(result: SubmissionResult) -> SubmissionResult:
+    return result
+
+
+def _current(book: Gradebook, student: str, rubric: str, overrides: Sequence[Override]) -> SubmissionResult:
+    from grader.store.overrides import apply
+    result = book.result(student, rubric)
+    assert result is not None, student   # named by the gradebook's own list of current results
+    return apply(result, overrides)
+
+
+def _overrides_text(overrides: Sequence[Override]) -> str:
+    """Every override of a student ever recorded (history included: a superset of those in force), as text."""
+    return json.dumps([dataclasses.astuple(override) for override in overrides]) if overrides else "[]"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One student of a class, as Classroom.entries gives them."""
+
+    student: str
+    identity: str | None              # what the result is made from; None: unknown (always read and write it)
+    read: Callable[[], SubmissionResult]
 
 
 @dataclass(frozen=True)

@@ -207,18 +207,52 @@ def failure_results(message: str) -> dict:
             "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
 
 
+def encode(data: dict) -> str:
+    """results.json's text: a line per top-level key and per test (its own JSON on one line). Each piece comes
+    from json's C encoder: json.dumps(indent=...) runs the pure-Python one, most of a class export's CPU."""
+    parts = []
+    for key, value in data.items():
+        if key == "tests" and value:
+            tests = ",\n  ".join(json.dumps(test, ensure_ascii=False) for test in value)
+            parts.append(f"{json.dumps(key)}: [\n  {tests}\n ]")
+        else:
+            parts.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n " + ",\n ".join(parts) + "\n}"
+
+
 def write_results(data: dict, path: Path) -> Path:
     """Write atomically: Gradescope must never read half a file. Any string: a lone surrogate becomes U+FFFD."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_text(path, display(json.dumps(data, indent=1, ensure_ascii=False)) + "\n")
+    return write_text(path, display(encode(data)) + "\n")
 
 
 def write_gradescope(result: SubmissionResult, path: Path) -> Path:
     return write_results(to_gradescope(result), path)
 
 
+FORMAT = 2    # of the files this module writes: a file stamped with another was made by other code
+
+
 def write_class_gradescope(classroom: Classroom, folder: Path) -> Written:
-    """The class output `gradescope`: <student>.json of every student of the gradebook, TA overrides applied."""
-    written = [write_gradescope(result, Path(folder) / f"{result.submission}.json") for result in classroom.results()]
-    return Written(tuple(written), len(written))
+    """The class output `gradescope`: <student>.json of every student of the gradebook, TA overrides applied.
+
+    A file made from the student's current result (and overrides) by this code, untouched since, is kept: a
+    rerun writes only what changed, and a missing or altered file again (grader.report.stamps)."""
+    from grader import __version__
+    from grader.report.stamps import stamped
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths, rewritten = [], 0
+    with stamped(classroom.folder, "gradescope", folder) as stamps:
+        for entry in classroom.entries():
+            path = folder / f"{entry.student}.json"
+            made_from = None if entry.identity is None else f"{FORMAT} {__version__} {entry.identity}"
+            if not stamps.holds(path, made_from):
+                write_gradescope(entry.read(), path)
+                stamps.wrote(path, made_from)
+                rewritten += 1
+            paths.append(path)
+    kept = len(paths) - rewritten
+    said = f"{rewritten} written, {kept} kept (made from the same result and untouched since)"
+    return Written(tuple(paths), len(paths), (said,) if kept else ())

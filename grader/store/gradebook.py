@@ -286,6 +286,18 @@ class Gradebook:
                 pending = next(scores, None)
             yield row
 
+    def identities(self, rubric: str) -> Iterator[tuple[str, str]]:
+        """(student, identity) of every student's current result, sorted by student: the identity names one
+        grading (when, of which file, rubric and grader), so an output written from a result it names is what the
+        result would give again (a result row is never changed; a regrade or a merge makes a new current one).
+        Read from the rows' columns: no result is decoded."""
+        rows = self._db.execute(
+            """SELECT s.student, r.graded_at, r.sha256, r.rubric_sha256, r.grader_version
+               FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? ORDER BY s.student""", (rubric,))
+        for student, graded_at, sha256, rubric_sha256, grader_version in rows:
+            yield student, f"{graded_at} {sha256} {rubric_sha256} {grader_version}"
+
     def durations(self, rubric: str) -> dict[str, float]:
         """How long each student's current result took to grade (its `seconds`), by student: what orders a
         regrade longest first. Failed results (stopped, or their worker died) and unknown times are left out."""
@@ -547,16 +559,20 @@ def _pickled(text: str) -> bytes:
 
 def _restore(data: dict, shared: dict[tuple[str, str], tuple[str, str]]) -> dict:
     """The whole result again: a case without `call` or `expected` takes the rubric's shared value, and one
-    without `got` (only ever left out when it equals the shared expected value) takes that too."""
+    without `got` (only ever left out when it equals the shared expected value) takes that too.
+
+    The shared value is parsed once and the same object is every result's (as a batch's results share the
+    plan's expected objects): parsing it again for each case of each student was most of reading a class back.
+    Values are read only."""
     for exercise in data["exercises"]:
         for case in exercise["cases"]:
             if "call" not in case or "expected" not in case or "got" not in case:
                 call, expected = shared[(exercise["id"], case["id"])]
                 case.setdefault("call", call)
                 if "expected" not in case:
-                    case["expected"] = json.loads(expected)
+                    case["expected"] = _parsed(expected)
                 if "got" not in case:
-                    case["got"] = json.loads(expected)
+                    case["got"] = _parsed(expected)
     return data
 
 

@@ -1,0 +1,102 @@
+"""What each file of a class output was written from, so that writing the output again rewrites only what changed.
+
+A class output (Gradescope's results files, say) is one file per student, made from the student's current result.
+Writing 10,000 of them again when nothing changed cost minutes of CPU: decoding every result and encoding every
+file. Instead the results folder remembers, per output folder and file, a stamp: what the file was made from
+(the result's identity, the overrides applied, the writer's version) and what the file was once written (size,
+modification time, inode). A file whose stamp still holds is the file a full export would write, and is kept;
+one that is missing, was changed or replaced since (its size, time or inode differ), or whose result changed, is
+written again. Stamps are a cache: a folder they cannot be saved in only means every file is written next time.
+
+    <results folder>/.stamps.json   {"version": 1, "<output> <output folder>": {"<file name>": [digest of made_from,
+                                     size, mtime_ns, inode], ...}, ...}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from grader.files import write_text
+
+STAMPS = ".stamps.json"      # in the results folder (a dot file: result readers skip it)
+VERSION = 1
+
+Stamp = tuple[str, int, int, int]     # (made from, size, mtime_ns, inode)
+
+
+class Stamps:
+    """The stamps of one output's folder: which of its files still hold what they were made from."""
+
+    def __init__(self, files: dict[str, Stamp]) -> None:
+        self.files = files
+
+    def holds(self, path: Path, made_from: str | None) -> bool:
+        """Whether `path` is the file written from `made_from` and untouched since (None: not known, never)."""
+        stamp = self.files.get(path.name)
+        if made_from is None or stamp is None or stamp[0] != _digest(made_from):
+            return False
+        return _state(path) == stamp[1:]
+
+    def wrote(self, path: Path, made_from: str | None) -> None:
+        """`path` was just written from `made_from` (None: nothing to remember)."""
+        state = _state(path)
+        if made_from is None or state is None:
+            self.files.pop(path.name, None)
+        else:
+            self.files[path.name] = (_digest(made_from), *state)
+
+
+def _digest(made_from: str) -> str:
+    """What a file was made from, in 32 characters (a stamp per student of a class of 10,000)."""
+    return hashlib.blake2b(made_from.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _state(path: Path) -> tuple[int, int, int] | None:
+    """(size, mtime_ns, inode) of a regular file; None for anything else (missing, a symlink, a folder)."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    if not (found.st_mode & 0o170000 == 0o100000):
+        return None
+    return found.st_size, found.st_mtime_ns, found.st_ino
+
+
+@contextmanager
+def stamped(results_folder: Path, output: str, target: Path) -> Iterator[Stamps]:
+    """The stamps of `output`'s files in `target`, saved in the results folder when the block ends (also when it
+    raises: what was written by then was written whole)."""
+    store = Path(results_folder) / STAMPS
+    name = f"{output} {Path(target).resolve()}"
+    saved = _load(store)
+    stamps = Stamps({file: (stamp[0], stamp[1], stamp[2], stamp[3]) for file, stamp in saved.get(name, {}).items()
+                     if _valid(stamp)})
+    try:
+        yield stamps
+    finally:
+        saved[name] = stamps.files
+        try:
+            write_text(store, json.dumps({**saved, "version": VERSION}, separators=(",", ":")))
+        except OSError:
+            pass   # a results folder we cannot write in: the output is whole, the next one writes every file
+
+
+def _load(store: Path) -> dict[str, Any]:
+    try:
+        saved = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(saved, dict) or saved.get("version") != VERSION:
+        return {}
+    return {name: files for name, files in saved.items() if name != "version" and isinstance(files, dict)}
+
+
+def _valid(stamp: object) -> bool:
+    return (isinstance(stamp, list) and len(stamp) == 4 and isinstance(stamp[0], str)
+            and all(type(number) is int for number in stamp[1:]))
