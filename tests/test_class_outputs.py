@@ -116,8 +116,10 @@ def test_a_rerun_with_gradescope_rewrites_only_what_changed(results: Path, tmp_p
 
     regrade()
     first = {name: state(name) for name in names}
+    csv_file = (results / "gradebook.csv").stat()
     regrade()
     assert {name: state(name) for name in names} == first
+    assert (results / "gradebook.csv").stat().st_ino == csv_file.st_ino   # the CSV too: the class is the same
     written = OUTPUTS["gradescope"].write(Classroom(results), target)
     assert written.students == 2 and written.lines == ("0 written, 2 kept (made from the same result and untouched "
                                                        "since)",)
@@ -140,3 +142,7 @@ def test_a_rerun_with_gradescope_rewrites_only_what_changed(results: Path, tmp_p
     scored = json.loads((target / "move-dir-transposed.json").read_text(encoding="utf-8"))
     assert scored["extra_data"]["overrides"][0]["exercise"] == "move_dir"
     same_as_a_full_export()
+    with (results / "gradebook.csv").open(encoding="utf-8") as stream:
+        rows = {row["student"]: row for row in csv.DictReader(stream)}
+    assert rows["move-dir-transposed"]["move_dir"] == "2" and "convention stated" in rows["move-dir-transposed"][
+        "overrides"]

@@ -127,9 +127,40 @@ def write_class_csv(classroom: Classroom, target: Path) -> Written:
     """The class output `csv`: every student of the gradebook, TA overrides applied. Without overrides it streams
     from the gradebook's score rows; with them each result is read, overridden and kept as scores only (no
     cases), so memory stays a row per student."""
+    from grader.report.stamps import stamped
+    target.parent.mkdir(parents=True, exist_ok=True)
+    made_from, count = class_identity(classroom, "csv")
+    with stamped(classroom.folder, "csv", target.parent) as stamps:
+        if stamps.holds(target, made_from):   # the class is what it was when this file was written
+            return Written((target,), count)
+        written = _write_class_csv(classroom, target)
+        stamps.wrote(target, made_from)
+        return written
+
+
+def class_identity(classroom: Classroom, output: str) -> tuple[str | None, int]:
+    """What a file of the whole class is made from (every student's identity, Classroom.entries, and the writer's
+    version), as a digest, and how many students: None when a student's is not known (no gradebook: nothing is
+    read then)."""
+    import hashlib
+
+    from grader import __version__
+    if classroom.book() is None:
+        return None, 0
+    digest = hashlib.blake2b(f"{output} {__version__}".encode(), digest_size=16)
+    count = 0
+    known = True
+    for entry in classroom.entries():
+        count += 1
+        known = known and entry.identity is not None
+        if known:
+            digest.update(b"\0" + str(entry.identity).encode("utf-8", "surrogatepass"))
+    return (digest.hexdigest() if known else None), count
+
+
+def _write_class_csv(classroom: Classroom, target: Path) -> Written:
     from dataclasses import replace
     book_path = classroom.book()
-    target.parent.mkdir(parents=True, exist_ok=True)
     if book_path is not None:
         from grader.store.gradebook import Gradebook
         from grader.store.overrides import history

@@ -8,7 +8,7 @@ modification time, inode). A file whose stamp still holds is the file a full exp
 one that is missing, was changed or replaced since (its size, time or inode differ), or whose result changed, is
 written again. Stamps are a cache: a folder they cannot be saved in only means every file is written next time.
 
-    <results folder>/.stamps.json   {"version": 1, "<output> <output folder>": {"<file name>": [digest of made_from,
+    <results folder>/.stamps        {"version": 1, "<output> <output folder>": {"<file name>": [digest of made_from,
                                      size, mtime_ns, inode], ...}, ...}
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from grader.files import write_text
 
-STAMPS = ".stamps.json"      # in the results folder (a dot file: result readers skip it)
+STAMPS = ".stamps"     # in the results folder: JSON, but not *.json (what reads results takes every *.json)
 VERSION = 1
 
 Stamp = tuple[str, int, int, int]     # (made from, size, mtime_ns, inode)
@@ -35,6 +35,7 @@ class Stamps:
 
     def __init__(self, files: dict[str, Stamp]) -> None:
         self.files = files
+        self.changed = False
 
     def holds(self, path: Path, made_from: str | None) -> bool:
         """Whether `path` is the file written from `made_from` and untouched since (None: not known, never)."""
@@ -46,6 +47,7 @@ class Stamps:
     def wrote(self, path: Path, made_from: str | None) -> None:
         """`path` was just written from `made_from` (None: nothing to remember)."""
         state = _state(path)
+        self.changed = True
         if made_from is None or state is None:
             self.files.pop(path.name, None)
         else:
@@ -80,11 +82,16 @@ def stamped(results_folder: Path, output: str, target: Path) -> Iterator[Stamps]
     try:
         yield stamps
     finally:
-        saved[name] = stamps.files
-        try:
-            write_text(store, json.dumps({**saved, "version": VERSION}, separators=(",", ":")))
-        except OSError:
-            pass   # a results folder we cannot write in: the output is whole, the next one writes every file
+        if stamps.changed:
+            saved[name] = stamps.files
+            _save(store, saved)
+
+
+def _save(store: Path, saved: dict[str, Any]) -> None:
+    try:
+        write_text(store, json.dumps({**saved, "version": VERSION}, separators=(",", ":")))
+    except OSError:
+        pass   # a results folder we cannot write in: the output is whole, the next one writes every file
 
 
 def _load(store: Path) -> dict[str, Any]:
