@@ -49,13 +49,16 @@ with Sandbox(statements, {}, ProcessLimits(load_seconds=30), slack=slack) as san
 '''
 
 # Thousands of round trips to the parent for an isolated helper: eight-puzzle's A* rerun, in small.
-# First a case that needs CPU (about 0.3 s, its limit 5 s): a round trip can be woken ahead of the busy processes
-# and a fresh clone's run saw all 2,000 within the 1 s deadline, but a third of a second of CPU at nice 10 beside
-# three busy processes takes several seconds of wall time, so the deadline certainly passes and certainly moves.
+# First a case that needs CPU (about 0.65 s here, its limit 5 s): a round trip can be woken ahead of the busy
+# processes and a fresh clone's run saw all 2,000 within the 1 s deadline. CPU-bound work cannot be: the sandbox
+# runs in a session of its own (setsid), which the kernel's autogroups make a scheduling group of its own, so
+# nice does not starve it, but beside three busy processes in sessions of their own it gets at most a quarter of
+# the CPU (half with the busy processes in one group, as 1783533's 0.3 s case had it): at least 1.3 s of wall
+# time, so the 1 s deadline certainly passes while it waits, and certainly moves.
 ROUND_TRIPS = ("def many(helper, a, b):\n    return sum(helper(i) for i in range(a, b))\n\n"
                "def helper(x):\n    return 0\n\n"
                "def burn(n):\n    return sum(range(n))\n")
-STARVED = [("burn(20_000_000)", 5.0), ("many(helper, 0, 1000)", 0.1), ("many(helper, 1000, 2000)", 0.1),
+STARVED = [("burn(40_000_000)", 5.0), ("many(helper, 0, 1000)", 0.1), ("many(helper, 1000, 2000)", 0.1),
            ("many(helper, 0, 5)", 0.1)]
 
 
@@ -85,9 +88,12 @@ def grade(source: str, cases: list[tuple[str, float]], budget: float, slack: flo
 
 
 def spinners(cpu: int, count: int) -> list[subprocess.Popen]:
-    """`count` busy processes on `cpu`, each spinning by the time this returns."""
+    """`count` busy processes on `cpu`, each spinning by the time this returns. Each in a session of its own, as the
+    sandbox is: with autogroups the kernel shares a CPU between sessions first, and three busy processes in one
+    session would take only as much as the sandbox's one."""
     spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
-    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True) for _ in range(count)]
+    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True, start_new_session=True)
+            for _ in range(count)]
     for hog in hogs:
         assert hog.stdout is not None and hog.stdout.readline().strip() == "spinning"
     return hogs
