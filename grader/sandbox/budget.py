@@ -5,7 +5,12 @@ and the sandbox's processes, often in turn: an isolated helper's call is a pipe 
 eight-puzzle's A* rerun ran out of its 60 s at load 11 with cases "not run: the budget is spent" that cost points.
 So the deadline the caller set moves by what the kernel says the grading waited for a CPU (cpuclock.credit: never
 the child's word, never more than the sandbox's own idle wall time), at most `slack` seconds: the watchdog still
-ends every submission. Nothing is read while the deadline is ahead; once it has passed, `starved` says whether it
+ends every submission. The sandbox's waiting is its cgroup's "full" CPU pressure where the kernel keeps it (the
+wall time in which the sandbox had work and none of it ran: someone else's did), else the run-queue time of its
+runtime and forks. Run-queue time is also what a notebook's own processes and threads make each other wait: several
+of them waiting at once earned more than the wall time they waited, and a notebook that computed and slept by turns
+had its cases "machine too busy" and graded again at every run. The group's stall never shows that: one of its own
+was running. Nothing is read while the deadline is ahead; once it has passed, `starved` says whether it
 passed only because the slack ran out (the machine's fault: the case is a grader problem and the result is
 graded again), else the submission spent its own time (its budget, as on a quiet machine).
 """
@@ -13,9 +18,12 @@ graded again), else the submission spent its own time (its budget, as on a quiet
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader.sandbox import cpuclock
+
+Stall = Callable[[], float | None]   # a sandbox group's stall so far (isolation.CpuMeter.stalled)
 
 FORK_READ_SECONDS = 0.25   # a running exercise's fork is read at most this often (its reading is lost when it ends)
 
@@ -30,7 +38,8 @@ class Budget:
     own_cpu: float = 0.0      # and its CPU time (time.thread_time)
     gone: float = 0.0         # run-queue time of the sandbox's processes that ended (their last readings)
     gone_cpu: float = 0.0     # CPU time of the sandbox's children that ended (their last readings)
-    runtime: float = 0.0      # the current child's run-queue time when it started
+    runtime: float = 0.0      # the current child's waiting when it started (its group's stall, or run-queue time)
+    stall: Stall | None = None   # the current child's group's stall reader, where the kernel keeps it
     fork: float = 0.0         # the running exercise's fork: its last reading (its whole life's run-queue time)
     fork_pid: int = 0         # which fork that reading is of
     read_at: float = 0.0      # when the fork was last read, or its exercise started
@@ -46,22 +55,34 @@ class Budget:
         return cls(slack, now, own=cpuclock.own_waiting() if slack > 0 else 0.0,
                    own_cpu=time.thread_time() if slack > 0 else 0.0)
 
-    def child_started(self, pid: int) -> None:
+    def child_started(self, pid: int, stall: Stall | None = None) -> None:
+        """A new child: its waiting is its group's stall where `stall` reads one, else its processes' run-queue
+        time (the runtime's, and each exercise's fork, read now and then: fork_read)."""
         if self.slack > 0:
-            self.runtime = cpuclock.run_delay(pid)
+            first = stall() if stall is not None else None
+            self.stall = stall if first is not None else None
+            self.runtime = first if first is not None else cpuclock.run_delay(pid)
 
     def child_stopping(self, pid: int, cpu: float | None) -> None:
         """A child about to be replaced: what it waited and computed is kept (its processes' counts die with it)."""
         if self.slack > 0:
-            self.gone += max(0.0, cpuclock.run_delay(pid) - self.runtime)
+            self.gone += self._child_waited(pid)
             self.gone_cpu += cpu or 0.0
-            self.runtime = 0.0
+            self.runtime, self.stall = 0.0, None
+
+    def _child_waited(self, pid: int) -> float:
+        """What the current child waited since it started: its group's stall, else its runtime's run-queue time."""
+        if self.stall is not None:
+            stalled = self.stall()
+            return max(0.0, stalled - self.runtime) if stalled is not None else 0.0
+        return max(0.0, cpuclock.run_delay(pid) - self.runtime)
 
     def exercise_started(self, now: float) -> None:
         self.fork, self.fork_pid, self.read_at = 0.0, 0, now
 
     def fork_due(self, now: float) -> bool:
-        return self.slack > 0 and now - self.read_at >= FORK_READ_SECONDS
+        """Whether the running exercise's fork is to be read now: never where the group's stall counts it."""
+        return self.slack > 0 and self.stall is None and now - self.read_at >= FORK_READ_SECONDS
 
     def fork_read(self, pid: int, now: float) -> None:
         self.fork, self.fork_pid, self.read_at = cpuclock.run_delay(pid), pid, now
@@ -71,6 +92,12 @@ class Budget:
         return max(0.0, self.fork - self.counted.get(self.fork_pid, 0.0))
 
     def exercise_ended(self, now: float) -> None:
+        """What the exercise waited is kept in `gone`: its fork's last reading, or its child's group's stall."""
+        if self.stall is not None:
+            stalled = self.stall()
+            if stalled is not None:
+                self.gone += max(0.0, stalled - self.runtime)
+                self.runtime = max(self.runtime, stalled)
         if self.fork_pid:
             self.gone += self._fork_new()
             self.counted[self.fork_pid] = max(self.fork, self.counted.get(self.fork_pid, 0.0))
@@ -80,9 +107,12 @@ class Budget:
         """The deadline as it stands at `now` (>= `deadline`): moved by the credit, at most the slack. `runtime`
         is the current child's first process (None: none runs) and `cpu` its CPU time so far."""
         self.reached = True
+        # The grading thread's run-queue time is the one count a notebook can raise itself (its processes busy beside
+        # the thread), but by no more than they compute, which the credit leaves out: one such count can never
+        # move the deadline past the slack (redteam's notes 12, item 1); the sandbox's own waiting would be a second.
         waited = self.gone + self._fork_new() + max(0.0, cpuclock.own_waiting() - self.own)
         if runtime is not None:
-            waited += max(0.0, cpuclock.run_delay(runtime) - self.runtime)
+            waited += self._child_waited(runtime)
         # What computed is the sandbox's, and the grading thread's own (its answers to isolated helpers, its
         # parsing): neither is the machine's. Counted as idle, the thread's CPU gave a fork that spins beside it
         # (on one CPU) while a thread of it floods cheap helper calls credit for waiting it made itself.
@@ -97,3 +127,4 @@ class Budget:
     def facts(self) -> dict[str, float]:
         """For the result, once the deadline was reached: the slack and the credit (what the machine took)."""
         return {"slack_seconds": round(self.slack, 3), "waited_seconds": round(self.granted, 3)}
+

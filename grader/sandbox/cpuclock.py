@@ -85,6 +85,20 @@ def own_waiting() -> float:
     return _schedstat_delay("/proc/thread-self/schedstat")
 
 
+def full_stall(pressure: bytes) -> float | None:
+    """The "full" total of a cgroup's cpu.pressure (microseconds), in seconds, or None where it has none: the wall
+    time in which the group had a task waiting for a CPU and none of its tasks running (weighted over the CPUs)."""
+    for line in pressure.splitlines():
+        if line.startswith(b"full "):
+            for field in line.split():
+                if field.startswith(b"total="):
+                    try:
+                        return int(field[6:]) / 1e6
+                    except ValueError:
+                        return None
+    return None
+
+
 def _schedstat_delay(path: str) -> float:
     """The run-queue time in a schedstat file (its second field, ns), in seconds; 0.0 where it cannot be read."""
     try:

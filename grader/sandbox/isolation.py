@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.sandbox import cpuclock
 from grader.sandbox.confine import UID_BASE
 
 NAMESPACES = "namespaces"        # every namespace kind, an allowlist root, an unprivileged uid, no capabilities
@@ -137,15 +138,26 @@ def find_memory_root() -> Path | None:
 
 
 def find_cpu_root() -> Path | None:
-    """Where this process may make groups that count CPU time: v1's cpuacct hierarchy under its own group, or
-    its own v2 group (every v2 group keeps `cpu.stat`, no controller needed). In v2 a process is in one group
-    only, so where the memory group is v2 it is the one that counts (see cpu_meter), and none is made here."""
+    """Where this process may make groups that count CPU time: its own v2 group where a group made there keeps
+    `cpu.pressure` (every v2 group keeps `cpu.stat`, no controller needed, and the pressure says how long the
+    whole group waited while others ran: budget.py), else v1's cpuacct hierarchy under its own group, else its
+    own v2 group without pressure. In v2 a process is in one group only, so where the memory group is v2 it is
+    the one that counts (see cpu_meter), and none is made here."""
+    v2 = _own_v2_group()
+    if v2 is not None and (v2 / "cpu.pressure").exists():
+        return v2
     v1 = _own_cgroup("cpuacct")
     if v1 is not None:
         for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu"):
             candidate = Path("/sys/fs/cgroup") / mount / v1.lstrip("/")
             if (candidate / "cpuacct.usage").exists() and os.access(candidate, os.W_OK):
                 return candidate
+    return v2
+
+
+def _own_v2_group() -> Path | None:
+    """This process's own v2 group, where it may make groups (the v2 hierarchy of a hybrid machine is mounted
+    at /sys/fs/cgroup/unified, that of a v2 machine at /sys/fs/cgroup)."""
     v2 = _own_cgroup("")
     if v2 is not None:
         for unified in (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")):
@@ -369,12 +381,19 @@ def release_cpu_group(group: CpuGroup) -> None:
 
 class CpuMeter:
     """Reads a sandbox's CPU time from its cgroup through one open descriptor: a pread per reading (a few
-    microseconds), so the parent can afford one at each case's start and answer."""
+    microseconds), so the parent can afford one at each case's start and answer. A v2 group also says how long
+    the whole sandbox was kept waiting (`stalled`)."""
 
     def __init__(self, group: Path):
         v1 = group / "cpuacct.usage"
         self.v2 = not v1.exists()
         self.fd = os.open(group / "cpu.stat" if self.v2 else v1, os.O_RDONLY | os.O_CLOEXEC)
+        self.pressure = -1
+        if self.v2:
+            try:
+                self.pressure = os.open(group / "cpu.pressure", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                self.pressure = -1
 
     def seconds(self) -> float | None:
         """CPU seconds charged to the group so far (nanoseconds in v1, microseconds in v2), or None."""
@@ -387,13 +406,25 @@ class CpuMeter:
         except (OSError, ValueError):
             return None
 
+    def stalled(self) -> float | None:
+        """Seconds the group had work to run and none of it ran, so far (cpu.pressure's "full" total), or None
+        where the kernel does not say. Someone else ran meanwhile: the sandbox's own processes waiting for each
+        other never show here, as one of them was running (cpuclock.credit)."""
+        if self.pressure < 0:
+            return None
+        try:
+            return cpuclock.full_stall(os.pread(self.pressure, 256, 0))
+        except OSError:
+            return None
+
     def close(self) -> None:
-        if self.fd >= 0:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-            self.fd = -1
+        for fd in (self.fd, self.pressure):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.fd = self.pressure = -1
 
 
 def cpu_meter(cpu: CpuGroup | None, memory: MemoryGroup | None) -> CpuMeter | None:

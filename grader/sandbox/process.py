@@ -569,7 +569,7 @@ class Sandbox:
             self._stop()
             self._start()
             if self.process is not None:
-                self.budget.child_started(self.process.pid)
+                self.budget.child_started(self.process.pid, self.meter.stalled if self.meter is not None else None)
             indices = [i for i in range(len(self.statements)) if i not in self.skipped_statements]
             skipped_before = sorted(self.skipped_statements)
             own_limit = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS

@@ -1,0 +1,94 @@
+"""What a busy machine's credit is made of: waiting the machine caused, never waiting a notebook makes itself.
+
+Real subprocesses, pinned to one CPU; no wall time is asserted. A notebook's own processes waiting for each other
+earn nothing (the sandbox's cgroup stall, budget.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox.isolation import detect
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+
+
+def _stall_kept() -> bool:
+    """Whether this machine gives a sandbox a v2 group whose CPU pressure the budget reads."""
+    isolation = detect()
+    root = isolation.cpu_root or isolation.memory_root
+    return root is not None and (root / "cpu.pressure").exists()
+
+
+def spinners(cpu: int, count: int) -> list[subprocess.Popen]:
+    """`count` busy processes on `cpu`, each in a session of its own, each spinning by the time this returns."""
+    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True, start_new_session=True)
+            for _ in range(count)]
+    for hog in hogs:
+        assert hog.stdout is not None and hog.stdout.readline().strip() == "spinning"
+    return hogs
+
+
+def stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+# One exercise whose case forks three busy children and spins beside them, all on the sandbox's one CPU: its
+# processes wait for each other the whole time. Prints what the budget counted as the sandbox's waiting, and the
+# wall and CPU time of the exercise (the kernel's: the sandbox's cgroup).
+SELF_MADE = r'''
+import json, os, sys, time
+cpu = int(sys.argv[1])
+os.sched_setaffinity(0, {cpu})
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+source = ("import os, signal, time\n"
+          "def crowd():\n"
+          "    kids = [os.fork() for _ in range(3)]\n"
+          "    if 0 in kids:\n"
+          "        while True:\n"
+          "            pass\n"
+          "    end = time.process_time() + 0.4\n"
+          "    while time.process_time() < end:\n"
+          "        pass\n"
+          "    for kid in kids:\n"
+          "        os.kill(kid, signal.SIGKILL)\n"
+          "        os.waitpid(kid, 0)\n"
+          "    return 1\n")
+statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+with Sandbox(statements, {}, ProcessLimits(load_seconds=30, cpu_seconds=60), slack=1000.0) as sandbox:
+    sandbox.load(time.monotonic() + 600)
+    before, cpu_before, started = sandbox.budget.gone, sandbox._computed(), time.monotonic()
+    [outcome] = sandbox.run_exercise([CaseRequest("c", "crowd()", timeout=10.0)], (), lambda *a: None,
+                                     time.monotonic() + 600)
+    sandbox.budget.child_stopping(sandbox.process.pid, None)   # what the child waited, into `gone`
+    waited = sandbox.budget.gone - before
+    print(json.dumps({"status": outcome.status, "waited": waited, "wall": time.monotonic() - started,
+                      "cpu": sandbox._computed() - cpu_before}))
+'''
+
+
+@pytest.mark.skipif(not _stall_kept(), reason="no cgroup v2 CPU pressure here: the run-queue reading applies")
+def test_a_notebooks_processes_waiting_for_each_other_earn_no_credit():
+    """Four busy processes of the notebook's own share its one CPU: each waits about three quarters of the time,
+    run-queue time the kernel counts, and counted so the fork's earned about that much credit (redteam's notes 12,
+    item 1: several such waits at once had a notebook that computes and sleeps by turns "starved" at every run).
+    The sandbox's group stalls only while something else runs, so what is counted stays within the wall time in
+    which none of the sandbox's processes ran (its wall time less its CPU time): the machine's, whatever its load,
+    where the fork's own run-queue time is at least three quarters of that CPU time more."""
+    cpu = min(os.sched_getaffinity(0))
+    found = subprocess.run([sys.executable, "-c", SELF_MADE, str(cpu)], capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert found.returncode == 0, found.stderr[-3000:]
+    run = json.loads(found.stdout.strip().splitlines()[-1])
+    assert run["status"] == "ok", run
+    assert run["cpu"] > 0.4, run                                       # the fork and its three children computed
+    assert run["waited"] <= run["wall"] - run["cpu"] + 0.05, run       # none of it counted as waiting
