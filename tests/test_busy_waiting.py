@@ -1,7 +1,8 @@
 """What a busy machine's credit is made of: waiting the machine caused, never waiting a notebook makes itself.
 
 Real subprocesses, pinned to one CPU; no wall time is asserted. A notebook's own processes waiting for each other
-earn nothing (the sandbox's cgroup stall, budget.py)."""
+earn nothing (the sandbox's cgroup stall, budget.py), and a slow honest load starved of CPU is not cut as if it
+hung (budget.LoadClock, runtime.LoadClock)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,46 @@ def test_a_notebooks_processes_waiting_for_each_other_earn_no_credit():
     assert run["status"] == "ok", run
     assert run["cpu"] > 0.4, run                                       # the fork and its three children computed
     assert run["waited"] <= run["wall"] - run["cpu"] + 0.05, run       # none of it counted as waiting
+
+
+# A load whose one statement needs a third of a second of CPU, graded pinned to one CPU beside three busy processes
+# of sessions of their own (the kernel shares a CPU between sessions first: each takes as much as the sandbox), with
+# a 1 s load budget: the statement takes several seconds of wall time, nearly all of it waiting for a CPU.
+STARVED_LOAD = r'''
+import json, os, sys, time
+cpu = int(sys.argv[1])
+os.sched_setaffinity(0, {cpu})
+from grader.sandbox.process import ProcessLimits, Sandbox
+source = "VALUE = sum(range(12_000_000))\ndef value():\n    return VALUE\n"
+statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def", "names": ["VALUE", "value"]}]
+print("ready", flush=True)
+sys.stdin.readline()
+with Sandbox(statements, {}, ProcessLimits(load_seconds=1.0)) as sandbox:
+    report = sandbox.load()
+    print(json.dumps({"names": list(report.names), "warnings": [w.text for w in report.warnings],
+                      "restarts": sandbox.restarts}))
+'''
+
+
+def test_a_slow_load_starved_of_cpu_is_not_cut_as_if_it_hung():
+    """Its wall time is far beyond the load's 1 s, its CPU time well within: the runtime's alarm and the parent's
+    limit both move by what the kernel kept it waiting, so VALUE is defined as on a quiet machine, where it used
+    to be left out ("did not finish within 1 s"), the student's fault."""
+    cpu = min(os.sched_getaffinity(0))
+    child = subprocess.Popen([sys.executable, "-c", STARVED_LOAD, str(cpu)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    hogs = []
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+        hogs = spinners(cpu, 3)
+        out, err = child.communicate("go\n", timeout=600)
+    finally:
+        stop(hogs)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, err[-3000:]
+    report = json.loads(out.strip().splitlines()[-1])
+    assert "VALUE" in report["names"] and report["warnings"] == [] and report["restarts"] == 0, report

@@ -128,3 +128,27 @@ class Budget:
         """For the result, once the deadline was reached: the slack and the credit (what the machine took)."""
         return {"slack_seconds": round(self.slack, 3), "waited_seconds": round(self.granted, 3)}
 
+
+@dataclass(frozen=True)
+class LoadClock:
+    """The load's own limit on a busy machine (process.Sandbox.load). `seconds` (limits.load_seconds) is wall time,
+    for a top-level statement may sleep or block; but at a few percent of a CPU a slow honest load took all of it
+    waiting, and its running statement was left out as "did not finish" (the student's fault). So the limit moves
+    by what the kernel says the sandbox waited for a CPU since the attempt started (cpuclock.credit), up to WALL_FACTOR
+    times `seconds` in all, a case's wall backstop; the submission's deadline still bounds it. The runtime moves its
+    own alarm by its run-queue time likewise (runtime.LoadClock), as far (`most`)."""
+
+    seconds: float
+    started: float        # monotonic
+    waited: float         # the child's waiting then (its group's stall, or its runtime's run-queue time)
+    computed: float       # the child's CPU time then, and the grading thread's own (time.thread_time)
+
+    @property
+    def most(self) -> float:
+        """The most the limit moves by."""
+        return (cpuclock.WALL_FACTOR - 1) * self.seconds
+
+    def limit(self, now: float, waited: float, computed: float) -> float:
+        """When the attempt's time runs out, as it stands at `now`."""
+        credit = cpuclock.credit(waited - self.waited, now - self.started, computed - self.computed)
+        return self.started + self.seconds + min(self.most, credit)

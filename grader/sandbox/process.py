@@ -27,7 +27,7 @@ from grader.intake.warning import GraderWarning, Kind
 from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.alarm import TimeLimit
-from grader.sandbox.budget import Budget
+from grader.sandbox.budget import Budget, LoadClock
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
     can_prefetch
 from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
@@ -560,9 +560,10 @@ class Sandbox:
     def load(self, deadline: float | None = None) -> LoadReport:
         """Start (or restart) the child and run the kept statements; a statement that hangs is left out.
 
-        Each attempt has one budget, limits.load_seconds, fixed when it starts and never past the submission's
-        `deadline`. The child's progress frames only say which statement was running when the budget ran out
-        (that one is left out of the next attempt); nothing the child says makes the parent wait longer.
+        Each attempt has one budget, limits.load_seconds from when it starts, moved only by what the kernel says
+        the machine kept it waiting (budget.LoadClock), and never past the submission's `deadline`. The child's
+        progress frames only say which statement was running when the budget ran out (that one is left out of the
+        next attempt); nothing the child says makes the parent wait longer.
         """
         started = time.monotonic()
         while True:
@@ -572,7 +573,8 @@ class Sandbox:
                 self.budget.child_started(self.process.pid, self.meter.stalled if self.meter is not None else None)
             indices = [i for i in range(len(self.statements)) if i not in self.skipped_statements]
             skipped_before = sorted(self.skipped_statements)
-            own_limit = time.monotonic() + self.limits.load_seconds + GRACE_SECONDS
+            clock = LoadClock(self.limits.load_seconds, time.monotonic(), self._waiting(), self._all_computed())
+            own_limit = clock.started + self.limits.load_seconds + GRACE_SECONDS
             until = self._until(deadline) if deadline is not None else None
             limit = min(own_limit, until) if until is not None else own_limit
             running: int | None = None
@@ -584,19 +586,22 @@ class Sandbox:
                 self._send(wire.marshal_frame({
                     "op": "load", "statements": sent,
                     "magic": precompiled.MAGIC, "support": dict(self.support), "output_bytes": self.output_bytes,
-                    "statement_seconds": self.limits.load_seconds}))
+                    "statement_seconds": self.limits.load_seconds, "waiting_seconds": clock.most}))
                 while True:
                     try:
                         message = self._receive(limit)
                     except wire.Timeout:
-                        # The submission's deadline cut the load: now that it has passed, a busy machine may move
-                        # it (budget.py), as it does for cases; the load's own limit stays.
-                        if deadline is None or until is None or limit >= own_limit:
+                        # A busy machine moves both limits: the load's own by what it kept the sandbox waiting
+                        # (budget.LoadClock), and the submission's deadline once it has passed (budget.py), as for
+                        # cases. A load that slept or blocked moves neither.
+                        own_limit = max(own_limit, GRACE_SECONDS + clock.limit(
+                            time.monotonic(), self._waiting(), self._all_computed()))
+                        if deadline is not None and until is not None:
+                            until = self._until(deadline)
+                        moved = min(own_limit, until) if until is not None else own_limit
+                        if moved <= limit + 0.001:
                             raise
-                        until = self._until(deadline)
-                        if min(own_limit, until) <= limit:
-                            raise
-                        limit = min(own_limit, until)
+                        limit = moved
                         continue
                     if isinstance(message, frames.Loaded):
                         break
@@ -677,6 +682,18 @@ class Sandbox:
         if self.meter is not None:
             return self.meter.seconds()
         return cpuclock.tree_cpu(self.process.pid) if self.process is not None else None
+
+    def _waiting(self) -> float:
+        """What the current child waited for a CPU so far: its group's stall where the kernel keeps it, else its
+        runtime's run-queue time (the load's thread)."""
+        stalled = self.meter.stalled() if self.meter is not None else None
+        if stalled is not None:
+            return stalled
+        return cpuclock.run_delay(self.process.pid) if self.process is not None else 0.0
+
+    def _all_computed(self) -> float:
+        """The current child's CPU time so far and the grading thread's own: neither is the machine's."""
+        return (self._computed() or 0.0) + time.thread_time()
 
     def _read_fork(self, process: "_Locator | None", now: float) -> None:
         """The running exercise's fork's run-queue time, read now and then: it is lost when the fork ends."""

@@ -73,9 +73,10 @@ SESSION_OVER = 86            # an exercise's fork read the grader's last request
 PASS_ON = 87                 # an exercise's fork said `exited` and left the next request unread: not pristine
 _exit = os._exit
 _setitimer = signal.setitimer
-# The load phase's budget is wall time (ITIMER_REAL, SIGALRM); a case's limit is CPU time (ITIMER_PROF, SIGPROF),
-# so waiting for a CPU on a busy machine or for the parent's answer to an isolated-helper call costs the case
-# nothing. The parent reads the same CPU time from the kernel and does not depend on this alarm.
+# The load phase's budget is wall time (ITIMER_REAL, SIGALRM; moved by waiting for a CPU: LoadClock); a case's limit
+# is CPU time (ITIMER_PROF, SIGPROF), so waiting for a CPU on a busy machine or for the parent's answer to an
+# isolated-helper call costs the case nothing. The parent reads the same CPU time from the kernel and does not
+# depend on this alarm.
 # [in an exchange with the parent, an alarm came during it]: see Child.ask.
 _EXCHANGE = [False, False]
 MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold: arguments' text and replies
@@ -98,6 +99,48 @@ _MODULES = sys.modules       # the interpreter's own dict, whatever the student 
 
 class CaseTimeout(BaseException):
     """Raised inside student code when its case runs out of time (the parent kills it if it is swallowed)."""
+
+
+def _queued():
+    """This thread's run-queue time so far, in seconds (its schedstat's second field): 0.0 where /proc cannot say."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return int(os.read(fd, 128).split()[1]) / 1e9
+        finally:
+            os.close(fd)
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class LoadClock:
+    """The load's alarm on a busy machine: a statement's wall-time allowance moves by what the kernel kept this
+    thread waiting for a CPU (at most `most` seconds in all), as the parent's limit does (budget.LoadClock), so a
+    slow honest statement starved of CPU is not cut as if it hung. The kernel is read once at the start and once at
+    each ring; the parent never takes this clock's word."""
+
+    __slots__ = ("most", "queued", "extra", "due")
+
+    def __init__(self, most):
+        self.most, self.queued, self.extra, self.due = most, _queued(), 0.0, 0.0
+
+    def arm(self, seconds):
+        self.due = _perf() + seconds
+        _setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+
+    def rearmed(self):
+        """At a ring: whether the waiting since the last look moved the alarm, which is then set again."""
+        extra = min(self.most, max(0.0, _queued() - self.queued))
+        self.due += extra - self.extra
+        self.extra = extra
+        left = self.due - _perf()
+        if left <= 0.001:
+            return False
+        _setitimer(signal.ITIMER_REAL, left)
+        return True
+
+
+_LOADING: list = [None]      # the load's clock while a statement runs (_on_alarm)
 
 
 class Inert:
@@ -330,6 +373,7 @@ class Child:
         left_out: list = []
         compiled = _compiled_here(request)
         started = _perf()
+        clock = LoadClock(float(request.get("waiting_seconds", 0.0)))   # moves the alarm by waiting for a CPU
         for index, statement in enumerate(statements):
             if not statement.get("quiet"):   # one that calls nothing cannot hang the load (precompiled.py)
                 self.send({"op": "progress", "index": index, "left_out": list(left_out)})
@@ -338,9 +382,10 @@ class Child:
             except SyntaxError as error:
                 warnings.append(("syntax error", index, "SyntaxError", f"left out: SyntaxError: {error.msg}"))
                 continue
-            remaining = budget - (_perf() - started)
+            remaining = budget + clock.extra - (_perf() - started)
             seconds = remaining - reserve if remaining > 2 * reserve else remaining
-            _setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+            clock.arm(seconds)
+            _LOADING[0] = clock
             try:
                 exec(code, module.__dict__)  # noqa: S102 - the student's own code, in the sandbox
             except CaseTimeout:
@@ -362,6 +407,7 @@ class Child:
                 name = _error_name(error)
                 warnings.append(("error at load", index, name, f"{name}: {_text(error)} (statement skipped)"))
             finally:
+                _LOADING[0] = None
                 _setitimer(signal.ITIMER_REAL, 0)
         sys.stdout, sys.stderr = _STDOUT, _STDERR
         names = sorted(k for k in module.__dict__ if type(k) is str and not k.startswith("__"))
@@ -987,6 +1033,9 @@ def _kill_orphans():
 def _on_alarm(signum, frame):
     if _EXCHANGE[0]:   # mid-exchange with the parent: raised when it is complete (Child.ask)
         _EXCHANGE[1] = True
+        return
+    clock = _LOADING[0]
+    if clock is not None and signum == signal.SIGALRM and clock.rearmed():   # a load statement kept waiting
         return
     raise CaseTimeout("the time limit of this case was reached")
 
