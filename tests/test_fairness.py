@@ -280,6 +280,31 @@ def test_a_sequence_is_a_set_only_where_the_rubric_says_so_and_only_without_repe
     assert not verdict([[[0, 1], [2, 3]], [[1, 0], [2, 3]]], sequence_as_set=True).passed   # lists are not states
 
 
+def test_a_manhattan_summed_as_a_float_is_the_right_distance(tmp_path: Path, grader_cache: Path) -> None:
+    """math.fabs makes the distance a float: A* adds it to a path length as well as an int, so it passes (with a
+    note saying so), and a float of a wrong value still fails."""
+    [result] = grade([FAIR / "manhattan_as_a_float.ipynb"], RUBRIC, tmp_path, cache=grader_cache)
+    manhattan = result.exercise("manhattan")
+    assert manhattan.score == manhattan.max_score and manhattan.variant == REFERENCE
+    assert all(c.status == "pass" and "the same number, accepted" in c.message for c in manhattan.cases)
+    assert result.total == result.max_total
+
+
+def test_any_number_type_takes_the_value_never_a_bool_or_another_number() -> None:
+    import numpy as np
+    from grader import codec
+    from grader.checks.registry import CheckContext, equal
+
+    def passed(expected: object, got: object, **options: object) -> bool:
+        return equal(CheckContext(expected=codec.encode(expected), got=codec.encode(got), options=options)).passed
+
+    assert not passed(52, 52.0)                                        # equal stays type-strict by default
+    assert passed(52, 52.0, any_number_type=True) and passed(52, np.float64(52.0), any_number_type=True)
+    assert passed(2.5, 2.5, any_number_type=True) and passed(3.0, 3, any_number_type=True)
+    assert not passed(52, 53.0, any_number_type=True) and not passed(1, True, any_number_type=True)
+    assert not passed(52, "52", any_number_type=True) and not passed(52, None, any_number_type=True)
+
+
 def test_other_spellings_stay_strict_where_python_tells_them_apart() -> None:
     import numpy as np
     from grader import codec
