@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grader.intake.notebook import MAX_SUBMISSION_BYTES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -188,7 +190,7 @@ def test_a_link_to_a_classmates_notebook_or_to_the_reference_is_not_graded(tmp_p
 
 def test_json_python_refuses_is_an_unreadable_notebook_not_a_grader_failure(tmp_path, grader_cache):
     """Valid JSON that Python's parser refuses, in a notebook a student can hand in: an integer of 5,000 digits
-    (over int's 4,300-digit conversion limit) and arrays nested 200,000 deep (past the interpreter's stack). Each
+    (over int's 4,300-digit conversion limit) and arrays nested 50,000 deep (past the interpreter's stack). Each
     made the grader 'fail' on the submission (ValueError, RecursionError: counted as the grader's fault, `failed`);
     each is the student's unreadable notebook, at zero with the reason."""
     folder = tmp_path / "class"
@@ -198,7 +200,7 @@ def test_json_python_refuses_is_an_unreadable_notebook_not_a_grader_failure(tmp_
     assert '"nbformat_minor": 5' in text
     (folder / "mallory.ipynb").write_text(text.replace('"nbformat_minor": 5', '"nbformat_minor": ' + "9" * 5000),
                                           encoding="utf-8")
-    (folder / "oscar.ipynb").write_text(text.rstrip()[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}",
+    (folder / "oscar.ipynb").write_text(text.rstrip()[:-1] + ', "x": ' + "[" * 50_000 + "]" * 50_000 + "}",
                                         encoding="utf-8")
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC),
@@ -211,3 +213,41 @@ def test_json_python_refuses_is_an_unreadable_notebook_not_a_grader_failure(tmp_
     for student in ("mallory", "oscar"):
         assert rows[student]["state"] == "unreadable" and rows[student]["total"] == 0, rows[student]["state"]
         assert any("not readable JSON" in str(w) for w in rows[student]["warnings"]), rows[student]["warnings"]
+
+
+def test_a_notebook_cannot_make_the_grader_build_gigabytes(tmp_path):
+    """Within the size rule a notebook chose how much the grader builds from it: 300,000 empty cells (32 MB) took
+    a worker to 1.2 GB, and 100 MB of `x = 1` lines in one cell would take about 2 GB of syntax tree when extracted.
+    A file of more JSON objects and arrays than a person writes is unreadable, saying why; a code cell that takes
+    the notebook's code past MAX_CODE_CHARS is shown but not run (a warning at its cell) while the cells after it
+    still count; a .py of more than MAX_CODE_CHARS characters is unreadable."""
+    from grader.extract.source import extract
+    from grader.intake.notebook import MAX_CODE_CHARS, MAX_JSON_CONTAINERS, NotebookError, read_notebook
+
+    notebook = json.loads(CORRECT.read_text(encoding="utf-8"))
+    empty = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": ""}
+    many = {**notebook, "cells": [{**empty, "id": f"c{index}"} for index in range(MAX_JSON_CONTAINERS // 3 + 1)]}
+    path = tmp_path / "many.ipynb"
+    path.write_text(json.dumps(many), encoding="utf-8")
+    with pytest.raises(NotebookError, match="JSON objects and arrays"):
+        read_notebook(path)
+    # Brackets inside strings are text, not objects: printed lists in a saved output do not count.
+    printed = {**notebook, "cells": notebook["cells"] + [{**empty, "id": "printed", "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": "[[]]" * MAX_JSON_CONTAINERS}]}]}
+    path.write_text(json.dumps(printed), encoding="utf-8")
+    assert len(read_notebook(path).cells) == len(notebook["cells"]) + 1
+
+    big = {**empty, "id": "big", "source": "x = 1\n" * (MAX_CODE_CHARS // 6 + 1)}
+    later = {**empty, "id": "later", "source": "def find_tile(*args):\n    return 'redefined after the big cell'\n"}
+    path.write_text(json.dumps({**notebook, "cells": notebook["cells"] + [big, later]}), encoding="utf-8")
+    read = read_notebook(path)
+    assert read.cells[-2].kind == "raw" and read.cells[-1].kind == "code"
+    [warning] = read.warnings
+    assert warning.cell == len(notebook["cells"]) and "is not run" in warning.text
+    extracted = extract(read)
+    assert "x = 1" not in extracted.source() and "redefined after the big cell" in extracted.source()
+
+    script = tmp_path / "lines.py"
+    script.write_text("x = 1\n" * (MAX_CODE_CHARS // 6 + 1), encoding="utf-8")
+    with pytest.raises(NotebookError, match="characters of code"):
+        read_notebook(script)

@@ -32,6 +32,13 @@ CELL_KINDS = ("code", "markdown", "raw")
 MAX_SUBMISSION_BYTES = 100 * 1024 * 1024
 TOO_LARGE = (f"over the {MAX_SUBMISSION_BYTES >> 20} MB a submission may have "
              f"(saved outputs such as images or animations? clear them and save again)")
+# Within that size, what a notebook may make the grader build: each JSON object or array costs the grader about
+# a kilobyte once read and checked (a 32 MB notebook of 300,000 empty cells, 900,000 objects and arrays, took a
+# worker to 1.2 GB), and each character of code about twenty bytes of syntax tree when extracted (100 MB of `x = 1`
+# lines: 2 GB). A notebook a person writes has a few thousand objects and well under a megabyte of code.
+MAX_JSON_CONTAINERS = 100_000     # objects and arrays of an .ipynb file, outside its strings
+MAX_CODE_CHARS = 4_000_000        # characters of all code cells together (a cell past them is not run), of a .py
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 def file_sha256(path: Path) -> str:
@@ -94,10 +101,12 @@ def notebook_from_source(source: str, path: str = "<string>") -> Notebook:
 
     Without markers the whole text is one code cell, so line numbers are the file's own.
     """
+    if len(source) > MAX_CODE_CHARS:   # all of it is code: read, it would be split into as many lines first
+        raise NotebookError(path, f"more than {MAX_CODE_CHARS:,} characters of code: not read")
     lines = source.splitlines(keepends=True)
     marks = [(i, m) for i, line in enumerate(lines) if (m := _marker(line)) is not None]
     if not marks:
-        return Notebook(path, (Cell(0, "code", source, None),), ())
+        return Notebook(path, *_within_code_budget((Cell(0, "code", source, None),)))
     chunks: list[tuple[str, int | None, list[str]]] = []
     preamble = lines[: marks[0][0]]
     # nbconvert's export starts with "#!/usr/bin/env python" and "# coding: utf-8": not a cell.
@@ -110,7 +119,7 @@ def notebook_from_source(source: str, path: str = "<string>") -> Notebook:
         Cell(index, kind, _trim_blank_lines(body), count)
         for index, (kind, count, body) in enumerate(chunks)
     )
-    return Notebook(path, cells, ())
+    return Notebook(path, *_within_code_budget(cells))
 
 
 _PERCENT_MARKER = re.compile(r"^#\s?%%(?P<rest>.*)$")
@@ -166,6 +175,9 @@ def _read_text(path: Path) -> str:
 
 
 def _notebook_from_json(text: str, path: str) -> Notebook:
+    if _containers(text, MAX_JSON_CONTAINERS) > MAX_JSON_CONTAINERS:
+        raise NotebookError(path, f"more than {MAX_JSON_CONTAINERS:,} JSON objects and arrays (a notebook a person "
+                                  f"writes has a few thousand): not read")
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
@@ -208,7 +220,43 @@ def _notebook_from_json(text: str, path: str) -> Notebook:
         cells.append(cell)
         if note:
             notes.append(note)
-    return Notebook(path, tuple(cells), tuple(notes))
+    kept, over = _within_code_budget(tuple(cells))
+    return Notebook(path, kept, tuple(notes) + over)
+
+
+def _containers(text: str, limit: int) -> int:
+    """The JSON objects and arrays of `text` (its `{` and `[` outside strings), counted until past `limit` (0 when
+    its brackets alone are within `limit`).
+
+    Counting the brackets is an upper bound and costs ~4 ms a megabyte: nearly every notebook is within it at once.
+    Only one with more brackets (an attack, or saved output full of printed lists) has its strings skipped."""
+    if text.count("{") + text.count("[") <= limit:
+        return 0
+    count = start = 0
+    for match in _JSON_STRING.finditer(text):
+        count += text.count("{", start, match.start()) + text.count("[", start, match.start())
+        if count > limit:
+            return count
+        start = match.end()
+    return count + text.count("{", start) + text.count("[", start)
+
+
+def _within_code_budget(cells: tuple[Cell, ...]) -> tuple[tuple[Cell, ...], tuple[GraderWarning, ...]]:
+    """The cells, with each code cell that would take the code past MAX_CODE_CHARS read as a raw cell (shown, not
+    run), and a warning for each; the cells after it still count."""
+    left = MAX_CODE_CHARS
+    kept: list[Cell] = []
+    notes: list[GraderWarning] = []
+    for cell in cells:
+        if cell.kind == "code" and len(cell.source) > left:
+            notes.append(at(cell, 0, Kind.NOTEBOOK, f"{len(cell.source):,} characters of code, past the "
+                                                    f"{MAX_CODE_CHARS:,} a notebook's code may have in all; "
+                                                    f"this cell is not run", "code over the limit"))
+            cell = Cell(cell.index, "raw", cell.source, None)
+        elif cell.kind == "code":
+            left -= len(cell.source)
+        kept.append(cell)
+    return tuple(kept), tuple(notes)
 
 
 def _has_cell_ids(raw: dict) -> bool:
