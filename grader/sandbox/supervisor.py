@@ -101,9 +101,9 @@ def make_temp_folder(prefix: str) -> str:
 
 def _pids_folders() -> list[Path]:
     """The grader's cgroups: pids groups, and memory and CPU-counting groups under this process's own."""
-    from grader.sandbox.isolation import find_cpu_root, find_memory_root
+    from grader.sandbox.isolation import cpu_roots, find_memory_root
     found = []
-    for root in (Path("/sys/fs/cgroup/pids"), find_memory_root(), find_cpu_root()):
+    for root in (Path("/sys/fs/cgroup/pids"), find_memory_root(), *cpu_roots()):
         try:
             found += [p for p in root.iterdir() if p.name.startswith("puzzle-grader-")] if root else []
         except OSError:
