@@ -162,8 +162,8 @@ def cluster(tmp_path):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
         log.close()
-        # A Dask worker process ends without Python's exit handlers (killed, or multiprocessing's os._exit), so
-        # its grader's temp folder and cgroups are the next grader's on that machine to remove: here, ours.
+        # A Dask worker process ends without Python's exit handlers (killed, or multiprocessing's os._exit): its
+        # zygote removes its temp folder, and its cgroups are the next grader's on that machine to remove: ours.
         from grader.sandbox.supervisor import clean_leftovers
         clean_leftovers()
 

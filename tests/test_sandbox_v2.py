@@ -632,6 +632,54 @@ def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
             os.kill(pid, signal.SIGKILL)
 
 
+# A grader process with its temp folder and its zygote: says where they are, then sleeps until it is killed (or, with
+# "stop", stops its zygote itself, waits for its end and says whether its folder is still there).
+HOLDER = """
+import os, sys, time
+from grader.sandbox import supervisor
+folder, zygote = supervisor.temp_root(), supervisor.zygote()
+print(folder, zygote.process.pid, flush=True)
+if sys.argv[1:] == ["stop"]:
+    supervisor.stop()
+    print(folder.is_dir(), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_graders_temp_folder_goes_with_its_zygote_and_no_sweep(signum):
+    """No exit handler runs in a grader killed (a watchdog's SIGKILL; a Dask worker's SIGTERM to its process group):
+    its zygote, which outlives it, removes its folder, where it stayed until the next grader process swept it."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, cwd=str(REPO),
+                              start_new_session=True)
+    try:
+        assert holder.stdout is not None
+        folder, zygote = holder.stdout.readline().split()
+        assert Path(folder).is_dir()
+        os.killpg(holder.pid, signum)
+        holder.wait()
+        assert _until(lambda: not supervisor._alive(int(zygote)) or _state(int(zygote)) == "Z"), "the zygote stayed"
+        assert not Path(folder).exists()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_a_zygote_stopped_by_its_living_grader_leaves_the_graders_folder_alone():
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, "stop"], stdout=subprocess.PIPE, text=True,
+                              cwd=str(REPO))
+    try:
+        assert holder.stdout is not None
+        folder, _ = holder.stdout.readline().split()
+        assert holder.stdout.readline().strip() == "True"
+    finally:
+        holder.kill()
+        holder.wait()
+    supervisor.clean_leftovers(holder.pid)
+    assert not Path(folder).exists()
+
+
 def _parent(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/stat") as stat:

@@ -4,10 +4,11 @@ One zygote per grader process (a worker, a `grader check`, a Dask worker): start
 exit. The only things a grader process puts on disk or in the kernel are its temp folder
 (/tmp/puzzle-grader-UID-PID-RANDOM, made like mkdtemp: a name nobody can plant in advance, mode 0711, owned
 by the grader; it holds rlimits-mode scratch dirs and the Gradescope runner's expected-value cache) and its
-pids, memory and CPU-counting cgroups (puzzle-grader-PID-N); all are removed at exit, and those of grader
-processes that died without exiting (SIGKILL from a watchdog, an OOM kill) are removed by the next grader process that
-starts. Leftovers are judged with lstat: only real folders owned by the grader's uid are ever removed, and
-never through a symlink.
+pids, memory and CPU-counting cgroups (puzzle-grader-PID-N); all are removed at exit. A grader process that died
+without exiting (SIGKILL from a watchdog, an OOM kill, a Dask worker's SIGTERM) has its temp folder removed by its
+zygote as that goes too (zygote.remove_grader_folders), and what is still left (its cgroups; its folder if it had
+no zygote) by the next grader process that starts. Leftovers are judged with lstat: only real folders owned by the
+grader's uid are ever removed, and never through a symlink.
 """
 
 from __future__ import annotations
@@ -194,7 +195,9 @@ class Zygote:
         self.socket = ours
         self.lock = threading.Lock()
         self.process = subprocess.Popen(
-            [sys.executable, "-s", "-P", str(ZYGOTE), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+            # Who it serves and where that one's temp folder is: a killed grader's folder is the zygote's to remove.
+            [sys.executable, "-s", "-P", str(ZYGOTE), str(theirs.fileno()), str(os.getpid()), tempfile.gettempdir()],
+            pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL, env=child_environment(), cwd="/", start_new_session=True, close_fds=True)
         theirs.close()
         self.pidfd = -1      # set for a spare: how a worker that adopts it (not its parent) sees it end

@@ -1,7 +1,7 @@
 """The zygote: a clean interpreter that forks one jailed child per submission, so a sandbox costs a fork.
 
-Started by the grader as `python -s -P zygote.py CONTROL_FD` with an environment of its own. It never
-imports `grader` or a reference: it preloads the runtime (with codec, wire and confine), numpy's core once a
+Started by the grader as `python -s -P zygote.py CONTROL_FD GRADER_PID TEMP_DIR` with an environment of its own.
+It never imports `grader` or a reference: it preloads the runtime (with codec, wire and confine), numpy's core once a
 spawn request asks for it (see preload), and waits for
 spawn requests on a SOCK_SEQPACKET socket. A request carries the child's configuration as JSON and its
 descriptors (request pipe, response pipe, output file, exit-status pipe); the reply carries a pidfd of
@@ -19,7 +19,8 @@ The chain, each link dying with the one before it (PR_SET_PDEATHSIG):
 Without namespaces (rlimits mode) the zygote's child (`_outer`) drops to an unused uid and becomes the
 runtime itself. When the grader
 goes (the control socket reads EOF, or the zygote is told to stop) every child is killed, and in rlimits
-mode each child's uid is swept with kill(-1) so a double-forked escapee goes too.
+mode each child's uid is swept with kill(-1) so a double-forked escapee goes too. A grader that went without
+its exit handlers (killed) also leaves its temp folder to the zygote to remove (remove_grader_folders).
 """
 
 import functools
@@ -403,6 +404,43 @@ def probe():
     print(json.dumps(facts))
 
 
+def _running(pid):
+    """Whether `pid` is a live process: not gone, and not a zombie (a dead grader its parent has not reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def remove_grader_folders(grader, folder):
+    """Remove the temp folders (`folder`/puzzle-grader-UID-PID-*) of the grader process `grader` once it is gone.
+
+    A grader removes its folder in an exit handler, which a killed one never runs: a Dask worker ends by SIGTERM
+    to its process group or multiprocessing's os._exit, a watchdog's SIGKILL ends a local worker, and the folder
+    stayed until the next grader process on that machine swept folders of dead owners. The zygote outlives its
+    grader (its own session; it learns of the death by pdeathsig or its socket's end), so it removes them, after
+    its children are gone. Only while that pid runs no process (it is not reused before it is reaped), and only
+    real folders of this uid that no one else may write, never through a link (rmtree works from descriptors)."""
+    if not folder or grader <= 0 or _running(grader):
+        return
+    import shutil
+    import stat
+    prefix = f"puzzle-grader-{os.getuid()}-{grader}-"
+    try:
+        names = [name for name in os.listdir(folder) if name.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            status = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o022:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def main(argv):
     if argv[1:] == ["--probe"]:
         os.umask(0o022)
@@ -423,12 +461,13 @@ def main(argv):
     # Everything the zygote holds now is what each child starts from: the collector leaves it alone, so a
     # collection in a child does not copy every page of numpy's objects.
     gc.freeze()
-    if os.getppid() == 1:
-        return
+    grader, folder = (int(argv[2]), argv[3]) if len(argv) >= 4 else (0, "")
     try:
-        zygote.serve()
+        if os.getppid() != 1:
+            zygote.serve()
     finally:
         zygote.stop_all()
+        remove_grader_folders(grader, folder)
 
 
 if __name__ == "__main__":
