@@ -69,6 +69,22 @@ def test_a_rubric_late_policy_is_parsed_and_its_mistakes_are_reported(tmp_path: 
     assert parse_due("2026-11-20") == datetime(2026, 11, 20, tzinfo=timezone.utc)
 
 
+def test_the_lms_late_flag_is_not_overruled_by_a_file_time_the_student_set(tmp_path: Path):
+    """Canvas flags a late upload in its file name; a student's upload zip keeps the dates the student's clock gave
+    its members. A late `lab.zip` whose notebook is dated a year before the due date was late with no penalty (the
+    days were counted from that date); the LMS's word costs at least one day."""
+    upload = tmp_path / "upload.zip"
+    with zipfile.ZipFile(upload, "w") as archive:
+        archive.writestr(zipfile.ZipInfo("lab.ipynb", (2025, 11, 20, 8, 0, 0)), "{}")
+    export = tmp_path / "export.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.write(upload, "doejane_LATE_22345_67891_lab.zip")
+    [entry] = gather([export], tmp_path / "work").entries
+    assert entry.late and entry.modified < DUE.timestamp()
+    lateness = assess(entry.late, entry.modified, 30.0, POLICY)
+    assert (lateness.late, lateness.days, lateness.penalty) == (True, 1, pytest.approx(3.0))
+
+
 def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_path: Path, grader_cache: Path):
     export = tmp_path / "canvas.zip"
     with zipfile.ZipFile(export, "w") as archive:

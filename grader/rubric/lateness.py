@@ -46,8 +46,11 @@ def assess(flagged: bool, modified: float | None, total: float, policy: LatePoli
     if modified:
         seconds = modified - policy.due.timestamp()
         days = max(0, math.ceil(seconds / DAY)) if seconds > 0 else 0
-    elif flagged:
-        days = 1                  # late by the LMS's word, with no time to count days by
+    if flagged:
+        # Late by the LMS's word: at least one day, whatever the file's time says. That time can be the student's
+        # own (a zip they made keeps the dates their clock gave its members): a late upload whose notebook was
+        # dated before the due date was flagged late and took no penalty.
+        days = max(days, 1)
     share = min(policy.cap, policy.per_day * days)
     exact = max(0.0, total) * share
     return Lateness(flagged or days > 0, submitted, days, min(round(exact, 4), exact))   # never above the policy
