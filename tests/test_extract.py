@@ -557,3 +557,24 @@ def test_a_cell_of_blank_lines_is_read_once_not_once_per_line() -> None:
                           cwd=Path(__file__).parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "['f'] []"
+
+
+def test_a_script_export_writes_magics_as_ipython_calls_and_they_are_magics_again() -> None:
+    """nbconvert --to script (and Jupyter's "Download as .py") write `%run X.ipynb` as
+    get_ipython().run_line_magic('run', 'X.ipynb') and a %%time cell as run_cell_magic: extracted as the magics."""
+    script = (
+        "# In[1]:\n\nget_ipython().run_line_magic('run', 'Breadth-First-Fast.ipynb')\n"
+        "get_ipython().run_line_magic('matplotlib', 'inline')\nfiles = get_ipython().getoutput('ls')\n"
+        "get_ipython().system('pip install ipycanvas')\n\n"
+        "# In[2]:\n\nget_ipython().run_cell_magic('time', '', \"def f(x):\\n    return 2 * x\\n\")\n\n"
+        "# In[3]:\n\nget_ipython().run_cell_magic('HTML', '', '<b>bold</b>\\n')\n\n"
+        "# In[4]:\n\ntext = \"\"\"\nget_ipython().system('not a magic: inside a string')\n\"\"\"\n"
+        "get_ipython().run_line_magic(name, 'computed: stays Python')\n"
+    )
+    extracted = extract(notebook_from_source(script, "export.py"))
+    assert extracted.runs == ("Breadth-First-Fast",)
+    assert "def f(x):" in extracted.source() and "2 * x" in extracted.source()
+    reasons = {d.reason for d in extracted.dropped}
+    assert {"line magic %matplotlib", "shell command", "cell magic %%time (body kept)", "cell magic %%HTML"} <= reasons
+    assert "not a magic: inside a string" in extracted.source()
+    assert any(d.excerpt.startswith("get_ipython().run_line_magic(name") for d in extracted.dropped)

@@ -262,6 +262,19 @@ def test_a_real_notebooks_successors_in_a_list_earn_the_set_exercise(tmp_path: P
     assert result.total == result.max_total
 
 
+def test_a_script_export_of_a_right_notebook_keeps_its_run_module_and_its_timed_definitions(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """The .py that nbconvert writes of a right 3x3 notebook: its `%run Breadth-First-Fast.ipynb` and its %%time
+    cell are calls of IPython's API there. As calls they ran nothing (11/20: moveLeft missing, search undefined);
+    read as the magics they were, the script grades as its notebook does."""
+    script = FAIR / "script_export_with_run_and_time_magics.py"
+    assert "get_ipython().run_cell_magic('time'" in script.read_text()
+    [result] = grade([script], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("moveLeft").score == result.exercise("moveLeft").max_score
+    assert result.exercise("solve").score == result.exercise("solve").max_score
+    assert result.total == result.max_total
+
+
 def test_a_sequence_is_a_set_only_where_the_rubric_says_so_and_only_without_repeats() -> None:
     from grader import codec
     from grader.checks.registry import CheckContext, equal
