@@ -26,6 +26,7 @@ from grader.report import boards, boards_html
 from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json
 from grader.store.shared import SharedReader
+from grader.report.class_outputs import GRADEBOOK
 from grader.store.status import SYMBOLS, alike_words, headline, limit_note
 from grader.textsafe import display
 
@@ -404,9 +405,15 @@ def html_report(result: SubmissionResult, *, hidden_details: bool = False,
 
 
 def iter_results(results: str | Path | Iterable[SubmissionResult]) -> Iterator[SubmissionResult]:
-    """Results from a folder of <student>.json files (other JSON files skipped) one at a time, or as given.
-    A result whose shared values are damaged stops the reading (grader.store.shared.SharedValuesError names the
-    file): skipping it would leave a student without a report and say nothing."""
+    """Results of a results folder one at a time, or as given. From the folder's gradebook when it has one (every
+    student, whichever JSON files were deleted; each shared value parsed once, not once per case and student),
+    else from its <student>.json files (other JSON files skipped). A result whose shared values are damaged
+    stops the reading (grader.store.shared.SharedValuesError names the file): skipping it would leave a student
+    without a report and say nothing."""
+    if isinstance(results, (str, Path)) and (Path(results) / GRADEBOOK).is_file():
+        from grader.report.class_outputs import iter_class
+        yield from iter_class(results)
+        return
     if isinstance(results, (str, Path)):
         store = SharedReader(Path(results))
         for path in sorted(Path(results).glob("*.json")):
