@@ -435,11 +435,15 @@ def test_a_version_2_gradebook_gets_each_results_lateness_busy_cases_and_time_as
     with the same rows as before."""
     from dataclasses import replace
     path = tmp_path / "gb.sqlite"
-    busy = {"budget": {"waited_seconds": 3.0, "busy_cases": 2}}
+    bob = make_result("bob")
+    # Two of bob's cases a busy machine kept from being judged: the count is the cases' (results.not_judged),
+    # whatever the budget's facts say (cat's say 2, in a field no count reads).
+    busy = replace(bob.exercises[0], cases=tuple(replace(case, status="problem", reason="busy machine")
+                                                 for case in bob.exercises[0].cases * 2))
     with Gradebook(path) as book:
         book.record("amy", "amy.ipynb", replace(make_result("amy"), late=True, penalty=1.5, seconds=2.25))
-        book.record("bob", "bob.ipynb", replace(make_result("bob"), extra=busy, seconds=0.5))
-        book.record("cat", "cat.ipynb", replace(make_result("cat"), extra={"budget": {"busy_cases": "2"}}))
+        book.record("bob", "bob.ipynb", replace(bob, exercises=(busy, *bob.exercises[1:]), seconds=0.5))
+        book.record("cat", "cat.ipynb", replace(make_result("cat"), extra={"budget": {"busy_cases": 2}}))
         rows, seconds = list(book.score_rows(RUBRIC)), book.durations(RUBRIC)
     assert [(r.student, r.late, r.penalty, r.busy) for r in rows] == [
         ("amy", True, 1.5, 0), ("bob", False, 0.0, 2), ("cat", False, 0.0, 0)]

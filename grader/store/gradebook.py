@@ -21,8 +21,9 @@ Tables (schema version 3):
                     1.36 million)
     results.state   graded | unreadable | failed (results.STATES), for counts in SQL (version 2)
     results.late, penalty, busy, seconds
-                    the result's lateness, late penalty, cases a busy machine kept from being judged and grading
-                    time, as columns (version 3): what a regrade of an unchanged class, the CSV and the order of a
+                    the result's lateness, late penalty, cases a busy machine kept from being judged (counted from
+                    its cases, results.not_judged, as every report counts them) and grading time, as columns
+                    (version 3): what a regrade of an unchanged class, the CSV and the order of a
                     regrade read of every student; read out of the json they cost a parse of the whole result
                     each (~100 us, most of a 10,000-student regrade)
 """
@@ -40,7 +41,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from grader import textsafe
-from grader.store.results import ExerciseResult, SubmissionResult, bound_result, from_dict, stored_form
+from grader.store.results import (
+    ExerciseResult, SubmissionResult, bound_result, from_dict, not_judged, stored_form)
 
 SCHEMA_VERSION = 3
 
@@ -103,13 +105,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # the json (tens of kB in overflow pages) before these columns.
         """CREATE INDEX results_heads ON results (id, sha256, rubric_sha256, grader_version, state, isolation, total,
                                                   max_total, late, penalty, busy, seconds)""",
-        # Once, from each result's json (what score_rows and durations read there before).
+        # Once, from each result's json (what score_rows and durations read there before). Busy cases are
+        # counted from the cases, as results.not_judged counts them (the one source of that count).
         """UPDATE results SET
                late = coalesce(json_extract(json, '$.late'), 0) != 0,
                penalty = CASE WHEN json_type(json, '$.penalty') IN ('integer', 'real')
                               THEN json_extract(json, '$.penalty') ELSE 0 END,
-               busy = CASE WHEN json_type(json, '$.extra.budget.busy_cases') = 'integer'
-                           THEN json_extract(json, '$.extra.budget.busy_cases') ELSE 0 END,
+               busy = (SELECT count(*) FROM json_each(results.json, '$.exercises') AS exercise,
+                                            json_each(exercise.value, '$.cases') AS one
+                       WHERE json_extract(one.value, '$.status') = 'problem'
+                         AND json_extract(one.value, '$.reason') = 'busy machine'),
                seconds = CASE WHEN json_type(json, '$.seconds') IN ('integer', 'real')
                               THEN json_extract(json, '$.seconds') ELSE 0 END""",
     ),
@@ -592,7 +597,7 @@ def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, resu
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (submission_id, result.sha256, textsafe.unicode(source), result.rubric_sha256, result.grader_version,
          result.isolation, float(result.total), float(result.max_total), len(result.exercises), graded_at, text,
-         result.state, int(bool(result.late)), float(result.penalty), busy_cases(result), float(result.seconds)))
+         result.state, int(bool(result.late)), float(result.penalty), not_judged(result)[1], float(result.seconds)))
     if cursor.rowcount == 0:
         return None
     result_id = cursor.lastrowid
@@ -601,14 +606,6 @@ def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, resu
         [(result_id, position, exercise.id, float(exercise.score), float(exercise.max_score))
          for position, exercise in enumerate(result.exercises)])
     return result_id
-
-
-def busy_cases(result: SubmissionResult) -> int:
-    """How many cases a busy machine kept from being judged (grading.busy_facts' `busy_cases`): such a result
-    is graded again by the next run."""
-    budget = result.extra.get("budget")
-    busy = budget.get("busy_cases") if isinstance(budget, dict) else None
-    return busy if type(busy) is int and busy > 0 else 0
 
 
 def _make_current(db: sqlite3.Connection, submission_id: int, result_id: int) -> None:
