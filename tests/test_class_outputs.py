@@ -146,3 +146,40 @@ def test_a_rerun_with_gradescope_rewrites_only_what_changed(results: Path, tmp_p
         rows = {row["student"]: row for row in csv.DictReader(stream)}
     assert rows["move-dir-transposed"]["move_dir"] == "2" and "convention stated" in rows["move-dir-transposed"][
         "overrides"]
+
+
+def test_a_class_report_run_again_writes_only_the_reports_of_students_that_changed(results: Path,
+                                                                                   tmp_path: Path) -> None:
+    """Every student's report is rendered when the page is made; run again, a report made from the same result (and
+    template, and notebook) and untouched since is kept; a deleted one and an overridden student's are written
+    again, and the folder is what a fresh class report writes."""
+    pytest.importorskip("jinja2")
+    from grader.store import overrides
+    results = Path(shutil.copytree(results, tmp_path / "results"))
+    page = tmp_path / "page" / "class.html"
+    students = page.parent / "students"
+
+    def run(target: Path = page) -> dict[str, tuple[int, int]]:
+        OUTPUTS["dashboard"].write(Classroom(results, similarity=False), target)
+        return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted((target.parent / "students").iterdir())}
+
+    def same_as_a_fresh_one() -> None:
+        fresh = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}" / "class.html"
+        run(fresh)
+        for name in ("correct.md", "correct.html", "move-dir-transposed.md", "move-dir-transposed.html"):
+            assert (students / name).read_bytes() == (fresh.parent / "students" / name).read_bytes(), name
+        assert page.read_bytes() == fresh.read_bytes()
+
+    first = run()
+    assert run() == first
+    same_as_a_fresh_one()
+    overrides.record(results / "gradebook.sqlite", "move-dir-transposed", "move_dir", points=2.0,
+                     reason="convention stated in class", author="ta")
+    again = run()
+    assert again["correct.html"] == first["correct.html"] and again["correct.md"] == first["correct.md"]
+    assert again["move-dir-transposed.html"] != first["move-dir-transposed.html"]
+    assert "convention stated in class" in (students / "move-dir-transposed.md").read_text(encoding="utf-8")
+    same_as_a_fresh_one()
+    (students / "correct.md").unlink()
+    assert "correct.md" in run()
+    same_as_a_fresh_one()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import statistics
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
+from grader import __version__
 from grader.files import atomic_open
 from grader.report.class_outputs import Classroom, Written, read_results
 from grader.intake.warning import GraderWarning, Kind
@@ -609,13 +611,16 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
                        problems: Sequence[str] = (), ordered: bool = False, notebooks=None,
                        results_folder: Path | None = None, template: Path | None = None,
                        student_reports: bool = True, similarity: Similarity | None = None,
-                       similarity_note: str = "") -> Path:
+                       similarity_note: str = "", made_from: Callable[[SubmissionResult], str | None] | None = None,
+                       ) -> Path:
     """Write the HTML page to `path` and the gradebook CSV beside it (same name, .csv), every student's report
     into the `students` folder beside it (what the names link to) and, given a similarity, its page and CSV
     (<page>-similarity.html/.csv). Returns `path`.
 
     `ordered`: the results come sorted by submission and are read once, one at a time (a class streamed
-    from the gradebook); otherwise they are sorted first.
+    from the gradebook); otherwise they are sorted first. `made_from`: what a student's reports are made from
+    (None: not known); reports made from the same, untouched since, are kept (grader.report.stamps, in
+    `results_folder`): a class report run again after a few students changed renders only theirs.
     """
     similarity_page = ""
     if similarity is not None:
@@ -630,13 +635,22 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
 
     def rows_too(stream: Iterable[SubmissionResult]) -> Iterator[SubmissionResult]:
         nonlocal overridden
-        for result in stream:
-            overridden = overridden or "overrides" in result.extra
-            if student_reports:     # one at a time, as the class streams past
-                from grader.report import formats
-                formats.write([result], path.parent / REPORTS, ("md", "html"), notebooks=notebooks,
-                              results_folder=results_folder, template=template)
-            yield result
+        from grader.report import formats
+        from grader.report.stamps import Stamps, stamped
+        reports = path.parent / REPORTS
+        with (stamped(results_folder, "class-report", reports) if results_folder is not None and made_from
+              else nullcontext(Stamps({}))) as stamps:
+            for result in stream:
+                overridden = overridden or "overrides" in result.extra
+                if student_reports:     # one at a time, as the class streams past
+                    key = made_from(result) if made_from else None
+                    files = [reports / f"{result.submission}{formats.FORMATS[name].suffix}" for name in ("md", "html")]
+                    if not all(stamps.holds(file, key) for file in files):
+                        formats.write([result], reports, ("md", "html"), notebooks=notebooks,
+                                      results_folder=results_folder, template=template)
+                        for file in files:
+                            stamps.wrote(file, key)
+                yield result
 
     counted = tally(rows_too(results if ordered else _ordered(list(results))), ordered=True)
     _write_atomically(path, render_chunks(build_report(
@@ -668,23 +682,39 @@ def write_dashboard(classroom: Classroom, target: Path) -> Written:
             similarity = class_similarity(classroom)
         except SimilarityUnavailable as error:
             note = str(error)
-    def write(results: Iterable[SubmissionResult], *, problems: Sequence[str] = (), ordered: bool = False) -> Path:
+    def write(results: Iterable[SubmissionResult], *, problems: Sequence[str] = (), ordered: bool = False,
+              made_from: Callable[[SubmissionResult], str | None] | None = None) -> Path:
         return write_class_report(results, target, title=classroom.title, problems=problems, ordered=ordered,
                                   notebooks=classroom.notebooks, results_folder=classroom.folder,
-                                  template=classroom.template, similarity=similarity, similarity_note=note)
+                                  template=classroom.template, similarity=similarity, similarity_note=note,
+                                  made_from=made_from)
 
     count = 0
     if classroom.book() is None:
         loaded = read_results(classroom.folder)
         path, count = write(loaded.results, problems=loaded.problems), len(loaded.results)
     else:
+        # What a student's reports are made from besides the result: the template's given code (its file as it is
+        # now) and this grader. A --notebooks folder is read as it is, so with one every report is written.
+        context = None if classroom.notebooks is not None else f"{__version__} {_file_state(classroom.template)}"
+        identity: dict[str, str | None] = {}    # the student being written (one at a time)
+
         def counted() -> Iterator[SubmissionResult]:
             nonlocal count
-            for result in classroom.results():
+            for entry in classroom.entries():
                 count += 1
-                yield result
+                identity.clear()
+                identity[entry.student] = entry.identity
+                yield entry.read()
 
-        path = write(counted(), ordered=True)
+        def made_from(result: SubmissionResult) -> str | None:
+            known = identity.get(result.submission)
+            if known is None or context is None:
+                return None
+            from grader.report.student import locate_notebook   # found or not: "Your code" shows or not
+            return f"{context} {known} {locate_notebook(result, None, classroom.folder)}"
+
+        path = write(counted(), ordered=True, made_from=made_from)
     paths = [path, path.with_suffix(".csv"), path.parent / REPORTS]
     if similarity is not None:
         paths.append(path.parent / f"{path.stem}-similarity.html")
@@ -693,3 +723,14 @@ def write_dashboard(classroom: Classroom, target: Path) -> Written:
             f"reports in {path.parent / REPORTS}/"
             + (f", {path.parent / (path.stem + '-similarity.html')}" if similarity is not None else "") + ")")
     return Written(tuple(paths), count, (line,))
+
+
+def _file_state(path: Path | None) -> str:
+    """A file as `path`, size and modification time (what a report read of it changes with); '' for none."""
+    if path is None:
+        return ""
+    try:
+        found = Path(path).stat()
+    except OSError:
+        return f"{path} missing"
+    return f"{Path(path).resolve()} {found.st_size} {found.st_mtime_ns}"
