@@ -18,6 +18,9 @@ process, the peak resident set size (ru_maxrss) of the grader's own process, and
   (retained Python objects of grading N and 2N students, tracemalloc);
 - `grade` of the whole class again, with nothing changed: its wall time and the CPU of its process tree (issue
   14 judges a regrade of 200 at 2 s; this says what it is at each size);
+- `grade --gradescope DIR` of the whole class with nothing changed, twice: the first writes every student's
+  Gradescope file, the second finds them all made from the same results and untouched, and keeps them
+  (grader.report.stamps); CPU of each;
 - `class-report` of the results folder (the dashboard, the CSV and every student's report, from the
   gradebook), without the similarity check unless --similarity: the bench's class is ten notebooks copied
   N/10 times, so every copy shares all its code with N/10 others, a class no course has;
@@ -142,10 +145,10 @@ def main() -> None:
         notebooks = generate(work / "submissions", max(args.sizes))
         graded: Path | None = None      # a folder whose every result was graded for real
 
-        def grade(results: Path, count: int) -> Measured:
+        def grade(results: Path, count: int, *more: str) -> Measured:
             paths = [str(p) for p in notebooks[:count]]
             return measure("grade", *paths, "--rubric", str(RUBRIC), "--out", str(results), "--cache", str(cache),
-                           "--jobs", str(args.jobs), "--quiet", cwd=work)
+                           "--jobs", str(args.jobs), "--quiet", *more, cwd=work)
 
         for size in sorted(args.sizes):
             results = work / f"results-{size}"
@@ -169,16 +172,21 @@ def main() -> None:
             again = grade(results, size)
             print(f"  {size:>6} submissions: regrade with nothing changed: {again.own:5.0f} MB in "
                   f"{again.seconds:.2f} s ({again.cpu:.2f} s of CPU), start-up included")
+            for turn in ("every file written", "nothing changed: every file kept"):
+                run = grade(results, size, "--gradescope", str(work / f"gradescope-{size}"))
+                print(f"  {size:>6} submissions: regrade with --gradescope ({turn}): {run.own:5.0f} MB in "
+                      f"{run.seconds:.1f} s ({run.cpu:.2f} s of CPU)")
+            shutil.rmtree(work / f"gradescope-{size}", ignore_errors=True)
             if size == real:
                 graded = results
             more = () if args.similarity else ("--no-similarity",)
             run = measure("class-report", str(results), "-o", str(work / f"class-{size}" / "class.html"), *more,
                           cwd=work)
             print(f"  {size:>6} submissions: class-report{'' if args.similarity else ' (no similarity)'}: "
-                  f"{run.own:5.0f} MB in {run.seconds:.0f} s")
+                  f"{run.own:5.0f} MB in {run.seconds:.0f} s ({run.cpu:.1f} s of CPU)")
             shutil.rmtree(work / f"class-{size}", ignore_errors=True)
             run = measure("report", str(results), "--out", str(work / f"feedback-{size}"), cwd=work)
-            print(f"  {size:>6} submissions: report: {run.own:5.0f} MB in {run.seconds:.0f} s")
+            print(f"  {size:>6} submissions: report: {run.own:5.0f} MB in {run.seconds:.0f} s ({run.cpu:.1f} s of CPU)")
             shutil.rmtree(work / f"feedback-{size}", ignore_errors=True)
             files = [p for p in results.rglob("*") if p.is_file()]
             book = sum(p.stat().st_size for p in files if p.name.startswith("gradebook.sqlite"))
