@@ -251,3 +251,30 @@ def test_a_notebook_cannot_make_the_grader_build_gigabytes(tmp_path):
     script.write_text("x = 1\n" * (MAX_CODE_CHARS // 6 + 1), encoding="utf-8")
     with pytest.raises(NotebookError, match="characters of code"):
         read_notebook(script)
+
+
+def test_an_archive_whose_member_list_is_too_long_is_not_read(tmp_path, monkeypatch):
+    """zipfile reads an archive's whole central directory and makes an object of each member before any member
+    rule applies: 500,000 empty members (25 MB of directory, 3 MB zipped again inside a student's upload) took 270 MB
+    and 3 s. Past MAX_DIRECTORY_BYTES (as the end record states it) the archive is a problem line, not read; a
+    classmate's upload in the same export is read as usual. Shown here with the bound lowered to 10 kB."""
+    import zipfile
+
+    from grader.intake import gather as intake_module
+
+    monkeypatch.setattr(intake_module, "MAX_DIRECTORY_BYTES", 10_000)
+    crowded, plain = tmp_path / "crowded.zip", tmp_path / "plain.zip"
+    with zipfile.ZipFile(crowded, "w") as archive:
+        for index in range(1_000):
+            archive.writestr(f"{index:x}", b"")
+        archive.write(CORRECT, "lab.ipynb")
+    with zipfile.ZipFile(plain, "w") as archive:
+        archive.write(CORRECT, "lab.ipynb")
+    export = tmp_path / "export.zip"
+    with zipfile.ZipFile(export, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(crowded, "smithjohn_12345_67890_lab.zip")
+        archive.write(plain, "doejane_23456_78901_lab.zip")
+    intake = intake_module.gather([export], tmp_path / "work")
+    assert [entry.student for entry in intake.entries] == ["doejane_23456"]
+    assert any("smithjohn_12345_67890_lab.zip: a member list of" in p and "not read" in p for p in intake.problems), \
+        intake.problems
