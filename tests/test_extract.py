@@ -568,12 +568,14 @@ def test_a_script_export_writes_magics_as_ipython_calls_and_they_are_magics_agai
         "get_ipython().system('pip install ipycanvas')\n\n"
         "# In[2]:\n\nget_ipython().run_cell_magic('time', '', \"def f(x):\\n    return 2 * x\\n\")\n\n"
         "# In[3]:\n\nget_ipython().run_cell_magic('HTML', '', '<b>bold</b>\\n')\n\n"
+        "# In[5]:\n\nget_ipython().run_cell_magic('writefile', 'x.py', 'y = 1\\n')\ndef g():\n    return 3\n\n"
         "# In[4]:\n\ntext = \"\"\"\nget_ipython().system('not a magic: inside a string')\n\"\"\"\n"
         "get_ipython().run_line_magic(name, 'computed: stays Python')\n"
     )
     extracted = extract(notebook_from_source(script, "export.py"))
     assert extracted.runs == ("Breadth-First-Fast",)
     assert "def f(x):" in extracted.source() and "2 * x" in extracted.source()
+    assert "def g():" in extracted.source()      # a cell magic call with code after it is no whole cell: Python
     reasons = {d.reason for d in extracted.dropped}
     assert {"line magic %matplotlib", "shell command", "cell magic %%time (body kept)", "cell magic %%HTML"} <= reasons
     assert "not a magic: inside a string" in extracted.source()

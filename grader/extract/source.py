@@ -705,7 +705,7 @@ def _as_typed(source: str) -> str:
     lines = _LINE_BREAK.split(source)
     typed: list[str] = []
     scanner = _LineScanner()
-    for line in lines:
+    for n, line in enumerate(lines):
         m = _IPYTHON_CALL.match(line) if scanner.at_statement_start() else None
         args = _string_literals(m["args"]) if m else None
         scanner.feed(line)
@@ -713,8 +713,9 @@ def _as_typed(source: str) -> str:
             typed.append(line)
             continue
         indent, target, method = m["indent"], m["target"], m["method"]
-        if method == "run_cell_magic" and len(args) == 3 and not indent and not target \
-                and not any(earlier.strip() for earlier in typed):
+        # A cell magic is a whole cell (as an export writes it): alone in its cell, or it stays a call.
+        alone = not any(other.strip() for other in typed) and not any(other.strip() for other in lines[n + 1:])
+        if method == "run_cell_magic" and len(args) == 3 and not indent and not target and alone:
             typed.append(f"%%{args[0]} {args[1]}".rstrip())
             typed += _LINE_BREAK.split(args[2].rstrip("\r\n"))
             continue
