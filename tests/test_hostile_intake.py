@@ -278,3 +278,19 @@ def test_an_archive_whose_member_list_is_too_long_is_not_read(tmp_path, monkeypa
     assert [entry.student for entry in intake.entries] == ["doejane_23456"]
     assert any("smithjohn_12345_67890_lab.zip: a member list of" in p and "not read" in p for p in intake.problems), \
         intake.problems
+
+
+def test_a_glob_through_a_linked_student_folder_leaves_the_classmate_graded(tmp_path):
+    """`grade 'class/*/lab.ipynb'` where class/alice is a link to class/bob: alice/lab.ipynb is refused (a link on
+    its way), and the refused link must not take Bob's file, which the glob reaches again as bob/lab.ipynb (the same
+    file is taken once): Bob had no row."""
+    from grader.intake.gather import LINKED, gather
+
+    folder = tmp_path / "class"
+    (folder / "bob").mkdir(parents=True)
+    shutil.copy(CORRECT, folder / "bob" / "lab.ipynb")
+    (folder / "alice").symlink_to("bob", target_is_directory=True)
+    entries = {entry.student: entry for entry in gather([f"{folder}/*/lab.ipynb"], tmp_path / "work").entries}
+    assert sorted(entries) == ["alice", "bob"]
+    assert entries["alice"].problem == LINKED
+    assert entries["bob"].problem == "" and entries["bob"].path == folder / "bob" / "lab.ipynb"

@@ -386,7 +386,8 @@ class _Collector:
         key = (info.st_dev, info.st_ino)
         if key in self.seen:        # the same file reached twice (a folder and a glob inside it)
             return None
-        self.seen.add(key)
+        if not linked:              # a refused link never takes the file it names (a glob through a linked folder)
+            self.seen.add(key)
         when = datetime.fromtimestamp(info.st_mtime).strftime("%Y-%m-%d %H:%M:%S")
 
         def refused() -> Path:
