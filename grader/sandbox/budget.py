@@ -55,12 +55,20 @@ class Budget:
         return cls(slack, now, own=cpuclock.own_waiting() if slack > 0 else 0.0,
                    own_cpu=time.thread_time() if slack > 0 else 0.0)
 
-    def child_started(self, pid: int, stall: Stall | None = None) -> None:
+    def child_started(self, pid: int, stall: Stall | None = None, made: float = 0.0, before: float = 0.0) -> None:
         """A new child: its waiting is its group's stall where `stall` reads one, else its processes' run-queue
-        time (the runtime's, and each exercise's fork, read now and then: fork_read)."""
+        time (the runtime's, and each exercise's fork, read now and then: fork_read). A child whose groups were
+        `made` since the budget started counts from its start, and what the zygote waited to start it (`before`)
+        with it: that start (the zygote's fork, the jail, the runtime's imports; the zygote's own on first use) was
+        on this submission's time too, and a first load starved at a few percent of a CPU passed its deadline
+        with a fraction of that time credited, "the submission's time budget ran out" (ta's notes 12). A spare
+        child, started ahead, counts from now."""
         if self.slack > 0:
             first = stall() if stall is not None else None
             self.stall = stall if first is not None else None
+            if made >= self.started:
+                self.gone += before
+                first = 0.0
             self.runtime = first if first is not None else cpuclock.run_delay(pid)
 
     def child_stopping(self, pid: int, cpu: float | None) -> None:

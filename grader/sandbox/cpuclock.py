@@ -69,6 +69,12 @@ def run_delay(pid: int) -> float:
     return 0.0 if delay and waits_by_choice(pid) else delay
 
 
+def queued(pid: int) -> float:
+    """Run-queue time so far of process `pid`, one of the grader's own (no choice of the student's to look for), in
+    seconds: 0.0 where the kernel does not say."""
+    return _schedstat_delay(f"/proc/{pid}/schedstat")
+
+
 def tree_cpu(pid: int) -> float | None:
     """The CPU time of process `pid` and of every process below it (their own, and their reaped children's), in
     seconds, or None when `pid` cannot be read: what a sandbox computed, from its first process down."""

@@ -399,6 +399,8 @@ class Sandbox:
         self.memory: MemoryGroup | None = None   # the whole sandbox's memory, where cgroups allow
         self.cpu: CpuGroup | None = None         # counts the whole sandbox's CPU time, where cgroups allow
         self.meter: CpuMeter | None = None       # reads it (the cpu group's, or the memory group's in v2)
+        self.made = 0.0                          # when the current child's groups were made (_Child.made)
+        self.started_waiting = 0.0               # what the zygote waited to start it (_Child.waited)
         # The meter's reading at the load's end or the last answer: the next exercise's first case is charged from
         # it (None: from its fork). Between exercises the sandbox works (the pristine check, the scratch, a fork),
         # and student code it calls there (a library function the notebook replaced) ran outside every clock.
@@ -525,6 +527,7 @@ class Sandbox:
         self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
             child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory, child.cpu
         self.meter = cpu_meter(self.cpu, self.memory)
+        self.made, self.started_waiting = child.made, child.waited
         self.carried = None
         self.answered = frozenset()
         # Set here, never taken from the child: what counts a case's CPU time (see _CaseClock).
@@ -570,7 +573,8 @@ class Sandbox:
             self._stop()
             self._start()
             if self.process is not None:
-                self.budget.child_started(self.process.pid, self.meter.stalled if self.meter is not None else None)
+                self.budget.child_started(self.process.pid, self.meter.stalled if self.meter is not None else None,
+                                          self.made, self.started_waiting)
             indices = [i for i in range(len(self.statements)) if i not in self.skipped_statements]
             skipped_before = sorted(self.skipped_statements)
             clock = LoadClock(self.limits.load_seconds, time.monotonic(), self._waiting(), self._all_computed())
@@ -1519,6 +1523,8 @@ class _Child:
     facts: dict[str, Any]
     memory: MemoryGroup | None = None
     cpu: CpuGroup | None = None
+    made: float = 0.0      # when its groups were made (monotonic): its start waited and computed from then on
+    waited: float = 0.0    # the zygote's run-queue time while it started this child (and itself, if it was new)
 
 
 def memory_cgroup_bytes(isolation: Isolation, limits: ProcessLimits) -> int:
@@ -1555,6 +1561,7 @@ def _cpus() -> list[int]:
 def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str],
            preload: Sequence[str] = ()) -> _Child:
     """Have the zygote fork a child, jailed where the machine allows, and wait until it is ready."""
+    made = time.monotonic()
     scratch = None if isolation.namespaces else supervisor.make_temp_folder("submission-")
     pids = None
     if isolation.pids_root is not None:
@@ -1579,8 +1586,11 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
     output = os.open(os.path.join(scratch, "output.log") if scratch else os.devnull,
                      os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        process = supervisor.zygote().spawn(_config(isolation, limits, hide_paths, scratch, pids, memory, cpu, preload),
-                                            [request_read, response_write, output])
+        zygote = supervisor.zygote()
+        queued = 0.0 if zygote.born >= made else zygote.queued()
+        process = zygote.spawn(_config(isolation, limits, hide_paths, scratch, pids, memory, cpu, preload),
+                               [request_read, response_write, output])
+        waited = max(0.0, zygote.queued() - queued)
     except (SpawnError, OSError) as error:
         os.close(request_write)
         os.close(response_read)
@@ -1620,7 +1630,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
     # Set here, never taken from the child: the limit in MB of the cgroup that holds the whole sandbox.
     facts["memory_cgroup"] = memory.limit >> 20 if memory is not None else None
     return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")), facts,
-                  memory, cpu)
+                  memory, cpu, made, waited)
 
 
 # Spare children started ahead by sandboxes made with prefetch=True, by (isolation, limits, hidden paths).

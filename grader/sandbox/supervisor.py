@@ -27,9 +27,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+
+from grader.sandbox import cpuclock
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _LEFTOVER = re.compile(r"puzzle-grader-(\d+)-(\d+)$")
@@ -201,6 +204,12 @@ class Zygote:
             stdin=subprocess.DEVNULL, env=child_environment(), cwd="/", start_new_session=True, close_fds=True)
         theirs.close()
         self.pidfd = -1      # set for a spare: how a worker that adopts it (not its parent) sees it end
+        self.born = time.monotonic()
+
+    def queued(self) -> float:
+        """The zygote's run-queue time so far, in seconds (0.0 where the kernel does not say): a child's start
+        waits on it (budget.Budget.child_started)."""
+        return cpuclock.queued(self.process.pid)
 
     def alive(self) -> bool:
         if self.pidfd >= 0:
