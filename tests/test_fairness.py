@@ -316,6 +316,10 @@ def test_any_number_type_takes_the_value_never_a_bool_or_another_number() -> Non
     assert passed(2.5, 2.5, any_number_type=True) and passed(3.0, 3, any_number_type=True)
     assert not passed(52, 53.0, any_number_type=True) and not passed(1, True, any_number_type=True)
     assert not passed(52, "52", any_number_type=True) and not passed(52, None, any_number_type=True)
+    # A student's number is compared by value, never through a float it may not fit in or round to.
+    assert not passed(2.5, 10**400, any_number_type=True) and not passed(2**53 + 1, 2.0**53, any_number_type=True)
+    assert passed(2.5, 3, tolerance=0.5, any_number_type=True) and not passed(2.5, 10**400, tolerance=1.0,
+                                                                               any_number_type=True)
 
 
 def test_other_spellings_stay_strict_where_python_tells_them_apart() -> None:
