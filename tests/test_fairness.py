@@ -259,6 +259,7 @@ def test_a_real_notebooks_successors_in_a_list_earn_the_set_exercise(tmp_path: P
     next_states = result.exercise("nextStates")
     assert next_states.score == next_states.max_score
     assert all(c.status == "pass" and "a list where a set is asked for" in c.message for c in next_states.cases)
+    assert any("returns a list where the text asks for a set" in note for note in next_states.notes)
     assert result.total == result.max_total
 
 
@@ -300,6 +301,8 @@ def test_a_manhattan_summed_as_a_float_is_the_right_distance(tmp_path: Path, gra
     manhattan = result.exercise("manhattan")
     assert manhattan.score == manhattan.max_score and manhattan.variant == REFERENCE
     assert all(c.status == "pass" and "the same number, accepted" in c.message for c in manhattan.cases)
+    assert manhattan.notes == ("manhattan returns a float (52.0) where the answer is an int (52); accepted: the "
+                               "same number",)       # the student reads it, though the exercise earns full marks
     assert result.total == result.max_total
 
 

@@ -108,3 +108,27 @@ def variant_note(exercise: Exercise, chosen: str) -> tuple[str, ...]:
             text = variant.say or f"your answers follow {chosen}, an accepted convention"
             return (f"Accepted convention: {text}",)
     return ()
+
+
+def spelling_notes(results: Sequence[CaseResult], expected: Mapping[str, Any], function: str) -> tuple[str, ...]:
+    """What a student whose right answers came in another spelling than the text's reads (the check took them:
+    a list for a set, a float for an int; see the `equal` options sequence_as_set and any_number_type).
+
+    Full marks, and still worth knowing what the text asked for. From the answers' wire types, one note each.
+    """
+    seen: dict[str, str] = {}
+    for result in results:
+        wanted = expected.get(result.id)
+        if result.status != "pass" or wanted is None or result.got is None:
+            continue
+        got = result.got
+        if type(wanted) is dict and "set" in wanted and type(got) is dict and ("list" in got or "tuple" in got):
+            kind = "list" if "list" in got else "tuple"
+            seen.setdefault(kind, f"{function} returns a {kind} where the text asks for a set; accepted, as it "
+                                  "holds each element once, but a set says what is meant")
+        number = got.get("npscalar") if type(got) is dict else got
+        if type(wanted) in (int, float) and type(number) in (int, float) and type(number) is not type(wanted):
+            kind, asked = type(number).__name__, type(wanted).__name__
+            seen.setdefault(kind, f"{function} returns a {kind} ({number!r}) where the answer is "
+                                  f"{'an' if asked == 'int' else 'a'} {asked} ({wanted!r}); accepted: the same number")
+    return tuple(seen.values())

@@ -23,7 +23,7 @@ from grader import __version__
 from grader.syntax.analysis import global_data_reads, is_stub
 from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, evaluate_data, for_child,
                                 free_names, isolated_call)
-from grader.judge.conventions import allowed_variants, hold_to_one, variant_note
+from grader.judge.conventions import allowed_variants, hold_to_one, spelling_notes, variant_note
 from grader.judge.options import Options
 from grader.checks.registry import CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
@@ -181,6 +181,12 @@ def _called_names(plan: Plan, case: Case) -> frozenset[str]:
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
         return frozenset(names - set(plan.data(case)))
     return plan.memo.get(("called", case.id), called)
+
+
+def _takes_spellings(cases: Sequence[Case]) -> bool:
+    """Whether a case's check may take an answer in another spelling (an `equal` option that says so)."""
+    return any(case.check.name == "equal" and (case.check.options.get("sequence_as_set")
+                                               or case.check.options.get("any_number_type")) for case in cases)
 
 
 def same_failures(results: Sequence[CaseResult]) -> tuple[str, ...]:
@@ -838,6 +844,9 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
         isolate = ()
     read = globals_read(exercise, name, extracted, plan)   # a walk of the function's tree: once per exercise
     notes = _notes(exercise, name, extracted, read) + variant_note(exercise, chosen)
+    if _takes_spellings(cases):
+        expected = {case.id: plan.expected[case.id].value for case in cases if case.id in plan.expected}
+        notes += spelling_notes(results, expected, name)
     if isolate:
         notes += (_isolation_note(isolate, plan),)
     notes += same_failures(results)
