@@ -187,3 +187,53 @@ def test_a_childs_start_on_a_busy_machine_is_credited_as_the_machines():
     assert child.returncode == 0, err[-3000:]
     run = json.loads(out.strip().splitlines()[-1])
     assert run["granted"] >= 0.5 * (run["elapsed"] - run["computed"]), run
+
+
+# A statement that tries every way a notebook could choose to wait for a CPU: a lower priority (its own, a thread's, a
+# fork's), SCHED_IDLE, fewer CPUs. Prints what each attempt got (an errno, or "done") and what the thread kept.
+LOWER = r"""
+import json, os, threading
+tried = {}
+def attempt(name, call):
+    try:
+        call()
+        tried[name] = "done"
+    except OSError as error:
+        tried[name] = error.errno
+attempt("nice", lambda: os.nice(19))
+attempt("setpriority", lambda: os.setpriority(os.PRIO_PROCESS, 0, 10))
+attempt("idle", lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)))
+attempt("batch", lambda: os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0)))
+attempt("pin", lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+thread = threading.Thread(target=attempt, args=("thread", lambda: os.nice(19)))
+thread.start()
+thread.join()
+kid = os.fork()
+if kid == 0:
+    try:
+        os.nice(19)
+        os._exit(0)
+    except OSError:
+        os._exit(1)
+tried["fork"] = "done" if os.waitstatus_to_exitcode(os.waitpid(kid, 0)[1]) == 0 else "refused"
+print(json.dumps({"tried": tried, "nice": os.getpriority(os.PRIO_PROCESS, 0), "policy": os.sched_getscheduler(0)}))
+"""
+
+
+def test_a_notebook_cannot_choose_to_wait_for_a_cpu():
+    """How long the sandbox waited for a CPU is the busy machine's credit (its group's stall, budget.py), and a
+    thread at nice 19 or SCHED_IDLE beside one busy process waits nearly all the time by its own choice: a statement
+    that did so and spun forever had its notebook "machine too busy" (graded again at every run, never judged) on a
+    busy machine, where it is cut at its own limit. So every way to lower a priority, change the policy or pin to
+    fewer CPUs fails as raising a priority does (EPERM), for the runtime's thread, another thread and a fork."""
+    import errno
+    from grader.sandbox.process import ProcessLimits, Sandbox
+    statements = [{"code": LOWER, "filename": "In [1] (cell 1)", "line": 1, "kind": "statement", "names": []}]
+    with Sandbox(statements, {}, ProcessLimits(load_seconds=30.0)) as sandbox:
+        report = sandbox.load()
+    assert report.warnings == (), report.warnings
+    found = json.loads(report.output.strip().splitlines()[-1])
+    assert found["tried"] == {"nice": errno.EPERM, "setpriority": errno.EPERM, "idle": errno.EPERM,
+                              "batch": errno.EPERM, "pin": errno.EPERM, "thread": errno.EPERM,
+                              "fork": "refused"}, found
+    assert found["nice"] == os.getpriority(os.PRIO_PROCESS, 0) and found["policy"] == os.SCHED_OTHER, found

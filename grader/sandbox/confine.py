@@ -357,6 +357,48 @@ def drop_capabilities():
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
 
 
+# The system calls that set a thread's scheduling (its nice value, policy or CPUs), per architecture: the audit
+# architecture seccomp reports, then setpriority, sched_setparam, sched_setscheduler, sched_setaffinity, sched_setattr.
+_SCHEDULING_CALLS = {"x86_64": (0xC000003E, (141, 142, 144, 203, 314)),
+                     "aarch64": (0xC00000B7, (140, 118, 119, 122, 274))}
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def keep_scheduling():
+    """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
+    policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
+    Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
+    thread at nice 19 or SCHED_IDLE beside any busy process waits nearly all the time, by its own choice: that
+    had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. A
+    seccomp filter (inherited by every thread and fork, kept across exec); a foreign architecture's calls fail
+    all (a 32-bit or x32 binary would get around the numbers). False where the architecture is not known here."""
+    import platform
+    known = _SCHEDULING_CALLS.get(platform.machine())
+    if known is None:
+        return False
+    arch, calls = known
+    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    deny, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
+    # 0: arch; 1: foreign -> deny; 2: nr; 3: x32 (bit 30) -> deny; then each call -> deny; allow; deny
+    count = len(calls)
+    program = [(ld_abs, 0, 0, 4), (jeq, 0, 3 + count, arch), (ld_abs, 0, 0, 0), (jge, 1 + count, 0, 0x40000000)]
+    program += [(jeq, count - i, 0, nr) for i, nr in enumerate(calls)]
+    program += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+    filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
+    fprog = _SockFprog(len(program), filters)
+    _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+    return True
+
+
 def capabilities_effective():
     """The effective capability mask of this process, from /proc (0 when the jail holds)."""
     for line in read_small("/proc/self/status").splitlines():

@@ -151,6 +151,10 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
             facts["landlock"] = abi
         except OSError as error:
             facts["filesystem"], facts["landlock_error"] = "none", str(error)[:300]
+        try:   # the student's threads keep the priority, policy and CPUs given (the busy machine's credit)
+            facts["scheduling"] = "kept" if confine.keep_scheduling() else "free"
+        except OSError as error:
+            facts["scheduling"] = f"free: {str(error)[:200]}"
         runtime.start(request_fd, response_fd, config, facts, jailed=False)
         os._exit(0)
     except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
@@ -209,6 +213,10 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid):
         confine.drop_capabilities()
         confine.die_with_parent()
         facts["capabilities"] = confine.capabilities_effective()
+        try:   # the student's threads keep the priority, policy and CPUs given (the busy machine's credit)
+            facts["scheduling"] = "kept" if confine.keep_scheduling() else "free"
+        except OSError as error:
+            facts["scheduling"] = f"free: {str(error)[:200]}"
         runtime.start(request_fd, response_fd, config, facts, jailed=True)
     except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
         try:
