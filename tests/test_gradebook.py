@@ -462,6 +462,32 @@ def test_a_version_2_gradebook_gets_each_results_lateness_busy_cases_and_time_as
     assert consistency_problems(path) == []
 
 
+def test_a_version_3_gradebook_counts_its_busy_cases_again_so_a_regrade_grades_them(tmp_path: Path) -> None:
+    """A version 3 file written before the busy column was counted from the cases holds 0 for a result whose
+    cases a busy machine kept from being judged without the submission's deadline being reached (no
+    extra.budget.busy_cases): unchanged_row called it unchanged, and the student kept those cases at 0 points
+    at every run. Opening it counts them again; a result without busy cases keeps 0."""
+    from dataclasses import replace
+    path = tmp_path / "gb.sqlite"
+    bob = make_result("bob")
+    busy = replace(bob.exercises[0], cases=tuple(replace(case, status="problem", reason="busy machine")
+                                                 for case in bob.exercises[0].cases))
+    with Gradebook(path) as book:
+        book.record("amy", "amy.ipynb", replace(make_result("amy"), extra={"note": "busy machine"}))
+        book.record("bob", "bob.ipynb", replace(bob, exercises=(busy, *bob.exercises[1:])))
+    db = sqlite3.connect(path)       # as the old count left it: nothing in extra.budget, so 0
+    db.execute("UPDATE results SET busy = 0")
+    db.execute("UPDATE schema_version SET version = 3")
+    db.commit()
+    db.close()
+    with Gradebook(path) as book:
+        assert [(r.student, r.busy) for r in book.score_rows(RUBRIC)] == [("amy", 0), ("bob", len(busy.cases))]
+        unchanged = book.unchanged_row(RUBRIC, "bob", bob.sha256, bob.rubric_sha256, bob.grader_version)
+        assert unchanged is not None and unchanged.busy     # what makes the batch grade bob again
+    assert sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    assert consistency_problems(path) == []
+
+
 def test_unchanged_row_is_the_current_row_only_for_the_same_file_rubric_and_grader(tmp_path: Path) -> None:
     from dataclasses import replace
     with Gradebook(tmp_path / "gb.sqlite") as book:

@@ -4,7 +4,7 @@ Why SQLite: a TA grades thousands of notebooks, regrades after fixing a rubric a
 any moment. Each `record` is one transaction in a WAL journal, so a kill -9 loses at most the result being
 written and never leaves half of one; the next batch asks `unchanged_row` and grades only what is missing.
 
-Tables (schema version 3):
+Tables (schema version 4):
 
     schema_version  (id = 1, version)                      what `open` compares with SCHEMA_VERSION
     submissions     (id, student, rubric, sha256, source, current_result)
@@ -23,9 +23,9 @@ Tables (schema version 3):
     results.late, penalty, busy, seconds
                     the result's lateness, late penalty, cases a busy machine kept from being judged (counted from
                     its cases, results.not_judged, as every report counts them) and grading time, as columns
-                    (version 3): what a regrade of an unchanged class, the CSV and the order of a
-                    regrade read of every student; read out of the json they cost a parse of the whole result
-                    each (~100 us, most of a 10,000-student regrade)
+                    (version 3; version 4 counts busy cases again): what a regrade of an unchanged class, the CSV
+                    and the order of a regrade read of every student; read out of the json they cost a parse of the
+                    whole result each (~100 us, most of a 10,000-student regrade)
 """
 
 from __future__ import annotations
@@ -44,7 +44,14 @@ from grader import textsafe
 from grader.store.results import (
     ExerciseResult, SubmissionResult, bound_result, from_dict, not_judged, stored_form)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+# A result's cases that a busy machine kept from being judged, counted in SQL over its json as results.not_judged
+# counts them (the one source of that count).
+_BUSY_CASES = """SELECT count(*) FROM json_each(results.json, '$.exercises') AS exercise,
+                                    json_each(exercise.value, '$.cases') AS one
+               WHERE json_extract(one.value, '$.status') = 'problem'
+                 AND json_extract(one.value, '$.reason') = 'busy machine'"""
 
 # MIGRATIONS[n] takes a gradebook from version n to n + 1, one statement at a time (sqlite3's executescript
 # would commit halfway). A new schema appends a step; opening an older file upgrades it in one transaction.
@@ -107,16 +114,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                                                   max_total, late, penalty, busy, seconds)""",
         # Once, from each result's json (what score_rows and durations read there before). Busy cases are
         # counted from the cases, as results.not_judged counts them (the one source of that count).
-        """UPDATE results SET
+        f"""UPDATE results SET
                late = coalesce(json_extract(json, '$.late'), 0) != 0,
                penalty = CASE WHEN json_type(json, '$.penalty') IN ('integer', 'real')
                               THEN json_extract(json, '$.penalty') ELSE 0 END,
-               busy = (SELECT count(*) FROM json_each(results.json, '$.exercises') AS exercise,
-                                            json_each(exercise.value, '$.cases') AS one
-                       WHERE json_extract(one.value, '$.status') = 'problem'
-                         AND json_extract(one.value, '$.reason') = 'busy machine'),
+               busy = ({_BUSY_CASES}),
                seconds = CASE WHEN json_type(json, '$.seconds') IN ('integer', 'real')
                               THEN json_extract(json, '$.seconds') ELSE 0 END""",
+    ),
+    (
+        # A version 3 file written before the count came from the cases has 0 where grading did not set
+        # extra.budget.busy_cases (set only when the submission's deadline was reached): a case starved at its wall
+        # backstop, or an isolated rerun's. A regrade asks this column, so that student was never graded again
+        # and kept cases not judged at 0 points. Counted again, in results whose text names a busy case at all.
+        f"""UPDATE results SET busy = ({_BUSY_CASES})
+            WHERE busy = 0 AND instr(json, '"busy machine"') > 0""",
     ),
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
