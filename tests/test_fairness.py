@@ -325,6 +325,22 @@ def test_any_number_type_takes_the_value_never_a_bool_or_another_number() -> Non
                                                                                any_number_type=True)
 
 
+def test_a_spelling_note_shows_no_value_of_a_hidden_case() -> None:
+    """The note on a float where an int is asked for quotes a public case's numbers; from a hidden case alone it
+    says the types only: with a tolerance the two differ, and the note would tell the hidden expected value."""
+    from grader.judge.conventions import spelling_notes
+    from grader.store.results import CaseResult
+
+    def case(id: str, visibility: str, got: object) -> CaseResult:
+        return CaseResult(id=id, status="pass", visibility=visibility, message="", got=got)
+
+    hidden, public = case("h", "hidden", 52.3), case("p", "public", 7.0)
+    assert spelling_notes([hidden], {"h": 52}, "manhattan") == (
+        "manhattan returns a float where the answer is an int; accepted: the same number",)
+    assert spelling_notes([hidden, public], {"h": 52, "p": 7}, "manhattan") == (
+        "manhattan returns a float (7.0) where the answer is an int (7); accepted: the same number",)
+
+
 def test_other_spellings_stay_strict_where_python_tells_them_apart() -> None:
     import numpy as np
     from grader import codec

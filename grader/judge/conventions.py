@@ -114,10 +114,12 @@ def spelling_notes(results: Sequence[CaseResult], expected: Mapping[str, Any], f
     """What a student whose right answers came in another spelling than the text's reads (the check took them:
     a list for a set, a float for an int; see the `equal` options sequence_as_set and any_number_type).
 
-    Full marks, and still worth knowing what the text asked for. From the answers' wire types, one note each.
+    Full marks, and still worth knowing what the text asked for. From the answers' wire types, one note each. The
+    numbers shown are a public case's: a hidden case's answer, and what it was compared with, are not for the
+    student (with a tolerance they differ, and the note would say the hidden expected value).
     """
     seen: dict[str, str] = {}
-    for result in results:
+    for result in sorted(results, key=lambda result: result.visibility != "public"):   # public cases first
         wanted = expected.get(result.id)
         if result.status != "pass" or wanted is None or result.got is None:
             continue
@@ -129,6 +131,8 @@ def spelling_notes(results: Sequence[CaseResult], expected: Mapping[str, Any], f
         number = got.get("npscalar") if type(got) is dict else got
         if type(wanted) in (int, float) and type(number) in (int, float) and type(number) is not type(wanted):
             kind, asked = type(number).__name__, type(wanted).__name__
-            seen.setdefault(kind, f"{function} returns a {kind} ({number!r}) where the answer is "
-                                  f"{'an' if asked == 'int' else 'a'} {asked} ({wanted!r}); accepted: the same number")
+            got_shown, wanted_shown = (f" ({number!r})", f" ({wanted!r})") if result.visibility == "public" \
+                else ("", "")
+            seen.setdefault(kind, f"{function} returns a {kind}{got_shown} where the answer is "
+                                  f"{'an' if asked == 'int' else 'a'} {asked}{wanted_shown}; accepted: the same number")
     return tuple(seen.values())
