@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from grader.sandbox import cpuclock
+from hogs import spinners, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,24 +86,6 @@ def grade(source: str, cases: list[tuple[str, float]], budget: float, slack: flo
             child.wait()
     assert child.returncode == 0, err[-3000:]
     return json.loads(out.strip().splitlines()[-1])
-
-
-def spinners(cpu: int, count: int) -> list[subprocess.Popen]:
-    """`count` busy processes on `cpu`, each spinning by the time this returns. Each in a session of its own, as the
-    sandbox is: with autogroups the kernel shares a CPU between sessions first, and three busy processes in one
-    session would take only as much as the sandbox's one."""
-    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
-    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True, start_new_session=True)
-            for _ in range(count)]
-    for hog in hogs:
-        assert hog.stdout is not None and hog.stdout.readline().strip() == "spinning"
-    return hogs
-
-
-def stop(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
-        process.kill()
-        process.wait()
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")

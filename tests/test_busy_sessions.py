@@ -24,11 +24,10 @@ from grader.kit.kit import write_kit
 from grader.report.console import student_report
 from grader.store.results import CaseResult, read_json
 from grader.store.status import BUSY
+from hogs import spinners, stop
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
 
-SPIN = ("import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nprint('spinning', flush=True)\n"
-        "while True:\n    pass\n")
 # The sandbox runs in a session of its own (setsid), which the kernel's autogroups make a scheduling group of its
 # own: nice does not reach it, and it shares the CPU with each busy process in a session of its own. Beside twelve
 # it gets at most a thirteenth of the CPU, so what it computes (about 0.17 s a notebook here) keeps it waiting
@@ -42,19 +41,14 @@ def starved(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """`command` run pinned to one CPU at nice 10, beside HOGS busy processes pinned to the same CPU, each in a
     session of its own."""
     cpu = min(os.sched_getaffinity(0))
-    hogs = [subprocess.Popen([sys.executable, "-c", SPIN, str(cpu)], stdout=subprocess.PIPE, text=True,
-                             start_new_session=True) for _ in range(HOGS)]
+    hogs = spinners(cpu, HOGS)
     try:
-        for hog in hogs:
-            assert hog.stdout is not None and hog.stdout.readline().strip() == "spinning"
         pinned = f"import os, sys; os.sched_setaffinity(0, {{{cpu}}}); os.nice(10); sys.argv = sys.argv[1:]; " \
                  "import runpy; runpy.run_module('grader', run_name='__main__', alter_sys=True)"
         return subprocess.run([sys.executable, "-c", pinned, "grader", *command], cwd=cwd, capture_output=True,
                               text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(REPO)})
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+        stop(hogs)
 
 
 def test_a_students_check_on_a_busy_machine_says_to_run_it_again_not_that_the_grader_is_broken(tmp_path: Path,

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox.isolation import detect
+from hogs import spinners, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
@@ -25,22 +26,6 @@ def _stall_kept() -> bool:
     isolation = detect()
     root = isolation.cpu_root or isolation.memory_root
     return root is not None and (root / "cpu.pressure").exists()
-
-
-def spinners(cpu: int, count: int) -> list[subprocess.Popen]:
-    """`count` busy processes on `cpu`, each in a session of its own, each spinning by the time this returns."""
-    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
-    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True, start_new_session=True)
-            for _ in range(count)]
-    for hog in hogs:
-        assert hog.stdout is not None and hog.stdout.readline().strip() == "spinning"
-    return hogs
-
-
-def stop(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
-        process.kill()
-        process.wait()
 
 
 # One exercise whose case forks three busy children and spins beside them, all on the sandbox's one CPU: its
