@@ -372,18 +372,12 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def keep_scheduling():
-    """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
-    policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
-    Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
-    thread at nice 19 or SCHED_IDLE beside any busy process waits nearly all the time, by its own choice: that
-    had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. A
-    seccomp filter (inherited by every thread and fork, kept across exec); a foreign architecture's calls fail
-    all (a 32-bit or x32 binary would get around the numbers). False where the architecture is not known here."""
-    import platform
-    known = _SCHEDULING_CALLS.get(platform.machine())
+def _scheduling_filter():
+    """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here),
+    built once as the zygote loads this module: each child only installs it."""
+    known = _SCHEDULING_CALLS.get(os.uname().machine)
     if known is None:
-        return False
+        return None
     arch, calls = known
     ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     deny, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
@@ -393,9 +387,24 @@ def keep_scheduling():
     program += [(jeq, count - i, 0, nr) for i, nr in enumerate(calls)]
     program += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
     filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
-    fprog = _SockFprog(len(program), filters)
+    return filters, _SockFprog(len(program), filters)
+
+
+_SCHEDULING_FILTER = _scheduling_filter()
+
+
+def keep_scheduling():
+    """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
+    policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
+    Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
+    thread at nice 19 or SCHED_IDLE beside any busy process waits nearly all the time, by its own choice: that
+    had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. A
+    seccomp filter (inherited by every thread and fork, kept across exec); a foreign architecture's calls fail
+    all (a 32-bit or x32 binary would get around the numbers). False where the architecture is not known here."""
+    if _SCHEDULING_FILTER is None:
+        return False
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(_SCHEDULING_FILTER[1]), 0, 0), "seccomp")
     return True
 
 
