@@ -6,8 +6,12 @@ so busy processes of one session would together take only as much as the sandbox
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SPIN = ("import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nprint('spinning', flush=True)\n"
         "while True:\n    pass\n")
@@ -33,3 +37,25 @@ def stop(processes: list[subprocess.Popen]) -> None:
         process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def run_beside_hogs(args: list[str], cpu: int, count: int, ready: str | None = "ready", timeout: float = 900) -> str:
+    """Run the Python child `args` (the repository on its path) and, once it prints `ready` and waits for a line,
+    `count` busy processes on `cpu` beside it until it ends (`ready` None: none, nothing awaited). Returns its
+    standard output; its exit status must be 0. Every process started here is gone when this returns."""
+    child = subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    hogs: list[subprocess.Popen] = []
+    try:
+        if ready is not None:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline().strip() == ready
+            hogs = spinners(cpu, count)
+        out, err = child.communicate("go\n" if ready is not None else None, timeout=timeout)
+    finally:
+        stop(hogs)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, err[-3000:]
+    return out

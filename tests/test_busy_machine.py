@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from grader.sandbox import cpuclock
-from hogs import spinners, stop
+from hogs import run_beside_hogs, spinners, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,24 +67,8 @@ def grade(source: str, cases: list[tuple[str, float]], budget: float, slack: flo
           busy: int = 0) -> dict:
     """The exercise graded in a child process; with a `cpu`, beside `busy` busy processes on that CPU from the load's
     end to the last answer."""
-    child = subprocess.Popen([sys.executable, "-c", GRADE, str(cpu), str(budget), str(slack), source,
-                              json.dumps(cases)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    hogs = []
-    try:
-        if cpu >= 0:
-            assert child.stdout is not None and child.stdin is not None
-            assert child.stdout.readline().strip() == "loaded"
-            hogs = spinners(cpu, busy)
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        out, err = child.communicate(timeout=900)
-    finally:
-        stop(hogs)
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    assert child.returncode == 0, err[-3000:]
+    out = run_beside_hogs(["-c", GRADE, str(cpu), str(budget), str(slack), source, json.dumps(cases)], cpu, busy,
+                          ready="loaded" if cpu >= 0 else None)
     return json.loads(out.strip().splitlines()[-1])
 
 

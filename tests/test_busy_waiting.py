@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox.isolation import detect
-from hogs import spinners, stop
+from hogs import run_beside_hogs
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
@@ -105,21 +105,7 @@ def test_a_slow_load_starved_of_cpu_is_not_cut_as_if_it_hung():
     limit both move by what the kernel kept it waiting, so VALUE is defined as on a quiet machine, where it used
     to be left out ("did not finish within 1 s"), the student's fault."""
     cpu = min(os.sched_getaffinity(0))
-    child = subprocess.Popen([sys.executable, "-c", STARVED_LOAD, str(cpu)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    hogs = []
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        assert child.stdout.readline().strip() == "ready"
-        hogs = spinners(cpu, 3)
-        out, err = child.communicate("go\n", timeout=600)
-    finally:
-        stop(hogs)
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    assert child.returncode == 0, err[-3000:]
+    out = run_beside_hogs(["-c", STARVED_LOAD, str(cpu)], cpu, 3, timeout=600)
     report = json.loads(out.strip().splitlines()[-1])
     assert "VALUE" in report["names"] and report["warnings"] == [] and report["restarts"] == 0, report
 
@@ -155,21 +141,7 @@ def test_a_childs_start_on_a_busy_machine_is_credited_as_the_machines():
     0.42 s granted after ~1.8 s starved). Now its group counts from its making, and the zygote's waiting for it
     too: most of the wall time the grading did not compute is credited."""
     cpu = min(os.sched_getaffinity(0))
-    child = subprocess.Popen([sys.executable, "-c", FIRST_LOAD, str(cpu)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    hogs = []
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        assert child.stdout.readline().strip() == "ready"
-        hogs = spinners(cpu, 12)
-        out, err = child.communicate("go\n", timeout=600)
-    finally:
-        stop(hogs)
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    assert child.returncode == 0, err[-3000:]
+    out = run_beside_hogs(["-c", FIRST_LOAD, str(cpu)], cpu, 12, timeout=600)
     run = json.loads(out.strip().splitlines()[-1])
     assert run["granted"] >= 0.5 * (run["elapsed"] - run["computed"]), run
 
