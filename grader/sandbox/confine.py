@@ -358,9 +358,10 @@ def drop_capabilities():
 
 
 # The system calls that set a thread's scheduling (its nice value, policy or CPUs), per architecture: the audit
-# architecture seccomp reports, then setpriority, sched_setparam, sched_setscheduler, sched_setaffinity, sched_setattr.
-_SCHEDULING_CALLS = {"x86_64": (0xC000003E, (141, 142, 144, 203, 314)),
-                     "aarch64": (0xC00000B7, (140, 118, 119, 122, 274))}
+# architecture seccomp reports, then setpriority, sched_setparam, sched_setscheduler, sched_setaffinity, sched_setattr,
+# and io_uring_setup (a ring's kernel workers are threads of the sandbox whose CPUs IORING_REGISTER_IOWQ_AFF sets).
+_SCHEDULING_CALLS = {"x86_64": (0xC000003E, (141, 142, 144, 203, 314, 425)),
+                     "aarch64": (0xC00000B7, (140, 118, 119, 122, 274, 425))}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
@@ -376,7 +377,7 @@ def _scheduling_filter():
     """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here),
     built once as the zygote loads this module: each child only installs it."""
     known = _SCHEDULING_CALLS.get(os.uname().machine)
-    if known is None:
+    if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
         return None
     arch, calls = known
     ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
