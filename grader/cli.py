@@ -281,23 +281,26 @@ def _gradebook_beside(results: str) -> Path | None:
 
 def _report(args: argparse.Namespace) -> int:
     from grader.report import formats
+    from grader.report.class_outputs import Classroom, Reading, report_context
     from grader.report.student import iter_results
-    from grader.store.overrides import apply, history
     _check_results(args.results)
     _check_folder(args.out, "--out")
     chosen = _formats(args.format, args.annotated)
-    book = _gradebook_beside(args.results)
-    overrides = history(book) if book is not None else []
+    template = _template(args)
+    # With a gradebook: TA overrides applied, and a student's reports made from the same are kept (stamps).
+    reading = (Reading(Classroom(Path(args.results)), report_context(args.notebooks, template, args.hidden_details))
+               if _gradebook_beside(args.results) is not None else None)
 
     missing: list[str] = []   # students whose notebook is not found, noted as the class streams past once
 
     def results():   # streamed, one student at a time: a result file is decoded once
-        for result in iter_results(args.results):
+        for result in reading if reading is not None else iter_results(args.results):
             missing.extend(_without_notebook([result], args.notebooks, Path(args.results)))
-            yield apply(result, overrides)
+            yield result
 
     written = formats.write(results(), args.out, chosen, notebooks=args.notebooks, hidden_details=args.hidden_details,
-                            results_folder=Path(args.results), template=_template(args))
+                            results_folder=Path(args.results), template=template,
+                            made_from=reading.made_from if reading is not None else None)
     print(f"{len(written)} report files written to {args.out}/")
     if not written:
         _no_results(args.results)

@@ -183,3 +183,37 @@ def test_a_class_report_run_again_writes_only_the_reports_of_students_that_chang
     (students / "correct.md").unlink()
     assert "correct.md" in run()
     same_as_a_fresh_one()
+
+
+def test_report_run_again_writes_only_the_reports_of_students_that_changed(results: Path, tmp_path: Path,
+                                                                          capsys) -> None:
+    """`grader report` into the same folder: a student's reports made from the same result, untouched since, are
+    kept; an overridden student's and a deleted file are written again; the folder is what a fresh run writes."""
+    pytest.importorskip("jinja2")
+    from grader.store import overrides
+    results = Path(shutil.copytree(results, tmp_path / "results"))
+    out = tmp_path / "feedback"
+
+    def run(target: Path = out) -> dict[str, tuple[int, int]]:
+        assert main(["report", str(results), "--out", str(target)]) == 0
+        assert "4 report files written" in capsys.readouterr().out
+        return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted(target.iterdir())}
+
+    def same_as_a_fresh_one() -> None:
+        fresh = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}"
+        run(fresh)
+        assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in fresh.iterdir())
+        for file in fresh.iterdir():
+            assert (out / file.name).read_bytes() == file.read_bytes(), file.name
+
+    first = run()
+    assert run() == first
+    overrides.record(results / "gradebook.sqlite", "correct", "move_dir", points=1.0, reason="late cell",
+                     author="ta")
+    again = run()
+    assert again["move-dir-transposed.md"] == first["move-dir-transposed.md"]
+    assert again["correct.md"] != first["correct.md"]
+    same_as_a_fresh_one()
+    (out / "move-dir-transposed.html").unlink()
+    assert "move-dir-transposed.html" in run()
+    same_as_a_fresh_one()

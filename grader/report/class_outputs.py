@@ -107,6 +107,51 @@ def _overrides_text(overrides: Sequence[Override]) -> str:
     return json.dumps([dataclasses.astuple(override) for override in overrides]) if overrides else "[]"
 
 
+class Reading:
+    """A class's results read one at a time (Classroom.entries), and what the one being read was made from: what
+    a student's own files (reports) written from it are stamped with (grader.report.stamps), with `context`, the
+    rest they are made from (None: not known, write them all)."""
+
+    def __init__(self, classroom: Classroom, context: str | None) -> None:
+        self.classroom = classroom
+        self.context = context
+        self.count = 0
+        self._current: tuple[str, str | None] = ("", None)
+
+    def __iter__(self) -> Iterator[SubmissionResult]:
+        for entry in self.classroom.entries():
+            self.count += 1
+            self._current = (entry.student, entry.identity)
+            yield entry.read()
+
+    def made_from(self, result: SubmissionResult) -> str | None:
+        student, identity = self._current
+        if student != result.submission or identity is None or self.context is None:
+            return None
+        from grader.report.student import locate_notebook   # found or not: "Your code" shows or not
+        return f"{self.context} {identity} {locate_notebook(result, None, self.classroom.folder)}"
+
+
+def report_context(notebooks: object, template: Path | None, *more: object) -> str | None:
+    """What a student's report is made from besides the result: the template's given code (its file as it is now),
+    the options (`more`) and this grader; None with a notebooks folder (read as it is: every report is written)."""
+    if notebooks is not None:
+        return None
+    from grader import __version__
+    return " ".join([__version__, _file_state(template), *map(str, more)])
+
+
+def _file_state(path: Path | None) -> str:
+    """A file as `path`, size and modification time (what a report read of it changes with); '' for none."""
+    if path is None:
+        return ""
+    try:
+        found = Path(path).stat()
+    except OSError:
+        return f"{path} missing"
+    return f"{Path(path).resolve()} {found.st_size} {found.st_mtime_ns}"
+
+
 @dataclass(frozen=True)
 class Entry:
     """One student of a class, as Classroom.entries gives them."""

@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from grader import __version__
 from grader.files import atomic_open
-from grader.report.class_outputs import Classroom, Written, read_results
+from grader.report.class_outputs import Classroom, Reading, Written, read_results, report_context
 from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
@@ -643,13 +642,9 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
             for result in stream:
                 overridden = overridden or "overrides" in result.extra
                 if student_reports:     # one at a time, as the class streams past
-                    key = made_from(result) if made_from else None
-                    files = [reports / f"{result.submission}{formats.FORMATS[name].suffix}" for name in ("md", "html")]
-                    if not all(stamps.holds(file, key) for file in files):
-                        formats.write([result], reports, ("md", "html"), notebooks=notebooks,
-                                      results_folder=results_folder, template=template)
-                        for file in files:
-                            stamps.wrote(file, key)
+                    formats.write([result], reports, ("md", "html"), notebooks=notebooks,
+                                  results_folder=results_folder, template=template, made_from=made_from,
+                                  stamps=stamps)
                 yield result
 
     counted = tally(rows_too(results if ordered else _ordered(list(results))), ordered=True)
@@ -694,27 +689,9 @@ def write_dashboard(classroom: Classroom, target: Path) -> Written:
         loaded = read_results(classroom.folder)
         path, count = write(loaded.results, problems=loaded.problems), len(loaded.results)
     else:
-        # What a student's reports are made from besides the result: the template's given code (its file as it is
-        # now) and this grader. A --notebooks folder is read as it is, so with one every report is written.
-        context = None if classroom.notebooks is not None else f"{__version__} {_file_state(classroom.template)}"
-        identity: dict[str, str | None] = {}    # the student being written (one at a time)
-
-        def counted() -> Iterator[SubmissionResult]:
-            nonlocal count
-            for entry in classroom.entries():
-                count += 1
-                identity.clear()
-                identity[entry.student] = entry.identity
-                yield entry.read()
-
-        def made_from(result: SubmissionResult) -> str | None:
-            known = identity.get(result.submission)
-            if known is None or context is None:
-                return None
-            from grader.report.student import locate_notebook   # found or not: "Your code" shows or not
-            return f"{context} {known} {locate_notebook(result, None, classroom.folder)}"
-
-        path = write(counted(), ordered=True, made_from=made_from)
+        reading = Reading(classroom, report_context(classroom.notebooks, classroom.template))
+        path = write(reading, ordered=True, made_from=reading.made_from)
+        count = reading.count
     paths = [path, path.with_suffix(".csv"), path.parent / REPORTS]
     if similarity is not None:
         paths.append(path.parent / f"{path.stem}-similarity.html")
@@ -724,13 +701,3 @@ def write_dashboard(classroom: Classroom, target: Path) -> Written:
             + (f", {path.parent / (path.stem + '-similarity.html')}" if similarity is not None else "") + ")")
     return Written(tuple(paths), count, (line,))
 
-
-def _file_state(path: Path | None) -> str:
-    """A file as `path`, size and modification time (what a report read of it changes with); '' for none."""
-    if path is None:
-        return ""
-    try:
-        found = Path(path).stat()
-    except OSError:
-        return f"{path} missing"
-    return f"{Path(path).resolve()} {found.st_size} {found.st_mtime_ns}"

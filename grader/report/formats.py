@@ -11,9 +11,12 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from grader.store.results import SubmissionResult
+
+if TYPE_CHECKING:
+    from grader.report.stamps import Stamps
 
 
 @dataclass(frozen=True)
@@ -61,24 +64,38 @@ DEFAULT = tuple(name for name, format in FORMATS.items() if format.default)
 
 def write(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path, formats: Sequence[str] = DEFAULT, *,
           notebooks: Mapping[str, Path] | str | Path | None = None, hidden_details: bool = False,
-          results_folder: Path | None = None, template: Path | None = None) -> list[Path]:
+          results_folder: Path | None = None, template: Path | None = None,
+          made_from: Callable[[SubmissionResult], str | None] | None = None, stamps: Stamps | None = None,
+          ) -> list[Path]:
     """Write <student><suffix> in each format for every result, one student at a time (a class of 10,000 is
     never held whole); returns the files written. `results` is a results folder or the results themselves;
     `notebooks` maps submission ids to graded files or names a folder of them (default: each result's path).
-    Raises KeyError naming a format that is not registered."""
-    from grader.report.student import iter_results, locate_notebook
-    chosen = [FORMATS[name] for name in formats]
+    `made_from`: what a student's files are made from (class_outputs.Reading): a student whose files were all
+    made from the same and are untouched since keeps them (grader.report.stamps, in the results folder, or
+    `stamps`), and they are still listed. Raises KeyError naming a format that is not registered."""
+    from grader.report.stamps import stamped
     folder = Path(results) if isinstance(results, (str, Path)) else results_folder
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if stamps is None and made_from is not None and folder is not None:
+        with stamped(folder, "report " + ",".join(formats), out) as stamps:
+            return write(results, out, formats, notebooks=notebooks, hidden_details=hidden_details,
+                         results_folder=folder, template=template, made_from=made_from, stamps=stamps)
+    from grader.report.student import iter_results, locate_notebook
+    chosen = [FORMATS[name] for name in formats]
     written = []
     for result in iter_results(results):
+        key = made_from(result) if made_from is not None and stamps is not None else None
+        files = [out / f"{result.submission}{format.suffix}" for format in chosen]
+        if key is not None and stamps is not None and all(stamps.holds(file, key) for file in files):
+            written.extend(files)
+            continue
         page = Page(result, locate_notebook(result, notebooks, folder), hidden_details, template)
-        for format in chosen:
+        for format, target in zip(chosen, files, strict=True):
             text = format.render(page)
-            if text is None:
-                continue
-            target = out / f"{result.submission}{format.suffix}"
-            target.write_text(text, encoding="utf-8")
-            written.append(target)
+            if text is not None:
+                target.write_text(text, encoding="utf-8")
+                written.append(target)
+            if stamps is not None:   # a format with nothing to write is not stamped: the student is written again
+                stamps.wrote(target, key if text is not None else None)
     return written
