@@ -128,8 +128,8 @@ class Reading:
         student, identity = self._current
         if student != result.submission or identity is None or self.context is None:
             return None
-        from grader.report.student import locate_notebook   # found or not: "Your code" shows or not
-        return f"{self.context} {identity} {locate_notebook(result, None, self.classroom.folder)}"
+        from grader.report.student import locate_notebook   # found or not, and as it is now: "Your code"
+        return f"{self.context} {identity} {_file_state(locate_notebook(result, None, self.classroom.folder))}"
 
 
 def report_context(notebooks: object, template: Path | None, *more: object) -> str | None:
