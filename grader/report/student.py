@@ -26,7 +26,6 @@ from grader.report import boards, boards_html
 from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json
 from grader.store.shared import SharedReader
-from grader.report.class_outputs import GRADEBOOK
 from grader.store.status import SYMBOLS, alike_words, headline, limit_note
 from grader.textsafe import display
 
@@ -410,9 +409,11 @@ def iter_results(results: str | Path | Iterable[SubmissionResult]) -> Iterator[S
     else from its <student>.json files (other JSON files skipped). A result whose shared values are damaged
     stops the reading (grader.store.shared.SharedValuesError names the file): skipping it would leave a student
     without a report and say nothing."""
-    if isinstance(results, (str, Path)) and (Path(results) / GRADEBOOK).is_file():
-        from grader.report.class_outputs import iter_class
-        yield from iter_class(results)
+    if isinstance(results, (str, Path)) and (Path(results) / "gradebook.sqlite").is_file():
+        from grader.store.gradebook import Gradebook
+        with Gradebook(Path(results) / "gradebook.sqlite") as book:
+            for rubric in book.rubrics():
+                yield from book.iter_current(rubric)
         return
     if isinstance(results, (str, Path)):
         store = SharedReader(Path(results))
