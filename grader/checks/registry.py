@@ -161,8 +161,9 @@ def equal(context: CheckContext) -> Verdict:
         wanted, number = plain_number(context.expected), plain_number(got)
         if wanted is not None and number is not None and type(number) is not type(wanted):
             if same_number(number, wanted, tolerance):
-                return Verdict(True, 1.0, f"{number!r}, a {type(number).__name__} where the {type(wanted).__name__} "
-                                          f"{wanted!r} is asked for: the same number, accepted")
+                # No value in it: the message of a hidden case reaches the student (Gradescope, once published).
+                return Verdict(True, 1.0, f"a {type(number).__name__} where {_article(type(wanted).__name__)} is "
+                                          "asked for: the same number, accepted")
             return Verdict(False, 0.0, f"expected {wanted!r}, got {number!r}", "wrong value")
     elements = set_elements(context.expected, got) if SEQUENCE_AS_SET.read(context.options) else None
     if elements is None:
@@ -180,6 +181,10 @@ def equal(context: CheckContext) -> Verdict:
     if not verdict.passed:
         return replace(verdict, message=f"{verdict.message} (the {kind} read as a set)")
     return Verdict(True, 1.0, f"a {kind} where a set is asked for, holding each element once: accepted")
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def plain_number(wire: Any) -> int | float | None:
