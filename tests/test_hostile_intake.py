@@ -294,3 +294,35 @@ def test_a_glob_through_a_linked_student_folder_leaves_the_classmate_graded(tmp_
     assert sorted(entries) == ["alice", "bob"]
     assert entries["alice"].problem == LINKED
     assert entries["bob"].problem == "" and entries["bob"].path == folder / "bob" / "lab.ipynb"
+
+
+def test_a_folder_1500_levels_deep_does_not_stop_the_class(tmp_path, grader_cache):
+    """A student's folder (a git clone, an unpacked upload) can nest folders as deep as paths allow. Python 3.11's
+    os.walk recurses once per level: at 1,500 levels `grader grade` of the class died with RecursionError before
+    grading anyone (and a realpath per folder made the walk itself take two minutes). Now the deep notebook is
+    graded like any other, and so is the classmate's; the Gradescope runner's search of an upload finds it too."""
+    from grader.run.batch import collect
+
+    folder = tmp_path / "class"
+    (folder / "bob").mkdir(parents=True)
+    shutil.copy(CORRECT, folder / "bob" / "lab.ipynb")
+    levels = [folder / "alice"]
+    levels[0].mkdir()
+    for _ in range(1_500):
+        levels.append(levels[-1] / "a")
+        levels[-1].mkdir()
+    shutil.copy(CORRECT, levels[-1] / "lab.ipynb")
+    try:
+        out = tmp_path / "out"
+        done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC),
+                               "--out", str(out), "--jobs", "1", "--cache", str(grader_cache)],
+                              capture_output=True, text=True, cwd=REPO, timeout=600)
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        rows = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+        assert sorted(rows) == ["alice", "bob"]
+        assert all(row["total"] == row["max_total"] for row in rows.values())
+        assert collect([folder]) == [levels[-1] / "lab.ipynb", folder / "bob" / "lab.ipynb"]
+    finally:   # shutil.rmtree recurses too: take the levels down from the bottom
+        (levels[-1] / "lab.ipynb").unlink()
+        for level in reversed(levels):
+            level.rmdir()

@@ -28,7 +28,7 @@ import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, TOO_LARGE
 
@@ -346,7 +346,7 @@ class _Collector:
                     files.append(match)
             self._take_folder(root, files)
         elif path.is_dir():
-            self._take_folder(path, self._walk(path))
+            self._take_folder(path, self._walk(path), walked=True)
         elif path.is_file():
             self._take_direct(path)
         else:
@@ -361,7 +361,22 @@ class _Collector:
         def unreadable(error: OSError) -> None:
             self.problems.append(f"{error.filename}: cannot be read ({error.strerror or error})")
 
-        for folder, dirs, names in os.walk(top, onerror=unreadable):
+        try:
+            workdir = os.stat(self.workdir)
+            ours: tuple[int, int] | None = (workdir.st_dev, workdir.st_ino)
+        except OSError:
+            ours = None     # not made yet: nothing of it to leave out
+
+        def is_workdir(path: str) -> bool:   # an identity, not a realpath: one stat, however deep the folder
+            if ours is None:
+                return False
+            try:
+                info = os.stat(path, follow_symlinks=False)
+            except OSError:
+                return False
+            return (info.st_dev, info.st_ino) == ours
+
+        for folder, dirs, names in walk(top, onerror=unreadable):
             if _results_folder(folder, names):
                 if folder != str(top):
                     self.problems.append(f"{folder}: a results folder of grader grade (its notebooks are copies "
@@ -371,8 +386,7 @@ class _Collector:
                 # The folder given is a results folder too (`grade . --out .`): its students are graded, the
                 # copies and shared values the grader keeps there are not.
                 dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
-            dirs[:] = sorted(d for d in dirs if not _skipped_name(d)
-                             and os.path.realpath(os.path.join(folder, d)) != self.workdir_real)
+            dirs[:] = sorted(d for d in dirs if not _skipped_name(d) and not is_workdir(os.path.join(folder, d)))
             found.extend(Path(folder, name) for name in sorted(names))
         return found
 
@@ -400,14 +414,16 @@ class _Collector:
         if item is not None:
             self._take_items([item], level=0, owner=None, direct=True)
 
-    def _take_folder(self, root: Path, files: Iterable[Path]) -> None:
+    def _take_folder(self, root: Path, files: Iterable[Path], walked: bool = False) -> None:
+        """`walked`: the files come from _walk, which enters no linked folder, so only a file itself can be a link
+        (one lstat; a realpath per file costs a stat per level of a folder a student may nest 1,500 deep)."""
         root_real = os.path.realpath(root)
         above = os.path.basename(root_real)
         relative: list[tuple[tuple[str, ...], Path, bool]] = []
         for path in files:
             try:
                 parts = path.relative_to(root).parts
-                linked = os.path.realpath(path) != os.path.join(root_real, *parts)
+                linked = path.is_symlink() if walked else os.path.realpath(path) != os.path.join(root_real, *parts)
             except ValueError:
                 parts, linked = (path.name,), path.is_symlink()
             relative.append((parts, path, linked))
@@ -717,6 +733,37 @@ def _skipped(parts: Sequence[str]) -> bool:
 
 def _quiet(name: str) -> bool:
     return _suffix(name) in QUIET_SUFFIXES or bool(QUIET_NAMES.match(name))
+
+
+def walk(top: str | Path,
+         onerror: Callable[[OSError], None] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk(top, onerror=onerror): top-down, `dirs` prunable, links to folders listed but not entered, without
+    recursion. Python 3.11's os.walk (and pathlib's rglob) recurse once per folder level: a student's folder 1,500
+    levels deep (a git clone, an unpacked upload) raised RecursionError out of the intake, and no student of the
+    class was graded."""
+    stack = [os.fspath(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as error:
+            if onerror is not None:
+                onerror(error)
+            continue
+        dirs: list[str] = []
+        names: list[str] = []
+        links: set[str] = set()
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+                if is_dir and entry.is_symlink():
+                    links.add(entry.name)
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else names).append(entry.name)
+        yield folder, dirs, names
+        stack.extend(os.path.join(folder, name) for name in reversed(dirs) if name not in links)
 
 
 def _glob_root(pattern: str) -> Path:

@@ -40,13 +40,15 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
     """Submission files from files and folders (folders searched recursively, checkpoints skipped). Inside a folder
     a symbolic link is never followed (grader.intake.gather.LINKED): a Gradescope upload or a git clone can hold a
     link to the course's reference, which would be graded as the student's own."""
+    from grader.intake.gather import walk   # not rglob: it recurses once per folder level (see walk)
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             real = os.path.realpath(path)
+            files = (Path(folder, name) for folder, _, names in walk(path) for name in names)
             found.extend(sorted(
-                p for p in path.rglob("*")
+                p for p in files
                 if p.is_file() and p.suffix in SUBMISSION_SUFFIXES
                 and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(path).parts)
                 and os.path.realpath(p) == os.path.join(real, *p.relative_to(path).parts)))
