@@ -322,6 +322,12 @@ def test_a_folder_1500_levels_deep_does_not_stop_the_class(tmp_path, grader_cach
         assert sorted(rows) == ["alice", "bob"]
         assert all(row["total"] == row["max_total"] for row in rows.values())
         assert collect([folder]) == [levels[-1] / "lab.ipynb", folder / "bob" / "lab.ipynb"]
+        # A TA's `**` pattern through the same folder: glob recurses per level too; a problem line, not a crash.
+        done = subprocess.run([sys.executable, "-m", "grader", "grade", f"{folder}/**/*.ipynb", "--rubric",
+                               str(RUBRIC), "--out", str(tmp_path / "out2"), "--jobs", "1", "--cache",
+                               str(grader_cache)], capture_output=True, text=True, cwd=REPO, timeout=600)
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        assert "nested too deep for a pattern" in done.stdout + done.stderr
     finally:   # shutil.rmtree recurses too: take the levels down from the bottom
         (levels[-1] / "lab.ipynb").unlink()
         for level in reversed(levels):

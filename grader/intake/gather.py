@@ -331,7 +331,12 @@ class _Collector:
         text = str(raw)
         path = Path(text)
         if not os.path.lexists(text) and re.search(r"[*?[]", text):
-            matches = sorted(glob.glob(text, recursive=True))
+            try:
+                matches = sorted(glob.glob(text, recursive=True))
+            except RecursionError:   # glob's `**` recurses once per folder level (see walk)
+                self.problems.append(f"{text}: a folder this pattern reaches is nested too deep for a pattern; "
+                                     f"give the folder itself")
+                return
             if not matches:
                 self.problems.append(f"{text}: no file or folder matches this pattern")
                 return

@@ -189,8 +189,12 @@ def missing_paths(paths: Iterable[str | Path]) -> list[str]:
         text = str(raw)
         if os.path.lexists(text):
             continue
-        if any(c in text for c in "*?[") and glob.glob(text, recursive=True):
-            continue
+        if any(c in text for c in "*?["):
+            try:
+                if next(glob.iglob(text, recursive=True), None) is not None:
+                    continue
+            except RecursionError:   # `**` through a folder nested too deep: the intake says so (gather.add)
+                continue
         missing.append(text)
     return missing
 
