@@ -127,7 +127,12 @@ def evaluate_case(exercise, case, variables):
 
 
 def check_of(exercise, case):
-    return case.get("check", exercise.get("check", "equal"))
+    """The case's check: a reference check function's mapping, or the name of a built-in check (a built-in given
+    with options, `{name: equal, any_number_type: true}`, is that built-in)."""
+    check = case.get("check", exercise.get("check", "equal"))
+    if isinstance(check, dict) and check["name"] in ("equal", "unordered"):
+        return check["name"]
+    return check
 
 
 # ---------------------------------------------------------------------------
