@@ -217,3 +217,36 @@ def test_report_run_again_writes_only_the_reports_of_students_that_changed(resul
     (out / "move-dir-transposed.html").unlink()
     assert "move-dir-transposed.html" in run()
     same_as_a_fresh_one()
+
+
+def test_stamps_hold_only_for_the_same_regular_file_and_a_damaged_store_is_ignored(tmp_path: Path) -> None:
+    """grader.report.stamps: a stamp holds for the file as it was written from the same thing; not for another
+    thing, a file changed or replaced since, or a symbolic link put in its place; a damaged store is no stamp."""
+    from grader.report.stamps import STAMPS, stamped
+    results, out = tmp_path / "results", tmp_path / "out"
+    results.mkdir()
+    out.mkdir()
+    target = out / "amy.json"
+    target.write_text("one", encoding="utf-8")
+    with stamped(results, "demo", out) as stamps:
+        stamps.wrote(target, "result 1")
+    with stamped(results, "demo", out) as stamps:
+        assert stamps.holds(target, "result 1")
+        assert not stamps.holds(target, "result 2") and not stamps.holds(target, None)
+        assert not stamps.holds(out / "bob.json", "result 1")
+    target.write_text("two", encoding="utf-8")          # same size, written since
+    with stamped(results, "demo", out) as stamps:
+        assert not stamps.holds(target, "result 1")
+        stamps.wrote(target, "result 1")
+    target.rename(out / "elsewhere.json")
+    target.symlink_to(out / "elsewhere.json")           # the same bytes, but not the file that was written
+    with stamped(results, "demo", out) as stamps:
+        assert not stamps.holds(target, "result 1")
+    target.unlink()
+    (out / "elsewhere.json").rename(target)             # back, but another inode's stamp would not hold ...
+    with stamped(results, "demo", out) as stamps:
+        assert stamps.holds(target, "result 1")         # ... rename keeps the inode, time and size: it is that file
+    for damaged in ("{", "[]", '{"version": 1, "demo ' + str(out.resolve()) + '": {"amy.json": [1, 2]}}'):
+        (results / STAMPS).write_text(damaged, encoding="utf-8")
+        with stamped(results, "demo", out) as stamps:
+            assert not stamps.holds(target, "result 1")
