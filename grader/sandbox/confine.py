@@ -523,6 +523,77 @@ def empty_folder(path):
             pass
 
 
+_TREE_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _clear(fd):
+    """Unlink what in the folder open as `fd` is not a folder (a link is removed as a link); its folders' names."""
+    folders = []
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.name)
+                    else:
+                        os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return folders
+
+
+def remove_tree(path: str) -> None:
+    """Remove the folder `path` and what is in it, however deep, never through a link: what the grader and the
+    zygote remove of a sandbox's scratch and of a dead grader's temp folder. shutil.rmtree recurses once per level:
+    a student's scratch 1,000 folders deep raised RecursionError, ignore_errors or not, out of the sandbox's end,
+    the zygote's cleanup and every later grader's sweep of leftovers (each then failed to start a sandbox). Here
+    the way down is a list of names with one descriptor open; the way up is "..", checked to be the folder it
+    came from (a folder moved meanwhile ends the removal: what is left stays). What cannot be removed stays."""
+    try:
+        current = os.open(path, _TREE_FLAGS)
+    except OSError:
+        return
+    here = os.fstat(current)
+    stack = [(None, _clear(current), (here.st_dev, here.st_ino))]   # (name in its parent, folders left, identity)
+    try:
+        while stack:
+            name, pending, _ = stack[-1]
+            if pending:
+                below = pending.pop()
+                try:
+                    inner = os.open(below, _TREE_FLAGS, dir_fd=current)
+                except OSError:
+                    continue
+                os.close(current)
+                current = inner
+                here = os.fstat(current)
+                stack.append((below, _clear(current), (here.st_dev, here.st_ino)))
+                continue
+            stack.pop()
+            if name is None:
+                break
+            parent = os.open("..", _TREE_FLAGS, dir_fd=current)
+            os.close(current)
+            current = parent
+            there = os.fstat(current)
+            if (there.st_dev, there.st_ino) != stack[-1][2]:
+                return
+            try:
+                os.rmdir(name, dir_fd=current)
+            except OSError:
+                pass
+    except OSError:
+        return
+    finally:
+        os.close(current)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 def needed_paths(scratch):
     """What the child must see: its interpreter (the executable's folders, and the folder of a shared
     libpython), the standard library with lib-dynload, the site-packages it imports from, and its scratch.

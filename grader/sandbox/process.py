@@ -13,7 +13,6 @@ import mmap
 import multiprocessing
 import os
 import re
-import shutil
 import signal
 import struct
 import threading
@@ -26,6 +25,7 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
+from grader.sandbox.confine import remove_tree
 from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.budget import Budget, LoadClock
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
@@ -514,7 +514,7 @@ class Sandbox:
             release_cpu_group(self.cpu)
             self.cpu = None
         if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            remove_tree(self.scratch)
             self.scratch = None
 
     def _start(self) -> None:
@@ -1601,7 +1601,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
         if cpu is not None:
             release_cpu_group(cpu)
         if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
         raise SandboxError(f"cannot start the sandbox: {error}") from None
     finally:
         for fd in (output, request_read, response_write):
@@ -1624,7 +1624,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
         if cpu is not None:
             release_cpu_group(cpu)
         if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
         raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
     facts = dict(found) if isinstance(found := ready.get("facts"), dict) else {}
     # Set here, never taken from the child: the limit in MB of the cgroup that holds the whole sandbox.
@@ -1725,7 +1725,7 @@ def _discard(child: _Child) -> None:
     if child.cpu is not None:
         release_cpu_group(child.cpu)
     if child.scratch:
-        shutil.rmtree(child.scratch, ignore_errors=True)
+        remove_tree(child.scratch)
 
 
 def _drop_spares() -> None:

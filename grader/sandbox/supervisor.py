@@ -19,7 +19,6 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import socket
 import stat
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader.sandbox import cpuclock
+from grader.sandbox.confine import remove_tree
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _LEFTOVER = re.compile(r"puzzle-grader-(\d+)-(\d+)$")
@@ -84,7 +84,7 @@ def temp_root() -> Path:
             clean_leftovers()
             made = Path(tempfile.mkdtemp(prefix=f"puzzle-grader-{os.getuid()}-{os.getpid()}-"))
             os.chmod(made, 0o711)   # children (another uid) reach their own folder inside, list nothing
-            atexit.register(shutil.rmtree, made, True)
+            atexit.register(remove_tree, str(made))
             _ROOT = made
         return _ROOT
 
@@ -124,7 +124,7 @@ def clean_leftovers(grader_pid: int | None = None) -> list[str]:
         match = _TEMP.fullmatch(folder.name)
         if match and int(match.group(2)) != os.getpid() and \
                 (int(match.group(2)) == grader_pid or not _alive(int(match.group(2)))) and _own_folder(folder):
-            shutil.rmtree(folder, ignore_errors=True)   # fd-based: never follows a link inside
+            remove_tree(str(folder))   # fd-based: never follows a link inside, however deep
             removed.append(str(folder))
     for group in _pids_folders():
         match = _LEFTOVER.search(group.name)

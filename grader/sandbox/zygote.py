@@ -429,10 +429,9 @@ def remove_grader_folders(grader, folder):
     stayed until the next grader process on that machine swept folders of dead owners. The zygote outlives its
     grader (its own session; it learns of the death by pdeathsig or its socket's end), so it removes them, after
     its children are gone. Only while that pid runs no process (it is not reused before it is reaped), and only
-    real folders of this uid that no one else may write, never through a link (rmtree works from descriptors)."""
+    real folders of this uid that no one else may write, never through a link, however deep (confine.remove_tree)."""
     if not folder or grader <= 0 or _running(grader):
         return
-    import shutil
     import stat
     prefix = f"puzzle-grader-{os.getuid()}-{grader}-"
     try:
@@ -446,7 +445,7 @@ def remove_grader_folders(grader, folder):
         except OSError:
             continue
         if stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o022:
-            shutil.rmtree(path, ignore_errors=True)
+            confine.remove_tree(path)
 
 
 def main(argv):

@@ -1,0 +1,96 @@
+"""A sandbox's scratch, or a dead grader's temp folder, holding a tree deeper than Python's recursion limit: what the
+grader and the zygote remove goes, however deep, and never through a link (real folders, real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from grader.sandbox.confine import remove_tree
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPTH = 1500   # past the recursion limit of a process that has not raised it (1,000: the zygote, a grader's start)
+
+
+def deep_tree(folder: Path, depth: int = DEPTH) -> None:
+    """`depth` nested folders under `folder`, a file in each, made through descriptors as a student's code can."""
+    current = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=current))
+        os.mkdir("d", dir_fd=current)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=current)
+        os.close(current)
+        current = inner
+    os.close(current)
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended and been reaped."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_deep_tree_is_removed(tmp_path: Path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    deep_tree(scratch)
+    remove_tree(str(scratch))
+    assert not scratch.exists()
+
+
+def test_a_link_inside_is_removed_as_a_link(tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("mine")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    deep_tree(scratch, 5)
+    (scratch / "d" / "d" / "link").symlink_to(outside)
+    (scratch / "file-link").symlink_to(outside / "keep")
+    remove_tree(str(scratch))
+    assert not scratch.exists() and (outside / "keep").read_text() == "mine"
+
+
+# A fresh process (the recursion limit as a grader starts with it, or the zygote keeps) sweeps the folders of dead
+# graders, as a grader's first temp folder does, then a zygote removes its dead grader's. Prints what is left.
+SWEEP = r'''
+import json, os, sys, tempfile
+from grader.sandbox import zygote
+from grader.sandbox.supervisor import clean_leftovers
+swept, left, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    clean_leftovers()
+    zygote.remove_grader_folders(pid, tempfile.gettempdir())
+    print(json.dumps({"swept": os.path.exists(swept), "left": os.path.exists(left)}))
+except RecursionError:
+    print(json.dumps({"error": "RecursionError"}))
+'''
+
+
+def test_a_dead_graders_deep_folder_is_swept_and_removed_by_its_zygote(tmp_path: Path):
+    """A grader killed while its rlimits-mode sandbox's scratch held a deep tree: the next grader's sweep of leftovers
+    raised RecursionError (each later grader process then failed to make its temp folder, and so every sandbox), and
+    the zygote's removal of its dead grader's folder likewise. A temp dir of the test's own: another grader's sweep on
+    this machine would take a dead pid's folder in /tmp while it is being made."""
+    swept = tmp_path / f"puzzle-grader-{os.getuid()}-{dead_pid()}-abcd1234"
+    pid = dead_pid()
+    left = tmp_path / f"puzzle-grader-{os.getuid()}-{pid}-efgh5678"
+    for folder in (swept, left):
+        folder.mkdir(mode=0o711)
+        deep_tree(folder)
+    # the zygote's own: its grader's folder is not swept first (clean_leftovers would take it too)
+    os.rename(left, tmp_path / "aside")
+    found = subprocess.run([sys.executable, "-c", SWEEP, str(swept), str(left), str(pid)], capture_output=True,
+                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert json.loads(found.stdout) == {"swept": False, "left": False}
+    os.rename(tmp_path / "aside", left)
+    found = subprocess.run([sys.executable, "-c", SWEEP.replace("    clean_leftovers()\n", ""), str(swept), str(left),
+                            str(pid)], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert json.loads(found.stdout) == {"swept": False, "left": False}
