@@ -544,6 +544,16 @@ def _clear(fd):
     return folders
 
 
+def own_folder(path: str) -> bool:
+    """A real folder (not a symlink) owned by this process's uid and writable by no one else: the only kind of
+    leftover a grader or its zygote removes."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o022
+
+
 def remove_tree(path: str) -> None:
     """Remove the folder `path` and what is in it, however deep, never through a link: what the grader and the
     zygote remove of a sandbox's scratch and of a dead grader's temp folder. shutil.rmtree recurses once per level:

@@ -21,7 +21,6 @@ import re
 import select
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader.sandbox import cpuclock
-from grader.sandbox.confine import remove_tree
+from grader.sandbox.confine import own_folder, remove_tree
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _LEFTOVER = re.compile(r"puzzle-grader-(\d+)-(\d+)$")
@@ -80,22 +79,13 @@ def temp_root() -> Path:
     exclusively, so nothing a student planted in /tmp can be it)."""
     global _ROOT
     with _ROOT_LOCK:
-        if _ROOT is None or not _own_folder(_ROOT):
+        if _ROOT is None or not own_folder(str(_ROOT)):
             clean_leftovers()
             made = Path(tempfile.mkdtemp(prefix=f"puzzle-grader-{os.getuid()}-{os.getpid()}-"))
             os.chmod(made, 0o711)   # children (another uid) reach their own folder inside, list nothing
             atexit.register(remove_tree, str(made))
             _ROOT = made
         return _ROOT
-
-
-def _own_folder(path: Path) -> bool:
-    """A real folder (not a symlink) owned by this process's uid and writable by no one else."""
-    try:
-        status = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o022
 
 
 def make_temp_folder(prefix: str) -> str:
@@ -123,7 +113,7 @@ def clean_leftovers(grader_pid: int | None = None) -> list[str]:
     for folder in Path(tempfile.gettempdir()).glob(f"puzzle-grader-{os.getuid()}-*"):
         match = _TEMP.fullmatch(folder.name)
         if match and int(match.group(2)) != os.getpid() and \
-                (int(match.group(2)) == grader_pid or not _alive(int(match.group(2)))) and _own_folder(folder):
+                (int(match.group(2)) == grader_pid or not _alive(int(match.group(2)))) and own_folder(str(folder)):
             remove_tree(str(folder))   # fd-based: never follows a link inside, however deep
             removed.append(str(folder))
     for group in _pids_folders():

@@ -432,19 +432,13 @@ def remove_grader_folders(grader, folder):
     real folders of this uid that no one else may write, never through a link, however deep (confine.remove_tree)."""
     if not folder or grader <= 0 or _running(grader):
         return
-    import stat
     prefix = f"puzzle-grader-{os.getuid()}-{grader}-"
     try:
         names = [name for name in os.listdir(folder) if name.startswith(prefix)]
     except OSError:
         return
-    for name in names:
-        path = os.path.join(folder, name)
-        try:
-            status = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o022:
+    for path in (os.path.join(folder, name) for name in names):
+        if confine.own_folder(path):
             confine.remove_tree(path)
 
 
