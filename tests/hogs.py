@@ -13,15 +13,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SPIN = ("import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nprint('spinning', flush=True)\n"
-        "while True:\n    pass\n")
+# Each goes with the test's process (PR_SET_PDEATHSIG), also when that is killed: a suite stopped by SIGTERM ran no
+# `finally`, and its three busy processes on CPU 0 spun for an hour beside the next runs.
+SPIN = ("import ctypes, os, signal, sys\nctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+        "if os.getppid() != int(sys.argv[2]):\n    sys.exit(0)\n"
+        "os.sched_setaffinity(0, {int(sys.argv[1])})\nprint('spinning', flush=True)\nwhile True:\n    pass\n")
 
 
 def spinners(cpu: int, count: int) -> list[subprocess.Popen]:
     """`count` busy processes on `cpu`, each spinning by the time this returns. If one does not start, none is
     left behind (the run's leftover check would blame the test after it)."""
-    hogs = [subprocess.Popen([sys.executable, "-c", SPIN, str(cpu)], stdout=subprocess.PIPE, text=True,
-                             start_new_session=True) for _ in range(count)]
+    hogs = [subprocess.Popen([sys.executable, "-c", SPIN, str(cpu), str(os.getpid())], stdout=subprocess.PIPE,
+                             text=True, start_new_session=True) for _ in range(count)]
     try:
         for hog in hogs:
             assert hog.stdout is not None and hog.stdout.readline().strip() == "spinning"
