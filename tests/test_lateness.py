@@ -4,6 +4,8 @@ apart from the score."""
 from __future__ import annotations
 
 import csv
+import json
+import os
 import zipfile
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -14,7 +16,7 @@ from hypothesis import given, strategies as st
 
 from grader.run.batch import grade_batch
 from grader.intake.gather import gather
-from grader.rubric.lateness import DAY, LatePolicy, assess, parse_due
+from grader.rubric.lateness import DAY, HandIn, LatePolicy, assess, parse_due
 from grader.rubric.schema import RubricError, load_rubric
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,20 +28,20 @@ POLICY = LatePolicy(DUE, per_day=0.1, cap=0.3)
 
 def test_penalty_counts_started_days_up_to_the_cap_and_leaves_the_score_alone():
     due = DUE.timestamp()
-    assert assess(False, due - 60, 30.0, POLICY).penalty == 0.0
-    one = assess(False, due + 60, 30.0, POLICY)
+    assert assess(HandIn(False, due - 60), 30.0, POLICY).penalty == 0.0
+    one = assess(HandIn(False, due + 60), 30.0, POLICY)
     assert (one.late, one.days, one.penalty) == (True, 1, 3.0)
-    assert assess(False, due + 2 * DAY + 1, 30.0, POLICY).penalty == pytest.approx(9.0)
-    assert assess(False, due + 30 * DAY, 30.0, POLICY).penalty == pytest.approx(9.0)      # the cap
-    flagged = assess(True, None, 20.0, POLICY)                                            # no time: one day
+    assert assess(HandIn(False, due + 2 * DAY + 1), 30.0, POLICY).penalty == pytest.approx(9.0)
+    assert assess(HandIn(False, due + 30 * DAY), 30.0, POLICY).penalty == pytest.approx(9.0)      # the cap
+    flagged = assess(HandIn(True), 20.0, POLICY)                                          # no time: one day
     assert (flagged.late, flagged.days, flagged.penalty) == (True, 1, 2.0)
-    assert assess(True, due + 60, 30.0, None) == assess(True, due + 60, 30.0, None)
-    assert assess(True, None, 30.0, None).penalty == 0.0 and assess(True, None, 30.0, None).late
+    assert assess(HandIn(True, due + 60), 30.0, None) == assess(HandIn(True, due + 60), 30.0, None)
+    assert assess(HandIn(True), 30.0, None).penalty == 0.0 and assess(HandIn(True), 30.0, None).late
 
 
 @given(st.floats(-1e7, 1e7), st.floats(0, 100), st.floats(0, 1), st.floats(0, 1))
 def test_a_penalty_is_never_negative_nor_above_the_cap(offset, total, per_day, cap):
-    lateness = assess(False, DUE.timestamp() + offset, total, LatePolicy(DUE, per_day, cap))
+    lateness = assess(HandIn(False, DUE.timestamp() + offset), total, LatePolicy(DUE, per_day, cap))
     assert 0.0 <= lateness.penalty <= total * cap + 1e-9
     assert lateness.late == (lateness.days > 0)
 
@@ -53,6 +55,8 @@ def test_canvas_late_flag_and_zip_times_are_kept_by_the_intake(tmp_path: Path):
     assert entries["doejane_22345"].late and not entries["smithjohn_12345"].late
     assert datetime.fromtimestamp(entries["doejane_22345"].modified, timezone.utc) == \
         datetime(2026, 11, 21, 8, 0, tzinfo=timezone.utc)
+    # ...but a Canvas member's date is the hour Canvas made the zip, not when it was handed in
+    assert entries["doejane_22345"].handed_in == 0.0 == entries["smithjohn_12345"].handed_in
 
 
 def test_a_rubric_late_policy_is_parsed_and_its_mistakes_are_reported(tmp_path: Path):
@@ -66,7 +70,6 @@ def test_a_rubric_late_policy_is_parsed_and_its_mistakes_are_reported(tmp_path: 
         load_rubric(bad)
     assert any("'due' must be an ISO date" in p for p in error.value.problems)
     assert any("unknown key 'per_dya'" in p and "per_day" in p for p in error.value.problems)
-    assert parse_due("2026-11-20") == datetime(2026, 11, 20, tzinfo=timezone.utc)
 
 
 def test_the_lms_late_flag_is_not_overruled_by_a_file_time_the_student_set(tmp_path: Path):
@@ -80,9 +83,13 @@ def test_the_lms_late_flag_is_not_overruled_by_a_file_time_the_student_set(tmp_p
     with zipfile.ZipFile(export, "w") as archive:
         archive.write(upload, "doejane_LATE_22345_67891_lab.zip")
     [entry] = gather([export], tmp_path / "work").entries
-    assert entry.late and entry.modified < DUE.timestamp()
-    lateness = assess(entry.late, entry.modified, 30.0, POLICY)
+    assert entry.late and entry.modified < DUE.timestamp() and entry.handed_in == 0.0   # the student's clock: unused
+    lateness = assess(hand_in(entry), 30.0, POLICY)
     assert (lateness.late, lateness.days, lateness.penalty) == (True, 1, pytest.approx(3.0))
+
+
+def hand_in(entry) -> HandIn:
+    return HandIn(entry.late, entry.handed_in, entry.recorded)
 
 
 def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_path: Path, grader_cache: Path):
@@ -96,11 +103,12 @@ def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_
     batch = grade_batch([export], rubric, tmp_path / "out", jobs=1, cache=grader_cache)
     results = {r.submission: r for r in batch.results}
     late, on_time = results["doejane_22345"], results["smithjohn_12345"]
-    assert (late.total, late.late, late.penalty) == (30, True, 6.0)        # two started days, 10% each
+    # Canvas's flag is the only word on when it came (the member's date is the export's): one day, 10 %
+    assert (late.total, late.late, late.penalty, late.submitted_at) == (30, True, 3.0, "")
     assert (on_time.total, on_time.late, on_time.penalty) == (30, False, 0.0)
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open(encoding="utf-8"))}
     assert (rows["doejane_22345"]["total"], rows["doejane_22345"]["late"], rows["doejane_22345"]["late_penalty"],
-            rows["doejane_22345"]["total_after_penalty"]) == ("30", "late", "6", "24")
+            rows["doejane_22345"]["total_after_penalty"]) == ("30", "late", "3", "27")
     assert rows["smithjohn_12345"]["late"] == ""
 
 
@@ -176,3 +184,134 @@ def test_moodle_late_flag_reaches_the_result_and_the_gradebook_as_canvas_does(tm
     assert not results["Bo_Chen_2102"].late
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open(encoding="utf-8"))}
     assert rows["Ada_Byron_2101"]["late"] == "late" and rows["Bo_Chen_2102"]["late"] == ""
+
+
+# --- Session 14: which time says when a hand-in came, the LMS's flag against the rubric's own due date -------------
+
+def canvas_export(path: Path, made: tuple[int, ...] = (2026, 11, 25, 9, 30, 0)) -> Path:
+    """A Canvas "Download Submissions" zip as Canvas writes it: rubyzip's get_output_stream with no time, so
+    every member is dated the hour the zip was made (here five days after the due date)."""
+    notebook = (EXAMPLES / "correct.ipynb").read_bytes()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in ("doejane_LATE_22345_67891_lab.ipynb", "smithjohn_12345_67890_lab.ipynb"):
+            archive.writestr(zipfile.ZipInfo(name, made), notebook)
+    return path
+
+
+def test_a_canvas_export_made_after_the_due_date_charges_no_one_who_was_on_time(tmp_path: Path):
+    """Old code: every Canvas student was days late by the date Canvas gave its zip's members (the download's)."""
+    entries = {e.student: e for e in gather([canvas_export(tmp_path / "canvas.zip")], tmp_path / "work").entries}
+    on_time, late = assess(hand_in(entries["smithjohn_12345"]), 30.0, POLICY), \
+        assess(hand_in(entries["doejane_22345"]), 30.0, POLICY)
+    assert (on_time.late, on_time.penalty) == (False, 0.0)
+    assert (late.late, late.days, late.penalty) == (True, 1, pytest.approx(3.0))
+
+
+def test_an_extension_in_the_rubric_is_honoured_when_the_lms_says_when_the_work_came(tmp_path: Path):
+    """Moodle flagged Ada late against its own due date (20 Nov); the rubric extends to 22 Nov; Moodle's own
+    record says she handed in on 21 Nov, 2:00: not charged (old code: the flag cost a day). Against the
+    original due date the same record is one day late, and a record after the extension is charged."""
+    export = moodle_export(tmp_path / "moodle.zip", {"grades.csv": MOODLE_WORKSHEET})
+    entries = {e.student: e for e in gather([export], tmp_path / "work").entries}
+    ada = entries["Ada_Byron_2101"]
+    assert ada.late and ada.recorded == "2026-11-21T02:00:00"
+    extended = LatePolicy(datetime(2026, 11, 22, 23, 59, tzinfo=timezone.utc), 0.1, 0.3)
+    on_time = assess(hand_in(ada), 30.0, extended)
+    assert (on_time.late, on_time.days, on_time.penalty) == (False, 0, 0.0)
+    assert assess(hand_in(ada), 30.0, extended).submitted_at == "2026-11-21T02:00:00+00:00"
+    really = assess(hand_in(ada), 30.0, POLICY)
+    assert (really.late, really.days, really.penalty) == (True, 1, pytest.approx(3.0))
+    later = replace(ada, recorded="2026-11-24T08:00:00")
+    assert assess(hand_in(later), 30.0, extended).days == 2
+    # Moodle writes the TA's local time: the rubric's zone reads it (Berlin: 02:00 is 01:00 UTC)
+    from zoneinfo import ZoneInfo
+    berlin = replace(POLICY, zone=ZoneInfo("Europe/Berlin"))
+    assert assess(hand_in(ada), 30.0, berlin).submitted_at == "2026-11-21T01:00:00+00:00"
+
+
+def test_a_students_own_clock_never_says_when_the_work_came(tmp_path: Path):
+    """Inside a student's own zip the dates are the student's clock: its members were handed in when the zip
+    was. A folder's `alice/lab.zip` dated after the due date is late whatever its notebook says (old code: the
+    notebook's date, a year early, made it on time); Canvas's flag still charges a backdated upload."""
+    upload = tmp_path / "lab.zip"
+    with zipfile.ZipFile(upload, "w") as archive:
+        archive.writestr(zipfile.ZipInfo("lab.ipynb", (2025, 11, 20, 8, 0, 0)), "{}")
+    folder = tmp_path / "class" / "alice"
+    folder.mkdir(parents=True)
+    (folder / "lab.zip").write_bytes(upload.read_bytes())
+    late = DUE.timestamp() + 3600
+    os.utime(folder / "lab.zip", (late, late))
+    [entry] = gather([tmp_path / "class"], tmp_path / "work").entries
+    assert entry.handed_in == late
+    assert assess(hand_in(entry), 30.0, POLICY).days == 1
+
+
+def test_the_rubric_says_whether_an_lms_flag_without_a_time_costs_a_day(tmp_path: Path):
+    """Canvas gives no time of a hand-in: a rubric that extends Canvas's due date says `lms_flag: ignore`, and
+    then the flag costs nothing; by default (`trust`) it costs a day."""
+    text = RUBRIC.read_text(encoding="utf-8").replace("../", str(RUBRIC.parent.parent) + "/")
+    path = tmp_path / "late.yaml"
+    path.write_text(text + "late: {due: '2026-11-22T23:59:00+00:00', per_day: 0.1, lms_flag: ignore}\n",
+                    encoding="utf-8")
+    ignoring = load_rubric(path).late
+    assert ignoring is not None and ignoring.lms_flag == "ignore"
+    flagged = HandIn(flagged=True)
+    assert assess(flagged, 30.0, ignoring).penalty == 0.0 and not assess(flagged, 30.0, ignoring).late
+    assert assess(flagged, 30.0, replace(ignoring, lms_flag="trust")).penalty == pytest.approx(3.0)
+    path.write_text(text + "late: {due: '2026-11-22T23:59:00+00:00', lms_flag: sometimes}\n", encoding="utf-8")
+    with pytest.raises(RubricError) as error:
+        load_rubric(path)
+    assert any("lms_flag is 'trust'" in p for p in error.value.problems)
+
+
+def test_a_due_date_without_a_zone_is_read_in_the_courses_zone_or_refused(tmp_path: Path):
+    """Old code read `due: 2026-11-20` as midnight UTC starting that day: a course in New York charged a day
+    for work handed in at 10 pm on the 20th. A date is due as it ends, in the rubric's `zone` (daylight saving
+    included); without a zone the rubric says what is missing."""
+    from zoneinfo import ZoneInfo
+    new_york = ZoneInfo("America/New_York")
+    due = parse_due("2026-11-20", new_york)
+    assert due.astimezone(timezone.utc) == datetime(2026, 11, 21, 5, 0, tzinfo=timezone.utc)
+    evening = datetime(2026, 11, 20, 22, 0, tzinfo=new_york).timestamp()
+    assert not assess(HandIn(False, evening), 30.0, LatePolicy(due)).late
+    # Berlin's summer time starts on 29 March 2026: 23:59 that evening is 21:59 UTC, not 22:59
+    berlin = parse_due("2026-03-29T23:59", ZoneInfo("Europe/Berlin"))
+    assert berlin.astimezone(timezone.utc) == datetime(2026, 3, 29, 21, 59, tzinfo=timezone.utc)
+    with pytest.raises(ValueError):
+        parse_due("2026-11-20T23:59")
+    text = RUBRIC.read_text(encoding="utf-8").replace("../", str(RUBRIC.parent.parent) + "/")
+    path = tmp_path / "late.yaml"
+    path.write_text(text + "late: {due: '2026-11-20T23:59'}\n", encoding="utf-8")
+    with pytest.raises(RubricError) as error:
+        load_rubric(path)
+    assert any("zone: Europe/Berlin" in p for p in error.value.problems)
+    path.write_text(text + "late: {due: '2026-11-20', zone: America/New_York}\n", encoding="utf-8")
+    assert load_rubric(path).late == LatePolicy(due, zone=new_york)
+    path.write_text(text + "late: {due: '2026-11-20', zone: Mars/Olympus}\n", encoding="utf-8")
+    with pytest.raises(RubricError) as error:
+        load_rubric(path)
+    assert any("no IANA time zone" in p for p in error.value.problems)
+
+
+def test_a_regrade_takes_the_lms_word_that_came_since_and_force_keeps_it(tmp_path: Path, grader_cache: Path):
+    """Graded once without Moodle's worksheet, then with it: the unchanged notebooks are not graded again, but
+    Ada's lateness is the worksheet's (old code kept the first run's: no one late). A forced regrade keeps it."""
+    export = moodle_export(tmp_path / "moodle.zip")
+    sheet = tmp_path / "grades.csv"
+    sheet.write_text(MOODLE_WORKSHEET, encoding="utf-8")
+    rubric = replace(load_rubric(RUBRIC), late=POLICY)
+    out = tmp_path / "out"
+    first = grade_batch([export], rubric, out, jobs=1, cache=grader_cache)
+    assert not any(r.late for r in first.results)
+    again = grade_batch([export, sheet], rubric, out, jobs=1, cache=grader_cache)
+    assert again.unchanged == 2
+    results = {r.submission: r for r in again.results}
+    assert (results["Ada_Byron_2101"].late, results["Ada_Byron_2101"].penalty) == (True, 3.0)
+    assert results["Ada_Byron_2101"].submitted_at == "2026-11-21T02:00:00+00:00"
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open(encoding="utf-8"))}
+    assert (rows["Ada_Byron_2101"]["late_penalty"], rows["Ada_Byron_2101"]["total_after_penalty"]) == ("3", "27")
+    assert json.loads((out / "Ada_Byron_2101.json").read_text(encoding="utf-8"))["penalty"] == 3.0
+    forced = grade_batch([export, sheet], rubric, out, jobs=1, cache=grader_cache, force=True)
+    assert forced.unchanged == 0
+    assert {r.submission: (r.late, r.penalty) for r in forced.results} == {
+        "Ada_Byron_2101": (True, 3.0), "Bo_Chen_2102": (False, 0.0)}

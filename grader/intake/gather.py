@@ -25,7 +25,7 @@ import struct
 import unicodedata
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -80,6 +80,8 @@ class Entry:
     late: bool = False      # the LMS marked it late (Canvas `_LATE_` in the name, Moodle's worksheet)
     modified: float = 0.0   # the file's time (seconds since the epoch; a zip member's own date), 0 if unknown
     problem: str = ""       # why the notebook cannot be read (empty, does not extract): graded as unreadable
+    handed_in: float = 0.0  # when it was handed in, as far as a file's time says (`handed`), 0 if nothing does
+    recorded: str = ""      # the LMS's own record of the hand-in (Moodle's worksheet), ISO without a zone
 
 
 @dataclass(frozen=True)
@@ -127,11 +129,18 @@ class Owner:
 
 Convention = Callable[[Place], "Owner | None"]
 CONVENTIONS: dict[str, Convention] = {}     # tried in insertion order: the first that answers names the student
+# Conventions of an LMS's export, whose file times are the export's, not the hand-in's: Canvas dates every member
+# with the hour its zip was made, Moodle with the hour the file's bytes were first stored (by anyone).
+LMS_EXPORTS: set[str] = set()
 
 
-def convention(name: str) -> Callable[[Convention], Convention]:
+def convention(name: str, lms: bool = False) -> Callable[[Convention], Convention]:
+    """Register a naming convention; `lms`: its files come from an LMS's export (their times say nothing of when
+    they were handed in)."""
     def register(function: Convention) -> Convention:
         CONVENTIONS[name] = function
+        if lms:
+            LMS_EXPORTS.add(name)
         return function
     return register
 
@@ -147,7 +156,7 @@ CANVAS_FILE = re.compile(
     re.IGNORECASE)
 
 
-@convention("moodle")
+@convention("moodle", lms=True)
 def moodle(place: Place) -> Owner | None:
     """`Full Name_123_assignsubmission_file_/lab.ipynb`, or in older Moodles the flat
     `Full Name_123_assignsubmission_file_lab.ipynb`."""
@@ -161,7 +170,7 @@ def moodle(place: Place) -> Owner | None:
     return None
 
 
-@convention("canvas")
+@convention("canvas", lms=True)
 def canvas(place: Place) -> Owner | None:
     """`smithjohn_12345_67890_lab.ipynb`, `smithjohn_LATE_12345_67890_lab-2.ipynb`: name and user id."""
     match = CANVAS_FILE.match(place.name)
@@ -185,12 +194,20 @@ def file(place: Place) -> Owner | None:
     return Owner(safe_id(stem), "file")
 
 
-Worksheet = Callable[[str], "dict[str, bool] | None"]
+@dataclass(frozen=True)
+class Record:
+    """An LMS's word on one hand-in, from its worksheet."""
+
+    late: bool
+    recorded: str = ""      # its time of the hand-in, ISO without a zone (the LMS writes the TA's local time)
+
+
+Worksheet = Callable[[str], "dict[str, Record] | None"]
 WORKSHEETS: dict[str, Worksheet] = {}   # convention -> reader of its LMS's CSV that says who was late
 
 
 def worksheet(name: str) -> Callable[[Worksheet], Worksheet]:
-    """Register the reader of a convention's worksheet: CSV text in, {LMS id: late} out, or None when the text
+    """Register the reader of a convention's worksheet: CSV text in, {LMS id: Record} out, or None when the text
     is not that LMS's worksheet. An LMS that flags lateness beside its export, not in its file names, is one
     more `@worksheet` function."""
     def register(function: Worksheet) -> Worksheet:
@@ -200,27 +217,48 @@ def worksheet(name: str) -> Callable[[Worksheet], Worksheet]:
 
 
 MOODLE_LATE = " late"      # the English "{$a} late" Moodle adds to a late submission's status ("2 days 3 hours late")
+MOODLE_MODIFIED = "Last modified (submission)"
+# userdate's English strftimedatetime, "%A, %d %B %Y, %I:%M %p" with Moodle's leading zeros dropped:
+# "Saturday, 21 November 2026, 2:00 AM"
+MOODLE_TIME = re.compile(r"(\d{1,2}) ([A-Za-z]+) (\d{4}), (\d{1,2}):(\d{2}) ?([AaPp][Mm])")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
+
+
+def moodle_time(text: str) -> str:
+    """Moodle's English date-time as ISO without a zone ("" when it is no date: "-", another language)."""
+    match = MOODLE_TIME.search(text)
+    if not match or match[2].lower() not in MONTHS:
+        return ""
+    hour = int(match[4]) % 12 + (12 if match[6].lower() == "pm" else 0)
+    try:
+        return datetime(int(match[3]), MONTHS.index(match[2].lower()) + 1, int(match[1]), hour,
+                        int(match[5])).isoformat()
+    except ValueError:
+        return ""
 
 
 @worksheet("moodle")
-def moodle_worksheet(text: str) -> dict[str, bool] | None:
+def moodle_worksheet(text: str) -> dict[str, Record] | None:
     """Moodle's grading worksheet (View all submissions > Download grading worksheet), which its "Download all
     submissions" zip lacks: the Identifier column ("Participant 1234567") is the id in the zip's folder names,
     and the Status column joins the submission's states with " - ", one of them "1 day 2 hours late" for a
-    late one ("Submitted for grading - 1 day 2 hours late - Graded"). Download it in English: the words are
-    the TA's language."""
+    late one ("Submitted for grading - 1 day 2 hours late - Graded"). "Last modified (submission)" is Moodle's
+    own time of the hand-in, in the downloading user's zone (the rubric's `late.zone`). Download it in English:
+    the words are the TA's language."""
     rows = csv.DictReader(io.StringIO(text))
     fields = set(rows.fieldnames or ())
     if not {"Identifier", "Status"} <= fields:
         return None
-    late: dict[str, bool] = {}
+    records: dict[str, Record] = {}
     for row in rows:
         identifier = str(row.get("Identifier") or "").strip()
         digits = identifier.rsplit(" ", 1)[-1]
         if digits.isdigit():
             parts = str(row.get("Status") or "").split(" - ")
-            late[digits] = any(part.strip().endswith(MOODLE_LATE) for part in parts)
-    return late
+            records[digits] = Record(any(part.strip().endswith(MOODLE_LATE) for part in parts),
+                                     moodle_time(str(row.get(MOODLE_MODIFIED) or "")))
+    return records
 
 
 def identify(place: Place) -> Owner:
@@ -294,6 +332,7 @@ class _Item:
     modified: float
     when: str                                   # `modified` as the TA would read it
     fetch: Callable[[], Path]                   # the file on disk (extracts an archive member)
+    handed: float | None = None                 # inside a student's upload: the upload's hand-in time (`_handed`)
 
 
 @dataclass(frozen=True)
@@ -305,6 +344,7 @@ class _Candidate:
     modified: float
     when: str
     problem: str = ""       # why this notebook cannot be read (empty, a member that does not extract)
+    handed: float = 0.0     # when it was handed in, as far as its time says (`_handed`), 0 if not
 
 
 class _Problem(Exception):
@@ -321,7 +361,7 @@ class _Collector:
         self.strays: list[tuple[Owner, str]] = []     # files that are not notebooks, by owner
         self.problems: list[str] = []
         self.seen: set[tuple[int, int]] = set()       # (device, inode) of disk files already taken
-        self.late: dict[tuple[str, str], bool] = {}   # (convention, LMS id) -> late, from LMS worksheets
+        self.records: dict[tuple[str, str], Record] = {}   # (convention, LMS id) -> LMS worksheets' word
         self.worksheets: list[str] = []               # notes: which worksheets were read
         self.allowances: dict[tuple[str, str], _Allowance] = {}  # (convention, student) -> their upload's extraction
 
@@ -463,7 +503,7 @@ class _Collector:
                     except _Problem as unreadable:
                         path, problem = self.workdir / "unreadable" / safe_id(item.source), str(unreadable)
                     self.candidates.append(_Candidate(who, path, item.source, name, item.modified, item.when,
-                                                      problem))
+                                                      problem, _handed(item, who)))
                 elif suffix == ARCHIVE_SUFFIX:
                     self._take_nested(item, level, owner, who, direct)
                 elif suffix in UNSUPPORTED_ARCHIVES or name.lower().endswith(".tar.gz"):
@@ -487,13 +527,13 @@ class _Collector:
             return False
         for name, read in WORKSHEETS.items():
             try:
-                late = read(text)
+                records = read(text)
             except (csv.Error, ValueError):
-                late = None
-            if late is not None:
-                self.late.update(((name, lms_id), flag) for lms_id, flag in late.items())
-                self.worksheets.append(f"{item.source}: {name} worksheet, {len(late)} students, "
-                                       f"{sum(late.values())} late")
+                records = None
+            if records is not None:
+                self.records.update(((name, lms_id), record) for lms_id, record in records.items())
+                self.worksheets.append(f"{item.source}: {name} worksheet, {len(records)} students, "
+                                       f"{sum(r.late for r in records.values())} late")
                 return True
         return False
 
@@ -506,17 +546,19 @@ class _Collector:
             raise _Problem(f"zip nested more than {MAX_ARCHIVE_DEPTH - 1} level deep, not opened")
         path = item.fetch()
         name = item.place.name
+        handed = _handed(item, who)
         if owner is not None or who.convention != "file":
-            self._take_archive(path, name, item.source, level + 1, upload=owner or who, fallback=None)
+            self._take_archive(path, name, item.source, level + 1, upload=owner or who, fallback=None, handed=handed)
         elif direct:
             self._take_archive(path, name, item.source, level + 1, upload=None, fallback=None)
         else:
-            self._take_archive(path, name, item.source, level + 1, upload=None, fallback=who)
+            self._take_archive(path, name, item.source, level + 1, upload=None, fallback=who, handed=handed)
 
     def _take_archive(self, path: Path, name: str, label: str, level: int, upload: Owner | None,
-                      fallback: Owner | None) -> None:
+                      fallback: Owner | None, handed: float = 0.0) -> None:
         """Read one zip. `fallback`: the owner if its members carry no LMS names (a plain `alice.zip`
-        found inside a folder or export is Alice's upload; one holding Canvas names is an export)."""
+        found inside a folder or export is Alice's upload; one holding Canvas names is an export). The members
+        of an upload were handed in when it was (`handed`): their own dates are the student's clock."""
         directory = _directory_bytes(path)
         if directory > MAX_DIRECTORY_BYTES:
             self.problems.append(f"{label}: a member list of {directory:,} bytes, more than the "
@@ -546,6 +588,8 @@ class _Collector:
                 (upload.convention, upload.student), _Allowance(MAX_UPLOAD_BYTES))
             items = [self._member_item(archive, info, parts, wrappers, folder, label,
                                        info in overlapping, allowance) for parts, info in members]
+            if upload is not None:
+                items = [replace(item, handed=handed) for item in items]
             self._take_items(items, level, upload, direct=False)
 
     def _members(self, archive: zipfile.ZipFile, label: str) -> list[tuple[tuple[str, ...], zipfile.ZipInfo]]:
@@ -594,9 +638,10 @@ class _Collector:
         notes: list[str] = []
         for key, group in groups.items():
             chosen, others, note = choose(ids[key], group, defines)
-            late = chosen.owner.late or self.late.get((key[0], chosen.owner.lms_id), False)
+            record = self.records.get((key[0], chosen.owner.lms_id), Record(False))
             entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
-                                 late, chosen.modified, chosen.problem))
+                                 chosen.owner.late or record.late, chosen.modified, chosen.problem, chosen.handed,
+                                 record.recorded))
             if note:
                 notes.append(note)
         problems = list(self.problems)
@@ -610,6 +655,14 @@ class _Collector:
                 problems.append(f"{source}: not a notebook; {owner.student} has no .ipynb or .py file to grade{more}")
         entries.sort(key=lambda e: e.student)
         return Intake(tuple(entries), tuple(problems), tuple(self.worksheets + sorted(notes) + id_notes))
+
+
+def _handed(item: _Item, who: Owner) -> float:
+    """When a file was handed in, as far as its time says: an upload's member, when the upload was (its own date
+    is the student's clock); an LMS export's file, never (its time is the export's); any other, its own time."""
+    if item.handed is not None:
+        return item.handed
+    return 0.0 if who.convention in LMS_EXPORTS else item.modified
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -2,15 +2,22 @@
 
 The penalty is shown apart from the score (a result's `total` stays what the code earned; `penalty` is what
 the late policy takes off), so a TA can see both and waive one without regrading.
+
+What counts as "when it came in" is decided by the intake (`grader.intake.gather.Entry.handed_in`): the LMS's
+own record of the hand-in, else the file's time, but never a time the LMS gave its export (Canvas dates every
+member with the hour the zip was made) nor the student's own clock (the dates inside a zip they made). An LMS's
+late flag was judged against the LMS's due date, which the rubric's `due` may extend: a time of the hand-in wins
+over it, and without one the flag counts as one day late (`lms_flag: trust`) or not at all (`lms_flag: ignore`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, time, timedelta, timezone, tzinfo
 
 DAY = 86400.0
+LMS_FLAG = ("trust", "ignore")
 
 
 @dataclass(frozen=True)
@@ -20,37 +27,71 @@ class LatePolicy:
     due: datetime                 # timezone-aware
     per_day: float = 0.1
     cap: float = 1.0
+    lms_flag: str = "trust"       # a flagged hand-in with no time of its own: one day late, or not late ("ignore")
+    zone: tzinfo | None = None    # the course's zone (`late.zone`), for times written without one (Moodle's)
+
+    @property
+    def local(self) -> tzinfo:
+        """The zone a time written without one is read in: the course's, else the due date's own offset."""
+        return self.zone or self.due.tzinfo or timezone.utc
+
+
+@dataclass(frozen=True)
+class HandIn:
+    """What the intake knows of when a submission was handed in."""
+
+    flagged: bool = False         # the LMS said it was late (Canvas `_LATE_`, Moodle's worksheet)
+    at: float = 0.0               # seconds since the epoch, 0 when no time says when it was handed in
+    recorded: str = ""            # the LMS's own record of the hand-in, as written, without a zone (ISO)
 
 
 @dataclass(frozen=True)
 class Lateness:
-    late: bool                    # the LMS said so (Canvas `_LATE_`), or the file time is after the due date
-    submitted_at: str = ""        # the file's time (UTC ISO), as the intake saw it; "" when unknown
+    late: bool                    # late by the rubric's due date (by the LMS's flag when the rubric has none)
+    submitted_at: str = ""        # when it was handed in (UTC ISO), as far as a trustworthy time says; "" unknown
     days: int = 0                 # whole days late, a part of a day counting as one (0 without a due date)
     penalty: float = 0.0          # points taken off by the rubric's policy
 
 
-def parse_due(text: str) -> datetime:
-    """An ISO date or date-time; without a zone it is read as UTC (say the zone: '2026-11-20T23:59+01:00')."""
-    when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+def parse_due(text: str, zone: tzinfo | None = None) -> datetime:
+    """An ISO date-time with its offset, or one without read in `zone` (daylight saving included). A date alone
+    is due at the end of that day. Without an offset or a zone: ValueError (UTC would charge a course west of
+    Greenwich a day for work handed in on time)."""
+    stripped = text.strip()
+    when = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
+    if when.tzinfo is not None:
+        return when
+    if zone is None:
+        raise ValueError("no time zone")
+    if "T" not in stripped and " " not in stripped and when.time() == time(0):   # a day: due as it ends
+        when = when + timedelta(days=1)
+    return when.replace(tzinfo=zone)
 
 
-def assess(flagged: bool, modified: float | None, total: float, policy: LatePolicy | None) -> Lateness:
-    """Pure: the lateness of a submission with this LMS flag and file time, and its penalty on `total` points."""
-    submitted = (datetime.fromtimestamp(modified, timezone.utc).isoformat(timespec="seconds")
-                 if modified else "")
+def recorded_time(recorded: str, zone: tzinfo) -> float:
+    """The LMS's zone-less record of a hand-in, read in `zone`: seconds since the epoch, 0 if unreadable."""
+    try:
+        when = datetime.fromisoformat(recorded)
+    except ValueError:
+        return 0.0
+    return (when if when.tzinfo else when.replace(tzinfo=zone)).timestamp()
+
+
+def assess(hand_in: HandIn, total: float, policy: LatePolicy | None) -> Lateness:
+    """Pure: the lateness of a submission handed in so, and its penalty on `total` points."""
+    at = hand_in.at
+    if hand_in.recorded:
+        at = recorded_time(hand_in.recorded, policy.local if policy else timezone.utc) or at
+    submitted = datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds") if at else ""
     if policy is None:
-        return Lateness(flagged, submitted)
-    days = 0
-    if modified:
-        seconds = modified - policy.due.timestamp()
+        return Lateness(hand_in.flagged, submitted)
+    if at:
+        seconds = at - policy.due.timestamp()
         days = max(0, math.ceil(seconds / DAY)) if seconds > 0 else 0
-    if flagged:
-        # Late by the LMS's word: at least one day, whatever the file's time says. That time can be the student's
-        # own (a zip they made keeps the dates their clock gave its members): a late upload whose notebook was
-        # dated before the due date was flagged late and took no penalty.
-        days = max(days, 1)
+    else:
+        # No time says when: the LMS's flag is all there is. It was judged against the LMS's due date, which the
+        # rubric may have extended; `lms_flag: ignore` says so.
+        days = 1 if hand_in.flagged and policy.lms_flag == "trust" else 0
     share = min(policy.cap, policy.per_day * days)
     exact = max(0.0, total) * share
-    return Lateness(flagged or days > 0, submitted, days, min(round(exact, 4), exact))   # never above the policy
+    return Lateness(days > 0, submitted, days, min(round(exact, 4), exact))   # never above the policy

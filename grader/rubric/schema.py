@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from grader.rubric.lateness import LatePolicy, parse_due
+from grader.rubric.lateness import LMS_FLAG, LatePolicy, parse_due
 from grader.rubric.yamlmarks import Marked, MarkedList, YamlError, load_marked
 
 if TYPE_CHECKING:   # annotations only: a rubric loads without the call machinery
@@ -220,7 +220,8 @@ RUBRIC_KEYS = {
     "limits": "resource limits (see limits keys)",
     "extraction": "top-level policy overrides: allow_calls, drop",
     "exercises": "the graded exercises",
-    "late": "late policy {due, per_day, cap}: a share of the score off per day late, at most cap, shown apart",
+    "late": "late policy {due, per_day, cap, lms_flag, zone}: a share of the score off per day late, at most cap, "
+            "shown apart",
 }
 EXERCISE_KEYS = {
     "id": "canonical name of what the exercise grades",
@@ -323,23 +324,42 @@ def _number(value: Any, line: int, what: str, problems: _Problems, *, minimum: f
     return value
 
 
+LATE_KEYS = ["due", "per_day", "cap", "lms_flag", "zone"]
+
+
 def _late(node: Any, line: int, problems: _Problems) -> LatePolicy | None:
     if node is None:
         return None
     if not isinstance(node, Marked):
-        problems.add(line, "late: must be a mapping {due, per_day, cap}")
+        problems.add(line, "late: must be a mapping {due, per_day, cap, lms_flag, zone}")
         return None
     for key in node:
-        if key not in ("due", "per_day", "cap"):
-            problems.add(node.line_of(key), f"late: unknown key '{key}'{suggest(key, ['due', 'per_day', 'cap'])}")
+        if key not in LATE_KEYS:
+            problems.add(node.line_of(key), f"late: unknown key '{key}'{suggest(key, LATE_KEYS)}")
+    zone = None
+    if node.get("zone") is not None:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError   # only a rubric with a zone reads the tz database
+        try:
+            zone = ZoneInfo(str(node.get("zone")))
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            problems.add(node.line_of("zone"), f"late: zone {str(node.get('zone'))!r} is no IANA time zone "
+                                               f"(e.g. Europe/Berlin, America/New_York, UTC)")
+            return None
     due = node.get("due")
     try:
-        when = parse_due(str(due)) if due is not None else None
+        when = parse_due(str(due), zone) if due is not None else None
     except ValueError:
         when = None
     if when is None:
         problems.add(node.line_of("due") if due is not None else node.line,
-                     "late: 'due' must be an ISO date or date-time, e.g. 2026-11-20T23:59:00+01:00")
+                     "late: 'due' must be an ISO date-time with its offset, e.g. 2026-11-20T23:59:00+01:00, or "
+                     "a date or date-time without one and the course's zone: (zone: Europe/Berlin)")
+        return None
+    lms_flag = str(node.get("lms_flag", "trust"))
+    if lms_flag not in LMS_FLAG:
+        problems.add(node.line_of("lms_flag"), "late: lms_flag is 'trust' (a hand-in the LMS flags late with no "
+                                               "time of its own is a day late) or 'ignore' (the rubric's due "
+                                               "date extends the LMS's)")
         return None
     per_day = _number(node.get("per_day", 0.1), node.line_of("per_day"), "late: per_day", problems, minimum=0.0)
     cap = _number(node.get("cap", 1.0), node.line_of("cap"), "late: cap", problems, minimum=0.0)
@@ -348,7 +368,7 @@ def _late(node: Any, line: int, problems: _Problems) -> LatePolicy | None:
     if cap > 1 or per_day > 1:
         problems.add(node.line, "late: per_day and cap are shares of the score, between 0 and 1")
         return None
-    return LatePolicy(when, float(per_day), float(cap))
+    return LatePolicy(when, float(per_day), float(cap), lms_flag, zone)
 
 
 def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems) -> Limits:

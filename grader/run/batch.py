@@ -19,7 +19,7 @@ from grader import __version__
 from grader.store.gradebook import Gradebook, ScoreRow
 from grader.intake.gather import RESULTS_MARK, Entry, gather
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
-from grader.rubric.lateness import LatePolicy, assess
+from grader.rubric.lateness import HandIn, LatePolicy, assess
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
 from grader.store.results import (ExerciseResult, SubmissionResult, from_dict, not_judged, stored_form, stored_form_of,
@@ -177,8 +177,26 @@ def _entries(paths: Iterable[str | Path], workdir: Path,
 
 
 def _with_lateness(result: SubmissionResult, entry: Entry, policy: LatePolicy | None) -> SubmissionResult:
-    lateness = assess(entry.late, entry.modified or None, result.total, policy)
+    lateness = assess(HandIn(entry.late, entry.handed_in, entry.recorded), result.total, policy)
     return replace(result, late=lateness.late, submitted_at=lateness.submitted_at, penalty=lateness.penalty)
+
+
+def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_dir: Path | None,
+            store: SharedWriter | None) -> ScoreRow:
+    """An unchanged file's row, its lateness assessed again: the LMS's word may have come since it was graded (a
+    worksheet given this time, an export made after a late resubmission's flag). Only a changed row is
+    stored again (a new current result, the old one kept as history), so a regrade reads no result's JSON."""
+    lateness = assess(HandIn(entry.late, entry.handed_in, entry.recorded), row.total, rubric.late)
+    if (lateness.late, lateness.penalty) == (row.late, row.penalty):
+        return row
+    result = book.result(entry.student, rubric.assignment)
+    if result is None:
+        return row
+    result = replace(result, late=lateness.late, submitted_at=lateness.submitted_at, penalty=lateness.penalty)
+    book.record(entry.student, entry.source, result)
+    if out_dir is not None:
+        write_json(result, out_dir, store=store)
+    return replace(row, late=lateness.late, penalty=lateness.penalty)
 
 
 def missing_paths(paths: Iterable[str | Path]) -> list[str]:
@@ -275,6 +293,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     batch.unchanged += 1
                     if previous.state == "failed":   # not retried unless forced, and said so
                         batch.failed_before.append(student)
+                    previous = _relate(book, previous, entry, rubric, out_dir, shared_values)
                     if out_dir is not None:
                         _restore_missing(book, student, rubric.assignment, path, out_dir)
                     if on_result:
