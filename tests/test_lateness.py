@@ -110,6 +110,14 @@ def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_
     assert (rows["doejane_22345"]["total"], rows["doejane_22345"]["late"], rows["doejane_22345"]["late_penalty"],
             rows["doejane_22345"]["total_after_penalty"]) == ("30", "late", "3", "27")
     assert rows["smithjohn_12345"]["late"] == ""
+    # The penalty shows apart from the score where a TA or the student reads it (old code: only "late" in the
+    # class report, nothing in the student's report: 30/30 there, 27 in the gradebook)
+    from grader.report.class_report import class_report_html
+    from grader.report.student import html_report, markdown_report
+    assert "late −3</span>" in class_report_html(batch.results)
+    said = "Handed in late: the late policy takes off 3, 27 / 30 after it."
+    assert said in markdown_report(late) and said in html_report(late)
+    assert "late" not in markdown_report(on_time).split("|")[0]
 
 
 # Moodle's grading worksheet as "View all submissions > Download grading worksheet" writes it (a BOM, quoted

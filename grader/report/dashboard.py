@@ -34,6 +34,7 @@ class StudentRow:
     similarity_link: str                     # href of that pair in the similarity page ("" when none)
     ungraded: bool
     busy: int = 0                            # cases a busy machine kept from being judged (graded again next run)
+    penalty: float = 0.0                     # the late policy's, apart from `total`
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class StudentTable:
                 student=line.student, report=report_href(line.student, self.reports),
                 scores=tuple(scores.get(e) for e in self.exercises), total=line.total, max_total=line.max_total,
                 late=line.late, overrides=line.overrides, review=line.review, similarity=similarity,
-                similarity_link=link, ungraded=line.ungraded, busy=line.busy)
+                similarity_link=link, ungraded=line.ungraded, busy=line.busy, penalty=line.penalty)
 
     def __len__(self) -> int:
         return len(self.lines)

@@ -236,6 +236,8 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
     score = f"{score_text(result.total)} / {score_text(result.max_total)}"
     out = [f"# Feedback: {md_text(result.submission)}", "",
            f"**Score: {score}** · assignment {md_text(result.rubric)} · isolation: {md_text(result.isolation)}", ""]
+    if result.late:
+        out += [md_text(late_line(result)), ""]
     if result.warnings:
         out += ["**Warnings**", ""] + [f"- {md_text(w.shown)}" for w in result.warnings] + [""]
     out += ["| Exercise | Score | Public cases | Hidden cases |", "|---|---:|---|---|"]
@@ -374,6 +376,15 @@ def stylesheet() -> Markup:
     return Markup((TEMPLATES / "feedback.css").read_text(encoding="utf-8") + boards_html.HTML_CSS)
 
 
+def late_line(result: SubmissionResult) -> str:
+    """What a late hand-in costs, beside the score the code earned (the penalty is kept apart from it)."""
+    when = f" (handed in {result.submitted_at.replace('T', ' ')[:16]} UTC)" if result.submitted_at else ""
+    if not result.penalty:
+        return f"Handed in late{when}."
+    return (f"Handed in late{when}: the late policy takes off {score_text(result.penalty)}, "
+            f"{score_text(max(0.0, result.total - result.penalty))} / {score_text(result.max_total)} after it.")
+
+
 def summary_html(result: SubmissionResult, *, linked: Iterable[str] = ()) -> Markup:
     """The warnings and the table of exercises as an HTML fragment (needs the stylesheet)."""
     template = _environment().get_template("summary.html.j2")
@@ -395,6 +406,7 @@ def html_report(result: SubmissionResult, *, hidden_details: bool = False,
                 for e in result.exercises if has_section(e)]
     template = _environment().get_template("student.html.j2")
     return display(template.render(result=result, rows=_rows(result), sections=sections, css=stylesheet(), csp=CSP,
+                           late_line=late_line(result),
                            all_pass=not any(needs_section(e) for e in result.exercises),
                            linked={e.id for e in result.exercises if has_section(e)},
                            has_hidden=any(c.visibility == "hidden" for e in result.exercises for c in e.cases)))
