@@ -8,7 +8,7 @@ import json
 import os
 import zipfile
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -323,3 +323,21 @@ def test_a_regrade_takes_the_lms_word_that_came_since_and_force_keeps_it(tmp_pat
     assert forced.unchanged == 0
     assert {r.submission: (r.late, r.penalty) for r in forced.results} == {
         "Ada_Byron_2101": (True, 3.0), "Bo_Chen_2102": (False, 0.0)}
+
+
+def test_a_zip_the_ta_made_is_dated_in_the_courses_zone_unless_it_says_its_own(tmp_path: Path):
+    """A zip's DOS dates are the zipping machine's local time, with no zone: a TA in Berlin zipped Alice's
+    notebook saved at 23:30 on the due day. Old code read 23:30 as UTC (00:30 in Berlin) and charged a day. The
+    date is read in the rubric's zone; a member with an extended timestamp (Info-ZIP, macOS) says its own."""
+    import struct
+    berlin = LatePolicy(datetime(2026, 11, 20, 23, 59, tzinfo=timezone(timedelta(hours=1))), 0.1, 0.3)
+    exact = datetime(2026, 11, 20, 23, 10, tzinfo=timezone.utc).timestamp()     # 00:10 in Berlin: late
+    with zipfile.ZipFile(tmp_path / "class.zip", "w") as archive:
+        archive.writestr(zipfile.ZipInfo("alice/lab.ipynb", (2026, 11, 20, 23, 30, 0)), "{}")
+        stamped = zipfile.ZipInfo("bob/lab.ipynb", (2026, 11, 20, 12, 0, 0))   # a wrong DOS date
+        stamped.extra = struct.pack("<HHBi", 0x5455, 5, 1, int(exact))
+        archive.writestr(stamped, "{}")
+    entries = {e.student: e for e in gather([tmp_path / "class.zip"], tmp_path / "work").entries}
+    alice, bob = assess(hand_in(entries["alice"]), 30.0, berlin), assess(hand_in(entries["bob"]), 30.0, berlin)
+    assert (alice.late, alice.submitted_at) == (False, "2026-11-20T22:30:00+00:00")
+    assert (bob.late, bob.days, bob.submitted_at) == (True, 1, "2026-11-20T23:10:00+00:00")

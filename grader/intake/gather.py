@@ -80,8 +80,17 @@ class Entry:
     late: bool = False      # the LMS marked it late (Canvas `_LATE_` in the name, Moodle's worksheet)
     modified: float = 0.0   # the file's time (seconds since the epoch; a zip member's own date), 0 if unknown
     problem: str = ""       # why the notebook cannot be read (empty, does not extract): graded as unreadable
-    handed_in: float = 0.0  # when it was handed in, as far as a file's time says (`handed`), 0 if nothing does
-    recorded: str = ""      # the LMS's own record of the hand-in (Moodle's worksheet), ISO without a zone
+    handed_in: float = 0.0  # when it was handed in, as far as a file's time says (`_handed`), 0 if nothing does
+    recorded: str = ""      # a zone-less time of the hand-in, ISO, read in the course's zone: the LMS's own record
+                            # (Moodle's worksheet), else a zip member's date (the zip format has no zone)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """When a file was handed in, as far as its time says: seconds since the epoch, or a time without a zone."""
+
+    at: float = 0.0
+    local: str = ""         # ISO, no zone (a zip member's date without the extended timestamp)
 
 
 @dataclass(frozen=True)
@@ -332,7 +341,8 @@ class _Item:
     modified: float
     when: str                                   # `modified` as the TA would read it
     fetch: Callable[[], Path]                   # the file on disk (extracts an archive member)
-    handed: float | None = None                 # inside a student's upload: the upload's hand-in time (`_handed`)
+    handed: Stamp | None = None                 # inside a student's upload: the upload's hand-in time (`_handed`)
+    own: Stamp | None = None                    # a zip member's time as the zip gives it (None: `modified`, a disk's)
 
 
 @dataclass(frozen=True)
@@ -344,7 +354,7 @@ class _Candidate:
     modified: float
     when: str
     problem: str = ""       # why this notebook cannot be read (empty, a member that does not extract)
-    handed: float = 0.0     # when it was handed in, as far as its time says (`_handed`), 0 if not
+    handed: Stamp = Stamp()  # when it was handed in, as far as its time says (`_handed`)
 
 
 class _Problem(Exception):
@@ -555,7 +565,7 @@ class _Collector:
             self._take_archive(path, name, item.source, level + 1, upload=None, fallback=who, handed=handed)
 
     def _take_archive(self, path: Path, name: str, label: str, level: int, upload: Owner | None,
-                      fallback: Owner | None, handed: float = 0.0) -> None:
+                      fallback: Owner | None, handed: Stamp = Stamp()) -> None:
         """Read one zip. `fallback`: the owner if its members carry no LMS names (a plain `alice.zip`
         found inside a folder or export is Alice's upload; one holding Canvas names is an export). The members
         of an upload were handed in when it was (`handed`): their own dates are the student's clock."""
@@ -619,13 +629,15 @@ class _Collector:
                      wrappers: int, folder: Path, label: str, overlaps: bool, allowance: _Allowance | None) -> _Item:
         modified, when = _zip_time(info.date_time)
         target = folder.joinpath(*parts)
+        utc = _extended_time(info.extra)
+        own = Stamp(utc) if utc else Stamp(local=_local_time(info.date_time))
 
         def fetch() -> Path:
             if overlaps:
                 raise _Problem(OVERLAPPING)
             return _extract(archive, info, target, modified, allowance)
         return _Item(Place(parts, len(parts) - wrappers), f"{label}:{info.filename}", info.file_size, modified,
-                     when, fetch)
+                     when, fetch, own=own)
 
     # -- choosing -------------------------------------------------------------------------------------
 
@@ -640,8 +652,8 @@ class _Collector:
             chosen, others, note = choose(ids[key], group, defines)
             record = self.records.get((key[0], chosen.owner.lms_id), Record(False))
             entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
-                                 chosen.owner.late or record.late, chosen.modified, chosen.problem, chosen.handed,
-                                 record.recorded))
+                                 chosen.owner.late or record.late, chosen.modified, chosen.problem,
+                                 chosen.handed.at, record.recorded or chosen.handed.local))
             if note:
                 notes.append(note)
         problems = list(self.problems)
@@ -657,12 +669,14 @@ class _Collector:
         return Intake(tuple(entries), tuple(problems), tuple(self.worksheets + sorted(notes) + id_notes))
 
 
-def _handed(item: _Item, who: Owner) -> float:
+def _handed(item: _Item, who: Owner) -> Stamp:
     """When a file was handed in, as far as its time says: an upload's member, when the upload was (its own date
     is the student's clock); an LMS export's file, never (its time is the export's); any other, its own time."""
     if item.handed is not None:
         return item.handed
-    return 0.0 if who.convention in LMS_EXPORTS else item.modified
+    if who.convention in LMS_EXPORTS:
+        return Stamp()
+    return item.own if item.own is not None else Stamp(item.modified)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -865,6 +879,30 @@ def _zip_time(date_time: tuple[int, int, int, int, int, int]) -> tuple[float, st
     except (ValueError, OverflowError, TypeError):
         return 0.0, "unknown time"
     return seconds, "%04d-%02d-%02d %02d:%02d:%02d" % date_time
+
+
+def _local_time(date_time: tuple[int, int, int, int, int, int]) -> str:
+    """A member's DOS date as ISO without a zone: the zipping machine's local time, whatever its zone was."""
+    try:
+        return datetime(*date_time).isoformat()
+    except (ValueError, TypeError):
+        return ""
+
+
+UNIX_TIME = 0x5455      # the "extended timestamp" extra field (Info-ZIP, macOS, 7-Zip): seconds since the epoch
+
+
+def _extended_time(extra: bytes) -> float:
+    """A member's modification time from its extended timestamp (the central directory's copy: flags, then the
+    modification time first when flag 1 is set), 0 when it has none. Unlike the DOS date it says its zone."""
+    offset = 0
+    while offset + 4 <= len(extra):
+        kind, size = struct.unpack_from("<HH", extra, offset)
+        body = extra[offset + 4:offset + 4 + size]
+        if kind == UNIX_TIME and len(body) >= 5 and body[0] & 1:
+            return float(struct.unpack_from("<i", body, 1)[0])
+        offset += 4 + size
+    return 0.0
 
 
 @dataclass
