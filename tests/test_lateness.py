@@ -118,6 +118,10 @@ def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_
     said = "Handed in late: the late policy takes off 3, 27 / 30 after it."
     assert said in markdown_report(late) and said in html_report(late)
     assert "late" not in markdown_report(on_time).split("|")[0]
+    from grader.report.gradescope import to_gradescope
+    scope = to_gradescope(late)
+    assert scope["score"] == 30 and (scope["extra_data"]["late"], scope["extra_data"]["late_penalty"]) == (True, 3.0)
+    assert said in scope["output"] and "late" not in to_gradescope(on_time)["extra_data"]
 
 
 # Moodle's grading worksheet as "View all submissions > Download grading worksheet" writes it (a BOM, quoted

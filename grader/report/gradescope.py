@@ -23,7 +23,7 @@ from typing import Sequence
 
 from grader.files import write_text
 from grader.report.class_outputs import Classroom, Written
-from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line
 from grader import codec
 from grader.store.status import headline
 from grader.textsafe import display
@@ -154,6 +154,8 @@ def _summary(result: SubmissionResult) -> str:
     cases = [c for e in result.exercises for c in e.cases]
     if cases and result.warnings and result.state != "graded":
         lines.append(f"Your submission could not be graded: {result.warnings[0].shown}")
+    if result.late:
+        lines.append(late_line(result))
     lines += [f"Graded by puzzle-grader {result.grader_version}; isolation: {result.isolation}.", "", "Exercises:"]
     hidden = 0
     automatic = {fact["exercise"]: fact["automatic"] for fact in result.extra.get("overrides", ())}
@@ -196,7 +198,9 @@ def to_gradescope(result: SubmissionResult) -> dict:
                        "rubric_sha256": result.rubric_sha256, "grader_version": result.grader_version,
                        "isolation": result.isolation, "max_score": _points(_units(result.max_total)),
                        **({"automatic_score": _points(_units(result.extra["automatic_total"])),
-                           "overrides": result.extra["overrides"]} if "overrides" in result.extra else {})},
+                           "overrides": result.extra["overrides"]} if "overrides" in result.extra else {}),
+                       # the score stays the code's (Gradescope applies its own late policy); ours is apart
+                       **({"late": True, "late_penalty": result.penalty} if result.late else {})},
         "tests": tests,
     }
 

@@ -24,7 +24,7 @@ from grader.extract.source import extract
 from grader.intake.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
 from grader.report.grouping import alike_inputs, failure_groups
-from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line, read_json
 from grader.store.shared import SharedReader
 from grader.store.status import SYMBOLS, alike_words, headline, limit_note
 from grader.textsafe import display
@@ -374,15 +374,6 @@ def given_code(code: Mapping[str, str], template: Path | None, exercises: Sequen
 
 def stylesheet() -> Markup:
     return Markup((TEMPLATES / "feedback.css").read_text(encoding="utf-8") + boards_html.HTML_CSS)
-
-
-def late_line(result: SubmissionResult) -> str:
-    """What a late hand-in costs, beside the score the code earned (the penalty is kept apart from it)."""
-    when = f" (handed in {result.submitted_at.replace('T', ' ')[:16]} UTC)" if result.submitted_at else ""
-    if not result.penalty:
-        return f"Handed in late{when}."
-    return (f"Handed in late{when}: the late policy takes off {score_text(result.penalty)}, "
-            f"{score_text(max(0.0, result.total - result.penalty))} / {score_text(result.max_total)} after it.")
 
 
 def summary_html(result: SubmissionResult, *, linked: Iterable[str] = ()) -> Markup:

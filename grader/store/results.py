@@ -605,6 +605,18 @@ def _copied(form: dict) -> dict:
                                   for exercise in form["exercises"]]}
 
 
+def late_line(result: SubmissionResult) -> str:
+    """What a late hand-in costs, in the words every report uses, beside the score the code earned (the penalty
+    is kept apart from it)."""
+    def points(value: float) -> str:
+        return f"{value:g}" if value == int(value) else f"{value:.2f}".rstrip("0")
+    when = f" (handed in {result.submitted_at.replace('T', ' ')[:16]} UTC)" if result.submitted_at else ""
+    if not result.penalty:
+        return f"Handed in late{when}."
+    return (f"Handed in late{when}: the late policy takes off {points(result.penalty)}, "
+            f"{points(max(0.0, result.total - result.penalty))} / {points(result.max_total)} after it.")
+
+
 def write_json(result: SubmissionResult, directory: Path, *, bounded: bool = False,
                store: shared.SharedWriter | None = None, form: dict | None = None) -> Path:
     """Write atomically, so an interrupted batch never leaves half a result behind; bounded, any string. The
