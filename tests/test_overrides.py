@@ -117,6 +117,19 @@ def test_apply_keeps_the_automatic_score_beside_the_final_one() -> None:
     assert overrides.case_points(result.exercise("f"), "f#3", full=True) == 2.0
 
 
+def test_a_late_penalty_is_the_share_of_the_score_the_ta_set() -> None:
+    """Two days late at 10 % a day takes 20 % of the score: of the score the TA set by an override, not of the
+    automatic one (old code: 0.6 of the automatic 3 off a final 5, 4.4 where the policy says 4)."""
+    from dataclasses import replace
+    late = replace(result_with(), late=True, penalty=0.6, extra={"late_share": 0.2})
+    applied = overrides.apply(late, [override()])
+    assert (applied.total, applied.penalty) == (5.0, 1.0)
+    on_time = overrides.apply(result_with(), [override()])
+    assert on_time.penalty == 0.0
+    # a result graded before the share was kept keeps its penalty
+    assert overrides.apply(replace(result_with(), late=True, penalty=0.6), [override()]).penalty == 0.6
+
+
 def test_bad_overrides_are_refused_with_a_reason(tmp_path: Path) -> None:
     from grader.store.gradebook import Gradebook
     book = tmp_path / "gradebook.sqlite"

@@ -51,6 +51,16 @@ class Lateness:
     submitted_at: str = ""        # when it was handed in (UTC ISO), as far as a trustworthy time says; "" unknown
     days: int = 0                 # whole days late, a part of a day counting as one (0 without a due date)
     penalty: float = 0.0          # points taken off by the rubric's policy
+    share: float = 0.0            # the share of the score it takes off: of a TA's overridden score too
+
+
+LATE_SHARE = "late_share"         # a result's extra: `Lateness.share`, for the penalty of an overridden score
+
+
+def penalty_of(total: float, share: float) -> float:
+    """The points a late share takes off `total` (rounded, never above the exact share)."""
+    exact = max(0.0, total) * share
+    return min(round(exact, 4), exact)
 
 
 def parse_due(text: str, zone: tzinfo | None = None) -> datetime:
@@ -93,5 +103,4 @@ def assess(hand_in: HandIn, total: float, policy: LatePolicy | None) -> Lateness
         # rubric may have extended; `lms_flag: ignore` says so.
         days = 1 if hand_in.flagged and policy.lms_flag == "trust" else 0
     share = min(policy.cap, policy.per_day * days)
-    exact = max(0.0, total) * share
-    return Lateness(days > 0, submitted, days, min(round(exact, 4), exact))   # never above the policy
+    return Lateness(days > 0, submitted, days, penalty_of(total, share), share)

@@ -19,7 +19,7 @@ from grader import __version__
 from grader.store.gradebook import Gradebook, ScoreRow
 from grader.intake.gather import RESULTS_MARK, Entry, gather
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
-from grader.rubric.lateness import HandIn, LatePolicy, assess
+from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
 from grader.store.results import (ExerciseResult, SubmissionResult, from_dict, not_judged, stored_form, stored_form_of,
@@ -177,8 +177,16 @@ def _entries(paths: Iterable[str | Path], workdir: Path,
 
 
 def _with_lateness(result: SubmissionResult, entry: Entry, policy: LatePolicy | None) -> SubmissionResult:
-    lateness = assess(HandIn(entry.late, entry.handed_in, entry.recorded), result.total, policy)
-    return replace(result, late=lateness.late, submitted_at=lateness.submitted_at, penalty=lateness.penalty)
+    return _late(result, assess(HandIn(entry.late, entry.handed_in, entry.recorded), result.total, policy))
+
+
+def _late(result: SubmissionResult, lateness: Lateness) -> SubmissionResult:
+    """The result with this lateness; its share in `extra` when it has one, for a TA's overridden score."""
+    extra = {key: value for key, value in result.extra.items() if key != LATE_SHARE}
+    if lateness.share:
+        extra[LATE_SHARE] = lateness.share
+    return replace(result, late=lateness.late, submitted_at=lateness.submitted_at, penalty=lateness.penalty,
+                   extra=extra)
 
 
 def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_dir: Path | None,
@@ -187,12 +195,15 @@ def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_di
     worksheet given this time, an export made after a late resubmission's flag). Only a changed row is
     stored again (a new current result, the old one kept as history), so a regrade reads no result's JSON."""
     lateness = assess(HandIn(entry.late, entry.handed_in, entry.recorded), row.total, rubric.late)
-    if (lateness.late, lateness.penalty) == (row.late, row.penalty):
-        return row
+    if (lateness.late, lateness.penalty) == (row.late, row.penalty) and (row.total or not lateness.late):
+        return row     # (a late score of 0 has no penalty to tell its share by: its result is read)
     result = book.result(entry.student, rubric.assignment)
     if result is None:
         return row
-    result = replace(result, late=lateness.late, submitted_at=lateness.submitted_at, penalty=lateness.penalty)
+    updated = _late(result, lateness)
+    if updated == result:
+        return row
+    result = updated
     book.record(entry.student, entry.source, result)
     if out_dir is not None:
         write_json(result, out_dir, store=store)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from grader.rubric.lateness import LATE_SHARE, penalty_of
 from grader.store.results import ExerciseResult, SubmissionResult
 
 TABLE = """CREATE TABLE IF NOT EXISTS overrides (
@@ -237,7 +238,10 @@ def apply(result: SubmissionResult, overrides: Sequence[Override]) -> Submission
                              for o in own]})
     total = round(sum(e.score for e in exercises), 4)
     extra = {**result.extra, "overrides": facts, "automatic_total": result.total}
-    return replace(result, exercises=tuple(exercises), total=total, extra=extra)
+    # The late policy takes a share of the score: of the score the TA set, not of the automatic one
+    share = result.extra.get(LATE_SHARE)
+    penalty = penalty_of(total, share) if isinstance(share, (int, float)) and result.late else result.penalty
+    return replace(result, exercises=tuple(exercises), total=total, extra=extra, penalty=penalty)
 
 
 def apply_all(results: Iterable[SubmissionResult], gradebook: Path | None) -> list[SubmissionResult]:
