@@ -345,3 +345,21 @@ def test_a_zip_the_ta_made_is_dated_in_the_courses_zone_unless_it_says_its_own(t
     alice, bob = assess(hand_in(entries["alice"]), 30.0, berlin), assess(hand_in(entries["bob"]), 30.0, berlin)
     assert (alice.late, alice.submitted_at) == (False, "2026-11-20T22:30:00+00:00")
     assert (bob.late, bob.days, bob.submitted_at) == (True, 1, "2026-11-20T23:10:00+00:00")
+
+
+def test_a_class_whose_files_carry_one_copys_time_is_named_to_the_ta(tmp_path: Path):
+    """Copied without their times (cp, a browser's downloads), every file is dated the copy's minute, after the
+    due date: each student would be charged. The batch notes it; a real spread of hand-ins, or one before the
+    due date, is not noted."""
+    from grader.rubric.lateness import copied_times
+    folder = tmp_path / "class"
+    copy = DUE.timestamp() + 3 * DAY
+    for n, name in enumerate(("ada", "bo", "cy", "dee", "eve")):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "lab.ipynb").write_text("{}", encoding="utf-8")
+        os.utime(folder / name / "lab.ipynb", (copy + n, copy + n))
+    times = [e.handed_in for e in gather([folder], tmp_path / "work").entries]
+    assert "all dated within 4 s of each other" in copied_times(times, POLICY)
+    assert copied_times(times, None) == ""
+    assert copied_times([*times[:-1], DUE.timestamp() - 60], POLICY) == ""
+    assert copied_times([copy + n * 3600 for n in range(5)], POLICY) == ""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone, tzinfo
+from typing import Sequence
 
 DAY = 86400.0
 LMS_FLAG = ("trust", "ignore")
@@ -61,6 +62,24 @@ def penalty_of(total: float, share: float) -> float:
     """The points a late share takes off `total` (rounded, never above the exact share)."""
     exact = max(0.0, total) * share
     return min(round(exact, 4), exact)
+
+
+COPIED_SECONDS = 120.0            # a class's hand-ins all dated within this: a copy's times, not the hand-ins'
+COPIED_COUNT = 5
+
+
+def copied_times(times: Sequence[float], policy: LatePolicy | None) -> str:
+    """A note for the TA when the files' times look like those of one copy or download (`cp` without `-p`, a
+    browser's download of each file), every one after the due date: each student would be charged, so say so."""
+    known = [t for t in times if t]
+    if policy is None or len(known) < COPIED_COUNT or min(known) <= policy.due.timestamp():
+        return ""
+    if max(known) - min(known) > COPIED_SECONDS:
+        return ""
+    return (f"the {len(known)} hand-ins dated by their files' times are all dated within "
+            f"{max(known) - min(known):.0f} s of each other, after the due date: the times of a copy or a "
+            f"download, not of each hand-in? Each is charged as late; grade the LMS's export, or files copied "
+            f"with their times (cp -p, unzip)")
 
 
 def parse_due(text: str, zone: tzinfo | None = None) -> datetime:

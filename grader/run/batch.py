@@ -19,7 +19,7 @@ from grader import __version__
 from grader.store.gradebook import Gradebook, ScoreRow
 from grader.intake.gather import RESULTS_MARK, Entry, gather
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
-from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess
+from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess, copied_times
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
 from grader.store.results import (ExerciseResult, SubmissionResult, from_dict, not_judged, stored_form, stored_form_of,
@@ -280,6 +280,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         try:
             try:
                 entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
+                copied = copied_times([entry.handed_in for entry in entries if not entry.recorded], rubric.late)
+                batch.notes += [copied] if copied else []
                 if making is not None and any(not entry.problem for entry in entries):   # nothing is current in it
                     if local:
                         early = True
