@@ -89,7 +89,7 @@ def test_the_lms_late_flag_is_not_overruled_by_a_file_time_the_student_set(tmp_p
 
 
 def hand_in(entry) -> HandIn:
-    return HandIn(entry.late, entry.handed_in, entry.recorded)
+    return HandIn(entry.late, entry.handed_in, entry.recorded, entry.extended)
 
 
 def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_path: Path, grader_cache: Path):
@@ -363,3 +363,18 @@ def test_a_class_whose_files_carry_one_copys_time_is_named_to_the_ta(tmp_path: P
     assert copied_times(times, None) == ""
     assert copied_times([*times[:-1], DUE.timestamp() - 60], POLICY) == ""
     assert copied_times([copy + n * 3600 for n in range(5)], POLICY) == ""
+
+
+def test_an_extension_moodle_granted_one_student_moves_that_students_due_date(tmp_path: Path):
+    """Moodle's Status names a student's extension ("Extension granted until ..."), and its late flag knows it;
+    now that Moodle's time of the hand-in decides (not its flag), the extension must too: Ada handed in on
+    21 Nov at 2:00 with an extension to 23 Nov, not late. Without the extension the same time is a day late."""
+    sheet = MOODLE_WORKSHEET.replace(
+        '"Submitted for grading - 1 day 2 hours late - Graded"',
+        '"Submitted for grading - Extension granted until Monday, 23 November 2026, 11:59 PM - Graded"')
+    export = moodle_export(tmp_path / "moodle.zip", {"grades.csv": sheet})
+    ada = {e.student: e for e in gather([export], tmp_path / "work").entries}["Ada_Byron_2101"]
+    assert (ada.late, ada.recorded, ada.extended) == (False, "2026-11-21T02:00:00", "2026-11-23T23:59:00")
+    assert assess(hand_in(ada), 30.0, POLICY).penalty == 0.0
+    assert assess(hand_in(replace(ada, extended="")), 30.0, POLICY).days == 1
+    assert assess(hand_in(replace(ada, recorded="2026-11-24T09:00:00")), 30.0, POLICY).days == 1

@@ -83,6 +83,7 @@ class Entry:
     handed_in: float = 0.0  # when it was handed in, as far as a file's time says (`_handed`), 0 if nothing does
     recorded: str = ""      # a zone-less time of the hand-in, ISO, read in the course's zone: the LMS's own record
                             # (Moodle's worksheet), else a zip member's date (the zip format has no zone)
+    extended: str = ""      # the student's own due date from the LMS (an extension; ISO, no zone), "" if none
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,7 @@ class Record:
 
     late: bool
     recorded: str = ""      # its time of the hand-in, ISO without a zone (the LMS writes the TA's local time)
+    extended: str = ""      # the student's own due date, when the LMS granted an extension (ISO, no zone)
 
 
 Worksheet = Callable[[str], "dict[str, Record] | None"]
@@ -227,6 +229,7 @@ def worksheet(name: str) -> Callable[[Worksheet], Worksheet]:
 
 MOODLE_LATE = " late"      # the English "{$a} late" Moodle adds to a late submission's status ("2 days 3 hours late")
 MOODLE_MODIFIED = "Last modified (submission)"
+MOODLE_EXTENSION = "extension granted until"   # a Status part, "Extension granted until Monday, 23 November ..."
 # userdate's English strftimedatetime, "%A, %d %B %Y, %I:%M %p" with Moodle's leading zeros dropped:
 # "Saturday, 21 November 2026, 2:00 AM"
 MOODLE_TIME = re.compile(r"(\d{1,2}) ([A-Za-z]+) (\d{4}), (\d{1,2}):(\d{2}) ?([AaPp][Mm])")
@@ -265,8 +268,10 @@ def moodle_worksheet(text: str) -> dict[str, Record] | None:
         digits = identifier.rsplit(" ", 1)[-1]
         if digits.isdigit():
             parts = str(row.get("Status") or "").split(" - ")
+            extension = next((moodle_time(part) for part in parts if part.strip().lower().startswith(
+                MOODLE_EXTENSION)), "")
             records[digits] = Record(any(part.strip().endswith(MOODLE_LATE) for part in parts),
-                                     moodle_time(str(row.get(MOODLE_MODIFIED) or "")))
+                                     moodle_time(str(row.get(MOODLE_MODIFIED) or "")), extension)
     return records
 
 
@@ -653,7 +658,7 @@ class _Collector:
             record = self.records.get((key[0], chosen.owner.lms_id), Record(False))
             entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
                                  chosen.owner.late or record.late, chosen.modified, chosen.problem,
-                                 chosen.handed.at, record.recorded or chosen.handed.local))
+                                 chosen.handed.at, record.recorded or chosen.handed.local, record.extended))
             if note:
                 notes.append(note)
         problems = list(self.problems)

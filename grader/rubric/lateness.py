@@ -44,6 +44,7 @@ class HandIn:
     flagged: bool = False         # the LMS said it was late (Canvas `_LATE_`, Moodle's worksheet)
     at: float = 0.0               # seconds since the epoch, 0 when no time says when it was handed in
     recorded: str = ""            # the LMS's own record of the hand-in, as written, without a zone (ISO)
+    extended: str = ""            # the student's own due date the LMS granted (an extension), without a zone
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,11 @@ def assess(hand_in: HandIn, total: float, policy: LatePolicy | None) -> Lateness
     submitted = datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds") if at else ""
     if policy is None:
         return Lateness(hand_in.flagged, submitted)
+    due = policy.due.timestamp()
+    if hand_in.extended:      # an extension the LMS granted this student: never earlier than the rubric's date
+        due = max(due, recorded_time(hand_in.extended, policy.local))
     if at:
-        seconds = at - policy.due.timestamp()
+        seconds = at - due
         days = max(0, math.ceil(seconds / DAY)) if seconds > 0 else 0
     else:
         # No time says when: the LMS's flag is all there is. It was judged against the LMS's due date, which the

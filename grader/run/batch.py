@@ -177,7 +177,11 @@ def _entries(paths: Iterable[str | Path], workdir: Path,
 
 
 def _with_lateness(result: SubmissionResult, entry: Entry, policy: LatePolicy | None) -> SubmissionResult:
-    return _late(result, assess(HandIn(entry.late, entry.handed_in, entry.recorded), result.total, policy))
+    return _late(result, assess(_hand_in(entry), result.total, policy))
+
+
+def _hand_in(entry: Entry) -> HandIn:
+    return HandIn(entry.late, entry.handed_in, entry.recorded, entry.extended)
 
 
 def _late(result: SubmissionResult, lateness: Lateness) -> SubmissionResult:
@@ -194,7 +198,7 @@ def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_di
     """An unchanged file's row, its lateness assessed again: the LMS's word may have come since it was graded (a
     worksheet given this time, an export made after a late resubmission's flag). Only a changed row is
     stored again (a new current result, the old one kept as history), so a regrade reads no result's JSON."""
-    lateness = assess(HandIn(entry.late, entry.handed_in, entry.recorded), row.total, rubric.late)
+    lateness = assess(_hand_in(entry), row.total, rubric.late)
     if (lateness.late, lateness.penalty) == (row.late, row.penalty) and (row.total or not lateness.late):
         return row     # (a late score of 0 has no penalty to tell its share by: its result is read)
     result = book.result(entry.student, rubric.assignment)
