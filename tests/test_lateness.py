@@ -118,6 +118,12 @@ def test_late_submissions_get_a_column_and_a_penalty_apart_from_their_score(tmp_
     said = "Handed in late: the late policy takes off 3, 27 / 30 after it."
     assert said in markdown_report(late) and said in html_report(late)
     assert "late" not in markdown_report(on_time).split("|")[0]
+    from rich.console import Console
+    from grader.report.console import print_rows
+    console = Console(record=True, width=200)
+    print_rows(batch.rows, console)
+    table = console.export_text()
+    assert "late" in table and "−3" in table
     from grader.report.gradescope import to_gradescope
     scope = to_gradescope(late)
     assert scope["score"] == 30 and (scope["extra_data"]["late"], scope["extra_data"]["late_penalty"]) == (True, 3.0)
@@ -378,3 +384,13 @@ def test_an_extension_moodle_granted_one_student_moves_that_students_due_date(tm
     assert assess(hand_in(ada), 30.0, POLICY).penalty == 0.0
     assert assess(hand_in(replace(ada, extended="")), 30.0, POLICY).days == 1
     assert assess(hand_in(replace(ada, recorded="2026-11-24T09:00:00")), 30.0, POLICY).days == 1
+
+
+def test_a_worksheet_reader_that_gives_bare_flags_still_works(tmp_path: Path, monkeypatch):
+    """`@worksheet` readers were {id: late} before they could give times: such a reader's flags still count."""
+    from grader.intake import gather as intake
+    monkeypatch.setitem(intake.WORKSHEETS, "moodle",
+                        lambda text: {k: r.late for k, r in (intake.moodle_worksheet(text) or {}).items()} or None)
+    export = moodle_export(tmp_path / "moodle.zip", {"grades.csv": MOODLE_WORKSHEET})
+    entries = {e.student: e for e in gather([export], tmp_path / "work").entries}
+    assert entries["Ada_Byron_2101"].late and entries["Ada_Byron_2101"].recorded == ""

@@ -546,6 +546,8 @@ class _Collector:
             except (csv.Error, ValueError):
                 records = None
             if records is not None:
+                # (a reader written for {id: late} still works: a bare flag is a record without times)
+                records = {lms_id: r if isinstance(r, Record) else Record(bool(r)) for lms_id, r in records.items()}
                 self.records.update(((name, lms_id), record) for lms_id, record in records.items())
                 self.worksheets.append(f"{item.source}: {name} worksheet, {len(records)} students, "
                                        f"{sum(r.late for r in records.values())} late")

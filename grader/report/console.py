@@ -74,14 +74,18 @@ def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None
     for number, exercise in enumerate(exercises, start=1):
         table.add_column(str(number) if numbered else exercise, justify="right", no_wrap=True)
     table.add_column("total", justify="right", style="bold", no_wrap=True, min_width=7)
+    late = any(row.late for row in rows)
+    if late:   # the late policy's penalty, apart from the score (as the CSV's late_penalty)
+        table.add_column("late", justify="right", no_wrap=True)
     for row in rows:
         cells = []
         for exercise in exercises:
             score = row.scores.get(exercise)
             cells.append(Text("" if score is None else _score(score),
                               style="red" if not score else ""))
+        more = [f"−{_score(row.penalty)}" if row.penalty else "late" if row.late else ""] if late else []
         table.add_row(Text(terminal(row.student)), *cells,
-                      f"{_score(row.total)}/{_score(row.max_total)}")
+                      f"{_score(row.total)}/{_score(row.max_total)}", *more)
     console.print(table)
     for row in rows:
         if row.state != "graded":
