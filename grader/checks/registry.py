@@ -225,13 +225,14 @@ def set_elements(expected: Any, got: Any) -> list[Any] | None:
         return None
     for tag in ("list", "tuple"):
         if tag in got:
-            return sorted(got[tag], key=codec.canonical)
+            return sorted((plain_numbers(element) for element in got[tag]), key=codec.canonical)
     return None
 
 
 def as_expected(expected: Any, got: Any) -> Any:
     """`got` (wire) with each numpy scalar made the plain number where `expected` has a number of that type,
-    and each frozenset made a set where `expected` has a set, inside lists and tuples too.
+    and each frozenset made a set where `expected` has a set, inside lists and tuples too; inside a set, each
+    numpy scalar is made its plain number (`plain_numbers`).
 
     Python treats them as equal (np.int64(2) == 2, frozenset(s) == set(s)) and a caller that reads the answer
     cannot tell them apart: a find_tile that returns the row and column np.where gave it, or a next_states that
@@ -244,12 +245,31 @@ def as_expected(expected: Any, got: Any) -> Any:
         return item if type(item) is type(expected) and type(item) in (int, float, bool) else got
     if type(expected) is not dict or "class" in got or "class" in expected:
         return got
-    if "set" in expected and "frozenset" in got:
-        return {"set": got["frozenset"]}
+    # A set's elements have no place to be matched by: each numpy scalar in them is its plain number (a
+    # next_states building states from a numpy board: Python's set equals the expected one). A frozenset is a
+    # set where a set is asked for; a set is no frozenset (it cannot be hashed).
+    for tag, spellings in (("set", ("set", "frozenset")), ("frozenset", ("frozenset",))):
+        found = next((got[spelling] for spelling in spellings if spelling in got), None)
+        if tag in expected and found is not None:
+            return {tag: sorted((plain_numbers(element) for element in found), key=codec.canonical)}
     for tag in ("list", "tuple"):
         if tag in expected and tag in got and len(expected[tag]) == len(got[tag]):
             return {tag: [as_expected(e, g) for e, g in zip(expected[tag], got[tag], strict=True)]}
     return got
+
+
+def plain_numbers(wire: Any) -> Any:
+    """`wire` with each numpy scalar made its plain number, inside lists and tuples too. Without an expected
+    value to follow it is as strict as `as_expected`: a numpy int becomes an int, which is still not a float."""
+    if type(wire) is not dict:
+        return wire
+    if "npscalar" in wire:
+        item = wire["npscalar"]
+        return item if type(item) in (int, float, bool) else wire
+    for tag in ("list", "tuple"):
+        if tag in wire and "class" not in wire:
+            return {tag: [plain_numbers(element) for element in wire[tag]]}
+    return wire
 
 
 @check("unordered", TOLERANCE)
