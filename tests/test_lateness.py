@@ -394,3 +394,12 @@ def test_a_worksheet_reader_that_gives_bare_flags_still_works(tmp_path: Path, mo
     export = moodle_export(tmp_path / "moodle.zip", {"grades.csv": MOODLE_WORKSHEET})
     entries = {e.student: e for e in gather([export], tmp_path / "work").entries}
     assert entries["Ada_Byron_2101"].late and entries["Ada_Byron_2101"].recorded == ""
+
+
+def test_moodles_times_are_read_in_its_12_and_24_hour_english_forms():
+    from grader.intake.gather import moodle_time
+    assert moodle_time("Saturday, 21 November 2026, 2:00 AM") == "2026-11-21T02:00:00"
+    assert moodle_time("Saturday, 21 November 2026, 12:30 PM") == "2026-11-21T12:30:00"
+    assert moodle_time("Saturday, 21 November 2026, 12:30 AM") == "2026-11-21T00:30:00"
+    assert moodle_time("21 November 2026, 14:05") == "2026-11-21T14:05:00"      # en_gb-style 24-hour
+    assert moodle_time("-") == moodle_time("samedi 21 novembre 2026, 02:00") == ""

@@ -232,7 +232,7 @@ MOODLE_MODIFIED = "Last modified (submission)"
 MOODLE_EXTENSION = "extension granted until"   # a Status part, "Extension granted until Monday, 23 November ..."
 # userdate's English strftimedatetime, "%A, %d %B %Y, %I:%M %p" with Moodle's leading zeros dropped:
 # "Saturday, 21 November 2026, 2:00 AM"
-MOODLE_TIME = re.compile(r"(\d{1,2}) ([A-Za-z]+) (\d{4}), (\d{1,2}):(\d{2}) ?([AaPp][Mm])")
+MOODLE_TIME = re.compile(r"(\d{1,2}) ([A-Za-z]+) (\d{4}), (\d{1,2}):(\d{2})(?: ?([AaPp][Mm]))?")   # or 24-hour
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")
 
@@ -242,7 +242,7 @@ def moodle_time(text: str) -> str:
     match = MOODLE_TIME.search(text)
     if not match or match[2].lower() not in MONTHS:
         return ""
-    hour = int(match[4]) % 12 + (12 if match[6].lower() == "pm" else 0)
+    hour = int(match[4]) if not match[6] else int(match[4]) % 12 + (12 if match[6].lower() == "pm" else 0)
     try:
         return datetime(int(match[3]), MONTHS.index(match[2].lower()) + 1, int(match[1]), hour,
                         int(match[5])).isoformat()
