@@ -198,6 +198,8 @@ def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_di
     """An unchanged file's row, its lateness assessed again: the LMS's word may have come since it was graded (a
     worksheet given this time, an export made after a late resubmission's flag). Only a changed row is
     stored again (a new current result, the old one kept as history), so a regrade reads no result's JSON."""
+    if rubric.late is None and (entry.late, 0.0) == (row.late, row.penalty):
+        return row     # no policy: the flag is all there is, and it is the row's (the common regrade, ~1 µs)
     lateness = assess(_hand_in(entry), row.total, rubric.late)
     if (lateness.late, lateness.penalty) == (row.late, row.penalty) and (row.total or not lateness.late):
         return row     # (a late score of 0 has no penalty to tell its share by: its result is read)
