@@ -27,7 +27,7 @@ class StudentRow:
     scores: tuple[float | None, ...]         # per exercise of the class, None when the result lacks it
     total: float
     max_total: float
-    late: bool                               # the result's late fact (LMS flag or file time past the due date)
+    late: bool                               # the result's late fact (rubric.lateness.assess)
     overrides: tuple[str, ...]               # one line per override in force
     review: bool                             # an override was made for another file than the current one
     similarity: float | None                 # highest score of a flagged pair this student is in

@@ -92,7 +92,7 @@ class SubmissionResult:
     extra: dict = field(default_factory=dict)
     state: str = "graded"        # one of STATES
     notebook: str = ""           # the graded file's content-addressed copy, relative to the results folder
-    late: bool = False           # the LMS flagged it late, or its file time is after the rubric's due date
+    late: bool = False           # late by the rubric's due date (rubric.lateness.assess); without one, the LMS's flag
     submitted_at: str = ""       # when it was handed in (UTC ISO), as far as a trustworthy time says; "" unknown
     penalty: float = 0.0         # points the rubric's late policy takes off; `total` is the score before it
     # "this notebook does not look like <assignment>: ..." when most graded names are absent
