@@ -7,6 +7,7 @@ import time
 import pytest
 
 from grader import codec
+from grader.sandbox import runtime
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 from sandbox_run import statement
 
@@ -254,6 +255,20 @@ def test_a_collector_callback_set_at_load_runs_in_the_cases_only():
     # One an exercise adds is gone in the next, as in a fresh fork (the runtime puts the load's back).
     added = "def add():\n    __import__('gc').callbacks.append(lambda phase, info: None)\n    return 0\n"
     assert exercises(added, "add()", "len(__import__('gc').callbacks)") == [0, 0]
+
+
+def test_the_cases_run_with_the_runtimes_collector_threshold_and_an_exercise_cannot_change_the_next():
+    """The runtime walks the collector's youngest generation less often during the cases (runtime.CASE_YOUNG_OBJECTS):
+    an exercise that sets another threshold is not pristine, and the next runs with the runtime's again; a
+    notebook that set its own at load keeps it in every exercise."""
+    source = ("import gc, os\ndef young():\n    return gc.get_threshold()[0]\n"
+              "def change():\n    gc.set_threshold(5)\n    return os.getpid()\n"
+              "def pid():\n    return os.getpid()\n")
+    before, first, changed, after, second = exercises(source, "young()", "pid()", "change()", "young()", "pid()")
+    assert before == after == runtime.CASE_YOUNG_OBJECTS
+    assert changed == first != second   # the exercise after the change ran in a fresh fork
+    own = "import gc\ngc.set_threshold(50)\ndef young():\n    return gc.get_threshold()[0]\n"
+    assert exercises(own, "young()", "young()") == [50, 50]
 
 
 def test_numpy_draws_are_seeded_at_each_case_and_leave_the_process_pristine():
