@@ -403,3 +403,18 @@ def test_moodles_times_are_read_in_its_12_and_24_hour_english_forms():
     assert moodle_time("Saturday, 21 November 2026, 12:30 AM") == "2026-11-21T00:30:00"
     assert moodle_time("21 November 2026, 14:05") == "2026-11-21T14:05:00"      # en_gb-style 24-hour
     assert moodle_time("-") == moodle_time("samedi 21 novembre 2026, 02:00") == ""
+
+
+def test_a_resubmission_counts_with_its_own_lateness(tmp_path: Path):
+    """Two Canvas exports, one made before the due date and one after a late resubmission (`lab-1.ipynb`, flagged
+    `_LATE_`): the resubmission is graded, and it is the late one. The first export's file, on time, is named
+    among the others, and no time of either export counts."""
+    notebook = (EXAMPLES / "correct.ipynb").read_bytes()
+    for name, member, made in (("before.zip", "smithjohn_12345_67890_lab.ipynb", (2026, 11, 20, 12, 0, 0)),
+                               ("after.zip", "smithjohn_LATE_12345_67999_lab-1.ipynb", (2026, 11, 23, 9, 0, 0))):
+        with zipfile.ZipFile(tmp_path / name, "w") as archive:
+            archive.writestr(zipfile.ZipInfo(member, made), notebook)
+    [entry] = gather([tmp_path / "before.zip", tmp_path / "after.zip"], tmp_path / "work").entries
+    assert entry.source.endswith("lab-1.ipynb") and entry.others[0].endswith("smithjohn_12345_67890_lab.ipynb")
+    lateness = assess(hand_in(entry), 30.0, POLICY)
+    assert (lateness.late, lateness.days, lateness.submitted_at) == (True, 1, "")
