@@ -258,14 +258,15 @@ def test_a_collector_callback_set_at_load_runs_in_the_cases_only():
 
 
 def test_the_cases_run_with_the_runtimes_collector_threshold_and_an_exercise_cannot_change_the_next():
-    """The runtime walks the collector's youngest generation less often during the cases (runtime.CASE_YOUNG_OBJECTS):
-    an exercise that sets another threshold is not pristine, and the next runs with the runtime's again; a
-    notebook that set its own at load keeps it in every exercise."""
-    source = ("import gc, os\ndef young():\n    return gc.get_threshold()[0]\n"
+    """The runtime walks the collector's youngest generation less often during the load and the cases
+    (runtime.YOUNG_OBJECTS): an exercise that sets another threshold is not pristine, and the next runs with the
+    runtime's again; a notebook that set its own at load keeps it in every exercise."""
+    source = ("import gc, os\nAT_LOAD = gc.get_threshold()[0]\ndef young():\n    return gc.get_threshold()[0]\n"
               "def change():\n    gc.set_threshold(5)\n    return os.getpid()\n"
               "def pid():\n    return os.getpid()\n")
-    before, first, changed, after, second = exercises(source, "young()", "pid()", "change()", "young()", "pid()")
-    assert before == after == runtime.CASE_YOUNG_OBJECTS
+    load, before, first, changed, after, second = exercises(source, "AT_LOAD", "young()", "pid()", "change()",
+                                                            "young()", "pid()")
+    assert load == before == after == runtime.YOUNG_OBJECTS
     assert changed == first != second   # the exercise after the change ran in a fresh fork
     own = "import gc\ngc.set_threshold(50)\ndef young():\n    return gc.get_threshold()[0]\n"
     assert exercises(own, "young()", "young()") == [50, 50]

@@ -65,13 +65,14 @@ _fork = os.fork
 _freeze = gc.freeze
 _get_threshold, _set_threshold = gc.get_threshold, gc.set_threshold
 _THRESHOLD = gc.get_threshold()   # the interpreter's, before any student code
-# During the cases the collector walks its youngest generation every CASE_YOUNG_OBJECTS container allocations
-# (Python's default: 700). A case's objects die by reference counting: those walks found next to nothing and cost
-# ~3.5% of the student's own case time (100 -> 96.5 ms per correct notebook, the coordinator's gcexp). Cyclic
-# garbage waits for at most this many more allocations. Set after the load, before the snapshot that every fork is
-# compared with, so an exercise that sets another threshold is not pristine (pristine._interpreter) and the next
-# runs in a fresh fork, with this one. A notebook that set its own threshold at load keeps it (as its hooks).
-CASE_YOUNG_OBJECTS = 20_000
+# During the load and the cases the collector walks its youngest generation every YOUNG_OBJECTS container
+# allocations (Python's default: 700). A notebook's objects die by reference counting: those walks found next to
+# nothing and cost ~4% of the student's own case time (bench_examples, correct: cases 116 -> 111 ms) and ~5 ms of
+# a load that runs a search (seed-000). Cyclic garbage waits for at most this many more allocations. Set before
+# the load, so the snapshot after it (which every fork is compared with) holds it: an exercise that sets another
+# threshold is not pristine (pristine._interpreter) and the next runs in a fresh fork, with this one. A notebook
+# that sets its own at load keeps it (as its hooks).
+YOUNG_OBJECTS = 20_000
 # A trace or profile function the notebook sets at load runs on every Python frame after it, and a collector
 # callback at every collection: the runtime takes them off after the load and puts them back for each exercise's
 # cases only, so none runs on the runtime's own code (its reset between exercises, the pristine check's walk),
@@ -763,14 +764,14 @@ class Child:
                 return
             operation = request.get("op")
             if operation == "load":
+                if _get_threshold() == _THRESHOLD:   # the load's objects die by reference counting too
+                    _set_threshold(YOUNG_OBJECTS, *_THRESHOLD[1:])
                 self.load(request)
                 self.hooks = _hooks_off()
                 self.reset()
                 # The loaded module is what every exercise's fork starts from: the collector leaves it alone
                 # from now on, so a collection in a fork does not copy every page the module's objects are on.
                 _freeze()
-                if _get_threshold() == _THRESHOLD:   # the notebook left it alone
-                    _set_threshold(CASE_YOUNG_OBJECTS, *_THRESHOLD[1:])
                 self.numpy_random = _numpy_random()
                 self.pristine = self.snapshot()   # what a fork that goes on must still show (pristine.py)
                 # From here on each exercise's fork is made before its request comes, and reads it itself: its
