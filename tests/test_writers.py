@@ -14,6 +14,7 @@ import html.parser
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -173,6 +174,22 @@ def test_markdown_report_gets_no_heading_or_html_from_student_text(text: str) ->
     assert len(headings) == 1 + 1 + len(result.exercises[0].cases)
     inline = [child for t in tokens if t.children for child in t.children]
     assert not [t for t in [*tokens, *inline] if t.type in ("html_block", "html_inline")]
+
+
+# What a terminal would act on: escape sequences, bells, backspaces, a lone carriage return, bidi overrides.
+TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+
+
+@SETTINGS
+@given(text=HOSTILE_TEXT)
+def test_report_files_carry_no_terminal_controls(text: str) -> None:
+    """A TA reads feedback.md or the gradebook with cat, head or less -R: a notebook's "\\x1b]52;c;..." would set
+    their clipboard, "\\x1b[2J" or a lone "\\r" hide the lines before it. Display formats show them as U+FFFD."""
+    result = _result(text)
+    pages = {"md": student.markdown_report(result), "html": student.html_report(result, code={"ex": text}),
+             "csv": textsafe.display(text)}
+    for kind, page in pages.items():
+        assert not TERMINAL_CONTROLS.search(page), (kind, text)
 
 
 @SETTINGS
@@ -491,6 +508,8 @@ def test_reports_and_class_report_finish_on_the_batch_and_keep_student_html_iner
     assert not [t for t in [*tokens, *inline] if t.type in ("html_block", "html_inline")]
     for name in ("lone_surrogate.md", "lone_surrogate.html", "huge_strings.html"):
         (reports / name).read_text(encoding="utf-8")
+    for report in reports.iterdir():   # the fixtures print escapes, BEL, a lone CR and a bidi override
+        assert not TERMINAL_CONTROLS.search(report.read_text(encoding="utf-8")), report.name
     done = _cli("class-report", str(batch), "-o", str(tmp_path / "class.html"))
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     from grader.report.class_report import sort_script
