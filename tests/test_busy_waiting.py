@@ -165,6 +165,9 @@ attempt("pin", lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
 params = ctypes.create_string_buffer(120)   # io_uring_setup(4, params): its workers' CPUs are the ring's to set
 ring = ctypes.CDLL(None, use_errno=True).syscall(425, 4, params)
 tried["io_uring"] = ctypes.get_errno() if ring < 0 else "done"
+ioprio_set = 251 if os.uname().machine == "x86_64" else 30
+idle_io = ctypes.CDLL(None, use_errno=True).syscall(ioprio_set, 3, os.getuid(), 3 << 13)
+tried["ioprio"] = ctypes.get_errno() if idle_io < 0 else "done"   # IOPRIO_WHO_USER, the idle class
 thread = threading.Thread(target=attempt, args=("thread", lambda: os.nice(19)))
 thread.start()
 thread.join()
@@ -195,6 +198,6 @@ def test_a_notebook_cannot_choose_to_wait_for_a_cpu():
     assert report.warnings == (), report.warnings
     found = json.loads(report.output.strip().splitlines()[-1])
     assert found["tried"] == {"nice": errno.EPERM, "setpriority": errno.EPERM, "idle": errno.EPERM,
-                              "batch": errno.EPERM, "pin": errno.EPERM, "io_uring": errno.EPERM,
+                              "batch": errno.EPERM, "pin": errno.EPERM, "io_uring": errno.EPERM, "ioprio": errno.EPERM,
                               "thread": errno.EPERM, "fork": "refused"}, found
     assert found["nice"] == os.getpriority(os.PRIO_PROCESS, 0) and found["policy"] == os.SCHED_OTHER, found

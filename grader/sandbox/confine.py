@@ -359,9 +359,11 @@ def drop_capabilities():
 
 # The system calls that set a thread's scheduling (its nice value, policy or CPUs), per architecture: the audit
 # architecture seccomp reports, then setpriority, sched_setparam, sched_setscheduler, sched_setaffinity, sched_setattr,
-# and io_uring_setup (a ring's kernel workers are threads of the sandbox whose CPUs IORING_REGISTER_IOWQ_AFF sets).
-_SCHEDULING_CALLS = {"x86_64": (0xC000003E, (141, 142, 144, 203, 314, 425)),
-                     "aarch64": (0xC00000B7, (140, 118, 119, 122, 274, 425))}
+# io_uring_setup (a ring's kernel workers are threads of the sandbox whose CPUs IORING_REGISTER_IOWQ_AFF sets), and
+# ioprio_set: where the sandbox runs as the grader's uid (rlimits mode, not root), IOPRIO_WHO_USER would put every
+# process of that uid (the grader, the TA's shell) in the idle I/O class, and it stays so after the grading.
+_SCHEDULING_CALLS = {"x86_64": (0xC000003E, (141, 142, 144, 203, 314, 425, 251)),
+                     "aarch64": (0xC00000B7, (140, 118, 119, 122, 274, 425, 30))}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
