@@ -162,6 +162,22 @@ def test_annotated_notebook_keeps_outputs_and_is_self_contained_and_deterministi
     assert "seed-000: 30 / 30" in first
 
 
+def test_annotated_notebook_copies_none_of_the_notebooks_metadata_but_its_language(bundled: Batch,
+                                                                                   tmp_path: Path) -> None:
+    """nbconvert's lab template copies a notebook's widget state whole into the page (60 MB of it made a 60 MB
+    page and a 485 MB report process; no widget runs under the page's CSP) and its `title` into <title>."""
+    nb = nbformat.read(SUBMISSIONS / f"{TRANSPOSED}.ipynb", as_version=4)
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"w": {"v": "W" * 3_000_000}}}}
+    nb.metadata["title"] = "Mallory's forged title"
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3", "version": "V" * 1_000_000}
+    path = tmp_path / "mallory.ipynb"
+    nbformat.write(nb, path)
+    html = annotated.annotated_notebook(path, bundled[TRANSPOSED])
+    assert len(html) < 2_000_000 and "WWWW" not in html and "VVVV" not in html
+    assert "forged title" not in html and "widget-state" not in html
+    assert '<span class="nf">move_dir</span>' in html                      # still highlighted as Python
+
+
 def test_annotated_notebook_embeds_local_images_drops_remote_ones_and_trusts_no_student_raw_cell(
         bundled: Batch, tmp_path: Path) -> None:
     (tmp_path / "picture.png").write_bytes(_tiny_png())

@@ -56,6 +56,7 @@ FEEDBACK_MARK = "grader_feedback"     # metadata key of the inserted cells (see 
 MAX_CELLS = 2_000                     # cells shown; the rest of a bigger notebook is summarized
 MAX_CHARS = 5_000_000                 # characters of sources and outputs shown, all cells together
 MAX_OUTPUT_CHARS = 500_000            # one cell's outputs; more are summarized in one line
+_LANGUAGE_CHARS = 100                 # a language's name in the notebook's metadata (for highlighting)
 _SHOWN_DATA = ("text/html", "text/markdown", "image/png", "image/jpeg", "image/svg+xml", "text/plain")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 STUDENT_CSS = """
@@ -136,6 +137,7 @@ def _notebook_node(path: Path, parsed: Notebook, limit: int) -> nbformat.Noteboo
             node = nbformat.versions[raw["nbformat"]].to_notebook_json(raw, minor=raw.get("nbformat_minor", 0))
             node = nbformat.convert(node, 4)
             del raw
+            node.metadata = _shown_metadata(node.metadata)
             if len(node.cells) >= wanted:
                 node.cells = node.cells[:wanted]
                 return node
@@ -151,6 +153,16 @@ def _notebook_node(path: Path, parsed: Notebook, limit: int) -> nbformat.Noteboo
             new.execution_count = cell.execution_count
         node.cells.append(new)
     return node
+
+
+def _shown_metadata(metadata: Any) -> nbformat.NotebookNode:
+    """The notebook's metadata the page uses: the language's names for highlighting, short. Why: the lab template
+    copies the rest whole into the page (a widget state of 60 MB made a 60 MB page and a 485 MB report process,
+    though no widget can run under the page's CSP; `title` becomes the page's title), and none of it is shown."""
+    language = metadata.get("language_info") if isinstance(metadata, dict) else None
+    kept = {key: value for key, value in (language.items() if isinstance(language, dict) else ())
+            if key in ("name", "pygments_lexer") and isinstance(value, str) and len(value) <= _LANGUAGE_CHARS}
+    return nbformat.from_dict({"language_info": kept} if kept else {})
 
 
 def _placement(result: SubmissionResult, extracted: Extracted, cell_count: int
