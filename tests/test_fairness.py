@@ -354,3 +354,28 @@ def test_other_spellings_stay_strict_where_python_tells_them_apart() -> None:
     assert same({(1, 2)}, frozenset({(1, 2)})) and same([{1}], [frozenset({1})])
     assert not same(1, np.bool_(True)) and not same(True, np.int64(1)) and not same(2, np.float64(2.0))
     assert not same((2, 3), [2, 3]) and not same(frozenset({1}), {1}) and not same((2, 3), (np.int64(2), 4))
+
+
+def test_a_jupytext_percent_script_of_a_right_notebook_runs_its_commented_magics(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """jupytext's percent format writes `%run Breadth-First-Fast.ipynb` as `# %run ...` and a %%time cell's first
+    line as `# %%time`, and Jupyter reads them back as magics. Read as comments, search was undefined and solve
+    scored 0 (16/20); read as jupytext reads them, the script grades as its notebook does."""
+    script = FAIR / "jupytext_percent_with_commented_magics.py"
+    text = script.read_text()
+    assert "#   jupytext:" in text and "\n# %run Breadth-First-Fast.ipynb\n" in text and "\n# %%time\n" in text
+    [result] = grade([script], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("solve").score == result.exercise("solve").max_score
+    assert result.total == result.max_total
+
+
+def test_only_a_jupytext_script_has_its_commented_magics_read_as_magics() -> None:
+    """In a plain script or a VS Code `# %%` file a `# %run` line is the author's comment: it ran nothing for them."""
+    from grader.intake.notebook import notebook_from_source
+    body = "# %%\n# %run helpers.ipynb\nx = 1\n# %%\n# %%time\ny = 2\n"
+    vscode = notebook_from_source(body)
+    assert [c.source for c in vscode.cells if c.kind == "code"] == ["# %run helpers.ipynb\nx = 1", "", "y = 2"]
+    header = "# ---\n# jupyter:\n#   jupytext:\n#     formats: ipynb,py:percent\n# ---\n\n"
+    jupytext = notebook_from_source(header + body)
+    assert [c.source for c in jupytext.cells if c.kind == "code"] == ["%run helpers.ipynb\nx = 1", "%%time\ny = 2"]
+    assert notebook_from_source("# %run helpers.ipynb\nx = 1\n").cells[0].source == "# %run helpers.ipynb\nx = 1\n"

@@ -104,9 +104,10 @@ def notebook_from_source(source: str, path: str = "<string>") -> Notebook:
     if len(source) > MAX_CODE_CHARS:   # all of it is code: read, it would be split into as many lines first
         raise NotebookError(path, f"more than {MAX_CODE_CHARS:,} characters of code: not read")
     lines = source.splitlines(keepends=True)
-    marks = [(i, m) for i, line in enumerate(lines) if (m := _marker(line)) is not None]
+    jupytext = _is_jupytext(lines)
+    marks = [(i, m) for i, line in enumerate(lines) if (m := _marker(line, jupytext)) is not None]
     if not marks:
-        return Notebook(path, *_within_code_budget((Cell(0, "code", source, None),)))
+        return Notebook(path, *_within_code_budget((Cell(0, "code", _magics_uncommented(source, jupytext), None),)))
     chunks: list[tuple[str, int | None, list[str]]] = []
     preamble = lines[: marks[0][0]]
     # nbconvert's export starts with "#!/usr/bin/env python" and "# coding: utf-8": not a cell.
@@ -116,7 +117,7 @@ def notebook_from_source(source: str, path: str = "<string>") -> Notebook:
         end = marks[n + 1][0] if n + 1 < len(marks) else len(lines)
         chunks.append((kind, count, lines[start + 1 : end]))
     cells = tuple(
-        Cell(index, kind, _trim_blank_lines(body), count)
+        Cell(index, kind, _magics_uncommented(_trim_blank_lines(body), jupytext and kind == "code"), count)
         for index, (kind, count, body) in enumerate(chunks)
     )
     return Notebook(path, *_within_code_budget(cells))
@@ -126,11 +127,54 @@ _PERCENT_MARKER = re.compile(r"^#\s?%%(?P<rest>.*)$")
 _IN_MARKER = re.compile(r"^#\s*In\s*\[\s*(?P<count>\d*)\s*\]\s*:\s*$")
 
 
-def _marker(line: str) -> tuple[str, int | None] | None:
-    """(kind, execution_count) when `line` starts a cell, else None."""
+# Jupytext writes a notebook's magics as comments (`# %run x.ipynb`, `# !pip ...`, a cell's first line `# %%time`)
+# and reads them back as magics when Jupyter opens the .py: the same one level of `# ` is taken off here.
+_JUPYTEXT_KEY = re.compile(r"^#\s+jupytext:\s*$")
+_COMMENTED_LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)# ?(?=%[A-Za-z]|![ \t]*[A-Za-z.~$\\/{}])")
+_COMMENTED_CELL_MAGIC = re.compile(r"^# ?(?=%%[A-Za-z])")
+
+
+def _is_jupytext(lines: list[str]) -> bool:
+    """Whether the script starts with jupytext's YAML header (`# ---`, ..., `#   jupytext:`, ..., `# ---`).
+
+    Only such a file has its commented magics read as magics: in a plain script or a VS Code `# %%` file a
+    `# %run` line is a comment the author wrote, and it ran nothing for them either.
+    """
+    body = [line.rstrip("\r\n") for line in lines[:200]]
+    while body and (not body[0].strip() or body[0].startswith("#!") or "coding" in body[0]):
+        body.pop(0)
+    if not body or body[0].strip() != "# ---":
+        return False
+    for line in body[1:]:
+        if not line.startswith("#") or line.strip() == "# ---":
+            return False
+        if _JUPYTEXT_KEY.match(line):
+            return True
+    return False
+
+
+def _magics_uncommented(source: str, jupytext: bool) -> str:
+    """A jupytext code cell as Jupyter runs it: each commented magic line a magic again (line numbers kept)."""
+    if not jupytext or "#" not in source:
+        return source
+    lines = source.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    for i, line in enumerate(lines):
+        if i == first and _COMMENTED_CELL_MAGIC.match(line):
+            lines[i] = _COMMENTED_CELL_MAGIC.sub("", line, count=1)
+        elif _COMMENTED_LINE_MAGIC.match(line):
+            lines[i] = _COMMENTED_LINE_MAGIC.sub(r"\g<indent>", line, count=1)
+    return "\n".join(lines)
+
+
+def _marker(line: str, jupytext: bool = False) -> tuple[str, int | None] | None:
+    """(kind, execution_count) when `line` starts a cell, else None. In a jupytext file `# %%time` is a commented
+    cell magic, not a marker (jupytext's markers are `# %%` alone or followed by a space)."""
     line = line.rstrip("\r\n")
     if m := _IN_MARKER.match(line):
         return "code", int(m["count"]) if m["count"] else None
+    if jupytext and line.startswith("# %%") and line[4:5] not in ("", " ", "\t"):
+        return None
     if m := _PERCENT_MARKER.match(line):
         rest = m["rest"].lower()
         if "[markdown]" in rest or "[md]" in rest:
