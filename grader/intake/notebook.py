@@ -104,6 +104,8 @@ def notebook_from_source(source: str, path: str = "<string>") -> Notebook:
     if len(source) > MAX_CODE_CHARS:   # all of it is code: read, it would be split into as many lines first
         raise NotebookError(path, f"more than {MAX_CODE_CHARS:,} characters of code: not read")
     lines = source.splitlines(keepends=True)
+    if _COLAB_MAGICS in source and any(line.rstrip() == _COLAB_MAGICS for line in lines):
+        return Notebook(path, *_within_code_budget(_colab_cells(lines)))
     jupytext = _is_jupytext(lines)
     marks = [(i, m) for i, line in enumerate(lines) if (m := _marker(line, jupytext)) is not None]
     if not marks:
@@ -165,6 +167,44 @@ def _magics_uncommented(source: str, jupytext: bool) -> str:
         elif _COMMENTED_LINE_MAGIC.match(line):
             lines[i] = _COMMENTED_LINE_MAGIC.sub(r"\g<indent>", line, count=1)
     return "\n".join(lines)
+
+
+# Colab's "Download .py" comments a cell's magics out and says so on the cell's first line: a line magic is written
+# `# %run X.ipynb`, a cell magic's cell is commented line by line (`# %%time`, `# def f(S):`, `# ` for a blank line).
+# The notebook ran them as magics; shell lines (`!pip ...`) are left as they were. Cells are joined by a blank line.
+_COLAB_MAGICS = "# Commented out IPython magic to ensure Python compatibility."
+_COLAB_CELL_MAGIC = re.compile(r"^# %%[A-Za-z]")
+_COLAB_LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)# (?=%[A-Za-z])")
+
+
+def _colab_cells(lines: list[str]) -> tuple[Cell, ...]:
+    """A Colab export as cells, each of its commented magics a magic again (as the notebook ran it).
+
+    Only the cell Colab marked is read so: its cell magic's commented lines (a cell of its own, ending where the
+    comments end), or its commented line magics up to the cell's end (its first blank line: a magic after a blank
+    line within the cell stays a comment). The rest is code as written, between the marked cells.
+    """
+    text = [line.rstrip("\r\n") for line in lines]
+    chunks: list[list[str]] = []
+    start = i = 0
+    while i < len(text):
+        if text[i].rstrip() != _COLAB_MAGICS:
+            i += 1
+            continue
+        chunks.append(text[start:i])   # the code before Colab's note (the note is Colab's, not the author's)
+        end = i + 1
+        if end < len(text) and _COLAB_CELL_MAGIC.match(text[end]):
+            while end < len(text) and text[end].startswith("#"):
+                end += 1
+            chunks.append([line[2:] if line.startswith("# ") else "" for line in text[i + 1:end]])
+        else:
+            while end < len(text) and text[end].strip():
+                end += 1
+            chunks.append([_COLAB_LINE_MAGIC.sub(r"\g<indent>", line, count=1) for line in text[i + 1:end]])
+        start = i = end
+    chunks.append(text[start:])
+    sources = [source for chunk in chunks if (source := _trim_blank_lines([f"{line}\n" for line in chunk]))]
+    return tuple(Cell(index, "code", source, None) for index, source in enumerate(sources))
 
 
 def _marker(line: str, jupytext: bool = False) -> tuple[str, int | None] | None:
