@@ -7,7 +7,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from grader import __version__
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from grader.report.class_outputs import Classroom
     from grader.run.batch import Batch
+    from grader.store.results import SubmissionResult
 
 
 class _Terminal:
@@ -104,7 +105,9 @@ def _grade_batch(args: argparse.Namespace) -> int:
         return 1
     if not args.quiet:
         from grader.report.console import print_rows   # rich's tables: only for the table
-        print_rows(batch.rows, out.console)
+        rows = batch.rows
+        reasons, overridden = _beside_the_table(batch, [row.student for row in rows if row.state != "graded"])
+        print_rows(rows, out.console, reasons, overridden)
         if args.gradescope:
             out.console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",
                           highlight=False)
@@ -128,6 +131,32 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
                       f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
     return exit_code(batch, args.allow_mismatch)
+
+
+def _beside_the_table(batch: Batch, not_graded: Sequence[str]) -> tuple[dict[str, str], list[SubmissionResult]]:
+    """Why each of `not_graded` was not (its result's first warning: "export.zip:x.ipynb: empty file"), and the
+    results of this batch's students that TA overrides change (what the CSV and reports show, not the table's
+    automatic scores). Only those students' results are read: a class of 10,000 reads none when all are graded
+    and nobody has an override."""
+    from grader.store import overrides
+    from grader.store.gradebook import Gradebook
+    if batch.gradebook is None:
+        return {r.submission: r.warnings[0].shown for r in batch.results if r.submission in set(not_graded)
+                and r.warnings}, []
+    students = set(batch.students)
+    forced = [o for o in overrides.in_force(overrides.history(batch.gradebook, batch.rubric)) if o.student in students]
+    wanted = set(not_graded) | {o.student for o in forced}
+    reasons: dict[str, str] = {}
+    changed: list[SubmissionResult] = []
+    if wanted:
+        with Gradebook(batch.gradebook) as book:
+            for result in book.iter_current(batch.rubric, wanted):
+                if result.submission in not_graded and result.warnings:
+                    reasons[result.submission] = result.warnings[0].shown
+                final = overrides.apply(result, forced)
+                if final is not result:
+                    changed.append(final)
+    return reasons, changed
 
 
 def not_judged_line(cases_of: dict[str, int], why: str) -> str:

@@ -86,6 +86,50 @@ def test_quiet_grade_prints_one_summary_line_with_counts_and_isolation_levels(tm
     assert "3 submissions: 0 graded, 0 unreadable, 0 failed, 3 unchanged" in again.stdout
 
 
+def test_a_zip_members_result_and_reason_name_the_zip_never_the_graders_temporary_copy(tmp_path: Path,
+                                                                                      grader_cache: Path) -> None:
+    """A zip member is graded from a copy in a temporary folder that is gone after the batch. Its result's `path`
+    and the reason a broken member cannot be read (the TA's terminal, the student's report) name the member in
+    the zip, as the TA and the student know it: they named /tmp/puzzle-grader-*/intake-*/..., and the terminal
+    sent the TA to the JSON file for the reason."""
+    import zipfile
+    export = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.write(REPO / CORRECT, "smithjohn_12345_67890_lab.ipynb")
+        archive.writestr("doeada_12346_67891_lab.ipynb", '{"cells": [{"cell_type": "code", "source": "def f(')
+    out = tmp_path / "results"
+    done = run("grade", str(export), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert done.returncode == 0, done.stderr
+    good = json.loads((out / "smithjohn_12345.json").read_text(encoding="utf-8"))
+    broken = json.loads((out / "doeada_12346.json").read_text(encoding="utf-8"))
+    assert good["total"] == 30 and broken["state"] == "unreadable"
+    assert good["path"] == f"{export}:smithjohn_12345_67890_lab.ipynb"
+    assert broken["path"] == f"{export}:doeada_12346_67891_lab.ipynb"
+    reason = broken["warnings"][0]["text"]
+    assert reason.startswith(f"{export}:doeada_12346_67891_lab.ipynb: not valid JSON"), reason
+    assert "intake-" not in json.dumps(broken)
+    assert f"doeada_12346: unreadable: {export}:doeada_12346_67891_lab.ipynb: not valid JSON" in flat(done.stdout)
+
+
+def test_the_table_of_a_regrade_names_the_students_whose_exported_score_a_ta_override_changed(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """The table shows automatic scores; the CSV, Gradescope and the reports the overridden ones. The TA who reran
+    the class read 30/30 where the CSV said 28: the table is followed by each overridden student's final score."""
+    out = tmp_path / "results"
+    first = run("grade", CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert first.returncode == 0, first.stderr
+    assert "with TA overrides" not in first.stdout
+    made = run("override", "correct", "search", "--points", "2", "--why", "copied the search", "--by", "ta",
+               "--gradebook", str(out / "gradebook.sqlite"))
+    assert made.returncode == 0, made.stderr
+    again = run("grade", CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert again.returncode == 0, again.stderr
+    assert "correct: 28/30 with TA overrides (automatic 30): search: 4 -> 2 by ta (copied the search)" in flat(
+        again.stdout), again.stdout
+    assert "move-dir-transposed: 28/30 with" not in flat(again.stdout)
+    assert "correct,2,2,2,2,3,1,2,2,3,2,2,2,3,28,30" in (out / "gradebook.csv").read_text(encoding="utf-8")
+
+
 # ------------------------------------------------------------------------------------------------ check
 
 

@@ -1224,15 +1224,18 @@ class Read:
 
 
 def read_submission(path: Path, plan: Plan, hide: Sequence[Path | None] = (),
-                    cells: tuple[int, int] | None = None) -> Read:
+                    cells: tuple[int, int] | None = None, shown: str = "") -> Read:
     """Read and extract one submission file for `plan` (grade_read grades it). `cells`: extracted only if no
-    code cell has more characters than the first and all of them not more than the second."""
+    code cell has more characters than the first and all of them not more than the second. `shown`: the file as
+    the TA knows it (`export.zip:member`), named in the reason it cannot be read instead of `path`, which for a
+    zip member is the grader's temporary copy (gone after the batch, and no name a student knows)."""
     started = time.monotonic()
     sha256 = file_sha256(path)
     try:
         notebook = read_notebook(path)
     except NotebookError as error:
-        return Read(path, sha256, None, None, problem=str(error), seconds=time.monotonic() - started)
+        problem = f"{shown}: {error.reason}" if shown else str(error)
+        return Read(path, sha256, None, None, problem=problem, seconds=time.monotonic() - started)
     if cells is not None:
         code = [len(cell.source) for cell in notebook.cells if cell.kind == "code"]
         if max(code, default=0) > cells[0] or sum(code) > cells[1]:

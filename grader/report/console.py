@@ -62,8 +62,11 @@ def print_class(results: Sequence[SubmissionResult], console: Console | None = N
                                         f": not graded: {terminal(result.warnings[0].shown)}"), highlight=False)
 
 
-def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None:
-    """The class table from score rows (what a batch keeps), and which submissions could not be read."""
+def print_rows(rows: Sequence[ScoreRow], console: Console | None = None, reasons: Mapping[str, str] | None = None,
+               overridden: Sequence[SubmissionResult] = ()) -> None:
+    """The class table from score rows (what a batch keeps), which submissions could not be read and why
+    (`reasons`: student -> the result's first warning), and the students whose exported scores are not the
+    table's automatic ones (`overridden`: their results with the TA overrides in force applied)."""
     console = console or Console()
     exercises = list(rows[0].scores) if rows else []
     numbered = len(exercises) > 6
@@ -87,10 +90,19 @@ def print_rows(rows: Sequence[ScoreRow], console: Console | None = None) -> None
         table.add_row(Text(terminal(row.student)), *cells,
                       f"{_score(row.total)}/{_score(row.max_total)}", *more)
     console.print(table)
+    reasons = reasons or {}
     for row in rows:
         if row.state != "graded":
-            console.print(f"[yellow]{escape(terminal(row.student))}[/]: {row.state} (the reason is in its JSON result)",
-                          highlight=False)
+            why = reasons.get(row.student)
+            console.print(Text.assemble((terminal(row.student), "yellow"), f": {row.state}: {terminal(why)}" if why
+                                        else f": {row.state} (the reason is in its JSON result)"), highlight=False)
+    for result in overridden:   # the CSV, Gradescope and the reports have these scores, not the table's
+        from grader.store.overrides import describe
+        automatic = result.extra.get("automatic_total", result.total)
+        console.print(Text.assemble((terminal(result.submission), "yellow"),
+                                    f": {_score(result.total)}/{_score(result.max_total)} with TA overrides "
+                                    f"(automatic {_score(automatic)}): {terminal('; '.join(describe(result)))}"),
+                      highlight=False)
 
 
 def student_console() -> Console:

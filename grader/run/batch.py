@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import json
-
 import os
 import time
 import hashlib
@@ -121,11 +120,19 @@ def _failure_result(plan: Plan, job: Job, reason: str) -> SubmissionResult:
                                 Kind.FAILED), state="failed")
 
 
-def _unreadable(plan: Plan, entry: Entry) -> SubmissionResult:
+def _unreadable(plan: Plan, entry: Entry, extracted: Path) -> SubmissionResult:
     from grader.judge.grading import empty_result
     return replace(empty_result(entry.path, plan, file_sha256(entry.path), f"{entry.source}: {entry.problem}",
                                  time.monotonic(),
-                                 entry.student), path=entry.source)
+                                 entry.student), path=_recorded_path(entry.path, entry.source, extracted))
+
+
+def _recorded_path(path: str | Path, source: str, extracted: Path) -> str:
+    """The `path` a result records: the file's absolute path, or for an archive member (extracted into the batch's
+    temporary folder `extracted`, gone after it, and no name the TA or the student knows) its source made
+    absolute, `/course/export.zip:smithjohn_12345_67890_lab.ipynb`."""
+    resolved = Path(path).resolve()
+    return os.path.abspath(source) if resolved.is_relative_to(extracted) else str(resolved)
 
 
 def _row(result: SubmissionResult) -> ScoreRow:
@@ -297,6 +304,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if making is not None:
                     making.wait()
             book = _open_gradebook(book_path)
+            extracted = Path(workdir).resolve()   # where archive members are extracted (gone after the batch)
             batch.students = [entry.student for entry in entries]
             by_student = {entry.student: entry for entry in entries}
             summaries = _Summaries(rubric)
@@ -318,7 +326,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     if on_result:
                         on_result(summaries.of(previous), True)
                 elif entry.problem:    # unreadable before any worker sees it: its row says why
-                    result = _with_lateness(_unreadable(the_plan(), entry), entry, rubric.late)
+                    result = _with_lateness(_unreadable(the_plan(), entry, extracted), entry, rubric.late)
                     batch.unreadable += 1
                     if out_dir is not None:
                         write_json(result, out_dir, store=shared_values)
@@ -380,6 +388,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                             continue
                         result = _failure_result(the_plan(), done.job, done.failure)
                     result = _with_lateness(result, by_student[student], rubric.late)
+                    result = replace(result, path=_recorded_path(done.job.path, done.job.source, extracted))
                     form = None
                     if out_dir is not None:
                         copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)

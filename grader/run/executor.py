@@ -126,7 +126,8 @@ def grade_result(setup: Setup, job: Job, read: "Read | None" = None) -> "Submiss
     with tempfile.TemporaryDirectory(prefix="job-", dir=temp_root()) as folder:   # the bytes travelled with the job
         local = Path(folder) / Path(job.path).name
         local.write_bytes(job.data)
-        result = grade_read(read_submission(local, plan, hide), plan, support, options, submission=job.student)
+        result = grade_read(read_submission(local, plan, hide, shown=job.source), plan, support, options,
+                            submission=job.student)
     return replace(result, path=job.path)
 
 
@@ -147,7 +148,7 @@ def read_job(setup: Setup, job: Job) -> "Read":
     from grader.judge.grading import read_submission
     plan, _ = _plan(setup)
     _readable(Path(job.path), "the submission")
-    return read_submission(Path(job.path), plan, tuple(Path(h) for h in setup.hide))
+    return read_submission(Path(job.path), plan, tuple(Path(h) for h in setup.hide), shown=job.source)
 
 
 # What a worker reads ahead (_Inbox), on a thread beside the one that answers the current child: the file's JSON
@@ -173,7 +174,7 @@ def read_ahead(setup: Setup, job: Job) -> "Read | None":
             return None
         started = time.thread_time()
         read = read_submission(path, _PLANS[_plan_key(setup)][0], tuple(Path(h) for h in setup.hide),
-                               cells=(READ_AHEAD_CELL, READ_AHEAD_CODE))
+                               cells=(READ_AHEAD_CELL, READ_AHEAD_CODE), shown=job.source)
     except Exception:  # noqa: BLE001 - met again (and reported) when the job is graded
         return None
     # The submission's budget counts this thread's CPU time for the read, not its wall time: beside the main
