@@ -559,6 +559,23 @@ def test_a_cell_of_blank_lines_is_read_once_not_once_per_line() -> None:
     assert done.stdout.strip() == "['f'] []"
 
 
+def test_an_ipython6_export_writes_line_magics_as_magic_calls_and_they_are_magics_again() -> None:
+    """IPython before 7 exported `%run X.ipynb` as get_ipython().magic('run X.ipynb'): the name and its arguments in
+    one string (u'' in Python 2 days). As calls they ran nothing; as magics again they are extracted as typed."""
+    script = (
+        "# In[1]:\n\nget_ipython().magic('run Breadth-First-Fast.ipynb')\n"
+        "get_ipython().magic(u'matplotlib inline')\nget_ipython().magic('time x = 2 * 3')\n"
+        "get_ipython().magic('%timeit y = 1')\n"
+        "get_ipython().magic(name)\nget_ipython().magic('')\n"
+    )
+    extracted = extract(notebook_from_source(script, "export.py"))
+    assert extracted.runs == ("Breadth-First-Fast",)
+    reasons = {d.reason for d in extracted.dropped}
+    assert {"line magic %matplotlib"} <= reasons
+    stays_python = {d.excerpt for d in extracted.dropped if d.excerpt.startswith("get_ipython()")}
+    assert stays_python == {"get_ipython().magic(name)", "get_ipython().magic('')"}
+
+
 def test_a_script_export_writes_magics_as_ipython_calls_and_they_are_magics_again() -> None:
     """nbconvert --to script (and Jupyter's "Download as .py") write `%run X.ipynb` as
     get_ipython().run_line_magic('run', 'X.ipynb') and a %%time cell as run_cell_magic: extracted as the magics."""

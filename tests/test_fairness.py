@@ -276,6 +276,18 @@ def test_a_script_export_of_a_right_notebook_keeps_its_run_module_and_its_timed_
     assert result.total == result.max_total
 
 
+def test_an_ipython6_script_export_of_a_right_notebook_keeps_its_run_module(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """Jupyter with IPython before 7 exported `%run Breadth-First-Fast.ipynb` as
+    get_ipython().magic('run Breadth-First-Fast.ipynb'). As a call it ran nothing: search was undefined and solve
+    scored 0 (16/20); read as the magic it was, the script grades as its notebook does."""
+    script = FAIR / "script_export_ipython6_magic_calls.py"
+    assert "\nget_ipython().magic('run Breadth-First-Fast.ipynb')\n" in script.read_text()
+    [result] = grade([script], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("solve").score == result.exercise("solve").max_score
+    assert result.total == result.max_total
+
+
 def test_a_colab_export_of_a_right_notebook_runs_the_magics_colab_commented_out(
         tmp_path: Path, grader_cache: Path) -> None:
     """Colab's "Download .py" writes `%run Breadth-First-Fast.ipynb` as `# %run ...` and comments out a %%time

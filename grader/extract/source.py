@@ -687,16 +687,18 @@ def _timed_statement(args: str) -> str:
 
 
 # How a script exported from a notebook (nbconvert --to script, Jupyter's "Download as .py") writes a magic: as a
-# call of IPython's API on a line of its own (`x = ` in front for `x = !ls`).
+# call of IPython's API on a line of its own (`x = ` in front for `x = !ls`). IPython before 7 wrote a line magic as
+# get_ipython().magic('run X.ipynb'): its name and arguments in one string.
 _IPYTHON_CALL = re.compile(
     r"^(?P<indent>[ \t]*)(?:(?P<target>[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*)[ \t]*=[ \t]*)?"
-    r"get_ipython\(\)\.(?P<method>run_line_magic|run_cell_magic|system|getoutput)\((?P<args>.*)\)[ \t]*$")
+    r"get_ipython\(\)\.(?P<method>run_line_magic|run_cell_magic|magic|system|getoutput)\((?P<args>.*)\)[ \t]*$")
 
 
 def _as_typed(source: str) -> str:
     """The cell with each call of IPython's API that an export wrote for a magic turned back into that magic.
 
     `%run Breadth-First-Fast.ipynb` is exported as get_ipython().run_line_magic('run', 'Breadth-First-Fast.ipynb')
+    (get_ipython().magic('run Breadth-First-Fast.ipynb') before IPython 7)
     and a %%time cell as get_ipython().run_cell_magic('time', '', '<the cell>'): as calls they run nothing at
     grading (get_ipython is a stand-in), so a submitted script lost its support module and every definition
     under %%time. As magics again they are extracted as in the notebook. A call whose arguments are not string
@@ -721,6 +723,8 @@ def _as_typed(source: str) -> str:
             continue
         if method == "run_line_magic" and len(args) == 2:
             magic = f"%{args[0]} {args[1]}".rstrip()
+        elif method == "magic" and len(args) == 1 and args[0].lstrip("%") and "\n" not in args[0]:
+            magic = f"%{args[0].lstrip('%')}".rstrip()   # IPython's magic() takes the % off the name too
         elif method in ("system", "getoutput") and len(args) == 1 and "\n" not in args[0]:
             magic = f"!{args[0]}"
         else:
