@@ -1,5 +1,7 @@
 """The README documents the rubric language: every key the parser accepts appears in its reference tables."""
 
+import ast
+import re
 from dataclasses import fields
 from pathlib import Path
 
@@ -97,3 +99,117 @@ def test_readme_documents_the_master_notebook_markers():
                    "# rubric"):
         assert marker in section
     assert assign.BEGIN.match("    # BEGIN SOLUTION") and assign.END.match("# END SOLUTION")
+
+
+# docs/DESIGN.md names real modules, functions, classes, fields and constants: each must still exist in the code.
+ROOT = Path(__file__).resolve().parents[1]
+DESIGN = ROOT / "docs" / "DESIGN.md"
+PACKAGE = ROOT / "grader"
+
+
+def _sources() -> dict[Path, ast.Module]:
+    return {path: ast.parse(path.read_text(encoding="utf-8")) for path in PACKAGE.rglob("*.py")}
+
+
+def _members(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    """The names a module or class body defines (functions, classes, assignments, imports), and for a class also
+    the attributes its methods set on `self`."""
+    names: dict[str, ast.AST] = {}
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        names[name.id] = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".")[0]] = node
+        elif isinstance(node, (ast.If, ast.Try)):   # definitions under `if __name__` or `try: import`
+            names.update(_members(node.body + getattr(node, "orelse", []) + getattr(node, "finalbody", [])))
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self" \
+                        and isinstance(sub.ctx, ast.Store):
+                    names.setdefault(sub.attr, sub)
+    return names
+
+
+def _resolves(scope: dict[str, ast.AST], rest: list[str]) -> bool:
+    """Whether `rest` (a.b) names something defined in `scope`: a, then b a member of the class a."""
+    for name in rest:
+        node = scope.get(name)
+        if node is None:
+            return False
+        scope = _members(node.body) if isinstance(node, ast.ClassDef) else {}
+    return True
+
+
+def _module(parts: list[str], trees: dict[Path, ast.Module]) -> tuple[Path | None, list[str]]:
+    """The grader module the longest prefix of a dotted name names (`grader.run.batch`, `judge.grading`,
+    `cpuclock`), and the names left after it."""
+    for size in range(len(parts), 0, -1):
+        head = parts[:size]
+        if head[0] == "grader":
+            head = head[1:]
+        if not head:
+            continue
+        for path in trees:
+            relative = path.relative_to(PACKAGE).with_suffix("").parts
+            if relative[-1] == "__init__":
+                relative = relative[:-1]
+            if relative and tuple(head) == relative[-len(head):]:
+                return path, parts[size:]
+    return None, parts
+
+
+def design_problems(text: str) -> list[str]:
+    """Every name in a code span of `text` that the code no longer has."""
+    trees = _sources()
+    members = {path: _members(tree.body) for path, tree in trees.items()}
+    classes = {name: node for scope in members.values() for name, node in scope.items()
+               if isinstance(node, ast.ClassDef)}
+    # A bare name may be a SQL column or a system call the code names in a string: any word of grader/ will do.
+    everywhere = {word for path in trees for word in re.findall(r"\w+", path.read_text(encoding="utf-8"))}
+    problems = []
+    for span in sorted(set(re.findall(r"`([^`\n]+)`", text))):
+        span = re.sub(r"^([\w.]+)\([^()]*\)$", r"\1", span)   # a call: `cpuclock.credit(...)`, `f()`
+        if re.fullmatch(r"[\w./-]+\.py", span):           # a file: in the repository, a stage or anywhere in grader/
+            if not any((base / span).exists() for base in (ROOT, PACKAGE, ROOT / "tests", ROOT / "bench")) \
+                    and not any(path.name == span for path in trees):
+                problems.append(f"no file {span}")
+        elif re.fullmatch(r"tests/fixtures/[\w-]+/?", span):
+            if not (ROOT / span).is_dir():
+                problems.append(f"no folder {span}")
+        elif re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", span):
+            parts = span.split(".")
+            path, rest = _module(parts, trees)
+            if path is not None:
+                if rest and not _resolves(members[path], rest):
+                    problems.append(f"{span}: not defined in {path.relative_to(ROOT)}")
+            elif parts[0] in classes and not _resolves(classes, parts):   # Class.field
+                problems.append(f"{span}: no such member")
+        elif re.fullmatch(r"[A-Z]\w*|[a-z]\w*_\w*", span):   # a class, a constant, a function, a field, a key
+            if span not in everywhere:
+                problems.append(f"{span} is nowhere in grader/")
+    return problems
+
+
+def test_design_names_exist():
+    assert design_problems(DESIGN.read_text(encoding="utf-8")) == []
+
+
+def test_design_check_finds_renamed_names():
+    """The check itself: names that were renamed or never existed are found, real ones are not."""
+    real = "`cpuclock.credit`, `grader.run.batch.grade_batch`, `Extracted.definitions`, `sandbox/budget.py`"
+    assert design_problems(real) == []
+    made_up = ("`cpuclock.credited`, `judge.grading.grade_everything`, `Extracted.defined`, `sandbox/clock.py`, "
+               "`NoSuchStage`, `no_such_field`, `tests/fixtures/nowhere`")
+    assert len(design_problems(made_up)) == 7
+
+
+def test_readme_layout_points_to_the_design():
+    layout = README[README.index("## Layout"):README.index("## Measured")]
+    assert "docs/" in layout and "DESIGN.md" in layout
