@@ -130,6 +130,31 @@ def test_the_table_of_a_regrade_names_the_students_whose_exported_score_a_ta_ove
     assert "correct,2,2,2,2,3,1,2,2,3,2,2,2,3,28,30" in (out / "gradebook.csv").read_text(encoding="utf-8")
 
 
+def test_rerunning_the_class_after_a_one_student_regrade_says_it_replaces_that_students_newer_file(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """The TA grades the class, then the notebook a student sent later (`grade fixed/ada.ipynb`), then reruns the
+    class's folder for its exports: the class's older file is graded again and made current. That was silent (the
+    fixed notebook's 30 became 28 in the CSV); now a note names both files. A student's newer file is no note."""
+    import shutil
+    klass, fixed = tmp_path / "class", tmp_path / "fixed"
+    klass.mkdir()
+    fixed.mkdir()
+    shutil.copy(REPO / TRANSPOSED, klass / "ada.ipynb")
+    shutil.copy(REPO / CORRECT, fixed / "ada.ipynb")
+    out = str(tmp_path / "results")
+    common = ("--rubric", RUBRIC, "--out", out, "--cache", str(grader_cache))
+    assert run("grade", str(klass), *common).returncode == 0
+    newer = run("grade", str(fixed / "ada.ipynb"), *common)
+    assert newer.returncode == 0, newer.stderr
+    assert "older" not in newer.stdout
+    again = run("grade", str(klass), *common)
+    assert again.returncode == 0, again.stderr
+    assert (f"note: ada: {klass / 'ada.ipynb'} is older than its current result's file, {fixed / 'ada.ipynb'} "
+            f"(graded ") in flat(again.stdout), again.stdout
+    assert f"to keep that one, grade {fixed / 'ada.ipynb'} again" in flat(again.stdout)
+    assert "ada,2,0," in (Path(out) / "gradebook.csv").read_text(encoding="utf-8")   # what it says happened
+
+
 # ------------------------------------------------------------------------------------------------ check
 
 

@@ -315,6 +315,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                             if book and not force else None)
                 if previous is not None and previous.busy:
                     previous = None   # a busy machine kept some of its cases from being judged: graded again
+                older = book.back_to_older(rubric.assignment, student, sha256) if book and previous is None else None
+                if older is not None:
+                    batch.notes.append(f"{student}: {source} is older than its current result's file, {older[0]} "
+                                       f"(graded {older[1][:16].replace('T', ' ')} UTC), and replaces it now; to keep "
+                                       f"that one, grade {older[0]} again")
                 if book and previous is not None:
                     batch.levels[previous.isolation] += 1
                     batch.unchanged += 1

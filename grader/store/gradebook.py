@@ -281,6 +281,20 @@ class Gradebook:
             "s.rubric = ? AND s.student = ? AND r.sha256 = ? AND r.rubric_sha256 = ? AND r.grader_version = ?",
             (rubric, student, sha256, rubric_sha256, grader_version)), None)
 
+    def back_to_older(self, rubric: str, student: str, sha256: str) -> tuple[str, str] | None:
+        """When grading this file would make an older file the student's current one again: (source, graded_at) of
+        the current result, a file graded after this one was, else None. A TA who regraded one student from the
+        file they sent later (`grade fixed/smith.ipynb`) and then reran the class's export had the export's older
+        file graded again and made current without a word (a student's pick among files is not the batch's)."""
+        current = self._db.execute(
+            """SELECT s.id, s.sha256, s.source, r.graded_at FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? AND s.student = ?""", (rubric, student)).fetchone()
+        if current is None or current[1] == sha256:
+            return None
+        (before,) = self._db.execute("SELECT max(graded_at) FROM results WHERE submission_id = ? AND sha256 = ?",
+                                     (current[0], sha256)).fetchone()
+        return (current[2], current[3]) if before is not None and before < current[3] else None
+
     def _score_rows(self, where: str, parameters: tuple[str, ...]) -> Iterator[ScoreRow]:
         # Columns only, from the results_heads index: the result's json is neither parsed nor read. The heads
         # and the scores are two queries walked side by side (both by student), not a join that repeats a
