@@ -210,6 +210,15 @@ def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) 
         assignment: mini
         reference: mini_reference.py
         exercises:
+          - id: double
+            function: dubble
+            cases: [{call: double(1)}]
+        """, ["4: exercise 'double': the reference module has no 'dubble' (did you mean 'double'?)"],
+        id="misspelled_function"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
           - id: total
             cases:
               - call: total([1])

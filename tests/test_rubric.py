@@ -128,6 +128,22 @@ exercises:
       - call: double(1)
 """, ["6: exercise 'double': unknown limit 'timeout' (did you mean 'max_timeouts'?)"], id="unknown_limit_name"),
     pytest.param("""\
+    mistakes:
+      - reference: double_wrong
+        sy: "Twice, not once."
+    cases:
+      - call: double(1)
+""", ["6: exercise 'double': mistakes: unknown key 'sy' (did you mean 'say'?); each entry needs exactly the keys "
+      "reference, say"], id="misspelled_mistake_key"),
+    pytest.param("""\
+    error_hints:
+      - mach: TypeError
+        say: "Return a number."
+    cases:
+      - call: double(1)
+""", ["6: exercise 'double': error_hints: unknown key 'mach' (did you mean 'match'?); each entry needs exactly the "
+      "keys match, say"], id="misspelled_error_hint_key"),
+    pytest.param("""\
     check: "equal!"
     cases:
       - call: double(1)

@@ -194,8 +194,9 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
     for exercise in rubric.exercises:
         where = f"exercise '{exercise.id}'"
         if _lookup(reference, exercise.function) is None:
+            nearest = _nearest(reference, exercise.function)
             problems.append(_problem(rubric, exercise.line,
-                                     f"{where}: the reference module has no '{exercise.function}'"))
+                                     f"{where}: the reference module has no '{exercise.function}'{nearest}"))
         graded = {exercise.function.split(".")[0], *exercise.aliases}
         for name in rubric.fixtures:
             if name in graded:
@@ -263,6 +264,17 @@ def _exercise_named(rubric: Rubric, exercise_id: str) -> Exercise:
             return exercise
     return Exercise(exercise_id, exercise_id, 0, exercise_id, (), "proportional", CheckSpec("equal"), (), (), (),
                     (), (), Limits())
+
+
+def _nearest(module: ModuleType, dotted: str) -> str:
+    """" (did you mean 'findZero'?)" for a mistyped graded name (`function: findZer`, `Board.hh`): the closest
+    public name of the module, or of the class a dotted name's first part is."""
+    from grader.rubric.schema import suggest
+    owner, _, name = dotted.rpartition(".")
+    found = _lookup(module, owner) if owner else module
+    if found is None:
+        return suggest(owner, [n for n in vars(module) if not n.startswith("_")])
+    return suggest(name, [n for n in dir(found) if not n.startswith("_")])
 
 
 def _lookup(module: ModuleType, dotted: str) -> Any:

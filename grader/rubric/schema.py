@@ -488,7 +488,9 @@ def _records(node: Any, line: int, keys: tuple[str, str], what: str, problems: _
     for index, item in enumerate(node):
         item_line = node.line_of(index)
         if not isinstance(item, Marked) or set(item) != set(keys):
-            problems.add(item_line, f"{what}: each entry needs exactly the keys {', '.join(keys)}")
+            unknown = [f"unknown key '{key}'{suggest(key, set(keys) - set(item))}; " for key in item
+                       if key not in keys] if isinstance(item, Marked) else []
+            problems.add(item_line, f"{what}: {''.join(unknown)}each entry needs exactly the keys {', '.join(keys)}")
             continue
         if not all(isinstance(item[k], str) for k in keys):
             problems.add(item_line, f"{what}: {' and '.join(keys)} must be text")
