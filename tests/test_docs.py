@@ -213,3 +213,13 @@ def test_design_check_finds_renamed_names():
 def test_readme_layout_points_to_the_design():
     layout = README[README.index("## Layout"):README.index("## Measured")]
     assert "docs/" in layout and "DESIGN.md" in layout
+
+
+def test_readme_layout_names_every_module():
+    """The README's Layout names every module of the package, and no module that is gone."""
+    layout = README[README.index("## Layout"):README.index("## Measured")]
+    named = set(re.findall(r"[\w-]+\.py\b", layout))
+    modules = {path.name for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
+    elsewhere = {path.name for folder in ("bench", "assignments", "tests") for path in (ROOT / folder).rglob("*.py")}
+    assert modules - named == set(), "modules the README's Layout does not name"
+    assert named - modules - elsewhere == set(), "files the README's Layout names that do not exist"
