@@ -223,3 +223,11 @@ def test_readme_layout_names_every_module():
     elsewhere = {path.name for folder in ("bench", "assignments", "tests") for path in (ROOT / folder).rglob("*.py")}
     assert modules - named == set(), "modules the README's Layout does not name"
     assert named - modules - elsewhere == set(), "files the README's Layout names that do not exist"
+
+
+def test_design_links_to_readme_sections_that_exist():
+    """Each `../README.md#section` link of DESIGN.md names a README heading (GitHub's anchor of it)."""
+    anchors = {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+               for heading in re.findall(r"^#+ (.+)$", README, re.MULTILINE)}
+    links = re.findall(r"\]\(\.\./README\.md#([\w-]+)\)", DESIGN.read_text(encoding="utf-8"))
+    assert links and set(links) <= anchors, set(links) - anchors
