@@ -319,6 +319,20 @@ def test_only_the_cells_colab_marked_have_their_commented_magics_read_as_magics(
     assert [c.source for c in notebook_from_source(plain).cells] == [plain]
 
 
+def test_a_function_written_in_a_markdown_or_raw_cell_is_missing_and_the_feedback_says_where_it_is(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """A stray M or R key made two move cells text: Jupyter never ran them, so they are not graded, but the student
+    sees the code there; "no function named moveDown in the notebook" alone reads as the grader's mistake."""
+    [result] = grade([FAIR / "moves_in_markdown_and_raw_cells.ipynb"], SLIDING_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    for exercise, kind in (("moveDown", "markdown"), ("moveLeft", "raw")):
+        graded = result.exercise(exercise)
+        assert graded.score == 0
+        assert all(f"a {kind} cell, which Jupyter never runs (make it a Code cell)" in c.message
+                   for c in graded.cases), [c.message for c in graded.cases]
+    assert result.exercise("moveRight").score == result.exercise("moveRight").max_score
+
+
 def test_a_sequence_is_a_set_only_where_the_rubric_says_so_and_only_without_repeats() -> None:
     from grader import codec
     from grader.checks.registry import CheckContext, equal

@@ -234,7 +234,21 @@ def _broken_cell(name: str, notebook: Notebook, extracted: Extracted):
 
 def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> str:
     dropped = _broken_cell(name, notebook, extracted)
-    return f"; its cell {dropped.label} was left out: {dropped.reason}" if dropped is not None else ""
+    if dropped is not None:
+        return f"; its cell {dropped.label} was left out: {dropped.reason}"
+    text = _text_cell(name, notebook)
+    return f"; it is written in {text.label}, a {text.kind} cell, which Jupyter never runs (make it a Code " \
+        "cell)" if text is not None else ""
+
+
+def _text_cell(name: str, notebook: Notebook):
+    """The markdown or raw cell that defines `name` at a line's start (a cell's type switched by a stray key, or
+    code pasted as text): the notebook never ran it, yet the student sees it there."""
+    pattern = re.compile(rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{re.escape(name)}\b", re.MULTILINE)
+    for cell in notebook.cells:
+        if cell.kind != "code" and name in cell.source and pattern.search(cell.source) is not None:
+            return cell
+    return None
 
 
 # Why an exercise's cases were not run (CaseResult.cause of a "not graded" case).
