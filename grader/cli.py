@@ -455,7 +455,33 @@ def _merge(args: argparse.Namespace) -> int:
         added = overrides.merge(Path(other), Path(args.into))
         if added:
             print(f"{other}: {added} overrides merged into {args.into}")
+    _merged_results_folder(Path(args.into), [Path(other) for other in args.gradebooks])
     return 0
+
+
+def _merged_results_folder(into: Path, others: Sequence[Path]) -> None:
+    """When `into` is a results folder's gradebook (`grade --out`): its CSV written again, now of the merged class
+    (it still listed only this machine's students, and a TA imports that file), and the other results folders'
+    copies of the graded notebooks brought beside it (each checked against its name, the file's SHA-256), so
+    `report` shows every merged student's code on this machine too."""
+    from grader.intake.gather import RESULTS_MARK
+    from grader.report.class_outputs import OUTPUTS, Classroom
+    from grader.run.batch import keep_notebook
+    folder = into.parent
+    if not (folder / RESULTS_MARK).is_file():
+        return
+    copied = 0
+    for other in others:
+        theirs = other.parent / "notebooks"
+        if theirs.is_dir() and theirs.resolve() != (folder / "notebooks").resolve():
+            for copy in sorted(theirs.iterdir()):
+                sha256 = copy.name.split(".")[0]
+                if copy.is_file() and not (folder / "notebooks" / copy.name).exists() and len(sha256) == 64:
+                    copied += bool(keep_notebook(copy, sha256, folder))
+    if copied:
+        print(f"{copied} graded notebook{'s' if copied != 1 else ''} copied into {folder / 'notebooks'}")
+    written = OUTPUTS["csv"].write(Classroom(folder, gradebook=into), folder / "gradebook.csv")
+    print(f"{folder / 'gradebook.csv'} written again: {written.students} students")
 
 
 def _override(args: argparse.Namespace) -> int:

@@ -155,6 +155,31 @@ def test_rerunning_the_class_after_a_one_student_regrade_says_it_replaces_that_s
     assert "ada,2,0," in (Path(out) / "gradebook.csv").read_text(encoding="utf-8")   # what it says happened
 
 
+def test_merging_another_results_folders_gradebook_rewrites_the_csv_and_brings_its_notebooks(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """Two TAs grade half a class each and merge: the results folder's gradebook.csv, the file imported into the
+    LMS, still listed only the first half, and the other half's reports had no student code once the other
+    folder was gone."""
+    import shutil
+    one, two, handed = tmp_path / "one", tmp_path / "two", tmp_path / "handed"
+    handed.mkdir()
+    shutil.copy(REPO / TRANSPOSED, handed / "move-dir-transposed.ipynb")   # gone with the other machine's folder
+    for out, notebook in ((one, CORRECT), (two, str(handed / "move-dir-transposed.ipynb"))):
+        done = run("grade", notebook, "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache), "--quiet")
+        assert done.returncode == 0, done.stderr
+    merged = run("merge", str(two / "gradebook.sqlite"), "--into", str(one / "gradebook.sqlite"))
+    assert merged.returncode == 0, merged.stderr
+    rows = [line.split(",")[0] for line in (one / "gradebook.csv").read_text(encoding="utf-8").splitlines()]
+    assert rows == ["student", "correct", "move-dir-transposed"]
+    assert f"{one / 'gradebook.csv'} written again: 2 students" in flat(merged.stdout)
+    shutil.rmtree(two)
+    shutil.rmtree(handed)
+    report = run("report", str(one), "--out", str(tmp_path / "feedback"))
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "feedback" / "move-dir-transposed.html").read_text(encoding="utf-8")
+    assert "<h3>Your code</h3>" in page and "move_dir" in page
+
+
 # ------------------------------------------------------------------------------------------------ check
 
 
