@@ -55,6 +55,12 @@ def diagnose() -> Diagnosis:
         advice.append("No Landlock (Linux >= 5.13 with landlock in the lsm= list): without namespaces student "
                       "code can read every world-readable file on this machine. Keep the course readable by "
                       "its owner only (chmod -R go-rwx), or enable namespaces or Landlock.")
+    if not isolation.namespaces and os.geteuid() != 0 and landlock < 6:
+        advice.append("Without namespaces and without root, student code runs as your uid, and this kernel's "
+                      "Landlock " + (f"(ABI {landlock}) " if landlock else "") + "cannot keep its signals "
+                      "inside the sandbox (ABI >= 6, Linux >= 6.12): it can stop or kill any process of yours it "
+                      "names by pid (the grader, your shell)" + ("" if landlock >= 4 else " and use TCP")
+                      + ". Grade as root (each sandbox gets a uid of its own) or on a newer kernel.")
     if isolation.memory_root is None:
         advice.append("No writable memory cgroup: memory is bounded per process (RLIMIT_AS), so forked "
                       "processes, memfd and tmpfs pages can exceed limits.memory_mb. Run the grader as root, or "
@@ -86,7 +92,9 @@ def render(diagnosis: Diagnosis) -> str:
              f"memory cgroup (one limit for the whole sandbox): {mark[diagnosis.memory_cgroup]}",
              f"CPU-counting cgroup (a case charged every process's CPU time): {mark[diagnosis.cpu_cgroup]}",
              "Landlock (rlimits mode's file system allowlist): "
-             + (f"ABI {diagnosis.landlock}" if diagnosis.landlock else "no")]
+             + (f"ABI {diagnosis.landlock}, keeps inside the sandbox: "
+                + ", ".join(["files", *confine.landlock_held(diagnosis.landlock)])
+                if diagnosis.landlock else "no")]
     if diagnosis.advice:
         lines += ["", "To get full isolation:", *(f"- {line}" for line in diagnosis.advice)]
     else:

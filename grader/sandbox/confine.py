@@ -62,8 +62,8 @@ def _mount(source, target, fstype, flags, data=None):
     _check(_libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)), f"mount {target}")
 
 
-def prctl(option, value):
-    return _prctl(option, _c_ulong(value), 0, 0, 0)
+def prctl(option: int, value: int) -> int:
+    return int(_prctl(option, _c_ulong(value), 0, 0, 0))
 
 
 def die_with_parent():
@@ -364,6 +364,18 @@ def drop_capabilities():
 # process of that uid (the grader, the TA's shell) in the idle I/O class, and it stays so after the grading.
 _SCHEDULING_CALLS = {"x86_64": (0xC000003E, (141, 142, 144, 203, 314, 425, 251)),
                      "aarch64": (0xC00000B7, (140, 118, 119, 122, 274, 425, 30))}
+# Denied too: the kernel's keyrings (add_key, request_key, keyctl): the sandbox inherits the grader's session
+# keyring, so it "possesses" every key the grader's session holds (a TA's Kerberos or other tokens), and as the
+# grader's uid it could also read its user keyring. No notebook needs a keyring (Docker's default profile denies
+# them too).
+_KEYRING_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}
+# prlimit64 and kill, by architecture: calls allowed or refused by their first argument. prlimit64 only on the
+# caller itself (pid 0, as setrlimit and getrlimit call it): as the grader's uid (rlimits mode, not root) a student
+# set the grader's RLIMIT_NOFILE or RLIMIT_CPU (the grader then failed or died), and nothing of a sandbox needs
+# another process's limits. kill(-1) where the sandbox runs as the grader's uid: that signals every process of the
+# uid (the grader, its zygote, the TA's shell), and Landlock's signal scope (ABI >= 6) is not everywhere.
+_PRLIMIT = {"x86_64": 302, "aarch64": 261}
+_KILL = {"x86_64": 62, "aarch64": 129}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
@@ -375,39 +387,69 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def _scheduling_filter():
+def _assemble(program):
+    """A BPF program from instructions (code, k, jump if true, jump if false) whose jumps name labels ("allow",
+    "deny", or a label the program sets as a plain string), turned into the relative offsets the kernel wants."""
+    labels: dict = {}
+    instructions: list = []
+    for item in program:
+        if isinstance(item, str):
+            labels[item] = len(instructions)
+        else:
+            instructions.append(item)
+    def jump(label, index):
+        return 0 if label is None else labels[label] - index - 1
+
+    return [_SockFilter(code, jump(true, index), jump(false, index), k)
+            for index, (code, k, true, false) in enumerate(instructions)]
+
+
+def _filter(kill_all_allowed):
     """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here),
-    built once as the zygote loads this module: each child only installs it."""
-    known = _SCHEDULING_CALLS.get(os.uname().machine)
+    built once per kind as the zygote loads this module: each child only installs it. `kill_all_allowed`: kill(-1)
+    is allowed (a jail's pid namespace, or a uid of the sandbox's own: the runtime sweeps with it)."""
+    machine = os.uname().machine
+    known = _SCHEDULING_CALLS.get(machine)
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
         return None
     arch, calls = known
     ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     deny, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
-    # 0: arch; 1: foreign -> deny; 2: nr; 3: x32 (bit 30) -> deny; then each call -> deny; allow; deny
-    count = len(calls)
-    program = [(ld_abs, 0, 0, 4), (jeq, 0, 3 + count, arch), (ld_abs, 0, 0, 0), (jge, 1 + count, 0, 0x40000000)]
-    program += [(jeq, count - i, 0, nr) for i, nr in enumerate(calls)]
-    program += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
-    filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
-    return filters, _SockFprog(len(program), filters)
+    arg0 = 16   # the low 32 bits of the first argument (little-endian): a pid_t is an int
+    program: list = [(ld_abs, 4, None, None), (jeq, arch, None, "deny"), (ld_abs, 0, None, None),
+               (jge, 0x40000000, "deny", None)]   # x32 (bit 30) -> deny
+    program += [(jeq, nr, "deny", None) for nr in (*calls, *_KEYRING_CALLS[machine])]
+    program += [(jeq, _PRLIMIT[machine], "prlimit", None)]
+    if not kill_all_allowed:
+        program += [(jeq, _KILL[machine], "kill", None)]
+    program += [(ret, allow, None, None),
+                "prlimit", (ld_abs, arg0, None, None), (jeq, 0, "allow", "deny")]
+    if not kill_all_allowed:
+        program += ["kill", (ld_abs, arg0, None, None), (jeq, 0xFFFFFFFF, "deny", "allow")]
+    program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None)]
+    instructions = _assemble(program)
+    filters = (_SockFilter * len(instructions))(*instructions)
+    return filters, _SockFprog(len(instructions), filters)
 
 
-_SCHEDULING_FILTER = _scheduling_filter()
+_FILTERS = {kill_all: _filter(kill_all) for kill_all in (True, False)}
 
 
-def keep_scheduling():
+def keep_scheduling(kill_all_allowed=True):
     """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
     policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
     Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
     thread at nice 19 or SCHED_IDLE beside any busy process waits nearly all the time, by its own choice: that
-    had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. A
-    seccomp filter (inherited by every thread and fork, kept across exec); a foreign architecture's calls fail
-    all (a 32-bit or x32 binary would get around the numbers). False where the architecture is not known here."""
-    if _SCHEDULING_FILTER is None:
+    had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. The
+    same filter refuses keyrings, prlimit of another process and, unless `kill_all_allowed`, kill(-1) (see
+    _KEYRING_CALLS, _PRLIMIT). A seccomp filter (inherited by every thread and fork, kept across exec); a foreign
+    architecture's calls fail all (a 32-bit or x32 binary would get around the numbers). False where the
+    architecture is not known here."""
+    found = _FILTERS[bool(kill_all_allowed)]
+    if found is None:
         return False
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(_SCHEDULING_FILTER[1]), 0, 0), "seccomp")
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(found[1]), 0, 0), "seccomp")
     return True
 
 
@@ -436,10 +478,13 @@ def hand_over(folder, uid):
 # Landlock (Linux >= 5.13, unprivileged): what rlimits mode has instead of a built root.
 _LANDLOCK_CREATE, _LANDLOCK_ADD, _LANDLOCK_RESTRICT = 444, 445, 446
 _READ = 1 | 1 << 2 | 1 << 3          # execute, read a file, read a folder
+_NET_TCP = 1 | 2                     # LANDLOCK_ACCESS_NET_BIND_TCP, _CONNECT_TCP (ABI >= 4)
+_SCOPES = 1 | 2                      # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, _SIGNAL (ABI >= 6)
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -453,17 +498,33 @@ def landlock_abi():
     return max(0, version)
 
 
+def landlock_held(abi):
+    """What a Landlock domain of ABI `abi` keeps from the student beyond the file system, as words for the facts:
+    `tcp` (no TCP bind or connect: ABI >= 4), `signals` (no signal to a process outside the sandbox: the grader,
+    its zygote, the TA's shell, all of the same uid in rlimits mode without root; ABI >= 6) and `abstract unix
+    sockets` (none of a process outside it can be reached; ABI >= 6). ptrace and what it guards (/proc/PID/mem,
+    environ, fd) stay inside the domain from ABI 1."""
+    return [word for word, needed in (("ptrace", 1), ("tcp", 4), ("signals", 6), ("abstract unix sockets", 6))
+            if 0 < needed <= abi]
+
+
 def landlock(read_paths, write_paths):
     """Restrict this process and its descendants to reading `read_paths` and reading and writing
-    `write_paths` (and nothing else of the file system, whatever its modes say). Needs no privilege, only
-    no_new_privs (set here). Returns the ABI used, or 0 when the kernel has no Landlock (nothing changed)."""
+    `write_paths` (and nothing else of the file system, whatever its modes say), with no TCP (ABI >= 4: the
+    jail has no network either) and, from ABI 6, no signal to and no abstract unix socket of any process
+    outside the sandbox: without root the student runs as the grader's own uid, and could otherwise SIGSTOP or
+    kill the grader, its zygote or the TA's shell (kill(-1)), or talk to whatever listens on the machine. Needs
+    no privilege, only no_new_privs (set here). Returns the ABI used, or 0 when the kernel has no Landlock
+    (nothing changed)."""
     abi = landlock_abi()
     if abi <= 0:
         return 0
     everything = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0)
     file_rights = 0b111 | (1 << 14 if abi >= 3 else 0)
-    attr = _RulesetAttr(everything)
-    ruleset = _libc.syscall(_LANDLOCK_CREATE, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    attr = _RulesetAttr(everything, _NET_TCP if abi >= 4 else 0, _SCOPES if abi >= 6 else 0)
+    # The kernel reads only the fields the size names: an older one refuses a larger struct it does not know.
+    size = ctypes.sizeof(ctypes.c_uint64) * (3 if abi >= 6 else 2 if abi >= 4 else 1)
+    ruleset = _libc.syscall(_LANDLOCK_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), 0)
     if ruleset < 0:
         error = ctypes.get_errno()
         raise JailError(error, f"landlock_create_ruleset: {os.strerror(error)}")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader.sandbox import cpuclock
-from grader.sandbox.confine import own_folder, remove_tree
+from grader.sandbox.confine import PR_SET_DUMPABLE, own_folder, prctl, remove_tree
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _LEFTOVER = re.compile(r"puzzle-grader-(\d+)-(\d+)$")
@@ -180,10 +180,23 @@ class Jail:
         self.ended = True
 
 
+def not_dumpable() -> None:
+    """Make this grader process non-dumpable, as the zygote and every sandbox are: without root a sandbox runs as
+    this process's uid (rlimits mode), and where no Landlock keeps ptrace inside it (Linux < 5.13, Landlock off),
+    a process of the same uid may ptrace a dumpable one, read its memory (process_vm_readv, /proc/PID/mem: the
+    reference, the expected values) and environment, and open its descriptors through /proc/PID/fd (the results
+    database, other sandboxes' pipes). Root needs nothing: a sandbox never runs as root's uid (unless
+    --allow-root-sandbox, which gives it everything anyway). The price: no debugger attaches to a non-root grader
+    without root, and it dumps no core."""
+    if os.geteuid() != 0:
+        prctl(PR_SET_DUMPABLE, 0)
+
+
 class Zygote:
     """A running zygote and the socket to it; one request at a time."""
 
     def __init__(self) -> None:
+        not_dumpable()   # whoever starts a zygote will have sandboxes (or hand it to a worker that will)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.socket = ours
         self.lock = threading.Lock()

@@ -151,8 +151,9 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
             facts["landlock"] = abi
         except OSError as error:
             facts["filesystem"], facts["landlock_error"] = "none", str(error)[:300]
-        try:   # the student's threads keep the priority, policy and CPUs given (the busy machine's credit)
-            facts["scheduling"] = "kept" if confine.keep_scheduling() else "free"
+        try:   # as _init; kill(-1) only where the uid is the sandbox's own (else it reaches the grader's processes)
+            own_uid = os.getuid() == os.geteuid() >= confine.UID_BASE
+            facts["scheduling"] = "kept" if confine.keep_scheduling(kill_all_allowed=own_uid) else "free"
         except OSError as error:
             facts["scheduling"] = f"free: {str(error)[:200]}"
         runtime.start(request_fd, response_fd, config, facts, jailed=False)
@@ -447,6 +448,10 @@ def main(argv):
         os.umask(0o022)
         return probe()
     os.umask(0o022)   # the jail's folders must be reachable by the student's uid whatever the grader's umask
+    # Not dumpable: where a sandbox runs as this uid (rlimits mode, not root) and no Landlock keeps ptrace inside
+    # it, it could otherwise ptrace the zygote or open its control socket through /proc/PID/fd and have it fork
+    # children of its own making, which every later student's sandbox would come from.
+    confine.prctl(confine.PR_SET_DUMPABLE, 0)
     control = socket.socket(fileno=int(argv[1]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)          # Ctrl-C is the grader's; it stops us
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # pdeathsig: clean up, then go

@@ -1,0 +1,91 @@
+"""A grader process for tests/test_hostile_rlimits.py: run as a uid that is not root, in forced rlimits mode, so
+the student's code runs as this process's own uid (the mode the README calls unprotected by uid). It holds what a
+student would want (a secret in its environment, an abstract unix socket listening), grades one statement whose
+case probes what it can do to this process, its zygote and the uid's other processes, and prints the case's answer
+as one JSON line (or its status and error). Run as `python hostile_grader.py`, with PYTHONPATH naming the repo."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import textwrap
+from pathlib import Path
+
+os.environ["PUZZLE_GRADER_ISOLATION"] = "rlimits"
+os.environ["GRADER_SECRET"] = "expected-value-7171"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from grader import codec  # noqa: E402
+from grader.sandbox import supervisor  # noqa: E402
+from grader.sandbox.confine import _KEYRING_CALLS, _libc  # noqa: E402
+from grader.sandbox.process import CaseRequest, ProcessLimits  # noqa: E402
+from sandbox_run import run_cases, statement  # noqa: E402
+
+KEYCTL = _KEYRING_CALLS.get(os.uname().machine, (0, 0, 0))[2]
+
+STUDENT = textwrap.dedent(f"""
+import ctypes, os, resource, signal, socket
+libc = ctypes.CDLL(None, use_errno=True)
+
+def parent_of(pid):
+    return int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+
+def attempt(action):
+    try:
+        action()
+        return "done"
+    except OSError as error:
+        return type(error).__name__
+
+def keyring():
+    if {KEYCTL} == 0 or libc.syscall({KEYCTL}, 0, -3, 0) < 0:   # KEYCTL_GET_KEYRING_ID of the session keyring
+        raise OSError(ctypes.get_errno(), "keyctl")
+
+def abstract():
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect("\\0puzzle-grader-hostile-{os.getpid()}")
+
+def tcp():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+
+def probe():
+    runtime = os.getppid()            # the case runs in an exercise's fork of the runtime
+    zygote = parent_of(runtime)
+    grader = parent_of(zygote)
+    found = {{"grader_found": grader == {os.getpid()}}}
+    for name, pid in (("grader", grader), ("zygote", zygote)):
+        found[f"signal {{name}}"] = attempt(lambda: os.kill(pid, 0))
+        found[f"prlimit {{name}}"] = attempt(lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE))
+        found[f"environ {{name}}"] = attempt(lambda: open(f"/proc/{{pid}}/environ", "rb").read())
+        found[f"descriptors {{name}}"] = attempt(lambda: [os.open(f"/proc/{{pid}}/fd/{{fd}}", os.O_RDONLY)
+                                                       for fd in os.listdir(f"/proc/{{pid}}/fd")])
+    found["signal every process of the uid"] = attempt(lambda: os.kill(-1, 0))
+    found["keyring"] = attempt(keyring)
+    found["abstract socket"] = attempt(abstract)
+    found["tcp"] = attempt(tcp)
+    found["stop the grader"] = attempt(lambda: os.kill(grader, signal.SIGSTOP))
+    return found
+""")
+
+
+def main() -> None:
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(f"\0puzzle-grader-hostile-{os.getpid()}")
+    listening.listen(1)
+    ran = run_cases([statement(STUDENT)], [CaseRequest(id="probe", code="probe()", timeout=30.0)],
+                    limits=ProcessLimits())
+    [outcome] = ran.outcomes
+    facts = {"level": ran.sandbox.level, "landlock": ran.sandbox.facts.get("landlock"), "uid": os.geteuid(),
+             "dumpable": _libc.prctl(3, 0, 0, 0, 0),   # PR_GET_DUMPABLE: this grader's, and its zygote's /proc owner
+             "zygote_proc_owner": os.stat(f"/proc/{supervisor.zygote().process.pid}/fd").st_uid}
+    if outcome.status == "ok":
+        print(json.dumps({"found": codec.decode(outcome.value), **facts}))
+    else:
+        print(json.dumps({"status": outcome.status, "error": str(outcome.error)[:2000], **facts}))
+
+
+if __name__ == "__main__":
+    main()

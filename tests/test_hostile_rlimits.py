@@ -1,0 +1,124 @@
+"""Rlimits mode with a grader that is not root: student code runs as the grader's own uid. What that uid could do
+to the grader (signal or stop it, read its environment or memory, open its descriptors, change its limits), to its
+zygote, to every process of the uid (kill(-1): the TA's shell), and what it could reach (abstract unix sockets,
+TCP, the session's keyring): each is refused, by Landlock's scopes where the kernel has them (ABI >= 6), by the
+seccomp filter and by the grader and the zygote being non-dumpable elsewhere.
+
+The grader here is tests/hostile_grader.py, a real grader process run as a uid of its own (the test runs as root)
+or as the test's own uid; it needs an interpreter that uid can read."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import confine
+
+REPO = Path(__file__).resolve().parents[1]
+HARNESS = REPO / "tests" / "hostile_grader.py"
+# A uid nothing else on the machine runs as (below the sandboxes' unused uids), for the grader when we are root.
+GRADER_UID = 0x3FFF0000 + os.getpid() % 0xFFFF
+
+
+def _as_grader() -> dict:
+    """What subprocess needs to run the harness as a non-root grader: its uid when we are root."""
+    if os.geteuid() != 0:
+        return {}
+    return {"user": GRADER_UID, "group": GRADER_UID, "extra_groups": []}
+
+
+def _interpreter() -> str | None:
+    """An interpreter the grader's uid can run and import the grader with: ours, or the system's (ours may live
+    where only root reads, e.g. pyenv under /root)."""
+    candidates = [sys.executable, "/usr/bin/python3"]
+    for candidate in candidates:
+        if os.geteuid() == 0 and not all(confine.readable_by_anyone(path) for path in
+                                          (candidate, os.path.realpath(candidate), str(HARNESS), str(REPO))):
+            continue
+        try:
+            subprocess.run([candidate, "-c", "import grader.sandbox.process"], env=_environment(), cwd="/",
+                           check=True, capture_output=True, timeout=120, **_as_grader())
+        except (OSError, subprocess.SubprocessError):
+            continue
+        return candidate
+    return None
+
+
+def _environment() -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid():
+    """On the old code (Landlock without scopes, no argument filter) the student's case stopped the grader with
+    SIGSTOP (it hung until killed), and could signal it, its zygote and every process of the uid, read and set
+    their limits, reach an abstract socket the grader listened on, bind TCP and use the session's keyring."""
+    interpreter = _interpreter()
+    if interpreter is None:
+        pytest.skip("no interpreter a non-root uid can run the grader with")
+    process = subprocess.Popen([interpreter, str(HARNESS)], env=_environment(), cwd="/", stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, **_as_grader())
+    try:
+        stdout, stderr = process.communicate(timeout=180)
+    except subprocess.TimeoutExpired:   # stopped by the student: let it go on to its end, then fail
+        os.kill(process.pid, signal.SIGCONT)
+        process.kill()
+        stdout, stderr = process.communicate()
+        pytest.fail("the grader was stopped by the student's case")
+    assert process.returncode == 0, stderr.decode(errors="replace")[-3000:]
+    report = json.loads(stdout.decode().splitlines()[-1])
+    assert report["level"] == "rlimits" and report["uid"] != 0, report
+    # Where the kernel's Landlock has no scopes the zygote and the grader are not dumpable, which keeps /proc's
+    # environ, mem and fd from the uid; the rest holds through the seccomp filter or is left (README).
+    assert report["dumpable"] == 0 and report["zygote_proc_owner"] == 0, report
+    found = report.get("found")
+    assert found is not None, report
+    assert found.pop("grader_found")
+    refused_anyway = {"environ grader", "environ zygote", "descriptors grader", "descriptors zygote",
+                      "prlimit grader", "prlimit zygote", "signal every process of the uid", "keyring"}
+    if (report["landlock"] or 0) >= 6:
+        assert set(found.values()) == {"PermissionError"}, found
+    else:
+        assert {name: found[name] for name in refused_anyway} == dict.fromkeys(refused_anyway, "PermissionError")
+
+
+@pytest.mark.skipif(not confine._FILTERS[False], reason="no seccomp filter known for this architecture")
+def test_the_filter_refuses_other_processes_limits_keyrings_and_kill_all():
+    """Without Landlock's scopes (Linux < 6.12) the seccomp filter is what stands between a student running as the
+    grader's uid and every process of it: kill(-1), prlimit of another pid, the keyrings. The process's own
+    limits (pid 0, as setrlimit does it) and a signal to itself still work."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            confine.keep_scheduling(kill_all_allowed=False)
+            libc = ctypes.CDLL(None, use_errno=True)
+            results = []
+            for action in (lambda: os.kill(-1, 0), lambda: resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE),
+                           lambda: resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE)):
+                try:
+                    action()
+                    results.append("done")
+                except OSError as error:
+                    results.append(error.errno)
+            keyring = libc.syscall(confine._KEYRING_CALLS[os.uname().machine][2], 0, -3, 0)
+            results.append(ctypes.get_errno() if keyring < 0 else "done")
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            os.kill(os.getpid(), 0)
+            results.append(resource.getrlimit(resource.RLIMIT_CORE))
+            os.write(write, json.dumps(results).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    assert json.loads(text) == [1, 1, 1, 1, [0, 0]]
