@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -51,6 +52,14 @@ def tcp():
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
 
+def udp():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
+        client.sendto(b"x", ("127.0.0.1", 9))
+
+def agent():   # a pathname socket of the uid in a folder of its own, as an ssh-agent's
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(AGENT)
+
 def probe():
     runtime = os.getppid()            # the case runs in an exercise's fork of the runtime
     zygote = parent_of(runtime)
@@ -66,6 +75,8 @@ def probe():
     found["keyring"] = attempt(keyring)
     found["abstract socket"] = attempt(abstract)
     found["tcp"] = attempt(tcp)
+    found["udp"] = attempt(udp)
+    found["unix socket of the uid"] = attempt(agent)
     found["stop the grader"] = attempt(lambda: os.kill(grader, signal.SIGSTOP))
     return found
 """)
@@ -75,7 +86,15 @@ def main() -> None:
     listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listening.bind(f"\0puzzle-grader-hostile-{os.getpid()}")
     listening.listen(1)
-    ran = run_cases([statement(STUDENT)], [CaseRequest(id="probe", code="probe()", timeout=30.0)],
+    with tempfile.TemporaryDirectory(prefix="hostile-agent-") as folder:   # 0700, the grader's uid
+        agent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        agent.bind(os.path.join(folder, "agent.sock"))
+        agent.listen(1)
+        grade(f"AGENT = {os.path.join(folder, 'agent.sock')!r}\n" + STUDENT)
+
+
+def grade(source: str) -> None:
+    ran = run_cases([statement(source)], [CaseRequest(id="probe", code="probe()", timeout=30.0)],
                     limits=ProcessLimits())
     [outcome] = ran.outcomes
     facts = {"level": ran.sandbox.level, "landlock": ran.sandbox.facts.get("landlock"), "uid": os.geteuid(),

@@ -14,6 +14,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +60,8 @@ def _environment() -> dict[str, str]:
 def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid():
     """On the old code (Landlock without scopes, no argument filter) the student's case stopped the grader with
     SIGSTOP (it hung until killed), and could signal it, its zygote and every process of the uid, read and set
-    their limits, reach an abstract socket the grader listened on, bind TCP and use the session's keyring."""
+    their limits, reach an abstract socket the grader listened on and a pathname socket of the uid (an
+    ssh-agent's), bind TCP, send UDP and use the session's keyring."""
     interpreter = _interpreter()
     if interpreter is None:
         pytest.skip("no interpreter a non-root uid can run the grader with")
@@ -82,7 +84,8 @@ def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid()
     assert found is not None, report
     assert found.pop("grader_found")
     refused_anyway = {"environ grader", "environ zygote", "descriptors grader", "descriptors zygote",
-                      "prlimit grader", "prlimit zygote", "signal every process of the uid", "keyring"}
+                      "prlimit grader", "prlimit zygote", "signal every process of the uid", "keyring", "tcp", "udp",
+                      "unix socket of the uid", "abstract socket"}
     if (report["landlock"] or 0) >= 6:
         assert set(found.values()) == {"PermissionError"}, found
     else:
@@ -90,16 +93,17 @@ def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid()
 
 
 @pytest.mark.skipif(not confine._FILTERS[False], reason="no seccomp filter known for this architecture")
-def test_the_filter_refuses_other_processes_limits_keyrings_and_kill_all():
+def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_and_sockets():
     """Without Landlock's scopes (Linux < 6.12) the seccomp filter is what stands between a student running as the
-    grader's uid and every process of it: kill(-1), prlimit of another pid, the keyrings. The process's own
-    limits (pid 0, as setrlimit does it) and a signal to itself still work."""
+    grader's uid and every process of it: kill(-1), prlimit of another pid, the keyrings, socket() (a pathname
+    unix socket of the uid, UDP). The process's own limits (pid 0, as setrlimit does it), a signal to itself and
+    a socketpair still work."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read)
-            confine.keep_scheduling(kill_all_allowed=False)
+            confine.keep_scheduling(own_uid=False)
             libc = ctypes.CDLL(None, use_errno=True)
             results = []
             for action in (lambda: os.kill(-1, 0), lambda: resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE),
@@ -111,6 +115,12 @@ def test_the_filter_refuses_other_processes_limits_keyrings_and_kill_all():
                     results.append(error.errno)
             keyring = libc.syscall(confine._KEYRING_CALLS[os.uname().machine][2], 0, -3, 0)
             results.append(ctypes.get_errno() if keyring < 0 else "done")
+            try:
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                results.append("done")
+            except OSError as error:
+                results.append(error.errno)
+            socket.socketpair()[0].close()
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             os.kill(os.getpid(), 0)
             results.append(resource.getrlimit(resource.RLIMIT_CORE))
@@ -121,4 +131,4 @@ def test_the_filter_refuses_other_processes_limits_keyrings_and_kill_all():
     with os.fdopen(read) as pipe:
         text = pipe.read()
     os.waitpid(pid, 0)
-    assert json.loads(text) == [1, 1, 1, 1, [0, 0]]
+    assert json.loads(text) == [1, 1, 1, 1, 1, [0, 0]]

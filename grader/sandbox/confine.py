@@ -373,9 +373,13 @@ _KEYRING_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}
 # caller itself (pid 0, as setrlimit and getrlimit call it): as the grader's uid (rlimits mode, not root) a student
 # set the grader's RLIMIT_NOFILE or RLIMIT_CPU (the grader then failed or died), and nothing of a sandbox needs
 # another process's limits. kill(-1) where the sandbox runs as the grader's uid: that signals every process of the
-# uid (the grader, its zygote, the TA's shell), and Landlock's signal scope (ABI >= 6) is not everywhere.
+# uid (the grader, its zygote, the TA's shell), and Landlock's signal scope (ABI >= 6) is not everywhere. There
+# socket() is refused too (socketpair stays): a pathname unix socket of the uid (an ssh-agent's, a desktop bus)
+# was reachable through Landlock (whose file rules do not cover connect), and UDP through every ABI; a jail has
+# no network either. What it costs a notebook: multiprocessing's Manager and forkserver (a Pool works).
 _PRLIMIT = {"x86_64": 302, "aarch64": 261}
 _KILL = {"x86_64": 62, "aarch64": 129}
+_SOCKET = {"x86_64": 41, "aarch64": 198}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
@@ -404,10 +408,11 @@ def _assemble(program):
             for index, (code, k, true, false) in enumerate(instructions)]
 
 
-def _filter(kill_all_allowed):
+def _filter(own_uid):
     """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here),
-    built once per kind as the zygote loads this module: each child only installs it. `kill_all_allowed`: kill(-1)
-    is allowed (a jail's pid namespace, or a uid of the sandbox's own: the runtime sweeps with it)."""
+    built once per kind as the zygote loads this module: each child only installs it. `own_uid`: the sandbox runs
+    as a uid of its own (a jail's, or an unused uid), so kill(-1) reaches only its processes (the runtime sweeps
+    with it) and a socket reaches nothing of the uid's; else both are refused (see _KILL)."""
     machine = os.uname().machine
     known = _SCHEDULING_CALLS.get(machine)
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
@@ -420,11 +425,11 @@ def _filter(kill_all_allowed):
                (jge, 0x40000000, "deny", None)]   # x32 (bit 30) -> deny
     program += [(jeq, nr, "deny", None) for nr in (*calls, *_KEYRING_CALLS[machine])]
     program += [(jeq, _PRLIMIT[machine], "prlimit", None)]
-    if not kill_all_allowed:
-        program += [(jeq, _KILL[machine], "kill", None)]
+    if not own_uid:
+        program += [(jeq, _KILL[machine], "kill", None), (jeq, _SOCKET[machine], "deny", None)]
     program += [(ret, allow, None, None),
                 "prlimit", (ld_abs, arg0, None, None), (jeq, 0, "allow", "deny")]
-    if not kill_all_allowed:
+    if not own_uid:
         program += ["kill", (ld_abs, arg0, None, None), (jeq, 0xFFFFFFFF, "deny", "allow")]
     program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None)]
     instructions = _assemble(program)
@@ -432,20 +437,20 @@ def _filter(kill_all_allowed):
     return filters, _SockFprog(len(instructions), filters)
 
 
-_FILTERS = {kill_all: _filter(kill_all) for kill_all in (True, False)}
+_FILTERS = {own_uid: _filter(own_uid) for own_uid in (True, False)}
 
 
-def keep_scheduling(kill_all_allowed=True):
+def keep_scheduling(own_uid=True):
     """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
     policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
     Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
     thread at nice 19 or SCHED_IDLE beside any busy process waits nearly all the time, by its own choice: that
     had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. The
-    same filter refuses keyrings, prlimit of another process and, unless `kill_all_allowed`, kill(-1) (see
-    _KEYRING_CALLS, _PRLIMIT). A seccomp filter (inherited by every thread and fork, kept across exec); a foreign
-    architecture's calls fail all (a 32-bit or x32 binary would get around the numbers). False where the
-    architecture is not known here."""
-    found = _FILTERS[bool(kill_all_allowed)]
+    same filter refuses keyrings, prlimit of another process and, unless the sandbox has a uid of its own
+    (`own_uid`), kill(-1) and socket() (see _KEYRING_CALLS, _PRLIMIT, _KILL). A seccomp filter (inherited by
+    every thread and fork, kept across exec); a foreign architecture's calls fail all (a 32-bit or x32 binary
+    would get around the numbers). False where the architecture is not known here."""
+    found = _FILTERS[bool(own_uid)]
     if found is None:
         return False
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")

@@ -151,9 +151,9 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
             facts["landlock"] = abi
         except OSError as error:
             facts["filesystem"], facts["landlock_error"] = "none", str(error)[:300]
-        try:   # as _init; kill(-1) only where the uid is the sandbox's own (else it reaches the grader's processes)
+        try:   # as _init; kill(-1) and sockets only where the uid is the sandbox's own (else they reach the grader's)
             own_uid = os.getuid() == os.geteuid() >= confine.UID_BASE
-            facts["scheduling"] = "kept" if confine.keep_scheduling(kill_all_allowed=own_uid) else "free"
+            facts["scheduling"] = "kept" if confine.keep_scheduling(own_uid=own_uid) else "free"
         except OSError as error:
             facts["scheduling"] = f"free: {str(error)[:200]}"
         runtime.start(request_fd, response_fd, config, facts, jailed=False)
