@@ -288,6 +288,29 @@ def test_an_ipython6_script_export_of_a_right_notebook_keeps_its_run_module(
     assert result.total == result.max_total
 
 
+def test_a_script_export_without_prompts_keeps_its_timed_definitions(tmp_path: Path, grader_cache: Path) -> None:
+    """nbconvert --no-prompt writes no `# In[ ]:` markers: the file was one cell, so the %%time cell's
+    run_cell_magic call was not a whole cell and stayed a call (moveLeft missing, 18/20). Each such call at the
+    top level is a cell of its own now, and the script grades as its notebook does."""
+    script = FAIR / "script_export_without_prompts.py"
+    text = script.read_text()
+    assert "# In[" not in text and "\nget_ipython().run_cell_magic('time', '', \"def moveLeft(S, r, c)" in text
+    [result] = grade([script], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("moveLeft").score == result.exercise("moveLeft").max_score
+    assert result.total == result.max_total
+
+
+def test_only_a_whole_top_level_cell_magic_call_of_a_script_that_parses_is_a_cell_of_its_own() -> None:
+    from grader.intake.notebook import notebook_from_source
+    call = "get_ipython().run_cell_magic('time', '', 'def f():\\n    return 1\\n')"
+    cells = [c.source for c in notebook_from_source(f"x = 1\n\n{call}\n\ny = f()\n").cells]
+    assert cells == ["x = 1", call, "y = f()"]
+    in_a_string = f'text = """\n{call}\n"""\n'
+    assert [c.source for c in notebook_from_source(in_a_string).cells] == [in_a_string]
+    not_python = f"x = (\n\n{call}\n"
+    assert [c.source for c in notebook_from_source(not_python).cells] == [not_python]
+
+
 def test_a_colab_export_of_a_right_notebook_runs_the_magics_colab_commented_out(
         tmp_path: Path, grader_cache: Path) -> None:
     """Colab's "Download .py" writes `%run Breadth-First-Fast.ipynb` as `# %run ...` and comments out a %%time

@@ -12,11 +12,13 @@ older formats (v1-v3) load nbformat, to upgrade them.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
 import warnings
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +110,8 @@ def notebook_from_source(source: str, path: str = "<string>") -> Notebook:
         return Notebook(path, *_within_code_budget(_colab_cells(lines)))
     jupytext = _is_jupytext(lines)
     marks = [(i, m) for i, line in enumerate(lines) if (m := _marker(line, jupytext)) is not None]
+    if not marks and not jupytext and (calls := _cell_magic_calls(source, lines)):
+        return Notebook(path, *_within_code_budget(_cut_at(lines, calls)))
     if not marks:
         return Notebook(path, *_within_code_budget((Cell(0, "code", _magics_uncommented(source, jupytext), None),)))
     chunks: list[tuple[str, int | None, list[str]]] = []
@@ -123,6 +127,35 @@ def notebook_from_source(source: str, path: str = "<string>") -> Notebook:
         for index, (kind, count, body) in enumerate(chunks)
     )
     return Notebook(path, *_within_code_budget(cells))
+
+
+# `jupyter nbconvert --to script --no-prompt` writes no `# In[ ]:` markers, only a blank line between cells, and a
+# %%time cell as one call, get_ipython().run_cell_magic('time', '', '<the cell>'), which extraction reads as the cell
+# magic it was only when it is a whole cell. Such an export is valid Python: its parse says where those calls are.
+_CELL_MAGIC_CALL = "get_ipython().run_cell_magic("
+_MAX_CUT_CHARS = 200_000   # an export is ~10-50 kB; parsing is the grader's CPU (~3 us a character)
+
+
+def _cell_magic_calls(source: str, lines: list[str]) -> list[int]:
+    """The lines (0-based) of a marker-less script that are each a whole top-level run_cell_magic call."""
+    if len(source) > _MAX_CUT_CHARS or not any(line.startswith(_CELL_MAGIC_CALL) for line in lines):
+        return []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return [node.lineno - 1 for node in tree.body
+            if isinstance(node, ast.Expr) and node.col_offset == 0 and node.lineno == node.end_lineno
+            and lines[node.lineno - 1].startswith(_CELL_MAGIC_CALL)]
+
+
+def _cut_at(lines: list[str], calls: list[int]) -> tuple[Cell, ...]:
+    """Code cells: the text between the calls, and each call a cell of its own."""
+    bounds = [0, *(edge for line in calls for edge in (line, line + 1)), len(lines)]
+    sources = [source for start, end in pairwise(bounds) if (source := _trim_blank_lines(lines[start:end]))]
+    return tuple(Cell(index, "code", source, None) for index, source in enumerate(sources))
 
 
 _PERCENT_MARKER = re.compile(r"^#\s?%%(?P<rest>.*)$")
