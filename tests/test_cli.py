@@ -109,6 +109,11 @@ def test_a_zip_members_result_and_reason_name_the_zip_never_the_graders_temporar
     assert reason.startswith(f"{export}:doeada_12346_67891_lab.ipynb: not valid JSON"), reason
     assert "intake-" not in json.dumps(broken)
     assert f"doeada_12346: unreadable: {export}:doeada_12346_67891_lab.ipynb: not valid JSON" in flat(done.stdout)
+    # The similarity check leaves the broken file out saying why, by the member's name, not its copy's SHA-256.
+    similar = run("similarity", str(out), "--out", str(tmp_path / "similarity.html"), "--rubric", RUBRIC)
+    assert similar.returncode == 0, similar.stderr
+    assert (f"doeada_12346: left out, not graded: {export}:doeada_12346_67891_lab.ipynb: not valid JSON"
+            in flat(similar.stdout + similar.stderr)), similar.stdout + similar.stderr
 
 
 def test_the_table_of_a_regrade_names_the_students_whose_exported_score_a_ta_override_changed(

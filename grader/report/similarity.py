@@ -306,13 +306,18 @@ def class_code(results, notebooks=None, results_folder=None) -> tuple[dict[str, 
     code: dict[str, dict[str, str]] = {}
     notes: list[str] = []
     for result in results:
+        if result.state == "unreadable":   # its copy holds no code, and the TA knows the file by its own name
+            why = result.warnings[0].shown if result.warnings else "its file could not be read"
+            notes.append(f"{result.submission}: left out, not graded: {why}")
+            continue
         notebook = locate_notebook(result, notebooks, results_folder)
         if notebook is None:
             notes.append(f"{result.submission}: left out, its notebook {result.path or '(no path)'} was not found")
             continue
         functions = function_code(notebook, result.exercises)
         if not functions:
-            notes.append(f"{result.submission}: left out, no graded function could be read from {notebook.name}")
+            notes.append(f"{result.submission}: left out, no graded function could be read from "
+                         f"{result.path or notebook.name}")
             continue
         code[result.submission] = functions
     return code, notes
