@@ -58,9 +58,9 @@ def diagnose() -> Diagnosis:
     if not isolation.namespaces and os.geteuid() != 0 and landlock < 6:
         advice.append("Without namespaces and without root, student code runs as your uid, and this kernel's "
                       "Landlock " + (f"(ABI {landlock}) " if landlock else "") + "cannot keep its signals "
-                      "inside the sandbox (ABI >= 6, Linux >= 6.12): it can stop or kill any process of yours it "
-                      "names by pid (the grader, your shell). Grade as root (each sandbox gets a uid of its own) "
-                      "or on a newer kernel.")
+                      "inside the sandbox (ABI >= 6, Linux >= 6.12): it can stop or kill a process of yours it "
+                      "names by pid (not the grader or its ancestors, such as this shell: another terminal's, an "
+                      "editor). Grade as root (each sandbox gets a uid of its own) or on a newer kernel.")
     if isolation.memory_root is None:
         advice.append("No writable memory cgroup: memory is bounded per process (RLIMIT_AS), so forked "
                       "processes, memfd and tmpfs pages can exceed limits.memory_mb. Run the grader as root, or "

@@ -376,10 +376,21 @@ _KEYRING_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}
 # uid (the grader, its zygote, the TA's shell), and Landlock's signal scope (ABI >= 6) is not everywhere. There
 # socket() is refused too (socketpair stays): a pathname unix socket of the uid (an ssh-agent's, a desktop bus)
 # was reachable through Landlock (whose file rules do not cover connect), and UDP through every ABI; a jail has
-# no network either. What it costs a notebook: multiprocessing's Manager and forkserver (a Pool works).
+# no network either. What it costs a notebook: multiprocessing's Manager and forkserver.
 _PRLIMIT = {"x86_64": 302, "aarch64": 261}
 _KILL = {"x86_64": 62, "aarch64": 129}
 _SOCKET = {"x86_64": 41, "aarch64": 198}
+# Where the uid is the grader's and Landlock has no signal scope (ABI < 6: Linux 5.13 to 6.11, most TA laptops),
+# the calls that signal a process named by its pid are refused for the pids the grader names (itself, its zygote,
+# its ancestors: the pool's coordinator, the TA's shell) and their process groups: kill, tgkill, rt_sigqueueinfo,
+# rt_tgsigqueueinfo and pidfd_open (then pidfd_send_signal) by their first argument; tkill always (deprecated, and
+# a thread id of the grader is not known ahead); fcntl F_SETOWN / F_SETOWN_EX and ioctl FIOSETOWN / SIOCSPGRP
+# always (SIGIO to a pid of the student's choosing when a pipe becomes readable).
+_SIGNAL_BY_PID = {"x86_64": (234, 129, 297, 434), "aarch64": (131, 138, 240, 434)}
+_TKILL = {"x86_64": 200, "aarch64": 130}
+_FCNTL = {"x86_64": 72, "aarch64": 25}
+_IOCTL = {"x86_64": 16, "aarch64": 29}
+_SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
@@ -402,17 +413,21 @@ def _assemble(program):
         else:
             instructions.append(item)
     def jump(label, index):
-        return 0 if label is None else labels[label] - index - 1
+        offset = 0 if label is None else labels[label] - index - 1
+        if not 0 <= offset < 256:
+            raise ValueError(f"a seccomp jump of {offset}")
+        return offset
 
     return [_SockFilter(code, jump(true, index), jump(false, index), k)
             for index, (code, k, true, false) in enumerate(instructions)]
 
 
-def _filter(own_uid):
-    """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here),
-    built once per kind as the zygote loads this module: each child only installs it. `own_uid`: the sandbox runs
-    as a uid of its own (a jail's, or an unused uid), so kill(-1) reaches only its processes (the runtime sweeps
-    with it) and a socket reaches nothing of the uid's; else both are refused (see _KILL)."""
+def _filter(own_uid, protected=()):
+    """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here).
+    `own_uid`: the sandbox runs as a uid of its own (a jail's, or an unused uid), so kill(-1) reaches only its
+    processes (the runtime sweeps with it) and a socket reaches nothing of the uid's; else both are refused (see
+    _KILL), and so is signalling the `protected` pids (process groups as negative numbers, for kill) and setting
+    an owner for SIGIO (see _SIGNAL_BY_PID)."""
     machine = os.uname().machine
     known = _SCHEDULING_CALLS.get(machine)
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
@@ -420,37 +435,51 @@ def _filter(own_uid):
     arch, calls = known
     ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     deny, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
-    arg0 = 16   # the low 32 bits of the first argument (little-endian): a pid_t is an int
+    arg0, arg1 = 16, 24   # the low 32 bits of the first and second arguments (little-endian): a pid_t is an int
     program: list = [(ld_abs, 4, None, None), (jeq, arch, None, "deny"), (ld_abs, 0, None, None),
-               (jge, 0x40000000, "deny", None)]   # x32 (bit 30) -> deny
+                     (jge, 0x40000000, "deny", None)]   # x32 (bit 30) -> deny
     program += [(jeq, nr, "deny", None) for nr in (*calls, *_KEYRING_CALLS[machine])]
-    program += [(jeq, _PRLIMIT[machine], "prlimit", None)]
+    # call -> (the argument it is refused by, the values refused): "allow" after the last
+    checked: dict = {_PRLIMIT[machine]: (arg0, None)}   # None: every value but 0
     if not own_uid:
-        program += [(jeq, _KILL[machine], "kill", None), (jeq, _SOCKET[machine], "deny", None)]
-    program += [(ret, allow, None, None),
-                "prlimit", (ld_abs, arg0, None, None), (jeq, 0, "allow", "deny")]
-    if not own_uid:
-        program += ["kill", (ld_abs, arg0, None, None), (jeq, 0xFFFFFFFF, "deny", "allow")]
+        pids = sorted({pid & 0xFFFFFFFF for pid in protected if pid > 0})
+        groups = sorted({pid & 0xFFFFFFFF for pid in protected if pid < -1})   # kill(-pgid)
+        program += [(jeq, nr, "deny", None) for nr in (_SOCKET[machine], _TKILL[machine])]
+        checked[_KILL[machine]] = (arg0, (0xFFFFFFFF, *pids, *groups))
+        checked.update({nr: (arg0, tuple(pids)) for nr in _SIGNAL_BY_PID[machine]})
+        checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0])
+        checked[_IOCTL[machine]] = (arg1, _SET_OWNER[1])
+    program += [(jeq, nr, f"check {nr}", None) for nr in checked]
+    program += [(ret, allow, None, None)]
+    for nr, (offset, refused) in checked.items():
+        program += [f"check {nr}", (ld_abs, offset, None, None)]
+        if refused is None:
+            program += [(jeq, 0, "allow", "deny")]
+        else:
+            program += [(jeq, value, "deny", None) for value in refused] + [(ret, allow, None, None)]
     program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None)]
     instructions = _assemble(program)
     filters = (_SockFilter * len(instructions))(*instructions)
     return filters, _SockFprog(len(instructions), filters)
 
 
-_FILTERS = {own_uid: _filter(own_uid) for own_uid in (True, False)}
+# Built once as the zygote loads this module (each child only installs one): the jail's and an unused uid's. The
+# grader's uid's names the pids to protect, so a child builds it (rlimits mode without root only).
+_FILTERS = {True: _filter(True)}
 
 
-def keep_scheduling(own_uid=True):
+def keep_scheduling(own_uid=True, protected=()):
     """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
     policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
     Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
     thread at nice 19 or SCHED_IDLE beside any busy process waits nearly all the time, by its own choice: that
     had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. The
     same filter refuses keyrings, prlimit of another process and, unless the sandbox has a uid of its own
-    (`own_uid`), kill(-1) and socket() (see _KEYRING_CALLS, _PRLIMIT, _KILL). A seccomp filter (inherited by
-    every thread and fork, kept across exec); a foreign architecture's calls fail all (a 32-bit or x32 binary
-    would get around the numbers). False where the architecture is not known here."""
-    found = _FILTERS[bool(own_uid)]
+    (`own_uid`), kill(-1), socket() and any signal to the `protected` pids (see _KEYRING_CALLS, _PRLIMIT, _KILL,
+    _SIGNAL_BY_PID). A seccomp filter (inherited by every thread and fork, kept across exec); a foreign
+    architecture's calls fail all (a 32-bit or x32 binary would get around the numbers). False where the
+    architecture is not known here."""
+    found = _FILTERS[True] if own_uid else _filter(False, protected)
     if found is None:
         return False
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")

@@ -1542,6 +1542,7 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
         memory = max(memory // 2, memory - limits.disk_mb * 1024 * 1024)
     return {
         "namespaces": isolation.namespaces, "grader_uid": os.geteuid(), "scratch": scratch,
+        "protect": supervisor.protected_pids() if not isolation.namespaces and os.geteuid() != 0 else [],
         "scratch_bytes": limits.disk_mb * 1024 * 1024, "scratch_files": limits.files,
         "cgroup_procs": [each.procs for each in (pids, group, cpu) if each is not None], "hide": list(hide_paths),
         "cover": list(hide_paths), "preload": list(preload), "cpus": _cpus(),

@@ -192,6 +192,29 @@ def not_dumpable() -> None:
         prctl(PR_SET_DUMPABLE, 0)
 
 
+_ANCESTORS: dict[int, list[int]] = {}
+
+
+def protected_pids() -> list[int]:
+    """The processes a sandbox running as this grader's uid must not signal, where Landlock cannot keep its
+    signals in (confine._SIGNAL_BY_PID): this process and its ancestors (a pool's coordinator, the TA's shell,
+    their terminal's session), as pids, and their process groups, as negative numbers. Read once per process."""
+    pid = os.getpid()
+    if pid not in _ANCESTORS:
+        found: list[int] = []
+        current = pid
+        while current > 1 and len(found) < 64:
+            try:
+                with open(f"/proc/{current}/stat", "rb") as stat:
+                    fields = stat.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                break
+            found += [current, -int(fields[2])] if int(fields[2]) > 1 else [current]
+            current = int(fields[1])
+        _ANCESTORS[pid] = found
+    return _ANCESTORS[pid]
+
+
 class Zygote:
     """A running zygote and the socket to it; one request at a time."""
 
