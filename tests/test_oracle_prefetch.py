@@ -325,3 +325,76 @@ def test_an_alarm_ringing_outside_the_reference_and_the_package_ends_prefetching
     outcome = run(code, PureOracle(Reference()))
     assert rang
     assert codec.decode(outcome.value) == codec.decode(plain.value)
+
+
+def test_a_second_run_of_the_same_search_sends_the_same_answers_ahead_without_walking_them_again(monkeypatch):
+    """A batch's searches get the same replies under the same rules: what was sent ahead with a reply is done
+    again from the plan's walks (prefetch.Walk) where the child holds the same of its calls, with no look-up of
+    the kept replies it is made of, and the child gets the very same answers in the same round trips."""
+    code = f"search({START!r}, {GOAL!r}, 400)"
+    trips = replies_counted(monkeypatch)
+    reference = PureOracle(Reference())
+    first = run(code, reference)
+    first_trips, frames = len(trips), []
+    trips.clear()
+    looked: list[Any] = []
+    arguments = prefetch._arguments
+    frame = process._reply_frame
+
+    def counted(rule: prefetch.Rule, value: Any) -> list[Any]:   # made for each answer a walk looks up
+        looked.append(value)
+        return arguments(rule, value)
+
+    def recorded(seq: int, tail: bytes) -> bytes:
+        frames.append(tail)
+        return frame(seq, tail)
+
+    monkeypatch.setattr(prefetch, "_arguments", counted)
+    monkeypatch.setattr(process, "_reply_frame", recorded)
+    second = run(code, reference)
+    assert codec.decode(second.value) == codec.decode(first.value)
+    assert len(frames) == first_trips and any(tail[:1] == b"P" for tail in frames)   # answers went ahead
+    assert looked == []   # every answer sent ahead came from a walk done before, none was looked up again
+
+
+def _walked(hooks: prefetch.Prefetch, name: str, tail: bytes, walks: prefetch.Walks | None) -> tuple[Any, ...]:
+    """What answers() sends and leaves behind (memo, counts, members) on a copy of `hooks`."""
+    copy = prefetch.Prefetch(hooks.isolate, set(hooks.known), dict(hooks.rules), hooks.triggers, dict(hooks.members),
+                             allowed=hooks.allowed, signature=hooks.signature)
+
+    def answer(helper: str, rest: bytes, args: list) -> bytes | None:
+        value = Reference()(helper, args, {})
+        return codec.pack(value)
+
+    sent = copy.answers(name, tail, answer, walks)
+    return sent, copy.known, copy.allowed, copy.sent, copy.members
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_walk_done_again_is_the_walk_it_stands_for_whatever_the_child_holds(data):
+    """Whichever of a walk's calls the child's memo holds (some of those it sent, some of those it skipped, others),
+    answers() with the plan's walks gives what walking gives: the same answers, memo, counts and members."""
+    hooks = prefetch.Prefetch(frozenset({"neighbours", "h"}))
+    hooks.start_case(10**6)
+    goal = codec.plain_text(GOAL)
+    assert goal is not None
+    for trigger, helper, where, other in (("neighbours", "h", prefetch.FIRST, goal.encode()),
+                                          ("neighbours", "neighbours", prefetch.ONLY, b"")):
+        for _ in range(prefetch.CONFIRM):
+            hooks._confirm(trigger, helper, where, other)
+    assert len(hooks.rules) == 2 and hooks.triggers == frozenset({"neighbours"})
+    tail = codec.pack(neighbours(START))
+    assert tail is not None
+    hooks.replied("neighbours", tail)
+    everything, _, _, _, _ = _walked(hooks, "neighbours", tail, None)
+    calls = [hash((helper, b'"args":{"list":[' + text.encode() + b']},"kwargs":{"dict":[]}}'))
+             for helper, text, _ in everything]
+    assert len(calls) > 10
+    walks = prefetch.Walks()
+    before = set(data.draw(st.sets(st.sampled_from(calls))))
+    hooks.known = before
+    _walked(hooks, "neighbours", tail, walks)                 # the walk made, with one memo
+    assert len(walks.entries) == 1
+    hooks.known = set(data.draw(st.sets(st.sampled_from(calls)))) | data.draw(st.sets(st.integers()))
+    assert _walked(hooks, "neighbours", tail, walks) == _walked(hooks, "neighbours", tail, None)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from grader import codec
 from grader.sandbox import wire
@@ -86,6 +86,45 @@ class Members:
     by_text: dict[bytes, str]
 
 
+class Walk(NamedTuple):
+    """What Prefetch.answers did for one reply under one set of rules, to be done again without walking: the
+    answers it sent (`calls`: their hashes, as the child's memo is counted in Prefetch.known), the calls it looked
+    at that the memo held before it (`held`) and those it did not (`free`: sent, or their reply too long), and
+    the replies whose members it read, in their order. The walk is a function of the rules, the reply and the
+    replies kept for the plan (pure answers, encoded canonically: see process.PureOracle), and of which of its
+    calls the memo holds: where the memo holds all of `held` and none of `free`, walking again would look at the
+    same calls, find the same held, and make exactly this. (A named tuple: one is made per reply walked.)"""
+
+    sent: tuple[tuple[str, str, bytes], ...]
+    calls: tuple[int, ...]
+    held: frozenset[int]
+    free: frozenset[int]
+    replied: tuple[tuple[str, bytes], ...]
+    size: int          # about what it holds, in bytes: its answers' texts and replies (kept for the plan too)
+
+
+@dataclass
+class Walks:
+    """A plan's walks (process.Replies.walks), by the reply, the rules and what answers the helpers: a batch's
+    searches get the same replies under the same rules (a wrong find-tile-transposed notebook walks ~1,500 replies
+    to send ~9,300 answers ahead, each looked up and written again for every copy). Bounded by what they hold,
+    not by their number (the child chooses what it asks): past `max_bytes` all are forgotten."""
+
+    max_bytes: int = 8_000_000
+    entries: dict[tuple[Any, ...], Walk] = field(default_factory=dict)
+    held: int = 0
+
+    def keep(self, key: tuple[Any, ...], walk: Walk) -> None:
+        size = walk.size + 32 * (len(walk.held) + len(walk.free))
+        if size > self.max_bytes // 64:
+            return
+        if self.held + size > self.max_bytes:
+            self.entries.clear()
+            self.held = 0
+        self.entries[key] = walk
+        self.held += size
+
+
 @dataclass
 class Prefetch:
     """The parent's prefetching for one exercise's fork: what the child's memo holds, and per case the rules."""
@@ -103,11 +142,16 @@ class Prefetch:
     allowed: int = 0           # prefetched answers the case may still get
     sent: int = 0              # prefetched answers sent (all cases)
     stopped: bool = False      # the reference was too slow for one: no more in this case
+    # What answers the helpers where the name alone does not say (process.PureOracle.answered_by), as a key; and
+    # the rules as one (their trigger, helper, place and other arguments, in their order): a Walk's key with them.
+    context: tuple[tuple[str, str], ...] = ()
+    signature: tuple[tuple[str, str, str, bytes], ...] = ()
 
     def start_case(self, allowed: int) -> None:
         """A new case: its rules are learnt from its own calls (an argument text of another case is not one the
         child sent in this one)."""
         self.rules.clear()
+        self.signature = ()
         self.triggers = frozenset()
         self.members.clear()
         self.candidates.clear()
@@ -160,10 +204,12 @@ class Prefetch:
             if others is not None:
                 self.rules[(trigger, helper, where)] = Rule(trigger, helper, where, other, others)
                 self.triggers = frozenset(rule.trigger for rule in self.rules.values() if rule.helper != rule.trigger)
+                self.signature = tuple((rule.trigger, rule.helper, rule.where, rule.other)
+                                       for rule in self.rules.values())
             del self.candidates[pattern]
 
-    def answers(self, name: str, tail: bytes, answer: Callable[[str, bytes, list[Any]], bytes | None]
-                ) -> list[tuple[str, str, bytes]]:
+    def answers(self, name: str, tail: bytes, answer: Callable[[str, bytes, list[Any]], bytes | None],
+                walks: Walks | None = None) -> list[tuple[str, str, bytes]]:
         """The calls to answer with the reply `tail` to an asked call of `name`, as (helper, arguments' text as the
         child writes it, reply), each answered by `answer(helper, rest, args)` (None: not sent). The rules whose
         helper is another (manhattan of each next state) are followed from each reply sent, prefetched ones
@@ -175,14 +221,55 @@ class Prefetch:
         found = self.replied(name, tail)
         if found is None or self.stopped or name not in self.triggers:
             return []
+        # `walks`: the plan's walks, done again where the child's memo holds the same of their calls (Walk). Only a
+        # walk the case's allowance does not cut is kept or done again: its bound is then PER_REPLY, as here.
+        key = (name, tail, self.signature, self.context) if walks is not None and self.allowed >= PER_REPLY else None
+        if key is not None:
+            assert walks is not None
+            walk = walks.entries.get(key)
+            if walk is not None and self._again(walk):
+                return list(walk.sent)
+            held: list[int] = []
+            free: list[int] = []
+            calls: list[int] = []
+            read: list[tuple[str, bytes]] = []
+            sent, whole = self._walk(name, found, answer, (held, free, calls, read))
+            if whole and not self.stopped:
+                looked = frozenset(free)
+                walks.keep(key, Walk(tuple(sent), tuple(calls), frozenset(held) - looked, looked, tuple(read),
+                                     sum([len(text) + len(reply) for _, text, reply in sent])))
+            return sent
+        return self._walk(name, found, answer, None)[0]
+
+    def _again(self, walk: Walk) -> bool:
+        """Do `walk` again if the child's memo holds the same of its calls as when it was made (False: it does not,
+        and nothing has changed)."""
+        known = self.known
+        if not known.issuperset(walk.held) or not known.isdisjoint(walk.free):
+            return False
+        known.update(walk.calls)
+        self.allowed -= len(walk.sent)
+        self.sent += len(walk.sent)
+        for helper, reply in walk.replied:
+            self.replied(helper, reply)
+        return True
+
+    def _walk(self, name: str, found: Members, answer: Callable[[str, bytes, list[Any]], bytes | None],
+              record: tuple[list[int], list[int], list[int], list[tuple[str, bytes]]] | None
+              ) -> tuple[list[tuple[str, str, bytes]], bool]:
+        """answers' walk from the reply's members `found`, and whether what `record` got (the calls held when
+        looked at, those not, those sent, the replies read: see Walk) is a whole Walk: not where an answer was not
+        sent for a reason of the moment (the reference refused or ran out of time; nothing is recorded from there)."""
         sent: list[tuple[str, str, bytes]] = []
+        whole = record is not None
+        held, free, calls, read = record if record is not None else (None, None, None, None)
         known, triggers, rules = self.known, self.triggers, list(self.rules.values())
         queue = [(name, found, True)]
         # The bounds as locals (what _call and a check of all four at each member did, in that order): `left`
         # answers may still be sent with this reply, `looked` members looked at; only answer() stops prefetching.
         left, looked = min(PER_REPLY, self.allowed), 0
         if left <= 0:
-            return sent
+            return sent, whole
         for trigger, members, asked in queue:
             for rule in rules:
                 helper = rule.helper
@@ -192,32 +279,42 @@ class Prefetch:
                 for text, value in zip(members.texts, members.values, strict=True):
                     looked += 1
                     if looked > LOOKED:
-                        return sent
+                        return sent, whole
                     rest = before + text + after
                     if len(rest) > _LONGEST_REST:
                         continue   # _call's None: the arguments' text is too long
                     call = hash((helper, rest))
                     if call in known:
+                        if held is not None:
+                            held.append(call)
                         continue
                     reply = answer(helper, rest, _arguments(rule, value))
                     if reply is None:
+                        held = free = calls = read = None
+                        whole = False
                         if self.stopped:
-                            return sent
+                            return sent, whole
                         continue
+                    if free is not None:
+                        free.append(call)
                     if len(reply) > LONGEST_TAIL:
                         continue
+                    if calls is not None:
+                        calls.append(call)
                     known.add(call)
                     self.allowed -= 1
                     self.sent += 1
                     sent.append((helper, rest[_LIST_START:_LIST_END].decode("ascii"), reply))
                     left -= 1
                     if left <= 0:
-                        return sent
+                        return sent, whole
                     if helper in triggers:
+                        if read is not None:
+                            read.append((helper, reply))
                         more = self.replied(helper, reply)
                         if more is not None:
                             queue.append((helper, more, False))
-        return sent
+        return sent, whole
 
     def replied(self, name: str, tail: bytes) -> Members | None:
         """The members of a reply to `name` the child gets (None: not a set), kept as ones it holds."""

@@ -29,7 +29,7 @@ from grader.sandbox.confine import remove_tree
 from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.budget import Budget, LoadClock
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
-    can_prefetch
+    Walks, can_prefetch
 from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
                                       acquire_cpu_group, acquire_group, acquire_memory_group, cpu_meter, detect,
                                       release_cpu_group, release_group, release_memory_group)
@@ -291,6 +291,7 @@ class Replies:
     entries: dict[tuple[str, str, bytes], bytes] = field(default_factory=dict)   # call -> its reply's tail
     chars: int = 0
     shared: SharedReplies | None = None    # the batch's other workers' replies, where they are shared
+    walks: Walks = field(default_factory=Walks)   # answers sent ahead with a reply, made of these (prefetch.Walk)
 
     def hear(self, body: bytes) -> Heard | None:
         """The call a frame holds, split, when it could be kept (see heard)."""
@@ -803,7 +804,7 @@ class Sandbox:
         self.budget.exercise_started(time.monotonic())
         pending: _Pending | None = None    # a frame the run of kept calls read and left (see _answer_kept)
         # Answers sent before they are asked, learnt from the case's own calls: only where answers are pure.
-        prefetch = Prefetch(frozenset(isolate)) \
+        prefetch = Prefetch(frozenset(isolate), context=tuple(sorted(oracle.answered_by.items()))) \
             if can_prefetch(frozenset(isolate)) and isinstance(oracle, PureOracle) else None
         while True:
             wake = clock.wake if clock is not None else wait_until
@@ -1105,7 +1106,7 @@ class Sandbox:
             return made
 
         try:
-            more = prefetch.answers(name, tail, answer)
+            more = prefetch.answers(name, tail, answer, replies.walks)
         except _ReferenceTooSlow:
             # It rang in a frame that is neither the reference's nor a file of the package (a dataclass's
             # generated __init__, prefetch.Members' in members_of): prefetching ends, never the case.
