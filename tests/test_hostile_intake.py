@@ -11,11 +11,14 @@ import json
 import shutil
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from grader.intake.notebook import MAX_SUBMISSION_BYTES
+from grader.rubric.lateness import HandIn, LatePolicy, assess
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
@@ -332,3 +335,38 @@ def test_a_folder_1500_levels_deep_does_not_stop_the_class(tmp_path, grader_cach
         (levels[-1] / "lab.ipynb").unlink()
         for level in reversed(levels):
             level.rmdir()
+
+
+def test_a_worksheet_time_no_date_can_say_in_utc_does_not_stop_the_class(tmp_path, grader_cache):
+    """Moodle's "Last modified" of "31 December 9999, 11:59 PM" read in a course zone west of Greenwich is after
+    year 9999 in UTC: the old code raised ValueError out of the batch (a traceback, nothing graded written). Now
+    that time says nothing: the worksheet's late flag decides (one day), and the classmate is graded as before."""
+    from dataclasses import replace
+
+    from grader.rubric.schema import load_rubric
+    from grader.run.batch import grade_batch
+    from test_lateness import MOODLE_WORKSHEET, moodle_export
+
+    sheet = MOODLE_WORKSHEET.replace("Saturday, 21 November 2026, 2:00 AM", "Friday, 31 December 9999, 11:59 PM")
+    export = moodle_export(tmp_path / "moodle.zip", {"grades.csv": sheet})
+    policy = LatePolicy(datetime(2026, 11, 20, 23, 59, tzinfo=timezone.utc), 0.1, 0.3,
+                        zone=timezone(timedelta(hours=-8)))
+    batch = grade_batch([export], replace(load_rubric(RUBRIC), late=policy), tmp_path / "out", jobs=1,
+                        cache=grader_cache)
+    results = {r.submission: r for r in batch.results}
+    ada, bo = results["Ada_Byron_2101"], results["Bo_Chen_2102"]
+    assert (ada.total, ada.late, ada.penalty, ada.submitted_at) == (30, True, 3.0, "")
+    assert (bo.total, bo.late, bo.penalty, bo.submitted_at) == (30, False, 0.0, "2026-11-19T16:00:00+00:00")
+
+
+@given(recorded=st.one_of(st.just(""), st.datetimes().map(datetime.isoformat)),
+       extended=st.one_of(st.just(""), st.datetimes().map(datetime.isoformat)), at=st.floats(),
+       offset=st.integers(-14 * 60, 14 * 60), flagged=st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_any_hand_in_time_is_assessed_without_an_error(recorded, extended, at, offset, flagged):
+    """Whatever times an LMS's worksheet or a file gives (years 1 to 9999 in any zone, NaN, infinities), the
+    lateness is assessed: never an exception out of the batch, a share within the policy's cap."""
+    zone = timezone(timedelta(minutes=offset))
+    policy = LatePolicy(datetime(2026, 11, 20, 23, 59, tzinfo=timezone.utc), 0.1, 0.3, zone=zone)
+    late = assess(HandIn(flagged, at, recorded, extended), 30.0, policy)
+    assert 0.0 <= late.share <= 0.3 and late.penalty <= 9.0

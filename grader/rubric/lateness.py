@@ -98,21 +98,31 @@ def parse_due(text: str, zone: tzinfo | None = None) -> datetime:
     return when.replace(tzinfo=zone)
 
 
+def utc_text(at: float) -> str:
+    """`at` (seconds since the epoch) as UTC ISO, or "" where no date can say it (outside years 1-9999, NaN)."""
+    try:
+        return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):
+        return ""
+
+
 def recorded_time(recorded: str, zone: tzinfo) -> float:
-    """The LMS's zone-less record of a hand-in, read in `zone`: seconds since the epoch, 0 if unreadable."""
+    """The LMS's zone-less record of a hand-in, read in `zone`: seconds since the epoch, 0 if unreadable (also a
+    time a date cannot say in UTC: "31 December 9999, 11:59 PM" read west of Greenwich crashed the batch)."""
     try:
         when = datetime.fromisoformat(recorded)
-    except ValueError:
+        at = (when if when.tzinfo else when.replace(tzinfo=zone)).timestamp()
+    except (ValueError, OverflowError):
         return 0.0
-    return (when if when.tzinfo else when.replace(tzinfo=zone)).timestamp()
+    return at if utc_text(at) else 0.0
 
 
 def assess(hand_in: HandIn, total: float, policy: LatePolicy | None) -> Lateness:
     """Pure: the lateness of a submission handed in so, and its penalty on `total` points."""
-    at = hand_in.at
+    at = hand_in.at if utc_text(hand_in.at) else 0.0   # a time no date can say says nothing
     if hand_in.recorded:
         at = recorded_time(hand_in.recorded, policy.local if policy else timezone.utc) or at
-    submitted = datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds") if at else ""
+    submitted = utc_text(at) if at else ""
     if policy is None:
         return Lateness(hand_in.flagged, submitted)
     due = policy.due.timestamp()
