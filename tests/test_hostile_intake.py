@@ -370,3 +370,23 @@ def test_any_hand_in_time_is_assessed_without_an_error(recorded, extended, at, o
     policy = LatePolicy(datetime(2026, 11, 20, 23, 59, tzinfo=timezone.utc), 0.1, 0.3, zone=zone)
     late = assess(HandIn(flagged, at, recorded, extended), 30.0, policy)
     assert 0.0 <= late.share <= 0.3 and late.penalty <= 9.0
+
+
+@given(count=st.text(alphabet=st.characters(categories=["Nd"]), max_size=6000))
+@settings(max_examples=100, deadline=None)
+def test_an_nbconvert_marker_with_any_count_is_read_without_an_error(count):
+    """`# In[<5,000 nines>]:` in a .py hand-in raised int()'s digit limit out of the read (the old code: "the
+    grader failed on this submission: ValueError"); digits of another script were read as a count too. A count
+    is ASCII digits an execution counter could reach, else none; the cell is read either way."""
+    from grader.intake.notebook import notebook_from_source
+
+    notebook = notebook_from_source(f"# In[{count}]:\nx = 1\n", "mallory.py")
+    [cell] = [cell for cell in notebook.cells if "x = 1" in cell.source]
+    assert cell.execution_count is None or (count.isascii() and cell.execution_count == int(count))
+
+
+def test_a_five_thousand_digit_marker_is_no_count():
+    from grader.intake.notebook import notebook_from_source
+
+    notebook = notebook_from_source("# In[" + "9" * 5000 + "]:\nx = 1\n", "mallory.py")
+    assert [cell.execution_count for cell in notebook.cells] == [None]

@@ -159,7 +159,10 @@ def _cut_at(lines: list[str], calls: list[int]) -> tuple[Cell, ...]:
 
 
 _PERCENT_MARKER = re.compile(r"^#\s?%%(?P<rest>.*)$")
-_IN_MARKER = re.compile(r"^#\s*In\s*\[\s*(?P<count>\d*)\s*\]\s*:\s*$")
+# ASCII digits (`\d` takes any script's, which int() reads too), a count an execution counter could reach: a marker
+# `# In[<5,000 nines>]:` raised int()'s digit limit out of the read ("the grader failed on this submission").
+_IN_MARKER = re.compile(r"^#\s*In\s*\[\s*(?P<count>[0-9]*)\s*\]\s*:\s*$")
+_MAX_COUNT_DIGITS = 9
 
 
 # Jupytext writes a notebook's magics as comments (`# %run x.ipynb`, `# !pip ...`, a cell's first line `# %%time`)
@@ -245,7 +248,7 @@ def _marker(line: str, jupytext: bool = False) -> tuple[str, int | None] | None:
     cell magic, not a marker (jupytext's markers are `# %%` alone or followed by a space)."""
     line = line.rstrip("\r\n")
     if m := _IN_MARKER.match(line):
-        return "code", int(m["count"]) if m["count"] else None
+        return "code", int(m["count"]) if m["count"] and len(m["count"]) <= _MAX_COUNT_DIGITS else None
     if jupytext and line.startswith("# %%") and line[4:5] not in ("", " ", "\t"):
         return None
     if m := _PERCENT_MARKER.match(line):
