@@ -178,6 +178,36 @@ def test_annotated_notebook_copies_none_of_the_notebooks_metadata_but_its_langua
     assert '<span class="nf">move_dir</span>' in html                      # still highlighted as Python
 
 
+def test_annotated_pages_of_a_class_share_one_exporter_and_each_keeps_its_own_language(
+        bundled: Batch, tmp_path: Path, monkeypatch) -> None:
+    """A new nbconvert exporter per student loaded and compiled its templates again (~15 % of an annotated class's
+    CPU: 20.2 -> 17.2 s user for 59 Taoistic students). One serves the class; a page's highlighter is still its own
+    notebook's language (a plain-text notebook after a Python one is not highlighted as Python)."""
+    import nbconvert
+    made = []
+
+    class Counted(nbconvert.HTMLExporter):
+        def __init__(self, *args, **kwargs):
+            made.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(nbconvert, "HTMLExporter", Counted)
+    if hasattr(annotated, "_exporter"):
+        annotated._exporter.cache_clear()
+    python = annotated.annotated_notebook(SUBMISSIONS / f"{TRANSPOSED}.ipynb", bundled[TRANSPOSED])
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["language_info"] = {"name": "text", "pygments_lexer": "text"}
+    nb.cells = [nbformat.v4.new_code_cell("def move_dir(S, row, col, dx, dy):\n    return S\n")]
+    path = tmp_path / "plain.ipynb"
+    nbformat.write(nb, path)
+    plain = annotated.annotated_notebook(path, bundled[TRANSPOSED])
+    again = annotated.annotated_notebook(SUBMISSIONS / f"{TRANSPOSED}.ipynb", bundled[TRANSPOSED])
+    assert len(made) == 1
+    assert '<span class="nf">move_dir</span>' in python and again == python
+    assert "move_dir" in plain and '<span class="nf">move_dir</span>' not in plain
+    annotated._exporter.cache_clear()   # later tests build theirs with the real class
+
+
 def test_annotated_notebook_embeds_local_images_drops_remote_ones_and_trusts_no_student_raw_cell(
         bundled: Batch, tmp_path: Path) -> None:
     (tmp_path / "picture.png").write_bytes(_tiny_png())
