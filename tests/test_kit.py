@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from unittest import mock
 
@@ -430,6 +431,40 @@ def test_check_from_a_running_jupyter_kernel(kit_path: Path, tmp_path: Path):
     text = "".join(o.get("text", "") + "".join(str(v) for v in o.get("data", {}).values()) for o in outputs)
     assert "RESULT 26 2 0" in text
     assert "hidden cases, results after grading" in text
+
+
+def test_the_kernel_check_without_the_reports_extra_prints_its_text_report(kit_path: Path, tmp_path: Path):
+    """`from grader import check; check("kit.json")` with `pip install puzzle-grader` alone (no jinja2, no
+    markupsafe: the reports extra) ended in ModuleNotFoundError: markupsafe, outside Jupyter too. It prints the
+    text report; in a kernel without them the HTML block gives way to the same text."""
+    script = textwrap.dedent(f"""
+        import sys
+
+        class ReportsExtraMissing:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("jinja2", "markupsafe"):
+                    raise ModuleNotFoundError(f"No module named {{name!r}}")
+                return None
+
+        sys.meta_path.insert(0, ReportsExtraMissing())
+
+        def find_tile(tile, S):
+            for r, row in enumerate(S):
+                for c, t in enumerate(row):
+                    if t == tile:
+                        return (r, c)
+
+        from grader import check
+        from grader.report import notebook_view
+        assert not notebook_view.html_available()
+        summary = check({str(kit_path)!r})
+        print("RESULT", sum(e.score > 0 for e in summary.result.exercises))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "find_tile: 3/3 public cases pass" in done.stdout and "RESULT 1" in done.stdout
+    assert "hidden cases, results after grading" in done.stdout
 
 
 @pytest.mark.slow

@@ -1008,7 +1008,7 @@ def check(kit: str | Path | Kit, *, namespace: dict[str, Any] | None = None, con
         warnings=warnings, seconds=round(time.monotonic() - started, 3),
         extra={"kit": kit.sha256, "hidden": kit.hidden})
     from grader.report import notebook_view
-    if console is None and notebook_view.in_notebook():
+    if console is None and notebook_view.in_notebook() and notebook_view.html_available():
         notebook_view.show(result, kit.hidden)      # one output: HTML, with the text report as its fallback
     else:
         report(result, kit.hidden, console)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 from typing import Mapping
 
-from markupsafe import Markup, escape
-
 from grader.store.results import SubmissionResult
 
 
@@ -26,6 +24,8 @@ def check_text(result: SubmissionResult, hidden: Mapping[str, int]) -> tuple[str
 def check_html(result: SubmissionResult, hidden: Mapping[str, int], text: str) -> str:
     """The table of exercises and every exercise with a failing public case (boards, messages, tracebacks),
     hidden cases counted only, and the closing summary line (the text report's last line)."""
+    from markupsafe import Markup, escape
+
     from grader.report import student
     shown = [e for e in result.exercises
              if any(c.status not in ("pass", "unverified") for c in e.cases if c.visibility == "public")]
@@ -46,6 +46,18 @@ def show(result: SubmissionResult, hidden: Mapping[str, int]) -> bool:
     text, ok = check_text(result, hidden)
     display({"text/html": check_html(result, hidden, text), "text/plain": text}, raw=True)
     return ok
+
+
+def html_available() -> bool:
+    """Whether the HTML block can be made: it needs jinja2 and markupsafe (the reports extra, which a Jupyter
+    install brings). A student with `pip install puzzle-grader` alone gets the text report instead: the check
+    ended in ModuleNotFoundError: markupsafe."""
+    try:
+        import jinja2  # noqa: F401
+        import markupsafe  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def in_notebook() -> bool:
