@@ -418,3 +418,106 @@ def test_a_resubmission_counts_with_its_own_lateness(tmp_path: Path):
     assert entry.source.endswith("lab-1.ipynb") and entry.others[0].endswith("smithjohn_12345_67890_lab.ipynb")
     lateness = assess(hand_in(entry), 30.0, POLICY)
     assert (lateness.late, lateness.days, lateness.submitted_at) == (True, 1, "")
+
+
+# --- Session 15: Gradescope's "Download Submissions" export --------------------------------------------------------
+
+GRADESCOPE_METADATA = REPO / "tests" / "fixtures" / "fair" / "gradescope_submission_metadata.yml"
+
+
+def gradescope_export(path: Path, metadata: str | None = None, extra: dict[str, str] | None = None,
+                      made: tuple[int, ...] = (2026, 11, 25, 9, 30, 0)) -> Path:
+    """A Gradescope export as its zip holds it: `assignment_<id>_export/` with `submission_metadata.yml` and one
+    folder per submission, `submission_<number>/`, every member dated when the export was made (after the due
+    date). The metadata's three submissions: Ada on time, Bo a day late, Cy and Eve's group on time."""
+    notebook = (EXAMPLES / "correct.ipynb").read_bytes()
+    root = "assignment_7301_export"
+    with zipfile.ZipFile(path, "w") as archive:
+        if metadata is not None:
+            archive.writestr(zipfile.ZipInfo(f"{root}/submission_metadata.yml", made), metadata)
+        for number in ("409194023", "409194024", "409194025"):
+            archive.writestr(zipfile.ZipInfo(f"{root}/submission_{number}/lab.ipynb", made), notebook)
+        for name, text in (extra or {}).items():
+            archive.writestr(zipfile.ZipInfo(f"{root}/{name}", made), text)
+    return path
+
+
+def test_a_gradescope_export_names_its_students_and_dates_them_by_gradescopes_record(tmp_path: Path):
+    """Old code: the folder convention named three students `submission_409194023`..., left Eve (in Cy's group)
+    without a row, and dated every hand-in by the export's zip (25 Nov): all four days late. Now the export's
+    `submission_metadata.yml` names each submitter, and its `:created_at:` (with its zone) says when."""
+    export = gradescope_export(tmp_path / "assignment_7301_export.zip", GRADESCOPE_METADATA.read_text("utf-8"))
+    intake = gather([export], tmp_path / "work")
+    entries = {e.student: e for e in intake.entries}
+    assert sorted(entries) == ["Ada_Lovelace_1815", "Bo_Chen_2102", "Cy_Dee_3001", "Eve_Fox_eve_example.org"]
+    assert {e.convention for e in intake.entries} == {"gradescope"}
+    assert entries["Cy_Dee_3001"].path == entries["Eve_Fox_eve_example.org"].path
+    lateness = {student: assess(hand_in(entry), 30.0, POLICY) for student, entry in entries.items()}
+    assert {s: (v.late, v.days) for s, v in lateness.items()} == {
+        "Ada_Lovelace_1815": (False, 0), "Bo_Chen_2102": (True, 1), "Cy_Dee_3001": (False, 0),
+        "Eve_Fox_eve_example.org": (False, 0)}
+    assert lateness["Ada_Lovelace_1815"].submitted_at == "2026-11-20T21:10:05+00:00"
+    # Gradescope's times carry their zone: a course's own zone does not move them
+    from zoneinfo import ZoneInfo
+    tokyo = replace(POLICY, zone=ZoneInfo("Asia/Tokyo"))
+    assert not assess(hand_in(entries["Ada_Lovelace_1815"]), 30.0, tokyo).late
+    assert intake.problems == ()
+    assert any("submission_metadata.yml: gradescope worksheet, 4 students" in note for note in intake.notes)
+    assert any("submission_409194025: a group's hand-in, graded for each of its 2 students" in note
+               for note in intake.notes)
+
+
+def test_a_gradescope_export_without_its_metadata_charges_no_one_by_the_exports_date(tmp_path: Path):
+    """Without the metadata (a forged one inside a student's folder is never read) the students are named by
+    number, no time says when they handed in (the members' dates are the export's), and the TA is told."""
+    forged = GRADESCOPE_METADATA.read_text("utf-8").replace("Ada Lovelace", "Mallory").replace(
+        "2026-11-21 09:00:00.5", "2026-11-20 09:00:00.5")
+    export = gradescope_export(tmp_path / "export.zip", None,
+                               {"submission_409194024/submission_metadata.yml": forged})
+    intake = gather([export], tmp_path / "work")
+    entries = {e.student: e for e in intake.entries}
+    assert sorted(entries) == ["submission_409194023", "submission_409194024", "submission_409194025"]
+    assert not any(assess(hand_in(e), 30.0, POLICY).late for e in intake.entries)
+    assert all(assess(hand_in(e), 30.0, POLICY).submitted_at == "" for e in intake.entries)
+    assert any("submission_409194023, submission_409194024, submission_409194025: a Gradescope export's "
+               "submissions that its submission_metadata.yml does not name" in note for note in intake.notes)
+
+
+def test_gradescopes_metadata_is_read_safely_whatever_it_holds():
+    """The metadata is the TA's file, but odd: Ruby tags PyYAML does not know (read as the plain value, never an
+    object), quoted or zone-less times, missing or wrong-typed fields, an empty group, no YAML at all. Nothing
+    raises; what cannot be read is left out."""
+    from grader.intake.gather import gradescope_metadata
+    odd = ("submission_1: !ruby/hash:ActiveSupport::HashWithIndifferentAccess\n"
+           "  :submitters:\n  - :name: !ruby/object:Name Ada\n    :sid: !ruby/object:BigDecimal 18:0.7e1\n"
+           "  :created_at: '2026-11-20 23:00:00.123456789 -0800'\n"
+           "  :score: !ruby/object:BigDecimal 18:0.3e2\n"
+           "submission_2:\n  :submitters: []\n  :created_at: 2026-11-20 10:00:00\n"
+           "submission_3:\n  :submitters: {name: x}\n  :created_at: [1, 2]\n"
+           "submission_4: just text\nnot_a_submission:\n  :submitters: [{':name': Eve}]\n"
+           "submission_5:\n  submitters:\n  - name: Plain Keys\n    sid: 5\n  created_at: 2026-11-20T10:00:00Z\n"
+           "submission_6:\n  :submitters:\n  - :name: \"Zo\\u00eb\\u202e\\x1b[2J\"\n    :sid: [a, b]\n"
+           "submission_7:\n  :submitters:\n  - !!python/object/apply:os.system [echo owned]\n")
+    records = gradescope_metadata(odd)
+    assert records is not None
+    assert (records["1"].students, records["1"].recorded) == (("Ada_18_0.7e1",), "2026-11-20T23:00:00.123456-08:00")
+    assert (records["2"].students, records["2"].recorded) == ((), "2026-11-20T10:00:00")
+    assert (records["3"].students, records["3"].recorded) == ((), "")
+    assert "4" not in records and len(records) == 6
+    assert (records["5"].students, records["5"].recorded) == (("Plain_Keys_5",), "2026-11-20T10:00:00+00:00")
+    assert records["6"].students and all(c.isascii() and c.isprintable() for c in records["6"].students[0])
+    assert records["7"].students == ()
+    for text in ("", "a,b\n1,2\n", "- 1\n- 2\n", "[" * 5000, "a: &a [*a]\n", "submission_1: [\n", "\x00\x01"):
+        assert gradescope_metadata(text) is None
+
+
+def test_a_gradescope_exports_students_each_get_a_graded_row_and_their_own_lateness(tmp_path: Path,
+                                                                                  grader_cache: Path):
+    export = gradescope_export(tmp_path / "assignment_7301_export.zip", GRADESCOPE_METADATA.read_text("utf-8"))
+    batch = grade_batch([export], replace(load_rubric(RUBRIC), late=POLICY), tmp_path / "out", jobs=1,
+                        cache=grader_cache)
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open(encoding="utf-8"))}
+    assert {s: (r["total"], r["late"], r["late_penalty"]) for s, r in rows.items()} == {
+        "Ada_Lovelace_1815": ("30", "", "0"), "Bo_Chen_2102": ("30", "late", "3"),
+        "Cy_Dee_3001": ("30", "", "0"), "Eve_Fox_eve_example.org": ("30", "", "0")}
+    assert {r.submission: r.submitted_at for r in batch.results}["Bo_Chen_2102"] == "2026-11-21T09:00:00+00:00"

@@ -30,6 +30,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+import yaml
+
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, TOO_LARGE
 
 NOTEBOOK_SUFFIXES = (".ipynb", ".py")
@@ -75,14 +77,15 @@ class Entry:
     student: str            # identity from the naming convention, file-name safe ([A-Za-z0-9._-]), unique
     path: Path              # a real file on disk (zip members are extracted under workdir)
     source: str             # human-readable origin, e.g. "export.zip:smithjohn_12345_67890_taoistic.ipynb"
-    convention: str         # "canvas" | "moodle" | "folder" | "file"
+    convention: str         # "canvas" | "moodle" | "gradescope" | "folder" | "file"
     others: tuple[str, ...] = ()   # sources of this student's other notebooks that were NOT chosen
     late: bool = False      # the LMS marked it late (Canvas `_LATE_` in the name, Moodle's worksheet)
     modified: float = 0.0   # the file's time (seconds since the epoch; a zip member's own date), 0 if unknown
     problem: str = ""       # why the notebook cannot be read (empty, does not extract): graded as unreadable
     handed_in: float = 0.0  # when it was handed in, as far as a file's time says (`_handed`), 0 if nothing does
-    recorded: str = ""      # a zone-less time of the hand-in, ISO, read in the course's zone: the LMS's own record
-                            # (Moodle's worksheet), else a zip member's date (the zip format has no zone)
+    recorded: str = ""      # a time of the hand-in, ISO: the LMS's own record (Moodle's worksheet, zone-less and read
+                            # in the course's zone; Gradescope's metadata, with its offset), else a zip member's date
+                            # (the zip format has no zone)
     extended: str = ""      # the student's own due date from the LMS (an extension; ISO, no zone), "" if none
 
 
@@ -189,6 +192,20 @@ def canvas(place: Place) -> Owner | None:
     return None
 
 
+GRADESCOPE_FOLDER = re.compile(r"^submission_(?P<id>\d+)$")
+
+
+@convention("gradescope", lms=True)
+def gradescope(place: Place) -> Owner | None:
+    """`assignment_1234_export/submission_567890/lab.ipynb`: Gradescope's "Download Submissions" gives each
+    submission a folder named by its number; its `submission_metadata.yml` names the students (see `_named`)."""
+    top = place.top_folder
+    match = GRADESCOPE_FOLDER.match(top) if top is not None else None
+    if match:
+        return Owner(f"submission_{match['id']}", "gradescope", lms_id=match["id"])
+    return None
+
+
 @convention("folder")
 def folder(place: Place) -> Owner | None:
     """`<student>/<anything>.ipynb`, at any depth below the student's folder."""
@@ -209,20 +226,24 @@ class Record:
     """An LMS's word on one hand-in, from its worksheet."""
 
     late: bool
-    recorded: str = ""      # its time of the hand-in, ISO without a zone (the LMS writes the TA's local time)
+    recorded: str = ""      # its time of the hand-in, ISO; without a zone when the LMS writes the TA's local time
     extended: str = ""      # the student's own due date, when the LMS granted an extension (ISO, no zone)
+    students: tuple[str, ...] = ()   # the students the LMS says handed it in (ids), when its file names do not say
+                                     # (Gradescope's submitters: several for a group's hand-in)
 
 
 Worksheet = Callable[[str], "dict[str, Record] | None"]
-WORKSHEETS: dict[str, Worksheet] = {}   # convention -> reader of its LMS's CSV that says who was late
+WORKSHEETS: dict[str, Worksheet] = {}   # convention -> reader of its LMS's file that says who was late
+WORKSHEET_SUFFIXES: dict[str, tuple[str, ...]] = {}   # convention -> the suffixes of its worksheet (else .csv)
 
 
-def worksheet(name: str) -> Callable[[Worksheet], Worksheet]:
-    """Register the reader of a convention's worksheet: CSV text in, {LMS id: Record} out, or None when the text
+def worksheet(name: str, suffixes: tuple[str, ...] = (".csv",)) -> Callable[[Worksheet], Worksheet]:
+    """Register the reader of a convention's worksheet: its text in, {LMS id: Record} out, or None when the text
     is not that LMS's worksheet. An LMS that flags lateness beside its export, not in its file names, is one
     more `@worksheet` function."""
     def register(function: Worksheet) -> Worksheet:
         WORKSHEETS[name] = function
+        WORKSHEET_SUFFIXES[name] = suffixes
         return function
     return register
 
@@ -273,6 +294,92 @@ def moodle_worksheet(text: str) -> dict[str, Record] | None:
             records[digits] = Record(any(part.strip().endswith(MOODLE_LATE) for part in parts),
                                      moodle_time(str(row.get(MOODLE_MODIFIED) or "")), extension)
     return records
+
+
+GRADESCOPE_METADATA = "submission_metadata.yml"   # at the top of Gradescope's "Download Submissions" export
+# Ruby's Psych writes the export's times so: "2026-11-20 22:10:05.123456000 Z" (YAML reads it as a timestamp, unless
+# quoted), or with an offset ("-08:00").
+DOCUMENT_END = re.compile(r"^\.\.\.[ \t]*$", re.MULTILINE)   # never a scalar's line: those are indented or quoted
+GRADESCOPE_TIME = re.compile(r"^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d+)?\s*(Z|[-+]\d\d:?\d\d)?$")
+
+
+class _MetadataLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """yaml.safe_load's loader (libyaml's when PyYAML has it, which also bounds nesting), that reads a node of a tag it
+    does not know (Psych's `!ruby/object:BigDecimal` scores, `!ruby/hash:...`) as the plain value under it, instead
+    of refusing the whole file: nothing is built but strings, numbers, lists, mappings and times."""
+
+
+def _untagged(loader: yaml.SafeLoader, suffix: object, node: object = None) -> object:
+    node = suffix if node is None else node
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node)
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node)
+    return None
+
+
+_MetadataLoader.add_multi_constructor("!", _untagged)
+_MetadataLoader.add_multi_constructor("tag:", _untagged)
+_MetadataLoader.add_constructor(None, _untagged)
+
+
+def gradescope_time(value: object) -> str:
+    """`:created_at:` as ISO with its offset ("" when it is no time); one without a zone stays without."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    match = GRADESCOPE_TIME.match(str(value).strip()) if isinstance(value, str) else None
+    if not match:
+        return ""
+    zone = match[4] or ""
+    zone = "+00:00" if zone == "Z" else (zone if ":" in zone or not zone else f"{zone[:3]}:{zone[3:]}")
+    try:
+        return datetime.fromisoformat(f"{match[1]}T{match[2]}{(match[3] or '')[:7]}{zone}").isoformat()
+    except ValueError:
+        return ""
+
+
+def _field(mapping: dict[object, object], name: str) -> object:
+    """A field of Psych's dump: a Ruby symbol key (":created_at"), or a plain one where the file was rewritten."""
+    return mapping.get(f":{name}", mapping.get(name))
+
+
+def _submitter(person: object) -> str:
+    """A submitter's id: name and student id (else e-mail), as Canvas's and Moodle's ids hold a name and a number."""
+    if not isinstance(person, dict):
+        return ""
+    parts = [str(value).strip() for value in (_field(person, "name"), _field(person, "sid") or _field(person, "email"))
+             if value is not None and not isinstance(value, (dict, list)) and str(value).strip()]
+    return safe_id("_".join(parts)) if parts else ""
+
+
+@worksheet("gradescope", suffixes=(".yml", ".yaml"))
+def gradescope_metadata(text: str) -> dict[str, Record] | None:
+    """Gradescope's `submission_metadata.yml` (its "Download Submissions" export holds it beside the folders
+    `submission_<number>/`): per submission, `:submitters:` (name, sid, email: a group has several) and
+    `:created_at:`, Gradescope's own time of the active hand-in, with its zone. Gradescope writes no late flag:
+    the time and the rubric's due date decide. Psych may split the file into documents by a bare `...` line, which
+    libyaml refuses without a `---` after it; any other shape, or a file that is no YAML, is not this worksheet."""
+    try:
+        documents = list(yaml.load_all(DOCUMENT_END.sub("---", text), Loader=_MetadataLoader))
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    records: dict[str, Record] = {}
+    for document in documents:
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            return None
+        for key, submission in document.items():
+            match = GRADESCOPE_FOLDER.match(str(key))
+            if not match or not isinstance(submission, dict):
+                continue
+            people = _field(submission, "submitters")
+            students = [_submitter(person) for person in people] if isinstance(people, list) else []
+            records[match["id"]] = Record(False, gradescope_time(_field(submission, "created_at")),
+                                          students=tuple(dict.fromkeys(s for s in students if s)))
+    return records or None
 
 
 def identify(place: Place) -> Owner:
@@ -508,8 +615,8 @@ class _Collector:
             try:
                 # Only the TA's: given by itself or at the top of an input, never a file of a student's, whose
                 # forged worksheet could say who was late.
-                if suffix == ".csv" and owner is None and item.place.inside == 1 and who.convention == "file" \
-                        and self._take_worksheet(item):
+                if suffix in (".csv", ".yml", ".yaml") and owner is None and item.place.inside == 1 \
+                        and who.convention == "file" and self._take_worksheet(item):
                     continue
                 if suffix in NOTEBOOK_SUFFIXES:   # even an unreadable notebook is the student's row, at zero
                     problem = f"empty {suffix} file, nothing to grade" if item.size == 0 else ""
@@ -540,7 +647,10 @@ class _Collector:
             text = item.fetch().read_text(encoding="utf-8-sig")
         except (_Problem, OSError, UnicodeDecodeError):
             return False
+        suffix = _suffix(item.place.name)
         for name, read in WORKSHEETS.items():
+            if suffix not in WORKSHEET_SUFFIXES.get(name, (".csv",)):
+                continue
             try:
                 records = read(text)
             except (csv.Error, ValueError):
@@ -549,8 +659,11 @@ class _Collector:
                 # (a reader written for {id: late} still works: a bare flag is a record without times)
                 records = {lms_id: r if isinstance(r, Record) else Record(bool(r)) for lms_id, r in records.items()}
                 self.records.update(((name, lms_id), record) for lms_id, record in records.items())
-                self.worksheets.append(f"{item.source}: {name} worksheet, {len(records)} students, "
-                                       f"{sum(r.late for r in records.values())} late")
+                students = sum(len(r.students) or 1 for r in records.values())
+                timed = sum(bool(r.recorded) for r in records.values())
+                self.worksheets.append(f"{item.source}: {name} worksheet, {students} students, "
+                                       f"{sum(r.late for r in records.values())} late"
+                                       + (f", {timed} hand-ins with the LMS's time" if name == "gradescope" else ""))
                 return True
         return False
 
@@ -650,7 +763,8 @@ class _Collector:
 
     def finish(self, defines: Defines | None = None) -> Intake:
         groups: dict[tuple[str, str], list[_Candidate]] = {}
-        for candidate in self.candidates:
+        candidates, named = self._named()
+        for candidate in candidates:
             groups.setdefault((candidate.owner.convention, candidate.owner.student), []).append(candidate)
         ids, id_notes = _unique_ids(groups)
         entries: list[Entry] = []
@@ -673,7 +787,36 @@ class _Collector:
                 more = f" (and {count - 1} other file{'s' if count > 2 else ''})" if count > 1 else ""
                 problems.append(f"{source}: not a notebook; {owner.student} has no .ipynb or .py file to grade{more}")
         entries.sort(key=lambda e: e.student)
-        return Intake(tuple(entries), tuple(problems), tuple(self.worksheets + sorted(notes) + id_notes))
+        return Intake(tuple(entries), tuple(problems), tuple(self.worksheets + named + sorted(notes) + id_notes))
+
+    def _named(self) -> tuple[list[_Candidate], list[str]]:
+        """The candidates under the students their LMS's worksheet names (Gradescope's files sit in folders named by
+        the submission's number): one per student of a group's hand-in, each graded (a row each, as in the LMS)."""
+        candidates: list[_Candidate] = []
+        groups: dict[str, tuple[str, ...]] = {}
+        unnamed: set[str] = set()
+        for candidate in self.candidates:
+            owner = candidate.owner
+            if owner.convention not in WORKSHEETS or owner.lms_id == "":
+                candidates.append(candidate)
+                continue
+            record = self.records.get((owner.convention, owner.lms_id))
+            if record is None or not record.students:
+                if owner.convention == "gradescope":
+                    unnamed.add(owner.student)
+                candidates.append(candidate)
+                continue
+            if len(record.students) > 1:
+                groups[owner.student] = record.students
+            candidates.extend(replace(candidate, owner=replace(owner, student=student)) for student in record.students)
+        notes = [f"{submission}: a group's hand-in, graded for each of its {len(students)} students: "
+                 f"{', '.join(students)}" for submission, students in sorted(groups.items())]
+        if unnamed:
+            shown = ", ".join(sorted(unnamed)[:3]) + (f" and {len(unnamed) - 3} more" if len(unnamed) > 3 else "")
+            notes.append(f"{shown}: a Gradescope export's submission{'s' if len(unnamed) > 1 else ''} that its "
+                         f"{GRADESCOPE_METADATA} does not name (give the file from the top of the export): "
+                         "named by number, and no time says when it was handed in")
+        return candidates, notes
 
 
 def _handed(item: _Item, who: Owner) -> Stamp:
