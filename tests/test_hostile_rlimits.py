@@ -62,7 +62,7 @@ def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid()
     """On the old code (Landlock without scopes, no argument filter) the student's case stopped the grader with
     SIGSTOP (it hung until killed), and could signal it, its zygote and every process of the uid, read and set
     their limits, reach an abstract socket the grader listened on and a pathname socket of the uid (an
-    ssh-agent's), bind TCP, send UDP and use the session's keyring."""
+    ssh-agent's), bind TCP, send UDP, use the session's keyring and the uid's shared memory segments."""
     interpreter = _interpreter()
     if interpreter is None:
         pytest.skip("no interpreter a non-root uid can run the grader with")
@@ -86,7 +86,7 @@ def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid()
     assert found.pop("grader_found")
     refused_anyway = {"environ grader", "environ zygote", "descriptors grader", "descriptors zygote",
                       "prlimit grader", "prlimit zygote", "signal every process of the uid", "keyring", "tcp", "udp",
-                      "unix socket of the uid", "abstract socket"}
+                      "unix socket of the uid", "abstract socket", "shared memory of the uid"}
     if (report["landlock"] or 0) >= 6:
         assert set(found.values()) == {"PermissionError"}, found
     else:
@@ -98,8 +98,8 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
     """Without Landlock's scopes (Linux < 6.12: most TA laptops) the seccomp filter is what stands between a
     student running as the grader's uid and every process of it: kill(-1), prlimit of another pid, the keyrings,
     socket() (a pathname unix socket of the uid, UDP), and any signal to the pids and groups the grader names
-    (kill, tgkill, sigqueue, a pidfd, SIGIO through F_SETOWN). The process's own limits (pid 0, as setrlimit
-    does it), a signal to itself and a socketpair still work."""
+    (kill, tgkill, sigqueue, a pidfd, SIGIO through F_SETOWN), System V IPC. The process's own limits (pid 0,
+    as setrlimit does it), a signal to itself and a socketpair still work."""
     parent, group = os.getpid(), os.getpgid(0)
     read, write = os.pipe()
     pid = os.fork()
@@ -117,6 +117,10 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
             def owner():
                 fcntl.fcntl(write, fcntl.F_SETOWN, parent)
 
+            def segment():
+                if libc.shmget(0, 4096, 0o1600) < 0:   # IPC_PRIVATE, IPC_CREAT
+                    raise OSError(ctypes.get_errno(), "shmget")
+
             def tgkill():
                 if libc.tgkill(parent, parent, 0) != 0:
                     raise OSError(ctypes.get_errno(), "tgkill")
@@ -124,7 +128,7 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
             for action in (lambda: os.kill(-1, 0), lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE),
                            lambda: resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE), keyring,
                            lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), lambda: os.kill(parent, 0),
-                           lambda: os.kill(-group, 0), lambda: os.pidfd_open(parent), tgkill, owner):
+                           lambda: os.kill(-group, 0), lambda: os.pidfd_open(parent), tgkill, owner, segment):
                 try:
                     action()
                     results.append("done")
@@ -141,4 +145,4 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
     with os.fdopen(read) as pipe:
         text = pipe.read()
     os.waitpid(pid, 0)
-    assert json.loads(text) == [1] * 10 + [[0, 0]]
+    assert json.loads(text) == [1] * 11 + [[0, 0]]

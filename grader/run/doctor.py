@@ -53,8 +53,10 @@ def diagnose() -> Diagnosis:
     landlock = confine.landlock_abi()
     if not isolation.namespaces and not landlock:
         advice.append("No Landlock (Linux >= 5.13 with landlock in the lsm= list): without namespaces student "
-                      "code can read every world-readable file on this machine. Keep the course readable by "
-                      "its owner only (chmod -R go-rwx), or enable namespaces or Landlock.")
+                      "code can read every world-readable file on this machine"
+                      + (" and write every file of yours" if os.geteuid() != 0 else "")
+                      + ". Keep the course readable by its owner only (chmod -R go-rwx), or enable namespaces or "
+                      "Landlock.")
     if not isolation.namespaces and os.geteuid() != 0 and landlock < 6:
         advice.append("Without namespaces and without root, student code runs as your uid, and this kernel's "
                       "Landlock " + (f"(ABI {landlock}) " if landlock else "") + "cannot keep its signals "

@@ -391,6 +391,11 @@ _TKILL = {"x86_64": 200, "aarch64": 130}
 _FCNTL = {"x86_64": 72, "aarch64": 25}
 _IOCTL = {"x86_64": 16, "aarch64": 29}
 _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
+# System V IPC (msg*, sem*, shm*) and POSIX message queues (mq_open), refused as the grader's uid too: the host's
+# IPC namespace is shared there, and the uid's segments, semaphores and queues (the grader's, a TA's desktop's
+# MIT-SHM images) are the student's to attach, read and change. A jail has its own IPC namespace.
+_IPC_CALLS = {"x86_64": (29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240),
+              "aarch64": (186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 180)}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
@@ -444,7 +449,7 @@ def _filter(own_uid, protected=()):
     if not own_uid:
         pids = sorted({pid & 0xFFFFFFFF for pid in protected if pid > 0})
         groups = sorted({pid & 0xFFFFFFFF for pid in protected if pid < -1})   # kill(-pgid)
-        program += [(jeq, nr, "deny", None) for nr in (_SOCKET[machine], _TKILL[machine])]
+        program += [(jeq, nr, "deny", None) for nr in (_SOCKET[machine], _TKILL[machine], *_IPC_CALLS[machine])]
         checked[_KILL[machine]] = (arg0, (0xFFFFFFFF, *pids, *groups))
         checked.update({nr: (arg0, tuple(pids)) for nr in _SIGNAL_BY_PID[machine]})
         checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0])
