@@ -64,6 +64,25 @@ def test_an_empty_notebook_is_a_row_counted_unreadable_not_skipped(tmp_path: Pat
     assert (again.graded, again.unreadable, again.unchanged) == (0, 0, 2)
 
 
+
+def test_an_lms_student_who_handed_in_only_a_pdf_keeps_a_row_at_zero(tmp_path: Path, grader_cache: Path) -> None:
+    """Old code: the student was `skipped` with no row, so an LMS import of gradebook.csv left their grade as it was."""
+    from grader.run.batch import grade_batch
+    export = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.writestr("pdfpat_42345_67893_lab.pdf", b"%PDF-1.7")
+        archive.write(EXAMPLES / "correct.ipynb", "smithjohn_12345_67890_lab.ipynb")
+    batch = grade_batch([export], RUBRIC, tmp_path / "out", jobs=1, cache=grader_cache)
+    assert (batch.graded, batch.unreadable) == (1, 1)
+    rows = {line.split(",")[0]: line for line in (tmp_path / "out" / "gradebook.csv").read_text().splitlines()}
+    assert ",unreadable," in rows["pdfpat_42345"] and ",graded," in rows["smithjohn_12345"]
+    result = json.loads((tmp_path / "out" / "pdfpat_42345.json").read_text(encoding="utf-8"))
+    assert result["state"] == "unreadable" and result["total"] == 0
+    assert "handed in no notebook or script to grade: pdfpat_42345_67893_lab.pdf (not a notebook)" in \
+        result["warnings"][0]["text"]
+    again = grade_batch([export], RUBRIC, tmp_path / "out", jobs=1, cache=grader_cache)
+    assert (again.graded, again.unreadable, again.unchanged) == (0, 0, 2)
+
 def test_report_says_which_students_notebooks_it_could_not_find(tmp_path: Path, capsys) -> None:
     from grader.cli import main
     from grader.store.results import ExerciseResult, SubmissionResult, write_json

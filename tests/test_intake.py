@@ -372,8 +372,19 @@ def test_unusable_files_are_reported_and_clear_non_submissions_are_not(tmp_path:
         "grades.csv": b"a,b\n",
     })
     result = gather([export], tmp_path / "work")
-    assert [e.student for e in result.entries] == ["parkjo_56789", "smithjohn_12345"]
-    assert result.entries[1].problem == "empty .ipynb file, nothing to grade"   # a row at zero, saying why
+    entries = {e.student: e for e in result.entries}
+    assert list(entries) == ["doejane_23456", "kimsam_45678", "leeann_34567", "parkjo_56789", "smithjohn_12345"]
+    assert entries["smithjohn_12345"].problem == "empty .ipynb file, nothing to grade"   # a row at zero, saying why
+    assert not entries["parkjo_56789"].problem
+    # an LMS's student who handed in nothing gradable keeps a row at zero too, naming each file and why
+    assert entries["kimsam_45678"].problem == (
+        "handed in no notebook or script to grade: kimsam_45678_90123_lab.pdf (not a notebook); "
+        "kimsam_45678_90124_plot.png (not a notebook)")
+    assert entries["leeann_34567"].problem == (
+        "handed in no notebook or script to grade: leeann_34567_89012_lab.rar (.rar archives are not read "
+        "(only .zip); extract it and grade the folder)")
+    assert entries["doejane_23456"].problem.startswith(
+        "handed in no notebook or script to grade: doejane_23456_78901_lab.ipynb.txt (looks like a notebook")
     assert [p.removeprefix(f"{export}:") for p in result.problems] == [
         "doejane_23456_78901_lab.ipynb.txt: looks like a notebook saved under another name; "
         "rename it to .ipynb to grade it",

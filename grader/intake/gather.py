@@ -481,6 +481,7 @@ class _Collector:
         self.workdir_real = os.path.realpath(workdir)
         self.candidates: list[_Candidate] = []
         self.strays: list[tuple[Owner, str]] = []     # files that are not notebooks, by owner
+        self.unusable: list[tuple[Owner, str, str]] = []   # an LMS student's files that cannot be graded: why
         self.problems: list[str] = []
         self.seen: set[tuple[int, int]] = set()       # (device, inode) of disk files already taken
         self.records: dict[tuple[str, str], Record] = {}   # (convention, LMS id) -> LMS worksheets' word
@@ -636,8 +637,10 @@ class _Collector:
                     raise _Problem(f"not a notebook ({suffix or 'no suffix'}); expected .ipynb, .py or .zip")
                 elif not (who.convention == "file" and _quiet(name)):
                     self.strays.append((who, item.source))
+                    self.unusable.append((who, item.source, "not a notebook"))
             except _Problem as problem:
                 self.problems.append(f"{item.source}: {problem}")
+                self.unusable.append((who, item.source, str(problem)))
 
     def _take_worksheet(self, item: _Item) -> bool:
         """An LMS worksheet (a CSV beside or inside the export that says who was late): read, and True."""
@@ -762,6 +765,8 @@ class _Collector:
     # -- choosing -------------------------------------------------------------------------------------
 
     def finish(self, defines: Defines | None = None) -> Intake:
+        strays = self._stray_problems()
+        self.candidates.extend(self._handed_nothing())
         groups: dict[tuple[str, str], list[_Candidate]] = {}
         candidates, named = self._named()
         for candidate in candidates:
@@ -777,17 +782,38 @@ class _Collector:
                                  chosen.handed.at, record.recorded or chosen.handed.local, record.extended))
             if note:
                 notes.append(note)
-        problems = list(self.problems)
+        entries.sort(key=lambda e: e.student)
+        return Intake(tuple(entries), tuple(self.problems + strays),
+                      tuple(self.worksheets + named + sorted(notes) + id_notes))
+
+    def _stray_problems(self) -> list[str]:
+        """A line for each student whose files are none of them a notebook."""
+        found = {(c.owner.convention, c.owner.student) for c in self.candidates}
+        problems: list[str] = []
         reported: set[tuple[str, str]] = set()
         for owner, source in self.strays:
             key = (owner.convention, owner.student)
-            if key not in groups and key not in reported:
+            if key not in found and key not in reported:
                 reported.add(key)
                 count = sum(1 for o, _ in self.strays if (o.convention, o.student) == key)
                 more = f" (and {count - 1} other file{'s' if count > 2 else ''})" if count > 1 else ""
                 problems.append(f"{source}: not a notebook; {owner.student} has no .ipynb or .py file to grade{more}")
-        entries.sort(key=lambda e: e.student)
-        return Intake(tuple(entries), tuple(problems), tuple(self.worksheets + named + sorted(notes) + id_notes))
+        return problems
+
+    def _handed_nothing(self) -> list[_Candidate]:
+        """A row at zero for each student an LMS's export names who handed in nothing gradable (a .pdf, a .rar, a
+        notebook renamed .txt): without one, the gradebook's CSV had no row for them, and an LMS import left their
+        grade as it was instead of a zero that says why."""
+        found = {(c.owner.convention, c.owner.student) for c in self.candidates}
+        why: dict[tuple[str, str], tuple[Owner, list[tuple[str, str]]]] = {}
+        for owner, source, reason in self.unusable:
+            key = (owner.convention, owner.student)
+            if owner.convention in LMS_EXPORTS and key not in found:
+                why.setdefault(key, (owner, []))[1].append((source, reason))
+        return [_Candidate(owner, self.workdir / "unreadable" / safe_id(files[0][0]), files[0][0], "", 0.0, "",
+                           "handed in no notebook or script to grade: "
+                           + "; ".join(f"{_member(source)} ({reason})" for source, reason in files))
+                for owner, files in why.values()]
 
     def _named(self) -> tuple[list[_Candidate], list[str]]:
         """The candidates under the students their LMS's worksheet names (Gradescope's files sit in folders named by
@@ -817,6 +843,11 @@ class _Collector:
                          f"{GRADESCOPE_METADATA} does not name (give the file from the top of the export): "
                          "named by number, and no time says when it was handed in")
         return candidates, notes
+
+
+def _member(source: str) -> str:
+    """A source's own file name: `export.zip:kimsam_45678_90123_lab.pdf` -> `kimsam_45678_90123_lab.pdf`."""
+    return source.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
 
 
 def _handed(item: _Item, who: Owner) -> Stamp:
