@@ -501,6 +501,26 @@ def test_the_notebook_defining_what_is_graded_wins_over_a_newer_scratch(tmp_path
     assert by_student(gather([export], tmp_path / "plain"))["kimsam_45678"].source.endswith("_Untitled.ipynb")
 
 
+
+def test_a_copy_of_the_template_beside_the_notebook_is_not_graded(tmp_path: Path) -> None:
+    """A Moodle student who uploaded their notebook and the template (its functions stubs: "your code here") at
+    the same time: the old count tied them (both define every graded name) and the later name, the template's,
+    was graded at zero. The rubric's own counter counts only functions with a body."""
+    from grader.judge.grading import defines_counter
+    from grader.rubric.schema import load_rubric
+    repo = Path(__file__).resolve().parents[1]
+    assignment = repo / "assignments" / "taoistic-search"
+    folder = "Ada Lovelace_2101_assignsubmission_file_"
+    export = make_zip(tmp_path / "moodle.zip", {
+        f"{folder}/lab.ipynb": ((assignment / "submissions" / "correct.ipynb").read_bytes(), OLD),
+        f"{folder}/zz_template.ipynb": ((assignment / "template.ipynb").read_bytes(), OLD),
+    })
+    counter = defines_counter(load_rubric(repo / "rubrics" / "taoistic-search.yaml"))
+    result = gather([export], tmp_path / "work", counter)
+    [ada] = result.entries
+    assert ada.source.endswith("/lab.ipynb") and ada.others[0].endswith("/zz_template.ipynb")
+    assert "defines the most graded names" in result.notes[0]
+
 def test_a_canvas_resubmission_still_beats_the_count(tmp_path: Path) -> None:
     """The student's own last upload is their intent, even if it defines less (a broken function is theirs)."""
     export = make_zip(tmp_path / "export.zip", {

@@ -1210,8 +1210,10 @@ def hidden_folders(plan: Plan, submission: Path, extra: Sequence[Path | None] = 
 
 
 def defines_counter(rubric: Any) -> Callable[[Path], int]:
-    """How many of the rubric's graded names a file defines (-1 when it cannot be read): what picks the real
-    notebook of a student who left several (grader.intake.gather.choose)."""
+    """How many of the rubric's graded names a file defines with a body of its own (-1 when it cannot be read):
+    what picks the real notebook of a student who left several (grader.intake.gather.choose). A stub (only a
+    docstring, `pass`, `...`, `raise NotImplementedError`: the template's) is not counted, or a copy of the
+    template beside the student's notebook tied with it and won by its name or time."""
     names = {name.split(".")[0] for exercise in rubric.exercises for name in exercise.names}
 
     def defines(path: Path) -> int:
@@ -1219,7 +1221,7 @@ def defines_counter(rubric: Any) -> Callable[[Path], int]:
             extracted = extract(read_notebook(path), rubric.policy)
         except (NotebookError, OSError, ValueError, SyntaxError, RecursionError):
             return -1
-        return len(names & set(extracted.definitions))
+        return sum(1 for name in names & set(extracted.definitions) if not extracted.definitions[name].is_stub)
     return defines
 
 
