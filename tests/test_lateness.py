@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 
 from grader.run.batch import grade_batch
 from grader.intake.gather import gather
-from grader.rubric.lateness import DAY, HandIn, LatePolicy, assess, parse_due
+from grader.rubric.lateness import DAY, HandIn, LatePolicy, assess, parse_due, penalty_of
 from grader.rubric.schema import RubricError, load_rubric
 
 REPO = Path(__file__).resolve().parents[1]
@@ -521,3 +521,17 @@ def test_a_gradescope_exports_students_each_get_a_graded_row_and_their_own_laten
         "Ada_Lovelace_1815": ("30", "", "0"), "Bo_Chen_2102": ("30", "late", "3"),
         "Cy_Dee_3001": ("30", "", "0"), "Eve_Fox_eve_example.org": ("30", "", "0")}
     assert {r.submission: r.submitted_at for r in batch.results}["Bo_Chen_2102"] == "2026-11-21T09:00:00+00:00"
+
+
+@given(st.floats(0, 1000, allow_nan=False), st.floats(0, 1, allow_nan=False))
+def test_a_penalty_has_four_decimals_at_most_and_never_exceeds_its_share(total: float, share: float):
+    """Old code: when rounding went up it kept the exact share (2.11666...: the CSV read 2.11667 and
+    total_after_penalty 19.05003, ta's Canvas class)."""
+    exact = total * share
+    penalty = penalty_of(total, share)
+    assert round(penalty, 4) == penalty
+    assert exact - 1e-4 - 1e-9 * max(1.0, exact) <= penalty <= exact + 1e-9 * max(1.0, exact)
+
+
+def test_a_penalty_of_a_whole_share_is_exact():
+    assert (penalty_of(30, 0.1), penalty_of(21.1667, 0.1), penalty_of(12.7, 1 / 6)) == (3.0, 2.1166, 2.1166)

@@ -60,9 +60,14 @@ LATE_SHARE = "late_share"         # a result's extra: `Lateness.share`, for the 
 
 
 def penalty_of(total: float, share: float) -> float:
-    """The points a late share takes off `total` (rounded, never above the exact share)."""
+    """The points a late share takes off `total`: four decimals at most, never above the exact share (beyond a
+    float's own error), so a CSV shows 2.1166 where a sixth of 12.7 was taken, not 2.11667 (the exact share, which
+    `min` kept whenever rounding went up)."""
     exact = max(0.0, total) * share
-    return min(round(exact, 4), exact)
+    rounded = round(exact, 4)
+    if rounded <= exact + 1e-9 * max(1.0, exact):
+        return rounded
+    return math.floor(exact * 10_000) / 10_000
 
 
 COPIED_SECONDS = 120.0            # a class's hand-ins all dated within this: a copy's times, not the hand-ins'
