@@ -7,7 +7,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence
 
 from grader import __version__
 
@@ -133,25 +133,26 @@ def _grade_batch(args: argparse.Namespace) -> int:
     return exit_code(batch, args.allow_mismatch)
 
 
-def _beside_the_table(batch: Batch, not_graded: Sequence[str]) -> tuple[dict[str, str], list[SubmissionResult]]:
+def _beside_the_table(batch: Batch, not_graded: Collection[str]) -> tuple[dict[str, str], list[SubmissionResult]]:
     """Why each of `not_graded` was not (its result's first warning: "export.zip:x.ipynb: empty file"), and the
     results of this batch's students that TA overrides change (what the CSV and reports show, not the table's
     automatic scores). Only those students' results are read: a class of 10,000 reads none when all are graded
     and nobody has an override."""
     from grader.store import overrides
     from grader.store.gradebook import Gradebook
+    unread = set(not_graded)
     if batch.gradebook is None:
-        return {r.submission: r.warnings[0].shown for r in batch.results if r.submission in set(not_graded)
+        return {r.submission: r.warnings[0].shown for r in batch.results if r.submission in unread
                 and r.warnings}, []
     students = set(batch.students)
     forced = [o for o in overrides.in_force(overrides.history(batch.gradebook, batch.rubric)) if o.student in students]
-    wanted = set(not_graded) | {o.student for o in forced}
+    wanted = unread | {o.student for o in forced}
     reasons: dict[str, str] = {}
     changed: list[SubmissionResult] = []
     if wanted:
         with Gradebook(batch.gradebook) as book:
             for result in book.iter_current(batch.rubric, wanted):
-                if result.submission in not_graded and result.warnings:
+                if result.submission in unread and result.warnings:
                     reasons[result.submission] = result.warnings[0].shown
                 final = overrides.apply(result, forced)
                 if final is not result:
