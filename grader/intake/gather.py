@@ -28,7 +28,7 @@ import zlib
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import yaml
 
@@ -469,6 +469,16 @@ class _Candidate:
     handed: Stamp = Stamp()  # when it was handed in, as far as its time says (`_handed`)
 
 
+class _Unusable(NamedTuple):
+    """A file of a student's that cannot be graded, and why. `stray`: a file that is simply not a notebook (a
+    .pdf beside the .ipynb), reported only when its student has no notebook at all; the others were reported
+    as problems when found."""
+    owner: Owner
+    source: str
+    reason: str
+    stray: bool
+
+
 class _Problem(Exception):
     """An item that cannot be used; its message becomes the reason in `Intake.problems`."""
 
@@ -480,8 +490,7 @@ class _Collector:
         self.workdir = workdir
         self.workdir_real = os.path.realpath(workdir)
         self.candidates: list[_Candidate] = []
-        self.strays: list[tuple[Owner, str]] = []     # files that are not notebooks, by owner
-        self.unusable: list[tuple[Owner, str, str]] = []   # an LMS student's files that cannot be graded: why
+        self.unusable: list[_Unusable] = []           # files that cannot be graded, by owner: why
         self.problems: list[str] = []
         self.seen: set[tuple[int, int]] = set()       # (device, inode) of disk files already taken
         self.records: dict[tuple[str, str], Record] = {}   # (convention, LMS id) -> LMS worksheets' word
@@ -616,8 +625,9 @@ class _Collector:
             try:
                 # Only the TA's: given by itself or at the top of an input, never a file of a student's, whose
                 # forged worksheet could say who was late.
-                if suffix in (".csv", ".yml", ".yaml") and owner is None and item.place.inside == 1 \
-                        and who.convention == "file" and self._take_worksheet(item):
+                if owner is None and item.place.inside == 1 and who.convention == "file" \
+                        and any(suffix in suffixes for suffixes in WORKSHEET_SUFFIXES.values()) \
+                        and self._take_worksheet(item):
                     continue
                 if suffix in NOTEBOOK_SUFFIXES:   # even an unreadable notebook is the student's row, at zero
                     problem = f"empty {suffix} file, nothing to grade" if item.size == 0 else ""
@@ -636,11 +646,10 @@ class _Collector:
                 elif direct:
                     raise _Problem(f"not a notebook ({suffix or 'no suffix'}); expected .ipynb, .py or .zip")
                 elif not (who.convention == "file" and _quiet(name)):
-                    self.strays.append((who, item.source))
-                    self.unusable.append((who, item.source, "not a notebook"))
+                    self.unusable.append(_Unusable(who, item.source, "not a notebook", stray=True))
             except _Problem as problem:
                 self.problems.append(f"{item.source}: {problem}")
-                self.unusable.append((who, item.source, str(problem)))
+                self.unusable.append(_Unusable(who, item.source, str(problem), stray=False))
 
     def _take_worksheet(self, item: _Item) -> bool:
         """An LMS worksheet (a CSV beside or inside the export that says who was late): read, and True."""
@@ -652,7 +661,7 @@ class _Collector:
             return False
         suffix = _suffix(item.place.name)
         for name, read in WORKSHEETS.items():
-            if suffix not in WORKSHEET_SUFFIXES.get(name, (".csv",)):
+            if suffix not in WORKSHEET_SUFFIXES[name]:
                 continue
             try:
                 records = read(text)
@@ -666,7 +675,7 @@ class _Collector:
                 timed = sum(bool(r.recorded) for r in records.values())
                 self.worksheets.append(f"{item.source}: {name} worksheet, {students} students, "
                                        f"{sum(r.late for r in records.values())} late"
-                                       + (f", {timed} hand-ins with the LMS's time" if name == "gradescope" else ""))
+                                       + (f", {timed} hand-ins with the LMS's time" if timed else ""))
                 return True
         return False
 
@@ -765,8 +774,9 @@ class _Collector:
     # -- choosing -------------------------------------------------------------------------------------
 
     def finish(self, defines: Defines | None = None) -> Intake:
-        strays = self._stray_problems()
-        self.candidates.extend(self._handed_nothing())
+        found = {(c.owner.convention, c.owner.student) for c in self.candidates}
+        strays = self._stray_problems(found)
+        self.candidates.extend(self._handed_nothing(found))
         groups: dict[tuple[str, str], list[_Candidate]] = {}
         candidates, named = self._named()
         for candidate in candidates:
@@ -786,27 +796,27 @@ class _Collector:
         return Intake(tuple(entries), tuple(self.problems + strays),
                       tuple(self.worksheets + named + sorted(notes) + id_notes))
 
-    def _stray_problems(self) -> list[str]:
-        """A line for each student whose files are none of them a notebook."""
-        found = {(c.owner.convention, c.owner.student) for c in self.candidates}
+    def _stray_problems(self, found: set[tuple[str, str]]) -> list[str]:
+        """A line for each student (not among `found`, who have a candidate) whose files are none of them a
+        notebook."""
+        strays = [u for u in self.unusable if u.stray]
         problems: list[str] = []
         reported: set[tuple[str, str]] = set()
-        for owner, source in self.strays:
+        for owner, source, _, _ in strays:
             key = (owner.convention, owner.student)
             if key not in found and key not in reported:
                 reported.add(key)
-                count = sum(1 for o, _ in self.strays if (o.convention, o.student) == key)
+                count = sum(1 for u in strays if (u.owner.convention, u.owner.student) == key)
                 more = f" (and {count - 1} other file{'s' if count > 2 else ''})" if count > 1 else ""
                 problems.append(f"{source}: not a notebook; {owner.student} has no .ipynb or .py file to grade{more}")
         return problems
 
-    def _handed_nothing(self) -> list[_Candidate]:
+    def _handed_nothing(self, found: set[tuple[str, str]]) -> list[_Candidate]:
         """A row at zero for each student an LMS's export names who handed in nothing gradable (a .pdf, a .rar, a
         notebook renamed .txt): without one, the gradebook's CSV had no row for them, and an LMS import left their
         grade as it was instead of a zero that says why."""
-        found = {(c.owner.convention, c.owner.student) for c in self.candidates}
         why: dict[tuple[str, str], tuple[Owner, list[tuple[str, str]]]] = {}
-        for owner, source, reason in self.unusable:
+        for owner, source, reason, _ in self.unusable:
             key = (owner.convention, owner.student)
             if owner.convention in LMS_EXPORTS and key not in found:
                 why.setdefault(key, (owner, []))[1].append((source, reason))
