@@ -20,7 +20,7 @@ import warnings
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from grader.intake.v4check import first_problem
 
@@ -154,7 +154,12 @@ def _cell_magic_calls(source: str, lines: list[str]) -> list[int]:
 def _cut_at(lines: list[str], calls: list[int]) -> tuple[Cell, ...]:
     """Code cells: the text between the calls, and each call a cell of its own."""
     bounds = [0, *(edge for line in calls for edge in (line, line + 1)), len(lines)]
-    sources = [source for start, end in pairwise(bounds) if (source := _trim_blank_lines(lines[start:end]))]
+    return _code_cells(lines[start:end] for start, end in pairwise(bounds))
+
+
+def _code_cells(chunks: Iterable[list[str]]) -> tuple[Cell, ...]:
+    """Chunks of a script's lines (each ending in its newline) as code cells, the blank ones dropped."""
+    sources = [source for chunk in chunks if (source := _trim_blank_lines(chunk))]
     return tuple(Cell(index, "code", source, None) for index, source in enumerate(sources))
 
 
@@ -239,8 +244,7 @@ def _colab_cells(lines: list[str]) -> tuple[Cell, ...]:
             chunks.append([_COLAB_LINE_MAGIC.sub(r"\g<indent>", line, count=1) for line in text[i + 1:end]])
         start = i = end
     chunks.append(text[start:])
-    sources = [source for chunk in chunks if (source := _trim_blank_lines([f"{line}\n" for line in chunk]))]
-    return tuple(Cell(index, "code", source, None) for index, source in enumerate(sources))
+    return _code_cells([f"{line}\n" for line in chunk] for chunk in chunks)
 
 
 def _marker(line: str, jupytext: bool = False) -> tuple[str, int | None] | None:
