@@ -7,7 +7,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 from grader import __version__
 
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
     from grader.report.class_outputs import Classroom
     from grader.run.batch import Batch
-    from grader.store.results import SubmissionResult
 
 
 class _Terminal:
@@ -104,9 +103,9 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print("no submissions found", style="yellow")
         return 1
     if not args.quiet:
-        from grader.report.console import print_rows   # rich's tables: only for the table
+        from grader.report.console import print_rows, table_notes   # rich's tables: only for the table
         rows = batch.rows
-        reasons, overridden = _beside_the_table(batch, [row.student for row in rows if row.state != "graded"])
+        reasons, overridden = table_notes(batch, [row.student for row in rows if row.state != "graded"])
         print_rows(rows, out.console, reasons, overridden)
         if args.gradescope:
             out.console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",
@@ -131,33 +130,6 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
                       f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
     return exit_code(batch, args.allow_mismatch)
-
-
-def _beside_the_table(batch: Batch, not_graded: Collection[str]) -> tuple[dict[str, str], list[SubmissionResult]]:
-    """Why each of `not_graded` was not (its result's first warning: "export.zip:x.ipynb: empty file"), and the
-    results of this batch's students that TA overrides change (what the CSV and reports show, not the table's
-    automatic scores). Only those students' results are read: a class of 10,000 reads none when all are graded
-    and nobody has an override."""
-    from grader.store import overrides
-    from grader.store.gradebook import Gradebook
-    unread = set(not_graded)
-    if batch.gradebook is None:
-        return {r.submission: r.warnings[0].shown for r in batch.results if r.submission in unread
-                and r.warnings}, []
-    students = set(batch.students)
-    forced = [o for o in overrides.in_force(overrides.history(batch.gradebook, batch.rubric)) if o.student in students]
-    wanted = unread | {o.student for o in forced}
-    reasons: dict[str, str] = {}
-    changed: list[SubmissionResult] = []
-    if wanted:
-        with Gradebook(batch.gradebook) as book:
-            for result in book.iter_current(batch.rubric, wanted):
-                if result.submission in unread and result.warnings:
-                    reasons[result.submission] = result.warnings[0].shown
-                final = overrides.apply(result, forced)
-                if final is not result:
-                    changed.append(final)
-    return reasons, changed
 
 
 def not_judged_line(cases_of: dict[str, int], why: str) -> str:
@@ -456,33 +428,13 @@ def _merge(args: argparse.Namespace) -> int:
         added = overrides.merge(Path(other), Path(args.into))
         if added:
             print(f"{other}: {added} overrides merged into {args.into}")
-    _merged_results_folder(Path(args.into), [Path(other) for other in args.gradebooks])
+    from grader.run.batch import merge_results_folder
+    merged = merge_results_folder(Path(args.into), [Path(other) for other in args.gradebooks])
+    if merged is not None:
+        if merged.copied:
+            print(f"{merged.copied} graded notebook{'s' if merged.copied != 1 else ''} copied into {merged.notebooks}")
+        print(f"{merged.csv} written again: {merged.students} students")
     return 0
-
-
-def _merged_results_folder(into: Path, others: Sequence[Path]) -> None:
-    """When `into` is a results folder's gradebook (`grade --out`): its CSV written again, now of the merged class
-    (it still listed only this machine's students, and a TA imports that file), and the other results folders'
-    copies of the graded notebooks brought beside it (each checked against its name, the file's SHA-256), so
-    `report` shows every merged student's code on this machine too."""
-    from grader.intake.gather import RESULTS_MARK
-    from grader.report.class_outputs import OUTPUTS, Classroom
-    from grader.run.batch import keep_notebook
-    folder = into.parent
-    if not (folder / RESULTS_MARK).is_file():
-        return
-    copied = 0
-    for other in others:
-        theirs = other.parent / "notebooks"
-        if theirs.is_dir() and theirs.resolve() != (folder / "notebooks").resolve():
-            for copy in sorted(theirs.iterdir()):
-                sha256 = copy.name.split(".")[0]
-                if copy.is_file() and not (folder / "notebooks" / copy.name).exists() and len(sha256) == 64:
-                    copied += bool(keep_notebook(copy, sha256, folder))
-    if copied:
-        print(f"{copied} graded notebook{'s' if copied != 1 else ''} copied into {folder / 'notebooks'}")
-    written = OUTPUTS["csv"].write(Classroom(folder, gradebook=into), folder / "gradebook.csv")
-    print(f"{folder / 'gradebook.csv'} written again: {written.students} students")
 
 
 def _override(args: argparse.Namespace) -> int:

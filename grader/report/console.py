@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from rich import box
 from rich.console import Console
@@ -18,6 +18,9 @@ from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
 from grader.store.status import COLOURS, FAILING, SYMBOLS, alike_words, limit_note, machine_busy
 from grader.textsafe import terminal
+
+if TYPE_CHECKING:
+    from grader.run.batch import Batch
 
 MARKS = {status: (SYMBOLS[status], COLOURS[status]) for status in SYMBOLS}
 
@@ -246,3 +249,30 @@ def _print_case(console: Console, case: CaseResult) -> None:
         lines.append(pad + "output: " + folded_output(case.output).replace("\n", "\n" + pad + "        "))
     if lines:
         console.print(terminal("\n".join(lines)), highlight=False, markup=False)
+
+
+def table_notes(batch: Batch, not_graded: Collection[str]) -> tuple[dict[str, str], list[SubmissionResult]]:
+    """Why each of `not_graded` was not (its result's first warning: "export.zip:x.ipynb: empty file"), and the
+    results of this batch's students that TA overrides change (what the CSV and reports show, not the table's
+    automatic scores). Only those students' results are read: a class of 10,000 reads none when all are graded
+    and nobody has an override."""
+    from grader.store import overrides
+    from grader.store.gradebook import Gradebook
+    unread = set(not_graded)
+    if batch.gradebook is None:
+        return {r.submission: r.warnings[0].shown for r in batch.results if r.submission in unread
+                and r.warnings}, []
+    students = set(batch.students)
+    forced = [o for o in overrides.in_force(overrides.history(batch.gradebook, batch.rubric)) if o.student in students]
+    wanted = unread | {o.student for o in forced}
+    reasons: dict[str, str] = {}
+    changed: list[SubmissionResult] = []
+    if wanted:
+        with Gradebook(batch.gradebook) as book:
+            for result in book.iter_current(batch.rubric, wanted):
+                if result.submission in unread and result.warnings:
+                    reasons[result.submission] = result.warnings[0].shown
+                final = overrides.apply(result, forced)
+                if final is not result:
+                    changed.append(final)
+    return reasons, changed

@@ -162,6 +162,36 @@ def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
     return relative
 
 
+@dataclass(frozen=True)
+class MergedFolder:
+    """What `merge_results_folder` did: graded notebooks copied into `notebooks`, and the CSV written again."""
+    notebooks: Path
+    copied: int
+    csv: Path
+    students: int
+
+
+def merge_results_folder(into: Path, others: Sequence[Path]) -> MergedFolder | None:
+    """When `into` is a results folder's gradebook (`grade --out`): its CSV written again, now of the merged class
+    (it still listed only this machine's students, and a TA imports that file), and the other results folders'
+    copies of the graded notebooks brought beside it (each checked against its name, the file's SHA-256), so
+    `report` shows every merged student's code on this machine too. None when `into` is no results folder's."""
+    from grader.report.class_outputs import OUTPUTS, Classroom
+    folder = into.parent
+    if not (folder / RESULTS_MARK).is_file():
+        return None
+    copied = 0
+    for other in others:
+        theirs = other.parent / "notebooks"
+        if theirs.is_dir() and theirs.resolve() != (folder / "notebooks").resolve():
+            for copy in sorted(theirs.iterdir()):
+                sha256 = copy.name.split(".")[0]
+                if copy.is_file() and not (folder / "notebooks" / copy.name).exists() and len(sha256) == 64:
+                    copied += bool(keep_notebook(copy, sha256, folder))
+    written = OUTPUTS["csv"].write(Classroom(folder, gradebook=into), folder / "gradebook.csv")
+    return MergedFolder(folder / "notebooks", copied, folder / "gradebook.csv", written.students)
+
+
 def _defines(rubric: Rubric) -> Callable[[Path], int]:
     """grading.defines_counter, made when a student's several files are first compared: the extractor it
     reads them with is not imported by a batch that never has to choose."""
