@@ -124,10 +124,11 @@ def recorded_time(recorded: str, zone: tzinfo) -> float:
 
 def assess(hand_in: HandIn, total: float, policy: LatePolicy | None) -> Lateness:
     """Pure: the lateness of a submission handed in so, and its penalty on `total` points."""
-    at = hand_in.at if utc_text(hand_in.at) else 0.0   # a time no date can say says nothing
-    if hand_in.recorded:
-        at = recorded_time(hand_in.recorded, policy.local if policy else timezone.utc) or at
+    at = recorded_time(hand_in.recorded, policy.local if policy else timezone.utc) if hand_in.recorded else 0.0
+    at = at or hand_in.at
     submitted = utc_text(at) if at else ""
+    if not submitted:   # a time no date can say says nothing
+        at = 0.0
     if policy is None:
         return Lateness(hand_in.flagged, submitted)
     due = policy.due.timestamp()
