@@ -380,9 +380,10 @@ _KEYRING_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}
 _PRLIMIT = {"x86_64": 302, "aarch64": 261}
 _KILL = {"x86_64": 62, "aarch64": 129}
 _SOCKET = {"x86_64": 41, "aarch64": 198}
-# Where the uid is the grader's and Landlock has no signal scope (ABI < 6: Linux 5.13 to 6.11, most TA laptops),
-# the calls that signal a process named by its pid are refused for the pids the grader names (itself, its zygote,
-# its ancestors: the pool's coordinator, the TA's shell) and their process groups: kill, tgkill, rt_sigqueueinfo,
+# Where the uid is the grader's (whatever the Landlock ABI: its signal scope, ABI >= 6, is missing on Linux 5.13 to
+# 6.11, most TA laptops, and without Landlock), the calls that signal a process named by its pid are refused for
+# the pids the grader names (itself, its zygote, its ancestors: the pool's coordinator, the TA's shell) and their
+# process groups: kill, tgkill, rt_sigqueueinfo,
 # rt_tgsigqueueinfo and pidfd_open (then pidfd_send_signal) by their first argument; tkill always (deprecated, and
 # a thread id of the grader is not known ahead); fcntl F_SETOWN / F_SETOWN_EX and ioctl FIOSETOWN / SIOCSPGRP
 # always (SIGIO to a pid of the student's choosing when a pipe becomes readable).
