@@ -163,7 +163,8 @@ def test_moodle_worksheet_beside_the_export_flags_the_late_submissions(tmp_path:
     entries = {e.student: e for e in intake.entries}
     assert entries["Ada_Byron_2101"].late and not entries["Bo_Chen_2102"].late
     assert intake.problems == ()
-    assert any("grades.csv: moodle worksheet, 3 students, 1 late" in note for note in intake.notes)
+    assert any("grades.csv: moodle worksheet, 3 students, 1 late, 2 hand-ins with the LMS's time" in note
+               for note in intake.notes)
     # without the worksheet Moodle's export says nothing of lateness
     assert not any(e.late for e in gather([export], tmp_path / "plain").entries)
 
