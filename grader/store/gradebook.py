@@ -286,14 +286,14 @@ class Gradebook:
         the current result, a file graded after this one was, else None. A TA who regraded one student from the
         file they sent later (`grade fixed/smith.ipynb`) and then reran the class's export had the export's older
         file graded again and made current without a word (a student's pick among files is not the batch's)."""
-        current = self._db.execute(
-            """SELECT s.id, s.sha256, s.source, r.graded_at FROM submissions s JOIN results r ON r.id = s.current_result
-               WHERE s.rubric = ? AND s.student = ?""", (rubric, student)).fetchone()
-        if current is None or current[1] == sha256:
-            return None
-        (before,) = self._db.execute("SELECT max(graded_at) FROM results WHERE submission_id = ? AND sha256 = ?",
-                                     (current[0], sha256)).fetchone()
-        return (current[2], current[3]) if before is not None and before < current[3] else None
+        # One query (the batch asks it of every student it grades): the file's latest grading is looked up under
+        # the student's submission row, by the results_identity index, and compared with the current result's.
+        found = self._db.execute(
+            """SELECT s.source, r.graded_at FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? AND s.student = ? AND s.sha256 != ?
+                 AND (SELECT max(o.graded_at) FROM results o WHERE o.submission_id = s.id AND o.sha256 = ?)
+                     < r.graded_at""", (rubric, student, sha256, sha256)).fetchone()
+        return (found[0], found[1]) if found is not None else None
 
     def _score_rows(self, where: str, parameters: tuple[str, ...]) -> Iterator[ScoreRow]:
         # Columns only, from the results_heads index: the result's json is neither parsed nor read. The heads
