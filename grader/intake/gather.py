@@ -234,7 +234,7 @@ class Record:
 
 Worksheet = Callable[[str], "dict[str, Record] | None"]
 WORKSHEETS: dict[str, Worksheet] = {}   # convention -> reader of its LMS's file that says who was late
-WORKSHEET_SUFFIXES: dict[str, tuple[str, ...]] = {}   # convention -> the suffixes of its worksheet (else .csv)
+WORKSHEET_SUFFIXES: dict[str, tuple[str, ...]] = {}   # convention -> the suffixes of its worksheet
 
 
 def worksheet(name: str, suffixes: tuple[str, ...] = (".csv",)) -> Callable[[Worksheet], Worksheet]:
