@@ -559,6 +559,27 @@ def test_a_cell_of_blank_lines_is_read_once_not_once_per_line() -> None:
     assert done.stdout.strip() == "['f'] []"
 
 
+def test_exec_of_an_opened_python_file_on_a_top_level_line_is_a_run_of_it() -> None:
+    """exec(open('X.py').read()) is what a script writes for %run X.py (an encoding, a mode or globals() at most):
+    a run of the support module X. Indented, computed, cut, of another file type or inside a string it is Python."""
+    script = (
+        "# %%\nexec(open('Breadth-First-Fast.py').read())\n"
+        "exec(open(\"lib/Set.py\", 'r', encoding='utf-8').read(), globals())  # the AVL set\n"
+        "exec(open('helpers.py', encoding=\"utf-8\").read());\n"
+        "if True:\n    exec(open('Indented.py').read())\n"
+        "exec(open(name).read())\nexec(open('data.txt').read())\nexec(open('cut.py').read().split('X')[0])\n"
+        "text = \"\"\"\nexec(open('InString.py').read())\n\"\"\"\n"
+    )
+    extracted = extract(notebook_from_source(script, "script.py"))
+    assert extracted.runs == ("Breadth-First-Fast", "Set", "helpers")
+    assert [s.code for s in extracted.statements if s.kind == "run"] == [
+        "__grader_run__('Breadth-First-Fast')", "__grader_run__('Set')", "__grader_run__('helpers')"]
+    stays_python = {d.excerpt for d in extracted.dropped if d.reason == "bare expression"}
+    assert stays_python == {"if True:", "exec(open(name).read())", "exec(open('data.txt').read())",
+                            "exec(open('cut.py').read().split('X')[0])"}
+    assert "exec(open('InString.py').read())" in extracted.source()
+
+
 def test_an_ipython6_export_writes_line_magics_as_magic_calls_and_they_are_magics_again() -> None:
     """IPython before 7 exported `%run X.ipynb` as get_ipython().magic('run X.ipynb'): the name and its arguments in
     one string (u'' in Python 2 days). As calls they ran nothing; as magics again they are extracted as typed."""

@@ -288,6 +288,19 @@ def test_an_ipython6_script_export_of_a_right_notebook_keeps_its_run_module(
     assert result.total == result.max_total
 
 
+def test_a_script_that_loads_the_support_file_with_exec_open_runs_it_as_percent_run(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """A right 3x3 solution written in a .py file (Spyder/VS Code `# %%` cells) cannot say %run: it loads the
+    course's Breadth-First-Fast.py with exec(open(...).read()), which runs it in Jupyter and in Python alike. The
+    call was dropped like any top-level call, search was undefined and solve scored 0 (16/20); read as the %run
+    it does, the script grades as its notebook does."""
+    script = FAIR / "spyder_script_exec_open_support.py"
+    assert "\nexec(open('Breadth-First-Fast.py').read())\n" in script.read_text()
+    [result] = grade([script], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("solve").score == result.exercise("solve").max_score
+    assert result.total == result.max_total
+
+
 def test_a_script_export_without_prompts_keeps_its_timed_definitions(tmp_path: Path, grader_cache: Path) -> None:
     """nbconvert --no-prompt writes no `# In[ ]:` markers: the file was one cell, so the %%time cell's
     run_cell_magic call was not a whole cell and stayed a call (moveLeft missing, 18/20). Each such call at the

@@ -328,6 +328,14 @@ _MAGIC_ASSIGNMENT = re.compile(
 _SHELL = re.compile(r"^\s*!(?!=)\S")
 _HELP = re.compile(r"^\s*(?:\?{1,2}[\w.*]+|[\w.*]+\?{1,2})\s*$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# A script cannot say %run (Spyder, VS Code, a plain .py): the Python that does the same to a support file is
+# exec(open('X.py').read()), with an encoding or globals() at most. On a line of its own at the top level it is
+# read as `%run X.py`; any other exec (a computed path, a cut text, another file type) stays Python.
+_EXEC_OPEN = re.compile(
+    r"""^exec\(\s*open\(\s*(?P<quote>['"])(?P<path>[^'"\\\n]+\.py)(?P=quote)\s*"""
+    r"""(?:,\s*(?:\w+\s*=\s*)?['"][\w-]+['"]\s*){0,2}\)\s*\.\s*read\(\s*\)\s*(?:,\s*globals\(\s*\)\s*)?\)"""
+    r"""\s*;?\s*(?:\#.*)?$"""
+)
 
 
 class _Facts:
@@ -601,7 +609,8 @@ _MAYBE_IPYTHON = re.compile(r"(?:^|[\r\n])[^\S\r\n]*[!%]|\?|=\s*[!%]")
 def _replace_line_magics(prepared: _Prepared) -> None:
     """Rewrite IPython-only lines that start a logical line; lines inside strings or brackets are Python."""
     lines, cell = prepared.lines, prepared.cell
-    if not _MAYBE_IPYTHON.search(cell.source):   # most cells: plain Python, no line to scan character by character
+    # Most cells: plain Python, no line to scan character by character.
+    if not _MAYBE_IPYTHON.search(cell.source) and "exec(" not in cell.source:
         return
     scanner = _LineScanner()
     for i, line in enumerate(lines):
@@ -629,6 +638,8 @@ def _rewrite(line: str, number: int, prepared: _Prepared) -> tuple[str, str | No
         return blank, "shell command"
     if m := _MAGIC_ASSIGNMENT.match(line):
         return blank, "shell command" if m["shell"] else f"line magic %{m['name']}"
+    if not indent and (m := _EXEC_OPEN.match(line)):
+        line = f"%run {shlex.quote(m['path'])}"
     m = _LINE_MAGIC.match(line)
     if m is None:
         return line, None
