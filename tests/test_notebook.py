@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 from pathlib import Path
 
@@ -117,6 +118,23 @@ def test_unreadable_file_raises_error_naming_the_file(name: str, reason: str) ->
         read_notebook(path)
     assert str(caught.value) == f"{path}: {reason}"
     assert caught.value.reason == reason
+
+
+def test_a_utf16_script_with_its_byte_order_mark_reads_as_its_utf8_copy(tmp_path: Path) -> None:
+    """Windows PowerShell's `>` (nbconvert --stdout > lab.py) and Notepad's "Unicode" write UTF-16 with a byte order
+    mark, which every editor a TA uses reads: it was refused as "not UTF-8 text (byte 0xff at offset 0)"."""
+    script = FIXTURES / "fair" / "script_export_with_run_and_time_magics.py"
+    text = script.read_text(encoding="utf-8")
+    expected = read_notebook(script).cells
+    for encoding in ("utf-16", "utf-16-be"):
+        copy = tmp_path / f"{encoding}.py"
+        bom = codecs.BOM_UTF16_BE if encoding == "utf-16-be" else b""   # "utf-16" writes its own (native) BOM
+        copy.write_bytes(bom + text.encode(encoding))
+        assert read_notebook(copy).cells == expected
+    broken = tmp_path / "broken.py"
+    broken.write_bytes(codecs.BOM_UTF16_LE + "x = 1\n".encode("utf-16-le") + b"\x00\xd8")  # a lone surrogate
+    with pytest.raises(NotebookError, match="not UTF-16 text"):
+        read_notebook(broken)
 
 
 def test_directory_is_not_read_as_a_notebook(tmp_path: Path) -> None:

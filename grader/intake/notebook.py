@@ -13,6 +13,7 @@ older formats (v1-v3) load nbformat, to upgrade them.
 from __future__ import annotations
 
 import ast
+import codecs
 import hashlib
 import json
 import re
@@ -275,6 +276,17 @@ def _trim_blank_lines(lines: list[str]) -> str:
     return "".join(lines[start:end]).rstrip("\r\n")
 
 
+def _encoding(data: bytes) -> str:
+    """UTF-8 (a BOM allowed), or UTF-16 where the text starts with its byte order mark: what Windows PowerShell's
+    `>` (`jupyter nbconvert --to script --stdout lab.ipynb > lab.py`) and Notepad's "Unicode" write, and what every
+    editor a TA opens it with reads. Without a BOM nothing tells UTF-16 apart: such bytes are read as UTF-8."""
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "utf-8-sig"     # FF FE 00 00 also starts like UTF-16 LE: such a file is reported as not UTF-8
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    return "utf-8-sig"
+
+
 def _read_text(path: Path) -> str:
     try:
         with path.open("rb") as stream:
@@ -287,11 +299,13 @@ def _read_text(path: Path) -> str:
         raise NotebookError(path, f"cannot read file: {e.strerror or e}") from None
     if len(data) > MAX_SUBMISSION_BYTES:
         raise NotebookError(path, f"file is {TOO_LARGE}")
+    encoding = _encoding(data)
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(encoding)
     except UnicodeDecodeError as e:
         raise NotebookError(
-            path, f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+            path, f"not {'UTF-16' if encoding == 'utf-16' else 'UTF-8'} text (byte 0x{data[e.start]:02x} at offset "
+                  f"{e.start})"
         ) from None
     if not text.strip():
         raise NotebookError(path, "empty file")
