@@ -193,6 +193,10 @@ def test_an_unknown_solution_marker_is_refused_at_its_line(tmp_path: Path, sourc
      "cell 3, line 5: the tests cell is not valid YAML: expected <block end>, but found '<block mapping start>' "
      "(YAML: indentation counts, the keys of one case lining up after its '- '; in a {...} mapping a value holding "
      "[ ] , or : is quoted, as in goal: \"args[1]\")"),
+    ("# tests\npoints: 1\ncases:\n  - call: blank(Start)\n    seed: 2026-13-01",
+     "cell 3, line 5: the tests cell is not valid YAML: '2026-13-01' is not a date (month must be in 1..12); write "
+     "YYYY-MM-DD, e.g. 2026-11-20 (YAML: indentation counts, the keys of one case lining up after its '- '; in a "
+     "{...} mapping a value holding [ ] , or : is quoted, as in goal: \"args[1]\")"),
     ("# tests\n- call: blank(Start)",
      "cell 3: a tests cell holds one exercise as 'key: value' lines (points:, cases:, mistakes:, ...), not list"),
 ])

@@ -36,6 +36,7 @@ import nbformat
 import yaml
 
 from grader.rubric.schema import RubricError
+from grader.rubric.yamlmarks import construct_timestamp
 
 # `# BEGIN SOLUTION` as Otter writes it, `### BEGIN SOLUTION` as nbgrader does; any other comment that names a
 # solution region is refused, since a marker not recognised would hand the solution to students.
@@ -313,6 +314,9 @@ class _LooseLoader(yaml.SafeLoader):
             event = self.get_event()
             return yaml.ScalarNode("tag:yaml.org,2002:null", "", event.start_mark, event.end_mark)
         return super().compose_node(parent, index)
+
+
+_LooseLoader.add_constructor("tag:yaml.org,2002:timestamp", construct_timestamp)
 
 
 def _tests_id(text: str, where: str, solutions: list[str], aside: str = "") -> str:

@@ -79,9 +79,34 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> MarkedList:
     return result
 
 
+def construct_timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> object:
+    """A date as PyYAML reads it, but one that matches the date pattern and is no date (`due: 2026-13-01`,
+    `2026-02-30`) is a YAML error at its line rather than a ValueError from datetime's constructor."""
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except ValueError as error:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{node.value!r} is not a date ({error}); write YYYY-MM-DD, e.g. 2026-11-20",
+            node.start_mark) from None
+
+
 for _loader in (_Loader, _FastLoader):
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", construct_timestamp)
+
+
+_HINTS = {   # PyYAML's words for an indentation slip -> what the author changes
+    "expected <block end>": "this line is indented differently from the keys above it: the keys of one mapping "
+                            "line up, those of a list item after its '- '",
+    "mapping values are not allowed here": "quote a value that holds ': ' (say: \"x: y\"), or give the line above "
+                                           "its ':'",
+    "could not find expected ':'": "a key on this or the line above lacks its ':', or a quoted value is not closed",
+}
+
+
+def _hint(problem: str) -> str:
+    return next((f" ({hint})" for start, hint in _HINTS.items() if problem.startswith(start)), "")
 
 
 def load_marked(path: str | Path) -> object:
@@ -102,6 +127,6 @@ def load_marked(path: str | Path) -> object:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else 0
-        raise YamlError(str(path), line, f"{error.problem or error}") from None
+        raise YamlError(str(path), line, f"{error.problem or error}{_hint(str(error.problem))}") from None
     except yaml.YAMLError as error:
         raise YamlError(str(path), 0, str(error)) from None
