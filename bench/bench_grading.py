@@ -149,7 +149,8 @@ def main() -> None:
     n, m = len(paths), len(calm)
     ours_per_notebook = one_seconds / m
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, {loaded} at start, isolation: "
-          f"{', '.join(f'{level} ({count})' for level, count in batch.isolation.items())}")
+          f"{', '.join(f'{level} ({count})' for level, count in batch.isolation.items())}, the grader's bytecode "
+          f"{'compiled ahead, as installed' if treecpu.installed_bytecode() else 'NOT all compiled (read-only?)'}")
     print(f"{args.correct} distinct correct notebooks (the student's cells differ), {args.jobs} workers: "
           f"{correct_run.wall:.1f} s = "
           f"{args.correct / correct_run.wall:.1f} submissions/s as `grader grade` (start-up included), {full} of "

@@ -221,7 +221,9 @@ def main() -> None:
         again = regrade(paths, root, args.jobs)
         interpreter, (imports, rubric, plan) = startup(root)
         n = args.submissions
-        print(f"the same {n} Taoistic Search submissions, one run, {os.cpu_count()} cores ({loaded} at start):")
+        compiled = "compiled ahead, as pip compiles nbgrader's" if treecpu.installed_bytecode() else "NOT all compiled"
+        print(f"the same {n} Taoistic Search submissions, one run, {os.cpu_count()} cores ({loaded} at start; the "
+              f"grader's bytecode {compiled}):")
         print(f"  nbgrader autograde:          {nbgrader:7.1f} s = {nbgrader / n:.2f} s per submission")
         print(f"  grader grade --jobs {args.jobs}:       {ours:7.1f} s = {ours / n:.3f} s per submission  ({summary})")
         print(f"  ratio: {nbgrader / ours:.1f}x nbgrader autograde")
