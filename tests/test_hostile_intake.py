@@ -390,3 +390,53 @@ def test_a_five_thousand_digit_marker_is_no_count():
 
     notebook = notebook_from_source("# In[" + "9" * 5000 + "]:\nx = 1\n", "mallory.py")
     assert [cell.execution_count for cell in notebook.cells] == [None]
+
+
+HIJACK = '''import json, os, pathlib
+pathlib.Path({marker!r}).write_text(str(os.getuid()))
+root = os.environ.get("AUTOGRADER_ROOT", "/autograder")
+os.makedirs(root + "/results", exist_ok=True)
+with open(root + "/results/results.json", "w") as handle:
+    json.dump({{"score": 1000.0, "output": "hijacked", "tests": []}}, handle)
+os._exit(0)
+'''
+
+
+def test_a_module_in_the_gradescope_upload_never_runs_in_the_grader(tmp_path):
+    """A student's upload holding `yaml.py` beside the notebook: run_autograder ran the grader with `python -m`,
+    which puts the working folder first on the import path, so run from the upload's folder the grader imported
+    the student's yaml.py as root (it wrote results.json with 1000 points). The grader now runs with -P."""
+    import zipfile
+
+    from grader.run.autograder import build_autograder
+
+    zip_path = build_autograder(RUBRIC, tmp_path / "autograder.zip", wheel=False)   # no wheel: seconds, not 15
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(root / "source")
+    upload = root / "submission"
+    upload.mkdir()
+    shutil.copy(CORRECT, upload / "lab.ipynb")
+    marker = tmp_path / "hijacked"
+    (upload / "yaml.py").write_text(HIJACK.format(marker=str(marker)))
+    environment = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "PYTHON": sys.executable,
+                   "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(["bash", str(root / "source" / "run_autograder")], cwd=upload, env=environment,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert not marker.exists()
+    assert data["score"] == 30.0, data["output"]
+
+
+def test_python_m_grader_from_a_folder_of_students_files_imports_none_of_them(tmp_path):
+    """`python -m grader` from a class folder (`cd class && python -m grader grade . ...`): a student's
+    argparse.py there ran as the TA before the grader parsed its arguments."""
+    marker = tmp_path / "hijacked"
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "argparse.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
+    done = subprocess.run([sys.executable, "-m", "grader", "--version"], cwd=folder, capture_output=True,
+                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    assert not marker.exists()
+    assert done.returncode == 0, done.stderr

@@ -207,7 +207,8 @@ if [ -d "$SOURCE/python" ]; then
     export PYTHONPATH="$SOURCE/python${{PYTHONPATH:+:$PYTHONPATH}}"
 fi
 ERRORS="$(mktemp)"
-"$PY" -m grader.run.autograder --root "$ROOT" --rubric "$SOURCE/{rubric}" 2>"$ERRORS"
+# -P: the working folder is not put on the import path (from the upload's folder, a student's yaml.py ran as root).
+"$PY" -P -m grader.run.autograder --root "$ROOT" --rubric "$SOURCE/{rubric}" 2>"$ERRORS"
 STATUS=$?
 cat "$ERRORS" >&2
 if [ "$STATUS" -ne 0 ]; then echo "puzzle-grader exited with status $STATUS" >&2; fi
