@@ -448,3 +448,17 @@ def test_cases_not_judged_are_said_to_be_not_judged_not_failed_in_the_students_r
     page = student.html_report(result)
     assert "more cases were not judged for the same reason" in page and "failed the same way" not in page
     assert "were not judged for the same reason" in student.markdown_report(result)
+
+
+def test_an_exercise_none_of_whose_cases_ran_is_found_at_its_place_not_graded_there(bundled):
+    """A function in a cell left out for a syntax error has a place but ran no case: "Graded `f` at cell 9"
+    told the student the grader ran it."""
+    result = bundled["syntax-error"]
+    exercise = result.exercise("replace_numbers")
+    assert exercise.location and {case.status for case in exercise.cases} == {"missing"}
+    text = student.markdown_report(result)
+    assert f"Found `replace_numbers` at {student.md_text(exercise.location)}; none of its cases ran." in text
+    assert "Graded `replace_numbers`" not in text and "Graded `main`" in text
+    page = student.html_report(result)
+    assert "found <code>replace_numbers</code>" in page and "graded <code>replace_numbers</code>" not in page
+    assert "graded <code>main</code>" in page

@@ -143,7 +143,7 @@ def test_syntax_error_cell_makes_replace_numbers_missing_and_names_the_cell(bund
     result = bundled["syntax-error"]
     assert statuses(result, "replace_numbers") == {"missing"}
     for message in messages(result, "replace_numbers"):
-        assert "its cell In [17] (cell 54) was left out" in message
+        assert "the cell that defines it, In [17] (cell 54), was left out" in message   # never "its cell cell 54"
         assert "syntax error" in message
     # replace_numbers is isolated in intermediate_goals: the missing function is paid for once.
     assert statuses(result, "intermediate_goals") == {"pass"}

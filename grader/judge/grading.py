@@ -235,7 +235,7 @@ def _broken_cell(name: str, notebook: Notebook, extracted: Extracted):
 def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> str:
     dropped = _broken_cell(name, notebook, extracted)
     if dropped is not None:
-        return f"; its cell {dropped.label} was left out: {dropped.reason}"
+        return f"; the cell that defines it, {dropped.label}, was left out: {dropped.reason}"   # label: "cell 3"
     text = _text_cell(name, notebook)
     return f"; it is written in {text.label}, a {text.kind} cell, which Jupyter never runs (make it a Code " \
         "cell)" if text is not None else ""

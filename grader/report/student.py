@@ -26,7 +26,7 @@ from grader.report import boards, boards_html
 from grader.report.grouping import alike_inputs, failure_groups
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line, read_json
 from grader.store.shared import SharedReader
-from grader.store.status import SYMBOLS, alike_words, headline, limit_note
+from grader.store.status import MISSING, SYMBOLS, alike_words, headline, limit_note
 from grader.textsafe import display
 
 if TYPE_CHECKING:
@@ -257,7 +257,8 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         out += [f"## {md_text(exercise.id)}: {md_text(exercise.title)} "
                 f"({score_text(exercise.score)} / {score_text(exercise.max_score)})", ""]
         if exercise.location:
-            out += [f"Graded {md_code(exercise.function or exercise.id)} at {md_text(exercise.location)}.", ""]
+            out += [f"{located(exercise).capitalize()} {md_code(exercise.function or exercise.id)} at "
+                    f"{md_text(exercise.location)}{'' if ran(exercise) else '; none of its cases ran'}.", ""]
         out += [f"- {md_text(note)}" for note in exercise.notes] + ([""] if exercise.notes else [])
         for case, alike in failure_groups(shown_cases(exercise, hidden_details)):
             out += _md_case(case)
@@ -336,6 +337,17 @@ def _html_inputs(case: CaseResult) -> Markup | None:
         Markup("").join(boards_html.html_input(name, value) for name, value in case.inputs.items()))
 
 
+def ran(exercise: ExerciseResult) -> bool:
+    """Whether any case of the exercise ran: a stub, a function in a cell left out or a notebook not graded at
+    all has a location but ran nothing, and feedback must not call it graded."""
+    return any(case.status != MISSING for case in exercise.cases) or not exercise.cases
+
+
+def located(exercise: ExerciseResult) -> str:
+    """The verb before the graded name's location."""
+    return "graded" if ran(exercise) else "found"
+
+
 def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, code: str | None = None,
                   heading: str = "h2", given: bool = False) -> Markup:
     """One exercise's feedback as an HTML fragment (needs stylesheet()); the annotated notebook reuses it.
@@ -344,7 +356,8 @@ def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, cod
     return Markup(template.render(exercise=exercise, cases=_case_views(exercise, hidden_details),
                                   hidden=hidden_summary(exercise.cases) if not hidden_details else "",
                                   public=public_summary(exercise.cases), code=highlight_python(code) if code else None,
-                                  heading=heading, full=not needs_section(exercise), given=given))
+                                  heading=heading, full=not needs_section(exercise), given=given,
+                                  located=located(exercise), ran=ran(exercise)))
 
 
 def same_code(one: str, other: str | None) -> bool:
