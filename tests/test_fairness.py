@@ -355,6 +355,16 @@ def test_only_the_cells_colab_marked_have_their_commented_magics_read_as_magics(
     assert [c.source for c in notebook_from_source(plain).cells] == [plain]
 
 
+def test_a_method_added_to_its_class_with_setattr_in_a_later_cell_is_graded(tmp_path: Path, grader_cache: Path) -> None:
+    """A right 8-puzzle notebook explains its class a method at a time: h2 is a function of its own cell, added with
+    setattr(EightPuzzle, 'h2', ...). That call was dropped (only `EightPuzzle.h2 = ...` counted as changing the
+    class), so h2 and h had no method to call (13/18); it changes the class the cases build, and is kept."""
+    [result] = grade([FAIR / "h2_added_with_setattr_in_a_later_cell.ipynb"], EIGHT_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    assert result.exercise("h2").score == result.exercise("h2").max_score
+    assert result.total == result.max_total
+
+
 def test_a_function_written_in_a_markdown_or_raw_cell_is_missing_and_the_feedback_says_where_it_is(
         tmp_path: Path, grader_cache: Path) -> None:
     """A stray M or R key made two move cells text: Jupyter never ran them, so they are not graded, but the student

@@ -6,6 +6,7 @@ Real notebooks built by tests/fixtures/fair/build.py.
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from dataclasses import replace
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from grader.extract.source import Extracted, Policy, extract
 from grader.judge.grading import child_statements
+from grader.syntax.analysis import mutated_names
 from grader.intake.notebook import read_notebook
 from grader.rubric.schema import load_rubric
 from grader.sandbox.process import ProcessLimits, Sandbox
@@ -51,6 +53,15 @@ def test_data_read_by_graded_functions_is_kept_with_the_reason() -> None:
     assert why["romania = Map({'Arad': ['Sibiu', 'Zerind'], 'Sibiu': ['Arad']})"] == "romania read by neighbours"
     code = "\n".join(kept_code(extracted))
     assert "unused = h(" not in code and "for city in" not in code
+
+
+def test_setattr_and_delattr_on_a_needed_class_change_it_like_an_attribute_assignment() -> None:
+    extracted = sliced("h2_added_with_setattr_in_a_later_cell", "EightPuzzle")
+    why = {statement.code: statement.why for statement in extracted.statements}
+    assert why["setattr(EightPuzzle, 'h2', manhattan_h2)"] == "EightPuzzle changed here and read by the rubric's cases"
+    assert mutated_names(ast.parse("delattr(Board.rows[0], 'x')").body[0]) == {"Board"}
+    assert mutated_names(ast.parse("getattr(Board, 'x')(1)").body[0]) == frozenset()
+    assert mutated_names(ast.parse("setattr(make(), 'x', 1)").body[0]) == frozenset()
 
 
 def test_what_nothing_graded_reads_is_dropped_even_when_it_calls_nothing() -> None:

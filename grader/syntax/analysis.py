@@ -322,7 +322,8 @@ MUTATING_METHODS = frozenset({
 def mutated_names(node: ast.stmt) -> frozenset[str]:
     """Module-level names a top-level statement changes without rebinding them.
 
-    `goal.append(0)`, `goal[2] = 0`, `EightPuzzle.h1 = f`, `del table[k]`, also inside a loop or an if.
+    `goal.append(0)`, `goal[2] = 0`, `EightPuzzle.h1 = f`, `setattr(EightPuzzle, 'h1', f)`, `del table[k]`, also
+    inside a loop or an if.
     A method call changes its object only for the container methods that do (MUTATING_METHODS):
     `solver.solve(...)` is not taken to change `solver`.
     """
@@ -338,6 +339,10 @@ def mutated_names(node: ast.stmt) -> frozenset[str]:
                 root = _root_name(func.value)
                 if root is not None:
                     names.add(root)
+            elif isinstance(func, ast.Name) and func.id in _ATTRIBUTE_SETTERS and inner.args:  # type: ignore[attr-defined]
+                root = _root_name(inner.args[0])   # type: ignore[attr-defined]
+                if root is not None:
+                    names.add(root)
             continue
         if kind not in _CHANGES:
             continue
@@ -351,6 +356,9 @@ def mutated_names(node: ast.stmt) -> frozenset[str]:
 
 
 _CHANGES = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete})   # statements with targets
+# setattr(EightPuzzle, 'h2', h2) is EightPuzzle.h2 = h2 spelled as a call: a notebook adds a method to its class
+# in a later cell so (a pattern of notebooks that explain a class cell by cell); delattr is `del EightPuzzle.h2`.
+_ATTRIBUTE_SETTERS = frozenset({"setattr", "delattr"})
 
 
 def _root_name(node: ast.AST) -> str | None:
