@@ -138,3 +138,33 @@ def test_gradebooks_graded_apart_merge_into_one(tmp_path: Path) -> None:
     from grader.store.gradebook import Gradebook
     with Gradebook(merged) as book:
         assert book.students("taoistic-search") == sorted(CALM[:4])
+
+
+HASHED = """
+import json, sys
+from pathlib import Path
+import grader.run.batch as batch
+hashed = []
+real = batch.file_sha256
+batch.file_sha256 = lambda path: hashed.append(Path(path).name) or real(path)
+counts = []
+for _ in range(2):
+    hashed.clear()
+    done = batch.grade_batch([sys.argv[1]], sys.argv[2], sys.argv[3], jobs=1, cache=Path(sys.argv[4]))
+    counts.append((sorted(hashed), done.graded, done.unchanged))
+print(json.dumps(counts))
+"""
+
+
+def test_a_class_graded_into_a_new_gradebook_hashes_no_file_before_grading(tmp_path: Path) -> None:
+    """A gradebook the batch makes holds no row to compare a file with: no file is hashed for it on the way to the
+    first submission (the worker hashes what it grades). A regrade compares each file with its row."""
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for name in ("correct", "syntax-error"):
+        shutil.copy(EXAMPLES / f"{name}.ipynb", submissions / f"{name}.ipynb")
+    done = subprocess.run([sys.executable, "-c", HASHED, str(submissions), str(RUBRIC), str(tmp_path / "out"),
+                           str(tmp_path / "cache")], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    names = ["correct.ipynb", "syntax-error.ipynb"]
+    assert json.loads(done.stdout.splitlines()[-1]) == [[[], 2, 0], [names, 0, 2]]
