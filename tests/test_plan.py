@@ -250,6 +250,34 @@ def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) 
         reference: mini_reference.py
         exercises:
           - id: double
+            check: scaledd
+            cases: [{call: double(1)}]
+        """, ["5: exercise 'double': unknown check 'scaledd' (did you mean 'scaled'?)"],
+        id="unknown_check_named_like_a_function_not_starting_with_check"),   # a check may be named slide_path
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            check: {name: check_same_parity, publc: true}
+            cases: [{call: double(1)}]
+        """, ["5: exercise 'double': check check_same_parity has no 'options' parameter, so its options publc would "
+              "be ignored (did you mean 'public'?)"],
+        id="misspelt_public_of_a_check_without_options"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
+            cases:
+              - call: doubel(1)
+        """, ["6: exercise 'double', case double#1: unknown name(s) doubel (not a fixture, variable or reference "
+              "function) (did you mean 'double'?)"], id="misspelt_name_in_a_call"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
             mistakes:
               - reference: double_plus_one
                 say: "one more"

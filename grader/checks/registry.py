@@ -392,7 +392,9 @@ def option_problems(name: str, options: Mapping[str, Any], reference: ModuleType
         declared, known, owner = (), option_keys(function, reference), f"check {name}"
         extra = sorted(set(options) - COMMON_OPTIONS)
         if extra and not accepts(function, "options"):
-            problems.append(f"{owner} has no 'options' parameter, so its options {', '.join(extra)} would be ignored")
+            meant = "".join(suggest(key, sorted(COMMON_OPTIONS)) for key in extra)    # `publc: true` meant `public`
+            problems.append(f"{owner} has no 'options' parameter, so its options {', '.join(extra)} would be "
+                            f"ignored{meant}")
             known = None
     if known is not None:
         for key in sorted(set(options) - known - COMMON_OPTIONS):

@@ -236,7 +236,7 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
                                                                    f"a mistake or variant of '{prior}'"))
         for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
             if spec.name not in CHECKS and not callable(getattr(reference, spec.name, None)):
-                known = [*CHECKS, *(n for n in dir(reference) if n.startswith("check"))]
+                known = [*CHECKS, *_functions(reference)]     # a check function may have any name
                 problems.append(_problem(rubric, spec.line or exercise.line,
                                          f"{where}: unknown check '{spec.name}'{suggest(spec.name, known)}"))
         for spec in (exercise.check, *(c.check for c in exercise.cases if c.check)):
@@ -428,8 +428,11 @@ def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: C
     where = f"exercise '{exercise.id}', case {case.id}"
     unknown = free_names(case.call) - set(data) - set(reference.__dict__) - set(dir(builtins))
     if unknown:
+        from grader.rubric.schema import suggest
+        known = sorted({*data, *(name for name in vars(reference) if not name.startswith("_"))})
+        meant = "".join(suggest(name, known) for name in sorted(unknown))   # `inversion(GOAL)` for `inversions`
         raise RubricError([_problem(rubric, case.line, f"{where}: unknown name(s) {', '.join(sorted(unknown))} "
-                                                       f"(not a fixture, variable or reference function)")])
+                                                       f"(not a fixture, variable or reference function){meant}")])
     for what, code in [*(("set " + name, code) for name, code in case.set), ("expect", case.expect)]:
         if code is None:
             continue
