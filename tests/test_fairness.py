@@ -355,6 +355,25 @@ def test_only_the_cells_colab_marked_have_their_commented_magics_read_as_magics(
     assert [c.source for c in notebook_from_source(plain).cells] == [plain]
 
 
+def test_a_graded_function_defined_inside_a_class_or_a_function_is_missing_and_the_feedback_says_where(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """findZero written as a method of a class and moveLeft nested in another function: the notebook has neither
+    name for the cases to call, so both are missing as before, but the student saw 'no function named findZero in
+    the notebook' beside their def; the note now says which class or function holds it."""
+    [result] = grade([FAIR / "defined_inside_a_class_and_a_function.ipynb"], SLIDING_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    where = {"findZero": "class Board", "moveLeft": "the function slide_left"}
+    for name, holder in where.items():
+        exercise = result.exercise(name)
+        assert exercise.score == 0
+        assert {c.status for c in exercise.cases} == {"missing"}
+        assert all(c.message.startswith(f"no function named {name} in the notebook; it is defined inside {holder} "
+                                        "(cell ") and c.message.endswith(
+                                            "not at the top level of a cell, where the assignment calls it")
+                   for c in exercise.cases)
+    assert result.exercise("nextStates").score == result.exercise("nextStates").max_score
+
+
 def test_a_method_added_to_its_class_with_setattr_in_a_later_cell_is_graded(tmp_path: Path, grader_cache: Path) -> None:
     """A right 8-puzzle notebook explains its class a method at a time: h2 is a function of its own cell, added with
     setattr(EightPuzzle, 'h2', ...). That call was dropped (only `EightPuzzle.h2 = ...` counted as changing the

@@ -237,8 +237,30 @@ def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> s
     if dropped is not None:
         return f"; the cell that defines it, {dropped.label}, was left out: {dropped.reason}"   # label: "cell 3"
     text = _text_cell(name, notebook)
-    return f"; it is written in {text.label}, a {text.kind} cell, which Jupyter never runs (make it a Code " \
-        "cell)" if text is not None else ""
+    if text is not None:
+        return f"; it is written in {text.label}, a {text.kind} cell, which Jupyter never runs (make it a Code cell)"
+    return _nested_note(name, extracted)
+
+
+def _nested_note(name: str, extracted: Extracted) -> str:
+    """Where `name` is defined inside a class or a function of the notebook (a method, a helper nested in its
+    caller): the student sees the def, the cases call a top-level name that is not there."""
+    for statement in extracted.statements:
+        if statement.kind not in ("def", "class"):
+            continue
+        try:
+            outer = ast.parse(statement.code).body[0]
+        except (SyntaxError, IndexError):
+            continue
+        if isinstance(outer, _DEFINITIONS) and any(
+                isinstance(node, _DEFINITIONS) and node.name == name for top in outer.body for node in ast.walk(top)):
+            where = f"class {outer.name}" if isinstance(outer, ast.ClassDef) else f"the function {outer.name}"
+            return f"; it is defined inside {where} ({statement.label}), not at the top level of a cell, where " \
+                "the assignment calls it"
+    return ""
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _text_cell(name: str, notebook: Notebook):
