@@ -462,3 +462,19 @@ def test_an_exercise_none_of_whose_cases_ran_is_found_at_its_place_not_graded_th
     page = student.html_report(result)
     assert "found <code>replace_numbers</code>" in page and "graded <code>replace_numbers</code>" not in page
     assert "graded <code>main</code>" in page
+
+
+def test_cases_skipped_after_timeouts_are_said_not_run_not_timed_out(bundled):
+    """After `max_timeouts` timeouts an exercise's other cases are not run: '8 hidden cases: 8 timed out' told the
+    student their code was too slow on cases it never ran."""
+    from grader.store.status import AFTER_TIMEOUTS, TIMEOUT
+    result = bundled["infinite-search"]
+    [exercise] = [e for e in result.exercises if any(c.reason == AFTER_TIMEOUTS for c in e.cases)]
+    skipped = [c for c in exercise.cases if c.reason == AFTER_TIMEOUTS]
+    assert {c.status for c in skipped} == {TIMEOUT} and all(c.message.startswith("not run") for c in skipped)
+    ran_out = sum(c.reason == "timeout" and c.visibility == "hidden" for c in exercise.cases)
+    hidden_skipped = sum(c.visibility == "hidden" for c in skipped)
+    summary = student.hidden_summary(exercise.cases)
+    assert f"{hidden_skipped} not run (earlier cases of the exercise timed out)" in summary
+    assert (f"{ran_out} timed out" in summary) == bool(ran_out)
+    assert summary in student.markdown_report(result) and summary in student.html_report(result)

@@ -469,7 +469,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                               reason=vocabulary.BUDGET, cause="not run: the submission's time budget was spent",
                               **base)
         return CaseResult(status="timeout", message=outcome.error.get("message", "not run"),
-                          reason=vocabulary.TOO_SLOW, cause="not run: earlier cases of the exercise timed out",
+                          reason=vocabulary.AFTER_TIMEOUTS, cause="not run: earlier cases of the exercise timed out",
                           **base)
     if outcome.status == "timeout" and outcome.error.get("reason") == "starved":
         # Stopped by the wall backstop while the kernel kept it waiting for a CPU: the machine's fault.

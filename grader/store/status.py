@@ -31,7 +31,10 @@ WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM = (
 # moved (grader.sandbox.budget). Like any case not judged it earns nothing (were it left out of the score, a notebook
 # able to make its last cases "busy" would gain by it), and the next run grades the submission again.
 BUSY = "busy machine"
-REASONS = (WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM, BUSY, UNVERIFIED)
+# A case not run because earlier cases of its exercise timed out (limits.max_timeouts): it shows as a timeout and
+# costs its points, but the student's code never ran on it; "8 hidden cases: 8 timed out" would say it did.
+AFTER_TIMEOUTS = "after timeouts"
+REASONS = (WRONG, RAISED, TOO_SLOW, BUDGET, NOT_GRADED, GRADER_PROBLEM, BUSY, UNVERIFIED, AFTER_TIMEOUTS)
 # The reason a result written before reasons were stored stands for, from its status alone.
 REASON_OF_STATUS = {FAIL: WRONG, ERROR: RAISED, TIMEOUT: TOO_SLOW, MISSING: NOT_GRADED, PROBLEM: GRADER_PROBLEM,
                     UNVERIFIED: UNVERIFIED}
@@ -50,6 +53,7 @@ def machine_busy(status: str, reason: str) -> bool:
 # The headline of a case whose reason says more than its status: a case skipped because the submission's time
 # budget ran out shows as an error, yet nothing of the student's raised; it must not read "raised an error".
 REASON_WORDS = {BUDGET: "not run (the submission's time budget was spent)",
+                AFTER_TIMEOUTS: "not run (earlier cases of the exercise timed out)",
                 BUSY: "not judged (the grading machine was too busy; it is graded again, not your mistake)"}
 
 
