@@ -824,6 +824,9 @@ def console() -> None:
     import threading
     try:
         code = main()
+    except BrokenPipeError:      # `grader override ... | head -1`: the reader left; a traceback would say a bug
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # what is still buffered goes nowhere
+        code = 1
     except SystemExit as stop:   # argparse's usage errors and --help
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
         if not isinstance(stop.code, int) and stop.code is not None:

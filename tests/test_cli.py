@@ -410,3 +410,16 @@ def test_a_class_output_of_a_folder_without_results_says_so(tmp_path: Path, caps
                  ["report", str(folder), "--out", str(tmp_path / "reports")]):
         assert main(argv) == 1, argv
         assert f"{folder}: no results in this folder" in capsys.readouterr().err, argv
+
+
+def test_output_piped_into_a_reader_that_leaves_early_ends_quietly() -> None:
+    """`grader override ... | head -1` closed the pipe under the next print: a BrokenPipeError traceback that
+    reads as the grader's bug. The command stops (status 1) and says nothing more."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)                       # the reader already left: every write to stdout fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "grader", "extract", CORRECT], cwd=REPO, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=600)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (1, "")
