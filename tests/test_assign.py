@@ -176,7 +176,38 @@ def test_markers_spelt_loosely_never_hand_students_tests_mistakes_or_solutions(t
     assert "  - id: blank\n    points: 1\n" in assignment.rubric and "def blank_last" in assignment.reference
 
 
+@pytest.mark.parametrize("cell, shown, meant", [
+    (new_code_cell("# REFERENCES ONLY\ndef blank_last(state):\n    return 5"), "# REFERENCES ONLY", "# REFERENCE ONLY"),
+    (new_code_cell("\n# REFERNCE ONLY\ndef blank_last(state):\n    return 5"), "# REFERNCE ONLY", "# REFERENCE ONLY"),
+    (new_code_cell("# TEMPLATEONLY please\nblank(Start)"), "# TEMPLATEONLY please", "# TEMPLATE ONLY"),
+    (new_raw_cell("# test\ncases:\n  - call: blank(Start)\n    visibility: hidden"), "# test", "# tests"),
+    (new_markdown_cell("## Tets\ncases:\n  - call: blank(Start)"), "## Tets", "# tests"),
+    (new_raw_cell("# Rubrics\ntitle: x"), "# Rubrics", "# rubric"),
+])
+def test_a_misspelt_cell_marker_is_refused_at_its_line_not_handed_to_students(tmp_path: Path, cell, shown: str,
+                                                                              meant: str) -> None:
+    """A marker not recognised sent its cell to the template: '# REFERENCES ONLY' handed students the known
+    mistakes, the generators of hidden cases and the check functions, and validate still passed."""
+    path = master(tmp_path, [new_raw_cell(RUBRIC_CELL), CELLS[3], cell])
+    with pytest.raises(AssignError) as raised:
+        build(path)
+    line = 2 if cell.source.startswith("\n") else 1
+    assert raised.value.problems == [f"{path}: cell 3, line {line}: {shown!r} is not a cell marker: write {meant!r} "
+                                     f"(or change the line so it reads as no marker at all)"]
+
+
+@pytest.mark.parametrize("cell", [new_markdown_cell("# Testing your code\nRun the cells."),
+                                  new_code_cell("# test the search on a small board\nblank(Start)"),
+                                  new_markdown_cell("# Template\nwhat you get"),
+                                  new_code_cell("# reference: AIMA 3.4\nx = 1", metadata={"tags": ["template"]})])
+def test_a_first_line_far_from_any_marker_is_left_alone(tmp_path: Path, cell) -> None:
+    build(master(tmp_path, [new_raw_cell(RUBRIC_CELL), CELLS[3], cell]))
+
+
 @pytest.mark.parametrize("source, reason", [
+    ("def f():\n    # BEGIN SOLUTON\n    return 1\n    # END SOLUTION",
+     "cell 2, line 2: '# BEGIN SOLUTON' is not a solution marker: write '# BEGIN SOLUTION' or '# END SOLUTION' "
+     "alone on its line"),
     ("def f():\n    # BEGIN SOLUTION NO PROMPT\n    return 1\n    # END SOLUTION",
      "cell 2, line 2: '# BEGIN SOLUTION NO PROMPT' is not a solution marker: write '# BEGIN SOLUTION' or "
      "'# END SOLUTION' alone on its line"),

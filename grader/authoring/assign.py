@@ -42,7 +42,7 @@ from grader.rubric.yamlmarks import construct_timestamp
 # solution region is refused, since a marker not recognised would hand the solution to students.
 BEGIN = re.compile(r"^\s*#+\s*BEGIN SOLUTION\s*$", re.IGNORECASE)
 END = re.compile(r"^\s*#+\s*END SOLUTION\s*$", re.IGNORECASE)
-_LOOKS_LIKE_MARKER = re.compile(r"#.*\b(BEGIN|END)[\s_-]*SOLUTION", re.IGNORECASE)
+_LOOKS_LIKE_MARKER = re.compile(r"#.*\b(BEGIN|END)[\s_-]*SOL[UTION]+S?\b", re.IGNORECASE)   # SOLUTON too
 _MAGIC = re.compile(r"^\s*[%!]")
 
 
@@ -90,6 +90,20 @@ def _marker(source: str) -> str | None:
     if not first.startswith("#"):
         return None
     return _MARKERS.get(re.sub(r"[^a-z]", "", first.lower()))
+
+
+def _near_marker(cell: Any) -> str | None:
+    """The marker a cell's first line misspells (`# REFERENCES ONLY`, `# test`, `# rubrc`), if it is close to one
+    that would change where the cell goes: unrecognised, the cell would go to the template, hidden cases, known
+    mistakes and generators with it."""
+    first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
+    tagged = {"rubric", "tests", "reference", "template", "solution"} & set(cell.get("metadata", {}).get("tags", ()))
+    if tagged or not first.startswith("#") or _marker(cell.source) is not None:
+        return None
+    words = _MARKERS if cell.cell_type == "code" else ["rubric", "tests"]
+    close = difflib.get_close_matches(re.sub(r"[^a-z]", "", first.lower()), words, n=1, cutoff=0.8)
+    return {"rubric": "# rubric", "tests": "# tests", "referenceonly": "# REFERENCE ONLY",
+            "templateonly": "# TEMPLATE ONLY"}[close[0]] if close else None
 
 
 def _kind(cell: Any) -> str:
@@ -273,6 +287,11 @@ def split(master: Path) -> _Parts:
     parts = _Parts()
     for number, cell in enumerate(notebook.cells, start=1):
         where = f"{master}: cell {number}"
+        meant = _near_marker(cell)
+        if meant is not None:
+            line, first = next((n, text.strip()) for n, text in enumerate(cell.source.splitlines(), 1) if text.strip())
+            raise AssignError(f"{where}, line {line}: {first!r} is not a cell marker: write {meant!r} (or change the "
+                              f"line so it reads as no marker at all)")
         kind = _kind(cell)
         if kind == "rubric":
             parts.header = _without_marker(cell.source)
