@@ -428,6 +428,15 @@ def test_a_manhattan_summed_as_a_float_is_the_right_distance(tmp_path: Path, gra
     assert result.total == result.max_total
 
 
+def test_find_numbers_in_another_order_than_the_references_is_right(tmp_path: Path, grader_cache: Path) -> None:
+    """The text asks for "the list of all tiles in Pattern that are labeled with a number", in no order (main only
+    asks which tiles are in it): the numbered tiles smallest first earn find_numbers' point, as row by row does."""
+    [result] = grade([FAIR / "find_numbers_smallest_first.ipynb"], RUBRIC, tmp_path, cache=grader_cache)
+    find_numbers = result.exercise("find_numbers")
+    assert [c.status for c in find_numbers.cases] == ["pass"] * len(find_numbers.cases)
+    assert find_numbers.score == find_numbers.max_score and result.total == result.max_total
+
+
 def test_any_number_type_takes_the_value_never_a_bool_or_another_number() -> None:
     import numpy as np
     from grader import codec
