@@ -283,7 +283,7 @@ def test_the_rubric_says_whether_an_lms_flag_without_a_time_costs_a_day(tmp_path
     assert any("lms_flag is 'trust'" in p for p in error.value.problems)
 
 
-def test_a_due_date_without_a_zone_is_read_in_the_courses_zone_or_refused(tmp_path: Path):
+def test_a_due_date_without_a_zone_is_read_in_the_courses_zone_or_refused(tmp_path: Path, monkeypatch):
     """Old code read `due: 2026-11-20` as midnight UTC starting that day: a course in New York charged a day
     for work handed in at 10 pm on the 20th. A date is due as it ends, in the rubric's `zone` (daylight saving
     included); without a zone the rubric says what is missing."""
@@ -301,6 +301,7 @@ def test_a_due_date_without_a_zone_is_read_in_the_courses_zone_or_refused(tmp_pa
     text = RUBRIC.read_text(encoding="utf-8").replace("../", str(RUBRIC.parent.parent) + "/")
     path = tmp_path / "late.yaml"
     path.write_text(text + "late: {due: '2026-11-20T23:59'}\n", encoding="utf-8")
+    monkeypatch.setenv("TZ", "UTC")
     with pytest.raises(RubricError) as error:
         load_rubric(path)
     assert any("zone: Europe/Berlin" in p for p in error.value.problems)
@@ -310,6 +311,46 @@ def test_a_due_date_without_a_zone_is_read_in_the_courses_zone_or_refused(tmp_pa
     with pytest.raises(RubricError) as error:
         load_rubric(path)
     assert any("no IANA time zone" in p for p in error.value.problems)
+
+
+def test_a_zone_less_due_date_is_refused_with_the_fix_to_write(tmp_path: Path, monkeypatch):
+    """The refusal says what is missing (a zone, not a readable date) and what to write: the date with an offset,
+    or `zone:` with this machine's zone where it is a course's (a TA's laptop in Chicago), never offering a
+    server's UTC, the very guess that charged a course west of Greenwich a day. Nothing is read in a zone the
+    rubric does not name."""
+    from grader.rubric.lateness import NoZone, local_zone_name
+    text = RUBRIC.read_text(encoding="utf-8").replace("../", str(RUBRIC.parent.parent) + "/")
+    path = tmp_path / "late.yaml"
+    path.write_text(text + "late: {due: '2026-11-20'}\n", encoding="utf-8")
+    line = len(text.splitlines()) + 1
+
+    def problems(zone: str) -> list[str]:
+        monkeypatch.setenv("TZ", zone)
+        with pytest.raises(RubricError) as error:
+            load_rubric(path)
+        return [p for p in error.value.problems if "late:" in p]
+
+    [chicago] = problems("America/Chicago")
+    assert chicago.startswith(f"{path}:{line}: late: due '2026-11-20' has no time zone and the rubric names none")
+    assert "2026-11-20T23:59+01:00" in chicago and "(zone: America/Chicago, this machine's, if it is the course's)" \
+        in chicago
+    for utc in ("UTC", "Etc/UTC", ":Etc/UTC", "Etc/GMT", "Universal"):
+        [refused] = problems(utc)
+        assert "(e.g. zone: Europe/Berlin)" in refused and "this machine's," not in refused
+    path.write_text(text + "late: {due: '2026-11-31'}\n", encoding="utf-8")   # no such day: not a zone's matter
+    [unreadable] = problems("America/Chicago")
+    assert "must be an ISO date-time" in unreadable and "has no time zone" not in unreadable
+    with pytest.raises(NoZone):
+        parse_due("2026-11-20")
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    assert local_zone_name({}, etc) is None
+    (etc / "localtime").symlink_to("/usr/share/zoneinfo/Europe/Oslo")
+    assert local_zone_name({}, etc) == "Europe/Oslo"
+    (etc / "timezone").write_text("Asia/Kolkata\n", encoding="utf-8")
+    assert local_zone_name({}, etc) == "Asia/Kolkata" and local_zone_name({"TZ": ":Pacific/Auckland"}, etc) == \
+        "Pacific/Auckland"
+    assert local_zone_name({"TZ": "EST5EDT,M3.2.0,M11.1.0"}, etc) is None   # a POSIX rule is no IANA name
 
 
 def test_a_regrade_takes_the_lms_word_that_came_since_and_force_keeps_it(tmp_path: Path, grader_cache: Path):

@@ -13,8 +13,12 @@ over it, and without one the flag counts as one day late (`lms_flag: trust`) or 
 from __future__ import annotations
 
 import math
+import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone, tzinfo
+from pathlib import Path
 from typing import Sequence
 
 DAY = 86400.0
@@ -88,16 +92,22 @@ def copied_times(times: Sequence[float], policy: LatePolicy | None) -> str:
             f"with their times (cp -p, unzip)")
 
 
+class NoZone(ValueError):
+    """A due date written without an offset, in a rubric that names no zone: what time it is depends on where."""
+
+
 def parse_due(text: str, zone: tzinfo | None = None) -> datetime:
     """An ISO date-time with its offset, or one without read in `zone` (daylight saving included). A date alone
-    is due at the end of that day. Without an offset or a zone: ValueError (UTC would charge a course west of
-    Greenwich a day for work handed in on time)."""
+    is due at the end of that day. Unreadable: ValueError; without an offset or a zone: NoZone. No zone is
+    guessed: UTC would charge a course west of Greenwich a day for work handed in on time, and the grading
+    machine's own zone is the course's on a TA's laptop but often UTC on a server or in CI, so the same rubric
+    would charge the same hand-in differently."""
     stripped = text.strip()
     when = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
     if when.tzinfo is not None:
         return when
     if zone is None:
-        raise ValueError("no time zone")
+        raise NoZone("no time zone")
     if "T" not in stripped and " " not in stripped and when.time() == time(0):   # a day: due as it ends
         when = when + timedelta(days=1)
     return when.replace(tzinfo=zone)
@@ -109,6 +119,27 @@ def utc_text(at: float) -> str:
         return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds")
     except (ValueError, OverflowError, OSError):
         return ""
+
+
+def local_zone_name(environ: Mapping[str, str], etc: Path = Path("/etc")) -> str | None:
+    """This machine's IANA zone name (TZ, else /etc/timezone, else where /etc/localtime links), if it has one:
+    what a rubric refused for a zone-less due date offers to write, never what it reads the date in."""
+    named = environ.get("TZ", "").lstrip(":")
+    if not named:
+        try:
+            named = (etc / "timezone").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            try:
+                named = os.readlink(etc / "localtime").partition("zoneinfo/")[2]
+            except OSError:
+                named = ""
+    return named if re.fullmatch(r"[A-Za-z_+-]+(?:/[A-Za-z0-9_+-]+)*", named or "") else None
+
+
+def is_utc_name(name: str) -> bool:
+    """Whether an IANA name is UTC under another name (a server's usual setting, no course's zone)."""
+    return name.removeprefix("Etc/") in ("UTC", "UCT", "GMT", "GMT0", "GMT+0", "GMT-0", "Greenwich", "Universal",
+                                         "Zulu")
 
 
 def recorded_time(recorded: str, zone: tzinfo) -> float:

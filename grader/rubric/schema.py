@@ -6,11 +6,13 @@ import ast
 import difflib
 import functools
 import hashlib
+import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from grader.rubric.lateness import LMS_FLAG, LatePolicy, parse_due
+from grader.rubric.lateness import (LMS_FLAG, LatePolicy, NoZone, is_utc_name, local_zone_name,
+                                    parse_due)
 from grader.rubric.yamlmarks import Marked, MarkedList, YamlError, load_marked
 
 if TYPE_CHECKING:   # annotations only: a rubric loads without the call machinery
@@ -348,6 +350,17 @@ def _late(node: Any, line: int, problems: _Problems) -> LatePolicy | None:
     due = node.get("due")
     try:
         when = parse_due(str(due), zone) if due is not None else None
+    except NoZone:
+        local = local_zone_name(os.environ)
+        offered = f"zone: {local}, this machine's, if it is the course's" if local and not is_utc_name(local) \
+            else "e.g. zone: Europe/Berlin"
+        problems.add(node.line_of("due"),
+                     f"late: due {str(due)!r} has no time zone and the rubric names none: write its offset "
+                     f"({str(due).strip()}{'T23:59' if 'T' not in str(due) else ''}+01:00 in Berlin's winter) or "
+                     f"the course's zone beside it under late: ({offered}). No zone is guessed: the grading "
+                     f"machine's is often UTC on a server, which charges a course west of Greenwich a day for work "
+                     f"handed in on time")
+        return None
     except ValueError:
         when = None
     if when is None:
