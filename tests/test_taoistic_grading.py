@@ -139,6 +139,36 @@ def test_int_tiles_main_error_explains_str_versus_int_tiles(bundled: Batch) -> N
         assert "Tiles are strings ('0' to '15', and '*'), never ints" in case.message
 
 
+def test_int_tiles_move_dir_gets_one_note_for_one_cause(bundled: Batch) -> None:
+    """move_dir writes the int 0 for the blank in every case, found at another place in each board: one cause
+    (the judge's fact 'expected str, got int'), so one note with a public case's message or two as examples, not
+    a note per place that happens to repeat. Each case keeps its own message."""
+    move_dir = bundled["int-tiles"].exercise("move_dir")
+    assert {c.cause for c in move_dir.cases} == {"expected str, got int"}
+    [note] = [n for n in move_dir.notes if "fail the same way" in n]
+    public = [c.message for c in move_dir.cases if c.visibility == "public"]
+    assert note == (f"{len(move_dir.cases)} cases fail the same way (fail: expected str, got int), "
+                    f"e.g. {public[0]}; {public[1]}")
+    assert len({c.message for c in move_dir.cases}) > 2       # the detail of every case is still there
+
+
+def test_a_same_failures_note_quotes_no_hidden_case(bundled: Batch) -> None:
+    """A note on failures of one cause quotes public cases' messages only: a hidden case's shows what it was
+    compared with ("at [2][1]: expected '0' (str)"), which the student is never told."""
+    notes = 0
+    for result in bundled.results.values():
+        for exercise in result.exercises:
+            public = {c.message for c in exercise.cases if c.visibility == "public"}
+            hidden = {c.message for c in exercise.cases if c.visibility == "hidden" and c.message} - public
+            for note in (n for n in exercise.notes if "fail the same way" in n):
+                notes += 1
+                rest = note
+                for message in sorted(public, key=len, reverse=True):   # a hidden message may be in a public one
+                    rest = rest.replace(message, "")
+                assert not any(message in rest for message in hidden), note
+    assert notes >= 5
+
+
 def test_syntax_error_cell_makes_replace_numbers_missing_and_names_the_cell(bundled: Batch) -> None:
     result = bundled["syntax-error"]
     assert statuses(result, "replace_numbers") == {"missing"}

@@ -24,6 +24,7 @@ from grader.syntax.analysis import global_data_reads, is_stub
 from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, evaluate_data, for_child,
                                 free_names, isolated_call)
 from grader.judge.conventions import allowed_variants, hold_to_one, spelling_notes, variant_note
+from grader.judge.feedback import same_failures
 from grader.judge.options import Options
 from grader.checks.registry import CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
@@ -187,16 +188,6 @@ def _takes_spellings(cases: Sequence[Case]) -> bool:
     """Whether a case's check may take an answer in another spelling (an `equal` option that says so)."""
     return any(case.check.name == "equal" and (case.check.options.get("sequence_as_set")
                                                or case.check.options.get("any_number_type")) for case in cases)
-
-
-def same_failures(results: Sequence[CaseResult]) -> tuple[str, ...]:
-    """One note per failure repeated word for word (the same error, the same traceback) in several cases."""
-    groups: dict[tuple[str, str, str], list[CaseResult]] = {}
-    for result in results:
-        if result.status in ("fail", "error", "timeout", "missing") and result.message:
-            groups.setdefault((result.status, result.message, result.traceback), []).append(result)
-    return tuple(f"{len(group)} cases fail the same way ({group[0].status}: {group[0].message})"
-                 for group in groups.values() if len(group) > 1)
 
 
 def _kind_of(plan: Plan, name: str) -> str:

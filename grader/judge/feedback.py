@@ -1,0 +1,57 @@
+"""An exercise's note on failures that share one cause, so a student reads the cause once, not once per case.
+
+Cases are one failure when the judge found the same cause for them (CaseResult's fields, never its message read
+back): the same known mistake; else the same `cause` (the kind of mismatch with its types, "expected str, got
+int"; an exception without its numbers), an error's also raised at the same place. Their messages may differ in
+where the mismatch is or which values it shows: the note gives the cause and a public case's message or two as
+examples. Every case keeps its own message, which the reports show. A hidden case's message is never quoted: it
+shows what the case was compared with, which is not for the student (see hidden_summary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grader.store.results import CaseResult
+
+FAILED = ("fail", "error", "timeout", "missing")
+EXAMPLES = 2   # public messages quoted per group, at most
+LONG = 160     # characters: two examples longer than this together are one
+
+
+def failure_cause(result: CaseResult) -> tuple[str, ...]:
+    """What makes two failing cases one failure: see the module's docstring. A result without a cause (made
+    before causes existed) is one failure with another only word for word."""
+    if result.mistake:
+        return result.status, "mistake", result.mistake
+    if not result.cause:
+        return result.status, "message", result.message, result.traceback
+    if result.status == "error":
+        return result.status, "cause", result.cause, result.where
+    return result.status, "cause", result.cause
+
+
+def same_failures(results: Sequence[CaseResult]) -> tuple[str, ...]:
+    """One note per cause that several cases of the exercise failed by, in case order."""
+    groups: dict[tuple[str, ...], list[CaseResult]] = {}
+    for result in results:
+        if result.status in FAILED and (result.cause or result.message):
+            groups.setdefault(failure_cause(result), []).append(result)
+    return tuple(_note(group) for group in groups.values() if len(group) > 1)
+
+
+def _note(group: Sequence[CaseResult]) -> str:
+    first = group[0]
+    head = f"{len(group)} cases fail the same way"
+    shown = list(dict.fromkeys(r.message for r in group if r.visibility == "public" and r.message))
+    if len(shown) == 1 and all(r.message == shown[0] for r in group):
+        return f"{head} ({first.status}: {shown[0]})"            # word for word: the message says it all
+    cause = first.cause or "the same message"
+    if not shown:    # hidden cases only: the cause, where an error was raised, and the rubric's advice on it
+        where = f" (at {first.where})" if first.status == "error" and first.where else ""
+        return f"{head} ({first.status}: {cause}{where}{f'. {first.advice}' if first.advice else ''})"
+    # A message ends with the advice (a known mistake's say, an error hint): one example says it once; so does
+    # one long enough to be read alone (a set's differing elements).
+    quoted = shown[:1 if first.advice or sum(map(len, shown[:EXAMPLES])) > LONG else EXAMPLES]
+    more = f" (and {len(shown) - len(quoted)} more)" if len(shown) > len(quoted) else ""
+    return f"{head} ({first.status}: {cause}), e.g. {'; '.join(quoted)}{more}"
