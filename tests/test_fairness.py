@@ -20,6 +20,7 @@ from grader.intake.warning import Kind
 from conftest import REPO, RUBRIC
 
 FAIR = REPO / "tests" / "fixtures" / "fair"
+N_PUZZLE_RUBRIC = REPO / "rubrics" / "n-puzzle.yaml"
 EIGHT_RUBRIC = REPO / "rubrics" / "eight-puzzle-astar.yaml"
 
 
@@ -435,6 +436,22 @@ def test_find_numbers_in_another_order_than_the_references_is_right(tmp_path: Pa
     find_numbers = result.exercise("find_numbers")
     assert [c.status for c in find_numbers.cases] == ["pass"] * len(find_numbers.cases)
     assert find_numbers.score == find_numbers.max_score and result.total == result.max_total
+
+
+def test_a_path_of_actions_as_a_deque_or_a_tuple_is_the_path(tmp_path: Path, grader_cache: Path) -> None:
+    """The n-puzzle's text asks for no type of reconstruct_path's answer, and solve returns what it gives: a deque
+    built with appendleft earns both exercises (it lost all 8 points), and a wrong order still fails."""
+    [result] = grade([FAIR / "reconstruct_path_as_a_deque.ipynb"], N_PUZZLE_RUBRIC, tmp_path, cache=grader_cache)
+    for exercise in ("reconstruct_path", "solve"):
+        assert result.exercise(exercise).score == result.exercise(exercise).max_score, exercise
+    assert result.total == result.max_total
+    from grader.rubric.schema import load_rubric
+    reduce = load_rubric(N_PUZZLE_RUBRIC).exercise("reconstruct_path").reduce
+    assert reduce is not None
+    import collections
+    shown = {"deque": collections.deque(["U", "L"]), "tuple": ("U", "L"), "list": ["U", "L"], "text": "UL"}
+    assert {name: eval(reduce, {}, {"result": value}) for name, value in shown.items()} == \
+        {"deque": ["U", "L"], "tuple": ["U", "L"], "list": ["U", "L"], "text": "UL"}   # a string stays no list
 
 
 def test_any_number_type_takes_the_value_never_a_bool_or_another_number() -> None:
