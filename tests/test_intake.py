@@ -167,6 +167,32 @@ def test_folder_of_student_folders_names_each_student_by_folder(tmp_path: Path) 
     assert result.problems == () and result.notes == ()
 
 
+def test_two_folders_whose_names_make_one_id_are_two_students(tmp_path: Path) -> None:
+    """safe_id drops what it cannot fold (ø, Ø): "Søren Ødegaard" and "Sren degaard" are both Sren_degaard, and
+    the old intake took them for one student with two notebooks, graded one and dropped the other silently. The
+    name the id spells whole keeps the id (its gradebook rows stay), the other is graded apart, with a note; a
+    student alone with such a name keeps the id it had."""
+    subs = tmp_path / "subs"
+    write(subs / "Søren Ødegaard" / "lab.ipynb", notebook("soren"))
+    write(subs / "Sren degaard" / "lab.ipynb", notebook("sren"))
+    write(subs / "Łukasz" / "lab.ipynb", notebook("lukasz"))
+    write(tmp_path / "files" / "Åse Berg.ipynb", notebook("ase"))
+    write(tmp_path / "files" / "Ase Berg.ipynb", notebook("ase too"))
+    result = gather([subs, tmp_path / "files"], tmp_path / "work")
+    students = by_student(result)
+    assert sorted(students) == sorted(["Sren_degaard", "Sren_degaard-" + _sha1("Søren Ødegaard"), "ukasz",
+                                       "Ase_Berg", "Ase_Berg-" + _sha1("Åse Berg")])
+    assert who(students["Sren_degaard"]) == "WHO = 'sren'" and who(students["ukasz"]) == "WHO = 'lukasz'"
+    assert who(students["Sren_degaard-" + _sha1("Søren Ødegaard")]) == "WHO = 'soren'"
+    assert who(students["Ase_Berg"]) == "WHO = 'ase too'"
+    assert any("'Søren Ødegaard' makes the same id as 'Sren degaard'" in note for note in result.notes)
+
+
+def _sha1(text: str) -> str:
+    import hashlib
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
+
+
 def test_a_results_folder_inside_the_graded_folder_is_no_student(tmp_path: Path) -> None:
     """`grader grade . --out results` twice: the second run found results/notebooks/<sha256>.ipynb, the copies
     of graded notebooks, and graded them as a student named "results"."""

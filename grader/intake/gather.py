@@ -138,6 +138,8 @@ class Owner:
     lms_name: str = ""      # the student's own file name inside a Canvas name; its "-N" counts resubmissions
     late: bool = False      # the LMS's own late flag
     lms_id: str = ""        # the LMS's id of the student in this export (Moodle's participant id), for its worksheet
+    name: str = ""          # the folder's or file's own name `student` was made of (safe_id drops what it cannot
+                            # fold: "Søren" and "Sren" are both Sren), where two students' names can make one id
 
 
 Convention = Callable[[Place], "Owner | None"]
@@ -210,7 +212,7 @@ def gradescope(place: Place) -> Owner | None:
 def folder(place: Place) -> Owner | None:
     """`<student>/<anything>.ipynb`, at any depth below the student's folder."""
     top = place.top_folder
-    return Owner(safe_id(top), "folder") if top is not None else None
+    return Owner(safe_id(top), "folder", name=top) if top is not None else None
 
 
 @convention("file")
@@ -218,7 +220,7 @@ def file(place: Place) -> Owner | None:
     """`<student>.ipynb`: the file name without its suffix."""
     name = place.name
     stem = name[:-len(_suffix(name))] if _suffix(name) else name
-    return Owner(safe_id(stem), "file")
+    return Owner(safe_id(stem), "file", name=stem)
 
 
 @dataclass(frozen=True)
@@ -774,6 +776,7 @@ class _Collector:
     # -- choosing -------------------------------------------------------------------------------------
 
     def finish(self, defines: Defines | None = None) -> Intake:
+        self.candidates, apart = _apart(self.candidates)
         found = {(c.owner.convention, c.owner.student) for c in self.candidates}
         strays = self._stray_problems(found)
         self.candidates.extend(self._handed_nothing(found))
@@ -794,7 +797,7 @@ class _Collector:
                 notes.append(note)
         entries.sort(key=lambda e: e.student)
         return Intake(tuple(entries), tuple(self.problems + strays),
-                      tuple(self.worksheets + named + sorted(notes) + id_notes))
+                      tuple(self.worksheets + named + sorted(notes) + apart + id_notes))
 
     def _stray_problems(self, found: set[tuple[str, str]]) -> list[str]:
         """A line for each student (not among `found`, who have a candidate) whose files are none of them a
@@ -931,6 +934,37 @@ def _attempts(group: Sequence[_Candidate]) -> list[int]:
                                         for c, (b, n) in zip(group, parsed, strict=True))
         result.append(number if number and candidate.owner.lms_name and siblings else 0)
     return result
+
+
+def _apart(candidates: Sequence[_Candidate]) -> tuple[list[_Candidate], list[str]]:
+    """Students whose folder or file names differ but make one id ("Søren Ødegaard/" and "Sren degaard/" are both
+    Sren_degaard: safe_id drops what it cannot fold) are graded apart, not as one student of whose files one was
+    graded and the other's silently dropped. The name the id spells whole (else the first by name) keeps the id,
+    so a student graded before keeps their gradebook rows; each other gets the id and a hash of its own name.
+    No other student's id changes."""
+    names: dict[tuple[str, str], set[str]] = {}
+    for candidate in candidates:
+        if candidate.owner.name:
+            names.setdefault((candidate.owner.convention, candidate.owner.student), set()).add(candidate.owner.name)
+    moved: dict[tuple[str, str], str] = {}
+    notes: list[str] = []
+    for (convention, student), group in sorted(names.items()):
+        if len(group) < 2:
+            continue
+        keeper = min(group, key=lambda name: (_letters(name) != _letters(student), name))
+        for name in sorted(group - {keeper}):
+            moved[(convention, name)] = ident = \
+                f"{student}-{hashlib.sha1(name.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+            notes.append(f"{ident}: the {convention} {name!r} makes the same id as {keeper!r} ({student}); "
+                         f"graded apart as {ident}")
+    if not moved:
+        return list(candidates), notes
+    return [replace(c, owner=replace(c.owner, student=moved[(c.owner.convention, c.owner.name)]))
+            if (c.owner.convention, c.owner.name) in moved else c for c in candidates], notes
+
+
+def _letters(text: str) -> str:
+    return "".join(character for character in text if character.isalnum())
 
 
 def _unique_ids(groups: dict[tuple[str, str], list[_Candidate]]) -> tuple[dict[tuple[str, str], str], list[str]]:
