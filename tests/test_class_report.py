@@ -538,6 +538,15 @@ def test_results_stored_before_the_facts_existed_still_read_and_group():
 def test_bundled_errors_timeouts_and_unreadable_file_are_listed(results):
     found = {(t.submission, t.exercise): t for t in troubles(results)}
     assert found[("infinite-search", "search")].timeouts > 0
+    # a case skipped after max_timeouts is counted as not run, never as one more timeout
+    infinite = next(r for r in results if r.submission == "infinite-search")
+    for exercise in infinite.exercises:
+        skipped = sum(c.reason == "after timeouts" for c in exercise.cases)
+        ran_out = sum(c.status == "timeout" and c.reason != "after timeouts" for c in exercise.cases)
+        if skipped or ran_out:
+            assert (found[("infinite-search", exercise.id)].timeouts,
+                    found[("infinite-search", exercise.id)].not_run) == (ran_out, skipped)
+    assert any(t.not_run for t in found.values())
     assert found[("syntax-error", "main")].message.startswith("NameError: name 'replace_numbers' is not defined")
     assert found[("int-tiles", "replace_numbers")].status == "error"
     assert [u.submission for u in ungraded(results)] == ["invalid_json"]

@@ -15,10 +15,12 @@ from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.results import CaseResult, SubmissionResult, not_judged
 from grader.report.similarity import Pair, Similarity
-from grader.store.status import BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline, machine_busy, reason_of
+from grader.store.status import (AFTER_TIMEOUTS, BUDGET, BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline,
+                                 machine_busy, reason_of)
 from grader.textsafe import display
 
 TEMPLATES = Path(__file__).parent / "templates"
+NOT_RUN = (BUDGET, AFTER_TIMEOUTS)   # reasons of a case shown as an error or a timeout that never ran
 TEMPLATE = "class_report.html.j2"
 EXAMPLE_STUDENTS = 3          # names shown beside a mistake; the rest are counted
 MISTAKES_PER_EXERCISE = 8
@@ -118,11 +120,13 @@ class Trouble:
 
     submission: str
     exercise: str
-    errors: int
-    timeouts: int
+    errors: int                            # cases that raised
+    timeouts: int                          # cases that ran out of time
     status: str                            # of the first such case
     message: str
     words: str = ""                        # its status in words, from its status and reason (store.status)
+    not_run: int = 0                       # shown as errors or timeouts, never run: the submission's time budget
+                                           # spent, or earlier cases timed out (10 "timeouts" were 2 and 8 skipped)
 
 
 @dataclass(frozen=True)
@@ -282,10 +286,12 @@ class ClassTally:
             times.append((sum(c.seconds for c in exercise.cases), exercise.id, sum(measured) if measured else None))
             bad = [c for c in exercise.cases if c.status in ("error", "timeout")]
             if bad:
+                ran = [c for c in bad if c.reason not in NOT_RUN]
                 self.trouble.append(Trouble(
                     submission=result.submission, exercise=exercise.id,
-                    errors=sum(c.status == "error" for c in bad), timeouts=sum(c.status == "timeout" for c in bad),
-                    status=bad[0].status, message=bad[0].message, words=headline(bad[0].status, bad[0].reason)))
+                    errors=sum(c.status == "error" for c in ran), timeouts=sum(c.status == "timeout" for c in ran),
+                    status=bad[0].status, message=bad[0].message, words=headline(bad[0].status, bad[0].reason),
+                    not_run=len(bad) - len(ran)))
             if ungraded_result:
                 continue
             for case in exercise.cases:
