@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grader.store.results import CaseResult
+from grader.store.status import ERROR, FAILING
 
-FAILED = ("fail", "error", "timeout", "missing")
 EXAMPLES = 2   # public messages quoted per group, at most
 LONG = 160     # characters: two examples longer than this together are one
 
@@ -26,7 +26,7 @@ def failure_cause(result: CaseResult) -> tuple[str, ...]:
         return result.status, "mistake", result.mistake
     if not result.cause:
         return result.status, "message", result.message, result.traceback
-    if result.status == "error":
+    if result.status == ERROR:
         return result.status, "cause", result.cause, result.where
     return result.status, "cause", result.cause
 
@@ -35,7 +35,7 @@ def same_failures(results: Sequence[CaseResult]) -> tuple[str, ...]:
     """One note per cause that several cases of the exercise failed by, in case order."""
     groups: dict[tuple[str, ...], list[CaseResult]] = {}
     for result in results:
-        if result.status in FAILED and (result.cause or result.message):
+        if result.status in FAILING and (result.cause or result.message):
             groups.setdefault(failure_cause(result), []).append(result)
     return tuple(_note(group) for group in groups.values() if len(group) > 1)
 
@@ -48,7 +48,7 @@ def _note(group: Sequence[CaseResult]) -> str:
         return f"{head} ({first.status}: {shown[0]})"            # word for word: the message says it all
     cause = first.cause or "the same message"
     if not shown:    # hidden cases only: the cause, where an error was raised, and the rubric's advice on it
-        where = f" (at {first.where})" if first.status == "error" and first.where else ""
+        where = f" (at {first.where})" if first.status == ERROR and first.where else ""
         return f"{head} ({first.status}: {cause}{where}{f'. {first.advice}' if first.advice else ''})"
     # A message ends with the advice (a known mistake's say, an error hint): one example says it once; so does
     # one long enough to be read alone (a set's differing elements).

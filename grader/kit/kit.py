@@ -38,6 +38,7 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.kit.answers import MethodAnswers, TableOracle
 from grader.store import status as vocabulary
+from grader.store.status import FAILING, UNVERIFIED
 from grader.sandbox.alarm import PACKAGE_FOLDERS, TimeLimit, can_interrupt
 
 if TYPE_CHECKING:   # types only: importing the kit loads neither the grading pipeline nor the sandbox
@@ -46,9 +47,7 @@ if TYPE_CHECKING:   # types only: importing the kit loads neither the grading pi
 
 KIT_KIND = "puzzle-grader-kit"
 KIT_FORMAT = 1
-UNVERIFIED = "unverified"
 FULL_CHECKS = ("equal", "unordered")     # checks that need nothing of the reference: they run in full from a kit
-FAILING = ("fail", "error", "timeout", "missing")
 FALLBACK_PASS = "checked against the reference answer; the full check runs after submission"
 PATH_UNVERIFIED = ("could not be verified here (your path differs from the reference's); "
                    "it will be checked after submission")
