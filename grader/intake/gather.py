@@ -399,8 +399,14 @@ def safe_id(text: str) -> str:
     ident = re.sub(r"[^A-Za-z0-9._-]+", "_", folded).strip("._-")
     if ident and len(ident) <= 100:
         return ident
-    digest = hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    digest = _name_digest(text)
     return f"{ident[:80].rstrip('._-')}-{digest}" if ident else f"student-{digest}"
+
+
+def _name_digest(text: str, digits: int = 8) -> str:
+    """A short stable hash of a name (any text a file system gives, lone surrogates too): what tells apart names
+    that make one id."""
+    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()[:digits]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -953,8 +959,7 @@ def _apart(candidates: Sequence[_Candidate]) -> tuple[list[_Candidate], list[str
             continue
         keeper = min(group, key=lambda name: (_letters(name) != _letters(student), name))
         for name in sorted(group - {keeper}):
-            moved[(convention, name)] = ident = \
-                f"{student}-{hashlib.sha1(name.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+            moved[(convention, name)] = ident = f"{student}-{_name_digest(name)}"
             notes.append(f"{ident}: the {convention} {name!r} makes the same id as {keeper!r} ({student}); "
                          f"graded apart as {ident}")
     if not moved:
@@ -1093,8 +1098,7 @@ def _wrappers(paths: Sequence[tuple[str, ...]], archive_stem: str | None) -> int
 
 def _archive_folder(name: str, label: str) -> str:
     """A per-archive folder under workdir, stable across runs: the archive's name and a hash of its source."""
-    digest = hashlib.sha1(label.encode("utf-8", "surrogateescape")).hexdigest()[:10]
-    return f"{safe_id(_stem(name))}-{digest}"
+    return f"{safe_id(_stem(name))}-{_name_digest(label, 10)}"
 
 
 def _zip_time(date_time: tuple[int, int, int, int, int, int]) -> tuple[float, str]:
