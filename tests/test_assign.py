@@ -176,6 +176,14 @@ def test_markers_spelt_loosely_never_hand_students_tests_mistakes_or_solutions(t
     assert "  - id: blank\n    points: 1\n" in assignment.rubric and "def blank_last" in assignment.reference
 
 
+def test_a_misspelt_assignment_key_is_named_in_the_rubric_cell(tmp_path: Path) -> None:
+    path = master(tmp_path, [new_raw_cell(RUBRIC_CELL.replace("assignment:", "assignement:")), CELLS[3]])
+    with pytest.raises(AssignError) as raised:
+        build(path)
+    assert raised.value.problems == [f"{path}: cell 1: the rubric cell has no 'assignment: <id>' ('assignement:' is "
+                                     f"there: did you mean 'assignment'?)"]
+
+
 @pytest.mark.parametrize("cell, shown, meant", [
     (new_code_cell("# REFERENCES ONLY\ndef blank_last(state):\n    return 5"), "# REFERENCES ONLY", "# REFERENCE ONLY"),
     (new_code_cell("\n# REFERNCE ONLY\ndef blank_last(state):\n    return 5"), "# REFERNCE ONLY", "# REFERENCE ONLY"),

@@ -162,8 +162,8 @@ exercises:
         count: 0
         seed: seven
         call: total(xs)
-""", ["7: exercise 'double', case 1: count must be a positive integer",
-      "8: exercise 'double', case 1: seed must be an integer"], id="bad_count_and_seed"),
+""", ["7: exercise 'double', case 1: count must be a positive integer, got 0",
+      "8: exercise 'double', case 1: seed must be an integer, got 'seven'"], id="bad_count_and_seed"),
     pytest.param("""\
     mistakes:
       - reference: double_plus_one

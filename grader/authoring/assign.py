@@ -35,7 +35,7 @@ from typing import Any
 import nbformat
 import yaml
 
-from grader.rubric.schema import RubricError
+from grader.rubric.schema import RubricError, suggest
 from grader.rubric.yamlmarks import construct_timestamp
 
 # `# BEGIN SOLUTION` as Otter writes it, `### BEGIN SOLUTION` as nbgrader does; any other comment that names a
@@ -398,7 +398,10 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
     parts = split(master)
     name = _header_value(parts.header, "assignment")
     if not name:
-        raise AssignError(f"{master}: the rubric cell has no 'assignment: <id>'")
+        keys = re.findall(r"^(\w+)\s*:", parts.header, re.MULTILINE)
+        meant = next((f" ('{key}:' is there: did you mean 'assignment'?)" for key in keys
+                      if suggest(key, ["assignment"])), "")
+        raise AssignError(f"{parts.header_where or master}: the rubric cell has no 'assignment: <id>'{meant}")
     root = Path(course) if course is not None else _course_of(master)
     module = re.sub(r"\W", "_", name)
     folder = root / "assignments" / name

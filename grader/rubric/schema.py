@@ -465,9 +465,9 @@ def _case(node: Any, line: int, where: str, problems: _Problems) -> CaseSpec | N
         count = node.get("count", 10)
         seed = node.get("seed", 0)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            problems.add(node.line_of("count"), f"{where}: count must be a positive integer")
+            problems.add(node.line_of("count"), f"{where}: count must be a positive integer, got {count!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
-            problems.add(node.line_of("seed"), f"{where}: seed must be an integer")
+            problems.add(node.line_of("seed"), f"{where}: seed must be an integer, got {seed!r}")
     elif "count" in node or "seed" in node:
         key = "count" if "count" in node else "seed"
         problems.add(node.line_of(key), f"{where}: '{key}' only applies to generated cases (add 'generate')")
