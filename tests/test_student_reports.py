@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
+import sys
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -223,6 +226,31 @@ def test_annotated_notebook_embeds_local_images_drops_remote_ones_and_trusts_no_
     assert "example.com/a.png" not in html and "[image: remote]" in html
     assert "<h1>forged</h1>" not in html
     assert 'data-exercises="move_dir"' in html
+
+
+def test_image_patterns_take_time_linear_in_the_markdown(tmp_path: Path) -> None:
+    """A Markdown cell is the student's: 4 kB of "<img src='" took the old tag pattern 8.9 s (cubic, hours at
+    40 kB) and "![a](" was quadratic, so one cell held `report --annotated` of the whole class. 400 kB of each
+    such run must be read within a CPU limit of 20 s (the old code is killed by it; CPU time, not wall: a busy
+    machine does not change it), and the images a notebook writes are still found."""
+    code = textwrap.dedent(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_CPU, (20, 20))
+        from pathlib import Path
+        from grader.report.annotated import _embed_images
+        for unit in ("<img src='", "![a](", "![", "<img ", '![](a "', '<img src="x', "<img src='a'"):
+            _embed_images(unit * (400_000 // len(unit)), Path({str(tmp_path)!r}), None)
+        print("read")
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.stdout.strip() == "read", (done.returncode, done.stderr[-2000:])
+    (tmp_path / "picture.png").write_bytes(_tiny_png())
+    for written in ('<img src="picture.png">', "<IMG alt='p' src='picture.png' width=30>",
+                    '![p](picture.png)', '![p](picture.png "a title")'):
+        shown = annotated._embed_images(written, tmp_path, None)
+        assert "data:image/png;base64," in shown and "picture.png" not in shown, (written, shown)
+    assert annotated._embed_images('<img src="gone.png">', tmp_path, None) == "<em>[image: gone.png]</em>"
+    assert annotated._embed_images("![gone](gone.png)", tmp_path, None) == "*[image: gone]*"
 
 
 def test_annotated_notebook_shows_a_warning_after_the_cell_it_is_about(bundled: Batch, tmp_path: Path) -> None:
