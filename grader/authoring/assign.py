@@ -81,29 +81,40 @@ class _Parts:
 
 # A cell's first line says what it is for; spelt loosely (`# Reference-only:`, `## TESTS`), since a marker that
 # was not recognised would put hidden cases or known mistakes into the students' template.
-_MARKERS = {"rubric": "rubric", "tests": "tests", "referenceonly": "reference", "templateonly": "template"}
+# The letters of a marker line -> the kind of cell it names, and the marker as the README writes it.
+_MARKERS = {"rubric": ("rubric", "# rubric"), "tests": ("tests", "# tests"),
+            "referenceonly": ("reference", "# REFERENCE ONLY"), "templateonly": ("template", "# TEMPLATE ONLY")}
+
+
+def _first_line(source: str) -> tuple[int, str]:
+    """A cell's first line that is not blank: its number (from 1) and its text stripped; (0, "") for none."""
+    return next(((number, line.strip()) for number, line in enumerate(source.splitlines(), 1) if line.strip()),
+                (0, ""))
+
+
+def _marker_letters(source: str) -> str | None:
+    """The letters of a cell's first line when it is a comment (what a marker is matched on), else None."""
+    first = _first_line(source)[1]
+    return re.sub(r"[^a-z]", "", first.lower()) if first.startswith("#") else None
 
 
 def _marker(source: str) -> str | None:
     """The kind a cell's first line names (`# rubric`, `# tests`, `# REFERENCE ONLY`, `# TEMPLATE ONLY`), if any."""
-    first = next((line.strip() for line in source.splitlines() if line.strip()), "")
-    if not first.startswith("#"):
-        return None
-    return _MARKERS.get(re.sub(r"[^a-z]", "", first.lower()))
+    letters = _marker_letters(source)
+    return _MARKERS[letters][0] if letters in _MARKERS else None
 
 
 def _near_marker(cell: Any) -> str | None:
     """The marker a cell's first line misspells (`# REFERENCES ONLY`, `# test`, `# rubrc`), if it is close to one
     that would change where the cell goes: unrecognised, the cell would go to the template, hidden cases, known
     mistakes and generators with it."""
-    first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
+    letters = _marker_letters(cell.source)
     tagged = {"rubric", "tests", "reference", "template", "solution"} & set(cell.get("metadata", {}).get("tags", ()))
-    if tagged or not first.startswith("#") or _marker(cell.source) is not None:
+    if tagged or letters is None or letters in _MARKERS:
         return None
-    words = _MARKERS if cell.cell_type == "code" else ["rubric", "tests"]
-    close = difflib.get_close_matches(re.sub(r"[^a-z]", "", first.lower()), words, n=1, cutoff=0.8)
-    return {"rubric": "# rubric", "tests": "# tests", "referenceonly": "# REFERENCE ONLY",
-            "templateonly": "# TEMPLATE ONLY"}[close[0]] if close else None
+    words = list(_MARKERS) if cell.cell_type == "code" else ["rubric", "tests"]
+    close = difflib.get_close_matches(letters, words, n=1, cutoff=0.8)
+    return _MARKERS[close[0]][1] if close else None
 
 
 def _kind(cell: Any) -> str:
@@ -124,9 +135,7 @@ def _without_marker(source: str) -> str:
     """A cell's source without its marker line."""
     if _marker(source) is None:
         return source
-    lines = source.splitlines()
-    first = next(index for index, line in enumerate(lines) if line.strip())
-    return "\n".join(lines[first + 1:])
+    return "\n".join(source.splitlines()[_first_line(source)[0]:])
 
 
 def _regions(lines: list[str], where: str) -> list[tuple[int, int]]:
@@ -289,7 +298,7 @@ def split(master: Path) -> _Parts:
         where = f"{master}: cell {number}"
         meant = _near_marker(cell)
         if meant is not None:
-            line, first = next((n, text.strip()) for n, text in enumerate(cell.source.splitlines(), 1) if text.strip())
+            line, first = _first_line(cell.source)
             raise AssignError(f"{where}, line {line}: {first!r} is not a cell marker: write {meant!r} (or change the "
                               f"line so it reads as no marker at all)")
         kind = _kind(cell)
