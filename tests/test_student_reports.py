@@ -506,3 +506,14 @@ def test_cases_skipped_after_timeouts_are_said_not_run_not_timed_out(bundled):
     assert f"{hidden_skipped} not run (earlier cases of the exercise timed out)" in summary
     assert (f"{ran_out} timed out" in summary) == bool(ran_out)
     assert summary in student.markdown_report(result) and summary in student.html_report(result)
+
+
+def test_an_exercise_without_a_title_is_headed_by_its_id_once(bundled):
+    """A rubric's title defaults to the id: the heading read 'move_dir: move_dir (0 / 2)'."""
+    result = bundled[TRANSPOSED]
+    untitled = replace(result, exercises=tuple(replace(e, title=e.id) for e in result.exercises))
+    text = student.markdown_report(untitled)
+    assert "## move\\_dir (0 / 2)" in text and "move\\_dir: move\\_dir" not in text
+    page = student.html_report(untitled)
+    assert "move_dir: move_dir" not in page and "move_dir <span class=\"score\">" in page
+    assert "## move\\_dir: Move the blank (0 / 2)" in student.markdown_report(result)

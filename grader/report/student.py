@@ -254,7 +254,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
     for exercise in result.exercises:
         if not has_section(exercise):
             continue
-        out += [f"## {md_text(exercise.id)}: {md_text(exercise.title)} "
+        out += [f"## {md_text(exercise_heading(exercise))} "
                 f"({score_text(exercise.score)} / {score_text(exercise.max_score)})", ""]
         if exercise.location:
             out += [f"{located(exercise).capitalize()} {md_code(exercise.function or exercise.id)} at "
@@ -337,6 +337,11 @@ def _html_inputs(case: CaseResult) -> Markup | None:
         Markup("").join(boards_html.html_input(name, value) for name, value in case.inputs.items()))
 
 
+def exercise_heading(exercise: ExerciseResult) -> str:
+    """'move_dir: Move the blank', or 'is_solvable' alone when the rubric gave no title (it defaults to the id)."""
+    return exercise.id if exercise.title in ("", exercise.id) else f"{exercise.id}: {exercise.title}"
+
+
 def ran(exercise: ExerciseResult) -> bool:
     """Whether any case of the exercise ran: a stub, a function in a cell left out or a notebook not graded at
     all has a location but ran nothing, and feedback must not call it graded."""
@@ -357,7 +362,7 @@ def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, cod
                                   hidden=hidden_summary(exercise.cases) if not hidden_details else "",
                                   public=public_summary(exercise.cases), code=highlight_python(code) if code else None,
                                   heading=heading, full=not needs_section(exercise), given=given,
-                                  located=located(exercise), ran=ran(exercise)))
+                                  located=located(exercise), ran=ran(exercise), title=exercise_heading(exercise)))
 
 
 def same_code(one: str, other: str | None) -> bool:
