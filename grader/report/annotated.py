@@ -31,7 +31,7 @@ from grader.extract.source import Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, read_notebook
 from grader.intake.warning import GraderWarning
 from grader.report import student
-from grader.report.math import render_math
+from grader.report.math import Formulas, render_math
 from grader.store.results import ExerciseResult, SubmissionResult
 from grader.textsafe import display
 
@@ -81,8 +81,9 @@ def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, h
     extracted = extract(parsed)
     shown: list[Any] = []
     budget = MAX_CHARS
+    formulas = Formulas()
     for index, node in enumerate(nb.cells[:MAX_CELLS]):
-        cell = _student_cell(index, node, path.parent)
+        cell = _student_cell(index, node, path.parent, formulas)
         budget -= _size(cell)
         if budget < 0 and shown:
             break
@@ -206,14 +207,14 @@ def _text(value: object) -> str:
     return ""
 
 
-def _student_cell(index: int, node: object, folder: Path) -> nbformat.NotebookNode:
+def _student_cell(index: int, node: object, folder: Path, formulas: Formulas) -> nbformat.NotebookNode:
     """A fresh cell holding only what the page shows of the student's cell (see the module's docstring)."""
     node = node if isinstance(node, dict) else {}
     kind = node.get("cell_type")
     source = _text(node.get("source"))
     if kind == "markdown":
         attachments = node.get("attachments") if isinstance(node.get("attachments"), dict) else None
-        cell = nbformat.v4.new_markdown_cell(render_math(_embed_images(source, folder, attachments)))
+        cell = nbformat.v4.new_markdown_cell(render_math(_embed_images(source, folder, attachments), formulas))
         if attachments:
             cell["attachments"] = attachments
     elif kind == "code":
