@@ -7,7 +7,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from grader import __version__
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from grader.report.class_outputs import Classroom
     from grader.run.batch import Batch
+    from grader.store.gradebook import ScoreRow
 
 
 class _Terminal:
@@ -102,6 +103,7 @@ def _grade_batch(args: argparse.Namespace) -> int:
     if not batch.students:
         out.console.print("no submissions found", style="yellow")
         return 1
+    rows: Sequence[ScoreRow] = ()
     if not args.quiet:
         from grader.report.console import print_rows, table_notes   # rich's tables: only for the table
         rows = batch.rows
@@ -122,7 +124,7 @@ def _grade_batch(args: argparse.Namespace) -> int:
     for student in batch.failed:
         out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)
-    out.line(summary_line(batch, args.out))
+    out.line(summary_line(batch, args.out, rows))
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]
     for student in mismatched:
         out.console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False)
@@ -140,12 +142,16 @@ def not_judged_line(cases_of: dict[str, int], why: str) -> str:
             f" not judged: {why}: {', '.join(sorted(cases_of)[:10])}")
 
 
-def summary_line(batch: Batch, out: str) -> str:
-    """The batch's closing line (all that --quiet prints): each count apart, the isolation levels seen."""
+def summary_line(batch: Batch, out: str, rows: Sequence[ScoreRow] = ()) -> str:
+    """The batch's closing line (all that --quiet prints): each count apart, the isolation levels seen. `rows`
+    (the table's, when it was read) tell which unchanged students are unreadable: the table above names them
+    'unreadable' while this run's count is 0."""
     levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
     before = len(batch.failed_before)
-    unchanged = f"{batch.unchanged} unchanged" + (f" ({before} of them failed before: --force grades them again)"
-                                                  if before else "")
+    still = sum(row.state == "unreadable" for row in rows) - batch.unreadable
+    unchanged = f"{batch.unchanged} unchanged" + "".join(
+        f" ({count} of them {what})" for count, what in ((before, "failed before: --force grades them again"),
+                                                         (still, "unreadable")) if count > 0)
     count = len(batch.students)
     return (f"{count} submission{'s' if count != 1 else ''}: {batch.graded} graded, {batch.unreadable} unreadable, "
             f"{len(batch.failed)} failed, {unchanged}; {batch.skipped} skipped in {batch.seconds:.1f} s; "

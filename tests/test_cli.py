@@ -84,6 +84,12 @@ def test_quiet_grade_prints_one_summary_line_with_counts_and_isolation_levels(tm
     again = run("grade", CORRECT, TRANSPOSED, str(broken), "--rubric", RUBRIC, "--out", str(out), "--cache",
                 str(grader_cache), "--quiet")
     assert "3 submissions: 0 graded, 0 unreadable, 0 failed, 3 unchanged" in again.stdout
+    # with the table, which calls the broken file unreadable, the unchanged count says so too
+    table = run("grade", CORRECT, TRANSPOSED, str(broken), "--rubric", RUBRIC, "--out", str(out), "--cache",
+                str(grader_cache))
+    assert "broken: unreadable" in flat(table.stdout)
+    assert "3 submissions: 0 graded, 0 unreadable, 0 failed, 3 unchanged (1 of them unreadable); 0 skipped" in \
+        flat(table.stdout)
 
 
 def test_a_zip_members_result_and_reason_name_the_zip_never_the_graders_temporary_copy(tmp_path: Path,
