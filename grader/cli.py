@@ -459,7 +459,8 @@ def _override(args: argparse.Namespace) -> int:
         return 2
     where = f"{made.exercise}" + (f" case {made.case}" if made.case else "")
     change = "back to the automatic score" if made.points is None else f"{made.automatic:g} -> {made.points:g}"
-    print(f"{made.student} {where}: {change} by {made.author} at {made.at}")
+    from grader.textsafe import terminal     # names and reasons other TAs wrote (merged): no escape reaches the tty
+    print(terminal(f"{made.student} {where}: {change} by {made.author} at {made.at}"))
     csv_path = book.parent / "gradebook.csv"
     if csv_path.is_file():
         from grader.report.csv_export import write_csv
@@ -467,8 +468,8 @@ def _override(args: argparse.Namespace) -> int:
         print(f"{csv_path} rewritten with the overrides")
     for entry in overrides.history(book, made.rubric, made.student):
         points = "automatic" if entry.points is None else f"{entry.points:g}"
-        print(f"  {entry.at}  {entry.exercise}{' ' + entry.case if entry.case else ''}: {points} "
-              f"(automatic {entry.automatic:g}) by {entry.author}: {entry.reason}")
+        print(terminal(f"  {entry.at}  {entry.exercise}{' ' + entry.case if entry.case else ''}: {points} "
+                       f"(automatic {entry.automatic:g}) by {entry.author}: {entry.reason}"))
     return 0
 
 

@@ -162,6 +162,20 @@ def test_merge_brings_the_other_gradebooks_overrides_once(tmp_path: Path) -> Non
     assert [o.author for o in overrides.history(books[0])] == ["b"]
 
 
+def test_the_override_history_reaches_the_terminal_without_escapes(tmp_path: Path) -> None:
+    """The history lists every TA's reason (merged from other gradebooks too): an escape in one (a pasted colour
+    code, a clear-screen) was written to the terminal raw."""
+    from grader.store.gradebook import Gradebook
+    book = tmp_path / "gradebook.sqlite"
+    with Gradebook(book) as gradebook:
+        gradebook.record("ada", "ada.ipynb", result_with())
+    overrides.record(book, "ada", "f", points=3.0, reason="see \x1b[2J\x1b[31mthe forum\x07", author="b\x1b]0;x\x07")
+    done = grader("override", "ada", "f", "--points", "2", "--why", "second look \x1b[1m", "--gradebook", str(book))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "the forum" in done.stdout and "second look" in done.stdout
+
+
 def test_student_reports_show_the_adjustment_beside_the_automatic_score() -> None:
     from grader.report.student import html_report, markdown_report
     applied = overrides.apply(result_with(), [override(reason="<b>late</b> regrade", author="ta-anna")])
