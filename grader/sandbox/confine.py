@@ -383,10 +383,10 @@ _SOCKET = {"x86_64": 41, "aarch64": 198}
 # Where the uid is the grader's (whatever the Landlock ABI: its signal scope, ABI >= 6, is missing on Linux 5.13 to
 # 6.11, most TA laptops, and without Landlock), the calls that signal a process named by its pid are refused for
 # the pids the grader names (itself, its zygote, its ancestors: the pool's coordinator, the TA's shell) and their
-# process groups: kill, tgkill, rt_sigqueueinfo,
-# rt_tgsigqueueinfo and pidfd_open (then pidfd_send_signal) by their first argument; tkill always (deprecated, and
-# a thread id of the grader is not known ahead); fcntl F_SETOWN / F_SETOWN_EX and ioctl FIOSETOWN / SIOCSPGRP
-# always (SIGIO to a pid of the student's choosing when a pipe becomes readable).
+# process groups: kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo and pidfd_open (then pidfd_send_signal) by their
+# first argument; tkill always (deprecated, and a thread id of the grader is not known ahead); fcntl F_SETOWN /
+# F_SETOWN_EX and ioctl FIOSETOWN / SIOCSPGRP always (SIGIO to a pid of the student's choosing when a pipe becomes
+# readable).
 _SIGNAL_BY_PID = {"x86_64": (234, 129, 297, 434), "aarch64": (131, 138, 240, 434)}
 _TKILL = {"x86_64": 200, "aarch64": 130}
 _FCNTL = {"x86_64": 72, "aarch64": 25}
