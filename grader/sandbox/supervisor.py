@@ -213,7 +213,10 @@ def zygote_bytecode() -> None:
     for name in ZYGOTE_MODULES:
         source = str(package / name)
         try:
-            cached = importlib.util.cache_from_source(source)
+            cached = importlib.util.cache_from_source(source, optimization="")   # the zygote's: no -O
+        except NotImplementedError:   # an interpreter that caches no bytecode
+            return
+        try:
             stat = os.stat(source)
             with open(cached, "rb") as file:   # current: the header Python checks (magic, flags, mtime, size)
                 if file.read(16) == importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + (
@@ -224,7 +227,7 @@ def zygote_bytecode() -> None:
             pass
         import py_compile
         try:
-            py_compile.compile(source, doraise=True)
+            py_compile.compile(source, cfile=cached, doraise=True, optimize=0)
         except (OSError, py_compile.PyCompileError):   # a folder it may not write: the zygote compiles, as before
             pass
 
