@@ -432,8 +432,8 @@ def _filter(own_uid, protected=()):
     """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here).
     `own_uid`: the sandbox runs as a uid of its own (a jail's, or an unused uid), so kill(-1) reaches only its
     processes (the runtime sweeps with it) and a socket reaches nothing of the uid's; else both are refused (see
-    _KILL), and so is signalling the `protected` pids (process groups as negative numbers, for kill) and setting
-    an owner for SIGIO (see _SIGNAL_BY_PID)."""
+    _KILL), and so are signalling the `protected` pids (process groups as negative numbers, for kill), tkill and
+    setting an owner for SIGIO (see _SIGNAL_BY_PID), and System V IPC and POSIX message queues (_IPC_CALLS)."""
     machine = os.uname().machine
     known = _SCHEDULING_CALLS.get(machine)
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
