@@ -65,12 +65,13 @@ def test_the_memo_of_heard_frames_keeps_no_more_than_its_bytes():
     assert (memo.get(b"d"), len(memo), memo.size) == (None, 2, 8)
 
 
-# find_numbers answers right and prints: its frames carry output, so they are parsed, and the output is kept.
+# replace_numbers (an `equal` exercise: right answers have right frames) answers right and prints: its frames carry
+# output, so they are parsed, and the output is kept.
 CHATTY = '''
-_right_find_numbers = find_numbers
-def find_numbers(Pattern):
+_right_replace_numbers = replace_numbers
+def replace_numbers(Pattern, Tiles):
     print("looking")
-    return _right_find_numbers(Pattern)
+    return _right_replace_numbers(Pattern, Tiles)
 '''
 
 
@@ -78,17 +79,17 @@ def test_a_right_answer_that_prints_is_parsed_and_keeps_its_output(plan, parsed,
     path = write(tmp_path / "chatty.ipynb", appended(CORRECT, CHATTY))
     result = grade_path(path, plan, support_sources(plan))
     assert result.total == result.max_total
-    cases = next(exercise for exercise in result.exercises if exercise.id == "find_numbers").cases
+    cases = next(exercise for exercise in result.exercises if exercise.id == "replace_numbers").cases
     assert all(case.status == "pass" and case.output == "looking\n" for case in cases), cases
     assert {case.id for case in cases} <= set(parsed)
 
 
 # Right answers that print (non-ASCII too): made from their template, bounded and measured where they are made.
 CHATTY_WIDE = '''
-_right_find_numbers = find_numbers
-def find_numbers(Pattern):
+_right_replace_numbers = replace_numbers
+def replace_numbers(Pattern, Tiles):
     print("\\U0001F600 é")
-    return _right_find_numbers(Pattern)
+    return _right_replace_numbers(Pattern, Tiles)
 '''
 
 
