@@ -269,6 +269,17 @@ def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) 
         reference: mini_reference.py
         exercises:
           - id: double
+            cases: [{call: double(1)}]
+          - id: scaled
+            isolate: [doubel]
+            cases: [{call: scaled(1)}]
+        """, ["6: exercise 'scaled': isolate names 'doubel', which is not a function of the reference module "
+              "(did you mean 'double'?)"], id="misspelt_isolated_helper_is_one_problem"),
+    pytest.param("""
+        assignment: mini
+        reference: mini_reference.py
+        exercises:
+          - id: double
             cases:
               - call: doubel(1)
         """, ["6: exercise 'double', case double#1: unknown name(s) doubel (not a fixture, variable or reference "

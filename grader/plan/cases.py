@@ -205,14 +205,15 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
                                                                 f"course's value instead of the notebook's"))
         earlier = rubric.exercises[:rubric.exercises.index(exercise)]
         for name in exercise.isolate:
-            if not any(e.grades(name) for e in earlier):
-                # isolation compensates for a helper judged wrong BEFORE: it needs a verdict
-                problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', which no earlier "
-                                                                f"exercise grades: it could never be swapped"))
-            if not callable(_lookup(reference, name)):
+            meant = suggest(name, [graded for e in earlier for graded in (e.function, *e.aliases)])   # `neighbour`
+            if not callable(_lookup(reference, name)):    # a misspelling: one sentence, not two
                 what = "a method of a class" if "." in name else "a function"
                 problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', "
-                                                                f"which is not {what} of the reference module"))
+                                                                f"which is not {what} of the reference module{meant}"))
+            elif not any(e.grades(name) for e in earlier):
+                # isolation compensates for a helper judged wrong BEFORE: it needs a verdict
+                problems.append(_problem(rubric, exercise.line, f"{where}: isolate names '{name}', which no earlier "
+                                                                f"exercise grades: it could never be swapped{meant}"))
         for method in exercise.methods:
             try:
                 isolated_call(method.name, method.call, _lookup(reference, method.name))
