@@ -580,6 +580,31 @@ def test_exec_of_an_opened_python_file_on_a_top_level_line_is_a_run_of_it() -> N
     assert "exec(open('InString.py').read())" in extracted.source()
 
 
+def test_a_module_written_by_writefile_runs_where_the_notebook_imports_from_it() -> None:
+    """`%%writefile X.py` then `from X import f`: the written cell's code runs in place of the import (as Jupyter
+    imports the file). A module nothing imports from, `import X` (the module object) and a non-.py file stay out."""
+    script = (
+        "# %%\n%%writefile helpers.py\ndef f(x):\n    return x + 1\n"
+        "# %%\n%%writefile -a 'helpers.py'\nLIMIT = 3\n"
+        "# %%\nfrom helpers import f, LIMIT\n"
+        "# %%\n%%writefile unused.py\ndef g():\n    return 0\n"
+        "# %%\n%%writefile notes.txt\ndef h():\n    return 0\n"
+        "# %%\n%%writefile mod.py\ndef k():\n    return 0\n"
+        "# %%\nimport mod\n"
+    )
+    extracted = extract(notebook_from_source(script, "script.py"))
+    assert set(extracted.definitions) == {"f", "LIMIT", "mod"}
+    assert binding(extracted, "f").code == "def f(x):\n    return x + 1"
+    reasons = {d.excerpt: d.reason for d in extracted.dropped}
+    assert reasons["from helpers import f, LIMIT"] == (
+        "import from helpers, which the notebook writes with %%writefile: that cell's code runs instead")
+    assert reasons["%%writefile helpers.py"] == (
+        "cell magic %%writefile (its code runs where the notebook imports from helpers)")
+    assert reasons["%%writefile unused.py"] == "cell magic %%writefile"
+    assert reasons["%%writefile notes.txt"] == "cell magic %%writefile"
+    assert "def k():" not in extracted.source()
+
+
 def test_an_ipython6_export_writes_line_magics_as_magic_calls_and_they_are_magics_again() -> None:
     """IPython before 7 exported `%run X.ipynb` as get_ipython().magic('run X.ipynb'): the name and its arguments in
     one string (u'' in Python 2 days). As calls they ran nothing; as magics again they are extracted as typed."""

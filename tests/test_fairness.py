@@ -375,6 +375,18 @@ def test_a_graded_function_defined_inside_a_class_or_a_function_is_missing_and_t
     assert result.exercise("nextStates").score == result.exercise("nextStates").max_score
 
 
+def test_a_function_in_a_module_the_notebook_writes_and_imports_is_graded(tmp_path: Path, grader_cache: Path) -> None:
+    """findZero's cell starts with `%%writefile sliding_helpers.py` and the next cell says `from sliding_helpers
+    import findZero`, which runs in Jupyter. The cell was dropped like any other cell magic's and the import of a
+    missing module gave an inert stand-in: findZero 0 and solve 0 (14/20, 'got <opaque Inert ...>'). The written
+    cell now runs in place of the import."""
+    [result] = grade([FAIR / "helpers_in_a_module_the_notebook_writes.ipynb"], SLIDING_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    assert result.exercise("findZero").score == result.exercise("findZero").max_score
+    assert result.total == result.max_total
+    assert not [w for w in result.warnings if w.kind == Kind.MISSING_MODULE]
+
+
 def test_a_method_added_to_its_class_with_setattr_in_a_later_cell_is_graded(tmp_path: Path, grader_cache: Path) -> None:
     """A right 8-puzzle notebook explains its class a method at a time: h2 is a function of its own cell, added with
     setattr(EightPuzzle, 'h2', ...). That call was dropped (only `EightPuzzle.h2 = ...` counted as changing the

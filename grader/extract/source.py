@@ -103,9 +103,14 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
             seen.add(cell.source)
     facts = {id(node): fact for entry in parsed for node, fact in zip(entry.body, entry.facts, strict=True)}
     run_stems = tuple(stem for p in prepared for _, stem in p.runs)
-    judge = _Judge(_notebook_callables(parsed), policy, run_stems,
-                   set().union(*(entry.bound_anywhere for entry in parsed)))
-    located = [(p.cell, node) for p in prepared if p.tree is not None for node in p.tree.body]
+    # A %%writefile cell's module runs in place of the notebook's `from X import ...` of it (Jupyter imports the
+    # file the cell wrote); a module nothing imports from stays out, as any other cell magic's cell.
+    writes = _imported_writes(prepared)
+    live = [not p.written or p.written in writes for p in prepared]
+    judge = _Judge(_notebook_callables(e for e, keep in zip(parsed, live, strict=True) if keep), policy, run_stems,
+                   set().union(*(e.bound_anywhere for e, keep in zip(parsed, live, strict=True) if keep)))
+    located = [(p.cell, node) for p, keep in zip(prepared, live, strict=True) if keep and p.tree is not None
+               for node in p.tree.body if _written_import(node, writes) is None]
     # Without roots (no rubric says what grading needs) the older syntactic policy applies: keep data, drop
     # statements that call notebook code.
     needed = _slice(located, policy, judge, facts) if policy.roots is not None else {
@@ -114,8 +119,10 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
     dropped: list[Dropped] = []
     syntax_errors: list[Dropped] = []
     warnings: list[GraderWarning] = []
-    for p in prepared:
-        dropped_here = list(p.dropped)
+    for p, keep in zip(prepared, live, strict=True):
+        dropped_here = [replace(d, reason=f"{d.reason} (its code runs where the notebook imports from "
+                                          f"{p.written})") if p.written and keep and d.reason.startswith(
+                            "cell magic %%writefile") else d for d in p.dropped]
         if p.syntax_error is not None:
             syntax_errors.append(p.syntax_error)
             dropped_here.append(p.syntax_error)
@@ -126,9 +133,13 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
              None)
             for line, stem in p.runs
         ]
-        body = p.tree.body if p.tree is not None else []
+        body = p.tree.body if p.tree is not None and keep else []
         for n, node in enumerate(body):
             code = _statement_code(p.lines, body, n)
+            if (module := _written_import(node, writes)) is not None:
+                dropped_here.append(_dropped(p.cell, _first_line(node), f"import from {module}, which the "
+                                             "notebook writes with %%writefile: that cell's code runs instead", code))
+                continue
             why = needed.get(id(node))
             if why is not None:
                 kept_here.append((_statement(node, code, p.cell, facts[id(node)].bound, why), node))
@@ -148,6 +159,20 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
         warnings=tuple(warnings),
         runs=run_stems,
     )
+
+
+def _imported_writes(prepared: Sequence[_Prepared]) -> frozenset[str]:
+    """The modules %%writefile cells write that a top-level `from X import ...` of an ordinary cell imports."""
+    written = {p.written for p in prepared if p.written}
+    return frozenset(node.module for p in prepared if not p.written and p.tree is not None for node in p.tree.body
+                     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in written)
+
+
+def _written_import(node: ast.stmt, writes: frozenset[str]) -> str | None:
+    """The module of a top-level `from X import ...` of a module the notebook writes, else None."""
+    if writes and isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in writes:
+        return node.module
+    return None
 
 
 # ---------------------------------------------------------------- the dependency slice
@@ -317,6 +342,7 @@ class _Prepared:
     runs: list[tuple[int, str]]  # (line, support module stem)
     syntax_error: Dropped | None = None
     warning: GraderWarning | None = None
+    written: str = ""   # the module a `%%writefile X.py` cell writes (its body parsed, kept only if X is imported)
 
 
 _CELL_MAGIC = re.compile(r"^%%(?P<name>[A-Za-z_]\w*)")
@@ -448,7 +474,7 @@ def _in_cell(prepared: _Prepared, cell: Cell) -> _Prepared:
     return _Prepared(cell, prepared.lines, prepared.tree, [place(d) for d in prepared.dropped], list(prepared.runs),
                      place(prepared.syntax_error) if prepared.syntax_error is not None else None,
                      replace(prepared.warning, cell=cell.index, label=cell.label)
-                     if prepared.warning is not None else None)
+                     if prepared.warning is not None else None, prepared.written)
 
 
 def _parse_chars(source: str) -> int:
@@ -457,9 +483,20 @@ def _parse_chars(source: str) -> int:
     if len(source) > MAX_CELL_CHARS:
         return 0
     if _MAYBE_CELL_MAGIC.match(source) and (magic := _cell_magic(_LINE_BREAK.split(source))) is not None \
-            and magic[1] not in WRAPPING_CELL_MAGICS:
+            and magic[1] not in WRAPPING_CELL_MAGICS and _written_module(_LINE_BREAK.split(source)[magic[0]]) is None:
         return 0
     return len(source)
+
+
+# `%%writefile helpers.py` then `from helpers import find_tile`: a notebook that keeps its functions in a module it
+# writes itself. The magic's arguments: `-a` (append) and the file's path.
+_WRITEFILE = re.compile(r"^%%writefile(?:[ \t]+-a)?[ \t]+(?P<quote>['\"]?)(?P<path>[^'\"\s]+\.py)(?P=quote)[ \t]*$")
+
+
+def _written_module(line: str) -> str | None:
+    """The module stem a `%%writefile X.py` line writes, else None."""
+    m = _WRITEFILE.match(line)
+    return m["path"].replace("\\", "/").rsplit("/", 1)[-1][: -len(".py")] or None if m else None
 
 
 def _cell_magic(lines: list[str]) -> tuple[int, str] | None:
@@ -478,6 +515,20 @@ def _prepare(cell: Cell) -> _Prepared:
     prepared = _Prepared(cell, lines, None, [], [])
     if (magic := _cell_magic(lines)) is not None:
         first, name = magic
+        written = _written_module(lines[first]) if name == "writefile" else None
+        if written is not None:
+            # The file's text, verbatim (no magics): kept only where the notebook imports from it (see extract).
+            try:
+                text = "\n".join([""] * (first + 1) + lines[first + 1:])   # line numbers kept
+                prepared.tree = _parse(text) if len(text) <= MAX_CELL_CHARS else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                prepared.tree = None
+            if prepared.tree is not None and not _nested_too_deeply(text, prepared.tree):
+                prepared.written = written
+            else:
+                prepared.tree = None
+            prepared.dropped.append(_dropped(cell, first + 1, f"cell magic %%{name}", lines[first]))
+            return prepared
         if name not in WRAPPING_CELL_MAGICS:
             prepared.dropped.append(_dropped(cell, first + 1, f"cell magic %%{name}", lines[first]))
             return prepared
