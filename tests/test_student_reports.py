@@ -453,17 +453,20 @@ def test_a_new_report_format_is_one_module_and_one_registration(tmp_path: Path, 
 
 def test_a_timeout_says_the_limit_it_ran_into_in_every_students_view(bundled):
     """'did not finish in time' alone left the student guessing how far off the code is: the case's `limit` fact
-    is shown beside it in the terminal, the Markdown and the HTML (infinite-search's search: 1 s each)."""
+    is shown beside it in the terminal, the Markdown and the HTML (infinite-search's search: 1 s each on a quiet
+    machine; a case's limit is also case_factor times the reference's time, which a busy machine building the plan
+    lifts above 1 s for some cases: each limit seen is checked)."""
     from grader.report.student import html_report, markdown_report
     result = bundled["infinite-search"]
     search = result.exercise("search")
     limits = {c.limit for c in search.cases if c.status == "timeout" and c.limit}
-    assert len(limits) == 1
-    said = f"time limit is {limits.pop():g} s of CPU time"     # the rest is escaped differently by each format
+    assert limits
     buffer = io.StringIO()
     student_report(result, {}, Console(file=buffer, width=10_000, soft_wrap=True))
-    assert said in buffer.getvalue()
-    assert said in markdown_report(result) and said in html_report(result)
+    views = (buffer.getvalue(), markdown_report(result), html_report(result))
+    for limit in limits:
+        said = f"time limit is {limit:g} s of CPU time"     # the rest is escaped differently by each format
+        assert all(said in view for view in views), said
     assert "not run: 2 earlier cases of this exercise timed out (" not in markdown_report(result, hidden_details=True)
 
 
