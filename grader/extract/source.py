@@ -163,9 +163,9 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
 
 def _imported_writes(prepared: Sequence[_Prepared]) -> frozenset[str]:
     """The modules %%writefile cells write that a top-level `from X import ...` of an ordinary cell imports."""
-    written = {p.written for p in prepared if p.written}
-    return frozenset(node.module for p in prepared if not p.written and p.tree is not None for node in p.tree.body
-                     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in written)
+    written = frozenset(p.written for p in prepared if p.written)
+    return frozenset(module for p in prepared if not p.written and p.tree is not None for node in p.tree.body
+                     if (module := _written_import(node, written)) is not None)
 
 
 def _written_import(node: ast.stmt, writes: frozenset[str]) -> str | None:
@@ -482,9 +482,11 @@ def _parse_chars(source: str) -> int:
     over MAX_CELL_CHARS, a cell magic whose body is not Python), about its length for any other."""
     if len(source) > MAX_CELL_CHARS:
         return 0
-    if _MAYBE_CELL_MAGIC.match(source) and (magic := _cell_magic(_LINE_BREAK.split(source))) is not None \
-            and magic[1] not in WRAPPING_CELL_MAGICS and _written_module(_LINE_BREAK.split(source)[magic[0]]) is None:
-        return 0
+    if _MAYBE_CELL_MAGIC.match(source):
+        lines = _LINE_BREAK.split(source)
+        magic = _cell_magic(lines)
+        if magic is not None and magic[1] not in WRAPPING_CELL_MAGICS and _written_module(lines[magic[0]]) is None:
+            return 0
     return len(source)
 
 
