@@ -236,8 +236,8 @@ _ANCESTORS: dict[int, list[int]] = {}
 
 
 def protected_pids() -> list[int]:
-    """The processes a sandbox running as this grader's uid must not signal, where Landlock cannot keep its
-    signals in (confine._SIGNAL_BY_PID): this process and its ancestors (a pool's coordinator, the TA's shell,
+    """The processes a sandbox running as this grader's uid must not signal, whatever Landlock holds (its signal
+    scope needs ABI 6; confine._SIGNAL_BY_PID): this process and its ancestors (a pool's coordinator, the TA's shell,
     their terminal's session), as pids, and their process groups, as negative numbers. Read once per process."""
     pid = os.getpid()
     if pid not in _ANCESTORS:
