@@ -146,3 +146,57 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
         text = pipe.read()
     os.waitpid(pid, 0)
     assert json.loads(text) == [1] * 11 + [[0, 0]]
+
+
+def test_the_rlimits_scratch_is_bounded_in_all_not_per_file_only():
+    """Rlimits mode has no tmpfs: its scratch is a folder on the host's disk, and RLIMIT_FSIZE bounds one file.
+    On the old code a load wrote 2.3 GB of 64 MB files in 6 s (and a notebook could fill the disk its results go
+    to); here 40 files of 4 MB at load and in a case, and 3,000 empty files, all went through with a limit of
+    8 MB and 1,000 files. The zygote now kills a sandbox whose scratch is over (Zygote.watch): the statement is
+    left out and the case is an error, each saying why, and the next case runs in a fresh child."""
+    from grader.sandbox.isolation import Isolation
+    from grader.sandbox.process import CaseRequest, ProcessLimits
+    from sandbox_run import run_cases, statements
+
+    fill = "def fill(count, mb):\n" \
+           "    for number in range(count):\n" \
+           "        with open(f'{prefix}{number}', 'wb') as handle:\n" \
+           "            for _ in range(mb):\n" \
+           "                handle.write(b'x' * (1 << 20))\n" \
+           "    return len(os.listdir('.'))\n"
+    load = "import os\nprefix = 'load'\n" + fill + "fill(40, 4)\n"
+    cases = "prefix = 'case'\n" + fill + \
+        "def many():\n" \
+        "    for number in range(3000):\n" \
+        "        open(f'empty{number}', 'w').close()\n" \
+        "    return len(os.listdir('.'))\n" \
+        "def fine():\n" \
+        "    return 42\n"
+    ran = run_cases(statements(load, cases),
+                    [CaseRequest(name, call, timeout=60) for name, call in
+                     (("big", "fill(40, 4)"), ("many", "many()"), ("fine", "fine()"))],
+                    limits=ProcessLimits(disk_mb=8, file_mb=4, files=1000),
+                    isolation=Isolation(namespaces=False, pids_root=None), allow_root=True)
+    [left_out] = ran.report.warnings
+    assert left_out.label == "In [1] (cell 1)" and "went over the sandbox's limit (8 MB, 1000 files" in left_out.text
+    big, many, fine = ran.outcomes
+    for outcome in (big, many):
+        assert outcome.status == "crash", outcome
+        assert outcome.error["message"] == "the sandbox's files went over their limit (8 MB, 1000 files in all)"
+    assert fine.status == "ok" and fine.value == 42
+
+
+def test_tree_use_counts_allocated_bytes_and_stops_counting_entries(tmp_path):
+    """What the zygote's look at a scratch costs is bounded by the entries it counts, whatever the student made,
+    and it reads allocated blocks (a sparse file costs what it wrote), never through a link."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "data").write_bytes(b"x" * (1 << 20))
+    with open(tmp_path / "sparse", "wb") as handle:
+        handle.truncate(1 << 30)
+    (tmp_path / "link").symlink_to("/usr")
+    used, entries = confine.tree_use(str(tmp_path), 100)
+    assert entries == 4 and (1 << 20) <= used < (1 << 20) + (1 << 16)
+    for number in range(50):
+        (tmp_path / f"empty{number}").touch()
+    assert confine.tree_use(str(tmp_path), 10)[1] == 11
+    assert confine.scratch_over(str(tmp_path), 2 << 20, 10) and not confine.scratch_over(str(tmp_path), 2 << 20, 60)

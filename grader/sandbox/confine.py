@@ -647,6 +647,45 @@ def _clear(fd):
     return folders
 
 
+def tree_use(path: str, most_entries: int) -> tuple[int, int]:
+    """The bytes the file system gave what is under `path` (allocated blocks: a sparse file costs what it wrote)
+    and how many entries it holds, counting no further than `most_entries + 1` entries, so that a scratch of a
+    million empty files costs the zygote's look at it what a full one costs. Never through a link, never into
+    another device; what vanishes meanwhile is not counted. The rlimits-mode scratch is a host folder, and this is
+    how its size is bounded in all (zygote.Zygote.watch): a tmpfs needs privileges rlimits mode does not have."""
+    try:
+        top = os.lstat(path)
+    except OSError:
+        return 0, 0
+    used, entries, pending = 0, 0, [path]
+    while pending and entries <= most_entries:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    entries += 1
+                    if entries > most_entries:
+                        break
+                    try:
+                        status = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if status.st_dev != top.st_dev:
+                        continue
+                    used += status.st_blocks * 512
+                    if stat.S_ISDIR(status.st_mode):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return used, entries
+
+
+def scratch_over(path: str, most_bytes: int, most_entries: int) -> bool:
+    """Whether the folder `path` holds more than `most_bytes` or more than `most_entries` entries."""
+    used, entries = tree_use(path, most_entries)
+    return used > most_bytes or entries > most_entries
+
+
 def own_folder(path: str) -> bool:
     """A real folder (not a symlink) owned by this process's uid and writable by no one else: the only kind of
     leftover a grader or its zygote removes."""

@@ -25,7 +25,7 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
-from grader.sandbox.confine import remove_tree
+from grader.sandbox.confine import remove_tree, scratch_over
 from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.budget import Budget, LoadClock
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
@@ -428,6 +428,7 @@ class Sandbox:
         self.reloaded = 0.0      # seconds of the grader's own reloads given back to the deadline (_reload)
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
+        self.overfull: set[int] = set()        # of those, the ones whose files went over the scratch's limit
         # The texts of states the reference's answers sent this submission's child, and of states it sent back,
         # with their values: a call made of them is not parsed and decoded again (known_args).
         self.known_texts: dict[str, Any] = {}
@@ -625,6 +626,8 @@ class Sandbox:
                 if (running is not None and running < len(indices) and self.restarts < len(self.statements)
                         and not out_of_time):
                     self.skipped_statements.add(indices[running])
+                    if self.scratch is not None and self._overfull():   # killed by the zygote (Zygote.watch)
+                        self.overfull.add(indices[running])
                     self.restarts += 1
                     continue
                 self._stop()
@@ -645,7 +648,9 @@ class Sandbox:
                 statement = self.statements[index]
                 names = ", ".join(str(name) for name in statement.get("names", ()))
                 warnings.append(_placed(statement, Kind.LOAD_TIMEOUT, names,
-                                        f"did not finish within {self.limits.load_seconds:g} s; left out"
+                                        (f"its files went over the sandbox's limit ({self._scratch_limit()}); left "
+                                         "out" if index in self.overfull else
+                                         f"did not finish within {self.limits.load_seconds:g} s; left out")
                                         + (f"; {names} unavailable" if names else "")))
             self._leave_out(message.left_out, indices)   # not run again when the child is restarted
             self.carried = self.meter.seconds() if self.meter is not None else None   # the runtime's snapshot next
@@ -977,7 +982,18 @@ class Sandbox:
             self.memory.kills = self.memory.oom_kills()   # charged once, to the case it happened in
             return {"type": "MemoryError", "message": f"the sandbox ran out of memory (its limit is "
                                                       f"{self.memory.limit >> 20} MB for all its processes and files)"}
+        if self._overfull():
+            return {"type": "OSError",
+                    "message": f"the sandbox's files went over their limit ({self._scratch_limit()})"}
         return {"message": reason}
+
+    def _overfull(self) -> bool:
+        """Whether the rlimits-mode scratch folder holds more than the sandbox may write: the zygote kills a
+        sandbox whose scratch is so (zygote.Zygote.watch), and the files stay until the child is discarded."""
+        return self.scratch is not None and scratch_over(self.scratch, self.limits.disk_mb << 20, self.limits.files)
+
+    def _scratch_limit(self) -> str:
+        return f"{self.limits.disk_mb} MB, {self.limits.files} files in all"
 
     def _answer_kept(self, oracle: PureOracle, isolate: Sequence[str], case: CaseRequest, clock: _CaseClock,
                      calls: int, asked: int, until: float,

@@ -32,6 +32,7 @@ import select
 import signal
 import socket
 import sys
+import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":   # run as a script with -P: load our modules, then take the folder off sys.path
@@ -51,6 +52,10 @@ MAX_MESSAGE = 1 << 20
 # chain and every exit dearer (about 0.35 ms each, 5-7 ms of CPU per submission that never imports it). heapq
 # (every A* of these courses imports it) cost each sandbox 1.5 ms of CPU and ~320 copied pages to import.
 PRELOAD = ("numpy", "heapq")
+# How often the zygote looks at the size of each rlimits-mode scratch (Zygote.watch): a host folder bounded per file
+# only, where a load wrote 2.3 GB of 64 MB files in 6 s. What a sandbox can write past its limit is what it writes
+# in this time (and into files it keeps open after unlinking them: its open files times its file size).
+WATCH_SECONDS = 0.1
 
 
 def _address_space():
@@ -235,6 +240,8 @@ class Zygote:
         self.children = {}
         self.preloaded = preloaded   # bytes of address space the preloaded modules take in every child
         self.asked = set()       # modules of PRELOAD a request asked for (imported, or found missing), once each
+        self.scratches = {}      # pidfd -> (rlimits-mode scratch folder, its bytes, its entries): see watch
+        self.next_watch = 0.0
 
     def preload(self, wanted):
         """Import what a request asks for of PRELOAD that is not loaded yet, and freeze it like the rest. One
@@ -263,7 +270,26 @@ class Zygote:
                 os._exit(0)
         os.waitpid(pid, 0)
 
+    def watch(self):
+        """Kill each rlimits-mode sandbox whose scratch holds more than its disk_mb or files, at most every
+        WATCH_SECONDS. In a jail the scratch is a tmpfs of that size, which refuses the write; in rlimits mode it
+        is a folder on the host's disk, bounded per file only (RLIMIT_FSIZE), and a notebook could fill the disk
+        the results are written to. The zygote never ran student code and outlives the sandbox's own clocks; the
+        grader reads the same fact (confine.scratch_over) to say why the case died."""
+        now = time.monotonic()
+        if now < self.next_watch:
+            return
+        self.next_watch = now + WATCH_SECONDS
+        for pidfd, (path, most_bytes, most_entries) in list(self.scratches.items()):
+            if confine.scratch_over(path, most_bytes, most_entries):
+                del self.scratches[pidfd]
+                try:
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                except OSError:
+                    pass
+
     def _ended(self, pidfd):
+        self.scratches.pop(pidfd, None)
         pid, uid, status_fd = self.children.pop(pidfd)
         os.close(pidfd)
         try:
@@ -307,6 +333,9 @@ class Zygote:
         pidfd = os.pidfd_open(pid)
         sweep = confine.UID_BASE + pid if os.geteuid() == 0 and not jailed else None
         self.children[pidfd] = (pid, sweep, status_fd if jailed else None)
+        scratch, most_bytes, most_entries = (config.get(key) for key in ("scratch", "scratch_bytes", "scratch_files"))
+        if not jailed and isinstance(scratch, str) and type(most_bytes) is int and type(most_entries) is int:
+            self.scratches[pidfd] = (scratch, most_bytes, most_entries)
         return pid, pidfd
 
     def stop_all(self):
@@ -321,7 +350,9 @@ class Zygote:
 
     def serve(self):
         while True:
-            readable, _, _ = select.select([self.control, *self.children], [], [])
+            readable, _, _ = select.select([self.control, *self.children], [], [],
+                                           WATCH_SECONDS if self.scratches else None)
+            self.watch()
             for pidfd in readable:
                 if pidfd is not self.control:
                     self._ended(pidfd)
