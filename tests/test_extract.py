@@ -580,6 +580,27 @@ def test_exec_of_an_opened_python_file_on_a_top_level_line_is_a_run_of_it() -> N
     assert "exec(open('InString.py').read())" in extracted.source()
 
 
+def test_a_cell_indented_as_a_whole_is_read_as_ipython_runs_it() -> None:
+    """IPython takes the whitespace before a cell's first non-blank line off every line that starts with it
+    (leading_indent) before it runs the cell: a cell pasted from inside a block runs in Jupyter. Line numbers stay;
+    a line without that whitespace stays as it is, and a cell still wrongly indented after it is a syntax error."""
+    script = (
+        "# %%\n    def f(x):\n        return x + 1\n    y = f(1)\n"
+        "# %%\n\n  %%time\n  def g():\n      return 2\n"
+        "# %%\n    s = '''\nflush\n    indented'''\n"
+        "# %%\n    a = 1\n      b = 2\n"
+    )
+    extracted = extract(notebook_from_source(script, "script.py"))
+    assert binding(extracted, "f").code == "def f(x):\n    return x + 1"
+    assert binding(extracted, "g").code == "def g():\n    return 2"
+    assert "cell magic %%time (body kept)" in [d.reason for d in extracted.dropped]
+    namespace = run_kept(extracted)
+    assert namespace["s"] == "\nflush\nindented"
+    [error] = extracted.syntax_errors
+    assert error.reason == "syntax error: unexpected indent (line 2)"
+    assert "b" not in extracted.definitions
+
+
 def test_a_module_written_by_writefile_runs_where_the_notebook_imports_from_it() -> None:
     """`%%writefile X.py` then `from X import f`: the written cell's code runs in place of the import (as Jupyter
     imports the file). A module nothing imports from, `import X` (the module object) and a non-.py file stay out."""

@@ -387,6 +387,16 @@ def test_a_function_in_a_module_the_notebook_writes_and_imports_is_graded(tmp_pa
     assert not [w for w in result.warnings if w.kind == Kind.MISSING_MODULE]
 
 
+def test_cells_pasted_with_their_indent_are_graded_as_jupyter_runs_them(tmp_path: Path, grader_cache: Path) -> None:
+    """findZero's cell is indented by four spaces and nextStates's (after a blank line, under %%time) by two, as
+    cells pasted from inside a block are: IPython takes the first line's indent off before it runs a cell, so the
+    notebook runs in Jupyter. Each cell was left out with "unexpected indent": findZero, nextStates and solve 0
+    (11/20). Now they are read as IPython reads them."""
+    [result] = grade([FAIR / "cells_pasted_indented.ipynb"], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert not [w for w in result.warnings if w.kind == Kind.SYNTAX]
+    assert result.total == result.max_total
+
+
 def test_a_method_added_to_its_class_with_setattr_in_a_later_cell_is_graded(tmp_path: Path, grader_cache: Path) -> None:
     """A right 8-puzzle notebook explains its class a method at a time: h2 is a function of its own cell, added with
     setattr(EightPuzzle, 'h2', ...). That call was dropped (only `EightPuzzle.h2 = ...` counted as changing the

@@ -346,7 +346,7 @@ class _Prepared:
 
 
 _CELL_MAGIC = re.compile(r"^%%(?P<name>[A-Za-z_]\w*)")
-_MAYBE_CELL_MAGIC = re.compile(r"\s*%%")   # blank lines, then %%: the only texts _cell_magic can match
+_MAYBE_CELL_MAGIC = re.compile(r"\s*%%")   # blank lines and indent, then %%: all _cell_magic can match
 _LINE_MAGIC = re.compile(r"^(?P<indent>\s*)%(?P<name>%?[A-Za-z_]\w*)(?P<args>.*)$")
 _MAGIC_ASSIGNMENT = re.compile(
     r"^\s*[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*\s*=\s*(?:(?P<shell>!)|%(?P<name>[A-Za-z_]\w*))"
@@ -483,7 +483,7 @@ def _parse_chars(source: str) -> int:
     if len(source) > MAX_CELL_CHARS:
         return 0
     if _MAYBE_CELL_MAGIC.match(source):
-        lines = _LINE_BREAK.split(source)
+        lines = _without_leading_indent(_LINE_BREAK.split(source))
         magic = _cell_magic(lines)
         if magic is not None and magic[1] not in WRAPPING_CELL_MAGICS and _written_module(lines[magic[0]]) is None:
             return 0
@@ -501,6 +501,18 @@ def _written_module(line: str) -> str | None:
     return m["path"].replace("\\", "/").rsplit("/", 1)[-1][: -len(".py")] or None if m else None
 
 
+def _without_leading_indent(lines: list[str]) -> list[str]:
+    """The cell as IPython runs it: the whitespace before its first non-blank line taken off every line that starts
+    with it (IPython's leading_indent, 7 and 8; 9 takes off the lines' common indent, which runs no cell this does
+    not). A cell pasted from inside a class or a loop runs in Jupyter, where Python alone says "unexpected indent":
+    a right findZero, indented, scored 0 for findZero and for the search that needs it. Line numbers stay."""
+    first = next((line for line in lines if line.strip()), "")
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    if not indent:
+        return lines
+    return [line[len(indent):] if line.startswith(indent) else line for line in lines]
+
+
 def _cell_magic(lines: list[str]) -> tuple[int, str] | None:
     """(line index, name) of the cell magic on the cell's first non-blank line, if it starts with one."""
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
@@ -513,7 +525,7 @@ def _prepare(cell: Cell) -> _Prepared:
     """Replace magics, shell and help lines (keeping line numbers) and parse what is left."""
     if "get_ipython()" in cell.source:
         cell = replace(cell, source=_as_typed(cell.source))
-    lines = _LINE_BREAK.split(cell.source)
+    lines = _without_leading_indent(_LINE_BREAK.split(cell.source))
     prepared = _Prepared(cell, lines, None, [], [])
     if (magic := _cell_magic(lines)) is not None:
         first, name = magic
