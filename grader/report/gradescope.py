@@ -25,7 +25,7 @@ from grader.files import write_text
 from grader.report.class_outputs import Classroom, Written
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line
 from grader import codec
-from grader.store.status import headline
+from grader.store.status import RAISED, WRONG, headline, reason_of
 from grader.textsafe import display
 
 DECIMALS = 4                       # grader.judge.scoring rounds scores to 4 decimals
@@ -97,12 +97,16 @@ def _cut(text: str, limit: int) -> str:
 
 def _case_output(case: CaseResult) -> str:
     """What the student reads in the test's box. Public cases show the call, expected beside got, the error and
-    the printed output; hidden ones only their verdict and message (they appear once grades are published)."""
+    the printed output; hidden ones only their verdict, and the grader's own message where it wrote one (they
+    appear once grades are published): a wrong answer's message says what it was compared with ("expected 19, got
+    20") and an error's what the notebook raised, which the notebook chooses (an answer or an error that spells the
+    case's input), as the student reports never show."""
     word = headline(case.status, case.reason)
-    lines = [word + (f": {case.message}" if case.message else "")]
     if case.visibility != "public":
-        lines.append("(hidden case: its call and answers are not shown)")
-        return "\n".join(lines)
+        own = case.message and reason_of(case.status, case.reason) not in (WRONG, RAISED)
+        return (f"{word}: {case.message}" if own else word) + \
+            "\n(hidden case: its call and answers are not shown, nor what it answered or raised)"
+    lines = [word + (f": {case.message}" if case.message else "")]
     lines.append(f"call:     {case.call}")
     if case.status == "fail":
         lines.append(f"expected: {codec.describe(case.expected, VALUE_CHARS)}")
