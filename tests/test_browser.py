@@ -127,6 +127,27 @@ def test_class_report_renders(bundled: Batch, tmp_path: Path) -> None:
     assert all(img.attrs["src"].startswith("data:image/") for img in dom.find_all("img"))
 
 
+
+def test_class_report_names_an_untitled_exercise_once(bundled: Batch, tmp_path: Path) -> None:
+    """A rubric's title defaults to the id: the class report read 'is_solvable is_solvable' in its headings and
+    table, and its column header's tooltip repeated the id. Shown in Chromium, each heading has the id once."""
+    from dataclasses import replace
+    from grader.report.class_report import class_report_html
+    results = [replace(r, exercises=tuple(replace(e, title=e.id) for e in r.exercises))
+               for r in bundled.results.values()]
+    ids = {e.id for r in results for e in r.exercises}
+    page = browser.render(write(tmp_path / "class.html", class_report_html(results)), None)
+    assert page.console_errors == ()
+    dom = browser.parse_dom(page.dom)
+    headings = [" ".join(h.text.split()) for h in dom.find_all("h3")] + \
+        [" ".join(s.text.split()) for s in dom.find_all("summary")]
+    shown = [h for h in headings if h.split(" ")[0].rstrip(":") in ids]
+    assert shown and not [h for h in shown if h.split(" ")[1:2] == [h.split(" ")[0].rstrip(":")]], shown
+    assert not [th for th in dom.find_all("th", cls="exercise") if th.attrs.get("title") in ids]
+    cells = [[td.text.strip() for td in tr.find_all("td")] for tr in dom.find_all("tr")]
+    assert not [row for row in cells if len(row) > 1 and row[0] in ids and row[1] == row[0]]
+
+
 # ---------------------------------------------------------------------------------------------- the dashboard
 
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"   # shown in the README

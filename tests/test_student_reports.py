@@ -520,3 +520,31 @@ def test_an_exercise_without_a_title_is_headed_by_its_id_once(bundled):
     page = student.html_report(untitled)
     assert "move_dir: move_dir" not in page and "move_dir <span class=\"score\">" in page
     assert "## move\\_dir: Move the blank (0 / 2)" in student.markdown_report(result)
+
+
+def test_cases_with_one_cause_are_one_group_and_each_keeps_its_message(capsys) -> None:
+    """int-tiles' move_dir returned 0 where '0' was expected at five places: the judge gives them one cause
+    ('expected str, got int'), and the reports grouped word for word (five groups, one per place). Now one group:
+    the first drawn, the cause said, and every other case's own message shown beside its call, in the terminal,
+    Markdown and HTML."""
+    from grader.report.console import student_report
+    places = ["row 0, column 0", "row 1, column 2", "row 2, column 1"]
+    cases = tuple(CaseResult(f"move_dir#{n}", "fail", "public", f"at {where}: expected a str, got an int",
+                             call=f"move_dir(B{n}, 'up')", expected=codec.encode("0"), got=codec.encode(0),
+                             cause="expected str, got int")
+                  for n, where in enumerate(places))
+    other = CaseResult("move_dir#9", "fail", "public", "expected 3 rows, got 2", call="move_dir(B9, 'left')",
+                       cause="expected 3 rows, got 2")
+    result = SubmissionResult("ada", "/ada.ipynb", "", "int-tiles", "", "0.1.0", "rlimits", 0.0, 4.0,
+                              (ExerciseResult("move_dir", "Move the blank", 0.0, 4.0, cases + (other,)),))
+    markdown = student.markdown_report(result)
+    page = student.html_report(result)
+    student_report(result, {})
+    terminal = capsys.readouterr().out
+    for text in (markdown, page, terminal):
+        assert text.count("2 more cases failed the same way (expected str, got int)") == 1, text
+        for where in places:
+            assert f"at {where}: expected" in text, (where, text)      # every case's detail stays
+        assert "expected 3 rows, got 2" in text                          # another cause: a group of its own
+        assert "failed the same way:" not in text
+    assert page.count('class="case fail"') == 2

@@ -15,6 +15,7 @@ from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.results import CaseResult, SubmissionResult, not_judged
 from grader.report.similarity import Pair, Similarity
+from grader.report.student import shown_title
 from grader.store.status import (AFTER_TIMEOUTS, BUDGET, BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline,
                                  machine_busy, reason_of)
 from grader.textsafe import display
@@ -557,7 +558,7 @@ def render_chunks(report: ClassReport, csv_name: str | None = None) -> Iterator[
     mistakes: dict[str, list[MistakeGroup]] = {}
     for group in report.mistakes:
         mistakes.setdefault(group.exercise, []).append(group)
-    titles = {e.id: e.title for e in report.exercises}
+    titles = {e.id: shown_title(e.id, e.title) for e in report.exercises}
     cases: dict[str, list[CaseRate]] = {}
     for rate in report.cases:
         cases.setdefault(rate.exercise, []).append(rate)

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.report import boards
-from grader.report.grouping import alike_inputs, failure_groups
+from grader.report.grouping import alike_inputs, failure_groups, group_cause, own_messages
 from grader.store.gradebook import ScoreRow
 from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
@@ -164,10 +164,14 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         for first, alike in failure_groups([c for c in public if c.status != "pass"]):
             _print_case(console, first)
             if alike:
+                cause = group_cause(first, alike)
                 console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} "
-                              f"{alike_words(first.status)}: "
+                              f"{alike_words(first.status)}{f' ({terminal(cause)})' if cause else ''}: "
                               + ", ".join(terminal(c.call or c.id) for c in alike), highlight=False,
                               markup=False)
+                for other in own_messages(first, alike):
+                    console.print(f"        {terminal(other.call or other.id)}: {terminal(other.message)}",
+                                  highlight=False, markup=False)
                 _print_inputs(console, alike_inputs(first, alike))
     console.print(summary_line(len(result.exercises), failing, unverified_total, sum(hidden.values()),
                                problems_total, busy_total), highlight=False)

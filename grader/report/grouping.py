@@ -1,26 +1,32 @@
-"""Which failing cases are "the same failure", so a report shows it once and names the other cases."""
+"""Which failing cases are "the same failure", so a report shows it once and names the other cases.
+
+Cases are one failure when the judge found the same cause for them: judge.feedback.failure_cause, the facts of
+the verdict (the known mistake, else the cause, an error's with where it was raised), never its message read
+back; the exercise's note on repeated failures groups by the same key. Cases of a group may differ in where the
+mismatch is or which values it shows: the first is drawn in full and each other case keeps its own message.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from grader import codec
+from grader.judge.feedback import failure_cause
 from grader.store.results import CaseResult
+from grader.store.status import TIMEOUT
 
 
-def failure_key(case: CaseResult) -> tuple[str, str]:
-    """What makes two failing cases 'the same failure': the known mistake when the result names one (a fact of
-    the judged case); for timeouts the status alone (where a case was stopped is a sample, not a cause); else
-    the status and the whole message."""
-    mistake = str(getattr(case, "mistake", "") or "")
-    if mistake:
-        return case.status, "mistake:" + mistake
-    return (case.status, "") if case.status == "timeout" else (case.status, case.message)
+def failure_key(case: CaseResult) -> tuple[str, ...]:
+    """What makes two failing cases 'the same failure': the judge's failure_cause; a timeout stored before causes
+    existed by its status alone (where a case was stopped is a sample, not a cause)."""
+    if case.status == TIMEOUT and not case.cause and not case.mistake:
+        return (case.status,)
+    return failure_cause(case)
 
 
 def failure_groups(cases: Sequence[CaseResult]) -> list[tuple[CaseResult, list[CaseResult]]]:
     """(first case, the other cases that failed the same way), in case order."""
-    groups: dict[tuple[str, str], tuple[CaseResult, list[CaseResult]]] = {}
+    groups: dict[tuple[str, ...], tuple[CaseResult, list[CaseResult]]] = {}
     for case in cases:
         key = failure_key(case)
         if key in groups:
@@ -51,3 +57,17 @@ def alike_inputs(first: CaseResult, alike: Sequence[CaseResult]) -> list[tuple[s
             out.append((f"{name}, case {number} of the {len(alike)} more" if name in names else name, value))
             names.add(name)
     return out
+
+
+def group_cause(first: CaseResult, alike: Sequence[CaseResult]) -> str:
+    """The cause a group shares, to say beside 'failed the same way' when its messages differ ("" when they are
+    word for word the first's: its message says it all)."""
+    if all(case.message == first.message for case in alike):
+        return ""
+    return first.cause or (f"the known mistake {first.mistake}" if first.mistake else "")
+
+
+def own_messages(first: CaseResult, alike: Sequence[CaseResult]) -> list[CaseResult]:
+    """The other cases of a group whose message is not the first's: each is shown with its own message, so
+    every case's detail stays in the report."""
+    return [case for case in alike if case.message and case.message != first.message]

@@ -23,7 +23,7 @@ from markupsafe import Markup
 from grader.extract.source import extract
 from grader.intake.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
-from grader.report.grouping import alike_inputs, failure_groups
+from grader.report.grouping import alike_inputs, failure_groups, group_cause, own_messages
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line, read_json
 from grader.store.shared import SharedReader
 from grader.store.status import MISSING, SYMBOLS, alike_words, headline, limit_note
@@ -263,8 +263,13 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         for case, alike in failure_groups(shown_cases(exercise, hidden_details)):
             out += _md_case(case)
             if alike:
-                out += [f"And {len(alike)} more case{'s' if len(alike) != 1 else ''} {alike_words(case.status)}: "
+                cause = group_cause(case, alike)
+                out += [f"And {len(alike)} more case{'s' if len(alike) != 1 else ''} {alike_words(case.status)}"
+                        f"{f' ({md_text(cause)})' if cause else ''}: "
                         + ", ".join(md_code(c.call or c.id) for c in alike), ""]
+                own = own_messages(case, alike)
+                if own:
+                    out += [f"- {md_code(c.call or c.id)}: {md_text(c.message)}" for c in own] + [""]
                 more = alike_inputs(case, alike)
                 if more:
                     out += ["With:", "", md_block("\n\n".join(boards.text_input(name, value)
@@ -292,6 +297,8 @@ class _CaseView:
     alike: tuple[CaseResult, ...] = ()   # other cases that failed the same way, shown by their call only
     inputs: Markup | None = None     # the course fixtures the call uses, drawn (failing public cases)
     alike_inputs: Markup | None = None   # the inputs of the `alike` cases not already drawn
+    cause: str = ""                  # what the group shares, when its messages differ (grouping.group_cause)
+    own: tuple[CaseResult, ...] = ()     # the `alike` cases with a message of their own, shown with it
     words: str = ""                  # the status's words, from the case's status and reason (store.status)
 
 
@@ -318,7 +325,8 @@ def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseVie
     return [_CaseView(case, SYMBOLS.get(case.status, "?"),
                       boards_html.html_comparison(case.expected, case.got) if case.status == "fail" else None,
                       truncated_output(case.output) if case.output else "", tuple(alike),
-                      _html_inputs(case), _html_alike_inputs(case, alike), headline(case.status, case.reason))
+                      _html_inputs(case), _html_alike_inputs(case, alike), cause=group_cause(case, alike),
+                      own=tuple(own_messages(case, alike)), words=headline(case.status, case.reason))
             for case, alike in failure_groups(shown_cases(exercise, hidden_details))]
 
 
@@ -339,7 +347,14 @@ def _html_inputs(case: CaseResult) -> Markup | None:
 
 def exercise_heading(exercise: ExerciseResult) -> str:
     """'move_dir: Move the blank', or 'is_solvable' alone when the rubric gave no title (it defaults to the id)."""
-    return exercise.id if exercise.title in ("", exercise.id) else f"{exercise.id}: {exercise.title}"
+    title = shown_title(exercise.id, exercise.title)
+    return f"{exercise.id}: {title}" if title else exercise.id
+
+
+def shown_title(exercise_id: str, title: str) -> str:
+    """The title to show beside the id: "" when the rubric gave none (it defaults to the id), so that no page
+    says 'is_solvable is_solvable'."""
+    return "" if title in ("", exercise_id) else title
 
 
 def ran(exercise: ExerciseResult) -> bool:
