@@ -137,6 +137,29 @@ def test_a_utf16_script_with_its_byte_order_mark_reads_as_its_utf8_copy(tmp_path
         read_notebook(broken)
 
 
+def test_a_script_in_the_encoding_its_coding_line_names_reads_as_that_text(tmp_path: Path) -> None:
+    """A script may say its encoding in its first two lines (PEP 263: `# -*- coding: latin-1 -*-`): Python runs it
+    and Spyder and every editor open it so. A right Latin-1 script with an umlaut in a comment was refused as "not
+    UTF-8 text" and graded 0. Without a coding line such bytes stay unreadable (Python refuses them too)."""
+    body = (FIXTURES / "fair" / "spyder_script_exec_open_support.py").read_text(encoding="utf-8")
+    for encoding, line in (("latin-1", "# -*- coding: latin-1 -*-"), ("cp1252", "# vim: set fileencoding=cp1252 :")):
+        text = f"#!/usr/bin/env python3\n{line}\n# Lösung: Schiebepuzzle, Übung 6\n{body}"
+        script = tmp_path / f"{encoding}.py"
+        script.write_bytes(text.encode(encoding))
+        assert read_notebook(script).cells == notebook_from_source(text, str(script)).cells
+    bare = tmp_path / "bare.py"
+    bare.write_bytes("# Lösung\nx = 1\n".encode("latin-1"))
+    with pytest.raises(NotebookError, match=r"not UTF-8 text \(byte 0xf6 at offset 3\)"):
+        read_notebook(bare)
+    wrong = tmp_path / "wrong.py"
+    wrong.write_bytes("# coding: ascii\n# Lösung\n".encode("latin-1"))
+    with pytest.raises(NotebookError, match=r"not ascii text, as its coding line says \(byte 0xf6"):
+        read_notebook(wrong)
+    unknown = tmp_path / "unknown.py"
+    unknown.write_bytes("# coding: no-such-codec\n# Lösung\nx = 1\n".encode("utf-8"))
+    assert "Lösung" in read_notebook(unknown).cells[0].source
+
+
 def test_directory_is_not_read_as_a_notebook(tmp_path: Path) -> None:
     folder = tmp_path / "looks_like.ipynb"
     folder.mkdir()

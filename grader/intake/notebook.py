@@ -15,8 +15,10 @@ from __future__ import annotations
 import ast
 import codecs
 import hashlib
+import io
 import json
 import re
+import tokenize
 import warnings
 from dataclasses import dataclass
 from itertools import pairwise
@@ -276,14 +278,23 @@ def _trim_blank_lines(lines: list[str]) -> str:
     return "".join(lines[start:end]).rstrip("\r\n")
 
 
-def _encoding(data: bytes) -> str:
+def _encoding(data: bytes, script: bool) -> str:
     """UTF-8 (a BOM allowed), or UTF-16 where the text starts with its byte order mark: what Windows PowerShell's
     `>` (`jupyter nbconvert --to script --stdout lab.ipynb > lab.py`) and Notepad's "Unicode" write, and what every
-    editor a TA opens it with reads. Without a BOM nothing tells UTF-16 apart: such bytes are read as UTF-8."""
+    editor a TA opens it with reads. Without a BOM nothing tells UTF-16 apart: such bytes are read as UTF-8.
+    A script may name its encoding in a coding line (PEP 263, `# -*- coding: latin-1 -*-` in its first two lines),
+    which Python, Spyder and every editor honour: read as UTF-8, a right Latin-1 script was unreadable (0)."""
     if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         return "utf-8-sig"     # FF FE 00 00 also starts like UTF-16 LE: such a file is reported as not UTF-8
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
+    if script:
+        try:
+            declared = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+            if codecs.lookup(declared)._is_text_encoding:
+                return "utf-8-sig" if declared in ("utf-8", "utf-8-sig") else declared
+        except (SyntaxError, LookupError):   # an unknown codec, or a coding line that a UTF-8 BOM contradicts
+            pass
     return "utf-8-sig"
 
 
@@ -299,14 +310,13 @@ def _read_text(path: Path) -> str:
         raise NotebookError(path, f"cannot read file: {e.strerror or e}") from None
     if len(data) > MAX_SUBMISSION_BYTES:
         raise NotebookError(path, f"file is {TOO_LARGE}")
-    encoding = _encoding(data)
+    encoding = _encoding(data, script=path.suffix.lower() == ".py")
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as e:
-        raise NotebookError(
-            path, f"not {'UTF-16' if encoding == 'utf-16' else 'UTF-8'} text (byte 0x{data[e.start]:02x} at offset "
-                  f"{e.start})"
-        ) from None
+        named = {"utf-16": "UTF-16 text", "utf-8-sig": "UTF-8 text"}.get(encoding, f"{encoding} text, as its coding "
+                                                                                    "line says")
+        raise NotebookError(path, f"not {named} (byte 0x{data[e.start]:02x} at offset {e.start})") from None
     if not text.strip():
         raise NotebookError(path, "empty file")
     return text
