@@ -343,6 +343,35 @@ def test_a_hand_written_rubric_is_never_replaced_without_force(tmp_path: Path) -
     assert grader("assign", str(path), "--no-validate", cwd=tmp_path).returncode == 0     # now it is assign's
 
 
+def test_a_generated_rubric_edited_by_hand_is_not_replaced_without_force(tmp_path: Path) -> None:
+    """An instructor edits rubrics/x.yaml that assign wrote, then runs assign again: the edit was lost in
+    silence. Now a rerun refuses, naming the file and --force; a master changed while the files were left
+    alone still rewrites them; --force replaces an edited one."""
+    path = master(tmp_path)
+    rubric = tmp_path / "rubrics" / "tiny-slide.yaml"
+    reference = tmp_path / "reference" / "tiny_slide.py"
+    assert grader("assign", str(path), "--no-validate", cwd=tmp_path).returncode == 0
+    edited = rubric.read_text().replace("    points: 2\n", "    points: 3\n", 1)
+    assert edited != rubric.read_text()
+    rubric.write_text(edited)
+    done = grader("assign", str(path), "--no-validate", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{rubric}: this rubric was edited by hand since grader assign wrote it" in done.stderr
+    assert "give --force to replace the file" in done.stderr and str(path) in done.stderr
+    assert rubric.read_text() == edited
+    rubric.write_text(edited.replace("    points: 3\n", "    points: 2\n", 1))     # the edit undone
+    changed = master(tmp_path, [*CELLS[:-1], new_code_cell("# BEGIN SOLUTION\ndef swap_ends(state):\n"
+                                                            "    return state[::-1]\n# END SOLUTION")])
+    before = reference.read_text()
+    assert grader("assign", str(changed), "--no-validate", cwd=tmp_path).returncode == 0
+    assert reference.read_text() != before and "state[::-1]" in reference.read_text()
+    reference.write_text(reference.read_text() + "\nEXTRA = 1\n")
+    done = grader("assign", str(changed), "--no-validate", cwd=tmp_path)
+    assert done.returncode == 2 and f"{reference}: this reference was edited by hand" in done.stderr
+    assert grader("assign", str(changed), "--no-validate", "--force", cwd=tmp_path).returncode == 0
+    assert "EXTRA" not in reference.read_text()
+
+
 def test_a_solution_constant_is_an_exercise_its_tests_cell_names_by_default(tmp_path: Path) -> None:
     cells = [new_raw_cell(RUBRIC_CELL),
              new_code_cell("# BEGIN SOLUTION\nGOAL = (0, 1,\n        2)   # the blank first\n# END SOLUTION"),
