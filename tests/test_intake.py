@@ -168,24 +168,65 @@ def test_folder_of_student_folders_names_each_student_by_folder(tmp_path: Path) 
 
 
 def test_two_folders_whose_names_make_one_id_are_two_students(tmp_path: Path) -> None:
-    """safe_id drops what it cannot fold (ø, Ø): "Søren Ødegaard" and "Sren degaard" are both Sren_degaard, and
-    the old intake took them for one student with two notebooks, graded one and dropped the other silently. The
-    name the id spells whole keeps the id (its gradebook rows stay), the other is graded apart, with a note; a
-    student alone with such a name keeps the id it had."""
+    """"Søren Ødegaard" and "Soren Odegaard" are both Soren_Odegaard, and the old intake took them for one
+    student with two notebooks, graded one and dropped the other silently. The name the id spells whole keeps
+    the id (its gradebook rows stay), the other is graded apart, with a note; a student alone with such a name
+    keeps the id it had."""
     subs = tmp_path / "subs"
     write(subs / "Søren Ødegaard" / "lab.ipynb", notebook("soren"))
-    write(subs / "Sren degaard" / "lab.ipynb", notebook("sren"))
+    write(subs / "Soren Odegaard" / "lab.ipynb", notebook("sren"))
     write(subs / "Łukasz" / "lab.ipynb", notebook("lukasz"))
     write(tmp_path / "files" / "Åse Berg.ipynb", notebook("ase"))
     write(tmp_path / "files" / "Ase Berg.ipynb", notebook("ase too"))
     result = gather([subs, tmp_path / "files"], tmp_path / "work")
     students = by_student(result)
-    assert sorted(students) == sorted(["Sren_degaard", "Sren_degaard-" + _sha1("Søren Ødegaard"), "ukasz",
+    assert sorted(students) == sorted(["Soren_Odegaard", "Soren_Odegaard-" + _sha1("Søren Ødegaard"), "Lukasz",
                                        "Ase_Berg", "Ase_Berg-" + _sha1("Åse Berg")])
-    assert who(students["Sren_degaard"]) == "WHO = 'sren'" and who(students["ukasz"]) == "WHO = 'lukasz'"
-    assert who(students["Sren_degaard-" + _sha1("Søren Ødegaard")]) == "WHO = 'soren'"
+    assert who(students["Soren_Odegaard"]) == "WHO = 'sren'" and who(students["Lukasz"]) == "WHO = 'lukasz'"
+    assert who(students["Soren_Odegaard-" + _sha1("Søren Ødegaard")]) == "WHO = 'soren'"
     assert who(students["Ase_Berg"]) == "WHO = 'ase too'"
-    assert any("'Søren Ødegaard' makes the same id as 'Sren degaard'" in note for note in result.notes)
+    assert any("'Søren Ødegaard' makes the same id as 'Soren Odegaard'" in note for note in result.notes)
+
+
+@pytest.mark.parametrize("name, ident", [("Søren Ødegaard", "Soren_Odegaard"), ("Straße", "Strasse"),
+                                         ("Ærø", "AEro"), ("Łukasz Wójcik", "Lukasz_Wojcik"), ("Zoë", "Zoe"),
+                                         ("Þóra Ðís", "Thora_Dis")])
+def test_letters_that_do_not_decompose_are_spelt_not_dropped(name: str, ident: str) -> None:
+    """NFKD has no base letter for ø ß æ ł: safe_id dropped them ("Søren Ødegaard" was "Sren_degaard")."""
+    assert intake.safe_id(name) == ident
+
+
+def test_a_class_graded_before_transliteration_keeps_its_ids_rows_and_overrides(tmp_path: Path) -> None:
+    """The fixture is the gradebook the grader before transliteration made (main at 91fd1ac): 'Søren
+    Ødegaard/lab.ipynb' (taoistic correct) and 'Łukasz Wójcik/lab.ipynb' (int-tiles) graded with
+    `grader grade subs --rubric rubrics/taoistic-search.yaml --out out` as Sren_degaard and ukasz_Wojcik, then
+    `grader override ukasz_Wojcik move_dir --points 1`. Graded again by this grader, the two keep those ids,
+    their rows and the override, with a note each; without keep_former_ids they became two new students and the
+    export listed four."""
+    import gzip
+    import subprocess
+    import sys
+    from conftest import REPO, RUBRIC, SUBMISSIONS
+    from grader.store.gradebook import Gradebook
+    subs = tmp_path / "subs"
+    write(subs / "Søren Ødegaard" / "lab.ipynb", (SUBMISSIONS / "correct.ipynb").read_bytes())
+    write(subs / "Łukasz Wójcik" / "lab.ipynb", (SUBMISSIONS / "int-tiles.ipynb").read_bytes())
+    out = tmp_path / "out"
+    out.mkdir()
+    fixture = REPO / "tests" / "fixtures" / "transliteration" / "gradebook-before.sqlite.gz"
+    (out / "gradebook.sqlite").write_bytes(gzip.decompress(fixture.read_bytes()))
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--rubric", str(RUBRIC),
+                           "--out", str(out), "--jobs", "1"], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    with Gradebook(out / "gradebook.sqlite") as book:
+        assert book.students("taoistic-search") == ["Sren_degaard", "ukasz_Wojcik"]
+    export = (out / "gradebook.csv").read_text(encoding="utf-8")
+    assert "Lukasz_Wojcik" not in export and "Soren_Odegaard" not in export and "ukasz_Wojcik" in export
+    text = done.stdout + done.stderr
+    assert "ukasz_Wojcik:" in text and "keeps the id its gradebook rows have" in text and "Lukasz_Wojcik" in text
+    assert sorted(p.name for p in out.glob("*.json")) == ["Sren_degaard.json", "ukasz_Wojcik.json"]
 
 
 def _sha1(text: str) -> str:

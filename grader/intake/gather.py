@@ -28,7 +28,7 @@ import zlib
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
 import yaml
 
@@ -87,6 +87,8 @@ class Entry:
                             # in the course's zone; Gradescope's metadata, with its offset), else a zip member's date
                             # (the zip format has no zone)
     extended: str = ""      # the student's own due date from the LMS (an extension; ISO, no zone), "" if none
+    former: str = ""        # the id an older grader gave this student, when safe_id now gives another (see
+                            # keep_former_ids)
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,8 @@ class Owner:
     late: bool = False      # the LMS's own late flag
     lms_id: str = ""        # the LMS's id of the student in this export (Moodle's participant id), for its worksheet
     name: str = ""          # the folder's or file's own name `student` was made of (safe_id drops what it cannot
-                            # fold: "Søren" and "Sren" are both Sren), where two students' names can make one id
+                            # fold), where two students' names can make one id
+    former: str = ""        # the id an older grader gave this name, when safe_id now gives another (_former)
 
 
 Convention = Callable[[Place], "Owner | None"]
@@ -178,10 +181,12 @@ def moodle(place: Place) -> Owner | None:
     for folder in place.folders:
         match = MOODLE_FOLDER.match(folder)
         if match:
-            return Owner(safe_id(f"{match['name']}_{match['id']}"), "moodle", lms_id=match["id"])
+            named = f"{match['name']}_{match['id']}"
+            return Owner(safe_id(named), "moodle", lms_id=match["id"], former=_former(named))
     match = MOODLE_FILE.match(place.name)
     if match:
-        return Owner(safe_id(f"{match['name']}_{match['id']}"), "moodle", lms_id=match["id"])
+        named = f"{match['name']}_{match['id']}"
+        return Owner(safe_id(named), "moodle", lms_id=match["id"], former=_former(named))
     return None
 
 
@@ -190,7 +195,8 @@ def canvas(place: Place) -> Owner | None:
     """`smithjohn_12345_67890_lab.ipynb`, `smithjohn_LATE_12345_67890_lab-2.ipynb`: name and user id."""
     match = CANVAS_FILE.match(place.name)
     if match:
-        return Owner(safe_id(f"{match['name']}_{match['user']}"), "canvas", match["original"], bool(match["late"]))
+        named = f"{match['name']}_{match['user']}"
+        return Owner(safe_id(named), "canvas", match["original"], bool(match["late"]), former=_former(named))
     return None
 
 
@@ -212,7 +218,7 @@ def gradescope(place: Place) -> Owner | None:
 def folder(place: Place) -> Owner | None:
     """`<student>/<anything>.ipynb`, at any depth below the student's folder."""
     top = place.top_folder
-    return Owner(safe_id(top), "folder", name=top) if top is not None else None
+    return Owner(safe_id(top), "folder", name=top, former=_former(top)) if top is not None else None
 
 
 @convention("file")
@@ -220,7 +226,7 @@ def file(place: Place) -> Owner | None:
     """`<student>.ipynb`: the file name without its suffix."""
     name = place.name
     stem = name[:-len(_suffix(name))] if _suffix(name) else name
-    return Owner(safe_id(stem), "file", name=stem)
+    return Owner(safe_id(stem), "file", name=stem, former=_former(stem))
 
 
 @dataclass(frozen=True)
@@ -392,15 +398,53 @@ def identify(place: Place) -> Owner:
     return file(place)  # type: ignore[return-value]  # never None
 
 
+# Latin letters that Unicode does not decompose into a base letter and an accent, so NFKD alone dropped them
+# ("Søren Ødegaard" was "Sren_degaard"): spelt as the languages that use them write them without the letter.
+LETTERS = str.maketrans({"ø": "o", "Ø": "O", "ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE",
+                         "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "Th",
+                         "ı": "i", "ħ": "h", "Ħ": "H", "ŧ": "t", "Ŧ": "T", "ŋ": "ng", "Ŋ": "NG"})
+
+
 def safe_id(text: str) -> str:
-    """A file-name-safe id: accents folded to ASCII ("Zoë" -> "Zoe"), everything else outside
-    [A-Za-z0-9._-] becomes "_"; a name with nothing left (e.g. all CJK) gets a stable hash."""
+    """A file-name-safe id: accents folded to ASCII ("Zoë" -> "Zoe", "Søren" -> "Soren"), everything else
+    outside [A-Za-z0-9._-] becomes "_"; a name with nothing left (e.g. all CJK) gets a stable hash."""
+    return former_id(text.translate(LETTERS), text)
+
+
+def former_id(text: str, named: str | None = None) -> str:
+    """The id graders before 0.1's transliteration gave `text` (what NFKD does not fold was dropped): a
+    gradebook's rows for "Søren" are under "Sren", and keep_former_ids keeps them there. `named`: the name
+    whose hash tells apart names with nothing left."""
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     ident = re.sub(r"[^A-Za-z0-9._-]+", "_", folded).strip("._-")
     if ident and len(ident) <= 100:
         return ident
-    digest = _name_digest(text)
+    digest = _name_digest(text if named is None else named)
     return f"{ident[:80].rstrip('._-')}-{digest}" if ident else f"student-{digest}"
+
+
+def _former(text: str) -> str:
+    """The id an older grader gave `text`, when it is not the one safe_id gives now (else "")."""
+    former = former_id(text)
+    return "" if former == safe_id(text) else former
+
+
+def keep_former_ids(entries: Sequence[Entry], known: Collection[str]) -> tuple[list[Entry], list[str]]:
+    """Entries whose id changed with safe_id's transliteration take their former id back where the gradebook
+    has rows under it and none under the new one, so a class graded before keeps its students' rows,
+    overrides and history; an id another entry of this batch holds is never taken. With a note each."""
+    taken = {entry.student for entry in entries}
+    kept: list[Entry] = []
+    notes: list[str] = []
+    for entry in entries:
+        former = entry.former
+        if former and entry.student not in known and former in known and former not in taken:
+            notes.append(f"{former}: {entry.source} keeps the id its gradebook rows have (this grader would now "
+                         f"name it {entry.student})")
+            taken.add(former)
+            entry = replace(entry, student=former)
+        kept.append(entry)
+    return kept, notes
 
 
 def _name_digest(text: str, digits: int = 8) -> str:
@@ -798,7 +842,8 @@ class _Collector:
             record = self.records.get((key[0], chosen.owner.lms_id), Record(False))
             entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
                                  chosen.owner.late or record.late, chosen.modified, chosen.problem,
-                                 chosen.handed.at, record.recorded or chosen.handed.local, record.extended))
+                                 chosen.handed.at, record.recorded or chosen.handed.local, record.extended,
+                                 chosen.owner.former if ids[key] == chosen.owner.student else ""))
             if note:
                 notes.append(note)
         entries.sort(key=lambda e: e.student)
@@ -943,8 +988,8 @@ def _attempts(group: Sequence[_Candidate]) -> list[int]:
 
 
 def _apart(candidates: Sequence[_Candidate]) -> tuple[list[_Candidate], list[str]]:
-    """Students whose folder or file names differ but make one id ("Søren Ødegaard/" and "Sren degaard/" are both
-    Sren_degaard: safe_id drops what it cannot fold) are graded apart, not as one student of whose files one was
+    """Students whose folder or file names differ but make one id ("Zoë Li/" and "Zoe Li/" are both Zoe_Li:
+    safe_id folds accents and spaces) are graded apart, not as one student of whose files one was
     graded and the other's silently dropped. The name the id spells whole (else the first by name) keeps the id,
     so a student graded before keeps their gradebook rows; each other gets the id and a hash of its own name.
     No other student's id changes."""

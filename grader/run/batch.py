@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequenc
 from grader.files import write_bytes
 from grader import __version__
 from grader.store.gradebook import Gradebook, ScoreRow
-from grader.intake.gather import RESULTS_MARK, Entry, gather
+from grader.intake.gather import RESULTS_MARK, Entry, gather, keep_former_ids
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess, copied_times
 from grader.judge.options import Options
@@ -334,6 +334,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if making is not None:
                     making.wait()
             book = _open_gradebook(book_path)
+            if book is not None and making is None:    # a class graded before: ids it knows stay theirs
+                entries, kept = keep_former_ids(entries, set(book.students(rubric.assignment)))
+                batch.notes += kept
             extracted = Path(workdir).resolve()   # where archive members are extracted (gone after the batch)
             batch.students = [entry.student for entry in entries]
             by_student = {entry.student: entry for entry in entries}
