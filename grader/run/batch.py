@@ -222,10 +222,15 @@ def _hand_in(entry: Entry) -> HandIn:
 
 
 def _late(result: SubmissionResult, lateness: Lateness) -> SubmissionResult:
-    """The result with this lateness; its share in `extra` when it has one, for a TA's overridden score."""
-    extra = {key: value for key, value in result.extra.items() if key != LATE_SHARE}
-    if lateness.share:
-        extra[LATE_SHARE] = lateness.share
+    """The result with this lateness; its share in `extra` when it has one, for a TA's overridden score. An `extra`
+    with no share to set or drop (most of a class: on time) stays the very object, so the batch writes the worker's
+    stored form as it came (results.stored_form_of) instead of making it again case by case."""
+    if not lateness.share and LATE_SHARE not in result.extra:
+        extra = result.extra
+    else:
+        extra = {key: value for key, value in result.extra.items() if key != LATE_SHARE}
+        if lateness.share:
+            extra[LATE_SHARE] = lateness.share
     return replace(result, late=lateness.late, submitted_at=lateness.submitted_at, penalty=lateness.penalty,
                    extra=extra)
 
