@@ -276,7 +276,11 @@ def _gradescope(args: argparse.Namespace) -> int:
     from grader.run.autograder import build_autograder
     _check_rubric(args.rubric)
     _check_target(args.output, "-o")
-    path = build_autograder(Path(args.rubric), Path(args.output), wheel=not args.source)
+    notes: list[str] = []
+    path = build_autograder(Path(args.rubric), Path(args.output), wheel=not args.source,
+                            cache=Path(args.cache) if args.cache else None, notes=notes)
+    for note in notes:
+        print(f"note: {note}")
     print(f"Gradescope autograder written to {path}: upload it as the assignment's autograder zip")
     return 0
 
@@ -643,6 +647,8 @@ def parser() -> argparse.ArgumentParser:
     gradescope.add_argument("rubric")
     gradescope.add_argument("-o", "--output", required=True, help="the zip to write, e.g. autograder.zip")
     gradescope.add_argument("--source", action="store_true", help="ship the grader's source instead of a wheel")
+    gradescope.add_argument("--cache", default=None, help="where the grader's wheel is kept for the next zip "
+                                                          "(default: the grader's cache folder)")
     gradescope.set_defaults(run=_gradescope)
 
     report = verbs.add_parser("report", help="per-student feedback: Markdown and HTML (and annotated notebooks)")

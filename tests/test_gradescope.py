@@ -255,6 +255,35 @@ def test_the_zip_holds_the_scripts_the_course_files_and_the_wheel_only(autograde
     assert "submissions" not in rubric and "template" not in rubric
 
 
+@slow
+def test_a_second_zip_of_the_same_source_takes_the_sealed_wheel_from_the_cache(tmp_path: Path) -> None:
+    """`grader gradescope` ran `pip wheel` for every zip (~9 s wall: an isolated build installs its backend).
+    The second zip of the same checkout takes the wheel the first built, byte for byte (a new build differs in
+    its files' times), from the cache folder; a cached wheel whose seal does not verify is built again."""
+    cache = tmp_path / "cache"
+
+    def zip_of(name: str) -> tuple[subprocess.CompletedProcess[str], bytes]:
+        target = tmp_path / name
+        done = subprocess.run([sys.executable, "-m", "grader", "gradescope", str(RUBRIC), "-o", str(target),
+                               "--cache", str(cache)], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        with zipfile.ZipFile(target) as archive:
+            [wheel] = [n for n in archive.namelist() if n.startswith("wheels/")]
+            return done, archive.read(wheel)
+
+    first, built = zip_of("first.zip")
+    assert "from the same source" not in first.stdout
+    second, kept = zip_of("second.zip")
+    assert kept == built and "is the one built before from the same source" in second.stdout
+    [cached] = (cache / "wheels").glob("*.whl")
+    cached.write_bytes(cached.read_bytes()[:-1] + b"!")        # not what the grader sealed
+    third, rebuilt = zip_of("third.zip")
+    assert "from the same source" not in third.stdout
+    with zipfile.ZipFile(tmp_path / "third.zip") as archive:
+        assert archive.testzip() is None
+    assert rebuilt[:2] == b"PK"
+
+
 def test_the_zip_holds_no_bytecode_whether_python_writes_it_or_not(tmp_path: Path, monkeypatch) -> None:
     """The bundle check imports the staged reference: where Python writes bytecode (a TA's machine, a fresh
     clone's CI without PYTHONDONTWRITEBYTECODE) course/reference/__pycache__ went into the zip, and the test

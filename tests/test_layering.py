@@ -243,6 +243,7 @@ PIPELINE_USERS = {
         "grader.rubric.schema": {"Rubric", "load_rubric"},
         "grader.run.batch": {"grade_one", "choose_in_upload", "check_course"},
         "grader.sandbox.supervisor": {"temp_root"},      # this process's temp folder, for building the zip
+        "grader.run.wheel": {"copy_tree", "grader_wheel", "left_out"},   # the grader's wheel, built or kept
     },
     "grader.kit.check": {
         "grader.judge.grading": {"empty_result", "grade_notebook", "hidden_folders"},

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -35,6 +34,7 @@ import grader
 from grader.files import atomic_open
 from grader.report.gradescope import failure_results, to_gradescope, write_results
 from grader.rubric.schema import Rubric, load_rubric
+from grader.run.wheel import copy_tree, grader_wheel, left_out
 from grader.sandbox.supervisor import temp_root
 
 ROOT_ENV = "AUTOGRADER_ROOT"
@@ -43,7 +43,6 @@ MANIFEST = "puzzle-grader.json"
 COURSE = "course"
 MIN_PYTHON = (3, 11)
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)          # fixed entry times: the same inputs give the same archive listing
-SKIPPED_NAMES = ("__pycache__",)
 
 
 # ---------------------------------------------------------------------------------------------- building
@@ -53,47 +52,6 @@ def repo_root() -> Path | None:
     """The checkout the running grader package comes from, if it is one (a pyproject.toml beside `grader/`)."""
     root = Path(grader.__file__).resolve().parent.parent
     return root if (root / "pyproject.toml").is_file() else None
-
-
-def _left_out(name: str) -> bool:
-    """A file or folder name that never goes into the zip: bytecode and hidden files."""
-    return name in SKIPPED_NAMES or name.startswith(".") or name.endswith((".pyc", ".pyo"))
-
-
-def _copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if _left_out(n)])
-
-
-def build_wheel(root: Path, into: Path) -> Path:
-    """`pip wheel --no-deps` of the project at `root`, built from a copy so the checkout gets no build/ folder.
-
-    The isolated build fetches the build backend from the package index; without one, a second try uses the
-    backend installed here. Raises RuntimeError with pip's last lines when no wheel comes out.
-    """
-    into.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    failures: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="wheel-", dir=temp_root()) as scratch:
-        for attempt, extra in enumerate(([], ["--no-build-isolation"])):
-            project = Path(scratch) / f"project{attempt}"
-            project.mkdir()
-            for item in root.iterdir():   # pyproject.toml, README.md (the metadata's readme), LICENSE, ...
-                if item.is_file() and not item.name.startswith("."):
-                    shutil.copy2(item, project / item.name)
-            _copy_tree(root / "grader", project / "grader")
-            command = [sys.executable, "-m", "pip", "wheel", "--no-deps", *extra, "-w", str(into), str(project)]
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
-            except (OSError, subprocess.TimeoutExpired) as error:
-                failures.append(f"pip wheel {' '.join(extra)}did not run: {error}")
-                continue
-            wheels = sorted(into.glob("puzzle_grader-*.whl"))
-            if done.returncode == 0 and wheels:
-                return wheels[-1]
-            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-            tried = " ".join(["pip wheel", *extra])
-            failures.append(f"{tried} failed (exit {done.returncode}): {tail}")
-    raise RuntimeError("; ".join(failures))
 
 
 def _requirements(root: Path | None) -> list[str]:
@@ -121,7 +79,7 @@ def _stage_course(rubric: Rubric, stage: Path) -> str:
     data = yaml.safe_load(rubric.path.read_text(encoding="utf-8"))
     data["reference"] = f"reference/{rubric.reference.name}"
     if rubric.support is not None and rubric.support.is_dir():
-        _copy_tree(rubric.support, course / "support")
+        copy_tree(rubric.support, course / "support")
         data["support"] = "support"
     else:
         data.pop("support", None)
@@ -249,7 +207,7 @@ def _zip(stage: Path, output_zip: Path) -> None:
         # The stage by the same rule as the copies: the bundle check imports the staged reference, and where
         # Python writes bytecode its __pycache__ is in the stage.
         for path in sorted(p for p in stage.rglob("*")
-                           if p.is_file() and not any(_left_out(part) for part in p.relative_to(stage).parts)):
+                           if p.is_file() and not any(left_out(part) for part in p.relative_to(stage).parts)):
             name = path.relative_to(stage).as_posix()
             info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
             executable = name in ("setup.sh", "run_autograder")
@@ -258,12 +216,14 @@ def _zip(stage: Path, output_zip: Path) -> None:
             archive.writestr(info, path.read_bytes())
 
 
-def build_autograder(rubric_path: Path, output_zip: Path, *, wheel: bool = True) -> Path:
+def build_autograder(rubric_path: Path, output_zip: Path, *, wheel: bool = True, cache: Path | None = None,
+                     notes: list[str] | None = None) -> Path:
     """Write a Gradescope autograder zip for the rubric and return its path.
 
     `wheel=False` ships the grader's package source instead of a wheel (what also happens, with the reason in
-    the manifest and setup.sh, when no wheel can be built). Raises RubricError if the rubric is invalid or the
-    bundled copy does not build a plan.
+    the manifest and setup.sh, when no wheel can be built). The wheel is kept in `cache` (default: the grader's
+    cache folder) for the next zip of the same source (grader.run.wheel); `notes` gets a line when it was.
+    Raises RubricError if the rubric is invalid or the bundled copy does not build a plan.
     """
     rubric = load_rubric(rubric_path)          # the original must be valid before anything is bundled
     output_zip = Path(output_zip)
@@ -280,14 +240,17 @@ def build_autograder(rubric_path: Path, output_zip: Path, *, wheel: bool = True)
                 reason = f"the grader at {Path(grader.__file__).parent} is not a checkout with a pyproject.toml"
             else:
                 try:
-                    built = build_wheel(root, stage / "wheels")
+                    built, cached = grader_wheel(root, stage / "wheels", cache)
+                    if cached and notes is not None:
+                        notes.append(f"the grader's wheel {built.name} is the one built before from the same "
+                                     f"source, kept in {cached}")
                     package = "wheel"
                     install = INSTALL_WHEEL.format(wheel=built.relative_to(stage).as_posix())
                 except RuntimeError as error:
                     reason = str(error)
                     shutil.rmtree(stage / "wheels", ignore_errors=True)
         if package == "source":
-            _copy_tree(Path(grader.__file__).parent, stage / "python" / "grader")
+            copy_tree(Path(grader.__file__).parent, stage / "python" / "grader")
             (stage / "requirements.txt").write_text("\n".join(_requirements(root)) + "\n", encoding="utf-8")
             install = INSTALL_SOURCE.format(reason=" ".join(reason.split())[:300].replace("'", ""))
         fields = dict(version=grader.__version__, assignment=rubric.assignment)
