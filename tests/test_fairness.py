@@ -460,6 +460,19 @@ def test_find_numbers_in_another_order_than_the_references_is_right(tmp_path: Pa
     assert find_numbers.score == find_numbers.max_score and result.total == result.max_total
 
 
+def test_debugging_tools_of_modules_the_machine_lacks_leave_graded_code_as_it_runs(tmp_path: Path,
+                                                                                 grader_cache: Path) -> None:
+    """reconstruct_path decorated with line_profiler's @profile and hole_to_tile returning ic(answer) (icecream's
+    ic returns its argument; the n-puzzle template imports icecream): neither module is on the grading machine. The
+    stand-ins took the decorated function's place and ic's value: reconstruct_path, hole_to_tile and solve 0
+    (11/20, 'got <opaque Inert: <stand-in for line_profiler.profile()()>>'). A stand-in decorator now leaves the
+    function as it was and ic passes its argument through; the missing modules are still reported to the TA."""
+    [result] = grade([FAIR / "debug_decorator_and_ic_of_missing_modules.ipynb"], N_PUZZLE_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    assert result.total == result.max_total
+    assert {w.subject for w in result.environment if w.kind == Kind.MISSING_MODULE} == {"icecream", "line_profiler"}
+
+
 def test_a_path_of_actions_as_a_deque_or_a_tuple_is_the_path(tmp_path: Path, grader_cache: Path) -> None:
     """The n-puzzle's text asks for no type of reconstruct_path's answer, and solve returns what it gives: a deque
     built with appendleft earns both exercises (it lost all 8 points), and a wrong order still fails."""

@@ -171,6 +171,13 @@ class Inert:
         pass
 
     def __call__(self, *args, **kwargs):
+        # A decorator of a missing module (@profile, @njit, @jit(...)) leaves the function as it was, as if
+        # undecorated: a stand-in in its place made a right graded function score 0.
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        # icecream's ic() returns what it is given (ic(x) is x, ic(a, b) the tuple): the n-puzzle template imports it.
+        if self._name == "icecream.ic":
+            return args[0] if len(args) == 1 else (args or None)
         return Inert(f"{self._name}()")
 
     def __getitem__(self, key):
