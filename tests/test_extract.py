@@ -601,6 +601,22 @@ def test_a_cell_indented_as_a_whole_is_read_as_ipython_runs_it() -> None:
     assert "b" not in extracted.definitions
 
 
+def test_the_prompts_of_a_pasted_session_are_taken_off_as_ipython_does() -> None:
+    """A cell pasted from Python's or IPython's prompt (`>>> `/`... `, `In [7]: `/`   ...: `) runs in Jupyter:
+    IPython takes the prompts off every line when the first line has the first prompt or the second line any.
+    A `...` that is Python (an Ellipsis body) stays."""
+    script = (
+        "# %%\n>>> def f(x):\n...     return x + 1\n"
+        "# %%\nIn [7]: def g():\n   ...:     return 2\n"
+        "# %%\ndef h():\n    ...\n"
+    )
+    extracted = extract(notebook_from_source(script, "script.py"))
+    assert binding(extracted, "f").code == "def f(x):\n    return x + 1"
+    assert binding(extracted, "g").code == "def g():\n    return 2"
+    assert binding(extracted, "h").code == "def h():\n    ..."
+    assert extracted.syntax_errors == ()
+
+
 def test_a_module_written_by_writefile_runs_where_the_notebook_imports_from_it() -> None:
     """`%%writefile X.py` then `from X import f`: the written cell's code runs in place of the import (as Jupyter
     imports the file). A module nothing imports from, `import X` (the module object) and a non-.py file stay out."""

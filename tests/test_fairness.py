@@ -397,6 +397,16 @@ def test_cells_pasted_with_their_indent_are_graded_as_jupyter_runs_them(tmp_path
     assert result.total == result.max_total
 
 
+def test_cells_pasted_from_a_session_with_their_prompts_are_graded_as_jupyter_runs_them(tmp_path: Path,
+                                                                                       grader_cache: Path) -> None:
+    """moveLeft's cell keeps Python's prompts (`>>> `, `... `) and tupleOfTuples's IPython's (`In [7]: `,
+    `   ...: `): IPython takes them off before it runs a cell. Both cells were left out as syntax errors: moveLeft,
+    tupleOfTuples, nextStates and solve 0 (10/20)."""
+    [result] = grade([FAIR / "cells_pasted_from_a_session.ipynb"], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert not [w for w in result.warnings if w.kind == Kind.SYNTAX]
+    assert result.total == result.max_total
+
+
 def test_a_method_added_to_its_class_with_setattr_in_a_later_cell_is_graded(tmp_path: Path, grader_cache: Path) -> None:
     """A right 8-puzzle notebook explains its class a method at a time: h2 is a function of its own cell, added with
     setattr(EightPuzzle, 'h2', ...). That call was dropped (only `EightPuzzle.h2 = ...` counted as changing the

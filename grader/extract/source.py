@@ -483,7 +483,7 @@ def _parse_chars(source: str) -> int:
     if len(source) > MAX_CELL_CHARS:
         return 0
     if _MAYBE_CELL_MAGIC.match(source):
-        lines = _without_leading_indent(_LINE_BREAK.split(source))
+        lines = _as_ipython_reads(_LINE_BREAK.split(source))
         magic = _cell_magic(lines)
         if magic is not None and magic[1] not in WRAPPING_CELL_MAGICS and _written_module(lines[magic[0]]) is None:
             return 0
@@ -501,16 +501,31 @@ def _written_module(line: str) -> str | None:
     return m["path"].replace("\\", "/").rsplit("/", 1)[-1][: -len(".py")] or None if m else None
 
 
-def _without_leading_indent(lines: list[str]) -> list[str]:
-    """The cell as IPython runs it: the whitespace before its first non-blank line taken off every line that starts
-    with it (IPython's leading_indent, 7 and 8; 9 takes off the lines' common indent, which runs no cell this does
-    not). A cell pasted from inside a class or a loop runs in Jupyter, where Python alone says "unexpected indent":
-    a right findZero, indented, scored 0 for findZero and for the search that needs it. Line numbers stay."""
-    first = next((line for line in lines if line.strip()), "")
-    indent = first[: len(first) - len(first.lstrip(" \t"))]
-    if not indent:
+def _as_ipython_reads(lines: list[str]) -> list[str]:
+    """The cell as IPython runs it, after its clean-up (IPython 7 and 8, line numbers kept):
+
+    - leading_indent: the whitespace before the first non-blank line is taken off every line that starts with it
+      (9 takes off the lines' common indent, which runs no cell this does not). A cell pasted from inside a class
+      or a loop runs in Jupyter, where Python alone says "unexpected indent": a right findZero, indented, scored 0
+      for findZero and for the search that needs it.
+    - the prompts of a session pasted into a cell (`>>> `/`... `, `In [3]: `/`   ...: `) are taken off every line
+      when the first line has the first prompt or the second line any prompt: executed notebooks have such cells.
+    """
+    first = next((n for n, line in enumerate(lines) if line.strip()), None)
+    if first is None:
         return lines
-    return [line[len(indent):] if line.startswith(indent) else line for line in lines]
+    indent = lines[first][: len(lines[first]) - len(lines[first].lstrip(" \t"))]
+    if indent:
+        lines = [line[len(indent):] if line.startswith(indent) else line for line in lines]
+    for initial, prompt in _PROMPTS:
+        if initial.match(lines[first]) or (first + 1 < len(lines) and prompt.match(lines[first + 1])):
+            lines = [prompt.sub("", line, count=1) for line in lines]
+    return lines
+
+
+# IPython's classic_prompt and ipython_prompt: (what the first line must start with, any line's prompt).
+_IPYTHON_PROMPT = re.compile(r"^(((\[nav\]|\[ins\])? )?In \[\d+\]: |\s*\.{3,}: ?)")
+_PROMPTS = ((re.compile(r"^>>>( |$)"), re.compile(r"^(>>>|\.\.\.)( |$)")), (_IPYTHON_PROMPT, _IPYTHON_PROMPT))
 
 
 def _cell_magic(lines: list[str]) -> tuple[int, str] | None:
@@ -525,7 +540,7 @@ def _prepare(cell: Cell) -> _Prepared:
     """Replace magics, shell and help lines (keeping line numbers) and parse what is left."""
     if "get_ipython()" in cell.source:
         cell = replace(cell, source=_as_typed(cell.source))
-    lines = _without_leading_indent(_LINE_BREAK.split(cell.source))
+    lines = _as_ipython_reads(_LINE_BREAK.split(cell.source))
     prepared = _Prepared(cell, lines, None, [], [])
     if (magic := _cell_magic(lines)) is not None:
         first, name = magic
