@@ -680,6 +680,59 @@ def tree_use(path: str, most_entries: int) -> tuple[int, int]:
     return used, entries
 
 
+def tree_pids(root: int, procs: str | None, most: int = 4096) -> list[int]:
+    """The processes of a sandbox: its cgroup's (the `cgroup.procs` file `procs`) where it has one, else `root`
+    and its descendants (the runtime is their subreaper: an orphan stays in its tree). At most `most`."""
+    if procs:
+        try:
+            with open(procs, "rb") as listing:
+                return [int(pid) for pid in listing.read().split()[:most]]
+        except (OSError, ValueError):
+            pass
+    found: list[int] = []
+    pending = [root]
+    while pending and len(found) < most:
+        pid = pending.pop()
+        found.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children", "rb") as children:
+                    pending.extend(int(child) for child in children.read().split())
+            except (OSError, ValueError):
+                pass
+    return found[:most]
+
+
+def held_unlinked(pids: list[int], device: int, most_descriptors: int = 4096) -> int:
+    """The bytes of the files on `device` that no name reaches any more (unlinked, or O_TMPFILE) but that the
+    processes `pids` hold open: a scratch's use that tree_use cannot see. Each file once, at most
+    `most_descriptors` descriptors looked at (a process of the sandbox may hold RLIMIT_NOFILE of them)."""
+    seen: set[int] = set()
+    used = looked = 0
+    for pid in pids:
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            looked += 1
+            if looked > most_descriptors:
+                return used
+            try:
+                status = os.stat(f"/proc/{pid}/fd/{descriptor}")
+            except OSError:
+                continue
+            if status.st_dev == device and status.st_nlink == 0 and stat.S_ISREG(status.st_mode) \
+                    and (status.st_ino not in seen):
+                seen.add(status.st_ino)
+                used += status.st_blocks * 512
+    return used
+
+
 def scratch_over(path: str, most_bytes: int, most_entries: int) -> bool:
     """Whether the folder `path` holds more than `most_bytes` or more than `most_entries` entries."""
     used, entries = tree_use(path, most_entries)

@@ -54,8 +54,9 @@ MAX_MESSAGE = 1 << 20
 PRELOAD = ("numpy", "heapq")
 # How often the zygote looks at the size of each rlimits-mode scratch (Zygote.watch): a host folder bounded per file
 # only, where a load wrote 2.3 GB of 64 MB files in 6 s. What a sandbox can write past its limit is what it writes
-# in this time (and into files it keeps open after unlinking them: its open files times its file size).
+# between two looks.
 WATCH_SECONDS = 0.1
+UNLINKED_LOOKS = 5       # every 0.5 s, the files a sandbox unlinked and holds open (confine.held_unlinked)
 
 
 def _address_space():
@@ -242,6 +243,7 @@ class Zygote:
         self.asked = set()       # modules of PRELOAD a request asked for (imported, or found missing), once each
         self.scratches = {}      # pidfd -> (rlimits-mode scratch folder, its bytes, its entries): see watch
         self.next_watch = 0.0
+        self.looks = 0
 
     def preload(self, wanted):
         """Import what a request asks for of PRELOAD that is not loaded yet, and freeze it like the rest. One
@@ -280,8 +282,18 @@ class Zygote:
         if now < self.next_watch:
             return
         self.next_watch = now + WATCH_SECONDS
-        for pidfd, (path, most_bytes, most_entries) in list(self.scratches.items()):
-            if confine.scratch_over(path, most_bytes, most_entries):
+        # Files unlinked while held open, which no name reaches, every UNLINKED_LOOKS-th look: the descriptors of
+        # every process of the sandbox (up to 4,096 of them) cost more than the folder's names.
+        self.looks += 1
+        unlinked = self.looks % UNLINKED_LOOKS == 0
+        for pidfd, (path, most_bytes, most_entries, pid, procs) in list(self.scratches.items()):
+            used, entries = confine.tree_use(path, most_entries)
+            if unlinked and used <= most_bytes and entries <= most_entries:
+                try:
+                    used += confine.held_unlinked(confine.tree_pids(pid, procs), os.lstat(path).st_dev)
+                except OSError:
+                    pass
+            if used > most_bytes or entries > most_entries:
                 del self.scratches[pidfd]
                 try:
                     signal.pidfd_send_signal(pidfd, signal.SIGKILL)
@@ -335,7 +347,9 @@ class Zygote:
         self.children[pidfd] = (pid, sweep, status_fd if jailed else None)
         scratch, most_bytes, most_entries = (config.get(key) for key in ("scratch", "scratch_bytes", "scratch_files"))
         if not jailed and isinstance(scratch, str) and type(most_bytes) is int and type(most_entries) is int:
-            self.scratches[pidfd] = (scratch, most_bytes, most_entries)
+            procs = config.get("cgroup_procs") or []
+            procs = procs if isinstance(procs, str) else next((path for path in procs if isinstance(path, str)), None)
+            self.scratches[pidfd] = (scratch, most_bytes, most_entries, pid, procs)
         return pid, pidfd
 
     def stop_all(self):
