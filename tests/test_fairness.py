@@ -375,6 +375,19 @@ def test_a_graded_function_defined_inside_a_class_or_a_function_is_missing_and_t
     assert result.exercise("nextStates").score == result.exercise("nextStates").max_score
 
 
+def test_the_note_on_a_nested_definition_names_the_definition_in_force() -> None:
+    """A class written twice, findZero a method of both: the note names the later cell, the class Jupyter keeps."""
+    from grader.extract.source import extract
+    from grader.intake.notebook import notebook_from_source
+    from grader.judge.grading import _syntax_error_note
+    script = ("# %%\nclass Board:\n    def findZero(self, S):\n        return 0, 0\n"
+              "# %%\nx = 1\n"
+              "# %%\nclass Board:\n    def findZero(self, S):\n        return 1, 1\n")
+    notebook = notebook_from_source(script, "script.py")
+    assert _syntax_error_note("findZero", notebook, extract(notebook)) == (
+        "; it is defined inside class Board (cell 3), not at the top level of a cell, where the assignment calls it")
+
+
 def test_a_function_in_a_module_the_notebook_writes_and_imports_is_graded(tmp_path: Path, grader_cache: Path) -> None:
     """findZero's cell starts with `%%writefile sliding_helpers.py` and the next cell says `from sliding_helpers
     import findZero`, which runs in Jupyter. The cell was dropped like any other cell magic's and the import of a

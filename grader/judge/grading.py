@@ -235,18 +235,14 @@ def _syntax_error_note(name: str, notebook: Notebook, extracted: Extracted) -> s
 
 def _nested_note(name: str, extracted: Extracted) -> str:
     """Where `name` is defined inside a class or a function of the notebook (a method, a helper nested in its
-    caller): the student sees the def, the cases call a top-level name that is not there."""
-    for statement in extracted.statements:
-        if statement.kind not in ("def", "class"):
-            continue
-        try:
-            outer = ast.parse(statement.code).body[0]
-        except (SyntaxError, IndexError):
-            continue
+    caller): the student sees the def, the cases call a top-level name that is not there. The definitions in force
+    are searched, as extraction parsed them: a class or function defined twice is named where it was last."""
+    for definition in extracted.definitions.values():
+        outer = definition.node
         if isinstance(outer, _DEFINITIONS) and any(
                 isinstance(node, _DEFINITIONS) and node.name == name for top in outer.body for node in ast.walk(top)):
             where = f"class {outer.name}" if isinstance(outer, ast.ClassDef) else f"the function {outer.name}"
-            return f"; it is defined inside {where} ({statement.label}), not at the top level of a cell, where " \
+            return f"; it is defined inside {where} ({definition.label}), not at the top level of a cell, where " \
                 "the assignment calls it"
     return ""
 
