@@ -429,6 +429,22 @@ def test_ungraded_file_is_listed_and_left_out_of_pass_rates():
     assert all("broken" not in g.students for g in common_mistakes(results))
 
 
+
+def test_the_zero_card_says_how_many_of_its_zeros_could_not_be_graded():
+    """The summary read '2 scored zero' beside '2 could not be graded' for a class whose only zeros were the two
+    unreadable files: a TA counted four students in trouble."""
+    results = small_class() + [submission(name, [exercise("manhattan", [
+        case("manhattan#1", "missing", "not graded: not a notebook")])],
+        warnings=(GraderWarning(Kind.UNREADABLE, "not a notebook"),), state="unreadable")
+        for name in ("broken", "empty")]
+    summary = summarize(results)
+    assert (summary.zero_ungraded, summary.ungraded) == (2, 2) and summary.zero >= 2
+    page = class_report_html(results)
+    assert f'<div class="value">{summary.zero}</div><div class="label">scored zero (2 of them not graded)</div>' \
+        in page
+    assert '<div class="label">scored zero</div>' in class_report_html(small_class())
+
+
 # ------------------------------------------------------------------------------------------------ figures
 
 

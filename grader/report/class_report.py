@@ -55,6 +55,7 @@ class ClassSummary:
     problem_submissions: int = 0           # submissions with at least one such case: regrade after the fix
     busy_cases: int = 0                    # cases a busy machine kept from being judged (reason `busy machine`)
     busy_submissions: int = 0              # submissions with at least one: the next run grades them again
+    zero_ungraded: int = 0                 # of `zero`, the ones that could not be graded (also in `ungraded`)
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,7 @@ class ClassTally:
         self.max_total = 0.0
         self.full_marks = 0
         self.zero = 0
+        self.zero_ungraded = 0
         self.levels: dict[str, int] = {}
         self.rubrics: set[str] = set()
         self.versions: set[str] = set()
@@ -271,6 +273,7 @@ class ClassTally:
         self.max_total = max(self.max_total, result.max_total)
         self.full_marks += result.max_total > 0 and result.total >= result.max_total
         self.zero += result.total == 0
+        self.zero_ungraded += result.total == 0 and ungraded_result
         self.levels[result.isolation] = self.levels.get(result.isolation, 0) + 1
         self.rubrics.add(result.rubric)
         self.versions.add(result.grader_version)
@@ -329,7 +332,7 @@ class ClassTally:
         return ClassSummary(
             submissions=self.count, ungraded=self.ungraded_count, max_total=self.max_total,
             mean=statistics.fmean(totals) if totals else None, median=statistics.median(totals) if totals else None,
-            full_marks=self.full_marks, zero=self.zero,
+            full_marks=self.full_marks, zero=self.zero, zero_ungraded=self.zero_ungraded,
             isolation=tuple(sorted(self.levels.items(), key=lambda item: (-item[1], item[0]))),
             rubrics=tuple(sorted(self.rubrics)), grader_versions=tuple(sorted(self.versions)), totals=totals,
             unreadable=self.states.get("unreadable", 0), failed=self.states.get("failed", 0), late=self.late,
