@@ -241,3 +241,18 @@ def test_tree_use_counts_allocated_bytes_and_stops_counting_entries(tmp_path):
         held = confine.held_unlinked(confine.tree_pids(os.getpid(), None), os.lstat(tmp_path).st_dev)
     assert (1 << 20) <= held < (1 << 20) + (1 << 16)
     assert confine.held_unlinked([os.getpid()], os.lstat(tmp_path).st_dev) == 0
+
+
+def test_doctor_says_a_non_root_grader_without_landlock_leaves_the_terminals_open(monkeypatch):
+    """Without root, namespaces and Landlock, the student runs as the TA's uid and may open /dev/pts/N (escape
+    sequences into the TA's terminal, reading its typing); nothing else can refuse that open (README). The TA
+    learns it from `grader doctor`, which named files only."""
+    from grader.run import doctor
+    from grader.sandbox.isolation import Isolation
+
+    monkeypatch.setattr(doctor, "probe", lambda: {})
+    monkeypatch.setattr(doctor, "detect", lambda: Isolation(namespaces=False, pids_root=None))
+    monkeypatch.setattr(confine, "landlock_abi", lambda: 0)
+    monkeypatch.setattr(doctor.os, "geteuid", lambda: 4242)
+    [advice] = [line for line in doctor.diagnose().advice if line.startswith("No Landlock")]
+    assert "open your terminals" in advice and "every file of yours" in advice

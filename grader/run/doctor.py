@@ -54,7 +54,8 @@ def diagnose() -> Diagnosis:
     if not isolation.namespaces and not landlock:
         advice.append("No Landlock (Linux >= 5.13 with landlock in the lsm= list): without namespaces student "
                       "code can read every world-readable file on this machine"
-                      + (" and write every file of yours" if os.geteuid() != 0 else "")
+                      + (" and write every file of yours, and open your terminals (write escape sequences to "
+                         "them, read what you type there)" if os.geteuid() != 0 else "")
                       + ". Keep the course readable by its owner only (chmod -R go-rwx), or enable namespaces or "
                       "Landlock.")
     if not isolation.namespaces and os.geteuid() != 0 and landlock < 6:
