@@ -4,8 +4,8 @@ Cases are one failure when the judge found the same cause for them (CaseResult's
 back): the same known mistake; else the same `cause` (the kind of mismatch with its types, "expected str, got
 int"; an exception without its numbers), an error's also raised at the same place. Their messages may differ in
 where the mismatch is or which values it shows: the note gives the cause and a public case's message or two as
-examples. Every case keeps its own message, which the reports show. A hidden case's message is never quoted: it
-shows what the case was compared with, which is not for the student (see hidden_summary).
+examples. Every case keeps its own message, which the reports show. A hidden case's message, cause and place are
+never quoted: they show what the case was compared with, or words its input chose (see hidden_summary).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grader.store.results import CaseResult
-from grader.store.status import ERROR, FAILING
+from grader.store.status import ERROR, FAILING, headline
 
 EXAMPLES = 2   # public messages quoted per group, at most
 LONG = 160     # characters: two examples longer than this together are one
@@ -47,9 +47,10 @@ def _note(group: Sequence[CaseResult]) -> str:
     if len(shown) == 1 and all(r.message == shown[0] for r in group):
         return f"{head} ({first.status}: {shown[0]})"            # word for word: the message says it all
     cause = first.cause or "the same message"
-    if not shown:    # hidden cases only: the cause, where an error was raised, and the rubric's advice on it
-        where = f" (at {first.where})" if first.status == ERROR and first.where else ""
-        return f"{head} ({first.status}: {cause}{where}{f'. {first.advice}' if first.advice else ''})"
+    if not shown:    # hidden cases only: the grader's word for the failure and the rubric's advice on it
+        # Never the cause or the place: both are the student's code's words (an exception's text and type, the
+        # frame it names), which a hidden case can fill with its input.
+        return f"{head} ({headline(first.status, first.reason)}{f'. {first.advice}' if first.advice else ''})"
     # A message ends with the advice (a known mistake's say, an error hint): one example says it once; so does
     # one long enough to be read alone (a set's differing elements).
     quoted = shown[:1 if first.advice or sum(map(len, shown[:EXAMPLES])) > LONG else EXAMPLES]

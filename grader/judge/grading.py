@@ -42,7 +42,8 @@ from grader.sandbox import cpuclock, frames
 from grader.sandbox.budget import Budget
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, MachineBusy, Oracle, Outcome, ProcessLimits, PureOracle, Replies,
-                                    Sandbox, SandboxError, SharedReplies, preloads, right_answer)
+                                    Sandbox, SandboxError, SharedReplies, preloads, right_answer,
+                                    skipped_after_timeouts)
 from grader.judge.scoring import exercise_score, total
 
 
@@ -307,7 +308,8 @@ def build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: 
         settings = {k: codec.encode(evaluate_data(code, data)) for k, code in case.set}
         requests.append(CaseRequest(case.id, call.code, values, settings, probes,
                                     limits.case_timeout(plan.expected[case.id].seconds), reduce,
-                                    oracle_calls=limits.oracle_calls, right=_right_frame(plan, case)))
+                                    oracle_calls=limits.oracle_calls, right=_right_frame(plan, case),
+                                    hidden=case.visibility != "public"))
     return requests
 
 
@@ -1046,19 +1048,17 @@ def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner
     The child runs every exercise's own run (the notebook's own helpers) before any run whose helpers the
     reference answers (OwnRunsFirst): the reference's answers exist in the sandbox only once no exercise is left
     to run with the notebook's own code, whatever channel the notebook opens between its processes (memory
-    shared since its load) to carry them there. The kit's runner answers from the public kit: as it comes."""
+    shared since its load) to carry them there. Within the own runs every exercise's public cases run before
+    any hidden case's input is sent, for the same reason: the student sees what public cases print, answer and
+    raise. The kit's runner answers from the public kit: as it comes."""
     runnable: dict[str, ExerciseResult | tuple[str, str, dict[str, Any]]] = {}
     if runner is not None and cases is None:
         runner = OwnRunsFirst(runner)
         for exercise in plan.rubric.exercises:
             runnable[exercise.id] = _runnable(plan, exercise, notebook, extracted, loaded)
-        runs = [(exercise, ready) for exercise in plan.rubric.exercises
-                if not isinstance(ready := runnable[exercise.id], ExerciseResult)]
-        for index, (exercise, ready) in enumerate(runs, 1):
-            requests = _requests(plan, exercise, plan.cases[exercise.id], ready[0], options)
-            runner.run_exercise(requests, (), _no_oracle, deadline, max_timeouts=exercise.limits.max_timeouts,
-                                more=index < len(runs))
-        runner.replaying = True
+        runner.run_ahead([(_requests(plan, exercise, plan.cases[exercise.id], ready[0], options),
+                           exercise.limits.max_timeouts) for exercise in plan.rubric.exercises
+                          if not isinstance(ready := runnable[exercise.id], ExerciseResult)], deadline)
     judged: dict[str, ExerciseResult] = {}
     for exercise in plan.rubric.exercises:
         own = runner if runner is None or cases is None else cases(exercise, runner)
@@ -1068,15 +1068,35 @@ def grade_exercises(plan: Plan, notebook: Notebook, extracted: Extracted, runner
 
 
 class OwnRunsFirst:
-    """A case runner that is asked first for every exercise's own run (no isolated helpers), in the rubric's
-    order, and keeps the outcomes; then, judging in order, it gives each own run its kept outcomes and runs the
-    isolated ones for real. An own run's requests depend on nothing judged, so the verdicts are those of one
-    pass; only when the child runs them changes."""
+    """A case runner that runs every exercise's own run (no isolated helpers) first (run_ahead) and keeps the
+    outcomes; then, judging in order, it gives each own run its kept outcomes and runs the isolated ones for
+    real. An own run's requests depend on nothing judged, so the verdicts are those of one pass; only when the
+    child runs them changes."""
 
     def __init__(self, runner: CaseRunner):
         self.runner = runner
         self.kept: dict[tuple[str, ...], list[Outcome]] = {}
         self.replaying = False
+
+    def run_ahead(self, runs: Sequence[tuple[Sequence[CaseRequest], int]], deadline: float) -> None:
+        """Every own run (its requests, its max_timeouts), in the rubric's order: every exercise's public cases,
+        then every exercise's hidden ones, each part one request to the one loaded child. No hidden input reaches
+        the child while a public case, whose output, answer and message the student sees, is still to run
+        there; an exercise's hidden part has the timeouts its public part left (skipped when none are left)."""
+        parts = [(index, [r for r in requests if r.hidden == hidden])
+                 for hidden in (False, True) for index, (requests, _) in enumerate(runs)]
+        parts = [(index, part) for index, part in parts if part]
+        found: dict[tuple[int, str], Outcome] = {}
+        timeouts = [0] * len(runs)
+        for number, (index, part) in enumerate(parts, 1):
+            left = runs[index][1] - timeouts[index]
+            outcomes = skipped_after_timeouts(part, timeouts[index]) if left <= 0 else \
+                self.runner.run_exercise(part, (), _no_oracle, deadline, max_timeouts=left, more=number < len(parts))
+            timeouts[index] += sum(1 for outcome in outcomes if outcome.status == "timeout")
+            found.update(((index, request.id), outcome) for request, outcome in zip(part, outcomes, strict=True))
+        for index, (requests, _) in enumerate(runs):
+            self.kept[tuple(request.id for request in requests)] = [found[index, request.id] for request in requests]
+        self.replaying = True
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                      deadline: float, max_timeouts: int = 2,

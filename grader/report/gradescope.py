@@ -25,7 +25,7 @@ from grader.files import write_text
 from grader.report.class_outputs import Classroom, Written
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line
 from grader import codec
-from grader.store.status import RAISED, WRONG, headline, reason_of
+from grader.store.status import MISSING, headline
 from grader.textsafe import display
 
 DECIMALS = 4                       # grader.judge.scoring rounds scores to 4 decimals
@@ -97,15 +97,14 @@ def _cut(text: str, limit: int) -> str:
 
 def _case_output(case: CaseResult) -> str:
     """What the student reads in the test's box. Public cases show the call, expected beside got, the error and
-    the printed output; hidden ones only their verdict, and the grader's own message where it wrote one (they
-    appear once grades are published): a wrong answer's message says what it was compared with ("expected 19, got
-    20") and an error's what the notebook raised, which the notebook chooses (an answer or an error that spells the
-    case's input), as the student reports never show."""
+    the printed output; hidden ones (they appear once grades are published) only their verdict and the rubric's
+    advice, or the grader's reason for not running one: a message of a case that ran quotes what the code
+    answered, raised or where it was, which the code can fill with the hidden input."""
     word = headline(case.status, case.reason)
     if case.visibility != "public":
-        own = case.message and reason_of(case.status, case.reason) not in (WRONG, RAISED)
-        return (f"{word}: {case.message}" if own else word) + \
-            "\n(hidden case: its call and answers are not shown, nor what it answered or raised)"
+        said = case.message if case.status == MISSING else case.advice
+        return "\n".join([word + (f": {said}" if said else ""),
+                          "(hidden case: its call, answers and messages are not shown)"])
     lines = [word + (f": {case.message}" if case.message else "")]
     lines.append(f"call:     {case.call}")
     if case.status == "fail":
@@ -119,7 +118,8 @@ def _case_output(case: CaseResult) -> str:
 
 
 def _case_name(exercise: ExerciseResult, case: CaseResult) -> str:
-    call = " ".join(case.call.split()) or case.id
+    """The test's name: a public case's call, a hidden case's id (its call holds its input)."""
+    call = " ".join(case.call.split()) or case.id if case.visibility == "public" else f"hidden case {case.id}"
     return _cut(f"{exercise.id}: {call}", NAME_CHARS)
 
 

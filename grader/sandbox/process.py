@@ -71,6 +71,9 @@ class CaseRequest:
     reduce: str | None = None                   # expression over `result`, applied before encoding
     oracle_calls: int = ORACLE_CALLS            # at most this many isolated-helper round trips, then the case ends
     oracle_bytes: int = ORACLE_BYTES            # and at most this many bytes of them (each parsed and decoded)
+    # The parent's own: a hidden case, whose input must never reach a child that will run a public case after
+    # it (Sandbox.run_exercise). Never sent, like `right`.
+    hidden: bool = field(default=False, compare=False)
     # The parent's own: the body of the `result` frame a right answer makes, as the runtime writes it, and the
     # message it is (right_answer). A frame of exactly these bytes is that answer, taken without parsing (most
     # answers of a class are right). Never sent: the child is sent the fields _exercise_message names.
@@ -425,6 +428,7 @@ class Sandbox:
         self.restarts = 0
         self.retired = False     # the child was ended on purpose (_retire_for): the next start is not a restart
         self.answered: frozenset[tuple[str, str]] = frozenset()   # helpers the reference answered this child
+        self.heard_hidden = False   # a hidden case's input was sent to this child (see run_exercise)
         self.reloaded = 0.0      # seconds of the grader's own reloads given back to the deadline (_reload)
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
@@ -458,7 +462,7 @@ class Sandbox:
             _later(_discard, child)
         self._stop()
 
-    def _retire_for(self, isolate: Sequence[str], methods: Mapping[str, Any] | None) -> None:
+    def _retire_for(self, isolate: Sequence[str], methods: Mapping[str, Any] | None, public: bool = True) -> None:
         """Before an exercise: the child goes if the reference answered it helpers this exercise does not
         isolate (the next one is loaded fresh), for what the reference answered must not outlive the exercise
         that asked it, and ending its fork is not enough. The answers went out through whatever the notebook made
@@ -466,8 +470,11 @@ class Sandbox:
         objects of the sandbox's namespace, the runtime's own memory (made ptrace-able by the notebook's load),
         a thread of its own left in the runtime; the next exercise's fork read them back (redteam's probes). All
         of those die with the child's namespaces. An exercise that isolates them all may keep the child: the
-        reference answers it any call of theirs anyway. Not a death: it does not count against the restarts."""
-        if self.answered and not self.answered <= _answering(isolate, methods) and self.process is not None:
+        reference answers it any call of theirs anyway. Not a death: it does not count against the restarts.
+        Likewise before `public` cases in a child that heard a hidden case's input: the student sees what a
+        public case prints, answers and raises, and the same channels would carry that input into it."""
+        if self.process is not None and (public and self.heard_hidden or
+                                         self.answered and not self.answered <= _answering(isolate, methods)):
             self.close()
             self.retired = True
 
@@ -532,6 +539,7 @@ class Sandbox:
         self.made, self.started_waiting = child.made, child.waited
         self.carried = None
         self.answered = frozenset()
+        self.heard_hidden = False
         # Set here, never taken from the child: what counts a case's CPU time (see _CaseClock).
         child.facts["cpu_clock"] = "cgroup" if self.meter is not None else \
             "proc" if os.path.exists("/proc/self/stat") else "wall"
@@ -720,8 +728,35 @@ class Sandbox:
 
         `methods` describes the isolated names that are methods (`Class.method`): the parameters of the method
         and the attribute chains over them the child sends to the oracle as data. `more`: another exercise
-        follows in this sandbox (the child's fork checks it may serve it while this side turns around)."""
-        self._retire_for(isolate, methods)
+        follows in this sandbox (the child's fork checks it may serve it while this side turns around).
+
+        Hidden cases' inputs never reach a child before a public case it runs: a request of both goes to the
+        child as two, its public cases first (the outcomes come back in the request's order, the hidden part
+        with the timeouts the public part left), and public cases are never sent to a child that heard a hidden
+        input; that child goes and the notebook is loaded fresh (`_retire_for`).
+        Whatever the notebook made to keep what it saw (a global, a file, a page shared since its load, a
+        process left running) dies with that child, so no output, answer or message of a public case, which
+        the student sees, can carry a hidden input. Grading orders every exercise's public cases before any
+        hidden one (judge.grading.OwnRunsFirst), so a correct notebook is loaded once."""
+        public = [case for case in cases if not case.hidden]
+        if not public or len(public) == len(cases):
+            return self._run_part(cases, isolate, oracle, deadline, max_timeouts, methods, more)
+        # Two requests: the child is sent a request's every case at once.
+        found = dict(zip((case.id for case in public),
+                         self._run_part(public, isolate, oracle, deadline, max_timeouts, methods, True), strict=True))
+        hidden = [case for case in cases if case.hidden]
+        timeouts = sum(1 for outcome in found.values() if outcome.status == "timeout")
+        found.update(zip((case.id for case in hidden), skipped_after_timeouts(hidden, timeouts)
+                         if timeouts >= max_timeouts else
+                         self._run_part(hidden, isolate, oracle, deadline, max_timeouts - timeouts, methods, more),
+                         strict=True))
+        return [found[case.id] for case in cases]
+
+    def _run_part(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
+                  deadline: float, max_timeouts: int = 2,
+                  methods: Mapping[str, Any] | None = None, more: bool = False) -> list[Outcome]:
+        """run_exercise's cases, all public or all hidden: one request to the child (more after a death)."""
+        self._retire_for(isolate, methods, public=not all(case.hidden for case in cases))
         deadline += self.reloaded   # the time of the grader's own reloads (_reload) is not the submission's
         outcomes: list[Outcome] = []
         timeouts = 0
@@ -732,9 +767,7 @@ class Sandbox:
                 outcomes.extend(Outcome(c.id, "skipped", error=self._spent(deadline, now)) for c in cases[position:])
                 break
             if timeouts >= max_timeouts:
-                outcomes.extend(Outcome(c.id, "skipped", error={
-                    "message": f"not run: {timeouts} earlier cases of this exercise timed out", "reason": "timeouts"})
-                    for c in cases[position:])
+                outcomes.extend(skipped_after_timeouts(cases[position:], timeouts))
                 break
             if self.process is None or self.process.poll() is not None:
                 retired, self.retired = self.retired, False
@@ -804,6 +837,8 @@ class Sandbox:
             self._send(_exercise_frame(cases, isolate, methods, more))
         except (wire.Closed, wire.FrameError):
             return outcomes, False
+        finally:
+            self.heard_hidden = self.heard_hidden or any(case.hidden for case in cases)
         wait_until = time.monotonic() + RUNTIME_SECONDS   # between cases: the runtime's own work
         until = self._until(deadline)      # the deadline as it stands: moved only once it has passed (budget.py)
         self.budget.exercise_started(time.monotonic())
@@ -1157,6 +1192,12 @@ class Sandbox:
 _HEARD_FRAME = 16 * 1024          # a larger frame is parsed every time
 _HEARD: SizedMemo[bytes, tuple[frames.Bounds, frames.Message]] = SizedMemo(512 * 1024)
 _RESULT_HEAD = b'{"op":"result",'   # how the runtime writes a result frame (any other spelling is parsed)
+
+
+def skipped_after_timeouts(cases: Sequence[CaseRequest], timeouts: int) -> list[Outcome]:
+    """The outcomes of an exercise's cases not run because `timeouts` of its cases timed out (max_timeouts)."""
+    return [Outcome(c.id, "skipped", error={"message": f"not run: {timeouts} earlier cases of this exercise timed "
+                                                       f"out", "reason": "timeouts"}) for c in cases]
 
 
 def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
