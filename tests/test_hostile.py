@@ -334,6 +334,17 @@ def failing(result: SubmissionResult, exercise: str):
     return [c for c in result.exercise(exercise).cases if c.status != "pass"]
 
 
+def fired(result: SubmissionResult, exercise: str):
+    """The case an attack that fires once per process cost (its first public case), and at most the first hidden
+    one besides: an exercise's public cases and its hidden ones are two requests, and the hidden ones run in a
+    fork of the loaded state when the public ones changed anything (the attack's own mark included)."""
+    cases = result.exercise(exercise).cases
+    firsts = {next(c.id for c in cases if c.visibility == kind) for kind in {c.visibility for c in cases}}
+    lost = failing(result, exercise)
+    assert lost and {c.id for c in lost} <= firsts, [(c.id, c.status, c.message[:80]) for c in lost]
+    return next(c for c in lost if c.visibility == "public")
+
+
 def only(corpus: Corpus, name: str, *exercises: str) -> SubmissionResult:
     """The attack cost exactly these exercises (their points, nothing else)."""
     result = graded(corpus, name)
@@ -461,13 +472,13 @@ def test_killing_the_loaded_child_from_search_loses_nothing_else(corpus):
 
 def test_bytearray_memory_bomb_costs_one_case_of_extract_move_list(corpus):
     result = only(corpus, "memory_bomb_bytearray_in_extract_move_list", "extract_move_list")
-    [case] = failing(result, "extract_move_list")
+    case = fired(result, "extract_move_list")
     assert case.status == "error" and "MemoryError" in case.message
 
 
 def test_growing_memory_bomb_costs_one_case_of_find_tile(corpus):
     result = only(corpus, "memory_bomb_growing_list_in_find_tile", "find_tile")
-    [case] = failing(result, "find_tile")
+    case = fired(result, "find_tile")
     assert case.status == "error" and "MemoryError" in case.message, case.message
 
 
@@ -510,19 +521,19 @@ def test_ten_megabytes_of_prints_are_truncated_and_the_answers_count(corpus):
 
 def test_huge_return_value_costs_one_case(corpus):
     result = only(corpus, "huge_return_from_find_numbers", "find_numbers")
-    [case] = failing(result, "find_numbers")
+    case = fired(result, "find_numbers")
     assert case.status == "error" and "items" in case.message
 
 
 def test_deeply_nested_return_value_costs_one_case(corpus):
     result = only(corpus, "deeply_nested_return_from_move_dir", "move_dir")
-    [case] = failing(result, "move_dir")
+    case = fired(result, "move_dir")
     assert case.status == "error" and "deeper" in case.message
 
 
 def test_self_referencing_return_value_costs_one_case(corpus):
     result = only(corpus, "self_referencing_return_from_matches", "matches")
-    [case] = failing(result, "matches")
+    case = fired(result, "matches")
     assert case.status == "error" and "deeper" in case.message
 
 
@@ -706,7 +717,7 @@ def test_environment_secret_of_the_grader_is_not_visible(corpus):
 
 def _leak_report(corpus: Corpus) -> dict:
     result = only(corpus, "leak_probe_in_find_tile", "find_tile")
-    [case] = failing(result, "find_tile")
+    case = fired(result, "find_tile")
     assert case.id == "find_tile#1"
     report = got(case)
     assert isinstance(report, dict), f"the probe reported nothing: {case.status}: {case.message}"
@@ -788,7 +799,7 @@ def test_classmates_notebooks_are_not_found_outside_tmp_and_home(corpus):
 
 def test_host_secrets_and_a_second_course_checkout_are_out_of_reach(corpus):
     result = only(corpus, "shadow_and_course_copy_read_by_matches", "matches")
-    [case] = failing(result, "matches")
+    case = fired(result, "matches")
     needs_namespaces(result)
     assert got(case) == {"shadow": False, "references": []}
 
@@ -796,7 +807,7 @@ def test_host_secrets_and_a_second_course_checkout_are_out_of_reach(corpus):
 def test_shared_memory_answers_reach_no_other_notebook_and_do_not_outlive_the_batch(corpus):
     only(corpus, "ipc_answers_published_at_top_level")
     reader = only(corpus, "ipc_answers_read_by_find_tile", "find_tile")
-    [case] = failing(reader, "find_tile")
+    case = fired(reader, "find_tile")
     needs_namespaces(reader)
     assert got(case) == {"published": None}
     assert not corpus.shm_left, "the System V segment stayed on the host after the batch"
