@@ -609,11 +609,13 @@ def test_the_prompts_of_a_pasted_session_are_taken_off_as_ipython_does() -> None
         "# %%\n>>> def f(x):\n...     return x + 1\n"
         "# %%\nIn [7]: def g():\n   ...:     return 2\n"
         "# %%\ndef h():\n    ...\n"
+        "# %%\nIn [8]: %time k = 3\n"
     )
     extracted = extract(notebook_from_source(script, "script.py"))
     assert binding(extracted, "f").code == "def f(x):\n    return x + 1"
     assert binding(extracted, "g").code == "def g():\n    return 2"
     assert binding(extracted, "h").code == "def h():\n    ..."
+    assert binding(extracted, "k").code == "k = 3"
     assert extracted.syntax_errors == ()
 
 

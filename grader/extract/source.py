@@ -540,7 +540,8 @@ def _prepare(cell: Cell) -> _Prepared:
     """Replace magics, shell and help lines (keeping line numbers) and parse what is left."""
     if "get_ipython()" in cell.source:
         cell = replace(cell, source=_as_typed(cell.source))
-    lines = _as_ipython_reads(_LINE_BREAK.split(cell.source))
+    typed = _LINE_BREAK.split(cell.source)
+    lines = _as_ipython_reads(typed)
     prepared = _Prepared(cell, lines, None, [], [])
     if (magic := _cell_magic(lines)) is not None:
         first, name = magic
@@ -566,7 +567,7 @@ def _prepare(cell: Cell) -> _Prepared:
     # A cell too large to parse is not scanned for line magics either (a Python loop over every character).
     too_large = len(cell.source) > MAX_CELL_CHARS
     if not too_large:
-        _replace_line_magics(prepared)
+        _replace_line_magics(prepared, cleaned=lines is not typed)
     text = "\n".join(lines)
     try:
         if too_large or len(text) > MAX_CELL_CHARS:
@@ -686,11 +687,12 @@ def _deeper_than(tree: ast.AST, limit: int) -> bool:
 _MAYBE_IPYTHON = re.compile(r"(?:^|[\r\n])[^\S\r\n]*[!%]|\?|=\s*[!%]")
 
 
-def _replace_line_magics(prepared: _Prepared) -> None:
+def _replace_line_magics(prepared: _Prepared, cleaned: bool = False) -> None:
     """Rewrite IPython-only lines that start a logical line; lines inside strings or brackets are Python."""
     lines, cell = prepared.lines, prepared.cell
     # Most cells: plain Python, no line to scan character by character.
-    if not _MAYBE_IPYTHON.search(cell.source) and "exec(" not in cell.source:
+    # A pasted session's magics (`In [3]: %time f()`) start their lines only once its prompts are off (`cleaned`).
+    if not cleaned and not _MAYBE_IPYTHON.search(cell.source) and "exec(" not in cell.source:
         return
     scanner = _LineScanner()
     for i, line in enumerate(lines):
