@@ -256,3 +256,32 @@ def test_doctor_says_a_non_root_grader_without_landlock_leaves_the_terminals_ope
     monkeypatch.setattr(doctor.os, "geteuid", lambda: 4242)
     [advice] = [line for line in doctor.diagnose().advice if line.startswith("No Landlock")]
     assert "open your terminals" in advice and "every file of yours" in advice
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives files to another uid: needs root")
+def test_what_an_unused_uid_left_in_world_writable_folders_is_counted_and_removed(tmp_path):
+    """Without Landlock (a Gradescope 4.14 kernel) the sandbox's unused uid writes /tmp, /var/tmp and /dev/shm as
+    well as its scratch: the zygote counts what that uid owns there toward the scratch's bound and removes it
+    once the sandbox is gone (it stayed for good, and nothing bounded it). Never through a link, never another
+    uid's file."""
+    uid = confine.UID_BASE + 12345
+    shared, victim = tmp_path / "tmp", tmp_path / "victim"
+    shared.mkdir()
+    victim.mkdir()
+    (victim / "keep").write_bytes(b"k" * 4096)
+    (shared / "big").write_bytes(b"x" * (1 << 20))
+    (shared / "tree" / "deep").mkdir(parents=True)
+    (shared / "tree" / "deep" / "more").write_bytes(b"y" * (1 << 20))
+    (shared / "link").symlink_to(victim)
+    (shared / "someone else's").write_bytes(b"z" * (1 << 20))
+    for path in (shared / "big", shared / "tree", shared / "tree" / "deep", shared / "tree" / "deep" / "more"):
+        os.chown(path, uid, uid)
+    os.lchown(shared / "link", uid, uid)
+    used, entries = confine.owned_use([str(shared)], uid, 1000)
+    assert (2 << 20) <= used < (2 << 20) + (1 << 16) and entries == 5
+    assert confine.owned_use([str(shared)], uid, 2)[1] <= 4   # counting stops near the bound
+    confine.remove_owned([str(shared)], uid)
+    assert sorted(os.listdir(shared)) == ["someone else's"]
+    assert (victim / "keep").read_bytes() == b"k" * 4096
+    confine.remove_owned([str(shared)], 0)   # never anyone's but an unused uid's
+    assert sorted(os.listdir(shared)) == ["someone else's"]

@@ -244,6 +244,8 @@ class Zygote:
         self.scratches = {}      # pidfd -> (rlimits-mode scratch folder, its bytes, its entries): see watch
         self.next_watch = 0.0
         self.looks = 0
+        self.landlock_abi = None
+        self.elsewhere = {}      # pidfd -> WORLD_WRITABLE, for a sandbox whose unused uid Landlock does not keep there
 
     def preload(self, wanted):
         """Import what a request asks for of PRELOAD that is not loaded yet, and freeze it like the rest. One
@@ -286,8 +288,11 @@ class Zygote:
         # every process of the sandbox (up to 4,096 of them) cost more than the folder's names.
         self.looks += 1
         unlinked = self.looks % UNLINKED_LOOKS == 0
-        for pidfd, (path, most_bytes, most_entries, pid, procs) in list(self.scratches.items()):
+        for pidfd, (path, most_bytes, most_entries, pid, procs, uid, elsewhere) in list(self.scratches.items()):
             used, entries = confine.tree_use(path, most_entries)
+            if elsewhere and entries <= most_entries:   # no Landlock: its uid writes /tmp and the like too
+                more, inside = confine.owned_use(elsewhere, uid, most_entries - entries)
+                used, entries = used + more, entries + inside
             if unlinked and used <= most_bytes and entries <= most_entries:
                 try:
                     used += confine.held_unlinked(confine.tree_pids(pid, procs), os.lstat(path).st_dev)
@@ -300,8 +305,15 @@ class Zygote:
                 except OSError:
                     pass
 
+    def landlock(self):
+        """The kernel's Landlock ABI, read once: where it is 0 a sandbox's unused uid writes outside its scratch."""
+        if self.landlock_abi is None:
+            self.landlock_abi = confine.landlock_abi()
+        return self.landlock_abi
+
     def _ended(self, pidfd):
         self.scratches.pop(pidfd, None)
+        elsewhere = self.elsewhere.pop(pidfd, ())
         pid, uid, status_fd = self.children.pop(pidfd)
         os.close(pidfd)
         try:
@@ -317,6 +329,8 @@ class Zygote:
                     pass
             os.close(status_fd)
         self._sweep(uid)
+        if elsewhere and uid is not None:   # its processes are gone: what it left outside its scratch goes
+            confine.remove_owned(elsewhere, uid)
 
     def spawn(self, config, fds):
         request_fd, response_fd, output_fd, status_fd = fds
@@ -349,7 +363,10 @@ class Zygote:
         if not jailed and isinstance(scratch, str) and type(most_bytes) is int and type(most_entries) is int:
             procs = config.get("cgroup_procs") or []
             procs = procs if isinstance(procs, str) else next((path for path in procs if isinstance(path, str)), None)
-            self.scratches[pidfd] = (scratch, most_bytes, most_entries, pid, procs)
+            elsewhere = confine.WORLD_WRITABLE if sweep is not None and not self.landlock() else ()
+            self.scratches[pidfd] = (scratch, most_bytes, most_entries, pid, procs, sweep, elsewhere)
+            if elsewhere:
+                self.elsewhere[pidfd] = elsewhere
         return pid, pidfd
 
     def stop_all(self):
