@@ -241,7 +241,9 @@ class Zygote:
         self.children = {}
         self.preloaded = preloaded   # bytes of address space the preloaded modules take in every child
         self.asked = set()       # modules of PRELOAD a request asked for (imported, or found missing), once each
-        self.scratches = {}      # pidfd -> (rlimits-mode scratch folder, its bytes, its entries): see watch
+        # pidfd -> (rlimits-mode scratch folder, its bytes, its entries, the runtime's pid, its cgroup.procs or
+        # None, the unused uid or None, the WORLD_WRITABLE folders its uid may write or ()): see watch
+        self.scratches = {}
         self.next_watch = 0.0
         self.looks = 0
         self.landlock_abi = None
@@ -256,7 +258,6 @@ class Zygote:
             self.asked.update(new)
             self.preloaded += preload(new)
             gc.freeze()
-
 
     def _sweep(self, uid):
         """kill(-1) as `uid`: every process of that (unique, sandbox-only) uid dies, escapees included."""
@@ -278,8 +279,9 @@ class Zygote:
         """Kill each rlimits-mode sandbox whose scratch holds more than its disk_mb or files, at most every
         WATCH_SECONDS. In a jail the scratch is a tmpfs of that size, which refuses the write; in rlimits mode it
         is a folder on the host's disk, bounded per file only (RLIMIT_FSIZE), and a notebook could fill the disk
-        the results are written to. The zygote never ran student code and outlives the sandbox's own clocks; the
-        grader reads the same fact (confine.scratch_over) to say why the case died."""
+        the results are written to. The zygote never ran student code and outlives the sandbox's own clocks. The
+        grader reads the folder's part of this fact (confine.scratch_over) to say why the case died; a kill for
+        files held unlinked or left in WORLD_WRITABLE is not told apart from any other SIGKILL."""
         now = time.monotonic()
         if now < self.next_watch:
             return
