@@ -264,6 +264,21 @@ def test_a_real_notebooks_successors_in_a_list_earn_the_set_exercise(tmp_path: P
     assert result.total == result.max_total
 
 
+def test_a_known_mistake_in_a_list_is_matched_where_a_list_is_read_as_a_set(tmp_path: Path, grader_cache: Path) -> None:
+    """The same notebook with the wrap-around slip (moveDown in row 0 reads S[-1]): its successors, a list, are the
+    known mistake nextStates_wrapping's set, read as the rubric reads the answer (sequence_as_set). Every case it
+    fails names the mistake and says why (it only said "expected a set of 2 elements, got 4"); the right cases
+    still pass and the score is that of the cases alone."""
+    [result] = grade([FAIR / "real_sliding_wrapping_successors_in_a_list.ipynb"], SLIDING_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    next_states = result.exercise("nextStates")
+    failed = [case for case in next_states.cases if case.status != "pass"]
+    assert failed and all(case.mistake == "nextStates_wrapping" and "S[-1]" in case.message for case in failed)
+    assert all("holding each element once: accepted" in case.message
+               for case in next_states.cases if case.status == "pass")
+    assert 0 < next_states.score < next_states.max_score
+
+
 def test_a_script_export_of_a_right_notebook_keeps_its_run_module_and_its_timed_definitions(
         tmp_path: Path, grader_cache: Path) -> None:
     """The .py that nbconvert writes of a right 3x3 notebook: its `%run Breadth-First-Fast.ipynb` and its %%time
