@@ -7,13 +7,14 @@ graded by the real grader with real child processes.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from grader.run.batch import grade
 from grader.judge.conventions import REFERENCE, consistently_matched, hold_to_one
-from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, to_dict
 from grader.rubric.schema import Variant
 from grader.intake.warning import Kind
 
@@ -277,6 +278,23 @@ def test_a_known_mistake_in_a_list_is_matched_where_a_list_is_read_as_a_set(tmp_
     assert all("holding each element once: accepted" in case.message
                for case in next_states.cases if case.status == "pass")
     assert 0 < next_states.score < next_states.max_score
+
+
+def test_successors_from_a_generator_are_no_set_and_the_feedback_says_what_to_return(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """nextStates written with yield, where the text asks for "the set of states": the grader sees a generator,
+    not its states, and a generator is no set (it gives its states once, cannot be counted or asked twice), so
+    nextStates earns nothing. Its feedback read 'got <opaque generator: <generator object nextStates at
+    0x7fcf...>>', an address that changed at every run; now it says what to return. The course's search only
+    iterates it, so solve keeps its points."""
+    [result] = grade([FAIR / "real_sliding_successors_from_a_generator.ipynb"], SLIDING_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    next_states = result.exercise("nextStates")
+    assert next_states.score == 0
+    assert all(case.status == "fail" and "a generator where a set is asked for" in case.message
+               and "return set(...)" in case.message for case in next_states.cases)
+    assert "0x" not in json.dumps(to_dict(result))
+    assert result.exercise("solve").score == result.exercise("solve").max_score
 
 
 def test_a_script_export_of_a_right_notebook_keeps_its_run_module_and_its_timed_definitions(

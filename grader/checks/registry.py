@@ -155,6 +155,9 @@ def equal(context: CheckContext) -> Verdict:
     each once, is that set (see `set_elements`); with `any_number_type`, a number is right whatever its type
     (see `plain_number`).
     """
+    lazy = lazy_answer(context.expected, context.got)
+    if lazy is not None:
+        return lazy
     got = as_expected(context.expected, context.got)
     tolerance = float(TOLERANCE.read(context.options))
     if ANY_NUMBER_TYPE.read(context.options):
@@ -181,6 +184,34 @@ def equal(context: CheckContext) -> Verdict:
     if not verdict.passed:
         return replace(verdict, message=f"{verdict.message} (the {kind} read as a set)")
     return Verdict(True, 1.0, f"a {kind} where a set is asked for, holding each element once: accepted")
+
+
+# Iterators whose values the grader never sees (the child sends what it is, not what it would give): a generator,
+# map(...), a dict's keys() and the like, by their type names as the codec writes them.
+_LAZY = frozenset({"builtins.generator", "builtins.map", "builtins.filter", "builtins.zip", "builtins.enumerate",
+                   "builtins.reversed", "builtins.dict_keys", "builtins.dict_values", "builtins.dict_items",
+                   "builtins.list_iterator", "builtins.tuple_iterator", "builtins.set_iterator",
+                   "builtins.dict_keyiterator", "builtins.range_iterator", "builtins.str_ascii_iterator"})
+_CONTAINER_TAGS = ("set", "frozenset", "list", "tuple", "dict")
+
+
+def lazy_answer(expected: Any, got: Any) -> Verdict | None:
+    """The verdict on a generator (or map, filter, a dict's keys()...) where a set, list, tuple or dict is asked for:
+    wrong, with what to write instead; None for any other answer.
+
+    Not taken for the container, whatever it would yield: a generator gives its values once, cannot be counted or
+    asked twice whether it holds a state, and the text asks for the container. Its repr ("<generator object f at
+    0x7f..>") said nothing and, with its address, differed at each run."""
+    if type(got) is not dict or got.get("opaque") not in _LAZY or type(expected) is not dict:
+        return None
+    kind = next((tag for tag in _CONTAINER_TAGS if tag in expected), None)
+    if kind is None:
+        return None
+    name = str(got["opaque"]).rsplit(".", 1)[-1]
+    what = "a generator" if name == "generator" else f"{_article(name)} object"
+    asked = f"{_article(kind)}"
+    return Verdict(False, 0.0, f"{what} where {asked} is asked for: it gives its items one at a time, once, and is not "
+                               f"{asked} (return {kind}(...) of them)", f"{what} where {asked} is expected")
 
 
 def _article(kind: str) -> str:
@@ -276,6 +307,9 @@ def plain_numbers(wire: Any) -> Any:
 def unordered(context: CheckContext) -> Verdict:
     """A list or tuple whose order does not matter: compared as a multiset."""
     expected, got = context.expected, context.got
+    lazy = lazy_answer(expected, got)
+    if lazy is not None:
+        return lazy
     for tag in ("list", "tuple"):
         if isinstance(expected, dict) and tag in expected and isinstance(got, dict) and tag in got:
             if expected.get("class") != got.get("class"):

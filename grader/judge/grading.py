@@ -324,7 +324,7 @@ def _right_frame(plan: Plan, case: Case) -> tuple[bytes, frames.Result] | None:
 def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> CaseResult:
     """An exception of the student's code: its type and text, where it was raised and the rubric's advice
     on it, each a field; the message shows them together."""
-    error = outcome.error
+    error = {**outcome.error, "message": codec.without_addresses(str(outcome.error.get("message", "")))}
     raised = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
     where = str(error.get("where") or "")
     message = raised + (f" (at {where})" if where else "")
