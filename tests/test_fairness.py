@@ -297,6 +297,36 @@ def test_successors_from_a_generator_are_no_set_and_the_feedback_says_what_to_re
     assert result.exercise("solve").score == result.exercise("solve").max_score
 
 
+def test_solves_none_error_blames_findzero_when_findzero_is_the_stub_not_the_moves(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """findZero handed in as the template's stub, the rest right: solve raises 'cannot unpack non-iterable
+    NoneType' where nextStates unpacks findZero's None. The hint said "some state built by your moves has no
+    blank 0 any more", blaming moves that are right; it now follows findZero's own verdict."""
+    [result] = grade([FAIR / "real_sliding_find_zero_left_a_stub.ipynb"], SLIDING_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    assert result.exercise("findZero").score == 0
+    solve = result.exercise("solve")
+    assert solve.cases and all(case.status == "error" and "findZero itself is not right yet" in case.message
+                               and "your moves" not in case.message for case in solve.cases)
+
+
+def test_an_error_hint_with_when_follows_the_earlier_exercises_verdict() -> None:
+    """The same error with findZero judged right blames the moves; with findZero not judged, neither hint is said."""
+    from grader.judge.grading import _judged_hints
+    from grader.store.status import RAISED
+    from grader.rubric.schema import load_rubric
+    solve = load_rubric(SLIDING_RUBRIC).exercise("solve")
+    error = CaseResult("solve.seed-start", "error", "public", "TypeError: cannot unpack non-iterable NoneType object",
+                       reason=RAISED, error="TypeError: cannot unpack non-iterable NoneType object")
+    def judged(score: float) -> dict[str, ExerciseResult]:
+        return {"findZero": ExerciseResult("findZero", "Find the blank", score, 2.0, ())}
+    right, wrong = _judged_hints(solve, error, judged(2.0)), _judged_hints(solve, error, judged(1.0))
+    assert "your moves has no blank 0" in right.message and "findZero itself" not in right.message
+    assert "findZero itself is not right yet" in wrong.message and "your moves" not in wrong.message
+    assert right.advice.startswith("findZero returned None: some state")
+    assert _judged_hints(solve, error, {}) == error
+
+
 def test_a_script_export_of_a_right_notebook_keeps_its_run_module_and_its_timed_definitions(
         tmp_path: Path, grader_cache: Path) -> None:
     """The .py that nbconvert writes of a right 3x3 notebook: its `%run Breadth-First-Fast.ipynb` and its %%time

@@ -143,8 +143,25 @@ exercises:
         say: "Return a number."
     cases:
       - call: double(1)
-""", ["6: exercise 'double': error_hints: unknown key 'mach' (did you mean 'match'?); each entry needs exactly the "
-      "keys match, say"], id="misspelled_error_hint_key"),
+""", ["6: exercise 'double': error_hints: unknown key 'mach' (did you mean 'match'?); each entry needs the keys "
+      "match, say (and may have when)"], id="misspelled_error_hint_key"),
+    pytest.param("""\
+    error_hints:
+      - match: TypeError
+        when: {double: fine}
+        say: "Return a number."
+    cases:
+      - call: double(1)
+""", ["7: exercise 'double': error hint 'when' must map exercise ids to right or wrong"], id="error_hint_when_verdict"),
+    pytest.param("""\
+    error_hints:
+      - match: TypeError
+        when: {double: right}
+        say: "Return a number."
+    cases:
+      - call: double(1)
+""", ["6: exercise 'double': error hint 'TypeError' depends on 'double', which is not an exercise listed before it"],
+        id="error_hint_when_looks_back"),
     pytest.param("""\
     check: "equal!"
     cases:

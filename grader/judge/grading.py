@@ -329,7 +329,7 @@ def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> Ca
     where = str(error.get("where") or "")
     message = raised + (f" (at {where})" if where else "")
     text = f"{error.get('type', '')}: {error.get('message', '')}"
-    advice = [hint.say for hint in exercise.error_hints if hint.match in text]
+    advice = [hint.say for hint in exercise.error_hints if not hint.when and hint.match in text]
     if error.get("type") == "SystemExit":
         advice.append("The code called sys.exit() (or raised SystemExit)")
     for said in advice:
@@ -882,6 +882,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
             results = busy_in_rerun(results, second)
     else:
         isolate = ()
+    results = [_judged_hints(exercise, result, judged) for result in results]
     read = globals_read(exercise, name, extracted, plan)   # a walk of the function's tree: once per exercise
     notes = _notes(exercise, name, extracted, read) + variant_note(exercise, chosen)
     if _takes_spellings(cases):
@@ -896,6 +897,27 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
                           function=name, location=location, variant=chosen, isolated=isolate,
                           globals_read=read, **place)
+
+
+def _judged_hints(exercise: Exercise, result: CaseResult, judged: Mapping[str, ExerciseResult]) -> CaseResult:
+    """An error with the rubric's error hints that depend on earlier exercises' verdicts (ErrorHint.when) and hold
+    for this notebook, added as _raised adds the others: a cause the facts point to, not the likeliest one."""
+    if result.status != "error" or result.reason != vocabulary.RAISED or not result.error:
+        return result
+    said = [hint.say for hint in exercise.error_hints if hint.when and hint.match in result.error
+            and all(_judged_as(judged.get(earlier), verdict) for earlier, verdict in hint.when)]
+    if not said:
+        return result
+    return replace(result, message=". ".join((result.message, *said)),
+                   advice=". ".join(part for part in (result.advice, *said) if part))
+
+
+def _judged_as(result: ExerciseResult | None, verdict: str) -> bool:
+    """Was the exercise judged `verdict` ("right": all its points, "wrong": fewer)? Not judged: neither."""
+    if result is None:
+        return False
+    right = result.score >= result.max_score
+    return right if verdict == "right" else not right
 
 
 def busy_in_rerun(own: list[CaseResult], rerun: Sequence[CaseResult]) -> list[CaseResult]:

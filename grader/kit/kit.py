@@ -289,7 +289,8 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         exercises.append({
             "id": exercise.id, "title": exercise.title, "points": exercise.points, "function": exercise.function,
             "aliases": list(exercise.aliases), "scoring": exercise.scoring, "hints": list(exercise.hints),
-            "error_hints": [{"match": hint.match, "say": hint.say} for hint in exercise.error_hints],
+            "error_hints": [{"match": hint.match, "say": hint.say} for hint in exercise.error_hints
+                            if not hint.when],   # a kit judges no earlier exercise for a hint to depend on
             "mistakes": [{"name": mistake.reference, "say": mistake.say} for mistake in exercise.mistakes],
             "variants": [{"name": v.reference, "say": v.say, "when": dict(v.when)} for v in exercise.variants],
             "isolate": list(exercise.isolate), "max_timeouts": exercise.limits.max_timeouts,

@@ -129,10 +129,17 @@ class Variant:
 
 @dataclass(frozen=True)
 class ErrorHint:
-    """An explanation added to errors whose text contains `match`."""
+    """An explanation added to errors whose text contains `match`.
+
+    `when` makes it depend on how earlier exercises were judged: (exercise id, "right" or "wrong") pairs, each met
+    when that exercise earned all its points (right) or lost some (wrong). An error has more than one cause: solve's
+    "cannot unpack non-iterable NoneType" blames the moves when findZero is right, findZero when it is not.
+    """
 
     match: str
     say: str
+    when: tuple[tuple[str, str], ...] = ()
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -236,7 +243,7 @@ EXERCISE_KEYS = {
     "isolate": "notebook names replaced by the reference's answers during its cases; a method as "
                "{method: Class.method, call: reference expression over its parameters}",
     "hints": "sentences shown when a case fails",
-    "error_hints": "list of {match, say}: explanations for errors whose text contains match",
+    "error_hints": "list of {match, say, when}: explanations for errors whose text contains match",
     "mistakes": "list of {reference, say}: known wrong implementations and the feedback for them",
     "variants": "list of {reference, say, when}: other accepted conventions (full credit), held to consistently",
     "limits": "per-exercise limit overrides",
@@ -512,6 +519,44 @@ def _records(node: Any, line: int, keys: tuple[str, str], what: str, problems: _
     return records
 
 
+ERROR_HINT_KEYS = {"match": "text the error's 'Type: message' must contain",
+                   "say": "the explanation added to the error's message",
+                   "when": "mapping exercise id: right or wrong; shown only if that earlier exercise earned all its "
+                           "points (right) or lost some (wrong)"}
+VERDICTS = ("right", "wrong")
+
+
+def _error_hints(node: Any, line: int, where: str, problems: _Problems) -> tuple[ErrorHint, ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, MarkedList):
+        problems.add(line, f"{where}: error_hints: expected a list")
+        return ()
+    hints = []
+    for index, item in enumerate(node):
+        item_line = node.line_of(index)
+        unknown = [f"unknown key '{key}'{suggest(key, set(ERROR_HINT_KEYS) - set(item))}; " for key in item
+                   if key not in ERROR_HINT_KEYS] if isinstance(item, Marked) else []
+        if unknown or not isinstance(item, Marked) or not {"match", "say"} <= set(item):
+            problems.add(item_line, f"{where}: error_hints: {''.join(unknown)}each entry needs the keys match, say "
+                                    "(and may have when)")
+            continue
+        if not all(isinstance(item[key], str) for key in ("match", "say")):
+            problems.add(item_line, f"{where}: error_hints: match and say must be text")
+            continue
+        when: list[tuple[str, str]] = []
+        condition = item.get("when")
+        if condition is not None:
+            if not isinstance(condition, Marked) or not all(
+                    isinstance(k, str) and v in VERDICTS for k, v in condition.items()):
+                problems.add(item.line_of("when"), f"{where}: error hint 'when' must map exercise ids to "
+                                                   f"{' or '.join(VERDICTS)}")
+            else:
+                when = list(condition.items())
+        hints.append(ErrorHint(item["match"], item["say"], tuple(when), item_line))
+    return tuple(hints)
+
+
 VARIANT_KEYS = {"reference": "reference function whose answers are also accepted",
                 "say": "note shown to a student whose answers follow it",
                 "when": "mapping exercise id: function; accepted only if that exercise consistently matched it"}
@@ -651,8 +696,7 @@ def _exercise(node: Any, line: int, limits: Limits, problems: _Problems) -> Exer
         scoring=scoring, check=check or CheckSpec("equal"),
         isolate=tuple(isolated), methods=methods,
         hints=_texts(node.get("hints"), node.line_of("hints"), f"{where}: hints", problems),
-        error_hints=tuple(ErrorHint(m, s) for m, s, _ in _records(
-            node.get("error_hints"), node.line_of("error_hints"), ("match", "say"), f"{where}: error_hints", problems)),
+        error_hints=_error_hints(node.get("error_hints"), node.line_of("error_hints"), where, problems),
         mistakes=tuple(Mistake(r, s, ln) for r, s, ln in _records(
             node.get("mistakes"), node.line_of("mistakes"), ("reference", "say"), f"{where}: mistakes", problems)),
         variants=_variants(node.get("variants"), node.line_of("variants"), where, problems),
@@ -880,6 +924,11 @@ def load_rubric(path: str | Path) -> Rubric:
                 if earlier not in seen:   # judged in rubric order: a condition can only look back
                     problems.add(variant.line, f"exercise '{exercise.id}': variant '{variant.reference}' depends "
                                                f"on '{earlier}', which is not an exercise listed before it")
+        for hint in exercise.error_hints:
+            for earlier, _ in hint.when:
+                if earlier not in seen:
+                    problems.add(hint.line, f"exercise '{exercise.id}': error hint '{hint.match}' depends on "
+                                            f"'{earlier}', which is not an exercise listed before it")
         seen.setdefault(exercise.id, exercise.line)
     template = _path(root, node, "template", problems, required=False)
     support = _path(root, node, "support", problems, required=False)
