@@ -374,6 +374,14 @@ def check_solution(got, expected, variables, options):
         got = list(got.data) if len(got.shape) == 1 else got
     if got is None:
         return False, "solve returned None: no solution"
+    if isinstance(got, str):
+        # Not a convention the text allows: it asks for "the list of hole actions, e.g. ['U', 'L', 'D']" and solve's
+        # signature says list[str]. Whether the letters would have solved the board is worth saying all the same.
+        solves = set(got) <= set(OPPOSITE) and _apply(board, list(got))[0] == _goal(n)
+        shown = repr(got) if len(got) <= 40 else f"{got[:40]!r}..."
+        return False, (f"solve returned a string of actions ({shown}) where the text asks for the list of hole "
+                       "actions, e.g. ['U', 'L', 'D'] (solve's signature says list[str]): return list(...) of them"
+                       + ("; read as that list, they do reach the goal" if solves else ""))
     if not isinstance(got, (list, tuple)):
         return False, f"solve must return a list of actions such as ['U', 'L']; it returned {_shown(got)}"
     moves = list(got)

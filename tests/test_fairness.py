@@ -575,6 +575,29 @@ def test_a_path_of_actions_as_a_deque_or_a_tuple_is_the_path(tmp_path: Path, gra
         {"deque": ["U", "L"], "tuple": ["U", "L"], "list": ["U", "L"], "text": "UL"}   # a string stays no list
 
 
+def test_solve_as_a_string_of_actions_is_no_list_and_the_feedback_says_why(tmp_path: Path, grader_cache: Path) -> None:
+    """The n-puzzle's text asks for "the list of hole actions, e.g. ['U', 'L', 'D']" and solve's signature says
+    list[str]: a string "ULDR..." is no convention it allows (unlike reconstruct_path, of no stated type). It earns
+    nothing, and the feedback says what the text asks for and that the letters do reach the goal; wrong letters are
+    not said to."""
+    [result] = grade([FAIR / "solve_as_a_string.ipynb"], N_PUZZLE_RUBRIC, tmp_path, cache=grader_cache)
+    solve = result.exercise("solve")
+    assert solve.score == 0 and all(
+        "where the text asks for the list of hole actions" in case.message and "they do reach the goal" in case.message
+        for case in solve.cases)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("n_puzzle_reference", REPO / "reference" / "n_puzzle.py")
+    assert spec is not None and spec.loader is not None
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+    board = [[1, 2, 3], [4, 5, 6], [7, 0, 8]]
+    verdict = reference.check_solution("R", ["R"], {"board": board}, {})
+    assert verdict[0] is False and "the text asks for the list" in verdict[1] and "reach the goal" in verdict[1]
+    wrong = reference.check_solution("L", ["R"], {"board": board}, {})
+    assert wrong[0] is False and "reach the goal" not in wrong[1]
+    assert reference.check_solution(["R"], ["R"], {"board": board}, {})[0] == 1.0
+
+
 def test_any_number_type_takes_the_value_never_a_bool_or_another_number() -> None:
     import numpy as np
     from grader import codec
