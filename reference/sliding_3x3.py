@@ -196,7 +196,8 @@ def findZero_transposed(S: State) -> tuple[int, int]:
 
 
 def findZero_as_list(S: State) -> list[int]:
-    """The right numbers in a list instead of a pair."""
+    """The right numbers in a list instead of a tuple: an accepted variant (the text says 'a pair (r, c)', and a list
+    unpacks as the tuple does)."""
     return list(findZero(S))
 
 

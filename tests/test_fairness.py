@@ -327,6 +327,16 @@ def test_an_error_hint_with_when_follows_the_earlier_exercises_verdict() -> None
     assert _judged_hints(solve, error, {}) == error
 
 
+def test_find_zero_returning_a_list_is_the_pair_the_text_asks_for(tmp_path: Path, grader_cache: Path) -> None:
+    """The text: findZero "returns a pair (r, c)"; the notebook only unpacks it. [r, c] lost both points as a known
+    mistake; it is an accepted variant now, with a note, and the notebook earns full marks."""
+    [result] = grade([FAIR / "real_sliding_find_zero_as_a_list.ipynb"], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    find_zero = result.exercise("findZero")
+    assert find_zero.score == find_zero.max_score and find_zero.variant == "findZero_as_list"
+    assert any(note.startswith("Accepted convention: findZero returns a list [r, c]") for note in find_zero.notes)
+    assert result.total == result.max_total
+
+
 def test_a_script_export_of_a_right_notebook_keeps_its_run_module_and_its_timed_definitions(
         tmp_path: Path, grader_cache: Path) -> None:
     """The .py that nbconvert writes of a right 3x3 notebook: its `%run Breadth-First-Fast.ipynb` and its %%time
