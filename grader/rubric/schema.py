@@ -9,7 +9,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from grader.rubric.lateness import (LMS_FLAG, LatePolicy, NoZone, is_utc_name, local_zone_name,
                                     parse_due)
@@ -544,17 +544,23 @@ def _error_hints(node: Any, line: int, where: str, problems: _Problems) -> tuple
         if not all(isinstance(item[key], str) for key in ("match", "say")):
             problems.add(item_line, f"{where}: error_hints: match and say must be text")
             continue
-        when: list[tuple[str, str]] = []
-        condition = item.get("when")
-        if condition is not None:
-            if not isinstance(condition, Marked) or not all(
-                    isinstance(k, str) and v in VERDICTS for k, v in condition.items()):
-                problems.add(item.line_of("when"), f"{where}: error hint 'when' must map exercise ids to "
-                                                   f"{' or '.join(VERDICTS)}")
-            else:
-                when = list(condition.items())
-        hints.append(ErrorHint(item["match"], item["say"], tuple(when), item_line))
+        when = _when(item, f"{where}: error hint", lambda verdict: verdict in VERDICTS, " or ".join(VERDICTS),
+                     problems)
+        hints.append(ErrorHint(item["match"], item["say"], when, item_line))
     return tuple(hints)
+
+
+def _when(item: Marked, what: str, accepted: Callable[[Any], bool], accepted_words: str,
+          problems: _Problems) -> tuple[tuple[str, str], ...]:
+    """An entry's `when` (a variant's, an error hint's): (earlier exercise id, what it was judged) pairs, () when
+    it has none or a wrong one (said in `problems`). load_rubric checks that each exercise is listed earlier."""
+    condition = item.get("when")
+    if condition is None:
+        return ()
+    if not isinstance(condition, Marked) or not all(isinstance(k, str) and accepted(v) for k, v in condition.items()):
+        problems.add(item.line_of("when"), f"{what} 'when' must map exercise ids to {accepted_words}")
+        return ()
+    return tuple(condition.items())
 
 
 VARIANT_KEYS = {"reference": "reference function whose answers are also accepted",
@@ -641,15 +647,9 @@ def _variants(node: Any, line: int, where: str, problems: _Problems) -> tuple[Va
         if not isinstance(say, str):
             problems.add(item.line_of("say"), f"{where}: variant 'say' must be text")
             say = ""
-        when: list[tuple[str, str]] = []
-        condition = item.get("when")
-        if condition is not None:
-            if not isinstance(condition, Marked) or not all(
-                    isinstance(k, str) and isinstance(v, str) and v.isidentifier() for k, v in condition.items()):
-                problems.add(item.line_of("when"), f"{where}: variant 'when' must map exercise ids to functions")
-            else:
-                when = list(condition.items())
-        variants.append(Variant(item["reference"], say, tuple(when), item_line))
+        when = _when(item, f"{where}: variant", lambda function: isinstance(function, str) and function.isidentifier(),
+                     "functions", problems)
+        variants.append(Variant(item["reference"], say, when, item_line))
     return tuple(variants)
 
 
@@ -919,16 +919,13 @@ def load_rubric(path: str | Path) -> Rubric:
     for exercise in exercises:
         if exercise.id in seen:
             problems.add(exercise.line, f"duplicate exercise id '{exercise.id}' (first at line {seen[exercise.id]})")
-        for variant in exercise.variants:
-            for earlier, _ in variant.when:
+        conditions = [(variant.line, f"variant '{variant.reference}'", variant.when) for variant in exercise.variants]
+        conditions += [(hint.line, f"error hint '{hint.match}'", hint.when) for hint in exercise.error_hints]
+        for condition_line, what, when in conditions:
+            for earlier, _ in when:
                 if earlier not in seen:   # judged in rubric order: a condition can only look back
-                    problems.add(variant.line, f"exercise '{exercise.id}': variant '{variant.reference}' depends "
-                                               f"on '{earlier}', which is not an exercise listed before it")
-        for hint in exercise.error_hints:
-            for earlier, _ in hint.when:
-                if earlier not in seen:
-                    problems.add(hint.line, f"exercise '{exercise.id}': error hint '{hint.match}' depends on "
-                                            f"'{earlier}', which is not an exercise listed before it")
+                    problems.add(condition_line, f"exercise '{exercise.id}': {what} depends on '{earlier}', which is "
+                                                 "not an exercise listed before it")
         seen.setdefault(exercise.id, exercise.line)
     template = _path(root, node, "template", problems, required=False)
     support = _path(root, node, "support", problems, required=False)
