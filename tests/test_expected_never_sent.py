@@ -138,10 +138,12 @@ def test_the_search_finds_an_expected_value_however_it_is_encoded(plan):
 def test_every_prefetched_answer_is_one_the_child_could_have_asked_for(plan, monkeypatch):
     """Answers sent before they are asked (grader/sandbox/prefetch.py) are a new way bytes reach the child: each
     must be the reference's answer to a helper the run isolates, called with values the child already held (a
-    member of a set it was sent, in this reply or before, or an argument it sent itself), so it shows the child
-    nothing it could not have asked for. find-tile-transposed: its search rerun prefetches thousands."""
+    member of a set it was sent, in this reply or before in the same request, or an argument it sent itself), so it
+    shows the child nothing it could not have asked for. A rerun's public and hidden cases are two requests
+    (Sandbox._run_part), the hidden part's held values its own. find-tile-transposed: its search rerun prefetches
+    thousands."""
     runs: list[tuple[frozenset[str], set[str], list[tuple[str, list, bytes]]]] = []
-    run_exercise, reply_frame, head = process.Sandbox.run_exercise, process._reply_frame, process._CALL_HEAD
+    run_part, reply_frame, head = process.Sandbox._run_part, process._reply_frame, process._CALL_HEAD
 
     def held_texts(tail: bytes) -> list[str]:
         found = codec.unpack(tail) if tail[:1] in (b"S", b"F") else ()
@@ -149,7 +151,7 @@ def test_every_prefetched_answer_is_one_the_child_could_have_asked_for(plan, mon
 
     def running(self: process.Sandbox, cases: Any, isolate: Any, *args: Any, **kwargs: Any) -> Any:
         runs.append((frozenset(isolate), set(), []))
-        return run_exercise(self, cases, isolate, *args, **kwargs)
+        return run_part(self, cases, isolate, *args, **kwargs)
 
     class Calls:
         def match(self, body: bytes, *args: Any) -> Any:
@@ -173,7 +175,7 @@ def test_every_prefetched_answer_is_one_the_child_could_have_asked_for(plan, mon
             held.update(held_texts(tail))
         return reply_frame(seq, tail)
 
-    monkeypatch.setattr(process.Sandbox, "run_exercise", running)
+    monkeypatch.setattr(process.Sandbox, "_run_part", running)
     monkeypatch.setattr(process, "_reply_frame", replying)
     monkeypatch.setattr(process, "_CALL_HEAD", Calls())
     result = grade_path(ASSIGNMENT / "submissions" / "find-tile-transposed.ipynb", plan, support_sources(plan))
