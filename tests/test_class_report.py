@@ -429,7 +429,6 @@ def test_ungraded_file_is_listed_and_left_out_of_pass_rates():
     assert all("broken" not in g.students for g in common_mistakes(results))
 
 
-
 def test_the_zero_card_says_how_many_of_its_zeros_could_not_be_graded():
     """The summary read '2 scored zero' beside '2 could not be graded' for a class whose only zeros were the two
     unreadable files: a TA counted four students in trouble."""

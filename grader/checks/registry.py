@@ -209,7 +209,7 @@ def lazy_answer(expected: Any, got: Any) -> Verdict | None:
         return None
     name = str(got["opaque"]).rsplit(".", 1)[-1]
     what = "a generator" if name == "generator" else f"{_article(name)} object"
-    asked = f"{_article(kind)}"
+    asked = _article(kind)
     return Verdict(False, 0.0, f"{what} where {asked} is asked for: it gives its items one at a time, once, and is not "
                                f"{asked} (return {kind}(...) of them)", f"{what} where {asked} is expected")
 

@@ -34,10 +34,16 @@ def copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if left_out(n)])
 
 
+def _top_files(root: Path) -> list[Path]:
+    """The checkout's top-level files a wheel is built from (pyproject.toml, README.md for the metadata, LICENSE
+    ...): every one but the hidden ones."""
+    return sorted(item for item in root.iterdir() if item.is_file() and not item.name.startswith("."))
+
+
 def _project_files(root: Path) -> list[Path]:
-    """What a wheel is built from: the checkout's top-level files (pyproject.toml, README.md for the metadata,
-    LICENSE ...) and the grader package, as build_wheel copies them."""
-    files = sorted(item for item in root.iterdir() if item.is_file() and not item.name.startswith("."))
+    """What a wheel is built from: the checkout's top-level files and the grader package, as build_wheel copies
+    them."""
+    files = _top_files(root)
     for folder, names, found in os.walk(root / "grader"):
         names[:] = sorted(n for n in names if not left_out(n))
         files += sorted(Path(folder) / n for n in found if not left_out(n))
@@ -90,9 +96,8 @@ def build_wheel(root: Path, into: Path) -> Path:
         for attempt, extra in enumerate(([], ["--no-build-isolation"])):
             project = Path(scratch) / f"project{attempt}"
             project.mkdir()
-            for item in root.iterdir():   # pyproject.toml, README.md (the metadata's readme), LICENSE, ...
-                if item.is_file() and not item.name.startswith("."):
-                    shutil.copy2(item, project / item.name)
+            for item in _top_files(root):
+                shutil.copy2(item, project / item.name)
             copy_tree(root / "grader", project / "grader")
             command = [sys.executable, "-m", "pip", "wheel", "--no-deps", *extra, "-w", str(into), str(project)]
             try:
