@@ -412,7 +412,7 @@ def safe_id(text: str) -> str:
 
 
 def former_id(text: str, named: str | None = None) -> str:
-    """The id graders before 0.1's transliteration gave `text` (what NFKD does not fold was dropped): a
+    """The id graders gave `text` before safe_id spelt LETTERS (what NFKD does not fold was dropped): a
     gradebook's rows for "Søren" are under "Sren", and keep_former_ids keeps them there. `named`: the name
     whose hash tells apart names with nothing left."""
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
