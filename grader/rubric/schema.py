@@ -498,15 +498,19 @@ def _case(node: Any, line: int, where: str, problems: _Problems) -> CaseSpec | N
         seeded="seed" in node)
 
 
-def _records(node: Any, line: int, keys: tuple[str, str], what: str, problems: _Problems) -> list[tuple]:
+def _listed(node: Any, line: int, what: str, problems: _Problems) -> list[tuple[int, Any]]:
+    """A rubric list's entries with their lines (none when absent; a node that is no list is a problem)."""
     if node is None:
         return []
     if not isinstance(node, MarkedList):
         problems.add(line, f"{what}: expected a list")
         return []
+    return [(node.line_of(index), item) for index, item in enumerate(node)]
+
+
+def _records(node: Any, line: int, keys: tuple[str, str], what: str, problems: _Problems) -> list[tuple]:
     records = []
-    for index, item in enumerate(node):
-        item_line = node.line_of(index)
+    for item_line, item in _listed(node, line, what, problems):
         if not isinstance(item, Marked) or set(item) != set(keys):
             unknown = [f"unknown key '{key}'{suggest(key, set(keys) - set(item))}; " for key in item
                        if key not in keys] if isinstance(item, Marked) else []
@@ -527,14 +531,8 @@ VERDICTS = ("right", "wrong")
 
 
 def _error_hints(node: Any, line: int, where: str, problems: _Problems) -> tuple[ErrorHint, ...]:
-    if node is None:
-        return ()
-    if not isinstance(node, MarkedList):
-        problems.add(line, f"{where}: error_hints: expected a list")
-        return ()
     hints = []
-    for index, item in enumerate(node):
-        item_line = node.line_of(index)
+    for item_line, item in _listed(node, line, f"{where}: error_hints", problems):
         unknown = [f"unknown key '{key}'{suggest(key, set(ERROR_HINT_KEYS) - set(item))}; " for key in item
                    if key not in ERROR_HINT_KEYS] if isinstance(item, Marked) else []
         if unknown or not isinstance(item, Marked) or not {"match", "say"} <= set(item):
@@ -630,14 +628,8 @@ def called_method(call: str) -> tuple[str, str] | None:
 
 
 def _variants(node: Any, line: int, where: str, problems: _Problems) -> tuple[Variant, ...]:
-    if node is None:
-        return ()
-    if not isinstance(node, MarkedList):
-        problems.add(line, f"{where}: variants: expected a list")
-        return ()
     variants = []
-    for index, item in enumerate(node):
-        item_line = node.line_of(index)
+    for item_line, item in _listed(node, line, f"{where}: variants", problems):
         if not isinstance(item, Marked) or not isinstance(item.get("reference"), str) \
                 or not item["reference"].isidentifier():
             problems.add(item_line, f"{where}: variants: each entry needs 'reference: <function>'")
