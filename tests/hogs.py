@@ -42,7 +42,7 @@ def stop(processes: list[subprocess.Popen]) -> None:
             process.stdout.close()
 
 
-def run_beside_hogs(args: list[str], cpu: int, count: int, ready: str | None = "ready", timeout: float = 900) -> str:
+def run_beside_hogs(args: list[str], cpu: int, count: int, ready: str | None = "ready", timeout: float = 600) -> str:
     """Run the Python child `args` (the repository on its path) and, once it prints `ready` and waits for a line,
     `count` busy processes on `cpu` beside it until it ends (`ready` None: none, nothing awaited). Returns its
     standard output; its exit status must be 0. Every process started here is gone when this returns."""

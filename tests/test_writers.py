@@ -451,7 +451,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> Path:
     shutil.copy(CORRECT, os.path.join(os.fsencode(submissions), b"bad\xffname.ipynb"))
     out = root / "out"
     done = _cli("grade", str(submissions), "--rubric", str(RUBRIC), "--out", str(out), "--cache",
-                str(grader_cache), "--jobs", "2", "--quiet", cwd=root, timeout=1800)
+                str(grader_cache), "--jobs", "2", "--quiet", cwd=root, timeout=800)
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     return out
 
