@@ -60,9 +60,9 @@ def test_values_that_are_not_puzzle_states_are_described_instead(value: object) 
     assert picture.text == codec.describe(wire(value), boards.DESCRIBE_CHARS)
 
 
-def test_a_list_of_states_is_a_path_and_a_set_of_states_keeps_the_wire_order() -> None:
+def test_a_list_of_states_is_a_sequence_and_a_set_of_states_keeps_the_wire_order() -> None:
     path = [THREE, ((0, 8, 6), (5, 4, 7), (2, 3, 1))]
-    assert boards.picture(wire(path)).kind == "path"
+    assert boards.picture(wire(path)).kind == "sequence"
     successors = {((0, 8, 6), (5, 4, 7), (2, 3, 1)), ((8, 4, 6), (5, 0, 7), (2, 3, 1)),
                   ((8, 6, 0), (5, 4, 7), (2, 3, 1))}
     encoded = wire(successors)
@@ -152,10 +152,28 @@ def test_text_shows_the_type_of_a_blank_that_differs_only_in_type() -> None:
 
 def test_a_long_path_is_cut_with_a_count_of_the_states_left_out() -> None:
     states = [tuple(tuple((r * 3 + c + shift) % 9 for c in range(3)) for r in range(3)) for shift in range(20)]
-    text = boards.text_comparison(wire(states), wire(None))
+    text = boards.text_comparison(wire(states), wire(None), path=True)
     assert "expected: a path of 20 states" in text
     assert f"... {20 - boards.MAX_STATES} more" in text
     assert "got: None" in text
+
+
+def test_a_list_of_states_is_called_a_path_only_when_the_case_says_its_check_judges_one() -> None:
+    # intermediate_goals returns [Goal1, Goal2]: two goals, not a path of moves between them.
+    goal1 = (("*",) * 4,) * 3 + (("*", "*", "14", "15"),)
+    goal2 = (("*",) * 4,) * 3 + (("12", "13", "14", "15"),)
+    wrong = (("*",) * 4,) * 3 + (("13", "12", "14", "15"),)
+    text = boards.text_comparison(wire([goal1, goal2]), wire([goal1, wrong]))
+    assert "path" not in text
+    assert "expected: a list of 2 states" in text and "got: a list of 2 states" in text
+    assert "[0]" in text and "[1]" in text                       # indexed as the student would index it
+    assert "a tuple of 2 states" in boards.text_comparison(wire((goal1, goal2)), wire((goal1, wrong)))
+    html = str(boards_html.html_comparison(wire([goal1, goal2]), wire([goal1, wrong])))
+    assert "path" not in html and "a list of 2 states" in html and "→" not in html
+    as_path = boards.text_comparison(wire([goal1, goal2]), wire([goal1, wrong]), path=True)
+    assert "expected: a path of 2 states" in as_path
+    html_path = str(boards_html.html_comparison(wire([goal1, goal2]), wire([goal1, wrong]), path=True))
+    assert "a path of 2 states" in html_path and "→" in html_path
 
 
 def test_values_that_are_not_boards_are_shown_as_their_description() -> None:

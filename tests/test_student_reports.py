@@ -548,3 +548,39 @@ def test_cases_with_one_cause_are_one_group_and_each_keeps_its_message(capsys) -
         assert "expected 3 rows, got 2" in text                          # another cause: a group of its own
         assert "failed the same way:" not in text
     assert page.count('class="case fail"') == 2
+
+
+def test_a_list_of_goals_is_captioned_a_list_and_only_a_path_checks_answer_a_path(tmp_path: Path,
+                                                                                  grader_cache: Path) -> None:
+    """intermediate_goals returns [Goal1, Goal2] under `equal`: a list of goals, which the feedback used to call
+    "a path of 2 states". The caption comes from the case's check (CaseResult.path_answer), not from the value's
+    shape: search's answer, judged by the `path` check, is still a path. Graded and reported by the CLI."""
+    book = nbformat.read(SUBMISSIONS / "correct.ipynb", as_version=4)
+    book.cells.append(nbformat.v4.new_code_cell(textwrap.dedent("""\
+        def intermediate_goals(Goal, TilesList):
+            return [replace_numbers(Goal, T) for T in TilesList]   # each goal forgets the earlier groups
+
+        _search_right = search
+        def search(*args):
+            path = _search_right(*args)
+            return path[1:] if path else path                       # the start state left out
+        """)))
+    notebooks = tmp_path / "in"
+    notebooks.mkdir()
+    nbformat.write(book, notebooks / "goals.ipynb")
+    repo = SUBMISSIONS.parents[2]
+    for command in (["grade", str(notebooks), "--rubric", str(repo / "rubrics" / "taoistic-search.yaml"),
+                     "--out", str(tmp_path / "results"), "--cache", str(grader_cache)],
+                    ["report", str(tmp_path / "results"), "--out", str(tmp_path / "feedback"), "--format", "md,html"]):
+        done = subprocess.run([sys.executable, "-m", "grader", *command], capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+    text = (tmp_path / "feedback" / "goals.md").read_text(encoding="utf-8")
+    goals = text[text.index("## intermediate\\_goals"):]
+    goals = goals[:goals.index("\n## ", 1)]
+    assert "expected: a list of 2 states" in goals and "got: a list of 2 states" in goals
+    assert "path" not in goals
+    search = text[text.index("## search"):]
+    assert "expected: a path of" in search
+    page = (tmp_path / "feedback" / "goals.html").read_text(encoding="utf-8")
+    assert "a list of 2 states" in page and "a path of" in page

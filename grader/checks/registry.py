@@ -354,6 +354,11 @@ SUBOPTIMAL_CREDIT = Option("suboptimal_credit", NUMBER, "with `optimal`, the cre
                            default=0.5, low=0.0, high=1.0)
 
 
+# Checks whose answer is a path of states (a sequence of moves): the reports caption and draw it as one
+# (CaseResult.path_answer); a list of states any other check judges is captioned as the list it is.
+PATH_CHECKS = frozenset({"path"})
+
+
 @check("path", NEXT_STATES, MATCHES, START, GOAL, OPTIMAL, SUBOPTIMAL_CREDIT)
 def path(context: CheckContext) -> Verdict:
     """A path is right if it starts at the start, every step is a legal move, and it reaches the goal.

@@ -26,7 +26,7 @@ from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, ev
 from grader.judge.conventions import allowed_variants, hold_to_one, spelling_notes, variant_note
 from grader.judge.feedback import same_failures
 from grader.judge.options import Options
-from grader.checks.registry import CheckContext, CheckError, ProbeError, resolve as resolve_check
+from grader.checks.registry import PATH_CHECKS, CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_notebook
 from grader.intake.warning import GraderWarning, Kind
@@ -447,7 +447,8 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=stored_expected(plan, case.id),
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=float(case.weight),
                 cpu_seconds=round(outcome.cpu_seconds, 4) if outcome.cpu_seconds is not None else None,
-                traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case))
+                traceback=outcome.error.get("traceback", ""), inputs=case_inputs(plan, case),
+                **answer_facts(case))
     if outcome.status == "skipped":
         if outcome.error.get("reason") == "starved":
             # Not run because a busy machine took more of the submission's time than its deadline may move by.
@@ -504,6 +505,15 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         return replace(fresh[0], got=base["expected"]) if same and kept_got else fresh[0]
     return CaseResult(got=(base["expected"] if same else got) if kept_got else None, **fields,
                       **(_passing(base) if fields["status"] == "pass" else base))
+
+
+def answer_facts(case: Case) -> dict[str, Any]:
+    """What the rubric says the answer is, for the reports to draw it so: a path of states under the `path`
+    check (CaseResult.path_answer). Empty for every other check: most cases of a class carry nothing more."""
+    return _PATH_ANSWER if case.check.name in PATH_CHECKS else {}
+
+
+_PATH_ANSWER = {"path_answer": True}
 
 
 def _right_template(plan: Plan, case: Case) -> tuple[dict[str, Any], int | None] | None:
@@ -695,7 +705,8 @@ def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
         return {}
     answers = dict(plan.expected[case.id].variants)
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, seconds=first.seconds,
-                output=first.output, weight=case.weight, traceback=first.traceback, inputs=first.inputs)
+                output=first.output, weight=case.weight, traceback=first.traceback, inputs=first.inputs,
+                **answer_facts(case))
     return {variant.reference: _checked(plan, case, outcome, answers[variant.reference],
                                         {**base, "expected": stored_expected(plan, case.id, variant.reference)})
             for variant in exercise.variants if variant.reference in answers}

@@ -8,7 +8,10 @@ blank, never an assignment's name), so every rubric's states are drawn without c
 - rows: a tuple/list of at least 2 equal-length rows of scalar tiles (str/int; '*' is a wildcard);
 - flat: a tuple/list of scalars whose length is a perfect square >= 4 (the AIMA 8-puzzle's (1, 4, 2, 0, ...));
 - an NDArray (codec.NDArray) of 2 dimensions;
-- a path: a list/tuple of such states; a set of states (drawn in the wire's canonical order).
+- a sequence: a list/tuple of such states; a set of states (drawn in the wire's canonical order).
+
+A sequence is captioned a path (its states joined by arrows) only when the case says its check judges a path
+(CaseResult.path_answer): a list of goals is a list, and a caption must not say what the value is not.
 
 A state must hold exactly one blank (0 or '0') and no repeated tile, so a list of moves such as
 [(0, 1), (1, 0)] is not taken for a board. The value a student returned is drawn as a board when it merely has
@@ -35,7 +38,7 @@ MAX_STATES = 12        # states of a path or set drawn before "... n more"
 DESCRIBE_CHARS = 400
 
 # Board kinds of a Picture; "value" is anything else.
-BOARD_KINDS = ("board", "path", "set")
+BOARD_KINDS = ("board", "sequence", "set")
 
 
 # ---------------------------------------------------------------------------------------------- recognise
@@ -111,10 +114,11 @@ def as_board(value: object, *, loose: bool = False) -> Board | None:
 class Picture:
     """How a wire value is drawn: one board, a path or set of boards, or its text."""
 
-    kind: str                         # "board" | "path" | "set" | "value"
-    boards: tuple[Board, ...]         # one for "board"; in order for "path"; canonical order for "set"
+    kind: str                         # "board" | "sequence" | "set" | "value"
+    boards: tuple[Board, ...]         # one for "board"; in order for "sequence"; canonical order for "set"
     text: str                         # codec.describe of the value: always there, for fallbacks and titles
     form: str = ""                    # the containers, e.g. "tuple of tuples": shown when the two sides differ
+    container: str = ""               # "sequence" and "set": the outer container ("list", "tuple", "frozenset")
 
     @property
     def is_board(self) -> bool:
@@ -132,7 +136,7 @@ def picture(wire: codec.Wire, *, loose: bool = False) -> Picture:
             boards = [as_board(e, loose=loose) for e in elements]
             if elements and all(b is not None for b in boards):
                 form = f"{tag} of {_forms(elements)}"
-                return Picture("set", tuple(boards), text, form)       # type: ignore[arg-type]
+                return Picture("set", tuple(boards), text, form, tag)       # type: ignore[arg-type]
             return Picture("value", (), text)
         value = codec.decode(wire)
     except codec.CodecError:
@@ -143,7 +147,8 @@ def picture(wire: codec.Wire, *, loose: bool = False) -> Picture:
     if _is_sequence(value) and value and not _flat_scalars(value):
         boards = [as_board(v, loose=loose) for v in value]
         if all(b is not None for b in boards):
-            return Picture("path", tuple(boards), text, f"{type(value).__name__} of {_forms(value)}")  # type: ignore
+            outer = type(value).__name__
+            return Picture("sequence", tuple(boards), text, f"{outer} of {_forms(value)}", outer)  # type: ignore
     return Picture("value", (), text)
 
 
@@ -223,6 +228,7 @@ class Comparison:
     got: Picture
     expected_boards: tuple[Drawn, ...]
     got_boards: tuple[Drawn, ...]
+    path: bool = False               # the case's check judges a path (CaseResult.path_answer): captioned so
 
     @property
     def drawn(self) -> bool:
@@ -241,22 +247,46 @@ class Comparison:
         return "expected", "got"
 
 
-def compare(expected: codec.Wire, got: codec.Wire) -> Comparison:
-    """Recognise both sides and mark the cells that differ (per state of a path, nearest state of a set)."""
+def compare(expected: codec.Wire, got: codec.Wire, *, path: bool = False) -> Comparison:
+    """Recognise both sides and mark the cells that differ (per state of a sequence, nearest state of a set).
+    `path`: the case's check judges the answer as a path of states (CaseResult.path_answer)."""
     e = picture(expected)
     g = picture(got, loose=e.is_board)
     if g.is_board and not e.is_board:
         e = picture(expected, loose=True)
     if not (e.is_board and g.is_board):
-        return Comparison(e, g, tuple(Drawn(b) for b in e.boards), tuple(Drawn(b) for b in g.boards))
+        return Comparison(e, g, tuple(Drawn(b) for b in e.boards), tuple(Drawn(b) for b in g.boards), path)
     if e.kind == "set" and g.kind == "set":
-        return Comparison(e, g, _set_side(e.boards, g.boards, "missing"), _set_side(g.boards, e.boards, "unexpected"))
+        return Comparison(e, g, _set_side(e.boards, g.boards, "missing"), _set_side(g.boards, e.boards, "unexpected"),
+                          path)
     lone = len(e.boards) == 1 or len(g.boards) == 1
-    if e.kind == g.kind or ({e.kind, g.kind} <= {"board", "path"} and lone):
-        # Same kind, or a lone state against a path: compare state i with state i.
+    if e.kind == g.kind or ({e.kind, g.kind} <= {"board", "sequence"} and lone):
+        # Same kind, or a lone state against a sequence: compare state i with state i.
         return Comparison(e, g, _ordered_side(e.boards, g.boards, "missing"),
-                          _ordered_side(g.boards, e.boards, "extra"))
-    return Comparison(e, g, tuple(Drawn(b) for b in e.boards), tuple(Drawn(b) for b in g.boards))
+                          _ordered_side(g.boards, e.boards, "extra"), path)
+    return Comparison(e, g, tuple(Drawn(b) for b in e.boards), tuple(Drawn(b) for b in g.boards), path)
+
+
+def states_caption(name: str, picture_: Picture, path: bool) -> str:
+    """What a side of several states is: a path only when the case's check judges one, else its container
+    ("a list of 2 states"); a set is in any order."""
+    count = len(picture_.boards)
+    states = f"{count} state{'s' if count != 1 else ''}"
+    if picture_.kind == "set":
+        return f"{name}: a {picture_.container} of {states} (any order)"
+    if path:
+        return f"{name}: a path of {states}"
+    return f"{name}: a {picture_.container} of {states}"
+
+
+def state_titles(picture_: Picture, path: bool, count: int) -> list[str]:
+    """Each drawn state's title: its step along a path (1, 2, ...), its index in a list or tuple ([0], [1], ...)
+    as the student would write it, its number in a set (#1, ...)."""
+    if picture_.kind == "set":
+        return [f"#{n}" for n in range(1, count + 1)]
+    if path:
+        return [str(n) for n in range(1, count + 1)]
+    return [f"[{n}]" for n in range(count)]
 
 
 def _ordered_side(boards: tuple[Board, ...], others: tuple[Board, ...], flag: str) -> tuple[Drawn, ...]:
@@ -392,17 +422,15 @@ def _join_row(blocks: list[list[Line]], gap: int) -> list[Line]:
     return lines
 
 
-def _side_blocks(picture_: Picture, drawn: tuple[Drawn, ...], name: str) -> tuple[str, list[list[Line]]]:
+def _side_blocks(picture_: Picture, drawn: tuple[Drawn, ...], name: str,
+                 path: bool) -> tuple[str, list[list[Line]]]:
     """A caption for one side and its boards as blocks."""
     if picture_.kind == "board":
         return "", [_board_lines(drawn[0], name)]
     shown = drawn[:MAX_STATES]
-    if picture_.kind == "path":
-        caption = f"{name}: a path of {len(drawn)} state{'s' if len(drawn) != 1 else ''}"
-        blocks = [_board_lines(d, f"{n}") for n, d in enumerate(shown, start=1)]
-    else:
-        caption = f"{name}: a set of {len(drawn)} state{'s' if len(drawn) != 1 else ''} (any order)"
-        blocks = [_board_lines(d, f"#{n}") for n, d in enumerate(shown, start=1)]
+    titles = state_titles(picture_, path, len(shown))
+    blocks = [_board_lines(d, title) for d, title in zip(shown, titles, strict=True)]
+    caption = states_caption(name, picture_, path)
     if len(drawn) > len(shown):
         blocks.append([[(f"... {len(drawn) - len(shown)} more", None)]])
     return caption, blocks
@@ -421,7 +449,7 @@ def comparison_lines(comparison: Comparison, width: int = 100) -> list[Line]:
             if not pic.is_board:
                 lines.append([(f"{name}: ", "bold"), (pic.text, None)])
                 continue
-            caption, blocks = _side_blocks(pic, drawn, name)
+            caption, blocks = _side_blocks(pic, drawn, name, comparison.path)
             if caption:
                 lines.append([(caption, "bold")])
             lines += _side_by_side(blocks, width)
@@ -434,9 +462,10 @@ def plain(lines: Iterable[Line]) -> str:
     return "\n".join("".join(text for text, _ in line).rstrip() for line in lines)
 
 
-def text_comparison(expected: codec.Wire, got: codec.Wire, width: int = 100) -> str:
-    """Plain text: boxes, differing cells in [brackets], the blank empty. For Markdown and plain terminals."""
-    return plain(comparison_lines(compare(expected, got), width))
+def text_comparison(expected: codec.Wire, got: codec.Wire, width: int = 100, *, path: bool = False) -> str:
+    """Plain text: boxes, differing cells in [brackets], the blank empty. For Markdown and plain terminals.
+    `path`: the case's check judges a path (CaseResult.path_answer)."""
+    return plain(comparison_lines(compare(expected, got, path=path), width))
 
 
 __all__ = ["Board", "Comparison", "Drawn", "Picture", "as_board", "compare", "comparison_lines", "diff_cells",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from grader.report.boards import FLAG_TEXT, MAX_STATES, WILDCARD, Drawn, Picture, cell_labels, compare, is_blank
+from grader.report.boards import (FLAG_TEXT, MAX_STATES, WILDCARD, Drawn, Picture, cell_labels, compare, is_blank,
+                                  state_titles, states_caption)
 from grader import codec
 
 HTML_CSS = """
@@ -65,35 +66,33 @@ def html_board(drawn: Drawn, caption: str, role: str) -> Markup:
         figure_class, role, heading, role, Markup("").join(rows))
 
 
-def _html_side(pic: Picture, drawn: tuple[Drawn, ...], role: str, name: str) -> Markup:
-    """One side of a comparison; `role` ("expected" | "got") is a stable data attribute, `name` its caption."""
+def _html_side(pic: Picture, drawn: tuple[Drawn, ...], role: str, name: str, path: bool) -> Markup:
+    """One side of a comparison; `role` ("expected" | "got") is a stable data attribute, `name` its caption;
+    `path`: the case's check judges a path, whose states are joined by arrows."""
     if not pic.is_board:
         return Markup('<div class="side" data-role="{}"><div class="caption">{}</div>'
                       '<div class="value">{}</div></div>').format(role, name, pic.text)
     if pic.kind == "board":
         return Markup('<div class="side" data-role="{}">{}</div>').format(role, html_board(drawn[0], name, role))
     shown = drawn[:MAX_STATES]
-    noun = f"state{'s' if len(drawn) != 1 else ''}"
-    if pic.kind == "path":
-        caption = f"{name}: a path of {len(drawn)} {noun}"
-        figures = [html_board(d, str(n), role) for n, d in enumerate(shown, start=1)]
-        joined = Markup('<span class="arrow">→</span>').join(figures)
-    else:
-        caption = f"{name}: a set of {len(drawn)} {noun} (any order)"
-        joined = Markup("").join(html_board(d, f"#{n}", role) for n, d in enumerate(shown, start=1))
+    caption = states_caption(name, pic, path)
+    titles = state_titles(pic, path, len(shown))
+    figures = [html_board(d, title, role) for d, title in zip(shown, titles, strict=True)]
+    joined = Markup('<span class="arrow">→</span>' if path and pic.kind == "sequence" else "").join(figures)
     more = Markup('<span class="arrow">… {} more</span>').format(len(drawn) - len(shown)) \
         if len(drawn) > len(shown) else Markup("")
     return Markup('<div class="side" data-role="{}"><div class="caption">{}</div>'
                   '<div class="states">{}{}</div></div>').format(role, caption, joined, more)
 
 
-def html_comparison(expected: codec.Wire, got: codec.Wire) -> Markup:
-    """Expected beside got as HTML (boards as tables, differing cells highlighted, a legend); needs HTML_CSS."""
-    comparison = compare(expected, got)
+def html_comparison(expected: codec.Wire, got: codec.Wire, *, path: bool = False) -> Markup:
+    """Expected beside got as HTML (boards as tables, differing cells highlighted, a legend); needs HTML_CSS.
+    `path`: the case's check judges a path (CaseResult.path_answer)."""
+    comparison = compare(expected, got, path=path)
     e_name, g_name = comparison.names()
     body = Markup('<div class="cmp">{}{}</div>').format(
-        _html_side(comparison.expected, comparison.expected_boards, "expected", e_name),
-        _html_side(comparison.got, comparison.got_boards, "got", g_name))
+        _html_side(comparison.expected, comparison.expected_boards, "expected", e_name, path),
+        _html_side(comparison.got, comparison.got_boards, "got", g_name, path))
     if comparison.drawn:
         body += HTML_LEGEND
     return body

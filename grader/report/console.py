@@ -234,7 +234,7 @@ def _print_case(console: Console, case: CaseResult) -> None:
                            "check again when it is less busy")
     elif case.message:
         lines.append(pad + case.message + limit_note(case.status, case.limit))
-    comparison = boards.compare(case.expected, case.got) if case.status == "fail" else None
+    comparison = boards.compare(case.expected, case.got, path=case.path_answer) if case.status == "fail" else None
     if comparison is not None and not comparison.drawn:
         lines.append(f"{pad}expected: {codec.describe(case.expected, 400)}")
         lines.append(f"{pad}got:      {codec.describe(case.got, 400)}")

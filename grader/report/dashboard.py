@@ -50,6 +50,7 @@ class AnswerGroup:
     got: object
     students: tuple[str, ...]
     cases: int
+    path: bool = False                       # the example's check judges a path (CaseResult.path_answer)
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ def answer_groups(results: Sequence[SubmissionResult], *, ungraded=lambda result
 def _group(exercise: str, group: dict) -> AnswerGroup:
     case: CaseResult = group["example"]
     return AnswerGroup(exercise, group["mistake"], case.id, case.call, case.message, case.expected, case.got,
-                       tuple(sorted(group["students"])), group["cases"])
+                       tuple(sorted(group["students"])), group["cases"], case.path_answer)
 
 
 def generator_rates(rates: Sequence, label=lambda case, exercise: case) -> dict[str, tuple[GeneratorRate, ...]]:

@@ -221,7 +221,7 @@ def _md_case(case: CaseResult) -> list[str]:
         out += ["With:", "", md_block("\n\n".join(boards.text_input(name, value)
                                                   for name, value in case.inputs.items())), ""]
     if case.status == "fail":
-        out += [md_block(boards.text_comparison(case.expected, case.got, width=80)), ""]
+        out += [md_block(boards.text_comparison(case.expected, case.got, width=80, path=case.path_answer)), ""]
     if case.traceback and case.status in ("error", "timeout"):
         out += ["Traceback (your code, by notebook cell):", "", md_block(case.traceback), ""]
     if case.output:
@@ -323,7 +323,8 @@ def highlight_python(code: str) -> Markup:
 
 def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseView]:
     return [_CaseView(case, SYMBOLS.get(case.status, "?"),
-                      boards_html.html_comparison(case.expected, case.got) if case.status == "fail" else None,
+                      boards_html.html_comparison(case.expected, case.got, path=case.path_answer)
+                      if case.status == "fail" else None,
                       truncated_output(case.output) if case.output else "", tuple(alike),
                       _html_inputs(case), _html_alike_inputs(case, alike), cause=group_cause(case, alike),
                       own=tuple(own_messages(case, alike)), words=headline(case.status, case.reason))

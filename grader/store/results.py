@@ -55,6 +55,10 @@ class CaseResult:
     # The CPU time the kernel charged the case's process, as the parent read it (grader.sandbox.cpuclock); None
     # where it was not measured (no /proc, the kit's in-process runs, results stored before it existed).
     cpu_seconds: float | None = None
+    # The rubric's check judges the answer as a path of states (the `path` check): reports caption and draw its
+    # states as a path. Otherwise a list of states is just that (intermediate goals are no path). Stored before
+    # it existed: False, so such a list is captioned by its container, never called a path it may not be.
+    path_answer: bool = False
 
 
 @dataclass(frozen=True)
