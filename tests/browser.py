@@ -80,6 +80,7 @@ class Rendered:
     png: Path | None             # the screenshot, if one was asked for
     dom: str                     # the document after rendering
     console: tuple[str, ...]     # every console line: the page's, its uncaught exceptions, the browser's about it
+    measured: Any = None         # the value of the `measure` expression, evaluated in the page after it loaded
 
     @property
     def console_errors(self) -> tuple[str, ...]:
@@ -205,7 +206,7 @@ class Browser:
         self._wait(lambda m: m.get("method") == "Page.loadEventFired" and m.get("sessionId") == session, deadline)
 
     def render(self, html: Path, png: Path | None, *, width: int = 1200, height: int = 1600,
-               fragment: str = "") -> Rendered:
+               fragment: str = "", measure: str = "") -> Rendered:
         deadline = time.monotonic() + RENDER_SECONDS
         session = self._tab(deadline)
         self._send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
@@ -217,12 +218,14 @@ class Browser:
         self._open(Path(html).resolve().as_uri() + (f"#{fragment}" if fragment else ""), session, deadline)
         dom = self._send("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
                                               "returnByValue": True}, session, deadline)["result"]["value"]
+        measured = self._send("Runtime.evaluate", {"expression": measure, "returnByValue": True}, session,
+                              deadline)["result"].get("value") if measure else None
         if png is not None:   # a screenshot is most of a page's cost (PNG-encoding 1200x1600): only when asked
             png.write_bytes(base64.b64decode(self._send("Page.captureScreenshot", {"format": "png"}, session,
                                                         deadline)["data"]))
         console = tuple(line for event in self._events if event.get("sessionId") == session
                         for line in [_console_line(event)] if line is not None)
-        return Rendered(png, dom, console)
+        return Rendered(png, dom, console, measured)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -248,15 +251,17 @@ _BROWSER: Browser | None = None
 
 
 def render(html: Path, png: Path | None, *, width: int = 1200, height: int = 1600,
-           fragment: str = "") -> Rendered:
+           fragment: str = "", measure: str = "") -> Rendered:
     """Open `html` (with `#fragment` when given) in headless Chromium: screenshot to `png` (None: no
-    screenshot), return DOM and console lines. The browser starts on the first call and is kept until close()."""
+    screenshot), return DOM and console lines, and the value of the JavaScript expression `measure` (layout
+    facts such as scroll widths, which the DOM's text does not hold). The browser starts on the first call and is
+    kept until close()."""
     global _BROWSER
     if _BROWSER is not None and _BROWSER.process.poll() is not None:
         close()                       # it died: its profile goes, a new one starts
     if _BROWSER is None:
         _BROWSER = Browser()
-    return _BROWSER.render(html, png, width=width, height=height, fragment=fragment)
+    return _BROWSER.render(html, png, width=width, height=height, fragment=fragment, measure=measure)
 
 
 def close() -> None:

@@ -148,6 +148,32 @@ def test_class_report_names_an_untitled_exercise_once(bundled: Batch, tmp_path: 
     assert not [row for row in cells if len(row) > 1 and row[0] in ids and row[1] == row[0]]
 
 
+# Every box that scrolls sideways, and the page itself: [tag, id or class, scrollWidth, clientWidth] of each one
+# whose content is wider than it is.
+SIDEWAYS = """Array.from(document.querySelectorAll('*')).filter(e =>
+  (e === document.documentElement || getComputedStyle(e).overflowX !== 'visible') && e.scrollWidth > e.clientWidth)
+  .map(e => [e.tagName, e.id || e.className, e.scrollWidth, e.clientWidth])"""
+
+
+def test_class_report_fits_a_1200_pixel_window_with_long_student_ids(bundled: Batch, tmp_path: Path) -> None:
+    """An LMS's student ids run long ("lastname_firstname_..."): the students' table kept each on one line, so at
+    1200 px its similarity column sat behind a sideways scroll, and the lists of ids under the wrong answers
+    widened the page. Measured in Chromium: nothing on the page scrolls sideways."""
+    from dataclasses import replace
+    from grader.report.class_report import class_report_html
+    long_ids = {"int-tiles": "vandenberghe-castellanos_maria-fernanda_48213",
+                "move-dir-transposed": "oberhollenzer-wittgenstein_maximiliane_51170",
+                "find-tile-transposed": "garcia-de-la-fuente-y-montoya_juan-sebastian"}
+    results = [replace(r, submission=long_ids.get(r.submission, r.submission)) for r in bundled.results.values()]
+    page = browser.render(write(tmp_path / "class.html", class_report_html(results)), None, width=1200,
+                          measure=SIDEWAYS)
+    assert page.console_errors == ()
+    table = browser.parse_dom(page.dom).find_all("table", id="students-table")[0]
+    assert {row.attrs["data-student"] for row in table.find_all("tr") if "data-student" in row.attrs} >= \
+        set(long_ids.values())
+    assert page.measured == []
+
+
 # ---------------------------------------------------------------------------------------------- the dashboard
 
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"   # shown in the README
