@@ -229,6 +229,45 @@ def test_a_class_graded_before_transliteration_keeps_its_ids_rows_and_overrides(
     assert sorted(p.name for p in out.glob("*.json")) == ["Sren_degaard.json", "ukasz_Wojcik.json"]
 
 
+def test_a_gradescope_class_graded_before_transliteration_keeps_its_ids_rows_and_overrides(tmp_path: Path) -> None:
+    """As above, for students a Gradescope export's submission_metadata.yml names: the fixture is the gradebook
+    the grader before transliteration (91fd1ac) made of `assignment_7301_export/` (submission_5001: 'Søren
+    Ødegaard' sid 1001, taoistic correct; submission_5002: 'Łukasz Wójcik' sid 1002, int-tiles) as
+    Sren_degaard_1001 and ukasz_Wojcik_1002, then `grader override ukasz_Wojcik_1002 move_dir --points 1`.
+    The metadata's names had no former id (only file and folder names had one): graded again, the two became
+    Soren_Odegaard_1001 and Lukasz_Wojcik_1002 beside their old rows, the export listed four and the override
+    was on a row no longer graded."""
+    import gzip
+    import subprocess
+    import sys
+    from conftest import REPO, RUBRIC, SUBMISSIONS
+    from grader.store.gradebook import Gradebook
+    fixtures = REPO / "tests" / "fixtures" / "transliteration"
+    export = tmp_path / "export" / "assignment_7301_export"
+    write(export / "submission_metadata.yml", (fixtures / "gradescope_submission_metadata.yml").read_bytes())
+    write(export / "submission_5001" / "lab.ipynb", (SUBMISSIONS / "correct.ipynb").read_bytes())
+    write(export / "submission_5002" / "lab.ipynb", (SUBMISSIONS / "int-tiles.ipynb").read_bytes())
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gradebook.sqlite").write_bytes(gzip.decompress((fixtures / "gradescope-gradebook-before.sqlite.gz")
+                                                           .read_bytes()))
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "export"), "--rubric",
+                           str(RUBRIC), "--out", str(out), "--jobs", "1"], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    with Gradebook(out / "gradebook.sqlite") as book:
+        assert book.students("taoistic-search") == ["Sren_degaard_1001", "ukasz_Wojcik_1002"]
+    export_csv = (out / "gradebook.csv").read_text(encoding="utf-8")
+    assert "Lukasz_Wojcik" not in export_csv and "Soren_Odegaard" not in export_csv
+    row = next(line for line in export_csv.splitlines() if line.startswith("ukasz_Wojcik_1002,"))
+    assert row.split(",")[2] == "1"                                  # move_dir: the override still in force
+    text = " ".join((done.stdout + done.stderr).split())              # the notes as the terminal wrapped them
+    assert "ukasz_Wojcik_1002:" in text and "keeps the id its gradebook rows have" in text
+    assert "Lukasz_Wojcik_1002" in text
+    assert sorted(p.name for p in out.glob("*.json")) == ["Sren_degaard_1001.json", "ukasz_Wojcik_1002.json"]
+
+
 def _sha1(text: str) -> str:
     import hashlib
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]

@@ -238,6 +238,8 @@ class Record:
     extended: str = ""      # the student's own due date, when the LMS granted an extension (ISO, no zone)
     students: tuple[str, ...] = ()   # the students the LMS says handed it in (ids), when its file names do not say
                                      # (Gradescope's submitters: several for a group's hand-in)
+    formers: tuple[str, ...] = ()    # for each of `students`, the id an older grader gave that name ("" if the
+                                     # same; keep_former_ids)
 
 
 Worksheet = Callable[[str], "dict[str, Record] | None"]
@@ -353,13 +355,15 @@ def _field(mapping: dict[object, object], name: str) -> object:
     return mapping.get(f":{name}", mapping.get(name))
 
 
-def _submitter(person: object) -> str:
-    """A submitter's id: name and student id (else e-mail), as Canvas's and Moodle's ids hold a name and a number."""
+def _submitter(person: object) -> tuple[str, str]:
+    """A submitter's id: name and student id (else e-mail), as Canvas's and Moodle's ids hold a name and a number;
+    and the id an older grader gave the same name ("" when it is the same: _former)."""
     if not isinstance(person, dict):
-        return ""
+        return "", ""
     parts = [str(value).strip() for value in (_field(person, "name"), _field(person, "sid") or _field(person, "email"))
              if value is not None and not isinstance(value, (dict, list)) and str(value).strip()]
-    return safe_id("_".join(parts)) if parts else ""
+    named = "_".join(parts)
+    return (safe_id(named), _former(named)) if parts else ("", "")
 
 
 @worksheet("gradescope", suffixes=(".yml", ".yaml"))
@@ -384,9 +388,10 @@ def gradescope_metadata(text: str) -> dict[str, Record] | None:
             if not match or not isinstance(submission, dict):
                 continue
             people = _field(submission, "submitters")
-            students = [_submitter(person) for person in people] if isinstance(people, list) else []
+            named = dict(_submitter(person) for person in people) if isinstance(people, list) else {}
+            named.pop("", None)
             records[match["id"]] = Record(False, gradescope_time(_field(submission, "created_at")),
-                                          students=tuple(dict.fromkeys(s for s in students if s)))
+                                          students=tuple(named), formers=tuple(named.values()))
     return records or None
 
 
@@ -898,7 +903,9 @@ class _Collector:
                 continue
             if len(record.students) > 1:
                 groups[owner.student] = record.students
-            candidates.extend(replace(candidate, owner=replace(owner, student=student)) for student in record.students)
+            formers = record.formers or ("",) * len(record.students)
+            candidates.extend(replace(candidate, owner=replace(owner, student=student, former=former))
+                              for student, former in zip(record.students, formers, strict=True))
         notes = [f"{submission}: a group's hand-in, graded for each of its {len(students)} students: "
                  f"{', '.join(students)}" for submission, students in sorted(groups.items())]
         if unnamed:
