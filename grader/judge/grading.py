@@ -43,7 +43,7 @@ from grader.sandbox.budget import Budget
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, MachineBusy, Oracle, Outcome, ProcessLimits, PureOracle, Replies,
                                     Sandbox, SandboxError, SharedReplies, preloads, right_answer,
-                                    skipped_after_timeouts)
+                                    timed_out, with_timeouts_left)
 from grader.judge.scoring import exercise_score, total
 
 
@@ -1137,14 +1137,17 @@ class OwnRunsFirst:
         found: dict[tuple[int, str], Outcome] = {}
         timeouts = [0] * len(runs)
         for number, (index, part) in enumerate(parts, 1):
-            left = runs[index][1] - timeouts[index]
-            outcomes = skipped_after_timeouts(part, timeouts[index]) if left <= 0 else \
-                self.runner.run_exercise(part, (), _no_oracle, deadline, max_timeouts=left, more=number < len(parts))
-            timeouts[index] += sum(1 for outcome in outcomes if outcome.status == "timeout")
+            outcomes = with_timeouts_left(part, runs[index][1], timeouts[index],
+                                          functools.partial(self._own_part, part, deadline, number < len(parts)))
+            timeouts[index] += timed_out(outcomes)
             found.update(((index, request.id), outcome) for request, outcome in zip(part, outcomes, strict=True))
         for index, (requests, _) in enumerate(runs):
             self.kept[tuple(request.id for request in requests)] = [found[index, request.id] for request in requests]
         self.replaying = True
+
+    def _own_part(self, part: Sequence[CaseRequest], deadline: float, more: bool, left: int) -> list[Outcome]:
+        """One part of an own run, with the `left` timeouts of its exercise (see with_timeouts_left)."""
+        return self.runner.run_exercise(part, (), _no_oracle, deadline, max_timeouts=left, more=more)
 
     def run_exercise(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
                      deadline: float, max_timeouts: int = 2,

@@ -745,11 +745,9 @@ class Sandbox:
         found = dict(zip((case.id for case in public),
                          self._run_part(public, isolate, oracle, deadline, max_timeouts, methods, True), strict=True))
         hidden = [case for case in cases if case.hidden]
-        timeouts = sum(1 for outcome in found.values() if outcome.status == "timeout")
-        found.update(zip((case.id for case in hidden), skipped_after_timeouts(hidden, timeouts)
-                         if timeouts >= max_timeouts else
-                         self._run_part(hidden, isolate, oracle, deadline, max_timeouts - timeouts, methods, more),
-                         strict=True))
+        found.update(zip((case.id for case in hidden), with_timeouts_left(
+            hidden, max_timeouts, timed_out(found.values()),
+            lambda left: self._run_part(hidden, isolate, oracle, deadline, left, methods, more)), strict=True))
         return [found[case.id] for case in cases]
 
     def _run_part(self, cases: Sequence[CaseRequest], isolate: Sequence[str], oracle: Oracle,
@@ -1198,6 +1196,20 @@ def skipped_after_timeouts(cases: Sequence[CaseRequest], timeouts: int) -> list[
     """The outcomes of an exercise's cases not run because `timeouts` of its cases timed out (max_timeouts)."""
     return [Outcome(c.id, "skipped", error={"message": f"not run: {timeouts} earlier cases of this exercise timed "
                                                        f"out", "reason": "timeouts"}) for c in cases]
+
+
+def timed_out(outcomes: Iterable[Outcome]) -> int:
+    """How many of an exercise's outcomes are timeouts (what its max_timeouts counts)."""
+    return sum(1 for outcome in outcomes if outcome.status == "timeout")
+
+
+def with_timeouts_left(cases: Sequence[CaseRequest], max_timeouts: int, timeouts: int,
+                       run: Callable[[int], list[Outcome]]) -> list[Outcome]:
+    """A later part of an exercise (its hidden cases, run apart from its public ones): `run` given the timeouts
+    the `timeouts` of its earlier parts left of `max_timeouts`, or every case skipped when none are left. The
+    one rule of both splits (Sandbox.run_exercise, judge.grading.OwnRunsFirst.run_ahead)."""
+    left = max_timeouts - timeouts
+    return run(left) if left > 0 else skipped_after_timeouts(cases, timeouts)
 
 
 def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
