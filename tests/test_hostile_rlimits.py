@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -217,6 +218,10 @@ def test_files_unlinked_while_held_open_count_toward_the_rlimits_scratch():
                     isolation=Isolation(namespaces=False, pids_root=None), allow_root=True)
     held, fine = ran.outcomes
     assert held.status == "crash", held
+    # The zygote's word (it killed for these files), not a look at the folder, which holds none of them: the case
+    # said only "the submission's process died from SIGKILL (killed: out of memory or time?)".
+    assert held.error == {"type": "OSError", "message": "the sandbox's files went over their limit (8 MB, 1000 "
+                                                        "files in all, counting files it deleted but kept open)"}
     assert fine.status == "ok" and fine.value == 42
 
 
@@ -233,7 +238,7 @@ def test_tree_use_counts_allocated_bytes_and_stops_counting_entries(tmp_path):
     for number in range(50):
         (tmp_path / f"empty{number}").touch()
     assert confine.tree_use(str(tmp_path), 10)[1] == 11
-    assert confine.scratch_over(str(tmp_path), 2 << 20, 10) and not confine.scratch_over(str(tmp_path), 2 << 20, 60)
+    assert confine.tree_use(str(tmp_path), 60)[1] == 54
     with open(tmp_path / "gone", "wb") as handle:   # unlinked, held open: no name reaches it, its blocks stay
         handle.write(b"x" * (1 << 20))
         handle.flush()
@@ -256,6 +261,49 @@ def test_doctor_says_a_non_root_grader_without_landlock_leaves_the_terminals_ope
     monkeypatch.setattr(doctor.os, "geteuid", lambda: 4242)
     [advice] = [line for line in doctor.diagnose().advice if line.startswith("No Landlock")]
     assert "open your terminals" in advice and "every file of yours" in advice
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives files to another uid: needs root")
+def test_the_zygote_tells_the_grader_it_killed_for_files_left_in_tmp(tmp_path):
+    """Without Landlock, as root, what a sandbox's unused uid owns in /tmp and the like counts toward its scratch's
+    bound and the zygote kills it when over; the case said only "died from SIGKILL (killed: out of memory or
+    time?)", since the grader looked at the scratch folder again and found it within bounds. The zygote now sends
+    why it killed after the exit status, on the pipe the sandbox holds no end of, and the grader's Jail reads it."""
+    from grader.sandbox import zygote
+    from grader.sandbox.supervisor import Jail
+
+    uid = confine.UID_BASE + 23456
+    scratch, shared = tmp_path / "scratch", tmp_path / "tmp"
+    scratch.mkdir()
+    shared.mkdir()
+    (shared / "big").write_bytes(b"x" * (3 << 20))
+    os.chown(shared / "big", uid, uid)
+    pid = os.fork()
+    if pid == 0:   # the sandbox, as the zygote sees it: a child of its own
+        try:
+            signal.sigtimedwait([signal.SIGUSR1], 60)
+        finally:
+            os._exit(0)
+    try:
+        pidfd, watched = os.pidfd_open(pid), os.pidfd_open(pid)
+        status_read, status_write = os.pipe()
+        keeper = zygote.Zygote(control=None)
+        keeper.children[pidfd] = (pid, uid, status_write)
+        keeper.scratches[pidfd] = (str(scratch), 2 << 20, 100, pid, None, uid, (str(shared),))
+        keeper.elsewhere[pidfd] = (str(shared),)
+        keeper.watch()
+        assert select.select([pidfd], [], [], 60)[0], "the zygote did not kill it"
+        keeper._ended(pidfd)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    jail = Jail(pid, watched, status_read)
+    assert jail.wait(10) == -signal.SIGKILL and jail.over == "shared"
+    jail.close()
+    assert os.listdir(shared) == []   # and what it left there went with it
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="gives files to another uid: needs root")

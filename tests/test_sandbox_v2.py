@@ -270,12 +270,14 @@ def test_each_jail_has_a_small_tcp_table_of_its_own_and_the_hosts_setting_stays(
     assert host.read_text() == before
 
 
-@needs_jail
-def test_no_jail_holds_an_exit_status_pipe():
-    """The zygote writes a jail's exit status (never the jail itself): no sandbox holds an end of its own pipe or
-    of another live sandbox's, so none can forge a status for the grader."""
-    with Sandbox(_statements("x = 1\n"), {}, DEFAULT_LIMITS) as first, \
-            Sandbox(_statements("x = 2\n"), {}, DEFAULT_LIMITS) as second:
+@pytest.mark.parametrize("namespaces", [pytest.param(True, marks=needs_jail), False])
+def test_no_sandbox_holds_an_exit_status_pipe(namespaces):
+    """The zygote writes a sandbox's exit status and why it killed it (never the sandbox itself): no sandbox holds
+    an end of its own pipe or of another live sandbox's, so none can forge a status or a reason for the grader.
+    In rlimits mode too, where the pipe now carries why the zygote killed a sandbox for its files."""
+    isolation = ISOLATION if namespaces else Isolation(namespaces=False, pids_root=None)
+    with Sandbox(_statements("x = 1\n"), {}, DEFAULT_LIMITS, isolation=isolation, allow_root=True) as first, \
+            Sandbox(_statements("x = 2\n"), {}, DEFAULT_LIMITS, isolation=isolation, allow_root=True) as second:
         first.load()
         second.load()
         jails = [sandbox.process for sandbox in (first, second)]
@@ -291,7 +293,8 @@ def test_no_jail_holds_an_exit_status_pipe():
                     pass
             assert held and not held & pipes
         first.process.kill()
-        assert first.process.wait(timeout=30) == 128 + signal.SIGKILL   # the zygote reaped it and said so
+        assert first.process.wait(timeout=30) == -signal.SIGKILL   # the zygote reaped it and said so
+        assert first.process.over is None
 
 
 @needs_jail

@@ -25,7 +25,7 @@ from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
-from grader.sandbox.confine import remove_tree, scratch_over
+from grader.sandbox.confine import remove_tree
 from grader.sandbox.alarm import TimeLimit
 from grader.sandbox.budget import Budget, LoadClock
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
@@ -45,6 +45,9 @@ _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
 # What the zygote may preload (zygote.PRELOAD, which it checks again): asked for only where the course's code names
 # it (preloads), since its mappings make every fork and exit of the chain dearer.
 PRELOADABLE = ("numpy", "heapq")
+# What a case killed for its files (Jail.over: where the zygote found them over) is told, beside the limit.
+_OVER_WHERE = {"shared": ", counting what it left in /tmp, /var/tmp and /dev/shm",
+               "unlinked": ", counting files it deleted but kept open"}
 _CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -432,7 +435,7 @@ class Sandbox:
         self.reloaded = 0.0      # seconds of the grader's own reloads given back to the deadline (_reload)
         self.load_report: LoadReport | None = None
         self.skipped_statements: set[int] = set()
-        self.overfull: set[int] = set()        # of those, the ones whose files went over the scratch's limit
+        self.overfull: dict[int, str] = {}     # of those, the ones whose files went over the scratch's limit: where
         # The texts of states the reference's answers sent this submission's child, and of states it sent back,
         # with their values: a call made of them is not parsed and decoded again (known_args).
         self.known_texts: dict[str, Any] = {}
@@ -634,8 +637,9 @@ class Sandbox:
                 if (running is not None and running < len(indices) and self.restarts < len(self.statements)
                         and not out_of_time):
                     self.skipped_statements.add(indices[running])
-                    if self.scratch is not None and self._overfull():   # killed by the zygote (Zygote.watch)
-                        self.overfull.add(indices[running])
+                    over = self._overfull(isinstance(error, wire.Closed))
+                    if over is not None:
+                        self.overfull[indices[running]] = over
                     self.restarts += 1
                     continue
                 self._stop()
@@ -656,8 +660,9 @@ class Sandbox:
                 statement = self.statements[index]
                 names = ", ".join(str(name) for name in statement.get("names", ()))
                 warnings.append(_placed(statement, Kind.LOAD_TIMEOUT, names,
-                                        (f"its files went over the sandbox's limit ({self._scratch_limit()}); left "
-                                         "out" if index in self.overfull else
+                                        (f"its files went over the sandbox's limit "
+                                         f"({self._scratch_limit(self.overfull[index])}); left out"
+                                         if index in self.overfull else
                                          f"did not finish within {self.limits.load_seconds:g} s; left out")
                                         + (f"; {names} unavailable" if names else "")))
             self._leave_out(message.left_out, indices)   # not run again when the child is restarted
@@ -1015,18 +1020,25 @@ class Sandbox:
             self.memory.kills = self.memory.oom_kills()   # charged once, to the case it happened in
             return {"type": "MemoryError", "message": f"the sandbox ran out of memory (its limit is "
                                                       f"{self.memory.limit >> 20} MB for all its processes and files)"}
-        if self._overfull():
+        over = self._overfull(False)
+        if over is not None:
             return {"type": "OSError",
-                    "message": f"the sandbox's files went over their limit ({self._scratch_limit()})"}
+                    "message": f"the sandbox's files went over their limit ({self._scratch_limit(over)})"}
         return {"message": reason}
 
-    def _overfull(self) -> bool:
-        """Whether the rlimits-mode scratch folder holds more than the sandbox may write: the zygote kills a
-        sandbox whose scratch is so (zygote.Zygote.watch), and the files stay until the child is discarded."""
-        return self.scratch is not None and scratch_over(self.scratch, self.limits.disk_mb << 20, self.limits.files)
+    def _overfull(self, ending: bool) -> str | None:
+        """Where the zygote found the child's files over the sandbox's limit, if that is why it killed it
+        (zygote.Zygote.watch, rlimits mode): its word, read once the child has ended (supervisor.Jail.over). A
+        look at the scratch folder here missed files held unlinked or left in /tmp. `ending`: its pipes closed,
+        so it is ending, and is given a moment to."""
+        if self.process is None:
+            return None
+        if ending:
+            self.process.wait(timeout=0.2)
+        return self.process.over if self.process.poll() is not None else None
 
-    def _scratch_limit(self) -> str:
-        return f"{self.limits.disk_mb} MB, {self.limits.files} files in all"
+    def _scratch_limit(self, over: str = "folder") -> str:
+        return f"{self.limits.disk_mb} MB, {self.limits.files} files in all{_OVER_WHERE.get(over, '')}"
 
     def _answer_kept(self, oracle: PureOracle, isolate: Sequence[str], case: CaseRequest, clock: _CaseClock,
                      calls: int, asked: int, until: float,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader.sandbox import cpuclock
-from grader.sandbox.confine import PR_SET_DUMPABLE, own_folder, prctl, remove_tree
+from grader.sandbox.confine import OVER_LIMIT, PR_SET_DUMPABLE, own_folder, prctl, remove_tree
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _LEFTOVER = re.compile(r"puzzle-grader-(\d+)-(\d+)$")
@@ -127,14 +127,17 @@ def clean_leftovers(grader_pid: int | None = None) -> list[str]:
 
 @dataclass
 class Jail:
-    """A started child, as the grader holds it: a pidfd (never a bare pid) and a pipe for its exit status (the
-    zygote's word, never the child's: the jail holds no end of it)."""
+    """A started child, as the grader holds it: a pidfd (never a bare pid) and a pipe for its exit status and why
+    the zygote killed it, if it did (the zygote's word, never the child's: the child holds no end of it)."""
 
     pid: int
     pidfd: int
     status_fd: int
     status: int | None = None
     ended: bool = False
+    # Set once it ended, where the zygote killed it for its files (zygote.Zygote.watch, rlimits mode): which count
+    # went over, one of confine.OVER_LIMIT.
+    over: str | None = None
     preload: tuple[str, ...] = ()    # what the zygote had been asked to preload before this fork (done if installed)
 
     def poll(self) -> int | None:
@@ -147,15 +150,17 @@ class Jail:
         return self.status if self.status is not None else -signal.SIGKILL
 
     def _read_status(self) -> None:
-        """The jail's exit status, which the zygote writes once it has reaped the jail (a moment after the pidfd
-        says it ended), then closes the pipe: waited for, briefly (a zygote that is gone closes it at once)."""
+        """The child's exit status and why the zygote killed it (zygote._status_bytes), which the zygote writes
+        once it has reaped the child (a moment after the pidfd says it ended), then closes the pipe: waited for,
+        briefly (a zygote that is gone closes it at once)."""
         try:
             ready = select.select([self.status_fd], [], [], STATUS_SECONDS)[0]
-            data = os.read(self.status_fd, 4) if ready else b""
+            data = os.read(self.status_fd, 5) if ready else b""
         except OSError:
             data = b""
-        if len(data) == 4:
-            self.status = int.from_bytes(data, "big", signed=True)
+        if len(data) == 5:
+            self.status = int.from_bytes(data[:4], "big", signed=True)
+            self.over = OVER_LIMIT[data[4] - 1] if 0 < data[4] <= len(OVER_LIMIT) else None
 
     def wait(self, timeout: float) -> int | None:
         if not self.ended and self.pidfd >= 0:

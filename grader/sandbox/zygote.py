@@ -85,8 +85,10 @@ def preload(modules=PRELOAD):
     return max(0, _address_space() - before)
 
 
-def _status_bytes(status):
-    return int(status).to_bytes(4, "big", signed=True)
+def _status_bytes(status, over=0):
+    """What the status pipe carries: the exit code (negative: the signal that ended it) and why the zygote killed
+    it (1 + the index of confine.OVER_LIMIT; 0: it did not)."""
+    return int(status).to_bytes(4, "big", signed=True) + bytes([over])
 
 
 def _enter_groups(config):
@@ -237,8 +239,9 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid):
 class Zygote:
     def __init__(self, control, preloaded=0):
         self.control = control
-        # pidfd -> (pid, host uid swept when it ends or None, the jail's exit-status pipe or None)
+        # pidfd -> (pid, host uid swept when it ends or None, its exit-status pipe)
         self.children = {}
+        self.over = {}           # pidfd -> why watch killed it (1 + an index of confine.OVER_LIMIT)
         self.preloaded = preloaded   # bytes of address space the preloaded modules take in every child
         self.asked = set()       # modules of PRELOAD a request asked for (imported, or found missing), once each
         # pidfd -> (rlimits-mode scratch folder, its bytes, its entries, the runtime's pid, its cgroup.procs or
@@ -279,9 +282,9 @@ class Zygote:
         """Kill each rlimits-mode sandbox whose scratch holds more than its disk_mb or files, at most every
         WATCH_SECONDS. In a jail the scratch is a tmpfs of that size, which refuses the write; in rlimits mode it
         is a folder on the host's disk, bounded per file only (RLIMIT_FSIZE), and a notebook could fill the disk
-        the results are written to. The zygote never ran student code and outlives the sandbox's own clocks. The
-        grader reads the folder's part of this fact (confine.scratch_over) to say why the case died; a kill for
-        files held unlinked or left in WORLD_WRITABLE is not told apart from any other SIGKILL."""
+        the results are written to. The zygote never ran student code and outlives the sandbox's own clocks. Which
+        count went over goes to the grader after the exit status (_ended), its word the case's error says: a
+        second walk of the folder by the grader missed files held unlinked or left in WORLD_WRITABLE."""
         now = time.monotonic()
         if now < self.next_watch:
             return
@@ -292,16 +295,20 @@ class Zygote:
         unlinked = self.looks % UNLINKED_LOOKS == 0
         for pidfd, (path, most_bytes, most_entries, pid, procs, uid, elsewhere) in list(self.scratches.items()):
             used, entries = confine.tree_use(path, most_entries)
-            if elsewhere and entries <= most_entries:   # no Landlock: its uid writes /tmp and the like too
+            over = "folder" if used > most_bytes or entries > most_entries else None
+            if elsewhere and over is None:   # no Landlock: its uid writes /tmp and the like too
                 more, inside = confine.owned_use(elsewhere, uid, most_entries - entries)
                 used, entries = used + more, entries + inside
-            if unlinked and used <= most_bytes and entries <= most_entries:
+                over = "shared" if used > most_bytes or entries > most_entries else None
+            if unlinked and over is None:
                 try:
                     used += confine.held_unlinked(confine.tree_pids(pid, procs), os.lstat(path).st_dev)
                 except OSError:
                     pass
-            if used > most_bytes or entries > most_entries:
+                over = "unlinked" if used > most_bytes else None
+            if over is not None:
                 del self.scratches[pidfd]
+                self.over[pidfd] = 1 + confine.OVER_LIMIT.index(over)
                 try:
                     signal.pidfd_send_signal(pidfd, signal.SIGKILL)
                 except OSError:
@@ -316,20 +323,21 @@ class Zygote:
     def _ended(self, pidfd):
         self.scratches.pop(pidfd, None)
         elsewhere = self.elsewhere.pop(pidfd, ())
+        over = self.over.pop(pidfd, 0)
         pid, uid, status_fd = self.children.pop(pidfd)
         os.close(pidfd)
         try:
             _, status = os.waitpid(pid, 0)
         except ChildProcessError:
             status = None
-        if status_fd is not None:   # a jail's exit status, for the grader (see _init): the runtime's own
-            if status is not None:
-                code = os.waitstatus_to_exitcode(status)
-                try:
-                    os.write(status_fd, _status_bytes(code if code >= 0 else 128 - code))
-                except OSError:
-                    pass
-            os.close(status_fd)
+        # For the grader (supervisor.Jail): the runtime's exit status and why this zygote killed it, if it did. The
+        # sandbox holds no end of the pipe (_init, _outer close theirs before any student code).
+        if status is not None:
+            try:
+                os.write(status_fd, _status_bytes(os.waitstatus_to_exitcode(status), over))
+            except OSError:
+                pass
+        os.close(status_fd)
         self._sweep(uid)
         if elsewhere and uid is not None:   # its processes are gone: what it left outside its scratch goes
             confine.remove_owned(elsewhere, uid)
@@ -350,17 +358,16 @@ class Zygote:
             self.control.close()
             for other, (_, _, other_status) in self.children.items():   # no sandbox holds another's
                 os.close(other)
-                if other_status is not None:
-                    os.close(other_status)
+                os.close(other_status)
             if jailed:
                 os.close(status_fd)   # the zygote's to write, once the jail has ended
                 _init(config, request_fd, response_fd, output_fd, zygote, uid, gid)
             _outer(config, request_fd, response_fd, output_fd, status_fd)
-        for fd in (request_fd, response_fd, output_fd) if jailed else fds:
+        for fd in (request_fd, response_fd, output_fd):
             os.close(fd)
         pidfd = os.pidfd_open(pid)
         sweep = confine.UID_BASE + pid if os.geteuid() == 0 and not jailed else None
-        self.children[pidfd] = (pid, sweep, status_fd if jailed else None)
+        self.children[pidfd] = (pid, sweep, status_fd)
         scratch, most_bytes, most_entries = (config.get(key) for key in ("scratch", "scratch_bytes", "scratch_files"))
         if not jailed and isinstance(scratch, str) and type(most_bytes) is int and type(most_entries) is int:
             procs = config.get("cgroup_procs") or []
