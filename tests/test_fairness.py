@@ -337,6 +337,26 @@ def test_find_zero_returning_a_list_is_the_pair_the_text_asks_for(tmp_path: Path
     assert result.total == result.max_total
 
 
+def test_a_known_mistake_spelt_as_a_list_is_named_unless_the_spelling_is_all_that_is_wrong(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """findZero returns [c, r]: the accepted list [r, c], transposed. The (column, row) hint came only with a tuple
+    (the mistake's spelling) and the list variant's verdicts matched no mistake at all; now the transposed cases
+    name the mistake under the convention chosen. tupleOfTuples hands back its list of lists: the right rows spelt
+    as lists, which is also what the mistake 'rows left lists' is, spelt alike. It is not that mistake (the outer
+    list is no tuple either): the check's word on the spelling is the feedback, and no mistake is claimed."""
+    [result] = grade([FAIR / "real_sliding_answers_spelt_as_lists.ipynb"], SLIDING_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    find_zero = result.exercise("findZero")
+    assert find_zero.variant == "findZero_as_list" and 0 < find_zero.score < find_zero.max_score
+    failed = [case for case in find_zero.cases if case.status != "pass"]
+    assert failed and all(case.mistake == "findZero_transposed" and "(column, row)" in case.message
+                          for case in failed)
+    tuple_of_tuples = result.exercise("tupleOfTuples")
+    assert tuple_of_tuples.score == 0
+    assert all(case.status == "fail" and not case.mistake and "expected tuple, got list" in case.message
+               and "Only the outer list" not in case.message for case in tuple_of_tuples.cases)
+
+
 def test_a_script_export_of_a_right_notebook_keeps_its_run_module_and_its_timed_definitions(
         tmp_path: Path, grader_cache: Path) -> None:
     """The .py that nbconvert writes of a right 3x3 notebook: its `%run Breadth-First-Fast.ipynb` and its %%time

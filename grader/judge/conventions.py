@@ -110,6 +110,27 @@ def variant_note(exercise: Exercise, chosen: str) -> tuple[str, ...]:
     return ()
 
 
+def spelled_alike(wire: Any) -> Any:
+    """The wire value with every plain tuple spelt as a list, at any depth: two answers alike but for which of the
+    two sequences holds the values. A known mistake is written in the reference's spelling, and a notebook that
+    spells its answers otherwise (findZero's [r, c], an accepted variant; find_tile's list, which the text does not
+    allow) makes the same mistake in its own: matched so, the feedback names the mistake, and the check's message
+    still names the spelling where it is wrong. Classed sequences (a namedtuple, a subclass) keep their kind.
+    Depth is bounded by the codec's limits (the wire was validated)."""
+    if type(wire) is not dict:
+        return wire
+    if "class" not in wire:
+        for tag in ("tuple", "list"):
+            if tag in wire:
+                return {"list": [spelled_alike(item) for item in wire[tag]]}
+    for tag in ("set", "frozenset", "list", "tuple"):
+        if tag in wire:
+            return {**wire, tag: [spelled_alike(item) for item in wire[tag]]}
+    if "dict" in wire:
+        return {**wire, "dict": [[spelled_alike(key), spelled_alike(value)] for key, value in wire["dict"]]}
+    return wire
+
+
 def spelling_notes(results: Sequence[CaseResult], expected: Mapping[str, Any], function: str) -> tuple[str, ...]:
     """What a student whose right answers came in another spelling than the text's reads (the check took them:
     a list for a set, a float for an int; see the `equal` options sequence_as_set and any_number_type).

@@ -23,7 +23,7 @@ from grader import __version__
 from grader.syntax.analysis import global_data_reads, is_stub
 from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, evaluate_data, for_child,
                                 free_names, isolated_call)
-from grader.judge.conventions import allowed_variants, hold_to_one, spelling_notes, variant_note
+from grader.judge.conventions import allowed_variants, hold_to_one, spelled_alike, spelling_notes, variant_note
 from grader.judge.feedback import same_failures
 from grader.judge.options import Options
 from grader.checks.registry import PATH_CHECKS, CheckContext, CheckError, ProbeError, resolve as resolve_check
@@ -646,13 +646,30 @@ def _judged_answer(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
         return CaseResult(status="error", message=f"the result could not be read: {error}",
                           reason=vocabulary.RAISED, cause="the answer could not be read", **base)
     result = _checked(plan, case, outcome, plan.expected[case.id].value, dict(base))
-    if result.status != "pass":
-        answers = dict(plan.expected[case.id].mistakes)   # a mistake that raised on this input is absent
-        for mistake in exercise.mistakes:
-            if mistake.reference in answers and _is_answer(plan, case, outcome, answers[mistake.reference], base):
-                message = f"{result.message}. {mistake.say}" if result.message else mistake.say
-                return replace(result, message=message, mistake=mistake.reference, advice=mistake.say)
-    return result
+    return _with_mistake(plan, exercise, case, outcome, result, plan.expected[case.id].value, base)
+
+
+def _with_mistake(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome, result: CaseResult,
+                  expected_value: Any, base: Mapping[str, Any]) -> CaseResult:
+    """A failed verdict (under the reference's convention or an accepted variant's, whose expected value is
+    `expected_value`) with the known mistake the answer is, and the rubric's word on it. Its own spelling first;
+    then, where the case compares values, the same values in lists where the mistake has tuples or back (see
+    conventions.spelled_alike), unless they are the expected value's: then the spelling is all that is wrong."""
+    if result.status == "pass":
+        return result
+    answers = dict(plan.expected[case.id].mistakes)   # a mistake that raised on this input is absent
+    known = [mistake for mistake in exercise.mistakes if mistake.reference in answers]
+    found = next((mistake for mistake in known
+                  if _is_answer(plan, case, outcome, answers[mistake.reference], base)), None)
+    if found is None and known and case.check.name in _VALUE_CHECKS:
+        got = spelled_alike(outcome.value)
+        if codec.same(spelled_alike(expected_value), got, validated=True) is not None:
+            found = next((mistake for mistake in known
+                          if codec.same(spelled_alike(answers[mistake.reference]), got, validated=True) is None), None)
+    if found is None:
+        return result
+    message = f"{result.message}. {found.say}" if result.message else found.say
+    return replace(result, message=message, mistake=found.reference, advice=found.say)
 
 
 # Checks that compare an answer with an expected value by their options alone: a known mistake's answer is
@@ -707,9 +724,14 @@ def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, seconds=first.seconds,
                 output=first.output, weight=case.weight, traceback=first.traceback, inputs=first.inputs,
                 **answer_facts(case))
-    return {variant.reference: _checked(plan, case, outcome, answers[variant.reference],
-                                        {**base, "expected": stored_expected(plan, case.id, variant.reference)})
-            for variant in exercise.variants if variant.reference in answers}
+    judged = {}
+    for variant in exercise.variants:
+        if variant.reference in answers:
+            held = {**base, "expected": stored_expected(plan, case.id, variant.reference)}
+            verdict = _checked(plan, case, outcome, answers[variant.reference], dict(held))
+            judged[variant.reference] = _with_mistake(plan, exercise, case, outcome, verdict,
+                                                      answers[variant.reference], held)
+    return judged
 
 
 def stored_expected(plan: Plan, case_id: str, variant: str = "") -> Any:
