@@ -76,6 +76,16 @@ def test_aimas_h1_counting_the_blank_is_an_accepted_variant(tmp_path: Path, grad
 
 
 
+def test_a_best_first_search_whose_costs_are_whole_floats_finds_the_cheapest_paths(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """The root is Node(problem.initial, path_cost=0.0), so the goal node of the graph cases costs 3.0 where the
+    reference's costs 3: the same cheapest path, and the text asks for no type of the cost. It lost the four graph
+    cases ("expected int, got float")."""
+    [result] = grade([FAIR / "best_first_search_costs_as_floats.ipynb"], EIGHT_RUBRIC, tmp_path, cache=grader_cache)
+    best_first = result.exercise("best_first_search")
+    assert best_first.score == best_first.max_score, [case.message for case in best_first.cases]
+
+
 def test_an_unseeded_numpy_draw_gives_every_copy_the_same_verdict(tmp_path: Path, grader_cache: Path) -> None:
     """numpy seeds its global generator from the machine's entropy at import: two runs of one notebook drew
     differently. Each case starts from the same seed (as Python's `random`), so copies agree case by case."""
