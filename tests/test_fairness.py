@@ -337,6 +337,26 @@ def test_an_error_hint_with_when_follows_the_earlier_exercises_verdict() -> None
     assert _judged_hints(solve, error, {}) == error
 
 
+def test_an_error_hint_matches_the_exception_as_the_student_reads_it_with_or_without_when() -> None:
+    """One rule for every error hint: it matches the exception as raised and shown ("Type: message", CaseResult.error).
+    The hints without `when` were matched against ": message" when the child named no type (the student reads
+    "Error: message"), the others against the shown text: the same `match` said one and not the other."""
+    from dataclasses import replace as replaced
+    from grader.judge.grading import _judged_hints, _raised
+    from grader.rubric.schema import ErrorHint, load_rubric
+    from grader.sandbox.process import Outcome
+    solve = load_rubric(SLIDING_RUBRIC).exercise("solve")
+    solve = replaced(solve, error_hints=(ErrorHint("Error: boom", "always said"),
+                                         ErrorHint("Error: boom", "said when findZero is right",
+                                                   when=(("findZero", "right"),))))
+    outcome = Outcome("solve.seed-start", "error", error={"message": "boom", "where": ""})
+    result = _raised(outcome, solve, {"id": "solve.seed-start", "visibility": "public"})
+    assert result.error == "Error: boom" and result.message.startswith("Error: boom")
+    judged = {"findZero": ExerciseResult("findZero", "Find the blank", 2.0, 2.0, ())}
+    final = _judged_hints(solve, result, judged)
+    assert "always said" in final.advice and "said when findZero is right" in final.advice
+
+
 def test_find_zero_returning_a_list_is_the_pair_the_text_asks_for(tmp_path: Path, grader_cache: Path) -> None:
     """The text: findZero "returns a pair (r, c)"; the notebook only unpacks it. [r, c] lost both points as a known
     mistake; it is an accepted variant now, with a note, and the notebook earns full marks."""

@@ -328,8 +328,7 @@ def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> Ca
     raised = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
     where = str(error.get("where") or "")
     message = raised + (f" (at {where})" if where else "")
-    text = f"{error.get('type', '')}: {error.get('message', '')}"
-    advice = [hint.say for hint in exercise.error_hints if not hint.when and hint.match in text]
+    advice = hints_said(exercise, raised)
     if error.get("type") == "SystemExit":
         advice.append("The code called sys.exit() (or raised SystemExit)")
     for said in advice:
@@ -937,12 +936,22 @@ def _judged_hints(exercise: Exercise, result: CaseResult, judged: Mapping[str, E
     for this notebook, added as _raised adds the others: a cause the facts point to, not the likeliest one."""
     if result.status != "error" or result.reason != vocabulary.RAISED or not result.error:
         return result
-    said = [hint.say for hint in exercise.error_hints if hint.when and hint.match in result.error
-            and all(_judged_as(judged.get(earlier), verdict) for earlier, verdict in hint.when)]
+    said = hints_said(exercise, result.error, judged)
     if not said:
         return result
     return replace(result, message=". ".join((result.message, *said)),
                    advice=". ".join(part for part in (result.advice, *said) if part))
+
+
+def hints_said(exercise: Exercise, error: str, judged: Mapping[str, ExerciseResult] | None = None) -> list[str]:
+    """The `say` of the exercise's error hints that match an exception as raised (`error`: CaseResult.error,
+    "Type: message", the text the student reads): one text and one rule for every hint, so a hint matches the same
+    whether or not it depends on earlier verdicts. Without `judged` (while a case is judged) the hints without `when`;
+    with it (once the exercise is), those whose `when` holds."""
+    if judged is None:
+        return [hint.say for hint in exercise.error_hints if not hint.when and hint.match in error]
+    return [hint.say for hint in exercise.error_hints if hint.when and hint.match in error
+            and all(_judged_as(judged.get(earlier), verdict) for earlier, verdict in hint.when)]
 
 
 def _judged_as(result: ExerciseResult | None, verdict: str) -> bool:
