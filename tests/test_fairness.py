@@ -140,6 +140,37 @@ def test_consistency_needs_an_answer_that_tells_the_conventions_apart() -> None:
     assert not consistently_matched(other, "f", expected)
 
 
+def test_a_variants_when_reads_the_earlier_answers_as_their_case_reads_answers(plan) -> None:
+    """A variant's `when` asks whether an earlier exercise's answers were a function's. find_numbers' check is
+    `unordered` (the text names no order): answers that are find_numbers_without_blank's tiles in another order
+    are that mistake, as the judge's mistake matching reads them, but `when` compared them spelling for spelling
+    (codec.same) and never took them for it."""
+    from dataclasses import replace as replaced
+    from grader.judge.conventions import allowed_variants
+    from grader.judge.grading import _reads_as
+    cases, reordered = [], 0
+    for case in plan.cases["find_numbers"]:
+        expected = plan.expected[case.id]
+        mistake = dict(expected.mistakes)["find_numbers_without_blank"]
+        if mistake == expected.value:
+            cases.append(CaseResult(case.id, "pass", case.visibility, "", fraction=1.0, got=expected.value))
+            continue
+        answer = {"list": list(reversed(mistake["list"]))}
+        reordered += answer != mistake
+        cases.append(CaseResult(case.id, "fail", case.visibility, "wrong", got=answer))
+    assert reordered   # some answer is spelt otherwise than the mistake's
+    result = ExerciseResult("find_numbers", "Numbered tiles", 0.0, 1.0, tuple(cases))
+    reads_as = _reads_as(plan)
+    assert consistently_matched(result, "find_numbers_without_blank", plan.expected, reads_as)
+    assert not consistently_matched(result, "find_numbers_without_blank", plan.expected)   # spelling for spelling
+    later = replaced(plan.rubric.exercise("replace_numbers"),
+                     variants=(Variant("replace_numbers", when=(("find_numbers", "find_numbers_without_blank"),)),))
+    assert allowed_variants(later, {"find_numbers": result}, plan.expected, reads_as) == later.variants
+    wrong = replaced(result, cases=tuple(replaced(case, got={"list": ["99"]}) if case.status == "fail" else case
+                                         for case in cases))
+    assert not consistently_matched(wrong, "find_numbers_without_blank", plan.expected, reads_as)
+
+
 # ---------------------------------------------------------------- the wrong rubric is noticed
 
 

@@ -8,7 +8,7 @@ is judged by it, so mixing conventions case by case never pays. Pure functions o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -62,12 +62,23 @@ def _mixed(followed: str, chosen: str, says: Mapping[str, Variant]) -> str:
             f"{_convention(chosen, says)}: a notebook must hold to one convention throughout")
 
 
-def consistently_matched(result: ExerciseResult, function: str, expected: Mapping[str, Any]) -> bool:
+# Is an answer (the second wire) the first, as the case (by id) reads answers? The judge's rule for known mistakes.
+ReadsAs = Callable[[str, Any, Any], bool]
+
+
+def _exactly(case_id: str, answer: Any, got: Any) -> bool:
+    return codec.same(answer, got, validated=True) is None
+
+
+def consistently_matched(result: ExerciseResult, function: str, expected: Mapping[str, Any],
+                         reads_as: ReadsAs = _exactly) -> bool:
     """Did every answer of this exercise equal what `function` (a mistake or variant of it) answers?
 
     `expected` maps case id to the plan's Expected. A case on which the function and the reference agree
-    must pass; every other case must have got exactly the function's answer; and at least one case must
+    must pass; every other case must have got the function's answer; and at least one case must
     tell them apart, so a notebook with no distinguishing answer is not taken for the other convention.
+    "Agree" and "got" are as the case reads answers (`reads_as`, the judge's rule for known mistakes: a list
+    where the check reads a list as a set is that set), not spelling for spelling.
     """
     told_apart = False
     for case in result.cases:
@@ -79,23 +90,22 @@ def consistently_matched(result: ExerciseResult, function: str, expected: Mappin
             if case.status != "error":
                 return False
             continue
-        if codec.same(answers[function], known.value, validated=True) is None:
+        if reads_as(case.id, answers[function], known.value):
             if case.status != "pass":
                 return False
             continue
         told_apart = True
-        if case.status in ("missing", "error", "timeout") or \
-                codec.same(answers[function], case.got, validated=True) is not None:
+        if case.status in ("missing", "error", "timeout") or not reads_as(case.id, answers[function], case.got):
             return False
     return told_apart
 
 
 def allowed_variants(exercise: Exercise, judged: Mapping[str, ExerciseResult],
-                     expected: Mapping[str, Any]) -> tuple[Variant, ...]:
+                     expected: Mapping[str, Any], reads_as: ReadsAs = _exactly) -> tuple[Variant, ...]:
     """The exercise's variants whose conditions on earlier exercises hold for this notebook."""
     allowed = []
     for variant in exercise.variants:
-        if all(earlier in judged and consistently_matched(judged[earlier], function, expected)
+        if all(earlier in judged and consistently_matched(judged[earlier], function, expected, reads_as)
                for earlier, function in variant.when):
             allowed.append(variant)
     return tuple(allowed)

@@ -686,6 +686,21 @@ def _is_answer(plan: Plan, case: Case, outcome: Outcome, answer: Any, base: Mapp
     return codec.same(answer, outcome.value, validated=True) is None
 
 
+def _reads_as(plan: Plan) -> Callable[[str, Any, Any], bool]:
+    """_is_answer for a case known by its id and an answer already judged (CaseResult.got): the rule by which an
+    accepted variant's `when` asks whether an earlier exercise's answers were a function's (conventions)."""
+    cases = plan.memo.get(("cases by id",), lambda: {case.id: case for listed in plan.cases.values()
+                                                      for case in listed})
+
+    def reads_as(case_id: str, answer: Any, got: Any) -> bool:
+        case = cases.get(case_id)
+        if case is None:
+            return codec.same(answer, got, validated=True) is None
+        base = {"id": case.id, "visibility": case.visibility}
+        return _is_answer(plan, case, Outcome(case.id, "ok", value=got), answer, base)
+    return reads_as
+
+
 def _checked(plan: Plan, case: Case, outcome: Outcome, expected_value: Any, base: dict[str, Any]) -> CaseResult:
     """The case's check run on a decoded answer against one expected value (the reference's or a variant's)."""
     got = outcome.value
@@ -896,7 +911,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     name, location, place = ready
     assert sandbox is not None
     requests = _requests(plan, exercise, cases, name, options)
-    allowed = allowed_variants(exercise, judged, plan.expected)
+    allowed = allowed_variants(exercise, judged, plan.expected, _reads_as(plan)) if exercise.variants else ()
     graded = exercise.function if "." in exercise.function else name
     lacking = _lacking(plan, exercise, cases, name, loaded)
     results, chosen = _run(plan, exercise, cases, requests, sandbox, deadline, (), allowed, graded, extracted, lacking)
