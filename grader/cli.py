@@ -125,6 +125,9 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)
     out.line(summary_line(batch, args.out, rows))
+    for line in same_file_lines(batch):
+        from grader.textsafe import terminal   # student ids and file names: any text
+        out.console.print(f"warning: {terminal(line)}", style="yellow", highlight=False, markup=False)
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]
     for student in mismatched:
         out.console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False)
@@ -132,6 +135,16 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
                       f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
     return exit_code(batch, args.allow_mismatch)
+
+
+def same_file_lines(batch: Batch) -> list[str]:
+    """The class's ids graded from one file's bytes from different places (grader.store.twins): one student
+    under two ids, or a copy. Of the whole gradebook, not the batch alone: a renamed file's old id is there."""
+    if batch.gradebook is None or not batch.gradebook.is_file():
+        return []
+    from grader.store.gradebook import Gradebook
+    with Gradebook(batch.gradebook) as book:
+        return [group.warning() for group in book.same_files(batch.rubric)]
 
 
 def not_judged_line(cases_of: dict[str, int], why: str) -> str:
@@ -416,11 +429,14 @@ def _export(args: argparse.Namespace) -> int:
         raise UsageError(f"--format: no class output {', '.join(map(repr, unknown))} (there are "
                          f"{', '.join(OUTPUTS)})")
     done = export(_classroom(args), Path(args.out), chosen)
+    said: set[str] = set()       # a warning of the class (ids of one file) once, not under every output
     for name, written in zip(chosen, done, strict=True):
         print(f"{name}: {len(written.paths)} file{'s' if len(written.paths) != 1 else ''} of {written.students} "
               f"students in {Path(args.out) / OUTPUTS[name].target}")
         for line in written.lines:
-            print(f"  {line}")
+            if line not in said:
+                print(f"  {line}")
+            said.add(line)
     if not any(written.students for written in done):
         _no_results(args.results)
         return 1

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from grader.files import atomic_open
-from grader.report.class_outputs import Classroom, Reading, Written, read_results, report_context
+from grader.report.class_outputs import (Classroom, Reading, Written, read_results, report_context,
+                                         same_file_warnings)
 from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.results import CaseResult, SubmissionResult, not_judged
+from grader.store.twins import same_files
 from grader.report.similarity import Pair, Similarity
 from grader.report.student import shown_title
 from grader.store.status import (AFTER_TIMEOUTS, BUDGET, BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline,
@@ -258,10 +260,12 @@ class ClassTally:
         self.slow: list[SlowSubmission] = []
         self.keep_slowest = SLOWEST
         self.lines: list[StudentLine] = []          # the student table and the CSV, a few hundred bytes each
+        self.files: list[tuple[str, str, str, str]] = []   # (student, sha256, path, state): ids of one file's bytes
         self.answers = AnswerTally()
 
     def add(self, result: SubmissionResult) -> None:
         ungraded_result = is_ungraded(result)
+        self.files.append((result.submission, result.sha256, result.path, result.state))
         self.lines.append(student_line(result, ungraded=ungraded_result))
         if not ungraded_result:
             self.answers.add(result)
@@ -488,6 +492,7 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
             flagged.setdefault(student, (pair.score, f"{similarity_page}#pair-{rank}" if similarity_page else ""))
     rates = counted.cases()
     notes = list(problems)
+    notes += [group.warning() for group in same_files(counted.files)]   # one student under two ids, or a copy
     if len(summary.rubrics) > 1:
         notes.append(f"these results come from {len(summary.rubrics)} rubrics ({', '.join(summary.rubrics)}): "
                      f"their scores are not comparable")
@@ -709,5 +714,5 @@ def write_dashboard(classroom: Classroom, target: Path) -> Written:
             f"(and {path.with_suffix('.csv')}, the students' "
             f"reports in {path.parent / REPORTS}/"
             + (f", {path.parent / (path.stem + '-similarity.html')}" if similarity is not None else "") + ")")
-    return Written(tuple(paths), count, (line,))
+    return Written(tuple(paths), count, (line, *same_file_warnings(classroom)))
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from grader.files import atomic_open
-from grader.report.class_outputs import Classroom, Written
+from grader.report.class_outputs import Classroom, Written, same_file_warnings
 from grader.store.results import SubmissionResult
 from grader.textsafe import display
 
@@ -132,10 +132,12 @@ def write_class_csv(classroom: Classroom, target: Path) -> Written:
     made_from, count = class_identity(classroom, "csv")
     with stamped(classroom.folder, "csv", target.parent) as stamps:
         if stamps.holds(target, made_from):   # the class is what it was when this file was written
-            return Written((target,), count)
-        written = _write_class_csv(classroom, target)
-        stamps.wrote(target, made_from)
-        return written
+            written = Written((target,), count)
+        else:
+            written = _write_class_csv(classroom, target)
+            stamps.wrote(target, made_from)
+    from dataclasses import replace
+    return replace(written, lines=(*written.lines, *same_file_warnings(classroom)))
 
 
 def class_identity(classroom: Classroom, output: str) -> tuple[str | None, int]:

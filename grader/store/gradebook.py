@@ -43,6 +43,7 @@ from typing import Any, Iterable, Iterator
 from grader import textsafe
 from grader.store.results import (
     ExerciseResult, SubmissionResult, bound_result, from_dict, not_judged, stored_form)
+from grader.store.twins import SameFile, same_files
 
 SCHEMA_VERSION = 4
 
@@ -328,6 +329,15 @@ class Gradebook:
                WHERE s.rubric = ? ORDER BY s.student""", (rubric,))
         for student, graded_at, sha256, rubric_sha256, grader_version in rows:
             yield student, f"{graded_at} {sha256} {rubric_sha256} {grader_version}"
+
+    def same_files(self, rubric: str) -> tuple[SameFile, ...]:
+        """Ids whose current results were graded from the same file's bytes from different places (twins.py):
+        one student graded under two ids, or a copy, for the TA to decide. Read from the rows' columns."""
+        rows = self._db.execute(
+            """SELECT s.student, r.sha256, r.source, r.state
+               FROM submissions s JOIN results r ON r.id = s.current_result
+               WHERE s.rubric = ? ORDER BY s.student""", (rubric,))
+        return same_files(rows)
 
     def durations(self, rubric: str) -> dict[str, float]:
         """How long each student's current result took to grade (its `seconds`), by student: what orders a
