@@ -601,6 +601,25 @@ def test_a_cell_indented_as_a_whole_is_read_as_ipython_runs_it() -> None:
     assert "b" not in extracted.definitions
 
 
+def test_the_body_of_a_wrapping_cell_magic_is_read_as_a_cell_of_its_own() -> None:
+    """%%time, %%timeit and %%capture hand their body to IPython's transform_cell: `%%time` typed above a cell
+    pasted indented or with prompts runs in Jupyter (IPython 9.18's run_cell defines every function here). Line
+    numbers stay those of the cell."""
+    script = (
+        "# %%\n%%time\n    def f(x):\n        return x + 1\n"
+        "# %%\n%%capture out\n\n\tdef g():\n\t\treturn 2\n"
+        "# %%\n%%timeit -n1 -r1\n>>> def h():\n...     return 3\n"
+        "# %%\n%%time\n    listing = !ls\n    def k():\n        return 4\n"
+    )
+    extracted = extract(notebook_from_source(script, "script.py"))
+    assert extracted.syntax_errors == ()
+    assert binding(extracted, "f").code == "def f(x):\n    return x + 1" and binding(extracted, "f").line == 2
+    assert binding(extracted, "g").code == "def g():\n\treturn 2" and binding(extracted, "g").line == 3
+    assert binding(extracted, "h").code == "def h():\n    return 3"
+    assert binding(extracted, "k").code == "def k():\n    return 4" and binding(extracted, "k").line == 3
+    assert "shell command" in [d.reason for d in extracted.dropped]
+
+
 def test_the_prompts_of_a_pasted_session_are_taken_off_as_ipython_does() -> None:
     """A cell pasted from Python's or IPython's prompt (`>>> `/`... `, `In [7]: `/`   ...: `) runs in Jupyter:
     IPython takes the prompts off every line when the first line has the first prompt or the second line any.

@@ -574,6 +574,18 @@ def test_cells_pasted_from_a_session_with_their_prompts_are_graded_as_jupyter_ru
     assert result.total == result.max_total
 
 
+def test_cells_pasted_under_a_cell_magic_typed_above_them_are_graded_as_jupyter_runs_them(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """`%%time` typed above findZero's cell pasted indented, `%%capture out` above moveLeft's pasted with prompts:
+    %%time, %%timeit and %%capture read their body as a cell of its own (IPython's transform_cell), so Jupyter runs
+    both. Read as one cell, findZero's body was an "unexpected indent" and was left out: findZero and solve 0
+    (14/20; moveLeft's prompts, on the line after the magic, were already taken off). Found by
+    tests/test_notebook_variants.py's property."""
+    [result] = grade([FAIR / "timed_cells_pasted_indented.ipynb"], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert not [w for w in result.warnings if w.kind == Kind.SYNTAX]
+    assert result.total == result.max_total
+
+
 def test_a_method_added_to_its_class_with_setattr_in_a_later_cell_is_graded(tmp_path: Path, grader_cache: Path) -> None:
     """A right 8-puzzle notebook explains its class a method at a time: h2 is a function of its own cell, added with
     setattr(EightPuzzle, 'h2', ...). That call was dropped (only `EightPuzzle.h2 = ...` counted as changing the

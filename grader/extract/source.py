@@ -563,7 +563,10 @@ def _prepare(cell: Cell) -> _Prepared:
             prepared.dropped.append(_dropped(cell, first + 1, f"cell magic %%{name}", lines[first]))
             return prepared
         prepared.dropped.append(_dropped(cell, first + 1, f"cell magic %%{name} (body kept)", lines[first]))
-        lines[first] = ""
+        # IPython's %%time, %%timeit and %%capture read their body as a cell of its own (transform_cell): its
+        # indent and pasted prompts are taken off again. `%%time` typed above a cell pasted indented ran in
+        # Jupyter; read whole, it was an "unexpected indent" and the cell's functions were missing.
+        lines = prepared.lines = [*lines[:first], "", *_as_ipython_reads(lines[first + 1:])]
     # A cell too large to parse is not scanned for line magics either (a Python loop over every character).
     too_large = len(cell.source) > MAX_CELL_CHARS
     if not too_large:
