@@ -662,6 +662,19 @@ def test_debugging_tools_of_modules_the_machine_lacks_leave_graded_code_as_it_ru
     assert {w.subject for w in result.environment if w.kind == Kind.MISSING_MODULE} == {"icecream", "line_profiler"}
 
 
+def test_a_missing_module_imported_under_try_gets_its_stand_in_as_a_top_level_import_does(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """`try: import ipycanvas as cnv` / `except ImportError: !pip install ipycanvas; import ipycanvas as cnv`: the
+    error left the whole statement, so cnv was unbound and main, which draws its path, failed with NameError
+    (27/30), where a top-level `import ipycanvas as cnv` binds an inert stand-in. The module's imports in the
+    statement now get it too, and the missing module is reported to the TA as before. Found by
+    tests/test_notebook_variants.py's property (the import wrapped in `if __debug__:`)."""
+    [result] = grade([FAIR / "missing_module_imported_under_try.ipynb"], RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("main").score == result.exercise("main").max_score
+    assert result.total == result.max_total
+    assert {w.subject for w in result.environment if w.kind == Kind.MISSING_MODULE} == {"ipycanvas"}
+
+
 def test_a_path_of_actions_as_a_deque_or_a_tuple_is_the_path(tmp_path: Path, grader_cache: Path) -> None:
     """The n-puzzle's text asks for no type of reconstruct_path's answer, and solve returns what it gives: a deque
     built with appendleft earns both exercises (it lost all 8 points), and a wrong order still fails."""

@@ -180,6 +180,31 @@ def test_missing_import_becomes_inert_stand_in_and_annotations_are_not_evaluated
     assert codec.decode(outcomes[0].value) == 5
 
 
+def test_a_missing_module_imported_under_try_or_if_gets_stand_ins_for_that_module_only():
+    """An import under `try`/`if` whose ModuleNotFoundError ends the statement: that module's imports bind stand-ins
+    (not one inside a function the statement defines, nor another module's import that never ran), and an error
+    from a statement that imports no such module stands."""
+    retried = {"code": "try:\n    import ipycanvas_not_installed as cnv\nexcept ImportError:\n    pass\n"
+                       "    import ipycanvas_not_installed.sub as cnv_sub\n    import json as never_run\n",
+               "filename": "cell 1", "line": 1, "kind": "other"}
+    nested = {"code": "if True:\n    def later():\n        import other_not_installed as inner\n"
+                      "    from ipycanvas_not_installed import Canvas, hold_canvas as hold\n",
+              "filename": "cell 2", "line": 1, "kind": "other"}
+    computed = {"code": "if True:\n    import importlib\n    importlib.import_module('third_not_installed')\n",
+                "filename": "cell 3", "line": 1, "kind": "other"}
+    probe = {"code": "def bound():\n    return sorted(n for n in ('cnv', 'cnv_sub', 'never_run', 'inner', 'Canvas', "
+                     "'hold', 'later') if n in globals())\n", "filename": "cell 4", "line": 1, "kind": "def"}
+    with Sandbox([retried, nested, computed, probe], {}, ProcessLimits()) as box:
+        report = box.load()
+        outcomes = box.run_exercise([case("bound()"), case("type(cnv).__name__")], (), None, time.monotonic() + 30)
+    assert codec.decode(outcomes[0].value) == ["Canvas", "cnv", "cnv_sub", "hold", "later"]
+    assert codec.decode(outcomes[1].value) == "Inert"
+    assert [(w.kind, w.subject, w.cell) for w in report.environment] == [
+        (Kind.MISSING_MODULE, "ipycanvas_not_installed", None), (Kind.MISSING_MODULE, "ipycanvas_not_installed",
+                                                                  None)]
+    assert [(w.kind, w.subject) for w in report.warnings] == [(Kind.LOAD_ERROR, "ModuleNotFoundError")]
+
+
 def test_load_warnings_are_fields_placed_by_the_parent():
     """The child says what went wrong in which statement it was sent; the place (cell, label, line) is the
     parent's own: an exception whose text pretends to be elsewhere is still placed where it was raised."""

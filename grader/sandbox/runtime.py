@@ -339,22 +339,33 @@ class Child:
             linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
             _SOURCES[filename] = lines
 
-    def _stand_in_for_import(self, statement, error):
-        """Bind inert stand-ins for what a failed import statement names; the warning that says so, as fields."""
+    def _stand_in_for_import(self, statement, error, missing=None):
+        """Bind inert stand-ins for what a failed import statement names; the warning that says so, as fields.
+
+        `missing`: the module a statement that is no import lacks (`try: import ipycanvas as cnv` / `except
+        ImportError: !pip install ipycanvas` / `import ipycanvas as cnv`, an import under `if`): only its imports
+        of that module, outside the functions and classes it defines, get stand-ins (Jupyter had the module), and
+        the error stands when it has none."""
         tree = ast.parse(statement["code"])
         first = ""
-        for node in ast.walk(tree):
+        for node in (ast.walk(tree) if missing is None else _outside_definitions(tree)):
             if isinstance(node, ast.Import):
                 for alias in node.names:
+                    if missing is not None and not _of_module(alias.name, missing):
+                        continue
                     bound = alias.asname or alias.name.split(".")[0]
                     self.module.__dict__.setdefault(bound, Inert(alias.name))
                     first = first or alias.name
             elif isinstance(node, ast.ImportFrom):
+                if missing is not None and (node.level or not _of_module(str(node.module or ""), missing)):
+                    continue
                 first = first or str(node.module or "")
                 for alias in node.names:
                     if alias.name != "*":
                         self.module.__dict__.setdefault(alias.asname or alias.name,
                                                         Inert(f"{node.module}.{alias.name}"))
+        if missing is not None and not first:
+            raise error
         name = _error_name(error)
         text = f"{name}: {_text(error)}; the imported names are inert stand-ins"
         # A module this machine lacks (a drawing library, IPython) is the grading environment's business, not
@@ -413,9 +424,14 @@ class Child:
                                  f"did not finish within {budget:g} s; left out{unavailable}"))
             except ImportError as error:
                 try:
+                    missing = None
                     if statement.get("kind") != "import":
-                        raise error
-                    kind, subject, text = self._stand_in_for_import(statement, error)
+                        if _error_name(error) != "ModuleNotFoundError":
+                            raise error
+                        missing = _module_name(error, "")
+                        if not missing:
+                            raise error
+                    kind, subject, text = self._stand_in_for_import(statement, error, missing)
                     warnings.append((kind, index, subject, text))
                 except BaseException as failure:  # noqa: BLE001 - e.g. ast broken by patched builtins
                     name = _error_name(failure)
@@ -971,6 +987,22 @@ def _text(error, limit=2000):
     except BaseException:  # noqa: BLE001 - a student exception whose __str__ fails
         text = "<unprintable>"
     return _plain(text, limit)
+
+
+def _outside_definitions(tree):
+    """The nodes of a statement that run when it runs: not those in the bodies of the functions, classes and
+    lambdas it defines."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) or node is tree:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _of_module(imported, missing):
+    """Whether importing `imported` imports the module `missing` (itself, or a module of its package)."""
+    return imported == missing or imported.startswith(missing + ".")
 
 
 def _module_name(error, fallback):
