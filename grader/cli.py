@@ -125,9 +125,10 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)
     out.line(summary_line(batch, args.out, rows))
-    for line in same_file_lines(batch):
+    for n, line in enumerate(same_file_lines(batch)):
         from grader.textsafe import terminal   # student ids and file names: any text
-        out.console.print(f"warning: {terminal(line)}", style="yellow", highlight=False, markup=False)
+        out.console.print(("warning: " if n == 0 else "") + terminal(line), style="yellow", highlight=False,
+                          markup=False)
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]
     for student in mismatched:
         out.console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False)
@@ -143,8 +144,9 @@ def same_file_lines(batch: Batch) -> list[str]:
     if batch.gradebook is None or not batch.gradebook.is_file():
         return []
     from grader.store.gradebook import Gradebook
+    from grader.store.twins import warning_lines
     with Gradebook(batch.gradebook) as book:
-        return [group.warning() for group in book.same_files(batch.rubric)]
+        return warning_lines(book.same_files(batch.rubric))
 
 
 def not_judged_line(cases_of: dict[str, int], why: str) -> str:

@@ -64,14 +64,15 @@ def test_a_renamed_file_and_a_second_export_are_named_by_grade_export_and_the_cl
                    "--cache", str(grader_cache), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     said = flat(again.stdout + again.stderr)
-    assert "warning: 2 ids graded from the same file" in said
+    assert "warning: 2 groups of ids graded from the same file's bytes" in said
+    assert said.count("2 ids graded from the same file (sha256") == 2
     assert "alice (" in said and "alice_final (" in said and "bob (" in said and "bobsmith_4242 (" in said
     rows = (tmp_path / "out" / "gradebook.csv").read_text(encoding="utf-8").splitlines()
     assert sorted(row.split(",")[0] for row in rows[1:]) == ["alice", "alice_final", "bob", "bobsmith_4242"]
 
     exported = grader("export", "out", "--out", "exported", cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
-    assert flat(exported.stdout).count("ids graded from the same file") == 2     # once, not under each output
+    assert flat(exported.stdout).count("ids graded from the same file (sha256") == 2   # once, not under each output
     page = (tmp_path / "exported" / "class.html").read_text(encoding="utf-8")
     problems = page[page.index('id="problems"'):page.index("</section>", page.index('id="problems"'))]
     assert problems.count("ids graded from the same file") == 2

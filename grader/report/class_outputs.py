@@ -219,17 +219,19 @@ def export(classroom: Classroom, out_dir: Path, names: Sequence[str] | None = No
 
 
 def same_file_warnings(classroom: Classroom) -> list[str]:
-    """A line for each group of ids graded from the same file's bytes from different places (grader.store.twins:
+    """Lines for each group of ids graded from the same file's bytes from different places (grader.store.twins:
     one student under two ids, or a copy), for the TA to read where an output is written: every row stays."""
-    from grader.store.twins import same_files
+    from grader.store.twins import same_files, warning_lines
     book_path = classroom.book()
     if book_path is None:
         groups = same_files((r.submission, r.sha256, r.path, r.state) for r in read_results(classroom.folder).results)
-        return [f"warning: {group.warning()}" for group in groups]
-    from grader.store.gradebook import Gradebook
-    with Gradebook(book_path) as book:
-        rubrics = (classroom.rubric,) if classroom.rubric else book.rubrics()
-        return [f"warning: {group.warning()}" for rubric in rubrics for group in book.same_files(rubric)]
+    else:
+        from grader.store.gradebook import Gradebook
+        with Gradebook(book_path) as book:
+            rubrics = (classroom.rubric,) if classroom.rubric else book.rubrics()
+            groups = tuple(group for rubric in rubrics for group in book.same_files(rubric))
+    lines = warning_lines(groups)
+    return [f"warning: {lines[0]}", *lines[1:]] if lines else []
 
 
 # ------------------------------------------------------------------------------------------- the class readers

@@ -13,10 +13,13 @@ of its students, by design), and unreadable files (every empty file is the same 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 UNREADABLE = "unreadable"
-SHOWN_SOURCES = 4      # sources named in a warning before "and N more"
+SHOWN_SOURCES = 6      # ids of a group shown with where they came from; the others by id alone
+WHAT_IT_MAY_BE = ("one student under two ids (a renamed file, a second export of the class, a name spelt two "
+                  "ways: upload the row the LMS's roster knows), or a copy between students (see the similarity "
+                  "report); every id keeps its row in the exports")
 
 
 @dataclass(frozen=True)
@@ -27,15 +30,24 @@ class SameFile:
     students: tuple[str, ...]       # sorted
     sources: tuple[str, ...]        # where each of `students` was graded from, in their order
 
+    def line(self) -> str:
+        """Who, and from where (every id named; the first few with their file)."""
+        shown = [f"{student} ({source})" if n < SHOWN_SOURCES else student
+                 for n, (student, source) in enumerate(zip(self.students, self.sources, strict=True))]
+        return f"{len(self.students)} ids graded from the same file (sha256 {self.sha256[:12]}): {', '.join(shown)}"
+
     def warning(self) -> str:
-        """One line for the TA: who, from where, what it may be, and that nothing was merged."""
-        shown = [f"{student} ({source})" for student, source in zip(self.students, self.sources, strict=True)]
-        more = len(shown) - SHOWN_SOURCES
-        listed = ", ".join(shown[:SHOWN_SOURCES]) + (f" and {more} more" if more > 0 else "")
-        return (f"{len(self.students)} ids graded from the same file (sha256 {self.sha256[:12]}): {listed}. "
-                "One student under two ids (a renamed file, a second export of the class, a name spelt two ways: "
-                "upload the row the LMS's roster knows), or a copy between students (see the similarity report); "
-                "every id keeps its row in the exports")
+        """The line and what it may be: one warning of its own (the class report's problems)."""
+        return f"{self.line()}: {WHAT_IT_MAY_BE}"
+
+
+def warning_lines(groups: Sequence[SameFile]) -> list[str]:
+    """Lines for a terminal: what such groups may be, once, then one line per group."""
+    if not groups:
+        return []
+    count = f"{len(groups)} group{'s' if len(groups) != 1 else ''}"
+    return [f"{count} of ids graded from the same file's bytes from different places: {WHAT_IT_MAY_BE}",
+            *(f"  {group.line()}" for group in groups)]
 
 
 def same_files(rows: Iterable[tuple[str, str, str, str]]) -> tuple[SameFile, ...]:
