@@ -282,6 +282,30 @@ def test_run_check_exit_status_is_zero_only_when_no_public_case_fails(kit_path: 
     assert run_check(SUBMISSIONS / "move-dir-transposed.ipynb", kit_path, quiet) == 1
 
 
+
+def test_the_self_check_says_each_failure_once_and_draws_each_board_once(kit_path: Path, tmp_path: Path):
+    """find-tile-transposed, self-checked from another folder with `grader check --kit`: its find_tile printed the
+    note '2 cases fail the same way (...), e.g. <the first case's message>' above that case, then the other case
+    with the known mistake's advice again (the advice three times), and drew the Start board five times, under each
+    exercise that failed on it (328 lines). The kit's settled results kept that note for cases it turned into
+    'checked after submission' (manhattan, extract_move...), failing no more."""
+    notebook = tmp_path / "ada.ipynb"
+    shutil.copy(SUBMISSIONS / "find-tile-transposed.ipynb", notebook)
+    done = subprocess.run([sys.executable, "-P", "-m", "grader", "check", "--kit", str(kit_path), notebook.name],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert "fail the same way" not in out, out
+    assert out.count("Your answer looks like (col, row)") == 1, out
+    assert out.count("│    │ 14 │  8 │ 12 │") == 2, out   # Start, and SeedPath[0]: another name
+    assert "Start: as drawn above, under find_tile" in out
+    result, _ = check_with_kit(notebook, kit_path)
+    for exercise in result.exercises:
+        if not any(case.status in ("fail", "error", "timeout") for case in exercise.cases):
+            assert not any("fail the same way" in note for note in exercise.notes), (exercise.id, exercise.notes)
+    assert any("2 cases fail the same way" in note for note in result.exercise("find_tile").notes)   # the judge's
+
+
 # ------------------------------------------------------------------------------------------ in the live kernel
 
 

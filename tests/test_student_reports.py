@@ -584,3 +584,65 @@ def test_a_list_of_goals_is_captioned_a_list_and_only_a_path_checks_answer_a_pat
     assert "expected: a path of" in search
     page = (tmp_path / "feedback" / "goals.html").read_text(encoding="utf-8")
     assert "a list of 2 states" in page and "a path of" in page
+
+
+def _transposed_find_tile(hidden: bool = True) -> SubmissionResult:
+    """find_tile answering (col, row) on two public boards and one hidden (`hidden`; a self-check has none): cases
+    of one known mistake, whose messages end with its advice, and the exercise's notes as the judge writes them
+    (same_failures, then the hint); then manhattan, failing on the same Start board."""
+    from grader.judge.feedback import same_failures
+    advice = "Your answer looks like (col, row). find_tile returns (row, col), so that S[row][col] == tile."
+    start = codec.encode(((8, 0, 6), (5, 4, 7), (2, 3, 1)))
+    cases = tuple(CaseResult(f"find_tile#{n}", "fail", visibility, f"at [0]: expected {want}, got {n + 5}. {advice}",
+                             call=f"find_tile(4, {board})", expected=codec.encode((want, 1)),
+                             got=codec.encode((n + 5, 0)), mistake="find_tile_transposed", advice=advice,
+                             reason="wrong value", cause="wrong value",
+                             inputs={board: start} if visibility == "public" else {})
+                  for n, (board, visibility, want) in enumerate((("Start", "public", 0), ("Start2", "public", 2),
+                                                                ("S9", "hidden", 3)))
+                  if hidden or visibility == "public")
+    hint = "find_tile returns a pair (row, col): the row comes first."
+    find_tile = ExerciseResult("find_tile", "Find a tile", 0.0, 3.0, cases, notes=same_failures(cases) + (hint,))
+    manhattan = ExerciseResult("manhattan", "Manhattan", 0.0, 2.0, (
+        CaseResult("manhattan#0", "fail", "public", "expected 52, got 26", call="manhattan(Start, Goal)",
+                   expected=52, got=26, inputs={"Start": start}),))
+    return SubmissionResult("ada", "/ada.ipynb", "", "taoistic-search", "", "0.1.0", "rlimits", 0.0, 5.0,
+                            (find_tile, manhattan))
+
+
+def test_a_failure_shared_by_several_cases_is_said_once_in_every_students_view(capsys) -> None:
+    """The self-check printed the judge's note '2 cases fail the same way (fail: wrong value), e.g. <the first
+    case's message>' right above that same case, drawn in full, and then the other case of the group with its
+    message, the known mistake's advice again: one example, one piece of advice, three times. The group says it:
+    the note is left out where its cases are drawn, the advice is said by the first case only, the other cases
+    keep their own detail beside their call, named once. A note about cases the view does not draw (hidden ones,
+    in the TA's report) stays."""
+    from grader.report.console import student_report
+    from grader.judge.feedback import same_failures
+    advice = "Your answer looks like (col, row)"
+    self_check = _transposed_find_tile(hidden=False)
+    student_report(self_check, {"find_tile": 1})
+    terminal = capsys.readouterr().out
+    result = _transposed_find_tile()
+    for text in (terminal, student.markdown_report(self_check), student.html_report(self_check),
+                 student.markdown_report(result), student.markdown_report(result, hidden_details=True)):
+        assert "fail the same way" not in text, text
+        assert text.count(advice) == 1, text
+        assert text.count("expected 0, got 5") == 1 and text.count("expected 2, got 6") == 1, text
+        assert text.count("find_tile(4, Start2)") == 1, text             # named once, beside its own detail
+        assert "returns a pair (row, col): the row comes first" in text   # the rubric's hint stays
+    hidden = [replace(result.exercises[0].cases[2], id=f"find_tile#{n}") for n in (2, 3)]
+    only_hidden = replace(result, exercises=(replace(result.exercises[0], cases=tuple(hidden),
+                                                     notes=same_failures(hidden)),))
+    assert "2 cases fail the same way" in student.markdown_report(only_hidden)   # not drawn: the note says it
+
+
+def test_the_terminal_check_draws_a_board_once_and_names_it_after(capsys) -> None:
+    """Start failed find_tile and manhattan: the self-check drew it under both (Taoistic Search's
+    find-tile-transposed drew Start four times in 328 lines). It is drawn once; the next case names it."""
+    from grader.report.console import student_report
+    student_report(_transposed_find_tile(hidden=False), {})
+    terminal = capsys.readouterr().out
+    assert terminal.count("│ 5 │ 4 │ 7 │") == 2, terminal                 # Start, and Start2 (another name)
+    assert "Start: as drawn above, under find_tile" in terminal
+    assert student.markdown_report(_transposed_find_tile()).count("│ 5 │ 4 │ 7 │") == 3   # a section each

@@ -33,11 +33,17 @@ def failure_cause(result: CaseResult) -> tuple[str, ...]:
 
 def same_failures(results: Sequence[CaseResult]) -> tuple[str, ...]:
     """One note per cause that several cases of the exercise failed by, in case order."""
+    return tuple(note for note, _ in noted_groups(results))
+
+
+def noted_groups(results: Sequence[CaseResult]) -> tuple[tuple[str, tuple[CaseResult, ...]], ...]:
+    """same_failures' notes, each with the cases it is about: a report that draws those cases grouped says it
+    already (grader.report.grouping.shown_notes)."""
     groups: dict[tuple[str, ...], list[CaseResult]] = {}
     for result in results:
         if result.status in FAILING and (result.cause or result.message):
             groups.setdefault(failure_cause(result), []).append(result)
-    return tuple(_note(group) for group in groups.values() if len(group) > 1)
+    return tuple((_note(group), tuple(group)) for group in groups.values() if len(group) > 1)
 
 
 def _note(group: Sequence[CaseResult]) -> str:

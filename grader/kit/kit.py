@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from grader import __version__
 from grader import codec
 from grader.intake.warning import GraderWarning, Kind
+from grader.judge.feedback import same_failures
 from grader.kit.answers import MethodAnswers, TableOracle
 from grader.store import status as vocabulary
 from grader.store.status import FAILING, UNVERIFIED
@@ -661,6 +662,7 @@ def settle(kit: Kit, exercises: Sequence[Any], available: Sequence[str] | set[st
     exercises whose run with the course's isolated methods asked what the kit has no answer for."""
     from grader.judge.scoring import exercise_score
     by_id = {exercise.id: exercise for exercise in kit.exercises}
+    before = {result.id: result.cases for result in exercises}
     judged = []
     for result in exercises:
         kx = by_id[result.id]
@@ -685,8 +687,27 @@ def settle(kit: Kit, exercises: Sequence[Any], available: Sequence[str] | set[st
         if result.id in missed:
             result = _unanswered(kx, result)
         planned = {case.id: case.weight for case in kx.cases}
-        settled.append(replace(result, score=exercise_score(result.cases, kx.points, kx.scoring, planned=planned)))
+        settled.append(replace(result, score=exercise_score(result.cases, kx.points, kx.scoring, planned=planned),
+                               notes=_same_failures_again(result.notes, before[result.id], result.cases)))
     return tuple(settled)
+
+
+def _same_failures_again(notes: tuple[str, ...], before: Sequence[Any], after: Sequence[Any]) -> tuple[str, ...]:
+    """The judge's notes on cases that failed the same way (judge.feedback.same_failures), said of the cases as the
+    kit settled them: a case it could only check after submission fails no more, and a fallback's verdict has its
+    own message. The reports know these notes by the cases they are about (report.grouping.shown_notes)."""
+    stale = set(same_failures(before))
+    if not stale:
+        return notes + same_failures(after)
+    kept: list[str] = []
+    placed = False
+    for note in notes:
+        if note not in stale:
+            kept.append(note)
+        elif not placed:     # where the first of them was, the new ones go; the others are left out
+            kept.extend(same_failures(after))
+            placed = True
+    return tuple(kept)
 
 
 def public_cases_pass(result: Any) -> bool:

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.report import boards
-from grader.report.grouping import alike_inputs, failure_groups, group_cause, own_messages
+from grader.report.grouping import alike_inputs, failure_groups, group_cause, listed, own_messages, shown_notes
 from grader.store.gradebook import ScoreRow
 from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
@@ -125,6 +125,7 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
     console = console or student_console()
     failing: list[str] = []
     unverified_total = problems_total = busy_total = 0
+    drawn_inputs: dict[tuple[str, str], str] = {}    # each input drawn so far -> the exercise it was drawn under
     console.print(f"[bold]{escape(terminal(result.submission))}[/] — public cases of {escape(result.rubric)}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {escape(terminal(warning.shown))}", highlight=False)
@@ -158,21 +159,23 @@ def student_report(result: SubmissionResult, hidden: Mapping[str, int], console:
         # Every case passing: no hints among the notes, only what the student should know (an accepted variant
         # and why it is discouraged, helpers judged with the reference's, a global the code reads).
         complete = all(case.status == "pass" for case in exercise.cases)
-        for note in exercise.notes:
+        drawn = [c for c in public if c.status != "pass"]
+        for note in shown_notes(exercise, drawn):
             if not ok or complete or exercise.globals_read:
                 console.print(f"    note: {terminal(note)}", highlight=False, markup=False)
-        for first, alike in failure_groups([c for c in public if c.status != "pass"]):
-            _print_case(console, first)
+        for first, alike in failure_groups(drawn):
+            _print_case(console, first, drawn_inputs, exercise.id)
             if alike:
                 cause = group_cause(first, alike)
+                own = own_messages(first, alike)
+                names = ", ".join(terminal(c.call or c.id) for c in listed(alike, own))
                 console.print(f"      and {len(alike)} more case{'s' if len(alike) != 1 else ''} "
-                              f"{alike_words(first.status)}{f' ({terminal(cause)})' if cause else ''}: "
-                              + ", ".join(terminal(c.call or c.id) for c in alike), highlight=False,
-                              markup=False)
-                for other in own_messages(first, alike):
-                    console.print(f"        {terminal(other.call or other.id)}: {terminal(other.message)}",
+                              f"{alike_words(first.status)}{f' ({terminal(cause)})' if cause else ''}:"
+                              + (f" {names}" if names else ""), highlight=False, markup=False)
+                for other, text in own:
+                    console.print(f"        {terminal(other.call or other.id)}: {terminal(text)}",
                                   highlight=False, markup=False)
-                _print_inputs(console, alike_inputs(first, alike))
+                _print_inputs(console, alike_inputs(first, alike), drawn_inputs, exercise.id)
     console.print(summary_line(len(result.exercises), failing, unverified_total, sum(hidden.values()),
                                problems_total, busy_total), highlight=False)
     return not failing
@@ -215,17 +218,28 @@ def folded_output(text: str) -> str:
     return shown + (f"\n... ({more} more line{'s' if more != 1 else ''} printed)" if more > 0 else "")
 
 
-def _print_inputs(console: Console, inputs: list[tuple[str, Any]]) -> None:
+def _print_inputs(console: Console, inputs: list[tuple[str, Any]], drawn: dict[tuple[str, str], str],
+                  exercise: str) -> None:
+    """Each input of a failing case, a board where it is a state. An input drawn already in this report (by name
+    and value: `Start` fails find_tile, manhattan and extract_move alike) is named, not drawn again; `drawn` maps
+    each drawn input to the exercise it was drawn under."""
     pad = " " * CASE_INDENT
     for name, value in inputs:
-        for segments in boards.input_lines(name, value):
+        lines = boards.input_lines(name, value)
+        key = (name, codec.canonical(value))
+        if len(lines) > 1 and key in drawn:
+            where = "" if drawn[key] == exercise else f", under {drawn[key]}"
+            console.print(f"{pad}{terminal(name)}: as drawn above{terminal(where)}", highlight=False, markup=False)
+            continue
+        drawn.setdefault(key, exercise)
+        for segments in lines:
             parts = [(text, style) if style else text for text, style in segments]
             console.print(Text(pad).append_text(Text.assemble(*parts)), highlight=False, soft_wrap=True)
 
 
-def _print_case(console: Console, case: CaseResult) -> None:
+def _print_case(console: Console, case: CaseResult, drawn: dict[tuple[str, str], str], exercise: str) -> None:
     """One failing public case: call, message, expected and got (as boards when they are puzzle states,
-    else one line each), traceback and printed output."""
+    else one line each), its inputs (_print_inputs), traceback and printed output."""
     pad = " " * CASE_INDENT
     lines = [f"    {MARKS[case.status][0]} {case.call}"]
     if machine_busy(case.status, case.reason):
@@ -239,7 +253,7 @@ def _print_case(console: Console, case: CaseResult) -> None:
         lines.append(f"{pad}expected: {codec.describe(case.expected, 400)}")
         lines.append(f"{pad}got:      {codec.describe(case.got, 400)}")
     console.print(terminal("\n".join(lines)), highlight=False, markup=False)
-    _print_inputs(console, list(case.inputs.items()))
+    _print_inputs(console, list(case.inputs.items()), drawn, exercise)
     if comparison is not None:
         if comparison.drawn:
             width = max((console.width or 80) - CASE_INDENT, 40)

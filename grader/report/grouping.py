@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from grader import codec
-from grader.judge.feedback import failure_cause
-from grader.store.results import CaseResult
+from grader.judge.feedback import failure_cause, noted_groups
+from grader.store.results import CaseResult, ExerciseResult
 from grader.store.status import TIMEOUT
 
 
@@ -67,7 +67,31 @@ def group_cause(first: CaseResult, alike: Sequence[CaseResult]) -> str:
     return first.cause or (f"the known mistake {first.mistake}" if first.mistake else "")
 
 
-def own_messages(first: CaseResult, alike: Sequence[CaseResult]) -> list[CaseResult]:
-    """The other cases of a group whose message is not the first's: each is shown with its own message, so
-    every case's detail stays in the report."""
-    return [case for case in alike if case.message and case.message != first.message]
+def own_messages(first: CaseResult, alike: Sequence[CaseResult]) -> list[tuple[CaseResult, str]]:
+    """The other cases of a group whose message is not the first's, each with what to show beside its call: its
+    own message, so every case's detail stays in the report, without the advice the first case's message has just
+    given (a known mistake's `say`, an error hint: a message ends with its case's `advice`, after ". ")."""
+    shown = []
+    for case in alike:
+        if not case.message or case.message == first.message:
+            continue
+        text = case.message
+        if case.advice and case.advice == first.advice and text.endswith(case.advice):
+            text = text[:-len(case.advice)].rstrip(" .") or text
+        shown.append((case, text))
+    return shown
+
+
+def shown_notes(exercise: ExerciseResult, drawn: Sequence[CaseResult]) -> tuple[str, ...]:
+    """The exercise's notes a report still needs when it draws `drawn` grouped (failure_groups): the judge's note
+    on cases that failed the same way (judge.feedback.same_failures) quotes the messages the group of a drawn case
+    shows right below it, so it is left out; one about cases the report does not draw (hidden ones) stays."""
+    ids = {case.id for case in drawn}
+    said = {note for note, group in noted_groups(exercise.cases) if any(case.id in ids for case in group)}
+    return tuple(note for note in exercise.notes if note not in said) if said else exercise.notes
+
+
+def listed(alike: Sequence[CaseResult], own: Sequence[tuple[CaseResult, str]]) -> Sequence[CaseResult]:
+    """The cases of a group to name after "and n more cases failed the same way": all of them, unless each is
+    shown below with its own message (own_messages), which names it there."""
+    return () if len(own) == len(alike) else alike

@@ -23,7 +23,7 @@ from markupsafe import Markup
 from grader.extract.source import extract
 from grader.intake.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
-from grader.report.grouping import alike_inputs, failure_groups, group_cause, own_messages
+from grader.report.grouping import alike_inputs, failure_groups, group_cause, listed, own_messages, shown_notes
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line, read_json
 from grader.store.shared import SharedReader
 from grader.store.status import MISSING, SYMBOLS, alike_words, headline, limit_note
@@ -259,17 +259,19 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         if exercise.location:
             out += [f"{located(exercise).capitalize()} {md_code(exercise.function or exercise.id)} at "
                     f"{md_text(exercise.location)}{'' if ran(exercise) else '; none of its cases ran'}.", ""]
-        out += [f"- {md_text(note)}" for note in exercise.notes] + ([""] if exercise.notes else [])
-        for case, alike in failure_groups(shown_cases(exercise, hidden_details)):
+        drawn = shown_cases(exercise, hidden_details)
+        notes = shown_notes(exercise, drawn)
+        out += [f"- {md_text(note)}" for note in notes] + ([""] if notes else [])
+        for case, alike in failure_groups(drawn):
             out += _md_case(case)
             if alike:
                 cause = group_cause(case, alike)
-                out += [f"And {len(alike)} more case{'s' if len(alike) != 1 else ''} {alike_words(case.status)}"
-                        f"{f' ({md_text(cause)})' if cause else ''}: "
-                        + ", ".join(md_code(c.call or c.id) for c in alike), ""]
                 own = own_messages(case, alike)
+                names = ", ".join(md_code(c.call or c.id) for c in listed(alike, own))
+                out += [f"And {len(alike)} more case{'s' if len(alike) != 1 else ''} {alike_words(case.status)}"
+                        f"{f' ({md_text(cause)})' if cause else ''}:" + (f" {names}" if names else ""), ""]
                 if own:
-                    out += [f"- {md_code(c.call or c.id)}: {md_text(c.message)}" for c in own] + [""]
+                    out += [f"- {md_code(c.call or c.id)}: {md_text(text)}" for c, text in own] + [""]
                 more = alike_inputs(case, alike)
                 if more:
                     out += ["With:", "", md_block("\n\n".join(boards.text_input(name, value)
@@ -298,8 +300,9 @@ class _CaseView:
     inputs: Markup | None = None     # the course fixtures the call uses, drawn (failing public cases)
     alike_inputs: Markup | None = None   # the inputs of the `alike` cases not already drawn
     cause: str = ""                  # what the group shares, when its messages differ (grouping.group_cause)
-    own: tuple[CaseResult, ...] = ()     # the `alike` cases with a message of their own, shown with it
+    own: tuple[tuple[CaseResult, str], ...] = ()   # the `alike` cases with a message of their own, and its text
     words: str = ""                  # the status's words, from the case's status and reason (store.status)
+    named: tuple[CaseResult, ...] = ()   # the `alike` cases named after "and n more" (grouping.listed)
 
 
 @functools.lru_cache(maxsize=1)
@@ -322,13 +325,16 @@ def highlight_python(code: str) -> Markup:
 
 
 def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseView]:
-    return [_CaseView(case, SYMBOLS.get(case.status, "?"),
-                      boards_html.html_comparison(case.expected, case.got, path=case.path_answer)
-                      if case.status == "fail" else None,
-                      truncated_output(case.output) if case.output else "", tuple(alike),
-                      _html_inputs(case), _html_alike_inputs(case, alike), cause=group_cause(case, alike),
-                      own=tuple(own_messages(case, alike)), words=headline(case.status, case.reason))
-            for case, alike in failure_groups(shown_cases(exercise, hidden_details))]
+    views = []
+    for case, alike in failure_groups(shown_cases(exercise, hidden_details)):
+        own = tuple(own_messages(case, alike))
+        views.append(_CaseView(case, SYMBOLS.get(case.status, "?"),
+                               boards_html.html_comparison(case.expected, case.got, path=case.path_answer)
+                               if case.status == "fail" else None,
+                               truncated_output(case.output) if case.output else "", tuple(alike),
+                               _html_inputs(case), _html_alike_inputs(case, alike), cause=group_cause(case, alike),
+                               own=own, words=headline(case.status, case.reason), named=tuple(listed(alike, own))))
+    return views
 
 
 def _html_alike_inputs(case: CaseResult, alike: list[CaseResult]) -> Markup | None:
@@ -375,6 +381,7 @@ def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, cod
     `given`: the code is the template's, unchanged, so it is folded and not called the student's."""
     template = _environment().get_template("exercise.html.j2")
     return Markup(template.render(exercise=exercise, cases=_case_views(exercise, hidden_details),
+                                  notes=shown_notes(exercise, shown_cases(exercise, hidden_details)),
                                   hidden=hidden_summary(exercise.cases) if not hidden_details else "",
                                   public=public_summary(exercise.cases), code=highlight_python(code) if code else None,
                                   heading=heading, full=not needs_section(exercise), given=given,
