@@ -13,7 +13,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
 from grader.syntax.analysis import is_stub
-from grader.authoring.assign import AssignError, build
+from grader.authoring.assign import DIGEST, AssignError, _digest, build
 
 RUBRIC_CELL = """# rubric
 assignment: tiny-slide
@@ -370,6 +370,54 @@ def test_a_generated_rubric_edited_by_hand_is_not_replaced_without_force(tmp_pat
     assert done.returncode == 2 and f"{reference}: this reference was edited by hand" in done.stderr
     assert grader("assign", str(changed), "--no-validate", "--force", cwd=tmp_path).returncode == 0
     assert "EXTRA" not in reference.read_text()
+
+
+
+def test_a_template_edited_by_hand_is_not_replaced_without_force(tmp_path: Path) -> None:
+    """An instructor fixes a sentence of the students' text in the generated template, not in the master, and runs
+    assign again: the edit was lost in silence (the rubric and the reference kept a digest, the template none).
+    Now a rerun refuses, naming the template, the master and --force. A template only opened and saved in Jupyter
+    (its metadata changed, its cells not), or left alone while the master changed, is replaced; --force replaces
+    an edited one; a template with no digest to compare (an older assign) is kept unless its cells are the
+    master's."""
+    path = master(tmp_path)
+    template = tmp_path / "assignments" / "tiny-slide" / "template.ipynb"
+    rubric = tmp_path / "rubrics" / "tiny-slide.yaml"
+    assert grader("assign", str(path), "--no-validate", cwd=tmp_path).returncode == 0
+    written = template.read_text()
+    saved = nbformat.read(template, as_version=4)
+    saved.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(saved, template)                                  # opened and saved: no cell changed
+    assert grader("assign", str(path), "--no-validate", cwd=tmp_path).returncode == 0
+    assert template.read_text() == written
+    edited = nbformat.read(template, as_version=4)
+    edited.cells[0].source = edited.cells[0].source.replace("A state is", "A state (of the puzzle) is")
+    nbformat.write(edited, template)
+    kept = template.read_text()
+    done = grader("assign", str(path), "--no-validate", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{template}: this template was edited by hand since grader assign wrote it (its cells no longer match " \
+           f"the digest in {rubric})" in done.stderr
+    assert str(path) in done.stderr and "give --force to replace the file" in done.stderr
+    assert template.read_text() == kept
+    changed = master(tmp_path, [new_markdown_cell("# Tiny slide, again\n\nA state is a tuple."), *CELLS[1:]])
+    assert grader("assign", str(changed), "--no-validate", cwd=tmp_path).returncode == 2   # the edit still there
+    assert grader("assign", str(changed), "--no-validate", "--force", cwd=tmp_path).returncode == 0
+    assert "Tiny slide, again" in template.read_text() and "(of the puzzle)" not in template.read_text()
+    path = master(tmp_path)                                          # the master changed, the template left alone
+    assert grader("assign", str(path), "--no-validate", cwd=tmp_path).returncode == 0
+    assert template.read_text() == written
+    first, _, body = rubric.read_text().partition("\n")
+    body = "".join(line for line in body.splitlines(keepends=True) if not line.startswith("# template cells"))
+    older = DIGEST.sub(f" (digest of the lines below: {_digest(body)})", first) + "\n" + body
+    rubric.write_text(older)                        # as an assign that kept no digest of the template wrote it
+    assert grader("assign", str(path), "--no-validate", cwd=tmp_path).returncode == 0    # the same cells
+    rubric.write_text(older)
+    nbformat.write(edited, template)
+    done = grader("assign", str(path), "--no-validate", cwd=tmp_path)
+    assert done.returncode == 2 and f"{template}: this template's cells differ from what {path} makes, and no " \
+                                    f"digest says whether assign wrote them" in done.stderr
+    assert "(of the puzzle)" in template.read_text()
 
 
 def test_a_solution_constant_is_an_exercise_its_tests_cell_names_by_default(tmp_path: Path) -> None:
