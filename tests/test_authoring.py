@@ -235,3 +235,30 @@ def test_a_case_naming_what_only_the_reference_defines_is_found(tmp_path: Path) 
         f"template does not, and it is neither a fixture nor a generated variable): every student's case would fail "
         f"with a NameError while the reference passes. Add 'Other' to 'fixtures:' if it is data of the reference, or "
         f"define it in code the template gives"]
+
+
+def test_an_expect_the_reference_does_not_make_is_named_at_its_case_with_both_values(tmp_path: Path) -> None:
+    """A case's `expect:` the reference's answer fails: validate said 'rot.yaml: the reference scores 0.8/1 on
+    exercise rotate: rotate#1: fail: ... <the known mistake's advice>' (no line, and the advice of a mistake whose
+    answer the reference's happens to be there, which is none to the author). Now the case's line, the expect and
+    what the reference returns; `grader validate` as a subprocess."""
+    import subprocess
+    import sys
+    reference = REFERENCE + textwrap.dedent('''
+
+        def rotate_when_three(state):
+            """A known mistake that answers as the reference does on three tiles only."""
+            return state[1:] + state[:1] if len(state) == 3 else state
+        ''')
+    rubric = RUBRIC.replace("      - reference: rotate_back\n", "      - reference: rotate_when_three\n").replace(
+        "      - call: rotate(Start)\n", "      - call: rotate(Start)\n        expect: \"(2, 3, 1)\"\n")
+    path = write(tmp_path, rubric, reference)
+    done = subprocess.run([sys.executable, "-m", "grader", "validate", str(path), "--mutants", "0", "--cache",
+                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    shown = done.stdout + done.stderr
+    assert (f"{path}:{line_of(path, 'call: rotate(Start)')}: exercise 'rotate', case rotate#1: the reference, graded "
+            f"as a submission, scores ") in shown, shown
+    assert "its expect: (2, 3, 1) is not what the reference makes: it returns (1, 2, 3), and check equal rejects " \
+           "it against (2, 3, 1)" in shown, shown
+    assert "The other way round" not in shown

@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import codec
 from grader.authoring.findings import authoring_findings
 from grader.judge.grading import grade_path, support_sources
 from grader.judge.options import Options
@@ -47,6 +48,35 @@ def kit_warnings(plan: Plan) -> list[str]:
     return warnings
 
 
+def reference_problems(plan: Plan, result: SubmissionResult) -> list[str]:
+    """The reference, graded as a submission, loses points: each case it fails at its line of the rubric (at most
+    three an exercise). A case with `expect:` that the reference's own answer fails says that the expect is what
+    the reference does not make, with both values: the message the grader would show a student ends with a known
+    mistake's advice when the reference's answer is also that mistake's, which is no advice to the author."""
+    problems = []
+    cases = {case.id: case for exercise in plan.rubric.exercises for case in plan.cases[exercise.id]}
+    for exercise in result.exercises:
+        if exercise.score >= exercise.max_score:
+            continue
+        failing = [c for c in exercise.cases if c.status != "pass"]
+        for case in failing[:3]:
+            planned = cases.get(case.id)
+            where = f"{plan.rubric.path}:{planned.line}" if planned is not None and planned.line else \
+                str(plan.rubric.path)
+            if planned is not None and planned.expect is not None and case.status == "fail":
+                why = (f"its expect: {planned.expect} is not what the reference makes: it returns "
+                       f"{codec.describe(case.got, 200)}, and check {planned.check.name} rejects it against "
+                       f"{codec.describe(case.expected, 200)}")
+            else:
+                why = f"{case.status}: {case.message}"
+            problems.append(f"{where}: exercise '{exercise.id}', case {case.id}: the reference, graded as a "
+                            f"submission, scores {exercise.score:g}/{exercise.max_score:g} on the exercise: {why}")
+        if len(failing) > 3:
+            problems.append(f"{plan.rubric.path}: exercise '{exercise.id}': the reference fails {len(failing) - 3} "
+                            f"more case{'s' if len(failing) > 4 else ''}")
+    return problems
+
+
 def sibling_sources(reference: Path) -> dict[str, str]:
     """Modules of the reference's own folder that it imports: graded as a submission, the reference gets them
     as support modules (the child sees nothing of the course folder)."""
@@ -84,11 +114,7 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
         problems.extend(error.problems)
     warnings = [*plan.warnings, *kit_warnings(plan)]
     reference_result = grade_path(rubric.reference, plan, support, options, submission="reference")
-    for exercise in reference_result.exercises:
-        if exercise.score < exercise.max_score:
-            failing = [f"{c.id}: {c.status}: {c.message}" for c in exercise.cases if c.status != "pass"]
-            problems.append(f"{rubric.path}: the reference scores {exercise.score:g}/{exercise.max_score:g} on "
-                            f"exercise '{exercise.id}': " + "; ".join(failing[:3]))
+    problems.extend(reference_problems(plan, reference_result))
     template_result = None
     if rubric.template is not None:
         template_result = grade_path(rubric.template, plan, support, options, submission="template")
