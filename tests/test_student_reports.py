@@ -646,3 +646,20 @@ def test_the_terminal_check_draws_a_board_once_and_names_it_after(capsys) -> Non
     assert terminal.count("│ 5 │ 4 │ 7 │") == 2, terminal                 # Start, and Start2 (another name)
     assert "Start: as drawn above, under find_tile" in terminal
     assert student.markdown_report(_transposed_find_tile()).count("│ 5 │ 4 │ 7 │") == 3   # a section each
+
+
+def test_each_timeout_of_a_group_says_its_own_limit_in_every_view(capsys) -> None:
+    """Two search cases timed out the same way, one at 1 s and one at 1.5 s (a case's limit is also case_factor
+    times the reference's time): the second, folded under the first, showed no limit of its own (a busy machine
+    made test_a_timeout_says_the_limit_it_ran_into_in_every_students_view fail by it)."""
+    from grader.report.console import student_report
+    cases = tuple(CaseResult(f"search#{n}", "timeout", "public", "did not finish in time", call=f"search(S{n})",
+                             limit=limit, reason="timeout", cause="did not finish in time")
+                  for n, limit in enumerate((1.0, 1.5)))
+    result = SubmissionResult("ada", "/ada.ipynb", "", "taoistic-search", "", "0.1.0", "rlimits", 0.0, 4.0,
+                              (ExerciseResult("search", "Search", 0.0, 4.0, cases),))
+    student_report(result, {})
+    for text in (capsys.readouterr().out, student.markdown_report(result), student.html_report(result)):
+        for limit in ("1", "1.5"):
+            assert f"time limit is {limit} s of CPU time" in text, (limit, text)
+        assert text.count("search(S1)") == 1, text
