@@ -377,6 +377,29 @@ def test_a_regrade_takes_the_lms_word_that_came_since_and_force_keeps_it(tmp_pat
         "Ada_Byron_2101": (True, 3.0), "Bo_Chen_2102": (False, 0.0)}
 
 
+def test_a_regrade_without_the_worksheet_keeps_the_lateness_it_said(tmp_path: Path, grader_cache: Path):
+    """Graded with Moodle's worksheet (Ada a day late: 3 points), then one student's folder or the export alone
+    graded again into the same results, without the worksheet: Moodle's export says nothing of when, and old code
+    read that silence as "on time", dropping Ada's penalty from the gradebook and the CSV without a word. An
+    unchanged file that nothing this run dates keeps its lateness, and a note says so."""
+    export = moodle_export(tmp_path / "moodle.zip")
+    sheet = tmp_path / "grades.csv"
+    sheet.write_text(MOODLE_WORKSHEET, encoding="utf-8")
+    rubric = replace(load_rubric(RUBRIC), late=POLICY)
+    out = tmp_path / "out"
+    first = grade_batch([export, sheet], rubric, out, jobs=1, cache=grader_cache)
+    assert {r.submission: (r.late, r.penalty) for r in first.results}["Ada_Byron_2101"] == (True, 3.0)
+    again = grade_batch([export], rubric, out, jobs=1, cache=grader_cache)
+    assert again.unchanged == 2
+    results = {r.submission: r for r in again.results}
+    assert (results["Ada_Byron_2101"].late, results["Ada_Byron_2101"].penalty) == (True, 3.0)
+    assert results["Ada_Byron_2101"].submitted_at == "2026-11-21T02:00:00+00:00"
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open(encoding="utf-8"))}
+    assert rows["Ada_Byron_2101"]["late_penalty"] == "3"
+    assert any(note.startswith("Ada_Byron_2101: ") and "keeps the lateness" in note for note in again.notes)
+    assert not any(note.startswith("Bo_Chen_2102: ") for note in again.notes)      # on time: nothing to keep
+
+
 def test_a_zip_the_ta_made_is_dated_in_the_courses_zone_unless_it_says_its_own(tmp_path: Path):
     """A zip's DOS dates are the zipping machine's local time, with no zone: a TA in Berlin zipped Alice's
     notebook saved at 23:30 on the due day. Old code read 23:30 as UTC (00:30 in Berlin) and charged a day. The

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequenc
 from grader.files import write_bytes
 from grader import __version__
 from grader.store.gradebook import Gradebook, ScoreRow
-from grader.intake.gather import RESULTS_MARK, Entry, gather, keep_former_ids
+from grader.intake.gather import RESULTS_MARK, WORKSHEETS, Entry, gather, keep_former_ids
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess, copied_times
 from grader.judge.options import Options
@@ -235,6 +235,14 @@ def _late(result: SubmissionResult, lateness: Lateness) -> SubmissionResult:
                    extra=extra)
 
 
+def _undated(entry: Entry) -> bool:
+    """Nothing in this intake says when or whether the file came late: an LMS export whose worksheet alone says
+    so (Moodle's grading worksheet, Gradescope's metadata) graded without it. Its silence is no "on time": an
+    unchanged file keeps the lateness its last grading had (a regrade of one student's folder dropped Moodle's
+    late penalty from the CSV)."""
+    return entry.convention in WORKSHEETS and not (entry.late or entry.handed_in or entry.recorded or entry.extended)
+
+
 def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_dir: Path | None,
             store: SharedWriter | None) -> ScoreRow:
     """An unchanged file's row, its lateness assessed again: the LMS's word may have come since it was graded (a
@@ -367,7 +375,13 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     batch.unchanged += 1
                     if previous.state == "failed":   # not retried unless forced, and said so
                         batch.failed_before.append(student)
-                    previous = _relate(book, previous, entry, rubric, out_dir, shared_values)
+                    if _undated(entry):
+                        if previous.late:
+                            batch.notes.append(f"{student}: nothing given this run says when {source} was handed "
+                                               f"in (its LMS's worksheet not among the paths): it keeps the "
+                                               f"lateness of its last grading")
+                    else:
+                        previous = _relate(book, previous, entry, rubric, out_dir, shared_values)
                     if out_dir is not None:
                         _restore_missing(book, student, rubric.assignment, path, out_dir)
                     if on_result:
