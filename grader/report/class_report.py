@@ -15,7 +15,7 @@ from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.results import CaseResult, SubmissionResult, not_judged
-from grader.store.twins import same_files
+from grader.store.twins import same_files, warning_lines
 from grader.report.similarity import Pair, Similarity
 from grader.report.student import shown_title
 from grader.store.status import (AFTER_TIMEOUTS, BUDGET, BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline,
@@ -492,7 +492,8 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
             flagged.setdefault(student, (pair.score, f"{similarity_page}#pair-{rank}" if similarity_page else ""))
     rates = counted.cases()
     notes = list(problems)
-    notes += [group.warning() for group in same_files(counted.files)]   # one student under two ids, or a copy
+    # one student under two ids, or a copy: what such ids may be, once, then one line per group
+    notes += [line.strip() for line in warning_lines(same_files(counted.files))]
     if len(summary.rubrics) > 1:
         notes.append(f"these results come from {len(summary.rubrics)} rubrics ({', '.join(summary.rubrics)}): "
                      f"their scores are not comparable")

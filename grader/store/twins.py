@@ -36,10 +36,6 @@ class SameFile:
                  for n, (student, source) in enumerate(zip(self.students, self.sources, strict=True))]
         return f"{len(self.students)} ids graded from the same file (sha256 {self.sha256[:12]}): {', '.join(shown)}"
 
-    def warning(self) -> str:
-        """The line and what it may be: one warning of its own (the class report's problems)."""
-        return f"{self.line()}: {WHAT_IT_MAY_BE}"
-
 
 def warning_lines(groups: Sequence[SameFile]) -> list[str]:
     """Lines for a terminal: what such groups may be, once, then one line per group."""
