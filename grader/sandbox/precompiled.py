@@ -11,7 +11,10 @@ label; it travels in a request, from the parent to the child: nothing the child 
 A statement whose compile warns (a SyntaxWarning of `x is 'a'`) or fails is not sent compiled: the child then
 compiles it itself, and the warning goes to the load's output, or the error to its warnings, as before. So is one
 longer than MAX_CHARS (a cell of pasted data), whose compile is then the student's load time, not the grader's, one
-whose code is far larger than its source (folded constants), and any past the first REQUEST_CODE bytes of code.
+whose code is far larger than its source (folded constants), any past the first REQUEST_CODE bytes of code, one with
+more than MAX_PLUSES `+` (whose folding costs the compiler the square of them), and any past what one submission may
+cost the parent to compile (SUBMISSION_CHARS, `Allowance`): what the grader spends compiling a notebook is bounded
+by a constant, whatever its code, and the rest is the child's, on its own clock and memory.
 
 A statement is `quiet` when its code only makes constants and functions and binds names (a plain `def`, `n = 100`):
 it calls nothing, so it cannot be the one a load hangs in, and the runtime announces it with no `progress` frame
@@ -67,6 +70,16 @@ MAX_CHARS = 20_000
 # 1 MB notebook of such statements a 300 MB load request that the frame limit refused (the notebook scored 0 and
 # the worker peaked at 880 MB). The bundled and fixture statements' code is under 1,024 + 2.6 bytes a character.
 CODE_BASE, CODE_PER_CHAR = 1024, 8
+# A statement with more `+` than this is compiled by the child. The compiler folds a chain of constant `+` (strings,
+# bytes, tuples: `'a'*4096 + 'a'*4096 + ...`) into one constant and keeps every partial sum until the statement is
+# compiled, so n terms cost it n**2 / 2 times 4 kB of memory and copying (~0.8 us of CPU per n**2): 40 statements of
+# 380-term chains, a 740 kB notebook, took a worker 13 s of CPU and 1.3 GB. Here at most ~18 MB (64 partial sums of
+# at most MAX_CHARS and 64 times 4 kB) and ~3 ms a statement; the bundled and fixture statements have at most 16.
+MAX_PLUSES = 64
+# What compiling one submission's statements may cost the parent, in characters of plain code (~0.2 us of CPU each;
+# a statement costs its length and 4 per square of its `+`, the folding's share): past it, the child compiles the
+# rest: 4,000,000 characters of code (what extraction keeps at most) of 64-term chains would cost ~22 s.
+SUBMISSION_CHARS = 1_000_000
 REQUEST_CODE = 16_000_000   # the compiled code one load request carries at most: later statements go as source
 _CACHE: dict[tuple[str, int], Compiled] = {}
 _CACHE_ENTRIES = 4096
@@ -74,10 +87,25 @@ _CACHE_CHARS = 8_000_000    # the source and code the cache holds at most (chara
 _held = 0                   # the source and code it holds now
 
 
-def compiled(statements: Sequence[Mapping[str, Any]]) -> list[Compiled]:
+@dataclass
+class Allowance:
+    """What the parent may still spend compiling one submission's statements (SUBMISSION_CHARS, as it counts
+    them), across its loads: a statement taken from the cache costs nothing."""
+
+    left: int = SUBMISSION_CHARS
+
+
+def _cost(code: str) -> int:
+    pluses = code.count("+")
+    return len(code) + 4 * pluses * pluses
+
+
+def compiled(statements: Sequence[Mapping[str, Any]], allowance: Allowance | None = None) -> list[Compiled]:
     """For each statement, the marshal data of its code as the child would compile it (its first line at its
-    line in the cell), or None where the child must compile it itself; and whether it is quiet."""
+    line in the cell), or None where the child must compile it itself; and whether it is quiet. `allowance`: the
+    submission's, which what is compiled here is taken from (None: a fresh one)."""
     global _held
+    allowance = allowance if allowance is not None else Allowance()
     found: list[Compiled] = []
     carried = 0    # the code this request carries so far
     with warnings.catch_warnings(record=True) as caught:
@@ -86,9 +114,14 @@ def compiled(statements: Sequence[Mapping[str, Any]]) -> list[Compiled]:
             key = (str(statement["code"]), int(statement["line"]))
             made = _CACHE.get(key)
             if made is None:
-                if len(key[0]) > MAX_CHARS:
+                cost = _cost(key[0])
+                if len(key[0]) > MAX_CHARS or key[0].count("+") > MAX_PLUSES:
                     made = Compiled(None)
+                elif cost > allowance.left:   # this submission's, not the code's: not kept for others
+                    found.append(Compiled(None))
+                    continue
                 else:
+                    allowance.left -= cost
                     made = _compile(*key, caught)
                     size = len(key[0]) + len(made.code or b"")
                     if len(_CACHE) >= _CACHE_ENTRIES or _held + size > _CACHE_CHARS:
@@ -109,11 +142,11 @@ def _compile(code: str, line: int, caught: list[Any]) -> Compiled:
     try:
         # optimize=0: as the child compiles (its interpreter starts without -O), whatever flags the grader runs with
         made = compile("\n" * (line - 1) + code, FILENAME, "exec", flags=FLAGS, dont_inherit=True, optimize=0)
+        data = marshal.dumps(made)   # ValueError: nested deeper than marshal goes (2,500 nested lambdas)
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
         return Compiled(None)
     if len(caught) > warned:
         return Compiled(None)
-    data = marshal.dumps(made)
     if len(data) > CODE_BASE + CODE_PER_CHAR * len(code):
         return Compiled(None)
     return Compiled(data, quiet=set(made.co_code[::2]) <= _QUIET)

@@ -413,6 +413,7 @@ class Sandbox:
         # and student code it calls there (a library function the notebook replaced) ran outside every clock.
         self.carried: float | None = None
         self.statements = list(statements)
+        self.compiling = precompiled.Allowance()   # what compiling them may still cost this process (every load)
         self.support = dict(support)
         # What the zygote should have imported (the course's choice: see preloads); by default what the support
         # modules name.
@@ -597,7 +598,7 @@ class Sandbox:
             running: int | None = None
             left_out: tuple[int, ...] = ()
             try:
-                sent = _with_code([self.statements[i] for i in indices])
+                sent = _with_code([self.statements[i] for i in indices], self.compiling)
                 # The statements the runtime announces (a quiet one is not: it calls nothing, see precompiled.py)
                 announced = [position for position, statement in enumerate(sent) if not statement.get("quiet")]
                 self._send(wire.marshal_frame({
@@ -1285,11 +1286,12 @@ def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
     return frame
 
 
-def _with_code(statements: Sequence[Mapping[str, Any]]) -> list[dict]:
-    """The kept statements for the load request, each with its code compiled here where it can be, and marked
-    quiet where that code calls nothing (see precompiled.py: the runtime announces no quiet statement)."""
+def _with_code(statements: Sequence[Mapping[str, Any]], allowance: precompiled.Allowance) -> list[dict]:
+    """The kept statements for the load request, each with its code compiled here where it can be (within the
+    submission's `allowance`), and marked quiet where that code calls nothing (see precompiled.py: the runtime
+    announces no quiet statement)."""
     sent = []
-    for statement, made in zip(statements, precompiled.compiled(statements), strict=True):
+    for statement, made in zip(statements, precompiled.compiled(statements, allowance), strict=True):
         sent.append(dict(statement) if made.code is None else
                     {**statement, "compiled": made.code, "quiet": True} if made.quiet else
                     {**statement, "compiled": made.code})
