@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import subprocess
 import sys
@@ -226,6 +227,37 @@ def test_annotated_notebook_embeds_local_images_drops_remote_ones_and_trusts_no_
     assert "example.com/a.png" not in html and "[image: remote]" in html
     assert "<h1>forged</h1>" not in html
     assert 'data-exercises="move_dir"' in html
+
+
+def test_annotated_notebook_shows_the_attachments_it_can_and_never_raises_on_one(bundled: Batch,
+                                                                                  tmp_path: Path) -> None:
+    """A Markdown cell's attachments are the student's: nbconvert raised on a reference to one the cell lacks
+    (InvalidNotebook) and on one with no type (StopIteration in its renderer's generator), and either ended `grader
+    report` for the whole class, with a traceback. Shown now: what is an image in base64; the rest by its name."""
+    import base64
+    png = base64.b64encode(_tiny_png()).decode("ascii")
+
+    def page(*cells: tuple[str, object]) -> str:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_markdown_cell(source) for source, _ in cells] + [
+            nbformat.v4.new_code_cell("def move_dir(S, row, col, dx, dy):\n    return S\n")]
+        raw = json.loads(nbformat.writes(nb))
+        for cell, (_, attachments) in zip(raw["cells"][:-1], cells, strict=True):   # as a hostile file has them
+            cell["attachments"] = attachments
+        path = tmp_path / "eve.ipynb"
+        path.write_text(json.dumps(raw))
+        html = annotated.annotated_notebook(path, bundled[TRANSPOSED])
+        assert 'data-exercises="move_dir"' in html
+        return html
+
+    html = page(("inline ![a](attachment:a.png) ![b](attachment:b.png)", {"a.png": {"image/png": png}}),
+                ("by reference ![r][ref]\n\n[ref]: attachment:gone.png\n", {"a.png": {"image/png": png}}),
+                ("no type ![e](attachment:e.png)", {"e.png": {}}),
+                ("not base64 ![x](attachment:x.png)", {"x.png": {"image/png": '" onerror="alert(1)'}}))
+    assert html.count(f'src="data:image/png;base64,{png}"') == 1
+    assert all(f"[image: {name}]" in html for name in ("b", "e", "x")) and "onerror" not in html
+    # An attachment that is not a MIME bundle: the page is made from the cells the grader read, without them
+    assert "[image: s]" in page(("not a bundle ![s](attachment:s.png)", {"s.png": "zzz"}))
 
 
 def test_image_patterns_take_time_linear_in_the_markdown(tmp_path: Path) -> None:

@@ -66,6 +66,12 @@ MAX_OUTPUT_CHARS = 500_000            # one cell's outputs; more are summarized 
 _LANGUAGE_CHARS = 100                 # a language's name in the notebook's metadata (for highlighting)
 _SHOWN_DATA = ("text/html", "text/markdown", "image/png", "image/jpeg", "image/svg+xml", "text/plain")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+# What a Markdown cell's attachment may be to be shown: an image nbconvert writes as a data: URI, in base64, of at
+# most _MAX_IMAGE_BYTES. nbconvert raises on a reference to an attachment the cell lacks (InvalidNotebook) and on an
+# attachment with no type (StopIteration, in a generator), which ended `grader report` for the whole class.
+_ATTACHED = ("image/svg+xml", "image/png", "image/jpeg")
+_ATTACHMENT = "attachment:"
+_NAMED = re.compile(r"attachment:([^\s()<>\[\]\"']+)")
 STUDENT_CSS = """
 .jp-Notebook-cell { border-left: 4px solid #d5d5d5; padding: .1em 0 .1em .8em; margin: .5em 0; }
 .jp-InputPrompt, .jp-OutputPrompt { color: #777; font-size: .8em; }
@@ -213,7 +219,7 @@ def _student_cell(index: int, node: object, folder: Path, formulas: Formulas) ->
     kind = node.get("cell_type")
     source = _text(node.get("source"))
     if kind == "markdown":
-        attachments = node.get("attachments") if isinstance(node.get("attachments"), dict) else None
+        attachments = _attachments(node.get("attachments"))
         cell = nbformat.v4.new_markdown_cell(render_math(_embed_images(source, folder, attachments), formulas))
         if attachments:
             cell["attachments"] = attachments
@@ -261,7 +267,21 @@ def _outputs(outputs: object, count: int | None) -> list:
 
 
 def _size(cell: nbformat.NotebookNode) -> int:
-    return len(cell.source) + sum(len(json.dumps(o, ensure_ascii=False)) for o in cell.get("outputs", ()))
+    return len(cell.source) + sum(len(json.dumps(o, ensure_ascii=False)) for o in cell.get("outputs", ())) + sum(
+        len(text) for bundle in cell.get("attachments", {}).values() for text in bundle.values())
+
+
+def _attachments(found: object) -> dict[str, dict[str, str]]:
+    """A Markdown cell's attachments that are images the page can show (_ATTACHED): each one's first such type."""
+    kept: dict[str, dict[str, str]] = {}
+    for name, bundle in found.items() if isinstance(found, dict) else ():
+        if isinstance(name, str) and isinstance(bundle, dict):
+            for kind in _ATTACHED:
+                text = _text(bundle.get(kind))
+                if text and len(text) <= _MAX_IMAGE_BYTES and _BASE64.fullmatch(text):
+                    kept[name] = {kind: text}
+                    break
+    return kept
 
 
 def sanitize_html(html: object) -> str:
@@ -346,10 +366,12 @@ def _summary_box(result: SubmissionResult, unplaced: list[ExerciseResult], hidde
 
 
 def _embed_images(source: str, folder: Path, attachments: Mapping | None) -> str:
-    """Markdown images as data: URIs when the file is next to the notebook, else as their name in text:
-    the page loads nothing from disk or network."""
+    """Markdown images as data: URIs when the file is next to the notebook or an attachment the cell has, else as
+    their name in text: the page loads nothing from disk or network."""
     def replacement(src: str, alt: str) -> str | None:
-        if src.startswith("data:") or (src.startswith("attachment:") and attachments):
+        if src.startswith(_ATTACHMENT):   # one the cell lacks: nbconvert would raise
+            return None if src[len(_ATTACHMENT):] in (attachments or {}) else ""
+        if src.startswith("data:"):
             return None
         data_uri = _data_uri(folder, src)
         return data_uri if data_uri is not None else ""
@@ -412,8 +434,22 @@ def _exporter() -> Any:
 
 
 def _export(nb: nbformat.NotebookNode, name: str) -> str:
+    from nbconvert.filters.markdown_mistune import InvalidNotebook
     exporter = _exporter()
     resources = {"metadata": {"name": name}, "feedback_css": student.stylesheet() + Markup(BOX_CSS + STUDENT_CSS),
                  "feedback_csp": student.CSP}
-    body, _ = exporter.from_notebook_node(nb, resources=resources)
-    return display(body)
+    # An attachment the cell lacks, named where _embed_images does not look (a reference-style image: `[r]:
+    # attachment:x`): made again without the attachments of a cell that names one it lacks, then of every cell.
+    for lacking in (_names_lacking, lambda cell: True):
+        try:
+            return display(exporter.from_notebook_node(nb, resources=resources)[0])
+        except InvalidNotebook:
+            for cell in nb.cells:
+                if cell.cell_type == "markdown" and lacking(cell):
+                    cell.source = cell.source.replace(_ATTACHMENT, "attachment-not-shown:")
+    return display(exporter.from_notebook_node(nb, resources=resources)[0])
+
+
+def _names_lacking(cell: nbformat.NotebookNode) -> bool:
+    """Whether the Markdown cell names an attachment it does not have (as far as a plain search finds names)."""
+    return any(name not in cell.get("attachments", {}) for name in _NAMED.findall(cell.source))
