@@ -231,3 +231,30 @@ def test_a_mutant_that_answers_as_an_accepted_variant_is_equivalent_not_a_surviv
     assert misplaced.score == 1.0 and misplaced.count("killed") >= 2, [
         (v.mutant.description, v.status) for v in misplaced.verdicts]
     assert validation.problems == ()
+
+
+def test_mutants_of_a_reference_that_imports_course_modules_are_screened_as_the_plain_ones(tmp_path: Path) -> None:
+    """A reference importing a support module at its top (`import bounds`) and a sibling of its folder inside a
+    function, at call time: every mutant failed to load ('No module named bounds': only the reference's folder
+    was on sys.path, and only while it loaded), so none was screened, each was graded in the sandbox, and one that
+    answers as the reference (equivalent) was called a survivor. Now its verdicts are the plain reference's."""
+    (tmp_path / "plain").mkdir()
+    plain = validate(course(tmp_path / "plain", STRONG), cache=tmp_path / "cache1", mutants=40, jobs=2)
+    folder = tmp_path / "imports"
+    (folder / "support").mkdir(parents=True)
+    (folder / "support" / "bounds.py").write_text("LOW, HIGH = -5, 5\n")
+    (folder / "zero.py").write_text("ZERO = 0\n")
+    reference = textwrap.dedent(REFERENCE).replace("import random\n", "import random\n\nimport bounds\n").replace(
+        "def total(xs):\n    return sum(xs) + 0 * len(xs)",
+        "def total(xs):\n    from zero import ZERO\n    return sum(xs) + ZERO * len(xs)")
+    (folder / "steps.py").write_text(reference)
+    (folder / "steps.yaml").write_text(textwrap.dedent(STRONG).replace("reference: steps.py\n",
+                                                                       "reference: steps.py\nsupport: support\n"))
+    imports = validate(folder / "steps.yaml", cache=tmp_path / "cache2", mutants=40, jobs=2)
+    assert imports.problems == (), imports.problems
+    for exercise in imports.mutation.exercises:
+        assert not any("fails to load" in v.reason for v in exercise.verdicts), \
+            [(v.mutant.id, v.reason) for v in exercise.verdicts]
+        assert exercise.count("equivalent") == plain.mutation.exercise(exercise.exercise).count("equivalent")
+        assert exercise.count("survived") == 0
+    assert imports.mutation.exercise("clamp").count("equivalent") >= 1

@@ -22,7 +22,6 @@ import os
 import random
 import resource
 import signal
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +36,7 @@ from grader.checks.registry import CheckContext, resolve
 from grader.judge.options import Options
 from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS, Mutant, mutants, sample, swapped
 from grader.plan.cases import Case, Plan, evaluate_reference
+from grader.plan.course_imports import CourseModules, run_source
 from grader.store.results import ExerciseResult
 from grader.rubric.schema import Exercise
 from grader import codec
@@ -123,14 +123,19 @@ def _limit_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _module(source: str, name: str, folder: Path) -> ModuleType:
+def _module(source: str, name: str, plan: Plan) -> ModuleType:
+    """A mutant of the reference module, loaded as the reference is (plan.cases.load_reference): the modules of its
+    own folder and of the support folder are found at load and at call time (plan.course_imports). With its own
+    folder alone on sys.path while it loaded, a reference that imports a support module failed to load as every
+    mutant, and each mutant was called a survivor ('the module fails to load: ModuleNotFoundError')."""
+    reference = plan.rubric.reference
     module = ModuleType(name)
-    module.__file__ = str(folder / f"{name}.py")
-    sys.path.insert(0, str(folder))
-    try:
-        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102 - the course's code, mutated
-    finally:
-        sys.path.remove(str(folder))
+    module.__file__ = str(reference.parent / f"{name}.py")
+    course = CourseModules([folder for folder in (reference.parent, plan.rubric.support)
+                            if folder is not None and folder.is_dir()])
+    module.__dict__["__builtins__"] = course.builtins
+    with course.visible():
+        run_source(source.encode("utf-8"), Path(module.__file__), module)   # the course's code, mutated
     return module
 
 
@@ -164,7 +169,7 @@ def _screen(task: tuple[str, int]) -> tuple[str, str, tuple[str, ...]]:
     exercise = plan.rubric.exercise(exercise_id)
     cases = plan.cases[exercise_id]
     try:
-        module = _module(mutant.source, f"_grader_mutant_{index}", plan.rubric.reference.parent)
+        module = _module(mutant.source, f"_grader_mutant_{index}", plan)
     except BaseException as error:  # noqa: BLE001 - a mutant that breaks the module at import differs everywhere
         return "differs", f"the module fails to load: {type(error).__name__}: {error}", tuple(c.id for c in cases)
     differing: list[str] = []
@@ -200,7 +205,7 @@ def _hunt(task: tuple[str, int]) -> str:
     plan: Plan = _SCREEN["plan"]
     mutant: Mutant = _SCREEN["mutants"][exercise_id][index]
     exercise = plan.rubric.exercise(exercise_id)
-    module = _module(mutant.source, f"_grader_mutant_{index}", plan.rubric.reference.parent)
+    module = _module(mutant.source, f"_grader_mutant_{index}", plan)
     implementation = getattr(module, exercise.function.split(".")[0], None)
     for case in _more_inputs(plan, exercise):
         expected = _answer_or_none(plan, plan.reference, exercise, case)
