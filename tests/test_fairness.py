@@ -398,6 +398,16 @@ def test_find_zero_returning_a_list_is_the_pair_the_text_asks_for(tmp_path: Path
     assert result.total == result.max_total
 
 
+def test_find_zero_returning_a_numpy_array_of_the_pair_is_the_pair(tmp_path: Path, grader_cache: Path) -> None:
+    """findZero returns np.argwhere(...)[0], an array of the two numbers: it unpacks as the pair the text asks for,
+    as the accepted list does, and nextStates uses it so. It lost both points ("expected tuple, got ndarray")."""
+    [result] = grade([FAIR / "real_sliding_find_zero_as_a_numpy_array.ipynb"], SLIDING_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    find_zero = result.exercise("findZero")
+    assert find_zero.score == find_zero.max_score, [case.message for case in find_zero.cases]
+    assert result.total == result.max_total
+
+
 def test_a_known_mistake_spelt_as_a_list_is_named_unless_the_spelling_is_all_that_is_wrong(
         tmp_path: Path, grader_cache: Path) -> None:
     """findZero returns [c, r]: the accepted list [r, c], transposed. The (column, row) hint came only with a tuple
