@@ -701,6 +701,15 @@ def test_a_path_of_actions_as_a_deque_or_a_tuple_is_the_path(tmp_path: Path, gra
         {"deque": ["U", "L"], "tuple": ["U", "L"], "list": ["U", "L"], "text": "UL"}   # a string stays no list
 
 
+def test_zeropos_as_np_where_gives_it_is_the_row_and_the_column(tmp_path: Path, grader_cache: Path) -> None:
+    """zeropos returns np.where(self.state == 0): the row and the column of the hole, each an array of one index,
+    which the notebook unpacks and indexes the board with as with two ints (its solve solves every board). The
+    reduce's int(array([4])) raised (numpy 2: only 0-dimensional arrays convert), so zeropos lost both points."""
+    [result] = grade([FAIR / "zeropos_as_np_where.ipynb"], N_PUZZLE_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("zeropos").score == 2.0, [case.message for case in result.exercise("zeropos").cases]
+    assert result.total == result.max_total
+
+
 def test_solve_as_a_string_of_actions_is_no_list_and_the_feedback_says_why(tmp_path: Path, grader_cache: Path) -> None:
     """The n-puzzle's text asks for "the list of hole actions, e.g. ['U', 'L', 'D']" and solve's signature says
     list[str]: a string "ULDR..." is no convention it allows (unlike reconstruct_path, of no stated type). It earns
