@@ -710,6 +710,19 @@ def test_zeropos_as_np_where_gives_it_is_the_row_and_the_column(tmp_path: Path, 
     assert result.total == result.max_total
 
 
+def test_a_transposed_zeropos_is_paid_for_once_and_its_callers_feedback_speaks_of_their_own_code(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """zeropos returns (column, row); available_actions and do_action call it and are right. They lost points too,
+    and available_actions was told "These are the moves of the TILE next to the hole", which its code is not: they
+    isolate State.zeropos now, so the reference's answers for it when zeropos lost points."""
+    [result] = grade([FAIR / "zeropos_transposed.ipynb"], N_PUZZLE_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("zeropos").score < 2.0
+    for exercise in ("available_actions", "do_action"):
+        judged = result.exercise(exercise)
+        assert judged.score == judged.max_score and judged.isolated == ("State.zeropos",), \
+            [case.message for case in judged.cases]
+
+
 def test_solve_as_a_string_of_actions_is_no_list_and_the_feedback_says_why(tmp_path: Path, grader_cache: Path) -> None:
     """The n-puzzle's text asks for "the list of hole actions, e.g. ['U', 'L', 'D']" and solve's signature says
     list[str]: a string "ULDR..." is no convention it allows (unlike reconstruct_path, of no stated type). It earns

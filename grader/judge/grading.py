@@ -1047,7 +1047,9 @@ def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequen
             raise LookupError(f"{function} is not isolated in this run")
         if function in compiled:   # the child sent the data the call reads from the student's objects
             scope = dict(module)
-            scope.update((f"__m{index}", value) for index, value in enumerate(args))
+            # As the student's method had them: a board that is a numpy array is one here too (n-puzzle's
+            # State(self.state).zeropos()), not the codec's NDArray.
+            scope.update((f"__m{index}", codec.with_arrays(value)) for index, value in enumerate(args))
             return eval(compiled[function], scope)  # noqa: S307 - the rubric's call over the reference
         return getattr(reference, function)(*args, **kwargs)
 
