@@ -714,13 +714,17 @@ def test_a_transposed_zeropos_is_paid_for_once_and_its_callers_feedback_speaks_o
         tmp_path: Path, grader_cache: Path) -> None:
     """zeropos returns (column, row); available_actions and do_action call it and are right. They lost points too,
     and available_actions was told "These are the moves of the TILE next to the hole", which its code is not: they
-    isolate State.zeropos now, so the reference's answers for it when zeropos lost points."""
+    isolate State.zeropos now, so the reference's answers for it when zeropos lost points. solve fails with it, and
+    its hints spoke only of its own A*."""
     [result] = grade([FAIR / "zeropos_transposed.ipynb"], N_PUZZLE_RUBRIC, tmp_path, cache=grader_cache)
     assert result.exercise("zeropos").score < 2.0
     for exercise in ("available_actions", "do_action"):
         judged = result.exercise(exercise)
         assert judged.score == judged.max_score and judged.isolated == ("State.zeropos",), \
             [case.message for case in judged.cases]
+    # solve runs them all as they are (end to end): its feedback points to their own, not only to A*'s weight.
+    solve = result.exercise("solve")
+    assert solve.score < solve.max_score and any("see its own feedback first" in note for note in solve.notes)
 
 
 def test_solve_as_a_string_of_actions_is_no_list_and_the_feedback_says_why(tmp_path: Path, grader_cache: Path) -> None:
