@@ -359,8 +359,24 @@ def _without_notebook(results, notebooks, folder: Path) -> list[str]:
 
 def _no_results(folder: str) -> None:
     """Why a class output of a folder came out empty (a mistyped folder, say the feedback one): exit 1 alone said
-    nothing, and the empty page looked like a class of nobody."""
-    print(f"{folder}: no results in this folder (grade with --out {folder} first)", file=sys.stderr)
+    nothing, and the empty page looked like a class of nobody. Result files that are there but cannot be read
+    (a damaged file, a copy of the folder without its shared/ store) are named with why: "no results" sent the
+    TA to grade again a class whose results were all there."""
+    from grader.report.class_outputs import read_results
+    from grader.textsafe import terminal
+    problems = read_results(folder).problems
+    if not problems:
+        print(f"{folder}: no results in this folder (grade with --out {folder} first)", file=sys.stderr)
+        return
+    print(f"{folder}: none of its {len(problems)} result file{'s' if len(problems) != 1 else ''} could be read:",
+          file=sys.stderr)
+    for problem in problems[:SHOWN_PROBLEMS]:
+        print(f"  {terminal(problem)}", file=sys.stderr)
+    if len(problems) > SHOWN_PROBLEMS:
+        print(f"  and {len(problems) - SHOWN_PROBLEMS} more", file=sys.stderr)
+
+
+SHOWN_PROBLEMS = 5     # unreadable result files named when none could be read
 
 
 def _class_report(args: argparse.Namespace) -> int:

@@ -125,3 +125,22 @@ def test_cases_not_judged_are_told_apart_a_rubrics_crash_from_a_busy_machine() -
                               grader_version="0", isolation="none", total=0.0, max_total=6.0,
                               exercises=(exercise, exercise))
     assert not_judged(result) == (4, 4)
+
+
+def test_a_class_output_of_results_that_cannot_be_read_names_them_not_no_results(bundled, tmp_path: Path,
+                                                                                capsys) -> None:
+    """The result files copied without the folder's shared/ store (and no gradebook): every one refers to shared
+    values that are gone. class-report said "no results in this folder (grade with --out ... first)" of a folder
+    of 14 results; it names each unreadable file and why."""
+    import shutil
+    from grader.cli import main
+    copy = tmp_path / "copied"
+    copy.mkdir()
+    for path in bundled.out.glob("*.json"):
+        shutil.copy(path, copy / path.name)
+    assert main(["class-report", str(copy), "-o", str(tmp_path / "class.html"), "--no-similarity"]) == 1
+    said = capsys.readouterr().err
+    count = len(list(copy.glob("*.json")))
+    assert f"{copy}: none of its {count} result files could be read:" in said
+    assert "correct.json: not readable: " in said and "lost a shared value" in said
+    assert "no results in this folder" not in said
