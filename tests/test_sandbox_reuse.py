@@ -368,3 +368,41 @@ def test_a_case_that_exits_with_the_runtimes_own_codes_costs_only_that_case(code
     assert [outcome.status for outcome in outcomes] == ["ok", "crash", "ok", "ok"]
     first, _, after, last = (codec.decode(outcome.value) for outcome in outcomes)
     assert after == last   # one process serves both: the fork after the crash goes on
+
+
+PIDS = ("import os\ndef helper(x):\n    return -1\ndef ask():\n    return helper(1)\ndef pid():\n"
+        "    return os.getpid()\n")
+
+
+def test_a_load_that_asks_for_no_reuse_gives_each_exercise_a_fresh_fork():
+    """load(reuse=False): the runtime takes no snapshot of the loaded module, so no fork goes on to the next
+    exercise, as where the snapshot cannot be read (see the reload for isolated exercises, below)."""
+    with Sandbox([statement(PIDS, count=1, cell=1)], {}, ProcessLimits()) as sandbox:
+        sandbox.load(reuse=False)
+        first, second = (codec.decode(sandbox.run_exercise([case("pid()")], (), None, time.monotonic() + 60,
+                                                           more=True)[0].value) for _ in range(2))
+    assert first != second
+
+
+def test_the_reload_for_an_isolated_exercise_asks_for_no_reuse_and_the_one_for_an_own_run_does():
+    """After a hidden input (or the reference's answers) the child is loaded again. For an exercise that isolates
+    helpers its fork ends with the exercise anyway and grading sends only such exercises after its own runs: the
+    snapshot a reload would take (~1.7 ms of the child's CPU for a Taoistic notebook) is not taken. The reload
+    for an own run (the reference's answers must not reach it) takes it as the first load does."""
+    asked: list[bool] = []
+    with Sandbox([statement(PIDS, count=1, cell=1)], {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        load = sandbox.load
+
+        def loads(deadline=None, reuse=True):
+            asked.append(reuse)
+            return load(deadline, reuse=reuse)
+        sandbox.load = loads   # type: ignore[method-assign]
+        hidden = CaseRequest(id="hidden", code="pid()", timeout=2.0, hidden=True)
+        assert sandbox.run_exercise([hidden], (), None, time.monotonic() + 60)[0].status == "ok"
+        [answered] = sandbox.run_exercise([case("ask()")], ("helper",), lambda name, args, kwargs: 42,
+                                          time.monotonic() + 60)
+        assert codec.decode(answered.value) == 42
+        [own] = sandbox.run_exercise([case("pid()")], (), None, time.monotonic() + 60)
+        assert own.status == "ok"
+    assert asked == [False, True]

@@ -496,7 +496,7 @@ def test_a_reload_the_machine_kept_past_the_deadline_leaves_its_cases_to_the_gra
                                        time.monotonic() + 60)
         assert _value(asked) == 42
 
-        def starved(deadline=None):
+        def starved(deadline=None, reuse=True):
             raise MachineBusy("the notebook's code could not be loaded: the machine was too busy")
         sandbox.load = starved   # the reload, as a starved machine ends it
         outcomes = sandbox.run_exercise([_case("quick()"), _case("quick() or 1")], (), None, time.monotonic() + 60)

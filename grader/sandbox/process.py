@@ -482,14 +482,15 @@ class Sandbox:
             self.close()
             self.retired = True
 
-    def _reload(self, deadline: float) -> float:
+    def _reload(self, deadline: float, reuse: bool = True) -> float:
         """Load the notebook again in a fresh child after _retire_for, and return the seconds given back to the
         submission's `deadline`: the reload is the grader's choice, so its time (a slow top-level statement is
         run again) must not come out of the student's budget. At most one load's budget in all, which the
-        watchdog allows for (executor.watchdog_for)."""
+        watchdog allows for (executor.watchdog_for). `reuse` False: for an exercise that isolates helpers, whose
+        fork ends with it anyway (see load)."""
         allowance = max(0.0, self.limits.load_seconds - self.reloaded)
         started = time.monotonic()
-        self.load(deadline + allowance)
+        self.load(deadline + allowance, reuse=reuse)
         given = min(allowance, time.monotonic() - started)
         self.reloaded += given
         return given
@@ -574,8 +575,13 @@ class Sandbox:
         outbox = self.outbox if self._outbox_reader is self.reader else None
         return self.reader.read_body(deadline, outbox)
 
-    def load(self, deadline: float | None = None) -> LoadReport:
+    def load(self, deadline: float | None = None, reuse: bool = True) -> LoadReport:
         """Start (or restart) the child and run the kept statements; a statement that hangs is left out.
+        `reuse` False: the runtime takes no snapshot of the loaded module (pristine.py), so no exercise's fork
+        goes on to serve the next: each gets a fresh fork, as where the snapshot cannot be read. A reload for
+        an exercise that isolates helpers asks so: such a fork ends with its exercise anyway (runtime.Child
+        .exercises), and after the own runs grading sends only those, so the snapshot (~1.7 ms of the child's
+        CPU for a Taoistic notebook) and each fork's reading of its process state would be spent for nothing.
 
         Each attempt has one budget, limits.load_seconds from when it starts, moved only by what the kernel says
         the machine kept it waiting (budget.LoadClock), and never past the submission's `deadline`. The child's
@@ -604,7 +610,8 @@ class Sandbox:
                 self._send(wire.marshal_frame({
                     "op": "load", "statements": sent,
                     "magic": precompiled.MAGIC, "support": dict(self.support), "output_bytes": self.output_bytes,
-                    "statement_seconds": self.limits.load_seconds, "waiting_seconds": clock.most}))
+                    "statement_seconds": self.limits.load_seconds, "waiting_seconds": clock.most,
+                    "reuse": reuse}))
                 while True:
                     try:
                         message = self._receive(limit)
@@ -782,7 +789,7 @@ class Sandbox:
                 self.restarts += 0 if retired else 1
                 try:
                     if retired:
-                        deadline += self._reload(deadline)
+                        deadline += self._reload(deadline, reuse=not isolate)
                     else:
                         self.load(deadline)
                 except MachineBusy as error:   # the machine's fault (a reload is no different from the first load)

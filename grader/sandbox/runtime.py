@@ -789,6 +789,9 @@ class Child:
             if operation == "load":
                 if _get_threshold() == _THRESHOLD:   # the load's objects die by reference counting too
                     _set_threshold(YOUNG_OBJECTS, *_THRESHOLD[1:])
+                # Read before any student code runs. False: no fork goes on to the next exercise (the grader's
+                # reload for isolated exercises, whose forks end with them): no snapshot is taken for it.
+                reuse = request.get("reuse") is not False
                 self.load(request)
                 self.hooks = _hooks_off()
                 self.reset()
@@ -796,7 +799,8 @@ class Child:
                 # from now on, so a collection in a fork does not copy every page the module's objects are on.
                 _freeze()
                 self.numpy_random = _numpy_random()
-                self.pristine = self.snapshot()   # what a fork that goes on must still show (pristine.py)
+                if reuse:
+                    self.pristine = self.snapshot()   # what a fork that goes on must still show (pristine.py)
                 # From here on each exercise's fork is made before its request comes, and reads it itself: its
                 # start (the fork, the first reading of its process state, ~1-2 ms) overlaps the grader's
                 # turnaround instead of following it. The runtime reads nothing while a fork lives.
