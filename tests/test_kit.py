@@ -553,3 +553,61 @@ def test_the_kit_names_each_public_case_inputs_as_the_call_does(kit_data: dict) 
     cases = {c["call"]: c for e in kit_data["exercises"] for c in e["cases"]}
     assert sorted(cases["extract_move(Start, StartDown)"]["inputs"]) == ["Start", "StartDown"]
     assert sorted(cases["search(Start5, Patterns[4], next_states, manhattan)"]["inputs"]) == ["Patterns[4]", "Start5"]
+
+
+STEPS_REFERENCE = '''
+from rules import STEP
+
+
+def walk(n):
+    """n steps of STEP from 0."""
+    return [STEP * i for i in range(n + 1)]
+
+
+def steps(got, expected):
+    """Each step is STEP long (the rule students have in rules.py)."""
+    if not isinstance(got, list) or any(b - a != STEP for a, b in zip(got, got[1:])):
+        return False, f"every step is {STEP} long"
+    return got == expected
+'''
+
+
+def _steps_course(folder: Path, rules_in: str) -> Path:
+    """A course whose reference takes STEP from rules.py (in the support folder, or beside the reference) and
+    whose public check uses it."""
+    (folder / rules_in).mkdir(parents=True, exist_ok=True)
+    (folder / rules_in / "rules.py").write_text("STEP = 2\n")
+    (folder / "steps.py").write_text(STEPS_REFERENCE)
+    rubric = folder / "steps.yaml"
+    support = "support: support\n" if rules_in == "support" else ""
+    rubric.write_text("assignment: steps\nreference: steps.py\n" + support
+                      + "exercises:\n  - id: walk\n    check: {name: steps, public: true}\n    cases:\n"
+                      "      - call: walk(3)\n")
+    return rubric
+
+
+def test_a_public_check_that_imports_a_support_module_runs_in_the_students_check(tmp_path: Path):
+    """The reference takes STEP from the support module rules.py, as README tells authors to; its public check
+    uses STEP. The kit shipped `from rules import STEP` and the support module, but ran the public code with
+    nothing to import it from: every self-check ended in a ModuleNotFoundError traceback. Now the check judges;
+    and a module of the reference's own folder, which no kit carries, is refused by `grader kit` at its line."""
+    import nbformat
+    rubric = _steps_course(tmp_path / "course", "support")
+    kit = tmp_path / "kit.json"
+    built = subprocess.run([sys.executable, "-m", "grader", "kit", str(rubric), "-o", str(kit), "--cache",
+                            str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    notebook = tmp_path / "ada.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "def walk(n):\n    return [3 * i for i in range(n + 1)]")]), notebook)
+    done = subprocess.run([sys.executable, "-m", "grader", "check", "--kit", str(kit), str(notebook)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert "Traceback" not in done.stderr and done.returncode == 1, done.stdout + done.stderr
+    assert "every step is 2 long" in done.stdout
+    own = _steps_course(tmp_path / "own", ".")
+    refused = subprocess.run([sys.executable, "-m", "grader", "kit", str(own), "-o", str(tmp_path / "own.json"),
+                              "--cache", str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert f"{own.parent / 'steps.py'}:2: a public check needs 'rules', a module of the reference's own folder, " \
+           f"which a student's kit does not carry" in refused.stderr
+    assert not (tmp_path / "own.json").exists()

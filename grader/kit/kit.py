@@ -460,7 +460,12 @@ def kit_plan(kit: Kit) -> Any:
         policy=Policy(frozenset(kit.allow_calls), frozenset(kit.drop),
                       frozenset(kit.roots) if kit.roots is not None else None), exercises=tuple(exercises))
     # Only the code the course published runs here: public checks, on decoded plain data, as in grading.
-    reference = public_module(kit.public_source) if kit.public_source else ModuleType("no_reference_in_a_kit")
+    try:
+        reference = public_module(kit.public_source, kit.support) if kit.public_source else \
+            ModuleType("no_reference_in_a_kit")
+    except Exception as error:  # noqa: BLE001 - the course's published code: its failure is the kit's, named
+        raise KitError(f"{where}: the public checks of this kit fail to load ({type(error).__name__}: {error}): "
+                       f"not your mistake, tell your instructor") from None
     return Plan(rubric, reference, cases, expected)
 
 

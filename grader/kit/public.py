@@ -15,7 +15,7 @@ import symtable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 from grader.checks.registry import CHECKS, FUNCTION, OPTIONS, PUBLIC
 from grader.rubric.schema import CheckSpec, Rubric, RubricError
@@ -147,6 +147,7 @@ def public_code(rubric: Rubric, extra_roots: Iterable[str] = ()) -> PublicCode |
                 if used not in seen:
                     why.setdefault(used, name)
                     queue.append(used)
+    problems.extend(_unshipped_imports(rubric, [tree.body[index] for index in sorted(chosen)]))
     if problems:
         raise PublicError(sorted(set(problems)))
     header = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "__future__"]
@@ -156,8 +157,55 @@ def public_code(rubric: Rubric, extra_roots: Iterable[str] = ()) -> PublicCode |
     return PublicCode("\n".join(pieces), names, tuple(dict.fromkeys(wanted)))
 
 
-def public_module(code: str, name: str = "course_public_checks") -> ModuleType:
-    """The kit's public code as a module of its own: nothing of the reference, only what was shipped."""
+def _unshipped_imports(rubric: Rubric, statements: Iterable[ast.stmt]) -> list[str]:
+    """The shipped statements' imports of a module of the course that the kit does not carry: a module of the
+    reference's own folder (the kit ships the support folder's modules, which students have, and nothing else of
+    the course) would fail the student's check at its start."""
+    path: Path = rubric.reference
+    support = rubric.support if rubric.support is not None and rubric.support.is_dir() else None
+    problems = []
+    for node in statements:
+        if isinstance(node, ast.Import):
+            tops = [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            tops = [node.module.split(".")[0]]
+        else:
+            continue
+        for top in tops:
+            own = (path.parent / f"{top}.py").is_file() or (path.parent / top / "__init__.py").is_file()
+            shipped = support is not None and any((support / f"{top}{end}").is_file() for end in (".py", ".ipynb"))
+            if own and not shipped:
+                problems.append(f"{path}:{node.lineno}: a public check needs '{top}', a module of the reference's own "
+                                f"folder, which a student's kit does not carry (it carries the support folder's "
+                                f"modules): move it into the support folder, or what the check uses into the "
+                                f"reference")
+    return problems
+
+
+def public_module(code: str, support: Mapping[str, str] | None = None,
+                  name: str = "course_public_checks") -> ModuleType:
+    """The kit's public code as a module of its own: nothing of the reference, only what was shipped, with the
+    kit's support modules (sources by name, which students have too) to import: `from rules import LOADS` at its
+    top raised ModuleNotFoundError, a traceback at the start of every self-check. They are imported through the
+    module's own `__import__`, kept out of sys.modules (a student's module of that name is not theirs)."""
+    sources = dict(support or {})
+    loaded: dict[str, ModuleType] = {}
+
+    def import_(wanted: str, globals: dict[str, Any] | None = None, locals: Any = None,
+                fromlist: Sequence[str] | None = (), level: int = 0) -> ModuleType:
+        top = wanted.partition(".")[0]
+        if level or top not in sources:
+            return builtins.__import__(wanted, globals, locals, fromlist or (), level)
+        if top not in loaded:
+            course = ModuleType(top)
+            course.__file__ = f"<kit support {top}>"
+            course.__dict__["__builtins__"] = own
+            loaded[top] = course
+            exec(compile(sources[top], course.__file__, "exec"), course.__dict__)  # noqa: S102 - shipped course code
+        return loaded[top]
+
+    own = {**vars(builtins), "__import__": import_}
     module = ModuleType(name)
+    module.__dict__["__builtins__"] = own
     exec(compile(code, f"<kit {name}>", "exec"), module.__dict__)  # noqa: S102 - the course's published code
     return module
