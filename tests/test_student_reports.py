@@ -260,6 +260,20 @@ def test_annotated_notebook_shows_the_attachments_it_can_and_never_raises_on_one
     assert "[image: s]" in page(("not a bundle ![s](attachment:s.png)", {"s.png": "zzz"}))
 
 
+def test_annotated_notebook_takes_any_version_and_execution_count_the_file_has(bundled: Batch,
+                                                                               tmp_path: Path) -> None:
+    """nbconvert compares the notebook's minor version with ints and validates execution counts: a file whose
+    `nbformat_minor` is "x" (TypeError) or whose code cell ran as In [-1] (NotebookValidationError) is graded, and
+    its page ended `grader report` for the whole class with a traceback."""
+    nb = json.loads(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("def move_dir(S, row, col, dx, dy):\n    return S\n", execution_count=3)])))
+    for key, value, where in (("nbformat_minor", "x", nb), ("execution_count", -1, nb["cells"][0])):
+        where[key] = value
+        path = tmp_path / "eve.ipynb"
+        path.write_text(json.dumps(nb))
+        assert 'data-exercises="move_dir"' in annotated.annotated_notebook(path, bundled[TRANSPOSED]), key
+
+
 def test_image_patterns_take_time_linear_in_the_markdown(tmp_path: Path) -> None:
     """A Markdown cell is the student's: 4 kB of "<img src='" took the old tag pattern 8.9 s (cubic, hours at
     40 kB) and "![a](" was quadratic, so one cell held `report --annotated` of the whole class. 400 kB of each

@@ -150,6 +150,9 @@ def _notebook_node(path: Path, parsed: Notebook, limit: int) -> nbformat.Noteboo
                 raw["cells"] = raw["cells"][:limit]     # a 200,000-cell notebook is not converted whole
             node = nbformat.versions[raw["nbformat"]].to_notebook_json(raw, minor=raw.get("nbformat_minor", 0))
             node = nbformat.convert(node, 4)
+            # The page's version, not the file's: nbconvert compares it with ints ("x" raised TypeError and ended
+            # `grader report`), and the page's cells are made anew, each with an id (nbformat 4.5's rule).
+            node.nbformat, node.nbformat_minor = 4, nbformat.v4.nbformat_minor
             del raw
             node.metadata = _shown_metadata(node.metadata)
             if len(node.cells) >= wanted:
@@ -164,7 +167,7 @@ def _notebook_node(path: Path, parsed: Notebook, limit: int) -> nbformat.Noteboo
         new = make(cell.source)
         new["id"] = f"cell-{cell.index}"
         if cell.kind == "code":
-            new.execution_count = cell.execution_count
+            new.execution_count = _count(cell.execution_count)
         node.cells.append(new)
     return node
 
@@ -225,13 +228,17 @@ def _student_cell(index: int, node: object, folder: Path, formulas: Formulas) ->
             cell["attachments"] = attachments
     elif kind == "code":
         cell = nbformat.v4.new_code_cell(source)
-        count = node.get("execution_count")
-        cell.execution_count = count if type(count) is int else None
+        cell.execution_count = _count(node.get("execution_count"))
         cell.outputs = _outputs(node.get("outputs"), cell.execution_count)
     else:
         cell = nbformat.v4.new_raw_cell(source)     # shown as text (templates/annotated/index.html.j2)
     cell["id"] = f"cell-{index}"
     return cell
+
+
+def _count(value: object) -> int | None:
+    """An execution count nbconvert takes (it raised on -1, ending `grader report` for the class), else none."""
+    return value if type(value) is int and value >= 0 else None
 
 
 def _outputs(outputs: object, count: int | None) -> list:
