@@ -441,6 +441,17 @@ def test_a_script_export_of_a_right_notebook_keeps_its_run_module_and_its_timed_
     assert result.total == result.max_total
 
 
+def test_a_script_export_keeps_a_timed_cell_that_text_follows(tmp_path: Path, grader_cache: Path) -> None:
+    """nbconvert writes a markdown cell as comments after the code cell before it, under no `# In[ ]:` of its own:
+    the %%time cell's run_cell_magic call was not alone in its cell and stayed a call, so findZero was missing and
+    solve failed (14/20). Comments around it do not count. Found by tests/test_notebook_variants.py's property."""
+    script = FAIR / "script_export_time_cell_before_text.py"
+    assert "')\n\n\n# findZero scans the rows in order" in script.read_text()
+    [result] = grade([script], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("findZero").score == result.exercise("findZero").max_score
+    assert result.total == result.max_total
+
+
 def test_an_ipython6_script_export_of_a_right_notebook_keeps_its_run_module(
         tmp_path: Path, grader_cache: Path) -> None:
     """Jupyter with IPython before 7 exported `%run Breadth-First-Fast.ipynb` as

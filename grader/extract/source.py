@@ -811,8 +811,10 @@ def _as_typed(source: str) -> str:
             typed.append(line)
             continue
         indent, target, method = m["indent"], m["target"], m["method"]
-        # A cell magic is a whole cell (as an export writes it): alone in its cell, or it stays a call.
-        alone = not any(other.strip() for other in typed) and not any(other.strip() for other in lines[n + 1:])
+        # A cell magic is a whole cell (as an export writes it): alone in its cell, or it stays a call. The export
+        # writes a markdown cell as comments after the code cell before it, under no marker of its own: a %%time
+        # cell followed by text kept its definitions in a string (a right 3x3 export without findZero, 14/20).
+        alone = _only_comments(typed) and _only_comments(lines[n + 1:])
         if method == "run_cell_magic" and len(args) == 3 and not indent and not target and alone:
             typed.append(f"%%{args[0]} {args[1]}".rstrip())
             typed += _LINE_BREAK.split(args[2].rstrip("\r\n"))
@@ -828,6 +830,10 @@ def _as_typed(source: str) -> str:
             continue
         typed.append(f"{indent}{target} = {magic}" if target else f"{indent}{magic}")
     return "\n".join(typed)
+
+
+def _only_comments(lines: Iterable[str]) -> bool:
+    return all(not line.strip() or line.lstrip().startswith("#") for line in lines)
 
 
 def _string_literals(arguments: str) -> tuple[str, ...] | None:
