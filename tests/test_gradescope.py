@@ -126,6 +126,21 @@ def test_hidden_cases_are_shown_after_publishing_without_their_answers(graded: d
         assert codec.describe(case.got, 600) not in test["output"]
 
 
+def test_the_summary_counts_only_public_failures_before_grades_are_published(
+        graded: dict[str, SubmissionResult]) -> None:
+    """The top-level text every student sees at once said "13 cases fail the same way" of move_dir, whose 11 hidden
+    cases Gradescope shows only once grades are published: it counts the 2 public cases now."""
+    result = graded["move-dir-transposed"]
+    move_dir = result.exercise("move_dir")
+    public = [c for c in move_dir.cases if c.visibility == "public"]
+    counted = [int(note.split()[0]) for note in move_dir.notes if " cases fail the same way" in note]
+    assert counted and counted[0] > len(public)            # the judge's note counts the hidden failures too
+    output = to_gradescope(result)["output"]
+    assert f"{counted[0]} cases fail the same way" not in output
+    assert f"note: {len(public)} cases fail the same way" in output
+    assert "x runs along a row" in output                  # the rubric's hints stay, in their place
+
+
 def test_a_failing_public_case_shows_expected_beside_got(graded: dict[str, SubmissionResult]) -> None:
     result = graded["move-dir-transposed"]
     case = next(c for c in result.exercise("move_dir").cases if c.visibility == "public" and c.status == "fail")

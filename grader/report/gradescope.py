@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from grader.files import write_text
+from grader.judge.feedback import noted_groups
 from grader.report.class_outputs import Classroom, Written
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line
 from grader import codec
@@ -152,6 +153,24 @@ def _tests(result: SubmissionResult) -> list[dict]:
     return tests
 
 
+def public_notes(exercise: ExerciseResult) -> tuple[str, ...]:
+    """The exercise's notes as a student may read them before grades are published: the judge's "N cases fail the
+    same way" counts every case, hidden ones too, whose verdicts Gradescope shows only once published; here it
+    counts the public cases alone (feedback.noted_groups over them), in the place of the first such note."""
+    grouped = {note for note, _ in noted_groups(exercise.cases)}
+    if not grouped.intersection(exercise.notes):
+        return exercise.notes
+    public = [note for note, _ in noted_groups([case for case in exercise.cases if case.visibility == "public"])]
+    notes: list[str] = []
+    for note in exercise.notes:
+        if note not in grouped:
+            notes.append(note)
+        elif public:
+            notes.extend(public)
+            public = []
+    return tuple(notes)
+
+
 def _summary(result: SubmissionResult) -> str:
     """The top-level text every student sees: total, per-exercise scores, notes, isolation and warnings."""
     lines = [f"{result.rubric}: {result.total:g} / {result.max_total:g} points for {Path(result.path).name}"]
@@ -167,7 +186,7 @@ def _summary(result: SubmissionResult) -> str:
         lines.append(f"  {exercise.id}: {exercise.score:g} / {exercise.max_score:g}"
                      + (f" (set by the course staff; automatic score {automatic[exercise.id]:g})"
                         if exercise.id in automatic else ""))
-        lines.extend(f"    note: {note}" for note in exercise.notes)
+        lines.extend(f"    note: {note}" for note in public_notes(exercise))
         hidden += sum(1 for c in exercise.cases if c.visibility != "public")
     if automatic:
         from grader.store.overrides import describe
