@@ -611,3 +611,20 @@ def test_a_public_check_that_imports_a_support_module_runs_in_the_students_check
     assert f"{own.parent / 'steps.py'}:2: a public check needs 'rules', a module of the reference's own folder, " \
            f"which a student's kit does not carry" in refused.stderr
     assert not (tmp_path / "own.json").exists()
+
+
+def test_cases_left_to_check_after_submission_say_why_once_a_group(kit_path: Path, tmp_path: Path):
+    """move-dir-transposed's apply_move_list: both public cases wait for the course's move_dir. The self-check
+    printed the same two-line explanation before each case's own result ('could not be verified here (your
+    move_dir not passing ...) ... With your own: ...') and called the second 'failed the same way'. Now each
+    case's own result comes first and the explanation, its advice, is said once for the group, which is 'left
+    to check after submission'."""
+    done = subprocess.run([sys.executable, "-P", "-m", "grader", "check", "--kit", str(kit_path),
+                           str(SUBMISSIONS / "move-dir-transposed.ipynb")], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=600)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    out = done.stdout
+    assert out.count("could not be verified here (your move_dir not passing all of its own cases here)") == 1, out
+    assert "and 1 more case left to check after submission (to be judged again with the course's helpers):" in out
+    assert "apply_move_list(S1, [(-1, 0), (0, -1), (1, 0), (1, 0)]): with your move_dir: at [1][1][2]: " \
+           "expected '2', got '0'\n" in out, out

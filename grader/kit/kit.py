@@ -636,10 +636,13 @@ def _isolated(kx: KitExercise, result: Any, doubtful: Mapping[str, str]) -> Any:
             for helper in suspects:
                 reasons.setdefault(doubtful[helper], []).append(helper)
             why = "; ".join(f"{', '.join(helpers)} {reason}" for reason, helpers in reasons.items())
-            case = replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED,
-                           cause="judged again after submission with the course's helpers", message=(
-                f"could not be verified here (your {why}): after submission this case runs again with the course's "
-                f"{', '.join(suspects)} (the better result counts). With your own: {case.message}"))
+            # What this case did first, then why it is not a failure: the same words for every case of the
+            # exercise, its `advice`, which a group of such cases says once (report.grouping.own_messages).
+            advice = (f"This could not be verified here (your {why}): after submission the case runs again with "
+                      f"the course's {', '.join(suspects)}, and the better result counts")
+            case = replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED, advice=advice,
+                           cause="to be judged again with the course's helpers",
+                           message=f"with your {', '.join(suspects)}: {case.message.rstrip('. ')}. {advice}")
         cases.append(case)
     if any(case.status in ("fail", "error") for case in cases):
         notes += (f"after submission, a failing case of {kx.id} also runs with the course's "
@@ -651,11 +654,11 @@ def _unanswered(kx: KitExercise, result: Any) -> Any:
     """Its run with the course's methods asked something the kit cannot answer (a search that visits states the
     reference's did not): a case that failed may pass after submission, where the reference answers everything."""
     names = ", ".join(m.name for m in kx.methods)
-    cases = tuple(replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED,
+    advice = (f"This could not be verified here: judged with the course's {names}, your code asked it about "
+              f"arguments this kit has no answer for; after submission the course's code answers them")
+    cases = tuple(replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED, advice=advice,
                           cause="the course's answers of an isolated method are not all in the kit",
-                          message=f"could not be verified here: judged with the course's {names}, your code asked "
-                                  f"it about arguments this kit has no answer for; after submission the course's "
-                                  f"code answers them. With what the kit could answer: {case.message}")
+                          message=f"with what the kit could answer: {case.message.rstrip('. ')}. {advice}")
                   if case.status in ("fail", "error") and case.fraction < 1.0 else case for case in result.cases)
     return replace(result, cases=cases)
 

@@ -70,4 +70,6 @@ def limit_note(status: str, limit: float) -> str:
 
 def alike_words(status: str) -> str:
     """How the cases shown under a first one went: a case not judged did not fail."""
+    if status == UNVERIFIED:      # the kit's: not a failure either
+        return "left to check after submission"
     return "were not judged for the same reason" if status == PROBLEM else "failed the same way"
