@@ -709,3 +709,10 @@ def test_each_timeout_of_a_group_says_its_own_limit_in_every_view(capsys) -> Non
         for limit in ("1", "1.5"):
             assert f"time limit is {limit} s of CPU time" in text, (limit, text)
         assert text.count("search(S1)") == 1, text
+
+
+def test_the_class_table_never_shows_a_partial_score_as_a_whole_one() -> None:
+    """2.0294 of 2 was shown "2.0" beside a full "2", and a total of 29.97 as "30.0/30" (found by persona)."""
+    from grader.report.console import _score
+    assert [_score(v) for v in (2.0294, 29.97, 1.1667, 0.04, 2.0, 30.0, 0.5, 1.9999)] == \
+        ["2.03", "29.97", "1.2", "0.04", "2", "30", "0.5", "1.9999"]

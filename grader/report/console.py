@@ -26,7 +26,15 @@ MARKS = {status: (SYMBOLS[status], COLOURS[status]) for status in SYMBOLS}
 
 
 def _score(value: float) -> str:
-    return f"{value:g}" if value == int(value) else f"{value:.1f}"
+    """A score as the table shows it: one decimal, more where one would read as a whole number (2.0294 was "2.0"
+    beside a full 2, and 29.97 of 30 was "30.0/30")."""
+    if value == int(value):
+        return f"{value:g}"
+    for digits in (1, 2, 3):
+        text = f"{value:.{digits}f}"
+        if text.rstrip("0")[-1] != ".":
+            return text
+    return f"{value:g}"
 
 
 def class_table(results: Sequence[SubmissionResult]) -> Table:
