@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,14 +22,32 @@ SPIN = ("import ctypes, os, signal, sys\nctypes.CDLL(None).prctl(1, signal.SIGKI
         "os.sched_setaffinity(0, {int(sys.argv[1])})\nprint('spinning', flush=True)\nwhile True:\n    pass\n")
 
 
-def spinners(cpu: int, count: int) -> list[subprocess.Popen]:
-    """`count` busy processes on `cpu`, each spinning by the time this returns. If one does not start, none is
-    left behind (the run's leftover check would blame the test after it)."""
+def read_line(process: subprocess.Popen, timeout: float) -> str:
+    """The next line `process` prints, waited for at most `timeout` s: a child stuck before its line (a load starved
+    for good, a hang) fails the test with AssertionError instead of holding it past pytest's net, which stops the
+    whole run. The process is killed then (its pipe closes, so the reading ends too)."""
+    assert process.stdout is not None
+    stdout = process.stdout
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if reader.is_alive():
+        process.kill()
+        reader.join(10)
+        raise AssertionError(f"process {process.pid} printed no line within {timeout:g} s")
+    return lines[0]
+
+
+def spinners(cpu: int, count: int, timeout: float = 60) -> list[subprocess.Popen]:
+    """`count` busy processes on `cpu`, each spinning by the time this returns (within `timeout` s in all). If one
+    does not start, none is left behind (the run's leftover check would blame the test after it)."""
     hogs = [subprocess.Popen([sys.executable, "-c", SPIN, str(cpu), str(os.getpid())], stdout=subprocess.PIPE,
                              text=True, start_new_session=True) for _ in range(count)]
+    deadline = time.monotonic() + timeout
     try:
         for hog in hogs:
-            assert hog.stdout is not None and hog.stdout.readline().strip() == "spinning"
+            assert read_line(hog, max(0.0, deadline - time.monotonic())).strip() == "spinning"
     except BaseException:
         stop(hogs)
         raise
@@ -45,16 +65,18 @@ def stop(processes: list[subprocess.Popen]) -> None:
 def run_beside_hogs(args: list[str], cpu: int, count: int, ready: str | None = "ready", timeout: float = 600) -> str:
     """Run the Python child `args` (the repository on its path) and, once it prints `ready` and waits for a line,
     `count` busy processes on `cpu` beside it until it ends (`ready` None: none, nothing awaited). Returns its
-    standard output; its exit status must be 0. Every process started here is gone when this returns."""
+    standard output; its exit status must be 0, all within `timeout` s from its start (its `ready` line too).
+    Every process started here is gone when this returns."""
+    deadline = time.monotonic() + timeout
     child = subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     hogs: list[subprocess.Popen] = []
     try:
         if ready is not None:
-            assert child.stdout is not None and child.stdin is not None
-            assert child.stdout.readline().strip() == ready
+            assert read_line(child, timeout).strip() == ready
             hogs = spinners(cpu, count)
-        out, err = child.communicate("go\n" if ready is not None else None, timeout=timeout)
+        out, err = child.communicate("go\n" if ready is not None else None,
+                                     timeout=max(0.0, deadline - time.monotonic()))
     finally:
         stop(hogs)
         if child.poll() is None:
