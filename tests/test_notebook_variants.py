@@ -1,0 +1,132 @@
+"""Properties over notebooks: a correct solution in any layout a student gives it extracts and grades the same.
+
+Each bundled assignment's correct notebook is changed only in ways Jupyter runs the same (tests/notebook_variants.py:
+indented or prompted cells, cell and line magics, wrappers, decorators, stubs above, re-runs, noise cells, text
+cells holding code, metadata, outputs, nbformat 3 and 4.x, BOM, CRLF). Extraction must find every graded function
+and piece of data as the correct notebook has it, grading must give every exercise the same score, and a
+corrupted file must end in a clear NotebookError at worst.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grader.extract.source import Extracted, extract
+from grader.intake.notebook import NotebookError, read_notebook
+from grader.rubric.schema import load_rubric
+from grader.run.batch import grade
+from notebook_variants import _bound, _tree, variants
+
+from conftest import REPO
+
+ASSIGNMENTS = ("sliding-3x3", "n-puzzle", "eight-puzzle-astar", "taoistic-search")
+
+
+@cache
+def _assignment(name: str) -> tuple[dict, frozenset[str], Path]:
+    """(correct notebook JSON, names a noise cell must not bind, rubric path)."""
+    rubric = REPO / "rubrics" / f"{name}.yaml"
+    notebook = json.loads((REPO / "assignments" / name / "submissions" / "correct.ipynb").read_text(encoding="utf-8"))
+    roots = load_rubric(rubric).policy.roots or frozenset()
+    avoid = set(roots)
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code" and (tree := _tree("".join(cell["source"]))) is not None:
+            avoid |= _bound(tree)
+    return notebook, frozenset(avoid), rubric
+
+
+@cache
+def _extracted(name: str) -> Extracted:
+    _, _, rubric = _assignment(name)
+    return extract(read_notebook(REPO / "assignments" / name / "submissions" / "correct.ipynb"),
+                   load_rubric(rubric).policy)
+
+
+def _shape(node: ast.AST | None) -> str:
+    """A definition's tree without its decorators and places: what it does, wherever and however it was written."""
+    if node is None:
+        return ""
+    copy = ast.parse(ast.unparse(node)).body[0]     # its places renumbered
+    if isinstance(copy, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        copy.decorator_list = []
+    for inner in ast.walk(copy):    # a wrapper or trailing blanks change a docstring's lines, as in Jupyter
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            inner.value = re.sub(r"[ \t]*\n[ \t]*", "\n", inner.value)
+    return ast.dump(copy)
+
+
+def _graded(name: str) -> dict[str, str]:
+    """The rubric's names the correct notebook defines, each with its definition's shape."""
+    roots = load_rubric(_assignment(name)[2]).policy.roots or frozenset()
+    return {n: _shape(d.node) for n, d in _extracted(name).definitions.items() if n in roots}
+
+
+def _written(tmp_path: Path, suffix: str, data: bytes) -> Path:
+    path = tmp_path / f"variant{suffix}"
+    path.write_bytes(data)
+    return path
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_any_layout_of_a_correct_notebook_extracts_its_graded_definitions_unchanged(tmp_path_factory, data) -> None:
+    name = data.draw(st.sampled_from(ASSIGNMENTS))
+    notebook, avoid, rubric = _assignment(name)
+    suffix, raw, done = data.draw(variants(notebook, avoid))
+    path = _written(tmp_path_factory.mktemp("variant"), suffix, raw)
+    extracted = extract(read_notebook(path), load_rubric(rubric).policy)
+    got = {n: _shape(d.node) for n, d in extracted.definitions.items()}
+    for graded, shape in _graded(name).items():
+        assert graded in got, (graded, done)
+        assert got[graded] == shape, (graded, done)
+        assert not extracted.definitions[graded].is_stub, (graded, done)
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_any_layout_of_a_correct_notebook_grades_as_the_correct_notebook(name: str, tmp_path_factory,
+                                                                          grader_cache: Path) -> None:
+    notebook, avoid, rubric = _assignment(name)
+    [correct] = grade([REPO / "assignments" / name / "submissions" / "correct.ipynb"], rubric,
+                      tmp_path_factory.mktemp("correct"), cache=grader_cache)
+    want = {e.id: e.score for e in correct.exercises}
+
+    @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(variants(notebook, avoid))
+    def graded_alike(variant: tuple[str, bytes, list[str]]) -> None:
+        suffix, raw, done = variant
+        folder = tmp_path_factory.mktemp("graded")
+        [result] = grade([_written(folder, suffix, raw)], rubric, folder / "out", cache=grader_cache)
+        assert {e.id: e.score for e in result.exercises} == want, done
+
+    graded_alike()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_a_corrupted_notebook_is_read_or_refused_with_a_clear_error(tmp_path_factory, data) -> None:
+    """Bytes cut, replaced or inserted anywhere in a variant (a half-uploaded file, a disk error, an editor's
+    slip): reading gives cells or one NotebookError naming the file, and extraction never raises."""
+    name = data.draw(st.sampled_from(ASSIGNMENTS))
+    notebook, avoid, _ = _assignment(name)
+    suffix, raw, _ = data.draw(variants(notebook, avoid))
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(raw)))
+        end = data.draw(st.integers(at, min(len(raw), at + 64)))
+        raw = raw[:at] + data.draw(st.binary(max_size=16)) + raw[end:]
+    if data.draw(st.booleans()):
+        raw = raw[: data.draw(st.integers(0, len(raw)))]
+    path = _written(tmp_path_factory.mktemp("corrupt"), suffix, raw)
+    try:
+        read = read_notebook(path)
+    except NotebookError as error:
+        assert str(error).startswith(f"{path}: ") and "\n" not in error.reason
+        return
+    extract(read, load_rubric(_assignment(name)[2]).policy)
