@@ -628,3 +628,24 @@ def test_cases_left_to_check_after_submission_say_why_once_a_group(kit_path: Pat
     assert "and 1 more case left to check after submission (to be judged again with the course's helpers):" in out
     assert "apply_move_list(S1, [(-1, 0), (0, -1), (1, 0), (1, 0)]): with your move_dir: at [1][1][2]: " \
            "expected '2', got '0'\n" in out, out
+
+
+def test_answers_only_the_course_can_judge_say_why_once_a_group(tmp_path: Path, grader_cache: Path):
+    """The 8-puzzle's h is judged by a check of the course's code: h2-counts-blank's five public h cases each
+    printed 'could not be verified here: your answer differs from the reference answer (...), and this case's
+    check (check_default_heuristic) needs the course's code, so other answers may be right too; ...'. Now each
+    says its own difference and the group says why once."""
+    from rich.console import Console
+    from grader.kit.kit import write_kit
+    from grader.report.console import student_report
+    kit = write_kit(REPO / "rubrics" / "eight-puzzle-astar.yaml", tmp_path / "kit.json", cache=grader_cache)
+    result, hidden = check_with_kit(REPO / "assignments" / "eight-puzzle-astar" / "submissions" /
+                                    "h2-counts-blank.ipynb", kit)
+    assert [case.status for case in result.exercise("h").cases] == [UNVERIFIED] * 5
+    buffer = io.StringIO()
+    student_report(result, hidden, Console(file=buffer, width=10_000, soft_wrap=True))
+    out = buffer.getvalue()
+    assert out.count("needs the course's code, so other answers may be right too") == 1, out
+    assert "and 4 more cases left to check after submission (the check check_default_heuristic needs the course's " \
+           "code):" in out
+    assert out.count("your answer differs from the reference answer (expected ") == 5, out

@@ -589,18 +589,20 @@ def _fallback(case: KitCase, exercise: KitExercise, result: Any) -> Any:
                        cause="a path the kit cannot judge", message=PATH_UNVERIFIED + _path_facts_seen(case.check,
                                                                                                       result.got))
     difference = codec.same(case.expected, result.got) or "it differs"
-    message = (f"could not be verified here: your answer differs from the reference answer ({difference}), and "
-               f"this case's check ({case.check.name}) needs the course's code, so other answers may be right "
-               f"too; it will be checked after submission")
+    message = f"your answer differs from the reference answer ({difference})"
     mistake = ""
     for name, answer in case.mistakes.items():
         if name in says and codec.same(answer, result.got) is None:
             message += f". It is the answer of a known mistake: {says[name]}"
             mistake = name
             break
-    return replace(result, status=UNVERIFIED, fraction=0.0, message=message, reason=vocabulary.UNVERIFIED,
-                   cause=f"the check {case.check.name} needs the course's code", mistake=mistake,
-                   advice=says.get(mistake, ""))
+    # Why it is no failure, the same words for every such case of the exercise: its `advice`, which a group of
+    # them says once (report.grouping.own_messages), after each case's own difference.
+    advice = (f"This could not be verified here: this case's check ({case.check.name}) needs the course's code, "
+              f"so other answers may be right too; it will be checked after submission")
+    return replace(result, status=UNVERIFIED, fraction=0.0, message=f"{message.rstrip('. ')}. {advice}",
+                   reason=vocabulary.UNVERIFIED, cause=f"the check {case.check.name} needs the course's code",
+                   mistake=mistake, advice=advice)
 
 
 def _graded_by(kit: Kit) -> dict[str, str]:
