@@ -86,6 +86,17 @@ def test_a_best_first_search_whose_costs_are_whole_floats_finds_the_cheapest_pat
     assert best_first.score == best_first.max_score, [case.message for case in best_first.cases]
 
 
+def test_a_move_dir_returning_lists_is_paid_for_once_not_again_in_next_states(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """move_dir forgets to_tuple and returns a list of lists; next_states is right but puts those lists into a set
+    (TypeError: unhashable). next_states isolates move_dir now, as apply_move_list does: judged again with the
+    reference's move_dir it earns its points, and the slip costs move_dir alone (next_states lost 2/2 too)."""
+    [result] = grade([FAIR / "move_dir_returns_lists.ipynb"], RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("move_dir").score == 0
+    next_states = result.exercise("next_states")
+    assert next_states.score == next_states.max_score and "move_dir" in next_states.isolated
+
+
 def test_an_unseeded_numpy_draw_gives_every_copy_the_same_verdict(tmp_path: Path, grader_cache: Path) -> None:
     """numpy seeds its global generator from the machine's entropy at import: two runs of one notebook drew
     differently. Each case starts from the same seed (as Python's `random`), so copies agree case by case."""
