@@ -33,7 +33,7 @@ from grader.intake.warning import GraderWarning, Kind
 from conftest import NOTEBOOKS, RUBRIC, SUBMISSIONS
 
 TRANSPOSED = SUBMISSIONS / "move-dir-transposed.ipynb"     # fails move_dir's public cases: expected vs got
-OF_TILE = SUBMISSIONS / "extract-move-of-tile.ipynb"      # 22.2222: a 2/9 share, so the split must round
+INT_TILES = SUBMISSIONS / "int-tiles.ipynb"      # 23.1667: replace_numbers's 7/12 share, so the split must round
 
 # From the specification's results.json example and its "Output String Formatting" and visibility sections.
 TOP_KEYS = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
@@ -76,7 +76,7 @@ def decimal_sum(values) -> Decimal:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> dict[str, SubmissionResult]:
     out = tmp_path_factory.mktemp("gradescope-graded")
-    results = grade([TRANSPOSED, OF_TILE], RUBRIC, out, jobs=2, cache=grader_cache)
+    results = grade([TRANSPOSED, INT_TILES], RUBRIC, out, jobs=2, cache=grader_cache)
     return {result.submission: result for result in results}
 
 
@@ -105,7 +105,7 @@ def test_each_case_is_one_test_and_the_tests_add_up_exactly_to_the_total(graded:
         for test, (exercise, case) in zip(tests, cases, strict=True):
             assert test["name"].startswith(f"{exercise.id}: ")
             assert test["status"] == ("passed" if case.status == "pass" else "failed")
-    assert graded["extract-move-of-tile"].total == 22.2222     # the split really had to round
+    assert graded["int-tiles"].total == 23.1667     # the split really had to round
 
 
 def test_hidden_cases_are_shown_after_publishing_without_their_answers(graded: dict[str, SubmissionResult]) -> None:
@@ -155,13 +155,13 @@ def test_a_failing_public_case_shows_expected_beside_got(graded: dict[str, Submi
 def test_the_summary_names_the_isolation_level_and_every_warning(graded: dict[str, SubmissionResult]) -> None:
     import dataclasses
     # A missing module is the TA's information now (`environment`), so this notebook has no warning of its own.
-    result = dataclasses.replace(graded["extract-move-of-tile"],
+    result = dataclasses.replace(graded["int-tiles"],
                                  warnings=(GraderWarning(Kind.SYNTAX, "cell left out: SyntaxError: expected ':'",
                                                          "SyntaxError", cell=53, label="In [17] (cell 54)", line=1),))
     output = to_gradescope(result)["output"]
     assert f"isolation: {result.isolation}" in output
     assert html.escape("In [17] (cell 54), line 1: cell left out: SyntaxError: expected ':'", quote=False) in output
-    assert "22.2222 / 30" in output
+    assert "23.1667 / 30" in output
 
 
 def test_write_gradescope_writes_the_same_json(graded: dict[str, SubmissionResult], tmp_path: Path) -> None:
@@ -338,14 +338,14 @@ def test_the_bundled_rubric_grades_exactly_like_the_original(autograder_zip: Pat
 @slow
 def test_run_autograder_scores_a_notebook_as_the_grader_does(autograder_zip: Path, tmp_path: Path,
                                                              graded: dict[str, SubmissionResult]) -> None:
-    root = fake_tree(autograder_zip, tmp_path / "autograder", OF_TILE)
+    root = fake_tree(autograder_zip, tmp_path / "autograder", INT_TILES)
     data = run_autograder(root)
     assert_gradescope_schema(data)
-    direct = to_gradescope(graded["extract-move-of-tile"])
-    assert data["score"] == graded["extract-move-of-tile"].total == 22.2222
+    direct = to_gradescope(graded["int-tiles"])
+    assert data["score"] == graded["int-tiles"].total == 23.1667
     assert [(t["name"], t["score"], t["max_score"]) for t in data["tests"]] == \
         [(t["name"], t["score"], t["max_score"]) for t in direct["tests"]]
-    assert decimal_sum(t["score"] for t in data["tests"]) == Decimal("22.2222")
+    assert decimal_sum(t["score"] for t in data["tests"]) == Decimal("23.1667")
 
 
 @slow
@@ -396,10 +396,10 @@ def test_a_link_to_the_course_reference_in_the_upload_is_not_graded(autograder_z
 @slow
 def test_of_several_notebooks_the_one_with_the_graded_functions_is_graded(autograder_zip: Path, tmp_path: Path,
                                                                           graded: dict[str, SubmissionResult]) -> None:
-    root = fake_tree(autograder_zip, tmp_path / "autograder", OF_TILE)
+    root = fake_tree(autograder_zip, tmp_path / "autograder", INT_TILES)
     shutil.copy(NOTEBOOKS / "empty.ipynb", root / "submission" / "a-scratch.ipynb")
     data = run(root, root / "source" / "course" / "taoistic-search.yaml")
-    assert data["score"] == graded["extract-move-of-tile"].total
+    assert data["score"] == graded["int-tiles"].total
     assert "a-scratch.ipynb" in data["output"] and "not graded" in data["output"]
 
 
