@@ -299,6 +299,39 @@ def test_image_patterns_take_time_linear_in_the_markdown(tmp_path: Path) -> None
     assert annotated._embed_images("![gone](gone.png)", tmp_path, None) == "*[image: gone]*"
 
 
+def test_highlighting_takes_time_linear_in_the_students_text_and_only_trusted_lexers(tmp_path: Path) -> None:
+    """pygments reads the student's code cells and Markdown fences with the lexer the student names, and its
+    Python lexer scans to the end of the line at each `\\N{`: one 120 kB cell took 17.9 s of one student's page
+    (quadratic: a megabyte, half an hour). A page of a 400 kB such line in a code cell and in a ```python fence is
+    made within a CPU limit of 20 s (the old code is killed by it; CPU time, not wall), shown as plain text, and
+    any lexer but Python's and plain text's (the notebook's language, a fence's info) is not used."""
+    code = textwrap.dedent(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_CPU, (20, 20))
+        from pathlib import Path
+        import nbformat
+        from grader.report import annotated
+        from grader.report.math import Formulas
+        line = "x = '" + "\\\\N{{" * 100_000
+        cells = [nbformat.v4.new_code_cell(line), nbformat.v4.new_markdown_cell("```python\\n" + line + "\\n```")]
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [annotated._student_cell(n, cell, Path({str(tmp_path)!r}), Formulas())
+                    for n, cell in enumerate(cells)]
+        print(len(annotated._export(nb, "eve")) > 800_000)
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.stdout.strip() == "True", (done.returncode, done.stderr[-2000:])
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = annotated._shown_metadata({"language_info": {"name": "sml", "pygments_lexer": "sml"}})
+    assert nb.metadata.language_info == {"name": "text", "pygments_lexer": "text"}
+    cells = [nbformat.v4.new_code_cell("def f():\n    return 1\n"),
+             nbformat.v4.new_markdown_cell("```sml\nval x = 1\n```\n\n```python\ndef g():\n    pass\n```")]
+    nb.cells = [annotated._student_cell(n, cell, tmp_path, annotated.Formulas()) for n, cell in enumerate(cells)]
+    html = annotated._export(nb, "eve")
+    assert "<span>pass</span>" in html and '<span class="nf">f</span>' not in html   # Python's fence, text's cell
+    assert "val x = 1" in html                                                       # not split into tokens
+
+
 def test_annotated_notebook_shows_a_warning_after_the_cell_it_is_about(bundled: Batch, tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("TABLE = {}[5]"),

@@ -60,10 +60,19 @@ _IMAGE_TAG = re.compile(r"<img\b[^<>]*+>", re.IGNORECASE)
 _TAG_SRC = re.compile(r"\bsrc\s*+=\s*+(?:\"(?P<double>[^\"]*+)\"|'(?P<single>[^']*+)')", re.IGNORECASE)
 _MAX_IMAGE_BYTES = 2_000_000
 FEEDBACK_MARK = "grader_feedback"     # metadata key of the inserted cells (see templates/annotated/index.html.j2)
+PLAIN_MARK = "grader_plain"           # metadata key of a code cell shown without highlighting (see HIGHLIGHTED)
 MAX_CELLS = 2_000                     # cells shown; the rest of a bigger notebook is summarized
 MAX_CHARS = 5_000_000                 # characters of sources and outputs shown, all cells together
 MAX_OUTPUT_CHARS = 500_000            # one cell's outputs; more are summarized in one line
 _LANGUAGE_CHARS = 100                 # a language's name in the notebook's metadata (for highlighting)
+# What pygments highlights of the student's text (code cells, fenced code in Markdown): only with these lexers, and
+# only code whose lines are at most HIGHLIGHT_LINE characters; the rest is shown as plain text. The student chose
+# the lexer (the notebook's language, a fence's info string) and pygments' lexers are regular expressions, some
+# slow on text made for them: the Python lexer's `\N{` escape scans to the end of the line at each one, so a line
+# of 40,000 of them took 0.85 s, 160,000 11.8 s (quadratic), and one 120 kB cell 17.9 s of one student's page. At
+# most HIGHLIGHT_LINE characters a line, that is ~0.5 us a character.
+HIGHLIGHTED = frozenset({"python", "python3", "py", "ipython", "ipython3", "text"})
+HIGHLIGHT_LINE = 1_000
 _SHOWN_DATA = ("text/html", "text/markdown", "image/png", "image/jpeg", "image/svg+xml", "text/plain")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 # What a Markdown cell's attachment may be to be shown: an image nbconvert writes as a data: URI, in base64, of at
@@ -177,9 +186,15 @@ def _shown_metadata(metadata: Any) -> nbformat.NotebookNode:
     copies the rest whole into the page (a widget state of 60 MB made a 60 MB page and a 485 MB report process,
     though no widget can run under the page's CSP; `title` becomes the page's title), and none of it is shown."""
     language = metadata.get("language_info") if isinstance(metadata, dict) else None
-    kept = {key: value for key, value in (language.items() if isinstance(language, dict) else ())
+    kept = {key: value if value.lower() in HIGHLIGHTED else "text"
+            for key, value in (language.items() if isinstance(language, dict) else ())
             if key in ("name", "pygments_lexer") and isinstance(value, str) and len(value) <= _LANGUAGE_CHARS}
     return nbformat.from_dict({"language_info": kept} if kept else {})
+
+
+def highlighted(code: str) -> bool:
+    """Whether pygments may read `code` (HIGHLIGHTED's lexers only): no line of it is over HIGHLIGHT_LINE."""
+    return all(len(line) <= HIGHLIGHT_LINE for line in code.splitlines())
 
 
 def _placement(result: SubmissionResult, extracted: Extracted, cell_count: int
@@ -228,6 +243,8 @@ def _student_cell(index: int, node: object, folder: Path, formulas: Formulas) ->
             cell["attachments"] = attachments
     elif kind == "code":
         cell = nbformat.v4.new_code_cell(source)
+        if not highlighted(source):
+            cell.metadata[PLAIN_MARK] = True
         cell.execution_count = _count(node.get("execution_count"))
         cell.outputs = _outputs(node.get("outputs"), cell.execution_count)
     else:
@@ -435,9 +452,32 @@ def _exporter() -> Any:
     """One exporter for every page of a report run: a new one loaded and compiled its ten templates again for each
     student (~15 % of an annotated class's CPU). Each page's own state (its language's highlighter, the resources)
     is set by from_notebook_node on every call."""
+    import jinja2
     from nbconvert import HTMLExporter
-    return HTMLExporter(extra_template_basedirs=[str(TEMPLATES)], template_name="annotated", sanitize_html=True,
-                        filters={"clean_html": sanitize_html, "svg_data_uri": svg_data_uri})
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    class Renderer(IPythonRenderer):
+        def block_code(self, code: str, info: str | None = None) -> str:
+            """Fenced code in Markdown: highlighted only as HIGHLIGHTED allows, else plain (as with no info)."""
+            language = (info or "").strip().split(maxsplit=1)[:1]
+            if language and (language[0].lower() not in HIGHLIGHTED or not highlighted(code)):
+                return super(IPythonRenderer, self).block_code(code)
+            return super().block_code(code, info)
+
+    class Exporter(HTMLExporter):
+        def markdown2html(self, context: Any, source: str) -> str:
+            """HTMLExporter's, with Renderer for the fenced code."""
+            renderer = Renderer(escape=False, attachments=context.get("cell", {}).get("attachments", {}),
+                                embed_images=self.embed_images,
+                                path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                                anchor_link_text=self.anchor_link_text,
+                                exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+            return MarkdownWithMath(renderer=renderer).render(source)
+
+        markdown2html = jinja2.pass_context(markdown2html)
+
+    return Exporter(extra_template_basedirs=[str(TEMPLATES)], template_name="annotated", sanitize_html=True,
+                    filters={"clean_html": sanitize_html, "svg_data_uri": svg_data_uri})
 
 
 def _export(nb: nbformat.NotebookNode, name: str) -> str:
