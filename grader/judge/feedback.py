@@ -10,7 +10,7 @@ never quoted: they show what the case was compared with, or words its input chos
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from grader.store.results import CaseResult
 from grader.store.status import ERROR, FAILING, headline
@@ -44,6 +44,21 @@ def noted_groups(results: Sequence[CaseResult]) -> tuple[tuple[str, tuple[CaseRe
         if result.status in FAILING and (result.cause or result.message):
             groups.setdefault(failure_cause(result), []).append(result)
     return tuple((_note(group), tuple(group)) for group in groups.values() if len(group) > 1)
+
+
+def renoted(notes: Sequence[str], stale: Collection[str], fresh: Sequence[str]) -> tuple[str, ...]:
+    """An exercise's `notes` with the same-failure notes among them that no longer hold (`stale`) replaced by
+    `fresh` ones, said of other cases (the kit's settled verdicts, Gradescope's public cases), where the first
+    stale note stood; the others are left out."""
+    kept: list[str] = []
+    placed = False
+    for note in notes:
+        if note not in stale:
+            kept.append(note)
+        elif not placed:
+            kept.extend(fresh)
+            placed = True
+    return tuple(kept)
 
 
 def _note(group: Sequence[CaseResult]) -> str:

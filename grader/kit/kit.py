@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from grader import __version__
 from grader import codec
 from grader.intake.warning import GraderWarning, Kind
-from grader.judge.feedback import same_failures
+from grader.judge.feedback import renoted, same_failures
 from grader.kit.answers import MethodAnswers, TableOracle
 from grader.store import status as vocabulary
 from grader.store.status import FAILING, UNVERIFIED
@@ -709,15 +709,7 @@ def _same_failures_again(notes: tuple[str, ...], before: Sequence[Any], after: S
     stale = set(same_failures(before))
     if not stale:
         return notes + same_failures(after)
-    kept: list[str] = []
-    placed = False
-    for note in notes:
-        if note not in stale:
-            kept.append(note)
-        elif not placed:     # where the first of them was, the new ones go; the others are left out
-            kept.extend(same_failures(after))
-            placed = True
-    return tuple(kept)
+    return renoted(notes, stale, same_failures(after))
 
 
 def public_cases_pass(result: Any) -> bool:

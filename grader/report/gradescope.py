@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from grader.files import write_text
-from grader.judge.feedback import noted_groups
+from grader.judge.feedback import renoted, same_failures
 from grader.report.class_outputs import Classroom, Written
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line
 from grader import codec
@@ -156,19 +156,9 @@ def _tests(result: SubmissionResult) -> list[dict]:
 def public_notes(exercise: ExerciseResult) -> tuple[str, ...]:
     """The exercise's notes as a student may read them before grades are published: the judge's "N cases fail the
     same way" counts every case, hidden ones too, whose verdicts Gradescope shows only once published; here it
-    counts the public cases alone (feedback.noted_groups over them), in the place of the first such note."""
-    grouped = {note for note, _ in noted_groups(exercise.cases)}
-    if not grouped.intersection(exercise.notes):
-        return exercise.notes
-    public = [note for note, _ in noted_groups([case for case in exercise.cases if case.visibility == "public"])]
-    notes: list[str] = []
-    for note in exercise.notes:
-        if note not in grouped:
-            notes.append(note)
-        elif public:
-            notes.extend(public)
-            public = []
-    return tuple(notes)
+    counts the public cases alone (feedback.same_failures over them), in the place of the first such note."""
+    public = [case for case in exercise.cases if case.visibility == "public"]
+    return renoted(exercise.notes, set(same_failures(exercise.cases)), same_failures(public))
 
 
 def _summary(result: SubmissionResult) -> str:
