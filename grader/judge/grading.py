@@ -23,7 +23,8 @@ from grader import __version__
 from grader.syntax.analysis import global_data_reads, is_stub
 from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, evaluate_data, for_child,
                                 free_names, isolated_call)
-from grader.judge.conventions import allowed_variants, hold_to_one, spelled_alike, spelling_notes, variant_note
+from grader.judge.conventions import (ReadsAs, allowed_variants, hold_to_one, spelled_alike, spelling_notes,
+                                      variant_note)
 from grader.judge.feedback import same_failures
 from grader.judge.options import Options
 from grader.checks.registry import PATH_CHECKS, CheckContext, CheckError, ProbeError, resolve as resolve_check
@@ -686,7 +687,7 @@ def _is_answer(plan: Plan, case: Case, outcome: Outcome, answer: Any, base: Mapp
     return codec.same(answer, outcome.value, validated=True) is None
 
 
-def _reads_as(plan: Plan) -> Callable[[str, Any, Any], bool]:
+def _reads_as(plan: Plan) -> ReadsAs:
     """_is_answer for a case known by its id and an answer already judged (CaseResult.got): the rule by which an
     accepted variant's `when` asks whether an earlier exercise's answers were a function's (conventions)."""
     cases = plan.memo.get(("cases by id",), lambda: {case.id: case for listed in plan.cases.values()

@@ -34,7 +34,7 @@ Cell = tuple[int, int]                   # (row, column)
 WILDCARD = "*"
 MAX_SIDE = 12          # a 30x30 matrix is data, not a puzzle; drawing it helps nobody
 MAX_TILE_CHARS = 6
-MAX_STATES = 12        # states of a path or set drawn before "... n more"
+MAX_STATES = 12        # states of a sequence (a path) or set drawn before "... n more"
 DESCRIBE_CHARS = 400
 
 # Board kinds of a Picture; "value" is anything else.
@@ -112,7 +112,7 @@ def as_board(value: object, *, loose: bool = False) -> Board | None:
 
 @dataclass(frozen=True)
 class Picture:
-    """How a wire value is drawn: one board, a path or set of boards, or its text."""
+    """How a wire value is drawn: one board, a sequence (a path, a list of goals) or set of boards, or its text."""
 
     kind: str                         # "board" | "sequence" | "set" | "value"
     boards: tuple[Board, ...]         # one for "board"; in order for "sequence"; canonical order for "set"
@@ -469,7 +469,8 @@ def text_comparison(expected: codec.Wire, got: codec.Wire, width: int = 100, *, 
 
 
 __all__ = ["Board", "Comparison", "Drawn", "Picture", "as_board", "compare", "comparison_lines", "diff_cells",
-           "cell_labels", "is_blank", "picture", "plain", "text_comparison", "tile_label"]
+           "cell_labels", "is_blank", "picture", "plain", "state_titles", "states_caption", "text_comparison",
+           "tile_label"]
 
 
 
@@ -478,7 +479,7 @@ def input_lines(name: str, wire: codec.Wire) -> list[Line]:
     pic = picture(wire)
     if pic.kind == "board":
         return _board_lines(Drawn(pic.boards[0]), name)
-    if pic.is_board:   # a path or a set of states: every one drawn, named as the student would index it
+    if pic.is_board:   # a sequence or a set of states: every one drawn, named as the student would index it
         return [line for title, board in input_boards(name, pic) for line in _board_lines(Drawn(board), title)]
     return [[(f"{name} = {codec.describe(wire, INPUT_CHARS)}", None)]]
 

@@ -6,7 +6,7 @@ import csv
 import functools
 import math
 from pathlib import Path
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from grader.files import atomic_open
@@ -136,7 +136,6 @@ def write_class_csv(classroom: Classroom, target: Path) -> Written:
         else:
             written = _write_class_csv(classroom, target)
             stamps.wrote(target, made_from)
-    from dataclasses import replace
     return replace(written, lines=(*written.lines, *same_file_warnings(classroom)))
 
 

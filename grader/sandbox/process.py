@@ -811,7 +811,7 @@ class Sandbox:
                     break
             outcomes.extend(produced)
             position += len(produced)
-            timeouts += sum(1 for outcome in produced if outcome.status == "timeout")
+            timeouts += timed_out(produced)
             if not clean:
                 self._stop()  # state unknown: the next batch starts in a fresh child
         if isolate and self.process is not None:

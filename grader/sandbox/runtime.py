@@ -994,8 +994,8 @@ def _text(error, limit=2000):
 
 
 def _outside_definitions(tree):
-    """The nodes of a statement that run when it runs: not those in the bodies of the functions, classes and
-    lambdas it defines."""
+    """The nodes of a statement whose imports bind names of the module: not those inside the functions, classes
+    and lambdas it defines (a function's imports run when it is called, a class body's bind its attributes)."""
     stack = [tree]
     while stack:
         node = stack.pop()
