@@ -15,6 +15,7 @@ import pytest
 from hypothesis import settings
 
 import leftovers
+import testclock
 from grader.plan.cases import Plan, build_plan
 from grader.rubric.schema import load_rubric
 from grader.run.batch import grade
@@ -82,6 +83,11 @@ def validation(grader_cache: Path) -> Validation:
 # ------------------------------------------------------------------------------------------------ leftovers
 
 _RUN: dict[str, object] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    testclock.started = time.monotonic()   # the test's time under pytest's net starts with its setup
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

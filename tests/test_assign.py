@@ -12,6 +12,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
+from testclock import within
 from grader.syntax.analysis import is_stub
 from grader.authoring.assign import DIGEST, AssignError, _digest, build
 
@@ -63,7 +64,7 @@ def master(folder: Path, cells=None) -> Path:
 
 def grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "COLUMNS": "160"})
+                          timeout=within(300), env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "COLUMNS": "160"})
 
 
 def test_a_master_notebook_becomes_template_reference_and_rubric_that_validate(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from grader.report.console import student_report
 from grader.store.results import CaseResult, read_json
 from grader.store.status import BUSY
 from hogs import spinners, stop
+from testclock import within
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
 
@@ -49,7 +50,7 @@ def starved(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
         pinned = f"import os, sys; os.sched_setaffinity(0, {{{cpu}}}); sys.argv = sys.argv[1:]; " \
                  "import runpy; runpy.run_module('grader', run_name='__main__', alter_sys=True)"
         return subprocess.run([sys.executable, "-c", pinned, "grader", *command], cwd=cwd, capture_output=True,
-                              text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
+                              text=True, timeout=within(600), env={**os.environ, "PYTHONPATH": str(REPO)})
     finally:
         stop(hogs)
 
@@ -93,7 +94,7 @@ def test_a_busy_machine_never_costs_a_class_points_it_does_not_say_and_grade_aga
         (notebooks / f"{name}.ipynb").write_bytes((SUBMISSIONS / f"{name}.ipynb").read_bytes())
     common = ["--rubric", str(RUBRIC), "--cache", str(grader_cache), "--quiet", "--jobs", "1"]
     quiet = subprocess.run([sys.executable, "-m", "grader", "grade", str(notebooks), "--out", str(tmp_path / "quiet"),
-                            *common], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            *common], cwd=tmp_path, capture_output=True, text=True, timeout=within(600),
                            env={**os.environ, "PYTHONPATH": str(REPO)})
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     busy = starved(["grade", str(notebooks), "--out", str(tmp_path / "busy"), "--submission-seconds", BUDGET, *common],

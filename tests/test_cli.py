@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import grader
+from testclock import within
 from grader.plan.cases import build_plan
 from grader.rubric.schema import load_rubric
 
@@ -26,7 +27,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     # COLUMNS pins rich's width to a common terminal's, whatever terminal runs the tests.
     env = {**os.environ, "COLUMNS": "80"}
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600)   # a hang guard only: a busy machine is slow
+                          text=True, timeout=within(600))   # a hang guard only: a busy machine is slow
 
 
 def flat(text: str) -> str:
@@ -425,7 +426,7 @@ def test_output_piped_into_a_reader_that_leaves_early_ends_quietly() -> None:
     os.close(read_end)                       # the reader already left: every write to stdout fails with EPIPE
     try:
         done = subprocess.run([sys.executable, "-m", "grader", "extract", CORRECT], cwd=REPO, stdout=write_end,
-                              stderr=subprocess.PIPE, text=True, timeout=600)
+                              stderr=subprocess.PIPE, text=True, timeout=within(600))
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (1, "")

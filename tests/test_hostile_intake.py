@@ -19,6 +19,7 @@ from hypothesis import given, settings, strategies as st
 
 from grader.intake.notebook import MAX_SUBMISSION_BYTES
 from grader.rubric.lateness import HandIn, LatePolicy, assess
+from testclock import within
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
@@ -36,7 +37,7 @@ def test_a_submission_over_the_size_limit_is_unreadable_and_the_others_are_grade
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC),
                            "--out", str(out), "--jobs", "1", "--cache", str(grader_cache)],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+                          capture_output=True, text=True, cwd=REPO, timeout=within(600))
     assert "Traceback" not in done.stderr, done.stderr
     alice = json.loads((out / "alice.json").read_text())
     mallory = json.loads((out / "mallory.json").read_text())
@@ -179,7 +180,7 @@ def test_a_link_to_a_classmates_notebook_or_to_the_reference_is_not_graded(tmp_p
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC),
                            "--out", str(out), "--jobs", "1", "--cache", str(grader_cache)],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+                          capture_output=True, text=True, cwd=REPO, timeout=within(600))
     assert "Traceback" not in done.stderr, done.stderr
     rows = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
     assert set(rows) == {"alice", "bob", "mallory"}, sorted(rows)
@@ -208,7 +209,7 @@ def test_json_python_refuses_is_an_unreadable_notebook_not_a_grader_failure(tmp_
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC),
                            "--out", str(out), "--jobs", "1", "--cache", str(grader_cache)],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+                          capture_output=True, text=True, cwd=REPO, timeout=within(600))
     assert "Traceback" not in done.stderr, done.stderr
     assert "0 failed" in done.stdout + done.stderr, done.stdout + done.stderr
     rows = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
@@ -319,7 +320,7 @@ def test_a_folder_1500_levels_deep_does_not_stop_the_class(tmp_path, grader_cach
         out = tmp_path / "out"
         done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--rubric", str(RUBRIC),
                                "--out", str(out), "--jobs", "1", "--cache", str(grader_cache)],
-                              capture_output=True, text=True, cwd=REPO, timeout=600)
+                              capture_output=True, text=True, cwd=REPO, timeout=within(600))
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
         rows = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
         assert sorted(rows) == ["alice", "bob"]
@@ -328,7 +329,7 @@ def test_a_folder_1500_levels_deep_does_not_stop_the_class(tmp_path, grader_cach
         # A TA's `**` pattern through the same folder: glob recurses per level too; a problem line, not a crash.
         done = subprocess.run([sys.executable, "-m", "grader", "grade", f"{folder}/**/*.ipynb", "--rubric",
                                str(RUBRIC), "--out", str(tmp_path / "out2"), "--jobs", "1", "--cache",
-                               str(grader_cache)], capture_output=True, text=True, cwd=REPO, timeout=600)
+                               str(grader_cache)], capture_output=True, text=True, cwd=REPO, timeout=within(600))
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
         assert "nested too deep for a pattern" in done.stdout + done.stderr
     finally:   # shutil.rmtree recurses too: take the levels down from the bottom
@@ -422,7 +423,7 @@ def test_a_module_in_the_gradescope_upload_never_runs_in_the_grader(tmp_path):
     environment = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "PYTHON": sys.executable,
                    "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], cwd=upload, env=environment,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=within(600))
     assert done.returncode == 0, done.stderr
     data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert not marker.exists()
@@ -437,6 +438,6 @@ def test_python_m_grader_from_a_folder_of_students_files_imports_none_of_them(tm
     folder.mkdir()
     (folder / "argparse.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
     done = subprocess.run([sys.executable, "-m", "grader", "--version"], cwd=folder, capture_output=True,
-                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+                          text=True, timeout=within(300), env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
     assert not marker.exists()
     assert done.returncode == 0, done.stderr

@@ -25,6 +25,7 @@ from grader.kit.kit import (FALLBACK_PASS, PATH_UNVERIFIED, UNVERIFIED, KitCheck
 from grader.kit.check import check_with_kit, run_check
 from grader.intake.notebook import read_notebook
 from grader import codec
+from testclock import within
 
 EXAMPLES = ("correct", "move-dir-transposed", "seed-000", "syntax-error")
 
@@ -292,7 +293,7 @@ def test_the_self_check_says_each_failure_once_and_draws_each_board_once(kit_pat
     notebook = tmp_path / "ada.ipynb"
     shutil.copy(SUBMISSIONS / "find-tile-transposed.ipynb", notebook)
     done = subprocess.run([sys.executable, "-P", "-m", "grader", "check", "--kit", str(kit_path), notebook.name],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+                          capture_output=True, text=True, cwd=tmp_path, timeout=within(600))
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
     assert "fail the same way" not in out, out
@@ -484,7 +485,8 @@ def test_the_kernel_check_without_the_reports_extra_prints_its_text_report(kit_p
         summary = check({str(kit_path)!r})
         print("RESULT", sum(e.score > 0 for e in summary.result.exercises))
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=within(300))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "find_tile: 3/3 public cases pass" in done.stdout and "RESULT 1" in done.stdout
@@ -515,7 +517,7 @@ def test_kit_check_works_from_the_wheel_alone(kit_path: Path, tmp_path: Path):
         else:   # until the CLI verb is wired: the function it calls
             command = [str(python), "-c", "from grader.kit.check import run_check; "
                                           "raise SystemExit(run_check('notebook.ipynb', 'kit.json'))"]
-        done = subprocess.run(command, capture_output=True, text=True, cwd=work, env=environment, timeout=300)
+        done = subprocess.run(command, capture_output=True, text=True, cwd=work, env=environment, timeout=within(300))
         assert done.returncode == status, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
         assert "hidden cases, results after grading" in done.stdout
@@ -595,18 +597,18 @@ def test_a_public_check_that_imports_a_support_module_runs_in_the_students_check
     rubric = _steps_course(tmp_path / "course", "support")
     kit = tmp_path / "kit.json"
     built = subprocess.run([sys.executable, "-m", "grader", "kit", str(rubric), "-o", str(kit), "--cache",
-                            str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+                            str(tmp_path / "cache")], capture_output=True, text=True, timeout=within(300))
     assert built.returncode == 0, built.stderr
     notebook = tmp_path / "ada.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "def walk(n):\n    return [3 * i for i in range(n + 1)]")]), notebook)
     done = subprocess.run([sys.executable, "-m", "grader", "check", "--kit", str(kit), str(notebook)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=within(300), cwd=tmp_path)
     assert "Traceback" not in done.stderr and done.returncode == 1, done.stdout + done.stderr
     assert "every step is 2 long" in done.stdout
     own = _steps_course(tmp_path / "own", ".")
     refused = subprocess.run([sys.executable, "-m", "grader", "kit", str(own), "-o", str(tmp_path / "own.json"),
-                              "--cache", str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+                              "--cache", str(tmp_path / "cache")], capture_output=True, text=True, timeout=within(300))
     assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
     assert f"{own.parent / 'steps.py'}:2: a public check needs 'rules', a module of the reference's own folder, " \
            f"which a student's kit does not carry" in refused.stderr
@@ -621,7 +623,7 @@ def test_cases_left_to_check_after_submission_say_why_once_a_group(kit_path: Pat
     to check after submission'."""
     done = subprocess.run([sys.executable, "-P", "-m", "grader", "check", "--kit", str(kit_path),
                            str(SUBMISSIONS / "move-dir-transposed.ipynb")], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=600)
+                          cwd=tmp_path, timeout=within(600))
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
     out = done.stdout
     assert out.count("could not be verified here (your move_dir not passing all of its own cases here)") == 1, out

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from testclock import within
 
 REFERENCE = '''
 """Reference for a tiny 1-D sliding puzzle: a tuple of tiles with one blank 0."""
@@ -152,7 +153,7 @@ def build(root: Path) -> Path:
 
 def grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "COLUMNS": "120"})
+                          timeout=within(600), env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "COLUMNS": "120"})
 
 
 def test_a_new_assignment_needs_only_a_folder_a_reference_and_a_rubric(tmp_path: Path) -> None:

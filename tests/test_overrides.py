@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from testclock import within
 from grader.store import overrides
 from grader.store.gradebook import GradebookError
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
@@ -23,7 +24,7 @@ STUDENT = "move-dir-transposed"
 
 
 def grader(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=within(600))
 
 
 def grade(class_dir: Path, out: Path, cache: Path, *more: str) -> None:

@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 from conftest import RUBRIC, SUBMISSIONS
+from testclock import within
 from grader.store.twins import same_files, warning_lines
 
 CORRECT = (SUBMISSIONS / "correct.ipynb").read_bytes()
@@ -17,7 +18,7 @@ TILES = (SUBMISSIONS / "int-tiles.ipynb").read_bytes()
 
 
 def grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=600,
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=within(600),
                           cwd=cwd, env={**os.environ, "COLUMNS": "200"})
 
 

@@ -1,0 +1,19 @@
+"""A test's subprocess timeouts, bounded by what is left of the test's own time under pytest's net.
+
+pytest-timeout (pyproject: 900 s, timeout_method "thread") stops the whole run when one test passes 900 s, counting
+its setup: a test of three `grader` subprocesses at 600 s each could be starved into it, each one within its own
+timeout. `within(600)` is 600 s or what is left of the test's budget, whichever is less, so such a test fails alone,
+with the subprocess's TimeoutExpired, before the net.
+"""
+
+from __future__ import annotations
+
+import time
+
+BUDGET = 840.0          # seconds of a test, its setup included: the 900 s net less room to fail and report
+started = time.monotonic()   # set again as each test's setup starts (conftest.pytest_runtest_setup)
+
+
+def within(seconds: float) -> float:
+    """A subprocess's timeout: `seconds`, or what is left of the test's BUDGET if less (at least 1 s)."""
+    return max(1.0, min(seconds, started + BUDGET - time.monotonic()))
