@@ -65,6 +65,7 @@ except ImportError:  # pragma: no cover - CPython always has _json
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_ARRAY_BYTES",
     "MAX_INT_DIGITS",
     "CodecError",
     "Limits",
@@ -1372,14 +1373,44 @@ def decode_for_student(wire: Wire) -> Any:
         return with_arrays(decode(wire))
 
 
+# The most bytes an array rebuilt by with_arrays may hold. Its dtype and shape are the wire's word, and the wire may be
+# the child's (the data of an isolated method's call, rebuilt in the parent for the reference): a call of three
+# one-letter strings of dtype "U100000000" made the trusted parent allocate and fill 1.2 GB (2.8 s of CPU, in C,
+# where no alarm stops it), and a larger dtype or shape the machine's memory. A puzzle's board is a few hundred bytes.
+MAX_ARRAY_BYTES = 16 * 1024 * 1024
+MAX_DTYPE_CHARS = 200
+
+
+def _array_dtype(numpy: Any, value: NDArray) -> Any:
+    """The numpy dtype of `value`, if an array of it and its shape stays within MAX_ARRAY_BYTES; CodecError if not.
+    A dtype of no size ("U", "S0") takes its size from the data, which no honest encoding writes (numpy's arrays
+    have sized dtypes): refused too."""
+    if len(value.dtype) > MAX_DTYPE_CHARS:
+        raise CodecError(f"an ndarray dtype of {len(value.dtype)} characters is over the {MAX_DTYPE_CHARS} allowed")
+    try:
+        dtype = numpy.dtype(value.dtype)
+    except (TypeError, ValueError, SyntaxError) as error:
+        raise CodecError(f"an ndarray dtype {_short(value.dtype)!r} is not numpy's: {error}") from None
+    count = 1
+    for extent in value.shape:
+        count *= extent
+    if dtype.itemsize == 0 and count:
+        raise CodecError(f"an ndarray dtype {_short(value.dtype)!r} has no size")
+    if dtype.itemsize * count > MAX_ARRAY_BYTES:
+        raise CodecError(f"an ndarray of shape {tuple(value.shape)} and dtype {_short(value.dtype)!r} would hold "
+                         f"{dtype.itemsize * count} bytes, over the {MAX_ARRAY_BYTES} allowed")
+    return dtype
+
+
 def with_arrays(value: Any) -> Any:
-    """Decoded data with every NDArray made a real numpy array again, for student code (numpy if present)."""
+    """Decoded data with every NDArray made a real numpy array again, for student code (numpy if present) or for the
+    reference; CodecError when one would be over MAX_ARRAY_BYTES (_array_dtype)."""
     if isinstance(value, NDArray):
         try:
             import numpy
         except ImportError:
             return value
-        return numpy.array(value.data, dtype=value.dtype).reshape(value.shape)
+        return numpy.array(value.data, dtype=_array_dtype(numpy, value)).reshape(value.shape)
     if isinstance(value, list):
         return [with_arrays(v) for v in value]
     if isinstance(value, tuple):

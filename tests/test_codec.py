@@ -562,6 +562,31 @@ def test_numpy_arrays_and_scalars_round_trip_as_plain_data():
     assert_codec_error_quickly(lambda: encode(numpy.zeros((1000, 1000))), "more than 200000 items")
 
 
+def test_an_array_rebuilt_from_the_wire_is_refused_before_numpy_allocates_past_its_bound():
+    """with_arrays makes real arrays of what the wire says, and the wire may be the child's (an isolated method's
+    data, rebuilt in the trusted parent for the reference): three one-letter strings of dtype U100000000 made the
+    parent fill 1.2 GB. Each of these would have been many GB (numpy refused, or filled them) or takes its size
+    from the data; each is a CodecError now, found from the dtype and shape alone."""
+    numpy = pytest.importorskip("numpy")
+    huge = [("U500000000", (40,), ("a",) * 40),               # 80 GB
+            ("(10000,20000)f8", (20,), (0.0,) * 20),          # 32 GB: a subarray dtype
+            ("V2000000000", (1000,), (b"",) * 1000),            # 2 TB
+            (f"S{codec.MAX_ARRAY_BYTES + 1}", (1,), (b"",))]
+    for dtype, shape, data in huge:
+        value = [NDArray(dtype, shape, data)]
+        assert_codec_error_quickly(lambda: codec.with_arrays(value), "over the")   # noqa: B023 - called at once
+    for dtype in ("U", "S0", "<U"):   # no size: numpy takes it from the data (here 20 x 4 MB)
+        sized = NDArray(dtype, (20,), ("x" * 1_000_000,) + ("",) * 19)
+        assert_codec_error_quickly(lambda: codec.with_arrays(sized), "has no size")   # noqa: B023 - called at once
+    assert_codec_error_quickly(lambda: codec.with_arrays(NDArray("not a dtype", (1,), (1,))), "is not numpy's")
+    assert_codec_error_quickly(lambda: codec.with_arrays(NDArray("i4," * 100, (1,), (1,))), "characters")
+    at_bound = codec.with_arrays(NDArray(f"S{codec.MAX_ARRAY_BYTES}", (1,), (b"ab",)))
+    assert at_bound.nbytes == codec.MAX_ARRAY_BYTES and at_bound[0] == b"ab"
+    board = codec.with_arrays(decode(encode(numpy.arange(6).reshape(2, 3))))
+    assert board.tolist() == [[0, 1, 2], [3, 4, 5]] and str(board.dtype) == str(numpy.arange(1).dtype)
+    assert codec.with_arrays(NDArray("<U5", (0,), ())).shape == (0,)
+
+
 # ---------------------------------------------------------------------------------------------- describe, size
 
 

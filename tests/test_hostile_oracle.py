@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.judge.grading import grade_path, support_sources
-from grader.plan.cases import Plan
+from grader.plan.cases import Plan, build_plan
+from grader.rubric.schema import load_rubric
 from grader.sandbox.process import Replies
 from notebook_build import appended, write
 
@@ -116,3 +117,52 @@ def test_the_references_answers_to_a_rerun_never_reach_an_exercise_run_with_the_
     said = [line for exercise in result.exercises if not exercise.isolated for case in exercise.cases
             for line in (case.output or "").splitlines() if line.startswith("RT-STASH")]
     assert said and all(line == "RT-STASH: 0 answers of the reference" for line in said), said
+
+
+N_PUZZLE_RUBRIC = REPO / "rubrics" / "n-puzzle.yaml"
+N_PUZZLE_CORRECT = REPO / "assignments" / "n-puzzle" / "submissions" / "correct.ipynb"
+
+# zeropos is wrong, so available_actions runs a second time with the reference's State.zeropos, whose stand-in sends
+# the board (self.state) as data that the parent rebuilds as a numpy array for the reference. The notebook finds
+# the stand-in's runtime through its closures and sends its own data instead: 40 one-letter strings of dtype
+# U500000000 (80 GB; three of U100000000 made the parent fill 1.2 GB in 2.8 s of CPU). It answers right only when
+# the parent refused that call by its bound, as it does any data over it.
+FORGED_ARRAY = '''
+def _rt_runtime(f, depth=0):
+    for cell in (getattr(f, "__closure__", None) or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if hasattr(value, "ask") and hasattr(value, "response_fd"):
+            return value
+        if callable(value) and depth < 3:
+            found = _rt_runtime(value, depth + 1)
+            if found is not None:
+                return found
+
+_rt_available_actions = State.available_actions
+def _rt_forging(self):
+    runtime = _rt_runtime(State.zeropos)
+    if runtime is None:
+        return []                              # the first run: wrong, so the second run comes
+    rows = ",".join(['["a"]'] * 40)
+    reply = bytes(runtime.ask('"State.zeropos"', (
+        '{"list":[{"ndarray":[%s],"dtype":"U500000000","shape":[40,1]}]}' % rows, '{"dict":[]}'))).decode()
+    if "CodecError" in reply and "over the 16777216 allowed" in reply:
+        return _rt_available_actions(self)
+    return [reply[:200]]
+State.available_actions = _rt_forging
+State.zeropos = lambda self: (0, 0)
+'''
+
+
+def test_an_isolated_methods_data_forged_by_the_child_is_rebuilt_within_the_parents_bound(tmp_path):
+    plan = build_plan(load_rubric(N_PUZZLE_RUBRIC), tmp_path / "cache")
+    path = write(tmp_path / "forged-array.ipynb", appended(N_PUZZLE_CORRECT, FORGED_ARRAY))
+    result = grade_path(path, plan, support_sources(plan))
+    exercises = {exercise.id: exercise for exercise in result.exercises}
+    actions = exercises["available_actions"]
+    assert actions.isolated == ("State.zeropos",), [case.message for case in actions.cases]
+    assert actions.score == actions.max_score
+    assert exercises["zeropos"].score < exercises["zeropos"].max_score
