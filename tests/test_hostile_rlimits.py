@@ -10,6 +10,7 @@ or as the test's own uid; it needs an interpreter that uid can read."""
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import json
 import os
@@ -92,6 +93,42 @@ def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid()
         assert set(found.values()) == {"PermissionError"}, found
     else:
         assert {name: found[name] for name in refused_anyway} == dict.fromkeys(refused_anyway, "PermissionError")
+
+
+@pytest.mark.skipif(not confine._FILTERS[True], reason="no seccomp filter known for this architecture")
+def test_a_sandbox_in_the_hosts_network_namespace_opens_no_socket_but_a_unix_one():
+    """rlimits mode shares the host's network namespace. As an unused uid (the grader root) without Landlock's TCP
+    rules (ABI < 4: Gradescope's kernels), a notebook connected to the batch's own Dask scheduler on 127.0.0.1 and
+    had the workers run its function as root (session 18, Landlock turned off in a copy). Its filter
+    (keep_scheduling(network=False), as the zygote installs it there) refuses socket() of every family but AF_UNIX:
+    no network, as in a jail; a unix socket, a socketpair and the rest of the process work as before."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            confine.keep_scheduling(own_uid=True, network=False)
+            results = []
+            for family, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
+                                 (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW),
+                                 (getattr(socket, "AF_VSOCK", 40), socket.SOCK_STREAM),
+                                 (socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_UNIX, socket.SOCK_DGRAM)):
+                try:
+                    socket.socket(family, kind).close()
+                    results.append("done")
+                except OSError as error:
+                    results.append(error.errno)
+            socket.socketpair()[0].close()
+            os.kill(os.getpid(), 0)
+            results.append("socketpair")
+            os.write(write, json.dumps(results).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    assert json.loads(text) == [errno.EPERM] * 5 + ["done", "done", "socketpair"]
 
 
 @pytest.mark.skipif(not confine._FILTERS[True], reason="no seccomp filter known for this architecture")

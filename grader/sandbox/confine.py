@@ -380,6 +380,12 @@ _KEYRING_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}
 _PRLIMIT = {"x86_64": 302, "aarch64": 261}
 _KILL = {"x86_64": 62, "aarch64": 129}
 _SOCKET = {"x86_64": 41, "aarch64": 198}
+# socket() where the sandbox shares the host's network namespace (rlimits mode) as a uid of its own: every family but
+# AF_UNIX is refused, whatever Landlock offers (ABI 4 refuses TCP only from then on, and nothing without it). As an
+# unused uid without Landlock, a notebook connected to the batch's own Dask scheduler (127.0.0.1, a LocalCluster's
+# or a cluster's) and had it run a function on the workers, as the grader's uid, root (session 18): it could have
+# rewritten any result. A jail has no network; neither has this now. socketpair and AF_UNIX (multiprocessing) stay.
+_AF_UNIX = 1
 # Where the uid is the grader's (whatever the Landlock ABI: its signal scope, ABI >= 6, is missing on Linux 5.13 to
 # 6.11, most TA laptops, and without Landlock), the calls that signal a process named by its pid are refused for
 # the pids the grader names (itself, its zygote, its ancestors: the pool's coordinator, the TA's shell) and their
@@ -428,12 +434,14 @@ def _assemble(program):
             for index, (code, k, true, false) in enumerate(instructions)]
 
 
-def _filter(own_uid, protected=()):
+def _filter(own_uid, protected=(), network=True):
     """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here).
     `own_uid`: the sandbox runs as a uid of its own (a jail's, or an unused uid), so kill(-1) reaches only its
     processes (the runtime sweeps with it) and a socket reaches nothing of the uid's; else both are refused (see
     _KILL), and so are signalling the `protected` pids (process groups as negative numbers, for kill), tkill and
-    setting an owner for SIGIO (see _SIGNAL_BY_PID), and System V IPC and POSIX message queues (_IPC_CALLS)."""
+    setting an owner for SIGIO (see _SIGNAL_BY_PID), and System V IPC and POSIX message queues (_IPC_CALLS).
+    `network` False (a sandbox in the host's network namespace, rlimits mode): socket() of any family but AF_UNIX
+    is refused, so the sandbox has no network, as a jail has none (see _SOCKET)."""
     machine = os.uname().machine
     known = _SCHEDULING_CALLS.get(machine)
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
@@ -447,6 +455,8 @@ def _filter(own_uid, protected=()):
     program += [(jeq, nr, "deny", None) for nr in (*calls, *_KEYRING_CALLS[machine])]
     # call -> (the argument it is refused by, the values refused): "allow" after the last
     checked: dict = {_PRLIMIT[machine]: (arg0, None)}   # None: every value but 0
+    if own_uid and not network:
+        checked[_SOCKET[machine]] = (arg0, _AF_UNIX)      # an int: every value but that one
     if not own_uid:
         pids = sorted({pid & 0xFFFFFFFF for pid in protected if pid > 0})
         groups = sorted({pid & 0xFFFFFFFF for pid in protected if pid < -1})   # kill(-pgid)
@@ -461,6 +471,8 @@ def _filter(own_uid, protected=()):
         program += [f"check {nr}", (ld_abs, offset, None, None)]
         if refused is None:
             program += [(jeq, 0, "allow", "deny")]
+        elif isinstance(refused, int):
+            program += [(jeq, refused, "allow", "deny")]
         else:
             program += [(jeq, value, "deny", None) for value in refused] + [(ret, allow, None, None)]
     program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None)]
@@ -471,10 +483,10 @@ def _filter(own_uid, protected=()):
 
 # Built once as the zygote loads this module (each child only installs one): the jail's and an unused uid's. The
 # grader's uid's names the pids to protect, so a child builds it (rlimits mode without root only).
-_FILTERS = {True: _filter(True)}
+_FILTERS = {True: _filter(True), "host network": _filter(True, network=False)}
 
 
-def keep_scheduling(own_uid=True, protected=()):
+def keep_scheduling(own_uid=True, protected=(), network=True):
     """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
     policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
     Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
@@ -482,10 +494,11 @@ def keep_scheduling(own_uid=True, protected=()):
     had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. The
     same filter refuses keyrings, prlimit of another process and, unless the sandbox has a uid of its own
     (`own_uid`), kill(-1), socket() and any signal to the `protected` pids (see _KEYRING_CALLS, _PRLIMIT, _KILL,
-    _SIGNAL_BY_PID). A seccomp filter (inherited by every thread and fork, kept across exec); a foreign
+    _SIGNAL_BY_PID); `network` False (rlimits mode: the host's network namespace), socket() of every family but
+    AF_UNIX (_AF_UNIX). A seccomp filter (inherited by every thread and fork, kept across exec); a foreign
     architecture's calls fail all (a 32-bit or x32 binary would get around the numbers). False where the
     architecture is not known here."""
-    found = _FILTERS[True] if own_uid else _filter(False, protected)
+    found = (_FILTERS[True] if network else _FILTERS["host network"]) if own_uid else _filter(False, protected)
     if found is None:
         return False
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
