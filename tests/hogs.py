@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
+
+from testclock import read_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,23 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SPIN = ("import ctypes, os, signal, sys\nctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
         "if os.getppid() != int(sys.argv[2]):\n    sys.exit(0)\n"
         "os.sched_setaffinity(0, {int(sys.argv[1])})\nprint('spinning', flush=True)\nwhile True:\n    pass\n")
-
-
-def read_line(process: subprocess.Popen, timeout: float) -> str:
-    """The next line `process` prints, waited for at most `timeout` s: a child stuck before its line (a load starved
-    for good, a hang) fails the test with AssertionError instead of holding it past pytest's net, which stops the
-    whole run. The process is killed then (its pipe closes, so the reading ends too)."""
-    assert process.stdout is not None
-    stdout = process.stdout
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    if reader.is_alive():
-        process.kill()
-        reader.join(10)
-        raise AssertionError(f"process {process.pid} printed no line within {timeout:g} s")
-    return lines[0]
 
 
 def spinners(cpu: int, count: int, timeout: float = 60) -> list[subprocess.Popen]:

@@ -23,6 +23,7 @@ from grader import codec
 from grader.sandbox import confine, supervisor
 from grader.sandbox.isolation import Isolation, detect
 from grader.sandbox.process import MAX_RESTARTS, CaseRequest, ProcessLimits, Sandbox, SandboxError
+from testclock import read_line
 from sandbox_run import processes_running, run_cases, statement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -614,7 +615,7 @@ with Sandbox([{"code": source, "filename": "cell", "line": 1, "kind": "def"}], {
 def test_a_killed_worker_takes_its_sandboxes_and_leftovers_with_it():
     worker = subprocess.Popen([sys.executable, "-c", WORKER], stdout=subprocess.PIPE, text=True, cwd=str(REPO))
     try:
-        assert worker.stdout is not None and worker.stdout.readline().strip() == "loaded"
+        assert read_line(worker, 120).strip() == "loaded"
         assert _until(lambda: bool(processes_running(_mark(6)))), "the sleeper never started"
         zygotes = [pid for pid in processes_running("zygote.py") if _parent(pid) == worker.pid]
         assert zygotes, "no zygote under the worker"
@@ -656,8 +657,7 @@ def test_a_killed_graders_temp_folder_goes_with_its_zygote_and_no_sweep(signum):
     holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, cwd=str(REPO),
                               start_new_session=True)
     try:
-        assert holder.stdout is not None
-        folder, zygote = holder.stdout.readline().split()
+        folder, zygote = read_line(holder, 120).split()
         assert Path(folder).is_dir()
         os.killpg(holder.pid, signum)
         holder.wait()
@@ -673,9 +673,8 @@ def test_a_zygote_stopped_by_its_living_grader_leaves_the_graders_folder_alone()
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, "stop"], stdout=subprocess.PIPE, text=True,
                               cwd=str(REPO))
     try:
-        assert holder.stdout is not None
-        folder, _ = holder.stdout.readline().split()
-        assert holder.stdout.readline().strip() == "True"
+        folder, _ = read_line(holder, 120).split()
+        assert read_line(holder, 120).strip() == "True"
     finally:
         holder.kill()
         holder.wait()

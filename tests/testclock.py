@@ -1,4 +1,5 @@
-"""A test's subprocess timeouts, bounded by what is left of the test's own time under pytest's net.
+"""A test's waits on its subprocesses, bounded: timeouts within what is left of the test's own time under pytest's
+net, and a child's next line read with a time limit.
 
 pytest-timeout (pyproject: 900 s, timeout_method "thread") stops the whole run when one test passes 900 s, counting
 its setup: a test of three `grader` subprocesses at 600 s each could be starved into it, each one within its own
@@ -8,6 +9,8 @@ with the subprocess's TimeoutExpired, before the net.
 
 from __future__ import annotations
 
+import subprocess
+import threading
 import time
 
 BUDGET = 840.0          # seconds of a test, its setup included: the 900 s net less room to fail and report
@@ -17,3 +20,20 @@ started = time.monotonic()   # set again as each test's setup starts (conftest.p
 def within(seconds: float) -> float:
     """A subprocess's timeout: `seconds`, or what is left of the test's BUDGET if less (at least 1 s)."""
     return max(1.0, min(seconds, started + BUDGET - time.monotonic()))
+
+
+def read_line(process: subprocess.Popen, timeout: float) -> str:
+    """The next line `process` prints, waited for at most `timeout` s: a child stuck before its line (a load starved
+    for good, a hang) fails the test with AssertionError instead of holding it past pytest's net, which stops the
+    whole run. The process is killed then (its pipe closes, so the reading ends too)."""
+    assert process.stdout is not None
+    stdout = process.stdout
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if reader.is_alive():
+        process.kill()
+        reader.join(10)
+        raise AssertionError(f"process {process.pid} printed no line within {timeout:g} s")
+    return lines[0]
