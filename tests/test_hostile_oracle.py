@@ -8,12 +8,13 @@ bundled correct one with one cell appended) in a real sandbox.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from grader.judge.grading import grade_path, support_sources
 from grader.plan.cases import Plan, build_plan
 from grader.rubric.schema import load_rubric
-from grader.sandbox.process import Replies
+from grader.sandbox.process import Replies, _bounded, _ReferenceTooSlow
 from notebook_build import appended, write
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,3 +167,34 @@ def test_an_isolated_methods_data_forged_by_the_child_is_rebuilt_within_the_pare
     assert actions.isolated == ("State.zeropos",), [case.message for case in actions.cases]
     assert actions.score == actions.max_score
     assert exercises["zeropos"].score < exercises["zeropos"].max_score
+
+
+def _count(up_to: int) -> int:
+    total = 0
+    for number in range(up_to):
+        total += number
+    return total
+
+
+def test_the_references_answer_to_a_call_is_bounded_in_a_thread_that_takes_no_signal():
+    """A Dask worker grades in a thread of its pool, where no SIGALRM rings: the parent's answer to an isolated-helper
+    call the child chose had no limit there (an eight-puzzle notebook had the reference count the inversions of
+    20,000 tiles: 20 s of the worker's CPU for one call; 200,000 fit in the codec's bounds). Off the main thread
+    the limit is a timer thread's (alarm.ThreadLimit): the call stops as it would on the main thread, a call in
+    time answers, and nothing rings once _bounded has returned."""
+    found: list = []
+
+    def grade() -> None:
+        try:
+            found.append(_bounded(lambda: _count(300_000_000), 0.2))
+        except _ReferenceTooSlow as error:
+            found.append(error)
+        found.append(_bounded(lambda: _count(10), 30.0))
+        later = _count(3_000_000)   # long past the first limit's repeats: no ring is left to raise here
+        found.append(later)
+
+    thread = threading.Thread(target=grade)
+    thread.start()
+    thread.join(600)
+    assert isinstance(found[0], _ReferenceTooSlow), found
+    assert found[1:] == [45, _count(3_000_000)]
