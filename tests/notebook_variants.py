@@ -168,6 +168,22 @@ def _names(source: str) -> set[str] | None:
     return _bound(tree) if tree is not None else None
 
 
+def _only_functions(source: str) -> bool:
+    """Whether the cell, as IPython runs it, only defines functions whose definition reads no name (no decorator,
+    constant defaults): where it stands is then no matter to any other definition. A class cell moved below a
+    subclass of it fails where the student's order ran (extraction moves statements, never definitions, after
+    what they use; the notes of session 18 say so)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    try:
+        tree = _tree(TransformerManager().transform_cell(source))
+    except Exception:
+        return False
+    return tree is not None and bool(tree.body) and all(
+        isinstance(node, ast.FunctionDef) and not node.decorator_list
+        and all(isinstance(d, ast.Constant) for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None)
+        for node in tree.body)
+
+
 def _indented(source: str, prefix: str) -> str:
     return "\n".join(prefix + line if line.strip() else line for line in source.split("\n"))
 
@@ -296,7 +312,8 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
         for added in (*before, cell, *after):
             if (bound := _names(_code(added) if added is not cell else original)) is not None:
                 names[id(added)] = bound
-    # Cells out of order (run in another order than they stand): a cell whose names no other cell binds, moved.
+    # Cells out of order (run in another order than they stand): a cell of functions whose names no other cell
+    # binds, moved (a statement that calls them waits for them: extraction's _after_late_definitions).
     if draw(st.integers(0, 2)) == 0:
         binders: dict[str, int] = {}
         for cell in cells:
@@ -304,7 +321,8 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
                 binders[bound] = binders.get(bound, 0) + 1
         unknown = any(cell["cell_type"] == "code" and id(cell) not in names for cell in cells)
         movable = [] if unknown else [n for n, cell in enumerate(cells) if names.get(id(cell))
-                                      and all(binders[bound] == 1 for bound in names[id(cell)])]
+                                      and all(binders[bound] == 1 for bound in names[id(cell)])
+                                      and _only_functions(_code(cell))]
         for _ in range(draw(st.integers(1, 3))):
             if not movable:
                 break
