@@ -600,7 +600,7 @@ def _fallback(case: KitCase, exercise: KitExercise, result: Any) -> Any:
     # them says once (report.grouping.own_messages), after each case's own difference.
     advice = (f"This could not be verified here: this case's check ({case.check.name}) needs the course's code, "
               f"so other answers may be right too; it will be checked after submission")
-    return replace(result, status=UNVERIFIED, fraction=0.0, message=f"{message.rstrip('. ')}. {advice}",
+    return replace(result, status=UNVERIFIED, fraction=0.0, message=_then(message, advice),
                    reason=vocabulary.UNVERIFIED, cause=f"the check {case.check.name} needs the course's code",
                    mistake=mistake, advice=advice)
 
@@ -644,12 +644,19 @@ def _isolated(kx: KitExercise, result: Any, doubtful: Mapping[str, str]) -> Any:
                       f"the course's {', '.join(suspects)}, and the better result counts")
             case = replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED, advice=advice,
                            cause="to be judged again with the course's helpers",
-                           message=f"with your {', '.join(suspects)}: {case.message.rstrip('. ')}. {advice}")
+                           message=_then(case.message, advice, f"with your {', '.join(suspects)}: "))
         cases.append(case)
     if any(case.status in ("fail", "error") for case in cases):
         notes += (f"after submission, a failing case of {kx.id} also runs with the course's "
                   f"{', '.join(kx.isolate)}, and the better result counts",)
     return replace(result, cases=tuple(cases), notes=notes)
+
+
+def _then(detail: str, advice: str, lead: str = "") -> str:
+    """An unverified case's message: what it did (`lead`, then `detail`), then why it is no failure (its `advice`,
+    the same for every such case of the exercise), so that a group of them says the advice once
+    (report.grouping.own_messages takes it off the others' messages)."""
+    return f"{lead}{detail.rstrip('. ')}. {advice}"
 
 
 def _unanswered(kx: KitExercise, result: Any) -> Any:
@@ -660,7 +667,7 @@ def _unanswered(kx: KitExercise, result: Any) -> Any:
               f"arguments this kit has no answer for; after submission the course's code answers them")
     cases = tuple(replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED, advice=advice,
                           cause="the course's answers of an isolated method are not all in the kit",
-                          message=f"with what the kit could answer: {case.message.rstrip('. ')}. {advice}")
+                          message=_then(case.message, advice, "with what the kit could answer: "))
                   if case.status in ("fail", "error") and case.fraction < 1.0 else case for case in result.cases)
     return replace(result, cases=cases)
 
