@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from collections.abc import Callable
 from types import FrameType, TracebackType
@@ -114,45 +115,64 @@ def _raise_in(thread: int, kind: type[BaseException] | None) -> None:
 
 class ThreadLimit:
     """TimeLimit for a thread that takes no signals (a Dask worker runs each grading in a thread of its pool):
-    a timer thread has the limited thread raise Rang once `seconds` have passed, and again every REPEAT_SECONDS
-    while the block still runs; `expired` says so afterwards. The trusted caller calls `disarm` (which takes back
-    a ring not raised yet, and may itself meet one raised just before: call it until it returns) and turns Rang
-    into its own exception. Without it, the parent's answer to a child's isolated-helper call had no limit in a
-    Dask worker: an `inversions` of 20,000 tiles the child chose took 20 s of the worker's CPU, and of 200,000
-    (within the codec's bounds) most of an hour, for every different board (session 18)."""
+    one ringer thread (_Ringer, shared by every limit of the process) has the limited thread raise Rang once
+    `seconds` have passed, and again every REPEAT_SECONDS while the block still runs; `expired` says so
+    afterwards. The trusted caller calls `disarm` (which takes back a ring not raised yet, and may itself meet one
+    raised just before: call it until it returns) and turns Rang into its own exception. Without it, the parent's
+    answer to a child's isolated-helper call had no limit in a Dask worker: an `inversions` of 20,000 tiles the
+    child chose took 20 s of the worker's CPU, and of 200,000 (within the codec's bounds) most of an hour, for
+    every different board (session 18). A timer thread per limit cost 60-100 us of CPU a call; the ringer's
+    lock and wake-up cost a few."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = max(seconds, 0.001)
         self.expired = False
-        self.armed = False
-        self._thread = threading.get_ident()
-        self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self.thread = threading.get_ident()
 
     def arm(self) -> ThreadLimit:
-        with self._lock:
-            self.armed = True
-            self._start(self.seconds)
+        _RINGER.add(self, time.monotonic() + self.seconds)
         return self
-
-    def _start(self, seconds: float) -> None:
-        self._timer = threading.Timer(seconds, self._ring)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _ring(self) -> None:
-        with self._lock:
-            if not self.armed:
-                return
-            self.expired = True
-            _raise_in(self._thread, Rang)
-            self._start(REPEAT_SECONDS)
 
     def disarm(self) -> None:
         """Stop ringing; a ring not raised yet is taken back (idempotent). Called in the limited thread."""
-        with self._lock:
-            if self.armed:
-                self.armed = False
-                if self._timer is not None:
-                    self._timer.cancel()
-                _raise_in(self._thread, None)
+        _RINGER.remove(self)
+
+
+class _Ringer:
+    """The thread that rings every armed ThreadLimit when it is due, under one lock with add and remove, so no
+    ring comes after remove has returned."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._due: dict[ThreadLimit, float] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(self, limit: ThreadLimit, at: float) -> None:
+        with self._condition:
+            sooner = not self._due or at < min(self._due.values())
+            self._due[limit] = at
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="puzzle-grader-ringer", daemon=True)
+                self._thread.start()
+            elif sooner:
+                self._condition.notify()
+
+    def remove(self, limit: ThreadLimit) -> None:
+        with self._condition:
+            if self._due.pop(limit, None) is not None:
+                _raise_in(limit.thread, None)
+
+    def _run(self) -> None:
+        with self._condition:
+            while True:
+                now = time.monotonic()
+                for limit, at in list(self._due.items()):
+                    if at <= now:
+                        limit.expired = True
+                        _raise_in(limit.thread, Rang)
+                        self._due[limit] = now + REPEAT_SECONDS
+                earliest = min(self._due.values(), default=None)
+                self._condition.wait(None if earliest is None else max(0.0, earliest - time.monotonic()))
+
+
+_RINGER = _Ringer()
