@@ -229,6 +229,24 @@ def test_annotated_notebook_embeds_local_images_drops_remote_ones_and_trusts_no_
     assert 'data-exercises="move_dir"' in html
 
 
+def test_annotated_notebook_never_embeds_a_classmates_image_from_a_shared_folder(bundled: Batch,
+                                                                                   tmp_path: Path) -> None:
+    """In a flat class folder (a Canvas zip taken in, `--notebooks` naming the class) the images beside a notebook
+    may be any classmate's: a notebook naming one showed it, embedded, on its own page. Only a folder that holds no
+    other submission is the student's own."""
+    (tmp_path / "bob_screenshot.png").write_bytes(_tiny_png())
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell('![spy](bob_screenshot.png) <img src="bob_screenshot.png">'),
+                nbformat.v4.new_code_cell("def move_dir(S, row, col, dx, dy):\n    return S\n")]
+    nbformat.write(nb, tmp_path / "eve.ipynb")
+    alone = annotated.annotated_notebook(tmp_path / "eve.ipynb", bundled[TRANSPOSED])
+    assert alone.count('src="data:image/png;base64,') == 2   # her own folder: her images
+    (tmp_path / "bob.py").write_text("def move_dir(S, row, col, dx, dy):\n    return S\n")
+    shared = annotated.annotated_notebook(tmp_path / "eve.ipynb", bundled[TRANSPOSED])
+    assert 'src="data:image/png' not in shared
+    assert "[image: spy]" in shared and "[image: bob_screenshot.png]" in shared
+
+
 def test_annotated_notebook_shows_the_attachments_it_can_and_never_raises_on_one(bundled: Batch,
                                                                                   tmp_path: Path) -> None:
     """A Markdown cell's attachments are the student's: nbconvert raised on a reference to one the cell lacks

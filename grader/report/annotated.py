@@ -28,6 +28,7 @@ import nbformat
 from markupsafe import Markup
 
 from grader.extract.source import Extracted, extract
+from grader.intake.gather import NOTEBOOK_SUFFIXES
 from grader.intake.notebook import Notebook, NotebookError, read_notebook
 from grader.intake.warning import GraderWarning
 from grader.report import student
@@ -97,8 +98,9 @@ def annotated_notebook(notebook_path: str | Path, result: SubmissionResult, *, h
     shown: list[Any] = []
     budget = MAX_CHARS
     formulas = Formulas()
+    images = _own_folder(path)
     for index, node in enumerate(nb.cells[:MAX_CELLS]):
-        cell = _student_cell(index, node, path.parent, formulas)
+        cell = _student_cell(index, node, images, formulas)
         budget -= _size(cell)
         if budget < 0 and shown:
             break
@@ -231,7 +233,7 @@ def _text(value: object) -> str:
     return ""
 
 
-def _student_cell(index: int, node: object, folder: Path, formulas: Formulas) -> nbformat.NotebookNode:
+def _student_cell(index: int, node: object, folder: Path | None, formulas: Formulas) -> nbformat.NotebookNode:
     """A fresh cell holding only what the page shows of the student's cell (see the module's docstring)."""
     node = node if isinstance(node, dict) else {}
     kind = node.get("cell_type")
@@ -389,9 +391,10 @@ def _summary_box(result: SubmissionResult, unplaced: list[ExerciseResult], hidde
 # ---------------------------------------------------------------------------------------------- images
 
 
-def _embed_images(source: str, folder: Path, attachments: Mapping | None) -> str:
-    """Markdown images as data: URIs when the file is next to the notebook or an attachment the cell has, else as
-    their name in text: the page loads nothing from disk or network."""
+def _embed_images(source: str, folder: Path | None, attachments: Mapping | None) -> str:
+    """Markdown images as data: URIs when the file is next to the notebook in its own folder (`folder`, None when
+    the folder is shared: _own_folder) or an attachment the cell has, else as their name in text: the page loads
+    nothing from disk or network."""
     def replacement(src: str, alt: str) -> str | None:
         if src.startswith(_ATTACHMENT):   # one the cell lacks: nbconvert would raise
             return None if src[len(_ATTACHMENT):] in (attachments or {}) else ""
@@ -423,7 +426,22 @@ def _embed_images(source: str, folder: Path, attachments: Mapping | None) -> str
     return _IMAGE_TAG.sub(tag_image, _IMAGE_MARKDOWN.sub(markdown_image, source))
 
 
-def _data_uri(folder: Path, src: str) -> str | None:
+def _own_folder(notebook: Path) -> Path | None:
+    """The notebook's folder when it is the student's own (no other submission file in it), else None. In a flat
+    class folder (a Canvas zip taken in, `--notebooks` naming the class) the images beside a notebook may be any
+    classmate's: a notebook naming one would show it on its own page."""
+    folder = notebook.parent
+    try:
+        others = [entry for entry in folder.iterdir()
+                  if entry.suffix.lower() in NOTEBOOK_SUFFIXES and entry.name != notebook.name]
+    except OSError:
+        return None
+    return None if others else folder
+
+
+def _data_uri(folder: Path | None, src: str) -> str | None:
+    if folder is None:
+        return None    # not the student's own folder (_own_folder): nothing of it is embedded
     if re.match(r"^[a-z][a-z0-9+.-]*:", src, re.IGNORECASE):
         return None    # http:, https:, file: ...: never fetched
     try:
