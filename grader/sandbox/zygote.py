@@ -173,7 +173,7 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
             os.write(2, f"sandbox start failed: {type(error).__name__}: {error}\n".encode())
         except OSError:
             pass
-    os._exit(0 if code >= 0 else 128 - code)
+    os._exit(code)   # as _init ends a failed start: 70 (EX_SOFTWARE), never a status that reads as a clean exit
 
 
 def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid):
