@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -37,6 +38,30 @@ def _as_grader() -> dict:
     if os.geteuid() != 0:
         return {}
     return {"user": GRADER_UID, "group": GRADER_UID, "extra_groups": []}
+
+
+def _in_a_fork(actions: Callable[[], list]) -> list:
+    """What `actions` returns, run in a forked child (the filters it installs stay there), as JSON through a pipe
+    waited on with a time limit: a child that never answers fails its test instead of holding the run."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.write(write, json.dumps(actions()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        with os.fdopen(read, "rb") as pipe:
+            answered = select.select([pipe], [], [], 120)[0]
+            text = pipe.read() if answered else b""
+    finally:
+        if not answered:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert answered, "the forked child never answered"
+    return json.loads(text)
 
 
 def _interpreter() -> str | None:
@@ -102,33 +127,24 @@ def test_a_sandbox_in_the_hosts_network_namespace_opens_no_socket_but_a_unix_one
     had the workers run its function as root (session 18, Landlock turned off in a copy). Its filter
     (keep_scheduling(network=False), as the zygote installs it there) refuses socket() of every family but AF_UNIX:
     no network, as in a jail; a unix socket, a socketpair and the rest of the process work as before."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read)
-            confine.keep_scheduling(own_uid=True, network=False)
-            results = []
-            for family, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
-                                 (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW),
-                                 (getattr(socket, "AF_VSOCK", 40), socket.SOCK_STREAM),
-                                 (socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_UNIX, socket.SOCK_DGRAM)):
-                try:
-                    socket.socket(family, kind).close()
-                    results.append("done")
-                except OSError as error:
-                    results.append(error.errno)
-            socket.socketpair()[0].close()
-            os.kill(os.getpid(), 0)
-            results.append("socketpair")
-            os.write(write, json.dumps(results).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        text = pipe.read()
-    os.waitpid(pid, 0)
-    assert json.loads(text) == [errno.EPERM] * 5 + ["done", "done", "socketpair"]
+    def actions() -> list:
+        confine.keep_scheduling(own_uid=True, network=False)
+        results: list = []
+        for family, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
+                             (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW),
+                             (getattr(socket, "AF_VSOCK", 40), socket.SOCK_STREAM),
+                             (socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_UNIX, socket.SOCK_DGRAM)):
+            try:
+                socket.socket(family, kind).close()
+                results.append("done")
+            except OSError as error:
+                results.append(error.errno)
+        socket.socketpair()[0].close()
+        os.kill(os.getpid(), 0)
+        results.append("socketpair")
+        return results
+
+    assert _in_a_fork(actions) == [errno.EPERM] * 5 + ["done", "done", "socketpair"]
 
 
 @pytest.mark.skipif(not confine._FILTERS[True], reason="no seccomp filter known for this architecture")
@@ -139,51 +155,48 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
     (kill, tgkill, sigqueue, a pidfd, SIGIO through F_SETOWN), System V IPC. The process's own limits (pid 0,
     as setrlimit does it), a signal to itself and a socketpair still work."""
     parent, group = os.getpid(), os.getpgid(0)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read)
-            confine.keep_scheduling(own_uid=False, protected=[parent, -group])
-            libc = ctypes.CDLL(None, use_errno=True)
-            results = []
+    read, write = os.pipe()   # only F_SETOWN's target: the results come back through _in_a_fork
 
-            def keyring():
-                if libc.syscall(confine._KEYRING_CALLS[os.uname().machine][2], 0, -3, 0) < 0:
-                    raise OSError(ctypes.get_errno(), "keyctl")
+    def actions() -> list:
+        confine.keep_scheduling(own_uid=False, protected=[parent, -group])
+        libc = ctypes.CDLL(None, use_errno=True)
+        results: list = []
 
-            def owner():
-                fcntl.fcntl(write, fcntl.F_SETOWN, parent)
+        def keyring():
+            if libc.syscall(confine._KEYRING_CALLS[os.uname().machine][2], 0, -3, 0) < 0:
+                raise OSError(ctypes.get_errno(), "keyctl")
 
-            def segment():
-                if libc.shmget(0, 4096, 0o1600) < 0:   # IPC_PRIVATE, IPC_CREAT
-                    raise OSError(ctypes.get_errno(), "shmget")
+        def owner():
+            fcntl.fcntl(write, fcntl.F_SETOWN, parent)
 
-            def tgkill():
-                if libc.tgkill(parent, parent, 0) != 0:
-                    raise OSError(ctypes.get_errno(), "tgkill")
+        def segment():
+            if libc.shmget(0, 4096, 0o1600) < 0:   # IPC_PRIVATE, IPC_CREAT
+                raise OSError(ctypes.get_errno(), "shmget")
 
-            for action in (lambda: os.kill(-1, 0), lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE),
-                           lambda: resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE), keyring,
-                           lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), lambda: os.kill(parent, 0),
-                           lambda: os.kill(-group, 0), lambda: os.pidfd_open(parent), tgkill, owner, segment):
-                try:
-                    action()
-                    results.append("done")
-                except OSError as error:
-                    results.append(error.errno)
-            socket.socketpair()[0].close()
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            os.kill(os.getpid(), 0)
-            results.append(resource.getrlimit(resource.RLIMIT_CORE))
-            os.write(write, json.dumps(results).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        text = pipe.read()
-    os.waitpid(pid, 0)
-    assert json.loads(text) == [1] * 11 + [[0, 0]]
+        def tgkill():
+            if libc.tgkill(parent, parent, 0) != 0:
+                raise OSError(ctypes.get_errno(), "tgkill")
+
+        for action in (lambda: os.kill(-1, 0), lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE),
+                       lambda: resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE), keyring,
+                       lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), lambda: os.kill(parent, 0),
+                       lambda: os.kill(-group, 0), lambda: os.pidfd_open(parent), tgkill, owner, segment):
+            try:
+                action()
+                results.append("done")
+            except OSError as error:
+                results.append(error.errno)
+        socket.socketpair()[0].close()
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.kill(os.getpid(), 0)
+        results.append(resource.getrlimit(resource.RLIMIT_CORE))
+        return results
+
+    try:
+        assert _in_a_fork(actions) == [1] * 11 + [[0, 0]]
+    finally:
+        os.close(read)
+        os.close(write)
 
 
 def test_the_rlimits_scratch_is_bounded_in_all_not_per_file_only():
