@@ -20,6 +20,7 @@ import base64
 import functools
 import json
 import mimetypes
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -431,12 +432,13 @@ def _own_folder(notebook: Path) -> Path | None:
     class folder (a Canvas zip taken in, `--notebooks` naming the class) the images beside a notebook may be any
     classmate's: a notebook naming one would show it on its own page."""
     folder = notebook.parent
-    try:
-        others = [entry for entry in folder.iterdir()
-                  if entry.suffix.lower() in NOTEBOOK_SUFFIXES and entry.name != notebook.name]
+    try:   # stops at the first other one (scandir reads the folder as it goes): notebooks/ holds the class's
+        with os.scandir(folder) as entries:
+            shared = any(os.path.splitext(entry.name)[1].lower() in NOTEBOOK_SUFFIXES and entry.name != notebook.name
+                         for entry in entries)
     except OSError:
         return None
-    return None if others else folder
+    return None if shared else folder
 
 
 def _data_uri(folder: Path | None, src: str) -> str | None:
