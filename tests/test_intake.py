@@ -15,6 +15,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.intake import gather as intake
 from grader.intake.gather import Entry, Intake, gather
@@ -538,9 +540,43 @@ def test_ids_are_file_name_safe(tmp_path: Path) -> None:
         "李娜/lab.ipynb": notebook("li"),
     })
     ids = [e.student for e in gather([export], tmp_path / "work").entries]
-    assert ids[:2] == ["106", "Jose_Nunez-O_Brien_105"]
-    assert ids[2].startswith("student-")
-    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", i) for i in ids)
+    assert ids == ["Jose_Nunez-O_Brien_105", "张伟_106", "李娜"]
+    assert all(re.fullmatch(r"[\w.-]+", i) for i in ids)
+
+
+def test_a_name_in_letters_without_an_ascii_form_keeps_them(tmp_path: Path) -> None:
+    """Moodle's '李 华_2110' was the id '2110' (CJK dropped, the participant number left): the TA's rows named
+    nobody. The id keeps the letters; a gradebook that has rows under '2110' (and none under the new id) keeps
+    them, with a note, as for the transliteration of ø."""
+    export = make_zip(tmp_path / "moodle.zip", {
+        "李 华_2110_assignsubmission_file_/lab.ipynb": notebook("li"),
+        "Иван Петров_2111_assignsubmission_file_/lab.ipynb": notebook("ivan"),
+        "नेहा शर्मा_2112_assignsubmission_file_/lab.ipynb": notebook("neha"),
+    })
+    entries = gather([export], tmp_path / "work").entries
+    assert [e.student for e in entries] == ["Иван_Петров_2111", "नेहा_शर्मा_2112", "李_华_2110"]
+    assert [e.former for e in entries] == ["2111", "2112", "2110"]
+    kept, notes = intake.keep_former_ids(entries, {"2110", "李_华_2110x"})
+    assert [e.student for e in kept] == ["Иван_Петров_2111", "नेहा_शर्मा_2112", "2110"]
+    assert notes == [f"2110: {export}:李 华_2110_assignsubmission_file_/lab.ipynb keeps the id its gradebook rows "
+                     f"have (this grader would now name it 李_华_2110)"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_ids_are_safe_stable_and_unchanged_where_nothing_was_dropped(name: str) -> None:
+    """Any name: a non-empty id of letters, digits, marks and [._-] (no separator, space, control or format
+    character), at most 100 UTF-8 bytes, the same each time; a name whose every character folds to ASCII or
+    is no letter keeps the id graders gave it before (ascii_id)."""
+    import unicodedata
+    ident = intake.safe_id(name)
+    assert ident == intake.safe_id(name) and ident and len(ident.encode("utf-8")) <= 100
+    assert all(c in "._-" or c.isascii() and c.isalnum() or unicodedata.category(c)[0] in "LMN" for c in ident)
+    assert not ident.startswith(("_", ".", "-"))
+    letters = unicodedata.normalize("NFC", name.translate(intake.LETTERS))
+    if not any(not c.isascii() and not unicodedata.normalize("NFKD", c).encode("ascii", "ignore")
+               and unicodedata.category(c)[0] in "LN" for c in letters):
+        assert ident == intake.ascii_id(name)
 
 
 # --- determinism and speed ----------------------------------------------------------------------------

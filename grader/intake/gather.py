@@ -74,7 +74,7 @@ _LOCAL_HEADER = 30                      # the smallest local file header (no nam
 class Entry:
     """One student's graded submission."""
 
-    student: str            # identity from the naming convention, file-name safe ([A-Za-z0-9._-]), unique
+    student: str            # identity from the naming convention, file-name safe (letters, digits, ._-), unique
     path: Path              # a real file on disk (zip members are extracted under workdir)
     source: str             # human-readable origin, e.g. "export.zip:smithjohn_12345_67890_taoistic.ipynb"
     convention: str         # "canvas" | "moodle" | "gradescope" | "folder" | "file"
@@ -411,9 +411,31 @@ LETTERS = str.maketrans({"ø": "o", "Ø": "O", "ß": "ss", "ẞ": "SS", "æ": "a
 
 
 def safe_id(text: str) -> str:
-    """A file-name-safe id: accents folded to ASCII ("Zoë" -> "Zoe", "Søren" -> "Soren"), everything else
-    outside [A-Za-z0-9._-] becomes "_"; a name with nothing left (e.g. all CJK) gets a stable hash."""
-    return former_id(text.translate(LETTERS), text)
+    """A file-name-safe id that still reads as the name: accents folded to ASCII ("Zoë" -> "Zoe", "Søren" ->
+    "Soren"), letters with no ASCII form kept as they are (NFC: "李 华_2110" -> "李_华_2110", "Иван" stays), since
+    dropping them left only Moodle's number ("2110") or nothing; everything else (separators, punctuation,
+    controls, format and invisible characters) becomes "_". Too long (over 100 UTF-8 bytes) or with nothing
+    left, it gets a stable hash."""
+    kept: list[str] = []
+    letter = False                      # the last character kept is a letter kept as it is
+    for character in unicodedata.normalize("NFC", text.translate(LETTERS)):
+        folded = unicodedata.normalize("NFKD", character).encode("ascii", "ignore").decode("ascii")
+        category = unicodedata.category(character)
+        if folded or not character.isascii() and (
+                category[0] == "L" and character not in INVISIBLE_LETTERS or category == "Nd"
+                or category[0] == "M" and letter):     # a mark only on a kept letter: "q\u0301" is "q"
+            letter = not folded
+            kept.append(folded or character)
+        elif category[0] != "M":
+            letter = False
+    return _ident("".join(kept), text, ASCII_UNSAFE)
+
+
+# What is neither [A-Za-z0-9._-] nor kept by safe_id (its only non-ASCII characters are letters, digits and marks).
+ASCII_UNSAFE = re.compile(r"[^A-Za-z0-9._\-\u0080-\U0010ffff]+")
+UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# Letters (category Lo) that show as nothing: Hangul's fillers.
+INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 
 
 def former_id(text: str, named: str | None = None) -> str:
@@ -421,17 +443,32 @@ def former_id(text: str, named: str | None = None) -> str:
     gradebook's rows for "Søren" are under "Sren", and keep_former_ids keeps them there. `named`: the name
     whose hash tells apart names with nothing left."""
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    ident = re.sub(r"[^A-Za-z0-9._-]+", "_", folded).strip("._-")
-    if ident and len(ident) <= 100:
+    return _ident(folded, text if named is None else named, UNSAFE)
+
+
+def _ident(folded: str, named: str, unsafe: re.Pattern[str]) -> str:
+    ident = unsafe.sub("_", folded).strip("._-")
+    if ident and len(ident.encode("utf-8")) <= 100:
         return ident
-    digest = _name_digest(text if named is None else named)
-    return f"{ident[:80].rstrip('._-')}-{digest}" if ident else f"student-{digest}"
+    digest = _name_digest(named)
+    short = ident.encode("utf-8")[:80].decode("utf-8", "ignore").rstrip("._-")
+    return f"{short}-{digest}" if ident else f"student-{digest}"
+
+
+def ascii_id(text: str) -> str:
+    """The id graders gave `text` from LETTERS until session 19: letters with no ASCII form dropped ("李 华_2110"
+    was "2110")."""
+    return former_id(text.translate(LETTERS), text)
 
 
 def _former(text: str) -> str:
-    """The id an older grader gave `text`, when it is not the one safe_id gives now (else "")."""
-    former = former_id(text)
-    return "" if former == safe_id(text) else former
+    """The id an older grader gave `text`, when it is not the one safe_id gives now (else ""): the ASCII-only id of
+    sessions 17-18 where the name has letters with no ASCII form, else the id from before LETTERS."""
+    current = safe_id(text)
+    for former in (ascii_id(text), former_id(text)):
+        if former != current:
+            return former
+    return ""
 
 
 def keep_former_ids(entries: Sequence[Entry], known: Collection[str]) -> tuple[list[Entry], list[str]]:
