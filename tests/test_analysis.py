@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.syntax.analysis import global_data_reads, is_stub
+from grader.syntax.analysis import definition_reads, global_data_reads, is_stub
 from grader.extract.source import extract
 from grader.intake.notebook import notebook_from_source, read_notebook
 
@@ -204,3 +204,33 @@ def test_seed001_template_stub_and_solved_function_are_told_apart_by_parsing() -
     matches, find_tiles = definitions["matches"].node, definitions["find_tiles"].node
     assert isinstance(matches, ast.FunctionDef) and isinstance(find_tiles, ast.FunctionDef)
     assert (is_stub(matches), is_stub(find_tiles)) == (True, False)
+
+
+DEFINITION_TIME = '''
+@register(KIND)
+class Puzzle(Base, metaclass=Meta):
+    size: Dim = 3
+    weight = WEIGHT
+    table = [ROW[i] for i in range(size)]
+    scale = lambda self, k=FACTOR: k * LATER_IN_LAMBDA
+
+    class Inner(InnerBase):
+        limit = LIMIT
+
+    @staticmethod
+    def h(state, goal=GOAL) -> Cost:
+        return misplaced(state, goal) + weight
+
+def solve(state, *, limit=LIMIT2, h=heuristic) -> Path:
+    return search(state)
+'''
+
+
+def test_definition_reads_are_what_a_def_or_class_statement_evaluates_not_its_functions_bodies() -> None:
+    """What a class or def reads when its cell runs (it fails with NameError when one is unbound), not when it is
+    called: annotations are not evaluated (the grader compiles with `from __future__ import annotations`)."""
+    puzzle, solve = ast.parse(DEFINITION_TIME).body
+    assert definition_reads(puzzle) == {"register", "KIND", "Base", "Meta", "WEIGHT", "ROW", "range", "FACTOR",
+                                        "InnerBase", "LIMIT", "staticmethod", "GOAL"}
+    assert definition_reads(solve) == {"LIMIT2", "heuristic"}
+    assert definition_reads(ast.parse("x = later()").body[0]) == frozenset()

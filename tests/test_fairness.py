@@ -707,6 +707,16 @@ def test_a_missing_module_imported_under_try_gets_its_stand_in_as_a_top_level_im
     assert {w.subject for w in result.environment if w.kind == Kind.MISSING_MODULE} == {"ipycanvas"}
 
 
+def test_a_class_cell_below_its_subclass_the_student_ran_first_grades_as_the_correct_notebook(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """The right eight-puzzle notebook with `class Problem` moved below `class EightPuzzle(Problem)` (run in a
+    working order, then tidied): the subclass's statement failed at load with NameError: name 'Problem' is not
+    defined, and every exercise that builds an EightPuzzle with it (4.5/18). Found by session 18's reorder."""
+    [result] = grade([FAIR / "problem_class_below_its_subclass.ipynb"], EIGHT_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.total == result.max_total
+    assert not [w for w in result.warnings if "NameError" in w.shown]
+
+
 def test_a_path_of_actions_as_a_deque_or_a_tuple_is_the_path(tmp_path: Path, grader_cache: Path) -> None:
     """The n-puzzle's text asks for no type of reconstruct_path's answer, and solve returns what it gives: a deque
     built with appendleft earns both exercises (it lost all 8 points), and a wrong order still fails."""

@@ -132,6 +132,34 @@ def test_a_statement_never_waits_past_a_later_binding_of_its_own_names() -> None
     assert order.index("goal = to_tuple(rows)") < order.index("goal = ((0,),)")
 
 
+def test_a_definition_above_what_its_statement_evaluates_runs_after_it() -> None:
+    """A class's base, a class attribute, a method's decorator and default, all bound in later cells the student
+    ran first: the class waits for them (its methods' bodies do not count), and a statement building one waits
+    with it."""
+    extracted = sliced("slice_class_base_defined_below", "first_h")
+    order = [statement.code.splitlines()[0] for statement in extracted.statements]
+    assert order == ["class Problem:", "WEIGHT = 1", "GOAL = (1, 2, 3, 4, 5, 6, 7, 8, 0)", "def cached(f):",
+                     "class EightPuzzle(Problem):", "puzzle = EightPuzzle((1, 2, 3, 4, 5, 6, 0, 7, 8))",
+                     "def first_h():"]
+    why = {statement.code.splitlines()[0]: statement.why for statement in extracted.statements}
+    assert why["class EightPuzzle(Problem):"] == "runs after cell 5, line 1, which defines what it uses"
+    with Sandbox(child_statements(extracted), {}, ProcessLimits(load_seconds=5)) as sandbox:
+        report = sandbox.load()
+    assert {"EightPuzzle", "puzzle"} <= set(report.names) and report.warnings == ()
+
+
+def test_a_definition_waits_for_nothing_in_a_cycle_or_for_a_name_bound_nowhere_below() -> None:
+    """Two classes each based on the other, and a base no cell binds: the NameError is the student's, where they
+    stand, while a class whose base is below still waits for it."""
+    cells = ["class A(B):\n    pass", "class B(A):\n    pass", "class C(Missing):\n    pass", "class D(E):\n    pass",
+             "class E:\n    pass", "def graded():\n    return A, B, C, D"]
+    notebook = read_notebook(FAIR / "slice_class_base_defined_below.ipynb")
+    own = tuple(replace(notebook.cells[0], index=n, source=source) for n, source in enumerate(cells))
+    extracted = extract(replace(notebook, cells=own), Policy(roots=frozenset({"graded"})))
+    assert [statement.code for statement in extracted.statements] == [*cells[:3], cells[4], cells[3], cells[5]]
+    assert [statement.why for statement in extracted.statements][:3] == ["", "", ""]
+
+
 def test_a_demo_search_bound_to_a_name_cases_give_their_own_value_is_not_run() -> None:
     from grader.plan.cases import build_plan
     plan = build_plan(load_rubric(REPO / "rubrics" / "eight-puzzle-astar.yaml"))

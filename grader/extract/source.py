@@ -20,7 +20,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from grader.syntax.analysis import child_nodes, is_stub, mutated_names, statement_reads, walk_outside_lambdas
+from grader.syntax.analysis import (child_nodes, definition_reads, is_stub, mutated_names, statement_reads,
+                                     walk_outside_lambdas)
 from grader.intake.notebook import Cell, Notebook
 from grader.intake.warning import GraderWarning, Kind, at
 from grader.rubric.schema import Policy
@@ -240,10 +241,14 @@ def _after_late_definitions(
     """Run a kept statement that uses a name the notebook binds only further down just after that binding.
 
     A notebook is written out of order: `goal = tupleOfTuples(rows)` sits above the cell that defines
-    tupleOfTuples, and the student ran that cell first. In document order it would fail with a NameError that
-    is no mistake of the graded code, so it waits for what it uses. It never waits past a statement that
-    binds or changes a name it binds (that one must still come later, as in the notebook): there it runs
-    where it would have, and fails as it would have.
+    tupleOfTuples, or `class EightPuzzle(Problem)` above the cell that defines Problem, and the student ran
+    that cell first. In document order it would fail with a NameError that is no mistake of the graded code,
+    so it waits for what it uses: a statement for every name it reads, a def or class for what its own
+    statement evaluates (decorators, defaults, bases, a class body: analysis.definition_reads), and whatever
+    reads a name a waiting statement binds waits with it. Nothing else moves. It never waits past a statement
+    that binds or changes a name it binds without reading it (that one must still come later, as in the
+    notebook): there it runs where it would have, and fails as it would have. A cycle (a class whose base is
+    its own subclass) or a name bound nowhere below waits for nothing: the student's NameError stays.
     """
     binders = [frozenset(facts[id(node)].bound) if node is not None else frozenset() for _, node in kept]
     later: list[set[str]] = [set() for _ in kept]
@@ -263,26 +268,61 @@ def _after_late_definitions(
         order.append((statement, node))
         bound.update(binders[index])
 
+    def settle(after: Statement) -> None:
+        """Emit, in their order, the waiting statements whose names are all bound now (one may free another)."""
+        ready = True
+        while ready:
+            ready = False
+            for waiting in list(pending):
+                if waiting[1] <= bound:
+                    pending.remove(waiting)
+                    emit(waiting[0], after=after)
+                    ready = True
+
     for index, (statement, node) in enumerate(kept):
+        if node is None or statement.kind == "import":
+            reads: frozenset[str] = frozenset()
+        else:
+            reads = facts[id(node)].definition_reads if statement.kind in ("def", "class") else facts[id(node)].reads
+        needs = frozenset(reads - binders[index] - bound)
+        if pending and (cycle := _waiting_on(pending, binders, needs, binders[index])):
+            for waiting in cycle:   # a class based on its own subclass: both run where they stand, and fail there
+                pending.remove(waiting)
+                emit(waiting[0])
+            needs -= bound
+        coming = later[index].union(*(binders[p] for p, _ in pending)) if pending else later[index]
+        needs &= coming
+        if needs:
+            pending.append((index, needs))
+            continue
         if pending:    # what it changes matters only to a statement waiting (a def's body is walked only then)
             touched = binders[index] | (facts[id(node)].mutated if node is not None else frozenset())
             for waiting in [p for p in pending if binders[p[0]] & touched]:
                 pending.remove(waiting)
                 emit(waiting[0])
-        is_definition = node is None or statement.kind in ("import", "def", "class")
-        needs = frozenset() if is_definition else \
-            frozenset(facts[id(node)].reads - binders[index] - bound) & later[index]
-        if needs:
-            pending.append((index, needs))
-            continue
         emit(index)
-        for waiting in list(pending):
-            if waiting[1] <= bound:
-                pending.remove(waiting)
-                emit(waiting[0], after=statement)
+        if pending:
+            settle(statement)
     for index, _ in pending:
         emit(index)
     return order
+
+
+def _waiting_on(pending: list[tuple[int, frozenset[str]]], binders: Sequence[frozenset[str]],
+                needs: frozenset[str], own: frozenset[str]) -> list[tuple[int, frozenset[str]]]:
+    """The waiting statements a statement needing `needs` would wait for, when one of them (through others) waits
+    for what it binds (`own`): a cycle, none of which can run first. Else []."""
+    found: list[tuple[int, frozenset[str]]] = []
+    wanted = set(needs)
+    grew = True
+    while grew:
+        grew = False
+        for waiting in pending:
+            if waiting not in found and binders[waiting[0]] & wanted:
+                found.append(waiting)
+                wanted |= waiting[1]
+                grew = True
+    return sorted(found) if wanted & own else []
 
 
 def _why_dropped(node: ast.stmt, names: Sequence[str], policy: Policy, judge: "_Judge") -> str:
@@ -368,13 +408,14 @@ class _Facts:
     """What one top-level statement binds, changes and reads: questions of its tree alone, each answered once
     (the slice and the reordering both ask them) and, for a cell many notebooks share, once per process."""
 
-    __slots__ = ("node", "_bound", "_mutated", "_reads", "_binds")
+    __slots__ = ("node", "_bound", "_mutated", "_reads", "_binds", "_definition_reads")
 
     def __init__(self, node: ast.stmt) -> None:
         self.node = node
         self._bound: tuple[str, ...] | None = None
         self._mutated: frozenset[str] | None = None
         self._reads: frozenset[str] | None = None
+        self._definition_reads: frozenset[str] | None = None
         self._binds: tuple[tuple[str, str, int, bool, ast.stmt], ...] | None = None
 
     @property
@@ -397,6 +438,13 @@ class _Facts:
         if self._mutated is None:
             self._mutated = mutated_names(self.node)
         return self._mutated
+
+    @property
+    def definition_reads(self) -> frozenset[str]:
+        """What a def or class reads when its statement runs (analysis.definition_reads)."""
+        if self._definition_reads is None:
+            self._definition_reads = definition_reads(self.node)
+        return self._definition_reads
 
     @property
     def touched(self) -> frozenset[str]:

@@ -311,6 +311,50 @@ def statement_reads(node: ast.stmt) -> frozenset[str]:
     return frozenset(reads)
 
 
+def definition_reads(node: ast.stmt) -> frozenset[str]:
+    """The module-level names a top-level def or class reads when its statement runs, not when it is called.
+
+    A def evaluates its decorators and defaults; a class its decorators, bases, keywords and its body, the
+    decorators and defaults of its methods but not their bodies. Annotations are not evaluated (the grader
+    compiles with `from __future__ import annotations`). Empty for any other statement. A definition placed
+    above the cell that binds one of these names fails there with a NameError, although a student who ran the
+    cells in a working order never saw one: extraction makes it wait (extract.source._after_late_definitions).
+    """
+    reads: set[str] = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        _definition_time(node, _Scope(set(), set(), ()), reads)
+    return frozenset(reads)
+
+
+def _definition_time(node: ast.AST, scope: _Scope, reads: set[str]) -> None:
+    """Add the global names `node` reads when it runs in `scope`, entering no function's or lambda's body."""
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            scope.resolve(node.id, reads)
+        return
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        parts: list[ast.expr] = [*getattr(node, "decorator_list", ()), *_defaults(node.args)]
+    elif isinstance(node, ast.ClassDef):
+        for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            _definition_time(expression, scope, reads)
+        local, declared = _bindings(node.body)
+        inner = _Scope(local - declared, declared, scope.children, is_class=True)
+        for statement in node.body:
+            _definition_time(statement, inner, reads)
+        return
+    elif isinstance(node, _COMPREHENSIONS):
+        _comprehension_reads(node, scope, reads)   # run where they stand (a lambda inside is walked too: more waits)
+        return
+    elif isinstance(node, ast.AnnAssign):
+        parts = [part for part in (node.target, node.value) if part is not None]
+    else:
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            scope.resolve(node.target.id, reads)
+        parts = child_nodes(node)   # type: ignore[assignment]
+    for part in parts:
+        _definition_time(part, scope, reads)
+
+
 # Methods of list, dict, set, bytearray and deque that change the object they are called on.
 MUTATING_METHODS = frozenset({
     "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "update", "add", "discard",
