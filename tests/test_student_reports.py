@@ -17,7 +17,7 @@ from rich.console import Console
 from conftest import SUBMISSIONS, Batch
 from grader.report import annotated, boards, formats, student
 from grader.report.console import student_report
-from grader.store.results import CaseResult, ExerciseResult, SubmissionResult
+from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, advised
 from grader import codec
 from grader.intake.warning import GraderWarning, Kind
 
@@ -690,11 +690,11 @@ def _transposed_find_tile(hidden: bool = True) -> SubmissionResult:
     from grader.judge.feedback import same_failures
     advice = "Your answer looks like (col, row). find_tile returns (row, col), so that S[row][col] == tile."
     start = codec.encode(((8, 0, 6), (5, 4, 7), (2, 3, 1)))
-    cases = tuple(CaseResult(f"find_tile#{n}", "fail", visibility, f"at [0]: expected {want}, got {n + 5}. {advice}",
-                             call=f"find_tile(4, {board})", expected=codec.encode((want, 1)),
-                             got=codec.encode((n + 5, 0)), mistake="find_tile_transposed", advice=advice,
-                             reason="wrong value", cause="wrong value",
-                             inputs={board: start} if visibility == "public" else {})
+    cases = tuple(advised(CaseResult(f"find_tile#{n}", "fail", visibility, f"at [0]: expected {want}, got {n + 5}",
+                                     call=f"find_tile(4, {board})", expected=codec.encode((want, 1)),
+                                     got=codec.encode((n + 5, 0)), mistake="find_tile_transposed",
+                                     reason="wrong value", cause="wrong value",
+                                     inputs={board: start} if visibility == "public" else {}), advice)
                   for n, (board, visibility, want) in enumerate((("Start", "public", 0), ("Start2", "public", 2),
                                                                 ("S9", "hidden", 3)))
                   if hidden or visibility == "public")
@@ -732,6 +732,36 @@ def test_a_failure_shared_by_several_cases_is_said_once_in_every_students_view(c
     only_hidden = replace(result, exercises=(replace(result.exercises[0], cases=tuple(hidden),
                                                      notes=same_failures(hidden)),))
     assert "2 cases fail the same way" in student.markdown_report(only_hidden)   # not drawn: the note says it
+
+
+def test_the_other_cases_of_a_group_keep_their_detail_as_it_was_said(capsys) -> None:
+    """A group's other cases showed their message with the advice cut off its end (". " + advice): a detail
+    ending in dots lost them ("KeyError: (5, 4, 7" for a key cut to "(5, 4, 7, ...)"), and a message going on
+    after the advice (the judge's "The error is in h (...)" on an error raised in another function) kept the
+    advice, said again under every case. The detail is a field of the case (store.results.advised), shown as it
+    is."""
+    from grader.report.console import student_report
+    hint = "h looks a tile up by its position: find_tile gives the position of a tile"
+    where = "In [4] (cell 6), line 2"
+    charged = "The error is in EightPuzzle.h (In [4] (cell 6), line 2), called while running astar_search"
+
+    def error(n: int, key: str) -> CaseResult:
+        raised = f"KeyError: {key}"
+        case = advised(CaseResult(f"astar#{n}", "error", "public", f"{raised} (at {where})", call=f"astar(P{n})",
+                                  reason="raised", cause="KeyError: ()", error=raised, where=where), hint)
+        # as the judge charges an error to the function it was raised in (judge.grading._charge)
+        return replace(case, culprit="EightPuzzle.h", message=f"{case.message}. {charged}",
+                       detail=f"{case.detail}. {charged}")
+
+    cases = (error(0, "(8, 0, 6)"), error(1, "(5, 4, 7, ...)"), error(2, "(2, 3, 1, ...)"))
+    result = SubmissionResult("ada", "/ada.ipynb", "", "eight-puzzle-astar", "", "0.1.0", "rlimits", 0.0, 3.0,
+                              (ExerciseResult("astar", "A*", 0.0, 3.0, cases),))
+    student_report(result, {"astar": 1})
+    for text in (capsys.readouterr().out, student.markdown_report(result), student.html_report(result)):
+        flat = " ".join(text.split())
+        assert flat.count("looks a tile up by its position") == 1, text          # the advice, said once
+        assert "(5, 4, 7, ...)" in flat and "(2, 3, 1, ...)" in flat, text
+        assert flat.count("The error is in EightPuzzle.h") == 3, text             # every case's own detail
 
 
 def test_the_terminal_check_draws_a_board_once_and_names_it_after(capsys) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from grader.store.results import CaseResult, ExerciseResult
+from grader.store.results import CaseResult, ExerciseResult, advised
 from grader.rubric.schema import Exercise, Variant
 from grader import codec
 
@@ -45,8 +45,7 @@ def hold_to_one(results: Sequence[CaseResult], by_variant: Sequence[Mapping[str,
                           if name != chosen and judged[index].status == "pass"), None)
             if other is not None:
                 why = _mixed(other, chosen, says)
-                result = replace(result, message=f"{result.message}. {why}" if result.message else why,
-                                 advice=f"{result.advice}. {why}" if result.advice else why,
+                result = replace(advised(result, why),
                                  cause=f"right under {_convention(other, says)} only: the notebook follows "
                                        f"{_convention(chosen, says)}")
         final.append(result)

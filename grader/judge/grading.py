@@ -33,8 +33,8 @@ from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_no
 from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan
 from grader.plan.sealed import default_cache
-from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, bound_case,
-                                  bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
+from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, advised,
+                                  bound_case, bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
 from grader.rubric.schema import Exercise, IsolatedMethod
 from grader import codec
 from grader.kept import SizedMemo
@@ -332,14 +332,12 @@ def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> Ca
     advice = hints_said(exercise, raised)
     if error.get("type") == "SystemExit":
         advice.append("The code called sys.exit() (or raised SystemExit)")
-    for said in advice:
-        message += f". {said}"
     cause = error_cause(str(error.get("type", "Error")), str(error.get("message", "")))
     if error.get("stage") == "reduce":
         message = f"while turning the answer into data ({error.get('reduce', 'reduce')}): {message}"
         cause = f"while turning the answer into data: {cause}"
-    return CaseResult(status="error", message=message, reason=vocabulary.RAISED, cause=cause, error=raised,
-                      where=where, advice=". ".join(advice), **base)
+    return advised(CaseResult(status="error", message=message, reason=vocabulary.RAISED, cause=cause, error=raised,
+                              where=where, **base), ". ".join(advice))
 
 
 # The numbers of an exception's own text, as the child sent it (error["message"]): this is where a case's `cause`
@@ -668,8 +666,7 @@ def _with_mistake(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome, 
                           if codec.same(spelled_alike(answers[mistake.reference]), got, validated=True) is None), None)
     if found is None:
         return result
-    message = f"{result.message}. {found.say}" if result.message else found.say
-    return replace(result, message=message, mistake=found.reference, advice=found.say)
+    return advised(replace(result, mistake=found.reference), found.say)
 
 
 # Checks that compare an answer with an expected value by their options alone: a known mistake's answer is
@@ -955,8 +952,7 @@ def _judged_hints(exercise: Exercise, result: CaseResult, judged: Mapping[str, E
     said = hints_said(exercise, result.error, judged)
     if not said:
         return result
-    return replace(result, message=". ".join((result.message, *said)),
-                   advice=". ".join(part for part in (result.advice, *said) if part))
+    return advised(result, ". ".join(said))
 
 
 def hints_said(exercise: Exercise, error: str, judged: Mapping[str, ExerciseResult] | None = None) -> list[str]:
@@ -1026,8 +1022,9 @@ def _charge(result: CaseResult, outcome: Outcome, graded: str, extracted: Extrac
     name, place = found
     if name == graded or name.split(".")[0] == graded.split(".")[0]:   # its own body, or its own class
         return result
-    return replace(result, culprit=name,
-                   message=f"{result.message}. The error is in {name} ({place}), called while running {graded}")
+    where = f"The error is in {name} ({place}), called while running {graded}"
+    return replace(result, culprit=name, message=f"{result.message}. {where}",
+                   detail=f"{result.detail}. {where}" if result.advice else "")
 
 
 def _run(plan: Plan, exercise: Exercise, cases: Sequence[Case], requests: Sequence[CaseRequest], sandbox: CaseRunner,

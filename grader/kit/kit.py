@@ -39,6 +39,7 @@ from grader.intake.warning import GraderWarning, Kind
 from grader.judge.feedback import renoted, same_failures
 from grader.kit.answers import MethodAnswers, TableOracle
 from grader.store import status as vocabulary
+from grader.store.results import advised
 from grader.store.status import FAILING, UNVERIFIED
 from grader.sandbox.alarm import PACKAGE_FOLDERS, TimeLimit, can_interrupt
 
@@ -570,17 +571,15 @@ def _fallback(case: KitCase, exercise: KitExercise, result: Any) -> Any:
     says = dict(exercise.mistakes)
     for known in case.check.known:
         if codec.same(known.answer, result.got) is None:
-            message, mistake, advice = known.message, "", ""
+            judged = replace(result, status="pass" if known.passed else "fail", fraction=known.fraction,
+                             message=known.message, mistake="", advice="", detail="",
+                             reason="" if known.passed else vocabulary.WRONG,
+                             cause="" if known.passed else f"rejected by the check {case.check.name}")
             if not known.passed:           # as judge(): the first known mistake with this answer explains it
                 for name, say in exercise.mistakes:
                     if name in case.mistakes and codec.same(case.mistakes[name], result.got) is None:
-                        message = f"{message}. {say}" if message else say
-                        mistake, advice = name, say
-                        break
-            return replace(result, status="pass" if known.passed else "fail", fraction=known.fraction,
-                           message=message, mistake=mistake, advice=advice,
-                           reason="" if known.passed else vocabulary.WRONG,
-                           cause="" if known.passed else f"rejected by the check {case.check.name}")
+                        return advised(replace(judged, mistake=name), say)
+            return judged
     if case.check.name == "path":
         failure = path_failure(case.check, case.expected, result.got)
         if failure is not None:
@@ -600,9 +599,9 @@ def _fallback(case: KitCase, exercise: KitExercise, result: Any) -> Any:
     # them says once (report.grouping.own_messages), after each case's own difference.
     advice = (f"This could not be verified here: this case's check ({case.check.name}) needs the course's code, "
               f"so other answers may be right too; it will be checked after submission")
-    return replace(result, status=UNVERIFIED, fraction=0.0, message=_then(message, advice),
-                   reason=vocabulary.UNVERIFIED, cause=f"the check {case.check.name} needs the course's code",
-                   mistake=mistake, advice=advice)
+    return _then(replace(result, status=UNVERIFIED, fraction=0.0, reason=vocabulary.UNVERIFIED,
+                         cause=f"the check {case.check.name} needs the course's code", mistake=mistake),
+                 message, advice)
 
 
 def _graded_by(kit: Kit) -> dict[str, str]:
@@ -642,9 +641,9 @@ def _isolated(kx: KitExercise, result: Any, doubtful: Mapping[str, str]) -> Any:
             # exercise, its `advice`, which a group of such cases says once (report.grouping.own_messages).
             advice = (f"This could not be verified here (your {why}): after submission the case runs again with "
                       f"the course's {', '.join(suspects)}, and the better result counts")
-            case = replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED, advice=advice,
-                           cause="to be judged again with the course's helpers",
-                           message=_then(case.message, advice, f"with your {', '.join(suspects)}: "))
+            case = _then(replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED,
+                                 cause="to be judged again with the course's helpers"),
+                         case.message, advice, f"with your {', '.join(suspects)}: ")
         cases.append(case)
     if any(case.status in ("fail", "error") for case in cases):
         notes += (f"after submission, a failing case of {kx.id} also runs with the course's "
@@ -652,11 +651,11 @@ def _isolated(kx: KitExercise, result: Any, doubtful: Mapping[str, str]) -> Any:
     return replace(result, cases=tuple(cases), notes=notes)
 
 
-def _then(detail: str, advice: str, lead: str = "") -> str:
-    """An unverified case's message: what it did (`lead`, then `detail`), then why it is no failure (its `advice`,
-    the same for every such case of the exercise), so that a group of them says the advice once
-    (report.grouping.own_messages takes it off the others' messages)."""
-    return f"{lead}{detail.rstrip('. ')}. {advice}"
+def _then(case: Any, detail: str, advice: str, lead: str = "") -> Any:
+    """An unverified case: its message says what it did (`lead`, then `detail`, kept as the case's own `detail`),
+    then why it is no failure (its `advice`, the same for every such case of the exercise, in place of any it had),
+    so that a group of them says the advice once (report.grouping.own_messages)."""
+    return advised(replace(case, message=f"{lead}{detail.rstrip('. ')}", advice="", detail=""), advice)
 
 
 def _unanswered(kx: KitExercise, result: Any) -> Any:
@@ -665,9 +664,9 @@ def _unanswered(kx: KitExercise, result: Any) -> Any:
     names = ", ".join(m.name for m in kx.methods)
     advice = (f"This could not be verified here: judged with the course's {names}, your code asked it about "
               f"arguments this kit has no answer for; after submission the course's code answers them")
-    cases = tuple(replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED, advice=advice,
-                          cause="the course's answers of an isolated method are not all in the kit",
-                          message=_then(case.message, advice, "with what the kit could answer: "))
+    cases = tuple(_then(replace(case, status=UNVERIFIED, reason=vocabulary.UNVERIFIED,
+                                cause="the course's answers of an isolated method are not all in the kit"),
+                        case.message, advice, "with what the kit could answer: ")
                   if case.status in ("fail", "error") and case.fraction < 1.0 else case for case in result.cases)
     return replace(result, cases=cases)
 

@@ -70,16 +70,15 @@ def group_cause(first: CaseResult, alike: Sequence[CaseResult]) -> str:
 def own_messages(first: CaseResult, alike: Sequence[CaseResult]) -> list[tuple[CaseResult, str]]:
     """The other cases of a group whose message (with a timeout's limit, store.status.limit_note) is not the
     first's, each with what to show beside its call: its own message, so every case's detail stays in the report,
-    without the advice the first case's message has just given (a known mistake's `say`, an error hint: a message
-    ends with its case's `advice`, after ". ")."""
+    without the advice the first case's message has just given (a known mistake's `say`, an error hint): the
+    case's `detail` (store.results.advised), read as a field. A case stored before it existed shows its whole
+    message."""
     said = first.message + limit_note(first.status, first.limit)
     shown = []
     for case in alike:
         if not case.message or case.message + limit_note(case.status, case.limit) == said:
             continue
-        text = case.message
-        if case.advice and case.advice == first.advice and text.endswith(case.advice):
-            text = text[:-len(case.advice)].rstrip(" .") or text
+        text = case.detail if case.detail and case.advice == first.advice else case.message
         shown.append((case, text + limit_note(case.status, case.limit)))
     return shown
 

@@ -49,6 +49,7 @@ class CaseResult:
     reason: str = ""             # status.REASONS: wrong answer | error | timeout | budget | not graded | ...
     cause: str = ""              # what went wrong with no value of the student's in it: what a class groups by
     advice: str = ""             # what the feedback adds on why (a known mistake's `say`, an error hint, a convention)
+    detail: str = ""             # the message without its advice (set by `advised`); "" when it has none
     error: str = ""              # the exception as raised ("KeyError: 5"), without its place or the advice
     where: str = ""              # the notebook place ("In [4] (cell 7), line 2") it raised in or was stopped at
     limit: float = 0.0           # seconds: the time limit a timeout ran into
@@ -108,6 +109,17 @@ class SubmissionResult:
             if exercise.id == exercise_id:
                 return exercise
         raise KeyError(exercise_id)
+
+
+def advised(case: CaseResult, said: str) -> CaseResult:
+    """`case` with `said` added to its advice and to its message, which says the advice last. What the message says
+    without the advice is kept as its own field, `detail`: a report that says a group's advice once shows the other
+    cases' detail (report.grouping.own_messages) and never cuts it off the message."""
+    if not said:
+        return case
+    return replace(case, message=f"{case.message}. {said}" if case.message else said,
+                   advice=f"{case.advice}. {said}" if case.advice else said,
+                   detail=case.detail if case.advice else case.message)
 
 
 def _case_dict(case: CaseResult) -> dict:
@@ -360,8 +372,8 @@ def _bound_case(case: CaseResult, bounds: Bounds) -> CaseResult:
     changes: dict[str, Any] = {}
     for name, limit in (("message", bounds.message), ("output", bounds.output), ("traceback", bounds.traceback),
                         ("call", bounds.call), ("id", bounds.call), ("cause", bounds.message),
-                        ("advice", bounds.message), ("error", bounds.message), ("where", bounds.call),
-                        ("reason", bounds.call)):
+                        ("advice", bounds.message), ("detail", bounds.message), ("error", bounds.message),
+                        ("where", bounds.call), ("reason", bounds.call)):
         text = getattr(case, name)
         if not isinstance(text, str):
             changes[name] = text = textsafe.cut(str(text), limit)
