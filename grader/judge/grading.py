@@ -40,6 +40,7 @@ from grader import codec
 from grader.kept import SizedMemo
 from grader.store import status as vocabulary
 from grader.sandbox import cpuclock, frames
+from grader.sandbox.alarm import bounded
 from grader.sandbox.budget import Budget
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, MachineBusy, Oracle, Outcome, ProcessLimits, PureOracle, Replies,
@@ -699,6 +700,19 @@ def _reads_as(plan: Plan) -> ReadsAs:
     return reads_as
 
 
+# A check other than a value comparison runs the course's code (its check function, the path check's next_states)
+# on the answer the child chose, in the parent: at most this much of the thread's CPU time a verdict. Right answers
+# take microseconds; an n-puzzle solve returning 'UD' * 3,990,000 (a string within the codec's bounds, every
+# action legal) had check_solution apply 8 million moves, 1.2 s a case and 13.8 s of the parent's CPU for the
+# notebook (0.06 s for the right one). CPU, not wall time: a busy machine never makes it the student's fail.
+CHECK_CPU_SECONDS = 0.25
+CHECK_TOO_SLOW = "an answer the check could not judge in time"
+
+
+class _CheckTooSlow(Exception):
+    pass
+
+
 def _checked(plan: Plan, case: Case, outcome: Outcome, expected_value: Any, base: dict[str, Any]) -> CaseResult:
     """The case's check run on a decoded answer against one expected value (the reference's or a variant's)."""
     got = outcome.value
@@ -709,7 +723,15 @@ def _checked(plan: Plan, case: Case, outcome: Outcome, expected_value: Any, base
                            options=dict(case.check.options), reference=plan.reference, validated=True)
     function = resolve_check(case.check.name, plan.reference)
     try:
-        verdict = function(context)
+        if case.check.name in _VALUE_CHECKS:    # the codec's own walk, bounded by the answer's size
+            verdict = function(context)
+        else:
+            verdict = bounded(lambda: function(context), CHECK_CPU_SECONDS, _CheckTooSlow, cpu=True)
+    except _CheckTooSlow:
+        return CaseResult(status="fail", got=got, message=f"the check {case.check.name} could not judge this answer "
+                                                          f"within {CHECK_CPU_SECONDS:g} s of CPU time: it is too "
+                                                          "large to be the answer", reason=vocabulary.WRONG,
+                          cause=CHECK_TOO_SLOW, **base)
     except (CheckError, ExpressionError) as error:
         return CaseResult(status="problem", got=got, message=f"grader problem (rubric check): {error}",
                           reason=vocabulary.GRADER_PROBLEM, cause=f"the check {case.check.name} is misconfigured",

@@ -23,6 +23,9 @@ import time
 from pathlib import Path
 from collections.abc import Callable
 from types import FrameType, TracebackType
+from typing import TypeVar
+
+T = TypeVar("T")
 
 REPEAT_SECONDS = 0.05
 
@@ -66,17 +69,23 @@ class TimeLimit:
     have passed, and again every REPEAT_SECONDS while it still runs; `limit.expired` says so afterwards.
 
     Off the main thread it does nothing (`limit.armed` is False): signals cannot reach other threads.
+    With `cpu`, the limit is this thread's CPU time: each ring (the first after `seconds` of wall time) reads the
+    thread's clock and lets the code run on while it has used less (a busy machine's waiting costs it nothing).
     """
 
-    def __init__(self, seconds: float, stop: Callable[[], BaseException]):
+    def __init__(self, seconds: float, stop: Callable[[], BaseException], *, cpu: bool = False):
         self.seconds = max(seconds, 0.001)
         self.stop = stop
         self.expired = False
         self.armed = False
+        self.cpu = cpu
+        self._cpu_from = 0.0
         self._previous: signal._HANDLER = None
 
     def __enter__(self) -> TimeLimit:
         if can_interrupt():
+            if self.cpu:
+                self._cpu_from = time.thread_time()
             # The C function, not signal.signal: its enum conversions cost five times the call, and the parent
             # bounds every reference answer to an isolated-helper call (thousands per case) with one of these.
             self._previous = _signal.signal(signal.SIGALRM, self._ring)
@@ -96,6 +105,8 @@ class TimeLimit:
             _signal.signal(signal.SIGALRM, signal.SIG_DFL if self._previous is None else self._previous)
 
     def _ring(self, signum: int, frame: FrameType | None) -> None:
+        if self.cpu and time.thread_time() - self._cpu_from < self.seconds:
+            return     # the wall time passed, not the CPU time: the next ring looks again
         self.expired = True
         if self.armed and not (frame is not None and frame.f_code.co_filename.startswith(PACKAGE_FOLDERS)) \
                 and not _in_hook(frame):
@@ -122,12 +133,24 @@ class ThreadLimit:
     answer to a child's isolated-helper call had no limit in a Dask worker: an `inversions` of 20,000 tiles the
     child chose took 20 s of the worker's CPU, and of 200,000 (within the codec's bounds) most of an hour, for
     every different board (session 18). A timer thread per limit cost 60-100 us of CPU a call; the ringer's
-    lock and wake-up cost a few."""
+    lock and wake-up cost a few. With `cpu`, the limit is the limited thread's CPU time (read by the ringer
+    through the thread's clock), as TimeLimit's."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, cpu: bool = False) -> None:
         self.seconds = max(seconds, 0.001)
         self.expired = False
         self.thread = threading.get_ident()
+        self.clock = time.pthread_getcpuclockid(self.thread) if cpu else None
+        self.cpu_from = time.clock_gettime(self.clock) if self.clock is not None else 0.0
+
+    def short(self) -> bool:
+        """Whether a CPU limit's thread has used less than its seconds (a wall-time limit never is)."""
+        if self.clock is None:
+            return False
+        try:
+            return time.clock_gettime(self.clock) - self.cpu_from < self.seconds
+        except OSError:       # the thread is gone: nothing left to limit
+            return False
 
     def arm(self) -> ThreadLimit:
         _RINGER.add(self, time.monotonic() + self.seconds)
@@ -167,7 +190,9 @@ class _Ringer:
             while True:
                 now = time.monotonic()
                 for limit, at in list(self._due.items()):
-                    if at <= now:
+                    if at <= now and limit.short():
+                        self._due[limit] = now + REPEAT_SECONDS
+                    elif at <= now:
                         limit.expired = True
                         _raise_in(limit.thread, Rang)
                         self._due[limit] = now + REPEAT_SECONDS
@@ -176,3 +201,39 @@ class _Ringer:
 
 
 _RINGER = _Ringer()
+
+
+def bounded(call: Callable[[], T], seconds: float, too_slow: Callable[[], Exception], *, cpu: bool = False) -> T:
+    """call(), for at most `seconds` (of this thread's CPU time, with `cpu`): past them it raises too_slow().
+
+    For trusted code on values the student chose (the reference answering a child's call, a course's check on a
+    decoded answer). An alarm where this thread takes signals; elsewhere (a Dask worker's pool thread) the ringer
+    has it raise Rang, which becomes too_slow(). Either repeats until the call ends: one rung inside a finalizer,
+    or caught by an `except Exception`, would have let it run on."""
+    if not can_interrupt():
+        return _bounded_in_thread(call, seconds, too_slow, cpu)
+    with TimeLimit(seconds, too_slow, cpu=cpu) as limit:
+        answer = call()
+    if limit.expired:
+        raise too_slow()
+    return answer
+
+
+def _bounded_in_thread(call: Callable[[], T], seconds: float, too_slow: Callable[[], Exception], cpu: bool) -> T:
+    limit = ThreadLimit(seconds, cpu=cpu)
+    answer: T | None = None
+    try:
+        limit.arm()
+        answer = call()
+    except Rang:
+        pass
+    finally:
+        while True:   # a ring raised in here, before disarm took the rest back, is taken as the limit's too
+            try:
+                limit.disarm()
+                break
+            except Rang:
+                continue
+    if limit.expired:
+        raise too_slow()
+    return answer  # type: ignore[return-value]

@@ -26,7 +26,7 @@ from grader.intake.warning import GraderWarning, Kind
 from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.confine import remove_tree
-from grader.sandbox.alarm import Rang, ThreadLimit, TimeLimit, can_interrupt
+from grader.sandbox.alarm import TimeLimit, bounded
 from grader.sandbox.budget import Budget, LoadClock
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
     Walks, can_prefetch
@@ -1585,42 +1585,15 @@ class _ReferenceTooSlow(Exception):
 
 
 def _bounded(call: Callable[[], Any], seconds: float) -> Any:
-    """Run a trusted call for at most `seconds` (an alarm where this thread takes signals; off the main thread, as
-    in a Dask worker, a timer thread has it raise: alarm.ThreadLimit). The alarm repeats until the call ends (see
-    alarm.py): one rung inside a finalizer, or caught by an `except Exception`, would have let it run on."""
+    """Run a trusted call for at most `seconds` (alarm.bounded: an alarm, or off the main thread, as in a Dask
+    worker, the ringer thread)."""
     if seconds <= 0:
         raise _ReferenceTooSlow("the case's time ran out")
 
     def too_slow() -> _ReferenceTooSlow:
         return _ReferenceTooSlow(f"the reference took longer than {seconds:.2g} s on these arguments")
 
-    if not can_interrupt():   # a thread that takes no signals (a Dask worker's): another thread rings
-        return _bounded_in_thread(call, seconds, too_slow)
-    with TimeLimit(seconds, too_slow) as limit:
-        answer = call()
-    if limit.expired:
-        raise too_slow()
-    return answer
-
-
-def _bounded_in_thread(call: Callable[[], Any], seconds: float, too_slow: Callable[[], Exception]) -> Any:
-    """_bounded where no signal reaches this thread: an alarm.ThreadLimit rings instead."""
-    limit = ThreadLimit(seconds)
-    try:
-        limit.arm()
-        answer = call()
-    except Rang:
-        answer = None
-    finally:
-        while True:   # a ring raised in here, before disarm took the rest back, is taken as the limit's too
-            try:
-                limit.disarm()
-                break
-            except Rang:
-                continue
-    if limit.expired:
-        raise too_slow()
-    return answer
+    return bounded(call, seconds, too_slow)
 
 
 @dataclass
