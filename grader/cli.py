@@ -125,7 +125,8 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)
     out.line(summary_line(batch, args.out, rows))
-    for n, line in enumerate(same_file_lines(batch)):
+    from grader.store.gradebook import same_file_lines
+    for n, line in enumerate(same_file_lines(batch.gradebook, batch.rubric)):
         from grader.textsafe import terminal   # student ids and file names: any text
         out.console.print(("warning: " if n == 0 else "") + terminal(line), style="yellow", highlight=False,
                           markup=False)
@@ -136,17 +137,6 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
                       f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
     return exit_code(batch, args.allow_mismatch)
-
-
-def same_file_lines(batch: Batch) -> list[str]:
-    """The class's ids graded from one file's bytes from different places (grader.store.twins): one student
-    under two ids, or a copy. Of the whole gradebook, not the batch alone: a renamed file's old id is there."""
-    if batch.gradebook is None or not batch.gradebook.is_file():
-        return []
-    from grader.store.gradebook import Gradebook
-    from grader.store.twins import warning_lines
-    with Gradebook(batch.gradebook) as book:
-        return warning_lines(book.same_files(batch.rubric))
 
 
 def not_judged_line(cases_of: dict[str, int], why: str) -> str:
@@ -463,11 +453,10 @@ def _export(args: argparse.Namespace) -> int:
 
 def _merge(args: argparse.Namespace) -> int:
     from grader.store import overrides
-    from grader.store.gradebook import Gradebook
+    from grader.store.gradebook import merge_files
     _check_target(args.into, "--into")
-    with Gradebook(Path(args.into)) as book:
-        for other in args.gradebooks:
-            print(f"{other}: {book.merge(Path(other))} results merged into {args.into}")
+    for other, merged_results in merge_files(Path(args.into), [Path(other) for other in args.gradebooks]):
+        print(f"{other}: {merged_results} results merged into {args.into}")
     for other in args.gradebooks:
         added = overrides.merge(Path(other), Path(args.into))
         if added:

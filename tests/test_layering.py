@@ -270,6 +270,14 @@ def test_the_gradescope_runner_and_the_kit_check_reuse_the_pipeline() -> None:
     assert {e.imported for e in IMPORTS if e.importer == "grader.run.autograder"} >= {"grader.run.batch"}
 
 
+def test_the_cli_opens_no_gradebook_itself() -> None:
+    """The CLI is thin: what it reads from or writes to a gradebook is a library function of the store (the
+    same-file warning after a batch, a merge), never the Gradebook class opened in a command."""
+    opened = [_where(e) for e in IMPORTS if e.importer == "grader.cli" and e.imported == "grader.store.gradebook"
+              and "Gradebook" in e.names]
+    assert opened == []
+
+
 def test_the_rules_see_the_imports_they_judge() -> None:
     """The reader itself: a relative, a lazy and a `from package import module` import are all found."""
     edges = {(e.importer, e.imported) for e in IMPORTS}

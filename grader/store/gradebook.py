@@ -43,7 +43,7 @@ from typing import Any, Iterable, Iterator
 from grader import textsafe
 from grader.store.results import (
     ExerciseResult, SubmissionResult, bound_result, from_dict, not_judged, stored_form)
-from grader.store.twins import SameFile, same_files
+from grader.store.twins import SameFile, same_files, warning_lines
 
 SCHEMA_VERSION = 4
 
@@ -464,6 +464,23 @@ class Gradebook:
             return imported
         finally:
             source_db.close()
+
+
+def same_file_lines(path: Path | None, rubric: str) -> list[str]:
+    """For the terminal after a batch: the class's ids graded from one file's bytes from different places
+    (store.twins): one student under two ids, or a copy. Of the whole gradebook at `path`, not of one batch: a
+    renamed file's old id is there. None or no gradebook yet: nothing to say."""
+    if path is None or not path.is_file():
+        return []
+    with Gradebook(path) as book:
+        return warning_lines(book.same_files(rubric))
+
+
+def merge_files(into: Path, others: Iterable[Path]) -> list[tuple[Path, int]]:
+    """Merge each gradebook of `others` into the one at `into` (Gradebook.merge): each with how many of its
+    results were merged."""
+    with Gradebook(into) as book:
+        return [(other, book.merge(other)) for other in others]
 
 
 def _schema_version(db: sqlite3.Connection, path: Path) -> int:
