@@ -6,6 +6,8 @@ timed."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -301,6 +303,49 @@ def test_a_reference_that_hangs_on_an_answer_sent_ahead_costs_the_share_and_ends
     assert codec.decode(outcome.value) == codec.decode(plain.value)
     # Asked again by the child, after prefetching stopped: the reference answered it then.
     assert hanging.calls.count(("h", hanging.hanging)) == 2
+
+
+class Slow(Reference):
+    """Hanging's reference, with an end: its 20th call of h computes for 20 s of wall time, then answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hanging: list[Any] = []
+
+    def __call__(self, name: str, args: list, kwargs: dict) -> Any:
+        if name == "h" and sum(called == "h" for called, _ in self.calls) == 19:
+            self.calls.append((name, args))
+            self.hanging = args
+            ends = time.monotonic() + 20
+            while time.monotonic() < ends:
+                pass
+            return h(*args)
+        return super().__call__(name, args, kwargs)
+
+
+def test_an_answer_sent_ahead_is_bounded_in_a_thread_that_takes_no_signal():
+    """A Dask worker grades in a thread of its pool, where no alarm rings: answers sent ahead were bounded only by
+    the clock read between them, so one the reference took 20 s over was computed to its end, kept and sent. The
+    ringer (alarm.bounded) stops it within the share, as the alarm does on the main thread."""
+    code = f"search({START!r}, {GOAL!r}, 120)"
+    plain = run(code, Reference())
+    slow = Slow()
+    found: list[Outcome] = []
+
+    def grade() -> None:
+        case = CaseRequest(id="c1", code=code, timeout=1.0)
+        found.extend(run_cases(statements(SEARCH), [case], isolate=["neighbours", "h"], oracle=PureOracle(slow),
+                               limits=ProcessLimits(load_seconds=5)).outcomes)
+
+    worker = threading.Thread(target=grade)
+    worker.start()
+    worker.join(600)
+    assert not worker.is_alive()
+    [outcome] = found
+    assert outcome.status == "ok", outcome
+    assert codec.decode(outcome.value) == codec.decode(plain.value)
+    # Stopped while sent ahead (nothing of it kept), then asked by the child and answered.
+    assert slow.calls.count(("h", slow.hanging)) == 2
 
 
 def test_an_alarm_ringing_outside_the_reference_and_the_package_ends_prefetching_never_the_case(monkeypatch):

@@ -1145,8 +1145,9 @@ class Sandbox:
         # ~2.6 us of system calls), armed when the first of them must be computed (a reply whose answers are all
         # kept, every reply of a batch's later copies, costs no alarm: the walk looks at LOOKED calls at most) to
         # ring when the share would have: it rings in the reference (raising there) or in the grader's own code
-        # (then `expired` stops the next call); off the main thread, where no alarm rings, the clock is read
-        # before each.
+        # (then `expired` stops the next call); off the main thread, where no alarm rings, each answer is bounded
+        # by the ringer (alarm.bounded) to what is left of the share: before, only the clock read between answers
+        # bounded them, and one answer ran as long as the reference took.
         limit: TimeLimit | None = None
 
         def answer(helper: str, rest: bytes, args: list) -> bytes | None:
@@ -1162,7 +1163,10 @@ class Sandbox:
             if limit is None:
                 limit = TimeLimit(seconds - spent, too_slow).__enter__()
             try:
-                answered = oracle(helper, args, {})
+                if limit.armed:
+                    answered = oracle(helper, args, {})
+                else:   # a thread that takes no signal (a Dask worker's): each answer under the ringer's limit
+                    answered = bounded(lambda: oracle(helper, args, {}), seconds - spent, too_slow)
                 if limit.expired:   # it rang during the call: what the reference made of that is not kept
                     raise _ReferenceTooSlow("rang")
                 made = _answer_tail(answered, texts)
