@@ -139,7 +139,8 @@ CHILD = ("grader.sandbox.runtime", "grader.sandbox.pristine", "grader.sandbox.zy
 # Configuration: parsed once into frozen dataclasses; it knows no stage.
 CONFIGURATION = ("grader.rubric",)
 # Neutral ground any layer may use: pure functions over Python syntax and text, the value codec, the file writer.
-NEUTRAL = ("grader.textsafe", "grader.files", "grader.syntax", "grader.codec", "grader.extras", "grader.kept")
+NEUTRAL = ("grader.textsafe", "grader.incidents", "grader.files", "grader.syntax", "grader.codec", "grader.extras",
+           "grader.kept")
 # One submission's way through the pipeline, and the class-level layer that drives many of them.
 SUBMISSION = ("grader.intake.notebook", "grader.extract", "grader.checks", "grader.plan", "grader.sandbox",
               "grader.judge", "grader.store.results")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from grader import __version__
+from grader import __version__, incidents
 from grader.syntax.analysis import global_data_reads, is_stub
 from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, evaluate_data, for_child,
                                 free_names, isolated_call)
@@ -1271,13 +1271,17 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         budget = busy_facts(sandbox.budget, exercises)
     if settle is not None:
         exercises = tuple(settle(exercises, loaded))
+    # After settling (the kit's, which scores again from the cases): what an attack the sandbox stopped costs.
+    seen = incidents.placed(sandbox.seen, {case.id: exercise_id for exercise_id, planned in plan.cases.items()
+                                           for case in planned})
+    exercises = incidents.apply(exercises, seen, rubric.incidents)
     mismatch = mismatch_note(rubric.assignment, exercises, extracted)
     return bound_result(SubmissionResult(
         submission=submission or submission_id(path), path=str(path), sha256=sha256, rubric=rubric.assignment,
         rubric_sha256=rubric.sha256, grader_version=__version__, isolation=sandbox_level,
         total=total(e.score for e in exercises), max_total=rubric.max_total, exercises=exercises,
         warnings=(GraderWarning(Kind.MISMATCH, mismatch), *said) if mismatch else tuple(said), mismatch=mismatch,
-        environment=environment,
+        environment=environment, incidents=seen,
         seconds=round(time.monotonic() - started, 3), extra={"isolation": held, **budget}))
 
 

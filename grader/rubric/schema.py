@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from grader import incidents as incident_facts
 from grader.rubric.lateness import (LMS_FLAG, LatePolicy, NoZone, is_utc_name, local_zone_name,
                                     parse_due)
 from grader.rubric.yamlmarks import Marked, MarkedList, YamlError, load_marked
@@ -197,6 +198,7 @@ class Rubric:
     exercises: tuple[Exercise, ...]
     fixture_lines: tuple[int, ...] = ()   # line of each fixture name, for errors found against the reference
     late: LatePolicy | None = None        # the penalty for late submissions, shown apart from the score
+    incidents: str = incident_facts.DEFAULT_POLICY   # what an attack the sandbox stopped costs (grader.incidents)
 
     def exercise(self, exercise_id: str) -> Exercise:
         for exercise in self.exercises:
@@ -231,6 +233,8 @@ RUBRIC_KEYS = {
     "exercises": "the graded exercises",
     "late": "late policy {due, per_day, cap, lms_flag, zone}: a share of the score off per day late, at most cap, "
             "shown apart",
+    "incidents": "what an attack the sandbox stopped costs: exercise (default: the exercise it happened in scores 0) "
+                 "or none",
 }
 EXERCISE_KEYS = {
     "id": "canonical name of what the exercise grades",
@@ -927,6 +931,10 @@ def load_rubric(path: str | Path) -> Rubric:
     fixture_lines = tuple(fixtures_node.line_of(index) if isinstance(fixtures_node, MarkedList)
                           else node.line_of("fixtures") for index in range(len(fixtures)))
     late = _late(node.get("late"), node.line_of("late"), problems)
+    incidents = node.get("incidents", incident_facts.DEFAULT_POLICY)
+    if incidents not in incident_facts.POLICIES:
+        problems.add(node.line_of("incidents"), f"incidents: must be one of {', '.join(incident_facts.POLICIES)}, "
+                                                f"not {str(incidents)[:40]!r}")
     if problems.items:
         raise RubricError(problems.items)
     policy = replace(policy, roots=_roots(exercises, support))
@@ -938,4 +946,4 @@ def load_rubric(path: str | Path) -> Rubric:
         path=path, sha256=digest.hexdigest(), assignment=assignment, title=str(node.get("title", assignment)),
         reference=reference, template=template, support=support, submissions=submissions,
         fixtures=fixtures, limits=limits, policy=policy, exercises=tuple(exercises), fixture_lines=fixture_lines,
-        late=late)
+        late=late, incidents=str(incidents))

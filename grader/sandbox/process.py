@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from grader import codec
+from grader import codec, incidents
 from grader.intake.warning import GraderWarning, Kind
 from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
@@ -442,6 +442,12 @@ class Sandbox:
         self.known_texts: dict[str, Any] = {}
         # The caller's deadline moves by what a busy machine took from the grading, at most `slack` s (budget.py).
         self.budget = Budget.start(slack, time.monotonic())
+        # What the grader's side saw student code try that no honest code does (grader.incidents): grading places
+        # them. `near`: a case of the request being served, "" during a load (the notebook's top-level code), where
+        # the pids group's refused forks go; `refused_forks`: that count of the current child's group as last read.
+        self.seen: list[incidents.Seen] = []
+        self.near = ""
+        self.refused_forks = 0
 
     # -- lifecycle ------------------------------------------------------------------------------------------
     def __enter__(self) -> "Sandbox":
@@ -458,6 +464,7 @@ class Sandbox:
             # namespaces, where the kill goes through the pidfd; a bare pid could be another process by then.
             if self.budget.slack > 0:   # what it waited and computed is kept (_stop does it for the others)
                 self.budget.child_stopping(self.process.pid, self._computed())
+            self._count_refused_forks()
             child = _Child(self.process, self.request_fd, self.reader, self.pids, self.scratch, "", {}, self.memory,
                            self.cpu)
             self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
@@ -495,7 +502,23 @@ class Sandbox:
         self.reloaded += given
         return given
 
+    def saw(self, kind: str, case: str = "", near: str | None = None) -> None:
+        """Student code did what only hostile code does, as the parent saw it (a frame the runtime never writes)."""
+        self.seen.append(incidents.Seen(kind, incidents.PARENT, case, self.near if near is None else near))
+
+    def _count_refused_forks(self) -> None:
+        """The forks and threads the kernel refused at the sandbox's process cap since the last look, as seen
+        during what is running now (`near`): a fork bomb's, which honest code never reaches (PIDS_MAX)."""
+        if self.pids is None:
+            return
+        count = self.pids.refused()
+        if count > self.refused_forks:
+            self.seen.append(incidents.Seen(incidents.PROCESS_CAP, incidents.PIDS_CGROUP, "", self.near,
+                                            count - self.refused_forks))
+            self.refused_forks = count
+
     def _stop(self) -> None:
+        self._count_refused_forks()
         if self.process is not None and self.budget.slack > 0:
             self.budget.child_stopping(self.process.pid, self._computed())
         if self.meter is not None:
@@ -542,6 +565,7 @@ class Sandbox:
             child.process, child.request_fd, child.reader, child.pids, child.scratch, child.memory, child.cpu
         self.meter = cpu_meter(self.cpu, self.memory)
         self.made, self.started_waiting = child.made, child.waited
+        self.refused_forks = self.pids.refused() if self.pids is not None else 0   # a spare's start is not ours
         self.carried = None
         self.answered = frozenset()
         self.heard_hidden = False
@@ -591,6 +615,7 @@ class Sandbox:
         started = time.monotonic()
         while True:
             self._stop()
+            self.near = ""   # what happens now is the notebook's top-level code's
             self._start()
             if self.process is not None:
                 self.budget.child_started(self.process.pid, self.meter.stalled if self.meter is not None else None,
@@ -640,6 +665,8 @@ class Sandbox:
                         raise frames.Invalid("a frame the runtime does not send while it loads")
                     running, left_out = message.index, message.left_out
             except (wire.Timeout, wire.Closed, wire.FrameError, frames.Invalid) as error:
+                if isinstance(error, (wire.FrameError, frames.Invalid)):
+                    self.saw(incidents.FORGED_FRAME)
                 self._leave_out(left_out, indices)
                 out_of_time = until is not None and time.monotonic() >= until
                 if (running is not None and running < len(indices) and self.restarts < len(self.statements)
@@ -674,6 +701,7 @@ class Sandbox:
                                          f"did not finish within {self.limits.load_seconds:g} s; left out")
                                         + (f"; {names} unavailable" if names else "")))
             self._leave_out(message.left_out, indices)   # not run again when the child is restarted
+            self._count_refused_forks()
             self.carried = self.meter.seconds() if self.meter is not None else None   # the runtime's snapshot next
             # A module this machine lacks is the environment's business (for the TA), not the student's.
             self.load_report = LoadReport(
@@ -800,8 +828,10 @@ class Sandbox:
                     outcomes.extend(Outcome(c.id, "crash", error={"message": str(error)}) for c in cases[position:])
                     break
             batch = cases[position:]
+            self.near = batch[0].id
             produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts, methods,
                                               more)
+            self._count_refused_forks()
             self.budget.exercise_ended(time.monotonic())   # the fork's waiting, as last read, is kept
             if not produced:  # the child died before running anything: count it against the restarts
                 self.restarts += 1
@@ -900,6 +930,7 @@ class Sandbox:
                 return outcomes, False
             except (wire.FrameError, frames.Invalid) as error:
                 victim = current or (cases[len(outcomes)] if len(outcomes) < len(cases) else None)
+                self.saw(incidents.FORGED_FRAME, current.id if current is not None else "")
                 if victim is not None:
                     outcomes.append(_broken_rule(victim, clock.started if clock else time.monotonic(),
                                                  f"sent the grader a malformed message ({error})"))
@@ -911,6 +942,7 @@ class Sandbox:
                 # (run by the pristine check between exercises, or left by the last case) writing frames that
                 # the parent read and parsed until the runtime's own deadline: RUNTIME_SECONDS of the grader's
                 # CPU per exercise for next to none of the child's. The child is replaced now.
+                self.saw(incidents.FORGED_FRAME)
                 return outcomes, False
             if isinstance(message, frames.Forked) and current is None:
                 forked = True
@@ -948,6 +980,8 @@ class Sandbox:
                                                                   f"call to an isolated helper)"}))
                         return outcomes, False
                 if problem is not None:
+                    if message.name not in isolate:   # the runtime asks only for what it was told (the limits: not)
+                        self.saw(incidents.FORGED_CALL, current.id)
                     outcomes.append(_broken_rule(current, clock.started, problem))
                     return outcomes, False
             elif isinstance(message, frames.Result):
@@ -956,6 +990,7 @@ class Sandbox:
                 if message.case != current.id:
                     # The runtime answers the case it runs, once; anything else is forged (a noise frame of
                     # tens of MB costs the parent its parsing): the case it arrives in pays, not the grader.
+                    self.saw(incidents.FORGED_FRAME, current.id)
                     outcomes.append(_broken_rule(current, clock.started, "sent an answer to a case it was not "
                                                                          "running"))
                     return outcomes, False
@@ -986,6 +1021,7 @@ class Sandbox:
                     # the runtime's deadline replaces the child. Sending the request again would have it run twice.
                     # That report comes once: more are student code's (read until the runtime's deadline).
                     if reported:
+                        self.saw(incidents.FORGED_FRAME)
                         return outcomes, False
                     reported = True
                     continue
@@ -998,6 +1034,7 @@ class Sandbox:
                 # `forked`, a `progress`, `loaded` or `ready` of a start or load, a `done`, are forged, and cost
                 # the case. Ignored, a prebuilt 600 kB `progress` written again and again cost the parent 6.5 s of
                 # CPU parsing it in the 10 s to the wall backstop, for 0.05 s of the case's (130 times).
+                self.saw(incidents.FORGED_FRAME, current.id)
                 outcomes.append(_broken_rule(current, clock.started, "sent a frame of its start, load or fork "
                                                                      "while running a case"))
                 return outcomes, False
@@ -1638,7 +1675,13 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
         "cover": list(hide_paths), "preload": list(preload), "cpus": _cpus(),
         "limits": {"memory_bytes": memory, "cpu_seconds": limits.cpu_seconds,
                    "file_bytes": min(limits.file_mb, limits.disk_mb) * 1024 * 1024, "open_files": limits.open_files,
-                   "processes": limits.processes}}
+                   "processes": limits.processes if pids is None else limits.processes + NPROC_ROOM}}
+
+
+# Where a pids cgroup caps the sandbox (at PIDS_MAX), RLIMIT_NPROC stays only a backstop this far above it: at the
+# same number the rlimit refused first, silently, and the group's count of refused forks (pids.events), which makes
+# a fork bomb an incident (grader.incidents), stayed 0.
+NPROC_ROOM = 64
 
 
 def _cpus() -> list[int]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.files import write_text
-from grader import textsafe
+from grader import incidents as incident_facts, textsafe
 from grader.store import shared
 from grader.store.status import PROBLEM, machine_busy
 from grader.intake.warning import GraderWarning, Kind, from_json as warning_from_json, to_json as warning_to_json
@@ -103,6 +103,9 @@ class SubmissionResult:
     # "this notebook does not look like <assignment>: ..." when most graded names are absent
     mismatch: str = ""
     environment: tuple[GraderWarning, ...] = ()   # for the TA: what the machine lacked (modules given stand-ins)
+    # What the sandbox refused or stopped that only hostile code does, as a trusted observer saw it (grader.incidents);
+    # the rubric's policy has already taken its cost from `exercises`. Results stored before it existed: none.
+    incidents: tuple[incident_facts.Incident, ...] = ()
 
     def exercise(self, exercise_id: str) -> ExerciseResult:
         for exercise in self.exercises:
@@ -153,6 +156,8 @@ def to_dict(result: SubmissionResult) -> dict:
                           for e in result.exercises]
         elif name in ("warnings", "environment"):
             data[name] = [warning_to_json(w) for w in getattr(result, name)]
+        elif name == "incidents":
+            data[name] = [incident_facts.to_json(i) for i in result.incidents]
         elif name == "extra":
             data[name] = dict(result.extra)
         else:
@@ -217,7 +222,8 @@ def from_dict(data: dict) -> SubmissionResult:
     # Warnings stored before they had fields are plain strings: they read as text alone (Kind.TEXT).
     return SubmissionResult(**{**data, "exercises": exercises,
                                "warnings": tuple(warning_from_json(w) for w in data["warnings"]),
-                               "environment": tuple(warning_from_json(w) for w in data.get("environment", ()))})
+                               "environment": tuple(warning_from_json(w) for w in data.get("environment", ())),
+                               "incidents": tuple(incident_facts.from_json(i) for i in data.get("incidents", ()))})
 
 
 # ---------------------------------------------------------------------------------------------- bounds
@@ -611,7 +617,7 @@ def stored_form_of(data: dict, read: SubmissionResult, result: SubmissionResult)
     return data
 
 
-_NESTED_FIELDS = ("exercises", "warnings", "environment", "extra")
+_NESTED_FIELDS = ("exercises", "warnings", "environment", "incidents", "extra")
 _PLAIN_FIELDS = tuple(name for name in _ALL_RESULT_FIELDS if name not in _NESTED_FIELDS)
 
 

@@ -1,0 +1,113 @@
+"""Incidents: what the sandbox refused or stopped that only hostile code does, as facts a trusted observer saw.
+
+Why a module of its own: the sandbox contains an attack whatever it costs the student, but a contained attack whose
+answers are right used to score full marks, unseen. An incident is recorded only where (1) no honest solution does
+it and (2) the grader's side saw it (the parent's frame check, the kernel's pids cgroup), never the child's word
+about itself. What honest code can hit (time, memory, recursion, a full scratch, the isolated-helper call limits,
+a write outside the scratch: matplotlib writes its cache under the home folder) stays a failed case, no incident.
+The rubric's `incidents:` policy says what one costs (POLICIES); `apply` is that cost, a pure function of the
+exercises and the incidents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+# What was seen. Words for the TA, each a fact of its own (never parsed out of a message).
+FORGED_FRAME = "forged frame"        # a frame the runtime never writes at that point (noise, a start/load frame
+                                     # during a case, an answer to another case, a malformed frame)
+FORGED_CALL = "forged helper call"   # an isolated-helper call for a name this run does not isolate
+PROCESS_CAP = "process cap"          # a fork or thread refused because the sandbox's process cap was reached
+KINDS = (FORGED_FRAME, FORGED_CALL, PROCESS_CAP)
+
+# Who saw it: the grader's own side, which student code cannot reach.
+PARENT = "parent frame check"        # grader/sandbox/process.py reads and checks every frame
+PIDS_CGROUP = "pids cgroup"          # the kernel's count of forks refused at the cap (pids.events: max)
+OBSERVERS = (PARENT, PIDS_CGROUP)
+
+# The rubric's `incidents:` policy. exercise (default): the exercise during which it happened earns no points, and
+# every exercise for one during the load (the notebook's top-level code runs before, and for, every exercise):
+# a TA can say "the code graded for this exercise tried something no solution needs; the sandbox stopped it, and
+# an exercise whose code attacks the grader is not credited". Not a share off the total (like a late penalty):
+# that would make an attack that fails in a cheap exercise cost what a late hand-in does. none: recorded and
+# shown to the TA, costs nothing (a course that wants to look first).
+EXERCISE, NONE = "exercise", "none"
+POLICIES = (EXERCISE, NONE)
+DEFAULT_POLICY = EXERCISE
+
+# What the student reads: that it happened and what it cost, never what was seen or how (that would teach the
+# next attempt). The TA's report has the facts.
+STUDENT_NOTE = ("the grader stopped something this exercise's code did that no solution needs to do; this exercise "
+                "earns no points (your TA has the details)")
+STUDENT_NOTE_LOAD = ("the grader stopped something the notebook's top-level code did that no solution needs to do; "
+                     "no exercise earns points (your TA has the details)")
+STUDENT_NOTE_SHOWN = "the grader stopped something this exercise's code did that no solution needs to do"
+
+
+@dataclass(frozen=True)
+class Incident:
+    """One kind of thing a trusted observer saw the sandbox refuse or stop, where: `exercise` "" is the load (the
+    notebook's top-level code), `case` "" is between cases or unknown; `count` how many times."""
+
+    kind: str          # KINDS
+    observer: str      # OBSERVERS
+    exercise: str = ""
+    case: str = ""
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the sandbox saw, before grading placed it: `case` the case running ("" none), `near` a case of the
+    request it was serving, whose exercise it belongs to ("" during the load)."""
+
+    kind: str
+    observer: str
+    case: str = ""
+    near: str = ""
+    count: int = 1
+
+
+def placed(seen: Iterable[Seen], exercise_of: Mapping[str, str]) -> tuple[Incident, ...]:
+    """The sandbox's sightings as incidents of their exercises (`exercise_of`: case id -> exercise id), equal
+    ones (kind, observer, exercise, case) merged into one with their counts added, in the order first seen."""
+    merged: dict[tuple[str, str, str, str], int] = {}
+    for item in seen:
+        exercise = exercise_of.get(item.case or item.near, "") if (item.case or item.near) else ""
+        key = (item.kind, item.observer, exercise, item.case)
+        merged[key] = merged.get(key, 0) + max(1, item.count)
+    return tuple(Incident(kind, observer, exercise, case, count)
+                 for (kind, observer, exercise, case), count in merged.items())
+
+
+def apply(exercises: Sequence[Any], incidents: Sequence[Incident], policy: str) -> tuple[Any, ...]:
+    """The exercises (results.ExerciseResult) as the policy has them: under `exercise`, those during which an
+    incident happened (all of them for one during the load) score 0, with STUDENT_NOTE; under `none`, a note only.
+    Cases keep their verdicts: what the code answered is still shown."""
+    if not incidents:
+        return tuple(exercises)
+    at_load = any(incident.exercise == "" for incident in incidents)
+    hit = {incident.exercise for incident in incidents}
+    out = []
+    for exercise in exercises:
+        if not (at_load or exercise.id in hit):
+            out.append(exercise)
+        elif policy == NONE:
+            out.append(replace(exercise, notes=(*exercise.notes, STUDENT_NOTE_SHOWN)))
+        else:
+            note = STUDENT_NOTE if exercise.id in hit else STUDENT_NOTE_LOAD
+            out.append(replace(exercise, score=0.0, notes=(*exercise.notes, note)))
+    return tuple(out)
+
+
+def to_json(incident: Incident) -> dict[str, Any]:
+    return {"kind": incident.kind, "observer": incident.observer, "exercise": incident.exercise,
+            "case": incident.case, "count": incident.count}
+
+
+def from_json(data: Mapping[str, Any]) -> Incident:
+    """An incident read back; a field a stored result lacks reads as its default."""
+    return Incident(str(data.get("kind", "")), str(data.get("observer", "")), str(data.get("exercise", "")),
+                    str(data.get("case", "")), int(data.get("count", 1)))

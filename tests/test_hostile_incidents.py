@@ -1,0 +1,200 @@
+"""Incidents: an attack the sandbox stopped costs the student points even when its answers are right, is recorded
+as facts a trusted observer saw (grader.incidents), and honest code's limits (time, memory, recursion) are none.
+
+Each sandbox test grades a real notebook (the bundled correct one with one cell appended) in a real sandbox.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from grader import incidents
+from grader.judge.grading import grade_path, support_sources
+from grader.rubric.schema import RubricError, load_rubric
+from grader.sandbox.isolation import PIDS_MAX, detect
+from grader.store.results import CaseResult, ExerciseResult, from_dict, to_dict
+from notebook_build import appended, write
+
+REPO = Path(__file__).resolve().parents[1]
+CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
+
+# find_tile answers right, but during its first case it writes one well-formed `progress` frame (a frame of a load,
+# never of a case) to the runtime's answer pipe, found through the runtime's frames as any student can. Before,
+# that case was an error and the exercise kept its other cases' points.
+FORGED_IN_FIND_TILE = '''
+import json as _rt_json, os as _rt_os, struct as _rt_struct, sys as _rt_sys
+_rt_find_tile = find_tile
+def _rt_case(frame):
+    while frame is not None:
+        case = frame.f_locals.get("case")
+        if isinstance(case, dict) and isinstance(case.get("id"), str):
+            return case["id"]
+        frame = frame.f_back
+def find_tile(*args, **kwargs):
+    if _rt_case(_rt_sys._getframe(1)) == "find_tile#1":
+        frame = _rt_sys._getframe(1)
+        while "self" not in frame.f_locals or not hasattr(frame.f_locals["self"], "response_fd"):
+            frame = frame.f_back
+        body = _rt_json.dumps({"op": "progress", "index": 0, "left_out": []}).encode()
+        _rt_os.write(frame.f_locals["self"].response_fd, _rt_struct.pack(">I", len(body)) + body)
+    return _rt_find_tile(*args, **kwargs)
+'''
+
+# The same frame written by top-level code, in the statement that binds the graded find_tile: the statement is
+# left out (the load goes on without it: the notebook's own earlier find_tile is graded) and every answer is right.
+FORGED_AT_LOAD = '''
+import json as _rt_json, os as _rt_os, struct as _rt_struct
+def _rt_forging(function):
+    body = _rt_json.dumps({"op": "ready", "pid": 1}).encode()
+    for fd in range(3, 32):
+        try:
+            _rt_os.write(fd, _rt_struct.pack(">I", len(body)) + body)
+        except OSError:
+            pass
+    return function
+find_tile = _rt_forging(find_tile)
+'''
+
+# replace_numbers answers right, after forking sleepers until the sandbox's process cap refuses (bounded).
+FORK_BOMB_IN_REPLACE_NUMBERS = f'''
+import os as _rt_os, sys as _rt_sys
+_rt_replace_numbers = replace_numbers
+def replace_numbers(*args, **kwargs):
+    if _rt_sys._getframe(1).f_code.co_filename == "<case>":
+        refused = 0
+        for _ in range({PIDS_MAX + 64}):
+            try:
+                pid = _rt_os.fork()
+            except OSError:
+                refused += 1
+                if refused >= 5:
+                    break
+                continue
+            if pid == 0:
+                try:
+                    _rt_os.execv("/bin/sleep", ["sleep", "7171.91"])
+                finally:
+                    _rt_os._exit(0)
+    return _rt_replace_numbers(*args, **kwargs)
+'''
+
+# What honest code hits: a memory bomb in find_numbers' first case, runaway recursion in manhattan's. They cost
+# their cases as before, and are no incidents.
+HONEST_LIMITS = '''
+import sys as _rt_sys
+_RT_SEEN = []
+_rt_find_numbers, _rt_manhattan = find_numbers, manhattan
+def find_numbers(*args, **kwargs):
+    if _rt_sys._getframe(1).f_code.co_filename == "<case>" and "f" not in _RT_SEEN:
+        _RT_SEEN.append("f")
+        hoard = []
+        while True:
+            hoard.append(bytearray(64 * 1024 * 1024))
+    return _rt_find_numbers(*args, **kwargs)
+def _rt_deep(n):
+    return _rt_deep(n + 1) + 1
+def manhattan(*args, **kwargs):
+    if _rt_sys._getframe(1).f_code.co_filename == "<case>" and "m" not in _RT_SEEN:
+        _RT_SEEN.append("m")
+        return _rt_deep(0)
+    return _rt_manhattan(*args, **kwargs)
+'''
+
+
+def _lost(result) -> dict[str, float]:
+    return {e.id: e.score for e in result.exercises if e.score < e.max_score}
+
+
+def test_a_forged_frame_costs_its_whole_exercise_and_is_recorded_as_the_parent_saw_it(plan, tmp_path):
+    result = grade_path(write(tmp_path / "forged.ipynb", appended(CORRECT, FORGED_IN_FIND_TILE)), plan,
+                        support_sources(plan))
+    assert _lost(result) == {"find_tile": 0.0}   # before: the first case only (the others passed)
+    exercise = result.exercise("find_tile")
+    assert [c.status for c in exercise.cases].count("pass") == len(exercise.cases) - 1
+    assert incidents.STUDENT_NOTE in exercise.notes
+    assert result.incidents == (incidents.Incident(incidents.FORGED_FRAME, incidents.PARENT, "find_tile",
+                                                   exercise.cases[0].id, 1),)
+    # Kept as facts in the stored result, and read back the same.
+    assert from_dict(to_dict(result)).incidents == result.incidents
+
+
+def test_an_attack_at_load_costs_every_exercise_unless_the_rubric_says_none(plan, tmp_path):
+    path = write(tmp_path / "forged-at-load.ipynb", appended(CORRECT, FORGED_AT_LOAD))
+    result = grade_path(path, plan, support_sources(plan))
+    assert result.incidents and all(i.exercise == "" and i.kind == incidents.FORGED_FRAME for i in result.incidents)
+    assert result.total == 0 and all(incidents.STUDENT_NOTE_LOAD in e.notes for e in result.exercises)
+    # Its answers were all right: under `incidents: none` it is only shown.
+    shown = grade_path(path, replace(plan, rubric=replace(plan.rubric, incidents=incidents.NONE)),
+                       support_sources(plan))
+    assert shown.total == shown.max_total and shown.incidents == result.incidents
+    assert all(incidents.STUDENT_NOTE_SHOWN in e.notes for e in shown.exercises)
+
+
+@pytest.mark.skipif(detect().pids_root is None, reason="no pids cgroup here: nothing counts the forks it refused")
+def test_a_fork_bomb_stopped_at_the_cap_costs_its_exercise(plan, tmp_path):
+    result = grade_path(write(tmp_path / "fork-bomb.ipynb", appended(CORRECT, FORK_BOMB_IN_REPLACE_NUMBERS)),
+                        plan, support_sources(plan))
+    assert _lost(result) == {"replace_numbers": 0.0}   # before: full marks, all its answers right
+    assert all(c.status == "pass" for c in result.exercise("replace_numbers").cases)
+    [incident] = result.incidents
+    assert (incident.kind, incident.observer, incident.exercise) == \
+        (incidents.PROCESS_CAP, incidents.PIDS_CGROUP, "replace_numbers")
+    assert incident.count >= 1
+
+
+def test_memory_and_recursion_limits_are_no_incidents(plan, tmp_path):
+    result = grade_path(write(tmp_path / "honest.ipynb", appended(CORRECT, HONEST_LIMITS)), plan,
+                        support_sources(plan))
+    assert set(_lost(result)) == {"find_numbers", "manhattan"}
+    assert all(e.score > 0 for e in result.exercises)   # one case each, as before
+    assert result.incidents == ()
+    assert not any(incidents.STUDENT_NOTE in e.notes for e in result.exercises)
+
+
+def test_a_rubric_naming_no_known_policy_is_refused_with_its_line(tmp_path):
+    source = (REPO / "rubrics" / "taoistic-search.yaml").read_text(encoding="utf-8")
+    (tmp_path / "rubrics").mkdir()
+    (tmp_path / "assignments").symlink_to(REPO / "assignments")
+    (tmp_path / "reference").symlink_to(REPO / "reference")
+    rubric = tmp_path / "rubrics" / "taoistic-search.yaml"
+    rubric.write_text(source + "\nincidents: forgive\n", encoding="utf-8")
+    with pytest.raises(RubricError, match="incidents: must be one of exercise, none"):
+        load_rubric(rubric)
+    rubric.write_text(source + "\nincidents: none\n", encoding="utf-8")
+    assert load_rubric(rubric).incidents == incidents.NONE
+    assert load_rubric(REPO / "rubrics" / "taoistic-search.yaml").incidents == incidents.EXERCISE
+
+
+# ------------------------------------------------------------------------------------------------ the policy, pure
+
+IDS = ("a", "b", "c")
+
+
+def _exercise(exercise_id: str, score: float) -> ExerciseResult:
+    return ExerciseResult(exercise_id, exercise_id, score, 2.0, (CaseResult(f"{exercise_id}#1", "pass", "public", ""),))
+
+
+sightings = st.lists(st.builds(incidents.Seen, st.sampled_from(incidents.KINDS), st.sampled_from(incidents.OBSERVERS),
+                               st.sampled_from(("", "a#1", "b#1")), st.sampled_from(("", "a#1", "c#1")),
+                               st.integers(1, 5)), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sightings, st.lists(st.floats(0, 2), min_size=3, max_size=3), st.sampled_from(incidents.POLICIES))
+def test_the_policy_only_ever_takes_points_and_only_where_something_was_seen(seen, scores, policy):
+    exercises = [_exercise(i, s) for i, s in zip(IDS, scores, strict=True)]
+    placed = incidents.placed(seen, {f"{i}#1": i for i in IDS})
+    assert sum(i.count for i in placed) == sum(s.count for s in seen)
+    judged = incidents.apply(exercises, placed, policy)
+    hit = {i.exercise for i in placed}
+    for before, after in zip(exercises, judged, strict=True):
+        assert after.cases == before.cases
+        if policy == incidents.NONE or not ("" in hit or before.id in hit):
+            assert after.score == before.score
+        else:
+            assert after.score == 0
+        assert (after.notes == before.notes) == (not ("" in hit or before.id in hit))
