@@ -122,6 +122,11 @@ WRAPPERS = ("if True:", "try:|except Exception:\n    pass", "try:|finally:\n    
             "import contextlib\nwith contextlib.suppress(ImportError):", "for _once in range(1):",
             "while True:|    break", "if __debug__:|else:\n    pass", "if __name__ == '__main__':")
 STUBS = ("pass", "'your code here'", "raise NotImplementedError", "...", "return None")
+# An earlier wrong try of the same function, left above the right one (Jupyter, run top to bottom, ends with the
+# last): not a stub, so only the order of definitions can tell them apart.
+DRAFTS = ("return 'an earlier try'", "return -1", "print('draft')\n    return []")
+# Star imports a student writes on top: of the standard library, or of the course's support module.
+STAR_IMPORTS = ("from math import *", "from collections import *", "from heapq import *", "from Set import *")
 
 
 def _code(cell: dict) -> str:
@@ -158,30 +163,60 @@ def _bound(tree: ast.Module) -> set[str]:
     return names
 
 
+def _module_names(tree: ast.Module) -> set[str]:
+    """The names a cell binds in the notebook's namespace: not a function's or a class's own (its methods, its
+    locals), which any number of cells may share."""
+    names: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            stack.extend([*node.decorator_list, *getattr(node, "bases", ())])
+        elif isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
 def _names(source: str) -> set[str] | None:
-    """What a cell binds as IPython runs it (its magics calls of get_ipython()), None when it does not parse."""
+    """What a cell binds in the notebook's namespace as IPython runs it (its magics calls of get_ipython()), None
+    when it does not parse."""
     from IPython.core.inputtransformer2 import TransformerManager
     try:
         tree = _tree(TransformerManager().transform_cell(source))
     except Exception:   # IPython's own parse of a cell it cannot run
         return None
-    return _bound(tree) if tree is not None else None
+    return _module_names(tree) if tree is not None else None
 
 
-def _only_functions(source: str) -> bool:
-    """Whether the cell, as IPython runs it, only defines functions whose definition reads no name (no decorator,
-    constant defaults): where it stands is then no matter to any other definition. A class cell moved below a
-    subclass of it fails where the student's order ran (extraction moves statements, never definitions, after
-    what they use; the notes of session 18 say so)."""
+def _only_definitions_run(source: str) -> bool:
+    """Whether the cell, as IPython runs it, only imports and defines functions and classes (decorated or not,
+    with any defaults and bases): where it stands is then no matter, as long as the student ran it before what
+    needs it. A def or class waits for what its own statement evaluates, and a statement for what it reads
+    (extraction's _after_late_definitions); a star import binds names nobody can list, so its cell stays."""
     from IPython.core.inputtransformer2 import TransformerManager
     try:
         tree = _tree(TransformerManager().transform_cell(source))
     except Exception:
         return False
     return tree is not None and bool(tree.body) and all(
-        isinstance(node, ast.FunctionDef) and not node.decorator_list
-        and all(isinstance(d, ast.Constant) for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None)
+        isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import))
+        or isinstance(node, ast.ImportFrom) and all(alias.name != "*" for alias in node.names)
+        or isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_magic_call(node.value)
         for node in tree.body)
+
+
+def _is_magic_call(call: ast.Call) -> bool:
+    """`get_ipython().run_line_magic(...)` / `.system(...)`: a line magic as IPython runs it, which binds nothing."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and \
+        isinstance(func.value.func, ast.Name) and func.value.func.id == "get_ipython"
 
 
 def _indented(source: str, prefix: str) -> str:
@@ -231,6 +266,24 @@ def _stub(source: str, body: str) -> str:
     return "\n\n".join(stubs)
 
 
+def _merged(draw: st.DrawFn, cells: list[dict], names: dict[int, set[str]], done: list[str]) -> None:
+    """Join a code cell of definitions alone with the code cell right after it (both plain Python)."""
+    def plain(cell: dict) -> ast.Module | None:
+        text = _code(cell)
+        return _tree(text) if cell["cell_type"] == "code" and _magic_free(text) and "\r" not in text else None
+
+    pairs = [n for n in range(len(cells) - 1) if (first := plain(cells[n])) is not None
+             and _only_definitions(first) and plain(cells[n + 1]) is not None
+             and id(cells[n]) in names and id(cells[n + 1]) in names]
+    if not pairs:
+        return
+    n = draw(st.sampled_from(pairs))
+    second = cells.pop(n + 1)
+    cells[n]["source"] = _code(cells[n]).rstrip("\n") + "\n\n" + _code(second)
+    names[id(cells[n])] |= names.pop(id(second))
+    done.append(f"cells {n} and {n + 1} merged")
+
+
 def _as_source(text: str, form: str) -> Any:
     if form == "string":
         return text
@@ -269,9 +322,10 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
         # Order matters: what changes the Python first, then what IPython takes off again, the cell magic last.
         if "stub_before" in ops and definitions and tree is not None and any(
                 isinstance(n, ast.FunctionDef) for n in tree.body):
+            body = draw(st.sampled_from(STUBS + DRAFTS))
             before.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                           "source": _stub(text, draw(st.sampled_from(STUBS)))})
-            done.append(f"stub before cell {len(cells)}")
+                           "source": _stub(text, body)})
+            done.append(f"{'stub' if body in STUBS else 'draft'} before cell {len(cells)}")
         if "decorate" in ops and definitions and tree is not None and any(
                 isinstance(n, ast.FunctionDef) for n in tree.body):
             decorator = draw(st.sampled_from(["@noop", "@(lambda f: f)"]))
@@ -312,8 +366,12 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
         for added in (*before, cell, *after):
             if (bound := _names(_code(added) if added is not cell else original)) is not None:
                 names[id(added)] = bound
-    # Cells out of order (run in another order than they stand): a cell of functions whose names no other cell
-    # binds, moved (a statement that calls them waits for them: extraction's _after_late_definitions).
+    # Two cells as one (a cell of definitions and the cell after it, both Python): what they define and run is the
+    # same, in the same order; a statement's error still stops only what follows it.
+    if draw(st.integers(0, 2)) == 0:
+        _merged(draw, cells, names, done)
+    # Cells out of order (run in another order than they stand): a cell of imports, functions and classes whose
+    # names no other cell binds, moved (what needs them waits for them: extraction's _after_late_definitions).
     if draw(st.integers(0, 2)) == 0:
         binders: dict[str, int] = {}
         for cell in cells:
@@ -322,7 +380,7 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
         unknown = any(cell["cell_type"] == "code" and id(cell) not in names for cell in cells)
         movable = [] if unknown else [n for n, cell in enumerate(cells) if names.get(id(cell))
                                       and all(binders[bound] == 1 for bound in names[id(cell)])
-                                      and _only_functions(_code(cell))]
+                                      and _only_definitions_run(_code(cell))]
         for _ in range(draw(st.integers(1, 3))):
             if not movable:
                 break
@@ -331,9 +389,17 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
             cells.insert(target, cells.pop(source))
             done.append(f"cell {source} moved to {target}")
             movable = []   # positions changed: one move per variant keeps the recipe readable
-    if decorator_cell:
-        cells.insert(0, {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                         "source": "def noop(f):\n    return f"})
+    if decorator_cell:    # anywhere: the student ran it first, wherever it stands now
+        at = draw(st.integers(0, len(cells)))
+        cells.insert(at, {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                          "source": "def noop(f):\n    return f"})
+        if at:
+            done.append(f"noop defined at {at}")
+    # A star import on top: anything the notebook binds below wins over what it brings, as in Jupyter.
+    if draw(st.integers(0, 3)) == 0:
+        star = draw(st.sampled_from(STAR_IMPORTS))
+        cells.insert(0, {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": star})
+        done.append(star)
     # Noise anywhere: never binding a name the notebook or the rubric uses.
     for _ in range(draw(st.integers(0, 4))):
         kind = draw(st.sampled_from(["code", "code", "markdown", "raw"]))

@@ -160,6 +160,22 @@ def test_a_definition_waits_for_nothing_in_a_cycle_or_for_a_name_bound_nowhere_b
     assert [statement.why for statement in extracted.statements][:3] == ["", "", ""]
 
 
+def test_a_class_extending_a_waiting_class_of_the_same_name_waits_with_it() -> None:
+    """`class EightPuzzle(EightPuzzle)` (a notebook adding a method to its class cell by cell) below a class that
+    waits for its base: it extends that class, so it waits for it instead of running first with nothing to
+    extend."""
+    cells = ["class EightPuzzle(Problem):\n    def h(self):\n        return 1",
+             "class EightPuzzle(EightPuzzle):\n    def h2(self):\n        return 2",
+             "class Problem:\n    pass", "def graded():\n    return EightPuzzle().h2()"]
+    notebook = read_notebook(FAIR / "slice_class_base_defined_below.ipynb")
+    own = tuple(replace(notebook.cells[0], index=n, source=source) for n, source in enumerate(cells))
+    extracted = extract(replace(notebook, cells=own), Policy(roots=frozenset({"graded"})))
+    assert [statement.code for statement in extracted.statements] == [cells[2], cells[0], cells[1], cells[3]]
+    with Sandbox(child_statements(extracted), {}, ProcessLimits(load_seconds=5)) as sandbox:
+        report = sandbox.load()
+    assert {"EightPuzzle", "Problem"} <= set(report.names) and report.warnings == ()
+
+
 def test_a_demo_search_bound_to_a_name_cases_give_their_own_value_is_not_run() -> None:
     from grader.plan.cases import build_plan
     plan = build_plan(load_rubric(REPO / "rubrics" / "eight-puzzle-astar.yaml"))

@@ -284,14 +284,15 @@ def _after_late_definitions(
             reads: frozenset[str] = frozenset()
         else:
             reads = facts[id(node)].definition_reads if statement.kind in ("def", "class") else facts[id(node)].reads
-        needs = frozenset(reads - binders[index] - bound)
-        if pending and (cycle := _waiting_on(pending, binders, needs, binders[index])):
-            for waiting in cycle:   # a class based on its own subclass: both run where they stand, and fail there
-                pending.remove(waiting)
-                emit(waiting[0])
-            needs -= bound
-        coming = later[index].union(*(binders[p] for p, _ in pending)) if pending else later[index]
-        needs &= coming
+        # A later binding of its own names is no reason to wait; a waiting one is (`class A(A)` extends it).
+        needs = frozenset(reads - bound) & (later[index] - binders[index])
+        if pending:
+            needs |= (reads - bound) & frozenset().union(*(binders[p] for p, _ in pending))
+            if cycle := _waiting_on(pending, binders, needs, binders[index]):
+                for waiting in cycle:   # a class based on its own subclass: each runs where it stands, and fails
+                    pending.remove(waiting)
+                    emit(waiting[0])
+                needs -= bound
         if needs:
             pending.append((index, needs))
             continue
@@ -322,7 +323,7 @@ def _waiting_on(pending: list[tuple[int, frozenset[str]]], binders: Sequence[fro
                 found.append(waiting)
                 wanted |= waiting[1]
                 grew = True
-    return sorted(found) if wanted & own else []
+    return sorted(found) if any(waiting[1] & own for waiting in found) else []
 
 
 def _why_dropped(node: ast.stmt, names: Sequence[str], policy: Policy, judge: "_Judge") -> str:
