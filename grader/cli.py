@@ -86,6 +86,8 @@ def _grade_batch(args: argparse.Namespace) -> int:
         _check_target(args.gradebook, "--gradebook")
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
                       memory_mb=args.memory_mb, allow_root_sandbox=args.allow_root_sandbox)
+    from grader.store.gradebook import grade_change_line, same_file_lines, utc_now
+    started = utc_now()
     with BatchProgress(None if args.quiet else out.console, quiet=args.quiet) as progress:
         batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
                             cache=Path(args.cache) if args.cache else None,
@@ -125,7 +127,10 @@ def _grade_batch(args: argparse.Namespace) -> int:
         out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
                       highlight=False)
     out.line(summary_line(batch, args.out, rows))
-    from grader.store.gradebook import same_file_lines
+    changed = grade_change_line(batch.gradebook, batch.rubric, started)
+    if changed:
+        from grader.textsafe import terminal   # student ids: any text
+        out.console.print(terminal(changed), style="cyan", highlight=False, markup=False)
     for n, line in enumerate(same_file_lines(batch.gradebook, batch.rubric)):
         from grader.textsafe import terminal   # student ids and file names: any text
         out.console.print(("warning: " if n == 0 else "") + terminal(line), style="yellow", highlight=False,

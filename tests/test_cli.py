@@ -203,6 +203,28 @@ def test_regrading_one_student_says_one_submission(tmp_path: Path, grader_cache:
     assert flat(done.stdout).startswith("1 submission: 1 graded, 0 unreadable"), done.stdout
 
 
+def test_a_regrade_says_whose_score_changed_and_why(tmp_path: Path, grader_cache: Path) -> None:
+    """A TA fixing the rubric regrades the class: the summary said "2 graded" and nothing of whose grade moved.
+    Each student whose score is not what the grading before said is named, before -> after, with what differs."""
+    out = str(tmp_path / "results")
+    first = run("grade", CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", out, "--cache", str(grader_cache), "--quiet")
+    assert first.returncode == 0, first.stderr
+    assert "changed from the grading before" not in flat(first.stdout)
+    tile = "  - id: find_tile\n    title: Find a tile\n    points: {}\n"
+    fixed = (REPO / RUBRIC).read_text(encoding="utf-8").replace("../", f"{REPO}/").replace(tile.format(2),
+                                                                                          tile.format(4))
+    assert "points: 4" in fixed
+    (tmp_path / "taoistic-search.yaml").write_text(fixed, encoding="utf-8")
+    again = run("grade", CORRECT, TRANSPOSED, "--rubric", str(tmp_path / "taoistic-search.yaml"), "--out", out,
+                "--cache", str(grader_cache), "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert ("2 scores changed from the grading before: correct 30 -> 32 (the rubric changed); "
+            "move-dir-transposed 28 -> 30 (the rubric changed)") in flat(again.stdout), again.stdout
+    same = run("grade", CORRECT, "--rubric", str(tmp_path / "taoistic-search.yaml"), "--out", out,
+               "--cache", str(grader_cache), "--quiet", "--force")
+    assert same.returncode == 0 and "changed from the grading before" not in flat(same.stdout), same.stdout
+
+
 def test_check_on_correct_passes_and_only_counts_hidden_cases(grader_cache: Path) -> None:
     done = run("check", CORRECT, "--rubric", RUBRIC, "--cache", str(grader_cache))
     assert done.returncode == 0, done.stdout + done.stderr

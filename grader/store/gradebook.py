@@ -384,6 +384,30 @@ class Gradebook:
                WHERE s.student = ? AND s.rubric = ? ORDER BY r.graded_at, r.id""", (student, rubric))
         return [(graded_at, total, rubric_sha256) for graded_at, total, rubric_sha256 in rows]
 
+    def changed_since(self, rubric: str, since: str) -> list[GradeChange]:
+        """Students graded at or after `since` whose score (after the late penalty) is not what their grading
+        before said, with what differs between the two: a TA who regrades after a rubric fix, or a grader update,
+        learns whose grade moved. Read from the rows' columns: no result is decoded."""
+        rows = self._db.execute(
+            """SELECT s.student, cur.total - cur.penalty, cur.sha256, cur.rubric_sha256, cur.grader_version,
+                      cur.state, old.total - old.penalty, old.sha256, old.rubric_sha256, old.grader_version,
+                      old.state
+               FROM submissions s JOIN results cur ON cur.id = s.current_result
+               JOIN results old ON old.id = (SELECT r.id FROM results r WHERE r.submission_id = s.id
+                                             AND r.graded_at < cur.graded_at ORDER BY r.graded_at DESC, r.id DESC
+                                             LIMIT 1)
+               WHERE s.rubric = ? AND cur.graded_at >= ? ORDER BY s.student""", (rubric, since))
+        changes = []
+        for student, after, sha256, rubric_sha256, version, state, before, *old in rows:
+            if abs(after - before) < 1e-9 and state == old[3]:
+                continue
+            why = tuple(said for differs, said in ((sha256 != old[0], "another file"),
+                                                   (rubric_sha256 != old[1], "the rubric changed"),
+                                                   (version != old[2], f"grader {old[2]} -> {version}"),
+                                                   (state != old[3], f"was {old[3]}")) if differs)
+            changes.append(GradeChange(student, before, after, why))
+        return changes
+
     def rubrics(self) -> list[str]:
         """Rubric ids with at least one current result, sorted."""
         return [rubric for (rubric,) in self._db.execute(
@@ -464,6 +488,37 @@ class Gradebook:
             return imported
         finally:
             source_db.close()
+
+
+@dataclass(frozen=True)
+class GradeChange:
+    """A student's score moved between two gradings (Gradebook.changed_since)."""
+
+    student: str
+    before: float                  # the score after the late penalty, as graded before
+    after: float                   # and now
+    why: tuple[str, ...]           # what differs between the two gradings (none: the same inputs scored again)
+
+    def text(self) -> str:
+        return f"{self.student} {self.before:g} -> {self.after:g} ({', '.join(self.why) or 'graded again'})"
+
+
+SHOWN_CHANGES = 10
+
+
+def grade_change_line(path: Path | None, rubric: str, since: str) -> str:
+    """For the terminal after a batch: whose score moved from its grading before (the first ten), and why. ""
+    when none did (or there is no gradebook)."""
+    if path is None or not path.is_file():
+        return ""
+    with Gradebook(path) as book:
+        changes = book.changed_since(rubric, since)
+    if not changes:
+        return ""
+    more = len(changes) - SHOWN_CHANGES
+    return (f"{len(changes)} score{'s' if len(changes) != 1 else ''} changed from the grading before: "
+            f"{'; '.join(change.text() for change in changes[:SHOWN_CHANGES])}"
+            + (f"; and {more} more (the gradebook's history keeps each)" if more > 0 else ""))
 
 
 def same_file_lines(path: Path | None, rubric: str) -> list[str]:
