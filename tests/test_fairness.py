@@ -97,6 +97,20 @@ def test_a_move_dir_returning_lists_is_paid_for_once_not_again_in_next_states(
     assert next_states.score == next_states.max_score and "move_dir" in next_states.isolated
 
 
+def test_an_error_raised_in_a_helper_judged_right_names_the_wrong_function_that_fed_it(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """extract_move gives the tile's direction, not the blank's; main replays the moves with the notebook's right
+    move_dir, which raises IndexError. The message said only "The error is in move_dir": now that move_dir was
+    judged right and extract_move, which main reaches, lost points."""
+    [result] = grade([FAIR / "extract_move_of_the_tile.ipynb"], RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("move_dir").score == result.exercise("move_dir").max_score
+    assert result.exercise("extract_move").score < result.exercise("extract_move").max_score
+    errors = [c for c in result.exercise("main").cases if c.status == "error"]
+    assert errors and all(c.culprit == "move_dir" for c in errors)
+    assert all("move_dir itself was judged right in its own exercise, so what it was given is wrong: extract_move "
+               "lost points in its own exercise" in c.message for c in errors)
+
+
 def test_an_unseeded_numpy_draw_gives_every_copy_the_same_verdict(tmp_path: Path, grader_cache: Path) -> None:
     """numpy seeds its global generator from the machine's entropy at import: two runs of one notebook drew
     differently. Each case starts from the same seed (as Python's `random`), so copies agree case by case."""

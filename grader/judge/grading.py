@@ -950,6 +950,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     else:
         isolate = ()
     results = [_judged_hints(exercise, result, judged) for result in results]
+    results = [_given_wrong(plan, name, result, judged, extracted) for result in results]
     read = globals_read(exercise, name, extracted, plan)   # a walk of the function's tree: once per exercise
     notes = _notes(exercise, name, extracted, read) + variant_note(exercise, chosen)
     if _takes_spellings(cases):
@@ -975,6 +976,46 @@ def _judged_hints(exercise: Exercise, result: CaseResult, judged: Mapping[str, E
     if not said:
         return result
     return advised(result, ". ".join(said))
+
+
+def _given_wrong(plan: Plan, name: str, result: CaseResult, judged: Mapping[str, ExerciseResult],
+                 extracted: Extracted) -> CaseResult:
+    """An error raised in a helper its own exercise judged right (move_dir) came from what it was given: the message
+    says so and names the functions the graded one reaches whose own exercises lost points (extract_move), the
+    likelier cause, instead of leaving the student to fix the helper where it raised."""
+    if result.status != "error" or not result.culprit:
+        return result
+    owner = graded_by(plan.rubric, result.culprit)
+    if owner is None or not _judged_as(judged.get(owner.id), "right"):
+        return result
+    wrong = [helper for helper in reached(name, extracted) if helper != result.culprit
+             and (helper_owner := graded_by(plan.rubric, helper)) is not None
+             and _judged_as(judged.get(helper_owner.id), "wrong")]
+    said = (f"{result.culprit} itself was judged right in its own exercise, so what it was given is wrong"
+            + (f": {', '.join(wrong)} lost points in {'its' if len(wrong) == 1 else 'their'} own exercise"
+               f"{'' if len(wrong) == 1 else 's'}, see {'its' if len(wrong) == 1 else 'their'} feedback"
+               if wrong else ""))
+    return replace(result, message=f"{result.message}. {said}",
+                   advice=". ".join(part for part in (result.advice, said) if part))
+
+
+def reached(name: str, extracted: Extracted) -> list[str]:
+    """The notebook's functions `name` calls or reads, and theirs in turn (names as the notebook defines them), in
+    the order first met."""
+    seen: dict[str, None] = {}
+    todo = [name]
+    while todo:
+        definition = extracted.definitions.get(todo.pop(0))
+        if definition is None or not isinstance(definition.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(definition.node):
+            if not isinstance(node, ast.Name) or node.id == name or node.id in seen:
+                continue
+            called = extracted.definitions.get(node.id)
+            if called is not None and isinstance(called.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                seen[node.id] = None
+                todo.append(node.id)
+    return list(seen)
 
 
 def hints_said(exercise: Exercise, error: str, judged: Mapping[str, ExerciseResult] | None = None) -> list[str]:
