@@ -928,6 +928,37 @@ def test_each_pool_worker_keeps_to_one_cpu_with_its_sandboxes_and_grades_as_unpi
     assert _cpus_seen(to_dict(probe)) == {tuple(allowed)}
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="one CPU: nothing to set aside")
+def test_a_lone_worker_runs_its_own_threads_on_a_cpu_no_worker_keeps_to(tmp_path, pool_results):
+    """One worker on a machine of two CPUs or more: every sandbox keeps to the worker's CPU, the spare children
+    its starter thread orders too, while the worker's threads that read the next file, send results and order
+    the next child run on the CPUs no worker keeps to (executor.aside_cpus): on the worker's CPU they queued
+    behind the child grading a student, while another CPU idled."""
+    import multiprocessing
+    allowed = sorted(os.sched_getaffinity(0))
+    probes = []
+    for n in range(3):
+        probes.append(tmp_path / f"affinity{n}.py")
+        probes[-1].write_text(AFFINITY)
+    pool = LocalPool(Setup(load_rubric(RUBRIC), str(pool_results[1])), jobs=1)
+    threads: dict[int, dict[int, tuple[int, ...]]] = {}
+    seen = {}
+    for done in pool.run([Job(path.stem, str(path)) for path in probes]):
+        for worker in multiprocessing.active_children():
+            for task in os.listdir(f"/proc/{worker.pid}/task"):
+                try:
+                    threads.setdefault(worker.pid, {})[int(task)] = tuple(sorted(os.sched_getaffinity(int(task))))
+                except OSError:   # a thread that has just ended
+                    pass
+        seen[done.job.student] = _cpus_seen(done.result)
+    assert len(threads) == 1, threads
+    [(pid, tasks)] = threads.items()
+    assert tasks.pop(pid) == (allowed[0],)
+    assert len(tasks) >= 3 and set(tasks.values()) == {tuple(allowed[1:])}, tasks   # read-ahead, results, spares
+    assert all(cpus == {(allowed[0],)} for cpus in seen.values()), seen
+
+
 class _Cluster:
     """A stand-in LocalCluster that records whether it was closed."""
     made: list["_Cluster"] = []

@@ -281,6 +281,17 @@ def worker_cpus(allowed: Sequence[int], index: int) -> set[int] | None:
     return {sorted(allowed)[index % len(allowed)]}
 
 
+def aside_cpus(allowed: Sequence[int], workers: int) -> set[int] | None:
+    """The CPUs no worker keeps to (worker_cpus) when a pool has fewer workers than the grader has CPUs, or None.
+    A worker's own threads (the next file read ahead, results sent, its sandbox's next child ordered) run there:
+    on the worker's CPU they queued behind the child grading a student (one worker on two CPUs: ~6 ms a
+    Taoistic notebook read and sent beside it, while the other CPU had only the coordinator's ~6)."""
+    cpus = sorted(allowed)
+    if len(cpus) < 2 or workers >= len(cpus):
+        return None
+    return set(cpus) - {cpus[index] for index in range(workers)}
+
+
 def _pin(cpus: set[int] | None) -> None:
     """Keep this process (and the threads and sandboxes it makes after: see process._config) to `cpus`."""
     if cpus:
@@ -290,13 +301,23 @@ def _pin(cpus: set[int] | None) -> None:
             pass
 
 
+def _pin_thread(cpus: set[int] | None) -> None:
+    """Keep the calling thread alone to `cpus` (Linux sets a thread's affinity; the process's other threads and
+    its sandboxes keep theirs)."""
+    _pin(cpus)
+
+
 def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by_name: bool = False,
-            cpus: set[int] | None = None) -> None:
+            cpus: set[int] | None = None, aside: set[int] | None = None) -> None:
     """A worker process: jobs in, results out, until told to stop (None) or the coordinator goes away.
 
     `by_name`: the coordinator has the plan too, so what it holds travels by name (_by_name).
-    `cpus`: the CPU it keeps to (worker_cpus), set before its threads start so that they keep to it too."""
+    `cpus`: the CPU it keeps to (worker_cpus), set before its threads start so that they keep to it too.
+    `aside`: CPUs no worker keeps to (aside_cpus), where its helper threads run; its sandboxes keep to `cpus`."""
     _pin(cpus)
+    if aside and cpus:
+        from grader.sandbox import process
+        process.keep_children_to(cpus, starter=aside)
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
     if plan is not None:
         _adopt_plan(setup, plan)
@@ -317,7 +338,8 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
     except (OSError, AttributeError):
         pass
     sys.setswitchinterval(WORKER_SWITCH)
-    inbox, outbox = _Inbox(connection, setup), _Outbox(connection, setup, by_name)
+    inbox, outbox = _Inbox(connection, setup, aside if cpus else None), _Outbox(connection, setup, by_name,
+                                                                          aside if cpus else None)
     try:
         while not outbox.broken:
             got = inbox.next()
@@ -349,11 +371,11 @@ class _Outbox:
     thread would block on the full queue until the coordinator's watchdog stopped the worker and marked a
     student for it."""
 
-    def __init__(self, connection: Connection, setup: Setup, by_name: bool):
+    def __init__(self, connection: Connection, setup: Setup, by_name: bool, cpus: set[int] | None = None):
         self.connection, self.setup, self.by_name = connection, setup, by_name
         self.results: queue.Queue[tuple[Job, SubmissionResult | None, str] | None] = queue.Queue(maxsize=2)
         self.broken = False     # the coordinator is gone: the worker stops
-        self.thread = threading.Thread(target=self._send, name="results", daemon=True)
+        self.thread = threading.Thread(target=self._send, args=(cpus,), name="results", daemon=True)
         self.thread.start()
 
     def put(self, job: Job, result: SubmissionResult | None, failure: str = "") -> None:
@@ -365,8 +387,9 @@ class _Outbox:
         self.results.put(None)
         self.thread.join()
 
-    def _send(self) -> None:
+    def _send(self, cpus: set[int] | None = None) -> None:
         from grader.store.results import stored_form
+        _pin_thread(cpus)
         while True:
             item = self.results.get()
             if item is None:
@@ -420,11 +443,13 @@ class _Inbox:
     its own extraction. Whatever goes wrong reading ahead (an unreadable file, a notebook the extractor chokes
     on) is left for the grading itself to meet again, on the main thread, as it did before."""
 
-    def __init__(self, connection: Connection, setup: Setup):
+    def __init__(self, connection: Connection, setup: Setup, cpus: set[int] | None = None):
         self.jobs: queue.SimpleQueue[tuple[Job, Read | None] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._receive, args=(connection, setup), name="read-ahead", daemon=True).start()
+        threading.Thread(target=self._receive, args=(connection, setup, cpus), name="read-ahead",
+                         daemon=True).start()
 
-    def _receive(self, connection: Connection, setup: Setup) -> None:
+    def _receive(self, connection: Connection, setup: Setup, cpus: set[int] | None = None) -> None:
+        _pin_thread(cpus)
         while True:
             try:
                 job = connection.recv()
@@ -506,7 +531,8 @@ class LocalPool:
         from grader.sandbox import supervisor
         ours, theirs = self.context.Pipe()
         process = self.context.Process(target=_worker, args=(theirs, self.setup, self.plan, self.values is not None,
-                                                             worker_cpus(self.allowed, index)), daemon=True)
+                                                             worker_cpus(self.allowed, index),
+                                                             aside_cpus(self.allowed, self.size)), daemon=True)
         if self.plan is not None:      # forked: the worker adopts a zygote started ahead, if one is left
             with supervisor.handing_over():
                 process.start()

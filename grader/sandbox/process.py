@@ -1684,12 +1684,38 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
 NPROC_ROOM = 64
 
 
+# Set by a pool worker whose helper threads run on CPUs no worker keeps to (keep_children_to): the CPUs its
+# children keep to (its own), and those of the thread that starts its spare children.
+_CHILD_CPUS: list[int] = []
+_STARTER_CPUS: set[int] = set()
+
+
+def keep_children_to(cpus: set[int], starter: set[int]) -> None:
+    """In a pool worker kept to `cpus` (executor.worker_cpus): every child keeps to them, whichever thread starts
+    it, and the thread that starts spare children runs on `starter` (executor.aside_cpus), beside the child that
+    grades a student rather than queued behind it on the worker's CPU."""
+    global _CHILD_CPUS, _STARTER_CPUS
+    _CHILD_CPUS, _STARTER_CPUS = sorted(cpus), set(starter)
+
+
 def _cpus() -> list[int]:
-    """The CPUs the child keeps to: this thread's (a pool worker's one CPU, executor.worker_cpus). The zygote,
-    started ahead by the coordinator, has the coordinator's: it sets these in the child before anything runs
-    there, so the runtime, its threads and every fork inherit them, and cpuclock.waits_by_choice (a fork's
-    affinity against the worker's) sees the grader's choice, not the student's."""
+    """The CPUs the child keeps to: the worker's (keep_children_to), else this thread's (a pool worker's one CPU,
+    executor.worker_cpus). The zygote, started ahead by the coordinator, has the coordinator's: it sets these in
+    the child before anything runs there, so the runtime, its threads and every fork inherit them, and
+    cpuclock.waits_by_choice (a fork's affinity against the worker's) sees the grader's choice, not the
+    student's."""
+    if _CHILD_CPUS:
+        return list(_CHILD_CPUS)
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def _starter_thread() -> None:
+    """The spare starter thread's first act: keep to the CPUs keep_children_to gave it, if any."""
+    if _STARTER_CPUS:
+        try:
+            os.sched_setaffinity(0, _STARTER_CPUS)
+        except (OSError, ValueError):   # a CPU gone offline since: it stays with the worker
+            pass
 
 
 def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str],
@@ -1781,7 +1807,8 @@ def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_p
         if key in _SPARES:
             return
         if _SPARE_STARTER is None:
-            _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child")
+            _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child",
+                                                initializer=_starter_thread)
             atexit.register(_drop_spares)
         _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths), tuple(preload))
 
@@ -1799,7 +1826,8 @@ def _later(task: Callable[..., Any], *args: Any) -> None:
     from concurrent.futures import ThreadPoolExecutor
     with _SPARES_LOCK:
         if _SPARE_STARTER is None:
-            _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child")
+            _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child",
+                                                initializer=_starter_thread)
             atexit.register(_drop_spares)
         _SPARE_STARTER.submit(task, *args)
 
