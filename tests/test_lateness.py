@@ -398,6 +398,18 @@ def test_a_regrade_without_the_worksheet_keeps_the_lateness_it_said(tmp_path: Pa
     assert rows["Ada_Byron_2101"]["late_penalty"] == "3"
     assert any(note.startswith("Ada_Byron_2101: ") and "keeps the lateness" in note for note in again.notes)
     assert not any(note.startswith("Bo_Chen_2102: ") for note in again.notes)      # on time: nothing to keep
+    # Graded again (--force; a changed rubric likewise), still without the worksheet: the same file keeps it too
+    # (it was graded on time: the penalty left the gradebook and the CSV).
+    forced = grade_batch([export], rubric, out, jobs=1, cache=grader_cache, force=True)
+    assert forced.unchanged == 0 and forced.graded == 2
+    results = {r.submission: r for r in forced.results}
+    assert (results["Ada_Byron_2101"].late, results["Ada_Byron_2101"].penalty) == (True, 3.0)
+    assert results["Ada_Byron_2101"].submitted_at == "2026-11-21T02:00:00+00:00"
+    assert (results["Bo_Chen_2102"].late, results["Bo_Chen_2102"].penalty) == (False, 0.0)
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open(encoding="utf-8"))}
+    assert rows["Ada_Byron_2101"]["late_penalty"] == "3"
+    assert any(note.startswith("Ada_Byron_2101: ") and "graded again, it keeps the lateness" in note
+               for note in forced.notes)
 
 
 def test_a_zip_the_ta_made_is_dated_in_the_courses_zone_unless_it_says_its_own(tmp_path: Path):

@@ -18,7 +18,7 @@ from grader import __version__
 from grader.store.gradebook import Gradebook, ScoreRow
 from grader.intake.gather import RESULTS_MARK, WORKSHEETS, Entry, gather, keep_former_ids
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
-from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess, copied_times
+from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess, copied_times, penalty_of
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
 from grader.store.results import (ExerciseResult, SubmissionResult, from_dict, not_judged, stored_form, stored_form_of,
@@ -243,6 +243,29 @@ def _undated(entry: Entry) -> bool:
     return entry.convention in WORKSHEETS and not (entry.late or entry.handed_in or entry.recorded or entry.extended)
 
 
+def _last_lateness(book: Gradebook | None, entry: Entry, sha256: str, assignment: str) -> tuple[str, float] | None:
+    """(submitted_at, share of the score) of the student's last grading, when this run grades the same file again
+    (--force, a changed rubric) and nothing in it dates the file (_undated) and that grading found it late: it
+    keeps that lateness, as an unchanged file does (a forced regrade of one Moodle folder dropped its penalty)."""
+    if book is None or not sha256 or not _undated(entry):
+        return None
+    last = book.result(entry.student, assignment)
+    if last is None or not last.late or last.sha256 != sha256:
+        return None
+    share = last.extra.get(LATE_SHARE)
+    if not isinstance(share, (int, float)):
+        share = last.penalty / last.total if last.total > 0 else 0.0
+    return last.submitted_at, float(share)
+
+
+def _kept_late(result: SubmissionResult, last: tuple[str, float], policy: LatePolicy | None) -> SubmissionResult:
+    """The result with the lateness of its file's last grading (_last_lateness), its penalty on this score."""
+    submitted_at, share = last
+    if policy is None:
+        return _late(result, Lateness(True, submitted_at))
+    return _late(result, Lateness(True, submitted_at, 0, penalty_of(result.total, share), share))
+
+
 def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_dir: Path | None,
             store: SharedWriter | None) -> ScoreRow:
     """An unchanged file's row, its lateness assessed again: the LMS's word may have come since it was graded (a
@@ -354,6 +377,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             batch.students = [entry.student for entry in entries]
             by_student = {entry.student: entry for entry in entries}
             summaries = _Summaries(rubric)
+            kept_late: dict[str, tuple[str, float]] = {}   # graded again, undated: their last lateness (few)
             # A gradebook this batch made holds no row to compare a file with: no file is hashed for it (nor for
             # no gradebook), on the path to the first submission (~0.1-0.4 ms a Taoistic notebook, and 2 queries).
             compared = book is not None and making is None
@@ -401,6 +425,12 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 else:
                     from grader.run.executor import Job   # light: the pool's machinery is imported below
                     jobs_to_run.append(Job(student, str(Path(path).resolve()), source))
+                    last = _last_lateness(book, entry, sha256, rubric.assignment)
+                    if last is not None:
+                        kept_late[student] = last
+                        batch.notes.append(f"{student}: nothing given this run says when {source} was handed in "
+                                           f"(its LMS's worksheet not among the paths): graded again, it keeps the "
+                                           f"lateness of its last grading")
             if on_start:
                 on_start(len(entries), batch.unchanged)
             sandboxes = local and bool(jobs_to_run)
@@ -448,7 +478,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         if not done.record:      # the grading machine's fault: reported, tried again next run
                             continue
                         result = _failure_result(the_plan(), done.job, done.failure)
-                    result = _with_lateness(result, by_student[student], rubric.late)
+                    result = (_kept_late(result, kept_late[student], rubric.late) if student in kept_late
+                              else _with_lateness(result, by_student[student], rubric.late))
                     result = replace(result, path=_recorded_path(done.job.path, done.job.source, extracted))
                     form = None
                     if out_dir is not None:
