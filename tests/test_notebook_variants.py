@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.extract.source import Extracted, extract
-from grader.intake.notebook import NotebookError, read_notebook
-from grader.rubric.schema import load_rubric
+from grader.intake.notebook import NotebookError, notebook_from_source, read_notebook
+from grader.rubric.schema import Policy, load_rubric
 from grader.run.batch import grade
 from notebook_variants import _bound, _tree, variants
 
@@ -130,3 +130,48 @@ def test_a_corrupted_notebook_is_read_or_refused_with_a_clear_error(tmp_path_fac
         assert str(error).startswith(f"{path}: ") and "\n" not in error.reason
         return
     extract(read, load_rubric(_assignment(name)[2]).policy)
+
+
+@st.composite
+def _cells_run_in_order(draw: st.DrawFn) -> list[str]:
+    """Cells that run without error in the order given (each uses only what an earlier one binds, when its own
+    statement runs): classes with a base and class attributes, decorators, functions with defaults, data, an
+    attribute set on a class."""
+    kinds: list[str] = []
+    cells: list[str] = []
+    for i in range(draw(st.integers(2, 8))):
+        kind = draw(st.sampled_from(["class", "decorator", "function", "data", "attach"]))
+        uses = sorted(set(draw(st.lists(st.integers(0, i - 1), max_size=3)))) if i else []
+        names = [f"n{j}" for j in uses]
+        base = next((f"n{j}" for j in uses if kinds[j] == "class"), "")
+        plain = "".join(f"{name}, " for name in names if name != base)   # a tuple's items: "" is ()
+        if kind == "class":
+            cell = f"class n{i}({base}):\n    uses = ({plain})\n\n    def later(self):\n        return n_never_bound"
+        elif kind == "decorator":
+            cell = f"def n{i}(f, uses=({''.join(f'{name}, ' for name in names)})):\n    return f"
+        elif kind == "function":
+            decorators = "".join(f"@{name}\n" for j, name in zip(uses, names, strict=True) if kinds[j] == "decorator")
+            cell = f"{decorators}def n{i}(x=({plain})):\n    return x"
+        elif kind == "attach" and base:    # a class given an attribute in a later cell
+            cell = f"{base}.extra = n{i} = ({plain})"
+        else:
+            cell = f"n{i} = ({''.join(f'{name}, ' for name in names)})"
+        kinds.append(kind)
+        cells.append(cell)
+    return cells
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_cells_run_in_order(), st.randoms(use_true_random=False))
+def test_cells_run_in_a_working_order_load_in_any_order_they_stand_in(cells: list[str], random) -> None:
+    """A student runs the cells in an order that works, then moves them (or writes them out of order): every
+    definition must still be bound at load, whatever its statement evaluates (a base, a decorator, a default,
+    a class attribute), and nothing graded is lost to a NameError the student never saw."""
+    order = list(range(len(cells)))
+    random.shuffle(order)
+    graded = "def graded():\n    return (" + ", ".join(f"n{i}" for i in range(len(cells))) + ",)"
+    script = "".join(f"# %%\n{cells[i]}\n\n" for i in order) + f"# %%\n{graded}\n"
+    extracted = extract(notebook_from_source(script), Policy(roots=frozenset({"graded"})))
+    namespace: dict[str, object] = {}
+    exec(compile(extracted.source(), "<extracted>", "exec"), namespace)
+    assert {f"n{i}" for i in range(len(cells))} <= set(namespace), script
