@@ -759,7 +759,8 @@ def _cell_label(filename: str) -> str | None:
 
 
 def _frame_place(filename: str, line: int | None) -> str:
-    return f"{_cell_label(filename) or filename}, line {line}"
+    place = _cell_label(filename) or filename
+    return f"{place}, line {line}" if line is not None else place
 
 
 def _describe(error: BaseException) -> dict[str, str]:

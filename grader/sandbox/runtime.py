@@ -1039,13 +1039,13 @@ def _describe(error, stage=""):
         code = tb.tb_frame.f_code
         filename = _plain(code.co_filename)
         if filename.startswith(("In [", "cell ")) or filename.endswith(".py") and not filename.startswith(_HERE):
-            frames.append((filename, tb.tb_lineno, _plain(code.co_name, 200)))
+            frames.append((filename, _line_of(tb), _plain(code.co_name, 200)))
         tb = tb.tb_next
     student = [f for f in frames if f[0].startswith(("In [", "cell "))]
-    where = f"{student[-1][0]}, line {student[-1][1]}" if student else ""
+    where = _place(*student[-1][:2]) if student else ""
     lines = []
     for filename, number, name in frames[-12:]:
-        lines.append(_plain(f"  {filename}, line {number}, in {name}", 400))
+        lines.append(_plain(f"  {_place(filename, number)}, in {name}", 400))
         source = _SOURCES.get(filename, ())
         if type(number) is int and 0 < number <= len(source):
             lines.append("    " + _plain(source[number - 1].strip(), 400))
@@ -1055,6 +1055,29 @@ def _describe(error, stage=""):
     if stage:
         described["stage"] = stage
     return described
+
+
+def _place(filename, number):
+    return f"{filename}, line {number}" if number is not None else filename
+
+
+def _line_of(tb):
+    """The line a traceback entry stopped at. An alarm can land on an instruction the compiler gave no line (a
+    loop's jump back, a function's cleanup: tb_lineno is None), and a timeout was reported 'at cell 4, line None':
+    the line of the nearest instruction before it that has one is where the student's code was."""
+    number = tb.tb_lineno
+    if type(number) is int:
+        return number
+    best = None
+    try:
+        for start, _end, line in tb.tb_frame.f_code.co_lines():
+            if start > tb.tb_lasti:
+                break
+            if type(line) is int:
+                best = line
+    except BaseException:  # noqa: BLE001 - a place is a courtesy: without one the frame has no line
+        return None
+    return best
 
 
 def _become_subreaper():
