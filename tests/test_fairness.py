@@ -869,3 +869,19 @@ def test_only_a_jupytext_script_has_its_commented_magics_read_as_magics() -> Non
     jupytext = notebook_from_source(header + body)
     assert [c.source for c in jupytext.cells if c.kind == "code"] == ["%run helpers.ipynb\nx = 1", "%%time\ny = 2"]
     assert notebook_from_source("# %run helpers.ipynb\nx = 1\n").cells[0].source == "# %run helpers.ipynb\nx = 1\n"
+
+
+def test_a_graded_name_spelt_otherwise_is_pointed_at(tmp_path: Path, grader_cache: Path) -> None:
+    """'no function named findZero' beside the student's own `def find_zero` does not say which of their names the
+    grader looked past (session 19: a 15-puzzle `def idastar` for `ida_star`): the missing case names it, where it
+    is, and the name to give it. A name far from the graded one, or one another exercise grades, is not offered."""
+    text = (REPO / "assignments" / "sliding-3x3" / "submissions" / "correct.ipynb").read_text(encoding="utf-8")
+    renamed = text.replace("def findZero(", "def find_zero(").replace("def moveLeft(", "def slideLeft(")
+    assert renamed.count("def find_zero(") == renamed.count("def slideLeft(") == 1
+    notebook = tmp_path / "renamed.ipynb"
+    notebook.write_text(renamed, encoding="utf-8")
+    [result] = grade([notebook], SLIDING_RUBRIC, tmp_path / "out", cache=grader_cache)
+    find_zero = result.exercise("findZero").cases
+    assert all(c.status == "missing" and "; the notebook defines find_zero (cell " in c.message
+               and "): name it findZero, as the assignment calls it" in c.message for c in find_zero), find_zero
+    assert all(c.message == "no function named moveLeft in the notebook" for c in result.exercise("moveLeft").cases)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import functools
 import hashlib
 import marshal
@@ -251,6 +252,28 @@ def _nested_note(name: str, extracted: Extracted) -> str:
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _renamed_note(plan: Plan, exercise: Exercise, extracted: Extracted) -> str:
+    """The notebook's definition whose name is the graded one spelt otherwise (`idaStar`, `IDA_star`, `idastar`
+    for `ida_star`; a letter off): the student wrote it and sees it, and 'no function named ida_star' alone does
+    not say which of their names the grader looked past. Names another exercise grades are not offered."""
+    wanted = exercise.function.split(".")[0]
+    graded = {name.split(".")[0] for other in plan.rubric.exercises for name in other.names}
+    kinds = {"data"} if _kind(plan, exercise) == "constant" else {"function", "class", "lambda"}
+    candidates = {name: definition for name, definition in extracted.definitions.items()
+                  if name not in graded and definition.kind in kinds}
+    squeezed = {name.replace("_", "").casefold(): name for name in sorted(candidates)}
+    key = wanted.replace("_", "").casefold()
+    found = squeezed.get(key)
+    if found is None:
+        close = difflib.get_close_matches(key, list(squeezed), n=1, cutoff=0.85)
+        found = squeezed[close[0]] if close else None
+    if found is None:
+        return ""
+    definition = candidates[found]
+    return f"; the notebook defines {found} ({definition.label}, line {definition.line}): name it {wanted}, " \
+        "as the assignment calls it, if that is the one"
 
 
 def _text_cell(name: str, notebook: Notebook):
@@ -883,7 +906,8 @@ def _runnable(plan: Plan, exercise: Exercise, notebook: Notebook, extracted: Ext
     if name is None:
         names = " or ".join(exercise.names)
         missing = _missing(exercise, cases, f"no {_kind(plan, exercise)} named {names} in the notebook"
-                           + _syntax_error_note(exercise.function, notebook, extracted), NOT_DEFINED)
+                           + (_syntax_error_note(exercise.function, notebook, extracted)
+                              or _renamed_note(plan, exercise, extracted)), NOT_DEFINED)
         broken = _broken_cell(exercise.function, notebook, extracted)
         # where the function is, although it could not run: reports put its feedback beside that cell
         return replace(missing, location=f"{broken.label}, line {broken.line}", cell=broken.cell,
