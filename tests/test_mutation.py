@@ -258,3 +258,49 @@ def test_mutants_of_a_reference_that_imports_course_modules_are_screened_as_the_
         assert exercise.count("equivalent") == plain.mutation.exercise(exercise.exercise).count("equivalent")
         assert exercise.count("survived") == 0
     assert imports.mutation.exercise("clamp").count("equivalent") >= 1
+
+
+def test_a_score_from_few_graded_mutants_says_so_and_how_to_grade_more() -> None:
+    """A search's sampled mutants mostly never end: '100%' from 2 graded mutants of 6 read as proof (session 19: a
+    15-puzzle IDA* whose check accepted the start board alone as a path; --mutants 40 showed the survivors)."""
+    from grader.authoring.mutants import Mutant
+    from grader.authoring.mutation import ExerciseMutation, MutantVerdict, MutationReport, describe
+
+    def verdicts(*statuses: str) -> tuple[MutantVerdict, ...]:
+        return tuple(MutantVerdict(Mutant(f"ida:m{i}", "ida", "statement", 1, "remove a line", "", ""), status)
+                     for i, status in enumerate(statuses))
+
+    few = ExerciseMutation("ida_star", 51, verdicts("killed", "killed", *["endless"] * 4))
+    enough = ExerciseMutation("manhattan", 30, verdicts(*["killed"] * 5, "equivalent"))
+    every = ExerciseMutation("tiny", 6, verdicts("killed", *["endless"] * 5))     # no other mutant to sample
+    lines = describe(MutationReport((few, enough, every), (), 1.0, 6))
+    assert lines[2] == ("    only 2 of the 6 sampled mutants could be graded (4 endless, 0 equivalent): a score of so "
+                        "few says little; --mutants 24 samples more of the 51")
+    assert not any(line.startswith("    only") for line in lines[3:])
+
+
+LENIENT = """
+assignment: steps
+reference: steps.py
+exercises:
+  - id: walk
+    check: a_list
+    cases:
+      - generate: sizes
+        count: 8
+        seed: 2
+        call: walk(n)
+"""
+
+
+def test_a_survivor_the_check_let_through_says_its_answer_was_accepted(tmp_path: Path) -> None:
+    """A mutant whose answers differ from the reference's and lose nothing was taken by the rubric's checks: the
+    report says so beside the answer, the first thing to read when a check is too lenient (session 19: a path check
+    that took the start board alone as a path; the survivor read only 'differs on case ida_star#2: [...]')."""
+    rubric = course(tmp_path, LENIENT)
+    with (tmp_path / "steps.py").open("a") as reference:
+        reference.write("\n\ndef a_list(got):\n    return isinstance(got, list)\n")
+    validation = validate(rubric, cache=tmp_path / "cache", mutants=8, jobs=2)
+    walk = validation.mutation.exercise("walk")
+    taken = [v for v in walk.survivors if v.reason.startswith("differs on case walk.sizes[")]
+    assert taken and all(v.reason.endswith(", an answer the rubric accepted") for v in taken), walk.survivors

@@ -433,7 +433,9 @@ def run_mutation(plan: Plan, support: Mapping[str, str], *, per_exercise: int = 
             elif _lost(result):
                 verdicts[entry.key] = MutantVerdict(mutant, "killed", _lost(result))
             else:
-                verdicts[entry.key] = MutantVerdict(mutant, "survived", screened[entry.key][1])
+                # Graded on the cases where its answer differs, it lost nothing: the checks took that answer.
+                verdicts[entry.key] = MutantVerdict(mutant, "survived",
+                                                    f"{screened[entry.key][1]}, an answer the rubric accepted")
         answers = []
         for entry in [*known, *(_Entry(key, plan.rubric.exercise(key[1]), "") for key, _ in separate)]:
             _, exercise_id, kind, name = entry.key
@@ -500,6 +502,20 @@ def report_problems(report: MutationReport, rubric_path: Path, lines: Mapping[st
     return problems
 
 
+def _few_graded(exercise: ExerciseMutation, per_exercise: int) -> list[str]:
+    """A line when under half the sampled mutants were graded and more are to be had. A search's mutants mostly
+    never end (a bound that no longer grows): a 15-puzzle IDA* read 'mutation score 100%' from 2 graded mutants
+    of 6 (4 endless), while its check accepted the start board alone as a path, which 2 survivors of 40 showed."""
+    sampled = len(exercise.verdicts)
+    judged = exercise.count("killed") + exercise.count("survived")
+    if not sampled or judged * 2 >= sampled or exercise.found <= sampled:
+        return []
+    more = min(exercise.found, 4 * max(per_exercise, sampled))
+    return [f"    only {judged} of the {sampled} sampled mutants could be graded ({exercise.count('endless')} endless, "
+            f"{exercise.count('equivalent')} equivalent): a score of so few says little; --mutants {more} samples "
+            f"more of the {exercise.found}"]
+
+
 def describe(report: MutationReport, diffs: int = 3) -> list[str]:
     """The report as text lines: per exercise the score and counts, then each survivor with its diff."""
     lines = [f"mutation testing: {report.per_exercise} mutants per exercise at most, {report.seconds:.1f} s"
@@ -513,6 +529,7 @@ def describe(report: MutationReport, diffs: int = 3) -> list[str]:
                      f"{exercise.count('endless')} endless"
                      + (f", {exercise.count('ungraded')} ungraded" if exercise.count("ungraded") else "")
                      + f" (of {exercise.found} mutants)")
+        lines.extend(_few_graded(exercise, report.per_exercise))
         for verdict in exercise.survivors[:diffs]:
             lines.append(f"    survived {verdict.mutant.id}: {verdict.mutant.description} ({verdict.reason})")
             lines.extend("      " + line for line in verdict.mutant.diff.rstrip("\n").splitlines()[2:])
