@@ -304,3 +304,47 @@ def test_a_survivor_the_check_let_through_says_its_answer_was_accepted(tmp_path:
     walk = validation.mutation.exercise("walk")
     taken = [v for v in walk.survivors if v.reason.startswith("differs on case walk.sizes[")]
     assert taken and all(v.reason.endswith(", an answer the rubric accepted") for v in taken), walk.survivors
+
+
+HIDDEN_TWICE = """
+assignment: steps
+reference: steps.py
+exercises:
+  - id: total
+    cases:
+      - call: total([1, 2, 3])
+      - call: total([1, 2, 3])
+        visibility: hidden
+      - call: total([4])
+        visibility: hidden
+  - id: clamp
+    cases:
+      - call: clamp(0, -5, 5)
+      - call: clamp(0 * 7, -5, 5)
+        visibility: hidden
+      - call: clamp(1, -5, 5)
+        visibility: hidden
+"""
+
+
+def test_a_hidden_case_that_asks_what_a_public_one_asks_is_a_warning(tmp_path: Path, grader_cache: Path) -> None:
+    """A hidden case asking what a public case asks (written twice, or a generator drawing a public case's board:
+    session 19's 15-puzzle drew EASY for a hidden manhattan case) has its input and answer in every kit. Calls on
+    submission code are compared by their text and the generated values they read: the bundled 8-puzzle's
+    `EightPuzzle(state).h1(Node(state))` asks something else for each state."""
+    from grader.authoring.validate import hidden_in_kit_warnings
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import load_rubric
+
+    rubric = course(tmp_path, HIDDEN_TWICE)
+    validation = validate(rubric, cache=tmp_path / "cache", mutants=0)
+    assert validation.ok, validation.problems
+    twice = [w for w in validation.warnings if "hidden case" in w]
+    assert twice == [
+        f"{rubric}:8: exercise 'total': hidden case total#2 asks what public case total#1 (total([1, 2, 3])) asks: "
+        "that input and its answer are in every student's kit; give the hidden case another input",
+        f"{rubric}:15: exercise 'clamp': hidden case clamp#2 asks what public case clamp#1 (clamp(0, -5, 5)) asks: "
+        "that input and its answer are in every student's kit; give the hidden case another input"]
+    root = Path(__file__).resolve().parents[1]
+    for bundled in sorted((root / "rubrics").glob("*.yaml")):
+        assert hidden_in_kit_warnings(build_plan(load_rubric(bundled), grader_cache)) == [], bundled

@@ -13,7 +13,8 @@ from grader.judge.options import Options
 from grader.kit.kit import FULL_CHECKS
 from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
 from grader.authoring.mutation import MutationReport, report_problems, run_mutation
-from grader.plan.cases import Plan, build_plan
+from grader.plan.cases import Case, Plan, build_plan
+from grader.syntax.calls import ExpressionError, call_arguments, evaluate_data, free_names
 from grader.kit.public import PublicError, is_public, public_code
 from grader.store.results import SubmissionResult
 from grader.rubric.schema import Rubric, load_rubric
@@ -45,6 +46,71 @@ def kit_warnings(plan: Plan) -> list[str]:
                             f"case{'s' if len(later) != 1 else ''} cannot be judged by the student's kit (check "
                             f"{checks} needs the course's code): a wrong answer there is only 'checked after "
                             f"submission'; mark the check 'public: true' if its code reveals no solution")
+    return warnings
+
+
+def _asks(plan: Plan, case: Case) -> tuple[str, ...] | None:
+    """What a case asks, as values: the callee, its arguments, the globals it sets, its probes and reduce. Two cases
+    that ask the same get the same answer whatever the notebook; None when a value cannot be known here."""
+    data = plan.data(case)
+
+    def value(code: str) -> str:
+        return codec.canonical(codec.encode(evaluate_data(ast.parse(code, mode="eval").body, data)))
+
+    try:
+        tree = ast.parse(case.call, mode="eval").body
+        asked: tuple[str, ...]
+        if isinstance(tree, ast.Call):
+            arguments = call_arguments(case.call, data)
+            if arguments is None:
+                return None
+            # An argument naming submission code (`Node(state)`) is the same question when its text and the values
+            # of the generated variables it reads are; so is the callee (`EightPuzzle(state).h1`).
+            positional, named = ([_as_asked(a) for a in arguments[0]],
+                                 {k: _as_asked(a) for k, a in arguments[1].items()})
+            texts = [ast.unparse(tree.func), *(text for a in [*positional, *named.values()]
+                                               if (text := _code_text(a)) is not None)]
+            read = sorted(set().union(*(free_names(text) for text in texts)) & set(case.variables))
+            asked = (ast.unparse(tree.func), codec.canonical(codec.encode(
+                [positional, named, [[name, case.variables[name]] for name in read]])))
+        else:
+            asked = (value(case.call),) if free_names(case.call) <= set(data) else (ast.unparse(tree),)
+        settings = tuple(f"{name}={value(code)}" for name, code in case.set)
+    except (SyntaxError, ExpressionError, codec.CodecError, ValueError, TypeError):
+        return None
+    return (*asked, *settings, repr(case.probe), case.reduce or "")
+
+
+def _as_asked(argument: object) -> object:
+    expression = getattr(argument, "expression", None) if type(argument).__name__ == "_NotData" else None
+    return ("submission code", expression) if expression is not None else argument
+
+
+def _code_text(argument: object) -> str | None:
+    """The expression of an argument _as_asked marked as submission code, else None."""
+    if isinstance(argument, tuple) and len(argument) == 2 and argument[0] == "submission code":
+        return str(argument[1])
+    return None
+
+
+def hidden_in_kit_warnings(plan: Plan) -> list[str]:
+    """Hidden cases that ask exactly what a public case of their exercise asks (the same call on equal data: a
+    hidden case written twice, or a generator that drew a public case's board): the public case's input and answer
+    are in every student's kit, so that hidden case tests nothing a student could not copy."""
+    warnings = []
+    for exercise in plan.rubric.exercises:
+        public: dict[tuple[str, ...], Case] = {}
+        for case in plan.cases[exercise.id]:
+            if case.visibility == "public":
+                asked = _asks(plan, case)
+                if asked is not None:
+                    public.setdefault(asked, case)
+        for case in plan.cases[exercise.id]:
+            shown = public.get(_asks(plan, case) or ("",)) if case.visibility == "hidden" else None
+            if shown is not None:
+                warnings.append(f"{plan.rubric.path}:{case.line}: exercise '{exercise.id}': hidden case {case.id} "
+                                f"asks what public case {shown.id} ({shown.shown_call}) asks: that input and its "
+                                f"answer are in every student's kit; give the hidden case another input")
     return warnings
 
 
@@ -112,7 +178,7 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
         public_code(rubric)
     except PublicError as error:
         problems.extend(error.problems)
-    warnings = [*plan.warnings, *kit_warnings(plan)]
+    warnings = [*plan.warnings, *kit_warnings(plan), *hidden_in_kit_warnings(plan)]
     reference_result = grade_path(rubric.reference, plan, support, options, submission="reference")
     problems.extend(reference_problems(plan, reference_result))
     template_result = None
