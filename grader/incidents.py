@@ -20,12 +20,17 @@ FORGED_FRAME = "forged frame"        # a frame the runtime never writes at that 
                                      # during a case, an answer to another case, a malformed frame)
 FORGED_CALL = "forged helper call"   # an isolated-helper call for a name this run does not isolate
 PROCESS_CAP = "process cap"          # a fork or thread refused because the sandbox's process cap was reached
-KINDS = (FORGED_FRAME, FORGED_CALL, PROCESS_CAP)
+REFUSED_CALL = "refused call"        # a system call the seccomp filter refused: "refused call: <what>", the what
+                                     # one of grader/sandbox/confine.py's REFUSED (a signal to a process not its
+                                     # own, scheduling, a keyring, another process's limits, IPC, another
+                                     # architecture's call); never socket(), which honest code may try
+KINDS = (FORGED_FRAME, FORGED_CALL, PROCESS_CAP, f"{REFUSED_CALL}: signal to a process not its own")
 
 # Who saw it: the grader's own side, which student code cannot reach.
 PARENT = "parent frame check"        # grader/sandbox/process.py reads and checks every frame
 PIDS_CGROUP = "pids cgroup"          # the kernel's count of forks refused at the cap (pids.events: max)
-OBSERVERS = (PARENT, PIDS_CGROUP)
+SECCOMP = "seccomp (zygote)"         # the kernel's user notification of a refused call, answered by the zygote
+OBSERVERS = (PARENT, PIDS_CGROUP, SECCOMP)
 
 # The rubric's `incidents:` policy. exercise (default): the exercise during which it happened earns no points, and
 # every exercise for one during the load (the notebook's top-level code runs before, and for, every exercise):

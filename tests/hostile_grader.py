@@ -109,7 +109,8 @@ def grade(source: str) -> None:
     [outcome] = ran.outcomes
     facts = {"level": ran.sandbox.level, "landlock": ran.sandbox.facts.get("landlock"), "uid": os.geteuid(),
              "dumpable": _libc.prctl(3, 0, 0, 0, 0),   # PR_GET_DUMPABLE: this grader's, and its zygote's /proc owner
-             "zygote_proc_owner": os.stat(f"/proc/{supervisor.zygote().process.pid}/fd").st_uid}
+             "zygote_proc_owner": os.stat(f"/proc/{supervisor.zygote().process.pid}/fd").st_uid,
+             "incidents": sorted({seen.kind for seen in ran.sandbox.seen})}
     if outcome.status == "ok":
         print(json.dumps({"found": codec.decode(outcome.value), **facts}))
     else:

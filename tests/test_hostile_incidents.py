@@ -82,6 +82,21 @@ def replace_numbers(*args, **kwargs):
     return _rt_replace_numbers(*args, **kwargs)
 '''
 
+# find_numbers answers right, after asking three times for a lower priority (os.nice), which the sandbox's seccomp
+# filter refuses (a thread at nice 19 waits by its own choice, which the busy-machine credit would count).
+NICE_IN_FIND_NUMBERS = '''
+import os as _rt_os, sys as _rt_sys
+_rt_find_numbers = find_numbers
+def find_numbers(*args, **kwargs):
+    if _rt_sys._getframe(1).f_code.co_filename == "<case>":
+        for _ in range(3):
+            try:
+                _rt_os.nice(5)
+            except OSError:
+                pass
+    return _rt_find_numbers(*args, **kwargs)
+'''
+
 # What honest code hits: a memory bomb in find_numbers' first case, runaway recursion in manhattan's. They cost
 # their cases as before, and are no incidents.
 HONEST_LIMITS = '''
@@ -144,6 +159,18 @@ def test_a_fork_bomb_stopped_at_the_cap_costs_its_exercise(plan, tmp_path):
     assert (incident.kind, incident.observer, incident.exercise) == \
         (incidents.PROCESS_CAP, incidents.PIDS_CGROUP, "replace_numbers")
     assert incident.count >= 1
+
+
+def test_a_call_the_seccomp_filter_refused_costs_its_exercise_as_the_zygote_reported_it(plan, tmp_path):
+    result = grade_path(write(tmp_path / "nice.ipynb", appended(CORRECT, NICE_IN_FIND_NUMBERS)), plan,
+                        support_sources(plan))
+    if result.extra["isolation"].get("scheduling") == "free" or not result.incidents:
+        pytest.skip("no seccomp filter with user notifications here (Linux < 5.0 or another architecture)")
+    assert _lost(result) == {"find_numbers": 0.0}   # before: full marks (each call failed with EPERM, unseen)
+    assert all(c.status == "pass" for c in result.exercise("find_numbers").cases)
+    cases = len(result.exercise("find_numbers").cases)
+    assert result.incidents == (incidents.Incident(f"{incidents.REFUSED_CALL}: scheduling", incidents.SECCOMP,
+                                                   "find_numbers", "", 3 * cases),)
 
 
 def test_memory_and_recursion_limits_are_no_incidents(plan, tmp_path):

@@ -12,6 +12,7 @@ import errno
 import functools
 import os
 import signal
+import socket
 import stat
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -404,6 +405,33 @@ _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
 _IPC_CALLS = {"x86_64": (29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240),
               "aarch64": (186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 180)}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+# The filter's refusals as incidents (grader.incidents): every call it refuses but socket() goes to the zygote as a
+# seccomp user notification (Linux >= 5.0), which answers EPERM as the filter did and tells the grader which kind it
+# refused (REFUSED, one byte each on a pipe the sandbox holds no end of): the kernel's word, never the child's.
+# socket() stays a plain EPERM and no incident: an honest notebook may try the network (a dataset's download),
+# which a jail's empty network namespace refuses without a word too.
+_SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = {"x86_64": 317, "aarch64": 277}, 1, 1 << 3
+SECCOMP_RET_USER_NOTIF = 0x7FC00000
+REFUSED = ("scheduling", "keyring", "limits of another process", "signal to a process not its own", "ipc",
+           "another architecture's call")
+NOTIFY_RECV, NOTIFY_SEND = 0xC0502100, 0xC0182101   # SECCOMP_IOCTL_NOTIF_RECV / _SEND (struct sizes 80, 24)
+
+
+def refused_kind(nr, arch):
+    """The REFUSED index of a call the filter refused (seccomp_notif's nr and arch): what the zygote reports."""
+    machine = os.uname().machine
+    known = _SCHEDULING_CALLS.get(machine)
+    if known is None or arch != known[0] or nr >= 0x40000000:
+        return 5
+    if nr in known[1]:
+        return 0
+    if nr in _KEYRING_CALLS[machine]:
+        return 1
+    if nr == _PRLIMIT[machine]:
+        return 2
+    if nr in _IPC_CALLS[machine]:
+        return 4
+    return 3   # kill, tgkill, tkill, rt_sigqueueinfo, pidfd_open, SIGIO owners
 
 
 class _SockFilter(ctypes.Structure):
@@ -434,21 +462,23 @@ def _assemble(program):
             for index, (code, k, true, false) in enumerate(instructions)]
 
 
-def _filter(own_uid, protected=(), network=True):
+def _filter(own_uid, protected=(), network=True, notify=False):
     """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here).
     `own_uid`: the sandbox runs as a uid of its own (a jail's, or an unused uid), so kill(-1) reaches only its
     processes (the runtime sweeps with it) and a socket reaches nothing of the uid's; else both are refused (see
     _KILL), and so are signalling the `protected` pids (process groups as negative numbers, for kill), tkill and
     setting an owner for SIGIO (see _SIGNAL_BY_PID), and System V IPC and POSIX message queues (_IPC_CALLS).
     `network` False (a sandbox in the host's network namespace, rlimits mode): socket() of any family but AF_UNIX
-    is refused, so the sandbox has no network, as a jail has none (see _SOCKET)."""
+    is refused, so the sandbox has no network, as a jail has none (see _SOCKET). `notify`: every refusal but
+    socket()'s is a user notification for the zygote to answer (SECCOMP_RET_USER_NOTIF), else EPERM."""
     machine = os.uname().machine
     known = _SCHEDULING_CALLS.get(machine)
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
         return None
     arch, calls = known
     ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    deny, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
+    refuse, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
+    deny = SECCOMP_RET_USER_NOTIF if notify else refuse
     arg0, arg1 = 16, 24   # the low 32 bits of the first and second arguments (little-endian): a pid_t is an int
     program: list = [(ld_abs, 4, None, None), (jeq, arch, None, "deny"), (ld_abs, 0, None, None),
                      (jge, 0x40000000, "deny", None)]   # x32 (bit 30) -> deny
@@ -460,7 +490,8 @@ def _filter(own_uid, protected=(), network=True):
     if not own_uid:
         pids = sorted({pid & 0xFFFFFFFF for pid in protected if pid > 0})
         groups = sorted({pid & 0xFFFFFFFF for pid in protected if pid < -1})   # kill(-pgid)
-        program += [(jeq, nr, "deny", None) for nr in (_SOCKET[machine], _TKILL[machine], *_IPC_CALLS[machine])]
+        program += [(jeq, _SOCKET[machine], "refuse", None)]
+        program += [(jeq, nr, "deny", None) for nr in (_TKILL[machine], *_IPC_CALLS[machine])]
         checked[_KILL[machine]] = (arg0, (0xFFFFFFFF, *pids, *groups))
         checked.update({nr: (arg0, tuple(pids)) for nr in _SIGNAL_BY_PID[machine]})
         checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0])
@@ -471,22 +502,23 @@ def _filter(own_uid, protected=(), network=True):
         program += [f"check {nr}", (ld_abs, offset, None, None)]
         if refused is None:
             program += [(jeq, 0, "allow", "deny")]
-        elif isinstance(refused, int):
-            program += [(jeq, refused, "allow", "deny")]
+        elif isinstance(refused, int):   # socket(): every family but AF_UNIX, refused as no incident
+            program += [(jeq, refused, "allow", "refuse" if nr == _SOCKET[machine] else "deny")]
         else:
             program += [(jeq, value, "deny", None) for value in refused] + [(ret, allow, None, None)]
-    program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None)]
+    program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None), "refuse", (ret, refuse, None, None)]
     instructions = _assemble(program)
     filters = (_SockFilter * len(instructions))(*instructions)
     return filters, _SockFprog(len(instructions), filters)
 
 
-# Built once as the zygote loads this module (each child only installs one): the jail's and an unused uid's. The
-# grader's uid's names the pids to protect, so a child builds it (rlimits mode without root only).
-_FILTERS = {True: _filter(True), "host network": _filter(True, network=False)}
+# Built once as the zygote loads this module (each child only installs one): the jail's and an unused uid's, by
+# (network, notify). The grader's uid's names the pids to protect, so a child builds it (rlimits mode without root).
+_FILTERS = {(network, notify): _filter(True, network=network, notify=notify)
+            for network in (True, False) for notify in (False, True)}
 
 
-def keep_scheduling(own_uid=True, protected=(), network=True):
+def keep_scheduling(own_uid=True, protected=(), network=True, handoff=None):
     """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
     policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
     Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
@@ -497,11 +529,31 @@ def keep_scheduling(own_uid=True, protected=(), network=True):
     _SIGNAL_BY_PID); `network` False (rlimits mode: the host's network namespace), socket() of every family but
     AF_UNIX (_AF_UNIX). A seccomp filter (inherited by every thread and fork, kept across exec); a foreign
     architecture's calls fail all (a 32-bit or x32 binary would get around the numbers). False where the
-    architecture is not known here."""
-    found = (_FILTERS[True] if network else _FILTERS["host network"]) if own_uid else _filter(False, protected)
+    architecture is not known here.
+
+    `handoff`: a unix socket to the zygote. Where the kernel gives the filter a listener (SECCOMP_RET_USER_NOTIF),
+    the refusals but socket()'s wait for the zygote's EPERM, and the listener goes to the zygote on it (REFUSED);
+    else (Linux < 5.0) they are plain EPERM, as before. The socket is closed either way."""
+    def made(notify):
+        return _FILTERS[bool(network), notify] if own_uid else _filter(False, protected, notify=notify)
+    found = made(False)
     if found is None:
+        if handoff is not None:
+            handoff.close()
         return False
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    if handoff is not None:
+        try:
+            listener = _libc.syscall(_SECCOMP[os.uname().machine], SECCOMP_SET_MODE_FILTER,
+                                     SECCOMP_FILTER_FLAG_NEW_LISTENER, ctypes.byref(made(True)[1]))
+            if listener >= 0:
+                try:   # never kept here: a process holding its own listener could let its refused calls through
+                    socket.send_fds(handoff, [b"L"], [listener])
+                finally:
+                    os.close(listener)
+                return True
+        finally:
+            handoff.close()
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(found[1]), 0, 0), "seccomp")
     return True
 

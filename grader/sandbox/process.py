@@ -25,7 +25,7 @@ from grader import codec, incidents
 from grader.intake.warning import GraderWarning, Kind
 from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
-from grader.sandbox.confine import remove_tree
+from grader.sandbox.confine import REFUSED, remove_tree
 from grader.sandbox.alarm import TimeLimit, bounded
 from grader.sandbox.budget import Budget, LoadClock
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
@@ -464,7 +464,7 @@ class Sandbox:
             # namespaces, where the kill goes through the pidfd; a bare pid could be another process by then.
             if self.budget.slack > 0:   # what it waited and computed is kept (_stop does it for the others)
                 self.budget.child_stopping(self.process.pid, self._computed())
-            self._count_refused_forks()
+            self._count_refusals()
             child = _Child(self.process, self.request_fd, self.reader, self.pids, self.scratch, "", {}, self.memory,
                            self.cpu)
             self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
@@ -506,19 +506,24 @@ class Sandbox:
         """Student code did what only hostile code does, as the parent saw it (a frame the runtime never writes)."""
         self.seen.append(incidents.Seen(kind, incidents.PARENT, case, self.near if near is None else near))
 
-    def _count_refused_forks(self) -> None:
-        """The forks and threads the kernel refused at the sandbox's process cap since the last look, as seen
-        during what is running now (`near`): a fork bomb's, which honest code never reaches (PIDS_MAX)."""
-        if self.pids is None:
-            return
-        count = self.pids.refused()
-        if count > self.refused_forks:
-            self.seen.append(incidents.Seen(incidents.PROCESS_CAP, incidents.PIDS_CGROUP, "", self.near,
-                                            count - self.refused_forks))
-            self.refused_forks = count
+    def _count_refusals(self) -> None:
+        """What the kernel refused since the last look, as seen during what is running now (`near`): forks and
+        threads at the sandbox's process cap (a fork bomb's, which honest code never reaches: PIDS_MAX), and the
+        calls its seccomp filter refused, each reported by the zygote (confine.REFUSED)."""
+        if self.pids is not None:
+            count = self.pids.refused()
+            if count > self.refused_forks:
+                self.seen.append(incidents.Seen(incidents.PROCESS_CAP, incidents.PIDS_CGROUP, "", self.near,
+                                                count - self.refused_forks))
+                self.refused_forks = count
+        reported = self.process.refusals() if self.process is not None else b""
+        for index in sorted(set(reported)):
+            self.seen.append(incidents.Seen(
+                f"{incidents.REFUSED_CALL}: {REFUSED[index] if index < len(REFUSED) else 'unknown'}",
+                incidents.SECCOMP, "", self.near, reported.count(index)))
 
     def _stop(self) -> None:
-        self._count_refused_forks()
+        self._count_refusals()
         if self.process is not None and self.budget.slack > 0:
             self.budget.child_stopping(self.process.pid, self._computed())
         if self.meter is not None:
@@ -701,7 +706,7 @@ class Sandbox:
                                          f"did not finish within {self.limits.load_seconds:g} s; left out")
                                         + (f"; {names} unavailable" if names else "")))
             self._leave_out(message.left_out, indices)   # not run again when the child is restarted
-            self._count_refused_forks()
+            self._count_refusals()
             self.carried = self.meter.seconds() if self.meter is not None else None   # the runtime's snapshot next
             # A module this machine lacks is the environment's business (for the TA), not the student's.
             self.load_report = LoadReport(
@@ -831,7 +836,7 @@ class Sandbox:
             self.near = batch[0].id
             produced, clean = self._run_batch(batch, isolate, oracle, deadline, max_timeouts - timeouts, methods,
                                               more)
-            self._count_refused_forks()
+            self._count_refusals()
             self.budget.exercise_ended(time.monotonic())   # the fork's waiting, as last read, is kept
             if not produced:  # the child died before running anything: count it against the restarts
                 self.restarts += 1

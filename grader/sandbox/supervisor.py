@@ -133,6 +133,9 @@ class Jail:
     pid: int
     pidfd: int
     status_fd: int
+    # The zygote's report of each call the sandbox's seccomp filter refused, one byte of confine.REFUSED's index
+    # (zygote.Zygote.notified), read without blocking (refusals); -1: none.
+    seen_fd: int = -1
     status: int | None = None
     ended: bool = False
     # Set once it ended, where the zygote killed it for its files (zygote.Zygote.watch, rlimits mode): which count
@@ -174,14 +177,23 @@ class Jail:
             except OSError:
                 pass
 
+    def refusals(self) -> bytes:
+        """The refused calls the zygote reported since the last look (each a byte: an index of confine.REFUSED)."""
+        if self.seen_fd < 0:
+            return b""
+        try:
+            return os.read(self.seen_fd, 1 << 16)
+        except (BlockingIOError, OSError):
+            return b""
+
     def close(self) -> None:
-        for fd in (self.pidfd, self.status_fd):
+        for fd in (self.pidfd, self.status_fd, self.seen_fd):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        self.pidfd = self.status_fd = -1
+        self.pidfd = self.status_fd = self.seen_fd = -1
         self.ended = True
 
 
@@ -290,24 +302,29 @@ class Zygote:
 
     def spawn(self, config: dict[str, Any], fds: list[int]) -> Jail:
         status_read, status_write = os.pipe()
+        seen_read, seen_write = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(seen_read, False)
         try:
             with self.lock:
                 socket.send_fds(self.socket, [json.dumps({"op": "spawn", "config": config}).encode()],
-                                [*fds, status_write])
+                                [*fds, status_write, seen_write])
                 data, received, _, _ = socket.recv_fds(self.socket, 1 << 16, 2)
         except OSError as error:
             os.close(status_read)
+            os.close(seen_read)
             raise SpawnError(f"the zygote is gone: {error}") from None
         finally:
             os.close(status_write)
+            os.close(seen_write)
         reply = json.loads(data) if data else {"error": "the zygote closed its socket"}
         if "error" in reply or len(received) != 1:
             for fd in received:
                 os.close(fd)
             os.close(status_read)
+            os.close(seen_read)
             raise SpawnError(str(reply.get("error", "no pidfd")))
         preload = reply.get("preload")
-        return Jail(int(reply["pid"]), received[0], status_read, preload=tuple(
+        return Jail(int(reply["pid"]), received[0], status_read, seen_read, preload=tuple(
             str(name) for name in preload) if isinstance(preload, list) else ())
 
     def stop(self) -> None:

@@ -23,6 +23,8 @@ mode each child's uid is swept with kill(-1) so a double-forked escapee goes too
 its exit handlers (killed) also leaves its temp folder to the zygote to remove (remove_grader_folders).
 """
 
+import errno
+import fcntl
 import functools
 import gc
 import json
@@ -56,6 +58,10 @@ PRELOAD = ("numpy", "heapq")
 # only, where a load wrote 2.3 GB of 64 MB files in 6 s. What a sandbox can write past its limit is what it writes
 # between two looks.
 WATCH_SECONDS = 0.1
+# A sandbox's refused calls the zygote answers and reports (Zygote.notified) before it closes the listener: past it
+# the kernel answers them itself (ENOSYS), and a loop of refused calls costs the zygote, which serves every sandbox
+# of its worker, nothing more. The count the grader reads stops there; an incident is an incident.
+MAX_NOTIFIED = 64
 UNLINKED_LOOKS = 5       # every 0.5 s, the files a sandbox unlinked and holds open (confine.held_unlinked)
 
 
@@ -126,7 +132,7 @@ def _take_output(output_fd):
     os.close(output_fd)
 
 
-def _outer(config, request_fd, response_fd, output_fd, status_fd):
+def _outer(config, request_fd, response_fd, output_fd, status_fd, handoff=None):
     """The child without namespaces (rlimits mode), which becomes the runtime itself: never returns."""
     code = 70
     try:
@@ -163,9 +169,12 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
             own_uid = os.getuid() == os.geteuid() >= confine.UID_BASE
             protected = [pid for pid in config.get("protect") or () if type(pid) is int][:40] + [zygote, -zygote]
             # network=False: the host's network namespace is shared here (no socket() but AF_UNIX, confine._SOCKET)
-            facts["scheduling"] = "kept" if confine.keep_scheduling(own_uid, protected, network=False) else "free"
+            facts["scheduling"] = "kept" if confine.keep_scheduling(own_uid, protected, network=False,
+                                                                     handoff=handoff) else "free"
         except OSError as error:
             facts["scheduling"] = f"free: {str(error)[:200]}"
+        if handoff is not None:   # closed before any student code, whatever happened above
+            handoff.close()
         runtime.start(request_fd, response_fd, config, facts, jailed=False)
         os._exit(0)
     except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
@@ -176,7 +185,7 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd):
     os._exit(code)   # as _init ends a failed start: 70 (EX_SOFTWARE), never a status that reads as a clean exit
 
 
-def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid):
+def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, handoff=None):
     """The jail's one process before any fork, cloned by the zygote straight into its namespaces
     (confine.clone_namespaces): PID 1 of the sandbox's pid namespace. Moves into the sandbox's cgroups, builds
     the root, gives up every privilege and becomes the runtime; never returns. `uid`/`gid`: the zygote's, which
@@ -225,9 +234,11 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid):
         confine.die_with_parent()
         facts["capabilities"] = confine.capabilities_effective()
         try:   # the student's threads keep the priority, policy and CPUs given (the busy machine's credit)
-            facts["scheduling"] = "kept" if confine.keep_scheduling() else "free"
+            facts["scheduling"] = "kept" if confine.keep_scheduling(handoff=handoff) else "free"
         except OSError as error:
             facts["scheduling"] = f"free: {str(error)[:200]}"
+        if handoff is not None:   # closed before any student code, whatever happened above
+            handoff.close()
         runtime.start(request_fd, response_fd, config, facts, jailed=True)
     except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
         try:
@@ -240,8 +251,10 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid):
 class Zygote:
     def __init__(self, control, preloaded=0):
         self.control = control
-        # pidfd -> (pid, host uid swept when it ends or None, its exit-status pipe)
+        # pidfd -> (pid, host uid swept when it ends or None, its exit-status pipe, its refusals' pipe)
         self.children = {}
+        self.handoffs = {}       # fd -> (the socket a child sends its seccomp listener on, its pidfd)
+        self.listeners = {}      # listener fd -> [its child's pidfd, how many refused calls it reported]
         self.over = {}           # pidfd -> why watch killed it (1 + an index of confine.OVER_LIMIT)
         self.preloaded = preloaded   # bytes of address space the preloaded modules take in every child
         self.asked = set()       # modules of PRELOAD a request asked for (imported, or found missing), once each
@@ -321,11 +334,71 @@ class Zygote:
             self.landlock_abi = confine.landlock_abi()
         return self.landlock_abi
 
+    def taken(self, fd):
+        """A child's seccomp listener, sent on its handoff socket before any student code ran (or nothing: a kernel
+        without user notifications, a start that failed)."""
+        sock, pidfd = self.handoffs.pop(fd)
+        try:
+            _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+        except OSError:
+            fds = []
+        sock.close()
+        for fd in fds:   # only a seccomp listener is taken (a child's start that failed sends nothing)
+            try:
+                listener = os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:seccomp notify"
+            except OSError:
+                listener = False
+            if listener and pidfd in self.children and not any(o == pidfd for o, _ in self.listeners.values()):
+                self.listeners[fd] = [pidfd, 0]
+            else:
+                os.close(fd)
+
+    def notified(self, listener):
+        """One call the sandbox's filter refused: EPERM for it, as the filter alone answers, and its kind
+        (confine.REFUSED) for the grader on the refusals' pipe, written first, so it is there before the call
+        returns. Read only when the listener says a notification waits (POLLIN): the kernel then never blocks the
+        receive (a target killed meanwhile is ENOENT)."""
+        entry = self.listeners[listener]
+        ready = select.poll()   # asked again: this number may be a listener taken since the events were read
+        ready.register(listener, select.POLLIN)
+        if not any(event & select.POLLIN for _, event in ready.poll(0)):
+            return
+        notice = bytearray(80)
+        try:
+            fcntl.ioctl(listener, confine.NOTIFY_RECV, notice, True)
+        except OSError:
+            return
+        child = self.children.get(entry[0])
+        if child is not None:
+            try:
+                os.write(child[3], bytes([confine.refused_kind(int.from_bytes(notice[16:20], "little", signed=True),
+                                                               int.from_bytes(notice[20:24], "little"))]))
+            except OSError:
+                pass
+        answer = bytearray(notice[:8] + (0).to_bytes(8, "little") + (-errno.EPERM).to_bytes(4, "little", signed=True)
+                           + bytes(4))
+        try:
+            fcntl.ioctl(listener, confine.NOTIFY_SEND, answer, True)
+        except OSError:
+            pass
+        entry[1] += 1
+        if entry[1] >= MAX_NOTIFIED:
+            self._drop_listener(listener)
+
+    def _drop_listener(self, listener):
+        del self.listeners[listener]
+        os.close(listener)
+
     def _ended(self, pidfd):
         self.scratches.pop(pidfd, None)
         elsewhere = self.elsewhere.pop(pidfd, ())
         over = self.over.pop(pidfd, 0)
-        pid, uid, status_fd = self.children.pop(pidfd)
+        pid, uid, status_fd, seen_fd = self.children.pop(pidfd)
+        for listener in [fd for fd, (owner, _) in self.listeners.items() if owner == pidfd]:
+            self._drop_listener(listener)
+        for fd in [fd for fd, (_, owner) in self.handoffs.items() if owner == pidfd]:
+            self.handoffs.pop(fd)[0].close()
+        os.close(seen_fd)
         os.close(pidfd)
         try:
             _, status = os.waitpid(pid, 0)
@@ -344,7 +417,9 @@ class Zygote:
             confine.remove_owned(elsewhere, uid)
 
     def spawn(self, config, fds):
-        request_fd, response_fd, output_fd, status_fd = fds
+        request_fd, response_fd, output_fd, status_fd, seen_fd = fds
+        os.set_blocking(seen_fd, False)   # a grader that never reads it must not stop the zygote
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         wanted = config.get("preload")
         self.preload(wanted if isinstance(wanted, list) else [])
         limits = config.get("limits") or {}
@@ -357,18 +432,27 @@ class Zygote:
             _keep_to(config.get("cpus"))
             confine.forget_networks()
             self.control.close()
-            for other, (_, _, other_status) in self.children.items():   # no sandbox holds another's
+            mine.close()
+            os.close(seen_fd)   # the zygote's to write: the sandbox's refusals are the kernel's word, not the child's
+            for other, (_, _, other_status, other_seen) in self.children.items():   # no sandbox holds another's
                 os.close(other)
                 os.close(other_status)
+                os.close(other_seen)
+            for listener in self.listeners:   # one would let another sandbox's refused calls through
+                os.close(listener)
+            for sock, _ in self.handoffs.values():
+                sock.close()
             if jailed:
                 os.close(status_fd)   # the zygote's to write, once the jail has ended
-                _init(config, request_fd, response_fd, output_fd, zygote, uid, gid)
-            _outer(config, request_fd, response_fd, output_fd, status_fd)
+                _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, theirs)
+            _outer(config, request_fd, response_fd, output_fd, status_fd, theirs)
+        theirs.close()
         for fd in (request_fd, response_fd, output_fd):
             os.close(fd)
         pidfd = os.pidfd_open(pid)
         sweep = confine.UID_BASE + pid if os.geteuid() == 0 and not jailed else None
-        self.children[pidfd] = (pid, sweep, status_fd)
+        self.children[pidfd] = (pid, sweep, status_fd, seen_fd)
+        self.handoffs[mine.fileno()] = (mine, pidfd)
         scratch, most_bytes, most_entries = (config.get(key) for key in ("scratch", "scratch_bytes", "scratch_files"))
         if not jailed and isinstance(scratch, str) and type(most_bytes) is int and type(most_entries) is int:
             procs = config.get("cgroup_procs") or []
@@ -390,14 +474,28 @@ class Zygote:
             self._ended(pidfd)
 
     def serve(self):
+        control = self.control.fileno()
         while True:
-            readable, _, _ = select.select([self.control, *self.children], [], [],
-                                           WATCH_SECONDS if self.scratches else None)
+            poller = select.poll()
+            for fd in (control, *self.children, *self.handoffs, *self.listeners):
+                poller.register(fd, select.POLLIN)
+            events = poller.poll(WATCH_SECONDS * 1000 if self.scratches else None)
             self.watch()
-            for pidfd in readable:
-                if pidfd is not self.control:
+            ready = set()
+            for fd, event in events:
+                if fd in self.listeners:
+                    if event & select.POLLIN:
+                        self.notified(fd)
+                    elif event & (select.POLLHUP | select.POLLERR | select.POLLNVAL):   # none of it is left
+                        self._drop_listener(fd)
+                elif fd in self.handoffs:
+                    self.taken(fd)
+                else:
+                    ready.add(fd)
+            for pidfd in ready - {control}:
+                if pidfd in self.children:
                     self._ended(pidfd)
-            if self.control not in readable:
+            if control not in ready:
                 continue
             try:
                 data, fds, _, _ = socket.recv_fds(self.control, MAX_MESSAGE, 8)
@@ -409,8 +507,8 @@ class Zygote:
                 request = json.loads(data)
                 if request.get("op") == "stop":
                     return
-                if len(fds) != 4:
-                    raise ValueError("a spawn needs four descriptors")
+                if len(fds) != 5:
+                    raise ValueError("a spawn needs five descriptors")
                 pid, pidfd = self.spawn(request["config"], fds)
                 reply = {"pid": pid, "preload": sorted(self.asked)}   # asked for: imported where installed
                 socket.send_fds(self.control, [json.dumps(reply).encode()], [pidfd])
