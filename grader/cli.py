@@ -86,7 +86,7 @@ def _grade_batch(args: argparse.Namespace) -> int:
         _check_target(args.gradebook, "--gradebook")
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
                       memory_mb=args.memory_mb, allow_root_sandbox=args.allow_root_sandbox)
-    from grader.store.gradebook import grade_change_line, same_file_lines, utc_now
+    from grader.store.gradebook import grade_change_line, incident_line, same_file_lines, utc_now
     started = utc_now()
     with BatchProgress(None if args.quiet else out.console, quiet=args.quiet) as progress:
         batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
@@ -131,6 +131,10 @@ def _grade_batch(args: argparse.Namespace) -> int:
     if changed:
         from grader.textsafe import terminal   # student ids: any text
         out.console.print(terminal(changed), style="cyan", highlight=False, markup=False)
+    attacked = incident_line(batch.gradebook, batch.rubric, batch.students)
+    if attacked:
+        from grader.textsafe import terminal   # student ids: any text
+        out.console.print(terminal(attacked), style="red", highlight=False, markup=False)
     for n, line in enumerate(same_file_lines(batch.gradebook, batch.rubric)):
         from grader.textsafe import terminal   # student ids and file names: any text
         out.console.print(("warning: " if n == 0 else "") + terminal(line), style="yellow", highlight=False,

@@ -107,6 +107,15 @@ def apply(exercises: Sequence[Any], incidents: Sequence[Incident], policy: str) 
     return tuple(out)
 
 
+def for_the_ta(incidents: Sequence[Incident]) -> str:
+    """The facts in one line for the TA's views (the CSV's `incidents` column, grade's summary, the class report):
+    what was seen, how often, in which exercise (or the load) and by whom. Never for the student's report."""
+    return "; ".join(f"{incident.kind}{f' x{incident.count}' if incident.count != 1 else ''} "
+                     f"{f'in {incident.exercise}' if incident.exercise else 'during the load'}"
+                     f"{f' (case {incident.case})' if incident.case else ''}, seen by the {incident.observer}"
+                     for incident in incidents)
+
+
 def to_json(incident: Incident) -> dict[str, Any]:
     return {"kind": incident.kind, "observer": incident.observer, "exercise": incident.exercise,
             "case": incident.case, "count": incident.count}

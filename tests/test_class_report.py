@@ -611,7 +611,8 @@ def test_bundled_report_is_self_contained_and_deterministic(results, tmp_path):
     with open(tmp_path / "report.csv", newline="", encoding="utf-8") as stream:
         rows = list(csv.reader(stream))
     assert rows[0][0] == "student"
-    assert rows[0][-6:] == ["total", "max_total", "state", "late", "late_penalty", "total_after_penalty"]
+    assert rows[0][-7:] == ["total", "max_total", "state", "late", "late_penalty", "total_after_penalty",
+                            "incidents"]
     assert sorted(row[0] for row in rows[1:]) == sorted(r.submission for r in results)
 
 

@@ -225,6 +225,32 @@ def test_a_regrade_says_whose_score_changed_and_why(tmp_path: Path, grader_cache
     assert same.returncode == 0 and "changed from the grading before" not in flat(same.stdout), same.stdout
 
 
+def test_the_ta_sees_each_incident_in_grades_summary_the_csv_and_the_class_report(tmp_path: Path,
+                                                                                   grader_cache: Path) -> None:
+    """An attack the sandbox stopped (grader.incidents: a frame forged during find_tile#1, answers right) cost
+    its exercise, but the TA was told nowhere: grade's summary, the CSV and the class report name the student
+    with the facts (what, where, seen by whom); the student's own report says only the exercise's note."""
+    import csv
+    from notebook_build import appended, write
+    from test_hostile_incidents import FORGED_IN_FIND_TILE
+    forged = write(tmp_path / "forged.ipynb", appended(REPO / CORRECT, FORGED_IN_FIND_TILE))
+    out = tmp_path / "results"
+    done = run("grade", CORRECT, str(forged), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert done.returncode == 0, done.stderr
+    said = "forged frame in find_tile (case find_tile#1), seen by the parent frame check"
+    assert "1 submission with incidents" in flat(done.stdout) and f"forged: {said}" in flat(done.stdout), done.stdout
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as stream:
+        rows = {row["student"]: row for row in csv.DictReader(stream)}
+    assert (rows["forged"]["incidents"], rows["forged"]["find_tile"], rows["correct"]["incidents"]) == (said, "0", "")
+    report = run("class-report", str(out), "--out", str(tmp_path / "class.html"))
+    assert report.returncode == 0, report.stderr
+    assert "incidents of forged" in (tmp_path / "class.html").read_text(encoding="utf-8")
+    feedback = run("report", str(out), "--out", str(tmp_path / "feedback"), "--format", "md")
+    assert feedback.returncode == 0, feedback.stderr
+    page = (tmp_path / "feedback" / "forged.md").read_text(encoding="utf-8")
+    assert "forged frame" not in page and "parent frame check" not in page and "no solution needs" in page
+
+
 def test_check_on_correct_passes_and_only_counts_hidden_cases(grader_cache: Path) -> None:
     done = run("check", CORRECT, "--rubric", RUBRIC, "--cache", str(grader_cache))
     assert done.returncode == 0, done.stdout + done.stderr

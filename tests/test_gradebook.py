@@ -321,10 +321,10 @@ def test_csv_has_a_row_per_student_and_exercise_columns_in_rubric_order(tmp_path
     write_csv(results, path)
     assert read_rows(path) == [
         ["student", "ex0", "ex1", "ex2", "total", "max_total", "state", "late", "late_penalty",
-         "total_after_penalty"],
-        ["bob", "0.1", "0.8", "27.9", "28.8", "34", "graded", "", "0", "28.8"],
-        ["zoë", "0", "0", "0", "0", "34", "graded", "", "0", "0"],
-        ["empty", "", "", "", "0", "34", "graded", "", "0", "0"]]
+         "total_after_penalty", "incidents"],
+        ["bob", "0.1", "0.8", "27.9", "28.8", "34", "graded", "", "0", "28.8", ""],
+        ["zoë", "0", "0", "0", "0", "34", "graded", "", "0", "0", ""],
+        ["empty", "", "", "", "0", "34", "graded", "", "0", "0", ""]]
     assert results[0].total == 28.799999999999997    # the float noise the formatting hides
     assert path.read_bytes().decode("utf-8").startswith("student,")
     assert [p.name for p in tmp_path.iterdir()] == ["gradebook.csv"]   # no temp file left behind
@@ -337,7 +337,7 @@ def test_csv_takes_student_names_and_defuses_formulas(tmp_path: Path) -> None:
               students=["=HYPERLINK(\"x\")", "Łukasz"])
     rows = read_rows(path)
     assert rows[1] == ["'=HYPERLINK(\"x\")", "0.333333333333", "0.333333333333", "2", "graded", "", "0",
-                       "0.333333333333"]
+                       "0.333333333333", ""]
     assert rows[2][0] == "Łukasz"
     with pytest.raises(ValueError):
         write_csv([make_result()], path, students=[])
@@ -347,7 +347,7 @@ def test_csv_takes_student_names_and_defuses_formulas(tmp_path: Path) -> None:
 def test_csv_of_no_results_has_only_the_header(tmp_path: Path) -> None:
     write_csv([], tmp_path / "empty.csv")
     assert read_rows(tmp_path / "empty.csv") == [["student", "total", "max_total", "state", "late", "late_penalty",
-                                                        "total_after_penalty"]]
+                                                        "total_after_penalty", "incidents"]]
 
 
 def test_values_every_result_shares_are_stored_once_per_rubric_and_come_back_whole(tmp_path: Path) -> None:
@@ -452,7 +452,7 @@ def test_a_version_2_gradebook_gets_each_results_lateness_busy_cases_and_time_as
     assert seconds == {"amy": 2.25, "bob": 0.5}
     db = sqlite3.connect(path)       # the same file as version 2 wrote it: those facts in the json only
     db.execute("DROP INDEX results_heads")
-    for column in ("late", "penalty", "busy", "seconds"):
+    for column in ("late", "penalty", "busy", "seconds", "incidents"):
         db.execute(f"ALTER TABLE results DROP COLUMN {column}")
     db.execute("UPDATE schema_version SET version = 2")
     db.commit()
@@ -479,6 +479,7 @@ def test_a_version_3_gradebook_counts_its_busy_cases_again_so_a_regrade_grades_t
         book.record("bob", "bob.ipynb", replace(bob, exercises=(busy, *bob.exercises[1:])))
     db = sqlite3.connect(path)       # as the old count left it: nothing in extra.budget, so 0
     db.execute("UPDATE results SET busy = 0")
+    _as_version_4(db)
     db.execute("UPDATE schema_version SET version = 3")
     db.commit()
     db.close()
@@ -486,6 +487,39 @@ def test_a_version_3_gradebook_counts_its_busy_cases_again_so_a_regrade_grades_t
         assert [(r.student, r.busy) for r in book.score_rows(RUBRIC)] == [("amy", 0), ("bob", len(busy.cases))]
         unchanged = book.unchanged_row(RUBRIC, "bob", bob.sha256, bob.rubric_sha256, bob.grader_version)
         assert unchanged is not None and unchanged.busy     # what makes the batch grade bob again
+    assert sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    assert consistency_problems(path) == []
+
+
+def _as_version_4(db: sqlite3.Connection) -> None:
+    """The file as version 4 wrote it: no incidents column, its heads index without it."""
+    db.execute("DROP INDEX results_heads")
+    db.execute("ALTER TABLE results DROP COLUMN incidents")
+    db.execute("""CREATE INDEX results_heads ON results (id, sha256, rubric_sha256, grader_version, state, isolation,
+                                                         total, max_total, late, penalty, busy, seconds)""")
+
+
+def test_a_version_4_gradebook_reads_its_results_incidents_into_the_rows(tmp_path: Path) -> None:
+    """Incidents (grader.incidents) are a column the CSV and grade's summary read with the scores, no JSON decoded.
+    A gradebook written before the column fills it once, from each result's own list; a result with none: ''."""
+    from dataclasses import replace
+    from grader.incidents import FORGED_FRAME, PARENT, Incident
+    seen = (Incident(FORGED_FRAME, PARENT, "find_tile", "find_tile#1", 2),)
+    path = tmp_path / "gb.sqlite"
+    with Gradebook(path) as book:
+        book.record("amy", "amy.ipynb", make_result("amy"))
+        book.record("bob", "bob.ipynb", replace(make_result("bob"), incidents=seen))
+        rows = {row.student: row.incidents for row in book.score_rows(RUBRIC)}
+        assert rows == {"amy": (), "bob": seen}
+        assert [row.student for row in book.incident_rows(RUBRIC)] == ["bob"]
+    db = sqlite3.connect(path)
+    _as_version_4(db)
+    db.execute("UPDATE schema_version SET version = 4")
+    db.commit()
+    db.close()
+    with Gradebook(path) as book:
+        assert {row.student: row.incidents for row in book.score_rows(RUBRIC)} == rows
+        assert [row.student for row in book.incident_rows(RUBRIC)] == ["bob"]
     assert sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     assert consistency_problems(path) == []
 

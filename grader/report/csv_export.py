@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from grader.files import atomic_open
+from grader.incidents import Incident, for_the_ta
 from grader.report.class_outputs import Classroom, Written, same_file_warnings
 from grader.store.results import SubmissionResult
 from grader.textsafe import display
@@ -63,7 +64,7 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
     overridden = any("overrides" in result.extra for result in results)
     rows = (ScoreLine(name, result.total, result.max_total, result.state,
                  {exercise.id: exercise.score for exercise in result.exercises},
-                 override_cells(result) if overridden else (), result.late, result.penalty)
+                 override_cells(result) if overridden else (), result.late, result.penalty, result.incidents)
             for name, result in zip(names, results, strict=True))
     write_score_csv(exercise_columns(results), rows, path, OVERRIDE_COLUMNS if overridden else ())
 
@@ -102,17 +103,20 @@ class ScoreLine:
     more: tuple[str, ...] = ()      # cells of the extra columns
     late: bool = False
     penalty: float = 0.0
+    incidents: tuple[Incident, ...] = ()
 
 
 def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: Path,
                     more: Sequence[str] = ()) -> None:
     """The CSV from score rows, streamed: one row per student, then `state` (graded, unreadable, failed), the
     lateness (`late`, the late policy's `late_penalty` and `total_after_penalty`: the score itself stays in
-    `total`) and the `more` columns (a row's `more` cells, when it has them)."""
+    `total`), `incidents` (what the sandbox stopped that only hostile code does, for the TA: grader.incidents;
+    the rubric's policy already took its cost from the exercise's score) and the `more` columns (a row's `more`
+    cells, when it has them)."""
     with atomic_open(path, newline="", durable=True) as stream:   # an LMS import never reads half a file
         writer = csv.writer(stream)
         writer.writerow(["student", *columns, "total", "max_total", "state", "late", "late_penalty",
-                         "total_after_penalty", *more])
+                         "total_after_penalty", "incidents", *more])
         for row in rows:
             scores = row.scores
             late, penalty = getattr(row, "late", False), getattr(row, "penalty", 0.0)
@@ -120,6 +124,7 @@ def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: 
                              *(number(scores[column]) if column in scores else "" for column in columns),
                              number(row.total), number(row.max_total), row.state, "late" if late else "",
                              number(penalty), number(max(0.0, row.total - penalty)),
+                             text(for_the_ta(getattr(row, "incidents", ()))),
                              *(getattr(row, "more", ()) if more else ())])
 
 

@@ -41,11 +41,12 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from grader import textsafe
+from grader.incidents import Incident, from_json as incident_from_json, to_json as incident_to_json
 from grader.store.results import (
     ExerciseResult, SubmissionResult, bound_result, from_dict, not_judged, stored_form)
 from grader.store.twins import SameFile, same_files, warning_lines
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # A result's cases that a busy machine kept from being judged, counted in SQL over its json as results.not_judged
 # counts them (the one source of that count).
@@ -130,6 +131,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # and kept cases not judged at 0 points. Counted again, in results whose text names a busy case at all.
         f"""UPDATE results SET busy = ({_BUSY_CASES})
             WHERE busy = 0 AND instr(json, '"busy machine"') > 0""",
+    ),
+    (
+        # What the sandbox stopped that only hostile code does (grader.incidents), as the result's JSON list, ''
+        # for none: the CSV and grade's summary read it from the heads index, with the scores, no json decoded.
+        "ALTER TABLE results ADD COLUMN incidents TEXT NOT NULL DEFAULT ''",
+        """UPDATE results SET incidents = json_extract(json, '$.incidents')
+            WHERE instr(json, '"observer"') > 0 AND json_array_length(json, '$.incidents') > 0""",
+        "DROP INDEX results_heads",
+        """CREATE INDEX results_heads ON results (id, sha256, rubric_sha256, grader_version, state, isolation, total,
+                                                  max_total, late, penalty, busy, seconds, incidents)""",
     ),
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -302,12 +313,13 @@ class Gradebook:
         # head's columns on each of its dozen score rows.
         current = "FROM submissions s JOIN results r INDEXED BY results_heads ON r.id = s.current_result"
         heads = self._db.execute(
-            f"""SELECT s.student, r.total, r.max_total, r.state, r.isolation, r.late, r.penalty, r.busy {current}
-                WHERE {where} ORDER BY s.student""", parameters)
+            f"""SELECT s.student, r.total, r.max_total, r.state, r.isolation, r.late, r.penalty, r.busy, r.incidents
+                {current} WHERE {where} ORDER BY s.student""", parameters)
         scores: Iterator[tuple[str, str, float]] | None = None
         pending: tuple[str, str, float] | None = None
-        for student, total, max_total, state, isolation, late, penalty, busy in heads:
-            row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty), busy)
+        for student, total, max_total, state, isolation, late, penalty, busy, seen in heads:
+            row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty), busy,
+                           _incidents(seen))
             if scores is None:   # asked once a head is found: a changed student's check makes one query
                 scores = self._db.execute(
                     f"""SELECT s.student, sc.exercise, sc.score {current} JOIN scores sc ON sc.result_id = r.id
@@ -317,6 +329,10 @@ class Gradebook:
                 row.scores[pending[1]] = pending[2]
                 pending = next(scores, None)
             yield row
+
+    def incident_rows(self, rubric: str) -> Iterator[ScoreRow]:
+        """The score rows of the students whose current result holds incidents (grader.incidents)."""
+        return self._score_rows("s.rubric = ? AND r.incidents != ''", (rubric,))
 
     def identities(self, rubric: str) -> Iterator[tuple[str, str]]:
         """(student, identity) of every student's current result, sorted by student: the identity names one
@@ -521,6 +537,24 @@ def grade_change_line(path: Path | None, rubric: str, since: str) -> str:
             + (f"; and {more} more (the gradebook's history keeps each)" if more > 0 else ""))
 
 
+def incident_line(path: Path | None, rubric: str, students: Iterable[str]) -> str:
+    """For the terminal after a batch: which of `students` have incidents in their current result (the sandbox
+    stopped what only hostile code does: grader.incidents), with the facts; "" when none (or no gradebook)."""
+    if path is None or not path.is_file():
+        return ""
+    wanted = set(students)
+    with Gradebook(path) as book:
+        seen = [(row.student, row.incidents) for row in book.incident_rows(rubric) if row.student in wanted]
+    if not seen:
+        return ""
+    from grader.incidents import for_the_ta
+    return (f"{len(seen)} submission{'s' if len(seen) != 1 else ''} with incidents (the sandbox stopped what no "
+            f"solution does; the rubric's `incidents:` policy scored it): "
+            + "; ".join(f"{student}: {for_the_ta(incidents)}" for student, incidents in seen[:SHOWN_CHANGES])
+            + (f"; and {len(seen) - SHOWN_CHANGES} more (the CSV's incidents column)" if len(seen) > SHOWN_CHANGES
+               else ""))
+
+
 def same_file_lines(path: Path | None, rubric: str) -> list[str]:
     """For the terminal after a batch: the class's ids graded from one file's bytes from different places
     (store.twins): one student under two ids, or a copy. Of the whole gradebook at `path`, not of one batch: a
@@ -588,6 +622,17 @@ class ScoreRow:
     late: bool = False
     penalty: float = 0.0              # the late policy's, apart from `total`
     busy: int = 0                     # cases a busy machine kept from being judged: the next run grades it again
+    incidents: tuple[Incident, ...] = ()   # what the sandbox stopped that only hostile code does (grader.incidents)
+
+
+def _incidents(text: str) -> tuple[Incident, ...]:
+    """A results row's `incidents` column: the result's own list, as JSON ('' none)."""
+    if not text:
+        return ()
+    try:
+        return tuple(incident_from_json(item) for item in json.loads(text) if isinstance(item, dict))
+    except (ValueError, TypeError):
+        return ()
 
 
 def _read_shared(db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
@@ -701,11 +746,12 @@ def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, resu
     cursor = db.execute(
         f"""INSERT {'OR IGNORE' if skip_existing else ''} INTO results
                 (submission_id, sha256, source, rubric_sha256, grader_version, isolation, total, max_total,
-                 exercise_count, graded_at, json, state, late, penalty, busy, seconds)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 exercise_count, graded_at, json, state, late, penalty, busy, seconds, incidents)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (submission_id, result.sha256, textsafe.unicode(source), result.rubric_sha256, result.grader_version,
          result.isolation, float(result.total), float(result.max_total), len(result.exercises), graded_at, text,
-         result.state, int(bool(result.late)), float(result.penalty), not_judged(result)[1], float(result.seconds)))
+         result.state, int(bool(result.late)), float(result.penalty), not_judged(result)[1], float(result.seconds),
+         textsafe.json_text([incident_to_json(i) for i in result.incidents]) if result.incidents else ""))
     if cursor.rowcount == 0:
         return None
     result_id = cursor.lastrowid
