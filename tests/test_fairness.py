@@ -111,6 +111,25 @@ def test_an_error_raised_in_a_helper_judged_right_names_the_wrong_function_that_
                "lost points in its own exercise" in c.message for c in errors)
 
 
+def test_a_function_that_cannot_be_isolated_is_named_where_it_costs_points_again(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """best_first_search returns the path, not the node; astar_search is right but runs it as written (its
+    arguments, a problem object and f, cannot be given to the reference's best_first_search) and loses its
+    points. Its feedback said only what failed ("object has no attribute 'parent'"); now a note names
+    best_first_search as where to look first, and the rubric's hint says why it is not replaced."""
+    [result] = grade([FAIR / "best_first_search_returns_the_path.ipynb"], EIGHT_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.exercise("best_first_search").score < result.exercise("best_first_search").max_score
+    astar = result.exercise("astar_search")
+    assert astar.score < astar.max_score and astar.isolated == ()
+    assert any(note.startswith("astar_search runs your best_first_search as you wrote it (this exercise does not "
+                               "replace it with the reference's), and it lost points in its own exercise")
+               for note in astar.notes)
+    assert any("cannot give the reference's best_first_search your problem object and your f" in note
+               for note in astar.notes)
+    h = result.exercise("h")     # reaches no function that lost points: no such note
+    assert not any("runs your" in note for note in h.notes)
+
+
 def test_an_unseeded_numpy_draw_gives_every_copy_the_same_verdict(tmp_path: Path, grader_cache: Path) -> None:
     """numpy seeds its global generator from the machine's entropy at import: two runs of one notebook drew
     differently. Each case starts from the same seed (as Python's `random`), so copies agree case by case."""

@@ -983,12 +983,33 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
     if isolate:
         notes += (_isolation_note(isolate, plan),)
     notes += same_failures(results)
+    score = exercise_score(results, exercise.points, exercise.scoring, planned=planned)
+    if score < exercise.points:
+        notes += ran_as_written(plan, exercise, name, extracted, judged)
     if any(r.status != "pass" for r in results):
         notes += exercise.hints
-    score = exercise_score(results, exercise.points, exercise.scoring, planned=planned)
     return ExerciseResult(exercise.id, exercise.title, score, float(exercise.points), tuple(results), notes=notes,
                           function=name, location=location, variant=chosen, isolated=isolate,
                           globals_read=read, **place)
+
+
+def ran_as_written(plan: Plan, exercise: Exercise, name: str, extracted: Extracted,
+                   judged: Mapping[str, ExerciseResult]) -> tuple[str, ...]:
+    """When the exercise lost points: the notebook's functions its graded one reaches that lost points in their own
+    exercises and that the rubric does not isolate here (an end-to-end exercise runs the notebook's chain on
+    purpose; astar_search's best_first_search takes a problem object and a function, which the reference cannot be
+    given), so the student reads where to look first. A helper the exercise isolates is left out: its rerun with
+    the reference's helpers did not do better, so the loss is the exercise's own."""
+    wrong = [helper for helper in reached(name, extracted) if helper not in exercise.isolate
+             and (owner := graded_by(plan.rubric, helper)) is not None and owner.id != exercise.id
+             and _judged_as(judged.get(owner.id), "wrong")]
+    if not wrong:
+        return ()
+    one = len(wrong) == 1
+    return (f"{name} runs your {', '.join(wrong)} as you wrote {'it' if one else 'them'} (this exercise does not "
+            f"replace {'it' if one else 'them'} with the reference's), and {'it' if one else 'they'} lost points in "
+            f"{'its' if one else 'their'} own exercise{'' if one else 's'}: some of the points lost here may come "
+            f"from there, so fix {'it' if one else 'them'} first (see {'its' if one else 'their'} feedback)",)
 
 
 def _judged_hints(exercise: Exercise, result: CaseResult, judged: Mapping[str, ExerciseResult]) -> CaseResult:
