@@ -68,6 +68,17 @@ RIGHT: dict[str, dict[str, dict[str, str]]] = {
                     if c > 0: L.append(moveRight(S, r, c))
                     if c < 2: L.append(moveLeft(S, r, c))
                     return L"""),
+            "moves_inlined": _code("""
+                def nextStates(S):
+                    r, c = findZero(S)
+                    out = set()
+                    for dr, dc in ((1, 0), (-1, 0), (0, -1), (0, 1)):
+                        rr, cc = r + dr, c + dc
+                        if 0 <= rr < 3 and 0 <= cc < 3:
+                            L = [list(row) for row in S]
+                            L[r][c], L[rr][cc] = L[rr][cc], 0
+                            out.add(tuple(map(tuple, L)))
+                    return out"""),
             "frozenset": _code("""
                 def nextStates(S):
                     r, c = findZero(S)
@@ -108,6 +119,14 @@ RIGHT: dict[str, dict[str, dict[str, str]]] = {
                         i = int(np.where(s == t)[0][0]); j = int(np.where(g == t)[0][0])
                         d += abs(i // 3 - j // 3) + abs(i % 3 - j % 3)
                     return np.int64(d)"""),
+            "helper_method": _code("""
+                def distance_of(self, state):
+                    goal = self.goal
+                    return sum(abs(i // 3 - goal.index(t) // 3) + abs(i % 3 - goal.index(t) % 3)
+                               for i, t in enumerate(state) if t)
+
+                def h2(self, node):
+                    return self.distance_of(node.state)"""),
             "float": _code("""
                 def h2(self, node):
                     d = 0.0
@@ -229,6 +248,15 @@ RIGHT: dict[str, dict[str, dict[str, str]]] = {
                                 return (r, c)"""),
         },
         "next_states": {
+            "helper_renamed": _code("""
+                def neighbours(S, r, c):
+                    n = len(S)
+                    for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                        if 0 <= r + dy < n and 0 <= c + dx < n:
+                            yield move_dir(S, r, c, dx, dy)
+
+                def next_states(S: State) -> set[State]:
+                    return set(neighbours(S, *find_tile('0', S)))"""),
             "list": _code("""
                 def next_states(S: State) -> set[State]:
                     n = len(S); r, c = find_tile('0', S)
