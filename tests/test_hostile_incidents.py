@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from grader import incidents
+from grader import codec, incidents
 from grader.judge.grading import grade_path, support_sources
 from grader.rubric.schema import RubricError, load_rubric
 from grader.sandbox.isolation import PIDS_MAX, detect
+from grader.sandbox.process import CaseRequest, ProcessLimits
 from grader.store.results import CaseResult, ExerciseResult, from_dict, to_dict
 from notebook_build import appended, write
+from sandbox_run import run_cases, statement
 
 REPO = Path(__file__).resolve().parents[1]
 CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
@@ -180,6 +182,34 @@ def test_memory_and_recursion_limits_are_no_incidents(plan, tmp_path):
     assert all(e.score > 0 for e in result.exercises)   # one case each, as before
     assert result.incidents == ()
     assert not any(incidents.STUDENT_NOTE in e.notes for e in result.exercises)
+
+
+# What honest notebooks do that the sandbox allows: numpy's BLAS (its threads), a thread pool, a subprocess, a
+# multiprocessing pool, reading their own scheduling. None of it may be an incident: each would cost an exercise.
+HONEST_LIBRARIES = """
+import concurrent.futures, multiprocessing, os, subprocess
+import numpy as np
+def work():
+    a = np.random.default_rng(0).random((300, 300))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        doubled = list(pool.map(lambda x: x * 2, range(8)))
+    echoed = subprocess.run(["/bin/echo", "hi"], capture_output=True, check=True).stdout
+    with multiprocessing.Pool(2) as pool:
+        absolute = pool.map(abs, [-1, -2])
+    os.sched_getaffinity(0)
+    os.getpriority(os.PRIO_PROCESS, 0)
+    return [float((a @ a).sum()) > 0, doubled[-1], echoed.decode().strip(), absolute]
+"""
+
+
+def test_honest_libraries_processes_and_threads_are_no_incidents():
+    pytest.importorskip("numpy")
+    ran = run_cases([statement(HONEST_LIBRARIES)], [CaseRequest(id="c", code="work()", timeout=60.0)],
+                    limits=ProcessLimits(memory_mb=2048))
+    [outcome] = ran.outcomes
+    assert outcome.status == "ok", outcome.error
+    assert codec.decode(outcome.value) == [True, 14, "hi", [1, 2]]
+    assert ran.sandbox.seen == []
 
 
 def test_a_rubric_naming_no_known_policy_is_refused_with_its_line(tmp_path):
