@@ -245,6 +245,8 @@ def test_the_ta_sees_each_incident_in_grades_summary_the_csv_and_the_class_repor
     report = run("class-report", str(out), "--out", str(tmp_path / "class.html"))
     assert report.returncode == 0, report.stderr
     assert "incidents of forged" in (tmp_path / "class.html").read_text(encoding="utf-8")
+    with open(tmp_path / "class.csv", newline="", encoding="utf-8") as stream:      # the class report's own CSV
+        assert {row["student"]: row["incidents"] for row in csv.DictReader(stream)} == {"correct": "", "forged": said}
     feedback = run("report", str(out), "--out", str(tmp_path / "feedback"), "--format", "md")
     assert feedback.returncode == 0, feedback.stderr
     page = (tmp_path / "feedback" / "forged.md").read_text(encoding="utf-8")

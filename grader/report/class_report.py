@@ -497,9 +497,10 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
     rates = counted.cases()
     notes = list(problems)
     # one student under two ids, or a copy: what such ids may be, once, then one line per group
-    notes += [line.strip() for line in warning_lines(same_files(counted.files))]
+    # incidents first: an attack is what a TA must look at before a grade goes out
     notes += [f"incidents of {student} (the sandbox stopped what no solution does; the rubric's policy scored it): "
               f"{for_the_ta(seen)}" for student, seen in sorted(counted.incidents)]
+    notes += [line.strip() for line in warning_lines(same_files(counted.files))]
     if len(summary.rubrics) > 1:
         notes.append(f"these results come from {len(summary.rubrics)} rubrics ({', '.join(summary.rubrics)}): "
                      f"their scores are not comparable")
@@ -676,7 +677,7 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
     # The CSV from the same lines, in the order the class came (by student): a row each as it is written.
     rows = (ScoreLine(line.student, line.total, line.max_total, line.state, line.score_map(),
                       line.override_cells or ((_number_cell(line.total), "", "") if overridden else ()), line.late,
-                      line.penalty) for line in counted.lines)
+                      line.penalty, line.incidents) for line in counted.lines)
     columns = [exercise_id for exercise_id, _, _ in counted.exercise_order()]
     write_score_csv(columns, rows, csv_path, OVERRIDE_COLUMNS if overridden else ())
     return path

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator, Mapping, Sequence
 from urllib.parse import quote
 
+from grader.incidents import Incident
 from grader.store.results import CaseResult, SubmissionResult, not_judged
 
 GROUPS_PER_EXERCISE = 6
@@ -104,6 +105,7 @@ class StudentLine:
     review: bool = False                     # an override was made for another file than the current one
     override_cells: tuple[str, ...] = ()     # the CSV's override columns (csv_export.override_cells)
     busy: int = 0                            # cases a busy machine kept from being judged: the scores are not final
+    incidents: tuple[Incident, ...] = ()     # what the sandbox stopped that only hostile code does (the CSV's column)
 
     def score_map(self) -> dict[str, float]:
         return dict(zip(self.exercises, self.scores, strict=True))
@@ -118,7 +120,7 @@ def student_line(result: SubmissionResult, *, ungraded: bool) -> StudentLine:
     ids = _EXERCISE_IDS.setdefault(ids, ids) if len(_EXERCISE_IDS) < 64 else ids
     line = StudentLine(result.submission, result.total, result.max_total, sys.intern(result.state),
                        bool(result.late), result.penalty, ids, array("d", (e.score for e in result.exercises)),
-                       ungraded, busy=not_judged(result)[1])
+                       ungraded, busy=not_judged(result)[1], incidents=result.incidents)
     if "overrides" not in result.extra:
         return line
     from grader.report.csv_export import override_cells
