@@ -1000,9 +1000,7 @@ def ran_as_written(plan: Plan, exercise: Exercise, name: str, extracted: Extract
     purpose; astar_search's best_first_search takes a problem object and a function, which the reference cannot be
     given), so the student reads where to look first. A helper the exercise isolates is left out: its rerun with
     the reference's helpers did not do better, so the loss is the exercise's own."""
-    wrong = [helper for helper in reached(name, extracted) if helper not in exercise.isolate
-             and (owner := graded_by(plan.rubric, helper)) is not None and owner.id != exercise.id
-             and _judged_as(judged.get(owner.id), "wrong")]
+    wrong = _wrong_helpers(plan, name, extracted, judged, besides=exercise.isolate)
     if not wrong:
         return ()
     one = len(wrong) == 1
@@ -1033,15 +1031,21 @@ def _given_wrong(plan: Plan, name: str, result: CaseResult, judged: Mapping[str,
     owner = graded_by(plan.rubric, result.culprit)
     if owner is None or not _judged_as(judged.get(owner.id), "right"):
         return result
-    wrong = [helper for helper in reached(name, extracted) if helper != result.culprit
-             and (helper_owner := graded_by(plan.rubric, helper)) is not None
-             and _judged_as(judged.get(helper_owner.id), "wrong")]
+    wrong = _wrong_helpers(plan, name, extracted, judged, besides=(result.culprit,))
     said = (f"{result.culprit} itself was judged right in its own exercise, so what it was given is wrong"
             + (f": {', '.join(wrong)} lost points in {'its' if len(wrong) == 1 else 'their'} own exercise"
                f"{'' if len(wrong) == 1 else 's'}, see {'its' if len(wrong) == 1 else 'their'} feedback"
                if wrong else ""))
     return replace(result, message=f"{result.message}. {said}",
                    advice=". ".join(part for part in (result.advice, said) if part))
+
+
+def _wrong_helpers(plan: Plan, name: str, extracted: Extracted, judged: Mapping[str, ExerciseResult],
+                   besides: Sequence[str]) -> list[str]:
+    """The notebook's functions `name` reaches (but `besides`) whose own exercises were judged wrong: `judged`
+    holds the exercises judged before this one, so never the exercise that grades `name` itself."""
+    return [helper for helper in reached(name, extracted) if helper not in besides
+            and (owner := graded_by(plan.rubric, helper)) is not None and _judged_as(judged.get(owner.id), "wrong")]
 
 
 def reached(name: str, extracted: Extracted) -> list[str]:
