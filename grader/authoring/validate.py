@@ -14,7 +14,7 @@ from grader.kit.kit import FULL_CHECKS
 from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
 from grader.authoring.mutation import MutationReport, report_problems, run_mutation
 from grader.plan.cases import Case, Plan, build_plan
-from grader.syntax.calls import ExpressionError, call_arguments, evaluate_data, free_names
+from grader.syntax.calls import ExpressionError, call_arguments, evaluate_data, free_names, submission_code
 from grader.kit.public import PublicError, is_public, public_code
 from grader.store.results import SubmissionResult
 from grader.rubric.schema import Rubric, load_rubric
@@ -68,8 +68,8 @@ def _asks(plan: Plan, case: Case) -> tuple[str, ...] | None:
             # of the generated variables it reads are; so is the callee (`EightPuzzle(state).h1`).
             positional, named = ([_as_asked(a) for a in arguments[0]],
                                  {k: _as_asked(a) for k, a in arguments[1].items()})
-            texts = [ast.unparse(tree.func), *(text for a in [*positional, *named.values()]
-                                               if (text := _code_text(a)) is not None)]
+            texts = [ast.unparse(tree.func), *(text for a in [*arguments[0], *arguments[1].values()]
+                                               if (text := submission_code(a)) is not None)]
             read = sorted(set().union(*(free_names(text) for text in texts)) & set(case.variables))
             asked = (ast.unparse(tree.func), codec.canonical(codec.encode(
                 [positional, named, [[name, case.variables[name]] for name in read]])))
@@ -82,15 +82,9 @@ def _asks(plan: Plan, case: Case) -> tuple[str, ...] | None:
 
 
 def _as_asked(argument: object) -> object:
-    expression = getattr(argument, "expression", None) if type(argument).__name__ == "_NotData" else None
+    """An argument as a value the codec can encode: submission code as its text, marked so."""
+    expression = submission_code(argument)
     return ("submission code", expression) if expression is not None else argument
-
-
-def _code_text(argument: object) -> str | None:
-    """The expression of an argument _as_asked marked as submission code, else None."""
-    if isinstance(argument, tuple) and len(argument) == 2 and argument[0] == "submission code":
-        return str(argument[1])
-    return None
 
 
 def hidden_in_kit_warnings(plan: Plan) -> list[str]:

@@ -148,6 +148,11 @@ def call_arguments(code: str, data: Mapping[str, Any]) -> tuple[tuple[Any, ...],
     return tuple(args), kwargs
 
 
+def submission_code(argument: Any) -> str | None:
+    """The expression of an argument call_arguments found naming submission code (not data), else None."""
+    return argument.expression if isinstance(argument, _NotData) else None
+
+
 @dataclass(frozen=True)
 class _NotData:
     """An argument that names submission code (e.g. `next_states`), not data. A check that looks inside it is
