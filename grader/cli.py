@@ -87,6 +87,7 @@ def _grade_batch(args: argparse.Namespace) -> int:
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
                       memory_mb=args.memory_mb, allow_root_sandbox=args.allow_root_sandbox)
     from grader.store.gradebook import grade_change_line, incident_line, same_file_lines, utc_now
+    from grader.textsafe import terminal   # file names, student ids: any text (the gradebook imports it anyway)
     started = utc_now()
     with BatchProgress(None if args.quiet else out.console, quiet=args.quiet) as progress:
         batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
@@ -96,7 +97,6 @@ def _grade_batch(args: argparse.Namespace) -> int:
                             on_start=progress.start, on_result=progress.result)
     if not args.quiet:
         from rich.markup import escape
-        from grader.textsafe import terminal
         console = out.console
         for problem in batch.problems:   # they quote file names: any byte, any markup
             console.print(f"[yellow]skipped:[/] {escape(terminal(problem))}", highlight=False)
@@ -129,14 +129,11 @@ def _grade_batch(args: argparse.Namespace) -> int:
     out.line(summary_line(batch, args.out, rows))
     changed = grade_change_line(batch.gradebook, batch.rubric, started)
     if changed:
-        from grader.textsafe import terminal   # student ids: any text
         out.console.print(terminal(changed), style="cyan", highlight=False, markup=False)
     attacked = incident_line(batch.gradebook, batch.rubric, batch.students)
     if attacked:
-        from grader.textsafe import terminal   # student ids: any text
         out.console.print(terminal(attacked), style="red", highlight=False, markup=False)
     for n, line in enumerate(same_file_lines(batch.gradebook, batch.rubric)):
-        from grader.textsafe import terminal   # student ids and file names: any text
         out.console.print(("warning: " if n == 0 else "") + terminal(line), style="yellow", highlight=False,
                           markup=False)
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from grader import textsafe
-from grader.incidents import Incident, from_json as incident_from_json, to_json as incident_to_json
+from grader.incidents import Incident, for_the_ta, from_json as incident_from_json, to_json as incident_to_json
 from grader.store.results import (
     ExerciseResult, SubmissionResult, bound_result, from_dict, not_judged, stored_form)
 from grader.store.twins import SameFile, same_files, warning_lines
@@ -547,7 +547,6 @@ def incident_line(path: Path | None, rubric: str, students: Iterable[str]) -> st
         seen = [(row.student, row.incidents) for row in book.incident_rows(rubric) if row.student in wanted]
     if not seen:
         return ""
-    from grader.incidents import for_the_ta
     return (f"{len(seen)} submission{'s' if len(seen) != 1 else ''} with incidents (the sandbox stopped what no "
             f"solution does; the rubric's `incidents:` policy scored it): "
             + "; ".join(f"{student}: {for_the_ta(incidents)}" for student, incidents in seen[:SHOWN_CHANGES])
