@@ -2,9 +2,10 @@
 
 Why a module of its own: the sandbox contains an attack whatever it costs the student, but a contained attack whose
 answers are right used to score full marks, unseen. An incident is recorded only where (1) no honest solution does
-it and (2) the grader's side saw it (the parent's frame check, the kernel's pids cgroup), never the child's word
-about itself. What honest code can hit (time, memory, recursion, a full scratch, the isolated-helper call limits,
-a write outside the scratch: matplotlib writes its cache under the home folder) stays a failed case, no incident.
+it and (2) the grader's side saw it (the parent's frame check, the kernel's pids cgroup, the seccomp filter's
+notifications the zygote answers), never the child's word about itself. What honest code can hit (time, memory,
+recursion, a full scratch, the isolated-helper call limits, a write outside the scratch: matplotlib writes its
+cache under the home folder) stays a failed case, no incident.
 The rubric's `incidents:` policy says what one costs (POLICIES); `apply` is that cost, a pure function of the
 exercises and the incidents.
 """
@@ -24,6 +25,7 @@ REFUSED_CALL = "refused call"        # a system call the seccomp filter refused:
                                      # one of grader/sandbox/confine.py's REFUSED (a signal to a process not its
                                      # own, scheduling, a keyring, another process's limits, IPC, another
                                      # architecture's call); never socket(), which honest code may try
+# The kinds, a refused call standing for all of confine.REFUSED's (not imported: this module is plain data).
 KINDS = (FORGED_FRAME, FORGED_CALL, PROCESS_CAP, f"{REFUSED_CALL}: signal to a process not its own")
 
 # Who saw it: the grader's own side, which student code cannot reach.
@@ -56,7 +58,7 @@ class Incident:
     """One kind of thing a trusted observer saw the sandbox refuse or stop, where: `exercise` "" is the load (the
     notebook's top-level code), `case` "" is between cases or unknown; `count` how many times."""
 
-    kind: str          # KINDS
+    kind: str          # KINDS, or "refused call: <what>" for any of confine.REFUSED
     observer: str      # OBSERVERS
     exercise: str = ""
     case: str = ""

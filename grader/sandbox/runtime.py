@@ -995,7 +995,9 @@ def _text(error, limit=2000):
 
 def _outside_definitions(tree):
     """The nodes of a statement whose imports bind names of the module: not those inside the functions, classes
-    and lambdas it defines (a function's imports run when it is called, a class body's bind its attributes)."""
+    and lambdas it defines (a function's imports run when it is called, a class body's bind its attributes).
+    Not syntax.analysis.walk_outside_lambdas: that one enters functions and classes, and the child imports no
+    grader module."""
     stack = [tree]
     while stack:
         node = stack.pop()
