@@ -284,9 +284,12 @@ class Hanging(Reference):
         if name == "h" and sum(called == "h" for called, _ in self.calls) == 19:
             self.calls.append((name, args))
             self.hanging = args
-            while True:
-                pass
+            return self.stall(args)
         return super().__call__(name, args, kwargs)
+
+    def stall(self, args: list) -> Any:
+        while True:
+            pass
 
 
 def test_a_reference_that_hangs_on_an_answer_sent_ahead_costs_the_share_and_ends_prefetching(monkeypatch):
@@ -305,22 +308,14 @@ def test_a_reference_that_hangs_on_an_answer_sent_ahead_costs_the_share_and_ends
     assert hanging.calls.count(("h", hanging.hanging)) == 2
 
 
-class Slow(Reference):
+class Slow(Hanging):
     """Hanging's reference, with an end: its 20th call of h computes for 20 s of wall time, then answers."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.hanging: list[Any] = []
-
-    def __call__(self, name: str, args: list, kwargs: dict) -> Any:
-        if name == "h" and sum(called == "h" for called, _ in self.calls) == 19:
-            self.calls.append((name, args))
-            self.hanging = args
-            ends = time.monotonic() + 20
-            while time.monotonic() < ends:
-                pass
-            return h(*args)
-        return super().__call__(name, args, kwargs)
+    def stall(self, args: list) -> Any:
+        ends = time.monotonic() + 20
+        while time.monotonic() < ends:
+            pass
+        return h(*args)
 
 
 def test_an_answer_sent_ahead_is_bounded_in_a_thread_that_takes_no_signal():
