@@ -348,3 +348,39 @@ def test_a_hidden_case_that_asks_what_a_public_one_asks_is_a_warning(tmp_path: P
     root = Path(__file__).resolve().parents[1]
     for bundled in sorted((root / "rubrics").glob("*.yaml")):
         assert hidden_in_kit_warnings(build_plan(load_rubric(bundled), grader_cache)) == [], bundled
+
+
+ENDLESS = """
+assignment: steps
+reference: steps.py
+limits: {case_seconds: 0.2, submission_seconds: 1}
+exercises:
+  - id: total
+    mistakes:
+      - reference: total_forever
+        say: "A loop that never ends."
+    cases:
+      - call: total([1, 2, 3])
+"""
+
+
+def test_a_reference_answer_that_never_ends_is_a_rubric_error_and_a_mistake_that_never_ends_is_left_out(
+        tmp_path: Path) -> None:
+    """Expected values had no limit: a known mistake that never ends on a case (a search without its visited set)
+    or a reference case no student could finish (a 15-puzzle board of Korf's set) left validate, assign and grade
+    running with no word (session 19). The reference gets a whole submission's CPU time, a known mistake a
+    student's time for the case; both at the rubric's limits (here 1 s and 0.2 s)."""
+    from grader.rubric.schema import RubricError
+
+    rubric = course(tmp_path, ENDLESS)
+    forever = "\n\ndef total_forever(xs):\n    while True:\n        pass\n"
+    with (tmp_path / "steps.py").open("a") as reference:
+        reference.write(forever)
+    validation = validate(rubric, cache=tmp_path / "cache", mutants=0)
+    assert validation.problems == (f"{rubric}:6: exercise 'total': mistake 'total_forever': the known mistake loses "
+                                   "points but its message is never shown (no failing case has its answer)",)
+    rubric.write_text(rubric.read_text().replace("call: total([1, 2, 3])", "call: total_forever([1, 2, 3])"))
+    with pytest.raises(RubricError) as error:
+        validate(rubric, cache=tmp_path / "cache", mutants=0)
+    assert f"{rubric}:11: exercise 'total', case total#1: the reference did not answer 'total_forever([1, 2, 3])' " \
+           "within 1 s of CPU time (limits.submission_seconds" in str(error.value)

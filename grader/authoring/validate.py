@@ -13,7 +13,8 @@ from grader.judge.options import Options
 from grader.kit.kit import FULL_CHECKS
 from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
 from grader.authoring.mutation import MutationReport, report_problems, run_mutation
-from grader.plan.cases import Case, Plan, build_plan
+from grader.plan.cases import Case, Plan, PlanTimeout, build_plan
+from grader.sandbox.alarm import TimeLimit
 from grader.syntax.calls import ExpressionError, call_arguments, evaluate_data, free_names, submission_code
 from grader.kit.public import PublicError, is_public, public_code
 from grader.store.results import SubmissionResult
@@ -165,7 +166,7 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
     template zero, each known mistake loses points and is recognised, each accepted variant earns full marks,
     and each exercise's mutation score reaches the rubric's `mutation_score` (`mutants` per exercise, 0: none)."""
     rubric = load_rubric(rubric_path)
-    plan = build_plan(rubric, cache)
+    plan = build_plan(rubric, cache, limit=lambda seconds: TimeLimit(seconds, PlanTimeout, cpu=True))
     support = {**support_sources(plan), **sibling_sources(rubric.reference)}
     problems: list[str] = [str(finding) for finding in authoring_findings(plan)]
     try:

@@ -424,8 +424,21 @@ def _evaluate(reference: ModuleType, case: Case, namespace: dict, settings: Mapp
             return value
 
 
+class PlanTimeout(BaseException):
+    """What a build_plan limiter raises in a reference answer that runs past its time (not an Exception: the
+    course's own `except Exception` cannot take it)."""
+
+
+Limiter = Callable[[float], contextlib.AbstractContextManager[Any]]   # seconds of CPU -> a block raising PlanTimeout
+
+
+def unlimited(seconds: float) -> contextlib.AbstractContextManager[Any]:
+    """No limit: the plan's own layer cannot interrupt code (the sandbox's alarm comes after it)."""
+    return contextlib.nullcontext()
+
+
 def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: Case,
-              data: Mapping[str, Any]) -> Expected:
+              data: Mapping[str, Any], limit: Limiter = unlimited) -> Expected:
     where = f"exercise '{exercise.id}', case {case.id}"
     unknown = free_names(case.call) - set(data) - set(reference.__dict__) - set(dir(builtins))
     if unknown:
@@ -444,29 +457,50 @@ def _expected(rubric: Rubric, reference: ModuleType, exercise: Exercise, case: C
     # CPU time of this thread, as the student's limit is CPU time: wall time here would grow with the load of
     # the machine that built the plan, and with it (x case_factor) every student's limit for this case.
     started = time.thread_time()
+    # A case whose answer takes longer than a whole submission may run can be answered by no student; without a
+    # limit, validate (and assign) ran on silently for as long as the reference did (a 15-puzzle IDA* case on a
+    # board of Korf's set: hours).
+    seconds = exercise.limits.submission_seconds
     try:
-        if case.expect is not None:
-            value = evaluate_data(case.expect, data)
-        else:
-            value = evaluate_reference(reference, case, data, exercise)
+        with limit(seconds) as held:
+            if case.expect is not None:
+                value = evaluate_data(case.expect, data)
+            else:
+                value = evaluate_reference(reference, case, data, exercise)
+        if getattr(held, "expired", False):
+            raise PlanTimeout()
+    except PlanTimeout:
+        raise RubricError([_problem(rubric, case.line, f"{where}: the reference did not answer {case.call!r} within "
+                                                       f"{seconds:g} s of CPU time (limits.submission_seconds, a "
+                                                       f"whole submission's time): no student could")]) from None
     except (ExpressionError, Exception) as error:
         what = f"expect {case.expect!r} fails" if case.expect is not None else f"the reference fails on {case.call!r}"
         raise RubricError([_problem(rubric, case.line, f"{where}: {what}: "
                                                        f"{type(error).__name__}: {error}")]) from None
     seconds = time.thread_time() - started
+    allowed = exercise.limits.case_timeout(seconds)
     return Expected(codec.encode(value), seconds,
-                    _answers(reference, case, data, exercise, [m.reference for m in exercise.mistakes]),
-                    _answers(reference, case, data, exercise, [v.reference for v in exercise.variants]))
+                    _answers(reference, case, data, exercise, [m.reference for m in exercise.mistakes], limit,
+                             allowed),
+                    _answers(reference, case, data, exercise, [v.reference for v in exercise.variants], limit,
+                             allowed))
 
 
 def _answers(reference: ModuleType, case: Case, data: Mapping[str, Any], exercise: Exercise,
-             names: list[str]) -> tuple[tuple[str, Any], ...]:
-    """What each named reference function (a mistake or a variant) answers to the case."""
+             names: list[str], limit: Limiter = unlimited, seconds: float = 0.0) -> tuple[tuple[str, Any], ...]:
+    """What each named reference function (a mistake or a variant) answers to the case, within a student's time
+    for it (`seconds`): a known mistake that never ends on an input (a search without its visited set) hung the
+    plan, so validate, assign and grade, with no word."""
     answers = []
     for name in names:
         try:
-            answer = evaluate_reference(reference, case, data, exercise, _lookup(reference, name))
+            with limit(seconds) as held:
+                answer = evaluate_reference(reference, case, data, exercise, _lookup(reference, name))
+            if getattr(held, "expired", False):
+                continue
             answers.append((name, codec.encode(answer)))
+        except PlanTimeout:   # it cannot be recognised on this input, as one that crashes
+            continue
         except Exception:  # one that crashes on this input cannot be recognised here: it is left out
             pass
     return tuple(answers)
@@ -572,8 +606,9 @@ def _store(path: Path | None, rubric: Rubric, expected: Mapping[str, Expected], 
     sealed.write_sealed(key, path, json.dumps(payload).encode("utf-8"))
 
 
-def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
-    """Load the reference, expand the cases and compute (or load) every expected value.
+def build_plan(rubric: Rubric, cache_dir: Path | None = None, limit: Limiter = unlimited) -> Plan:
+    """Load the reference, expand the cases and compute (or load) every expected value (each reference answer
+    within `limit`, given by a caller that can interrupt code: validate's TimeLimit).
 
     Cached values are believed only when their file's seal verifies under the cache folder's key (see
     grader.plan.sealed); a file that does not is recomputed and named in the plan's warnings.
@@ -608,7 +643,7 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None) -> Plan:
         expected = {}
         for exercise in rubric.exercises:
             for case in cases[exercise.id]:
-                expected[case.id] = _expected(rubric, reference, exercise, case, {**base, **case.variables})
+                expected[case.id] = _expected(rubric, reference, exercise, case, {**base, **case.variables}, limit)
         try:
             _store(location, rubric, expected, generated, key)
         except OSError as error:   # grading goes on; it just recomputes next time
