@@ -546,18 +546,8 @@ class Sandbox:
                 except OSError:
                     pass
         self.request_fd, self.reader = None, None
-        if self.pids is not None:
-            release_group(self.pids)
-            self.pids = None
-        if self.memory is not None:
-            release_memory_group(self.memory)
-            self.memory = None
-        if self.cpu is not None:
-            release_cpu_group(self.cpu)
-            self.cpu = None
-        if self.scratch is not None:
-            remove_tree(self.scratch)
-            self.scratch = None
+        _release(self.pids, self.memory, self.cpu, self.scratch)
+        self.pids, self.memory, self.cpu, self.scratch = None, None, None, None
 
     def _start(self) -> None:
         key = (self.isolation, self.limits, tuple(self.hide_paths))
@@ -1759,14 +1749,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
     except (SpawnError, OSError) as error:
         os.close(request_write)
         os.close(response_read)
-        if pids is not None:
-            release_group(pids)
-        if memory is not None:
-            release_memory_group(memory)
-        if cpu is not None:
-            release_cpu_group(cpu)
-        if scratch:
-            remove_tree(scratch)
+        _release(pids, memory, cpu, scratch)
         raise SandboxError(f"cannot start the sandbox: {error}") from None
     finally:
         for fd in (output, request_read, response_write):
@@ -1782,14 +1765,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
         process.close()
         os.close(request_write)
         os.close(response_read)
-        if pids is not None:
-            release_group(pids)
-        if memory is not None:
-            release_memory_group(memory)
-        if cpu is not None:
-            release_cpu_group(cpu)
-        if scratch:
-            remove_tree(scratch)
+        _release(pids, memory, cpu, scratch)
         raise SandboxError(f"the sandbox did not start: {type(error).__name__}") from None
     facts = dict(found) if isinstance(found := ready.get("facts"), dict) else {}
     # Set here, never taken from the child: the limit in MB of the cgroup that holds the whole sandbox.
@@ -1804,18 +1780,23 @@ _SPARES_LOCK = threading.Lock()
 _SPARE_STARTER: Any = None
 
 
+def _starter() -> Any:
+    """The spare starter (one thread), made at its first use; called with _SPARES_LOCK held."""
+    global _SPARE_STARTER
+    if _SPARE_STARTER is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child",
+                                            initializer=_starter_thread)
+        atexit.register(_drop_spares)
+    return _SPARE_STARTER
+
+
 def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str],
                  preload: Sequence[str] = ()) -> None:
-    global _SPARE_STARTER
-    from concurrent.futures import ThreadPoolExecutor
     with _SPARES_LOCK:
         if key in _SPARES:
             return
-        if _SPARE_STARTER is None:
-            _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child",
-                                                initializer=_starter_thread)
-            atexit.register(_drop_spares)
-        _SPARES[key] = _SPARE_STARTER.submit(_spawn, isolation, limits, list(hide_paths), tuple(preload))
+        _SPARES[key] = _starter().submit(_spawn, isolation, limits, list(hide_paths), tuple(preload))
 
 
 def _answering(isolate: Sequence[str], methods: Mapping[str, Any] | None) -> frozenset[tuple[str, str]]:
@@ -1827,14 +1808,8 @@ def _answering(isolate: Sequence[str], methods: Mapping[str, Any] | None) -> fro
 def _later(task: Callable[..., Any], *args: Any) -> None:
     """Run `task` on the spare starter's thread, after what it already has to do (at the latest at exit:
     the thread's queue is drained before the interpreter ends, so nothing is left behind)."""
-    global _SPARE_STARTER
-    from concurrent.futures import ThreadPoolExecutor
     with _SPARES_LOCK:
-        if _SPARE_STARTER is None:
-            _SPARE_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-child",
-                                                initializer=_starter_thread)
-            atexit.register(_drop_spares)
-        _SPARE_STARTER.submit(task, *args)
+        _starter().submit(task, *args)
 
 
 def settle() -> None:
@@ -1885,14 +1860,19 @@ def _discard(child: _Child) -> None:
             os.close(fd)
         except OSError:
             pass
-    if child.pids is not None:
-        release_group(child.pids)
-    if child.memory is not None:
-        release_memory_group(child.memory)
-    if child.cpu is not None:
-        release_cpu_group(child.cpu)
-    if child.scratch:
-        remove_tree(child.scratch)
+    _release(child.pids, child.memory, child.cpu, child.scratch)
+
+
+def _release(pids: PidsGroup | None, memory: MemoryGroup | None, cpu: CpuGroup | None, scratch: str | None) -> None:
+    """Give back what a child held: its cgroups (what is left in them is killed) and its scratch folder."""
+    if pids is not None:
+        release_group(pids)
+    if memory is not None:
+        release_memory_group(memory)
+    if cpu is not None:
+        release_cpu_group(cpu)
+    if scratch:
+        remove_tree(scratch)
 
 
 def _drop_spares() -> None:
