@@ -1,4 +1,5 @@
-"""Time limits for code this process runs itself (a self-check in the student's kernel, mutants of the reference).
+"""Time limits for code this process runs itself (a self-check in the student's kernel, mutants of the reference,
+the reference's answers and a course's checks on values a child chose: `bounded`), in wall or thread CPU time.
 
 A child process can be killed; code in our own process can only be interrupted, by an exception raised from a
 SIGALRM handler. One alarm is not enough: when it rings while a garbage-collector finalizer (`__del__`, a

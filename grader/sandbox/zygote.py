@@ -4,9 +4,11 @@ Started by the grader as `python -s -P zygote.py CONTROL_FD GRADER_PID TEMP_DIR`
 It never imports `grader` or a reference: it preloads the runtime (with codec, wire and confine), numpy's core once a
 spawn request asks for it (see preload), and waits for
 spawn requests on a SOCK_SEQPACKET socket. A request carries the child's configuration as JSON and its
-descriptors (request pipe, response pipe, output file, exit-status pipe); the reply carries a pidfd of
-the child, so the grader can kill it without ever naming a pid that may have been reused. The exit-status
-pipe stays with the zygote, which writes the child's status there once it has reaped it.
+descriptors (request pipe, response pipe, output file, exit-status pipe, refusals pipe); the reply carries a
+pidfd of the child, so the grader can kill it without ever naming a pid that may have been reused. The exit-status
+pipe stays with the zygote, which writes the child's status there once it has reaped it, and so does the refusals
+pipe: the zygote answers each call the child's seccomp filter refused (a user notification, see notified) and
+writes its kind there.
 
 The chain, each link dying with the one before it (PR_SET_PDEATHSIG):
 
