@@ -384,3 +384,45 @@ def test_a_reference_answer_that_never_ends_is_a_rubric_error_and_a_mistake_that
         validate(rubric, cache=tmp_path / "cache", mutants=0)
     assert f"{rubric}:11: exercise 'total', case total#1: the reference did not answer 'total_forever([1, 2, 3])' " \
            "within 1 s of CPU time (limits.submission_seconds" in str(error.value)
+
+
+QUOTED = """
+assignment: steps
+reference: steps.py
+exercises:
+  - id: total
+    hints: ["Try it on [10, 20, 30, 40] by hand first."]
+    mistakes:
+      - reference: total_plus_one
+        say: "Nothing to add: the total of (7, 7, 7, 7) is 28."
+    cases:
+      - call: total([1, 2, 3])
+      - call: total([10, 20, 30, 40])
+        visibility: hidden
+      - call: total((7, 7, 7, 7))
+        visibility: hidden
+      - call: total([5, 6, 7])
+        visibility: hidden
+"""
+
+
+def test_a_hidden_input_written_in_a_hint_or_a_mistakes_say_is_a_warning(tmp_path: Path, grader_cache: Path) -> None:
+    """Hints and a known mistake's `say` are read by every student (the kit ships them): a hidden case whose input
+    they write out is published (session 19: a 15-puzzle hint quoting the board a hidden case tests). A tuple
+    written as a list counts; short values (a count) and the bundled rubrics' texts do not."""
+    from grader.authoring.validate import hidden_in_text_warnings
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import load_rubric
+
+    rubric = course(tmp_path, QUOTED)
+    validation = validate(rubric, cache=tmp_path / "cache", mutants=0)
+    assert validation.ok, validation.problems
+    quoted = [w for w in validation.warnings if "writes out" in w]
+    assert quoted == [
+        f"{rubric}:5: exercise 'total': the hint writes out [10, 20, 30, 40], the input of hidden case total#2 "
+        "(line 12): every student reads it; test another input or leave it out",
+        f"{rubric}:8: exercise 'total': the mistake total_plus_one's say writes out (7, 7, 7, 7), the input of "
+        "hidden case total#3 (line 14): every student reads it; test another input or leave it out"]
+    root = Path(__file__).resolve().parents[1]
+    for bundled in sorted((root / "rubrics").glob("*.yaml")):
+        assert hidden_in_text_warnings(build_plan(load_rubric(bundled), grader_cache)) == [], bundled

@@ -109,6 +109,42 @@ def hidden_in_kit_warnings(plan: Plan) -> list[str]:
     return warnings
 
 
+def _spellings(value: object) -> set[str]:
+    """A value as an author may have written it in a sentence, without spaces: its repr, and a tuple's as a list or
+    a list's as a tuple. Short ones (a count, a small number) say nothing of a case: left out."""
+    forms = {repr(value)}
+    if isinstance(value, (tuple, list)):
+        forms |= {repr(list(value)), repr(tuple(value))}
+    return {form.replace(" ", "") for form in forms if len(form.replace(" ", "")) >= 8}
+
+
+def hidden_in_text_warnings(plan: Plan) -> list[str]:
+    """Hidden cases whose input is written in a text every student reads: the exercise's hints, a known mistake's
+    or a variant's `say`, an error hint. An author who quotes 'try the board (1, 2, ..., 0, 14, 15)' in a hint and
+    tests that board hidden has published it (the kit ships the hints)."""
+    warnings = []
+    for exercise in plan.rubric.exercises:
+        texts = [("hint", text, exercise.line) for text in exercise.hints]
+        texts += [(f"mistake {m.reference}'s say", m.say, m.line or exercise.line) for m in exercise.mistakes]
+        texts += [(f"variant {v.reference}'s say", v.say, v.line or exercise.line) for v in exercise.variants]
+        texts += [("error hint", h.say, h.line or exercise.line) for h in exercise.error_hints]
+        squeezed = [(what, text.replace(" ", ""), line) for what, text, line in texts if text]
+        for case in plan.cases[exercise.id]:
+            if case.visibility != "hidden":
+                continue
+            arguments = call_arguments(case.call, plan.data(case)) or ((), {})
+            values = [*(a for a in [*arguments[0], *arguments[1].values()] if submission_code(a) is None),
+                      *case.variables.values()]
+            found = next(((what, line, value) for value in values for form in _spellings(value)
+                          for what, text, line in squeezed if form in text), None)
+            if found is not None:
+                what, line, value = found
+                warnings.append(f"{plan.rubric.path}:{line}: exercise '{exercise.id}': the {what} writes out "
+                                f"{codec.describe(codec.encode(value), 80)}, the input of hidden case {case.id} "
+                                f"(line {case.line}): every student reads it; test another input or leave it out")
+    return warnings
+
+
 def reference_problems(plan: Plan, result: SubmissionResult) -> list[str]:
     """The reference, graded as a submission, loses points: each case it fails at its line of the rubric (at most
     three an exercise). A case with `expect:` that the reference's own answer fails says that the expect is what
@@ -173,7 +209,8 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
         public_code(rubric)
     except PublicError as error:
         problems.extend(error.problems)
-    warnings = [*plan.warnings, *kit_warnings(plan), *hidden_in_kit_warnings(plan)]
+    warnings = [*plan.warnings, *kit_warnings(plan), *hidden_in_kit_warnings(plan),
+                *hidden_in_text_warnings(plan)]
     reference_result = grade_path(rubric.reference, plan, support, options, submission="reference")
     problems.extend(reference_problems(plan, reference_result))
     template_result = None
