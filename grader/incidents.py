@@ -22,9 +22,9 @@ FORGED_FRAME = "forged frame"        # a frame the runtime never writes at that 
 FORGED_CALL = "forged helper call"   # an isolated-helper call for a name this run does not isolate
 PROCESS_CAP = "process cap"          # a fork or thread refused because the sandbox's process cap was reached
 REFUSED_CALL = "refused call"        # a system call the seccomp filter refused: "refused call: <what>", the what
-                                     # one of grader/sandbox/confine.py's REFUSED (a signal to a process not its
-                                     # own, scheduling, a keyring, another process's limits, IPC, another
-                                     # architecture's call); never socket(), which honest code may try
+                                     # one of grader/sandbox/confine.py's REFUSED (a keyring, a signal to a
+                                     # protected pid or kill(-1) as the grader's uid, another architecture's call);
+                                     # never what honest code may try (os.nice, prlimit, a socket, IPC)
 # The kinds, a refused call standing for all of confine.REFUSED's (not imported: this module is plain data).
 KINDS = (FORGED_FRAME, FORGED_CALL, PROCESS_CAP, f"{REFUSED_CALL}: signal to a process not its own")
 

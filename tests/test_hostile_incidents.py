@@ -6,6 +6,7 @@ Each sandbox test grades a real notebook (the bundled correct one with one cell 
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 from grader import codec, incidents
 from grader.judge.grading import grade_path, support_sources
 from grader.rubric.schema import RubricError, load_rubric
+from grader.sandbox.confine import _KEYRING_CALLS
 from grader.sandbox.isolation import PIDS_MAX, detect
 from grader.sandbox.process import CaseRequest, ProcessLimits
 from grader.store.results import CaseResult, ExerciseResult, from_dict, to_dict
@@ -22,6 +24,7 @@ from notebook_build import appended, write
 from sandbox_run import run_cases, statement
 
 REPO = Path(__file__).resolve().parents[1]
+KEYCTL = _KEYRING_CALLS.get(os.uname().machine, (0, 0, 0))[2]
 CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
 
 # find_tile answers right, but during its first case it writes one well-formed `progress` frame (a frame of a load,
@@ -84,18 +87,15 @@ def replace_numbers(*args, **kwargs):
     return _rt_replace_numbers(*args, **kwargs)
 '''
 
-# find_numbers answers right, after asking three times for a lower priority (os.nice), which the sandbox's seccomp
-# filter refuses (a thread at nice 19 waits by its own choice, which the busy-machine credit would count).
-NICE_IN_FIND_NUMBERS = '''
-import os as _rt_os, sys as _rt_sys
+# find_numbers answers right, after asking three times for the session keyring's id (keyctl), which the sandbox's
+# seccomp filter refuses in every mode: the sandbox inherits the grader's session keyring, and no notebook needs one.
+KEYRING_IN_FIND_NUMBERS = f'''
+import ctypes as _rt_ctypes, sys as _rt_sys
 _rt_find_numbers = find_numbers
 def find_numbers(*args, **kwargs):
     if _rt_sys._getframe(1).f_code.co_filename == "<case>":
         for _ in range(3):
-            try:
-                _rt_os.nice(5)
-            except OSError:
-                pass
+            _rt_ctypes.CDLL(None).syscall({KEYCTL}, 0, -3, 0)   # KEYCTL_GET_KEYRING_ID of the session keyring
     return _rt_find_numbers(*args, **kwargs)
 '''
 
@@ -163,15 +163,16 @@ def test_a_fork_bomb_stopped_at_the_cap_costs_its_exercise(plan, tmp_path):
     assert incident.count >= 1
 
 
+@pytest.mark.skipif(KEYCTL == 0, reason="no seccomp filter known for this architecture")
 def test_a_call_the_seccomp_filter_refused_costs_its_exercise_as_the_zygote_reported_it(plan, tmp_path):
-    result = grade_path(write(tmp_path / "nice.ipynb", appended(CORRECT, NICE_IN_FIND_NUMBERS)), plan,
+    result = grade_path(write(tmp_path / "keyring.ipynb", appended(CORRECT, KEYRING_IN_FIND_NUMBERS)), plan,
                         support_sources(plan))
     if result.extra["isolation"].get("scheduling") == "free" or not result.incidents:
         pytest.skip("no seccomp filter with user notifications here (Linux < 5.0 or another architecture)")
     assert _lost(result) == {"find_numbers": 0.0}   # before: full marks (each call failed with EPERM, unseen)
     assert all(c.status == "pass" for c in result.exercise("find_numbers").cases)
     cases = len(result.exercise("find_numbers").cases)
-    assert result.incidents == (incidents.Incident(f"{incidents.REFUSED_CALL}: scheduling", incidents.SECCOMP,
+    assert result.incidents == (incidents.Incident(f"{incidents.REFUSED_CALL}: keyring", incidents.SECCOMP,
                                                    "find_numbers", "", 3 * cases),)
 
 
@@ -210,6 +211,80 @@ def test_honest_libraries_processes_and_threads_are_no_incidents():
     assert outcome.status == "ok", outcome.error
     assert codec.decode(outcome.value) == [True, 14, "hi", [1, 2]]
     assert ran.sandbox.seen == []
+
+
+# What honest notebooks do, at top level (bound into what find_tile reads, so the load runs it) and in find_tile's
+# first case: limits and recursion, their CPUs, os.nice(0) and os.nice(5) (setpriority, refused as before: the
+# OSError caught), a timeout made of signal.alarm/setitimer, os.kill(own pid, 0), process and thread pools, /proc/self,
+# tqdm, matplotlib, sleep, faulthandler, a subprocess. Each is refused or allowed as before; none is an incident
+# (a load-time one would zero every exercise).
+HONEST_PATTERNS = '''
+import concurrent.futures, faulthandler, multiprocessing, os, resource, signal, subprocess, sys, time
+def _rt_patterns():
+    resource.setrlimit(resource.RLIMIT_STACK, resource.getrlimit(resource.RLIMIT_STACK))
+    resource.setrlimit(resource.RLIMIT_AS, resource.getrlimit(resource.RLIMIT_AS))
+    sys.setrecursionlimit(5000)
+    cpus = len(os.sched_getaffinity(0)) + (os.cpu_count() or 1)
+    for step in (0, 5):   # both refused (a setpriority either way: the filter keeps the grader's), no incident
+        try:
+            os.nice(step)
+        except OSError:
+            pass
+    old = signal.signal(signal.SIGALRM, lambda *args: None)
+    signal.alarm(30)
+    signal.setitimer(signal.ITIMER_REAL, 20)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+    os.kill(os.getpid(), 0)
+    with multiprocessing.Pool(4) as pool:
+        assert pool.map(abs, [-1, -2]) == [1, 2]
+    with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        assert list(pool.map(abs, [-3])) == [3]
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        assert sum(pool.map(abs, range(64))) == 2016
+    status = open("/proc/self/status").read() + open("/proc/self/stat").read()
+    try:
+        import tqdm
+        for _ in tqdm.tqdm(range(3), file=sys.stdout):
+            pass
+    except ImportError:
+        pass
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        plt.plot([1, 2])
+        plt.close("all")
+    except ImportError:
+        pass
+    time.sleep(0.01)
+    faulthandler.enable(file=sys.__stderr__)   # the captured sys.stderr has no fileno() (a load error: not ours)
+    faulthandler.dump_traceback_later(60, file=sys.__stderr__)
+    faulthandler.cancel_dump_traceback_later()
+    subprocess.run(["true"], check=True)
+    return cpus > 0 and bool(status)
+_RT_DONE = _rt_patterns()
+_rt_find_tile = find_tile
+def _rt_case(frame):
+    while frame is not None:
+        case = frame.f_locals.get("case")
+        if isinstance(case, dict) and isinstance(case.get("id"), str):
+            return case["id"]
+        frame = frame.f_back
+def find_tile(*args, **kwargs):
+    if _RT_DONE and _rt_case(sys._getframe(1)) == "find_tile#1":
+        _rt_patterns()
+    return _rt_find_tile(*args, **kwargs)
+'''
+
+
+def test_honest_patterns_at_top_level_and_in_a_graded_function_are_no_incidents(plan, tmp_path):
+    result = grade_path(write(tmp_path / "honest-patterns.ipynb", appended(CORRECT, HONEST_PATTERNS)), plan,
+                        support_sources(plan))
+    assert result.incidents == ()
+    assert result.total == result.max_total, _lost(result)
+    assert not [w.shown for w in result.warnings if "_rt_patterns" in w.shown or "_RT_DONE" in w.shown]
 
 
 def test_a_rubric_naming_no_known_policy_is_refused_with_its_line(tmp_path):

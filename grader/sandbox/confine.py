@@ -405,15 +405,15 @@ _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
 _IPC_CALLS = {"x86_64": (29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240),
               "aarch64": (186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 180)}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-# The filter's refusals as incidents (grader.incidents): every call it refuses but socket() goes to the zygote as a
-# seccomp user notification (Linux >= 5.0), which answers EPERM as the filter did and tells the grader which kind it
-# refused (REFUSED, one byte each on a pipe the sandbox holds no end of): the kernel's word, never the child's.
-# socket() stays a plain EPERM and no incident: an honest notebook may try the network (a dataset's download),
-# which a jail's empty network namespace refuses without a word too.
+# The filter's refusals as incidents (grader.incidents): a call only hostile code makes (a keyring, a signal to a
+# protected pid or kill(-1) as the grader's uid, another architecture's call) goes to the zygote as a seccomp user
+# notification (Linux >= 5.0), which answers EPERM as the filter did and tells the grader which kind it refused
+# (REFUSED, one byte each on a pipe the sandbox holds no end of): the kernel's word, never the child's. What honest
+# code may try too is a plain EPERM and no incident (see _filter's "refuse"): scheduling (os.nice(0) is a
+# setpriority), prlimit (of its own pid too), sockets (a dataset's download), IPC, tkill and SIGIO owners.
 _SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = {"x86_64": 317, "aarch64": 277}, 1, 1 << 3
 SECCOMP_RET_USER_NOTIF = 0x7FC00000
-REFUSED = ("scheduling", "keyring", "limits of another process", "signal to a process not its own", "ipc",
-           "another architecture's call")
+REFUSED = ("keyring", "signal to a process not its own", "another architecture's call")
 NOTIFY_RECV, NOTIFY_SEND = 0xC0502100, 0xC0182101   # SECCOMP_IOCTL_NOTIF_RECV / _SEND (struct sizes 80, 24)
 
 
@@ -422,16 +422,10 @@ def refused_kind(nr, arch):
     machine = os.uname().machine
     known = _SCHEDULING_CALLS.get(machine)
     if known is None or arch != known[0] or nr >= 0x40000000:
-        return 5
-    if nr in known[1]:
-        return 0
-    if nr in _KEYRING_CALLS[machine]:
-        return 1
-    if nr == _PRLIMIT[machine]:
         return 2
-    if nr in _IPC_CALLS[machine]:
-        return 4
-    return 3   # kill, tgkill, tkill, rt_sigqueueinfo, pidfd_open, SIGIO owners
+    if nr in _KEYRING_CALLS[machine]:
+        return 0
+    return 1   # kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_open of a protected pid, kill(-1)
 
 
 class _SockFilter(ctypes.Structure):
@@ -469,8 +463,8 @@ def _filter(own_uid, protected=(), network=True, notify=False):
     _KILL), and so are signalling the `protected` pids (process groups as negative numbers, for kill), tkill and
     setting an owner for SIGIO (see _SIGNAL_BY_PID), and System V IPC and POSIX message queues (_IPC_CALLS).
     `network` False (a sandbox in the host's network namespace, rlimits mode): socket() of any family but AF_UNIX
-    is refused, so the sandbox has no network, as a jail has none (see _SOCKET). `notify`: every refusal but
-    socket()'s is a user notification for the zygote to answer (SECCOMP_RET_USER_NOTIF), else EPERM."""
+    is refused, so the sandbox has no network, as a jail has none (see _SOCKET). `notify`: a refusal only hostile
+    code meets ("deny") is a user notification for the zygote to answer (SECCOMP_RET_USER_NOTIF), else EPERM."""
     machine = os.uname().machine
     known = _SCHEDULING_CALLS.get(machine)
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
@@ -482,30 +476,34 @@ def _filter(own_uid, protected=(), network=True, notify=False):
     arg0, arg1 = 16, 24   # the low 32 bits of the first and second arguments (little-endian): a pid_t is an int
     program: list = [(ld_abs, 4, None, None), (jeq, arch, None, "deny"), (ld_abs, 0, None, None),
                      (jge, 0x40000000, "deny", None)]   # x32 (bit 30) -> deny
-    program += [(jeq, nr, "deny", None) for nr in (*calls, *_KEYRING_CALLS[machine])]
-    # call -> (the argument it is refused by, the values refused): "allow" after the last
-    checked: dict = {_PRLIMIT[machine]: (arg0, None)}   # None: every value but 0
+    # "deny": what only hostile code does, an incident where the zygote hears of it (`notify`); "refuse": what
+    # honest code may try too (os.nice(0) is a setpriority, os.nice(5) a polite student's; an io_uring library;
+    # prlimit of its own pid, which the filter cannot tell from another's; tkill and SIGIO owners, refused whoever
+    # they name; System V IPC, which a jail allows; a socket), refused with no word, as before.
+    program += [(jeq, nr, "refuse", None) for nr in calls]
+    program += [(jeq, nr, "deny", None) for nr in _KEYRING_CALLS[machine]]
+    # call -> (the argument it is refused by, the values refused, how): "allow" after the last
+    checked: dict = {_PRLIMIT[machine]: (arg0, None, "refuse")}   # None: every value but 0
     if own_uid and not network:
-        checked[_SOCKET[machine]] = (arg0, _AF_UNIX)      # an int: every value but that one
+        checked[_SOCKET[machine]] = (arg0, _AF_UNIX, "refuse")      # an int: every value but that one
     if not own_uid:
         pids = sorted({pid & 0xFFFFFFFF for pid in protected if pid > 0})
         groups = sorted({pid & 0xFFFFFFFF for pid in protected if pid < -1})   # kill(-pgid)
-        program += [(jeq, _SOCKET[machine], "refuse", None)]
-        program += [(jeq, nr, "deny", None) for nr in (_TKILL[machine], *_IPC_CALLS[machine])]
-        checked[_KILL[machine]] = (arg0, (0xFFFFFFFF, *pids, *groups))
-        checked.update({nr: (arg0, tuple(pids)) for nr in _SIGNAL_BY_PID[machine]})
-        checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0])
-        checked[_IOCTL[machine]] = (arg1, _SET_OWNER[1])
+        program += [(jeq, nr, "refuse", None) for nr in (_SOCKET[machine], _TKILL[machine], *_IPC_CALLS[machine])]
+        checked[_KILL[machine]] = (arg0, (0xFFFFFFFF, *pids, *groups), "deny")
+        checked.update({nr: (arg0, tuple(pids), "deny") for nr in _SIGNAL_BY_PID[machine]})
+        checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0], "refuse")
+        checked[_IOCTL[machine]] = (arg1, _SET_OWNER[1], "refuse")
     program += [(jeq, nr, f"check {nr}", None) for nr in checked]
     program += [(ret, allow, None, None)]
-    for nr, (offset, refused) in checked.items():
+    for nr, (offset, refused, how) in checked.items():
         program += [f"check {nr}", (ld_abs, offset, None, None)]
         if refused is None:
-            program += [(jeq, 0, "allow", "deny")]
-        elif isinstance(refused, int):   # socket(): every family but AF_UNIX, refused as no incident
-            program += [(jeq, refused, "allow", "refuse" if nr == _SOCKET[machine] else "deny")]
+            program += [(jeq, 0, "allow", how)]
+        elif isinstance(refused, int):
+            program += [(jeq, refused, "allow", how)]
         else:
-            program += [(jeq, value, "deny", None) for value in refused] + [(ret, allow, None, None)]
+            program += [(jeq, value, how, None) for value in refused] + [(ret, allow, None, None)]
     program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None), "refuse", (ret, refuse, None, None)]
     instructions = _assemble(program)
     filters = (_SockFilter * len(instructions))(*instructions)
@@ -532,7 +530,7 @@ def keep_scheduling(own_uid=True, protected=(), network=True, handoff=None):
     architecture is not known here.
 
     `handoff`: a unix socket to the zygote. Where the kernel gives the filter a listener (SECCOMP_RET_USER_NOTIF),
-    the refusals but socket()'s wait for the zygote's EPERM, and the listener goes to the zygote on it (REFUSED);
+    the refusals only hostile code meets wait for the zygote's EPERM, and the listener goes to it on it (REFUSED);
     else (Linux < 5.0) they are plain EPERM, as before. The socket is closed either way."""
     def made(notify):
         return _FILTERS[bool(network), notify] if own_uid else _filter(False, protected, notify=notify)
