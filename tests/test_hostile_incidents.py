@@ -287,6 +287,37 @@ def test_honest_patterns_at_top_level_and_in_a_graded_function_are_no_incidents(
     assert not [w.shown for w in result.warnings if "_rt_patterns" in w.shown or "_RT_DONE" in w.shown]
 
 
+# Intel's and LLVM's OpenMP runtimes (conda's MKL numpy, pip's intel-openmp, conda-forge's llvm-openmp) pin the
+# thread to each CPU in turn at their first use (three sched_setaffinity calls under strace for omp_get_num_procs):
+# refused by the filter (EPERM), libiomp5 aborted the child (SIGABRT): every case that used it crashed.
+OPENMP_FIRST_USE = """
+import ctypes, os
+def work(path):
+    runtime = ctypes.CDLL(path) if path else None
+    return [os.environ.get("KMP_AFFINITY"), runtime.omp_get_num_procs() > 0 if runtime else None]
+"""
+
+
+def _openmp_runtimes() -> list[str]:
+    """Intel or LLVM OpenMP libraries installed under this interpreter's site-packages (visible in a jail)."""
+    import site
+    found: list[str] = []
+    for folder in {*site.getsitepackages(), site.getusersitepackages()}:
+        for name in ("libiomp5.so", "libomp.so"):
+            found += [str(path) for path in Path(folder).glob(f"*/{name}")][:1]
+    return found
+
+
+def test_openmp_runtimes_probe_no_cpu_affinity_in_the_sandbox():
+    cases = [CaseRequest(id=f"c{n}", code=f"work({path!r})", timeout=60.0)
+             for n, path in enumerate(["", *_openmp_runtimes()])]
+    ran = run_cases([statement(OPENMP_FIRST_USE)], cases)
+    for outcome in ran.outcomes:
+        assert outcome.status == "ok", outcome.error   # before: the child died of SIGABRT with libiomp5
+        assert codec.decode(outcome.value)[0] == "disabled"   # before: None
+    assert ran.sandbox.seen == []
+
+
 def test_a_rubric_naming_no_known_policy_is_refused_with_its_line(tmp_path):
     source = (REPO / "rubrics" / "taoistic-search.yaml").read_text(encoding="utf-8")
     (tmp_path / "rubrics").mkdir()

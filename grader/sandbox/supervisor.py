@@ -57,6 +57,11 @@ def child_environment() -> dict[str, str]:
         "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
         "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
         "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        # Intel's and LLVM's OpenMP (conda's MKL numpy, intel-openmp, llvm-openmp) pin the thread to each CPU in
+        # turn at their first use, to learn the topology: sched_setaffinity, which the seccomp filter refuses
+        # (confine.keep_scheduling) with EPERM, on which libiomp5 aborts (SIGABRT): every case that used it
+        # crashed. With affinity disabled they make no such call.
+        "KMP_AFFINITY": "disabled",
     }
 
 
