@@ -287,6 +287,46 @@ def test_honest_patterns_at_top_level_and_in_a_graded_function_are_no_incidents(
     assert not [w.shown for w in result.warnings if "_rt_patterns" in w.shown or "_RT_DONE" in w.shown]
 
 
+# The textbook fork, careless about how its child ends: sys.exit() (or an exception, or a plain return) instead of
+# os._exit. The child came back into the runtime and answered the case (or went on with the load and announced it
+# loaded) before its parent: the parent's own answer then looked forged, an incident that zeroed the exercise (all
+# of them at load), and the case was the child's SystemExit. Each child now ends as Python would have ended it.
+CARELESS_FORKS = """
+import os, sys
+def _forked(end):
+    pid = os.fork()
+    if pid == 0:
+        end()
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+def _raise():
+    raise ValueError("the child's own error")
+def _exit_with(code):
+    def end():
+        sys.exit(code)
+    return end
+AT_LOAD = _forked(_exit_with(0))
+def _returned():
+    pid = os.fork()
+    if pid == 0:
+        return "the child's answer"   # out of the case, into the runtime
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+def work():
+    return [AT_LOAD, _forked(_exit_with(3)), _forked(_exit_with(None)), _forked(_exit_with("bye")), _forked(_raise),
+            _returned()]
+"""
+
+
+def test_a_fork_whose_child_returns_or_exits_into_the_runtime_is_no_incident():
+    ran = run_cases([statement(CARELESS_FORKS, kind="other")],
+                    [CaseRequest(id=f"c{n}", code="work()", timeout=60.0) for n in range(2)])
+    assert ran.report.warnings == ()
+    for outcome in ran.outcomes:
+        assert outcome.status == "ok", outcome.error   # before: SystemExit, the child's answer
+        # Exit statuses as Python gives them; a child that returned into the case ends with 0.
+        assert codec.decode(outcome.value) == [0, 3, 0, 1, 1, 0]
+    assert ran.sandbox.seen == []   # before: a forged frame at load and in each case
+
+
 # Intel's and LLVM's OpenMP runtimes (conda's MKL numpy, pip's intel-openmp, conda-forge's llvm-openmp) pin the
 # thread to each CPU in turn at their first use (three sched_setaffinity calls under strace for omp_get_num_procs):
 # refused by the filter (EPERM), libiomp5 aborted the child (SIGABRT): every case that used it crashed.

@@ -82,6 +82,26 @@ _GC_CALLBACKS = gc.callbacks   # the collector's own list (so are its callbacks,
 SESSION_OVER = 86            # an exercise's fork read the grader's last request: the runtime ends too
 PASS_ON = 87                 # an exercise's fork said `exited` and left the next request unread: not pristine
 _exit = os._exit
+_getpid = os.getpid
+
+
+def _leave_if_forked(owner, error=None):
+    """End here, as Python would have ended it, a process the student's code forked that came back into the
+    runtime (an os.fork() whose child returned from or raised out of the student's code, sys.exit() included,
+    instead of calling os._exit): only `owner`, the process that began the case or the load, answers for it.
+    Before, the child answered first (its SystemExit as the case's error) and the parent's own answer then
+    looked forged to the grader: an incident that cost an honest, if careless, fork its whole exercise."""
+    if _getpid() == owner:
+        return
+    code = 0 if error is None else 1
+    if isinstance(error, SystemExit):
+        try:   # the exit status Python gives it: an int as is, None 0, anything else 1 (never a property's)
+            given = vars(BaseException)["args"].__get__(error)
+            given = given[0] if len(given) == 1 else (None if not given else given)
+            code = given if type(given) is int else 0 if given is None else 1
+        except BaseException:  # noqa: BLE001
+            code = 1
+    _exit(code & 0xFF)
 _setitimer = signal.setitimer
 # The load phase's budget is wall time (ITIMER_REAL, SIGALRM; moved by waiting for a CPU: LoadClock); a case's limit
 # is CPU time (ITIMER_PROF, SIGPROF), so waiting for a CPU on a busy machine or for the parent's answer to an
@@ -400,6 +420,7 @@ class Child:
         reserve = min(1.0, budget / 10)   # kept for the statements after one that runs out of time
         left_out: list = []
         compiled = _compiled_here(request)
+        owner = _getpid()
         started = _perf()
         clock = LoadClock(float(request.get("waiting_seconds", 0.0)))   # moves the alarm by waiting for a CPU
         for index, statement in enumerate(statements):
@@ -416,13 +437,16 @@ class Child:
             _LOADING[0] = clock
             try:
                 exec(code, module.__dict__)  # noqa: S102 - the student's own code, in the sandbox
-            except CaseTimeout:
+                _leave_if_forked(owner)
+            except CaseTimeout as error:
+                _leave_if_forked(owner, error)
                 left_out.append(index)
                 names = [str(name) for name in statement.get("names", ()) if str(name) not in module.__dict__]
                 unavailable = f"; {', '.join(names)} unavailable" if names else ""
                 warnings.append(("load timeout", index, ", ".join(names),
                                  f"did not finish within {budget:g} s; left out{unavailable}"))
             except ImportError as error:
+                _leave_if_forked(owner, error)
                 try:
                     missing = None
                     if statement.get("kind") != "import":
@@ -437,6 +461,7 @@ class Child:
                     name = _error_name(failure)
                     warnings.append(("error at load", index, name, f"{name}: {_text(failure)}"))
             except BaseException as error:  # noqa: BLE001 - SystemExit and friends must not end the load
+                _leave_if_forked(owner, error)
                 name = _error_name(error)
                 warnings.append(("error at load", index, name, f"{name}: {_text(error)} (statement skipped)"))
             finally:
@@ -589,6 +614,7 @@ class Child:
         if numpy_random is None and "numpy.random.mtrand" in _MODULES:   # imported by an exercise's own code
             numpy_random = self.numpy_random = _numpy_random()
         outcome = {"op": "result", "case": case["id"]}
+        owner = _getpid()
         value = None       # the JSON text of the result's wire, when there is one
         stage = ""
         builtins_before = dict(_builtins.__dict__)   # what the student patches there lasts one case
@@ -616,6 +642,7 @@ class Child:
             finally:
                 _setitimer(signal.ITIMER_PROF, 0)
                 sys.stdout, sys.stderr = _STDOUT, _STDERR
+            _leave_if_forked(owner)
             try:
                 value = _value_text(result)
                 outcome.update(status="ok", probes=probes)
@@ -623,8 +650,10 @@ class Child:
                 outcome.update(status="error", error={"type": "UnencodableResult", "message": _text(error),
                                                       "where": "", "traceback": ""})
         except CaseTimeout as error:
+            _leave_if_forked(owner, error)
             outcome.update(status="timeout", error=_describe(error))
         except BaseException as error:  # noqa: BLE001 - sys.exit, KeyboardInterrupt: all cost only this case
+            _leave_if_forked(owner, error)
             outcome.update(status="error", error=_describe(error, stage))
         finally:
             sys.stdout, sys.stderr = _STDOUT, _STDERR
