@@ -51,6 +51,7 @@ STUDENT_NOTE = ("the grader stopped something this exercise's code did that no s
 STUDENT_NOTE_LOAD = ("the grader stopped something the notebook's top-level code did that no solution needs to do; "
                      "no exercise earns points (your TA has the details)")
 STUDENT_NOTE_SHOWN = "the grader stopped something this exercise's code did that no solution needs to do"
+STUDENT_NOTE_SHOWN_LOAD = "the grader stopped something the notebook's top-level code did that no solution needs to do"
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def placed(seen: Iterable[Seen], exercise_of: Mapping[str, str]) -> tuple[Incide
     ones (kind, observer, exercise, case) merged into one with their counts added, in the order first seen."""
     merged: dict[tuple[str, str, str, str], int] = {}
     for item in seen:
-        exercise = exercise_of.get(item.case or item.near, "") if (item.case or item.near) else ""
+        exercise = exercise_of.get(item.case or item.near, "")
         key = (item.kind, item.observer, exercise, item.case)
         merged[key] = merged.get(key, 0) + max(1, item.count)
     return tuple(Incident(kind, observer, exercise, case, count)
@@ -102,7 +103,8 @@ def apply(exercises: Sequence[Any], incidents: Sequence[Incident], policy: str) 
         if not (at_load or exercise.id in hit):
             out.append(exercise)
         elif policy == NONE:
-            out.append(replace(exercise, notes=(*exercise.notes, STUDENT_NOTE_SHOWN)))
+            shown = STUDENT_NOTE_SHOWN if exercise.id in hit else STUDENT_NOTE_SHOWN_LOAD
+            out.append(replace(exercise, notes=(*exercise.notes, shown)))
         else:
             note = STUDENT_NOTE if exercise.id in hit else STUDENT_NOTE_LOAD
             out.append(replace(exercise, score=0.0, notes=(*exercise.notes, note)))

@@ -25,6 +25,9 @@ from sandbox_run import run_cases, statement
 
 REPO = Path(__file__).resolve().parents[1]
 KEYCTL = _KEYRING_CALLS.get(os.uname().machine, (0, 0, 0))[2]
+# The kernel has seccomp user notifications (Linux >= 5.0) and the sandbox a filter for this architecture: then a
+# refused call must be reported (the test fails if none came), not skipped.
+NOTIFIES = KEYCTL != 0 and tuple(int(part) for part in os.uname().release.split(".")[:2] if part.isdigit()) >= (5, 0)
 CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
 
 # find_tile answers right, but during its first case it writes one well-formed `progress` frame (a frame of a load,
@@ -148,7 +151,7 @@ def test_an_attack_at_load_costs_every_exercise_unless_the_rubric_says_none(plan
     shown = grade_path(path, replace(plan, rubric=replace(plan.rubric, incidents=incidents.NONE)),
                        support_sources(plan))
     assert shown.total == shown.max_total and shown.incidents == result.incidents
-    assert all(incidents.STUDENT_NOTE_SHOWN in e.notes for e in shown.exercises)
+    assert all(incidents.STUDENT_NOTE_SHOWN_LOAD in e.notes for e in shown.exercises)
 
 
 @pytest.mark.skipif(detect().pids_root is None, reason="no pids cgroup here: nothing counts the forks it refused")
@@ -167,8 +170,8 @@ def test_a_fork_bomb_stopped_at_the_cap_costs_its_exercise(plan, tmp_path):
 def test_a_call_the_seccomp_filter_refused_costs_its_exercise_as_the_zygote_reported_it(plan, tmp_path):
     result = grade_path(write(tmp_path / "keyring.ipynb", appended(CORRECT, KEYRING_IN_FIND_NUMBERS)), plan,
                         support_sources(plan))
-    if result.extra["isolation"].get("scheduling") == "free" or not result.incidents:
-        pytest.skip("no seccomp filter with user notifications here (Linux < 5.0 or another architecture)")
+    if not NOTIFIES:
+        pytest.skip("no seccomp user notifications here (Linux < 5.0 or another architecture)")
     assert _lost(result) == {"find_numbers": 0.0}   # before: full marks (each call failed with EPERM, unseen)
     assert all(c.status == "pass" for c in result.exercise("find_numbers").cases)
     cases = len(result.exercise("find_numbers").cases)
