@@ -83,25 +83,6 @@ SESSION_OVER = 86            # an exercise's fork read the grader's last request
 PASS_ON = 87                 # an exercise's fork said `exited` and left the next request unread: not pristine
 _exit = os._exit
 _getpid = os.getpid
-
-
-def _leave_if_forked(owner, error=None):
-    """End here, as Python would have ended it, a process the student's code forked that came back into the
-    runtime (an os.fork() whose child returned from or raised out of the student's code, sys.exit() included,
-    instead of calling os._exit): only `owner`, the process that began the case or the load, answers for it.
-    Before, the child answered first (its SystemExit as the case's error) and the parent's own answer then
-    looked forged to the grader: an incident that cost an honest, if careless, fork its whole exercise."""
-    if _getpid() == owner:
-        return
-    code = 0 if error is None else 1
-    if isinstance(error, SystemExit):
-        try:   # the exit status Python gives it: an int as is, None 0, anything else 1 (never a property's)
-            given = vars(BaseException)["args"].__get__(error)
-            given = given[0] if len(given) == 1 else (None if not given else given)
-            code = given if type(given) is int else 0 if given is None else 1
-        except BaseException:  # noqa: BLE001
-            code = 1
-    _exit(code & 0xFF)
 _setitimer = signal.setitimer
 # The load phase's budget is wall time (ITIMER_REAL, SIGALRM; moved by waiting for a CPU: LoadClock); a case's limit
 # is CPU time (ITIMER_PROF, SIGPROF), so waiting for a CPU on a busy machine or for the parent's answer to an
@@ -129,6 +110,25 @@ _MODULES = sys.modules       # the interpreter's own dict, whatever the student 
 
 class CaseTimeout(BaseException):
     """Raised inside student code when its case runs out of time (the parent kills it if it is swallowed)."""
+
+
+def _leave_if_forked(owner, error=None):
+    """End here, as Python would have ended it, a process the student's code forked that came back into the
+    runtime (an os.fork() whose child returned from or raised out of the student's code, sys.exit() included,
+    instead of calling os._exit): only `owner`, the process that began the case or the load, answers for it.
+    Before, the child answered first (its SystemExit as the case's error) and the parent's own answer then
+    looked forged to the grader: an incident that cost an honest, if careless, fork its whole exercise."""
+    if _getpid() == owner:
+        return
+    code = 0 if error is None else 1
+    if isinstance(error, SystemExit):
+        try:   # the exit status Python gives it: an int as is, None 0, anything else 1 (never a property's)
+            given = vars(BaseException)["args"].__get__(error)
+            given = given[0] if len(given) == 1 else (None if not given else given)
+            code = given if type(given) is int else 0 if given is None else 1
+        except BaseException:  # noqa: BLE001
+            code = 1
+    _exit(code & 0xFF)
 
 
 def _queued():
