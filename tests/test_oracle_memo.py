@@ -267,3 +267,19 @@ def test_a_call_made_of_known_states_gives_the_arguments_its_parsing_gives_and_a
     ]
     for forged in refused:
         assert process.known_args(forged, texts) is None, forged
+
+
+def test_threads_calling_an_isolated_helper_at_once_each_get_their_own_answer():
+    """A thread pool evaluating an isolated helper (a heuristic over many states): two threads exchanged with the
+    parent at once, one skipped the other's reply as an old one, and the other waited for it until the case's wall
+    limit (the submission's whole budget, every later case skipped). Each exchange is now one thread's at a time."""
+    source = ("import concurrent.futures\n"
+              "def helper(x):\n    return -x\n"
+              "def uses(n):\n"
+              "    with concurrent.futures.ThreadPoolExecutor(8) as pool:\n"
+              "        return list(pool.map(helper, range(n)))\n")
+    reference = Reference(lambda x: x * 2)
+    [outcome] = run(source, [case("uses(300)")], reference)
+    assert outcome.status == "ok", outcome.error   # before: a timeout at the wall limit
+    assert value(outcome) == [x * 2 for x in range(300)]
+    assert sorted(args[0] for _, args, _ in reference.calls) == list(range(300))   # each asked once

@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 import types
+from _thread import allocate_lock
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # The value codec is neutral ground (the parent and the writers use it too): it lives in the package folder,
@@ -90,6 +91,10 @@ _setitimer = signal.setitimer
 # depend on this alarm.
 # [in an exchange with the parent, an alarm came during it]: see Child.ask.
 _EXCHANGE = [False, False]
+# One exchange at a time: a notebook that calls an isolated helper from several threads (a thread pool evaluating
+# a heuristic) had two threads send and read at once; one took the other's reply for an old one and skipped it,
+# and the other waited for it until the submission's whole budget was spent (every later case skipped).
+_ONE_EXCHANGE = allocate_lock()
 MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold: arguments' text and replies
 _perf = time.perf_counter
 _encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
@@ -505,19 +510,21 @@ class Child:
         return oracle
 
     def ask(self, name_text, call):
-        """One round trip to the parent: its reply to this call, after the reply's seq (process._reply_frame)."""
-        self.sequence += 1
-        sequence = self.sequence
-        frame = _wire.frame_of(f'{{"op":"oracle","name":{name_text},"seq":{sequence},'
-                               f'"args":{call[0]},"kwargs":{call[1]}}}')
-        if self.replies is None:
-            self.replies = _wire.FrameStream(self.request_fd)   # in the exercise's process: it reads them all
+        """One round trip to the parent: its reply to this call, after the reply's seq (process._reply_frame).
+        One thread's at a time (_ONE_EXCHANGE)."""
         # The case's alarm must not interrupt an exchange halfway: a half-read reply would be read later as the
         # answer to another call. The case's clock is CPU time (ITIMER_PROF): it stands still by itself while
         # this process waits for the reference's answer, and an alarm due during the exchange is raised as soon
         # as the exchange is complete (_on_alarm defers it; no signal mask, which costs two system calls).
+        _ONE_EXCHANGE.acquire()
         _EXCHANGE[0], _EXCHANGE[1] = True, False
         try:
+            self.sequence += 1
+            sequence = self.sequence
+            frame = _wire.frame_of(f'{{"op":"oracle","name":{name_text},"seq":{sequence},'
+                                   f'"args":{call[0]},"kwargs":{call[1]}}}')
+            if self.replies is None:
+                self.replies = _wire.FrameStream(self.request_fd)   # in the exercise's process: it reads them all
             _wire.send(self.response_fd, frame)
             # The parent's reply starts with its seq (see process._reply_frame): an older reply, which only an
             # exchange cut short could leave behind, is skipped without being parsed.
@@ -528,6 +535,7 @@ class Child:
                     break
         finally:
             _EXCHANGE[0] = False
+            _ONE_EXCHANGE.release()
         if _EXCHANGE[1]:
             _EXCHANGE[1] = False
             raise CaseTimeout("the time limit of this case was reached")
