@@ -24,7 +24,7 @@ from grader.run.batch import grade_batch
 from grader.judge.grading import error_cause
 from grader.report import plots
 from grader.report.class_report import (
-    case_rates, class_report_html, common_mistakes, exercise_summaries, failure_key, script_hash,
+    build_report, case_rates, class_report_html, common_mistakes, exercise_summaries, failure_key, script_hash,
     slowest, sort_script, summarize, troubles, ungraded, warning_groups, write_class_report)
 from grader.report.class_outputs import read_results
 from grader.store.results import (CaseResult, ExerciseResult, SubmissionResult, from_dict, read_json, to_dict,
@@ -670,3 +670,20 @@ def test_bundled_report_renders_in_chromium(results, tmp_path):
     with Image.open(shot) as image:
         colours = image.convert("L").getextrema()
     assert colours[0] < 100 < colours[1]                       # dark text on a light page: not blank
+
+
+def test_a_class_reports_incidents_of_one_id_under_two_rubrics_by_student() -> None:
+    """The class report lists each student's incidents (grader.incidents) under its problems, by student; one id
+    graded under two rubrics with different incidents made the old sort compare the Incident facts themselves
+    (TypeError: '<' not supported), and the page was not written."""
+    from grader.incidents import FORGED_FRAME, PARENT, PIDS_CGROUP, PROCESS_CAP, Incident
+
+    def graded(rubric: str, seen: Incident) -> SubmissionResult:
+        return SubmissionResult("s1", f"/{rubric}.ipynb", rubric * 8, rubric, "", "0.1.0", "namespaces", 0.0, 2.0,
+                                (ExerciseResult("a", "A", 0.0, 2.0, ()),), incidents=(seen,))
+
+    report = build_report([graded("r1", Incident(FORGED_FRAME, PARENT, "a", "a#1")),
+                           graded("r2", Incident(PROCESS_CAP, PIDS_CGROUP, "a", "", 3))])
+    said = [note for note in report.problems if note.startswith("incidents of s1")]
+    assert len(said) == 2 and any("forged frame in a (case a#1)" in note for note in said)
+    assert any("process cap x3 in a, seen by the pids cgroup" in note for note in said)

@@ -16,7 +16,7 @@ from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.results import CaseResult, SubmissionResult, not_judged
 from grader.store.twins import same_files, warning_lines
-from grader.incidents import Incident, for_the_ta
+from grader.incidents import for_the_ta
 from grader.report.similarity import Pair, Similarity
 from grader.report.student import shown_title
 from grader.store.status import (AFTER_TIMEOUTS, BUDGET, BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline,
@@ -262,14 +262,11 @@ class ClassTally:
         self.keep_slowest = SLOWEST
         self.lines: list[StudentLine] = []          # the student table and the CSV, a few hundred bytes each
         self.files: list[tuple[str, str, str, str]] = []   # (student, sha256, path, state): ids of one file's bytes
-        self.incidents: list[tuple[str, tuple[Incident, ...]]] = []   # (student, its incidents): few
         self.answers = AnswerTally()
 
     def add(self, result: SubmissionResult) -> None:
         ungraded_result = is_ungraded(result)
         self.files.append((result.submission, result.sha256, result.path, result.state))
-        if result.incidents:   # the sandbox stopped what only hostile code does: the TA reads the facts
-            self.incidents.append((result.submission, result.incidents))
         self.lines.append(student_line(result, ungraded=ungraded_result))
         if not ungraded_result:
             self.answers.add(result)
@@ -498,8 +495,10 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
     notes = list(problems)
     # one student under two ids, or a copy: what such ids may be, once, then one line per group
     # incidents first: an attack is what a TA must look at before a grade goes out
-    notes += [f"incidents of {student} (the sandbox stopped what no solution does; the rubric's policy scored it): "
-              f"{for_the_ta(seen)}" for student, seen in sorted(counted.incidents)]
+    # (from the students' lines, which keep them: by student alone, as one id may have results of two rubrics)
+    notes += [f"incidents of {line.student} (the sandbox stopped what no solution does; the rubric's policy scored "
+              f"it): {for_the_ta(line.incidents)}"
+              for line in sorted((line for line in counted.lines if line.incidents), key=lambda line: line.student)]
     notes += [line.strip() for line in warning_lines(same_files(counted.files))]
     if len(summary.rubrics) > 1:
         notes.append(f"these results come from {len(summary.rubrics)} rubrics ({', '.join(summary.rubrics)}): "
