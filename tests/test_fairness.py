@@ -109,6 +109,8 @@ def test_an_error_raised_in_a_helper_judged_right_names_the_wrong_function_that_
     assert errors and all(c.culprit == "move_dir" for c in errors)
     assert all("move_dir itself was judged right in its own exercise, so what it was given is wrong: extract_move "
                "lost points in its own exercise" in c.message for c in errors)
+    # what a group of them shows under the first (report.grouping.own_messages): each one's own detail, no advice
+    assert all(c.detail.startswith("IndexError") and "itself was judged right" not in c.detail for c in errors)
 
 
 def test_a_function_that_cannot_be_isolated_is_named_where_it_costs_points_again(

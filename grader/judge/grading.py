@@ -1036,8 +1036,7 @@ def _given_wrong(plan: Plan, name: str, result: CaseResult, judged: Mapping[str,
             + (f": {', '.join(wrong)} lost points in {'its' if len(wrong) == 1 else 'their'} own exercise"
                f"{'' if len(wrong) == 1 else 's'}, see {'its' if len(wrong) == 1 else 'their'} feedback"
                if wrong else ""))
-    return replace(result, message=f"{result.message}. {said}",
-                   advice=". ".join(part for part in (result.advice, said) if part))
+    return advised(result, said)
 
 
 def _wrong_helpers(plan: Plan, name: str, extracted: Extracted, judged: Mapping[str, ExerciseResult],
