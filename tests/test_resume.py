@@ -36,6 +36,15 @@ def start(out: Path, cache: Path, submissions: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def differences(a, b, where: str = "") -> list[str]:
+    """Where two results differ, field by field (a failure names the fields instead of pytest's truncated dicts)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in differences(a.get(k), b.get(k), f"{where}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{where}[{i}]")]
+    return [] if a == b else [f"{where}: {a!r:.300} != {b!r:.300}"]
+
+
 def results(out: Path) -> dict:
     return {p.stem: comparable(json.loads(p.read_text(encoding="utf-8"))) for p in sorted(out.glob("*.json"))}
 
@@ -70,7 +79,7 @@ def test_a_batch_killed_with_kill_9_and_rerun_ends_as_if_never_interrupted(tmp_p
     assert unchanged >= finished_before - 2      # at most the results in flight were lost, and redone
     assert results(interrupted).keys() == results(tmp_path / "whole").keys()
     for student, result in results(tmp_path / "whole").items():
-        assert results(interrupted)[student] == result, student
+        assert results(interrupted)[student] == result, (student, differences(result, results(interrupted)[student]))
     assert (interrupted / "gradebook.csv").read_text() == (tmp_path / "whole" / "gradebook.csv").read_text()
 
 
