@@ -493,12 +493,12 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
             flagged.setdefault(student, (pair.score, f"{similarity_page}#pair-{rank}" if similarity_page else ""))
     rates = counted.cases()
     notes = list(problems)
-    # one student under two ids, or a copy: what such ids may be, once, then one line per group
     # incidents first: an attack is what a TA must look at before a grade goes out
     # (from the students' lines, which keep them: by student alone, as one id may have results of two rubrics)
     notes += [f"incidents of {line.student} (the sandbox stopped what no solution does; the rubric's policy scored "
               f"it): {for_the_ta(line.incidents)}"
               for line in sorted((line for line in counted.lines if line.incidents), key=lambda line: line.student)]
+    # one student under two ids, or a copy: what such ids may be, once, then one line per group
     notes += [line.strip() for line in warning_lines(same_files(counted.files))]
     if len(summary.rubrics) > 1:
         notes.append(f"these results come from {len(summary.rubrics)} rubrics ({', '.join(summary.rubrics)}): "
