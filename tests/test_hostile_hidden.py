@@ -267,4 +267,8 @@ def test_hidden_cases_still_run_and_are_judged(attacked) -> None:
     for exercise, status in (("inversions", "fail"), ("h1", "error"), ("h2", "error"), ("h", "error")):
         cases = [c for c in result.exercise(exercise).cases if c.visibility == "hidden"]
         judged = [c for c in cases if not machine_busy(c.status, c.reason)]   # a busy machine may keep a few
-        assert judged and all(c.status == status for c in judged), [(c.id, c.status, c.message) for c in cases]
+        # The attack waits on processes of its own (its keeper's answer, up to 0.3 s; 36 signals to the runtime,
+        # 2 ms apart): on a starved machine a case can time out on them, the notebook's own time, as the grader
+        # charges a notebook's processes making each other wait (three suites on 2 cores: one of four did).
+        answered = [c for c in judged if c.status != "timeout"]
+        assert answered and all(c.status == status for c in answered), [(c.id, c.status, c.message) for c in cases]
