@@ -74,3 +74,16 @@ def test_an_unreadable_answer_is_an_error_every_time_without_a_check(solve):
     assert calls == []
     assert [r.status for r in results] == ["error", "error"]
     assert results[0].message == results[1].message and results[1].got is None
+
+
+def test_a_known_mistake_judged_again_from_the_memo_keeps_every_field_of_its_verdict(tmp_path: Path) -> None:
+    """The second identical wrong answer takes its verdict from the memo: it must be the first one's field for
+    field (the advice and the message without it, `detail`, included), whichever notebook a worker judged first.
+    Before, `detail` was left out, so a class's results depended on the order its notebooks reached a worker."""
+    from dataclasses import asdict
+    plan = build_plan(load_rubric(MINI), tmp_path)
+    exercise = next(e for e in plan.rubric.exercises if e.id == "double")
+    case = plan.cases["double"][0]
+    first, again = (grading.judge(plan, exercise, case, _answer(case.id, codec.encode(7))) for _ in range(2))
+    assert first.mistake == "double_plus_one" and first.detail and first.advice
+    assert asdict(again) == asdict(first)

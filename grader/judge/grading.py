@@ -615,7 +615,7 @@ def _passing(base: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # What an answer's verdict is made of: the same for every submission that gives the same answer to the case.
-_VERDICT = ("status", "message", "fraction", "reason", "cause", "mistake", "advice")
+_VERDICT = ("status", "message", "fraction", "reason", "cause", "mistake", "advice", "detail")
 
 
 def _answer_key(case: Case, outcome: Outcome, digest: str | None) -> tuple[str, ...] | None:
