@@ -45,16 +45,29 @@ def _judged(plan, exercise, case, got):
     return grading.judge(plan, exercise, case, Outcome(case.id, "ok", value=got, seconds=0.5))
 
 
-def test_a_huge_answer_costs_the_check_its_cpu_bound_and_the_student_the_case(solve):
+def test_a_huge_answer_costs_the_check_its_cpu_bound_and_the_student_the_case(solve, monkeypatch):
     plan, exercise, case, pair = solve
     got = codec.encode(pair * 3_990_000)
-    before = time.thread_time()
+    checks: list[str] = []
+    resolve = grading.resolve_check
+
+    def watched(name, reference):
+        check = resolve(name, reference)
+
+        def run(context):
+            checks.append("started")
+            verdict = check(context)
+            checks.append("returned")
+            return verdict
+        return run
+    monkeypatch.setattr(grading, "resolve_check", watched)
     result = _judged(plan, exercise, case, got)
     assert (result.status, result.reason, result.cause) == ("fail", status.WRONG, grading.CHECK_TOO_SLOW)
     assert result.fraction == 0.0
     assert "could not judge this answer" in result.message
-    # This thread's CPU, never wall time: 0.30 s here (the check's 0.25 s and the answer's decode); 1.66 s unbounded.
-    assert time.thread_time() - before < 4 * grading.CHECK_CPU_SECONDS
+    # The bound stopped the check mid-replay (never its clock read afterwards: 0.30 s of CPU here, 1.66 s unbounded,
+    # figures for the README, not for a test on a busy machine).
+    assert checks == ["started"]
 
 
 def test_off_the_main_thread_the_check_is_bounded_too(solve):
