@@ -327,14 +327,21 @@ exercises:
 """
 
 
+def _none_on_the_bundled_rubrics(warnings_of, cache: Path) -> None:
+    """A validate warning about hidden cases says nothing of the bundled rubrics' plans."""
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import load_rubric
+
+    for bundled in sorted((Path(__file__).resolve().parents[1] / "rubrics").glob("*.yaml")):
+        assert warnings_of(build_plan(load_rubric(bundled), cache)) == [], bundled
+
+
 def test_a_hidden_case_that_asks_what_a_public_one_asks_is_a_warning(tmp_path: Path, grader_cache: Path) -> None:
     """A hidden case asking what a public case asks (written twice, or a generator drawing a public case's board:
     session 19's 15-puzzle drew EASY for a hidden manhattan case) has its input and answer in every kit. Calls on
     submission code are compared by their text and the generated values they read: the bundled 8-puzzle's
     `EightPuzzle(state).h1(Node(state))` asks something else for each state."""
     from grader.authoring.validate import hidden_in_kit_warnings
-    from grader.plan.cases import build_plan
-    from grader.rubric.schema import load_rubric
 
     rubric = course(tmp_path, HIDDEN_TWICE)
     validation = validate(rubric, cache=tmp_path / "cache", mutants=0)
@@ -345,9 +352,7 @@ def test_a_hidden_case_that_asks_what_a_public_one_asks_is_a_warning(tmp_path: P
         "that input and its answer are in every student's kit; give the hidden case another input",
         f"{rubric}:15: exercise 'clamp': hidden case clamp#2 asks what public case clamp#1 (clamp(0, -5, 5)) asks: "
         "that input and its answer are in every student's kit; give the hidden case another input"]
-    root = Path(__file__).resolve().parents[1]
-    for bundled in sorted((root / "rubrics").glob("*.yaml")):
-        assert hidden_in_kit_warnings(build_plan(load_rubric(bundled), grader_cache)) == [], bundled
+    _none_on_the_bundled_rubrics(hidden_in_kit_warnings, grader_cache)
 
 
 ENDLESS = """
@@ -411,8 +416,6 @@ def test_a_hidden_input_written_in_a_hint_or_a_mistakes_say_is_a_warning(tmp_pat
     they write out is published (session 19: a 15-puzzle hint quoting the board a hidden case tests). A tuple
     written as a list counts; short values (a count) and the bundled rubrics' texts do not."""
     from grader.authoring.validate import hidden_in_text_warnings
-    from grader.plan.cases import build_plan
-    from grader.rubric.schema import load_rubric
 
     rubric = course(tmp_path, QUOTED)
     validation = validate(rubric, cache=tmp_path / "cache", mutants=0)
@@ -423,6 +426,4 @@ def test_a_hidden_input_written_in_a_hint_or_a_mistakes_say_is_a_warning(tmp_pat
         "(line 12): every student reads it; test another input or leave it out",
         f"{rubric}:8: exercise 'total': the mistake total_plus_one's say writes out (7, 7, 7, 7), the input of "
         "hidden case total#3 (line 14): every student reads it; test another input or leave it out"]
-    root = Path(__file__).resolve().parents[1]
-    for bundled in sorted((root / "rubrics").glob("*.yaml")):
-        assert hidden_in_text_warnings(build_plan(load_rubric(bundled), grader_cache)) == [], bundled
+    _none_on_the_bundled_rubrics(hidden_in_text_warnings, grader_cache)
