@@ -293,18 +293,14 @@ def aside_cpus(allowed: Sequence[int], workers: int) -> set[int] | None:
 
 
 def _pin(cpus: set[int] | None) -> None:
-    """Keep this process (and the threads and sandboxes it makes after: see process._config) to `cpus`."""
+    """Keep the calling thread to `cpus`, and the threads and sandboxes it makes after (see process._config): on
+    Linux affinity is a thread's, so called first in a worker it keeps the process there, and in a helper thread
+    that thread alone (the process's other threads and its sandboxes keep theirs)."""
     if cpus:
         try:
             os.sched_setaffinity(0, cpus)
         except (OSError, ValueError):   # a CPU gone offline since: the worker floats as before
             pass
-
-
-def _pin_thread(cpus: set[int] | None) -> None:
-    """Keep the calling thread alone to `cpus` (Linux sets a thread's affinity; the process's other threads and
-    its sandboxes keep theirs)."""
-    _pin(cpus)
 
 
 def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by_name: bool = False,
@@ -389,7 +385,7 @@ class _Outbox:
 
     def _send(self, cpus: set[int] | None = None) -> None:
         from grader.store.results import stored_form
-        _pin_thread(cpus)
+        _pin(cpus)
         while True:
             item = self.results.get()
             if item is None:
@@ -449,7 +445,7 @@ class _Inbox:
                          daemon=True).start()
 
     def _receive(self, connection: Connection, setup: Setup, cpus: set[int] | None = None) -> None:
-        _pin_thread(cpus)
+        _pin(cpus)
         while True:
             try:
                 job = connection.recv()
