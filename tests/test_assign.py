@@ -485,3 +485,53 @@ def test_a_problem_at_a_line_of_the_generated_rubric_names_the_masters_cell_it_c
     problems = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith(f"{rubric}:")]
     assert problems and all(line.endswith(f"[from {path}: cell 7]") for line in problems), done.stdout + done.stderr
     assert "run grader assign again" in done.stdout
+
+
+def ladder_master(folder: Path, words_cells: list) -> Path:
+    """A word-ladder master whose notebook reads the course's dictionary, words.txt, beside it."""
+    support = folder / "assignments" / "ladder" / "support"
+    support.mkdir(parents=True)
+    (support / "words.txt").write_text("cold\ncord\ncard\nward\nwarm\nworm\nword\n")
+    (folder / "rubrics").mkdir(exist_ok=True)
+    cells = [new_raw_cell("# rubric\nassignment: ladder\nfixtures: [WORDS]"), *words_cells,
+             new_code_cell('def neighbours(word, words):\n    """Words of `words` one letter from `word`."""\n'
+                           "    # BEGIN SOLUTION\n    return {w for w in words if len(w) == len(word)\n"
+                           "            and sum(a != b for a, b in zip(w, word)) == 1}\n    # END SOLUTION"),
+             new_raw_cell('# tests\ncases:\n  - call: neighbours("cold", WORDS)\n  - call: neighbours("warm", WORDS)\n'
+                          "    visibility: hidden")]
+    path = folder / "assignments" / "ladder" / "master.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+    return path
+
+
+def test_a_data_file_the_notebook_reads_is_explained_and_the_readme_way_grades_without_it(tmp_path: Path) -> None:
+    """A dictionary the students' notebook reads by a relative path: in a cell both get, the reference's import
+    reads it from the folder grader runs in, and the refusal says so and what to do. Done as README says (the
+    students' read in a TEMPLATE ONLY cell, the reference's by its own path, the name a fixture), assign validates and
+    a student's notebook that reads words.txt is checked where no words.txt is: its definition of the fixture is
+    the course's."""
+    shared = tmp_path / "shared"
+    ladder_master(shared, [new_code_cell('WORDS = frozenset(open("words.txt").read().split())')])
+    done = grader("assign", "assignments/ladder/master.ipynb", "--mutants", "0", cwd=shared)
+    assert done.returncode == 2
+    assert ("reference/ladder.py:4: the reference module fails to import: FileNotFoundError: [Errno 2] No such file "
+            f"or directory: 'words.txt' (a relative path is read from the folder grader runs in, {shared}, not the "
+            "reference's: read a data file by a path from the reference's own, Path(__file__).parent / ...") \
+        in done.stderr, done.stderr
+
+    course = tmp_path / "course"
+    ladder_master(course, [
+        new_code_cell('# TEMPLATE ONLY\nWORDS = frozenset(open("words.txt").read().split())'),
+        new_code_cell("# REFERENCE ONLY\nfrom pathlib import Path\n"
+                      'WORDS = frozenset((Path(__file__).parent.parent / "assignments/ladder/support/words.txt")'
+                      ".read_text().split())")])
+    done = grader("assign", "assignments/ladder/master.ipynb", "--mutants", "0", cwd=course)
+    assert done.returncode == 0 and "valid (2 cases)" in done.stdout, done.stdout + done.stderr
+    assert grader("kit", "rubrics/ladder.yaml", "-o", "kit.json", cwd=course).returncode == 0
+    notebook = nbformat.read(course / "assignments" / "ladder" / "template.ipynb", as_version=4)
+    assert notebook.cells[0].source.startswith("WORDS = frozenset(open(")
+    notebook.cells[1].source = ("def neighbours(word, words):\n    return {w for w in words if len(w) == len(word) "
+                                "and sum(a != b for a, b in zip(w, word)) == 1}")
+    nbformat.write(notebook, tmp_path / "ada.ipynb")
+    checked = grader("check", "--kit", str(course / "kit.json"), "ada.ipynb", cwd=tmp_path)
+    assert checked.returncode == 0 and "warning" not in checked.stdout, checked.stdout + checked.stderr

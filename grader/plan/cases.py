@@ -161,8 +161,19 @@ def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType
         if isinstance(error, ModuleNotFoundError):
             reason += f" (searched the reference's folder{' and the support folder' if len(folders) > 1 else ''} " \
                       f"and the installed packages)"
+        elif isinstance(error, FileNotFoundError) and error.filename and not os.path.isabs(error.filename):
+            reason += relative_file_advice(os.getcwd())
         raise RubricError([f"{path}:{line}: the reference module fails to import: {reason}"]) from None
     return module
+
+
+def relative_file_advice(folder: str) -> str:
+    """Why a data file the course reads by a relative path is not found: such a path is read from the folder the
+    grader was started in (a course's notebook reads `words.txt` beside it in Jupyter), which is another on a TA's
+    machine, in Gradescope's container or on a Dask worker."""
+    return (f" (a relative path is read from the folder grader runs in, {folder}, not the reference's: read a data "
+            f"file by a path from the reference's own, Path(__file__).parent / ..., and give what the cases need of "
+            f"it as a fixture)")
 
 
 def _failing_line(error: BaseException, path: Path) -> int:
