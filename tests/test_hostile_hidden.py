@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from grader.judge.grading import fixture_uses
+from grader.judge.options import Options
 from grader.plan.cases import build_plan
 from grader.report.formats import Page
 from grader.report.gradescope import to_gradescope
@@ -36,6 +37,11 @@ from notebook_build import appended
 ROOT = Path(__file__).resolve().parents[1]
 RUBRIC = ROOT / "rubrics" / "eight-puzzle-astar.yaml"
 CORRECT = ROOT / "assignments" / "eight-puzzle-astar" / "submissions" / "correct.ipynb"
+# The walk of every object costs the first case of each fork about 0.6 s of CPU (2 cores, load 10), and the
+# rubric's floor is 1.0 s: with three suites on 2 cores one such case used it all and timed out, the notebook's
+# own doing (at case_seconds 0.4 every first case does, "still running at cell 19, line 5x"). The floor is raised
+# so each case answers, and each is then held to the notebook's verdict; nothing else about the rubric changes.
+CASE_FLOOR = 5.0
 
 ATTACK = r'''
 import gc as _gc, marshal as _marshal, mmap as _mmap, os as _os, re as _re, select as _select
@@ -219,7 +225,8 @@ def attacked(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path):
     shm = Path("/dev/shm/seen.txt")
     before = shm.exists()
     try:
-        [result] = grade([path], RUBRIC, folder / "out", jobs=1, cache=grader_cache)
+        [result] = grade([path], RUBRIC, folder / "out", jobs=1, cache=grader_cache,
+                         options=Options(case_seconds=CASE_FLOOR))
     finally:
         if shm.exists() and not before:    # where the sandbox could write the host's /dev/shm (rlimits mode)
             shm.unlink()
@@ -267,8 +274,4 @@ def test_hidden_cases_still_run_and_are_judged(attacked) -> None:
     for exercise, status in (("inversions", "fail"), ("h1", "error"), ("h2", "error"), ("h", "error")):
         cases = [c for c in result.exercise(exercise).cases if c.visibility == "hidden"]
         judged = [c for c in cases if not machine_busy(c.status, c.reason)]   # a busy machine may keep a few
-        # The attack waits on processes of its own (its keeper's answer, up to 0.3 s; 36 signals to the runtime,
-        # 2 ms apart): on a starved machine a case can time out on them, the notebook's own time, as the grader
-        # charges a notebook's processes making each other wait (three suites on 2 cores: one of four did).
-        answered = [c for c in judged if c.status != "timeout"]
-        assert answered and all(c.status == status for c in answered), [(c.id, c.status, c.message) for c in cases]
+        assert judged and all(c.status == status for c in judged), [(c.id, c.status, c.message) for c in cases]
