@@ -2,7 +2,9 @@
 the student's code runs as this process's own uid (the mode the README calls unprotected by uid). It holds what a
 student would want (a secret in its environment, an abstract unix socket listening), grades one statement whose
 case probes what it can do to this process, its zygote and the uid's other processes, and prints the case's answer
-as one JSON line (or its status and error). Run as `python hostile_grader.py`, with PYTHONPATH naming the repo."""
+as one JSON line (or its status and error). Run as `python hostile_grader.py`, with PYTHONPATH naming the repo;
+`python hostile_grader.py honest` grades tests/honest_code.py instead (what honest notebooks do, at load and in a
+case), printing its answer, load warnings and incidents."""
 
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ from grader.sandbox.process import CaseRequest, ProcessLimits  # noqa: E402
 from sandbox_run import run_cases, statement  # noqa: E402
 
 KEYCTL = _KEYRING_CALLS.get(os.uname().machine, (0, 0, 0))[2]
+# A number no signal has: the filter refuses it to a protected pid as any signal (signal 0 it lets through: it sends
+# nothing), and a kernel that was let it answers EINVAL, so a probe that got through still sends nothing.
+NOT_A_SIGNAL = 65
 
 STUDENT = textwrap.dedent(f"""
 import ctypes, os, resource, signal, socket
@@ -70,12 +75,12 @@ def probe():
     grader = parent_of(zygote)
     found = {{"grader_found": grader == {os.getpid()}}}
     for name, pid in (("grader", grader), ("zygote", zygote)):
-        found[f"signal {{name}}"] = attempt(lambda: os.kill(pid, 0))
+        found[f"signal {{name}}"] = attempt(lambda: os.kill(pid, {NOT_A_SIGNAL}))
         found[f"prlimit {{name}}"] = attempt(lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE))
         found[f"environ {{name}}"] = attempt(lambda: open(f"/proc/{{pid}}/environ", "rb").read())
         found[f"descriptors {{name}}"] = attempt(lambda: [os.open(f"/proc/{{pid}}/fd/{{fd}}", os.O_RDONLY)
                                                        for fd in os.listdir(f"/proc/{{pid}}/fd")])
-    found["signal every process of the uid"] = attempt(lambda: os.kill(-1, 0))
+    found["signal every process of the uid"] = attempt(lambda: os.kill(-1, {NOT_A_SIGNAL}))
     found["keyring"] = attempt(keyring)
     found["abstract socket"] = attempt(abstract)
     found["tcp"] = attempt(tcp)
@@ -88,6 +93,10 @@ def probe():
 
 
 def main() -> None:
+    if sys.argv[1:] == ["honest"]:
+        from honest_code import HONEST
+        grade(HONEST, "work()", "other")
+        return
     listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listening.bind(f"\0puzzle-grader-hostile-{os.getpid()}")
     listening.listen(1)
@@ -103,14 +112,15 @@ def main() -> None:
             _libc.shmctl(shared, 0, None)   # IPC_RMID
 
 
-def grade(source: str) -> None:
-    ran = run_cases([statement(source)], [CaseRequest(id="probe", code="probe()", timeout=30.0)],
+def grade(source: str, call: str = "probe()", kind: str = "def") -> None:
+    ran = run_cases([statement(source, kind=kind)], [CaseRequest(id="probe", code=call, timeout=30.0)],
                     limits=ProcessLimits())
     [outcome] = ran.outcomes
     facts = {"level": ran.sandbox.level, "landlock": ran.sandbox.facts.get("landlock"), "uid": os.geteuid(),
              "dumpable": _libc.prctl(3, 0, 0, 0, 0),   # PR_GET_DUMPABLE: this grader's, and its zygote's /proc owner
              "zygote_proc_owner": os.stat(f"/proc/{supervisor.zygote().process.pid}/fd").st_uid,
-             "incidents": sorted({seen.kind for seen in ran.sandbox.seen})}
+             "incidents": sorted({seen.kind for seen in ran.sandbox.seen}),
+             "warnings": [warning.text for warning in ran.report.warnings]}
     if outcome.status == "ok":
         print(json.dumps({"found": codec.decode(outcome.value), **facts}))
     else:

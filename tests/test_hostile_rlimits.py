@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+import testclock
 
 from grader import incidents
 from grader.sandbox import confine
@@ -32,6 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "tests" / "hostile_grader.py"
 # A uid nothing else on the machine runs as (below the sandboxes' unused uids), for the grader when we are root.
 GRADER_UID = 0x3FFF0000 + os.getpid() % 0xFFFF
+NOT_A_SIGNAL = 65   # as tests/hostile_grader.py's
 NOTIFIES = confine._FILTERS[True, True] is not None and \
     tuple(int(part) for part in os.uname().release.split(".")[:2] if part.isdigit()) >= (5, 0)
 
@@ -128,6 +130,23 @@ def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid()
             "keyring", "signal to a process not its own")], report   # prlimit and IPC: honest code may try them
 
 
+def test_what_honest_notebooks_do_works_under_a_grader_that_is_not_root():
+    """tests/honest_code.py at load and in a case, the student running as the grader's own uid. Before: os.nice(0)
+    raised PermissionError, faulthandler.enable() AttributeError, and os.kill(os.getppid(), 0) at load (the zygote,
+    a protected pid) was an incident, "signal to a process not its own", which zeroed every exercise."""
+    from honest_code import EXPECTED
+    interpreter = _interpreter()
+    if interpreter is None:
+        pytest.skip("no interpreter a non-root uid can run the grader with")
+    process = subprocess.run([interpreter, str(HARNESS), "honest"], env=_environment(), cwd="/", capture_output=True,
+                             timeout=testclock.within(300), **_as_grader())
+    assert process.returncode == 0, process.stderr.decode(errors="replace")[-3000:]
+    report = json.loads(process.stdout.decode().splitlines()[-1])
+    assert report["level"] == "rlimits" and report["uid"] != 0, report
+    assert report.get("found") == [EXPECTED, EXPECTED], report
+    assert report["incidents"] == [] and report["warnings"] == [], report
+
+
 @pytest.mark.skipif(not confine._FILTERS[True, False], reason="no seccomp filter known for this architecture")
 def test_a_sandbox_in_the_hosts_network_namespace_opens_no_socket_but_a_unix_one():
     """rlimits mode shares the host's network namespace. As an unused uid (the grader root) without Landlock's TCP
@@ -161,7 +180,9 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
     student running as the grader's uid and every process of it: kill(-1), prlimit of another pid, the keyrings,
     socket() (a pathname unix socket of the uid, UDP), and any signal to the pids and groups the grader names
     (kill, tgkill, sigqueue, a pidfd, SIGIO through F_SETOWN), System V IPC. The process's own limits (pid 0,
-    as setrlimit does it), a signal to itself and a socketpair still work."""
+    as setrlimit does it), a signal to itself and a socketpair still work; so does a signal 0 to any pid (it sends
+    nothing: os.kill(os.getppid(), 0) at load asks whether the zygote lives, and was an incident), and a nice value
+    of 0 or more or its own CPUs seem set and change nothing (os.nice(0) raised PermissionError)."""
     parent, group = os.getpid(), os.getpgid(0)
     read, write = os.pipe()   # only F_SETOWN's target: the results come back through _in_a_fork
 
@@ -181,14 +202,24 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
             if libc.shmget(0, 4096, 0o1600) < 0:   # IPC_PRIVATE, IPC_CREAT
                 raise OSError(ctypes.get_errno(), "shmget")
 
-        def tgkill():
-            if libc.tgkill(parent, parent, 0) != 0:
-                raise OSError(ctypes.get_errno(), "tgkill")
+        def tgkill(signal_number):
+            def send():
+                if libc.tgkill(parent, parent, signal_number) != 0:
+                    raise OSError(ctypes.get_errno(), "tgkill")
+            return send
 
-        for action in (lambda: os.kill(-1, 0), lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE),
+        nice = os.getpriority(os.PRIO_PROCESS, 0)
+        # NOT_A_SIGNAL where a real signal would be: a kernel that was let the call answers EINVAL, not EPERM
+        for action in (lambda: os.kill(-1, NOT_A_SIGNAL), lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE),
                        lambda: resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE), keyring,
-                       lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), lambda: os.kill(parent, 0),
-                       lambda: os.kill(-group, 0), lambda: os.pidfd_open(parent), tgkill, owner, segment):
+                       lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM),
+                       lambda: os.kill(parent, NOT_A_SIGNAL), lambda: os.kill(-group, NOT_A_SIGNAL),
+                       lambda: os.pidfd_open(parent), tgkill(NOT_A_SIGNAL), owner, segment,
+                       lambda: os.setpriority(os.PRIO_PROCESS, 0, -1),
+                       # let through, or seeming done
+                       lambda: os.kill(-1, 0), lambda: os.kill(parent, 0), lambda: os.kill(-group, 0), tgkill(0),
+                       lambda: os.nice(5), lambda: os.setpriority(os.PRIO_PROCESS, 0, 19),
+                       lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})):
             try:
                 action()
                 results.append("done")
@@ -198,10 +229,11 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.kill(os.getpid(), 0)
         results.append(resource.getrlimit(resource.RLIMIT_CORE))
+        results.append(os.getpriority(os.PRIO_PROCESS, 0) == nice)
         return results
 
     try:
-        assert _in_a_fork(actions) == [1] * 11 + [[0, 0]]
+        assert _in_a_fork(actions) == [1] * 12 + ["done"] * 7 + [[0, 0], True]
     finally:
         os.close(read)
         os.close(write)

@@ -363,6 +363,10 @@ def drop_capabilities():
 # io_uring_setup (a ring's kernel workers are threads of the sandbox whose CPUs IORING_REGISTER_IOWQ_AFF sets), and
 # ioprio_set: where the sandbox runs as the grader's uid (rlimits mode, not root), IOPRIO_WHO_USER would put every
 # process of that uid (the grader, the TA's shell) in the idle I/O class, and it stays so after the grading.
+# setpriority to a nice value of 0 or more and sched_setaffinity seem to succeed and change nothing (_filter's
+# "pretend"): os.nice(0) and os.nice(5) are a polite notebook's, os.sched_setaffinity(0, its own CPUs) a library's,
+# and in Jupyter they succeed; refused, they raised PermissionError out of an honest case (os.nice(5) returns the
+# nice value kept, 0, where Jupyter's returns 5). A negative one is refused as it is unprivileged.
 _SCHEDULING_CALLS = {"x86_64": (0xC000003E, (141, 142, 144, 203, 314, 425, 251)),
                      "aarch64": (0xC00000B7, (140, 118, 119, 122, 274, 425, 30))}
 # Denied too: the kernel's keyrings (add_key, request_key, keyctl): the sandbox inherits the grader's session
@@ -471,40 +475,52 @@ def _filter(own_uid, protected=(), network=True, notify=False):
         return None
     arch, calls = known
     ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    refuse, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
+    refuse, allow, pretend = 0x00050000 | errno.EPERM, 0x7FFF0000, 0x00050000   # SECCOMP_RET_ERRNO with 0: returns 0
     deny = SECCOMP_RET_USER_NOTIF if notify else refuse
-    arg0, arg1 = 16, 24   # the low 32 bits of the first and second arguments (little-endian): a pid_t is an int
+    arg0, arg1, arg2 = 16, 24, 32   # the low 32 bits of the first three arguments (little-endian): a pid_t is an int
     program: list = [(ld_abs, 4, None, None), (jeq, arch, None, "deny"), (ld_abs, 0, None, None),
                      (jge, 0x40000000, "deny", None)]   # x32 (bit 30) -> deny
     # "deny": what only hostile code does, an incident where the zygote hears of it (`notify`); "refuse": what
-    # honest code may try too (os.nice(0) is a setpriority, os.nice(5) a polite student's; an io_uring library;
-    # prlimit of its own pid, which the filter cannot tell from another's; tkill and SIGIO owners, refused whoever
-    # they name; System V IPC, which a jail allows; a socket), refused with no word, as before.
-    program += [(jeq, nr, "refuse", None) for nr in calls]
+    # honest code may try too (an io_uring library; prlimit of its own pid, which the filter cannot tell from
+    # another's; tkill and SIGIO owners, refused whoever they name; System V IPC, which a jail allows; a socket),
+    # refused with no word, as before; "pretend": success with nothing done (see _SCHEDULING_CALLS).
+    setpriority, setaffinity = calls[0], calls[3]
+    program += [(jeq, setaffinity, "pretend", None), (jeq, setpriority, "nice", None)]
+    program += [(jeq, nr, "refuse", None) for nr in calls if nr not in (setpriority, setaffinity)]
     program += [(jeq, nr, "deny", None) for nr in _KEYRING_CALLS[machine]]
-    # call -> (the argument it is refused by, the values refused, how): "allow" after the last
-    checked: dict = {_PRLIMIT[machine]: (arg0, None, "refuse")}   # None: every value but 0
+    # call -> (the argument it is refused by, the values refused, how, the argument holding its signal or None): a
+    # signal 0 sends nothing (os.kill(os.getppid(), 0) asks whether the parent lives), so it is let through at once.
+    # "allow" after the last.
+    checked: dict = {_PRLIMIT[machine]: (arg0, None, "refuse", None)}   # None: every value but 0
     if own_uid and not network:
-        checked[_SOCKET[machine]] = (arg0, _AF_UNIX, "refuse")      # an int: every value but that one
+        checked[_SOCKET[machine]] = (arg0, _AF_UNIX, "refuse", None)      # an int: every value but that one
     if not own_uid:
         pids = sorted({pid & 0xFFFFFFFF for pid in protected if pid > 0})
         groups = sorted({pid & 0xFFFFFFFF for pid in protected if pid < -1})   # kill(-pgid)
         program += [(jeq, nr, "refuse", None) for nr in (_SOCKET[machine], _TKILL[machine], *_IPC_CALLS[machine])]
-        checked[_KILL[machine]] = (arg0, (0xFFFFFFFF, *pids, *groups), "deny")
-        checked.update({nr: (arg0, tuple(pids), "deny") for nr in _SIGNAL_BY_PID[machine]})
-        checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0], "refuse")
-        checked[_IOCTL[machine]] = (arg1, _SET_OWNER[1], "refuse")
+        checked[_KILL[machine]] = (arg0, (0xFFFFFFFF, *pids, *groups), "deny", arg1)
+        # tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo (their signal: third, second, third argument), pidfd_open
+        checked.update({nr: (arg0, tuple(pids), "deny", signal_at) for nr, signal_at in
+                        zip(_SIGNAL_BY_PID[machine], (arg2, arg1, arg2, None), strict=True)})
+        checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0], "refuse", None)
+        checked[_IOCTL[machine]] = (arg1, _SET_OWNER[1], "refuse", None)
     program += [(jeq, nr, f"check {nr}", None) for nr in checked]
     program += [(ret, allow, None, None)]
-    for nr, (offset, refused, how) in checked.items():
-        program += [f"check {nr}", (ld_abs, offset, None, None)]
+    # setpriority(which, who, nice): a negative nice is refused (as unprivileged), any other pretended
+    program += ["nice", (ld_abs, arg2, None, None), (jge, 0x80000000, "refuse", "pretend")]
+    for nr, (offset, refused, how, signal_at) in checked.items():
+        program += [f"check {nr}"]
+        if signal_at is not None:
+            program += [(ld_abs, signal_at, None, None), (jeq, 0, "allow", None)]
+        program += [(ld_abs, offset, None, None)]
         if refused is None:
             program += [(jeq, 0, "allow", how)]
         elif isinstance(refused, int):
             program += [(jeq, refused, "allow", how)]
         else:
             program += [(jeq, value, how, None) for value in refused] + [(ret, allow, None, None)]
-    program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None), "refuse", (ret, refuse, None, None)]
+    program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None), "refuse", (ret, refuse, None, None),
+                "pretend", (ret, pretend, None, None)]
     instructions = _assemble(program)
     filters = (_SockFilter * len(instructions))(*instructions)
     return filters, _SockFprog(len(instructions), filters)

@@ -8,6 +8,7 @@ the reference's answers to isolated helper calls it asks for. Everything it send
 import ast
 import builtins as _builtins
 import gc
+import io
 import linecache
 import marshal
 import os
@@ -230,8 +231,15 @@ class Inert:
         return f"<stand-in for {self._name}>"
 
 
-class Capture:
-    """A bounded text sink for sys.stdout/sys.stderr: 10 MB of prints cost memory only up to the limit."""
+class Capture(io.TextIOBase):
+    """A bounded text sink for sys.stdout/sys.stderr: 10 MB of prints cost memory only up to the limit.
+
+    A text stream as Jupyter's are (ipykernel's OutStream): an encoding, writelines, closed, and a descriptor,
+    the sandbox's own fd 1 (fd 2 is the same file, never the case's output): faulthandler.enable() and
+    subprocess.run(..., stdout=sys.stdout) ask for one, and raised AttributeError in an honest case without it."""
+
+    encoding = "UTF-8"
+    name = "<stdout>"
 
     def __init__(self, limit):
         self.limit, self.parts, self.size, self.dropped = limit, [], 0, 0
@@ -250,6 +258,12 @@ class Capture:
 
     def isatty(self):
         return False
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return 1
 
     def text(self):
         shown = "".join(self.parts)
