@@ -169,7 +169,7 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
     seen: set[int] = set()
     stack = list(reversed(roots))
     append, pop, extend, see = tokens.append, stack.pop, stack.extend, seen.add
-    values, by_repr, fixed, weakref, referents = _VALUES, _BY_REPR, _FIXED, _WEAKREF, gc.get_referents
+    values, by_repr, fixed, weakref, referents, opened = _VALUES, _BY_REPR, _FIXED, _WEAKREF, gc.get_referents, _OPEN
     inner = leaves.get if leaves else None
     before = known.get if known else None
     same, identity = _IS, _id
@@ -199,6 +199,8 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
             continue
         if kind is dict:   # the collector shows a dict's keys and values, nothing more
             references = [*_KEYS(obj), *_VALUES_OF(obj)]
+        elif key in opened:   # a builtin container, function or cell: the branches below would say the same
+            references = referents(obj)
         elif key == weakref:
             append((key, ident, identity(obj())))   # what it points to is reached from elsewhere, or dead
             continue
@@ -269,9 +271,12 @@ class Leaves:
         ids = {**(base.ids if base is not None else {}), **dict.fromkeys(map(_id, held), False)}
         self.ids = ids
         # Each object the load's walk entered, by id: what it referenced (held alive, so an id is always the
-        # same object) and, reversed for the walk's stack, the non-leaves among them.
+        # same object) and, reversed for the walk's stack, the non-leaves among them but the roots: every walk
+        # enters each root from its start anyway, so a reference to one (each function's globals and builtins:
+        # half of a walk's visits) would only add its id again, which the referrer's sameness says already.
+        skipped = ids.keys() | self.roots
         known = {
-            ident: (references, [obj for obj in reversed(references) if _id(obj) not in ids])
+            ident: (references, [obj for obj in reversed(references) if _id(obj) not in skipped])
             for ident, references in (record or {}).items()}
         self.known = {**base.known, **known} if base is not None else known
         self.loaded: Loaded | None = None                 # the last snapshot's view of sys.modules
