@@ -19,7 +19,7 @@ from hypothesis import given, strategies as st
 
 from grader.sandbox import cpuclock
 from hogs import run_beside_hogs, spinners, stop
-from testclock import read_line
+from testclock import read_line, within
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,15 +112,15 @@ def test_a_result_with_cases_a_busy_machine_kept_from_being_judged_is_graded_aga
     command = [sys.executable, "-m", "grader", "grade", str(submissions), "--rubric",
                str(ROOT / "rubrics" / "taoistic-search.yaml"), "--out", str(tmp_path / "out"), "--cache",
                str(tmp_path / "cache"), "--quiet"]
-    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=within(300))
     assert "2 graded" in first.stdout, first.stdout + first.stderr
     with sqlite3.connect(tmp_path / "out" / "gradebook.sqlite") as db:   # as a starved grading would have stored it
         db.execute("""UPDATE results SET json = json_set(json, '$.extra.budget',
                           json('{"slack_seconds": 60, "waited_seconds": 75.5, "busy_cases": 3}')), busy = 3
                       WHERE id = (SELECT current_result FROM submissions WHERE student = 'seed-000')""")
-    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=within(300))
     assert "1 graded, 0 unreadable, 0 failed, 1 unchanged" in again.stdout, again.stdout + again.stderr
-    third = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    third = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=within(300))
     assert "0 graded, 0 unreadable, 0 failed, 2 unchanged" in third.stdout, third.stdout + third.stderr
 
 

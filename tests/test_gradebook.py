@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from grader.store.gradebook import SCHEMA_VERSION, Gradebook, GradebookError
-from testclock import read_line
+from testclock import read_line, within
 from grader.report.csv_export import write_csv
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, read_json, to_dict
 from grader.intake.warning import GraderWarning, Kind
@@ -273,17 +273,17 @@ def test_kill_9_at_any_moment_leaves_a_consistent_gradebook(tmp_path: Path) -> N
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen: list[str] = []
         if round_ >= 2:                      # the first rounds may die while the gradebook is being created
-            ready = read_line(child, 120)
+            ready = read_line(child, within(120))
             assert ready == "ready\n", ready + (child.stderr.read() if child.poll() is not None else "")
             # A few commits first, counted rather than timed (a busy machine commits slowly), then a moment
             # anywhere in the next transactions.
-            seen = [read_line(child, 120) for _ in range(rng.randint(3, 6))]
+            seen = [read_line(child, within(120)) for _ in range(rng.randint(3, 6))]
         time.sleep(rng.uniform(0.0, 0.15))
         child.send_signal(signal.SIGKILL)
         # The rest is read through the same buffered pipe object readline used: communicate() reads the raw
         # descriptor and would miss (or tear) what readline had already buffered ahead.
         out, err = child.stdout.read(), child.stderr.read()
-        child.wait(timeout=120)
+        child.wait(timeout=within(120))
         assert child.returncode == -signal.SIGKILL, err
         committed += [tuple(line.split()) for line in "".join(seen).splitlines() + out.splitlines()
                       if line != "ready"]

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from testclock import within
+
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
 EXAMPLES = REPO / "assignments" / "taoistic-search" / "submissions"
@@ -89,13 +91,13 @@ def test_a_regrade_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
     for name in CALM[:3]:
         shutil.copy(EXAMPLES / f"{name}.ipynb", submissions / f"{name}.ipynb")
     first = start(tmp_path / "out", tmp_path / "cache", submissions)
-    assert first.wait(timeout=300) == 0
+    assert first.wait(timeout=within(300)) == 0
     again = start(tmp_path / "out", tmp_path / "cache", submissions)
-    output, _ = again.communicate(timeout=300)
+    output, _ = again.communicate(timeout=within(300))
     assert "0 graded, 0 unreadable, 0 failed, 3 unchanged" in output
     forced = subprocess.run([sys.executable, "-m", "grader", "grade", str(submissions), "--rubric", str(RUBRIC),
                              "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--quiet",
-                             "--force"], cwd=REPO, capture_output=True, text=True, timeout=300)
+                             "--force"], cwd=REPO, capture_output=True, text=True, timeout=within(300))
     assert "3 graded, 0 unreadable, 0 failed, 0 unchanged" in forced.stdout
 
 
@@ -138,11 +140,11 @@ def test_gradebooks_graded_apart_merge_into_one(tmp_path: Path) -> None:
         folder.mkdir()
         for name in names:
             shutil.copy(EXAMPLES / f"{name}.ipynb", folder / f"{name}.ipynb")
-        assert start(tmp_path / f"out-{half}", tmp_path / "cache", folder).wait(timeout=300) == 0
+        assert start(tmp_path / f"out-{half}", tmp_path / "cache", folder).wait(timeout=within(300)) == 0
     merged = tmp_path / "all.sqlite"
     done = subprocess.run([sys.executable, "-m", "grader", "merge", str(tmp_path / "out-a" / "gradebook.sqlite"),
                            str(tmp_path / "out-b" / "gradebook.sqlite"), "--into", str(merged)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+                          cwd=REPO, capture_output=True, text=True, timeout=within(600))
     assert done.returncode == 0, done.stderr
     from grader.store.gradebook import Gradebook
     with Gradebook(merged) as book:

@@ -15,6 +15,7 @@ import nbformat
 from rich.console import Console
 
 from conftest import SUBMISSIONS, Batch
+from testclock import within
 from grader.report import annotated, boards, formats, student
 from grader.report.console import student_report
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, advised
@@ -670,7 +671,7 @@ def test_a_list_of_goals_is_captioned_a_list_and_only_a_path_checks_answer_a_pat
                      "--out", str(tmp_path / "results"), "--cache", str(grader_cache)],
                     ["report", str(tmp_path / "results"), "--out", str(tmp_path / "feedback"), "--format", "md,html"]):
         done = subprocess.run([sys.executable, "-m", "grader", *command], capture_output=True, text=True,
-                              timeout=600)
+                              timeout=within(600))
         assert done.returncode == 0, done.stderr
     text = (tmp_path / "feedback" / "goals.md").read_text(encoding="utf-8")
     goals = text[text.index("## intermediate\\_goals"):]
