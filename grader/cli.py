@@ -480,18 +480,20 @@ def _override(args: argparse.Namespace) -> int:
     import getpass
     from grader.store import overrides
     book = Path(args.gradebook)
-    if args.remove == (args.points is not None):
-        print("give either --points P or --remove", file=sys.stderr)
+    if [args.remove, args.points is not None, args.forgive].count(True) != 1:
+        print("give one of --points P, --forgive or --remove", file=sys.stderr)
         return 2
     try:
         made = overrides.record(book, args.student, args.exercise, points=None if args.remove else args.points,
                                 reason=args.why, author=args.by or getpass.getuser(), case=args.case or "",
-                                rubric=args.rubric)
+                                rubric=args.rubric, forgive=args.forgive)
     except overrides.OverrideError as error:
         print(error, file=sys.stderr)
         return 2
     where = f"{made.exercise}" + (f" case {made.case}" if made.case else "")
     change = "back to the automatic score" if made.points is None else f"{made.automatic:g} -> {made.points:g}"
+    if args.forgive:
+        change += " (forgiven: the points the incident policy took)"
     from grader.textsafe import terminal     # names and reasons other TAs wrote (merged): no escape reaches the tty
     print(terminal(f"{made.student} {where}: {change} by {made.author} at {made.at}"))
     csv_path = book.parent / "gradebook.csv"
@@ -757,6 +759,8 @@ def parser() -> argparse.ArgumentParser:
     override.add_argument("exercise")
     override.add_argument("--points", type=float, default=None, help="the points the exercise (or case) gets")
     override.add_argument("--remove", action="store_true", help="back to the automatic score (kept in the history)")
+    override.add_argument("--forgive", action="store_true", help="an incident the TA found honest: give back the "
+                          "points the rubric's incident policy took from the exercise")
     override.add_argument("--why", required=True, help="the reason, shown to the student and the next TA")
     override.add_argument("--by", default=None, help="who decided (default: the login name)")
     override.add_argument("--case", default=None, help="a case id: override that case's points only")

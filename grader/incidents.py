@@ -107,7 +107,7 @@ def apply(exercises: Sequence[Any], incidents: Sequence[Incident], policy: str) 
             out.append(replace(exercise, notes=(*exercise.notes, shown)))
         else:
             note = STUDENT_NOTE if exercise.id in hit else STUDENT_NOTE_LOAD
-            out.append(replace(exercise, score=0.0, notes=(*exercise.notes, note)))
+            out.append(replace(exercise, score=0.0, forfeited=exercise.score, notes=(*exercise.notes, note)))
     return tuple(out)
 
 

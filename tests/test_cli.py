@@ -225,20 +225,27 @@ def test_a_regrade_says_whose_score_changed_and_why(tmp_path: Path, grader_cache
     assert same.returncode == 0 and "changed from the grading before" not in flat(same.stdout), same.stdout
 
 
-def test_the_ta_sees_each_incident_in_grades_summary_the_csv_and_the_class_report(tmp_path: Path,
-                                                                                   grader_cache: Path) -> None:
+def test_the_ta_sees_each_incident_in_every_view_and_forgives_one_found_honest(tmp_path: Path,
+                                                                                grader_cache: Path) -> None:
     """An attack the sandbox stopped (grader.incidents: a frame forged during find_tile#1, answers right) cost
     its exercise, but the TA was told nowhere: grade's summary, the CSV and the class report name the student
-    with the facts (what, where, seen by whom); the student's own report says only the exercise's note."""
+    with the facts (what, where, seen by whom, what the policy took); the student's own report says only the
+    exercise's note. A TA who finds it honest had to work out the points for `override --points`, and nothing said
+    what the policy took: `override --forgive` gives back the judge's score (ExerciseResult.forfeited), recorded as
+    an override with its reason in the CSV and Gradescope, and the student's note no longer says "no points"."""
     import csv
+    import json
     from notebook_build import appended, write
     from test_hostile_incidents import FORGED_IN_FIND_TILE
     forged = write(tmp_path / "forged.ipynb", appended(REPO / CORRECT, FORGED_IN_FIND_TILE))
     out = tmp_path / "results"
     done = run("grade", CORRECT, str(forged), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
     assert done.returncode == 0, done.stderr
-    said = "forged frame in find_tile (case find_tile#1), seen by the parent frame check"
+    # find_tile#1, the case the frame was forged in, errored: the judge gave 1.8333 of 2, the policy took that
+    said = ("forged frame in find_tile (case find_tile#1), seen by the parent frame check; points the policy took: "
+            "find_tile 1.8333")
     assert "1 submission with incidents" in flat(done.stdout) and f"forged: {said}" in flat(done.stdout), done.stdout
+    assert "--forgive" in flat(done.stdout)
     with open(out / "gradebook.csv", newline="", encoding="utf-8") as stream:
         rows = {row["student"]: row for row in csv.DictReader(stream)}
     assert (rows["forged"]["incidents"], rows["forged"]["find_tile"], rows["correct"]["incidents"]) == (said, "0", "")
@@ -250,7 +257,28 @@ def test_the_ta_sees_each_incident_in_grades_summary_the_csv_and_the_class_repor
     feedback = run("report", str(out), "--out", str(tmp_path / "feedback"), "--format", "md")
     assert feedback.returncode == 0, feedback.stderr
     page = (tmp_path / "feedback" / "forged.md").read_text(encoding="utf-8")
-    assert "forged frame" not in page and "parent frame check" not in page and "no solution needs" in page
+    assert "forged frame" not in page and "parent frame check" not in page and "earns no points" in page
+
+    book = str(out / "gradebook.sqlite")
+    refused = run("override", "correct", "find_tile", "--forgive", "--why", "honest", "--gradebook", book)
+    assert refused.returncode == 2 and "the incident policy took nothing from find_tile" in refused.stderr, refused
+    forgiven = run("override", "forged", "find_tile", "--forgive", "--why", "course helper library, not an attack",
+                   "--by", "ta-anna", "--gradebook", book)
+    assert forgiven.returncode == 0, forgiven.stderr
+    assert "forged find_tile: 0 -> 1.8333 (forgiven" in flat(forgiven.stdout), forgiven.stdout
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as stream:
+        row = {row["student"]: row for row in csv.DictReader(stream)}["forged"]
+    assert (row["find_tile"], row["automatic_total"]) == ("1.8333", rows["forged"]["total"])
+    assert float(row["total"]) == pytest.approx(float(rows["forged"]["total"]) + 1.8333)
+    assert "find_tile: 0 -> 1.8333 by ta-anna (course helper library, not an attack)" in row["overrides"]
+    exported = run("export", str(out), "--out", str(tmp_path / "export"), "--format", "gradescope")
+    assert exported.returncode == 0, exported.stderr
+    scored = json.loads((tmp_path / "export" / "gradescope" / "forged.json").read_text(encoding="utf-8"))
+    assert scored["score"] == pytest.approx(float(row["total"])) and "course helper library" in scored["output"]
+    again = run("report", str(out), "--out", str(tmp_path / "feedback"), "--format", "md")
+    assert again.returncode == 0, again.stderr
+    page = (tmp_path / "feedback" / "forged.md").read_text(encoding="utf-8")
+    assert "earns no points" not in page and "no solution needs" in page and "course helper library" in page
 
 
 def test_check_on_correct_passes_and_only_counts_hidden_cases(grader_cache: Path) -> None:

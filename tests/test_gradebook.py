@@ -454,6 +454,7 @@ def test_a_version_2_gradebook_gets_each_results_lateness_busy_cases_and_time_as
     db.execute("DROP INDEX results_heads")
     for column in ("late", "penalty", "busy", "seconds", "incidents"):
         db.execute(f"ALTER TABLE results DROP COLUMN {column}")
+    _as_version_5(db)
     db.execute("UPDATE schema_version SET version = 2")
     db.commit()
     db.close()
@@ -491,8 +492,14 @@ def test_a_version_3_gradebook_counts_its_busy_cases_again_so_a_regrade_grades_t
     assert consistency_problems(path) == []
 
 
+def _as_version_5(db: sqlite3.Connection) -> None:
+    """The file as version 5 wrote it: no scores.forfeited."""
+    db.execute("ALTER TABLE scores DROP COLUMN forfeited")
+
+
 def _as_version_4(db: sqlite3.Connection) -> None:
     """The file as version 4 wrote it: no incidents column, its heads index without it."""
+    _as_version_5(db)
     db.execute("DROP INDEX results_heads")
     db.execute("ALTER TABLE results DROP COLUMN incidents")
     db.execute("""CREATE INDEX results_heads ON results (id, sha256, rubric_sha256, grader_version, state, isolation,
@@ -541,3 +548,35 @@ def test_unchanged_row_is_the_current_row_only_for_the_same_file_rubric_and_grad
             assert book.unchanged_row(RUBRIC, student, sha256, rubric_sha256, version) is None
             assert is_current(book, student, sha256, rubric_sha256, version) is False
         assert book.unchanged_row("another", "amy", "2" * 64, "r1", "0.1.0") is None
+
+
+def test_a_version_5_gradebook_reads_as_nothing_forfeited_and_records_what_the_policy_took(tmp_path: Path) -> None:
+    """ExerciseResult.forfeited (the judge's score an incident policy zeroed) is a scores column grade's incident line
+    and the CSV read, so a TA sees what `override --forgive` gives back. A gradebook written before it opens with
+    none (NULL) for its results, no regrade; a result recorded after it keeps its own."""
+    from dataclasses import replace
+    from grader.incidents import FORGED_FRAME, PARENT, Incident
+    seen = (Incident(FORGED_FRAME, PARENT, "find_tile", "find_tile#1"),)
+    path = tmp_path / "gb.sqlite"
+    with Gradebook(path) as book:
+        book.record("amy", "amy.ipynb", make_result("amy"))
+    db = sqlite3.connect(path)
+    _as_version_5(db)
+    db.execute("UPDATE schema_version SET version = 5")
+    db.commit()
+    db.close()
+    bob = make_result("bob")
+    zeroed = replace(bob.exercises[0], score=0.0, forfeited=bob.exercises[0].score)
+    with Gradebook(path) as book:
+        assert [row.forfeited for row in book.score_rows(RUBRIC)] == [{}]
+        assert all(e.forfeited is None for e in book.result("amy", RUBRIC).exercises)
+        book.record("bob", "bob.ipynb", replace(bob, exercises=(zeroed, *bob.exercises[1:]), incidents=seen))
+        assert {row.student: row.forfeited for row in book.score_rows(RUBRIC)} == {
+            "amy": {}, "bob": {zeroed.id: zeroed.forfeited}}
+        assert book.result("bob", RUBRIC).exercises[0].forfeited == zeroed.forfeited
+    # Stored only where the policy took a score: every other exercise's stored form is what it was before
+    stored = dict(sqlite3.connect(path).execute(
+        "SELECT s.student, r.json FROM submissions s JOIN results r ON r.id = s.current_result"))
+    assert '"forfeited"' not in stored["amy"] and stored["bob"].count('"forfeited"') == 1
+    assert sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    assert consistency_problems(path) == []

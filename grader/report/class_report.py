@@ -14,9 +14,9 @@ from grader.report.class_outputs import (Classroom, Reading, Written, read_resul
 from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
+from grader.store.gradebook import incident_cell
 from grader.store.results import CaseResult, SubmissionResult, not_judged
 from grader.store.twins import same_files, warning_lines
-from grader.incidents import for_the_ta
 from grader.report.similarity import Pair, Similarity
 from grader.report.student import shown_title
 from grader.store.status import (AFTER_TIMEOUTS, BUDGET, BUSY, RAISED, STATUSES, TOO_SLOW, WRONG, headline,
@@ -496,7 +496,7 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
     # incidents first: an attack is what a TA must look at before a grade goes out
     # (from the students' lines, which keep them: by student alone, as one id may have results of two rubrics)
     notes += [f"incidents of {line.student} (the sandbox stopped what no solution does; the rubric's policy scored "
-              f"it): {for_the_ta(line.incidents)}"
+              f"it): {incident_cell(line.incidents, dict(line.forfeited))}"
               for line in sorted((line for line in counted.lines if line.incidents), key=lambda line: line.student)]
     # one student under two ids, or a copy: what such ids may be, once, then one line per group
     notes += [line.strip() for line in warning_lines(same_files(counted.files))]
@@ -676,7 +676,7 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
     # The CSV from the same lines, in the order the class came (by student): a row each as it is written.
     rows = (ScoreLine(line.student, line.total, line.max_total, line.state, line.score_map(),
                       line.override_cells or ((_number_cell(line.total), "", "") if overridden else ()), line.late,
-                      line.penalty, line.incidents) for line in counted.lines)
+                      line.penalty, line.incidents, line.forfeited) for line in counted.lines)
     columns = [exercise_id for exercise_id, _, _ in counted.exercise_order()]
     write_score_csv(columns, rows, csv_path, OVERRIDE_COLUMNS if overridden else ())
     return path

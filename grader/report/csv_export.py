@@ -10,8 +10,9 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from grader.files import atomic_open
-from grader.incidents import Incident, for_the_ta
+from grader.incidents import Incident
 from grader.report.class_outputs import Classroom, Written, same_file_warnings
+from grader.store.gradebook import incident_cell
 from grader.store.results import SubmissionResult
 from grader.textsafe import display
 
@@ -64,12 +65,18 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
     overridden = any("overrides" in result.extra for result in results)
     rows = (ScoreLine(name, result.total, result.max_total, result.state,
                  {exercise.id: exercise.score for exercise in result.exercises},
-                 override_cells(result) if overridden else (), result.late, result.penalty, result.incidents)
+                 override_cells(result) if overridden else (), result.late, result.penalty, result.incidents,
+                 forfeited(result))
             for name, result in zip(names, results, strict=True))
     write_score_csv(exercise_columns(results), rows, path, OVERRIDE_COLUMNS if overridden else ())
 
 
 OVERRIDE_COLUMNS = ("automatic_total", "overrides", "override_review")
+
+
+def forfeited(result: SubmissionResult) -> dict[str, float]:
+    """Exercise id -> the score the rubric's incident policy took from it (ExerciseResult.forfeited)."""
+    return {exercise.id: exercise.forfeited for exercise in result.exercises if exercise.forfeited is not None}
 
 
 def override_cells(result: SubmissionResult) -> tuple[str, ...]:
@@ -104,6 +111,7 @@ class ScoreLine:
     late: bool = False
     penalty: float = 0.0
     incidents: tuple[Incident, ...] = ()
+    forfeited: Mapping[str, float] | tuple[tuple[str, float], ...] = ()   # exercise -> the score the policy took
 
 
 def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: Path,
@@ -124,7 +132,7 @@ def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: 
                              *(number(scores[column]) if column in scores else "" for column in columns),
                              number(row.total), number(row.max_total), row.state, "late" if late else "",
                              number(penalty), number(max(0.0, row.total - penalty)),
-                             text(for_the_ta(getattr(row, "incidents", ()))),
+                             text(incident_cell(getattr(row, "incidents", ()), dict(getattr(row, "forfeited", ())))),
                              *(getattr(row, "more", ()) if more else ())])
 
 

@@ -106,6 +106,7 @@ class StudentLine:
     override_cells: tuple[str, ...] = ()     # the CSV's override columns (csv_export.override_cells)
     busy: int = 0                            # cases a busy machine kept from being judged: the scores are not final
     incidents: tuple[Incident, ...] = ()     # what the sandbox stopped that only hostile code does (the CSV's column)
+    forfeited: tuple[tuple[str, float], ...] = ()   # (exercise, the score the incident policy took), when it took any
 
     def score_map(self) -> dict[str, float]:
         return dict(zip(self.exercises, self.scores, strict=True))
@@ -120,7 +121,8 @@ def student_line(result: SubmissionResult, *, ungraded: bool) -> StudentLine:
     ids = _EXERCISE_IDS.setdefault(ids, ids) if len(_EXERCISE_IDS) < 64 else ids
     line = StudentLine(result.submission, result.total, result.max_total, sys.intern(result.state),
                        bool(result.late), result.penalty, ids, array("d", (e.score for e in result.exercises)),
-                       ungraded, busy=not_judged(result)[1], incidents=result.incidents)
+                       ungraded, busy=not_judged(result)[1], incidents=result.incidents,
+                       forfeited=tuple((e.id, e.forfeited) for e in result.exercises if e.forfeited is not None))
     if "overrides" not in result.extra:
         return line
     from grader.report.csv_export import override_cells

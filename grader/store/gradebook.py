@@ -4,7 +4,7 @@ Why SQLite: a TA grades thousands of notebooks, regrades after fixing a rubric a
 any moment. Each `record` is one transaction in a WAL journal, so a kill -9 loses at most the result being
 written and never leaves half of one; the next batch asks `unchanged_row` and grades only what is missing.
 
-Tables (schema version 4):
+Tables (schema version 6):
 
     schema_version  (id = 1, version)                      what `open` compares with SCHEMA_VERSION
     submissions     (id, student, rubric, sha256, source, current_result)
@@ -12,8 +12,9 @@ Tables (schema version 4):
     results         (id, submission_id, sha256, source, rubric_sha256, grader_version, isolation, total,
                      max_total, exercise_count, graded_at, json)
                     every grading ever recorded (regrades are history); json is results.to_dict's form
-    scores          (result_id, position, exercise, score, max_score)
-                    one row per exercise of a result, in rubric order, for SQL reports
+    scores          (result_id, position, exercise, score, max_score, forfeited)
+                    one row per exercise of a result, in rubric order, for SQL reports; forfeited (version 6): the
+                    score the incident policy took (NULL none)
     shared_values   (rubric_sha256, exercise, case_id, call, expected)
                     what every result of a rubric shares (a case's call and expected value), stored once per
                     rubric: a result's json leaves out `call` and `expected` of a case whose values are the
@@ -35,7 +36,7 @@ import json
 import pickle
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -46,7 +47,7 @@ from grader.store.results import (
     ExerciseResult, SubmissionResult, bound_result, from_dict, not_judged, stored_form)
 from grader.store.twins import SameFile, same_files, warning_lines
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # A result's cases that a busy machine kept from being judged, counted in SQL over its json as results.not_judged
 # counts them (the one source of that count).
@@ -141,6 +142,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP INDEX results_heads",
         """CREATE INDEX results_heads ON results (id, sha256, rubric_sha256, grader_version, state, isolation, total,
                                                   max_total, late, penalty, busy, seconds, incidents)""",
+    ),
+    (
+        # The score the judge gave an exercise before the rubric's incident policy zeroed it (results.ExerciseResult.
+        # forfeited), NULL for none: what grade's incident line and the CSV say a TA's --forgive gives back. Results
+        # stored before it existed have none (NULL): nothing to fill in, nothing to regrade.
+        "ALTER TABLE scores ADD COLUMN forfeited REAL",
     ),
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -315,18 +322,21 @@ class Gradebook:
         heads = self._db.execute(
             f"""SELECT s.student, r.total, r.max_total, r.state, r.isolation, r.late, r.penalty, r.busy, r.incidents
                 {current} WHERE {where} ORDER BY s.student""", parameters)
-        scores: Iterator[tuple[str, str, float]] | None = None
-        pending: tuple[str, str, float] | None = None
+        scores: Iterator[tuple[str, str, float, float | None]] | None = None
+        pending: tuple[str, str, float, float | None] | None = None
         for student, total, max_total, state, isolation, late, penalty, busy, seen in heads:
             row = ScoreRow(student, total, max_total, state, isolation, {}, bool(late), float(penalty), busy,
                            _incidents(seen))
             if scores is None:   # asked once a head is found: a changed student's check makes one query
                 scores = self._db.execute(
-                    f"""SELECT s.student, sc.exercise, sc.score {current} JOIN scores sc ON sc.result_id = r.id
+                    f"""SELECT s.student, sc.exercise, sc.score, sc.forfeited {current}
+                        JOIN scores sc ON sc.result_id = r.id
                         WHERE {where} ORDER BY s.student, sc.position""", parameters)
                 pending = next(scores, None)
             while pending is not None and pending[0] == student:
                 row.scores[pending[1]] = pending[2]
+                if pending[3] is not None:
+                    row.forfeited[pending[1]] = pending[3]
                 pending = next(scores, None)
             yield row
 
@@ -544,14 +554,25 @@ def incident_line(path: Path | None, rubric: str, students: Iterable[str]) -> st
         return ""
     wanted = set(students)
     with Gradebook(path) as book:
-        seen = [(row.student, row.incidents) for row in book.incident_rows(rubric) if row.student in wanted]
+        seen = [row for row in book.incident_rows(rubric) if row.student in wanted]
     if not seen:
         return ""
+    forgive = (" (an incident the TA finds honest: `grader override STUDENT EXERCISE --forgive --why ...` gives "
+               "back what the policy took)" if any(any(row.forfeited.values()) for row in seen) else "")
     return (f"{len(seen)} submission{'s' if len(seen) != 1 else ''} with incidents (the sandbox stopped what no "
             f"solution does; the rubric's `incidents:` policy scored it): "
-            + "; ".join(f"{student}: {for_the_ta(incidents)}" for student, incidents in seen[:SHOWN_CHANGES])
+            + "; ".join(f"{row.student}: {incident_cell(row.incidents, row.forfeited)}" for row in seen[:SHOWN_CHANGES])
             + (f"; and {len(seen) - SHOWN_CHANGES} more (the CSV's incidents column)" if len(seen) > SHOWN_CHANGES
-               else ""))
+               else "") + forgive)
+
+
+def incident_cell(incidents: Iterable[Incident], taken: dict[str, float]) -> str:
+    """What the TA reads of a result's incidents (the CSV's `incidents` cell, grade's line, the class report): what
+    was seen (grader.incidents.for_the_ta), then the points the policy took from each exercise (ExerciseResult.
+    forfeited), which `grader override STUDENT EXERCISE --forgive` gives back."""
+    seen = for_the_ta(tuple(incidents))
+    took = ", ".join(f"{exercise} {points:g}" for exercise, points in taken.items() if points)
+    return f"{seen}; points the policy took: {took}" if took and seen else seen
 
 
 def same_file_lines(path: Path | None, rubric: str) -> list[str]:
@@ -622,6 +643,7 @@ class ScoreRow:
     penalty: float = 0.0              # the late policy's, apart from `total`
     busy: int = 0                     # cases a busy machine kept from being judged: the next run grades it again
     incidents: tuple[Incident, ...] = ()   # what the sandbox stopped that only hostile code does (grader.incidents)
+    forfeited: dict[str, float] = field(default_factory=dict)   # exercise id -> score the incident policy took
 
 
 def _incidents(text: str) -> tuple[Incident, ...]:
@@ -755,8 +777,9 @@ def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, resu
         return None
     result_id = cursor.lastrowid
     db.executemany(
-        "INSERT INTO scores (result_id, position, exercise, score, max_score) VALUES (?, ?, ?, ?, ?)",
-        [(result_id, position, exercise.id, float(exercise.score), float(exercise.max_score))
+        "INSERT INTO scores (result_id, position, exercise, score, max_score, forfeited) VALUES (?, ?, ?, ?, ?, ?)",
+        [(result_id, position, exercise.id, float(exercise.score), float(exercise.max_score),
+          None if exercise.forfeited is None else float(exercise.forfeited))
          for position, exercise in enumerate(result.exercises)])
     return result_id
 

@@ -127,8 +127,10 @@ def rubrics(gradebook: Path) -> list[str]:
 
 
 def record(gradebook: Path, student: str, exercise: str, *, points: float | None, reason: str, author: str,
-           case: str = "", rubric: str | None = None, at: str | None = None) -> Override:
-    """Check the override against the student's current result and add it to the history."""
+           case: str = "", rubric: str | None = None, at: str | None = None, forgive: bool = False) -> Override:
+    """Check the override against the student's current result and add it to the history. `forgive`: the points
+    are those the rubric's incident policy took from the exercise (ExerciseResult.forfeited), for an incident the
+    TA found honest; `points` is then not given."""
     from grader.store.gradebook import utc_now
     if not reason.strip():
         raise OverrideError("an override needs a reason (--why): the student and the next TA will read it")
@@ -150,6 +152,13 @@ def record(gradebook: Path, student: str, exercise: str, *, points: float | None
     if exercise not in exercises:
         raise OverrideError(f"{student}: no exercise {exercise!r}{_did_you_mean(exercise, exercises)}")
     graded = exercises[exercise]
+    if forgive:
+        if case:
+            raise OverrideError("--forgive gives back an exercise's points, not a case's: leave out --case")
+        if graded.forfeited is None:
+            raise OverrideError(f"{student}: the incident policy took nothing from {exercise} (its score "
+                                f"{graded.score:g} is the judge's): --points sets another")
+        points = graded.forfeited
     if case:
         cases = {c.id: c for c in graded.cases}
         if case not in cases:
@@ -230,7 +239,7 @@ def apply(result: SubmissionResult, overrides: Sequence[Override]) -> Submission
                     c.id == override.case for c in exercise.cases):
                 score += override.points - case_points(exercise, override.case)
         score = round(min(exercise.max_score, max(0.0, float(score))), 4)
-        exercises.append(replace(exercise, score=score))
+        exercises.append(replace(exercise, score=score, notes=_policy_notes(exercise, score)))
         facts.append({"exercise": exercise.id, "automatic": exercise.score, "score": score,
                       "max_score": exercise.max_score,
                       "by": [{"case": o.case, "points": o.points, "automatic": o.automatic, "why": o.reason,
@@ -242,6 +251,17 @@ def apply(result: SubmissionResult, overrides: Sequence[Override]) -> Submission
     share = result.extra.get(LATE_SHARE)
     penalty = penalty_of(total, share) if isinstance(share, (int, float)) and result.late else result.penalty
     return replace(result, exercises=tuple(exercises), total=total, extra=extra, penalty=penalty)
+
+
+def _policy_notes(exercise: ExerciseResult, score: float) -> tuple[str, ...]:
+    """The exercise's notes under a TA's score: the incident policy's "this exercise earns no points" is no longer
+    true once a TA gave points back (--forgive, or any points), so the student reads what was stopped, not a cost."""
+    if exercise.forfeited is None or score <= 0:
+        return exercise.notes
+    from grader import incidents
+    said = {incidents.STUDENT_NOTE: incidents.STUDENT_NOTE_SHOWN,
+            incidents.STUDENT_NOTE_LOAD: incidents.STUDENT_NOTE_SHOWN_LOAD}
+    return tuple(said.get(note, note) for note in exercise.notes)
 
 
 def apply_all(results: Iterable[SubmissionResult], gradebook: Path | None) -> list[SubmissionResult]:

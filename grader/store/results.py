@@ -77,6 +77,10 @@ class ExerciseResult:
     globals_read: tuple[str, ...] = ()   # notebook globals the graded function read (graded with their last value)
     cell: int | None = None      # `location` as facts: the notebook cell (0-based index) of the definition
     line: int = 0                # and its line in that cell (results stored before these existed: None, 0)
+    # The score the judge gave before the rubric's incident policy zeroed it (grader.incidents.apply): what a TA who
+    # finds the incident honest gives back (`grader override --forgive`). None: the policy took nothing (results
+    # stored before this existed read as None).
+    forfeited: float | None = None
 
 
 @dataclass(frozen=True)
@@ -150,9 +154,11 @@ def to_dict(result: SubmissionResult) -> dict:
     data: dict[str, Any] = {}
     for name in _ALL_RESULT_FIELDS:
         if name == "exercises":
+            # `forfeited` only when the incident policy took a score: every other result is stored as before it
+            # existed (and reads back as None)
             data[name] = [{f: ([_case_dict(c) for c in e.cases] if f == "cases" else
                                list(e.notes) if f == "notes" else list(e.isolated) if f == "isolated" else
-                               getattr(e, f)) for f in _EXERCISE_FIELDS}
+                               getattr(e, f)) for f in _EXERCISE_FIELDS if f != "forfeited" or e.forfeited is not None}
                           for e in result.exercises]
         elif name in ("warnings", "environment"):
             data[name] = [warning_to_json(w) for w in getattr(result, name)]
