@@ -752,6 +752,22 @@ def test_a_class_cell_below_its_subclass_the_student_ran_first_grades_as_the_cor
     assert not [w for w in result.warnings if "NameError" in w.shown]
 
 
+def test_a_goal_set_as_global_by_a_function_the_notebook_calls_is_the_goal(tmp_path: Path,
+                                                                           grader_cache: Path) -> None:
+    """A right 3x3 notebook whose goal is set by `def setup(): global goal; goal = ...` and the call `setup()`
+    (a script's habit: `def main(): global goal_state ...` then `main()`): Jupyter binds goal, but the call was
+    dropped as one of notebook code, so goal was unbound and exercise 1 scored 0 (19/20)."""
+    [result] = grade([FAIR / "goal_set_by_a_function_as_global.ipynb"], SLIDING_RUBRIC, tmp_path, cache=grader_cache)
+    assert result.total == result.max_total
+    from grader.extract.source import extract
+    from grader.intake.notebook import read_notebook
+    from grader.rubric.schema import load_rubric
+    extracted = extract(read_notebook(FAIR / "goal_set_by_a_function_as_global.ipynb"),
+                        load_rubric(SLIDING_RUBRIC).policy)
+    [call] = [s for s in extracted.statements if s.code.startswith("setup()")]
+    assert call.names == ("Size", "goal") and "set (global)" in call.why
+
+
 def test_a_path_of_actions_as_a_deque_or_a_tuple_is_the_path(tmp_path: Path, grader_cache: Path) -> None:
     """The n-puzzle's text asks for no type of reconstruct_path's answer, and solve returns what it gives: a deque
     built with appendleft earns both exercises (it lost all 8 points), and a wrong order still fails."""

@@ -175,3 +175,138 @@ def test_cells_run_in_a_working_order_load_in_any_order_they_stand_in(cells: lis
     namespace: dict[str, object] = {}
     exec(compile(extracted.source(), "<extracted>", "exec"), namespace)
     assert {f"n{i}" for i in range(len(cells))} <= set(namespace), script
+
+
+# ---------------------------------------------------------------- Run All: what Jupyter binds, the grader binds
+
+_RUN_ALL_ROOTS = ("g", "goal", "level", "width")
+
+
+@st.composite
+def _notebook_of_redefinitions(draw: st.DrawFn) -> list[str]:
+    """Cells a student leaves in the order they stand, each of which runs in Jupyter (or is a syntax error Jupyter
+    refuses too): functions redefined in later cells, read at call time or captured where they stand (an alias, a
+    default, a decorator, a class attribute, data computed from them, a closure, functools), redefinitions under
+    %%time or inside try, a `__main__` block, a function that sets names as `global` and a call of it, cells run
+    twice, a star import over a function of the same name, line magics and cells that do not parse."""
+    k = st.integers(1, 9)
+    cells = [f"def h(x):\n    return x + {draw(k)}", "def g(x):\n    return h(x) * 2", f"goal = {draw(k)}"]
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["def", "alias", "default", "decorator", "data", "main", "global", "syntax",
+                                     "timeit", "time", "class", "closure", "mutate", "lambda", "redefine_g", "try",
+                                     "partial", "cache", "twice", "star", "shell"]))
+        if kind == "def":
+            cells.append(f"def h(x):\n    return x * {draw(k)}")
+        elif kind == "alias":
+            cells += ["heur = h", "def g(x):\n    return heur(x) + goal"]
+        elif kind == "default":
+            cells.append("def g(x, f=h):\n    return f(x) - goal")
+        elif kind == "decorator":
+            cells += ["def twice(f):\n    return lambda x: f(f(x))", f"@twice\ndef h(x):\n    return x + {draw(k)}"]
+        elif kind == "data":
+            cells.append(f"goal = h({draw(k)})")
+        elif kind == "main":
+            cells.append(f"if __name__ == '__main__':\n    goal = h({draw(k)})\n    print(g(1))")
+        elif kind == "global":   # nothing else binds level and width: only the call does
+            cells.append(f"def setup():\n    global level\n    level = {draw(k)}\n    init()\n\n"
+                         "def init():\n    global width\n    width = 3")
+            cells.append(draw(st.sampled_from(["setup()", "if __name__ == '__main__':\n    setup()",
+                                               "def main():\n    setup()\n\nmain()", "done = [setup()]"])))
+            cells.append("def g(x):\n    return h(x) + level * width")
+        elif kind == "syntax":
+            cells.append(draw(st.sampled_from(["def h(x):\n    return (x +", "goal = = 3", "def g(x)\n    return 0"])))
+        elif kind == "timeit":
+            cells.append("%timeit -n1 -r1 g(1)\n!echo hello")
+        elif kind == "time":
+            cells.append(f"%%time\ndef h(x):\n    return x - {draw(k)}")
+        elif kind == "class":
+            cells.append("class Box:\n    f = staticmethod(h)\n\ndef g(x):\n    return Box.f(x)")
+        elif kind == "closure":
+            cells.append(f"def make(n):\n    def h(x):\n        return x * n\n    return h\n\nh = make({draw(k)})")
+        elif kind == "mutate":
+            cells += ["table = [h(1)]", "table.append(h(2))\n\ndef g(x):\n    return table[-1] + x"]
+        elif kind == "lambda":
+            cells.append(f"h = lambda x: x ** 2 + {draw(k)}")
+        elif kind == "redefine_g":
+            cells.append("def g(x):\n    return h(x) + goal")
+        elif kind == "try":
+            cells.append(f"try:\n    def h(x):\n        return -x * {draw(k)}\nexcept Exception:\n    pass")
+        elif kind == "partial":
+            cells.append(f"from functools import partial\n\ndef add(a, x):\n    return a + x\n\nh = partial(add, "
+                         f"{draw(k)})")
+        elif kind == "cache":
+            cells.append(f"from functools import lru_cache\n\n@lru_cache\ndef h(x):\n    return x * 100 + {draw(k)}")
+        elif kind == "twice":
+            cells.append(cells[draw(st.integers(0, len(cells) - 1))])
+        elif kind == "star":
+            cells += ["def floor(x):\n    return -x", "def g(x):\n    return floor(h(x) / 2)"]
+            cells.insert(draw(st.integers(len(cells) - 1, len(cells))), "from math import *")
+        else:
+            cells.append("files = !ls\n%matplotlib inline")
+    return cells
+
+
+class _Kernel:
+    """What the cells ask of IPython: %%time and %%capture run their body as a cell; other magics and the shell
+    change nothing these cells use."""
+
+    def __init__(self, namespace: dict[str, object]) -> None:
+        self.namespace = namespace
+
+    def run_cell(self, source: str) -> None:
+        from IPython.core.inputtransformer2 import TransformerManager
+        try:
+            exec(compile(TransformerManager().transform_cell(source), "<cell>", "exec"), self.namespace)
+        except Exception:    # Jupyter stops the cell and goes on with the next one the student runs
+            pass
+
+    def run_cell_magic(self, name: str, line: str, cell: str) -> None:
+        if name in ("time", "capture"):
+            self.run_cell(cell)
+
+    def run_line_magic(self, name: str, line: str) -> None:
+        return None
+
+    def system(self, command: str) -> list[str]:
+        return []
+
+    getoutput = system
+
+
+def _probed(value: object) -> object:
+    if not callable(value):
+        return repr(value)
+    answers = []
+    for x in (0, 1, 2):
+        try:
+            answers.append(repr(value(x)))
+        except Exception as error:
+            answers.append(type(error).__name__)
+    return answers
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_notebook_of_redefinitions())
+def test_the_grader_binds_what_run_all_binds_however_often_a_name_is_redefined(cells: list[str]) -> None:
+    """Restart & Run All in Jupyter, then call the graded names: the last definition wins where the call reads it,
+    and what a statement captured where it stands keeps what it captured. The statements extraction keeps, run as
+    the grader runs them (in order, an error ending only its statement), must give the graded names the same values
+    and answers."""
+    import contextlib
+    import io
+    jupyter: dict[str, object] = {"__name__": "__main__"}
+    kernel = _Kernel(jupyter)
+    jupyter["get_ipython"] = lambda: kernel
+    grader: dict[str, object] = {"__name__": "__main__", "get_ipython": lambda: kernel}
+    notebook = notebook_from_source("".join(f"# %%\n{cell}\n\n" for cell in cells))
+    extracted = extract(notebook, Policy(roots=frozenset(_RUN_ALL_ROOTS)))
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell in cells:
+            kernel.run_cell(cell)
+        for statement in extracted.statements:
+            try:
+                exec(compile(statement.code, "<statement>", "exec"), grader)
+            except Exception:
+                pass
+        assert {name: _probed(grader.get(name)) for name in _RUN_ALL_ROOTS} == \
+            {name: _probed(jupyter.get(name)) for name in _RUN_ALL_ROOTS}, extracted.source()

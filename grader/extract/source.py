@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from grader.syntax.analysis import (child_nodes, definition_reads, is_stub, mutated_names, statement_reads,
-                                     walk_outside_lambdas)
+from grader.syntax.analysis import (child_nodes, definition_reads, global_sets, is_stub, mutated_names,
+                                     statement_reads, walk_outside_lambdas)
 from grader.intake.notebook import Cell, Notebook
 from grader.intake.warning import GraderWarning, Kind, at
 from grader.rubric.schema import Policy
@@ -114,7 +114,8 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
                for node in p.tree.body if _written_import(node, writes) is None]
     # Without roots (no rubric says what grading needs) the older syntactic policy applies: keep data, drop
     # statements that call notebook code.
-    needed = _slice(located, policy, judge, facts) if policy.roots is not None else {
+    through = _set_by_calls(located, facts) if policy.roots is not None else {}
+    needed = _slice(located, policy, judge, facts, through) if policy.roots is not None else {
         id(node): "" for _, node in located if judge.reason_to_drop(node) is None}
     kept: list[tuple[Statement, ast.stmt | None]] = []
     dropped: list[Dropped] = []
@@ -143,7 +144,8 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
                 continue
             why = needed.get(id(node))
             if why is not None:
-                kept_here.append((_statement(node, code, p.cell, facts[id(node)].bound, why), node))
+                bound = (*facts[id(node)].bound, *sorted(through.get(id(node), ())))
+                kept_here.append((_statement(node, code, p.cell, bound, why), node))
             else:
                 reason = _why_dropped(node, facts[id(node)].bound, policy, judge) if policy.roots is not None \
                     else judge.reason_to_drop(node)
@@ -186,13 +188,14 @@ _CONFIGURING_CALLS = frozenset({"sys.setrecursionlimit", "random.seed", "np.rand
 
 
 def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge",
-           facts: Mapping[int, "_Facts"]) -> dict[int, str]:
+           facts: Mapping[int, "_Facts"], through: Mapping[int, frozenset[str]]) -> dict[int, str]:
     """id(statement) -> why it is kept, for the statements the graded code depends on.
 
     Definitions (imports, def, class) are always kept. Any other statement is kept when a needed name is one
     it binds or mutates; a name is needed when the rubric needs it (the roots), or a needed function or class
     reads it, or a kept statement reads it: computed transitively on the AST. What a statement calls does not
-    matter, so `Path = main()` is dropped unless something needed reads Path.
+    matter, so `Path = main()` is dropped unless something needed reads Path; but a call binds what the called
+    function sets as `global` when nothing else binds it (`through`, see _set_by_calls).
     """
     def reads(node: ast.stmt) -> list[str]:
         """In order: which reader reaches a statement first is its `why`, the same in every run."""
@@ -209,7 +212,7 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
         elif isinstance(node, _ASSIGNMENTS) and any(name in policy.drop for name in facts[id(node)].bound):
             continue
         else:
-            touched = facts[id(node)].touched
+            touched = facts[id(node)].touched | through.get(id(node), frozenset())
             candidates.append((cell, node, touched))
             if isinstance(node, ast.Expr) and _configuring_call(node.value, policy):
                 kept[id(node)] = "configures the interpreter" if not judge._allowed_bare_call(node.value) \
@@ -229,10 +232,54 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
             queue.extend((read, name) for read in reads(node))
         for _cell, node, touched in candidates:
             if name in touched and id(node) not in kept:
-                verb = "read" if name in facts[id(node)].bound else "changed here and read"
+                verb = "read" if name in facts[id(node)].bound else \
+                    "set (global) by the function called here and read" if name in through.get(id(node), ()) else \
+                    "changed here and read"
                 kept[id(node)] = f"{name} {verb} by {reader}"
                 queue.extend((read, name) for read in reads(node))
     return kept
+
+
+def _set_by_calls(located: list[tuple[Cell, ast.stmt]], facts: Mapping[int, "_Facts"]) -> dict[int, frozenset[str]]:
+    """id(statement) -> the names it binds only by calling a notebook function that sets them as `global`.
+
+    `def main(): global goal_state; goal_state = ...` then `main()` (a script's habit): in Jupyter the call
+    binds goal_state, and a graded function reading it worked; dropped as a call, it was a NameError. Only a
+    name no top-level statement binds counts: a counter (`count = 0`, `global count; count += 1` in the
+    search) has its binding already, and a top-level search run is not kept for it. A function's calls of
+    other notebook functions (by plain name, any of its definitions) reach what those set.
+    """
+    bound_at_top = frozenset().union(*(facts[id(node)].bound for _, node in located))
+    sets: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for _, node in located:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own, called = facts[id(node)].global_sets
+            sets.setdefault(node.name, set()).update(own - bound_at_top)
+            calls.setdefault(node.name, set()).update(called)
+    if not any(sets.values()):
+        return {}
+    reach: dict[str, frozenset[str]] = {}
+    for name in sets:     # what a call of `name` sets, through the notebook functions it calls
+        found: set[str] = set()
+        seen, stack = {name}, [name]
+        while stack:
+            current = stack.pop()
+            found |= sets.get(current, set())
+            for callee in calls.get(current, ()):
+                if callee in sets and callee not in seen:
+                    seen.add(callee)
+                    stack.append(callee)
+        reach[name] = frozenset(found)
+    through: dict[int, frozenset[str]] = {}
+    for _, node in located:
+        if isinstance(node, _DEFINITIONS):
+            continue
+        names = frozenset().union(*(reach.get(call.func.id, frozenset()) for call in _calls(node)
+                                    if isinstance(call.func, ast.Name)))
+        if names:
+            through[id(node)] = names
+    return through
 
 
 def _after_late_definitions(
@@ -409,7 +456,7 @@ class _Facts:
     """What one top-level statement binds, changes and reads: questions of its tree alone, each answered once
     (the slice and the reordering both ask them) and, for a cell many notebooks share, once per process."""
 
-    __slots__ = ("node", "_bound", "_mutated", "_reads", "_binds", "_definition_reads")
+    __slots__ = ("node", "_bound", "_mutated", "_reads", "_binds", "_definition_reads", "_global_sets")
 
     def __init__(self, node: ast.stmt) -> None:
         self.node = node
@@ -417,6 +464,7 @@ class _Facts:
         self._mutated: frozenset[str] | None = None
         self._reads: frozenset[str] | None = None
         self._definition_reads: frozenset[str] | None = None
+        self._global_sets: tuple[frozenset[str], frozenset[str]] | None = None
         self._binds: tuple[tuple[str, str, int, bool, ast.stmt], ...] | None = None
 
     @property
@@ -446,6 +494,15 @@ class _Facts:
         if self._definition_reads is None:
             self._definition_reads = definition_reads(self.node)
         return self._definition_reads
+
+    @property
+    def global_sets(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Of a def: what its body sets as `global`, and the plain names it calls (analysis.global_sets)."""
+        if self._global_sets is None:
+            node = self.node
+            self._global_sets = global_sets(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                else (frozenset(), frozenset())
+        return self._global_sets
 
     @property
     def touched(self) -> frozenset[str]:

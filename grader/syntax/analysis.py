@@ -311,6 +311,27 @@ def statement_reads(node: ast.stmt) -> frozenset[str]:
     return frozenset(reads)
 
 
+def global_sets(func: FunctionNode) -> tuple[frozenset[str], frozenset[str]]:
+    """(module-level names the function binds as `global`, the plain names it calls), of its own body.
+
+    `def main(): global goal; goal = ...` then `main()`: in Jupyter the call binds goal, which a graded function
+    may read. Extraction keeps such a call when nothing else binds the name (extract.source._set_by_calls); the
+    names it calls let a call reach the function that sets it (main() calling setup()). Nested functions and
+    classes are scopes of their own: their `global` and calls count only when called, so not here.
+    """
+    local, declared = _bindings(func.body)
+    calls: set[str] = set()
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.add(node.func.id)
+        stack.extend(child_nodes(node))
+    return frozenset(local & declared), frozenset(calls)
+
+
 def definition_reads(node: ast.stmt) -> frozenset[str]:
     """The module-level names a top-level def or class reads when its statement runs, not when it is called.
 
