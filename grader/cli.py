@@ -525,14 +525,33 @@ def _kit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graded_in(folder: str, args: argparse.Namespace) -> str:
+    """`grader check ... FOLDER`: the notebook of the folder that grading takes (kit.check.graded_in), said first."""
+    from grader.kit.check import graded_in
+    if args.rubric:
+        from grader.rubric.schema import load_rubric
+        rubric = load_rubric(args.rubric)
+    else:
+        from grader.kit.kit import kit_plan, load_kit
+        rubric = kit_plan(load_kit(args.kit)).rubric
+    chosen, note = graded_in(Path(folder), rubric)
+    if chosen is None:
+        raise UsageError(f"{folder}: no notebook (.ipynb) or .py script in this folder")
+    if note:
+        print(f"{note}\nchecking {chosen}: the notebook grading takes from this folder")
+    return str(chosen)
+
+
 def _check(args: argparse.Namespace) -> int:
     from grader.intake.notebook import read_notebook
-    _check_file(args.notebook, "the notebook")
-    read_notebook(args.notebook)   # NotebookError: one line (a .txt or an empty file was graded to 13 failures)
     if args.rubric:
         _check_rubric(args.rubric)
     else:
         _check_file(args.kit, "--kit")
+    if Path(args.notebook).is_dir():   # a student's folder: the notebook grade would take among its files
+        args.notebook = _graded_in(args.notebook, args)
+    _check_file(args.notebook, "the notebook")
+    read_notebook(args.notebook)   # NotebookError: one line (a .txt or an empty file was graded to 13 failures)
     from grader.sandbox import isolation, supervisor
     # The sandbox's probe and this process's zygote start now, beside the imports and the kit's (or the plan's)
     # load, rather than one after the other when the first exercise runs (~0.25 s of a student's wait).

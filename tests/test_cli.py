@@ -386,7 +386,8 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["grade", f"{SUBMISSIONS}/nope.ipynb", "--rubric", RUBRIC, "--out", str(tmp / "o")], "nope.ipynb"),
         (["grade", f"{SUBMISSIONS}/*.nothing", "--rubric", RUBRIC, "--out", str(tmp / "o")], "*.nothing"),
         (["check", "nope.ipynb", "--rubric", RUBRIC], "nope.ipynb"),
-        (["check", SUBMISSIONS, "--rubric", RUBRIC], SUBMISSIONS),
+        # A folder is checked by the notebook grading takes from it (test_kit): one without any is the mistake.
+        (["check", str(tmp), "--rubric", RUBRIC], str(tmp)),
         (["check", CORRECT, "--kit", nope], nope),
         (["report", nope, "--out", str(tmp / "f")], nope),
         (["report", str(a_file), "--out", str(tmp / "f")], str(a_file)),

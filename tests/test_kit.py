@@ -307,6 +307,30 @@ def test_the_self_check_says_each_failure_once_and_draws_each_board_once(kit_pat
     assert any("2 cases fail the same way" in note for note in result.exercise("find_tile").notes)   # the judge's
 
 
+def test_a_folder_is_checked_by_the_notebook_grading_takes_from_it(kit_path: Path, tmp_path: Path):
+    """Two notebooks in one folder in the last hour: `grader check --kit KIT FOLDER` (refused before: 'must be a
+    file') checks the one grade takes from it by CHOICE_RULE, and says which and why first: a fresh copy of the
+    template beside the work is not it (it defines nothing), but a newer lab-old.ipynb is."""
+    folder = tmp_path / "ada"
+    folder.mkdir()
+    shutil.copy(SUBMISSIONS / "correct.ipynb", folder / "lab.ipynb")
+    os.utime(folder / "lab.ipynb", (1_700_000_000, 1_700_000_000))
+    shutil.copy(REPO / "assignments" / "taoistic-search" / "template.ipynb", folder / "Untitled.ipynb")
+
+    def check_folder() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-P", "-m", "grader", "check", "--kit", str(kit_path), "ada"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=within(600))
+    done = check_folder()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("ada: 2 notebooks, graded ada/lab.ipynb (defines the most graded names"), done.stdout
+    assert "checking ada/lab.ipynb: the notebook grading takes from this folder" in done.stdout
+    shutil.copy(SUBMISSIONS / "find-tile-transposed.ipynb", folder / "lab-old.ipynb")
+    done = check_folder()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "graded ada/lab-old.ipynb (newest modification time" in done.stdout.splitlines()[0], done.stdout
+    assert "Your answer looks like (col, row)" in done.stdout
+
+
 # ------------------------------------------------------------------------------------------ in the live kernel
 
 

@@ -512,9 +512,11 @@ def gather(paths: Sequence[str | Path], workdir: Path, defines: Defines | None =
     return collector.finish(defines)
 
 
-def choose_upload(files: Sequence[Path], defines: Defines | None = None) -> tuple[Path | None, list[Path], str]:
-    """The file to grade among ONE student's upload (the Gradescope runner's submission folder), by the same
-    rule as a class (`choose`): (graded file, the others, a note saying why, "" when there was one)."""
+def choose_upload(files: Sequence[Path], defines: Defines | None = None, student: str = "submission"
+                  ) -> tuple[Path | None, list[Path], str]:
+    """The file to grade among ONE student's upload (the Gradescope runner's submission folder, a folder a student
+    self-checks), by the same rule as a class (`choose`): (graded file, the others, a note saying why, naming
+    `student`, "" when there was one)."""
     candidates = []
     for path in files:
         if _suffix(path.name) not in NOTEBOOK_SUFFIXES:
@@ -530,7 +532,7 @@ def choose_upload(files: Sequence[Path], defines: Defines | None = None) -> tupl
                                      when, "" if info.st_size else f"empty {_suffix(path.name)} file"))
     if not candidates:
         return None, [], ""
-    chosen, others, note = choose("submission", candidates, defines)
+    chosen, others, note = choose(student, candidates, defines)
     return chosen.path, [c.path for c in others], note
 
 

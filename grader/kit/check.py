@@ -48,6 +48,18 @@ def _finished(result: SubmissionResult, kit: Kit, exercises: tuple[Any, ...]) ->
                    extra={**result.extra, "kit": kit.sha256, "hidden": kit.hidden})
 
 
+def graded_in(folder: Path, rubric: Any) -> tuple[Path | None, str]:
+    """The notebook `grader grade` grades among a student's folder (grader.intake.gather.CHOICE_RULE, as the
+    Gradescope runner picks in an upload), and a note saying which and why ("" when it is the only one): a student
+    with lab.ipynb and lab-old.ipynb in the last hour checks the one that counts."""
+    from grader.intake.gather import choose_upload
+    from grader.judge.grading import defines_counter
+    from grader.run.batch import collect
+    files = [p for p in collect([folder]) if "__MACOSX" not in p.parts]
+    chosen, _, note = choose_upload(files, defines_counter(rubric), student=str(folder))
+    return chosen, note
+
+
 def run_check(notebook_path: str | Path, kit_path: str | Path, console: Any = None,
               options: Options = Options()) -> int:
     """The `grader check --kit KIT NOTEBOOK` verb: print the report; exit status 0 when no public case failed."""
