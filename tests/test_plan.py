@@ -593,6 +593,32 @@ def test_the_rubric_hash_covers_support_modules_but_not_other_courses_modules(tm
     assert load_rubric(path).sha256 != first
 
 
+def test_a_data_file_of_the_support_folder_fixed_mid_term_is_a_new_hash_and_new_expected_values(tmp_path: Path
+                                                                                                 ) -> None:
+    """A word list the reference reads by its own path (README: a data file the notebook reads): adding the word
+    a case needed kept the rubric hash, so the cached expected values (None: no ladder) and every graded result
+    stood. Any file of the support folder, in a subfolder too, is in the hash; hidden files are not."""
+    (tmp_path / "support" / "data").mkdir(parents=True)
+    words = tmp_path / "support" / "data" / "words.txt"
+    words.write_text("cold\ncord\n")
+    (tmp_path / "ref.py").write_text(
+        "from pathlib import Path\n"
+        "WORDS = (Path(__file__).parent / 'support' / 'data' / 'words.txt').read_text().split()\n\n\n"
+        "def known(word):\n    return word in WORDS\n")
+    path = tmp_path / "rubric.yaml"
+    path.write_text("assignment: t\nreference: ref.py\nsupport: support\n"
+                    "exercises:\n  - id: known\n    cases:\n      - call: known('warm')\n")
+    cache = tmp_path / "cache"
+    before = load_rubric(path)
+    assert build_plan(before, cache).expected["known#1"].value is False
+    (tmp_path / "support" / ".notes.swp").write_text("an editor's file")
+    assert load_rubric(path).sha256 == before.sha256
+    words.write_text("cold\ncord\nwarm\n")
+    after = load_rubric(path)
+    assert after.sha256 != before.sha256
+    assert build_plan(after, cache).expected["known#1"].value is True
+
+
 def _course_importing_at_call_time(folder: Path, factor: int) -> Path:
     """A reference whose functions import a sibling and a support module when called, the sibling likewise."""
     folder.mkdir()

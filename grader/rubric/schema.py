@@ -796,7 +796,8 @@ def course_files(reference: Path, support: Path | None) -> list[tuple[str, Path]
     """The course's own modules that expected values and results depend on besides the rubric and the reference,
     each with the name it is hashed under: the modules the reference imports from its own folder or the support
     folder (found in its import statements, and theirs, transitively: a module imported by a computed name is
-    not seen), and every module and notebook of the support folder (the sandbox gives them to students' code).
+    not seen), and every file of the support folder (support_files: the sandbox gives its modules to students' code,
+    and its data files are what the reference reads).
     Without them in the rubric hash, editing one left cached expected values and graded results standing."""
     folders = [folder for folder in (reference.parent, support) if folder is not None and folder.is_dir()]
     found: dict[Path, str] = {}
@@ -808,10 +809,24 @@ def course_files(reference: Path, support: Path | None) -> list[tuple[str, Path]
                     found[module] = _course_name(module, reference.parent, support)
                     pending.append(module)
     if support is not None and support.is_dir():
-        for module in sorted(support.iterdir()):
-            if module.suffix in (".py", ".ipynb") and module.is_file():
-                found.setdefault(module, _course_name(module, reference.parent, support))
+        for module in support_files(support):
+            found.setdefault(module, _course_name(module, reference.parent, support))
     return sorted(((name, module) for module, name in found.items()), key=lambda item: item[0])
+
+
+def support_files(support: Path) -> list[Path]:
+    """Every file of the support folder, in its subfolders too: the modules and notebooks students import, and the
+    data files a notebook and the reference read (a word list, a maze). A data file fixed mid-term left the hash, so
+    the cached expected values and graded results, as they were. Hidden entries, bytecode caches and symbolic links
+    are left out."""
+    found = []
+    for folder, subfolders, names in os.walk(support):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(names):
+            path = Path(folder) / name
+            if not name.startswith(".") and not path.is_symlink() and path.is_file():
+                found.append(path)
+    return found
 
 
 def _course_name(module: Path, references: Path, support: Path | None) -> str:
