@@ -776,6 +776,28 @@ def test_the_terminal_check_draws_a_board_once_and_names_it_after(capsys) -> Non
     assert student.markdown_report(_transposed_find_tile()).count("│ 5 │ 4 │ 7 │") == 3   # a section each
 
 
+def test_the_terminal_check_writes_a_long_input_once_and_names_it_after(capsys) -> None:
+    """A word-ladder's WORDS (the course's word list) failed neighbours and ladder: the self-check wrote its 213
+    words (2,000 characters; a real dictionary up to 20,000) under both. It is written once; a short input is
+    cheaper written again than named."""
+    from grader.report.console import student_report
+    words = codec.encode(frozenset(f"w{n:03}" for n in range(213)))
+    short = codec.encode("cold")
+
+    def failing(exercise: str) -> ExerciseResult:
+        case = CaseResult(f"{exercise}#1", "fail", "public", "wrong", call=f"{exercise}(start, WORDS)",
+                          expected=codec.encode(1), got=codec.encode(2), inputs={"start": short, "WORDS": words})
+        return ExerciseResult(exercise, exercise, 0.0, 1.0, (case,))
+
+    result = SubmissionResult("ada", "/ada.ipynb", "", "word-ladder", "", "0.1.0", "rlimits", 0.0, 2.0,
+                              (failing("neighbours"), failing("ladder")))
+    student_report(result, {})
+    terminal = capsys.readouterr().out
+    assert terminal.count("'w212'") == 1, terminal
+    assert "WORDS: as shown above, under neighbours" in terminal
+    assert terminal.count("start = 'cold'") == 2, terminal
+
+
 def test_each_timeout_of_a_group_says_its_own_limit_in_every_view(capsys) -> None:
     """Two search cases timed out the same way, one at 1 s and one at 1.5 s (a case's limit is also case_factor
     times the reference's time): the second, folded under the first, showed no limit of its own (a busy machine

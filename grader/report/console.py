@@ -226,6 +226,11 @@ def folded_output(text: str) -> str:
     return shown + (f"\n... ({more} more line{'s' if more != 1 else ''} printed)" if more > 0 else "")
 
 
+# A one-line input longer than this is written once a report, then named (a word list of the course, WORDS: 213
+# words were 2,000 characters under each exercise that failed on it, a real dictionary up to boards.INPUT_CHARS).
+LONG_INPUT = 200
+
+
 def _print_inputs(console: Console, inputs: list[tuple[str, Any]], drawn: dict[tuple[str, str], str],
                   exercise: str) -> None:
     """Each input of a failing case, a board where it is a state. An input drawn already in this report (by name
@@ -235,9 +240,10 @@ def _print_inputs(console: Console, inputs: list[tuple[str, Any]], drawn: dict[t
     for name, value in inputs:
         lines = boards.input_lines(name, value)
         key = (name, codec.canonical(value))
-        if len(lines) > 1 and key in drawn:
+        if key in drawn and (len(lines) > 1 or sum(len(text) for text, _ in lines[0]) > LONG_INPUT):
             where = "" if drawn[key] == exercise else f", under {drawn[key]}"
-            console.print(f"{pad}{terminal(name)}: as drawn above{terminal(where)}", highlight=False, markup=False)
+            shown = "drawn" if len(lines) > 1 else "shown"
+            console.print(f"{pad}{terminal(name)}: as {shown} above{terminal(where)}", highlight=False, markup=False)
             continue
         drawn.setdefault(key, exercise)
         for segments in lines:
