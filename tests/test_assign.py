@@ -504,34 +504,32 @@ def ladder_master(folder: Path, words_cells: list) -> Path:
     return path
 
 
-def test_a_data_file_the_notebook_reads_is_explained_and_the_readme_way_grades_without_it(tmp_path: Path) -> None:
-    """A dictionary the students' notebook reads by a relative path: in a cell both get, the reference's import
-    reads it from the folder grader runs in, and the refusal says so and what to do. Done as README says (the
-    students' read in a TEMPLATE ONLY cell, the reference's by its own path, the name a fixture), assign validates and
-    a student's notebook that reads words.txt is checked where no words.txt is: its definition of the fixture is
-    the course's."""
-    shared = tmp_path / "shared"
-    ladder_master(shared, [new_code_cell('WORDS = frozenset(open("words.txt").read().split())')])
-    done = grader("assign", "assignments/ladder/master.ipynb", "--mutants", "0", cwd=shared)
-    assert done.returncode == 2
-    assert ("reference/ladder.py:4: the reference module fails to import: FileNotFoundError: [Errno 2] No such file "
-            f"or directory: 'words.txt' (a relative path is read from the folder grader runs in, {shared}, not the "
-            "reference's: read a data file by a path from the reference's own, Path(__file__).parent / ...") \
-        in done.stderr, done.stderr
-
+def test_a_data_file_the_notebook_reads_is_found_in_the_support_folder_by_the_reference_and_its_mutants(
+        tmp_path: Path) -> None:
+    """A dictionary the students' notebook reads by a relative path (words.txt beside it), in a cell the reference
+    gets too: its import read it from the folder grader runs in, so assign stopped at 'FileNotFoundError:
+    words.txt'. The reference and its mutants find it in the support folder (README), wherever grader runs; a
+    student's notebook is checked where no words.txt is, its definition of the fixture being the course's. A file
+    the support folder lacks is refused with where it was looked for."""
+    read = 'WORDS = frozenset(open("words.txt").read().split())'
     course = tmp_path / "course"
-    ladder_master(course, [
-        new_code_cell('# TEMPLATE ONLY\nWORDS = frozenset(open("words.txt").read().split())'),
-        new_code_cell("# REFERENCE ONLY\nfrom pathlib import Path\n"
-                      'WORDS = frozenset((Path(__file__).parent.parent / "assignments/ladder/support/words.txt")'
-                      ".read_text().split())")])
-    done = grader("assign", "assignments/ladder/master.ipynb", "--mutants", "0", cwd=course)
+    ladder_master(course, [new_code_cell(read)])
+    done = grader("assign", "assignments/ladder/master.ipynb", cwd=course)
     assert done.returncode == 0 and "valid (2 cases)" in done.stdout, done.stdout + done.stderr
+    assert "neighbours: mutation score 100%" in done.stdout, done.stdout
     assert grader("kit", "rubrics/ladder.yaml", "-o", "kit.json", cwd=course).returncode == 0
     notebook = nbformat.read(course / "assignments" / "ladder" / "template.ipynb", as_version=4)
-    assert notebook.cells[0].source.startswith("WORDS = frozenset(open(")
+    assert notebook.cells[0].source == read
     notebook.cells[1].source = ("def neighbours(word, words):\n    return {w for w in words if len(w) == len(word) "
                                 "and sum(a != b for a, b in zip(w, word)) == 1}")
     nbformat.write(notebook, tmp_path / "ada.ipynb")
     checked = grader("check", "--kit", str(course / "kit.json"), "ada.ipynb", cwd=tmp_path)
     assert checked.returncode == 0 and "warning" not in checked.stdout, checked.stdout + checked.stderr
+
+    other = tmp_path / "other"
+    ladder_master(other, [new_code_cell(read.replace("words.txt", "dictionary.txt"))])
+    done = grader("assign", "assignments/ladder/master.ipynb", "--mutants", "0", cwd=other)
+    assert done.returncode == 2
+    assert ("reference/ladder.py:4: the reference module fails to import: FileNotFoundError: [Errno 2] No such file "
+            "or directory: 'dictionary.txt' (open() finds a relative path in the rubric's support folder, else in the "
+            f"folder grader runs in, {other}: put the data file in the support folder") in done.stderr, done.stderr

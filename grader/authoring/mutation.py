@@ -127,12 +127,13 @@ def _module(source: str, name: str, plan: Plan) -> ModuleType:
     """A mutant of the reference module, loaded as the reference is (plan.cases.load_reference): the modules of its
     own folder and of the support folder are found at load and at call time (plan.course_imports). With its own
     folder alone on sys.path while it loaded, a reference that imports a support module failed to load as every
-    mutant, and each mutant was called a survivor ('the module fails to load: ModuleNotFoundError')."""
+    mutant, and each mutant was called a survivor ('the module fails to load: ModuleNotFoundError'). Its open() of
+    a relative path finds the support folder's data files, as the reference's does."""
     reference = plan.rubric.reference
     module = ModuleType(name)
     module.__file__ = str(reference.parent / f"{name}.py")
-    course = CourseModules([folder for folder in (reference.parent, plan.rubric.support)
-                            if folder is not None and folder.is_dir()])
+    support = plan.rubric.support if plan.rubric.support is not None and plan.rubric.support.is_dir() else None
+    course = CourseModules([folder for folder in (reference.parent, support) if folder is not None], data=support)
     module.__dict__["__builtins__"] = course.builtins
     with course.visible():
         run_source(source.encode("utf-8"), Path(module.__file__), module)   # the course's code, mutated

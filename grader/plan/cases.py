@@ -147,7 +147,8 @@ def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType
     folders = [folder for folder in (path.parent, *search) if folder is not None and folder.is_dir()]
     # Its imports of sibling modules go through its own __import__, at load and at call time alike
     # (grader.plan.course_imports): another course's `helpers` is its own, and never left in sys.modules.
-    course = CourseModules(folders)
+    course = CourseModules(folders, data=next((folder for folder in search if folder is not None and folder.is_dir()),
+                                              None))
     module.__dict__["__builtins__"] = course.builtins
     try:
         with course.visible():
@@ -168,12 +169,11 @@ def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType
 
 
 def relative_file_advice(folder: str) -> str:
-    """Why a data file the course reads by a relative path is not found: such a path is read from the folder the
-    grader was started in (a course's notebook reads `words.txt` beside it in Jupyter), which is another on a TA's
+    """Why a data file the course reads by a relative path is not found: open() looks for it in the support folder
+    (course_imports.CourseModules.open_), else in the folder the grader was started in, which is another on a TA's
     machine, in Gradescope's container or on a Dask worker."""
-    return (f" (a relative path is read from the folder grader runs in, {folder}, not the reference's: read a data "
-            f"file by a path from the reference's own, Path(__file__).parent / ..., and give what the cases need of "
-            f"it as a fixture)")
+    return (f" (open() finds a relative path in the rubric's support folder, else in the folder grader runs in, "
+            f"{folder}: put the data file in the support folder, which students get too)")
 
 
 def _failing_line(error: BaseException, path: Path) -> int:

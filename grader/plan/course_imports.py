@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -26,10 +27,11 @@ from typing import Any
 class CourseModules:
     """The modules found in `folders`, kept out of sys.modules, imported through `builtins['__import__']`."""
 
-    def __init__(self, folders: Sequence[Path]) -> None:
+    def __init__(self, folders: Sequence[Path], data: Path | None = None) -> None:
         self.folders = [str(folder) for folder in folders]
+        self.data = str(data) if data is not None else None
         self.modules: dict[str, ModuleType] = {}    # dotted name -> module, while none of them is importing
-        self.builtins: dict[str, Any] = {**builtins.__dict__, "__import__": self.import_}
+        self.builtins: dict[str, Any] = {**builtins.__dict__, "__import__": self.import_, "open": self.open_}
         self._finder = _CourseFinder(self)
         self._depth = 0
         # One import of the course at a time: sys.modules and sys.meta_path are the process's, and threads
@@ -53,6 +55,18 @@ class CourseModules:
             return builtins.__import__(name, globals, locals, fromlist or (), level)
         with self.visible():
             return builtins.__import__(name, globals, locals, fromlist or (), level)
+
+    def open_(self, file: Any, *args: Any, **kwargs: Any) -> Any:
+        """builtins.open, where a relative path names a file of the `data` folder (the support folder) when one is
+        there: the course's notebook reads `words.txt` beside it, and the same cell in the reference finds it
+        wherever the grader runs (a checkout, Gradescope's zip, a Dask worker), never in the folder it was started
+        in. Any other path is opened as given."""
+        name = os.fspath(file) if isinstance(file, (str, os.PathLike)) else None
+        if self.data is not None and isinstance(name, str) and name and not os.path.isabs(name):
+            there = os.path.join(self.data, name)
+            if os.path.isfile(there):
+                file = there
+        return builtins.open(file, *args, **kwargs)
 
     @contextmanager
     def visible(self) -> Iterator[None]:
