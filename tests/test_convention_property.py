@@ -407,11 +407,13 @@ def _lost(result: SubmissionResult) -> dict[str, tuple[float, float]]:
     return {e.id: (e.score, e.max_score) for e in result.exercises if e.score < e.max_score}
 
 
-def _unpassed(result: SubmissionResult) -> list[tuple[str, str, str, str, str]]:
-    """What a failed comparison shows: every case that did not pass, its status, reason and message (a flake under
-    load once failed here with the lost points alone, and its cause could only be guessed)."""
-    return [(e.id, c.id, c.status, c.reason, c.message[:200]) for e in result.exercises for c in e.cases
-            if c.status != "pass"]
+def _unpassed(result: SubmissionResult, but: str = "") -> str:
+    """What a failed comparison shows: every case that did not pass (of exercises other than `but`), its status,
+    reason and message, and the result's budget facts; as text, which pytest prints whole (a flake under load
+    failed here with the lost points alone, then with its cases cut off by pytest's repr)."""
+    return "\n".join([f"{result.submission}: {result.extra.get('budget')}"] + [
+        f"  {e.id} {c.id}: {c.status} ({c.reason}) {c.message[:300]!r}" for e in result.exercises if e.id != but
+        for c in e.cases if c.status != "pass"])
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -444,11 +446,13 @@ def test_a_wrong_answer_loses_its_own_points_whatever_the_other_conventions(
     results = _grade(assignment, notebooks, tmp_path_factory.mktemp("wrong"), grader_cache)
     alone = results["alone"]
     lost = _lost(alone)
-    assert exercise in lost and set(lost) - {exercise} <= END_TO_END.get(assignment, set()), (lost, _unpassed(alone))
+    assert exercise in lost and set(lost) - {exercise} <= END_TO_END.get(assignment, set()), \
+        f"{lost}\n{_unpassed(alone)}"
     if mistake:
         assert any(c.mistake == mistake for c in alone.exercise(exercise).cases), _unpassed(alone)
     for i, chosen in enumerate(others):
         result = results[f"n{i}"]
-        assert _lost(result) == lost, (chosen, _lost(result), _unpassed(result), _unpassed(alone))
+        assert _lost(result) == lost, f"{chosen} lost {_lost(result)}, alone {lost}\n{_unpassed(result, exercise)}" \
+                                      f"\n{_unpassed(alone, exercise)}"
         if mistake:
-            assert any(c.mistake == mistake for c in result.exercise(exercise).cases), (chosen, _unpassed(result))
+            assert any(c.mistake == mistake for c in result.exercise(exercise).cases), f"{chosen}\n{_unpassed(result)}"
