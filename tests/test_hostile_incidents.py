@@ -305,6 +305,37 @@ def test_what_honest_notebooks_do_works_as_in_jupyter_and_is_no_incident(mode):
     assert ran.sandbox.seen == []
 
 
+# A graded function that maps a function calling a helper over a pool of forked workers: in the rerun with the
+# course's helpers (isolation) the helper is the parent's, and the workers shared the exercise's pipes without its
+# sequence or reply stream. They took each other's replies and the case hung to the submission's time (every later
+# case skipped); now each call from a worker fails at once, as the case's own error.
+POOL_OF_HELPER_CALLS = """
+import multiprocessing
+def helper(n):
+    return n + 1
+def score(n):
+    return 2 * helper(n)
+def work():
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        return sum(pool.map(score, range(40)))
+"""
+
+
+def test_an_isolated_helper_called_from_a_forked_pool_fails_its_case_at_once():
+    oracle = lambda name, args, kwargs: args[0] + 1   # noqa: E731 - the course's helper
+    ran = run_cases([statement(POOL_OF_HELPER_CALLS, kind="other")],
+                    [CaseRequest(id=f"c{n}", code="work()", timeout=10.0) for n in range(2)], isolate=["helper"],
+                    oracle=oracle)
+    for outcome in ran.outcomes:   # before: the first timed out when the submission's time ran out, the next skipped
+        assert (outcome.status, outcome.error.get("type")) == ("error", "RuntimeError"), outcome.error
+        assert "not in a process the notebook started" in outcome.error["message"]
+    assert ran.sandbox.seen == []
+    # The notebook's own run (no isolated helper) is as in Jupyter.
+    [own] = run_cases([statement(POOL_OF_HELPER_CALLS, kind="other")],
+                      [CaseRequest(id="c", code="work()", timeout=10.0)]).outcomes
+    assert own.status == "ok" and codec.decode(own.value) == 2 * sum(range(1, 41)), own.error
+
+
 # The textbook fork, careless about how its child ends: sys.exit() (or an exception, or a plain return) instead of
 # os._exit. The child came back into the runtime and answered the case (or went on with the load and announced it
 # loaded) before its parent: the parent's own answer then looked forged, an incident that zeroed the exercise (all

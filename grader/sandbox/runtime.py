@@ -96,6 +96,11 @@ _EXCHANGE = [False, False]
 # a heuristic) had two threads send and read at once; one took the other's reply for an old one and skipped it,
 # and the other waited for it until the submission's whole budget was spent (every later case skipped).
 _ONE_EXCHANGE = allocate_lock()
+# The same across processes: a process the notebook forked (a multiprocessing pool's worker) shares the exercise's
+# pipes but not its sequence or reply stream, so it may not ask the parent at all (Child._oracle). Set in every
+# process os.fork makes (its hook: no system call a round trip), cleared in the exercise's own at its start.
+_FORKED = [False]
+os.register_at_fork(after_in_child=lambda: _FORKED.__setitem__(0, True))
 MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold: arguments' text and replies
 _perf = time.perf_counter
 _encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
@@ -509,6 +514,12 @@ class Child:
             key = (name, *call)
             answer = child.answers.get(key)
             if answer is None:
+                # A process the notebook forked (_FORKED): its calls and the others' took each other's replies, and
+                # a pool mapping a function that calls the helper hung to the submission's time (every later case
+                # skipped). It fails now, as the case's own error.
+                if _FORKED[0]:
+                    raise RuntimeError(f"{name} is the course's here and answers only in the process running the "
+                                       "case, not in a process the notebook started (a multiprocessing pool's)")
                 answer = child.ask(name_text, call)
                 if answer[:1] == b"P":   # with the answers to calls it expects next (grader/sandbox/prefetch.py)
                     answer = child.prefetched(answer)
@@ -737,6 +748,7 @@ class Child:
         while True:
             more = request.get("more") is True   # read before any student code runs (only a hint, see below)
             self.answers, self.texts, self.memo_bytes, self.replies = {}, {}, 0, None   # this exercise's own
+            _FORKED[0] = False   # the exercise's process: it may ask the parent
             _CODE.clear()   # so is the code of its calls: the pristine walk does not look at the runtime's objects
             _take_codes(request)
             self.send({"op": "forked", "pid": os.getpid()})
