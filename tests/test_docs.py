@@ -1,6 +1,7 @@
 """The README documents the rubric language: every key the parser accepts appears in its reference tables."""
 
 import ast
+import functools
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -165,14 +166,22 @@ def _module(parts: list[str], trees: dict[Path, ast.Module]) -> tuple[Path | Non
     return None, parts
 
 
-def design_problems(text: str) -> list[str]:
-    """Every name in a code span of `text` that the code no longer has."""
+@functools.cache
+def _index() -> tuple[dict[Path, ast.Module], dict[Path, dict[str, ast.AST]], dict[str, ast.AST], frozenset[str]]:
+    """The package's modules parsed, their members, its classes and every word of it: read once per run (about
+    1.2 s of CPU each time), as every check of a text reads the same code."""
     trees = _sources()
     members = {path: _members(tree.body) for path, tree in trees.items()}
     classes = {name: node for scope in members.values() for name, node in scope.items()
                if isinstance(node, ast.ClassDef)}
     # A bare name may be a SQL column or a system call the code names in a string: any word of grader/ will do.
-    everywhere = {word for path in trees for word in re.findall(r"\w+", path.read_text(encoding="utf-8"))}
+    everywhere = frozenset(word for path in trees for word in re.findall(r"\w+", path.read_text(encoding="utf-8")))
+    return trees, members, classes, everywhere
+
+
+def design_problems(text: str) -> list[str]:
+    """Every name in a code span of `text` that the code no longer has."""
+    trees, members, classes, everywhere = _index()
     problems = []
     for span in sorted(set(re.findall(r"`([^`\n]+)`", text))):
         span = re.sub(r"^([\w.]+)\([^()]*\)$", r"\1", span)   # a call: `cpuclock.credit(...)`, `f()`
