@@ -324,7 +324,7 @@ def _report(args: argparse.Namespace) -> int:
     written = formats.write(results(), args.out, chosen, notebooks=args.notebooks, hidden_details=args.hidden_details,
                             results_folder=Path(args.results), template=template,
                             made_from=reading.made_from if reading is not None else None)
-    print(f"{len(written)} report files written to {args.out}/")
+    print(f"{written} report files written to {args.out}/")
     if not written:
         _no_results(args.results)
     if missing:

@@ -144,3 +144,55 @@ def test_class_report_and_reports_of_twice_the_class_keep_no_result_per_student(
     assert {p.stem for p in (large_class.parent / "feedback").glob("*.md")} == students
     page = (large_class.parent / "page" / "class.html").read_text(encoding="utf-8")
     assert all(student in page for student in students)
+
+
+def test_reports_of_twice_the_class_return_no_list_of_their_files(tmp_path: Path) -> None:
+    """`grader report` of 10,000 students kept the list of their 20,000 written paths to print its length (~7 MB of
+    the 75 MB at 10,000, session 19): what writing a class's reports keeps once done is a count, flat in class
+    size (the results here are made in memory: a real result's decoding is the other test's)."""
+    from grader.store.results import ExerciseResult, SubmissionResult
+
+    def reports(count: int) -> Callable[[], object]:
+        made = [SubmissionResult(f"student{index:04d}", f"/class/student{index:04d}.ipynb", "a" * 64, "demo", "b" * 64,
+                                 "0.1.0", "namespaces", 1.0, 2.0, (ExerciseResult("f", "F", 1.0, 2.0, ()),))
+                for index in range(count)]
+        return lambda: formats.write(iter(made), tmp_path / f"feedback-{count}", ("md",))
+
+    reports(5)()    # imports and template caches, once per process
+    (_, small), (_, large) = _measured(reports(200)), _measured(reports(400))
+    assert large - small < 200 * 100, (small, large)    # old code: a path per file, ~300 bytes each
+    assert len(list((tmp_path / "feedback-400").glob("*.md"))) == 400
+
+
+def test_the_stamps_of_twice_the_class_hold_one_string_a_file(tmp_path: Path) -> None:
+    """What `grader report` keeps while it writes is the stamps of every file it wrote before (grader.report.stamps):
+    at 10,000 students, 20,000 of them. Held as read and again as a tuple of a digest and three integers they were
+    ~380 bytes a file; as the one string stored, ~200 (a name and a stamp)."""
+    from grader.report.stamps import STAMPS, Stamps, stamped
+
+    def held(count: int) -> int:
+        folder = tmp_path / f"results-{count}"
+        folder.mkdir()
+        files = tmp_path / f"files-{count}"
+        files.mkdir()
+        stamps = Stamps({})
+        for index in range(count):
+            written = files / f"student{index:05d}.md"
+            written.write_text(str(index), encoding="utf-8")
+            stamps.wrote(written, f"result {index}")
+        with stamped(folder, "report md", files) as saved:
+            saved.files.update(stamps.files)
+            saved.changed = True
+        assert (folder / STAMPS).is_file()
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            with stamped(folder, "report md", files) as read:
+                inside = tracemalloc.get_traced_memory()[0] - base
+                assert read.holds(files / "student00001.md", "result 1")
+            return inside
+        finally:
+            tracemalloc.stop()
+
+    small, large = held(1000), held(2000)
+    assert (large - small) / 1000 < 300, (small, large)

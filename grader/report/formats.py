@@ -66,13 +66,14 @@ def write(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path,
           notebooks: Mapping[str, Path] | str | Path | None = None, hidden_details: bool = False,
           results_folder: Path | None = None, template: Path | None = None,
           made_from: Callable[[SubmissionResult], str | None] | None = None, stamps: Stamps | None = None,
-          ) -> list[Path]:
+          ) -> int:
     """Write <student><suffix> in each format for every result, one student at a time (a class of 10,000 is
-    never held whole); returns the files written. `results` is a results folder or the results themselves;
-    `notebooks` maps submission ids to graded files or names a folder of them (default: each result's path).
+    never held whole, nor the list of its 20,000 files: ~7 MB); returns how many files there are now. `results`
+    is a results folder or the results themselves; `notebooks` maps submission ids to graded files or names a
+    folder of them (default: each result's path).
     `made_from`: what a student's files are made from (class_outputs.Reading): a student whose files were all
     made from the same and are untouched since keeps them (grader.report.stamps, in the results folder, or
-    `stamps`), and they are still listed. Raises KeyError naming a format that is not registered."""
+    `stamps`), and they are still counted. Raises KeyError naming a format that is not registered."""
     from grader.report.stamps import stamped
     folder = Path(results) if isinstance(results, (str, Path)) else results_folder
     out = Path(out_dir)
@@ -83,19 +84,19 @@ def write(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path,
                          results_folder=folder, template=template, made_from=made_from, stamps=stamps)
     from grader.report.student import iter_results, locate_notebook
     chosen = [FORMATS[name] for name in formats]
-    written = []
+    written = 0
     for result in iter_results(results):
         key = made_from(result) if made_from is not None and stamps is not None else None
         files = [out / f"{result.submission}{format.suffix}" for format in chosen]
         if key is not None and stamps is not None and all(stamps.holds(file, key) for file in files):
-            written.extend(files)
+            written += len(files)
             continue
         page = Page(result, locate_notebook(result, notebooks, folder), hidden_details, template)
         for format, target in zip(chosen, files, strict=True):
             text = format.render(page)
             if text is not None:
                 target.write_text(text, encoding="utf-8")
-                written.append(target)
+                written += 1
             if stamps is not None:   # a format with nothing to write is not stamped: the student is written again
                 stamps.wrote(target, key if text is not None else None)
     return written
