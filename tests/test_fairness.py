@@ -253,7 +253,7 @@ def test_a_results_folder_refuses_another_assignment(tmp_path: Path, grader_cach
 
 @pytest.fixture(scope="module")
 def eight(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path) -> dict[str, SubmissionResult]:
-    names = ["aima_h_calls_h2_as_a_function", "node_class_renamed"]
+    names = ["aima_h_calls_h2_as_a_function", "node_class_renamed", "aima_library_user"]
     results = grade([FAIR / f"{name}.ipynb" for name in names], EIGHT_RUBRIC, tmp_path_factory.mktemp("eight"),
                     jobs=2, cache=grader_cache)
     return {result.submission: result for result in results}
@@ -286,11 +286,42 @@ def test_an_error_inside_another_method_is_charged_to_it_by_name(tmp_path: Path,
     assert any("cases fail the same way" in note for note in astar.notes)
 
 
-def test_a_case_needing_a_class_the_notebook_lacks_says_so(eight: dict[str, SubmissionResult]) -> None:
-    h1 = eight["node_class_renamed"].exercise("h1")
+def test_a_case_needing_a_class_the_notebook_lacks_says_so(tmp_path: Path, grader_cache: Path) -> None:
+    """A class the cases build that the rubric does not list as given: the case says what it needs."""
+    from dataclasses import replace
+    from grader.rubric.schema import load_rubric
+    rubric = replace(load_rubric(EIGHT_RUBRIC), given=())
+    [result] = grade([FAIR / "node_class_renamed.ipynb"], rubric, tmp_path, cache=grader_cache)
+    h1 = result.exercise("h1")
     assert {c.status for c in h1.cases} == {"missing"}
     assert all(c.message == "this case needs the class Node, which the notebook does not define" for c in h1.cases)
     assert f"{len(h1.cases)} cases fail the same way" in h1.notes[0]
+
+
+def test_the_given_node_stands_in_for_a_node_the_notebook_renamed(eight: dict[str, SubmissionResult]) -> None:
+    """The template gives Node; this notebook calls it SearchNode everywhere. h1 and h2 read only node.state:
+    they were 0 ("this case needs the class Node"); with the course's Node they are judged, and right."""
+    result = eight["node_class_renamed"]
+    assert all(e.score == e.max_score for e in result.exercises), [(e.id, e.score) for e in result.exercises]
+    [said] = [w for w in result.warnings if w.kind == Kind.GIVEN]
+    assert said.subject == "Node"
+
+
+def test_classes_a_library_user_imports_from_a_missing_module_are_the_courses(
+        eight: dict[str, SubmissionResult]) -> None:
+    """`from search import Problem, Node, ...` (AIMA's own library, absent here) bound inert stand-ins: h1, h2 and
+    h scored 0 ("this case needs the class Node"). The given classes now stand in, so they are judged (h1 and h
+    right, h2 AIMA's own mistake); what the notebook does not write (best_first_search; astar_search is AIMA's,
+    imported) still scores nothing."""
+    result = eight["aima_library_user"]
+    scores = {e.id: e.score for e in result.exercises}
+    assert all(scores[name] == result.exercise(name).max_score for name in ("inversions", "h1", "h")), scores
+    # AIMA's h2 reads tile numbers as squares: right for the default goal only, and told so (the rubric's mistake)
+    h2 = [c for c in result.exercise("h2").cases if c.status != "pass"]
+    assert h2 and all("right for the default goal (0, 1, ..., 8) only" in c.message for c in h2)
+    assert scores["best_first_search"] == 0 and scores["astar_search"] == 0
+    [said] = [w for w in result.warnings if w.kind == Kind.GIVEN]
+    assert said.subject == "Problem, Node" and "the course's own Problem, Node" in said.text
 
 
 def test_a_missing_graded_name_is_called_what_it_is(tmp_path: Path, grader_cache: Path) -> None:

@@ -28,6 +28,7 @@ class Kind(enum.StrEnum):
     FAILED = "not finished"                # the grader could not finish it (its worker died or was stopped)
     NOT_LOADED = "not loaded"              # the sandbox could not load the notebook's code at all
     MISMATCH = "mismatch"                  # most graded names are absent: perhaps the wrong rubric
+    GIVEN = "given code"                   # a name the template gives, absent from the notebook: the course's stood in
     KIT = "kit"                            # the student's kit says something about itself
     GRADER = "grader"                      # the grader's own remark on the result (cut to fit, more not kept)
     TEXT = ""                              # stored before warnings had fields: only its text is known

@@ -26,7 +26,9 @@ from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, ev
                                 free_names, isolated_call)
 from grader.judge.conventions import (ReadsAs, allowed_variants, hold_to_one, spelled_alike, spelling_notes,
                                       variant_note)
+from grader.judge import given
 from grader.judge.feedback import same_failures
+from grader.judge.given import with_given
 from grader.judge.options import Options
 from grader.checks.registry import PATH_CHECKS, CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
@@ -1331,7 +1333,9 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         extracted = extract(notebook, rubric.policy)
     limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
     deadline = started + limits.submission_seconds
-    said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings]
+    extracted, given_said = with_given(rubric, plan.reference, extracted,
+                                       plan.memo.get(("given",), lambda: given.sources(rubric, plan.reference)))
+    said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings, *given_said]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,

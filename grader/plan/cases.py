@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from grader import __version__
 
+from grader.judge import given
 from grader.plan import sealed
 from grader.syntax.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names, isolated_call
 from grader.checks.registry import CHECKS, option_problems
@@ -202,6 +203,7 @@ def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
         if not hasattr(reference, name):
             line = rubric.fixture_lines[index] if index < len(rubric.fixture_lines) else 0
             problems.append(_problem(rubric, line, f"fixture '{name}' is not defined in {rubric.reference.name}"))
+    problems.extend(_problem(rubric, rubric.given_line, problem) for problem in given.problems(rubric, reference))
     for exercise in rubric.exercises:
         where = f"exercise '{exercise.id}'"
         if _lookup(reference, exercise.function) is None:

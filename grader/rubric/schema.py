@@ -199,6 +199,8 @@ class Rubric:
     fixture_lines: tuple[int, ...] = ()   # line of each fixture name, for errors found against the reference
     late: LatePolicy | None = None        # the penalty for late submissions, shown apart from the score
     incidents: str = incident_facts.DEFAULT_POLICY   # what an attack the sandbox stopped costs (grader.incidents)
+    given: tuple[str, ...] = ()           # what the template gives: the reference's stands in where a notebook lacks it
+    given_line: int = 0
 
     def exercise(self, exercise_id: str) -> Exercise:
         for exercise in self.exercises:
@@ -228,6 +230,8 @@ RUBRIC_KEYS = {
     "support": "folder of support modules that notebooks import or %run",
     "submissions": "folder of bundled example submissions",
     "fixtures": "names of reference-module data usable in case expressions",
+    "given": "classes and functions the template gives (never a graded name): a notebook without its own gets the "
+             "reference's",
     "limits": "resource limits (see limits keys)",
     "extraction": "top-level policy overrides: allow_calls, drop",
     "exercises": "the graded exercises",
@@ -945,6 +949,7 @@ def load_rubric(path: str | Path) -> Rubric:
     fixtures = _names(fixtures_node, node.line_of("fixtures"), "fixtures", problems)
     fixture_lines = tuple(fixtures_node.line_of(index) if isinstance(fixtures_node, MarkedList)
                           else node.line_of("fixtures") for index in range(len(fixtures)))
+    given = _names(node.get("given"), node.line_of("given"), "given", problems)
     late = _late(node.get("late"), node.line_of("late"), problems)
     incidents = node.get("incidents", incident_facts.DEFAULT_POLICY)
     if incidents not in incident_facts.POLICIES:
@@ -961,4 +966,4 @@ def load_rubric(path: str | Path) -> Rubric:
         path=path, sha256=digest.hexdigest(), assignment=assignment, title=str(node.get("title", assignment)),
         reference=reference, template=template, support=support, submissions=submissions,
         fixtures=fixtures, limits=limits, policy=policy, exercises=tuple(exercises), fixture_lines=fixture_lines,
-        late=late, incidents=str(incidents))
+        late=late, incidents=str(incidents), given=given, given_line=node.line_of("given"))
