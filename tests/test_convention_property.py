@@ -4,12 +4,14 @@ loses exactly its own exercise's points, whatever conventions the rest of the no
 Hypothesis draws, per assignment, a notebook from the bundled correct one (assignments/*/build_examples.py)
 with each exercise written in one of the conventions its text leaves open (the session 18 matrix: tuple, list
 or numpy positions, None or failure where unsaid, int or float costs, sets or lists where order is unsaid,
-helpers inlined, loops or recursion), and grades a batch of such notebooks at once with the real grader.
+helpers inlined, loops or recursion; a class the template gives kept, left out or imported from a library the
+grader lacks), and grades a batch of such notebooks at once with the real grader.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -342,6 +344,32 @@ WRONG: dict[str, dict[str, tuple[str, str, str]]] = {
     },
 }
 
+# The classes the template gives (the rubric's `given`), each drawn kept as the template has it, left out of its
+# cell, or imported from AIMA's own library, which the grading machine lacks (`from search import Node`): the
+# notebook's graded code is the same in all three, so is its grade.
+GIVEN_FORMS = ("kept", "omitted", "imported")
+GIVEN: dict[str, tuple[str, ...]] = {"eight-puzzle-astar": ("Problem", "Node")}
+GIVEN_KEY = "given "
+
+
+def _given_form(notebook: nbformat.NotebookNode, name: str, form: str) -> None:
+    """The top-level `class name` of the notebook left out or replaced by an import of it from `search`."""
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        lines = cell.source.split("\n")   # not ast: a cell may hold magics (%matplotlib inline)
+        starts = [i for i, line in enumerate(lines) if re.match(rf"class {name}\b", line)]
+        if starts:
+            start = end = starts[0]
+            end += 1   # the class's lines: to the next one at column 0 that is code, not a comment
+            while end < len(lines) and (not lines[end].strip() or lines[end][0] in " \t#"):
+                end += 1
+            lines[start:end] = [f"from search import {name}"] if form == "imported" else []
+            cell.source = "\n".join(lines)
+            return
+    raise AssertionError(f"no class {name} in the notebook")
+
+
 # Exercises that run the notebook's own chain end to end, nothing isolated, as their rubric says: sliding's solve
 # ("End to end with the notebook's own nextStates (and whatever it calls)": 181,440 states, no pipe round trip
 # per call), n-puzzle's solve ("solve runs your State methods and reconstruct_path as they are") and taoistic's main
@@ -368,15 +396,24 @@ def _examples(assignment: str) -> ModuleType:
 
 def _notebook(assignment: str, overrides: dict[str, str]) -> nbformat.NotebookNode:
     examples = _examples(assignment)
+    forms = {key[len(GIVEN_KEY):]: form for key, form in overrides.items() if key.startswith(GIVEN_KEY)}
+    overrides = {key: source for key, source in overrides.items() if not key.startswith(GIVEN_KEY)}
     if hasattr(examples, "submission"):
-        return examples.submission(overrides)
-    return examples.render({**examples.SOLUTIONS, **overrides})
+        notebook = examples.submission(overrides)
+    else:
+        notebook = examples.render({**examples.SOLUTIONS, **overrides})
+    for name, form in forms.items():
+        if form != "kept":
+            _given_form(notebook, name, form)
+    return notebook
 
 
 def conventions(assignment: str) -> st.SearchStrategy[dict[str, str]]:
     """One allowed convention (or the reference's) per exercise: exercise -> convention name."""
-    return st.fixed_dictionaries({exercise: st.sampled_from(["reference", *sorted(options)])
-                                  for exercise, options in RIGHT[assignment].items()})
+    return st.fixed_dictionaries({**{exercise: st.sampled_from(["reference", *sorted(options)])
+                                     for exercise, options in RIGHT[assignment].items()},
+                                  **{GIVEN_KEY + name: st.sampled_from(GIVEN_FORMS)
+                                     for name in GIVEN.get(assignment, ())}})
 
 
 def _grade(assignment: str, notebooks: dict[str, dict[str, str]], folder: Path,
@@ -396,11 +433,13 @@ def _grade(assignment: str, notebooks: dict[str, dict[str, str]], folder: Path,
 
 
 def _sources(assignment: str, chosen: dict[str, str]) -> dict[str, str]:
-    return {exercise: RIGHT[assignment][exercise][name] for exercise, name in chosen.items() if name != "reference"}
+    return {exercise: name if exercise.startswith(GIVEN_KEY) else RIGHT[assignment][exercise][name]
+            for exercise, name in chosen.items() if name not in ("reference", "kept")}
 
 
 def _label(chosen: dict[str, str]) -> str:
-    return "-".join(f"{exercise}_{name}" for exercise, name in sorted(chosen.items()) if name != "reference") or "ref"
+    return "-".join(f"{exercise}_{name}" for exercise, name in sorted(chosen.items())
+                    if name not in ("reference", "kept")) or "ref"
 
 
 def _lost(result: SubmissionResult) -> dict[str, tuple[float, float]]:

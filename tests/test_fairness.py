@@ -320,6 +320,10 @@ def test_classes_a_library_user_imports_from_a_missing_module_are_the_courses(
     h2 = [c for c in result.exercise("h2").cases if c.status != "pass"]
     assert h2 and all("right for the default goal (0, 1, ..., 8) only" in c.message for c in h2)
     assert scores["best_first_search"] == 0 and scores["astar_search"] == 0
+    # astar_search is AIMA's, imported: said so, not "expected a list of states, got <stand-in for ...>"
+    assert all(c.status == "missing" and c.message.startswith("astar_search is imported (cell 1, line 1), not "
+                                                              "written in the notebook")
+               for c in result.exercise("astar_search").cases)
     [said] = [w for w in result.warnings if w.kind == Kind.GIVEN]
     assert said.subject == "Problem, Node" and "the course's own Problem, Node" in said.text
 

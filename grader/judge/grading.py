@@ -918,6 +918,11 @@ def _runnable(plan: Plan, exercise: Exercise, notebook: Notebook, extracted: Ext
     location = f"{definition.label}, line {definition.line}" if definition else ""
     # The same place as facts, for the writers that put feedback beside the cell.
     place: dict[str, Any] = dict(cell=definition.cell, line=definition.line) if definition else {}
+    if definition is not None and definition.kind == "import":
+        # No code of the notebook's: from a module the grader lacks it is an inert stand-in, whose answers failed
+        # as "got <stand-in for search.astar_search()>"; from one it has, someone else's code.
+        return replace(_missing(exercise, cases, f"{name} is imported ({location}), not written in the notebook",
+                                NOT_DEFINED), location=location, function=name, **place)
     method_name = exercise.function.split(".")[1] if "." in exercise.function else \
         plan.memo.get(("called-method", exercise.id), lambda: _called_method(exercise, cases))
     if method_name and definition is not None:
