@@ -325,7 +325,17 @@ def test_classes_a_library_user_imports_from_a_missing_module_are_the_courses(
                                                               "written in the notebook")
                for c in result.exercise("astar_search").cases)
     [said] = [w for w in result.warnings if w.kind == Kind.GIVEN]
-    assert said.subject == "Problem, Node" and "the course's own Problem, Node" in said.text
+    assert said.subject == "Problem, Node" and "the course's own Problem, Node stood in" in said.text
+
+
+def test_the_courses_search_stands_in_for_a_lost_run_line(tmp_path: Path, grader_cache: Path) -> None:
+    """A right 3x3 notebook without its `%run Breadth-First-Fast.ipynb` line: solve was 0 ("this case needs the
+    function search"), and its hint blamed nextStates. The support module's search is given: solve is judged."""
+    [result] = grade([FAIR / "sliding_without_its_run_line.ipynb"], REPO / "rubrics" / "sliding-3x3.yaml", tmp_path,
+                     cache=grader_cache)
+    assert result.total == result.max_total, [(e.id, e.score) for e in result.exercises]
+    [said] = [w for w in result.warnings if w.kind == Kind.GIVEN]
+    assert said.subject == "search"
 
 
 def test_a_missing_graded_name_is_called_what_it_is(tmp_path: Path, grader_cache: Path) -> None:

@@ -374,8 +374,8 @@ def test_generated_case_with_an_explicit_id_uses_it_as_the_base(tmp_path: Path) 
         exercises:
           - id: double
             cases: [{call: double(1)}]
-        """, ["3: given 'double' is graded: the reference's would stand in for the notebook's answer",
-              "3: given 'Start' is not a class or function defined in mini_reference.py",
+        """, ["3: given 'double' is graded: the course's would stand in for the notebook's answer",
+              "3: given 'Start' is not a class or function of mini_reference.py or a support module",
               "3: given 'scaled' reads Scale, which is not given: it cannot stand alone"], id="given_names"),
 ])
 def test_rubric_problem_found_against_the_reference_names_file_and_line(tmp_path: Path, rubric: str,

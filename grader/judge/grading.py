@@ -26,9 +26,9 @@ from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, ev
                                 free_names, isolated_call)
 from grader.judge.conventions import (ReadsAs, allowed_variants, hold_to_one, spelled_alike, spelling_notes,
                                       variant_note)
-from grader.judge import given
+from grader.plan import given
 from grader.judge.feedback import same_failures
-from grader.judge.given import with_given
+from grader.plan.given import with_given
 from grader.judge.options import Options
 from grader.checks.registry import PATH_CHECKS, CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
@@ -1338,8 +1338,8 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         extracted = extract(notebook, rubric.policy)
     limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
     deadline = started + limits.submission_seconds
-    extracted, given_said = with_given(rubric, plan.reference, extracted,
-                                       plan.memo.get(("given",), lambda: given.sources(rubric, plan.reference)))
+    extracted, given_said = with_given(rubric, extracted,
+                                       plan.memo.get(("given",), lambda: given.course_code(rubric, plan.reference)))
     said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings, *given_said]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from grader import __version__
 
-from grader.judge import given
+from grader.plan import given
 from grader.plan import sealed
 from grader.syntax.calls import SAFE_BUILTINS, ExpressionError, evaluate_data, free_names, isolated_call
 from grader.checks.registry import CHECKS, option_problems

@@ -1,0 +1,167 @@
+"""The code the assignment gives (the rubric's `given`: AIMA's Problem and Node, the 3x3 puzzle's search), standing
+in where a notebook has none of its own.
+
+Why: cases build objects from given classes (`EightPuzzle(state).h1(Node(state))`) and call given functions
+(`search(nextStates, Start, Goal)`). A notebook that imports them from a library the grading machine lacks
+(`from search import Problem, Node`, AIMA's own module) or lost the given cell or its `%run` line got 0 for
+h1 and h2, or for solve, although its own code is right: a TA runs it with the given code. The course's
+definition of a given name (a support module's, as `%run` gives it, else the reference's) is put first in the
+child's module when the notebook neither binds the name itself nor %runs a support module that does, or binds
+it only by an import: a failed import leaves a bound name as it is (the runtime's stand-ins bind only free
+names), and the notebook's own later definition replaces it as in Jupyter. A given name is never a graded one
+(plan validation), so no answer of the course reaches the child and no wrong notebook gains: the graded
+functions are still the notebook's own.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import ModuleType
+
+from grader.extract.source import Extracted, Statement, extract
+from grader.intake.notebook import NotebookError, read_notebook
+from grader.intake.warning import GraderWarning, Kind
+from grader.rubric.schema import Rubric
+
+LABEL = "the course's given code"
+_BUILTINS = frozenset(dir(builtins))
+
+
+@dataclass(frozen=True)
+class Given:
+    """The course's code for the rubric's given names, and the names each support module binds (a notebook that
+    %runs one has them)."""
+
+    sources: dict[str, str | None]            # given name -> its definition (None: the course has none)
+    by_support: dict[str, frozenset[str]]     # support module stem -> the top-level names it defines
+
+
+def _support_texts(folder: Path | None) -> dict[str, str]:
+    """Each support module's code by stem, as the child runs it (a support notebook extracted)."""
+    texts: dict[str, str] = {}
+    if folder is None or not folder.is_dir():
+        return texts
+    for path in sorted(folder.iterdir()):
+        try:
+            if path.suffix == ".py":
+                texts[path.stem] = path.read_text(encoding="utf-8")
+            elif path.suffix == ".ipynb" and path.stem not in texts:
+                texts[path.stem] = extract(read_notebook(path)).source()
+        except (OSError, UnicodeDecodeError, NotebookError):
+            continue
+    return texts
+
+
+def _definitions(source: str) -> dict[str, str]:
+    """Each top-level def or class of a module's code (the last of a name), with its decorators."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    lines = source.splitlines(keepends=True)
+    found = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            found[node.name] = "".join(lines[start:node.end_lineno or node.lineno])
+    return found
+
+
+def _of_reference(reference: ModuleType, name: str) -> str | None:
+    value = getattr(reference, name, None)
+    if not (inspect.isclass(value) or inspect.isfunction(value)) or getattr(value, "__name__", "") != name:
+        return None
+    try:
+        return textwrap.dedent(inspect.getsource(value))
+    except (OSError, TypeError):
+        return None
+
+
+def course_code(rubric: Rubric, reference: ModuleType) -> Given:
+    """The course's definition of each given name: a support module's (the course's own code, which `%run`
+    gives the notebook) before the reference's (which may be written anew, as the 3x3 reference's search is)."""
+    support = {stem: _definitions(text) for stem, text in _support_texts(rubric.support).items()}
+    sources: dict[str, str | None] = {}
+    for name in rubric.given:
+        found = next((defined[name] for defined in support.values() if name in defined), None)
+        sources[name] = found if found is not None else _of_reference(reference, name)
+    return Given(sources, {stem: frozenset(defined) for stem, defined in support.items()})
+
+
+def free_names(source: str) -> frozenset[str]:
+    """The names a definition reads that it does not bind itself, builtins and annotations left out (the child
+    does not evaluate annotations): what it needs around it."""
+    tree = ast.parse(source)
+    annotations = {id(node) for item in ast.walk(tree) for node in _annotation_nodes(item)}
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in annotations:
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return frozenset(read - bound - _BUILTINS)
+
+
+def _annotation_nodes(item: ast.AST) -> list[ast.AST]:
+    roots: list[ast.AST | None] = []
+    if isinstance(item, ast.arg):
+        roots.append(item.annotation)
+    elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        roots.append(item.returns)
+    elif isinstance(item, ast.AnnAssign):
+        roots.append(item.annotation)
+    return [node for root in roots if root is not None for node in ast.walk(root)]
+
+
+def problems(rubric: Rubric, reference: ModuleType) -> list[str]:
+    """What is wrong with the rubric's `given` names against the course's code, one sentence each."""
+    found = []
+    graded = {name.split(".")[0] for exercise in rubric.exercises for name in exercise.names}
+    sources = course_code(rubric, reference).sources if rubric.given else {}
+    for name in rubric.given:
+        source = sources.get(name)
+        if name in graded:
+            found.append(f"given '{name}' is graded: the course's would stand in for the notebook's answer")
+        elif source is None:
+            found.append(f"given '{name}' is not a class or function of {rubric.reference.name} or a support module")
+        elif needs := sorted(free_names(source) - set(rubric.given)):
+            found.append(f"given '{name}' reads {', '.join(needs)}, which is not given: it cannot stand alone")
+    return found
+
+
+def with_given(rubric: Rubric, extracted: Extracted,
+               given: Given) -> tuple[Extracted, tuple[GraderWarning, ...]]:
+    """`extracted` with the course's definition of each given name the notebook lacks put first, and the warning
+    that says so; as it was when the notebook defines them all (or only imports them, from a module that is
+    there: then the import replaces what is put first)."""
+    if not rubric.given:
+        return extracted, ()
+    ran = {name for stem in extracted.runs for name in given.by_support.get(stem, ())}
+    statements = []
+    for name in rubric.given:
+        definition = extracted.definitions.get(name)
+        source = given.sources.get(name)
+        if source and name not in ran and (definition is None or definition.kind == "import"):
+            kind = "class" if isinstance(ast.parse(source).body[0], ast.ClassDef) else "def"
+            statements.append(Statement(source, -1, 1, f"{LABEL} ({name})", kind, (name,),
+                                        why=f"{name} is given by the course and the notebook has none"))
+    if not statements:
+        return extracted, ()
+    names = [statement.names[0] for statement in statements]
+    shown = ", ".join(names)
+    warning = GraderWarning(Kind.GIVEN, f"the notebook does not define {shown}, which the assignment gives (an "
+                                        f"import from a module the grader lacks counts as none): the course's own "
+                                        f"{shown} stood in", subject=shown)
+    return replace(extracted, statements=(*statements, *extracted.statements)), (warning,)
