@@ -344,30 +344,36 @@ WRONG: dict[str, dict[str, tuple[str, str, str]]] = {
     },
 }
 
-# The classes the template gives (the rubric's `given`), each drawn kept as the template has it, left out of its
-# cell, or imported from AIMA's own library, which the grading machine lacks (`from search import Node`): the
-# notebook's graded code is the same in all three, so is its grade.
+# What the assignment gives (the rubric's `given`), each drawn kept as the template has it, left out, or imported
+# from a module the grading machine lacks (AIMA's own library: `from search import Node`; the 3x3 course module
+# under a name it does not have): the notebook's graded code is the same in all three, so is its grade. Each
+# given name with the first line of what gives it in the notebook (a class's lines go with it).
 GIVEN_FORMS = ("kept", "omitted", "imported")
-GIVEN: dict[str, tuple[str, ...]] = {"eight-puzzle-astar": ("Problem", "Node")}
+GIVEN: dict[str, dict[str, tuple[str, str]]] = {
+    "eight-puzzle-astar": {"Problem": (r"class Problem\b", "from search import Problem"),
+                           "Node": (r"class Node\b", "from search import Node")},
+    "sliding-3x3": {"search": (r"%run Breadth-First-Fast", "from breadth_first_fast import search")},
+}
 GIVEN_KEY = "given "
 
 
-def _given_form(notebook: nbformat.NotebookNode, name: str, form: str) -> None:
-    """The top-level `class name` of the notebook left out or replaced by an import of it from `search`."""
+def _given_form(notebook: nbformat.NotebookNode, assignment: str, name: str, form: str) -> None:
+    """What gives `name` in the notebook left out or replaced by an import of it."""
+    first, imported = GIVEN[assignment][name]
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
         lines = cell.source.split("\n")   # not ast: a cell may hold magics (%matplotlib inline)
-        starts = [i for i, line in enumerate(lines) if re.match(rf"class {name}\b", line)]
+        starts = [i for i, line in enumerate(lines) if re.match(first, line)]
         if starts:
             start = end = starts[0]
-            end += 1   # the class's lines: to the next one at column 0 that is code, not a comment
+            end += 1   # a class's lines: to the next one at column 0 that is code, not a comment
             while end < len(lines) and (not lines[end].strip() or lines[end][0] in " \t#"):
                 end += 1
-            lines[start:end] = [f"from search import {name}"] if form == "imported" else []
+            lines[start:end] = [imported] if form == "imported" else []
             cell.source = "\n".join(lines)
             return
-    raise AssertionError(f"no class {name} in the notebook")
+    raise AssertionError(f"nothing gives {name} in the notebook")
 
 
 # Exercises that run the notebook's own chain end to end, nothing isolated, as their rubric says: sliding's solve
@@ -404,7 +410,7 @@ def _notebook(assignment: str, overrides: dict[str, str]) -> nbformat.NotebookNo
         notebook = examples.render({**examples.SOLUTIONS, **overrides})
     for name, form in forms.items():
         if form != "kept":
-            _given_form(notebook, name, form)
+            _given_form(notebook, assignment, name, form)
     return notebook
 
 
