@@ -283,6 +283,27 @@ RIGHT: dict[str, dict[str, dict[str, str]]] = {
                 def find_numbers(Pattern: State) -> list[str]:
                     return sorted((t for row in Pattern for t in row if t != '*'), key=int)"""),
         },
+        "matches": {
+            "loops": _code("""
+                def matches(Pattern: State, S: State) -> bool:
+                    for prow, srow in zip(Pattern, S):
+                        for p, t in zip(prow, srow):
+                            if p != '*' and p != t:
+                                return False
+                    return True"""),
+        },
+        "replace_numbers": {
+            "tuples_built": _code("""
+                def replace_numbers(Pattern: State, Tiles: list[str]) -> State:
+                    keep = set(Tiles)
+                    return tuple(tuple(t if t in keep else '*' for t in row) for row in Pattern)"""),
+        },
+        "intermediate_goals": {
+            "prefixes": _code("""
+                def intermediate_goals(Goal: State, TilesList: list[list[str]]) -> list[State]:
+                    return [replace_numbers(Goal, [t for T in TilesList[:i + 1] for t in T])
+                            for i in range(len(TilesList))]"""),
+        },
     },
 }
 
