@@ -179,7 +179,8 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
     """Without Landlock's scopes (Linux < 6.12: most TA laptops) the seccomp filter is what stands between a
     student running as the grader's uid and every process of it: kill(-1), prlimit of another pid, the keyrings,
     socket() (a pathname unix socket of the uid, UDP), and any signal to the pids and groups the grader names
-    (kill, tgkill, sigqueue, a pidfd, SIGIO through F_SETOWN), System V IPC. The process's own limits (pid 0,
+    (kill, tgkill, sigqueue, a pidfd, SIGIO through F_SETOWN), System V IPC, and pidfd_send_signal on an fd of
+    /proc/PID (a pidfd too: it reached the grader on the old code). The process's own limits (pid 0,
     as setrlimit does it), a signal to itself and a socketpair still work; so does a signal 0 to any pid (it sends
     nothing: os.kill(os.getppid(), 0) at load asks whether the zygote lives, and was an incident), and a nice value
     of 0 or more or its own CPUs seem set and change nothing (os.nice(0) raised PermissionError)."""
@@ -208,6 +209,15 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
                     raise OSError(ctypes.get_errno(), "tgkill")
             return send
 
+        def through_proc(signal_number):   # a pidfd from the folder /proc/PID, never from pidfd_open
+            def send():
+                folder = os.open(f"/proc/{parent}", os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    signal.pidfd_send_signal(folder, signal_number)
+                finally:
+                    os.close(folder)
+            return send
+
         nice = os.getpriority(os.PRIO_PROCESS, 0)
         # NOT_A_SIGNAL where a real signal would be: a kernel that was let the call answers EINVAL, not EPERM
         for action in (lambda: os.kill(-1, NOT_A_SIGNAL), lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE),
@@ -215,9 +225,10 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
                        lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM),
                        lambda: os.kill(parent, NOT_A_SIGNAL), lambda: os.kill(-group, NOT_A_SIGNAL),
                        lambda: os.pidfd_open(parent), tgkill(NOT_A_SIGNAL), owner, segment,
-                       lambda: os.setpriority(os.PRIO_PROCESS, 0, -1),
+                       lambda: os.setpriority(os.PRIO_PROCESS, 0, -1), through_proc(NOT_A_SIGNAL),
                        # let through, or seeming done
                        lambda: os.kill(-1, 0), lambda: os.kill(parent, 0), lambda: os.kill(-group, 0), tgkill(0),
+                       through_proc(0),
                        lambda: os.nice(5), lambda: os.setpriority(os.PRIO_PROCESS, 0, 19),
                        lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})):
             try:
@@ -233,7 +244,7 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
         return results
 
     try:
-        assert _in_a_fork(actions) == [1] * 12 + ["done"] * 7 + [[0, 0], True]
+        assert _in_a_fork(actions) == [1] * 13 + ["done"] * 8 + [[0, 0], True]
     finally:
         os.close(read)
         os.close(write)

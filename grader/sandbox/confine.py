@@ -400,6 +400,11 @@ _AF_UNIX = 1
 # readable).
 _SIGNAL_BY_PID = {"x86_64": (234, 129, 297, 434), "aarch64": (131, 138, 240, 434)}
 _TKILL = {"x86_64": 200, "aarch64": 130}
+# pidfd_send_signal, any signal but 0, refused whoever it names: its pidfd need not come from pidfd_open. An fd of the
+# folder /proc/PID (os.open(f"/proc/{pid}", os.O_DIRECTORY), which the rlimits-mode allowlist lets it read) is one,
+# and without Landlock's signal scope it reached the grader (/tmp/incheck/pidfd_grader.py at ABI 5: a signal 0 to
+# the grader and its zygote went through, so SIGKILL and SIGSTOP would have). Python's own modules never call it.
+_PIDFD_SEND_SIGNAL = {"x86_64": 424, "aarch64": 424}
 _FCNTL = {"x86_64": 72, "aarch64": 25}
 _IOCTL = {"x86_64": 16, "aarch64": 29}
 _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
@@ -502,6 +507,7 @@ def _filter(own_uid, protected=(), network=True, notify=False):
         # tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo (their signal: third, second, third argument), pidfd_open
         checked.update({nr: (arg0, tuple(pids), "deny", signal_at) for nr, signal_at in
                         zip(_SIGNAL_BY_PID[machine], (arg2, arg1, arg2, None), strict=True)})
+        checked[_PIDFD_SEND_SIGNAL[machine]] = (arg1, None, "refuse", None)   # its signal: every value but 0
         checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0], "refuse", None)
         checked[_IOCTL[machine]] = (arg1, _SET_OWNER[1], "refuse", None)
     program += [(jeq, nr, f"check {nr}", None) for nr in checked]
