@@ -305,7 +305,7 @@ def test_a_folder_1500_levels_deep_does_not_stop_the_class(tmp_path, grader_cach
     os.walk recurses once per level: at 1,500 levels `grader grade` of the class died with RecursionError before
     grading anyone (and a realpath per folder made the walk itself take two minutes). Now the deep notebook is
     graded like any other, and so is the classmate's; the Gradescope runner's search of an upload finds it too."""
-    from grader.run.batch import collect
+    from grader.intake.gather import collect
 
     folder = tmp_path / "class"
     (folder / "bob").mkdir(parents=True)

@@ -247,8 +247,9 @@ PIPELINE_USERS = {
         "grader.run.wheel": {"copy_tree", "grader_wheel", "left_out"},   # the grader's wheel, built or kept
     },
     "grader.kit.check": {
-        "grader.judge.grading": {"empty_result", "grade_notebook", "hidden_folders"},
+        "grader.judge.grading": {"empty_result", "grade_notebook", "hidden_folders", "defines_counter"},
         "grader.judge.options": {"Options"},
+        "grader.intake.gather": {"choose_in_folder"},    # a student's folder: the notebook the runner would grade
         "grader.judge.scoring": {"total"}, "grader.kit.kit": None, "grader.intake.notebook": None,
         "grader.store.results": None,
     },

@@ -536,6 +536,34 @@ def choose_upload(files: Sequence[Path], defines: Defines | None = None, student
     return chosen.path, [c.path for c in others], note
 
 
+def choose_in_folder(folder: Path, defines: Defines | None = None, student: str = "submission"
+                     ) -> tuple[Path | None, list[Path], str]:
+    """`choose_upload` over the files of one student's folder (the Gradescope runner's upload, a folder a student
+    self-checks with `grader check`): the same pick for both, so a student checks the notebook that is graded."""
+    files = [p for p in collect([folder]) if "__MACOSX" not in p.parts] if folder.is_dir() else []
+    return choose_upload(files, defines, student)
+
+
+def collect(paths: Iterable[str | Path]) -> list[Path]:
+    """Submission files from files and folders (folders searched recursively, checkpoints skipped). Inside a folder
+    a symbolic link is never followed (LINKED): a Gradescope upload or a git clone can hold a link to the course's
+    reference, which would be graded as the student's own."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            real = os.path.realpath(path)
+            files = (Path(folder, name) for folder, _, names in walk(path) for name in names)   # not rglob: see walk
+            found.extend(sorted(
+                p for p in files
+                if p.is_file() and p.suffix in NOTEBOOK_SUFFIXES
+                and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(path).parts)
+                and os.path.realpath(p) == os.path.join(real, *p.relative_to(path).parts)))
+        else:
+            found.append(path)
+    return found
+
+
 # ---------------------------------------------------------------------------------------------------
 # Collecting
 

@@ -52,11 +52,9 @@ def graded_in(folder: Path, rubric: Any) -> tuple[Path | None, str]:
     """The notebook `grader grade` grades among a student's folder (grader.intake.gather.CHOICE_RULE, as the
     Gradescope runner picks in an upload), and a note saying which and why ("" when it is the only one): a student
     with lab.ipynb and lab-old.ipynb in the last hour checks the one that counts."""
-    from grader.intake.gather import choose_upload
+    from grader.intake.gather import choose_in_folder
     from grader.judge.grading import defines_counter
-    from grader.run.batch import collect
-    files = [p for p in collect([folder]) if "__MACOSX" not in p.parts]
-    chosen, _, note = choose_upload(files, defines_counter(rubric), student=str(folder))
+    chosen, _, note = choose_in_folder(folder, defines_counter(rubric), student=str(folder))
     return chosen, note
 
 

@@ -35,27 +35,6 @@ if TYPE_CHECKING:   # the grading machinery (judge, sandbox, extractor, plan) is
 SUBMISSION_SUFFIXES = (".ipynb", ".py")
 
 
-def collect(paths: Iterable[str | Path]) -> list[Path]:
-    """Submission files from files and folders (folders searched recursively, checkpoints skipped). Inside a folder
-    a symbolic link is never followed (grader.intake.gather.LINKED): a Gradescope upload or a git clone can hold a
-    link to the course's reference, which would be graded as the student's own."""
-    from grader.intake.gather import walk   # not rglob: it recurses once per folder level (see walk)
-    found: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            real = os.path.realpath(path)
-            files = (Path(folder, name) for folder, _, names in walk(path) for name in names)
-            found.extend(sorted(
-                p for p in files
-                if p.is_file() and p.suffix in SUBMISSION_SUFFIXES
-                and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(path).parts)
-                and os.path.realpath(p) == os.path.join(real, *p.relative_to(path).parts)))
-        else:
-            found.append(path)
-    return found
-
-
 @dataclass
 class Batch:
     """What a batch did, as counters: results stream to disk (JSON, gradebook) as they finish, and the batch
@@ -777,10 +756,9 @@ def grade_one(path: str | Path, rubric: Plan | Rubric | str | Path, *, options: 
 def choose_in_upload(folder: Path, rubric: Rubric) -> tuple[Path | None, list[Path]]:
     """The file to grade among one student's upload, and the other candidates left aside: by the rule a class is
     graded by (grader.intake.gather.CHOICE_RULE), so a stray scratch notebook is not graded."""
-    from grader.intake.gather import choose_upload
+    from grader.intake.gather import choose_in_folder
     from grader.judge.grading import defines_counter
-    files = [p for p in collect([folder]) if "__MACOSX" not in p.parts] if folder.is_dir() else []
-    chosen, others, _ = choose_upload(files, defines_counter(rubric))
+    chosen, others, _ = choose_in_folder(folder, defines_counter(rubric))
     return chosen, others
 
 
