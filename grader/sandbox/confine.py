@@ -418,8 +418,9 @@ PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 # protected pid or kill(-1) as the grader's uid, another architecture's call) goes to the zygote as a seccomp user
 # notification (Linux >= 5.0), which answers EPERM as the filter did and tells the grader which kind it refused
 # (REFUSED, one byte each on a pipe the sandbox holds no end of): the kernel's word, never the child's. What honest
-# code may try too is a plain EPERM and no incident (see _filter's "refuse"): scheduling (os.nice(0) is a
-# setpriority), prlimit (of its own pid too), sockets (a dataset's download), IPC, tkill and SIGIO owners.
+# code may try too is a plain EPERM and no incident (see _filter's "refuse"): scheduling but a nice value of 0 or
+# more and the CPUs (pretended, see _SCHEDULING_CALLS), prlimit (of its own pid too), sockets (a dataset's
+# download), IPC, tkill and SIGIO owners.
 _SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = {"x86_64": 317, "aarch64": 277}, 1, 1 << 3
 SECCOMP_RET_USER_NOTIF = 0x7FC00000
 REFUSED = ("keyring", "signal to a process not its own", "another architecture's call")
@@ -539,13 +540,14 @@ _FILTERS = {(network, notify): _filter(True, network=network, notify=notify)
 
 
 def keep_scheduling(own_uid=True, protected=(), network=True, handoff=None):
-    """The student's threads keep the scheduling they were given: calls that would lower a priority, pick another
-    policy (SCHED_IDLE) or pin a thread to other CPUs fail with EPERM, as raising a priority does unprivileged.
+    """The student's threads keep the scheduling they were given: a nice value of 0 or more and sched_setaffinity
+    seem to succeed and change nothing (as os.nice(5) and a library's pinning do in Jupyter), another policy
+    (SCHED_IDLE) fails with EPERM, as raising a priority does unprivileged.
     Why: how long the sandbox waits for a CPU is the busy machine's credit (budget.py: its group's stall), and a
     thread at nice 19 or SCHED_IDLE beside any busy process waits nearly all the time, by its own choice: that
     had a spinning statement "machine too busy" (graded again at every run, never judged) instead of cut. The
     same filter refuses keyrings, prlimit of another process and, unless the sandbox has a uid of its own
-    (`own_uid`), kill(-1), socket() and any signal to the `protected` pids (see _KEYRING_CALLS, _PRLIMIT, _KILL,
+    (`own_uid`), kill(-1), socket() and any signal but 0 to the `protected` pids (see _KEYRING_CALLS, _PRLIMIT, _KILL,
     _SIGNAL_BY_PID); `network` False (rlimits mode: the host's network namespace), socket() of every family but
     AF_UNIX (_AF_UNIX). A seccomp filter (inherited by every thread and fork, kept across exec); a foreign
     architecture's calls fail all (a 32-bit or x32 binary would get around the numbers). False where the

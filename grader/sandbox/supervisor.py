@@ -58,9 +58,10 @@ def child_environment() -> dict[str, str]:
         "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
         "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         # Intel's and LLVM's OpenMP (conda's MKL numpy, intel-openmp, llvm-openmp) pin the thread to each CPU in
-        # turn at their first use, to learn the topology: sched_setaffinity, which the seccomp filter refuses
-        # (confine.keep_scheduling) with EPERM, on which libiomp5 aborts (SIGABRT): every case that used it
-        # crashed. With affinity disabled they make no such call.
+        # turn at their first use, to learn the topology: sched_setaffinity, which the seccomp filter refused
+        # (confine.keep_scheduling) with EPERM, on which libiomp5 aborted (SIGABRT): every case that used it
+        # crashed. The filter now pretends it succeeds and changes nothing, so what they would learn is false.
+        # With affinity disabled they make no such call.
         "KMP_AFFINITY": "disabled",
     }
 
