@@ -26,15 +26,14 @@ from grader.syntax.calls import (ExpressionError, MethodCall, call_arguments, ev
                                 free_names, isolated_call)
 from grader.judge.conventions import (ReadsAs, allowed_variants, hold_to_one, spelled_alike, spelling_notes,
                                       variant_note)
-from grader.plan import given
 from grader.judge.feedback import same_failures
-from grader.plan.given import with_given
 from grader.judge.options import Options
 from grader.checks.registry import PATH_CHECKS, CheckContext, CheckError, ProbeError, resolve as resolve_check
 from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_notebook
 from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan
+from grader.plan.given import course_code, with_given
 from grader.plan.sealed import default_cache
 from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, advised,
                                   bound_case, bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
@@ -1339,7 +1338,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
     deadline = started + limits.submission_seconds
     extracted, given_said = with_given(rubric, extracted,
-                                       plan.memo.get(("given",), lambda: given.course_code(rubric, plan.reference)))
+                                       plan.memo.get(("given",), lambda: course_code(rubric, plan.reference)))
     said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings, *given_said]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)

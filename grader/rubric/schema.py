@@ -199,8 +199,8 @@ class Rubric:
     fixture_lines: tuple[int, ...] = ()   # line of each fixture name, for errors found against the reference
     late: LatePolicy | None = None        # the penalty for late submissions, shown apart from the score
     incidents: str = incident_facts.DEFAULT_POLICY   # what an attack the sandbox stopped costs (grader.incidents)
-    given: tuple[str, ...] = ()           # what the template gives: the reference's stands in where a notebook lacks it
-    given_line: int = 0
+    given: tuple[str, ...] = ()           # what the template gives: the course's stands in where a notebook lacks it
+    given_line: int = 0                   # line of the `given` key, for errors found against the course's code
 
     def exercise(self, exercise_id: str) -> Exercise:
         for exercise in self.exercises:
@@ -231,7 +231,7 @@ RUBRIC_KEYS = {
     "submissions": "folder of bundled example submissions",
     "fixtures": "names of reference-module data usable in case expressions",
     "given": "classes and functions the template gives (never a graded name): a notebook without its own gets the "
-             "reference's",
+             "course's (a support module's, else the reference's)",
     "limits": "resource limits (see limits keys)",
     "extraction": "top-level policy overrides: allow_calls, drop",
     "exercises": "the graded exercises",
