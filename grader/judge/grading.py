@@ -515,6 +515,13 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     same = answer is not None and answer == _canonical_expected(plan, case.id)
     if same and case.check.name == "equal":
         return _right_answer(base)
+    if answer is not None and case.check.name in _VALUE_CHECKS and len(answer) > ANSWER_TEXT_FLOOR:
+        longest = _longest_answer(plan, case)
+        if longest is not None and len(answer) > longest:
+            return CaseResult(status="fail", got=got, message=f"the answer is {len(answer):,} characters of data, "
+                                                              "far more than any right answer to this case: it was "
+                                                              "not compared", reason=vocabulary.WRONG,
+                              cause=TOO_LARGE, **base)
     key = _answer_key(case, outcome, digest)
     if key is None:
         return _judged_answer(plan, exercise, case, outcome, base)
@@ -528,6 +535,32 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
         return replace(fresh[0], got=base["expected"]) if same and kept_got else fresh[0]
     return CaseResult(got=(base["expected"] if same else got) if kept_got else None, **fields,
                       **(_passing(base) if fields["status"] == "pass" else base))
+
+
+# An answer to a value check (equal, unordered) that cannot be right, nor a known mistake's, nor an accepted
+# variant's, by its size alone: its canonical text (made anyway, for the memo key) is longer than ANSWER_TEXT_FACTOR
+# times the longest of theirs, and than ANSWER_TEXT_FLOOR. Every spelling `equal` accepts for a value is at most 16
+# times its text (a numpy uint64 where an int is asked: `{"dtype":"uint64","npscalar":1},` for `1,`), so the factor
+# leaves twice that. Without it the parent decoded and compared whatever the codec's bounds let through, once for
+# the case and again for each known mistake and variant: a sliding-3x3 nextStates answered with 19,000 10-deep
+# lists (200,000 items) cost 2.4 s of the parent's CPU a case, a minute a notebook. Only its message changes: such
+# an answer fails whatever it holds.
+ANSWER_TEXT_FACTOR = 32
+ANSWER_TEXT_FLOOR = 4096
+TOO_LARGE = "an answer far larger than any right one"
+
+
+def _longest_answer(plan: Plan, case: Case) -> int | None:
+    """The longest canonical text an answer to a value-checked case may have and still be compared (None: no bound,
+    a known answer that is not plain wire)."""
+    def make() -> int | None:
+        expected = plan.expected[case.id]
+        texts = [_canonical(value) for value in (expected.value, *(answer for _, answer in expected.mistakes),
+                                                 *(answer for _, answer in expected.variants))]
+        if any(text is None for text in texts):
+            return None
+        return max(ANSWER_TEXT_FLOOR, ANSWER_TEXT_FACTOR * max(len(text) for text in texts if text is not None))
+    return plan.memo.get(("longest answer", case.id), make)
 
 
 def answer_facts(case: Case) -> dict[str, Any]:
@@ -776,7 +809,8 @@ def _checked(plan: Plan, case: Case, outcome: Outcome, expected_value: Any, base
 def judge_variants(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome,
                    first: CaseResult) -> dict[str, CaseResult]:
     """The verdict of an answer under each accepted variant whose answer to this case is known."""
-    if not exercise.variants or outcome.status != "ok" or first.status in ("error", "problem"):
+    if not exercise.variants or outcome.status != "ok" or first.status in ("error", "problem") \
+            or first.cause == TOO_LARGE:     # longer than any variant's answer too (_longest_answer)
         return {}
     answers = dict(plan.expected[case.id].variants)
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, seconds=first.seconds,
