@@ -143,9 +143,9 @@ def problems(rubric: Rubric, reference: ModuleType) -> list[str]:
 
 def with_given(rubric: Rubric, extracted: Extracted,
                given: Given) -> tuple[Extracted, tuple[GraderWarning, ...]]:
-    """`extracted` with the course's definition of each given name the notebook lacks put first, and the warning
-    that says so; as it was when the notebook defines them all (or only imports them, from a module that is
-    there: then the import replaces what is put first)."""
+    """`extracted` with the course's definition put first of each given name the notebook neither defines nor gets
+    from a support module it %runs (an import counts as none: from a module that is there, the import runs later
+    and replaces what is put first), and the warning that says so; as it was when nothing is put first."""
     if not rubric.given:
         return extracted, ()
     ran = {name for stem in extracted.runs for name in given.by_support.get(stem, ())}
