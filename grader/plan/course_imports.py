@@ -59,8 +59,8 @@ class CourseModules:
     def open_(self, file: Any, *args: Any, **kwargs: Any) -> Any:
         """builtins.open, where a relative path names a file of the `data` folder (the support folder) when one is
         there: the course's notebook reads `words.txt` beside it, and the same cell in the reference finds it
-        wherever the grader runs (a checkout, Gradescope's zip, a Dask worker), never in the folder it was started
-        in. Any other path is opened as given."""
+        wherever the grader runs (a checkout, Gradescope's zip, a Dask worker), whatever folder it was started in.
+        Any other path, and a relative one the support folder lacks, is opened as given (from that folder)."""
         name = os.fspath(file) if isinstance(file, (str, os.PathLike)) else None
         if self.data is not None and isinstance(name, str) and name and not os.path.isabs(name):
             there = os.path.join(self.data, name)
