@@ -184,3 +184,22 @@ def test_student_reports_show_the_adjustment_beside_the_automatic_score() -> Non
     assert "Grade adjustments by the course staff" in page and "&lt;b&gt;late&lt;/b&gt; regrade" in page
     assert "1 &rarr; 3" in page and "ta-anna" in page
     assert "f: 1 → 3 (\\<b\\>late\\</b\\> regrade; ta-anna, 2026-01-01)" in markdown_report(applied)
+
+
+def test_forgiving_refuses_an_exercise_the_incident_policy_took_nothing_from(tmp_path: Path) -> None:
+    """`override --forgive` gives back ExerciseResult.forfeited. Where the judge had given 0 before the incident (a
+    class of 300: an attack in an exercise whose answers were wrong anyway) it recorded "0 -> 0 (forgiven)", a
+    forgiveness of nothing shown in every export; it is refused with the reason, as where no incident took any."""
+    from dataclasses import replace
+    from grader.store.gradebook import Gradebook
+    book = tmp_path / "gradebook.sqlite"
+    result = result_with()
+    f, g = result.exercises
+    with Gradebook(book) as gradebook:
+        gradebook.record("ada", "/ada.ipynb", replace(result, exercises=(replace(f, score=0.0, forfeited=0.0),
+                                                                          replace(g, score=0.0, forfeited=2.0))))
+    with pytest.raises(overrides.OverrideError, match="took nothing from f: the judge gave it 0"):
+        overrides.record(book, "ada", "f", points=None, reason="honest", author="ta", forgive=True)
+    made = overrides.record(book, "ada", "g", points=None, reason="honest", author="ta", forgive=True)
+    assert (made.points, made.automatic) == (2.0, 0.0)
+    assert [o.exercise for o in overrides.history(book)] == ["g"]

@@ -158,6 +158,9 @@ def record(gradebook: Path, student: str, exercise: str, *, points: float | None
         if graded.forfeited is None:
             raise OverrideError(f"{student}: the incident policy took nothing from {exercise} (its score "
                                 f"{graded.score:g} is the judge's): --points sets another")
+        if not graded.forfeited:   # a forgiveness of nothing would read as one in every export
+            raise OverrideError(f"{student}: the incident policy took nothing from {exercise}: the judge gave it 0 "
+                                f"before the incident (its cases say why); --points sets another")
         points = graded.forfeited
     if case:
         cases = {c.id: c for c in graded.cases}
