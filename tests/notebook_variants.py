@@ -3,10 +3,11 @@
 A variant is a correct bundled notebook changed only in ways that leave what Jupyter defines the same: its code
 cells indented as a whole, pasted with a session's prompts, under `%%time` or `%%capture`, with line magics and
 shell lines on top, wrapped in `if True:`/`try:`/`with`/a loop run once, decorated with a decorator that returns
-the function, re-run, preceded by the template's stub of the same function, with CRLF line ends or tabs; noise
-cells anywhere (searches, prints, plots, input(), timing loops, exits, other cell magics, top-level await, NUL
-bytes and lone surrogates); markdown and raw cells holding code; odd metadata, outputs and attachments; nbformat
-3 or 4.0-4.5; a cell whose names no other cell binds moved elsewhere (run out of order); and the file written
+the function, re-run, preceded by the template's stub of the same function or followed by a try of it that does
+not parse, with CRLF line ends or tabs; noise cells anywhere (searches, prints, plots, input(), timing loops,
+exits, other cell magics, top-level await, NUL bytes and lone surrogates, cells with syntax errors); markdown and
+raw cells holding code; odd metadata, outputs (megabytes of them) and attachments; saved mid-run; nbformat 3 or
+4.0-4.5; a cell whose names no other cell binds moved elsewhere (run out of order); and the file written
 with or without a BOM, indented or not, CRLF, ASCII-escaped or not, or as nbconvert's script export.
 So a variant must grade as the correct notebook does, and no variant may stop the grader. The IPython habits were
 checked against IPython 9.18 (InteractiveShell.run_cell defines the same functions) before they joined.
@@ -72,6 +73,11 @@ NOISE = (
     "%env PYTHONHASHSEED=0",
     "%cd .",
     "del zz_never_bound",
+    "def half_written(S:\n    return",
+    "for i in range(3)\n    print(i)",
+    "print('unclosed",
+    "x = [1, 2,\n",
+    "if True:\nprint('no indent')",
     "globals()['zz_dynamic'] = 1",
 )
 
@@ -94,6 +100,13 @@ OUTPUTS = (
                                                                                       "text/plain": ["<Figure>"]}},
     {"output_type": "error", "ename": "KeyboardInterrupt", "evalue": "",
      "traceback": ["\x1b[0;31m-----------\x1b[0m", "\x1b[0;31mKeyboardInterrupt\x1b[0m: "]},
+)
+# A notebook saved with what a search printed or drew: megabytes of text and images (under the 100 MB a submission
+# may have), and many outputs in one cell.
+HUGE_OUTPUTS = (
+    [{"output_type": "stream", "name": "stdout", "text": ["((1, 2, 3), (4, 5, 6), (7, 8, 0))\n"] * 60_000}],
+    [{"output_type": "display_data", "metadata": {}, "data": {"image/png": _PNG * 40_000}}],
+    [{"output_type": "stream", "name": "stdout", "text": f"step {n}: [[1, 2], [3, 0]]\n"} for n in range(3_000)],
 )
 CELL_METADATA = (
     {"tags": ["solution", "\ud800"]},
@@ -121,6 +134,9 @@ LINE_MAGICS = ("%matplotlib inline", "%load_ext autoreload\n%autoreload 2", "!pi
 WRAPPERS = ("if True:", "try:|except Exception:\n    pass", "try:|finally:\n    pass",
             "import contextlib\nwith contextlib.suppress(ImportError):", "for _once in range(1):",
             "while True:|    break", "if __debug__:|else:\n    pass", "if __name__ == '__main__':")
+# A later try of the same function that does not parse, left below the right one: Jupyter refuses the cell and
+# keeps the function it had.
+BROKEN = ("return (", "return [x for x in", "if S:\n    return")
 STUBS = ("pass", "'your code here'", "raise NotImplementedError", "...", "return None")
 # An earlier wrong try of the same function, left above the right one (Jupyter, run top to bottom, ends with the
 # last): not a stub, so only the order of definitions can tell them apart.
@@ -314,7 +330,8 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
             if (bound := _names(text)) is not None:
                 names[id(cell)] = bound
             continue
-        ops = draw(st.lists(st.sampled_from(["wrap", "decorate", "stub_before", "rerun", "tabs", "line_magics",
+        ops = draw(st.lists(st.sampled_from(["wrap", "decorate", "stub_before", "broken_after", "rerun", "tabs",
+                                             "line_magics",
                                              "indent", "prompts", "cell_magic", "crlf", "trailing"]),
                             max_size=4, unique=True))
         before: list[dict] = []
@@ -361,6 +378,11 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
         if "rerun" in ops and definitions:
             after.append(copy.deepcopy(cell))
             done.append(f"cell {len(cells)} twice")
+        if "broken_after" in ops and definitions and tree is not None and any(
+                isinstance(n, ast.FunctionDef) for n in tree.body):
+            after.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                          "source": _stub(original, draw(st.sampled_from(BROKEN)))})
+            done.append(f"broken redefinition after cell {len(cells)}")
         cell["source"] = text
         cells += [*before, cell, *after]
         for added in (*before, cell, *after):
@@ -420,6 +442,11 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
         done.append(f"{kind} noise {source[:30]!r} at {position}")
     # Metadata, outputs, counts and how each source is stored.
     form = draw(st.sampled_from(["lines", "string", "chars"]))
+    # Saved mid-run: the cells above one ran (counts in order, outputs), that one was interrupted, none below ran.
+    stopped = draw(st.integers(0, len(cells))) if draw(st.integers(0, 3)) == 0 else None
+    if stopped is not None:
+        done.append(f"saved while cell {stopped} ran")
+    huge = draw(st.integers(0, len(cells) - 1)) if cells and draw(st.integers(0, 7)) == 0 else None
     for n, cell in enumerate(cells):
         cell["source"] = _as_source(_code(cell), form)
         cell["id"] = f"v-{n}"
@@ -429,11 +456,20 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
             if draw(st.integers(0, 3)) == 0:
                 cell["outputs"] = copy.deepcopy(draw(st.lists(st.sampled_from(OUTPUTS), max_size=3)))
             cell["execution_count"] = draw(st.one_of(st.none(), st.integers(1, 500)))
+            if stopped is not None:
+                cell["execution_count"] = n + 1 if n < stopped else None
+                if n == stopped:
+                    cell["outputs"] = [copy.deepcopy(OUTPUTS[-1])]     # KeyboardInterrupt
+                elif n > stopped:
+                    cell["outputs"] = []
+            if n == huge:
+                cell["outputs"] = copy.deepcopy(draw(st.sampled_from(HUGE_OUTPUTS)))
+                done.append(f"huge outputs in cell {n}")
     result: dict[str, Any] = {"nbformat": 4, "nbformat_minor": 5, "metadata": copy.deepcopy(notebook["metadata"]),
                               "cells": cells}
     if noted:
         result["metadata"].update(copy.deepcopy(draw(st.sampled_from(NOTEBOOK_METADATA))))
-    minor = draw(st.sampled_from([5, 5, 4, 0]))
+    minor = draw(st.sampled_from([5, 5, 4, 3, 2, 1, 0]))
     if minor < 5:
         result["nbformat_minor"] = minor
         for cell in cells:

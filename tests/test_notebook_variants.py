@@ -188,13 +188,14 @@ def _notebook_of_redefinitions(draw: st.DrawFn) -> list[str]:
     refuses too): functions redefined in later cells, read at call time or captured where they stand (an alias, a
     default, a decorator, a class attribute, data computed from them, a closure, functools), redefinitions under
     %%time or inside try, a `__main__` block, a function that sets names as `global` and a call of it, cells run
-    twice, a star import over a function of the same name, line magics and cells that do not parse."""
+    twice, a star import over a function of the same name, an assignment expression in a statement (`print(goal :=
+    h(3))`), line magics and cells that do not parse."""
     k = st.integers(1, 9)
     cells = [f"def h(x):\n    return x + {draw(k)}", "def g(x):\n    return h(x) * 2", f"goal = {draw(k)}"]
     for _ in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["def", "alias", "default", "decorator", "data", "main", "global", "syntax",
                                      "timeit", "time", "class", "closure", "mutate", "lambda", "redefine_g", "try",
-                                     "partial", "cache", "twice", "star", "shell"]))
+                                     "partial", "cache", "twice", "star", "shell", "walrus"]))
         if kind == "def":
             cells.append(f"def h(x):\n    return x * {draw(k)}")
         elif kind == "alias":
@@ -241,6 +242,9 @@ def _notebook_of_redefinitions(draw: st.DrawFn) -> list[str]:
         elif kind == "star":
             cells += ["def floor(x):\n    return -x", "def g(x):\n    return floor(h(x) / 2)"]
             cells.insert(draw(st.integers(len(cells) - 1, len(cells))), "from math import *")
+        elif kind == "walrus":    # shown and bound at once
+            cells.append(draw(st.sampled_from([f"print(goal := h({draw(k)}))", f"if (goal := h({draw(k)})) > 0:\n"
+                                               "    print(goal)", "for _ in range(goal := 2):\n    pass"])))
         else:
             cells.append("files = !ls\n%matplotlib inline")
     return cells

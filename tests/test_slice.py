@@ -186,3 +186,28 @@ def test_a_demo_search_bound_to_a_name_cases_give_their_own_value_is_not_run() -
     reasons = {d.excerpt: d.reason for d in extracted.dropped}
     assert reasons["result = astar_search(EightPuzzle((8, 6, 7, 2, 5, 4, 3, 0, 1)))"] == (
         "assignment to result: nothing graded reads result (it calls notebook function astar_search())")
+
+
+def test_an_assignment_expression_in_any_statement_binds_its_name() -> None:
+    """`print(goal := f())` shows and binds goal in Jupyter: dropped as a call, goal kept an earlier value (or
+    none). So does one in a loop's iterable or an if's test."""
+    from grader.intake.notebook import notebook_from_source
+    script = ("# %%\ngoal = 1\n# %%\nprint(goal := 5)\n# %%\nfor _ in range(n := 3):\n    pass\n# %%\n"
+              "print('unused', unused := 4)\n# %%\ndef g():\n    return goal + n\n")
+    extracted = extract(notebook_from_source(script), Policy(roots=frozenset({"g"})))
+    assert kept_code(extracted) == ["goal = 1", "print(goal := 5)", "for _ in range(n := 3):\n    pass",
+                                    "def g():\n    return goal + n"]
+    assert extracted.definitions["goal"].cell == 1 and extracted.definitions["n"].kind == "data"
+
+
+def test_a_call_binds_what_the_function_it_calls_sets_as_global_when_nothing_else_binds_it() -> None:
+    """`def main(): global goal_state; goal_state = ...` then `main()`: the call binds goal_state in Jupyter. A name
+    the notebook binds at top level too (a counter the search resets) keeps its binding, and no search run."""
+    from grader.intake.notebook import notebook_from_source
+    script = ("# %%\ncount = 0\n# %%\ndef search(s):\n    global count\n    count = 0\n    return s + goal_state\n"
+              "# %%\ndef main():\n    global goal_state\n    goal_state = 7\n    print(search(1))\n# %%\n"
+              "search(3)\n# %%\nmain()\n")
+    extracted = extract(notebook_from_source(script), Policy(roots=frozenset({"search", "count"})))
+    assert [s.code for s in extracted.statements if s.kind not in ("def", "class")] == ["count = 0", "main()"]
+    [call] = [s for s in extracted.statements if s.code == "main()"]
+    assert call.names == ("goal_state",) and call.why.startswith("goal_state set (global)")

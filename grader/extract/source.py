@@ -1252,9 +1252,12 @@ def _bindings(node: ast.stmt) -> Iterator[tuple[str, str, ast.stmt]]:
         for inner in node.body:
             yield from _bindings(inner)
     else:
-        if isinstance(node, ast.If):
-            for name in _walrus_names(node.test):
-                yield name, "data", node
+        # `print(goal := f())`, `for s in (todo := deque()):`, `if (n := len(S)) > 3:`, `while (x := next()):`:
+        # an assignment expression in the statement itself binds at top level, as in Jupyter.
+        for part in child_nodes(node):
+            if isinstance(part, ast.expr):
+                for name in _walrus_names(part):
+                    yield name, "data", node
         for body in _bodies(node):
             for inner in body:
                 yield from _bindings(inner)
