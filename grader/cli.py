@@ -788,7 +788,7 @@ def parser() -> argparse.ArgumentParser:
     override.set_defaults(run=_override)
 
     check = verbs.add_parser("check", help="self-check a notebook on the public cases")
-    check.add_argument("notebook")
+    check.add_argument("notebook", help="the notebook (.ipynb or .py), or a folder: the one grading would take from it")
     source = check.add_mutually_exclusive_group(required=True)
     source.add_argument("--rubric", help="the course's rubric (TAs, instructors)")
     source.add_argument("--kit", help="a student kit built by grader kit: no reference needed")
