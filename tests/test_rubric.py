@@ -284,6 +284,34 @@ def test_missing_template_path_is_reported_at_its_line(tmp_path: Path) -> None:
         f"6: 'template': template.ipynb does not exist (looked for {(tmp_path / 'template.ipynb').resolve()})"]
 
 
+@pytest.mark.parametrize("held", ["link", "hard link", "folder"])
+def test_a_support_folder_holding_the_reference_is_refused(tmp_path: Path, held: str) -> None:
+    """The sandbox is given the support folder's modules (links followed): the reference there, linked as
+    course.py, let a notebook import the answers and the hidden inputs' generators. The old code loaded it."""
+    support = tmp_path if held == "folder" else tmp_path / "support"
+    support.mkdir(exist_ok=True)
+    (support / "Set.py").write_text("class Set: pass\n", encoding="utf-8")
+    path = write_rubric(tmp_path, f"""
+        assignment: t
+        reference: mini_reference.py
+        support: {support.name if held != "folder" else "."}
+        exercises:
+          - id: double
+            cases: [{{call: double(1)}}]
+        """)
+    if held == "link":
+        (support / "course.py").symlink_to(tmp_path / "mini_reference.py")
+    elif held == "hard link":
+        (support / "course.py").hardlink_to(tmp_path / "mini_reference.py")
+    name = "mini_reference.py" if held == "folder" else "course.py"
+    assert problems_of(path) == [f"3: support: {name} is the reference mini_reference.py (a link or the same file): "
+                                 "the support folder goes to the students' code, and with it the answers and hidden "
+                                 "inputs; keep the reference out of it"]
+    (support / name).unlink()
+    if held != "folder":
+        assert load_rubric(path).support == support.resolve()
+
+
 # ---------------------------------------------------------------- YAML that is not a rubric
 
 

@@ -722,6 +722,25 @@ def _path(root: Path, node: Marked, key: str, problems: _Problems, *, required: 
     return path
 
 
+def reference_in(support: Path, reference: Path) -> str | None:
+    """The file of the support folder (its path there) that is the reference itself, through a link, a hard link or
+    the folder being the reference's: the sandbox is given the folder's modules (links followed), so a
+    support/course.py linked to the reference let a notebook `from course import nextStates` (found by
+    /tmp/incheck's probe: load_rubric took it, and the hash, which skips links, did not see it)."""
+    if not support.is_dir():
+        return None
+    for folder, subfolders, names in os.walk(support):
+        subfolders.sort()
+        for name in sorted(names):
+            path = Path(folder) / name
+            try:
+                if os.path.samefile(path, reference):
+                    return path.relative_to(support).as_posix()
+            except OSError:
+                continue
+    return None
+
+
 def support_reads(folder: Path | None) -> set[str]:
     """Every name the support modules read: a notebook that %runs one provides them (e.g. nextStates)."""
     reads: set[str] = set()
@@ -944,6 +963,10 @@ def load_rubric(path: str | Path) -> Rubric:
         seen.setdefault(exercise.id, exercise.line)
     template = _path(root, node, "template", problems, required=False)
     support = _path(root, node, "support", problems, required=False)
+    if reference is not None and support is not None and (held := reference_in(support, reference)) is not None:
+        problems.add(node.line_of("support"), f"support: {held} is the reference {reference.name} (a link or the same "
+                                              "file): the support folder goes to the students' code, and with it the "
+                                              "answers and hidden inputs; keep the reference out of it")
     submissions = _path(root, node, "submissions", problems, required=False)
     fixtures_node = node.get("fixtures")
     fixtures = _names(fixtures_node, node.line_of("fixtures"), "fixtures", problems)
