@@ -383,6 +383,26 @@ def test_rubric_problem_found_against_the_reference_names_file_and_line(tmp_path
     assert plan_problems(copy_mini(tmp_path, rubric)) == expected
 
 
+def test_a_given_that_is_an_accepted_answer_by_another_name_is_refused(tmp_path: Path) -> None:
+    """A variant's function, or the graded function's object under a second name: given, the course's code of an
+    accepted answer would reach the child, for a wrong notebook to call (the old code let both through)."""
+    path = copy_mini(tmp_path, """
+        assignment: mini
+        reference: mini_reference.py
+        given: [double_plus_one, twice]
+        exercises:
+          - id: double
+            variants: [{reference: double_plus_one}]
+            cases: [{call: double(1)}]
+        """)
+    with (tmp_path / "mini_reference.py").open("a", encoding="utf-8") as reference:
+        reference.write("\n\ndef twice(x):\n    return x + x\n\n\ndouble = twice\n")
+    assert plan_problems(path) == [
+        "3: given 'double_plus_one' is an accepted answer of exercise 'double' (a variant): a notebook could call it "
+        "for the points",
+        "3: given 'twice' is the reference's double, which is graded: its answer would reach the notebook"]
+
+
 def test_every_name_problem_is_reported_at_once(tmp_path: Path) -> None:
     path = copy_mini(tmp_path, """
         assignment: mini

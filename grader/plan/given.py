@@ -129,11 +129,22 @@ def problems(rubric: Rubric, reference: ModuleType) -> list[str]:
     """What is wrong with the rubric's `given` names against the course's code, one sentence each."""
     found = []
     graded = {name.split(".")[0] for exercise in rubric.exercises for name in exercise.names}
+    # An accepted answer under another name: a variant's function, or the graded one's object bound to a second
+    # name (`astar_search = my_astar`): given, its code would reach the child for a notebook to call.
+    accepted = {variant.reference: exercise.id for exercise in rubric.exercises for variant in exercise.variants}
+    answers = {id(value): name for name in sorted(graded) if (value := getattr(reference, name, None)) is not None}
     sources = course_code(rubric, reference).sources if rubric.given else {}
     for name in rubric.given:
         source = sources.get(name)
+        same = answers.get(id(getattr(reference, name, None))) if hasattr(reference, name) else None
         if name in graded:
             found.append(f"given '{name}' is graded: the course's would stand in for the notebook's answer")
+        elif same is not None:
+            found.append(f"given '{name}' is the reference's {same}, which is graded: its answer would reach the "
+                         "notebook")
+        elif name in accepted:
+            found.append(f"given '{name}' is an accepted answer of exercise '{accepted[name]}' (a variant): a "
+                         "notebook could call it for the points")
         elif source is None:
             found.append(f"given '{name}' is not a class or function of {rubric.reference.name} or a support module")
         elif needs := sorted(free_names(source) - set(rubric.given)):
