@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from grader.sandbox import cpuclock
+from grader.sandbox.budget import Budget
 from hogs import run_beside_hogs, spinners, stop
 from testclock import read_line, within
 
@@ -272,3 +273,17 @@ def test_a_reload_a_busy_machine_kept_past_the_moved_deadline_is_the_machines_no
     assert bad.status != "ok"
     assert ok.status == "skipped" and ok.error["reason"] == "starved", (ok.status, ok.error)
     assert "too busy" in ok.error["message"]
+
+
+def test_a_load_the_machine_took_more_than_the_slack_from_is_graded_again_not_charged():
+    """A starved load's credit is a lower bound of what the machine took: loads beside busy processes on one CPU were
+    credited 2.4-3.5 s against a 0.5 s slack and still ran out ~1 s past deadline + credit, and the whole notebook
+    scored 0 as "the submission's time budget ran out" (test_busy_sessions, now and then). Past the slack a load is
+    the machine's (graded again); within it, as for a case, only when all the credit would have kept it on time."""
+    budget = Budget(slack=0.5, started=0.0, granted=3.469)
+    assert not budget.starved(deadline=0.5, now=4.935)          # a case's rule: all the credit, still late
+    assert budget.load_starved(deadline=0.5, now=4.935)         # the load's: the machine took more than the slack
+    within_slack = Budget(slack=0.5, started=0.0, granted=0.3)
+    assert not within_slack.load_starved(deadline=0.5, now=4.0)  # the student's own time, as on a quiet machine
+    assert within_slack.load_starved(deadline=0.5, now=0.7) == within_slack.starved(deadline=0.5, now=0.7)
+    assert not Budget(slack=0.0, started=0.0, granted=9.0).load_starved(deadline=0.5, now=20.0)   # no slack: never

@@ -132,6 +132,15 @@ class Budget:
         """Whether the deadline passed only because the slack ran out: with all the credit it would be ahead."""
         return self.granted > self.slack and now < deadline + self.granted
 
+    def load_starved(self, deadline: float, now: float) -> bool:
+        """Whether a load that ran out of the submission's time is the machine's fault: starved, or the kernel's own
+        count of what the machine took passed the slack. A case asks only `starved`; a load that fails costs every
+        exercise, and the credit is a lower bound of what the machine took (not every wait is counted: loads starved
+        beside busy processes on one CPU were credited 2.4-3.5 s and ran out ~1 s past deadline + credit, the whole
+        notebook 0 "the submission's time budget ran out"). Past the slack, such a load is graded again, never
+        charged. The credit never counts what the notebook computes, so its own busy processes cannot earn this."""
+        return self.slack > 0 and (self.granted > self.slack or self.starved(deadline, now))
+
     def facts(self) -> dict[str, float]:
         """For the result, once the deadline was reached: the slack and the credit (what the machine took)."""
         return {"slack_seconds": round(self.slack, 3), "waited_seconds": round(self.granted, 3)}

@@ -675,7 +675,7 @@ class Sandbox:
                 self._stop()
                 if out_of_time and deadline is not None:
                     self._until(deadline)      # the credit as it stands now: the last reading may be older
-                if out_of_time and deadline is not None and self._starved(deadline):
+                if out_of_time and deadline is not None and self.budget.load_starved(deadline, time.monotonic()):
                     raise MachineBusy(
                         f"the notebook's code could not be loaded: the machine was too busy (it kept the grading "
                         f"waiting {self.budget.granted:.0f} s for a CPU, and the submission's time may move by "
