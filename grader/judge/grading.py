@@ -33,7 +33,7 @@ from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_notebook
 from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan
-from grader.plan.given import course_code, with_given
+from grader.plan.given import course_code, support_texts, with_given
 from grader.plan.sealed import default_cache
 from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, advised,
                                   bound_case, bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
@@ -72,16 +72,7 @@ def submission_id(path: Path) -> str:
 
 def support_sources(plan: Plan) -> dict[str, str]:
     """The assignment's support modules by name (a support notebook is extracted like a submission)."""
-    folder = plan.rubric.support
-    sources: dict[str, str] = {}
-    if folder is None or not folder.is_dir():
-        return sources
-    for path in sorted(folder.iterdir()):
-        if path.suffix == ".py":
-            sources[path.stem] = path.read_text(encoding="utf-8")
-        elif path.suffix == ".ipynb" and path.stem not in sources:
-            sources[path.stem] = extract(read_notebook(path)).source()
-    return sources
+    return support_texts(plan.rubric.support)
 
 
 @functools.lru_cache(maxsize=8)

@@ -41,8 +41,10 @@ class Given:
     by_support: dict[str, frozenset[str]]     # support module stem -> the top-level names it defines
 
 
-def _support_texts(folder: Path | None) -> dict[str, str]:
-    """Each support module's code by stem, as the child runs it (a support notebook extracted)."""
+def support_texts(folder: Path | None, skip_unreadable: bool = False) -> dict[str, str]:
+    """Each support module's code by stem, as the child runs it (a support notebook extracted like a submission).
+    An unreadable module raises, unless `skip_unreadable` (the given names' lookup: grading reads the folder again
+    and says what is wrong there)."""
     texts: dict[str, str] = {}
     if folder is None or not folder.is_dir():
         return texts
@@ -53,7 +55,8 @@ def _support_texts(folder: Path | None) -> dict[str, str]:
             elif path.suffix == ".ipynb" and path.stem not in texts:
                 texts[path.stem] = extract(read_notebook(path)).source()
         except (OSError, UnicodeDecodeError, NotebookError):
-            continue
+            if not skip_unreadable:
+                raise
     return texts
 
 
@@ -85,7 +88,7 @@ def _of_reference(reference: ModuleType, name: str) -> str | None:
 def course_code(rubric: Rubric, reference: ModuleType) -> Given:
     """The course's definition of each given name: a support module's (the course's own code, which `%run`
     gives the notebook) before the reference's (which may be written anew, as the 3x3 reference's search is)."""
-    support = {stem: _definitions(text) for stem, text in _support_texts(rubric.support).items()}
+    support = {stem: _definitions(text) for stem, text in support_texts(rubric.support, skip_unreadable=True).items()}
     sources: dict[str, str | None] = {}
     for name in rubric.given:
         found = next((defined[name] for defined in support.values() if name in defined), None)
