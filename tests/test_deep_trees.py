@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.sandbox.confine import remove_tree
+from grader import codec
+from grader.sandbox.confine import empty_folder, remove_tree
+from grader.sandbox.process import CaseRequest
+from sandbox_run import run_cases, statement
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPTH = 1500   # past the recursion limit of a process that has not raised it (1,000: the zygote, a grader's start)
@@ -53,6 +56,58 @@ def test_a_link_inside_is_removed_as_a_link(tmp_path: Path):
     (scratch / "file-link").symlink_to(outside / "keep")
     remove_tree(str(scratch))
     assert not scratch.exists() and (outside / "keep").read_text() == "mine"
+
+
+def test_a_deep_scratch_is_emptied_and_kept(tmp_path: Path):
+    """What the runtime does to the scratch after the load and between exercises (confine.empty_folder): it walked
+    one call per level and raised RecursionError past the limit (as low as a notebook sets it: the runtime is the
+    process the notebook loaded in). 300 levels under a limit 100 frames above this test's own."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    deep_tree(scratch, 300)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("mine")
+    (scratch / "d" / "d" / "link").symlink_to(outside)
+    frame, frames = sys._getframe(), 0
+    while frame is not None:
+        frame, frames = frame.f_back, frames + 1
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(frames + 100)
+    try:
+        empty_folder(str(scratch))
+    finally:
+        sys.setrecursionlimit(limit)
+    assert scratch.is_dir() and not list(scratch.iterdir()) and (outside / "keep").read_text() == "mine"
+
+
+# A load that leaves the deepest chain of folders its scratch allows (its `files`), each level made from the one above.
+DEEP_AT_LOAD = """
+import os
+def _chain():
+    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        while True:
+            os.mkdir("d", dir_fd=here)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
+            os.close(here)
+            here = inner
+    except OSError:
+        os.close(here)
+_chain()
+def answer(n):
+    return [n, os.listdir(".")]
+"""
+
+
+def test_a_scratch_left_deep_by_the_load_costs_no_case():
+    """The runtime empties the scratch after the load: a chain of ~1,000 folders made its walk raise RecursionError,
+    the runtime died before any exercise, at every reload, and every case was 'the submission's process kept
+    dying'. Now the cases run in an empty scratch."""
+    ran = run_cases([statement(DEEP_AT_LOAD, kind="other")],
+                    [CaseRequest(id=f"answer#{n}", code=f"answer({n})", timeout=10.0) for n in range(2)])
+    assert [(outcome.status, codec.decode(outcome.value) if outcome.status == "ok" else outcome.error)
+            for outcome in ran.outcomes] == [("ok", [0, []]), ("ok", [1, []])]
 
 
 # A fresh process (the recursion limit as a grader starts with it, or the zygote keeps) sweeps the folders of dead

@@ -686,31 +686,44 @@ def landlock_paths(trees, scratch):
 
 def empty_folder(path):
     """Remove everything under `path` (the scratch between exercises), whatever modes the student set, through
-    this module's own references (see _listdir)."""
-    try:
-        entries = _listdir(path)
-        folder = _lstat(path)
-    except OSError:
-        return
-    for entry in entries:
-        full = path + entry if path.endswith("/") else f"{path}/{entry}"
+    this module's own references (see _listdir). A list of folders to visit, not a call per level: the runtime
+    empties the scratch after the load and between exercises, and a notebook that left a chain of folders as deep
+    as its recursion limit (999, the scratch's `files`, or fewer under a `sys.setrecursionlimit` of its own) made
+    the runtime's recursive walk raise RecursionError there, so the child died at every reload."""
+    todo = [(path, False)]   # (folder, its entries are gone: remove it), deepest last
+    while todo:
+        folder, emptied = todo.pop()
+        if emptied:
+            try:
+                _rmdir(folder)
+            except OSError:
+                pass
+            continue
         try:
-            status = _lstat(full)
-            # Another device, or the folder itself again (os.path.ismount's two tests, its parent being `path`):
-            # a read-only tree bound into the scratch, or the way to one.
-            if status.st_dev != folder.st_dev or status.st_ino == folder.st_ino:
-                continue
-            if _S_ISDIR(status.st_mode):   # lstat: a link to a folder is removed as a link
-                try:
-                    _chmod(full, 0o700)
-                except OSError:
-                    pass
-                empty_folder(full)
-                _rmdir(full)
-            else:
-                _unlink(full)
+            entries = _listdir(folder)
+            status = _lstat(folder)
         except OSError:
-            pass
+            continue
+        if folder != path:
+            todo.append((folder, True))
+        for entry in entries:
+            full = folder + entry if folder.endswith("/") else f"{folder}/{entry}"
+            try:
+                inner = _lstat(full)
+                # Another device, or the folder itself again (os.path.ismount's two tests, its parent being
+                # `folder`): a read-only tree bound into the scratch, or the way to one.
+                if inner.st_dev != status.st_dev or inner.st_ino == status.st_ino:
+                    continue
+                if _S_ISDIR(inner.st_mode):   # lstat: a link to a folder is removed as a link
+                    try:
+                        _chmod(full, 0o700)
+                    except OSError:
+                        pass
+                    todo.append((full, False))
+                else:
+                    _unlink(full)
+            except OSError:
+                pass
 
 
 _TREE_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
