@@ -174,6 +174,40 @@ def test_a_sandbox_in_the_hosts_network_namespace_opens_no_socket_but_a_unix_one
     assert _in_a_fork(actions) == [errno.EPERM] * 5 + ["done", "done", "socketpair"]
 
 
+def _ipc_objects() -> list:
+    """Make a System V segment, semaphore set and message queue, each private and removed at once (IPC_RMID): the
+    errno each got, or "done"."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    results: list = []
+    for make, remove in ((lambda: libc.shmget(0, 4096, 0o1666), lambda made: libc.shmctl(made, 0, None)),
+                         (lambda: libc.semget(0, 1, 0o1666), lambda made: libc.semctl(made, 0, 0)),
+                         (lambda: libc.msgget(0, 0o1666), lambda made: libc.msgctl(made, 0, None))):
+        made = make()
+        results.append(ctypes.get_errno() if made < 0 else "done")
+        if made >= 0:
+            remove(made)
+    return results
+
+
+@pytest.mark.skipif(not confine._FILTERS[True, False], reason="no seccomp filter known for this architecture")
+def test_a_sandbox_in_the_hosts_ipc_namespace_makes_no_ipc_object_whatever_its_uid():
+    """rlimits mode shares the host's IPC namespace. As an unused uid (the grader root) a System V segment made
+    with mode 0666 outlived its sandbox and a later sandbox (another unused uid) read it: a hidden case's inputs
+    reached a later public case (the student's own reload, a classmate's, the next submission's), Landlock on, as
+    it does not cover IPC; and it stayed on the host. The filter refuses IPC there as it does under the grader's
+    uid; a jail (its own IPC namespace, network=True) keeps it."""
+    def actions() -> list:
+        confine.keep_scheduling(own_uid=True, network=False)
+        return _ipc_objects()
+
+    def in_a_jail() -> list:
+        confine.keep_scheduling(own_uid=True, network=True)
+        return _ipc_objects()
+
+    assert _in_a_fork(actions) == [errno.EPERM] * 3
+    assert _in_a_fork(in_a_jail) == ["done"] * 3
+
+
 @pytest.mark.skipif(not confine._FILTERS[True, False], reason="no seccomp filter known for this architecture")
 def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and_the_graders_pids():
     """Without Landlock's scopes (Linux < 6.12: most TA laptops) the seccomp filter is what stands between a

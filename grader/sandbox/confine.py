@@ -408,9 +408,14 @@ _PIDFD_SEND_SIGNAL = {"x86_64": 424, "aarch64": 424}
 _FCNTL = {"x86_64": 72, "aarch64": 25}
 _IOCTL = {"x86_64": 16, "aarch64": 29}
 _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
-# System V IPC (msg*, sem*, shm*) and POSIX message queues (mq_open), refused as the grader's uid too: the host's
-# IPC namespace is shared there, and the uid's segments, semaphores and queues (the grader's, a TA's desktop's
-# MIT-SHM images) are the student's to attach, read and change. A jail has its own IPC namespace.
+# System V IPC (msg*, sem*, shm*) and POSIX message queues (mq_open), refused wherever the sandbox shares the host's
+# IPC namespace (rlimits mode), whatever its uid. As the grader's uid, the uid's segments, semaphores and queues (the
+# grader's, a TA's desktop's MIT-SHM images) are the student's to attach, read and change. As an unused uid (the
+# grader root), a segment made with mode 0666 outlives the sandbox (no namespace ends with it, no uid's files are
+# swept for it) and every later sandbox reads it: a hidden case's inputs reached the public case of a later sandbox
+# (another student's, the reload before the student's own second runs, the next submission graded on that machine;
+# /tmp/redteam/s21/ipc.py, Landlock on: it does not cover IPC), and what it held stayed on the host for good. A jail
+# has its own IPC namespace, which dies with it.
 _IPC_CALLS = {"x86_64": (29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240),
               "aarch64": (186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 180)}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
@@ -500,10 +505,12 @@ def _filter(own_uid, protected=(), network=True, notify=False):
     checked: dict = {_PRLIMIT[machine]: (arg0, None, "refuse", None)}   # None: every value but 0
     if own_uid and not network:
         checked[_SOCKET[machine]] = (arg0, _AF_UNIX, "refuse", None)      # an int: every value but that one
+    if not (own_uid and network):   # the host's IPC namespace (see _IPC_CALLS)
+        program += [(jeq, nr, "refuse", None) for nr in _IPC_CALLS[machine]]
     if not own_uid:
         pids = sorted({pid & 0xFFFFFFFF for pid in protected if pid > 0})
         groups = sorted({pid & 0xFFFFFFFF for pid in protected if pid < -1})   # kill(-pgid)
-        program += [(jeq, nr, "refuse", None) for nr in (_SOCKET[machine], _TKILL[machine], *_IPC_CALLS[machine])]
+        program += [(jeq, nr, "refuse", None) for nr in (_SOCKET[machine], _TKILL[machine])]
         checked[_KILL[machine]] = (arg0, (0xFFFFFFFF, *pids, *groups), "deny", arg1)
         # tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo (their signal: third, second, third argument), pidfd_open
         checked.update({nr: (arg0, tuple(pids), "deny", signal_at) for nr, signal_at in
