@@ -29,7 +29,7 @@ from markdown_it import MarkdownIt
 
 from grader import textsafe
 from grader.extract.source import extract
-from grader.store.gradebook import Gradebook
+from grader.store.gradebook import Gradebook, ScoreRow
 from grader.intake.notebook import notebook_from_source, read_notebook
 from grader.report import annotated, console, gradescope, student
 from grader.report.class_report import build_report, class_report_html
@@ -230,7 +230,8 @@ def test_console_prints_student_text_without_escapes(text: str) -> None:
     buffer = io.StringIO()
     out = Console(file=buffer, width=100, force_terminal=False, color_system=None)
     console.student_report(_result(text), {}, out)
-    console.print_class([_result(text)], out)
+    row = ScoreRow(student=text, total=0.0, max_total=2.0, state="unreadable", isolation="none", scores={"ex": 0.0})
+    console.print_rows([row], out, {text: text})
     printed = buffer.getvalue()
     printed.encode("utf-8")
     assert "\x1b" not in printed and "\x00" not in printed and "\r" not in printed

@@ -37,42 +37,6 @@ def _score(value: float) -> str:
     return f"{value:g}"
 
 
-def class_table(results: Sequence[SubmissionResult]) -> Table:
-    """One row per submission, one column per exercise: what a TA scans first.
-
-    With many exercises the columns are numbered and a legend names them, so the table fits a terminal.
-    """
-    exercises = results[0].exercises if results else ()
-    numbered = len(exercises) > 6
-    legend = "  ".join(f"{n}={e.id}" for n, e in enumerate(exercises, start=1)) if numbered else None
-    table = Table(title="Scores", caption=legend, caption_justify="left", pad_edge=False, box=box.SIMPLE_HEAD,
-                  collapse_padding=True)
-    table.add_column("submission", no_wrap=True, overflow="ellipsis", max_width=22)
-    for number, exercise in enumerate(exercises, start=1):
-        table.add_column(str(number) if numbered else exercise.id, justify="right", no_wrap=True,
-                         min_width=None)
-    table.add_column("total", justify="right", style="bold", no_wrap=True, min_width=7)
-    for result in results:
-        cells = []
-        for exercise in result.exercises:
-            style = "green" if exercise.score == exercise.max_score else ("red" if exercise.score == 0 else "yellow")
-            cells.append(Text(_score(exercise.score), style=style))
-        table.add_row(Text(terminal(result.submission)), *cells,
-                      f"{_score(result.total)}/{_score(result.max_total)}")
-    return table
-
-
-def print_class(results: Sequence[SubmissionResult], console: Console | None = None) -> None:
-    console = console or Console()
-    console.print(class_table(results))
-    if results:
-        console.print(f"isolation: {results[0].isolation}")
-    for result in results:
-        if result.state != "graded" and result.warnings:
-            console.print(Text.assemble((terminal(result.submission), "yellow"),
-                                        f": not graded: {terminal(result.warnings[0].shown)}"), highlight=False)
-
-
 def print_rows(rows: Sequence[ScoreRow], console: Console | None = None, reasons: Mapping[str, str] | None = None,
                overridden: Sequence[SubmissionResult] = ()) -> None:
     """The class table from score rows (what a batch keeps), which submissions could not be read and why
