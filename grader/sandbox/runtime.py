@@ -1149,7 +1149,7 @@ def _become_subreaper():
     """Orphans of an exercise (even those that left its process group) become this process's children."""
     try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+        ctypes.CDLL(None, use_errno=True).prctl(_confine.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
