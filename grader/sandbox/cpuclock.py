@@ -4,11 +4,12 @@ A case's time limit is CPU time, not wall time: on a busy machine (or while the 
 isolated-helper calls, one pipe round trip each) the student's process waits, and waiting for a CPU or for the
 grader is not the student's doing. The child sets its own soft alarm in CPU time (ITIMER_PROF), but the child is
 hostile (it may reset its itimers or block signals), so the parent never takes the child's word: it reads the
+sandbox's cgroup where one counts CPU (`isolation.CpuMeter`, which process.py's case clock reads first), else the
 `utime + stime` of every process of the exercise (all their threads, plus children they waited for) from
-`/proc/<pid>/stat` and the fork's run-queue delay from `/proc/<pid>/schedstat`, both kept by the kernel. A
-generous wall-clock backstop (WALL_FACTOR times the limit) ends a case that sleeps or blocks; `wall_verdict`
-tells that from a case the machine starved, which goes on until its CPU time is spent. Where /proc cannot be
-read the clock falls back to wall time, as before.
+`/proc/<pid>/stat` (this module), and the fork's run-queue delay from `/proc/<pid>/schedstat`, all kept by the
+kernel. A generous wall-clock backstop (WALL_FACTOR times the limit) ends a case that sleeps or blocks;
+`wall_verdict` tells that from a case the machine starved, which goes on until its CPU time is spent. Where
+neither can be read the clock falls back to wall time, as before.
 """
 
 from __future__ import annotations
