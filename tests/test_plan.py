@@ -649,6 +649,29 @@ def test_a_data_file_of_the_support_folder_fixed_mid_term_is_a_new_hash_and_new_
     assert build_plan(after, cache).expected["known#1"].value is True
 
 
+def test_a_shared_module_linked_into_the_support_folder_edited_mid_term_is_a_new_hash(tmp_path: Path) -> None:
+    """A course links one shared module into each assignment's support folder; the reference does not import it,
+    the students' notebooks %run it. The sandbox gave the linked module's code (given.support_texts followed the
+    link) but the rubric hash skipped links: fixing the module mid-term left every cached grade standing. One list
+    (schema.support_files) now says both what the sandbox gives and what the hash covers; a link to a folder is
+    not entered, hidden files stay out of both."""
+    from grader.plan.given import support_texts
+    path = _course_with_siblings(tmp_path)
+    shared = tmp_path / "shared"
+    (shared / "deep").mkdir(parents=True)
+    (shared / "search.py").write_text("def search():\n    return 1\n")
+    (tmp_path / "support" / "search.py").symlink_to(shared / "search.py")
+    (tmp_path / "support" / "loop").symlink_to(tmp_path / "support", target_is_directory=True)
+    (tmp_path / "support" / ".hidden.py").write_text("X = 1\n")
+    before = load_rubric(path)
+    assert support_texts(before.support) == {"given": "def given():\n    return 1\n",
+                                             "search": "def search():\n    return 1\n"}
+    (shared / "search.py").write_text("def search():\n    return 2\n")
+    after = load_rubric(path)
+    assert after.sha256 != before.sha256
+    assert support_texts(after.support)["search"] == "def search():\n    return 2\n"
+
+
 def _course_importing_at_call_time(folder: Path, factor: int) -> Path:
     """A reference whose functions import a sibling and a support module when called, the sibling likewise."""
     folder.mkdir()
@@ -909,3 +932,60 @@ def test_generated_variables_sealed_with_the_folders_key_are_the_cases(tmp_path:
     payload["generated"]["total#2"][0]["xs"] = {"list": [7, 7]}
     reseal(stored, json.dumps(payload))
     assert build_plan(rubric, cache).cases["total"][1].variables["xs"] == [7, 7]
+
+
+def test_a_given_reading_a_name_bound_only_in_a_nested_scope_of_it_cannot_stand_alone(tmp_path: Path) -> None:
+    """A nested def's local, a comprehension's variable or a method's local binds only there: the same name read
+    elsewhere in the given definition is a module global the child lacks (it fails at load or at the first call).
+    The old walk counted every binding anywhere as the whole definition's and passed all three."""
+    path = copy_mini(tmp_path, """
+        assignment: mini
+        reference: mini_reference.py
+        given: [nested_local, comprehension_variable, Methods, standing]
+        exercises:
+          - id: double
+            cases: [{call: double(1)}]
+        """)
+    with (tmp_path / "mini_reference.py").open("a", encoding="utf-8") as reference:
+        reference.write(textwrap.dedent("""
+
+            Limit = Step = Width = 3
+
+
+            def nested_local(x):
+                def inner():
+                    Limit = 3
+                    return Limit
+                return inner() + Limit
+
+
+            def comprehension_variable(xs):
+                return [Step for Step in xs] + [Step]
+
+
+            class Methods:
+                size = 2
+
+                def one(self):
+                    Width = 1
+                    return Width
+
+                def two(self):
+                    return Width + size
+
+
+            def standing(xs, n=1) -> int:
+                total: Limit = 0
+                for x in xs:
+                    def double(y): return 2 * y
+                    total += double(x) + len([k for k in range(n)]) + standing([], n - 1) * 0
+                try:
+                    import math
+                except ImportError as error:
+                    raise error
+                return total + math.floor(n)
+            """))
+    assert plan_problems(path) == [
+        "3: given 'nested_local' reads Limit, which is not given: it cannot stand alone",
+        "3: given 'comprehension_variable' reads Step, which is not given: it cannot stand alone",
+        "3: given 'Methods' reads Width, size, which is not given: it cannot stand alone"]

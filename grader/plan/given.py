@@ -26,7 +26,8 @@ from types import ModuleType
 from grader.extract.source import Extracted, Statement, extract
 from grader.intake.notebook import NotebookError, read_notebook
 from grader.intake.warning import GraderWarning, Kind
-from grader.rubric.schema import Rubric
+from grader.rubric.schema import Rubric, support_files
+from grader.syntax.analysis import statement_reads
 
 LABEL = "the course's given code"
 _BUILTINS = frozenset(dir(builtins))
@@ -42,13 +43,16 @@ class Given:
 
 
 def support_texts(folder: Path | None, skip_unreadable: bool = False) -> dict[str, str]:
-    """Each support module's code by stem, as the child runs it (a support notebook extracted like a submission).
-    An unreadable module raises, unless `skip_unreadable` (the given names' lookup: grading reads the folder again
-    and says what is wrong there)."""
+    """Each support module's code by stem, as the child runs it (a support notebook extracted like a submission):
+    the top-level modules of schema.support_files, the list the rubric hash covers (a module the hash left out,
+    a link, went stale when edited). An unreadable module raises, unless `skip_unreadable` (the given names'
+    lookup: grading reads the folder again and says what is wrong there)."""
     texts: dict[str, str] = {}
     if folder is None or not folder.is_dir():
         return texts
-    for path in sorted(folder.iterdir()):
+    for path in support_files(folder):
+        if path.parent != folder:
+            continue
         try:
             if path.suffix == ".py":
                 texts[path.stem] = path.read_text(encoding="utf-8")
@@ -97,35 +101,19 @@ def course_code(rubric: Rubric, reference: ModuleType) -> Given:
 
 
 def free_names(source: str) -> frozenset[str]:
-    """The names a definition reads that it does not bind itself, builtins and annotations left out (the child
-    does not evaluate annotations): what it needs around it."""
+    """The module-level names a definition reads that it does not bind itself, builtins left out: what it needs
+    around it. Read by scope (syntax.analysis), as Python resolves them: a nested def's local or a comprehension's
+    variable binds only there, so the same name read elsewhere in the definition is still needed (a walk that
+    counted every binding anywhere passed a given that fails at load). Annotations are not reads (the child does
+    not evaluate them)."""
     tree = ast.parse(source)
-    annotations = {id(node) for item in ast.walk(tree) for node in _annotation_nodes(item)}
+    reads: set[str] = set()
     bound: set[str] = set()
-    read: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and id(node) not in annotations:
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-    return frozenset(read - bound - _BUILTINS)
-
-
-def _annotation_nodes(item: ast.AST) -> list[ast.AST]:
-    roots: list[ast.AST | None] = []
-    if isinstance(item, ast.arg):
-        roots.append(item.annotation)
-    elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        roots.append(item.returns)
-    elif isinstance(item, ast.AnnAssign):
-        roots.append(item.annotation)
-    return [node for root in roots if root is not None for node in ast.walk(root)]
+    for statement in tree.body:
+        reads |= statement_reads(statement)
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(statement.name)
+    return frozenset(reads - bound - _BUILTINS)
 
 
 def problems(rubric: Rubric, reference: ModuleType) -> list[str]:

@@ -840,14 +840,17 @@ def course_files(reference: Path, support: Path | None) -> list[tuple[str, Path]
 def support_files(support: Path) -> list[Path]:
     """Every file of the support folder, in its subfolders too: the modules and notebooks students import, and the
     data files a notebook and the reference read (a word list, a maze). A data file fixed mid-term left the hash, so
-    the cached expected values and graded results, as they were. Hidden entries, bytecode caches and symbolic links
-    are left out."""
+    the cached expected values and graded results, as they were. The one list of the folder: the hash, the modules
+    the sandbox gives (given.support_texts) and the data files all read it, so what the students' code gets is what
+    the hash covers. A link to a file is listed (the file it names is hashed: a course's shared module linked in
+    and edited mid-term regrades; the old list skipped links that the sandbox still gave); a link to a folder is
+    not entered (no loops). Hidden entries and bytecode caches are left out."""
     found = []
     for folder, subfolders, names in os.walk(support):
         subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d != "__pycache__")
         for name in sorted(names):
             path = Path(folder) / name
-            if not name.startswith(".") and not path.is_symlink() and path.is_file():
+            if not name.startswith(".") and path.is_file():
                 found.append(path)
     return found
 
