@@ -81,6 +81,23 @@ def test_a_deep_scratch_is_emptied_and_kept(tmp_path: Path):
     assert scratch.is_dir() and not list(scratch.iterdir()) and (outside / "keep").read_text() == "mine"
 
 
+def test_a_scratch_too_long_for_a_path_is_emptied(tmp_path: Path):
+    """20 folders of 250-character names: no path to the last one fits in PATH_MAX, and the walk by paths left the
+    chain and its files for the next exercise (ENAMETOOLONG, swallowed; mend's /tmp/mend/longp)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    current = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(20):
+        os.mkdir("x" * 250, dir_fd=current)
+        inner = os.open("x" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=current)
+        os.close(current)
+        current = inner
+    os.close(os.open("secret", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=current))
+    os.close(current)
+    empty_folder(str(scratch))
+    assert scratch.is_dir() and not list(scratch.iterdir())
+
+
 # A load that leaves the deepest chain of folders its scratch allows (its `files`), each level made from the one above.
 DEEP_AT_LOAD = """
 import os

@@ -44,6 +44,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 # patched os, os.path, stat or ctypes would otherwise run its code in the runtime itself, outside every case's
 # clock, and change what each later fresh fork starts from.
 _listdir, _lstat, _chmod, _rmdir, _unlink = os.listdir, os.lstat, os.chmod, os.rmdir, os.unlink
+_open, _close, _fstat = os.open, os.close, os.fstat
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _S_ISDIR = stat.S_ISDIR
 _prctl, _c_ulong = _libc.prctl, ctypes.c_ulong
 
@@ -693,44 +695,77 @@ def landlock_paths(trees, scratch):
 
 def empty_folder(path):
     """Remove everything under `path` (the scratch between exercises), whatever modes the student set, through
-    this module's own references (see _listdir). A list of folders to visit, not a call per level: the runtime
-    empties the scratch after the load and between exercises, and a notebook that left a chain of folders as deep
-    as its recursion limit (999, the scratch's `files`, or fewer under a `sys.setrecursionlimit` of its own) made
-    the runtime's recursive walk raise RecursionError there, so the child died at every reload."""
-    todo = [(path, False)]   # (folder, its entries are gone: remove it), deepest last
-    while todo:
-        folder, emptied = todo.pop()
-        if emptied:
-            try:
-                _rmdir(folder)
-            except OSError:
-                pass
-            continue
-        try:
-            entries = _listdir(folder)
-            status = _lstat(folder)
-        except OSError:
-            continue
-        if folder != path:
-            todo.append((folder, True))
-        for entry in entries:
-            full = folder + entry if folder.endswith("/") else f"{folder}/{entry}"
-            try:
-                inner = _lstat(full)
-                # Another device, or the folder itself again (os.path.ismount's two tests, its parent being
-                # `folder`): a read-only tree bound into the scratch, or the way to one.
-                if inner.st_dev != status.st_dev or inner.st_ino == status.st_ino:
+    this module's own references (see _listdir), never through a link and never into another device (a read-only
+    tree bound into the scratch). As remove_tree, by descriptors (one open at a time, the way up checked) and a
+    list of folders, not by paths and a call per level: a chain of ~1,000 folders (the scratch's `files`) made the
+    runtime's recursive walk raise RecursionError after the load (the child died at every reload), and a chain
+    of 20 folders of 250-character names, past PATH_MAX as a path, was left with its files for the next exercise
+    (ENAMETOOLONG at each, swallowed: mend's /tmp/mend/longp)."""
+    try:
+        current = _open(path, _FOLDER_FLAGS)
+    except OSError:
+        return
+    try:
+        here = _fstat(current)
+        stack = [(None, _emptied(current, here), (here.st_dev, here.st_ino))]   # (name, folders left, identity)
+        while stack:
+            name, pending, _ = stack[-1]
+            if pending:
+                below = pending.pop()
+                try:
+                    inner = _open(below, _FOLDER_FLAGS, dir_fd=current)
+                except OSError:
                     continue
-                if _S_ISDIR(inner.st_mode):   # lstat: a link to a folder is removed as a link
-                    try:
-                        _chmod(full, 0o700)
-                    except OSError:
-                        pass
-                    todo.append((full, False))
-                else:
-                    _unlink(full)
+                _close(current)
+                current = inner
+                here = _fstat(current)
+                stack.append((below, _emptied(current, here), (here.st_dev, here.st_ino)))
+                continue
+            stack.pop()
+            if name is None:
+                break
+            parent = _open("..", _FOLDER_FLAGS, dir_fd=current)
+            _close(current)
+            current = parent
+            there = _fstat(current)
+            if (there.st_dev, there.st_ino) != stack[-1][2]:   # moved meanwhile: what is left stays
+                return
+            try:
+                _rmdir(name, dir_fd=current)
             except OSError:
                 pass
+    except OSError:
+        return
+    finally:
+        _close(current)
+
+
+def _emptied(fd, folder):
+    """Unlink what the folder open as `fd` (whose stat is `folder`) holds but folders (a link as a link); the names
+    of its folders on its device, made the owner's to enter and empty (whatever modes the student set)."""
+    folders: list[str] = []
+    try:
+        names = _listdir(fd)
+    except OSError:
+        return folders
+    for name in names:
+        try:
+            status = _lstat(name, dir_fd=fd)
+            # Another device, or the folder itself again (os.path.ismount's two tests): a read-only tree bound into
+            # the scratch, or the way to one.
+            if status.st_dev != folder.st_dev or status.st_ino == folder.st_ino:
+                continue
+            if _S_ISDIR(status.st_mode):
+                try:
+                    _chmod(name, 0o700, dir_fd=fd)
+                except OSError:
+                    pass
+                folders.append(name)
+            else:
+                _unlink(name, dir_fd=fd)
+        except OSError:
+            pass
+    return folders
 
 
 _TREE_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
