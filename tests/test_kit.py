@@ -675,3 +675,20 @@ def test_answers_only_the_course_can_judge_say_why_once_a_group(tmp_path: Path, 
     assert "and 4 more cases left to check after submission (the check check_default_heuristic needs the course's " \
            "code):" in out
     assert out.count("your answer differs from the reference answer (expected ") == 5, out
+
+
+def test_the_kit_carries_the_given_code_so_a_library_user_checks_as_graded(tmp_path: Path,
+                                                                           grader_cache: Path) -> None:
+    """`from search import Problem, Node` (AIMA's library, absent here): grading puts the course's Problem and
+    Node first (plan/given.py) and judges h1; the kit had no `given`, so the self-check said "this case needs the
+    class Node" where the grade gives the points (fair, session 20). The kit carries the given code only."""
+    eight = REPO / "rubrics" / "eight-puzzle-astar.yaml"
+    kit = write_kit(eight, tmp_path / "kit.json", cache=grader_cache)
+    data = json.loads(kit.read_text(encoding="utf-8"))
+    assert sorted(data["given"]) == ["Node", "Problem"]
+    graded = {name for exercise in data["exercises"] for name in (exercise["function"], *exercise["aliases"])}
+    assert not graded & set(data["given"])
+    result, _ = check_with_kit(REPO / "tests" / "fixtures" / "fair" / "aima_library_user.ipynb", kit)
+    h1 = result.exercise("h1")
+    assert h1.cases and all(c.status == "pass" for c in h1.cases), [(c.status, c.message) for c in h1.cases]
+    assert any(w.subject == "Problem, Node" for w in result.warnings)

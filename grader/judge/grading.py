@@ -33,7 +33,7 @@ from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_notebook
 from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan
-from grader.plan.given import course_code, support_texts, with_given
+from grader.plan.given import course_code, support_data, support_texts, with_given
 from grader.plan.sealed import default_cache
 from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, advised,
                                   bound_case, bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
@@ -1350,12 +1350,14 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
                    options: Options = Options(), submission: str | None = None,
                    hide_paths: Sequence[str] = (), warnings: Sequence[GraderWarning] = (),
                    cases: ExerciseRunner | None = None, settle: Settle | None = None,
-                   extracted: Extracted | None = None, spent: float = 0.0) -> SubmissionResult:
+                   extracted: Extracted | None = None, spent: float = 0.0,
+                   data: Mapping[str, bytes] | None = None) -> SubmissionResult:
     """One notebook, extracted, loaded in its own sandbox and judged exercise by exercise: `grader grade`,
     `grader check` and `grader check --kit` all come through here. `warnings` go first (the kit's own);
     `cases` and `settle` are the kit's (see ExerciseRunner, Settle). `extracted`: the notebook's extraction
     under the rubric's policy, made ahead (read_submission), and the `spent` seconds it took, which count in the
-    submission's budget and time as they would have here."""
+    submission's budget and time as they would have here. `data`: the course's data files the sandbox puts in the
+    notebook's working folder (the kit's; None: the support folder's, given.support_data)."""
     started = time.monotonic() - spent
     rubric = plan.rubric
     if extracted is None:
@@ -1368,7 +1370,8 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
-                 allow_root=options.allow_root_sandbox, prefetch=options.prefetch, spare_next=not options.last,
+                 data=support_data(rubric) if data is None else data, allow_root=options.allow_root_sandbox,
+                 prefetch=options.prefetch, spare_next=not options.last,
                  preload=course_preload(rubric.template, support),
                  slack=limits.submission_seconds * cpuclock.SLACK_SHARE) as sandbox:
         sandbox_level = sandbox.isolation.level

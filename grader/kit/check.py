@@ -35,7 +35,8 @@ def check_with_kit(notebook_path: str | Path, kit_path: str | Path | Kit, *,
         return _finished(empty, kit, settle(kit, empty.exercises, ())), kit.hidden
     # The kit's folder stands in for the course's: hidden like it, with the notebook's folder, temp and home.
     missed: set[str] = set()
-    result = grade_notebook(notebook, plan, path=path, sha256=sha256, support=kit.support, options=options,
+    result = grade_notebook(notebook, plan, path=path, sha256=sha256, support=kit.support, data=kit.data,
+                            options=options,
                             submission=path.stem, hide_paths=hidden_folders(plan, path), warnings=kit.warnings,
                             cases=kit_cases(kit, missed),
                             settle=lambda exercises, loaded: settle(kit, exercises, loaded, missed))

@@ -19,6 +19,7 @@ and `check` here (the functions of the student's live kernel, in process).
 from __future__ import annotations
 
 import ast
+import base64
 import contextlib
 import hashlib
 import inspect
@@ -148,6 +149,11 @@ class Kit:
     path: Path | None = None
     warnings: tuple[GraderWarning, ...] = ()
     public_source: str = ""                   # the course's public check code (grader.kit.public), or none
+    # The course's data files (support folder path -> bytes), put in the notebook's working folder as grading does.
+    data: Mapping[str, bytes] = field(default_factory=dict)
+    # The rubric's `given` names -> the course's code for each (plan.given: what stands in where a notebook has
+    # none, as in grading; never a graded name, never the reference's answers).
+    given: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def hidden(self) -> dict[str, int]:
@@ -248,6 +254,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
     from grader.judge.grading import build_requests, case_inputs, template_names, support_sources
     from grader.judge.options import Options
+    from grader.plan.given import course_code, support_data
     from grader.plan.cases import build_plan
     from grader.plan.sealed import default_cache
     from grader.kit.answers import record
@@ -312,6 +319,10 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
                        "roots": sorted(plan.rubric.policy.roots or ())},
         "known_globals": sorted(set(rubric.fixtures) | public_settings | set(template_names(plan))),
         "support": support_sources(plan),
+        **({"data": {name: base64.b64encode(content).decode("ascii") for name, content in data.items()}}
+           if (data := support_data(rubric)) else {}),
+        **({"given": {name: source for name, source in course_code(rubric, plan.reference).sources.items()
+                      if source is not None}} if rubric.given else {}),
         "exercises": exercises,
         **({"public": {"source": shipped.source, "names": list(shipped.names)}} if shipped else {}),
     }
@@ -399,6 +410,9 @@ def kit_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Kit:
             limits=dict(data.get("limits") or {}), allow_calls=tuple(extraction.get("allow_calls", ())),
             drop=tuple(extraction.get("drop", ())), known_globals=tuple(data.get("known_globals", ())),
             support={str(k): str(v) for k, v in dict(data.get("support") or {}).items()},
+            data={_data_name(k, where): base64.b64decode(str(v), validate=True)
+                  for k, v in dict(data.get("data") or {}).items()},
+            given={str(k): str(v) for k, v in dict(data.get("given") or {}).items()},
             exercises=exercises, path=path, warnings=warnings,
             roots=tuple(map(str, extraction["roots"])) if "roots" in extraction else None,
             sha256=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(),
@@ -407,6 +421,15 @@ def kit_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Kit:
         if isinstance(error, KitError):
             raise
         raise KitError(f"{where}: malformed kit ({type(error).__name__}: {error})") from None
+
+
+def _data_name(name: Any, where: str) -> str:
+    """A data file's path in the kit, checked: relative, within the working folder (no '..', no empty part)."""
+    text = str(name)
+    parts = text.split("/")
+    if not text or text.startswith("/") or any(part in ("", ".", "..") or "\0" in part for part in parts):
+        raise KitError(f"{where}: malformed kit (data file {text[:80]!r} is not a path inside the working folder)")
+    return text
 
 
 def load_kit(path: str | Path) -> Kit:
@@ -459,7 +482,8 @@ def kit_plan(kit: Kit) -> Any:
         template=None, support=None, submissions=None, fixtures=kit.known_globals,
         limits=Limits(**{k: v for k, v in kit.limits.items() if k in Limits.__dataclass_fields__}),  # type: ignore[arg-type]
         policy=Policy(frozenset(kit.allow_calls), frozenset(kit.drop),
-                      frozenset(kit.roots) if kit.roots is not None else None), exercises=tuple(exercises))
+                      frozenset(kit.roots) if kit.roots is not None else None), exercises=tuple(exercises),
+        given=tuple(kit.given))
     # Only the code the course published runs here: public checks, on decoded plain data, as in grading.
     try:
         reference = public_module(kit.public_source, kit.support) if kit.public_source else \
@@ -467,7 +491,17 @@ def kit_plan(kit: Kit) -> Any:
     except Exception as error:  # noqa: BLE001 - the course's published code: its failure is the kit's, named
         raise KitError(f"{where}: the public checks of this kit fail to load ({type(error).__name__}: {error}): "
                        f"not your mistake, tell your instructor") from None
-    return Plan(rubric, reference, cases, expected)
+    plan = Plan(rubric, reference, cases, expected)
+    if kit.given:   # what grading puts first where a notebook lacks a given name (plan.given), from the kit's code
+        plan.memo.get(("given",), lambda: kit_given(kit))
+    return plan
+
+
+def kit_given(kit: Kit) -> Any:
+    """The kit's given code as plan.given.Given: the course's definitions it carries, and the names each support
+    module defines (a notebook that %runs one has them), read from the support modules it carries."""
+    from grader.plan.given import Given, definitions
+    return Given(dict(kit.given), {stem: frozenset(definitions(text)) for stem, text in kit.support.items()})
 
 
 def _judge_variables(case: KitCase) -> dict[str, Any]:

@@ -19,14 +19,15 @@ import ast
 import builtins
 import inspect
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 
 from grader.extract.source import Extracted, Statement, extract
 from grader.intake.notebook import NotebookError, read_notebook
 from grader.intake.warning import GraderWarning, Kind
-from grader.rubric.schema import Rubric, support_files
+from grader.rubric.schema import Rubric, data_files, support_files
 from grader.syntax.analysis import statement_reads
 
 LABEL = "the course's given code"
@@ -64,7 +65,24 @@ def support_texts(folder: Path | None, skip_unreadable: bool = False) -> dict[st
     return texts
 
 
-def _definitions(source: str) -> dict[str, str]:
+_DATA: dict[tuple[str, str], Mapping[str, bytes]] = {}   # (rubric's path, its hash) -> its data files, read once
+
+
+def support_data(rubric: Rubric) -> Mapping[str, bytes]:
+    """The support folder's data files by their path there (schema.data_files: never a module, the rubric or the
+    reference), as every sandbox puts them in the student's working folder; read once per rubric hash (which
+    covers every file of the folder), so each student gets the same bytes. Empty without a support folder."""
+    if rubric.support is None or not rubric.support.is_dir():
+        return MappingProxyType({})
+    key = (str(rubric.path), rubric.sha256)
+    if key not in _DATA:
+        files = data_files(rubric.support, (rubric.path, rubric.reference))
+        _DATA[key] = MappingProxyType({path.relative_to(rubric.support).as_posix(): path.read_bytes()
+                                       for path in files})
+    return _DATA[key]
+
+
+def definitions(source: str) -> dict[str, str]:
     """Each top-level def or class of a module's code (the last of a name), with its decorators."""
     try:
         tree = ast.parse(source)
@@ -92,7 +110,7 @@ def _of_reference(reference: ModuleType, name: str) -> str | None:
 def course_code(rubric: Rubric, reference: ModuleType) -> Given:
     """The course's definition of each given name: a support module's (the course's own code, which `%run`
     gives the notebook) before the reference's (which may be written anew, as the 3x3 reference's search is)."""
-    support = {stem: _definitions(text) for stem, text in support_texts(rubric.support, skip_unreadable=True).items()}
+    support = {stem: definitions(text) for stem, text in support_texts(rubric.support, skip_unreadable=True).items()}
     sources: dict[str, str | None] = {}
     for name in rubric.given:
         found = next((defined[name] for defined in support.values() if name in defined), None)

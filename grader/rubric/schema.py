@@ -855,6 +855,57 @@ def support_files(support: Path) -> list[Path]:
     return found
 
 
+# What the sandbox copies into every student's working folder (data_files): bounded so a course's folder cannot
+# fill the scratch (it counts toward disk_mb and files) or the load request (wire.MAX_FRAME) of every sandbox.
+DATA_FILES_MOST = 64
+DATA_BYTES_MOST = 8 * 1024 * 1024
+_MODULE_ENDS = (".py", ".ipynb", ".pyc")
+
+
+def data_files(support: Path, course: tuple[Path, ...] = ()) -> list[Path]:
+    """The support folder's data files (support_files that are no module or notebook: a word list, a maze), which
+    the sandbox puts in each student's working folder as Jupyter has them beside the notebook. `course`: files
+    that are never data (the rubric, the reference), even under another name through a hard link. A link whose
+    file is outside the folder is left out: students get what the folder holds, not what a link reaches (the
+    course's other files, its answers)."""
+    found = []
+    inside = os.path.realpath(support)
+    for path in support_files(support):
+        if path.name.endswith(_MODULE_ENDS):
+            continue
+        if path.is_symlink() and not os.path.realpath(path).startswith(inside + os.sep):
+            continue
+        try:
+            if any(os.path.samefile(path, other) for other in course if other.exists()):
+                continue
+        except OSError:
+            continue
+        found.append(path)
+    return found
+
+
+def data_problems(support: Path, course: tuple[Path, ...], limits: Limits) -> list[str]:
+    """What makes the support folder's data files too many or too big for the sandbox, naming the file past the
+    bound: half the scratch (disk_mb, files) at most, and DATA_FILES_MOST, DATA_BYTES_MOST."""
+    most_files = min(DATA_FILES_MOST, limits.files // 2)
+    most_bytes = min(DATA_BYTES_MOST, int(limits.disk_mb * 1024 * 1024) // 2)
+    total = 0
+    for count, path in enumerate(data_files(support, course), start=1):
+        name = path.relative_to(support).as_posix()
+        if count > most_files:
+            return [f"support: {name} is data file {count}, past the {most_files} each student's sandbox is given "
+                    f"(the rest of the folder's data files are left out): keep fewer data files there"]
+        try:
+            total += path.stat().st_size
+        except OSError as error:
+            return [f"support: {name} cannot be read: {error.strerror}"]
+        if total > most_bytes:
+            return [f"support: {name} brings the data files to {total} bytes, past the {most_bytes} each student's "
+                    f"sandbox is given (half its disk_mb, at most {DATA_BYTES_MOST}): keep big data out of the "
+                    f"support folder"]
+    return []
+
+
 def _course_name(module: Path, references: Path, support: Path | None) -> str:
     """A course file's name in the hash: its path from the reference's folder, or from the support folder."""
     if support is not None and module.is_relative_to(support):
@@ -970,6 +1021,9 @@ def load_rubric(path: str | Path) -> Rubric:
         problems.add(node.line_of("support"), f"support: {held} is the reference {reference.name} (a link or the same "
                                               "file): the support folder goes to the students' code, and with it the "
                                               "answers and hidden inputs; keep the reference out of it")
+    if reference is not None and support is not None and support.is_dir():
+        for problem in data_problems(support, (path, reference), limits):
+            problems.add(node.line_of("support"), problem)
     submissions = _path(root, node, "submissions", problems, required=False)
     fixtures_node = node.get("fixtures")
     fixtures = _names(fixtures_node, node.line_of("fixtures"), "fixtures", problems)

@@ -392,7 +392,8 @@ class Sandbox:
     def __init__(self, statements: Sequence[Mapping[str, Any]], support: Mapping[str, str],
                  limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = (),
                  isolation: Isolation | None = None, allow_root: bool = False, prefetch: bool = False,
-                 preload: Sequence[str] | None = None, spare_next: bool = True, slack: float = 0.0):
+                 preload: Sequence[str] | None = None, spare_next: bool = True, slack: float = 0.0,
+                 data: Mapping[str, bytes] | None = None):
         self.isolation = isolation if isolation is not None else detect()
         self.level: str | None = None            # what the children report they achieved (the weakest)
         self.facts: dict[str, Any] = {}          # what held for the weakest child: namespaces, uid, filesystem
@@ -415,6 +416,9 @@ class Sandbox:
         self.statements = list(statements)
         self.compiling = precompiled.Allowance()   # what compiling them may still cost this process (every load)
         self.support = dict(support)
+        # The course's data files (path in the support folder -> bytes): the runtime writes them into the scratch
+        # at the load and before every case (runtime.Child.restore_data), as Jupyter has them beside the notebook.
+        self.data = dict(data or {})
         # What the zygote should have imported (the course's choice: see preloads); by default what the support
         # modules name.
         self.preload = tuple(preload) if preload is not None else preloads(self.support.values())
@@ -631,7 +635,7 @@ class Sandbox:
                     "op": "load", "statements": sent,
                     "magic": precompiled.MAGIC, "support": dict(self.support), "output_bytes": self.output_bytes,
                     "statement_seconds": self.limits.load_seconds, "waiting_seconds": clock.most,
-                    "reuse": reuse}))
+                    "reuse": reuse, **({"data": self.data} if self.data else {})}))
                 while True:
                     try:
                         message = self._receive(limit)

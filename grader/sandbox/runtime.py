@@ -15,6 +15,7 @@ import os
 import random
 import resource
 import signal
+import stat
 import sys
 import time
 import types
@@ -103,6 +104,8 @@ _FORKED = [False]
 os.register_at_fork(after_in_child=lambda: _FORKED.__setitem__(0, True))
 MEMO_BYTES = 16_000_000      # what the memo of isolated-helper answers may hold: arguments' text and replies
 _perf = time.perf_counter
+_S_ISDIR = stat.S_ISDIR
+_O_PUT = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _encode, _decode, _canonical = _codec.encode, _codec.decode, _codec.canonical
 _plain_text, _call_args, _unpack = _codec.plain_text, _codec.call_text, _codec.unpack
 _unpack_prefetched = _codec.unpack_prefetched
@@ -329,6 +332,35 @@ class _SupportFinder:
         exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102 - course support code
 
 
+def _make_parents(scratch, name):
+    """The folders above a data file's path in the scratch, each a real folder (what the student left there in
+    their place, a file or a link, is removed first)."""
+    parts = name.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        folder = f"{scratch}/{'/'.join(parts[:depth])}"
+        try:
+            status = os.lstat(folder)
+        except OSError:
+            os.mkdir(folder, 0o755)
+            continue
+        if not _S_ISDIR(status.st_mode):
+            os.unlink(folder)
+            os.mkdir(folder, 0o755)
+
+
+def _remove(path, status):
+    """Whatever the student left at a data file's path: a file, a link, a pipe, a folder and what it holds."""
+    if _S_ISDIR(status.st_mode):
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+        _confine.empty_folder(path)
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
 class Child:
     def __init__(self, request_fd, response_fd):
         self.request_fd, self.response_fd = request_fd, response_fd
@@ -341,6 +373,7 @@ class Child:
         self.memo_bytes = 0
         self.replies = None          # the exercise's stream of answers from the parent (wire.FrameStream)
         self.scratch = None          # emptied between phases
+        self.data = {}               # the course's data files (path -> bytes), put in the scratch (restore_data)
         self.sweep = False           # kill(-1) reaches only the student's processes
         self.jailed = False          # PID 1 of the sandbox's own pid namespace
         self.pristine = None         # the loaded module's snapshot (pristine.snapshot), None: not readable
@@ -421,6 +454,8 @@ class Child:
     def load(self, request):
         self.output_limit = int(request.get("output_bytes", 65536))
         self.support = dict(request.get("support", {}))
+        self.data = dict(request.get("data") or {})
+        self.restore_data()   # the notebook's top-level code reads them as in Jupyter (words.txt beside it)
         sys.meta_path.insert(0, _SupportFinder(self.support))
         sys.meta_path.insert(0, _SeedNumpyRandom())
         _SET_STATE(_RANDOM, _SEEDED)   # what the load draws from the global generators is the same on every run
@@ -624,6 +659,8 @@ class Child:
         return patched
 
     def run_case(self, case, isolate, methods=None):
+        if self.data:   # each case finds the course's data files as they came, whatever an earlier case did
+            self.restore_data()
         namespace = self.module.__dict__
         missing = object()
         patched: list = []
@@ -829,6 +866,39 @@ class Child:
         if self.leaves is None:   # once, after the load: what no exercise can change, for every walk to skip
             self.leaves = _pristine.leaves(roots, own=own, homes=homes, base=_BASE_LEAVES[0])
         return _pristine.snapshot(roots, own=own, homes=homes, skip=self.leaves)
+
+    def restore_data(self):
+        """Put each of the course's data files in the scratch (the working folder) as it came, whatever is at its
+        path: an earlier case, exercise or load that rewrote, deleted or replaced one (by a folder, a link, a pipe)
+        changes no other's input. Always written afresh: no test of the file's times tells a rewrite of the same
+        size within the clock's tick from none. A file that cannot be written (the student filled or locked its
+        own folder) is left out, never half written."""
+        if not self.scratch:
+            return
+        for name, content in self.data.items():
+            path = f"{self.scratch}/{name}"
+            try:
+                _make_parents(self.scratch, name)
+                try:
+                    status = os.lstat(path)
+                except FileNotFoundError:
+                    pass
+                else:
+                    _remove(path, status)
+                fd = os.open(path, _O_PUT, 0o644)
+            except OSError:
+                continue
+            try:
+                view = memoryview(content)
+                while view:
+                    view = view[os.write(fd, view):]
+            except OSError:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+            finally:
+                os.close(fd)
 
     def reset(self):
         """Between phases: no process of the student's survives (whatever session, group or parent it

@@ -1,0 +1,136 @@
+"""The course's data files (the support folder's words.txt) reach the student's code as in Jupyter, where the file sits
+beside the notebook: at load and in every case, afresh each case, in every isolation mode and in the kit; never a
+module, the rubric or the reference, and bounded. On the old code a notebook reading words.txt lost every point."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.kit.kit import build_kit, kit_from_dict
+from grader.plan.given import support_data
+from grader.rubric.schema import RubricError, load_rubric
+from testclock import within
+
+REPO = Path(__file__).resolve().parents[1]
+LADDER = REPO / "tests" / "fixtures" / "word-ladder"
+NOTEBOOKS = ("reads_words_beside_it.ipynb", "tidies_the_dictionary.ipynb")
+GRADE = ("import json, os, sys\nfrom grader.judge.options import Options\nfrom grader.run.batch import grade_one\n"
+         "options = Options(allow_root_sandbox=bool(os.environ.get('ROOT_SANDBOX')))\n"
+         "for path in sys.argv[2:]:\n"
+         "    result = grade_one(path, sys.argv[1], options=options)\n"
+         "    print(json.dumps({'total': result.total, 'warnings': [w.text for w in result.warnings],\n"
+         "                      'scores': {e.id: e.score for e in result.exercises}}))\n")
+
+
+def _grade(*notebooks: str, environment: dict[str, str] | None = None,
+           **user: object) -> list[dict]:
+    """Each notebook's total and scores, graded by a grader process of its own (in `environment`)."""
+    done = subprocess.run([sys.executable, "-c", GRADE, str(LADDER / "ladder.yaml"),
+                           *(str(LADDER / name) for name in notebooks)],
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(REPO),
+                               "PYTHONDONTWRITEBYTECODE": "1", **(environment or {})},
+                          cwd="/", capture_output=True, text=True, timeout=within(400), **user)  # type: ignore[call-overload]
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("isolation", ["namespaces", "rlimits"])
+def test_a_notebook_reading_the_course_dictionary_beside_it_gets_every_point(isolation: str) -> None:
+    """Both notebooks read words.txt at load (WORDS) and count_words opens it at each call; the second deletes it
+    and puts a folder in its place after counting, so its next case (the same exercise's) finds the course's
+    file again only if every case gets it afresh. Old code: FileNotFoundError at load (WORDS unavailable) and at
+    each case: 0 of 2 exercises."""
+    if isolation == "namespaces":
+        results = _grade(*NOTEBOOKS)
+    else:   # a grader that is not root (root refuses rlimits mode): the student runs as its uid (hostile_grader.py)
+        uid = 0x3FFF0000 + (os.getpid() + 7) % 0xFFFF
+        user = {"user": uid, "group": uid, "extra_groups": []} if os.geteuid() == 0 else {}
+        environment = {"PUZZLE_GRADER_ISOLATION": "rlimits"}
+        try:
+            subprocess.run([sys.executable, "-c", "import grader.sandbox.process"], cwd="/", check=True,
+                           capture_output=True, timeout=within(120), env={"PYTHONPATH": str(REPO)}, **user)
+        except (OSError, subprocess.SubprocessError):   # our interpreter is root's alone: a root grader, told to
+            user, environment = {}, {**environment, "ROOT_SANDBOX": "1"}   # run student code as root (tests only)
+        results = _grade(*NOTEBOOKS, environment=environment, **user)
+    assert len(results) == len(NOTEBOOKS)
+    for name, result in zip(NOTEBOOKS, results, strict=True):
+        assert result["scores"] == {"neighbours": 1.0, "count_words": 1.0}, (name, result)
+        assert not any("FileNotFoundError" in text for text in result["warnings"]), (name, result)
+
+
+def test_the_kit_carries_the_data_files_and_the_self_check_finds_them(tmp_path: Path) -> None:
+    """`grader check --kit`: the student's self-check predicts the grade (old code: every public case failed
+    with FileNotFoundError)."""
+    kit = tmp_path / "kit.json"
+    made = subprocess.run([sys.executable, "-m", "grader", "kit", str(LADDER / "ladder.yaml"), "-o", str(kit)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=within(300),
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)})
+    assert made.returncode == 0, made.stdout + made.stderr
+    for name in NOTEBOOKS:
+        shutil.copy(LADDER / name, tmp_path / name)
+        checked = subprocess.run([sys.executable, "-m", "grader", "check", "--kit", str(kit), name], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=within(300),
+                                 env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO),
+                                      "COLUMNS": "160"})
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert "FileNotFoundError" not in checked.stdout, checked.stdout
+
+
+def test_only_data_files_travel_never_a_module_the_rubric_or_the_reference(tmp_path: Path) -> None:
+    """The support folder's modules go as sources (support_texts), and what holds the answers never goes: a rubric
+    kept in the support folder (its hidden cases), a hard link to the reference under a data file's name (refused),
+    a link out of the folder (left out)."""
+    course = tmp_path / "course"
+    shutil.copytree(LADDER, course)
+    support = course / "support"
+    (support / "helpers.py").write_text("X = 1\n")
+    (support / "maze").mkdir()
+    (support / "maze" / "small.txt").write_text("#.#\n")
+    (course / "teacher-notes.txt").write_text("the hidden cases' answers\n")
+    (support / "outside.txt").symlink_to(course / "teacher-notes.txt")
+    shutil.move(course / "ladder.yaml", support / "ladder.yaml")
+    rubric_text = (support / "ladder.yaml").read_text()
+    (support / "ladder.yaml").write_text(rubric_text.replace("reference: ladder_reference.py",
+                                                             "reference: ../ladder_reference.py")
+                                                    .replace("support: support", "support: ."))
+    rubric = load_rubric(support / "ladder.yaml")
+    data = support_data(rubric)
+    assert sorted(data) == ["maze/small.txt", "words.txt"]
+    assert data["words.txt"] == (LADDER / "support" / "words.txt").read_bytes()
+    kit = build_kit(support / "ladder.yaml", cache=tmp_path / "cache")
+    assert kit_from_dict(kit).data == dict(data)
+
+    os.link(course / "ladder_reference.py", support / "answers.txt")
+    with pytest.raises(RubricError, match="answers.txt is the reference"):
+        load_rubric(support / "ladder.yaml")
+
+
+def test_too_many_or_too_big_data_files_are_a_rubric_error_naming_the_file(tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    shutil.copytree(LADDER, course)
+    (course / "support" / "zz-big.bin").write_bytes(b"\0" * (33 * 1024 * 1024 // 2))
+    with open(course / "ladder.yaml", "a") as rubric:
+        rubric.write("limits:\n  disk_mb: 32\n")
+    with pytest.raises(RubricError, match=r"support: zz-big.bin brings the data files to \d+ bytes, past the "
+                                          r"8388608"):
+        load_rubric(course / "ladder.yaml")
+    (course / "support" / "zz-big.bin").unlink()
+    for index in range(70):
+        (course / "support" / f"level-{index:02}.txt").write_text(str(index))
+    with pytest.raises(RubricError, match="support: level-64.txt is data file 65, past the 64 each student"):
+        load_rubric(course / "ladder.yaml")
+
+
+def test_a_kit_data_file_outside_the_working_folder_is_refused(tmp_path: Path) -> None:
+    kit = build_kit(LADDER / "ladder.yaml", cache=tmp_path / "cache")
+    assert set(kit["data"]) == {"words.txt"}
+    for bad in ("../words.txt", "/etc/words", "a//b", "./x"):
+        with pytest.raises(Exception, match="not a path inside the working folder"):
+            kit_from_dict({**kit, "data": {bad: ""}})
