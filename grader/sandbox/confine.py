@@ -705,9 +705,17 @@ def empty_folder(path):
         current = _open(path, _FOLDER_FLAGS)
     except OSError:
         return
+    _empty_below(current, _emptied)
+
+
+def _empty_below(current, emptied):
+    """Empty the folder open as the descriptor `current` (closed at the end), however deep: `emptied(fd, stat)`
+    unlinks what a folder holds but folders and gives the names of those to enter. The way down is a list of names
+    with one descriptor open; the way up is "..", checked to be the folder it came from (a folder moved meanwhile
+    ends the walk: what is left stays). Whether the walk came back up to `current` (empty_folder, remove_tree)."""
     try:
         here = _fstat(current)
-        stack = [(None, _emptied(current, here), (here.st_dev, here.st_ino))]   # (name, folders left, identity)
+        stack = [(None, emptied(current, here), (here.st_dev, here.st_ino))]   # (name, folders left, identity)
         while stack:
             name, pending, _ = stack[-1]
             if pending:
@@ -719,23 +727,24 @@ def empty_folder(path):
                 _close(current)
                 current = inner
                 here = _fstat(current)
-                stack.append((below, _emptied(current, here), (here.st_dev, here.st_ino)))
+                stack.append((below, emptied(current, here), (here.st_dev, here.st_ino)))
                 continue
             stack.pop()
             if name is None:
-                break
+                return True
             parent = _open("..", _FOLDER_FLAGS, dir_fd=current)
             _close(current)
             current = parent
             there = _fstat(current)
             if (there.st_dev, there.st_ino) != stack[-1][2]:   # moved meanwhile: what is left stays
-                return
+                return False
             try:
                 _rmdir(name, dir_fd=current)
             except OSError:
                 pass
+        return True
     except OSError:
-        return
+        return False
     finally:
         _close(current)
 
@@ -766,9 +775,6 @@ def _emptied(fd, folder):
         except OSError:
             pass
     return folders
-
-
-_TREE_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _clear(fd):
@@ -950,45 +956,14 @@ def remove_tree(path: str) -> None:
     zygote remove of a sandbox's scratch and of a dead grader's temp folder. shutil.rmtree recurses once per level:
     a student's scratch 1,000 folders deep raised RecursionError, ignore_errors or not, out of the sandbox's end,
     the zygote's cleanup and every later grader's sweep of leftovers (each then failed to start a sandbox). Here
-    the way down is a list of names with one descriptor open; the way up is "..", checked to be the folder it
-    came from (a folder moved meanwhile ends the removal: what is left stays). What cannot be removed stays."""
+    the walk is empty_folder's (_empty_below: by descriptors, a folder moved meanwhile ends it), without its mode
+    changes or device test; `path` goes last, when the walk came back to it. What cannot be removed stays."""
     try:
-        current = os.open(path, _TREE_FLAGS)
+        current = os.open(path, _FOLDER_FLAGS)
     except OSError:
         return
-    here = os.fstat(current)
-    stack = [(None, _clear(current), (here.st_dev, here.st_ino))]   # (name in its parent, folders left, identity)
-    try:
-        while stack:
-            name, pending, _ = stack[-1]
-            if pending:
-                below = pending.pop()
-                try:
-                    inner = os.open(below, _TREE_FLAGS, dir_fd=current)
-                except OSError:
-                    continue
-                os.close(current)
-                current = inner
-                here = os.fstat(current)
-                stack.append((below, _clear(current), (here.st_dev, here.st_ino)))
-                continue
-            stack.pop()
-            if name is None:
-                break
-            parent = os.open("..", _TREE_FLAGS, dir_fd=current)
-            os.close(current)
-            current = parent
-            there = os.fstat(current)
-            if (there.st_dev, there.st_ino) != stack[-1][2]:
-                return
-            try:
-                os.rmdir(name, dir_fd=current)
-            except OSError:
-                pass
-    except OSError:
+    if not _empty_below(current, lambda fd, _: _clear(fd)):
         return
-    finally:
-        os.close(current)
     try:
         os.rmdir(path)
     except OSError:
