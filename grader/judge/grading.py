@@ -326,7 +326,7 @@ def build_requests(plan: Plan, exercise: Exercise, cases: Sequence[Case], name: 
         requests.append(CaseRequest(case.id, call.code, values, settings, probes,
                                     limits.case_timeout(plan.expected[case.id].seconds), reduce,
                                     oracle_calls=limits.oracle_calls, right=_right_frame(plan, case),
-                                    hidden=case.visibility != "public"))
+                                    hidden=case.visibility != "public", answer_bytes=answer_bytes(plan, case)))
     return requests
 
 
@@ -452,7 +452,7 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
 
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
     """Turn the child's answer into a verdict, in the parent, on plain data only."""
-    if outcome.status == "ok" and case.check.name == "equal":   # most answers of a class: right ones (see below)
+    if outcome.status == "ok" and case.check.name == "equal" and not outcome.unread:   # most answers: right ones
         right = _right_template(plan, case)
         if right is not None and (outcome.value is plan.expected[case.id].value
                                   or _marshalled(outcome.value) == _marshalled_expected(plan, case.id)):
@@ -492,6 +492,8 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
                           reason=vocabulary.RAISED, cause="the process died", **base)
     if outcome.status == "error":
         return _raised(outcome, exercise, base)
+    if outcome.unread:
+        return _too_large(None, f"{outcome.unread:,} bytes", base)
     got = outcome.value
     # A right answer: the same text as the (valid) expected wire, so equal under every rule of `equal`, and valid:
     # the decode and the check's walk are skipped (most answers of a class are right). The answer is then kept as
@@ -509,10 +511,7 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
     if answer is not None and case.check.name in _VALUE_CHECKS and len(answer) > ANSWER_TEXT_FLOOR:
         longest = _longest_answer(plan, case)
         if longest is not None and len(answer) > longest:
-            return CaseResult(status="fail", got=got, message=f"the answer is {len(answer):,} characters of data, "
-                                                              "far more than any right answer to this case: it was "
-                                                              "not compared", reason=vocabulary.WRONG,
-                              cause=TOO_LARGE, **base)
+            return _too_large(got, f"{len(answer):,} characters", base)
     key = _answer_key(case, outcome, digest)
     if key is None:
         return _judged_answer(plan, exercise, case, outcome, base)
@@ -539,6 +538,33 @@ def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseR
 ANSWER_TEXT_FACTOR = 32
 ANSWER_TEXT_FLOOR = 4096
 TOO_LARGE = "an answer far larger than any right one"
+
+
+def _too_large(got: Any, size: str, base: Mapping[str, Any]) -> CaseResult:
+    """The fail of an answer too large to be right (TOO_LARGE), `size` its size in words."""
+    return CaseResult(status="fail", got=got, message=f"the answer is {size} of data, far more than any right answer "
+                                                      "to this case: it was not compared", reason=vocabulary.WRONG,
+                      cause=TOO_LARGE, **base)
+
+
+# The same bound before the answer is even read (CaseRequest.answer_bytes): a result frame weighing more than
+# frames.BYTES_PER_CHAR bytes for each character its answer may have, its probes' PROBE_TEXT_FLOOR each, and its
+# frame's own keys, holds an answer whose canonical text is longer than _longest_answer (the runtime writes the
+# same compact JSON), so it fails as above, unparsed. Without it the parent parsed the answer first: a sliding-3x3
+# nextStates answered with 2 MB of nested lists cost 0.42 s of its CPU a case before TOO_LARGE saw its size.
+PROBE_TEXT_FLOOR = 4096     # a probe's value or error text, as the child chose it (codec-decoded under PROBE_LIMITS)
+FRAME_KEYS = 256            # `{"op":"result","case":...,"status":"ok","value":...,"probes":{...},"output":...}`
+
+
+def answer_bytes(plan: Plan, case: Case) -> int | None:
+    """The most a result frame to `case` may weigh and still hold an answer to compare (None: no bound)."""
+    if case.check.name not in _VALUE_CHECKS:
+        return None
+    longest = _longest_answer(plan, case)
+    if longest is None:
+        return None
+    probes = sum(PROBE_TEXT_FLOOR + len(name) + 16 for name, _ in case.probe)
+    return frames.BYTES_PER_CHAR * (longest + probes + len(case.id)) + FRAME_KEYS
 
 
 def _longest_answer(plan: Plan, case: Case) -> int | None:

@@ -8,10 +8,12 @@ Values (`value`, oracle `args`) stay wire data here; the codec validates them wh
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from grader.intake.warning import LOAD_KINDS, Kind
+from grader.sandbox.wire import json_text, parse_value
 
 __all__ = [
     "Bounds",
@@ -27,6 +29,7 @@ __all__ = [
     "Ready",
     "Result",
     "parse",
+    "weighed",
 ]
 
 STATUSES = ("ok", "error", "timeout")
@@ -104,6 +107,9 @@ class Result:
     probes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     error: Mapping[str, str] = field(default_factory=dict)
     output: str = ""
+    # The parent's own, never the child's word: the weight (`weighed`) of a result frame refused unread because
+    # no answer the case can compare is that large (process.CaseRequest.answer_bytes); `value` is then None.
+    unread: int = 0
 
 
 @dataclass(frozen=True)
@@ -265,3 +271,42 @@ def parse(message: dict, bounds: Bounds = Bounds()) -> Message:
         problems = message.get("problems", [])
         return Ready(_text(message.get("isolation"), "'isolation'", 100), _texts(problems, "'problems'", bounds))
     raise Invalid(f"unknown frame {_short(operation)}")
+
+
+# The bytes one character of a text may take in a frame as the runtime writes it: a character outside the BMP
+# escaped as a surrogate pair, `\\ud83d\\ude00`, once a lone surrogate anywhere in the same text makes the encoder
+# escape all (wire.encode_body); at most 4 in UTF-8 otherwise, 6 for a control character (`\\u001b`).
+BYTES_PER_CHAR = 12
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'     # one JSON string token: linear, it cannot backtrack
+_TAIL = re.compile(rb',"output":(' + _STRING + rb')\}')
+_TEXTS = re.compile(rb'\{(?:"[a-z]{1,20}":' + _STRING + rb'(?:,"[a-z]{1,20}":' + _STRING + rb')*)?\}')
+_OUTPUT_KEY = b',"output":"'
+
+
+def weighed(body: bytes, case: str, bounds: Bounds = Bounds()) -> tuple[int, str]:
+    """What a result frame weighs, as a bound on parsing it: its length, less its output text and (in an error
+    frame) its error texts where they stand as the runtime writes them (`..."error":{...},"output":"..."}`), each
+    at most as long as the schema lets it be. With it the output captured in the frame, "" when not found.
+
+    Why: a frame is refused unread when it weighs more than any answer the case can compare (no scan beyond a
+    few regular-expression matches), and texts must not make an honest answer look large: a case printing 64 kB
+    of brackets is as light as one printing nothing. Texts are cheap to parse anyway (one string each); what a
+    hostile frame costs is its containers and numbers, outside strings, and they all weigh."""
+    weight, output = len(body), ""
+    at = body.rfind(_OUTPUT_KEY)
+    tail = _TAIL.fullmatch(body, at) if at >= 0 else None
+    if tail is None or len(tail.group(1)) > BYTES_PER_CHAR * bounds.output + 2:
+        return weight, output
+    try:
+        output = parse_value(tail.group(1).decode("utf-8"))
+    except ValueError:   # not UTF-8, or an escape JSON does not have: the parse would say so
+        return weight, ""
+    weight -= len(tail.group(1))
+    for status in (b"error", b"timeout"):
+        head = b'{"op":"result","case":' + json_text(case).encode("utf-8") + b',"status":"' + status + b'","error":'
+        if body.startswith(head):
+            texts = _TEXTS.match(body, len(head))
+            if texts is not None and texts.end() == at and \
+                    len(texts.group()) <= BYTES_PER_CHAR * (sum(ERROR_FIELDS.values()) + 100):
+                weight -= len(texts.group())
+    return weight, output

@@ -81,6 +81,10 @@ class CaseRequest:
     # message it is (right_answer). A frame of exactly these bytes is that answer, taken without parsing (most
     # answers of a class are right). Never sent: the child is sent the fields _exercise_message names.
     right: tuple[bytes, frames.Result] | None = field(default=None, compare=False, repr=False)
+    # The parent's own: the most a result frame may weigh (frames.weighed: its bytes less its texts) and still hold
+    # an answer the case can compare; a heavier frame is refused unread, the case's answer too large
+    # (Outcome.unread). None: no bound (a check function judges the answer, whatever its size). Never sent.
+    answer_bytes: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ class Outcome:
     output: str = ""
     seconds: float = 0.0          # wall time measured by the parent, from the case's start to its answer
     cpu_seconds: float | None = None   # CPU time the kernel charged the case (None where it cannot be read)
+    unread: int = 0               # an answer refused unread (frames.Result.unread): what its frame weighed
 
 
 # _answered sets an outcome's fields without __init__: a check the dataclass might gain would be skipped.
@@ -102,12 +107,12 @@ assert not hasattr(Outcome, "__post_init__"), "_answered must then call it"
 
 
 def _answered(case: str, status: str, value: Any, probes: dict[str, Any], error: dict[str, str], output: str,
-              seconds: float, cpu_seconds: float | None) -> Outcome:
+              seconds: float, cpu_seconds: float | None, unread: int = 0) -> Outcome:
     """Outcome(...) of a case the child answered, without the frozen dataclass's __init__, which sets each field
     through object.__setattr__ (~2 us, for every case of every notebook: a tenth of the per-case loop's Python)."""
     outcome = object.__new__(Outcome)
     outcome.__dict__.update(case=case, status=status, value=value, probes=probes, error=error, output=output,
-                            seconds=seconds, cpu_seconds=cpu_seconds)
+                            seconds=seconds, cpu_seconds=cpu_seconds, unread=unread)
     return outcome
 
 
@@ -908,6 +913,8 @@ class Sandbox:
                     decoded = known_args(call.rest, self.known_texts)
                     if decoded is not None:   # what parsing would give, its arguments decoded already
                         message = frames.OracleCall(call.name, None, _NO_KEYWORDS, call.seq)
+                if message is None and current is not None:
+                    message = _unread(body, current, self.bounds)
                 if message is None:
                     message = _parsed(body, self.bounds)
             except wire.Timeout:
@@ -1240,7 +1247,8 @@ class Sandbox:
             elif cpu is None and seconds > case.timeout + GRACE_SECONDS:
                 status, error = "timeout", {"message": f"did not finish within {case.timeout:g} s "
                                                        f"(the answer came after {seconds:.1f} s)"}
-        return _answered(case.id, status, message.value, dict(message.probes), error, message.output, seconds, cpu)
+        return _answered(case.id, status, message.value, dict(message.probes), error, message.output, seconds, cpu,
+                         message.unread)
 
 
 # Result frames parsed before, by their bytes: the same bytes parse to the same message, so a class's many equal
@@ -1283,6 +1291,27 @@ def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
     message = frames.parse(wire.parse_body(body), bounds)
     _HEARD.put(body, (bounds, message), len(body))
     return message
+
+
+def _unread(body: bytes, case: CaseRequest, bounds: frames.Bounds) -> frames.Result | None:
+    """The running case's answer refused unread, when its frame weighs more than any answer the case can compare
+    (CaseRequest.answer_bytes), else None (the frame is parsed). Raises frames.Invalid for such a frame that is
+    not the runtime's answer to the case (it writes its keys in one order): forged, and not parsed to find out.
+    An isolated-helper call's frame is the runtime's too, bounded by the case's oracle_bytes: parsed as ever.
+    Without it a result frame of 2 MB of nested lists cost the parent 0.42 s to parse (1.2 s at
+    wire.MAX_CONTAINERS), then more to measure, for every case."""
+    limit = case.answer_bytes
+    if limit is None or len(body) <= limit or body.startswith(_ORACLE_HEAD):
+        return None
+    weight, output = frames.weighed(body, case.id, bounds)
+    if weight <= limit:
+        return None
+    if not body.startswith(b'{"op":"result","case":%s,"status":"' % wire.json_text(case.id).encode("utf-8")):
+        raise frames.Invalid(f"a frame of {len(body):,} bytes that is not the runtime's answer to the case")
+    return frames.Result(case.id, "ok", None, output=output, unread=weight)
+
+
+_ORACLE_HEAD = b'{"op":"oracle","name":"'    # how the runtime writes an isolated-helper call (_CALL_HEAD)
 
 
 def right_answer(case_id: str, value: Any) -> tuple[bytes, frames.Result] | None:
