@@ -198,6 +198,12 @@ def isolation_lines(isolated: treecpu.TreeCpu, fixed: treecpu.TreeCpu, cases: tr
                      f"{1000 * (cpu - grader):.0f} of which cases {1000 * cases.seconds / k:.0f}), own code in "
                      f"this process {1000 * own_cpu:.0f} ms (cases {1000 * own.cases_cpu / k:.0f}): "
                      f"{cpu / own_cpu:.2f}x")
+        if cases.parts:
+            beyond = cases.seconds / k - own.cases_cpu / k
+            lines.append(f"  the cases took {1000 * beyond:.0f} ms more in the sandbox than here: "
+                         f"{1000 * beyond * k / cases.parts:.2f} ms for each of the {cases.parts / k:.0f} requests a "
+                         f"submission (an exercise's public cases, then its hidden ones: between two, the child "
+                         f"checks its fork is still pristine and reads the next)")
     return lines
 
 if __name__ == "__main__":

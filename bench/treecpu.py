@@ -65,6 +65,10 @@ class CasesCpu:
     cases: int
     submissions: int
     submission_seconds: float    # the results' own `seconds` (wall, each submission from its start to its end)
+    # Each exercise's public cases, and its hidden ones: one request to the child each where the exercise's run is
+    # its own (judge.grading.OwnRunsFirst), the child's work between two requests charged to the next one's first
+    # case. A run the grader replaced (a second run) is not in the results, nor counted here.
+    parts: int = 0
 
 
 PACKAGE = Path(__file__).resolve().parents[1] / "grader"
@@ -119,7 +123,7 @@ def measure(arguments: list[str], cwd: Path | None = None) -> tuple[subprocess.C
 def cases_cpu(results: Path) -> CasesCpu:
     """The cases' CPU time and count over the result files of `results` (cases a result keeps: a run of an
     exercise that a better second run replaced is not in it)."""
-    seconds, cases, submissions, wall = 0.0, 0, 0, 0.0
+    seconds, cases, submissions, wall, parts = 0.0, 0, 0, 0.0, 0
     for path in results.glob("*.json"):
         result = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(result, dict) or "exercises" not in result:
@@ -127,10 +131,11 @@ def cases_cpu(results: Path) -> CasesCpu:
         submissions += 1
         wall += result.get("seconds") or 0.0
         for exercise in result["exercises"]:
+            parts += len({case.get("visibility") for case in exercise["cases"]})
             for case in exercise["cases"]:
                 cases += 1
                 seconds += case.get("cpu_seconds") or 0.0
-    return CasesCpu(seconds, cases, submissions, wall)
+    return CasesCpu(seconds, cases, submissions, wall, parts)
 
 
 def breakdown(tree: TreeCpu, cases: CasesCpu | None, count: int, indent: str = "  ") -> list[str]:

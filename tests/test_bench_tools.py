@@ -18,6 +18,7 @@ BENCH = REPO / "bench"
 sys.path.insert(0, str(BENCH))
 
 import bench_grading  # noqa: E402
+from grader.rubric.schema import load_rubric  # noqa: E402
 import treecpu  # noqa: E402
 
 
@@ -36,6 +37,25 @@ def test_tree_cpu_counts_the_coordinator_each_worker_and_the_sandboxes_around_th
         assert not list(treecpu.CPUACCT.glob(f"pg-bench-{os.getpid()}-*")), "the run's group is removed"
     lines = treecpu.breakdown(tree, cases, 3)
     assert "grader" in lines[0] and "2 workers" in lines[0]
+    # A correct notebook's exercises run their own runs only: one request for an exercise's public cases and one
+    # for its hidden ones (OwnRunsFirst), as many as the rubric's exercises have of each.
+    exercises = load_rubric(bench_grading.RUBRIC).exercises
+    assert cases.parts == 3 * sum(len({case.visibility for case in exercise.cases}) for exercise in exercises)
+
+
+def test_the_isolation_lines_share_the_cases_cpu_beyond_the_own_code_out_over_the_requests():
+    """Each request's first case is charged the child's work since the last answer (its pristine check, the read):
+    the 1-worker lines show what that costs a request, the cost fewer requests would save."""
+    from owncode import OwnCode
+    run = treecpu.TreeCpu(wall=3.0, total=3.0, total_sys=0.5, coordinator=0.3, workers=0.4, grader_sys=0.1,
+                          worker_count=1)
+    one = treecpu.TreeCpu(wall=0.5, total=0.6, total_sys=0.1, coordinator=0.2, workers=0.1, grader_sys=0.05,
+                          worker_count=1)
+    cases = treecpu.CasesCpu(seconds=2.0, cases=200, submissions=10, submission_seconds=2.5, parts=40)
+    own = OwnCode(load=0.01, cases=1.5, load_cpu=0.01, cases_cpu=1.6, run=200, passed=200)
+    lines = bench_grading.isolation_lines(run, one, cases, own, 10)
+    assert lines[-1].startswith("  the cases took 40 ms more in the sandbox than here: 10.00 ms for each of the 4 "
+                                "requests a submission"), lines
 
 
 def test_the_grader_is_measured_with_its_bytecode_as_installed():
