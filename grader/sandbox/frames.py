@@ -29,6 +29,7 @@ __all__ = [
     "Ready",
     "Result",
     "parse",
+    "result_head",
     "weighed",
 ]
 
@@ -283,6 +284,12 @@ _TEXTS = re.compile(rb'\{(?:"[a-z]{1,20}":' + _STRING + rb'(?:,"[a-z]{1,20}":' +
 _OUTPUT_KEY = b',"output":"'
 
 
+def result_head(case: str) -> bytes:
+    """How the runtime begins its result frame to `case`, up to its status's text: its keys in its own order
+    (runtime._result_frame), which a frame the parent refuses unread must have (weighed, process._unread)."""
+    return b'{"op":"result","case":' + json_text(case).encode("utf-8") + b',"status":"'
+
+
 def weighed(body: bytes, case: str, bounds: Bounds = Bounds()) -> tuple[int, str]:
     """What a result frame weighs, as a bound on parsing it: its length, less its output text and (in an error
     frame) its error texts where they stand as the runtime writes them (`..."error":{...},"output":"..."}`), each
@@ -302,8 +309,9 @@ def weighed(body: bytes, case: str, bounds: Bounds = Bounds()) -> tuple[int, str
     except ValueError:   # not UTF-8, or an escape JSON does not have: the parse would say so
         return weight, ""
     weight -= len(tail.group(1))
+    start = result_head(case)
     for status in (b"error", b"timeout"):
-        head = b'{"op":"result","case":' + json_text(case).encode("utf-8") + b',"status":"' + status + b'","error":'
+        head = start + status + b'","error":'
         if body.startswith(head):
             texts = _TEXTS.match(body, len(head))
             if texts is not None and texts.end() == at and \

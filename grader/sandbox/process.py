@@ -1306,7 +1306,7 @@ def _unread(body: bytes, case: CaseRequest, bounds: frames.Bounds) -> frames.Res
     weight, output = frames.weighed(body, case.id, bounds)
     if weight <= limit:
         return None
-    if not body.startswith(b'{"op":"result","case":%s,"status":"' % wire.json_text(case.id).encode("utf-8")):
+    if not body.startswith(frames.result_head(case.id)):
         raise frames.Invalid(f"a frame of {len(body):,} bytes that is not the runtime's answer to the case")
     return frames.Result(case.id, "ok", None, output=output, unread=weight)
 
