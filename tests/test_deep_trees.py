@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 from grader import codec
 from grader.sandbox.confine import empty_folder, remove_tree
-from grader.sandbox.process import CaseRequest
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 from sandbox_run import run_cases, statement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,6 +99,72 @@ def test_a_scratch_too_long_for_a_path_is_emptied(tmp_path: Path):
     os.close(current)
     empty_folder(str(scratch))
     assert scratch.is_dir() and not list(scratch.iterdir())
+
+
+# Exercise A leaves files in its working folder (the scratch) and takes the write bit off the folder and a subfolder;
+# exercise B lists the folder.
+CLOSED = """
+import os
+def close():
+    open("left.txt", "w").write("from a")
+    os.mkdir("inner")
+    open("inner/left.txt", "w").write("from a")
+    os.chmod("inner", 0)
+    os.chmod(".", 0o500)
+    return sorted(os.listdir("."))
+def look():
+    return sorted(os.listdir("."))
+"""
+
+
+def test_a_scratch_the_student_closed_is_still_emptied_for_the_next_exercise():
+    """The runtime runs as the student's uid: a working folder of mode 0o500 kept exercise A's files for exercise B
+    (a jail, rlimits mode alike): the scratch was not 'emptied between exercises'."""
+    with Sandbox([statement(CLOSED, kind="other")], {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        seen = []
+        for number, call in enumerate(("close()", "look()")):
+            outcome = sandbox.run_exercise([CaseRequest(id=f"c#{number}", code=call, timeout=10.0)], (),
+                                           lambda *args: None, time.monotonic() + 120, more=number == 0)[0]
+            assert outcome.status == "ok", outcome.error
+            seen.append(codec.decode(outcome.value))
+    assert seen == [["inner", "left.txt"], []]
+
+
+def test_without_root_a_folder_the_student_closed_is_removed():
+    """rlimits mode under a grader that is not root: the scratch's files are the grader's uid's, and remove_tree
+    (the sandbox's end, the zygote's cleanup) could not empty a folder of mode 0o500 or 0: the scratch stayed in the
+    grader's temp folder. Run as a uid of its own when the test is root (root needs no mode)."""
+    folder = Path(tempfile.mkdtemp(prefix="redteam-closed-"))
+    uid = 0x3FFE0000 + os.getpid() % 0xFFFF
+    try:
+        scratch = folder / "scratch"
+        scratch.mkdir()
+        deep_tree(scratch, 3)
+        if os.geteuid() == 0:
+            for path in (folder, *folder.rglob("*")):
+                os.lchown(path, uid, uid)
+        (scratch / "d" / "d").chmod(0)
+        (scratch / "d").chmod(0o500)
+        scratch.chmod(0o500)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                if os.geteuid() == 0:
+                    os.setgroups([])
+                    os.setgid(uid)
+                    os.setuid(uid)
+                remove_tree(str(scratch))
+                os._exit(0 if not os.path.lexists(scratch) else 1)
+            finally:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        for path in (folder, *folder.rglob("*")):
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o700)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # A load that leaves the deepest chain of folders its scratch allows (its `files`), each level made from the one above.

@@ -45,6 +45,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 # clock, and change what each later fresh fork starts from.
 _listdir, _lstat, _chmod, _rmdir, _unlink = os.listdir, os.lstat, os.chmod, os.rmdir, os.unlink
 _open, _close, _fstat = os.open, os.close, os.fstat
+_S_IMODE = stat.S_IMODE
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _S_ISDIR = stat.S_ISDIR
 _prctl, _c_ulong = _libc.prctl, ctypes.c_ulong
@@ -700,8 +701,13 @@ def empty_folder(path):
     list of folders, not by paths and a call per level: a chain of ~1,000 folders (the scratch's `files`) made the
     runtime's recursive walk raise RecursionError after the load (the child died at every reload), and a chain
     of 20 folders of 250-character names, past PATH_MAX as a path, was left with its files for the next exercise
-    (ENAMETOOLONG at each, swallowed: mend's /tmp/mend/longp)."""
+    (ENAMETOOLONG at each, swallowed: mend's /tmp/mend/longp). The scratch itself is made its owner's to write
+    first: a case that took the write bit off its working folder (os.chmod(".", 0o500)) left its files to the
+    next exercise, in a jail and in rlimits mode (the runtime runs as the student's uid, never with privileges)."""
     try:
+        top = _lstat(path)
+        if _S_ISDIR(top.st_mode) and top.st_mode & 0o700 != 0o700:   # the student took its own bits off
+            _chmod(path, _S_IMODE(top.st_mode) | 0o700)
         current = _open(path, _FOLDER_FLAGS)
     except OSError:
         return
@@ -778,13 +784,22 @@ def _emptied(fd, folder):
 
 
 def _clear(fd):
-    """Unlink what in the folder open as `fd` is not a folder (a link is removed as a link); its folders' names."""
+    """Unlink what in the folder open as `fd` is not a folder (a link is removed as a link); its folders' names.
+    Without root (rlimits mode under a grader that is not root: the student's uid is ours) each folder is made ours
+    to enter and empty first: a student's folder of mode 0o500 or 0 kept its files, and the sandbox's scratch stayed
+    in the grader's temp folder. Root needs no mode, and changes none (a link swapped in would be followed)."""
     folders = []
+    owner = os.geteuid() != 0
     try:
         with os.scandir(fd) as entries:
             for entry in entries:
                 try:
                     if entry.is_dir(follow_symlinks=False):
+                        if owner:
+                            try:
+                                os.chmod(entry.name, 0o700, dir_fd=fd)
+                            except OSError:
+                                pass
                         folders.append(entry.name)
                     else:
                         os.unlink(entry.name, dir_fd=fd)
@@ -957,7 +972,13 @@ def remove_tree(path: str) -> None:
     a student's scratch 1,000 folders deep raised RecursionError, ignore_errors or not, out of the sandbox's end,
     the zygote's cleanup and every later grader's sweep of leftovers (each then failed to start a sandbox). Here
     the walk is empty_folder's (_empty_below: by descriptors, a folder moved meanwhile ends it), without its mode
-    changes or device test; `path` goes last, when the walk came back to it. What cannot be removed stays."""
+    changes or device test; `path` goes last, when the walk came back to it. What cannot be removed stays.
+    Without root (see _clear) `path` is made the owner's first."""
+    if os.geteuid() != 0:
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
     try:
         current = os.open(path, _FOLDER_FLAGS)
     except OSError:
