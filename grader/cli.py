@@ -87,6 +87,7 @@ def _grade_batch(args: argparse.Namespace) -> int:
     options = Options(case_seconds=args.case_seconds, submission_seconds=args.submission_seconds,
                       memory_mb=args.memory_mb, allow_root_sandbox=args.allow_root_sandbox)
     from grader.store.gradebook import grade_change_line, incident_line, same_file_lines, utc_now
+    from grader.store.overrides import forgiven_in
     from grader.textsafe import terminal   # file names, student ids: any text (the gradebook imports it anyway)
     started = utc_now()
     with BatchProgress(None if args.quiet else out.console, quiet=args.quiet) as progress:
@@ -130,7 +131,8 @@ def _grade_batch(args: argparse.Namespace) -> int:
     changed = grade_change_line(batch.gradebook, batch.rubric, started)
     if changed:
         out.console.print(terminal(changed), style="cyan", highlight=False, markup=False)
-    attacked = incident_line(batch.gradebook, batch.rubric, batch.students)
+    attacked = incident_line(batch.gradebook, batch.rubric, batch.students,
+                             forgiven_in(batch.gradebook, batch.rubric) if batch.gradebook is not None else None)
     if attacked:
         out.console.print(terminal(attacked), style="red", highlight=False, markup=False)
     for n, line in enumerate(same_file_lines(batch.gradebook, batch.rubric)):

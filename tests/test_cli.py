@@ -279,6 +279,20 @@ def test_the_ta_sees_each_incident_in_every_view_and_forgives_one_found_honest(t
     assert again.returncode == 0, again.stderr
     page = (tmp_path / "feedback" / "forged.md").read_text(encoding="utf-8")
     assert "earns no points" not in page and "no solution needs" in page and "course helper library" in page
+    # Every TA view says the forgiveness, from the override and `forfeited` (facts): grade's incident line no longer
+    # asks for the --forgive it got, the class report no longer says the policy scored it, the CSVs say given back
+    back = ("forged frame in find_tile (case find_tile#1), seen by the parent frame check; forgiven by a TA: "
+            "find_tile 1.8333")
+    assert row["incidents"] == back, row["incidents"]
+    regrade = run("grade", CORRECT, str(forged), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert regrade.returncode == 0, regrade.stderr
+    assert f"forged: {back}" in flat(regrade.stdout) and "--forgive" not in flat(regrade.stdout), regrade.stdout
+    report = run("class-report", str(out), "--out", str(tmp_path / "class.html"))
+    assert report.returncode == 0, report.stderr
+    html = (tmp_path / "class.html").read_text(encoding="utf-8")
+    assert "a TA gave back what the rubric&#39;s policy took" in html and "policy scored it" not in html
+    with open(tmp_path / "class.csv", newline="", encoding="utf-8") as stream:
+        assert {row["student"]: row["incidents"] for row in csv.DictReader(stream)}["forged"] == back
 
 
 def test_check_on_correct_passes_and_only_counts_hidden_cases(grader_cache: Path) -> None:

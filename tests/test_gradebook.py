@@ -492,8 +492,14 @@ def test_a_version_3_gradebook_counts_its_busy_cases_again_so_a_regrade_grades_t
     assert consistency_problems(path) == []
 
 
+def _as_version_6(db: sqlite3.Connection) -> None:
+    """The file as version 6 wrote it: no results.verdicts."""
+    db.execute("ALTER TABLE results DROP COLUMN verdicts")
+
+
 def _as_version_5(db: sqlite3.Connection) -> None:
     """The file as version 5 wrote it: no scores.forfeited."""
+    _as_version_6(db)
     db.execute("ALTER TABLE scores DROP COLUMN forfeited")
 
 

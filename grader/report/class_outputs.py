@@ -234,6 +234,21 @@ def same_file_warnings(classroom: Classroom) -> list[str]:
     return [f"warning: {lines[0]}", *lines[1:]] if lines else []
 
 
+def probing_warnings(classroom: Classroom) -> list[str]:
+    """The line naming students whose resubmissions moved hidden verdicts while every public one stayed
+    (grader.store.verdicts), from the gradebook's history; none without a gradebook (result files keep one
+    grading each)."""
+    book_path = classroom.book()
+    if book_path is None:
+        return []
+    from grader.store.gradebook import Gradebook
+    from grader.store.verdicts import warning_line
+    with Gradebook(book_path) as book:
+        rubrics = (classroom.rubric,) if classroom.rubric else book.rubrics()
+        line = warning_line([found for rubric in rubrics for found in book.probing(rubric)])
+    return [line] if line else []
+
+
 # ------------------------------------------------------------------------------------------- the class readers
 
 

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from grader.files import atomic_open
 from grader.report.class_outputs import (Classroom, Reading, Written, read_results, report_context,
-                                         same_file_warnings)
+                                         probing_warnings, same_file_warnings)
 from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
@@ -477,6 +477,13 @@ def slowest(results: Sequence[SubmissionResult], count: int = SLOWEST) -> tuple[
     return counted.slowest(count)
 
 
+def _incident_cost(line: StudentLine) -> str:
+    """Who scored a student's incidents: the rubric's policy, or a TA who gave back every point it took."""
+    took = {exercise for exercise, points in line.forfeited if points}
+    return "a TA gave back what the rubric's policy took" if took and took <= set(line.forgiven) \
+        else "the rubric's policy scored it"
+
+
 def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str | None = None,
                  problems: Sequence[str] = (), reports: str = REPORTS, similarity: Similarity | None = None,
                  similarity_page: str = "", similarity_note: str = "") -> ClassReport:
@@ -495,8 +502,8 @@ def build_report(results: Iterable[SubmissionResult] | ClassTally, *, title: str
     notes = list(problems)
     # incidents first: an attack is what a TA must look at before a grade goes out
     # (from the students' lines, which keep them: by student alone, as one id may have results of two rubrics)
-    notes += [f"incidents of {line.student} (the sandbox stopped what no solution does; the rubric's policy scored "
-              f"it): {incident_cell(line.incidents, dict(line.forfeited))}"
+    notes += [f"incidents of {line.student} (the sandbox stopped what no solution does; "
+              f"{_incident_cost(line)}): {incident_cell(line.incidents, dict(line.forfeited), line.forgiven)}"
               for line in sorted((line for line in counted.lines if line.incidents), key=lambda line: line.student)]
     # one student under two ids, or a copy: what such ids may be, once, then one line per group
     notes += [line.strip() for line in warning_lines(same_files(counted.files))]
@@ -676,7 +683,7 @@ def write_class_report(results: Iterable[SubmissionResult], path: Path, *, title
     # The CSV from the same lines, in the order the class came (by student): a row each as it is written.
     rows = (ScoreLine(line.student, line.total, line.max_total, line.state, line.score_map(),
                       line.override_cells or ((_number_cell(line.total), "", "") if overridden else ()), line.late,
-                      line.penalty, line.incidents, line.forfeited) for line in counted.lines)
+                      line.penalty, line.incidents, line.forfeited, line.forgiven) for line in counted.lines)
     columns = [exercise_id for exercise_id, _, _ in counted.exercise_order()]
     write_score_csv(columns, rows, csv_path, OVERRIDE_COLUMNS if overridden else ())
     return path
@@ -706,13 +713,14 @@ def write_dashboard(classroom: Classroom, target: Path) -> Written:
                                   template=classroom.template, similarity=similarity, similarity_note=note,
                                   made_from=made_from)
 
-    count = 0
+    count, probed = 0, []
     if classroom.book() is None:
         loaded = read_results(classroom.folder)
         path, count = write(loaded.results, problems=loaded.problems), len(loaded.results)
     else:
         reading = Reading(classroom, report_context(classroom.notebooks, classroom.template))
-        path = write(reading, ordered=True, made_from=reading.made_from)
+        probed = probing_warnings(classroom)
+        path = write(reading, problems=probed, ordered=True, made_from=reading.made_from)
         count = reading.count
     paths = [path, path.with_suffix(".csv"), path.parent / REPORTS]
     if similarity is not None:
@@ -721,5 +729,5 @@ def write_dashboard(classroom: Classroom, target: Path) -> Written:
             f"(and {path.with_suffix('.csv')}, the students' "
             f"reports in {path.parent / REPORTS}/"
             + (f", {path.parent / (path.stem + '-similarity.html')}" if similarity is not None else "") + ")")
-    return Written(tuple(paths), count, (line, *same_file_warnings(classroom)))
+    return Written(tuple(paths), count, (line, *same_file_warnings(classroom), *(f"warning: {p}" for p in probed)))
 

@@ -66,7 +66,7 @@ def write_csv(results: Sequence[SubmissionResult], path: Path, students: Sequenc
     rows = (ScoreLine(name, result.total, result.max_total, result.state,
                  {exercise.id: exercise.score for exercise in result.exercises},
                  override_cells(result) if overridden else (), result.late, result.penalty, result.incidents,
-                 forfeited(result))
+                 forfeited(result), forgiven(result) if overridden else ())
             for name, result in zip(names, results, strict=True))
     write_score_csv(exercise_columns(results), rows, path, OVERRIDE_COLUMNS if overridden else ())
 
@@ -77,6 +77,11 @@ OVERRIDE_COLUMNS = ("automatic_total", "overrides", "override_review")
 def forfeited(result: SubmissionResult) -> dict[str, float]:
     """Exercise id -> the score the rubric's incident policy took from it (ExerciseResult.forfeited)."""
     return {exercise.id: exercise.forfeited for exercise in result.exercises if exercise.forfeited is not None}
+
+
+def forgiven(result: SubmissionResult) -> tuple[str, ...]:
+    from grader.store.overrides import forgiven as given_back
+    return given_back(result)
 
 
 def override_cells(result: SubmissionResult) -> tuple[str, ...]:
@@ -112,6 +117,7 @@ class ScoreLine:
     penalty: float = 0.0
     incidents: tuple[Incident, ...] = ()
     forfeited: Mapping[str, float] | tuple[tuple[str, float], ...] = ()   # exercise -> the score the policy took
+    forgiven: tuple[str, ...] = ()  # of those, the exercises a TA gave points back (overrides.forgiven)
 
 
 def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: Path,
@@ -132,7 +138,8 @@ def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: 
                              *(number(scores[column]) if column in scores else "" for column in columns),
                              number(row.total), number(row.max_total), row.state, "late" if late else "",
                              number(penalty), number(max(0.0, row.total - penalty)),
-                             text(incident_cell(getattr(row, "incidents", ()), dict(getattr(row, "forfeited", ())))),
+                             text(incident_cell(getattr(row, "incidents", ()), dict(getattr(row, "forfeited", ())),
+                                               getattr(row, "forgiven", ()))),
                              *(getattr(row, "more", ()) if more else ())])
 
 

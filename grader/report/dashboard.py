@@ -107,6 +107,7 @@ class StudentLine:
     busy: int = 0                            # cases a busy machine kept from being judged: the scores are not final
     incidents: tuple[Incident, ...] = ()     # what the sandbox stopped that only hostile code does (the CSV's column)
     forfeited: tuple[tuple[str, float], ...] = ()   # (exercise, the score the incident policy took), when it took any
+    forgiven: tuple[str, ...] = ()           # of those, the exercises a TA gave points back (overrides.forgiven)
 
     def score_map(self) -> dict[str, float]:
         return dict(zip(self.exercises, self.scores, strict=True))
@@ -126,9 +127,9 @@ def student_line(result: SubmissionResult, *, ungraded: bool) -> StudentLine:
     if "overrides" not in result.extra:
         return line
     from grader.report.csv_export import override_cells
-    from grader.store.overrides import describe, needs_review
+    from grader.store.overrides import describe, forgiven, needs_review
     return replace(line, overrides=tuple(describe(result)), review=needs_review(result),
-                   override_cells=override_cells(result))
+                   override_cells=override_cells(result), forgiven=forgiven(result))
 
 
 @dataclass(frozen=True)

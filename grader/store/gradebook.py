@@ -4,7 +4,7 @@ Why SQLite: a TA grades thousands of notebooks, regrades after fixing a rubric a
 any moment. Each `record` is one transaction in a WAL journal, so a kill -9 loses at most the result being
 written and never leaves half of one; the next batch asks `unchanged_row` and grades only what is missing.
 
-Tables (schema version 6):
+Tables (schema version 7):
 
     schema_version  (id = 1, version)                      what `open` compares with SCHEMA_VERSION
     submissions     (id, student, rubric, sha256, source, current_result)
@@ -27,6 +27,9 @@ Tables (schema version 6):
                     (version 3; version 4 counts busy cases again): what a regrade of an unchanged class, the CSV
                     and the order of a regrade read of every student; read out of the json they cost a parse of the
                     whole result each (~100 us, most of a 10,000-student regrade)
+    results.verdicts
+                    the grading's case verdicts as bits, one character a case (grader.store.verdicts; version 7,
+                    '' before): what shows a student whose resubmissions moved only hidden verdicts
 """
 
 from __future__ import annotations
@@ -39,15 +42,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from grader import textsafe
 from grader.incidents import Incident, for_the_ta, from_json as incident_from_json, to_json as incident_to_json
 from grader.store.results import (
     ExerciseResult, SubmissionResult, bound_result, from_dict, not_judged, stored_form)
 from grader.store.twins import SameFile, same_files, warning_lines
+from grader.store.verdicts import FILES as VERDICT_FILES, Probing, bits as verdict_bits, bits_of_json, probing
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # A result's cases that a busy machine kept from being judged, counted in SQL over its json as results.not_judged
 # counts them (the one source of that count).
@@ -148,6 +152,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # forfeited), NULL for none: what grade's incident line and the CSV say a TA's --forgive gives back. Results
         # stored before it existed have none (NULL): nothing to fill in, nothing to regrade.
         "ALTER TABLE scores ADD COLUMN forfeited REAL",
+    ),
+    (
+        # Each grading's case verdicts as bits (grader.store.verdicts: pass or not, public or hidden, no value):
+        # what the class report's resubmission check reads. Results stored before it existed have '' and are
+        # read from their json by that check (only students with several files): nothing to fill in here.
+        "ALTER TABLE results ADD COLUMN verdicts TEXT NOT NULL DEFAULT ''",
     ),
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -365,6 +375,30 @@ class Gradebook:
                WHERE s.rubric = ? ORDER BY s.student""", (rubric,))
         return same_files(rows)
 
+    def probing(self, rubric: str) -> list[Probing]:
+        """Students whose graded files moved hidden verdicts while every public one stayed (store.verdicts), by
+        student. Only students with enough gradings of two files or more are read (their rows' verdict bits, or a
+        row's json when it was stored before the bits were): a class that each submitted once reads none."""
+        rows = self._db.execute(
+            """SELECT s.student, r.sha256, r.rubric_sha256, r.verdicts, CASE WHEN r.verdicts = '' THEN r.json END
+               FROM submissions s JOIN results r ON r.submission_id = s.id
+               WHERE s.rubric = ? AND r.state = 'graded' AND s.id IN (
+                   SELECT submission_id FROM results WHERE state = 'graded' GROUP BY submission_id
+                   HAVING count(*) >= ? AND count(DISTINCT sha256) >= 2)
+               ORDER BY s.student, r.graded_at, r.id""", (rubric, VERDICT_FILES))
+        found: list[Probing] = []
+        gradings: list[tuple[str, str, str]] = []
+        student = None
+        for name, sha256, rubric_sha256, verdicts, text in rows:
+            if name != student and student is not None:
+                found += [p for p in (probing(student, gradings),) if p is not None]
+                gradings = []
+            student = name
+            gradings.append((sha256, rubric_sha256, verdicts if text is None else _json_bits(text)))
+        if student is not None:
+            found += [p for p in (probing(student, gradings),) if p is not None]
+        return found
+
     def durations(self, rubric: str) -> dict[str, float]:
         """How long each student's current result took to grade (its `seconds`), by student: what orders a
         regrade longest first. Failed results (stopped, or their worker died) and unknown times are left out."""
@@ -547,32 +581,44 @@ def grade_change_line(path: Path | None, rubric: str, since: str) -> str:
             + (f"; and {more} more (the gradebook's history keeps each)" if more > 0 else ""))
 
 
-def incident_line(path: Path | None, rubric: str, students: Iterable[str]) -> str:
+def incident_line(path: Path | None, rubric: str, students: Iterable[str],
+                  given: Mapping[str, set[str]] | None = None) -> str:
     """For the terminal after a batch: which of `students` have incidents in their current result (the sandbox
-    stopped what only hostile code does: grader.incidents), with the facts; "" when none (or no gradebook)."""
+    stopped what only hostile code does: grader.incidents), with the facts; "" when none (or no gradebook). The
+    --forgive hint only while some policy cost stands: `given`, student -> the exercises a TA's override gives
+    points (overrides.forgiven_in), are said forgiven."""
     if path is None or not path.is_file():
         return ""
+    given = given or {}
     wanted = set(students)
     with Gradebook(path) as book:
         seen = [row for row in book.incident_rows(rubric) if row.student in wanted]
     if not seen:
         return ""
+    cells = [(row.student, row.forfeited, sorted(given.get(row.student, set()) & set(row.forfeited)), row.incidents)
+             for row in seen]
+    standing = any(points for _, taken, gone, _ in cells for exercise, points in taken.items() if exercise not in gone)
     forgive = (" (an incident the TA finds honest: `grader override STUDENT EXERCISE --forgive --why ...` gives "
-               "back what the policy took)" if any(any(row.forfeited.values()) for row in seen) else "")
+               "back what the policy took)" if standing else "")
     return (f"{len(seen)} submission{'s' if len(seen) != 1 else ''} with incidents (the sandbox stopped what no "
             f"solution does; the rubric's `incidents:` policy scored it): "
-            + "; ".join(f"{row.student}: {incident_cell(row.incidents, row.forfeited)}" for row in seen[:SHOWN_CHANGES])
+            + "; ".join(f"{student}: {incident_cell(incidents, taken, gone)}"
+                        for student, taken, gone, incidents in cells[:SHOWN_CHANGES])
             + (f"; and {len(seen) - SHOWN_CHANGES} more (the CSV's incidents column)" if len(seen) > SHOWN_CHANGES
                else "") + forgive)
 
 
-def incident_cell(incidents: Iterable[Incident], taken: dict[str, float]) -> str:
+def incident_cell(incidents: Iterable[Incident], taken: Mapping[str, float], forgiven: Iterable[str] = ()) -> str:
     """What the TA reads of a result's incidents (the CSV's `incidents` cell, grade's line, the class report): what
     was seen (grader.incidents.for_the_ta), then the points the policy took from each exercise (ExerciseResult.
-    forfeited), which `grader override STUDENT EXERCISE --forgive` gives back."""
+    forfeited), which `grader override STUDENT EXERCISE --forgive` gives back, and those a TA gave back
+    (`forgiven`: overrides.forgiven)."""
     seen = for_the_ta(tuple(incidents))
-    took = ", ".join(f"{exercise} {points:g}" for exercise, points in taken.items() if points)
-    return f"{seen}; points the policy took: {took}" if took and seen else seen
+    gone = set(forgiven)
+    took = ", ".join(f"{exercise} {points:g}" for exercise, points in taken.items() if points and exercise not in gone)
+    back = ", ".join(f"{exercise} {points:g}" for exercise, points in taken.items() if points and exercise in gone)
+    return "; ".join(part for part in (seen, f"points the policy took: {took}" if took and seen else "",
+                                       f"forgiven by a TA: {back}" if back and seen else "") if part)
 
 
 def same_file_lines(path: Path | None, rubric: str) -> list[str]:
@@ -654,6 +700,13 @@ def _incidents(text: str) -> tuple[Incident, ...]:
         return tuple(incident_from_json(item) for item in json.loads(text) if isinstance(item, dict))
     except (ValueError, TypeError):
         return ()
+
+
+def _json_bits(text: str) -> str:
+    try:
+        return bits_of_json(json.loads(text))
+    except ValueError:
+        return ""
 
 
 def _read_shared(db: sqlite3.Connection, rubric_sha256: str) -> dict[tuple[str, str], tuple[str, str]]:
@@ -767,12 +820,13 @@ def _insert_result(db: sqlite3.Connection, submission_id: int, source: str, resu
     cursor = db.execute(
         f"""INSERT {'OR IGNORE' if skip_existing else ''} INTO results
                 (submission_id, sha256, source, rubric_sha256, grader_version, isolation, total, max_total,
-                 exercise_count, graded_at, json, state, late, penalty, busy, seconds, incidents)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                 exercise_count, graded_at, json, state, late, penalty, busy, seconds, incidents, verdicts)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (submission_id, result.sha256, textsafe.unicode(source), result.rubric_sha256, result.grader_version,
          result.isolation, float(result.total), float(result.max_total), len(result.exercises), graded_at, text,
          result.state, int(bool(result.late)), float(result.penalty), not_judged(result)[1], float(result.seconds),
-         textsafe.json_text([incident_to_json(i) for i in result.incidents]) if result.incidents else ""))
+         textsafe.json_text([incident_to_json(i) for i in result.incidents]) if result.incidents else "",
+         verdict_bits(result.exercises)))
     if cursor.rowcount == 0:
         return None
     result_id = cursor.lastrowid

@@ -242,7 +242,7 @@ def apply(result: SubmissionResult, overrides: Sequence[Override]) -> Submission
                     c.id == override.case for c in exercise.cases):
                 score += override.points - case_points(exercise, override.case)
         score = round(min(exercise.max_score, max(0.0, float(score))), 4)
-        exercises.append(replace(exercise, score=score, notes=_policy_notes(exercise, score)))
+        exercises.append(replace(exercise, score=score, notes=_policy_notes(result, exercise, score)))
         facts.append({"exercise": exercise.id, "automatic": exercise.score, "score": score,
                       "max_score": exercise.max_score,
                       "by": [{"case": o.case, "points": o.points, "automatic": o.automatic, "why": o.reason,
@@ -256,15 +256,36 @@ def apply(result: SubmissionResult, overrides: Sequence[Override]) -> Submission
     return replace(result, exercises=tuple(exercises), total=total, extra=extra, penalty=penalty)
 
 
-def _policy_notes(exercise: ExerciseResult, score: float) -> tuple[str, ...]:
+def _policy_notes(result: SubmissionResult, exercise: ExerciseResult, score: float) -> tuple[str, ...]:
     """The exercise's notes under a TA's score: the incident policy's "this exercise earns no points" is no longer
-    true once a TA gave points back (--forgive, or any points), so the student reads what was stopped, not a cost."""
+    true once a TA gave points back (--forgive, or any points), so the student reads what was stopped, not a cost.
+    Which note the policy wrote is chosen from the facts (`forfeited`: the policy scored it; an incident placed in
+    this exercise, or during the load), never read out of the notes."""
     if exercise.forfeited is None or score <= 0:
         return exercise.notes
     from grader import incidents
-    said = {incidents.STUDENT_NOTE: incidents.STUDENT_NOTE_SHOWN,
-            incidents.STUDENT_NOTE_LOAD: incidents.STUDENT_NOTE_SHOWN_LOAD}
-    return tuple(said.get(note, note) for note in exercise.notes)
+    own = any(incident.exercise == exercise.id for incident in result.incidents)
+    wrote, shown = ((incidents.STUDENT_NOTE, incidents.STUDENT_NOTE_SHOWN) if own
+                    else (incidents.STUDENT_NOTE_LOAD, incidents.STUDENT_NOTE_SHOWN_LOAD))
+    return tuple(shown if note == wrote else note for note in exercise.notes)
+
+
+def forgiven(result: SubmissionResult) -> tuple[str, ...]:
+    """The exercises of an exported result (apply's) whose incident-policy score a TA replaced with points (a
+    whole-exercise override in force: --forgive, or --points above 0): the policy's cost no longer stands."""
+    given = {fact["exercise"] for fact in result.extra.get("overrides", ())
+             if any(not entry["case"] and entry["points"] for entry in fact["by"])}
+    return tuple(e.id for e in result.exercises if e.forfeited is not None and e.id in given)
+
+
+def forgiven_in(gradebook: Path, rubric: str) -> dict[str, set[str]]:
+    """Student -> the exercises a whole-exercise override in force gives points (above 0) under `rubric`: with a
+    result's `forfeited`, which incident costs a TA forgave (forgiven, from the overrides alone)."""
+    given: dict[str, set[str]] = {}
+    for override in in_force(history(gradebook, rubric)):
+        if not override.case and override.points:
+            given.setdefault(override.student, set()).add(override.exercise)
+    return given
 
 
 def apply_all(results: Iterable[SubmissionResult], gradebook: Path | None) -> list[SubmissionResult]:
