@@ -776,10 +776,10 @@ def test_the_terminal_check_draws_a_board_once_and_names_it_after(capsys) -> Non
     assert student.markdown_report(_transposed_find_tile()).count("│ 5 │ 4 │ 7 │") == 3   # a section each
 
 
-def test_the_terminal_check_writes_a_long_input_once_and_names_it_after(capsys) -> None:
+def test_every_view_writes_a_long_input_once_and_names_it_after(capsys) -> None:
     """A word-ladder's WORDS (the course's word list) failed neighbours and ladder: the self-check wrote its 213
-    words (2,000 characters; a real dictionary up to 20,000) under both. It is written once; a short input is
-    cheaper written again than named."""
+    words (2,000 characters; a real dictionary up to 20,000) under both, and the Markdown and HTML reports still
+    did. It is written once; a short input is cheaper written again than named."""
     from grader.report.console import student_report
     words = codec.encode(frozenset(f"w{n:03}" for n in range(213)))
     short = codec.encode("cold")
@@ -796,6 +796,14 @@ def test_the_terminal_check_writes_a_long_input_once_and_names_it_after(capsys) 
     assert terminal.count("'w212'") == 1, terminal
     assert "WORDS: as shown above, under neighbours" in terminal
     assert terminal.count("start = 'cold'") == 2, terminal
+    # The Markdown and HTML pages too (they wrote it under each exercise); boards stay drawn in each section
+    page = student.markdown_report(result)
+    assert page.count("'w212'") == 1 and "WORDS: as shown above, under neighbours" in page, page
+    assert page.count("start = 'cold'") == 2, page
+    html = student.html_report(result)
+    assert html.count("&#39;w212&#39;") == 1, html
+    assert "<code>WORDS</code>: as shown above, under neighbours" in html, html
+    assert html.count("start = &#39;cold&#39;") == 2, html
 
 
 def test_each_timeout_of_a_group_says_its_own_limit_in_every_view(capsys) -> None:

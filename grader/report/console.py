@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.report import boards
-from grader.report.grouping import alike_inputs, failure_groups, group_cause, listed, own_messages, shown_notes
+from grader.report.grouping import (alike_inputs, failure_groups, group_cause, listed, own_messages, shown_before,
+                                    shown_notes)
 from grader.store.gradebook import ScoreRow
 from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
@@ -190,27 +191,17 @@ def folded_output(text: str) -> str:
     return shown + (f"\n... ({more} more line{'s' if more != 1 else ''} printed)" if more > 0 else "")
 
 
-# A one-line input longer than this is written once a report, then named (a word list of the course, WORDS: 213
-# words were 2,000 characters under each exercise that failed on it, a real dictionary up to boards.INPUT_CHARS).
-LONG_INPUT = 200
-
-
 def _print_inputs(console: Console, inputs: list[tuple[str, Any]], drawn: dict[tuple[str, str], str],
                   exercise: str) -> None:
-    """Each input of a failing case, a board where it is a state. An input drawn already in this report (by name
-    and value: `Start` fails find_tile, manhattan and extract_move alike) is named, not drawn again; `drawn` maps
-    each drawn input to the exercise it was drawn under."""
+    """Each input of a failing case, a board where it is a state. An input drawn already in this report is named,
+    not drawn again (grouping.shown_before); `drawn` maps each drawn input to the exercise it was drawn under."""
     pad = " " * CASE_INDENT
     for name, value in inputs:
-        lines = boards.input_lines(name, value)
-        key = (name, codec.canonical(value))
-        if key in drawn and (len(lines) > 1 or sum(len(text) for text, _ in lines[0]) > LONG_INPUT):
-            where = "" if drawn[key] == exercise else f", under {drawn[key]}"
-            shown = "drawn" if len(lines) > 1 else "shown"
-            console.print(f"{pad}{terminal(name)}: as {shown} above{terminal(where)}", highlight=False, markup=False)
+        named = shown_before(name, value, drawn, exercise)
+        if named:
+            console.print(f"{pad}{terminal(name)}: {terminal(named)}", highlight=False, markup=False)
             continue
-        drawn.setdefault(key, exercise)
-        for segments in lines:
+        for segments in boards.input_lines(name, value):
             parts = [(text, style) if style else text for text, style in segments]
             console.print(Text(pad).append_text(Text.assemble(*parts)), highlight=False, soft_wrap=True)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from grader import codec
+from grader.report import boards
 from grader.judge.feedback import failure_cause, noted_groups
 from grader.store.results import CaseResult, ExerciseResult
 from grader.store.status import TIMEOUT, limit_note
@@ -96,3 +97,26 @@ def listed(alike: Sequence[CaseResult], own: Sequence[tuple[CaseResult, str]]) -
     """The cases of a group to name after "and n more cases failed the same way": all of them, unless each is
     shown below with its own message (own_messages), which names it there."""
     return () if len(own) == len(alike) else alike
+
+
+# A one-line input longer than this is written once a report, then named (a word list of the course, WORDS: 213
+# words were 2,000 characters under each exercise that failed on it, a real dictionary up to boards.INPUT_CHARS).
+LONG_INPUT = 200
+
+
+def shown_before(name: str, value: Any, drawn: dict[tuple[str, str], str], exercise: str, *,
+                 name_boards: bool = True) -> str:
+    """How a failing case's input is named when this report drew it already (by name and value: `Start` fails
+    find_tile, manhattan and extract_move alike; a word list every exercise uses): "" when it is drawn here (and
+    now counts as drawn, under `exercise`), else "as shown above" / "as drawn above, under find_tile". Only a
+    board or a long line is named (a short line is cheaper to read again than to look up), and a board only with
+    `name_boards`: the Markdown and HTML pages draw each section's boards in it (a section is linked to and read
+    alone; a board is a few lines), the terminal's check, read top to bottom, draws one once."""
+    lines = boards.input_lines(name, value)
+    key = (name, codec.canonical(value))
+    long_line = len(lines) == 1 and sum(len(text) for text, _ in lines[0]) > LONG_INPUT
+    if key in drawn and (long_line or name_boards and len(lines) > 1):
+        where = "" if drawn[key] == exercise else f", under {drawn[key]}"
+        return f"as {'drawn' if len(lines) > 1 else 'shown'} above{where}"
+    drawn.setdefault(key, exercise)
+    return ""

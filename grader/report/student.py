@@ -15,7 +15,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import jinja2
 from markupsafe import Markup
@@ -23,7 +23,8 @@ from markupsafe import Markup
 from grader.extract.source import extract
 from grader.intake.notebook import NotebookError, read_notebook
 from grader.report import boards, boards_html
-from grader.report.grouping import alike_inputs, failure_groups, group_cause, listed, own_messages, shown_notes
+from grader.report.grouping import (alike_inputs, failure_groups, group_cause, listed, own_messages, shown_before,
+                                    shown_notes)
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line, read_json
 from grader.store.shared import SharedReader
 from grader.store.status import MISSING, SYMBOLS, alike_words, headline, limit_note
@@ -211,15 +212,21 @@ def md_block(text: str, info: str = "text") -> str:
     return f"{fence}{info}\n{text.rstrip()}\n{fence}"
 
 
-def _md_case(case: CaseResult) -> list[str]:
+def _md_inputs(inputs: Iterable[tuple[str, Any]], drawn: dict[tuple[str, str], str], exercise: str) -> list[str]:
+    """The inputs' block: each drawn, or named when the report drew it already (grouping.shown_before)."""
+    texts = [f"{name}: {named}" if (named := shown_before(name, value, drawn, exercise, name_boards=False))
+             else boards.text_input(name, value) for name, value in inputs]
+    return ["With:", "", md_block("\n\n".join(texts)), ""] if texts else []
+
+
+def _md_case(case: CaseResult, drawn: dict[tuple[str, str], str], exercise: str) -> list[str]:
     where = " (hidden)" if case.visibility == "hidden" else ""
     words = headline(case.status, case.reason)
     out = [f"#### {SYMBOLS.get(case.status, '?')} {md_code(case.call or case.id)} — {words}{where}", ""]
     if case.message:
         out += [md_text(case.message + limit_note(case.status, case.limit)), ""]
     if case.inputs and case.status != "pass":
-        out += ["With:", "", md_block("\n\n".join(boards.text_input(name, value)
-                                                  for name, value in case.inputs.items())), ""]
+        out += _md_inputs(case.inputs.items(), drawn, exercise)
     if case.status == "fail":
         out += [md_block(boards.text_comparison(case.expected, case.got, width=80, path=case.path_answer)), ""]
     if case.traceback and case.status in ("error", "timeout"):
@@ -251,6 +258,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         out += [f"- {md_text(fact['exercise'])}{' case ' + md_text(entry['case']) if entry['case'] else ''}: "
                 f"{score_text(entry['automatic'])} → {score_text(entry['points'])} ({md_text(entry['why'])}; "
                 f"{md_text(entry['author'])}, {entry['at'][:10]})" for fact, entry in adjusted] + [""]
+    pictured: dict[tuple[str, str], str] = {}   # inputs drawn so far: one drawn again is named (shown_before)
     for exercise in result.exercises:
         if not has_section(exercise):
             continue
@@ -263,7 +271,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
         notes = shown_notes(exercise, drawn)
         out += [f"- {md_text(note)}" for note in notes] + ([""] if notes else [])
         for case, alike in failure_groups(drawn):
-            out += _md_case(case)
+            out += _md_case(case, pictured, exercise.id)
             if alike:
                 cause = group_cause(case, alike)
                 own = own_messages(case, alike)
@@ -272,10 +280,7 @@ def markdown_report(result: SubmissionResult, *, hidden_details: bool = False,
                         f"{f' ({md_text(cause)})' if cause else ''}:" + (f" {names}" if names else ""), ""]
                 if own:
                     out += [f"- {md_code(c.call or c.id)}: {md_text(text)}" for c, text in own] + [""]
-                more = alike_inputs(case, alike)
-                if more:
-                    out += ["With:", "", md_block("\n\n".join(boards.text_input(name, value)
-                                                              for name, value in more)), ""]
+                out += _md_inputs(alike_inputs(case, alike), pictured, exercise.id)
         summary = hidden_summary(exercise.cases)
         if summary and not hidden_details:
             out += [f"*{summary}.*", ""]
@@ -324,7 +329,9 @@ def highlight_python(code: str) -> Markup:
     return Markup(highlight(code, PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True, style="default")))
 
 
-def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseView]:
+def _case_views(exercise: ExerciseResult, hidden_details: bool,
+                drawn: dict[tuple[str, str], str] | None = None) -> list[_CaseView]:
+    """`drawn`: the inputs the page drew so far (shown_before), shared by its exercises; None draws every one."""
     views = []
     for case, alike in failure_groups(shown_cases(exercise, hidden_details)):
         own = tuple(own_messages(case, alike))
@@ -332,24 +339,33 @@ def _case_views(exercise: ExerciseResult, hidden_details: bool) -> list[_CaseVie
                                boards_html.html_comparison(case.expected, case.got, path=case.path_answer)
                                if case.status == "fail" else None,
                                truncated_output(case.output) if case.output else "", tuple(alike),
-                               _html_inputs(case), _html_alike_inputs(case, alike), cause=group_cause(case, alike),
+                               _html_inputs(case, drawn, exercise.id),
+                               _html_alike_inputs(case, alike, drawn, exercise.id), cause=group_cause(case, alike),
                                own=own, words=headline(case.status, case.reason), named=tuple(listed(alike, own))))
     return views
 
 
-def _html_alike_inputs(case: CaseResult, alike: list[CaseResult]) -> Markup | None:
-    more = alike_inputs(case, alike)
-    if not more:
-        return None
-    return Markup('<div class="inputs">{}</div>').format(
-        Markup("").join(boards_html.html_input(name, value) for name, value in more))
+def _html_alike_inputs(case: CaseResult, alike: list[CaseResult], drawn: dict[tuple[str, str], str] | None,
+                       exercise: str) -> Markup | None:
+    return _html_input_list(alike_inputs(case, alike), drawn, exercise)
 
 
-def _html_inputs(case: CaseResult) -> Markup | None:
+def _html_inputs(case: CaseResult, drawn: dict[tuple[str, str], str] | None, exercise: str) -> Markup | None:
     if case.status == "pass" or not case.inputs:
         return None
-    return Markup('<div class="inputs">{}</div>').format(
-        Markup("").join(boards_html.html_input(name, value) for name, value in case.inputs.items()))
+    return _html_input_list(list(case.inputs.items()), drawn, exercise)
+
+
+def _html_input_list(inputs: list[tuple[str, Any]], drawn: dict[tuple[str, str], str] | None,
+                     exercise: str) -> Markup | None:
+    if not inputs:
+        return None
+    parts = []
+    for name, value in inputs:
+        named = shown_before(name, value, drawn, exercise, name_boards=False) if drawn is not None else ""
+        parts.append(Markup('<p class="input"><code>{}</code>: {}</p>').format(name, named) if named
+                     else boards_html.html_input(name, value))
+    return Markup('<div class="inputs">{}</div>').format(Markup("").join(parts))
 
 
 def exercise_heading(exercise: ExerciseResult) -> str:
@@ -376,11 +392,12 @@ def located(exercise: ExerciseResult) -> str:
 
 
 def exercise_html(exercise: ExerciseResult, *, hidden_details: bool = False, code: str | None = None,
-                  heading: str = "h2", given: bool = False) -> Markup:
+                  heading: str = "h2", given: bool = False, drawn: dict[tuple[str, str], str] | None = None) -> Markup:
     """One exercise's feedback as an HTML fragment (needs stylesheet()); the annotated notebook reuses it.
-    `given`: the code is the template's, unchanged, so it is folded and not called the student's."""
+    `given`: the code is the template's, unchanged, so it is folded and not called the student's. `drawn`: the
+    inputs the page drew above (grouping.shown_before), named instead of drawn again."""
     template = _environment().get_template("exercise.html.j2")
-    return Markup(template.render(exercise=exercise, cases=_case_views(exercise, hidden_details),
+    return Markup(template.render(exercise=exercise, cases=_case_views(exercise, hidden_details, drawn),
                                   notes=shown_notes(exercise, shown_cases(exercise, hidden_details)),
                                   hidden=hidden_summary(exercise.cases) if not hidden_details else "",
                                   public=public_summary(exercise.cases), code=highlight_python(code) if code else None,
@@ -433,8 +450,9 @@ def html_report(result: SubmissionResult, *, hidden_details: bool = False,
     `given` names the exercises whose code is the template's (not called "Your code")."""
     code = code or {}
     given = set(given)
+    drawn: dict[tuple[str, str], str] = {}   # inputs drawn so far: one drawn again is named (shown_before)
     sections = [exercise_html(e, hidden_details=hidden_details, code=code.get(e.id) if needs_section(e) else None,
-                              given=e.id in given)
+                              given=e.id in given, drawn=drawn)
                 for e in result.exercises if has_section(e)]
     template = _environment().get_template("student.html.j2")
     return display(template.render(result=result, rows=_rows(result), sections=sections, css=stylesheet(), csp=CSP,
