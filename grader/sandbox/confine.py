@@ -971,9 +971,9 @@ def remove_tree(path: str) -> None:
     zygote remove of a sandbox's scratch and of a dead grader's temp folder. shutil.rmtree recurses once per level:
     a student's scratch 1,000 folders deep raised RecursionError, ignore_errors or not, out of the sandbox's end,
     the zygote's cleanup and every later grader's sweep of leftovers (each then failed to start a sandbox). Here
-    the walk is empty_folder's (_empty_below: by descriptors, a folder moved meanwhile ends it), without its mode
-    changes or device test; `path` goes last, when the walk came back to it. What cannot be removed stays.
-    Without root (see _clear) `path` is made the owner's first."""
+    the walk is empty_folder's (_empty_below: by descriptors, a folder moved meanwhile ends it), without its device
+    test; `path` goes last, when the walk came back to it. What cannot be removed stays. Modes change only without
+    root (see _clear): `path` and each folder below are made the owner's before they are entered."""
     if os.geteuid() != 0:
         try:
             os.chmod(path, 0o700)
