@@ -135,3 +135,24 @@ def test_an_honest_error_frame_weighs_little_whatever_its_texts(message, traceba
     weight, shown = frames.weighed(body, "c-1")
     assert shown == output
     assert weight <= grading.FRAME_KEYS
+
+
+def test_probes_are_decoded_once_per_outcome_within_a_bound(monkeypatch):
+    """A probe's value is the child's choice, decoded for every check of the answer (the case, each known mistake,
+    each variant) with the codec's own bounds (200,000 items) outside the check's CPU bound."""
+    from grader.checks.registry import ProbeError
+
+    decoded: list[object] = []
+    decode = codec.decode
+    monkeypatch.setattr(codec, "decode", lambda wire, *a, **k: decoded.append(wire) or decode(wire, *a, **k))
+    huge, small = codec.encode(list(range(100_000))), codec.encode(17)
+    outcome = Outcome("h-1", "ok", value=3, probes={"h2": {"value": small}, "big": {"value": huge},
+                                                    "bad": {"error": "ValueError: no"}})
+    for _ in range(3):
+        probes = grading._probes(outcome)
+        assert probes["h2"] == 17
+        assert isinstance(probes["big"], ProbeError) and isinstance(probes["bad"], ProbeError)
+        probes["h2"] = "changed by a check"   # each check gets its own dict
+    assert decoded == [small, huge]
+    other = Outcome("h-1", "ok", value=3, probes={"h2": {"value": codec.encode(5)}})
+    assert grading._probes(other) == {"h2": 5}

@@ -368,17 +368,32 @@ def error_cause(kind: str, text: str) -> str:
     return " ".join(f"{kind}: {_NUMBERS.sub('#', text)}".split())
 
 
+# A probe's value is the child's choice (an h2 returning a million-item list): decoded within these bounds (one
+# value a check reads: a number, a state), else the check gets a ProbeError, and once per outcome, not again for
+# each check of it (the case, each known mistake, each accepted variant), all outside the check's CPU bound.
+PROBE_TEXT_FLOOR = 4096     # a probe's value (its nodes, and in a result frame its characters) or error text
+PROBE_LIMITS = codec.Limits(max_depth=32, max_items=PROBE_TEXT_FLOOR, max_chars=16 * PROBE_TEXT_FLOOR)
+_DECODED_PROBES: tuple[Any, dict[str, Any]] = (None, {})   # the last outcome's probes, decoded (one slot: atomic)
+
+
 def _probes(outcome: Outcome) -> dict[str, Any]:
-    decoded: dict[str, Any] = {}
-    for name, probe in outcome.probes.items():
-        if isinstance(probe, dict) and "value" in probe:
-            try:
-                decoded[name] = codec.decode(probe["value"])
-            except codec.CodecError as error:
-                decoded[name] = ProbeError(str(error))
-        else:
-            decoded[name] = ProbeError(str(probe.get("error", "failed")) if isinstance(probe, dict) else "failed")
-    return decoded
+    """The outcome's probes decoded (PROBE_LIMITS), each a value or a ProbeError; a fresh dict each time."""
+    global _DECODED_PROBES
+    if not outcome.probes:
+        return {}
+    raw, decoded = _DECODED_PROBES
+    if raw is not outcome.probes:
+        decoded = {}
+        for name, probe in outcome.probes.items():
+            if isinstance(probe, dict) and "value" in probe:
+                try:
+                    decoded[name] = codec.decode(probe["value"], PROBE_LIMITS)
+                except codec.CodecError as error:
+                    decoded[name] = ProbeError(str(error))
+            else:
+                decoded[name] = ProbeError(str(probe.get("error", "failed")) if isinstance(probe, dict) else "failed")
+        _DECODED_PROBES = (outcome.probes, decoded)
+    return dict(decoded)
 
 
 def _canonical(wire: Any) -> str | None:
@@ -552,7 +567,6 @@ def _too_large(got: Any, size: str, base: Mapping[str, Any]) -> CaseResult:
 # frame's own keys, holds an answer whose canonical text is longer than _longest_answer (the runtime writes the
 # same compact JSON), so it fails as above, unparsed. Without it the parent parsed the answer first: a sliding-3x3
 # nextStates answered with 2 MB of nested lists cost 0.42 s of its CPU a case before TOO_LARGE saw its size.
-PROBE_TEXT_FLOOR = 4096     # a probe's value or error text, as the child chose it (codec-decoded under PROBE_LIMITS)
 FRAME_KEYS = 256            # `{"op":"result","case":...,"status":"ok","value":...,"probes":{...},"output":...}`
 
 
