@@ -134,3 +134,27 @@ def test_a_kit_data_file_outside_the_working_folder_is_refused(tmp_path: Path) -
     for bad in ("../words.txt", "/etc/words", "a//b", "./x"):
         with pytest.raises(Exception, match="not a path inside the working folder"):
             kit_from_dict({**kit, "data": {bad: ""}})
+
+
+def test_the_gradescope_zip_ships_the_same_data_files_and_never_the_rubric_kept_in_the_support_folder(
+        tmp_path: Path) -> None:
+    """The zip's course/support is what the students' code gets there: copytree copied a rubric kept in the support
+    folder (hidden cases) and the file a link out of the folder names, both then data files of the zip's folder."""
+    from grader.run.autograder import _stage_course
+    course = tmp_path / "course"
+    shutil.copytree(LADDER, course)
+    support = course / "support"
+    (course / "teacher-notes.txt").write_text("the hidden cases' answers\n")
+    (support / "outside.txt").symlink_to(course / "teacher-notes.txt")
+    (support / "dictionary.txt").symlink_to(support / "words.txt")
+    text = (course / "ladder.yaml").read_text()
+    (support / "ladder.yaml").write_text(text.replace("reference: ladder_reference.py",
+                                                      "reference: ../ladder_reference.py").replace("support: support",
+                                                                                                  "support: ."))
+    rubric = load_rubric(support / "ladder.yaml")
+    stage = tmp_path / "stage"
+    bundled = load_rubric(stage / _stage_course(rubric, stage))
+    assert sorted(support_data(rubric)) == ["dictionary.txt", "words.txt"]
+    assert dict(support_data(bundled)) == dict(support_data(rubric))
+    shipped = {path.name for path in (stage / "course" / "support").iterdir()}
+    assert "ladder.yaml" not in shipped and "outside.txt" not in shipped

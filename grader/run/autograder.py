@@ -27,6 +27,7 @@ import tempfile
 import traceback
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -79,7 +80,7 @@ def _stage_course(rubric: Rubric, stage: Path) -> str:
     data = yaml.safe_load(rubric.path.read_text(encoding="utf-8"))
     data["reference"] = f"reference/{rubric.reference.name}"
     if rubric.support is not None and rubric.support.is_dir():
-        copy_tree(rubric.support, course / "support")
+        shutil.copytree(rubric.support, course / "support", ignore=_not_shipped(rubric, rubric.support))
         data["support"] = "support"
     else:
         data.pop("support", None)
@@ -91,6 +92,29 @@ def _stage_course(rubric: Rubric, stage: Path) -> str:
     target.write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120),
                       encoding="utf-8")
     return f"{COURSE}/{rubric.path.name}"
+
+
+def _not_shipped(rubric: Rubric, support: Path) -> Callable[[str, list[str]], list[str]]:
+    """copytree's ignore for the support folder: what never goes into the zip's course/support, where every file is
+    a module or a data file the students' code gets (schema.data_files): the rubric or the reference kept there
+    (their hidden cases and answers), and a link to a data file outside the folder (copytree copies what a link
+    names: a link the checkout's data_files leaves out would become a file of the zip's folder)."""
+    inside = os.path.realpath(support)
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        dropped = []
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                course = any(os.path.samefile(path, other) for other in (rubric.path, rubric.reference))
+            except OSError:
+                course = False
+            outside = os.path.islink(path) and not name.endswith((".py", ".ipynb")) \
+                and not os.path.realpath(path).startswith(inside + os.sep)
+            if left_out(name) or course or outside:
+                dropped.append(name)
+        return dropped
+    return ignore
 
 
 def _check_bundle(rubric_in_stage: Path) -> None:
