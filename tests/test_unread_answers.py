@@ -156,3 +156,26 @@ def test_probes_are_decoded_once_per_outcome_within_a_bound(monkeypatch):
     assert decoded == [small, huge]
     other = Outcome("h-1", "ok", value=3, probes={"h2": {"value": codec.encode(5)}})
     assert grading._probes(other) == {"h2": 5}
+
+
+_PIECE = st.sampled_from([b'"', b'\\"', b'\\\\', b'\\u00e9', b'\\n', b'}', b'{', b'[', b']', b',', b':', b'1', b'"x"',
+                          b',"output":"', b'"error":{', b'{"op":"result","case":"c","status":"error","error":',
+                          b"\xff", "é".encode(), b"a"])
+_PIECES = st.lists(_PIECE, max_size=12).map(b"".join)
+_HEAD = st.sampled_from([b'{"op":"result","case":"c","status":"ok","value":',
+                         b'{"op":"result","case":"c","status":"error","error":', b'{"op":"result","case":"c"', b""])
+
+
+@settings(max_examples=500, deadline=None)
+@given(head=_HEAD, middle=_PIECES, text=_TEXT.map(lambda text: wire.json_text(text).encode("utf-8")) | _PIECES,
+       end=st.sampled_from([b"}", b"}}", b""]))
+def test_any_frame_weighs_at_most_its_length_and_credits_only_its_real_output(head, middle, text, end):
+    body = head + middle + b',"output":' + text + end
+    weight, output = frames.weighed(body, "c")
+    assert 0 <= weight <= len(body)
+    if weight < len(body):   # a text taken out of the weight: the output the frame holds, if it is a frame at all
+        try:
+            message = wire.parse_body(body)
+        except wire.FrameError:
+            return
+        assert message.get("output") == output
