@@ -9,13 +9,17 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from grader import codec
 from grader.kit.kit import build_kit, kit_from_dict
 from grader.plan.given import support_data
 from grader.rubric.schema import RubricError, load_rubric
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+from sandbox_run import statement
 from testclock import within
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,3 +162,30 @@ def test_the_gradescope_zip_ships_the_same_data_files_and_never_the_rubric_kept_
     assert dict(support_data(bundled)) == dict(support_data(rubric))
     shipped = {path.name for path in (stage / "course" / "support").iterdir()}
     assert "ladder.yaml" not in shipped and "outside.txt" not in shipped
+
+
+# A case that rewrites the data files and takes the write bit off their folders, the working folder's own included.
+LOCKED = """
+import os
+def spoil():
+    open("words.txt", "w").write("mine")
+    open("sub/more.txt", "w").write("mine")
+    os.chmod("sub", 0o500)
+    os.chmod(".", 0o500)
+    return open("words.txt").read()
+def read():
+    return [open("words.txt").read(), open("sub/more.txt").read()]
+"""
+
+
+def test_a_case_that_locks_its_folder_still_leaves_the_next_case_the_course_files() -> None:
+    """The runtime puts the data files back before each case as the student's uid: a case that ran
+    os.chmod('.', 0o500) (and on a subfolder) kept its rewritten words.txt for every later case of the exercise."""
+    data = {"words.txt": b"cold\ncord\n", "sub/more.txt": b"more"}
+    with Sandbox([statement(LOCKED, kind="other")], {}, ProcessLimits(), data=data) as sandbox:
+        sandbox.load()
+        outcomes = sandbox.run_exercise([CaseRequest(id=f"c#{n}", code=code, timeout=10.0)
+                                         for n, code in enumerate(("spoil()", "read()"))],
+                                        (), lambda *args: None, time.monotonic() + within(120))
+    assert [(o.status, codec.decode(o.value) if o.status == "ok" else o.error) for o in outcomes] == \
+        [("ok", "mine"), ("ok", ["cold\ncord\n", "more"])]

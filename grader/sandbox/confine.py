@@ -704,14 +704,24 @@ def empty_folder(path):
     (ENAMETOOLONG at each, swallowed: mend's /tmp/mend/longp). The scratch itself is made its owner's to write
     first: a case that took the write bit off its working folder (os.chmod(".", 0o500)) left its files to the
     next exercise, in a jail and in rlimits mode (the runtime runs as the student's uid, never with privileges)."""
+    open_to_owner(path)
     try:
-        top = _lstat(path)
-        if _S_ISDIR(top.st_mode) and top.st_mode & 0o700 != 0o700:   # the student took its own bits off
-            _chmod(path, _S_IMODE(top.st_mode) | 0o700)
         current = _open(path, _FOLDER_FLAGS)
     except OSError:
         return
     _empty_below(current, _emptied)
+
+
+def open_to_owner(path):
+    """Give the folder `path` back its owner's read, write and search bits where the student took them off (the
+    runtime, which empties the scratch and puts the course's data files back in it, runs as the student's uid); a
+    link or a file is left as it is."""
+    try:
+        status = _lstat(path)
+        if _S_ISDIR(status.st_mode) and status.st_mode & 0o700 != 0o700:
+            _chmod(path, _S_IMODE(status.st_mode) | 0o700)
+    except OSError:
+        pass
 
 
 def _empty_below(current, emptied):

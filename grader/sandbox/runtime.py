@@ -333,8 +333,10 @@ class _SupportFinder:
 
 
 def _make_parents(scratch, name):
-    """The folders above a data file's path in the scratch, each a real folder (what the student left there in
-    their place, a file or a link, is removed first)."""
+    """The folders above a data file's path in the scratch, each a real folder its owner may write (what the student
+    left there in their place, a file or a link, is removed first; a folder whose write bit a case took off, the
+    scratch's own included, gets it back: os.chmod('.', 0o500) kept a case's rewritten words.txt for the next)."""
+    _confine.open_to_owner(scratch)
     parts = name.split("/")[:-1]
     for depth in range(1, len(parts) + 1):
         folder = f"{scratch}/{'/'.join(parts[:depth])}"
@@ -346,6 +348,8 @@ def _make_parents(scratch, name):
         if not _S_ISDIR(status.st_mode):
             os.unlink(folder)
             os.mkdir(folder, 0o755)
+        else:
+            _confine.open_to_owner(folder)
 
 
 def _remove(path, status):
