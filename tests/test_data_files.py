@@ -189,3 +189,15 @@ def test_a_case_that_locks_its_folder_still_leaves_the_next_case_the_course_file
                                         (), lambda *args: None, time.monotonic() + within(120))
     assert [(o.status, codec.decode(o.value) if o.status == "ok" else o.error) for o in outcomes] == \
         [("ok", "mine"), ("ok", ["cold\ncord\n", "more"])]
+
+
+def test_a_worker_that_cannot_reach_the_support_folder_says_so_rather_than_grade_without_it(tmp_path: Path) -> None:
+    """A Dask worker on another machine read an absent support folder as empty (is_dir False): every student's
+    code then ran without the course's modules and words.txt, and lost the points (a zero that is the machine's)."""
+    from grader.run.executor import Setup, WorkerProblem, _plan
+    course = tmp_path / "course"
+    shutil.copytree(LADDER, course)
+    rubric = load_rubric(course / "ladder.yaml")
+    shutil.rmtree(course / "support")
+    with pytest.raises(WorkerProblem, match="cannot read the course's support folder .*support \\(no such file\\)"):
+        _plan(Setup(rubric, str(tmp_path / "cache")))

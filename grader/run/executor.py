@@ -138,6 +138,8 @@ def _plan(setup: Setup) -> "tuple[Plan, dict[str, str]]":
     key = _plan_key(setup)
     if key not in _PLANS:
         _readable(setup.rubric.reference, "the course's reference")
+        if setup.rubric.support is not None:   # its modules and data files go to every student's code
+            _readable(setup.rubric.support, "the course's support folder")
         plan = build_plan(setup.rubric, Path(setup.cache) if setup.cache else None)
         _PLANS[key] = (plan, support_sources(plan))
     return _PLANS[key]
