@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from grader.sandbox import cpuclock
-from grader.sandbox.budget import Budget
+from grader.sandbox.budget import Budget, Mark
 from hogs import run_beside_hogs, spinners, stop
 from testclock import read_line, within
 
@@ -239,7 +239,7 @@ def test_the_grading_threads_own_cpu_time_is_not_idle_time_the_credit_may_use():
 
     from grader.sandbox.budget import Budget
 
-    budget = Budget.start(slack=1e6, now=time.monotonic())
+    budget = Budget.start(slack=1e6, since=Mark.now())
     spun = time.thread_time()
     while time.thread_time() < spun + 0.3:
         pass
@@ -287,3 +287,41 @@ def test_a_load_the_machine_took_more_than_the_slack_from_is_graded_again_not_ch
     assert not within_slack.load_starved(deadline=0.5, now=4.0)  # the student's own time, as on a quiet machine
     assert within_slack.load_starved(deadline=0.5, now=0.7) == within_slack.starved(deadline=0.5, now=0.7)
     assert not Budget(slack=0.0, started=0.0, granted=9.0).load_starved(deadline=0.5, now=20.0)   # no slack: never
+
+
+def test_what_the_grading_thread_waited_before_the_sandbox_was_made_is_credited():
+    """The deadline counts from the submission's start, before its sandbox is made (the notebook's reading and
+    extraction, the course's given code, the sandbox's making); the credit counted from the sandbox's making, so the
+    grading thread's waiting before it was on the student's time: at load 16 a worker's first eight-puzzle notebook
+    took 2.3 s from its start to its sandbox. A reading said to have waited 2.9 s of its 3 s stands in for it."""
+    budget = Budget.start(slack=10.0, since=Mark.now(spent=3.0, waited=2.9, computed=0.05))
+    now = __import__("time").monotonic()
+    moved = budget.until(deadline=now - 1.0, now=now, runtime=None, cpu=0.0)
+    assert budget.granted >= 2.89 and moved >= now + 1.89, (budget.granted, moved - now)
+
+
+def test_a_notebook_whose_reading_waited_past_its_deadline_is_not_charged_for_it(tmp_path: Path):
+    """End to end: a notebook read (as grade_read gets it) in 3 s of wall time, of which its thread waited 2.9 s for a
+    CPU, with a 1 s budget: its deadline passed before its sandbox was made, by the machine's doing. Before, the load
+    then ran out of "the submission's time budget" at once (credited nothing: its count began at the sandbox) and the
+    notebook scored 0 for good. Now that wait moves the deadline (by at most the slack, the budget): the notebook
+    is graded, or where the machine keeps it waiting past that too, its cases are `busy machine`, never the
+    student's `missing`."""
+    from dataclasses import replace
+
+    from grader.judge.grading import grade_read, read_submission, support_sources
+    from grader.judge.options import Options
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import load_rubric
+    from grader.store.status import BUSY
+
+    from conftest import RUBRIC, SUBMISSIONS
+    plan = build_plan(load_rubric(RUBRIC), tmp_path / "cache")
+    read = replace(read_submission(SUBMISSIONS / "correct.ipynb", plan), seconds=3.0, waited=2.9, computed=0.05)
+    result = grade_read(read, plan, support_sources(plan), Options(submission_seconds=1.0))
+    said = [warning.text for warning in result.warnings]
+    assert not any("could not be loaded" in text and "budget ran out" in text for text in said), said
+    assert result.extra["budget"]["waited_seconds"] >= 2.89, result.extra
+    for exercise in result.exercises:
+        for case in exercise.cases:
+            assert case.status == "pass" or case.reason == BUSY, (exercise.id, case.id, case.status, case.message)

@@ -43,7 +43,7 @@ from grader.kept import SizedMemo
 from grader.store import status as vocabulary
 from grader.sandbox import cpuclock, frames
 from grader.sandbox.alarm import bounded
-from grader.sandbox.budget import Budget
+from grader.sandbox.budget import Budget, Mark
 from grader.sandbox.isolation import isolation_report
 from grader.sandbox.process import (CaseRequest, MachineBusy, Oracle, Outcome, ProcessLimits, PureOracle, Replies,
                                     Sandbox, SandboxError, SharedReplies, preloads, right_answer,
@@ -1390,15 +1390,17 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
                    options: Options = Options(), submission: str | None = None,
                    hide_paths: Sequence[str] = (), warnings: Sequence[GraderWarning] = (),
                    cases: ExerciseRunner | None = None, settle: Settle | None = None,
-                   extracted: Extracted | None = None, spent: float = 0.0,
-                   data: Mapping[str, bytes] | None = None) -> SubmissionResult:
+                   extracted: Extracted | None = None, spent: float = 0.0, waited: float = 0.0,
+                   computed: float = 0.0, data: Mapping[str, bytes] | None = None) -> SubmissionResult:
     """One notebook, extracted, loaded in its own sandbox and judged exercise by exercise: `grader grade`,
     `grader check` and `grader check --kit` all come through here. `warnings` go first (the kit's own);
     `cases` and `settle` are the kit's (see ExerciseRunner, Settle). `extracted`: the notebook's extraction
     under the rubric's policy, made ahead (read_submission), and the `spent` seconds it took, which count in the
-    submission's budget and time as they would have here. `data`: the course's data files the sandbox puts in the
-    notebook's working folder (the kit's; None: the support folder's, given.support_data)."""
-    started = time.monotonic() - spent
+    submission's budget and time as they would have here; of them, its thread `waited` for a CPU (credited on a
+    busy machine, as the grading's own waiting is) and `computed` (budget.Mark). `data`: the course's data files
+    the sandbox puts in the notebook's working folder (the kit's; None: the support folder's, given.support_data)."""
+    since = Mark.now(spent, waited, computed)     # the budget counts from the deadline's start (budget.Mark)
+    started = since.at
     rubric = plan.rubric
     if extracted is None:
         extracted = extract(notebook, rubric.policy)
@@ -1413,7 +1415,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
                  data=support_data(rubric) if data is None else data, allow_root=options.allow_root_sandbox,
                  prefetch=options.prefetch, spare_next=not options.last,
                  preload=course_preload(rubric.template, support),
-                 slack=limits.submission_seconds * cpuclock.SLACK_SHARE) as sandbox:
+                 slack=limits.submission_seconds * cpuclock.SLACK_SHARE, since=since) as sandbox:
         sandbox_level = sandbox.isolation.level
         try:
             report = sandbox.load(deadline)
@@ -1551,6 +1553,8 @@ class Read:
     hide_paths: tuple[str, ...] = ()
     problem: str = ""
     seconds: float = 0.0               # what reading and extracting took (wall), counted in the submission's time
+    waited: float = 0.0                # of it, the reading thread's run-queue time (budget.Mark: the machine's)
+    computed: float = 0.0              # and its CPU time (the grader's own)
 
 
 def read_submission(path: Path, plan: Plan, hide: Sequence[Path | None] = (),
@@ -1559,21 +1563,26 @@ def read_submission(path: Path, plan: Plan, hide: Sequence[Path | None] = (),
     code cell has more characters than the first and all of them not more than the second. `shown`: the file as
     the TA knows it (`export.zip:member`), named in the reason it cannot be read instead of `path`, which for a
     zip member is the grader's temporary copy (gone after the batch, and no name a student knows)."""
-    started = time.monotonic()
+    started = Mark.now()
     sha256 = file_sha256(path)
     try:
         notebook = read_notebook(path)
     except NotebookError as error:
         problem = f"{shown}: {error.reason}" if shown else str(error)
-        return Read(path, sha256, None, None, problem=problem, seconds=time.monotonic() - started)
+        return _read(Read(path, sha256, None, None, problem=problem), started)
     if cells is not None:
         code = [len(cell.source) for cell in notebook.cells if cell.kind == "code"]
         if max(code, default=0) > cells[0] or sum(code) > cells[1]:
-            return Read(path, sha256, notebook, None, tuple(hidden_folders(plan, path, hide)),
-                        seconds=time.monotonic() - started)
+            return _read(Read(path, sha256, notebook, None, tuple(hidden_folders(plan, path, hide))), started)
     extracted = extract(notebook, plan.rubric.policy)
-    return Read(path, sha256, notebook, extracted, tuple(hidden_folders(plan, path, hide)),
-                seconds=time.monotonic() - started)
+    return _read(Read(path, sha256, notebook, extracted, tuple(hidden_folders(plan, path, hide))), started)
+
+
+def _read(read: Read, started: Mark) -> Read:
+    """`read` with what it took since `started` (this thread's wall, run-queue and CPU time)."""
+    now = Mark.now()
+    return replace(read, seconds=now.at - started.at, waited=max(0.0, now.waited - started.waited),
+                   computed=max(0.0, now.computed - started.computed))
 
 
 def grade_read(read: Read, plan: Plan, support: Mapping[str, str], options: Options = Options(),
@@ -1584,7 +1593,7 @@ def grade_read(read: Read, plan: Plan, support: Mapping[str, str], options: Opti
                                          submission))
     return grade_notebook(read.notebook, plan, path=read.path, sha256=read.sha256, support=support, options=options,
                           submission=submission, hide_paths=read.hide_paths, extracted=read.extracted,
-                          spent=read.seconds)
+                          spent=read.seconds, waited=read.waited, computed=read.computed)
 
 
 def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Options = Options(),

@@ -181,7 +181,8 @@ def read_ahead(setup: Setup, job: Job) -> "Read | None":
         return None
     # The submission's budget counts this thread's CPU time for the read, not its wall time: beside the main
     # thread grading another student, this one waits for the GIL, and that wait is not this student's (redteam).
-    return replace(read, seconds=time.thread_time() - started)
+    computed = time.thread_time() - started
+    return replace(read, seconds=computed, waited=0.0, computed=computed)
 
 
 def _plan_key(setup: Setup) -> str:

@@ -28,13 +28,32 @@ Stall = Callable[[], float | None]   # a sandbox group's stall so far (isolation
 FORK_READ_SECONDS = 0.25   # a running exercise's fork is read at most this often (its reading is lost when it ends)
 
 
+@dataclass(frozen=True)
+class Mark:
+    """Where a submission's time starts, as its budget counts it. The deadline runs from the submission's start
+    (grading.grade_notebook), before its sandbox is made: its reading and extraction (`spent` of it may have been
+    done ahead), the course's given code, the sandbox's making. Counted from the sandbox's making, that time went
+    on the deadline but never in the credit, though the grading thread waited for a CPU there too: at load 16 a
+    worker's first eight-puzzle notebook took 2.3 s from its start to its sandbox, none of it credited."""
+
+    at: float           # monotonic: the submission's start
+    waited: float       # the grading thread's run-queue time then (cpuclock.own_waiting), less what the reading waited
+    computed: float     # its CPU time then (time.thread_time), less what the reading computed
+
+    @classmethod
+    def now(cls, spent: float = 0.0, waited: float = 0.0, computed: float = 0.0) -> "Mark":
+        """The submission starts `spent` seconds ago, of which the reading waited `waited` s for a CPU and
+        computed `computed` s (the rest of its time: this thread's from now)."""
+        return cls(time.monotonic() - spent, cpuclock.own_waiting() - waited, time.thread_time() - computed)
+
+
 @dataclass
 class Budget:
     """What the machine took from one submission's time, as the sandbox keeps it (monotonic seconds)."""
 
     slack: float              # the deadline moves by at most this much (0: never)
-    started: float            # when the sandbox started: waiting and computing are counted from here
-    own: float = 0.0          # the grading thread's run-queue time at the start
+    started: float            # when the submission started (Mark): waiting and computing are counted from here
+    own: float = 0.0          # the grading thread's run-queue time at the start (less what the reading waited)
     own_cpu: float = 0.0      # and its CPU time (time.thread_time)
     gone: float = 0.0         # run-queue time of the sandbox's processes that ended (their last readings)
     gone_cpu: float = 0.0     # CPU time of the sandbox's children that ended (their last readings)
@@ -51,9 +70,9 @@ class Budget:
     reached: bool = False     # the caller's deadline passed at least once (the result then says what was granted)
 
     @classmethod
-    def start(cls, slack: float, now: float) -> "Budget":
-        return cls(slack, now, own=cpuclock.own_waiting() if slack > 0 else 0.0,
-                   own_cpu=time.thread_time() if slack > 0 else 0.0)
+    def start(cls, slack: float, since: Mark) -> "Budget":
+        """Counted from the submission's start (`since`), on the thread that grades it."""
+        return cls(slack, since.at, own=since.waited, own_cpu=since.computed)
 
     def child_started(self, pid: int, stall: Stall | None = None, made: float = 0.0, before: float = 0.0) -> None:
         """A new child: its waiting is its group's stall where `stall` reads one, else its processes' run-queue

@@ -27,7 +27,7 @@ from grader.kept import SizedMemo
 from grader.sandbox import cpuclock, frames, precompiled, supervisor, wire
 from grader.sandbox.confine import REFUSED, remove_tree
 from grader.sandbox.alarm import TimeLimit, bounded
-from grader.sandbox.budget import Budget, LoadClock
+from grader.sandbox.budget import Budget, LoadClock, Mark
 from grader.sandbox.prefetch import ARGS_HEAD as _ARGS_HEAD, ARGS_TAIL as _ARGS_TAIL, SETS as prefetch_sets, Prefetch, \
     Walks, can_prefetch
 from grader.sandbox.isolation import (PIDS_MAX, CpuGroup, CpuMeter, Isolation, MemoryGroup, PidsGroup,
@@ -398,7 +398,7 @@ class Sandbox:
                  limits: ProcessLimits, output_bytes: int = 65536, hide_paths: Sequence[str] = (),
                  isolation: Isolation | None = None, allow_root: bool = False, prefetch: bool = False,
                  preload: Sequence[str] | None = None, spare_next: bool = True, slack: float = 0.0,
-                 data: Mapping[str, bytes] | None = None):
+                 data: Mapping[str, bytes] | None = None, since: Mark | None = None):
         self.isolation = isolation if isolation is not None else detect()
         self.level: str | None = None            # what the children report they achieved (the weakest)
         self.facts: dict[str, Any] = {}          # what held for the weakest child: namespaces, uid, filesystem
@@ -449,8 +449,9 @@ class Sandbox:
         # The texts of states the reference's answers sent this submission's child, and of states it sent back,
         # with their values: a call made of them is not parsed and decoded again (known_args).
         self.known_texts: dict[str, Any] = {}
-        # The caller's deadline moves by what a busy machine took from the grading, at most `slack` s (budget.py).
-        self.budget = Budget.start(slack, time.monotonic())
+        # The caller's deadline moves by what a busy machine took from the grading, at most `slack` s (budget.py),
+        # counted from the submission's start (`since`: its deadline's; else from now).
+        self.budget = Budget.start(slack, since if since is not None else Mark.now())
         # What the grader's side saw student code try that no honest code does (grader.incidents): grading places
         # them. `near`: a case of the request being served, "" during a load (the notebook's top-level code), where
         # the pids group's refused forks go; `refused_forks`: that count of the current child's group as last read.
