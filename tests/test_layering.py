@@ -241,7 +241,7 @@ def test_the_value_codec_is_neutral_ground_outside_the_sandbox() -> None:
 PIPELINE_USERS = {
     "grader.run.autograder": {
         "grader": None, "grader.files": None, "grader.report.gradescope": None,
-        "grader.rubric.schema": {"Rubric", "load_rubric"},
+        "grader.rubric.schema": {"Rubric", "load_rubric", "withheld"},   # withheld: what data_files leaves out
         "grader.run.batch": {"grade_one", "choose_in_upload", "check_course"},
         "grader.sandbox.supervisor": {"temp_root"},      # this process's temp folder, for building the zip
         "grader.run.wheel": {"copy_tree", "grader_wheel", "left_out"},   # the grader's wheel, built or kept

@@ -873,15 +873,25 @@ def data_files(support: Path, course: tuple[Path, ...] = ()) -> list[Path]:
     for path in support_files(support):
         if path.name.endswith(_MODULE_ENDS):
             continue
-        if path.is_symlink() and not os.path.realpath(path).startswith(inside + os.sep):
-            continue
         try:
-            if any(os.path.samefile(path, other) for other in course if other.exists()):
+            if withheld(path, inside, course):
                 continue
         except OSError:
             continue
         found.append(path)
     return found
+
+
+def withheld(path: str | Path, inside: str, course: tuple[Path, ...]) -> bool:
+    """Whether a file of the support folder (`inside`: its real path) is kept from the students' code, what the
+    sandbox's data files (data_files) and the Gradescope zip's copy of the folder both leave out: a link to a data
+    file outside the folder (students get what the folder holds, not what a link reaches; a module's link is
+    kept, given as support_texts reads it), or one of `course` (the rubric, the reference) under any name, a hard
+    link too. Raises OSError where the file cannot be compared."""
+    if os.path.islink(path) and not str(path).endswith((".py", ".ipynb")) \
+            and not os.path.realpath(path).startswith(inside + os.sep):
+        return True
+    return any(os.path.samefile(path, other) for other in course if other.exists())
 
 
 def data_problems(support: Path, course: tuple[Path, ...], limits: Limits) -> list[str]:

@@ -34,7 +34,7 @@ import yaml
 import grader
 from grader.files import atomic_open
 from grader.report.gradescope import failure_results, to_gradescope, write_results
-from grader.rubric.schema import Rubric, load_rubric
+from grader.rubric.schema import Rubric, load_rubric, withheld
 from grader.run.wheel import copy_tree, grader_wheel, left_out
 from grader.sandbox.supervisor import temp_root
 
@@ -104,14 +104,11 @@ def _not_shipped(rubric: Rubric, support: Path) -> Callable[[str, list[str]], li
     def ignore(folder: str, names: list[str]) -> list[str]:
         dropped = []
         for name in names:
-            path = os.path.join(folder, name)
             try:
-                course = any(os.path.samefile(path, other) for other in (rubric.path, rubric.reference))
+                keep_out = withheld(os.path.join(folder, name), inside, (rubric.path, rubric.reference))
             except OSError:
-                course = False
-            outside = os.path.islink(path) and not name.endswith((".py", ".ipynb")) \
-                and not os.path.realpath(path).startswith(inside + os.sep)
-            if left_out(name) or course or outside:
+                keep_out = False
+            if left_out(name) or keep_out:
                 dropped.append(name)
         return dropped
     return ignore
