@@ -262,3 +262,22 @@ def test_an_expect_the_reference_does_not_make_is_named_at_its_case_with_both_va
     assert "its expect: (2, 3, 1) is not what the reference makes: it returns (1, 2, 3), and check equal rejects " \
            "it against (2, 3, 1)" in shown, shown
     assert "The other way round" not in shown
+
+
+def test_an_object_sent_as_a_fixture_is_found_at_its_first_case(tmp_path: Path) -> None:
+    """`CLASSIC = Problem(3, 3, 2)` in `fixtures:` (session 21's river-crossing master): the notebook got an opaque
+    stand-in and the reference itself failed on "'Opaque' object has no attribute 'initial'", which names neither
+    the fixture nor the cause. A fixture read for its data (`Box.items`) is fine."""
+    reference = REFERENCE + (
+        "\n\nclass Box:\n    def __init__(self, items):\n        self.items = items\n\n"
+        "    def __getitem__(self, index):\n        return self.items[index]\n\n\nBOX = Box((1, 2, 3))\n")
+    rubric = RUBRIC.replace("fixtures: [Start]", "fixtures: [Start, BOX]") + (
+        "      - call: rotate(BOX)\n      - call: rotate(BOX)\n      - call: rotate(BOX.items)\n")
+    path = write(tmp_path, rubric, reference)
+    found = [f for f in findings(path) if "opaque" in f]
+    assert found == [
+        f"{path}:{line_of(path, 'rotate(BOX)')}: exercise 'rotate': case rotate#3 sends fixture 'BOX', a Box, to the "
+        f"notebook, which gets an opaque stand-in, not the object: a case's fixtures and variables reach the notebook "
+        f"as data (None, bool, int, float, str, bytes, tuple, list, dict, set, frozenset). Send the data the object "
+        f"is made of and build it in the call (`Box(...)`, the notebook's own class), or send only its data "
+        f"(`BOX.attribute`) (1 more cases)"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from grader.syntax.calls import (ChildExpression, ExpressionError, _NotData, call_arguments, evaluate_data, for_child,
@@ -158,3 +160,15 @@ def test_a_check_unpacking_an_argument_that_is_not_data_is_told_to_make_it_a_fix
     assert target == 2
     with pytest.raises(TypeError, match=r"argument SMALL is evaluated in the submission, .* 'fixtures:'"):
         capacities, litres = small
+
+
+def test_a_check_reading_an_attribute_of_an_argument_built_by_the_submission_is_told_why():
+    """`solve(Problem(*PUZZLES["classic"]))` with Problem the template's given class: a check reading
+    `args[0].initial` got "'_NotData' object has no attribute 'initial'" (session 21, a river-crossing master),
+    which names neither the argument nor the way out."""
+    (problem,), _ = call_arguments('solve(Problem(*PUZZLES["classic"]))', DATA)
+    with pytest.raises(TypeError, match=r"argument Problem\(\*PUZZLES\['classic'\]\) is evaluated in the "
+                       r"submission, .* built by the submission's code; .*'variables' of a generated case"):
+        problem.initial  # noqa: B018
+    assert copy.deepcopy(problem) == problem
+    assert not hasattr(problem, "__deepcopy__")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from grader.syntax.calls import call_arguments, evaluate_data, free_names
+from grader.syntax.calls import call_arguments, evaluate_data, for_child, free_names
 from grader.extract.source import extract
 from grader.intake.notebook import Notebook, NotebookError, read_notebook
 from grader.checks.registry import CHECKS, CheckContext, CheckError, ProbeError, Verdict, resolve
@@ -286,7 +286,58 @@ def names_students_lack(plan: Plan) -> list[Finding]:
     return findings
 
 
+def _opaque_type(wire: Any) -> str | None:
+    """The type name of the first value in an encoded value that the codec could only send as an opaque stand-in."""
+    stack = [wire]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("opaque"), str):
+                return str(node["opaque"]).rsplit(".", 1)[-1]
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def objects_sent_as_data(plan: Plan) -> list[Finding]:
+    """A fixture or variable the notebook would receive as an opaque stand-in (`CLASSIC = Problem(3, 3, 2)` listed in
+    `fixtures:`): the parent sends a case's data to the child encoded, and an object of a class is not data, so the
+    reference itself fails on `'Opaque' object has no attribute ...` far from the cause. Said once per name."""
+    findings: dict[str, tuple[Finding, int]] = {}
+    for exercise in plan.rubric.exercises:
+        for case in plan.cases[exercise.id]:
+            data = plan.data(case)
+            try:
+                sent = for_child(case.call, data).values
+            except (SyntaxError, ValueError):
+                continue      # a case that does not parse or evaluate is reported where it is planned
+            if not any(_opaque_type(_encoded(value)) for _, value in sent):
+                continue
+            for name in sorted(free_names(case.call) & set(data)):
+                kind = _opaque_type(_encoded(data[name]))
+                if kind is None:
+                    continue
+                what = "fixture" if name in plan.rubric.fixtures else "variable"
+                reason = (f"exercise '{exercise.id}': case {case.id} sends {what} '{name}', a {kind}, to the "
+                          f"notebook, which gets an opaque stand-in, not the object: a case's fixtures and variables "
+                          f"reach the notebook as data (None, bool, int, float, str, bytes, tuple, list, dict, set, "
+                          f"frozenset). Send the data the object is made of and build it in the call "
+                          f"(`{kind}(...)`, the notebook's own class), or send only its data (`{name}.attribute`)")
+                finding, count = findings.get(name, (Finding(f"{plan.rubric.path}:{case.line}", reason), 0))
+                findings[name] = (finding, count + 1)
+    return [Finding(f.where, f.reason + (f" ({count - 1} more cases)" if count > 1 else ""))
+            for f, count in findings.values()]
+
+
+def _encoded(value: Any) -> Any:
+    try:
+        return codec.encode(value)
+    except codec.CodecError:
+        return None
+
+
 def authoring_findings(plan: Plan) -> list[Finding]:
-    return [*unseeded_generators(plan), *check_contracts(plan), *variants_like_mistakes(plan),
-            *names_students_lack(plan)]
+    return [*unseeded_generators(plan), *objects_sent_as_data(plan), *check_contracts(plan),
+            *variants_like_mistakes(plan), *names_students_lack(plan)]
 

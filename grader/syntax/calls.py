@@ -161,10 +161,21 @@ class _NotData:
     expression: str
 
     def _no_value(self, *_: Any) -> Any:
+        way = ("list it in the rubric's 'fixtures:' (data of the reference) if the check needs it"
+               if self.expression.isidentifier() else
+               "it is built by the submission's code; a check can ask for the data it is built from "
+               "('variables' of a generated case, 'data')")
         raise TypeError(f"argument {self.expression} is evaluated in the submission, so a check gets no value for "
-                        f"it: list it in the rubric's 'fixtures:' (data of the reference) if the check needs it")
+                        f"it: {way}")
 
     __iter__ = __getitem__ = __len__ = __contains__ = _no_value
+
+    def __getattr__(self, name: str) -> Any:
+        """`problem.initial` on an argument built by the submission (`Problem(3, 3, 2)`) is the same question as
+        `args[0][0]`; dunders stay missing, so copy, pickle and repr see an ordinary object."""
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._no_value()
 
 
 @dataclass(frozen=True)
