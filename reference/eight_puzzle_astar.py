@@ -9,7 +9,7 @@ ints read row by row, 0 is the blank; an action is the INDEX of the square the b
 to; the default goal is (0, 1, 2, 3, 4, 5, 6, 7, 8). Search works on `Node`s: the graded
 search functions return a Node (or `failure`), which the rubric turns into plain data with
 `reduce: path_states(result)`. h1 and h2 are METHODS of EightPuzzle, graded through calls
-such as `EightPuzzle(state).h2(Node(state))`.
+such as `EightPuzzle(state, GOAL).h2(Node(state))`.
 
 This module must also pass its own rubric when it is graded as if it were a submission.
 Extraction keeps imports, definitions and assignments of data only; `failure` and `cutoff`

@@ -5,7 +5,8 @@ Hypothesis draws, per assignment, a notebook from the bundled correct one (assig
 with each exercise written in one of the conventions its text leaves open (the session 18 matrix: tuple, list
 or numpy positions, None or failure where unsaid, int or float costs, sets or lists where order is unsaid,
 helpers inlined, loops or recursion; a class the template gives kept, left out or imported from a library the
-grader lacks), and grades a batch of such notebooks at once with the real grader.
+grader lacks; given code its words describe two ways, as the 8-puzzle's default goal), and grades a batch of
+such notebooks at once with the real grader.
 """
 
 from __future__ import annotations
@@ -377,6 +378,15 @@ GIVEN: dict[str, dict[str, tuple[str, str]]] = {
 }
 GIVEN_KEY = "given "
 
+# Given code the words describe two ways, as a text edit of the notebook: the 8-puzzle template's docstring draws
+# the goal as (1, 2, ..., 8, 0) while its code defaults to (0, 1, ..., 8), and a notebook that made the default
+# match the drawing is right (no exercise grades the default; cases pass their goal).
+EDITS: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
+    "eight-puzzle-astar": {"default goal": {"as_drawn": ("goal=(0, 1, 2, 3, 4, 5, 6, 7, 8)",
+                                                         "goal=(1, 2, 3, 4, 5, 6, 7, 8, 0)")}},
+}
+EDIT_KEY = "edit "
+
 
 def _given_form(notebook: nbformat.NotebookNode, assignment: str, name: str, form: str) -> None:
     """What gives `name` in the notebook left out or replaced by an import of it."""
@@ -424,7 +434,9 @@ def _examples(assignment: str) -> ModuleType:
 def _notebook(assignment: str, overrides: dict[str, str]) -> nbformat.NotebookNode:
     examples = _examples(assignment)
     forms = {key[len(GIVEN_KEY):]: form for key, form in overrides.items() if key.startswith(GIVEN_KEY)}
-    overrides = {key: source for key, source in overrides.items() if not key.startswith(GIVEN_KEY)}
+    edits = [EDITS[assignment][key[len(EDIT_KEY):]][form] for key, form in overrides.items()
+             if key.startswith(EDIT_KEY)]
+    overrides = {key: source for key, source in overrides.items() if not key.startswith((GIVEN_KEY, EDIT_KEY))}
     if hasattr(examples, "submission"):
         notebook = examples.submission(overrides)
     else:
@@ -432,6 +444,10 @@ def _notebook(assignment: str, overrides: dict[str, str]) -> nbformat.NotebookNo
     for name, form in forms.items():
         if form != "kept":
             _given_form(notebook, assignment, name, form)
+    for before, after in edits:
+        cells = [cell for cell in notebook.cells if cell.cell_type == "code" and before in cell.source]
+        assert len(cells) == 1, f"{before!r} in {len(cells)} cells"
+        cells[0].source = cells[0].source.replace(before, after)
     return notebook
 
 
@@ -440,7 +456,9 @@ def conventions(assignment: str) -> st.SearchStrategy[dict[str, str]]:
     return st.fixed_dictionaries({**{exercise: st.sampled_from(["reference", *sorted(options)])
                                      for exercise, options in RIGHT[assignment].items()},
                                   **{GIVEN_KEY + name: st.sampled_from(GIVEN_FORMS)
-                                     for name in GIVEN.get(assignment, ())}})
+                                     for name in GIVEN.get(assignment, ())},
+                                  **{EDIT_KEY + name: st.sampled_from(["reference", *sorted(forms)])
+                                     for name, forms in EDITS.get(assignment, {}).items()}})
 
 
 def _grade(assignment: str, notebooks: dict[str, dict[str, str]], folder: Path,
@@ -460,7 +478,7 @@ def _grade(assignment: str, notebooks: dict[str, dict[str, str]], folder: Path,
 
 
 def _sources(assignment: str, chosen: dict[str, str]) -> dict[str, str]:
-    return {exercise: name if exercise.startswith(GIVEN_KEY) else RIGHT[assignment][exercise][name]
+    return {exercise: name if exercise.startswith((GIVEN_KEY, EDIT_KEY)) else RIGHT[assignment][exercise][name]
             for exercise, name in chosen.items() if name not in ("reference", "kept")}
 
 

@@ -76,6 +76,18 @@ def test_aimas_h1_counting_the_blank_is_an_accepted_variant(tmp_path: Path, grad
 
 
 
+def test_a_default_goal_set_as_the_template_docstring_draws_it_loses_nothing(tmp_path: Path,
+                                                                               grader_cache: Path) -> None:
+    """The template's EightPuzzle docstring draws the goal as (1, 2, ..., 8, 0), its code defaults to (0, 1, ..., 8):
+    a notebook that made the default match the drawing has right h1, h2, h and searches (each reads self.goal), and
+    no exercise grades the default. Cases built EightPuzzle(state) on the notebook's default: 7.6 of 18. Every case
+    now passes its goal."""
+    [result] = grade([FAIR / "default_goal_as_the_docstring_draws.ipynb"], EIGHT_RUBRIC, tmp_path,
+                     cache=grader_cache)
+    assert result.total == result.max_total, [(e.id, e.score, [c.message for c in e.cases if c.message][:2])
+                                              for e in result.exercises if e.score < e.max_score]
+
+
 def test_a_best_first_search_whose_costs_are_whole_floats_finds_the_cheapest_paths(
         tmp_path: Path, grader_cache: Path) -> None:
     """The root is Node(problem.initial, path_cost=0.0), so the goal node of the graph cases costs 3.0 where the

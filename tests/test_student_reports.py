@@ -474,7 +474,7 @@ def test_a_failing_public_case_folded_into_a_group_still_shows_its_inputs_in_eve
 
 
 def test_a_generated_public_case_shows_its_variables_as_inputs_each_labelled(grader_cache) -> None:
-    """`astar_search(EightPuzzle(state))` is about the generated state: drawn as a board, and the states of the
+    """`astar_search(EightPuzzle(state, GOAL))` is about the generated state: drawn as a board, and the states of the
     cases folded under it each say which case they belong to."""
     from conftest import REPO
     from grader.judge.grading import case_inputs
@@ -484,7 +484,7 @@ def test_a_generated_public_case_shows_its_variables_as_inputs_each_labelled(gra
     plan = build_plan(load_rubric(REPO / "rubrics" / "eight-puzzle-astar.yaml"), grader_cache)
     public = [c for c in plan.cases["astar_search"] if c.visibility == "public" and c.variables][:3]
     inputs = [case_inputs(plan, case) for case in public]
-    assert all(set(shown) == {"state"} for shown in inputs)
+    assert all(set(shown) == {"state", "GOAL"} for shown in inputs)    # every case passes its goal
     assert codec.decode(inputs[0]["state"]) == public[0].variables["state"]
     assert "┌───┬───┬───┐" in boards.text_input("state", inputs[0]["state"])
     results = [CaseResult(case.id, "error", "public", "NameError", call=case.shown_call, inputs=shown)
