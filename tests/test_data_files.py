@@ -201,3 +201,35 @@ def test_a_worker_that_cannot_reach_the_support_folder_says_so_rather_than_grade
     shutil.rmtree(course / "support")
     with pytest.raises(WorkerProblem, match="cannot read the course's support folder .*support \\(no such file\\)"):
         _plan(Setup(rubric, str(tmp_path / "cache")))
+
+
+def test_a_results_folder_or_cache_kept_in_the_support_folder_never_reaches_the_child_or_the_kit(
+        tmp_path: Path) -> None:
+    """A TA's --out or --cache inside the support folder: its files (other students' results, expected values) are
+    hidden from the child as folders (hidden_folders), but the data files went as bytes, past every mount; the
+    kit shipped the expected-value cache as data files to every student."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+    course = tmp_path / "course"
+    shutil.copytree(LADDER, course)
+    results = course / "support" / "results"
+    results.mkdir()
+    (results / "ada.json").write_text('{"total": 2}')
+    notebook = nbformat.read(LADDER / "reads_words_beside_it.ipynb", as_version=4)
+    notebook.cells.append(new_code_cell(
+        "import os\n\ndef count_words(length):\n    seen = sum(len(files) for _, _, files in os.walk('.'))\n"
+        "    with open('words.txt') as file:\n"
+        "        return sum(1 for w in file.read().split() if len(w) == length) + seen - 1"))
+    nbformat.write(new_notebook(cells=notebook.cells), tmp_path / "lists.ipynb")
+    done = subprocess.run([sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+                           "from grader.run.batch import grade_one\n"
+                           "r = grade_one(sys.argv[1], sys.argv[2], hide=[Path(sys.argv[3])])\n"
+                           "print({e.id: e.score for e in r.exercises})",
+                           str(tmp_path / "lists.ipynb"), str(course / "ladder.yaml"), str(results)],
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(REPO)}, cwd="/",
+                          capture_output=True, text=True, timeout=within(300))
+    assert done.stdout.strip() == "{'neighbours': 1.0, 'count_words': 1.0}", done.stdout + done.stderr[-2000:]
+
+    kit = build_kit(course / "ladder.yaml", cache=course / "support" / "cache")
+    assert any((course / "support" / "cache").rglob("*"))
+    assert set(kit["data"]) == {"words.txt", "results/ada.json"}

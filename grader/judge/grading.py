@@ -33,11 +33,11 @@ from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_notebook
 from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan
-from grader.plan.given import course_code, support_data, support_texts, with_given
+from grader.plan.given import course_code, support_data, support_texts, visible_data, with_given
 from grader.plan.sealed import default_cache
 from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, advised,
                                   bound_case, bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
-from grader.rubric.schema import Exercise, IsolatedMethod
+from grader.rubric.schema import Exercise, IsolatedMethod, Rubric
 from grader import codec
 from grader.kept import SizedMemo
 from grader.store import status as vocabulary
@@ -1386,6 +1386,11 @@ class OwnRunsFirst:
         return self.runner.run_exercise(cases, isolate, oracle, deadline, max_timeouts, methods, more)
 
 
+def _data(rubric: Rubric, data: Mapping[str, bytes], hide_paths: Sequence[str]) -> Mapping[str, bytes]:
+    """The data files the child gets: none from a folder hidden from it (given.visible_data)."""
+    return visible_data(data, rubric.support, hide_paths) if data and rubric.support is not None else data
+
+
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
                    options: Options = Options(), submission: str | None = None,
                    hide_paths: Sequence[str] = (), warnings: Sequence[GraderWarning] = (),
@@ -1412,7 +1417,8 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
     with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
-                 data=support_data(rubric) if data is None else data, allow_root=options.allow_root_sandbox,
+                 data=_data(rubric, support_data(rubric) if data is None else data, hide_paths),
+                 allow_root=options.allow_root_sandbox,
                  prefetch=options.prefetch, spare_next=not options.last,
                  preload=course_preload(rubric.template, support),
                  slack=limits.submission_seconds * cpuclock.SLACK_SHARE, since=since) as sandbox:

@@ -254,7 +254,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
     from grader.judge.grading import build_requests, case_inputs, template_names, support_sources
     from grader.judge.options import Options
-    from grader.plan.given import course_code, support_data
+    from grader.plan.given import course_code, support_data, visible_data
     from grader.plan.cases import build_plan
     from grader.plan.sealed import default_cache
     from grader.kit.answers import record
@@ -262,7 +262,8 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
     from grader.rubric.schema import load_rubric
 
     rubric = load_rubric(rubric_path)
-    plan = build_plan(rubric, Path(cache) if cache is not None else default_cache())
+    plan_cache = Path(cache) if cache is not None else default_cache()
+    plan = build_plan(rubric, plan_cache)
     shipped = public_code(rubric)
     exercises = []
     public_settings: set[str] = set()
@@ -320,7 +321,8 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         "known_globals": sorted(set(rubric.fixtures) | public_settings | set(template_names(plan))),
         "support": support_sources(plan),
         **({"data": {name: base64.b64encode(content).decode("ascii") for name, content in data.items()}}
-           if (data := support_data(rubric)) else {}),
+           if (data := visible_data(support_data(rubric), rubric.support, [plan_cache]) if rubric.support else {})
+           else {}),
         **({"given": {name: source for name, source in course_code(rubric, plan.reference).sources.items()
                       if source is not None}} if rubric.given else {}),
         "exercises": exercises,

@@ -19,7 +19,7 @@ import ast
 import builtins
 import inspect
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType, ModuleType
@@ -80,6 +80,18 @@ def support_data(rubric: Rubric) -> Mapping[str, bytes]:
         _DATA[key] = MappingProxyType({path.relative_to(rubric.support).as_posix(): path.read_bytes()
                                        for path in files})
     return _DATA[key]
+
+
+def visible_data(data: Mapping[str, bytes], support: Path, hidden: Sequence[str | Path]) -> Mapping[str, bytes]:
+    """`data` without the files under a folder hidden from the child (hidden_folders: results, caches, submissions)
+    that lies inside the support folder: a TA's --out or --cache put there would otherwise reach every student's
+    code as data files (other students' results, expected values), as bytes that no mount hides."""
+    root = support.resolve()
+    inner = [Path(folder) for folder in hidden if Path(folder) != root and Path(folder).is_relative_to(root)]
+    if not inner or not data:
+        return data
+    return MappingProxyType({name: content for name, content in data.items()
+                             if not any((root / name).is_relative_to(folder) for folder in inner)})
 
 
 def definitions(source: str) -> dict[str, str]:
