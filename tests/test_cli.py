@@ -295,6 +295,32 @@ def test_the_ta_sees_each_incident_in_every_view_and_forgives_one_found_honest(t
         assert {row["student"]: row["incidents"] for row in csv.DictReader(stream)}["forged"] == back
 
 
+def test_a_graded_function_that_calls_input_is_told_the_grader_has_no_keyboard(tmp_path: Path,
+                                                                               grader_cache: Path) -> None:
+    """A find_tile that calls input() scored 0 with a bare "EOFError: EOF when reading a line" for every case: the
+    student's report now says what happened (the grader has no keyboard), from the runtime's fact (its stdin raised
+    it: error stage "input"), never from the message: a move_dir raising EOFError of its own is not told so."""
+    from grader.judge.grading import NO_KEYBOARD
+    from notebook_build import appended, write
+    asking = write(tmp_path / "asking.ipynb", appended(REPO / CORRECT, (
+        "_own_find_tile = find_tile\n"
+        "def find_tile(tile, S):\n"
+        "    input(f'where is {tile}? ')\n"
+        "    return _own_find_tile(tile, S)\n"
+        "def move_dir(*args):\n"
+        "    raise EOFError('EOF when reading a line')\n")))
+    out = tmp_path / "results"
+    done = run("grade", str(asking), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache), "--quiet")
+    assert done.returncode == 0, done.stderr
+    feedback = run("report", str(out), "--out", str(tmp_path / "feedback"), "--format", "md")
+    assert feedback.returncode == 0, feedback.stderr
+    sections = {part.split()[0].rstrip(":").replace("\\_", "_"): " ".join(part.split()) for part in
+                (tmp_path / "feedback" / "asking.md").read_text(encoding="utf-8").split("\n## ")[1:]}
+    tile, moved = sections["find_tile"], sections["move_dir"]
+    assert "EOFError: EOF when reading a line" in tile and NO_KEYBOARD in tile, tile
+    assert "EOFError: EOF when reading a line" in moved and NO_KEYBOARD not in moved, moved
+
+
 def test_check_on_correct_passes_and_only_counts_hidden_cases(grader_cache: Path) -> None:
     done = run("check", CORRECT, "--rubric", RUBRIC, "--cache", str(grader_cache))
     assert done.returncode == 0, done.stdout + done.stderr

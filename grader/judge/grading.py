@@ -338,6 +338,11 @@ def _right_frame(plan: Plan, case: Case) -> tuple[bytes, frames.Result] | None:
     return right_answer(case.id, plan.expected[case.id].value)
 
 
+# What a case that called input() is told: the grader runs it with no one to type, so input() finds its stdin empty.
+NO_KEYBOARD = ("The code called input(), but the grader has no keyboard: nobody types while it runs, so input() "
+               "finds nothing to read. A graded function must not call input(): take the value as a parameter")
+
+
 def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> CaseResult:
     """An exception of the student's code: its type and text, where it was raised and the rubric's advice
     on it, each a field; the message shows them together."""
@@ -348,6 +353,8 @@ def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> Ca
     advice = hints_said(exercise, raised)
     if error.get("type") == "SystemExit":
         advice.append("The code called sys.exit() (or raised SystemExit)")
+    if error.get("stage") == "input":   # the runtime saw its keyboard-less stdin raise it (runtime.NoKeyboard)
+        advice.append(NO_KEYBOARD)
     cause = error_cause(str(error.get("type", "Error")), str(error.get("message", "")))
     if error.get("stage") == "reduce":
         message = f"while turning the answer into data ({error.get('reduce', 'reduce')}): {message}"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import builtins
 import contextlib
 import hashlib
 import inspect
@@ -817,8 +818,9 @@ def _describe(error: BaseException) -> dict[str, str]:
     described = {"type": "timeout" if isinstance(error, _CaseTimeout) else type(error).__name__,
                  "message": text[:2000], "where": _frame_place(last.filename, last.lineno) if last else "",
                  "traceback": "\n".join(lines)}
-    if getattr(error, "__grader_stage__", None) == "reduce":
-        described["stage"] = "reduce"
+    stage = getattr(error, "__grader_stage__", None)
+    if stage in ("reduce", "input"):
+        described["stage"] = stage
     return described
 
 
@@ -884,8 +886,11 @@ class Kernel:
         missing = object()
         settings = {name: codec.with_arrays(codec.decode(value)) for name, value in case.set.items()}
         saved = {name: namespace.get(name, missing) for name in settings}
-        from grader.sandbox.runtime import Capture   # the child's bounded sink, here in the student's kernel
+        from grader.sandbox.runtime import Capture, NoKeyboard   # the child's sink and stdin, in the student's kernel
         capture = Capture(self.output_bytes)
+        # Jupyter's input() asks the notebook's user (ipykernel's own builtins.input), where the grader has no one
+        # to ask: the check stops such a case as grading does, and says why (judge.grading.NO_KEYBOARD).
+        keyboard, stdin, asked = NoKeyboard(), sys.stdin, builtins.input
         state = random.getstate()
         limit = TimeLimit(case.timeout, _case_timeout)
         started = time.perf_counter()
@@ -895,6 +900,7 @@ class Kernel:
             scope.update({name: codec.with_arrays(codec.decode(value)) for name, value in case.values.items()})
             random.seed(0)
             probes: dict[str, Any] = {}
+            sys.stdin, builtins.input = keyboard, keyboard.input
             with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture), \
                     limit:
                 result = eval(compile(case.code, "<case>", "eval"), scope)  # noqa: S307 - rubric expression
@@ -931,9 +937,12 @@ class Kernel:
         except KeyboardInterrupt:
             raise                     # the student stopped the check: it is theirs to stop
         except BaseException as error:  # noqa: BLE001 - sys.exit and friends cost only this case
+            if error is keyboard.raised:
+                error.__grader_stage__ = "input"
             return Outcome(case.id, "timeout" if limit.expired else "error", seconds=time.perf_counter() - started,
                            output=capture.text(), error=_describe(error))
         finally:
+            sys.stdin, builtins.input = stdin, asked
             random.setstate(state)
             for name, old in saved.items():
                 if old is missing:

@@ -52,7 +52,7 @@ else:  # loaded by the zygote (or run as a script with -P): this folder must not
 __builtins__ = dict(_builtins.__dict__)  # type: ignore[assignment]  # a private snapshot, on purpose
 os, signal, time, random = (  # type: ignore[assignment]  # snapshots stand in for the modules, on purpose
     types.SimpleNamespace(**vars(_module)) for _module in (os, signal, time, random))
-_STDOUT, _STDERR = sys.__stdout__, sys.__stderr__
+_STDOUT, _STDERR, _STDIN = sys.__stdout__, sys.__stderr__, sys.__stdin__
 # The global generator is set at each case's start to the state random.seed(0) gives, by the C setstate (seed
 # mixes 624 words each time, twice as long; Random.seed is Python code, which runs on patchable builtins).
 _RANDOM, _C_RANDOM = random._inst, random.Random.__mro__[1]
@@ -278,6 +278,48 @@ class Capture(io.TextIOBase):
         if self.dropped:
             shown += f"\n... ({self.dropped} more characters of output not kept)"
         return shown
+
+
+class NoKeyboard(io.TextIOBase):
+    """sys.stdin while a case runs (and the kit's input() in a notebook): the grader has no keyboard. input()
+    reads a line from a stdin that is not a terminal through its readline, which raises the EOFError input()
+    would raise anyway (the student's traceback is the same) and remembers that exception, so the case's error
+    says stage "input" from what the runtime saw, never from its message: an EOFError of a pickle or an empty
+    file says nothing of the keyboard. Reading it whole, or line by line, is the empty file /dev/null is."""
+
+    encoding = "UTF-8"
+    name = "<stdin>"
+
+    def __init__(self):
+        self.raised = None
+
+    def readable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def readline(self, size=-1):
+        error = EOFError("EOF when reading a line")
+        self.raised = error
+        raise error
+
+    def read(self, size=-1):
+        return ""
+
+    def readlines(self, hint=-1):
+        return []
+
+    def __next__(self):
+        raise StopIteration
+
+    def input(self, prompt=""):
+        """What builtins.input does with a stdin that is not a terminal (the kit's stand-in in a notebook)."""
+        sys.stdout.write(str(prompt))
+        return self.readline()
+
+
+_KEYBOARD = NoKeyboard()
 
 
 class _SeedNumpyRandom:
@@ -693,6 +735,7 @@ class Child:
         stage = ""
         builtins_before = dict(_builtins.__dict__)   # what the student patches there lasts one case
         sys.stdout = sys.stderr = capture
+        sys.stdin, _KEYBOARD.raised = _KEYBOARD, None
         _setitimer(signal.ITIMER_PROF, float(case["timeout"]))
         try:
             try:
@@ -728,9 +771,9 @@ class Child:
             outcome.update(status="timeout", error=_describe(error))
         except BaseException as error:  # noqa: BLE001 - sys.exit, KeyboardInterrupt: all cost only this case
             _leave_if_forked(owner, error)
-            outcome.update(status="error", error=_describe(error, stage))
+            outcome.update(status="error", error=_describe(error, "input" if error is _KEYBOARD.raised else stage))
         finally:
-            sys.stdout, sys.stderr = _STDOUT, _STDERR
+            sys.stdout, sys.stderr, sys.stdin = _STDOUT, _STDERR, _STDIN
             _restore(_builtins.__dict__, builtins_before)
             for cls, attribute, old_method in reversed(patched):
                 try:
