@@ -233,3 +233,30 @@ def test_a_results_folder_or_cache_kept_in_the_support_folder_never_reaches_the_
     kit = build_kit(course / "ladder.yaml", cache=course / "support" / "cache")
     assert any((course / "support" / "cache").rglob("*"))
     assert set(kit["data"]) == {"words.txt", "results/ada.json"}
+
+
+def test_a_file_the_notebook_wrote_while_loading_is_missing_in_a_case_and_the_check_says_why(tmp_path: Path) -> None:
+    """Session 21 (persona): a notebook's top level wrote cache/words.txt and count_words read it, as Jupyter allows;
+    the case's working folder holds only the course's data files, and the self-check said a bare
+    'FileNotFoundError: ... cache/words.txt' with nothing about why the file it made was gone."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    kit = tmp_path / "kit.json"
+    made = subprocess.run([sys.executable, "-m", "grader", "kit", str(LADDER / "ladder.yaml"), "-o", str(kit)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=within(300),
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)})
+    assert made.returncode == 0, made.stdout + made.stderr
+    cells = [new_code_cell("import os\nos.makedirs('cache', exist_ok=True)\n"
+                           "with open('cache/words.txt', 'w') as out:\n    out.write(open('words.txt').read())"),
+             new_code_cell("def count_words(length):\n    with open('cache/words.txt') as file:\n"
+                           "        return sum(1 for w in file.read().split() if len(w) == length)")]
+    nbformat.write(new_notebook(cells=cells), tmp_path / "cached.ipynb")
+    checked = subprocess.run([sys.executable, "-m", "grader", "check", "--kit", str(kit), "cached.ipynb"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=within(300),
+                             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO),
+                                  "COLUMNS": "400"})
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "FileNotFoundError" in checked.stdout, checked.stdout
+    assert "a file the notebook wrote while it loaded, or in another exercise, is not there" in checked.stdout, \
+        checked.stdout

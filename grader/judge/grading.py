@@ -342,6 +342,11 @@ def _right_frame(plan: Plan, case: Case) -> tuple[bytes, frames.Result] | None:
 NO_KEYBOARD = ("The code called input(), but the grader has no keyboard: nobody types while it runs, so input() "
                "finds nothing to read. A graded function must not call input(): take the value as a parameter")
 
+# Jupyter keeps what a notebook wrote; the sandbox empties its working folder after the load and after each
+# exercise (runtime.reset), so a file made at the top level (a cache, a copy) is gone when a case reads it.
+MISSING_FILE = ("The cases run in a working folder that holds the course's data files only: a file the notebook "
+                "wrote while it loaded, or in another exercise, is not there; write it where it is read")
+
 
 def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> CaseResult:
     """An exception of the student's code: its type and text, where it was raised and the rubric's advice
@@ -355,6 +360,8 @@ def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> Ca
         advice.append("The code called sys.exit() (or raised SystemExit)")
     if error.get("stage") == "input":   # the runtime saw its keyboard-less stdin raise it (runtime.NoKeyboard)
         advice.append(NO_KEYBOARD)
+    if error.get("type") == "FileNotFoundError":
+        advice.append(MISSING_FILE)
     cause = error_cause(str(error.get("type", "Error")), str(error.get("message", "")))
     if error.get("stage") == "reduce":
         message = f"while turning the answer into data ({error.get('reduce', 'reduce')}): {message}"
