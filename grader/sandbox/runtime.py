@@ -397,11 +397,7 @@ def _make_parents(scratch, name):
 def _remove(path, status):
     """Whatever the student left at a data file's path: a file, a link, a pipe, a folder and what it holds."""
     if _S_ISDIR(status.st_mode):
-        try:
-            os.chmod(path, 0o700)
-        except OSError:
-            pass
-        _confine.empty_folder(path)
+        _confine.empty_folder(path)   # which gives the folder back its owner's bits first (open_to_owner)
         os.rmdir(path)
     else:
         os.unlink(path)
