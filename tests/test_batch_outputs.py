@@ -144,3 +144,36 @@ def test_a_class_output_of_results_that_cannot_be_read_names_them_not_no_results
     assert f"{copy}: none of its {count} result files could be read:" in said
     assert "correct.json: not readable: " in said and "lost a shared value" in said
     assert "no results in this folder" not in said
+
+
+def test_a_batchs_results_gradebook_and_gradescope_files_are_the_graders_alone(tmp_path: Path, grader_cache: Path
+                                                                                ) -> None:
+    """Without Landlock a sandbox of rlimits mode runs as an unused uid on the host's filesystem: results, the
+    gradebook and the Gradescope scores made by the umask's rule (0755/0644) were readable by every student's code
+    (and the gradebook read-lockable). Old code: the folders were 0755 and the gradebook 0644."""
+    import stat
+    from testclock import within
+    from grader.run.batch import grade_batch
+    old = os.umask(0o022)
+    try:
+        out, books, scores = tmp_path / "out", tmp_path / "books", tmp_path / "scores"
+        out.mkdir(mode=0o755)    # a folder an earlier run (or the instructor) made readable
+        books.mkdir(mode=0o755)
+        (out / "earlier.json").write_text("{}", encoding="utf-8")
+        book = books / "class.sqlite"
+        batch = grade_batch([EXAMPLES / "correct.ipynb"], RUBRIC, out, jobs=1, cache=grader_cache, gradebook=book,
+                            gradescope=scores)
+    finally:
+        os.umask(old)
+    assert batch.graded == 1
+    for folder in (out, scores):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for each in books.iterdir():   # the database and any -wal/-shm SQLite left beside it
+        assert stat.S_IMODE(each.stat().st_mode) & 0o077 == 0, each
+    assert book.is_file()
+    if os.geteuid() == 0:   # as a sandbox's unused uid: nothing of the batch opens
+        result = next(out.glob("correct*.json"))
+        for path in (result, book, out / "earlier.json"):
+            done = subprocess.run(["cat", str(path)], user=60999, group=60999, extra_groups=[], capture_output=True,
+                                  text=True, timeout=within(120), cwd="/")
+            assert done.returncode != 0 and "Permission denied" in done.stderr, (path, done.stderr)

@@ -324,6 +324,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             tempfile.TemporaryDirectory(prefix="intake-", dir=temp_root()) as workdir:
         if out_dir is not None:
             claim_results_folder(out_dir, rubric)
+        if gradescope is not None:   # the class's scores: the grader's alone, as the results folder
+            Path(gradescope).mkdir(parents=True, exist_ok=True)
+            owner_only(Path(gradescope))
         # The results folder's store of shared values: one writer for the batch, so each file is checked once.
         shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
         # A gradebook made now (a class graded for the first time) is made on a thread: its creation waits ~25 ms
@@ -689,16 +692,39 @@ def claim_results_folder(folder: Path, rubric: Rubric) -> None:
         raise ResultsFolderError(f"{folder}: this results folder holds results of {held}, not {rubric.assignment}; "
                                  f"grade {rubric.assignment} into another folder (--out)")
     folder.mkdir(parents=True, exist_ok=True)
+    owner_only(folder)
     if held is None:
         mark.write_text(json.dumps({"assignment": rubric.assignment, "rubric": str(rubric.path)}) + "\n",
                         encoding="utf-8")
+
+
+def owner_only(path: Path) -> None:
+    """Make a batch output the grader's uid's alone (a folder 0700, a file 0600), whatever the umask made it: in
+    rlimits mode without Landlock a sandbox runs as an unused uid on the host's filesystem, so a 0755 results
+    folder or a 0644 gradebook let one student's code read the others' results (and read-lock the gradebook,
+    stalling the batch's writes). A path another user owns is left as it is (only its owner or root may
+    change it)."""
+    try:
+        os.chmod(path, 0o700 if path.is_dir() else 0o600, follow_symlinks=False)
+    except PermissionError:
+        pass
+    except NotImplementedError:   # a platform without lchmod: the path is the batch's own, never a link
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
 
 def _open_gradebook(path: Path | None) -> Gradebook | None:
     if path is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    return Gradebook(path)
+    try:   # made owner-only, never readable for a moment: a sandbox may run beside a new gradebook's making
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))   # SQLite takes an empty file as new
+    except FileExistsError:
+        pass
+    book = Gradebook(path)   # SQLite makes its -wal and -shm files with the database file's mode
+    for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if each.exists():
+            owner_only(each)
+    return book
 
 
 def grade(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: str | Path | None = None, *,
