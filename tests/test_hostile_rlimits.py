@@ -21,7 +21,6 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import testclock
@@ -43,30 +42,6 @@ def _as_grader() -> dict:
     if os.geteuid() != 0:
         return {}
     return {"user": GRADER_UID, "group": GRADER_UID, "extra_groups": []}
-
-
-def _in_a_fork(actions: Callable[[], list]) -> list:
-    """What `actions` returns, run in a forked child (the filters it installs stay there), as JSON through a pipe
-    waited on with a time limit: a child that never answers fails its test instead of holding the run."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read)
-            os.write(write, json.dumps(actions()).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    try:
-        with os.fdopen(read, "rb") as pipe:
-            answered = select.select([pipe], [], [], 120)[0]
-            text = pipe.read() if answered else b""
-    finally:
-        if not answered:
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    assert answered, "the forked child never answered"
-    return json.loads(text)
 
 
 def _interpreter() -> str | None:
@@ -171,7 +146,7 @@ def test_a_sandbox_in_the_hosts_network_namespace_opens_no_socket_but_a_unix_one
         results.append("socketpair")
         return results
 
-    assert _in_a_fork(actions) == [errno.EPERM] * 5 + ["done", "done", "socketpair"]
+    assert testclock.in_a_fork(actions) == [errno.EPERM] * 5 + ["done", "done", "socketpair"]
 
 
 def _ipc_objects() -> list:
@@ -204,8 +179,8 @@ def test_a_sandbox_in_the_hosts_ipc_namespace_makes_no_ipc_object_whatever_its_u
         confine.keep_scheduling(own_uid=True, network=True)
         return _ipc_objects()
 
-    assert _in_a_fork(actions) == [errno.EPERM] * 3
-    assert _in_a_fork(in_a_jail) == ["done"] * 3
+    assert testclock.in_a_fork(actions) == [errno.EPERM] * 3
+    assert testclock.in_a_fork(in_a_jail) == ["done"] * 3
 
 
 @pytest.mark.skipif(not confine._FILTERS[True, False], reason="no seccomp filter known for this architecture")
@@ -219,7 +194,7 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
     nothing: os.kill(os.getppid(), 0) at load asks whether the zygote lives, and was an incident), and a nice value
     of 0 or more or its own CPUs seem set and change nothing (os.nice(0) raised PermissionError)."""
     parent, group = os.getpid(), os.getpgid(0)
-    read, write = os.pipe()   # only F_SETOWN's target: the results come back through _in_a_fork
+    read, write = os.pipe()   # only F_SETOWN's target: the results come back through testclock.in_a_fork
 
     def actions() -> list:
         confine.keep_scheduling(own_uid=False, protected=[parent, -group])
@@ -278,7 +253,7 @@ def test_the_filter_refuses_other_processes_limits_keyrings_kill_all_sockets_and
         return results
 
     try:
-        assert _in_a_fork(actions) == [1] * 13 + ["done"] * 8 + [[0, 0], True]
+        assert testclock.in_a_fork(actions) == [1] * 13 + ["done"] * 8 + [[0, 0], True]
     finally:
         os.close(read)
         os.close(write)
