@@ -378,12 +378,16 @@ GIVEN: dict[str, dict[str, tuple[str, str]]] = {
 }
 GIVEN_KEY = "given "
 
-# Given code the words describe two ways, as a text edit of the notebook: the 8-puzzle template's docstring draws
-# the goal as (1, 2, ..., 8, 0) while its code defaults to (0, 1, ..., 8), and a notebook that made the default
-# match the drawing is right (no exercise grades the default; cases pass their goal).
+# Code outside the exercises' slots written another way, as a text edit of the notebook: the 8-puzzle template's
+# docstring draws the goal as (1, 2, ..., 8, 0) while its code defaults to (0, 1, ..., 8), and a notebook that made
+# the default match the drawing is right (no exercise grades the default; cases pass their goal); the given
+# `def h(self, node): return self.h2(node)` as a class alias `h = h2` or a lambda attribute is the same method.
+_GIVEN_H = "    def h(self, node):\n      return self.h2(node)"
 EDITS: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
     "eight-puzzle-astar": {"default goal": {"as_drawn": ("goal=(0, 1, 2, 3, 4, 5, 6, 7, 8)",
-                                                         "goal=(1, 2, 3, 4, 5, 6, 7, 8, 0)")}},
+                                                         "goal=(1, 2, 3, 4, 5, 6, 7, 8, 0)")},
+                           "h": {"alias": (_GIVEN_H, "    h = h2"),
+                                 "lambda": (_GIVEN_H, "    h = lambda self, node: self.h2(node)")}},
 }
 EDIT_KEY = "edit "
 
