@@ -169,3 +169,49 @@ def test_a_public_check_that_uses_the_solution_is_refused_with_its_line(tmp_path
     assert refused.value.problems == [
         f"{tmp_path / 'hanoi.py'}:{line}: 'hanoi' is what exercise 'hanoi' grades (its solution): a public check "
         f"must not use it (needed by check_peeking); leave the check private"]
+
+
+def test_a_public_check_shipping_a_helper_of_the_solution_is_warned_about(tmp_path: Path) -> None:
+    """Session 21 (persona): a river-crossing check `crossings` made public with the reference's `safe`, the safety
+    rule `successors` (graded) is built on: the kit shipped `safe` to every student and validate said nothing. A
+    helper the template gives students anyway (`Problem`, in `given`) is no news."""
+    (tmp_path / "river.py").write_text(textwrap.dedent('''
+        class Problem:
+            def __init__(self, m):
+                self.m = m
+
+
+        def safe(problem, state):
+            return 0 <= state <= problem.m
+
+
+        def successors(problem, state):
+            return {s for s in (state - 1, state + 1) if safe(problem, s)}
+
+
+        def crossings(got, variables):
+            problem = Problem(variables["m"])
+            return all(safe(problem, s) for s in got)
+
+
+        def sizes(rng, count):
+            return [{"m": 3, "s": 1}][:count]
+        '''))
+    (tmp_path / "river.yaml").write_text(textwrap.dedent('''
+        assignment: river
+        reference: river.py
+        given: [Problem]
+        exercises:
+          - id: successors
+            check: {name: crossings, public: true}
+            cases:
+              - generate: sizes
+                count: 1
+                seed: 1
+                call: successors(Problem(m), s)
+        '''))
+    from grader.kit.public import solution_helpers_shipped
+    warnings = solution_helpers_shipped(load_rubric(tmp_path / "river.yaml"))
+    assert warnings == [f"{tmp_path / 'river.yaml'}:6: exercise 'successors': a public check ships 'safe', which the "
+                        f"reference's successors uses: every student's kit holds it; leave the check private if "
+                        f"'safe' is part of the solution"]

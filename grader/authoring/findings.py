@@ -222,7 +222,7 @@ def _defined_names(source: Notebook) -> set[str] | None:
     return set(extracted.definitions)
 
 
-def _student_names(plan: Plan) -> set[str] | None:
+def student_names(plan: Plan) -> set[str] | None:
     """What every student's notebook can be expected to define: the template's names, its support modules' and
     the builtins. None when that cannot be known (no template, a star import, a file that does not read)."""
     template = plan.rubric.template
@@ -257,7 +257,7 @@ def names_students_lack(plan: Plan) -> list[Finding]:
     """A case expression that names something only the reference defines (neither a fixture, a generated
     variable nor a name of the template): the reference, graded as a submission, passes, and every student's
     case fails with a NameError."""
-    known = _student_names(plan)
+    known = student_names(plan)
     if known is None:
         return []
     known |= {name.split(".")[0] for exercise in plan.rubric.exercises

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import codec
-from grader.authoring.findings import authoring_findings
+from grader.authoring.findings import authoring_findings, student_names
 from grader.judge.grading import grade_path, support_sources
 from grader.judge.options import Options
 from grader.kit.kit import FULL_CHECKS
@@ -16,7 +16,7 @@ from grader.authoring.mutation import MutationReport, report_problems, run_mutat
 from grader.plan.cases import Case, Plan, PlanTimeout, build_plan
 from grader.sandbox.alarm import TimeLimit
 from grader.syntax.calls import ExpressionError, call_arguments, evaluate_data, free_names, submission_code
-from grader.kit.public import PublicError, is_public, public_code
+from grader.kit.public import PublicError, is_public, public_code, solution_helpers_shipped
 from grader.store.results import SubmissionResult
 from grader.rubric.schema import Rubric, load_rubric
 
@@ -210,7 +210,7 @@ def validate(rubric_path: str | Path, *, cache: Path | None = None, options: Opt
     except PublicError as error:
         problems.extend(error.problems)
     warnings = [*plan.warnings, *kit_warnings(plan), *hidden_in_kit_warnings(plan),
-                *hidden_in_text_warnings(plan)]
+                *hidden_in_text_warnings(plan), *solution_helpers_shipped(rubric, student_names(plan) or ())]
     reference_result = grade_path(rubric.reference, plan, support, options, submission="reference")
     problems.extend(reference_problems(plan, reference_result))
     template_result = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import symtable
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -155,6 +156,39 @@ def public_code(rubric: Rubric, extra_roots: Iterable[str] = ()) -> PublicCode |
               if index in chosen or node in header]
     names = tuple(sorted({name for index in chosen for name in _bound(tree.body[index])}))
     return PublicCode("\n".join(pieces), names, tuple(dict.fromkeys(wanted)))
+
+
+def solution_helpers_shipped(rubric: Rubric, students_have: Iterable[str] = ()) -> list[str]:
+    """Helpers a public check ships that a graded function of the reference calls (`safe`, the safety rule both
+    `crossings` and `successors` use): never refused, since a check may share a rule with a solution, but every
+    student's kit then holds that part of the solution. `students_have`: names the template gives them anyway."""
+    try:
+        code = public_code(rubric)
+    except RubricError:
+        return []          # validate reports why it cannot be shipped
+    if code is None:
+        return []
+    source = Path(rubric.reference).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    theirs = {*students_have, *rubric.given, *rubric.fixtures}
+    shipped = set(code.names) - theirs - set(_forbidden(rubric))
+    warnings: list[str] = []
+    said: set[str] = set()
+    for exercise in rubric.exercises:
+        owner, _, method = exercise.function.partition(".")
+        for node in tree.body:
+            if owner not in _bound(node):
+                continue
+            if method and isinstance(node, ast.ClassDef):   # a method's exercise: that method, not its class
+                node = next((n for n in node.body if getattr(n, "name", None) == method), node)
+            segment = textwrap.dedent("".join(lines[node.lineno - 1:node.end_lineno]))
+            for name in sorted(_read(segment) & shipped - said):
+                said.add(name)      # once: a class's methods graded one exercise each would say it for each
+                warnings.append(f"{rubric.path}:{exercise.line}: exercise '{exercise.id}': a public check ships "
+                                f"'{name}', which the reference's {exercise.function} uses: every student's kit "
+                                f"holds it; leave the check private if '{name}' is part of the solution")
+    return warnings
 
 
 def _unshipped_imports(rubric: Rubric, statements: Iterable[ast.stmt]) -> list[str]:
