@@ -260,3 +260,32 @@ def test_a_file_the_notebook_wrote_while_loading_is_missing_in_a_case_and_the_ch
     assert "FileNotFoundError" in checked.stdout, checked.stdout
     assert "a file the notebook wrote while it loaded, or in another exercise, is not there" in checked.stdout, \
         checked.stdout
+
+
+def test_a_results_folder_or_cache_the_grader_wrote_in_the_support_folder_is_no_data_file_anywhere(
+        tmp_path: Path) -> None:
+    """`grade --out support/results` or a --cache there: the grading hid them by path (its own --out and --cache
+    only), but the kit took their files as data (other students' results, the sealed expected values) and the
+    Gradescope zip copied them into its support folder, whose own load made them data files. Old code: both lists
+    held results/ada.json and cache/plan.sealed."""
+    from grader.intake.gather import RESULTS_MARK
+    from grader.plan.sealed import KEY_FILE
+    from grader.rubric.schema import data_files
+    from grader.run.autograder import _not_shipped
+    course = tmp_path / "course"
+    shutil.copytree(LADDER, course)
+    support = course / "support"
+    for folder, mark, name in (("results", RESULTS_MARK, "ada.json"), ("deep/cache", KEY_FILE, "plan.sealed")):
+        (support / folder / "inner").mkdir(parents=True)
+        (support / folder / mark).write_text("{}")
+        (support / folder / name).write_text('{"total": 2}')
+        (support / folder / "inner" / name).write_text('{"total": 2}')
+    rubric = load_rubric(course / "ladder.yaml")
+    names = {path.relative_to(support).as_posix() for path in data_files(support, (rubric.path, rubric.reference))}
+    assert names == {"words.txt"}
+    assert set(support_data(rubric)) == {"words.txt"}
+    shutil.copytree(support, tmp_path / "zip-support", ignore=_not_shipped(rubric, support))
+    shipped = {path.relative_to(tmp_path / "zip-support").as_posix() for path in (tmp_path / "zip-support").rglob("*")
+               if path.is_file()}
+    assert "results/ada.json" not in shipped and not any("cache" in name for name in shipped), shipped
+    assert "words.txt" in shipped

@@ -887,11 +887,35 @@ def withheld(path: str | Path, inside: str, course: tuple[Path, ...]) -> bool:
     sandbox's data files (data_files) and the Gradescope zip's copy of the folder both leave out: a link to a data
     file outside the folder (students get what the folder holds, not what a link reaches; a module's link is
     kept, given as support_texts reads it), or one of `course` (the rubric, the reference) under any name, a hard
-    link too. Raises OSError where the file cannot be compared."""
+    link too, or anything under a results folder or cache the grader wrote there (GRADER_MARKS). Raises OSError
+    where the file cannot be compared."""
     if os.path.islink(path) and not str(path).endswith((".py", ".ipynb")) \
             and not os.path.realpath(path).startswith(inside + os.sep):
         return True
+    if _in_grader_folder(path, inside):
+        return True
     return any(os.path.samefile(path, other) for other in course if other.exists())
+
+
+# The files by which the grader marks a folder it writes: a results folder's (intake.gather.RESULTS_MARK), a sealed
+# cache's key (plan.sealed.KEY_FILE). What such a folder holds is other students' results or expected values.
+GRADER_MARKS = (".assignment", ".key")
+
+
+def _in_grader_folder(path: str | Path, inside: str) -> bool:
+    """Whether `path` is, or lies under, a folder of the support folder the grader wrote (`grade --out` or a
+    --cache put there): the kit and the Gradescope zip ship what is withheld from neither, and only the grading's
+    own --out/--cache are hidden by path (given.visible_data)."""
+    folder = str(path) if os.path.isdir(path) and not os.path.islink(path) else os.path.dirname(str(path))
+    while True:
+        if any(os.path.lexists(os.path.join(folder, mark)) for mark in GRADER_MARKS):
+            return True
+        if os.path.realpath(folder) == inside:
+            return False
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
 
 
 def data_problems(support: Path, course: tuple[Path, ...], limits: Limits) -> list[str]:
