@@ -18,6 +18,8 @@ from grader.authoring.validate import validate
 from grader.plan.cases import load_reference, build_plan
 from grader.rubric.schema import load_rubric
 from grader import codec
+from grader.store.results import not_judged
+from grader.store.status import machine_busy
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reference" / "eight_puzzle_astar.py"
@@ -310,9 +312,23 @@ def test_example_scores_its_expected_total_losing_only_the_listed_exercises(grad
     unexpected = "\n".join([f"budget: {result.extra.get('budget')}"] + [
         f"{e.id} {c.id}: {c.status} ({c.reason}) {c.message[:300]!r}" for e in result.exercises if e.id not in losses
         for c in e.cases if c.status != "pass"])
-    assert result.total == pytest.approx(total, abs=1e-3), unexpected
+    # A machine so busy that it took more of a submission's time than its deadline may move by (the budget again)
+    # keeps cases from being judged: they are `busy machine`, earn nothing, are counted in the result and graded
+    # again by the next run (README "The submission's budget on a busy machine"). inversions-with-blank's A* rerun
+    # needs ~10 s of CPU: beside the suite and two busy processes (load 16) it took 130.6 s, of which the kernel
+    # counted 120.4 s of waiting against a 60 s slack, and six cases were busy. Such an exercise may score less
+    # here, never more; every other one scores as on a quiet machine, and nothing is charged to the student.
+    busy = {e.id for e in result.exercises if any(machine_busy(c.status, c.reason) for c in e.cases)}
+    assert not_judged(result)[1] == result.extra.get("budget", {}).get("busy_cases", 0), unexpected
+    expected = {**{e.id: e.max_score for e in result.exercises}, **losses}
     scores = {e.id: e.score for e in result.exercises}
-    assert scores == pytest.approx({**{e.id: e.max_score for e in result.exercises}, **losses}, abs=1e-3), unexpected
+    assert {k: v for k, v in scores.items() if k not in busy} == pytest.approx(
+        {k: v for k, v in expected.items() if k not in busy}, abs=1e-3), unexpected
+    assert all(scores[k] <= expected[k] + 1e-3 for k in busy), unexpected
+    assert all(c.status == "pass" or machine_busy(c.status, c.reason)     # all pass on a quiet machine
+               for e in result.exercises if e.id in busy and e.id not in losses for c in e.cases), unexpected
+    if not busy:
+        assert result.total == pytest.approx(total, abs=1e-3), unexpected
 
 
 def test_seed_loses_its_unimplemented_h2_and_h_but_astar_is_judged_again_with_the_reference_h(graded):

@@ -1174,11 +1174,20 @@ def busy_in_rerun(own: list[CaseResult], rerun: Sequence[CaseResult]) -> list[Ca
     """The own run's verdicts, but a case that earned nothing there and that the run with the reference's helpers
     could not judge because the machine was too busy is that busy case: its verdict is not final (the rerun might
     have won), so the result counts it as the machine's and the next run grades the submission again. Kept as the
-    own run's failure, it cost the student the rerun's points for good. Never lowers the score."""
+    own run's failure, it cost the student the rerun's points for good. So is one the rerun judged and earned more
+    on: which run counts is not known until the rerun finishes (eight-puzzle's inversions-with-blank at load 16:
+    the rerun passed astar_search's seed problems 1 and 3, the machine kept 7 of its cases from being judged, and
+    the own run's errors on those two, the wrong inversions' parity assert, were kept and shown as the student's).
+    Never lowers the score."""
     busy = {case.id: case for case in rerun if vocabulary.machine_busy(case.status, case.reason)}
     if not busy:
         return own
-    return [busy[case.id] if case.id in busy and case.status != "pass" and not case.fraction else case
+    some = next(iter(busy.values()))
+    better = {case.id: replace(
+        some, id=case.id, message="grader problem: not judged: the run with the course's helpers earned more on it, "
+                                  "but the machine was too busy to finish that run; it is graded again")
+        for case in rerun if case.id not in busy and case.fraction > 0}
+    return [busy.get(case.id, better.get(case.id, case)) if case.status != "pass" and not case.fraction else case
             for case in own]
 
 
