@@ -340,8 +340,11 @@ def test_seed_loses_its_unimplemented_h2_and_h_but_astar_is_judged_again_with_th
     # The given h returns the stub's None: h loses its point, so A* runs again with the reference's h and passes.
     assert result.exercise("h").score == 0
     astar = result.exercise("astar_search")
-    assert astar.isolated == ("EightPuzzle.h",) and {c.status for c in astar.cases} == {"pass"}
-    assert {c.status for c in result.exercise("best_first_search").cases} == {"pass"}
+    # Every case passes, but one a busy machine kept from being judged (graded again: see the totals' test above).
+    assert astar.isolated == ("EightPuzzle.h",) and \
+        {c.status for c in astar.cases if not machine_busy(c.status, c.reason)} == {"pass"}
+    assert {c.status for c in result.exercise("best_first_search").cases
+            if not machine_busy(c.status, c.reason)} == {"pass"}
 
 
 def test_course_solution_loses_only_the_other_goal_h2_cases_with_their_feedback(graded):
