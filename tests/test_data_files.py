@@ -264,10 +264,10 @@ def test_a_file_the_notebook_wrote_while_loading_is_missing_in_a_case_and_the_ch
 
 def test_a_results_folder_or_cache_the_grader_wrote_in_the_support_folder_is_no_data_file_anywhere(
         tmp_path: Path) -> None:
-    """`grade --out support/results` or a --cache there: the grading hid them by path (its own --out and --cache
-    only), but the kit took their files as data (other students' results, the sealed expected values) and the
-    Gradescope zip copied them into its support folder, whose own load made them data files. Old code: both lists
-    held results/ada.json and cache/plan.sealed."""
+    """`grade --out support/results`, a --cache or a --gradebook there: the grading hid the first two by path (its
+    own --out and --cache only), but the kit took their files as data (other students' results, the sealed expected
+    values) and the Gradescope zip copied them into its support folder, whose own load made them data files (the
+    gradebook was a data file everywhere). Old code: both lists held results/ada.json and cache/plan.sealed."""
     from grader.intake.gather import RESULTS_MARK
     from grader.plan.sealed import KEY_FILE
     from grader.rubric.schema import data_files
@@ -280,6 +280,9 @@ def test_a_results_folder_or_cache_the_grader_wrote_in_the_support_folder_is_no_
         (support / folder / mark).write_text("{}")
         (support / folder / name).write_text('{"total": 2}')
         (support / folder / "inner" / name).write_text('{"total": 2}')
+    from grader.store.gradebook import Gradebook
+    Gradebook(support / "class.sqlite").close()     # `grade --gradebook support/class.sqlite`
+    (support / "class.sqlite-wal").write_bytes(b"")
     rubric = load_rubric(course / "ladder.yaml")
     names = {path.relative_to(support).as_posix() for path in data_files(support, (rubric.path, rubric.reference))}
     assert names == {"words.txt"}
@@ -287,5 +290,5 @@ def test_a_results_folder_or_cache_the_grader_wrote_in_the_support_folder_is_no_
     shutil.copytree(support, tmp_path / "zip-support", ignore=_not_shipped(rubric, support))
     shipped = {path.relative_to(tmp_path / "zip-support").as_posix() for path in (tmp_path / "zip-support").rglob("*")
                if path.is_file()}
-    assert "results/ada.json" not in shipped and not any("cache" in name for name in shipped), shipped
+    assert not any(word in name for name in shipped for word in ("results", "cache", "class")), shipped
     assert "words.txt" in shipped

@@ -887,12 +887,13 @@ def withheld(path: str | Path, inside: str, course: tuple[Path, ...]) -> bool:
     sandbox's data files (data_files) and the Gradescope zip's copy of the folder both leave out: a link to a data
     file outside the folder (students get what the folder holds, not what a link reaches; a module's link is
     kept, given as support_texts reads it), or one of `course` (the rubric, the reference) under any name, a hard
-    link too, or anything under a results folder or cache the grader wrote there (GRADER_MARKS). Raises OSError
+    link too, or anything under a results folder or cache the grader wrote there (GRADER_MARKS), or a gradebook
+    kept there (_gradebook). Raises OSError
     where the file cannot be compared."""
     if os.path.islink(path) and not str(path).endswith((".py", ".ipynb")) \
             and not os.path.realpath(path).startswith(inside + os.sep):
         return True
-    if _in_grader_folder(path, inside):
+    if _in_grader_folder(path, inside) or _gradebook(path):
         return True
     return any(os.path.samefile(path, other) for other in course if other.exists())
 
@@ -900,6 +901,30 @@ def withheld(path: str | Path, inside: str, course: tuple[Path, ...]) -> bool:
 # The files by which the grader marks a folder it writes: a results folder's (intake.gather.RESULTS_MARK), a sealed
 # cache's key (plan.sealed.KEY_FILE). What such a folder holds is other students' results or expected values.
 GRADER_MARKS = (".assignment", ".key")
+
+
+def _gradebook(path: str | Path) -> bool:
+    """Whether `path` is a gradebook (its tables: every student's results) or its -wal/-shm/-journal, kept in the
+    support folder by a `grade --gradebook` there: no mark names it and no grading hides it."""
+    import sqlite3
+    name = str(path)
+    for end in ("-wal", "-shm", "-journal"):
+        name = name.removesuffix(end)
+    try:
+        with open(name, "rb") as handle:
+            if handle.read(16) != b"SQLite format 3\x00":
+                return False
+    except OSError:
+        return False
+    try:
+        db = sqlite3.connect(Path(name).resolve().as_uri() + "?mode=ro", uri=True, timeout=5)
+        try:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False
+    return {"schema_version", "submissions", "results"} <= tables
 
 
 def _in_grader_folder(path: str | Path, inside: str) -> bool:
