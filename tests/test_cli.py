@@ -300,6 +300,7 @@ def test_a_graded_function_that_calls_input_is_told_the_grader_has_no_keyboard(t
     """A find_tile that calls input() scored 0 with a bare "EOFError: EOF when reading a line" for every case: the
     student's report now says what happened (the grader has no keyboard), from the runtime's fact (its stdin raised
     it: error stage "input"), never from the message: a move_dir raising EOFError of its own is not told so."""
+    import csv
     from grader.judge.grading import NO_KEYBOARD
     from notebook_build import appended, write
     asking = write(tmp_path / "asking.ipynb", appended(REPO / CORRECT, (
@@ -308,7 +309,12 @@ def test_a_graded_function_that_calls_input_is_told_the_grader_has_no_keyboard(t
         "    input(f'where is {tile}? ')\n"
         "    return _own_find_tile(tile, S)\n"
         "def move_dir(*args):\n"
-        "    raise EOFError('EOF when reading a line')\n")))
+        "    raise EOFError('EOF when reading a line')\n"
+        "_own_next_states = next_states\n"
+        "def next_states(*args):\n"
+        "    import sys\n"
+        "    assert sys.stdin.readline() == '' and sys.stdin.read() == ''\n"
+        "    return _own_next_states(*args)\n")))
     out = tmp_path / "results"
     done = run("grade", str(asking), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache), "--quiet")
     assert done.returncode == 0, done.stderr
@@ -319,6 +325,9 @@ def test_a_graded_function_that_calls_input_is_told_the_grader_has_no_keyboard(t
     tile, moved = sections["find_tile"], sections["move_dir"]
     assert "EOFError: EOF when reading a line" in tile and NO_KEYBOARD in tile, tile
     assert "EOFError: EOF when reading a line" in moved and NO_KEYBOARD not in moved, moved
+    # sys.stdin is still the empty /dev/null: reading it gives '' as before (mend 16:01), only input() is stopped
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as stream:
+        assert next(csv.DictReader(stream))["next_states"] == "2"
 
 
 def test_check_on_correct_passes_and_only_counts_hidden_cases(grader_cache: Path) -> None:

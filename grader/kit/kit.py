@@ -886,11 +886,11 @@ class Kernel:
         missing = object()
         settings = {name: codec.with_arrays(codec.decode(value)) for name, value in case.set.items()}
         saved = {name: namespace.get(name, missing) for name in settings}
-        from grader.sandbox.runtime import Capture, NoKeyboard   # the child's sink and stdin, in the student's kernel
+        from grader.sandbox.runtime import Capture, NoKeyboard   # the child's sink and input(), in the student's kernel
         capture = Capture(self.output_bytes)
         # Jupyter's input() asks the notebook's user (ipykernel's own builtins.input), where the grader has no one
         # to ask: the check stops such a case as grading does, and says why (judge.grading.NO_KEYBOARD).
-        keyboard, stdin, asked = NoKeyboard(), sys.stdin, builtins.input
+        keyboard, asked = NoKeyboard(), builtins.input
         state = random.getstate()
         limit = TimeLimit(case.timeout, _case_timeout)
         started = time.perf_counter()
@@ -900,7 +900,7 @@ class Kernel:
             scope.update({name: codec.with_arrays(codec.decode(value)) for name, value in case.values.items()})
             random.seed(0)
             probes: dict[str, Any] = {}
-            sys.stdin, builtins.input = keyboard, keyboard.input
+            builtins.input = keyboard.input
             with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture), \
                     limit:
                 result = eval(compile(case.code, "<case>", "eval"), scope)  # noqa: S307 - rubric expression
@@ -942,7 +942,7 @@ class Kernel:
             return Outcome(case.id, "timeout" if limit.expired else "error", seconds=time.perf_counter() - started,
                            output=capture.text(), error=_describe(error))
         finally:
-            sys.stdin, builtins.input = stdin, asked
+            builtins.input = asked
             random.setstate(state)
             for name, old in saved.items():
                 if old is missing:

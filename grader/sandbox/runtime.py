@@ -52,7 +52,8 @@ else:  # loaded by the zygote (or run as a script with -P): this folder must not
 __builtins__ = dict(_builtins.__dict__)  # type: ignore[assignment]  # a private snapshot, on purpose
 os, signal, time, random = (  # type: ignore[assignment]  # snapshots stand in for the modules, on purpose
     types.SimpleNamespace(**vars(_module)) for _module in (os, signal, time, random))
-_STDOUT, _STDERR, _STDIN = sys.__stdout__, sys.__stderr__, sys.__stdin__
+_STDOUT, _STDERR = sys.__stdout__, sys.__stderr__
+_INPUT = _builtins.input   # the interpreter's, before any student code: NoKeyboard stands in for it in a case
 # The global generator is set at each case's start to the state random.seed(0) gives, by the C setstate (seed
 # mixes 624 words each time, twice as long; Random.seed is Python code, which runs on patchable builtins).
 _RANDOM, _C_RANDOM = random._inst, random.Random.__mro__[1]
@@ -280,43 +281,21 @@ class Capture(io.TextIOBase):
         return shown
 
 
-class NoKeyboard(io.TextIOBase):
-    """sys.stdin while a case runs (and the kit's input() in a notebook): the grader has no keyboard. input()
-    reads a line from a stdin that is not a terminal through its readline, which raises the EOFError input()
-    would raise anyway (the student's traceback is the same) and remembers that exception, so the case's error
-    says stage "input" from what the runtime saw, never from its message: an EOFError of a pickle or an empty
-    file says nothing of the keyboard. Reading it whole, or line by line, is the empty file /dev/null is."""
-
-    encoding = "UTF-8"
-    name = "<stdin>"
+class NoKeyboard:
+    """builtins.input while a case runs (and the kit's, in a notebook): the grader has no keyboard. It writes the
+    prompt and raises the EOFError input() raises at the end of its input (the student's traceback is the same),
+    and remembers that exception, so the case's error says stage "input" from what the runtime saw, never from its
+    message: an EOFError of a pickle, an empty file or the student's own says nothing of the keyboard. sys.stdin
+    stays what it was (/dev/null in the sandbox: read and readline give '', as before)."""
 
     def __init__(self):
         self.raised = None
 
-    def readable(self):
-        return True
-
-    def isatty(self):
-        return False
-
-    def readline(self, size=-1):
+    def input(self, prompt=""):
+        sys.stdout.write(str(prompt))
         error = EOFError("EOF when reading a line")
         self.raised = error
         raise error
-
-    def read(self, size=-1):
-        return ""
-
-    def readlines(self, hint=-1):
-        return []
-
-    def __next__(self):
-        raise StopIteration
-
-    def input(self, prompt=""):
-        """What builtins.input does with a stdin that is not a terminal (the kit's stand-in in a notebook)."""
-        sys.stdout.write(str(prompt))
-        return self.readline()
 
 
 _KEYBOARD = NoKeyboard()
@@ -731,7 +710,9 @@ class Child:
         stage = ""
         builtins_before = dict(_builtins.__dict__)   # what the student patches there lasts one case
         sys.stdout = sys.stderr = capture
-        sys.stdin, _KEYBOARD.raised = _KEYBOARD, None
+        _KEYBOARD.raised = None
+        if builtins_before.get("input") is _INPUT:   # an input() the notebook put in builtins stays its own
+            _builtins.input = _KEYBOARD.input        # undone with the rest of builtins after the case
         _setitimer(signal.ITIMER_PROF, float(case["timeout"]))
         try:
             try:
@@ -769,7 +750,7 @@ class Child:
             _leave_if_forked(owner, error)
             outcome.update(status="error", error=_describe(error, "input" if error is _KEYBOARD.raised else stage))
         finally:
-            sys.stdout, sys.stderr, sys.stdin = _STDOUT, _STDERR, _STDIN
+            sys.stdout, sys.stderr = _STDOUT, _STDERR
             _restore(_builtins.__dict__, builtins_before)
             for cls, attribute, old_method in reversed(patched):
                 try:
