@@ -153,20 +153,28 @@ def test_a_batchs_results_gradebook_and_gradescope_files_are_the_graders_alone(t
     (and the gradebook read-lockable). Old code: the folders were 0755 and the gradebook 0644."""
     import stat
     from testclock import within
+    from grader.intake.gather import RESULTS_MARK
     from grader.run.batch import grade_batch
     old = os.umask(0o022)
     try:
         out, books, scores = tmp_path / "out", tmp_path / "books", tmp_path / "scores"
-        out.mkdir(mode=0o755)    # a folder an earlier run (or the instructor) made readable
+        out.mkdir(mode=0o755)    # a results folder an earlier run made readable
         books.mkdir(mode=0o755)
+        (out / RESULTS_MARK).write_text(json.dumps({"assignment": "taoistic-search"}), encoding="utf-8")
         (out / "earlier.json").write_text("{}", encoding="utf-8")
+        shared = tmp_path / "shared"   # a folder of others given as --gradescope: left as it is
+        shared.mkdir(mode=0o755)
+        (shared / "theirs.txt").write_text("", encoding="utf-8")
         book = books / "class.sqlite"
         batch = grade_batch([EXAMPLES / "correct.ipynb"], RUBRIC, out, jobs=1, cache=grader_cache, gradebook=book,
                             gradescope=scores)
     finally:
         os.umask(old)
     assert batch.graded == 1
-    for folder in (out, scores):
+    again = grade_batch([EXAMPLES / "correct.ipynb"], RUBRIC, tmp_path / "out2", jobs=1, cache=grader_cache,
+                        gradescope=shared)
+    assert again.graded == 1 and stat.S_IMODE(shared.stat().st_mode) == 0o755
+    for folder in (out, scores, tmp_path / "out2"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     for each in books.iterdir():   # the database and any -wal/-shm SQLite left beside it
         assert stat.S_IMODE(each.stat().st_mode) & 0o077 == 0, each

@@ -325,8 +325,10 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         if out_dir is not None:
             claim_results_folder(out_dir, rubric)
         if gradescope is not None:   # the class's scores: the grader's alone, as the results folder
+            made = _made_or_empty(Path(gradescope))
             Path(gradescope).mkdir(parents=True, exist_ok=True)
-            owner_only(Path(gradescope))
+            if made:
+                owner_only(Path(gradescope))
         # The results folder's store of shared values: one writer for the batch, so each file is checked once.
         shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
         # A gradebook made now (a class graded for the first time) is made on a thread: its creation waits ~25 ms
@@ -691,11 +693,23 @@ def claim_results_folder(folder: Path, rubric: Rubric) -> None:
     if held is not None and held != rubric.assignment:
         raise ResultsFolderError(f"{folder}: this results folder holds results of {held}, not {rubric.assignment}; "
                                  f"grade {rubric.assignment} into another folder (--out)")
+    ours = mark.exists() or _made_or_empty(folder)   # never a shared folder given as --out (`--out /tmp`)
     folder.mkdir(parents=True, exist_ok=True)
-    owner_only(folder)
+    if ours:
+        owner_only(folder)
     if held is None:
         mark.write_text(json.dumps({"assignment": rubric.assignment, "rubric": str(rubric.path)}) + "\n",
                         encoding="utf-8")
+
+
+def _made_or_empty(folder: Path) -> bool:
+    """Whether the batch makes `folder` or finds it empty: a folder the batch may make the grader's alone."""
+    try:
+        return not any(folder.iterdir())
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def owner_only(path: Path) -> None:
