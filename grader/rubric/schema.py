@@ -888,8 +888,7 @@ def withheld(path: str | Path, inside: str, course: tuple[Path, ...]) -> bool:
     file outside the folder (students get what the folder holds, not what a link reaches; a module's link is
     kept, given as support_texts reads it), or one of `course` (the rubric, the reference) under any name, a hard
     link too, or anything under a results folder or cache the grader wrote there (GRADER_MARKS), or a gradebook
-    kept there (_gradebook). Raises OSError
-    where the file cannot be compared."""
+    kept there (_gradebook). Raises OSError where the file cannot be compared."""
     if os.path.islink(path) and not str(path).endswith((".py", ".ipynb")) \
             and not os.path.realpath(path).startswith(inside + os.sep):
         return True
