@@ -292,3 +292,17 @@ def test_a_results_folder_or_cache_the_grader_wrote_in_the_support_folder_is_no_
                if path.is_file()}
     assert not any(word in name for name in shipped for word in ("results", "cache", "class")), shipped
     assert "words.txt" in shipped
+
+
+def test_a_hidden_folder_named_from_the_working_folder_still_hides_its_data_files(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """`grader kit R -o kit.json --cache support/cache`: the kit hides its own cache by the path it was given, and a
+    relative one was compared with the support folder's resolved path, so the cache's files went out as data."""
+    from grader.plan.given import visible_data
+    support = tmp_path / "support"
+    (support / "cache").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    data = {"words.txt": b"a", "cache/plan.sealed": b"the expected values"}
+    assert sorted(visible_data(data, support, [Path("support/cache")])) == ["words.txt"]
+

@@ -87,7 +87,8 @@ def visible_data(data: Mapping[str, bytes], support: Path, hidden: Sequence[str 
     that lies inside the support folder: a TA's --out or --cache put there would otherwise reach every student's
     code as data files (other students' results, expected values), as bytes that no mount hides."""
     root = support.resolve()
-    inner = [Path(folder) for folder in hidden if Path(folder) != root and Path(folder).is_relative_to(root)]
+    resolved = [Path(folder).resolve() for folder in hidden]   # the kit's --cache may be relative (`support/cache`)
+    inner = [folder for folder in resolved if folder != root and folder.is_relative_to(root)]
     if not inner or not data:
         return data
     return MappingProxyType({name: content for name, content in data.items()
