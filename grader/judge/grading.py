@@ -343,9 +343,11 @@ NO_KEYBOARD = ("The code called input(), but the grader has no keyboard: nobody 
                "finds nothing to read. A graded function must not call input(): take the value as a parameter")
 
 # Jupyter keeps what a notebook wrote; the sandbox empties its working folder after the load and after each
-# exercise (runtime.reset), so a file made at the top level (a cache, a copy) is gone when a case reads it.
-MISSING_FILE = ("The cases run in a working folder that holds the course's data files only: a file the notebook "
-                "wrote while it loaded, or in another exercise, is not there; write it where it is read")
+# exercise (runtime.reset), so a file made at the top level (a cache, a copy) is gone when a case reads it. Said of
+# where the grader runs: the kit's check in a live kernel (nothing emptied) and an absolute path get it too.
+MISSING_FILE = ("Where the grader runs the cases, the working folder holds the course's data files only: a file the "
+                "notebook wrote while it loaded, or in another exercise, is not there, nor is a file from your own "
+                "computer's folders; write a file where it is read")
 
 
 def _raised(outcome: Outcome, exercise: Exercise, base: Mapping[str, Any]) -> CaseResult:
