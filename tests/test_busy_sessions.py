@@ -141,3 +141,10 @@ def test_an_own_runs_failure_the_busy_rerun_judged_and_earned_is_not_final_eithe
                                                          ("s3", "problem", BUSY), ("s4", "fail", "")]
     assert all(not c.fraction for c in kept if c.reason == BUSY)
     assert busy_in_rerun(own, [_case("s1", "pass", 1.0), *[_case(c.id, "fail") for c in own[1:]]]) == own
+    # each case keeps its own call and visibility: the first busy case of the rerun (here hidden) lends it none
+    own = [replace(_case("p1", "error"), call="astar(p1)"), replace(_case("h1", "pass", 1.0), visibility="hidden")]
+    rerun = [_case("p1", "pass", 1.0), replace(_case("h1", "problem", reason=BUSY), visibility="hidden",
+                                               call="astar(hidden)")]
+    kept = busy_in_rerun(own, rerun)
+    assert [(c.id, c.status, c.visibility, c.call) for c in kept] == [("p1", "problem", "public", "astar(p1)"),
+                                                                      ("h1", "pass", "hidden", "")]

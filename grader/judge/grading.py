@@ -1184,13 +1184,18 @@ def busy_in_rerun(own: list[CaseResult], rerun: Sequence[CaseResult]) -> list[Ca
     busy = {case.id: case for case in rerun if vocabulary.machine_busy(case.status, case.reason)}
     if not busy:
         return own
-    some = next(iter(busy.values()))
-    better = {case.id: replace(
-        some, id=case.id, message="grader problem: not judged: the run with the course's helpers earned more on it, "
-                                  "but the machine was too busy to finish that run; it is graded again")
-        for case in rerun if case.id not in busy and case.fraction > 0}
-    return [busy.get(case.id, better.get(case.id, case)) if case.status != "pass" and not case.fraction else case
-            for case in own]
+    better = {case.id for case in rerun if case.id not in busy and case.fraction > 0}
+    return [busy.get(case.id, _not_final(case) if case.id in better else case)
+            if case.status != "pass" and not case.fraction else case for case in own]
+
+
+def _not_final(case: CaseResult) -> CaseResult:
+    """The own run's failure of a case the busy rerun earned more on, as a busy case: its own call, inputs,
+    visibility and weight (never another case's), none of the own run's verdict."""
+    return replace(case, status="problem", reason=vocabulary.BUSY, cause=BUSY_CAUSE, fraction=0.0, got=None,
+                   mistake="", variant="", culprit="", traceback="", advice="", detail="", error="", where="",
+                   message="grader problem: not judged: the run with the course's helpers earned more on it, but the "
+                           "machine was too busy to finish that run; it is graded again")
 
 
 def culprit(where: str, extracted: Extracted) -> tuple[str, str] | None:
