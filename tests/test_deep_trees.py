@@ -124,12 +124,14 @@ def test_a_scratch_the_student_closed_is_still_emptied_for_the_next_exercise():
     with Sandbox([statement(CLOSED, kind="other")], {}, ProcessLimits()) as sandbox:
         sandbox.load()
         seen = []
-        for number, call in enumerate(("close()", "look()")):
+        for number, call in enumerate(("look()", "close()", "look()")):
             outcome = sandbox.run_exercise([CaseRequest(id=f"c#{number}", code=call, timeout=10.0)], (),
-                                           lambda *args: None, time.monotonic() + 120, more=number == 0)[0]
+                                           lambda *args: None, time.monotonic() + 120, more=number < 2)[0]
             assert outcome.status == "ok", outcome.error
             seen.append(codec.decode(outcome.value))
-    assert seen == [["inner", "left.txt"], []]
+    # A fresh scratch is not always empty: a tree that lives under /tmp on the host (a clone's .venv) is bound into it.
+    fresh = seen[0]
+    assert seen[1:] == [sorted([*fresh, "inner", "left.txt"]), fresh]
 
 
 def test_without_root_a_folder_the_student_closed_is_removed():
