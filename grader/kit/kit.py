@@ -253,9 +253,9 @@ def coverage(kit: Mapping[str, Any]) -> list[tuple[str, int, int, tuple[str, ...
 
 def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> dict[str, Any]:
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
-    from grader.judge.grading import build_requests, case_inputs, template_names, support_sources
+    from grader.judge.grading import build_requests, case_inputs, given_code, template_names, support_sources
     from grader.judge.options import Options
-    from grader.plan.given import course_code, support_data, visible_data
+    from grader.plan.given import support_data, visible_data
     from grader.plan.cases import build_plan
     from grader.plan.sealed import default_cache
     from grader.kit.answers import record
@@ -324,7 +324,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         **({"data": {name: base64.b64encode(content).decode("ascii") for name, content in data.items()}}
            if (data := visible_data(support_data(rubric), rubric.support, [plan_cache]) if rubric.support else {})
            else {}),
-        **({"given": {name: source for name, source in course_code(rubric, plan.reference).sources.items()
+        **({"given": {name: source for name, source in given_code(plan).sources.items()
                       if source is not None}} if rubric.given else {}),
         "exercises": exercises,
         **({"public": {"source": shipped.source, "names": list(shipped.names)}} if shipped else {}),
