@@ -164,6 +164,23 @@ def test_the_gradescope_zip_ships_the_same_data_files_and_never_the_rubric_kept_
     assert "ladder.yaml" not in shipped and "outside.txt" not in shipped
 
 
+def test_a_support_file_that_cannot_be_compared_is_withheld_by_the_zip_as_by_the_checkout(tmp_path: Path) -> None:
+    """A link to nothing (a data file renamed after the link was made) or a loop of links: the checkout's data_files
+    left them out, but the zip's copy took them in, and copytree failed on them with a traceback for the TA."""
+    from grader.run.autograder import _stage_course
+    course = tmp_path / "course"
+    shutil.copytree(LADDER, course)
+    support = course / "support"
+    (support / "old-words.txt").symlink_to(support / "renamed.txt")
+    (support / "loop.txt").symlink_to(support / "loop.txt")
+    rubric = load_rubric(course / "ladder.yaml")
+    stage = tmp_path / "stage"
+    bundled = load_rubric(stage / _stage_course(rubric, stage))
+    assert set(support_data(rubric)) == set(support_data(bundled)) == {"words.txt"}
+    shipped = {path.name for path in (stage / "course" / "support").iterdir()}
+    assert "old-words.txt" not in shipped and "loop.txt" not in shipped and "words.txt" in shipped
+
+
 # A case that rewrites the data files and takes the write bit off their folders, the working folder's own included.
 LOCKED = """
 import os

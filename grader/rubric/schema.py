@@ -873,12 +873,8 @@ def data_files(support: Path, course: tuple[Path, ...] = ()) -> list[Path]:
     for path in support_files(support):
         if path.name.endswith(_MODULE_ENDS):
             continue
-        try:
-            if withheld(path, inside, course):
-                continue
-        except OSError:
-            continue
-        found.append(path)
+        if not withheld(path, inside, course):
+            found.append(path)
     return found
 
 
@@ -888,13 +884,17 @@ def withheld(path: str | Path, inside: str, course: tuple[Path, ...]) -> bool:
     file outside the folder (students get what the folder holds, not what a link reaches; a module's link is
     kept, given as support_texts reads it), or one of `course` (the rubric, the reference) under any name, a hard
     link too, or anything under a results folder or cache the grader wrote there (GRADER_MARKS), or a gradebook
-    kept there (_gradebook). Raises OSError where the file cannot be compared."""
+    kept there (_gradebook). A file that cannot be compared (a link to nothing, a loop of links) is withheld
+    too: both callers give the same answer, and it is the one that cannot ship the course's files."""
     if os.path.islink(path) and not str(path).endswith((".py", ".ipynb")) \
             and not os.path.realpath(path).startswith(inside + os.sep):
         return True
     if _in_grader_folder(path, inside) or _gradebook(path):
         return True
-    return any(os.path.samefile(path, other) for other in course if other.exists())
+    try:
+        return any(os.path.samefile(path, other) for other in course if other.exists())
+    except OSError:
+        return True
 
 
 # The files by which the grader marks a folder it writes: a results folder's (intake.gather.RESULTS_MARK), a sealed

@@ -104,11 +104,7 @@ def _not_shipped(rubric: Rubric, support: Path) -> Callable[[str, list[str]], li
     def ignore(folder: str, names: list[str]) -> list[str]:
         dropped = []
         for name in names:
-            try:
-                keep_out = withheld(os.path.join(folder, name), inside, (rubric.path, rubric.reference))
-            except OSError:
-                keep_out = False
-            if left_out(name) or keep_out:
+            if left_out(name) or withheld(os.path.join(folder, name), inside, (rubric.path, rubric.reference)):
                 dropped.append(name)
         return dropped
     return ignore
