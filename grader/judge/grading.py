@@ -33,7 +33,7 @@ from grader.extract.source import Definition, Extracted, extract
 from grader.intake.notebook import Notebook, NotebookError, file_sha256, read_notebook
 from grader.intake.warning import GraderWarning, Kind
 from grader.plan.cases import Case, Plan
-from grader.plan.given import Given, course_code, support_data, support_texts, visible_data, with_given
+from grader.plan.given import support_data, support_texts, visible_data, with_given
 from grader.plan.sealed import default_cache
 from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, advised,
                                   bound_case, bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
@@ -1416,12 +1416,6 @@ class OwnRunsFirst:
         return self.runner.run_exercise(cases, isolate, oracle, deadline, max_timeouts, methods, more)
 
 
-def given_code(plan: Plan) -> Given:
-    """The course's code of the rubric's `given` names (plan.given.course_code), worked out once a plan: every
-    notebook graded and the kit built from it read the same (the kit's own plan holds what the kit carries)."""
-    return plan.memo.get(("given",), lambda: course_code(plan.rubric, plan.reference))
-
-
 def _data(rubric: Rubric, data: Mapping[str, bytes], hide_paths: Sequence[str]) -> Mapping[str, bytes]:
     """The data files the child gets: none from a folder hidden from it (given.visible_data)."""
     return visible_data(data, rubric.support, hide_paths) if data and rubric.support is not None else data
@@ -1447,7 +1441,7 @@ def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, s
         extracted = extract(notebook, rubric.policy)
     limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
     deadline = started + limits.submission_seconds
-    extracted, given_said = with_given(rubric, extracted, given_code(plan))
+    extracted, given_said = with_given(rubric, extracted, plan.given_code())
     said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings, *given_said]
     process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
                                    load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)

@@ -253,7 +253,7 @@ def coverage(kit: Mapping[str, Any]) -> list[tuple[str, int, int, tuple[str, ...
 
 def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> dict[str, Any]:
     """The kit of a rubric as JSON data: public cases only, expected values precomputed, no reference code."""
-    from grader.judge.grading import build_requests, case_inputs, given_code, template_names, support_sources
+    from grader.judge.grading import build_requests, case_inputs, template_names, support_sources
     from grader.judge.options import Options
     from grader.plan.given import support_data, visible_data
     from grader.plan.cases import build_plan
@@ -324,7 +324,7 @@ def build_kit(rubric_path: str | Path, *, cache: str | Path | None = None) -> di
         **({"data": {name: base64.b64encode(content).decode("ascii") for name, content in data.items()}}
            if (data := visible_data(support_data(rubric), rubric.support, [plan_cache]) if rubric.support else {})
            else {}),
-        **({"given": {name: source for name, source in given_code(plan).sources.items()
+        **({"given": {name: source for name, source in plan.given_code().sources.items()
                       if source is not None}} if rubric.given else {}),
         "exercises": exercises,
         **({"public": {"source": shipped.source, "names": list(shipped.names)}} if shipped else {}),
@@ -453,7 +453,7 @@ def kit_plan(kit: Kit) -> Any:
     """The kit as a grading Plan whose reference module is empty, so grading.grade_exercise and judge() read
     it like any plan. Cases whose check needs the reference are judged `equal` there and by `settle` after."""
     from grader.rubric.schema import Policy
-    from grader.plan.cases import Case, Expected, Plan
+    from grader.plan.cases import GIVEN_CODE, Case, Expected, Plan
     from grader.kit.public import public_module
     from grader.rubric.schema import (CaseSpec, CheckSpec, ErrorHint, Exercise, IsolatedMethod, Limits, Mistake,
                                       Rubric, Variant)
@@ -496,7 +496,7 @@ def kit_plan(kit: Kit) -> Any:
                        f"not your mistake, tell your instructor") from None
     plan = Plan(rubric, reference, cases, expected)
     if kit.given:   # what grading puts first where a notebook lacks a given name (plan.given), from the kit's code
-        plan.memo.get(("given",), lambda: kit_given(kit))
+        plan.memo.get(GIVEN_CODE, lambda: kit_given(kit))
     return plan
 
 

@@ -122,6 +122,15 @@ class Plan:
         """The data names a case expression may use: fixtures, then the case's own variables."""
         return {**fixtures(self.rubric, self.reference), **case.variables}
 
+    def given_code(self) -> given.Given:
+        """The course's code of the rubric's `given` names (given.course_code), worked out once a plan: build_plan
+        checks the names with it, and every notebook graded and the kit built from the plan read the same (a kit's
+        own plan holds the kit's, kit_given)."""
+        return self.memo.get(GIVEN_CODE, lambda: given.course_code(self.rubric, self.reference))
+
+
+GIVEN_CODE = ("given",)     # Plan.memo's key of the course's code of the given names (given.Given)
+
 
 def load_reference(path: Path, search: Sequence[Path | None] = ()) -> ModuleType:
     """Import the reference module from its path under a private name (never as `reference`).
@@ -196,14 +205,15 @@ def _problem(rubric: Rubric, line: int, reason: str) -> str:
     return f"{rubric.path}:{line}: {reason}"
 
 
-def _validate_names(rubric: Rubric, reference: ModuleType) -> list[str]:
-    """Everything a rubric names in the reference module must exist there, with the right kind."""
+def _validate_names(rubric: Rubric, reference: ModuleType, code: given.Given | None) -> list[str]:
+    """Everything a rubric names in the reference module must exist there, with the right kind. `code`: the course's
+    code of the given names (given.course_code; None when the rubric gives none)."""
     problems = []
     for index, name in enumerate(rubric.fixtures):
         if not hasattr(reference, name):
             line = rubric.fixture_lines[index] if index < len(rubric.fixture_lines) else 0
             problems.append(_problem(rubric, line, f"fixture '{name}' is not defined in {rubric.reference.name}"))
-    problems.extend(_problem(rubric, rubric.given_line, problem) for problem in given.problems(rubric, reference))
+    problems.extend(_problem(rubric, rubric.given_line, problem) for problem in given.problems(rubric, reference, code))
     for exercise in rubric.exercises:
         where = f"exercise '{exercise.id}'"
         if _lookup(reference, exercise.function) is None:
@@ -627,7 +637,8 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None, limit: Limiter = u
     grader.plan.sealed); a file that does not is recomputed and named in the plan's warnings.
     """
     reference = load_reference(rubric.reference, (rubric.support,))
-    problems = _validate_names(rubric, reference)
+    code = given.course_code(rubric, reference) if rubric.given else None   # read once: checked here, graded later
+    problems = _validate_names(rubric, reference, code)
     if problems:
         raise RubricError(problems)
     location = cache_path(rubric, cache_dir)
@@ -662,7 +673,10 @@ def build_plan(rubric: Rubric, cache_dir: Path | None = None, limit: Limiter = u
         except OSError as error:   # grading goes on; it just recomputes next time
             warnings.append(f"expected-value cache {location} could not be written: {error.strerror or error}")
     rubric = replace(rubric, policy=slice_policy(rubric, fixtures(rubric, reference), cases))
-    return Plan(rubric, reference, cases, expected, tuple(warnings))
+    plan = Plan(rubric, reference, cases, expected, tuple(warnings))
+    if code is not None:
+        plan.memo.get(GIVEN_CODE, lambda: code)
+    return plan
 
 
 def slice_policy(rubric: Rubric, data: Mapping[str, Any], cases: Mapping[str, tuple[Case, ...]]) -> Policy:

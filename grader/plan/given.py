@@ -147,15 +147,16 @@ def free_names(source: str) -> frozenset[str]:
     return frozenset(reads - bound - _BUILTINS)
 
 
-def problems(rubric: Rubric, reference: ModuleType) -> list[str]:
-    """What is wrong with the rubric's `given` names against the course's code, one sentence each."""
+def problems(rubric: Rubric, reference: ModuleType, code: Given | None) -> list[str]:
+    """What is wrong with the rubric's `given` names against the course's code (`code`, course_code's; None when
+    the rubric gives none), one sentence each."""
     found = []
     graded = {name.split(".")[0] for exercise in rubric.exercises for name in exercise.names}
     # An accepted answer under another name: a variant's function, or the graded one's object bound to a second
     # name (`astar_search = my_astar`): given, its code would reach the child for a notebook to call.
     accepted = {variant.reference: exercise.id for exercise in rubric.exercises for variant in exercise.variants}
     answers = {id(value): name for name in sorted(graded) if (value := getattr(reference, name, None)) is not None}
-    sources = course_code(rubric, reference).sources if rubric.given else {}
+    sources = code.sources if code is not None else {}
     for name in rubric.given:
         source = sources.get(name)
         same = answers.get(id(getattr(reference, name, None))) if hasattr(reference, name) else None
