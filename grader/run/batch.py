@@ -325,10 +325,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         if out_dir is not None:
             claim_results_folder(out_dir, rubric)
         if gradescope is not None:   # the class's scores: the grader's alone, as the results folder
-            made = _made_or_empty(Path(gradescope))
-            Path(gradescope).mkdir(parents=True, exist_ok=True)
-            if made:
-                owner_only(Path(gradescope))
+            own_folder(Path(gradescope))
         # The results folder's store of shared values: one writer for the batch, so each file is checked once.
         shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
         # A gradebook made now (a class graded for the first time) is made on a thread: its creation waits ~25 ms
@@ -693,13 +690,19 @@ def claim_results_folder(folder: Path, rubric: Rubric) -> None:
     if held is not None and held != rubric.assignment:
         raise ResultsFolderError(f"{folder}: this results folder holds results of {held}, not {rubric.assignment}; "
                                  f"grade {rubric.assignment} into another folder (--out)")
-    ours = mark.exists() or _made_or_empty(folder)   # never a shared folder given as --out (`--out /tmp`)
-    folder.mkdir(parents=True, exist_ok=True)
-    if ours:
-        owner_only(folder)
+    own_folder(folder, marked=mark.exists())
     if held is None:
         mark.write_text(json.dumps({"assignment": rubric.assignment, "rubric": str(rubric.path)}) + "\n",
                         encoding="utf-8")
+
+
+def own_folder(folder: Path, marked: bool = False) -> None:
+    """Make a batch's output folder, and make it the grader's alone (owner_only) when the batch makes it, finds it
+    empty or finds it `marked` as a results folder: never a shared folder given as the output (`--out /tmp`)."""
+    ours = marked or _made_or_empty(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if ours:
+        owner_only(folder)
 
 
 def _made_or_empty(folder: Path) -> bool:
