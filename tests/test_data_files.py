@@ -234,10 +234,7 @@ def test_a_results_folder_or_cache_kept_in_the_support_folder_never_reaches_the_
     (results / "ada.json").write_text('{"total": 2}')
     notebook = nbformat.read(LADDER / "reads_words_beside_it.ipynb", as_version=4)
     notebook.cells.append(new_code_cell(
-        "import os\n\ndef count_words(length):\n    seen, top = 0, os.stat('.').st_dev\n"
-        "    for here, folders, files in os.walk('.'):\n"   # not into a host tree bound below /tmp (a clone's .venv)
-        "        folders[:] = [f for f in folders if os.stat(os.path.join(here, f)).st_dev == top]\n"
-        "        seen += len(files)\n"
+        "import os\n\ndef count_words(length):\n    seen = sum(len(files) for _, _, files in os.walk('.'))\n"
         "    with open('words.txt') as file:\n"
         "        return sum(1 for w in file.read().split() if len(w) == length) + seen - 1"))
     nbformat.write(new_notebook(cells=notebook.cells), tmp_path / "lists.ipynb")

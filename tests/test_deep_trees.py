@@ -12,11 +12,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from grader import codec
 from grader.sandbox.confine import empty_folder, remove_tree
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 from sandbox_run import run_cases, statement
-from testclock import in_a_fork
+from testclock import in_a_fork, within
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPTH = 1500   # past the recursion limit of a process that has not raised it (1,000: the zygote, a grader's start)
@@ -129,9 +131,7 @@ def test_a_scratch_the_student_closed_is_still_emptied_for_the_next_exercise():
                                            lambda *args: None, time.monotonic() + 120, more=number < 2)[0]
             assert outcome.status == "ok", outcome.error
             seen.append(codec.decode(outcome.value))
-    # A fresh scratch is not always empty: a tree that lives under /tmp on the host (a clone's .venv) is bound into it.
-    fresh = seen[0]
-    assert seen[1:] == [sorted([*fresh, "inner", "left.txt"]), fresh]
+    assert seen == [[], ["inner", "left.txt"], []]
 
 
 def test_without_root_a_folder_the_student_closed_is_removed():
@@ -167,6 +167,57 @@ def test_without_root_a_folder_the_student_closed_is_removed():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# What a case sees of its working folder at the load and in an exercise, and of /tmp (None: not readable).
+LISTS = """
+import os
+AT_LOAD = sorted(os.listdir("."))
+def look():
+    try:
+        tmp = sorted(os.listdir("/tmp"))
+    except OSError:
+        tmp = None
+    return [AT_LOAD, sorted(os.listdir(".")), tmp]
+"""
+# A grader whose interpreter's trees live under /tmp runs LISTS in a real sandbox (as root where it must: the code is
+# this test's), and prints the isolation level and the case's answer.
+LOOK_FROM_TMP = f"""
+import json, sys, time
+from grader import codec
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+from sandbox_run import statement
+with Sandbox([statement({LISTS!r}, kind="other")], {{}}, ProcessLimits(), allow_root=True) as sandbox:
+    sandbox.load()
+    [outcome] = sandbox.run_exercise([CaseRequest(id="look#0", code="look()", timeout=10.0)], (), lambda *a: None,
+                                     time.monotonic() + 120)
+    print(json.dumps([sandbox.isolation.level, outcome.status,
+                      codec.decode(outcome.value) if outcome.status == "ok" else outcome.error]))
+"""
+
+
+@pytest.mark.parametrize("forced", ["", "rlimits"])
+def test_the_working_folder_holds_nothing_of_where_the_grader_lives(forced: str):
+    """A grader installed under /tmp (a fresh clone in /tmp/fresh21-1 with its .venv): the jail binds the
+    interpreter's trees at their paths, and the scratch was the jail's /tmp, so a case listing its working folder read
+    'fresh21-1', on that machine only. rlimits mode's working folder held the child's output.log at the load. Now the
+    working folder is empty at the load and in every exercise, wherever the grader lives; in a jail the tree is still
+    bound where it lives, under /tmp."""
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="redteam-venv-") as top:
+        venv = Path(top) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=within(120))
+        environment = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
+                       "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+                       **({"PUZZLE_GRADER_ISOLATION": forced} if forced else {})}
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", LOOK_FROM_TMP], capture_output=True, text=True,
+                              env=environment, cwd="/", timeout=within(300))
+        assert done.returncode == 0, done.stderr[-2000:]
+        level, status, value = json.loads(done.stdout.splitlines()[-1])
+    assert status == "ok", value
+    at_load, in_exercise, tmp = value
+    assert (at_load, in_exercise) == ([], [])
+    if level == "namespaces":
+        assert Path(top).name in tmp   # the tree is bound, under /tmp: the test grades from where it means to
+
+
 # A load that leaves the deepest chain of folders its scratch allows (its `files`), each level made from the one above.
 DEEP_AT_LOAD = """
 import os
@@ -182,7 +233,7 @@ def _chain():
         os.close(here)
 _chain()
 def answer(n):
-    return [n, "d" in os.listdir(".")]   # not the whole listing: a tree under /tmp on the host is bound into it
+    return [n, os.listdir(".")]
 """
 
 
@@ -193,7 +244,7 @@ def test_a_scratch_left_deep_by_the_load_costs_no_case():
     ran = run_cases([statement(DEEP_AT_LOAD, kind="other")],
                     [CaseRequest(id=f"answer#{n}", code=f"answer({n})", timeout=10.0) for n in range(2)])
     assert [(outcome.status, codec.decode(outcome.value) if outcome.status == "ok" else outcome.error)
-            for outcome in ran.outcomes] == [("ok", [0, False]), ("ok", [1, False])]
+            for outcome in ran.outcomes] == [("ok", [0, []]), ("ok", [1, []])]
 
 
 # A fresh process (the recursion limit as a grader starts with it, or the zygote keeps) sweeps the folders of dead

@@ -39,6 +39,7 @@ from grader.store.status import STATUSES
 from grader.store.results import SubmissionResult
 from grader.rubric.schema import load_rubric
 from grader import codec
+from grader.sandbox.confine import HOME
 from grader.sandbox.isolation import PIDS_MAX, detect
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 
@@ -707,8 +708,8 @@ def test_files_written_outside_scratch_are_not_created(corpus):
     report = got(result.exercise("matches").cases[0])
     assert report["repo"] == str(REPO)
     needs_namespaces(result)
-    # The jail's /tmp is its own scratch: what lands there is the child's, never the host's (canaries below).
-    assert [path for path in report["written"] if not path.startswith("/tmp/")] == []
+    # The jail's /tmp and home are its own scratch: what lands there is the child's, never the host's (canaries below).
+    assert [path for path in report["written"] if not path.startswith(("/tmp/", f"{HOME}/"))] == []
     assert not [c for c in corpus.canaries if "canary-26" in c]
 
 
@@ -765,7 +766,8 @@ def test_course_cannot_be_unhidden_by_unmounting(corpus):
 def test_root_cannot_be_remounted_writable(corpus):
     result = only(corpus, "root_remounted_writable_by_matches", "matches")
     needs_namespaces(result)
-    assert [path for path in got(result.exercise("matches").cases[0]) if not path.startswith("/tmp/")] == []
+    written = got(result.exercise("matches").cases[0])
+    assert [path for path in written if not path.startswith(("/tmp/", f"{HOME}/"))] == []
     assert not [c for c in corpus.canaries if "canary-34" in c]
 
 

@@ -37,6 +37,10 @@ SYSTEM_TREES = ("/usr/bin", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libexe
                 "/bin", "/lib", "/lib32", "/lib64", "/sbin")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 DEVICES = ("null", "zero", "full", "random", "urandom")
+# The student's working folder (and home) in a jail: a mount of its own that no host tree is ever bound below, so
+# that what a case lists there is the course's data files whatever path the grader, its venv or its results live in.
+# /tmp shares its tmpfs (one bound of `disk_mb` and `files`) and is where a host tree that lives under /tmp is bound.
+HOME = "/home/student"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 # What the runtime calls here after a notebook's code has run in its process (empty_folder between exercises,
@@ -278,8 +282,8 @@ def _write(path, text, mode=0o644):
 def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, base="/tmp"):
     """pivot_root into a fresh tmpfs holding read-only binds of `trees` (same paths), /dev with a few
     character devices, a generated /etc without credentials, this pid namespace's procfs and one bounded
-    tmpfs scratch at /tmp. Folders of `cover` inside a tree are covered by an empty tmpfs. The host's
-    root is detached: nothing else exists.
+    tmpfs scratch, bound at HOME (the working folder) and at /tmp. Folders of `cover` inside a tree are covered
+    by an empty tmpfs. The host's root is detached: nothing else exists.
 
     Must run as PID 1 of a new pid namespace with CAP_SYS_ADMIN in its user namespace."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)          # nothing we do propagates to the host
@@ -290,11 +294,19 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
     os.chdir("/")
     old, new = "/oldroot", "/newroot"
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
-    # The scratch first: a tree that lives under /tmp on the host (a venv in a temp folder) is bound into it.
-    os.makedirs(new + "/tmp")
-    _mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+    # The scratch first, mounted outside the new root and bound into it twice: at HOME, the working folder, and at
+    # /tmp, where a tree that lives under /tmp on the host (a venv or a clone in a temp folder) is bound below. When
+    # /tmp was the working folder too, a case listing it saw the host's layout ('fresh21-1'), and what it saw
+    # depended on where the grader was installed. Its own mount, neither can be removed or renamed by the student.
+    os.mkdir("/scratch")
+    _mount("tmpfs", "/scratch", "tmpfs", MS_NOSUID | MS_NODEV,
            f"size={max(4096, int(scratch_bytes))},nr_inodes={max(16, int(scratch_files))},mode=700,"
            f"uid={owner},gid={owner}")
+    for folder, target in (("home", HOME), ("tmp", "/tmp")):
+        os.mkdir(f"/scratch/{folder}", 0o700)
+        os.chown(f"/scratch/{folder}", owner, owner)
+        os.makedirs(new + target)
+        _mount(f"/scratch/{folder}", new + target, None, MS_BIND)
     for path in SYSTEM_TREES:
         source = old + path
         if os.path.islink(source):
@@ -312,7 +324,7 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
     for path in ETC_FILES:
         if os.path.isfile(old + path):
             _ro_bind(old + path, new + path, is_dir=False)
-    _write(new + "/etc/passwd", f"student:x:{STUDENT_ID}:{STUDENT_ID}:student:/tmp:/bin/sh\n"
+    _write(new + "/etc/passwd", f"student:x:{STUDENT_ID}:{STUDENT_ID}:student:{HOME}:/bin/sh\n"
                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
     _write(new + "/etc/group", f"student:x:{STUDENT_ID}:\nnogroup:x:65534:\n")
     _write(new + "/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n")

@@ -1772,8 +1772,9 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
             cpu = None   # the /proc clock applies; the facts say so
     request_read, request_write = os.pipe()
     response_read, response_write = os.pipe()
-    output = os.open(os.path.join(scratch, "output.log") if scratch else os.devnull,
-                     os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    # The child's descriptors 1 and 2 (the runtime captures what a case prints itself): never a file in its working
+    # folder, which a case would list (rlimits mode's output.log) and whose size counted against its scratch.
+    output = os.open(os.devnull, os.O_WRONLY)
     try:
         zygote = supervisor.zygote()
         queued = 0.0 if zygote.born >= made else zygote.queued()

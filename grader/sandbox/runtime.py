@@ -393,7 +393,8 @@ class Child:
         self.texts = {}              # id of an argument that cannot change -> it and its text (codec.call_text)
         self.memo_bytes = 0
         self.replies = None          # the exercise's stream of answers from the parent (wire.FrameStream)
-        self.scratch = None          # emptied between phases
+        self.scratch = None          # the working folder, where the course's data files are put (restore_data)
+        self.emptied: tuple = ()     # what the student may write, emptied between phases (a jail's /tmp too)
         self.data = {}               # the course's data files (path -> bytes), put in the scratch (restore_data)
         self.sweep = False           # kill(-1) reaches only the student's processes
         self.jailed = False          # PID 1 of the sandbox's own pid namespace
@@ -847,8 +848,7 @@ class Child:
                 _exit(SESSION_OVER)
             if not (self.still_pristine(started, company) if same is None else same):
                 _exit(PASS_ON)
-            if self.scratch:
-                _confine.empty_folder(self.scratch)
+            self.empty_scratch()
             request = self.next_exercise()
 
     def next_exercise(self):
@@ -933,8 +933,13 @@ class Child:
             except OSError:
                 pass
         _kill_orphans()
-        if self.scratch:
-            _confine.empty_folder(self.scratch)
+        self.empty_scratch()
+
+    def empty_scratch(self):
+        """Empty every folder the student may write (the working folder, and in a jail /tmp, which shares its tmpfs):
+        nothing a phase wrote is there for the next."""
+        for folder in self.emptied:
+            _confine.empty_folder(folder)
 
     def serve(self):
         while True:
@@ -1330,8 +1335,8 @@ def start(request_fd, response_fd, config, facts, jailed):
         # sandbox's (and with an unused uid, too), elsewhere it would count the grader user's processes.
         limits.pop("processes", None)
     _apply_limits(limits)
-    scratch = "/tmp" if jailed else config.get("scratch")
-    environment = {"HOME": scratch, "TMPDIR": scratch} if scratch else {}
+    scratch = _confine.HOME if jailed else config.get("scratch")
+    environment = {"HOME": scratch, "TMPDIR": "/tmp" if jailed else scratch} if scratch else {}
     os.environ.update(environment)
     hide = list(config.get("hide", []))
     if scratch:
@@ -1344,6 +1349,7 @@ def start(request_fd, response_fd, config, facts, jailed):
                            if not _confine._inside(os.path.realpath(p or "."), os.path.realpath(entry))
                            or any(_confine._inside(os.path.realpath(p or "."), keep) for keep in needed)]
     child.scratch, child.sweep, child.jailed = scratch, jailed or unique, jailed
+    child.emptied = (scratch, "/tmp") if jailed else (scratch,) if scratch else ()
     if jailed and os.getpid() != 1:
         child.sweep = False
     facts = dict(facts, uid=os.getuid(), student_uid=os.getuid(), host_uid=facts.get("host_uid", os.geteuid()),
