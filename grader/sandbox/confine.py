@@ -423,6 +423,19 @@ _PIDFD_SEND_SIGNAL = {"x86_64": 424, "aarch64": 424}
 _FCNTL = {"x86_64": 72, "aarch64": 25}
 _IOCTL = {"x86_64": 16, "aarch64": 29}
 _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
+# What two sandboxes graded at once share is the host's files, read-only but the same inodes (the interpreter's trees,
+# /usr), and a file's locks and watches belong to its inode, whatever mount or namespace reaches it: one sandbox held
+# flock(LOCK_EX) on the standard library's os.py and another, a jail of its own, saw it held with LOCK_NB; an inotify
+# watch on a stdlib file heard every open and read of it by another jail (/tmp/redteam/s22/flock2.py, I.py), so a
+# notebook's hidden cases could hand their inputs to another student's public case running beside them, bit by bit.
+# Locks are pretended in every mode: flock and fcntl's F_SETLK, F_SETLKW, F_OFD_SETLK and F_OFD_SETLKW succeed and lock
+# nothing (a notebook's sqlite3 or a library's lock file works as alone, as it is), so no sandbox ever holds a lock
+# another could see; watches are refused (EPERM): inotify and fcntl's F_NOTIFY and F_SETLEASE (no notebook watches
+# files). What stays shared: the page cache and the CPUs (README "What is not protected").
+_FLOCK = {"x86_64": 73, "aarch64": 32}
+_INOTIFY_CALLS = {"x86_64": (253, 254, 294), "aarch64": (26, 27)}   # inotify_init(1), inotify_add_watch
+_LOCKS = (6, 7, 37, 38)       # fcntl's F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW: pretended
+_WATCHES = (1024, 1026)       # fcntl's F_SETLEASE, F_NOTIFY: refused
 # System V IPC (msg*, sem*, shm*) and POSIX message queues (mq_open), refused wherever the sandbox shares the host's
 # IPC namespace (rlimits mode), whatever its uid. As the grader's uid, the uid's segments, semaphores and queues (the
 # grader's, a TA's desktop's MIT-SHM images) are the student's to attach, read and change. As an unused uid (the
@@ -514,6 +527,8 @@ def _filter(own_uid, protected=(), network=True, notify=False):
     program += [(jeq, setaffinity, "pretend", None), (jeq, setpriority, "nice", None)]
     program += [(jeq, nr, "refuse", None) for nr in calls if nr not in (setpriority, setaffinity)]
     program += [(jeq, nr, "deny", None) for nr in _KEYRING_CALLS[machine]]
+    program += [(jeq, _FLOCK[machine], "pretend", None), (jeq, _FCNTL[machine], "fcntl", None)]
+    program += [(jeq, nr, "refuse", None) for nr in _INOTIFY_CALLS[machine]]
     # call -> (the argument it is refused by, the values refused, how, the argument holding its signal or None): a
     # signal 0 sends nothing (os.kill(os.getppid(), 0) asks whether the parent lives), so it is let through at once.
     # "allow" after the last.
@@ -531,12 +546,16 @@ def _filter(own_uid, protected=(), network=True, notify=False):
         checked.update({nr: (arg0, tuple(pids), "deny", signal_at) for nr, signal_at in
                         zip(_SIGNAL_BY_PID[machine], (arg2, arg1, arg2, None), strict=True)})
         checked[_PIDFD_SEND_SIGNAL[machine]] = (arg1, None, "refuse", None)   # its signal: every value but 0
-        checked[_FCNTL[machine]] = (arg1, _SET_OWNER[0], "refuse", None)
         checked[_IOCTL[machine]] = (arg1, _SET_OWNER[1], "refuse", None)
     program += [(jeq, nr, f"check {nr}", None) for nr in checked]
     program += [(ret, allow, None, None)]
     # setpriority(which, who, nice): a negative nice is refused (as unprivileged), any other pretended
     program += ["nice", (ld_abs, arg2, None, None), (jge, 0x80000000, "refuse", "pretend")]
+    # fcntl by its command: locks pretended, watches refused (see _LOCKS), and SIGIO owners where the uid is shared
+    program += ["fcntl", (ld_abs, arg1, None, None)]
+    program += [(jeq, command, "pretend", None) for command in _LOCKS]
+    program += [(jeq, command, "refuse", None) for command in (*_WATCHES, *(() if own_uid else _SET_OWNER[0]))]
+    program += [(ret, allow, None, None)]
     for nr, (offset, refused, how, signal_at) in checked.items():
         program += [f"check {nr}"]
         if signal_at is not None:

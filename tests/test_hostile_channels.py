@@ -1,0 +1,73 @@
+"""Channels between sandboxes graded at once, through what they share: the host's files, read-only in every sandbox
+but the same inodes, whose locks and watches belong to the inode whatever mount or namespace reaches it. One sandbox
+held flock(LOCK_EX) on the standard library's os.py and another jail saw it held; an inotify watch heard another
+jail's every read of a stdlib file: a notebook's hidden cases could hand their inputs, bit by bit, to another
+student's public case running beside them. Now no sandbox ever holds a lock (locks are pretended: they succeed and
+lock nothing) and watches are refused, in a jail and in rlimits mode (confine._LOCKS). Real sandboxes.
+"""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from grader import codec
+from grader.sandbox.isolation import Isolation, detect
+from grader.sandbox.process import CaseRequest
+from sandbox_run import run_cases, statement
+
+# What a case can make of a file every sandbox reads, and what an honest notebook's locking still does in its own
+# folder (sqlite3, a lock file).
+SHARED = r'''
+import ctypes, fcntl, os, sqlite3, struct
+_libc = ctypes.CDLL(None, use_errno=True)
+LAYOUT = "hhqqi4x"   # struct flock
+
+def shared():
+    seen = {}
+    first, second = os.open(os.__file__, os.O_RDONLY), os.open(os.__file__, os.O_RDONLY)
+    fcntl.flock(first, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        seen["flock"] = "not held"
+    except OSError:
+        seen["flock"] = "held"
+    fcntl.fcntl(first, 37, struct.pack(LAYOUT, fcntl.F_RDLCK, 0, 0, 0, 0))              # F_OFD_SETLK
+    asked = fcntl.fcntl(second, 36, struct.pack(LAYOUT, fcntl.F_WRLCK, 0, 0, 0, 0))     # F_OFD_GETLK
+    seen["ofd lock"] = "not held" if struct.unpack(LAYOUT, asked)[0] == fcntl.F_UNLCK else "held"
+    watch = _libc.inotify_init1(os.O_CLOEXEC)
+    seen["inotify"] = ctypes.get_errno() if watch < 0 else "watching"
+    folder = os.open(os.path.dirname(os.__file__), os.O_RDONLY)
+    try:
+        fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_ACCESS)
+        seen["dnotify"] = "watching"
+    except OSError as error:
+        seen["dnotify"] = error.errno
+    return seen
+
+def honest():
+    with open("work.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(lock, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    with sqlite3.connect("moves.db") as db:
+        db.execute("create table moves (board text, cost int)")
+        db.executemany("insert into moves values (?, ?)", [("123", 1), ("456", 2)])
+    with sqlite3.connect("moves.db") as db:
+        return db.execute("select sum(cost) from moves").fetchone()[0]
+'''
+
+
+@pytest.mark.parametrize("jail", [True, False], ids=["detected", "rlimits"])
+def test_no_sandbox_holds_a_lock_or_watch_another_could_see(jail: bool):
+    isolation = detect() if jail else Isolation(namespaces=False, pids_root=None)
+    ran = run_cases([statement(SHARED, kind="other")],
+                    [CaseRequest(id="shared#0", code="shared()", timeout=20.0),
+                     CaseRequest(id="honest#0", code="honest()", timeout=20.0)],
+                    isolation=isolation, allow_root=True)
+    found = [codec.decode(outcome.value) if outcome.status == "ok" else (outcome.status, outcome.error)
+             for outcome in ran.outcomes]
+    assert found == [{"flock": "not held", "ofd lock": "not held", "inotify": errno.EPERM, "dnotify": errno.EPERM},
+                     3]
