@@ -169,14 +169,14 @@ def test_without_root_a_folder_the_student_closed_is_removed():
 
 # What a case sees of its working folder at the load and in an exercise, and of /tmp (None: not readable).
 LISTS = """
-import os
+import os, sys
 AT_LOAD = sorted(os.listdir("."))
 def look():
     try:
         tmp = sorted(os.listdir("/tmp"))
     except OSError:
         tmp = None
-    return [AT_LOAD, sorted(os.listdir(".")), tmp]
+    return [AT_LOAD, sorted(os.listdir(".")), tmp, sys.argv, sys.orig_argv]
 """
 # A grader whose interpreter's trees live under /tmp runs LISTS in a real sandbox (as root where it must: the code is
 # this test's), and prints the isolation level and the case's answer.
@@ -198,9 +198,10 @@ with Sandbox([statement({LISTS!r}, kind="other")], {{}}, ProcessLimits(), allow_
 def test_the_working_folder_holds_nothing_of_where_the_grader_lives(forced: str):
     """A grader installed under /tmp (a fresh clone in /tmp/fresh21-1 with its .venv): the jail binds the
     interpreter's trees at their paths, and the scratch was the jail's /tmp, so a case listing its working folder read
-    'fresh21-1', on that machine only. rlimits mode's working folder held the child's output.log at the load. Now the
-    working folder is empty at the load and in every exercise, wherever the grader lives; in a jail the tree is still
-    bound where it lives, under /tmp."""
+    'fresh21-1', on that machine only. rlimits mode's working folder held the child's output.log at the load, and
+    sys.argv was the zygote's command line (the grader's path and pid). Now the working folder is empty at the load
+    and in every exercise, wherever the grader lives (in a jail the tree is still bound where it lives, under /tmp),
+    and sys.argv is an interactive interpreter's."""
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="redteam-venv-") as top:
         venv = Path(top) / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=within(120))
@@ -212,8 +213,9 @@ def test_the_working_folder_holds_nothing_of_where_the_grader_lives(forced: str)
         assert done.returncode == 0, done.stderr[-2000:]
         level, status, value = json.loads(done.stdout.splitlines()[-1])
     assert status == "ok", value
-    at_load, in_exercise, tmp = value
+    at_load, in_exercise, tmp, argv, orig_argv = value
     assert (at_load, in_exercise) == ([], [])
+    assert (argv, orig_argv) == ([""], ["python"])   # not the zygote's command line: its path, the grader's pid
     if level == "namespaces":
         assert Path(top).name in tmp   # the tree is bound, under /tmp: the test grades from where it means to
 

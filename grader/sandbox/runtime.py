@@ -1338,6 +1338,9 @@ def start(request_fd, response_fd, config, facts, jailed):
     scratch = _confine.HOME if jailed else config.get("scratch")
     environment = {"HOME": scratch, "TMPDIR": "/tmp" if jailed else scratch} if scratch else {}
     os.environ.update(environment)
+    # The zygote's command line (the grader's path, its pid, its temp folder) is nothing of the student's, and it read
+    # differently on every machine: an interactive interpreter's instead.
+    sys.argv, sys.orig_argv = [""], ["python"]
     hide = list(config.get("hide", []))
     if scratch:
         os.chdir(scratch)
