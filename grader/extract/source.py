@@ -249,14 +249,16 @@ def _set_by_calls(located: list[tuple[Cell, ast.stmt]], facts: Mapping[int, "_Fa
     search) has its binding already, and a top-level search run is not kept for it. A function's calls of
     other notebook functions (by plain name, any of its definitions) reach what those set.
     """
+    functions = [node for _, node in located if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not any(facts[id(function)].sets_global for function in functions):   # most notebooks: no `global` in any def
+        return {}
     bound_at_top = frozenset().union(*(facts[id(node)].bound for _, node in located))
     sets: dict[str, set[str]] = {}
     calls: dict[str, set[str]] = {}
-    for _, node in located:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            own, called = facts[id(node)].global_sets
-            sets.setdefault(node.name, set()).update(own - bound_at_top)
-            calls.setdefault(node.name, set()).update(called)
+    for function in functions:
+        own, called = facts[id(function)].global_sets
+        sets.setdefault(function.name, set()).update(own - bound_at_top)
+        calls.setdefault(function.name, set()).update(called)
     if not any(sets.values()):
         return {}
     reach: dict[str, frozenset[str]] = {}
@@ -456,10 +458,13 @@ class _Facts:
     """What one top-level statement binds, changes and reads: questions of its tree alone, each answered once
     (the slice and the reordering both ask them) and, for a cell many notebooks share, once per process."""
 
-    __slots__ = ("node", "_bound", "_mutated", "_reads", "_binds", "_definition_reads", "_global_sets")
+    __slots__ = ("node", "declares", "_bound", "_mutated", "_reads", "_binds", "_definition_reads", "_global_sets")
 
-    def __init__(self, node: ast.stmt) -> None:
+    def __init__(self, node: ast.stmt, declares: bool = True) -> None:
         self.node = node
+        # Whether the text parsed to it may hold a `global` statement: False where its cell's parsed lines have no
+        # `global` at all, and global_sets' walk of a def (most notebooks' every def) is then not needed.
+        self.declares = declares
         self._bound: tuple[str, ...] | None = None
         self._mutated: frozenset[str] | None = None
         self._reads: frozenset[str] | None = None
@@ -505,6 +510,11 @@ class _Facts:
         return self._global_sets
 
     @property
+    def sets_global(self) -> frozenset[str]:
+        """What a def sets as `global` (global_sets' first), with no walk where its cell has no `global`."""
+        return self.global_sets[0] if self.declares else frozenset()
+
+    @property
     def touched(self) -> frozenset[str]:
         """What it binds or changes: a statement the slice keeps when one of these is needed."""
         return frozenset(self.bound) | self.mutated
@@ -548,7 +558,8 @@ def _parsed(source: str, fresh: bool = False) -> _Parsed:
         return entry
     prepared = _prepare(Cell(0, "code", source, None))
     tree = prepared.tree
-    entry = _Parsed(prepared, tuple(_Facts(node) for node in (tree.body if tree is not None else ())),
+    declares = any("global" in line for line in prepared.lines)   # the text parsed is made of these lines
+    entry = _Parsed(prepared, tuple(_Facts(node, declares) for node in (tree.body if tree is not None else ())),
                     _tree_callables(tree) if tree is not None else (),
                     _names_bound_anywhere([tree]) if tree is not None else frozenset())
     if fresh or len(source) > _PARSED_CELL_CHARS:
