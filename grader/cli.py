@@ -232,6 +232,7 @@ _POSITIVE = {"jobs": "--jobs", "case_seconds": "--case-seconds", "submission_sec
              "memory_mb": "--memory-mb", "mutation_seconds": "--mutation-seconds"}
 _NOT_NEGATIVE = {"mutants": "--mutants", "show_survivors": "--show-survivors"}
 _FRACTION = {"threshold": "--threshold"}
+_LIMITS = ("case_seconds", "submission_seconds", "memory_mb", "mutation_seconds")   # schema.limit_maximum's
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -243,6 +244,11 @@ def _check_numbers(args: argparse.Namespace) -> None:
             raise UsageError(f"{option} {value}: not a number of {'seconds' if 'seconds' in name else 'anything'}")
         if name in _POSITIVE and value <= 0:
             raise UsageError(f"{option} {value:g}: must be more than 0")
+        if name in _LIMITS:   # the rubric's bounds: --case-seconds 1e10 ran no case (a class graded 0, exit 0)
+            from grader.rubric.schema import limit_maximum
+            if value > limit_maximum(name):
+                raise UsageError(f"{option} {value:g}: at most {limit_maximum(name):g} (past it the sandbox cannot "
+                                 f"apply it)")
         if name in _NOT_NEGATIVE and value < 0:
             raise UsageError(f"{option} {value:g}: must be 0 or more")
         if name in _FRACTION and not 0 <= value <= 1:

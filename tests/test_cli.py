@@ -472,6 +472,11 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
          "--submission-seconds"),
         (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--case-seconds", "inf"], "--case-seconds"),
         (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--memory-mb", "0"], "--memory-mb"),
+        # Numbers past what the sandbox can apply: 1e10 s is past setitimer's range (the child exited at every case,
+        # the class graded 0 with exit 0), 1e13 MB past an rlimit's C long (no notebook loaded).
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--case-seconds", "1e10"], "--case-seconds"),
+        (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--memory-mb", "10000000000000"],
+         "--memory-mb"),
         (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--jobs", "-2"], "--jobs"),
         (["validate", RUBRIC, "--mutants", "-1"], "--mutants"),
         (["validate", RUBRIC, "--mutation-seconds", "0"], "--mutation-seconds"),

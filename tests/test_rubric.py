@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.rubric.schema import Policy
-from grader.rubric.schema import CheckSpec, Limits, Mistake, RubricError, load_rubric
+from grader.rubric.schema import MAX_SECONDS, CheckSpec, Limits, Mistake, RubricError, load_rubric
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rubrics"
 MINI = FIXTURES / "mini.yaml"
@@ -123,6 +123,38 @@ exercises:
     cases:
       - call: double(1)
 """, ["5: exercise 'double': limit 'case_seconds': expected a positive number, got 'fast'"], id="non_numeric_limit"),
+    # YAML's .nan and .inf are floats: a NaN case limit failed every student, an infinite memory limit ended `grade`
+    # in a traceback, NaN points scored the class 0 with exit 0. A timer of 1e10 s is past setitimer's range: the
+    # child exited at every case (a class graded 0, exit 0); an rlimit of 1e13 MB past a C long: nothing loaded.
+    pytest.param("""\
+    points: .nan
+    limits: {case_seconds: .nan, memory_mb: .inf, submission_seconds: -.inf}
+    cases:
+      - call: double(1)
+""", ["5: exercise 'double': points: expected a number >= 0, got nan",
+      "6: exercise 'double': limit 'case_seconds': expected a positive number, got nan",
+      "6: exercise 'double': limit 'memory_mb': expected a positive number, got inf",
+      "6: exercise 'double': limit 'submission_seconds': expected a positive number, got -inf"],
+        id="limits_and_points_not_finite"),
+    pytest.param("""\
+    limits:
+      case_seconds: 10000000000
+      load_seconds: 10000000000
+      case_factor: 1000000000000
+      memory_mb: 10000000000000
+      files: 100000000000000000000
+    cases:
+      - call: double(1)
+""", ["6: exercise 'double': limit 'case_seconds': at most 1e+06, got 10000000000 (past it the sandbox cannot "
+      "apply it)",
+      "7: exercise 'double': limit 'load_seconds': at most 1e+06, got 10000000000 (past it the sandbox cannot "
+      "apply it)",
+      "8: exercise 'double': limit 'case_factor': at most 1e+06, got 1000000000000 (past it the sandbox cannot apply "
+      "it)",
+      "9: exercise 'double': limit 'memory_mb': at most 1.67772e+07, got 10000000000000 (past it the sandbox cannot "
+      "apply it)",
+      "10: exercise 'double': limit 'files': at most 2.14748e+09, got 100000000000000000000 (past it the sandbox "
+      "cannot apply it)"], id="limits_past_what_the_sandbox_applies"),
     pytest.param("""\
     limits:
       timeout: 3
@@ -436,6 +468,12 @@ def test_case_timeout_is_the_floor_or_the_factor_times_the_reference_time() -> N
     assert limits.case_timeout(0.01) == 2.0
     assert limits.case_timeout(0.5) == 10.0
     assert limits.merged({"case_seconds": 30, "memory_mb": None}).case_timeout(0.5) == 30
+    # A factor and a slow reference, each within bounds, multiply past what a timer holds: the bound, not 1e9 s.
+    assert Limits(case_factor=1e6).case_timeout(1e4) == MAX_SECONDS
+    # Options a library caller gives are held to the same bounds as the rubric and the command line.
+    for wrong in ({"case_seconds": 1e10}, {"memory_mb": float("inf")}, {"submission_seconds": float("nan")}):
+        with pytest.raises(ValueError, match="not from 0 to"):
+            limits.merged(wrong)
 
 
 def test_extraction_policy_is_parsed() -> None:

@@ -6,6 +6,7 @@ import ast
 import difflib
 import functools
 import hashlib
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -35,6 +36,24 @@ class Policy:
     roots: frozenset[str] | None = None
 
 
+# The largest value of a limit: past it the sandbox cannot apply the limit, and no course means it (a case of 11.6
+# days, 16 TiB). A case's timer of 1e10 s is past setitimer's range: the child exited at every case, and a class was
+# graded 0 with exit 0; an address-space rlimit of 1e13 MB is past a C long: no notebook loaded. The counts (files,
+# output bytes, calls) are C ints in the sandbox.
+MAX_SECONDS = 1_000_000.0
+MAX_MB = 1 << 24
+MAX_COUNT = (1 << 31) - 1
+
+
+def limit_maximum(name: str) -> float:
+    """The largest value the limit `name` may take (see MAX_SECONDS)."""
+    if name.endswith("seconds") or name == "case_factor":
+        return MAX_SECONDS
+    if name.endswith("_mb"):
+        return MAX_MB
+    return 1.0 if name == "mutation_score" else MAX_COUNT
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits; rubric-wide, overridable per exercise and on the command line."""
@@ -52,10 +71,15 @@ class Limits:
     oracle_calls: int = 10_000       # round trips to the isolated helpers in one case before it ends in an error
 
     def merged(self, overrides: Mapping[str, Any]) -> "Limits":
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+        chosen = {k: v for k, v in overrides.items() if v is not None}
+        for name, value in chosen.items():   # a library caller's Options: the CLI and the rubric refused these
+            if not 0 <= value <= limit_maximum(name):
+                raise ValueError(f"limit {name} = {value!r}: not from 0 to {limit_maximum(name):g}")
+        return replace(self, **chosen)
 
     def case_timeout(self, reference_seconds: float) -> float:
-        return max(self.case_seconds, self.case_factor * reference_seconds)
+        """A factor and a slow reference within their bounds can still multiply past what a timer holds."""
+        return min(max(self.case_seconds, self.case_factor * reference_seconds), MAX_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -333,10 +357,17 @@ def _texts(value: Any, line: int, what: str, problems: _Problems) -> tuple[str, 
     return tuple(value)
 
 
-def _number(value: Any, line: int, what: str, problems: _Problems, *, minimum: float = 0.0) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+def _number(value: Any, line: int, what: str, problems: _Problems, *, minimum: float = 0.0,
+            maximum: float = math.inf) -> float | None:
+    """A number of the rubric, within its bounds: YAML's .nan and .inf are numbers too (NaN points scored a
+    class 0, an infinite memory limit ended `grade` in a traceback)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < minimum:
         wanted = "a positive number" if minimum > 0 else f"a number >= {minimum:g}"
         problems.add(line, f"{what}: expected {wanted}, got {value!r}")
+        return None
+    if value > maximum:
+        problems.add(line, f"{what}: at most {maximum:g}, got {value!r} (past it the sandbox cannot apply it)")
         return None
     return value
 
@@ -411,12 +442,15 @@ def _limits(node: Any, line: int, base: Limits, where: str, problems: _Problems)
         if key not in names:
             problems.add(node.line_of(key), f"{where}: unknown limit '{key}'{suggest(key, names)}")
             continue
+        if key == "mutation_score" and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and math.isfinite(value) and value > 1:
+            problems.add(node.line_of(key), f"{where}: limit 'mutation_score' is a share between 0 and 1, got {value}")
+            continue
         number = _number(value, node.line_of(key), f"{where}: limit '{key}'", problems,
                          minimum=0.001 if key.endswith("seconds") or key in ("memory_mb", "case_factor", "disk_mb",
-                                                                             "files") else 0.0)
-        if number is not None and key == "mutation_score" and number > 1:
-            problems.add(node.line_of(key), f"{where}: limit 'mutation_score' is a share between 0 and 1, got {number}")
-        elif number is not None:
+                                                                             "files") else 0.0,
+                         maximum=limit_maximum(key))
+        if number is not None:
             overrides[key] = int(number) if names[key] == "int" else float(number)
     return base.merged(overrides)
 
