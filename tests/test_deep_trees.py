@@ -169,14 +169,14 @@ def test_without_root_a_folder_the_student_closed_is_removed():
 
 # What a case sees of its working folder at the load and in an exercise, and of /tmp (None: not readable).
 LISTS = """
-import os, sys
+import getpass, os, sys
 AT_LOAD = sorted(os.listdir("."))
 def look():
     try:
         tmp = sorted(os.listdir("/tmp"))
     except OSError:
         tmp = None
-    return [AT_LOAD, sorted(os.listdir(".")), tmp, sys.argv, sys.orig_argv]
+    return [AT_LOAD, sorted(os.listdir(".")), tmp, sys.argv, sys.orig_argv, getpass.getuser()]
 """
 # A grader whose interpreter's trees live under /tmp runs LISTS in a real sandbox (as root where it must: the code is
 # this test's), and prints the isolation level and the case's answer.
@@ -201,7 +201,8 @@ def test_the_working_folder_holds_nothing_of_where_the_grader_lives(forced: str)
     'fresh21-1', on that machine only. rlimits mode's working folder held the child's output.log at the load, and
     sys.argv was the zygote's command line (the grader's path and pid). Now the working folder is empty at the load
     and in every exercise, wherever the grader lives (in a jail the tree is still bound where it lives, under /tmp),
-    and sys.argv is an interactive interpreter's."""
+    and sys.argv is an interactive interpreter's; getpass.getuser() says 'student' (it raised KeyError in rlimits
+    mode as root)."""
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="redteam-venv-") as top:
         venv = Path(top) / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=within(120))
@@ -213,9 +214,10 @@ def test_the_working_folder_holds_nothing_of_where_the_grader_lives(forced: str)
         assert done.returncode == 0, done.stderr[-2000:]
         level, status, value = json.loads(done.stdout.splitlines()[-1])
     assert status == "ok", value
-    at_load, in_exercise, tmp, argv, orig_argv = value
+    at_load, in_exercise, tmp, argv, orig_argv, user = value
     assert (at_load, in_exercise) == ([], [])
     assert (argv, orig_argv) == ([""], ["python"])   # not the zygote's command line: its path, the grader's pid
+    assert user == "student"   # not a KeyError (an unused uid has no passwd entry), nor the TA's login
     if level == "namespaces":
         assert Path(top).name in tmp   # the tree is bound, under /tmp: the test grades from where it means to
 

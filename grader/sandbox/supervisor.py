@@ -55,6 +55,9 @@ def child_environment() -> dict[str, str]:
     """A minimal environment: nothing of the grader's (tokens, paths) reaches the zygote or student code."""
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+        # Who getpass.getuser() says, in every mode: an unused uid (rlimits mode as root) has no passwd entry, and
+        # its KeyError ended an honest statement; under a grader that is not root it said the TA's login name.
+        "USER": "student", "LOGNAME": "student",
         "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8",
         "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         # Intel's and LLVM's OpenMP (conda's MKL numpy, intel-openmp, llvm-openmp) pin the thread to each CPU in
