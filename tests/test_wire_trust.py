@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from grader import codec
+from grader import codec, incidents
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 from sandbox_run import RUN_SECONDS, run_cases, statements
 
@@ -285,3 +285,65 @@ def test_builtins_patched_in_a_case_last_only_that_case():
     _, outcomes = run([source], [case("patch()"), case("count()", case_id="c2")])
     assert codec.decode(outcomes[0].value) == 0          # the student's own answer, as patched
     assert codec.decode(outcomes[1].value) == 3          # the next case runs on the real builtins
+
+
+# A call's frame as the runtime writes it (Child.ask: its keys in one order, compact), forged with other arguments.
+def _call_frame(args: str, name: str = "helper", seq: int = 1) -> str:
+    return '{"op":"oracle","name":"%s","seq":%d,"args":%s,"kwargs":{"dict":[]}}' % (name, seq, args)
+
+
+def test_a_call_whose_arguments_the_codec_refuses_ends_the_case():
+    """The runtime encodes a call's arguments with the parent's codec and raises in the student's own call what
+    it cannot encode, so it never sends arguments the codec refuses. Answered with an error while the case went
+    on, such calls had the parent parse frame after frame of raw lists (1.5 MB, 0.17 s each) up to oracle_bytes,
+    off the case's clock: 90 s of the parent's CPU for one notebook."""
+    forged = FORGE + '''
+def helper(x):
+    return 0
+
+def forger():
+    _forge(%r.encode())
+    return 1
+''' % _call_frame("[[1]]")
+    ran = run_cases(statements(forged), [case("forger()")], isolate=["helper"], oracle=lambda *_: 0,
+                    limits=ProcessLimits(load_seconds=5), load_deadline=time.monotonic() + RUN_SECONDS)
+    outcome = ran.outcomes[0]
+    assert outcome.status == "error" and outcome.error["type"] == "ProtocolError", outcome
+    message = outcome.error["message"]
+    assert "arguments the grader cannot read" in message and "bare JSON list" in message
+
+
+def test_a_call_over_the_case_bytes_is_refused_before_it_is_parsed():
+    """A call frame's bytes count against the case's oracle_bytes before the parent parses it: a frame that
+    would pass them ends the case unparsed (here it is not even JSON, which a parse would have found)."""
+    forged = FORGE + '''
+def helper(x):
+    return 0
+
+def forger():
+    _forge((%r + "[" * 60_000).encode())
+    return 1
+''' % _call_frame("")[:-len(',"kwargs":{"dict":[]}}')]
+    _, outcomes = run([forged], [case("forger()", oracle_bytes=50_000)], isolate=["helper"], oracle=lambda *_: 0)
+    assert outcomes[0].status == "error" and "more than 50,000 bytes" in outcomes[0].error["message"], outcomes[0]
+
+
+def test_a_call_not_spelt_as_the_runtime_writes_it_is_forged():
+    """The runtime writes a call's keys in one order, once each: a call spelt otherwise (keys reordered, a
+    second name) is forged, whatever its arguments, and costs the case."""
+    spellings = ['{"name":"helper","op":"oracle","seq":1,"args":{"list":[1]},"kwargs":{"dict":[]}}',
+                 _call_frame('{"list":[1]},"name":"other"')]
+    for spelt in spellings:
+        forged = FORGE + '''
+def helper(x):
+    return 0
+
+def forger():
+    _forge(%r.encode())
+    return 1
+''' % spelt
+        ran = run_cases(statements(forged), [case("forger()")], isolate=["helper", "other"], oracle=lambda *_: 0,
+                        limits=ProcessLimits(load_seconds=5), load_deadline=time.monotonic() + RUN_SECONDS)
+        outcome = ran.outcomes[0]
+        assert outcome.status == "error" and "malformed message" in outcome.error["message"], (spelt, outcome)
+        assert incidents.FORGED_FRAME in {seen.kind for seen in ran.sandbox.seen}, spelt

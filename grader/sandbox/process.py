@@ -915,9 +915,12 @@ class Sandbox:
                     if decoded is not None:   # what parsing would give, its arguments decoded already
                         message = frames.OracleCall(call.name, None, _NO_KEYWORDS, call.seq)
                 if message is None and current is not None:
-                    message = _unread(body, current, self.bounds)
+                    message = _unread(body, current, self.bounds) or _over_asked(body, asked, current)
                 if message is None:
                     message = _parsed(body, self.bounds)
+                    if current is not None and isinstance(message, frames.OracleCall) and call is None \
+                            and message.name in isolate and not _as_written(body, message):
+                        raise frames.Invalid("an isolated-helper call its runtime does not write so")
             except wire.Timeout:
                 now = time.monotonic()
                 self._read_fork(process, now)
@@ -980,6 +983,8 @@ class Sandbox:
                                                                       until + GRACE_SECONDS, prefetch)
                     except (wire.Closed, wire.FrameError):
                         problem = "does not read the grader's answers to its isolated-helper calls"
+                    except _Unreadable as error:
+                        problem = f"sent an isolated-helper call whose arguments the grader cannot read ({error})"
                     except _ReferenceTooSlow:   # the case's time went on the reference's answer: by our clock
                         outcomes.append(Outcome(current.id, "timeout", seconds=time.monotonic() - clock.started,
                                                 error={"message": f"did not finish within {current.timeout:g} s "
@@ -1145,11 +1150,17 @@ class Sandbox:
         seconds = clock.reference_seconds()
         key = heard.key(oracle.answered_by.get(call.name, "")) \
             if heard is not None and heard.keeps(call) and isinstance(oracle, PureOracle) else None
+        # Arguments the codec refuses end the case (_Unreadable): the runtime encodes them with the same codec and
+        # raises in the student's own call what it cannot encode, so answering such a call with an error and going
+        # on let a case have the parent parse frame after frame of them, to oracle_bytes, off the case's clock.
         try:
             args = decoded if decoded is not None else codec.decode(call.args)
             kwargs = {} if call.kwargs == _NO_KEYWORDS else codec.decode(call.kwargs)
-            if type(args) is not list or type(kwargs) is not dict or kwargs and any(type(k) is not str for k in kwargs):
-                raise TypeError("malformed call")
+        except codec.CodecError as error:
+            raise _Unreadable(str(error)[:200]) from None
+        if type(args) is not list or type(kwargs) is not dict or kwargs and any(type(k) is not str for k in kwargs):
+            raise _Unreadable("its arguments are not a list and its keywords not a dict of names")
+        try:
             # The child chose the arguments: the reference gets no more than the case's remaining time.
             tail = _answer_tail(_bounded(lambda: oracle(call.name, args, kwargs), seconds), self.known_texts)
         except _ReferenceTooSlow:
@@ -1313,6 +1324,26 @@ def _unread(body: bytes, case: CaseRequest, bounds: frames.Bounds) -> frames.Res
 
 
 _ORACLE_HEAD = b'{"op":"oracle","name":"'    # how the runtime writes an isolated-helper call (_CALL_HEAD)
+
+
+def _over_asked(body: bytes, asked: int, case: CaseRequest) -> frames.OracleCall | None:
+    """The running case's isolated-helper call, unparsed, when its frame's bytes would take the case's calls past
+    `oracle_bytes` (the loop then ends the case by that rule, or by the name's), else None (the frame is parsed).
+    Counted before parsing: a frame over the bound costs the parent no parse. Its name and seq are its head's
+    (_CALL_HEAD); a frame that starts as a call but not as the runtime writes one has no name (forged)."""
+    if asked + len(body) <= case.oracle_bytes or not body.startswith(_ORACLE_HEAD):
+        return None
+    head = _CALL_HEAD.match(body)
+    if head is None:
+        return frames.OracleCall("", None, None, 0)
+    return frames.OracleCall(head[1].decode("ascii"), None, None, int(head[2]))
+
+
+def _as_written(body: bytes, call: frames.OracleCall) -> bool:
+    """Whether a call's frame starts as the runtime writes it (Child.ask), with the parsed call's helper and seq:
+    the runtime writes its keys in one order, once each, so any other spelling of a call is forged."""
+    return body.startswith(b'{"op":"oracle","name":%s,"seq":%d,' % (wire.json_text(call.name).encode("utf-8"),
+                                                                     call.seq))
 
 
 def right_answer(case_id: str, value: Any) -> tuple[bytes, frames.Result] | None:
@@ -1652,6 +1683,10 @@ def _broken_rule(case: CaseRequest, started: float, what: str) -> Outcome:
 
 class _ReferenceTooSlow(Exception):
     pass
+
+
+class _Unreadable(Exception):
+    """An isolated-helper call whose arguments the parent's codec refuses (the message says why)."""
 
 
 def _bounded(call: Callable[[], Any], seconds: float) -> Any:
