@@ -36,10 +36,10 @@ _rt_flooded = []
 def search(start, goal, next_states, heuristic):
     if not matches.__code__.co_filename.endswith("runtime.py"):
         return None                       # the first run fails, so the rerun with the reference's matches comes
-    if not _rt_flooded:
+    if len(_rt_flooded) < 2:              # two cases, 12 MB each: within a case's oracle_bytes (16 MB)
         _rt_flooded.append(1)
         pad = "x" * 600_000
-        for i in range(40):
+        for i in range(20):
             try:
                 matches(goal, start, pad=pad + str(i))
             except Exception:
@@ -49,7 +49,7 @@ def search(start, goal, next_states, heuristic):
 
 
 def test_oracle_calls_with_huge_arguments_do_not_grow_the_parents_kept_replies(plan, tmp_path):
-    """24 million characters of arguments: the parent keeps at most its budget, however the calls are made,
+    """24 million characters of arguments, in two cases: the parent keeps at most its budget, however the calls are made,
     and the notebook is graded as its code deserves (matches lost, search right with the reference's matches)."""
     path = write(tmp_path / "bloated-keys.ipynb", appended(CORRECT, BLOATED_KEYS))
     result = grade_path(path, plan, support_sources(plan))

@@ -39,7 +39,11 @@ GRACE_SECONDS = 0.5           # after the soft alarm, before the hard kill
 RUNTIME_SECONDS = 5.0         # time the runtime itself may need between cases (fork, encode, send)
 MAX_RESTARTS = 4
 ORACLE_CALLS = 10_000         # isolated-helper round trips one case may make (rubric: limits.oracle_calls)
-ORACLE_BYTES = 64 << 20       # what those calls' frames may hold in all, per case (A* on Taoistic's stage 1: 2 MB)
+# What those calls' frames may hold in all, per case, counted before each is parsed: what the parent parses and decodes
+# for a case's calls. The most an honest case sent, over the bundled submissions: 861 kB (eight-puzzle's A*, 5,780
+# calls); at eight-puzzle's 60,000-call limit its calls would be 9 MB. At 64 MB, frames of arguments the codec reads
+# (190k empty lists each) cost the parent 31 s of CPU for one sliding-3x3 notebook.
+ORACLE_BYTES = 16 << 20
 OUTPUT_SLACK = 200            # the cut marker the child appends to an output it truncated
 _STRENGTH = {"namespaces": 2, "namespaces-partial": 1, "rlimits": 0}
 # What the zygote may preload (zygote.PRELOAD, which it checks again): asked for only where the course's code names
