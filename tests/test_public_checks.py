@@ -215,3 +215,67 @@ def test_a_public_check_shipping_a_helper_of_the_solution_is_warned_about(tmp_pa
     assert warnings == [f"{tmp_path / 'river.yaml'}:6: exercise 'successors': a public check ships 'safe', which the "
                         f"reference's successors uses: every student's kit holds it; leave the check private if "
                         f"'safe' is part of the solution"]
+
+
+# A generated case whose variables are numbers: the call line states them ("with m=3, c=4"), and they were drawn
+# again under it as inputs ("c = 4", "m = 3"), and for the cases folded under "and 2 more cases failed the same
+# way" once more as "c, case 1 of the 2 more = 5" (persona, session 21). A tuple variable is still drawn.
+CROSSING = '''
+def crossing(m, c):
+    return m * 10 + c
+
+
+def boat(state):
+    return state[0] - state[1]
+
+
+def sizes(rng, count):
+    return [{"m": 3 + k, "c": 4 + k} for k in range(count)]
+
+
+def states(rng, count):
+    return [{"state": (3 + k, 1, 0)} for k in range(count)]
+'''
+
+CROSSING_RUBRIC = '''
+assignment: crossing
+reference: crossing.py
+exercises:
+  - id: crossing
+    cases:
+      - generate: sizes
+        count: 3
+        seed: 1
+        call: crossing(m, c)
+  - id: boat
+    cases:
+      - generate: states
+        count: 1
+        seed: 1
+        call: boat(state)
+'''
+
+
+def test_a_number_the_call_line_states_is_not_drawn_again_as_an_input(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    from testclock import within
+    (tmp_path / "crossing.py").write_text(CROSSING, encoding="utf-8")
+    (tmp_path / "crossing.yaml").write_text(CROSSING_RUBRIC, encoding="utf-8")
+    nbformat.write(new_notebook(cells=[new_code_cell("def crossing(m, c):\n    return open('sizes.txt').read()\n\n"
+                                                     "def boat(state):\n    return 0")]),
+                   tmp_path / "lab.ipynb")
+    env = {**os.environ, "COLUMNS": "200"}
+    for argv in (["kit", "crossing.yaml", "-o", "kit.json", "--cache", "cache"],
+                 ["check", "lab.ipynb", "--kit", "kit.json"]):
+        done = subprocess.run([sys.executable, "-m", "grader", *argv], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=within(300))
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = [line.strip() for line in done.stdout.splitlines()]
+    assert "! crossing(m, c)  with m=3, c=4" in lines, done.stdout
+    assert "and 2 more cases failed the same way: crossing(m, c)  with m=4, c=5, crossing(m, c)  with m=5, c=6" \
+        in lines, done.stdout
+    assert not any(line.startswith(("m = ", "c = ", "m, case", "c, case")) for line in lines), done.stdout
+    # A tuple may be a board: still drawn under the call that states it.
+    assert "✗ boat(state)  with state=(3, 1, 0)" in lines and "state = (3, 1, 0)" in lines, done.stdout

@@ -468,8 +468,9 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
         return {}
 
     def make() -> dict[str, Any]:
-        # The course's fixtures and the generator's variables: a generated `state` is drawn as a board too.
-        shown = set(plan.rubric.fixtures) | set(case.variables)
+        # The course's fixtures and the generator's variables: a generated `state` is drawn as a board too; a
+        # number the call line states whole ("with m=3") is not drawn again (Case.stated).
+        shown = set(plan.rubric.fixtures) | (set(case.variables) - case.stated)
         data = {name: value for name, value in plan.data(case).items() if name in shown}
         inputs: dict[str, Any] = {}
         for code in (case.call, *(code for _, code in case.set)):

@@ -41,6 +41,10 @@ CACHE_FORMAT = 5   # 2: sealed with the cache folder's key (grader.plan.sealed);
 #                    5: the reference's time is its CPU time (it was wall time, which a busy machine inflated)
 
 
+CALL_VALUE_CHARS = 120                      # a generated variable's value in the call line, at most
+_SCALARS = (bool, int, float, str)          # exactly these types (a subclass may draw as something else)
+
+
 @dataclass(frozen=True)
 class Case:
     """One concrete case: an expression, its data, and how it is judged."""
@@ -65,9 +69,28 @@ class Case:
         if self.set:
             shown += "  after " + ", ".join(f"{name} = {code}" for name, code in self.set)
         if self.variables:
-            values = ", ".join(f"{k}={codec.describe(codec.encode(v), 120)}" for k, v in self.variables.items())
+            values = ", ".join(f"{k}={text}" for k, (text, _) in self._written.items())
             shown += f"  with {values}"
         return shown
+
+    @functools.cached_property
+    def _written(self) -> dict[str, tuple[str, bool]]:
+        """Each generated variable as the call line writes it, and whether that is its whole value (not cut)."""
+        written = {}
+        for name, value in self.variables.items():
+            wire = codec.encode(value)
+            # Past its share of the line the text is cut ("..."): whole when one character more changes nothing.
+            written[name] = (codec.describe(wire, CALL_VALUE_CHARS),
+                             len(codec.describe(wire, CALL_VALUE_CHARS + 1)) <= CALL_VALUE_CHARS)
+        return written
+
+    @functools.cached_property
+    def stated(self) -> frozenset[str]:
+        """The generated variables the call line states whole that nothing would draw better: a number, a string, a
+        bool or None written in full after "with". Feedback does not draw them again as the case's inputs (`m = 3`
+        under "with m=3, c=3"); a tuple or a list may be a board, drawn as one."""
+        return frozenset(name for name, (_, whole) in self._written.items()
+                         if whole and (self.variables[name] is None or type(self.variables[name]) in _SCALARS))
 
 
 @dataclass(frozen=True)
