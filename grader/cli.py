@@ -183,18 +183,24 @@ class UsageError(Exception):
     """A mistyped path or argument: one line naming it, exit 2."""
 
 
+def _kind(path: Path) -> str:
+    """What a path that is not what was asked is, for the one line that says so (`--rubric /dev/null` was "not a
+    folder")."""
+    return "a folder" if path.is_dir() else "a file" if path.is_file() else "neither a file nor a folder"
+
+
 def _check_rubric(path: str) -> None:
     rubric = Path(path)
     if not rubric.exists():
         raise UsageError(f"{path}: no such rubric file")
     if not rubric.is_file():
-        raise UsageError(f"{path}: a rubric is a YAML file, not a folder")
+        raise UsageError(f"{path}: a rubric is a YAML file, and this is {_kind(rubric)}")
 
 
 def _check_folder(path: str, option: str) -> None:
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
-        raise UsageError(f"{path}: {option} must be a folder, and this is a file")
+        raise UsageError(f"{path}: {option} must be a folder, and this is {_kind(folder)}")
     _check_inside_folder(path, option)
 
 
@@ -260,7 +266,7 @@ def _check_file(path: str, what: str) -> None:
     if not file.exists():
         raise UsageError(f"{path}: no such file")
     if not file.is_file():
-        raise UsageError(f"{path}: {what} must be a file, and this is a folder")
+        raise UsageError(f"{path}: {what} must be a file, and this is {_kind(file)}")
 
 
 def _check_source_folder(path: str, option: str) -> None:

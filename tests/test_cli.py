@@ -502,6 +502,10 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["class-report", str(tmp), "-o", "/proc/no-grader.html"], "/proc/no-grader.html"),
         (["kit", RUBRIC, "-o", "/proc/no-grader.json"], "/proc/no-grader.json"),
         (["gradescope", RUBRIC, "-o", "/proc/no-grader.zip"], "/proc/no-grader.zip"),
+        # Neither a file nor a folder: the line said "not a folder" of a device.
+        (["grade", CORRECT, "--rubric", os.devnull, "--out", str(tmp / "o")],
+         f"{os.devnull}: a rubric is a YAML file, and this is neither a file nor a folder"),
+        (["check", CORRECT, "--kit", os.devnull], f"{os.devnull}: --kit must be a file, and this is neither"),
         # A file that is no notebook: `check` graded it, 13 failing exercises and exit 1, for a mistyped name.
         (["check", str(a_file), "--rubric", RUBRIC], str(a_file)),
     ]
