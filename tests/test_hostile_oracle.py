@@ -49,8 +49,8 @@ def search(start, goal, next_states, heuristic):
 
 
 def test_oracle_calls_with_huge_arguments_do_not_grow_the_parents_kept_replies(plan, tmp_path):
-    """24 million characters of arguments, in two cases: the parent keeps at most its budget, however the calls are made,
-    and the notebook is graded as its code deserves (matches lost, search right with the reference's matches)."""
+    """24 million characters of arguments, in two cases: the parent keeps at most its budget, however the calls are
+    made, and the notebook is graded as its code deserves (matches lost, search right with the reference's matches)."""
     path = write(tmp_path / "bloated-keys.ipynb", appended(CORRECT, BLOATED_KEYS))
     result = grade_path(path, plan, support_sources(plan))
     scores = {exercise.id: exercise.score for exercise in result.exercises}
