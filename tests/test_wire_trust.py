@@ -347,3 +347,20 @@ def forger():
         outcome = ran.outcomes[0]
         assert outcome.status == "error" and "malformed message" in outcome.error["message"], (spelt, outcome)
         assert incidents.FORGED_FRAME in {seen.kind for seen in ran.sandbox.seen}, spelt
+
+
+def test_a_check_case_answer_the_codec_could_not_decode_is_never_parsed():
+    """A check case's answer has no size bound of its own (a check judges it, whatever its size), but one the
+    codec cannot decode (more than max_items items) is never the runtime's: refused unparsed by its commas and
+    brackets (frames.readable). Forged with 9 million one-letter strings (36 MB), it cost the parent a parse and
+    hundreds of MB before the codec refused it."""
+    forged = FORGE + '''
+def forger():
+    _forge(('{"op":"result","case":"c1","status":"ok","value":{"list":[' + ",".join(['"U"'] * 9_000_000)
+            + ']},"probes":{},"output":""}').encode())
+    time.sleep(1)
+    return 1
+'''
+    _, outcomes = run([forged], [case("forger()")])
+    assert outcomes[0].status == "ok" and outcomes[0].value is None and outcomes[0].unread > 9_000_000, \
+        (outcomes[0].status, outcomes[0].unread, type(outcomes[0].value))

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from grader.codec import DEFAULT_LIMITS
 from grader.intake.warning import LOAD_KINDS, Kind
 from grader.sandbox.wire import json_text, parse_value
 
@@ -29,6 +30,7 @@ __all__ = [
     "Ready",
     "Result",
     "parse",
+    "readable",
     "result_head",
     "weighed",
 ]
@@ -318,3 +320,20 @@ def weighed(body: bytes, case: str, bounds: Bounds = Bounds()) -> tuple[int, str
                     len(texts.group()) <= BYTES_PER_CHAR * (sum(ERROR_FIELDS.values()) + 100):
                 weight -= len(texts.group())
     return weight, output
+
+
+# The most `,`, `[` and `{` one value the codec decodes (DEFAULT_LIMITS, as the runtime encodes it) can put in a
+# frame: at most three for each of its items outside strings (a tagged container's brace and bracket, a comma
+# before it), and each character of its strings may be one more.
+VALUE_TOKENS = 3 * DEFAULT_LIMITS.max_items + DEFAULT_LIMITS.max_chars
+
+
+def readable(body: bytes, values: int, bounds: Bounds = Bounds()) -> bool:
+    """Whether a frame holding `values` wire values (a result's answer and its probes), its output and its error
+    may be one the runtime wrote, by its `,`, `[` and `{` alone, counted without parsing: a frame holding more
+    than such values can is one whose values the codec would refuse (more than max_items items), so parsing it is
+    for nothing. A check case's answer has no size bound of its own (process._unread), and without this a
+    forged answer of 15 million one-letter strings (60 MB) cost the parent 0.4 s and 700 MB a case to parse.
+    Free for a frame shorter than the count (no scan)."""
+    limit = values * VALUE_TOKENS + bounds.output + sum(ERROR_FIELDS.values()) + 1_000
+    return len(body) <= limit or body.count(b",") + body.count(b"[") + body.count(b"{") <= limit
