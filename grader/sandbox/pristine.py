@@ -39,7 +39,7 @@ import resource
 import signal
 import sys
 import types
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from typing import Any
 
 # Private references. The student's code shares this process and may rebind `builtins.id`, `gc.get_referents` or
@@ -102,6 +102,12 @@ def _generator_kinds() -> set[int]:
     return kinds
 
 
+def _state_kinds() -> tuple[Any, Any, set[int]]:
+    """numpy's array and scalar classes (None without numpy) and the generators' kinds, as a walk reads them."""
+    numpy = sys.modules.get("numpy")
+    return getattr(numpy, "ndarray", None), getattr(numpy, "generic", None), _generator_kinds()
+
+
 def _generator_state(generator: Any) -> Any:
     """A generator's state, read through C code only: numpy's generators read theirs from their bit generator,
     whose class may be the student's (a subclass of PCG64 with a `state` property of its own): Unknown then."""
@@ -147,7 +153,7 @@ def _open_type(kind: type) -> bool:
 def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_OBJECTS,
          met: set[int] | None = None, homes: set[str] | None = None, leaves: dict[int, bool] | None = None,
          found: list[Any] | None = None, known: dict[int, tuple[list[Any], list[Any]]] | None = None,
-         record: dict[int, list[Any]] | None = None) -> list[Any]:
+         record: dict[int, list[Any]] | None = None, trace: list[Any] | None = None) -> list[Any]:
     """Tokens describing every object reachable from `roots` (depth first), or raise Unknown. Objects are named
     by id, exact builtin values by value; an entered object's token names what it references by id. `stop` holds
     ids not entered (other modules' dicts). The modules and module dicts the walk meets are added to `met`.
@@ -157,14 +163,15 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
     met is appended to `found` (to find the leaves), and what each entered object references to `record`.
     `known` (Leaves.known): each entered object of the load (held alive) with what it referenced then, and
     the non-leaves among those; an object that still references the very same objects is not described again.
+    `trace` (the load's snapshot, see Replay) gets each entered object: how its references were read and what
+    they were, or where its token holds a state read otherwise (an array's bytes, a generator's state).
 
     It runs at every exercise's end, over about a thousand objects (builtins and the notebook's names), so its
     loop keeps what it looks up in locals. Kinds are asked with issubclass on the real type, never isinstance:
     that would read a student object's `__class__`, which may be a property."""
-    numpy = sys.modules.get("numpy")
-    ndarray = getattr(numpy, "ndarray", None)
-    generic = getattr(numpy, "generic", None)
-    generators = _generator_kinds()
+    ndarray, generic, generators = kinds = _state_kinds()
+    if trace is not None:
+        trace.append(kinds)   # what the walk took for arrays, numpy scalars and generators (Replay asks again)
     tokens: list[Any] = []
     seen: set[int] = set()
     stack = list(reversed(roots))
@@ -199,54 +206,99 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
             continue
         if kind is dict:   # the collector shows a dict's keys and values, nothing more
             references = [*_KEYS(obj), *_VALUES_OF(obj)]
+            mode = _DICT
         elif key in opened:   # a builtin container, function or cell: the branches below would say the same
             references = referents(obj)
+            mode = _OPENED
         elif key == weakref:
             append((key, ident, identity(obj())))   # what it points to is reached from elsewhere, or dead
+            if trace is not None:
+                trace.append((_S_WEAKREF, obj, kind, len(tokens) - 1))
             continue
         elif kind is type or issubclass(kind, type):
             if not _FLAGS(obj) & _HEAPTYPE:
                 append((key, ident))     # a builtin or extension type: fixed
                 continue
-            namespace = _TYPE_DICT(obj)           # the class's own names, as a mapping proxy of its dict
-            home = namespace.get("__module__")
-            if homes is not None and not (type(home) is str and home in homes):
+            entered = _class_references(obj, kind, homes)
+            if entered is None:
                 append((key, ident))     # a library's class
                 continue
-            references = [kind, *_MRO(obj), *namespace.keys(), *namespace.values()]
+            references, mode = entered, _CLASS
         elif ndarray is not None and kind is ndarray:
-            if obj.dtype.hasobject:
-                raise Unknown("an array of objects")
-            append((key, ident, obj.dtype.str, obj.shape, obj.tobytes()))
+            append(_array_token(obj, key, ident))
+            if trace is not None:
+                trace.append((_S_ARRAY, obj, kind, len(tokens) - 1))
             continue
         elif generic is not None and issubclass(kind, generic):
             append((key, obj.tobytes()))
+            if trace is not None:
+                trace.append((_S_SCALAR, obj, kind, len(tokens) - 1))
             continue
         elif key in generators:
             append((key, ident, _generator_state(obj)))   # a random generator: its state, not hidden
-            references = [_instance_dict(obj, kind)] if kind is _PY_RANDOM else []
-        elif not _open_type(kind):
-            raise Unknown("an object that hides its state")
+            if trace is not None:
+                trace.append((_S_GENERATOR, obj, kind, len(tokens) - 1))
+            references = _generator_references(obj, kind)
+            mode = _GENERATOR
         else:
-            if _FLAGS(kind) & _HEAPTYPE:
-                _instance_dict(obj, kind)   # made a real dict now, so the collector shows it (and its keys)
-            references = referents(obj)
-            if issubclass(kind, dict):
-                references = [*_KEYS(obj), *_VALUES_OF(obj), *references]
+            references = _instance_references(obj, kind)
+            mode = _INSTANCE
         if record is not None:
             record[ident] = references
         if before is not None:
             then = before(ident)
             if then is not None and len(then[0]) == len(references) and all(map(same, references, then[0])):
                 append((key, ident, True))   # as at the load: the same objects, by identity (held alive)
+                if trace is not None:
+                    trace.append((mode, obj, kind, then[0]))
                 extend(then[1])
                 continue
         ids = tuple(map(identity, references))
         append((key, ident, ids))
+        if trace is not None:
+            trace.append((_CHANGED, obj, kind, None))
         if inner is not None:    # only what is not a leaf (all in C: the walk's loop costs ~0.3 us per object)
             references = list(compress(references, map(inner, ids, repeat(True))))
         extend(reversed(references))
     return tokens
+
+
+# How a walk read an entered object's references (Replay reads them the same way), or what else it recorded.
+_DICT, _OPENED, _CLASS, _GENERATOR, _INSTANCE, _CHANGED = range(6)
+_S_WEAKREF, _S_ARRAY, _S_SCALAR, _S_GENERATOR = range(10, 14)   # a token that holds a state: read again
+
+
+def _class_references(obj: type, kind: type, homes: set[str] | None) -> list[Any] | None:
+    """What a walk enters of a class of the student's (a heap type of a module in `homes`), or None for a
+    library's class (fixed)."""
+    namespace = _TYPE_DICT(obj)           # the class's own names, as a mapping proxy of its dict
+    home = namespace.get("__module__")
+    if homes is not None and not (type(home) is str and home in homes):
+        return None
+    return [kind, *_MRO(obj), *namespace.keys(), *namespace.values()]
+
+
+def _array_token(obj: Any, key: int, ident: int) -> tuple[Any, ...]:
+    """A numpy array's token: its bytes (never an array of objects: those hold references the bytes hide)."""
+    if obj.dtype.hasobject:
+        raise Unknown("an array of objects")
+    return (key, ident, obj.dtype.str, obj.shape, obj.tobytes())
+
+
+def _generator_references(obj: Any, kind: type) -> list[Any]:
+    return [_instance_dict(obj, kind)] if kind is _PY_RANDOM else []
+
+
+def _instance_references(obj: Any, kind: type) -> list[Any]:
+    """What a walk enters of an instance whose state the collector shows (else Unknown)."""
+    if not _open_type(kind):
+        raise Unknown("an object that hides its state")
+    if _FLAGS(kind) & _HEAPTYPE:
+        _instance_dict(obj, kind)   # made a real dict now, so the collector shows it (and its keys)
+    references = gc.get_referents(obj)
+    if issubclass(kind, dict):
+        references = [*_KEYS(obj), *_VALUES_OF(obj), *references]
+    return references
 
 
 class Leaves:
@@ -256,7 +308,7 @@ class Leaves:
     not visit it (the referrer's token has its id: a rebinding shows there). Mutable objects (lists, dicts,
     sets, functions, cells, instances, the student's classes, modules) and anything holding one are no leaves."""
 
-    __slots__ = ("base", "held", "ids", "known", "loaded", "roots")
+    __slots__ = ("base", "held", "ids", "known", "loaded", "replay", "roots", "traced")
     ids: dict[int, bool]
     known: dict[int, tuple[list[Any], list[Any]]]
 
@@ -280,6 +332,8 @@ class Leaves:
             for ident, references in (record or {}).items()}
         self.known = {**base.known, **known} if base is not None else known
         self.loaded: Loaded | None = None                 # the last snapshot's view of sys.modules
+        self.traced = False                # the first snapshot taken with these leaves (the load's) was traced
+        self.replay: Replay | None = None  # that snapshot's Replay, when every object it entered was as here
 
 
 def _immutable(obj: Any, known: dict[int, bool], homes: set[str] | None, depth: int = 0) -> bool:
@@ -324,6 +378,124 @@ class Loaded:
         self.where: dict[int, int] = {}
         for position, (module, namespace) in enumerate(self.modules):
             self.where[_id(module)] = self.where[_id(namespace)] = position
+
+
+class Replay:
+    """The load's snapshot walk, kept to be checked again without walking: every object it entered, grouped by
+    how the walk read its references (those references, as they were then), and the objects whose token holds a
+    state read otherwise. While the roots, the grader's own objects, the home modules and sys.modules (Loaded)
+    are the same, and every one of those objects still has its type and references the very same objects, a
+    walk from the same roots would go the same way (it only ever follows references) and enter the same objects
+    in the same order: its tokens would be the load's, but for the states, which are read again here. So
+    `same` True means a walk would return the load's tokens; False means only that the walk is needed (it is
+    then taken, as before). Most of it runs in C (map over the objects), where the walk's loop spends ~1 us
+    of Python per object."""
+
+    __slots__ = ("dict_keys", "dict_sizes", "dict_values", "dicts", "homes", "kinds", "loaded", "met", "objects",
+                 "opened", "opened_references", "opened_sizes", "others", "own", "roots", "state_kinds", "states",
+                 "walked")
+
+    def __init__(self, trace: list[Any], walked: list[Any], met: set[int], loaded: Loaded, roots: list[Any],
+                 own: tuple[Any, ...], homes: set[str] | None) -> None:
+        self.walked, self.met, self.loaded = walked, frozenset(met), loaded
+        self.roots, self.own = list(roots), tuple(own)
+        self.homes = None if homes is None else frozenset(homes)
+        self.objects: list[Any] = []
+        self.kinds: list[type] = []
+        self.dicts: list[dict[Any, Any]] = []
+        self.dict_sizes: list[int] = []
+        self.dict_keys: list[Any] = []
+        self.dict_values: list[Any] = []
+        self.opened: list[Any] = []
+        self.opened_sizes: list[int] = []
+        self.opened_references: list[Any] = []
+        self.others: list[tuple[Any, type, int, list[Any]]] = []
+        self.states: list[tuple[int, Any, Any, int]] = []
+        self.state_kinds = trace[0]
+        for mode, obj, kind, then in trace[1:]:
+            if mode >= _S_WEAKREF:
+                self.states.append((mode, obj, kind, then))
+                continue
+            self.objects.append(obj)
+            self.kinds.append(kind)
+            if mode == _DICT:
+                half = len(then) // 2
+                self.dicts.append(obj)
+                self.dict_sizes.append(half)
+                self.dict_keys.extend(then[:half])
+                self.dict_values.extend(then[half:])
+            elif mode == _OPENED:
+                self.opened.append(obj)
+                self.opened_sizes.append(len(then))
+                self.opened_references.extend(then)
+            else:
+                self.others.append((obj, kind, mode, then))
+
+    @staticmethod
+    def of(trace: list[Any], walked: list[Any], met: set[int], loaded: Loaded, roots: list[Any],
+           own: tuple[Any, ...], homes: set[str] | None) -> "Replay | None":
+        """The Replay of a traced walk; None when it entered an object not as the leaves recorded it."""
+        if any(entry[0] == _CHANGED for entry in trace[1:]):
+            return None
+        return Replay(trace, walked, met, loaded, roots, own, homes)
+
+    def same(self, roots: list[Any], own: tuple[Any, ...], homes: set[str] | None, loaded: Loaded) -> bool:
+        """Whether a walk from `roots` now would return the load's tokens (see the class)."""
+        try:
+            return self._same(roots, own, homes, loaded)
+        except Exception:  # noqa: BLE001 - Unknown or anything unforeseen: the walk decides
+            return False
+
+    def _same(self, roots: list[Any], own: tuple[Any, ...], homes: set[str] | None, loaded: Loaded) -> bool:
+        if loaded is not self.loaded or len(roots) != len(self.roots) or len(own) != len(self.own):
+            return False
+        if not (all(map(_IS, roots, self.roots)) and all(map(_IS, own, self.own))):
+            return False
+        if (None if homes is None else frozenset(homes)) != self.homes:
+            return False
+        if not all(map(_IS, map(type, self.objects), self.kinds)):
+            return False
+        ndarray, generic, generators = _state_kinds()
+        then_array, then_generic, then_generators = self.state_kinds
+        if ndarray is not then_array or generic is not then_generic or generators != then_generators:
+            return False
+        dicts = self.dicts
+        if list(map(len, dicts)) != self.dict_sizes:
+            return False
+        if not (all(map(_IS, chain.from_iterable(map(_KEYS, dicts)), self.dict_keys))
+                and all(map(_IS, chain.from_iterable(map(_VALUES_OF, dicts)), self.dict_values))):
+            return False
+        now = list(map(gc.get_referents, self.opened))
+        if list(map(len, now)) != self.opened_sizes \
+                or not all(map(_IS, chain.from_iterable(now), self.opened_references)):
+            return False
+        for obj, kind, mode, then in self.others:
+            if mode == _CLASS:
+                references = _class_references(obj, kind, homes)
+                if references is None:
+                    return False
+            elif mode == _GENERATOR:
+                references = _generator_references(obj, kind)
+            else:
+                references = _instance_references(obj, kind)
+            if len(references) != len(then) or not all(map(_IS, references, then)):
+                return False
+        walked = self.walked
+        for mode, obj, kind, index in self.states:
+            if type(obj) is not kind:
+                return False
+            key, ident = _id(kind), _id(obj)
+            if mode == _S_WEAKREF:
+                token: tuple[Any, ...] = (key, ident, _id(obj()))
+            elif mode == _S_ARRAY:
+                token = _array_token(obj, key, ident)
+            elif mode == _S_SCALAR:
+                token = (key, obj.tobytes())
+            else:
+                token = (key, ident, _generator_state(obj))
+            if token != walked[index]:
+                return False
+        return True
 
 
 def _same(now: Any, then: list[Any]) -> bool:
@@ -567,8 +739,16 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
         interpreter = _interpreter(collecting, own)
         met = {_id(sys)}   # sys's names, even where the notebook reaches sys only through __import__
         loaded = _loaded(roots, own, skip)
+        replay = skip.replay if skip is not None else None
+        if replay is not None and replay.same(roots, own, homes, loaded):
+            return (replay.walked, _modules(set(replay.met), loaded), interpreter)   # what the walk would say
+        trace: list[Any] | None = None
+        if skip is not None and not skip.traced:   # the load's snapshot: every later one is checked against it
+            skip.traced, trace = True, []
         walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None,
-                      known=skip.known if skip is not None else None)
+                      known=skip.known if skip is not None else None, trace=trace)
+        if skip is not None and trace is not None:
+            skip.replay = Replay.of(trace, walked, met, loaded, roots, own, homes)
         return (walked, _modules(met, loaded), interpreter)
     except Unknown:
         return None
