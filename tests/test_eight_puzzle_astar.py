@@ -18,7 +18,7 @@ from grader.authoring.validate import validate
 from grader.plan.cases import load_reference, build_plan
 from grader.rubric.schema import load_rubric
 from grader import codec
-from grader.store.results import not_judged
+from grader.store.results import CaseResult, not_judged
 from grader.store.status import machine_busy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -347,19 +347,27 @@ def test_seed_loses_its_unimplemented_h2_and_h_but_astar_is_judged_again_with_th
             if not machine_busy(c.status, c.reason)} == {"pass"}
 
 
+def _busy(case: CaseResult) -> bool:
+    """A case a busy machine kept from being judged (graded again by the next run: see the totals' test above):
+    what it would have been is not known here, so the tests of single verdicts below leave it out."""
+    return machine_busy(case.status, case.reason)
+
+
 def test_course_solution_loses_only_the_other_goal_h2_cases_with_their_feedback(graded):
-    failed = [c for c in graded["course-solution"].exercise("h2").cases if c.status != "pass"]
+    cases = graded["course-solution"].exercise("h2").cases
+    failed = [c for c in cases if c.status != "pass" and not _busy(c)]
     # The fourth other-goal case happens to get the right sum from the wrong formula.
-    assert [c.id for c in failed] == [f"h2.random_goal_pairs[{n}]" for n in range(1, 4)]
+    assert [c.id for c in failed] == [f"h2.random_goal_pairs[{n}]" for n in range(1, 4)
+                                      if not any(_busy(c) and c.id == f"h2.random_goal_pairs[{n}]" for c in cases)]
     assert all("right for the default goal (0, 1, ..., 8) only" in c.message for c in failed)
 
 
 def test_best_first_search_mistakes_get_their_feedback(graded):
     no_reopen = {c.id: c for c in graded["no-reopen"].exercise("best_first_search").cases}
-    assert "must replace the old node" in no_reopen["best_first_search.roads_reopen"].message
+    assert _busy(case := no_reopen["best_first_search.roads_reopen"]) or "must replace the old node" in case.message
     early = {c.id: c for c in graded["goal-on-generation"].exercise("best_first_search").cases}
-    assert "POPPED" in early["best_first_search.roads_shortcut"].message
-    assert "POPPED" in early["best_first_search.roads_at_goal"].message
+    assert _busy(case := early["best_first_search.roads_shortcut"]) or "POPPED" in case.message
+    assert _busy(case := early["best_first_search.roads_at_goal"]) or "POPPED" in case.message
 
 
 def test_a_wrong_inversions_is_paid_for_once_thanks_to_isolation(graded):
@@ -368,13 +376,14 @@ def test_a_wrong_inversions_is_paid_for_once_thanks_to_isolation(graded):
     # the reference's inversions where its own run lost points (a parity assert failed); the better run counts.
     rescued = [e for e in result.exercises if e.id != "inversions" and e.isolated == ("inversions",)]
     assert rescued, "some EightPuzzle(...) of this notebook fails its parity assert and is judged again"
-    assert all(e.score == e.max_score for e in rescued)
+    assert all(e.score == e.max_score for e in rescued if not any(_busy(c) for c in e.cases))
 
 
 def test_greedy_astar_earns_half_credit_for_longer_legal_paths(graded):
     cases = graded["greedy-astar"].exercise("astar_search").cases
     longer = [c for c in cases if c.status == "fail"]
-    assert longer and all(c.fraction == 0.5 and "but the shortest has" in c.message for c in longer)
+    assert longer or any(_busy(c) for c in cases)
+    assert all(c.fraction == 0.5 and "but the shortest has" in c.message for c in longer)
 
 
 def test_check_count_takes_the_right_number_in_any_numeric_type_but_not_none_or_bools():
@@ -398,9 +407,11 @@ def test_aima_upstream_h_calling_a_global_h2_is_charged_to_h_and_astar_earns_its
     nbformat.write(notebook, path)
     [result] = grade([path], RUBRIC, tmp_path / "out", cache=cache)
     h = result.exercise("h")
-    assert h.score == 0 and {c.status for c in h.cases} == {"error"}
-    assert all("name 'h2' is not defined" in c.message for c in h.cases)
+    assert h.score == 0 and {c.status for c in h.cases if not _busy(c)} <= {"error"}
+    assert all("name 'h2' is not defined" in c.message for c in h.cases if not _busy(c))
     astar = result.exercise("astar_search")
-    assert astar.score == astar.max_score and astar.isolated == ("EightPuzzle.h",)
+    busy = any(_busy(c) for e in result.exercises for c in e.cases)
+    assert astar.isolated == ("EightPuzzle.h",)
     assert any("judged with the reference's EightPuzzle.h (see h)" in note for note in astar.notes)
-    assert result.total == 18 - 1
+    assert all(c.status == "pass" or _busy(c) for c in astar.cases)
+    assert busy or result.total == 18 - 1
