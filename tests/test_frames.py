@@ -12,6 +12,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grader import codec
 from grader.intake.warning import LOAD_KINDS
 from grader.sandbox import frames, wire
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
@@ -155,3 +156,25 @@ def test_the_parent_survives_any_sequence_of_frames_and_every_started_case_gets_
         sandbox.reader = None
         sandbox.request_fd = None
         sandbox.close()
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True),
+                     st.text(alphabet=",[{}]\"\\ax\ud800"), st.binary(max_size=20))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=40), st.lists(inner, max_size=6).map(tuple), st.frozensets(_SCALARS, max_size=6),
+    st.dictionaries(st.one_of(st.text(alphabet=",[{x", max_size=4), st.integers()), inner, max_size=4),
+    st.lists(st.one_of(st.just([]), st.just(()), st.just({})), max_size=40)), max_leaves=40)
+_SMALL = codec.Limits(max_depth=64, max_items=30, max_chars=8)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_VALUES)
+def test_a_value_the_codec_encodes_holds_no_more_tokens_than_its_limits_allow(value):
+    """frames.readable refuses unparsed a frame holding more `,[{` than values within the codec's limits can: so
+    every value the codec encodes within them, written as the runtime writes it, holds at most that many."""
+    try:
+        encoded = codec.encode(value, _SMALL)
+    except codec.CodecError:
+        return
+    text = wire.json_text(encoded).encode("utf-8")
+    assert frames.tokens(text) <= frames.value_tokens(_SMALL), text

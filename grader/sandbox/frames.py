@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from grader.codec import DEFAULT_LIMITS
+from grader.codec import DEFAULT_LIMITS, Limits
 from grader.intake.warning import LOAD_KINDS, Kind
 from grader.sandbox.wire import json_text, parse_value
 
@@ -31,6 +31,8 @@ __all__ = [
     "Result",
     "parse",
     "readable",
+    "tokens",
+    "value_tokens",
     "result_head",
     "weighed",
 ]
@@ -322,18 +324,25 @@ def weighed(body: bytes, case: str, bounds: Bounds = Bounds()) -> tuple[int, str
     return weight, output
 
 
-# The most `,`, `[` and `{` one value the codec decodes (DEFAULT_LIMITS, as the runtime encodes it) can put in a
-# frame: at most three for each of its items outside strings (a tagged container's brace and bracket, a comma
-# before it), and each character of its strings may be one more.
-VALUE_TOKENS = 3 * DEFAULT_LIMITS.max_items + DEFAULT_LIMITS.max_chars
+def value_tokens(limits: Limits = DEFAULT_LIMITS) -> int:
+    """The most `,`, `[` and `{` one value the codec decodes within `limits` (as the runtime encodes it) can put in
+    a frame: at most three for each of its items outside strings (a tagged container's brace and bracket, a comma
+    before it), and each character of its strings may be one more. (Not so for a zero-size numpy array, whose shape
+    counts no item: 200,000 of 60 dimensions each would be refused; no answer is such.)"""
+    return 3 * limits.max_items + limits.max_chars
 
 
-def readable(body: bytes, values: int, bounds: Bounds = Bounds()) -> bool:
+def readable(body: bytes, values: int, bounds: Bounds = Bounds(), limits: Limits = DEFAULT_LIMITS) -> bool:
     """Whether a frame holding `values` wire values (a result's answer and its probes), its output and its error
     may be one the runtime wrote, by its `,`, `[` and `{` alone, counted without parsing: a frame holding more
     than such values can is one whose values the codec would refuse (more than max_items items), so parsing it is
     for nothing. A check case's answer has no size bound of its own (process._unread), and without this a
     forged answer of 15 million one-letter strings (60 MB) cost the parent 0.4 s and 700 MB a case to parse.
     Free for a frame shorter than the count (no scan)."""
-    limit = values * VALUE_TOKENS + bounds.output + sum(ERROR_FIELDS.values()) + 1_000
-    return len(body) <= limit or body.count(b",") + body.count(b"[") + body.count(b"{") <= limit
+    limit = values * value_tokens(limits) + bounds.output + sum(ERROR_FIELDS.values()) + 1_000
+    return len(body) <= limit or tokens(body) <= limit
+
+
+def tokens(text: bytes) -> int:
+    """The `,`, `[` and `{` in `text`, strings' included (value_tokens allows for them)."""
+    return text.count(b",") + text.count(b"[") + text.count(b"{")
