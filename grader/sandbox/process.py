@@ -922,7 +922,7 @@ class Sandbox:
                     message = _unread(body, current, self.bounds) or _over_asked(body, asked, current)
                 if message is None:
                     message = _parsed(body, self.bounds)
-                    if current is not None and isinstance(message, frames.OracleCall) and call is None \
+                    if current is not None and isinstance(message, frames.OracleCall) \
                             and message.name in isolate and not _as_written(body, message):
                         raise frames.Invalid("an isolated-helper call its runtime does not write so")
             except wire.Timeout:
