@@ -208,6 +208,39 @@ def test_a_case_that_locks_its_folder_still_leaves_the_next_case_the_course_file
         [("ok", "mine"), ("ok", ["cold\ncord\n", "more"])]
 
 
+# Cases that keep a writable shared mapping of words.txt and write through it in a later case: on tmpfs such a write
+# leaves the file's times as they were, so only its bytes tell that it changed.
+MAPPED = """
+import mmap, os
+held = []
+def inode():
+    return os.stat("words.txt").st_ino
+def map_it():
+    held.append(mmap.mmap(os.open("words.txt", os.O_RDWR), 0))
+    return held[0][:4]
+def write_through_it():
+    held[0][:4] = b"MINE"
+    return open("words.txt", "rb").read()
+def read():
+    return open("words.txt", "rb").read()
+"""
+
+
+def test_an_unchanged_data_file_is_kept_and_one_changed_through_a_mapping_is_put_back() -> None:
+    """restore_data wrote every data file afresh before every case (3 ms a case at the 8 MB bound): the file a case
+    left as it came is now kept (the same inode in the next case), and one whose bytes a case changed, even through
+    a mapping made in an earlier case, which leaves the file's times as they were, is written again."""
+    data = {"words.txt": b"cold\ncord\n"}
+    with Sandbox([statement(MAPPED, kind="other")], {}, ProcessLimits(), data=data) as sandbox:
+        sandbox.load()
+        outcomes = sandbox.run_exercise([CaseRequest(id=f"c#{n}", code=code, timeout=10.0) for n, code in
+                                         enumerate(("inode()", "inode()", "map_it()", "write_through_it()", "read()"))],
+                                        (), lambda *args: None, time.monotonic() + within(120))
+    found = [(o.status, codec.decode(o.value) if o.status == "ok" else o.error) for o in outcomes]
+    assert found[0] == found[1] and found[0][0] == "ok", found
+    assert found[2:] == [("ok", b"cold"), ("ok", b"MINE\ncord\n"), ("ok", b"cold\ncord\n")], found
+
+
 def test_a_worker_that_cannot_reach_the_support_folder_says_so_rather_than_grade_without_it(tmp_path: Path) -> None:
     """A Dask worker on another machine read an absent support folder as empty (is_dir False): every student's
     code then ran without the course's modules and words.txt, and lost the points (a zero that is the machine's)."""
