@@ -308,8 +308,16 @@ def _as_source(text: str, form: str) -> Any:
     return text.splitlines(keepends=True)
 
 
+class Variant(tuple[str, bytes, list[str]]):
+    """(suffix, file bytes, what was done), shown by its recipe and size: Hypothesis reports a failing example by its
+    repr, and a layout's bytes may be megabytes of outputs (a 2.4 MB repr, Hypothesis warns, that no one reads)."""
+
+    def __repr__(self) -> str:
+        return f"Variant({self[0]!r}, <{len(self[1]):,} bytes>, {self[2]!r})"
+
+
 @st.composite
-def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[str, bytes, list[str]]:
+def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> Variant:
     """(suffix, file bytes, what was done) of a variant of `notebook` (nbformat 4 JSON) that Jupyter runs the
     same; `avoid`: names a noise cell must not bind (the notebook's and the rubric's)."""
     done: list[str] = []
@@ -486,7 +494,7 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
         script, _ = PythonExporter().from_notebook_node(nbformat.from_dict(node))
         if not re.search(r"[\ud800-\udfff]", script):     # the exporter's file write refuses such text too
             done.append("nbconvert script")
-            return ".py", script.encode("utf-8"), done
+            return Variant((".py", script.encode("utf-8"), done))
     version = draw(st.sampled_from([4, 4, 4, 3]))
     if version == 3:
         import nbformat
@@ -508,7 +516,7 @@ def variants(draw: st.DrawFn, notebook: dict, avoid: frozenset[str]) -> tuple[st
     if draw(st.integers(0, 4)) == 0:
         data = b"\xef\xbb\xbf" + data
         done.append("BOM")
-    return ".ipynb", data, done
+    return Variant((".ipynb", data, done))
 
 
 def _encoded(text: str) -> bytes:
