@@ -253,7 +253,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
         if name in _LIMITS:   # the rubric's bounds: --case-seconds 1e10 ran no case (a class graded 0, exit 0)
             from grader.rubric.schema import limit_maximum
             if value > limit_maximum(name):
-                raise UsageError(f"{option} {value:g}: at most {limit_maximum(name):g} (past it the sandbox cannot "
+                raise UsageError(f"{option} {value:g}: at most {limit_maximum(name):,.0f} (past it the sandbox cannot "
                                  f"apply it)")
         if name in _NOT_NEGATIVE and value < 0:
             raise UsageError(f"{option} {value:g}: must be 0 or more")

@@ -476,7 +476,7 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         # the class graded 0 with exit 0), 1e13 MB past an rlimit's C long (no notebook loaded).
         (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--case-seconds", "1e10"], "--case-seconds"),
         (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--memory-mb", "10000000000000"],
-         "--memory-mb"),
+         "--memory-mb 1e+13: at most 16,777,216 (past it the sandbox cannot apply it)"),
         (["grade", CORRECT, "--rubric", RUBRIC, "--out", str(tmp / "o"), "--jobs", "-2"], "--jobs"),
         (["validate", RUBRIC, "--mutants", "-1"], "--mutants"),
         (["validate", RUBRIC, "--mutation-seconds", "0"], "--mutation-seconds"),

@@ -145,15 +145,15 @@ exercises:
       files: 100000000000000000000
     cases:
       - call: double(1)
-""", ["6: exercise 'double': limit 'case_seconds': at most 1e+06, got 10000000000 (past it the sandbox cannot "
+""", ["6: exercise 'double': limit 'case_seconds': at most 1,000,000, got 10000000000 (past it the sandbox cannot "
       "apply it)",
-      "7: exercise 'double': limit 'load_seconds': at most 1e+06, got 10000000000 (past it the sandbox cannot "
+      "7: exercise 'double': limit 'load_seconds': at most 1,000,000, got 10000000000 (past it the sandbox cannot "
       "apply it)",
-      "8: exercise 'double': limit 'case_factor': at most 1e+06, got 1000000000000 (past it the sandbox cannot apply "
-      "it)",
-      "9: exercise 'double': limit 'memory_mb': at most 1.67772e+07, got 10000000000000 (past it the sandbox cannot "
+      "8: exercise 'double': limit 'case_factor': at most 1,000,000, got 1000000000000 (past it the sandbox cannot "
       "apply it)",
-      "10: exercise 'double': limit 'files': at most 2.14748e+09, got 100000000000000000000 (past it the sandbox "
+      "9: exercise 'double': limit 'memory_mb': at most 16,777,216, got 10000000000000 (past it the sandbox cannot "
+      "apply it)",
+      "10: exercise 'double': limit 'files': at most 2,147,483,647, got 100000000000000000000 (past it the sandbox "
       "cannot apply it)"], id="limits_past_what_the_sandbox_applies"),
     pytest.param("""\
     limits:

@@ -74,7 +74,7 @@ class Limits:
         chosen = {k: v for k, v in overrides.items() if v is not None}
         for name, value in chosen.items():   # a library caller's Options: the CLI and the rubric refused these
             if not 0 <= value <= limit_maximum(name):
-                raise ValueError(f"limit {name} = {value!r}: not from 0 to {limit_maximum(name):g}")
+                raise ValueError(f"limit {name} = {value!r}: not from 0 to {limit_maximum(name):,.0f}")
         return replace(self, **chosen)
 
     def case_timeout(self, reference_seconds: float) -> float:
@@ -367,7 +367,7 @@ def _number(value: Any, line: int, what: str, problems: _Problems, *, minimum: f
         problems.add(line, f"{what}: expected {wanted}, got {value!r}")
         return None
     if value > maximum:
-        problems.add(line, f"{what}: at most {maximum:g}, got {value!r} (past it the sandbox cannot apply it)")
+        problems.add(line, f"{what}: at most {maximum:,.0f}, got {value!r} (past it the sandbox cannot apply it)")
         return None
     return value
 
