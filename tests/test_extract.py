@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from grader.extract.source import Extracted, Statement, extract
 
@@ -701,3 +703,77 @@ def test_a_script_export_writes_magics_as_ipython_calls_and_they_are_magics_agai
     assert {"line magic %matplotlib", "shell command", "cell magic %%time (body kept)", "cell magic %%HTML"} <= reasons
     assert "not a magic: inside a string" in extracted.source()
     assert any(d.excerpt.startswith("get_ipython().run_line_magic(name") for d in extracted.dropped)
+
+
+# Every way one level of a tree wraps another (X), and the statements and blocks around them: the nestings a text
+# could use to be deeper than it is long (test below).
+_NESTINGS = ["-X", "~X", "+X", "not X", "await X", "X.a", "X[a]", "X()", "f(X)", "f(*X)", "f(**X)", "f(a=X)", "f(X,)",
+             "f(X for a in a)", "f(a)(X)", "[X]", "(X,)", "X,", "*X,", "(*X,)", "[*X]", "{*X}", "{X}", "{X:a}", "{a:X}",
+             "{**X}", "(X)", "lambda:X", "lambda a=X:a", "lambda*,a=X:a", "X if a else a", "a if X else a",
+             "a if a else X", "X+a", "a+X", "X@a", "a**X", "X<a", "a<X", "X and a", "a or X", "f'{X}'", "f'{a:{X}}'",
+             "f'{X!r}'", "f'{X=}'", "[a for a in X]", "[X for a in a]", "[a for a in a if X]", "{X for a in a}",
+             "{X:a for a in a}", "(X for a in a)", "(yield X)", "(yield from X)", "X[a:a]", "a[X:a]", "a[::X]", "a[X,]",
+             "a[*X]", "(a:=X)"]
+_STATEMENTS = ["X", "if X:a", "while X:a", "for a in X:a", "for X in a:a", "with X:a", "with a as X:a", "X=a", "a=X",
+               "X,=a", "a+=X", "X+=a", "a:X=a", "a:a=X", "X:a", "del X", "assert a,X", "raise a from X",
+               "def f(a=X):a", "def f(a:X):a", "def f()->X:a", "@X\ndef f():a", "class A(X):a", "class A(a=X):a",
+               "try:a\nexcept X:a", "try:a\nexcept* X:a", "X;a", "match X:\n case a:a", "match a:\n case a if X:a",
+               "async def f():\n async for a in X:a", "async def f():\n async with X:a", "def f():\n return X"]
+_PATTERNS = ["a", "*a", "b.c", "1", "-1", "[X]", "(X,)", "a(X)", "a(b=X)", "X|b", "X as b", "{1:X}", "{**a}", "[*a]"]
+_BLOCKS = ["if a:\nX", "def f():\nX", "class A:\nX", "for a in a:\nX", "while a:\nX", "try:\nX\nexcept:a", "with a:\nX",
+           "try:a\nfinally:\nX", "if a:a\nelse:\nX", "async def f():\nX"]
+
+
+def _nested(leaf: str, wrappers: list[str]) -> str:
+    for wrapper in wrappers:
+        leaf = wrapper.replace("X", leaf, 1)
+    return leaf
+
+
+@given(st.sampled_from(["a", "1", "''", "a.b", "...", "f''"]), st.lists(st.sampled_from(_NESTINGS), max_size=12),
+       st.sampled_from(_STATEMENTS), st.lists(st.sampled_from(_PATTERNS), max_size=5), st.booleans(),
+       st.lists(st.sampled_from(_BLOCKS), max_size=3))
+@settings(max_examples=2000, deadline=None)
+def test_no_text_is_deeper_than_its_length_and_three(leaf: str, nestings: list[str], statement: str,
+                                                     patterns: list[str], in_a_case: bool, blocks: list[str]) -> None:
+    """_may_be_deeper's bound: a text of n characters parses to at most n + 3 levels (`a`: Module, Expr, Name, Load),
+    so a cell of up to MAX_NESTING - 3 characters is not walked. Checked at small limits, where one character more
+    or less decides it, on nestings of every node a level can add."""
+    from grader.extract.source import _deeper_than, _may_be_deeper
+
+    text = statement.replace("X", _nested(leaf, nestings), 1)
+    if in_a_case:
+        text = f"match a:\n case {_nested('a', patterns)}:\n  {text}"
+    for block in blocks:
+        text = block.replace("X", "\n".join(" " + line for line in text.split("\n")), 1)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    limit = len(text) + 3
+    assert not _may_be_deeper(text, limit)
+    assert not _deeper_than(tree, limit), text
+    assert _may_be_deeper(text, limit - 1)
+
+
+def test_a_cell_too_short_to_nest_past_the_limit_is_not_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The depth walk was a tenth of extracting a distinct notebook, mostly of cells of a few hundred characters that
+    cannot nest MAX_NESTING levels deep: only a longer cell is walked now, and a deep one is still left out."""
+    from grader.extract import source
+    from grader.intake.notebook import Notebook
+
+    walked: list[int] = []
+    real = source._deeper_than
+    monkeypatch.setattr(source, "_deeper_than", lambda tree, limit: walked.append(limit) or real(tree, limit))
+    monkeypatch.setattr(source, "_PARSED", {})      # parsed and measured here, whatever ran before in the process
+    monkeypatch.setattr(source, "_MEASURED", {})
+    short = "def f(x):\n" + "".join(f"    x = x + {i}  # step {i}\n" for i in range(12)) + "    return x\n"
+    deep = "y = " + "-" * source.MAX_NESTING + "1\n"
+    long = short + "".join(f"z{i} = f({i})\n" for i in range(30))
+    assert 100 < len(short) <= source.MAX_NESTING - 3 < len(long)
+    cells = tuple(Cell(i, "code", text, None) for i, text in enumerate([short, deep, long]))
+    extracted = extract(Notebook("short.ipynb", cells, ()))
+    assert len(walked) == 2     # the deep cell and the long one; the short cell's 300 characters are never walked
+    assert [d.cell for d in extracted.syntax_errors] == [1]
+    assert "nested too deeply" in extracted.syntax_errors[0].reason
+    assert "def f(x):" in extracted.source()

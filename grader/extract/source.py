@@ -670,7 +670,8 @@ def _prepare(cell: Cell) -> _Prepared:
                 prepared.tree = _parse(text) if len(text) <= MAX_CELL_CHARS else None
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 prepared.tree = None
-            if prepared.tree is not None and not _nested_too_deeply(text, prepared.tree):
+            if prepared.tree is not None and not (_may_be_deeper(text, MAX_NESTING)
+                                                  and _nested_too_deeply(text, prepared.tree)):
                 prepared.written = written
             else:
                 prepared.tree = None
@@ -694,8 +695,7 @@ def _prepare(cell: Cell) -> _Prepared:
             raise _Unparsable(f"the cell is too large to parse ({len(text):,} characters; at most "
                               f"{MAX_CELL_CHARS:,})")
         tree = _parse(text)
-        # Every level of an AST takes at least one character of source, give or take a few: short cells are shallow.
-        if len(text) > MAX_NESTING // 4 and _nested_too_deeply(text, tree):
+        if _may_be_deeper(text, MAX_NESTING) and _nested_too_deeply(text, tree):
             raise _Unparsable(f"the code is nested too deeply to analyse (more than {MAX_NESTING} levels)")
         prepared.tree = tree
     except (SyntaxError, ValueError, RecursionError, MemoryError, _Unparsable) as e:
@@ -762,6 +762,19 @@ def _parse(text: str) -> ast.Module:
 
 class _Unparsable(Exception):
     """A cell the grader will not analyse although Python might parse it (too big, too deep)."""
+
+
+def _may_be_deeper(text: str, limit: int) -> bool:
+    """Whether the tree parsed from `text` can lie deeper than `limit` levels: only then is it walked (most cells a
+    student writes are a few hundred characters; the walk was a tenth of extracting a distinct notebook).
+
+    Every level of a tree but three takes a character of the text that no level below it holds: an operator,
+    bracket, dot, comma, quote, colon or keyword of its own (`-a` is one level more than `a`, `*a,` two more:
+    Tuple then Starred; a def's arguments, a comprehension, a with item or a match case comes with its keyword).
+    The three are the Module, an expression statement (the span of its expression) and a name's Load or Store,
+    a leaf: `a` is 4 levels, `--a` 6. So a text of `limit - 3` characters or fewer is at most `limit` levels deep
+    (test_extract checks it on generated nestings of every kind at small limits)."""
+    return len(text) > limit - 3
 
 
 _MEASURED: dict[str, bool] = {}   # cell text -> deeper than MAX_NESTING: a class shares the template's cells
