@@ -23,6 +23,7 @@ SHARED = r'''
 import ctypes, fcntl, os, sqlite3, struct
 _libc = ctypes.CDLL(None, use_errno=True)
 LAYOUT = "hhqqi4x"   # struct flock
+FANOTIFY_INIT = {"x86_64": 300, "aarch64": 262}[os.uname().machine]
 
 def shared():
     seen = {}
@@ -38,6 +39,8 @@ def shared():
     seen["ofd lock"] = "not held" if struct.unpack(LAYOUT, asked)[0] == fcntl.F_UNLCK else "held"
     watch = _libc.inotify_init1(os.O_CLOEXEC)
     seen["inotify"] = ctypes.get_errno() if watch < 0 else "watching"
+    marks = _libc.syscall(FANOTIFY_INIT, 0x200, os.O_RDONLY)   # FAN_CLASS_NOTIF | FAN_REPORT_FID: no privilege
+    seen["fanotify"] = ctypes.get_errno() if marks < 0 else "watching"
     folder = os.open(os.path.dirname(os.__file__), os.O_RDONLY)
     try:
         fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_ACCESS)
@@ -69,5 +72,6 @@ def test_no_sandbox_holds_a_lock_or_watch_another_could_see(jail: bool):
                     isolation=isolation, allow_root=True)
     found = [codec.decode(outcome.value) if outcome.status == "ok" else (outcome.status, outcome.error)
              for outcome in ran.outcomes]
-    assert found == [{"flock": "not held", "ofd lock": "not held", "inotify": errno.EPERM, "dnotify": errno.EPERM},
+    assert found == [{"flock": "not held", "ofd lock": "not held", "inotify": errno.EPERM,
+                      "fanotify": errno.EPERM, "dnotify": errno.EPERM},
                      3]

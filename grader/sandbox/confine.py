@@ -430,10 +430,13 @@ _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
 # notebook's hidden cases could hand their inputs to another student's public case running beside them, bit by bit.
 # Locks are pretended in every mode: flock and fcntl's F_SETLK, F_SETLKW, F_OFD_SETLK and F_OFD_SETLKW succeed and lock
 # nothing (a notebook's sqlite3 or a library's lock file works as alone, as it is), so no sandbox ever holds a lock
-# another could see; watches are refused (EPERM): inotify and fcntl's F_NOTIFY and F_SETLEASE (no notebook watches
-# files). What stays shared: the page cache and the CPUs (README "What is not protected").
+# another could see; watches are refused (EPERM): inotify, fanotify and fcntl's F_NOTIFY and F_SETLEASE (no notebook
+# watches files). fanotify needs no privilege since Linux 5.13 (FAN_REPORT_FID, inode marks): a case's mark on os.py
+# heard another process's reads of it, in a jail and as an unused uid (/tmp/incheck/s22/fan_sbx.py), as inotify did.
+# What stays shared: the page cache and the CPUs (README "What is not protected").
 _FLOCK = {"x86_64": 73, "aarch64": 32}
-_INOTIFY_CALLS = {"x86_64": (253, 254, 294), "aarch64": (26, 27)}   # inotify_init(1), inotify_add_watch
+# inotify_init, inotify_init1, inotify_add_watch; fanotify_init (a mark needs its descriptor)
+_INOTIFY_CALLS = {"x86_64": (253, 254, 294, 300), "aarch64": (26, 27, 262)}
 _LOCKS = (6, 7, 37, 38)       # fcntl's F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW: pretended
 _WATCHES = (1024, 1026)       # fcntl's F_SETLEASE, F_NOTIFY: refused
 # System V IPC (msg*, sem*, shm*) and POSIX message queues (mq_open), refused wherever the sandbox shares the host's
