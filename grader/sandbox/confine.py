@@ -429,10 +429,12 @@ _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
 # watch on a stdlib file heard every open and read of it by another jail (/tmp/redteam/s22/flock2.py, I.py), so a
 # notebook's hidden cases could hand their inputs to another student's public case running beside them, bit by bit.
 # Locks are pretended in every mode: flock and fcntl's F_SETLK, F_SETLKW, F_OFD_SETLK and F_OFD_SETLKW succeed and lock
-# nothing (a notebook's sqlite3 or a library's lock file works as alone, as it is), so no sandbox ever holds a lock
-# another could see; watches are refused (EPERM): inotify, fanotify and fcntl's F_NOTIFY and F_SETLEASE (no notebook
-# watches files). fanotify needs no privilege since Linux 5.13 (FAN_REPORT_FID, inode marks): a case's mark on os.py
-# heard another process's reads of it, in a jail and as an unused uid (/tmp/incheck/s22/fan_sbx.py), as inotify did.
+# nothing (a notebook's sqlite3 or a library's lock file works as alone within one process, as it is; several
+# processes of one notebook sharing a database are no longer kept apart: /tmp/incheck/s22/honest_mp.py lost updates,
+# the filter cannot tell a scratch file from a shared one), so no sandbox ever holds a lock another could see;
+# watches are refused (EPERM): inotify, fanotify and fcntl's F_NOTIFY and F_SETLEASE (no notebook watches files).
+# fanotify needs no privilege since Linux 5.13 (FAN_REPORT_FID, inode marks): a case's mark on os.py heard another
+# process's reads of it, in a jail and as an unused uid (/tmp/incheck/s22/fan_sbx.py), as inotify did.
 # What stays shared: the page cache and the CPUs (README "What is not protected").
 _FLOCK = {"x86_64": 73, "aarch64": 32}
 # inotify_init, inotify_init1, inotify_add_watch; fanotify_init (a mark needs its descriptor)
