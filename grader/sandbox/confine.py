@@ -426,15 +426,15 @@ _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
 # What two sandboxes graded at once share is the host's files, read-only but the same inodes (the interpreter's trees,
 # /usr), and a file's locks and watches belong to its inode, whatever mount or namespace reaches it: one sandbox held
 # flock(LOCK_EX) on the standard library's os.py and another, a jail of its own, saw it held with LOCK_NB; an inotify
-# watch on a stdlib file heard every open and read of it by another jail (/tmp/redteam/s22/flock2.py, I.py), so a
+# watch on a stdlib file heard every open and read of it by another jail (tests/test_hostile_channels.py), so a
 # notebook's hidden cases could hand their inputs to another student's public case running beside them, bit by bit.
 # Locks are pretended in every mode: flock and fcntl's F_SETLK, F_SETLKW, F_OFD_SETLK and F_OFD_SETLKW succeed and lock
 # nothing (a notebook's sqlite3 or a library's lock file works as alone within one process, as it is; several
-# processes of one notebook sharing a database are no longer kept apart: /tmp/incheck/s22/honest_mp.py lost updates,
-# the filter cannot tell a scratch file from a shared one), so no sandbox ever holds a lock another could see;
+# processes of one notebook sharing a database are no longer kept apart: three forked writers lost updates, the
+# filter cannot tell a scratch file from a shared one), so no sandbox ever holds a lock another could see;
 # watches are refused (EPERM): inotify, fanotify and fcntl's F_NOTIFY and F_SETLEASE (no notebook watches files).
 # fanotify needs no privilege since Linux 5.13 (FAN_REPORT_FID, inode marks): a case's mark on os.py heard another
-# process's reads of it, in a jail and as an unused uid (/tmp/incheck/s22/fan_sbx.py), as inotify did.
+# process's reads of it, in a jail and as an unused uid, as inotify did (tests/test_hostile_channels.py).
 # What stays shared: the page cache and the CPUs (README "What is not protected").
 _FLOCK = {"x86_64": 73, "aarch64": 32}
 # inotify_init, inotify_init1, inotify_add_watch; fanotify_init (a mark needs its descriptor)
@@ -447,7 +447,7 @@ _WATCHES = (1024, 1026)       # fcntl's F_SETLEASE, F_NOTIFY: refused
 # grader root), a segment made with mode 0666 outlives the sandbox (no namespace ends with it, no uid's files are
 # swept for it) and every later sandbox reads it: a hidden case's inputs reached the public case of a later sandbox
 # (another student's, the reload before the student's own second runs, the next submission graded on that machine;
-# /tmp/redteam/s21/ipc.py, Landlock on: it does not cover IPC), and what it held stayed on the host for good. A jail
+# Landlock on: it does not cover IPC), and what it held stayed on the host for good. A jail
 # has its own IPC namespace, which dies with it.
 _IPC_CALLS = {"x86_64": (29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240),
               "aarch64": (186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 180)}
