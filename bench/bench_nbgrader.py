@@ -10,8 +10,9 @@ hash), and prints the wall time per submission of `nbgrader autograde` and of `g
 workers, and their ratio. nbgrader runs one kernel per notebook, serially, as `nbgrader autograde` does.
 Ours is timed as a TA runs it, a new `grader grade` process, so its start-up (interpreter, imports, rubric,
 plan from the cache, workers) is in the time; the script also prints where our CPU went (the grader's
-processes, the sandboxes, the students' cases: see treecpu.py), the machine's load when it started, that
-start-up alone and an unchanged regrade of the same class.
+processes, the sandboxes, the students' cases: see treecpu.py), the notebooks' own code on the same cases
+(owncode.py: the floor, which no grader goes below), the machine's load when it started, that start-up alone and
+an unchanged regrade of the same class.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 
 import idle
+import owncode
 import treecpu
 
 REPO = Path(__file__).resolve().parents[1]
@@ -179,6 +181,24 @@ def startup(root: Path) -> tuple[float, list[float]]:
     return interpreter, json.loads(done.stdout)
 
 
+def own_code(paths: list[Path], cache: Path) -> owncode.OwnCode:
+    """The class's own code (owncode.py: each notebook's load and own runs in a fork of this process, no
+    isolation, no second run), run before this process starts any thread (owncode forks it). The plan is built
+    here into the run's cache, as `grader kit` would (its expected values are then found cached)."""
+    from grader.plan.cases import build_plan
+    from grader.rubric.schema import load_rubric
+    return owncode.own_code(paths, build_plan(load_rubric(RUBRIC), cache))
+
+
+def floor(own: owncode.OwnCode, allowed: float, total: float | None, n: int) -> str:
+    """What the notebooks' own code takes of what a target allows (`allowed` s of CPU): the rest is all the
+    grader may spend (its processes, the sandboxes beyond the code, the second runs with isolated helpers)."""
+    spent = f" (this run spent {total - own.cpu:.2f} s on them)" if total is not None else ""
+    return (f"  the notebooks' own code alone (owncode.py: load and own runs in this process, no second run): "
+            f"{own.cpu:.2f} s of CPU = {1000 * own.cpu / n:.0f} ms per submission, which leaves "
+            f"{allowed - own.cpu:.2f} s for the rest{spent}")
+
+
 def by_example(results: Path) -> str:
     """The results' own seconds summed per bundled example (studentNNN is CALM[NNN % len(CALM)]), slowest first:
     which kinds of notebook the batch's time goes to."""
@@ -212,6 +232,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="puzzle-grader-bench-nbgrader-"))
     try:
         paths = build_course(root, args.submissions)
+        own = own_code(paths, root / "cache")
         nbgrader = run_nbgrader(python, root / "course", args.submissions)
         tree, summary = run_ours(paths, root, args.jobs)
         ours = tree.wall
@@ -231,6 +252,7 @@ def main() -> None:
         print(treecpu.beyond(tree))
         print(waited.line())
         print(treecpu.budget(nbgrader / 30, tree.total, cases, "30x"))
+        print(floor(own, nbgrader / 30 * (os.cpu_count() or 1), tree.total, n))
         print(f"  results' seconds per example, summed: {kinds}")
         cpu = f"of the grader {again.grader:.2f} s" if again.total is None or again.sandbox is None else \
             f"{again.total:.2f} s (grader {again.grader:.2f} s, sandboxes {again.sandbox:.2f} s)"
