@@ -75,3 +75,43 @@ def test_no_sandbox_holds_a_lock_or_watch_another_could_see(jail: bool):
     assert found == [{"flock": "not held", "ofd lock": "not held", "inotify": errno.EPERM,
                       "fanotify": errno.EPERM, "dnotify": errno.EPERM},
                      3]
+
+
+# The machine's counters a procfs shows beside the processes: every sandbox's at once, whatever its namespaces. One
+# jail's case held 200 descriptors open and another jail read /proc/sys/fs/file-nr 200 +- 15 higher; 60 threads moved
+# /proc/loadavg's count by 60 (100 of 100 bits right at 100 ms a bit, load 6-8). What honest code reads of them still
+# works: the CPUs it may use, the load (sysinfo(2), not a file), its own process's files.
+COUNTERS = r'''
+import os
+MACHINE = ("/proc/sys/fs/file-nr", "/proc/sys/fs/inode-nr", "/proc/sys/fs/dentry-state", "/proc/sys/fs/aio-nr",
+           "/proc/loadavg", "/proc/stat", "/proc/meminfo", "/proc/vmstat", "/proc/pressure/cpu", "/proc/locks",
+           "/proc/interrupts", "/proc/uptime", "/proc/sys/kernel/random/entropy_avail")
+
+def counters():
+    found = {}
+    for path in MACHINE:
+        try:
+            with open(path, "rb") as counter:
+                found[path] = len(counter.read())
+        except OSError as error:
+            found[path] = error.errno
+    return found
+
+def honest():
+    with open("/proc/self/status", "rb") as status:
+        mine = status.read().startswith(b"Name:")
+    cpus = os.cpu_count() == len(os.sched_getaffinity(0))
+    return [mine, cpus, len(os.getloadavg()), sorted(os.listdir("/proc"))[-2:]]
+'''
+
+
+@pytest.mark.skipif(not detect().namespaces, reason="no user namespaces here: rlimits mode shares the host's procfs")
+def test_a_jail_reads_no_counter_of_the_machine_in_its_procfs():
+    ran = run_cases([statement(COUNTERS, kind="other")],
+                    [CaseRequest(id="counters#0", code="counters()", timeout=20.0),
+                     CaseRequest(id="honest#0", code="honest()", timeout=20.0)],
+                    isolation=detect(), allow_root=True)
+    found = [codec.decode(outcome.value) if outcome.status == "ok" else (outcome.status, outcome.error)
+             for outcome in ran.outcomes]
+    assert found[0] == dict.fromkeys(found[0], errno.ENOENT)
+    assert found[1] == [True, True, 3, ["self", "thread-self"]]

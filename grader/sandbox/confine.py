@@ -338,7 +338,7 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
                          ("stderr", "/proc/self/fd/2"), ("shm", "/tmp")):
         os.symlink(target, f"{new}/dev/{name}")
     os.makedirs(new + "/proc")
-    _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount_proc(new + "/proc")
     _check(_libc.umount2(old.encode(), MNT_DETACH), "umount old root")
     os.rmdir(old)
     os.chdir(new)
@@ -348,9 +348,54 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+# The jail's procfs shows its processes only (`subset=pid`, Linux >= 5.8): the machine's counters in the rest of a
+# procfs are every sandbox's at once, whatever its namespaces. Two jails graded at once (one's hidden cases, another
+# student's public case) talked through them: a case holding 200 descriptors open moved /proc/sys/fs/file-nr by
+# 200 +- 15 for the other to read, and 60 threads /proc/loadavg's count by 60 (binary, 100 ms a bit, load 6-8 on 2
+# cores: 100 of 100 bits right, 10 bits/s; the counts are exact enough to carry several bits a reading); likewise
+# inode-nr, dentry-state, aio-nr, /proc/stat's forks and times, meminfo, vmstat, pressure, interrupts, /proc/locks.
+# Honest code keeps what it reads there: os.cpu_count() (glibc falls back to the CPUs it may use),
+# os.getloadavg() and sysconf's memory (sysinfo(2), which is not a file: see README "Isolation and trust").
+# forbid_user_namespaces writes the one sysctl the jail needs through a descriptor of a full procfs of its own,
+# mounted first and covered at once (_SYSCTL: closed by that write, before any student code).
+_SYSCTL: list = []
+
+
+def _mount_proc(target):
+    """This pid namespace's procfs at `target`, its processes only where the kernel can (else all of it, as before);
+    a descriptor of the full one's /proc/sys kept in _SYSCTL for forbid_user_namespaces."""
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    _mount("proc", target, "proc", flags)
+    forget_sysctl()
+    _SYSCTL.append(os.open(target + "/sys", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+    try:
+        _mount("proc", target, "proc", flags, "subset=pid")
+    except JailError as error:
+        if error.errno != errno.EINVAL:   # a kernel before 5.8 does not know the option: the full procfs stays
+            raise
+
+
+def forget_sysctl():
+    """No descriptor of the covered procfs stays open (forbid_user_namespaces closes it; this, whatever happened)."""
+    while _SYSCTL:
+        os.close(_SYSCTL.pop())
+
+
 def forbid_user_namespaces():
-    """No namespace below this one: the student can never gain capabilities (and mount a tmpfs) again."""
-    write_small("/proc/sys/user/max_user_namespaces", b"0")
+    """No namespace below this one: the student can never gain capabilities (and mount a tmpfs) again. Written in the
+    namespace this process is in now (sysctl resolves user/ by the caller's), through _SYSCTL where the jail's procfs
+    hides /proc/sys."""
+    if not _SYSCTL:
+        write_small("/proc/sys/user/max_user_namespaces", b"0")
+        return
+    try:
+        fd = os.open("user/max_user_namespaces", os.O_WRONLY | os.O_CLOEXEC, dir_fd=_SYSCTL[0])
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
+    finally:
+        forget_sysctl()
 
 
 class _CapHeader(ctypes.Structure):

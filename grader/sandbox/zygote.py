@@ -241,6 +241,7 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, handoff=
             facts["scheduling"] = f"free: {str(error)[:200]}"
         if handoff is not None:   # closed before any student code, whatever happened above
             handoff.close()
+        confine.forget_sysctl()   # the covered procfs's /proc/sys (forbid_user_namespaces closed it already)
         runtime.start(request_fd, response_fd, config, facts, jailed=True)
     except BaseException as error:  # noqa: BLE001 - whatever went wrong, this process must end here
         try:
