@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 
@@ -317,3 +318,125 @@ def test_a_prefetching_sandbox_is_torn_down_after_it_closes_and_leaves_nothing()
         assert not any(group.exists() for group in groups)
     finally:
         process._drop_spares()
+
+
+TWO_CPUS = pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                              reason="one CPU: nothing to start a spare beside")
+CPUS_SEEN = "import os\ndef cpus():\n    return sorted(os.sched_getaffinity(0))\n"
+
+
+@pytest.fixture
+def lone_worker(monkeypatch):
+    """This process as a lone worker on a machine of two CPUs or more (executor.worker_cpus, aside_cpus): its
+    sandboxes keep to its first CPU, its spare children start on the others. Spares are dropped after."""
+    from grader.sandbox import process
+    allowed = sorted(os.sched_getaffinity(0))
+    monkeypatch.setattr(process, "_CHILD_CPUS", allowed[:1])
+    monkeypatch.setattr(process, "_STARTER_CPUS", set(allowed[1:]))
+    yield allowed
+    process._drop_spares()
+
+
+@TWO_CPUS
+def test_a_lone_workers_spare_starts_on_the_spare_cpu_and_grades_on_the_workers(lone_worker, monkeypatch):
+    """The spare's making (the jail, the runtime's start: ~3 ms of CPU a notebook) runs on the CPU no worker keeps
+    to, beside the current student's cases; once ready the zygote moves it to the worker's CPU, so the next
+    student's load, cases and forks run there as any sandbox's do (cpuclock.waits_by_choice)."""
+    from grader.sandbox import process, supervisor
+    kept, asked = statements(CPUS_SEEN), CaseRequest("cpus#1", "cpus()", timeout=30.0)
+    assert codec.decode(run_cases(kept, [asked], prefetch=True).outcomes[0].value) == lone_worker[:1]
+    (spare,) = process._SPARES.values()
+    waiting = spare.result(timeout=120)
+    assert os.sched_getaffinity(waiting.process.pid) == set(lone_worker[:1])
+    assert codec.decode(run_cases(kept, [asked], prefetch=True).outcomes[0].value) == lone_worker[:1]   # in it
+    process.settle()
+    assert waiting.process.poll() is not None
+    # Where it started: without the zygote's move it stays on the spare CPU.
+    monkeypatch.setattr(supervisor.Zygote, "keep", lambda self, pid, cpus: None)
+    unmoved = process._spawn(process.detect(), ProcessLimits(), [], start_on=lone_worker[1:])
+    try:
+        assert os.sched_getaffinity(unmoved.process.pid) == set(lone_worker[1:])
+    finally:
+        process._discard(unmoved)
+
+
+def test_the_zygote_moves_only_its_own_children():
+    """The zygote's `keep` names a pid: any other process than a child it started and has not reaped is refused
+    (a pid it does not reap could be anyone's by then), and nothing is moved."""
+    from grader.sandbox import supervisor
+    mine = os.sched_getaffinity(0)
+    with Sandbox(statements(CPUS_SEEN), {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        zygote = supervisor.zygote()
+        for stranger in (os.getpid(), zygote.process.pid, 1):
+            with pytest.raises(supervisor.SpawnError, match="not a child"):
+                zygote.keep(stranger, [min(mine)])
+        assert sandbox.process is not None
+        zygote.keep(sandbox.process.pid, sorted(mine))   # its own child: kept to where it is
+    assert os.sched_getaffinity(0) == mine
+
+
+@TWO_CPUS
+def test_a_finished_sandbox_is_moved_to_the_spare_cpu_before_it_is_killed(lone_worker):
+    """A lone worker's finished sandbox dies on the CPU no worker keeps to (its exit, memory and namespaces torn
+    down, ~2 ms of CPU a notebook, off the CPU grading the next student): every process of its group is moved,
+    none outside it."""
+    from grader.sandbox import process
+    child = process._spawn(process.detect(), ProcessLimits(), [])
+    try:
+        with Sandbox(statements(CPUS_SEEN), {}, ProcessLimits(), prefetch=True, spare_next=False) as sandbox:
+            sandbox.load()
+            asked = case("cpus()", timeout=30)
+            assert codec.decode(sandbox.run_exercise([asked], (), None, time.monotonic() + 60)[0].value) == \
+                lone_worker[:1]
+            group = sandbox.pids or sandbox.cpu or sandbox.memory
+            if group is None:
+                pytest.skip("no cgroup holds the sandbox here")
+            members = [int(pid) for pid in (group.path / "cgroup.procs").read_text().split()]
+            assert members and group.move_members(set(lone_worker[1:])) == len(members)
+            assert all(os.sched_getaffinity(pid) == set(lone_worker[1:]) for pid in members)
+            jail = sandbox.process
+        assert os.sched_getaffinity(child.process.pid) == set(lone_worker[:1])   # not in that group: as it was
+        assert os.sched_getaffinity(0) == set(lone_worker)
+    finally:
+        process._discard(child)
+    process.settle()
+    assert jail is not None and jail.poll() is not None
+
+
+LOOKS_FOR_THE_SPARE = '''import os, signal
+def look(pid):
+    seen = {"procs": sorted(int(name) for name in os.listdir("/proc") if name.isdigit())}
+    for what, act in (("status", lambda: open(f"/proc/{pid}/status").read()),
+                      ("cpus", lambda: os.sched_setaffinity(pid, {0})),
+                      ("kill", lambda: os.kill(pid, signal.SIGKILL))):
+        try:
+            act()
+            seen[what] = "done"
+        except OSError as error:
+            seen[what] = type(error).__name__
+    return seen
+'''
+
+
+@TWO_CPUS
+def test_a_hostile_notebook_cannot_reach_the_next_students_spare(lone_worker):
+    """The next student's sandbox is started (on the spare CPU) while this one's cases run: a notebook that is
+    told its host pid still cannot see it, move it or kill it, and the next student is graded in it."""
+    from grader.sandbox import process
+    asked = CaseRequest("cpus#1", "cpus()", timeout=30.0)
+    with Sandbox(statements(LOOKS_FOR_THE_SPARE), {}, ProcessLimits(), prefetch=True) as sandbox:
+        sandbox.load()
+        (spare,) = process._SPARES.values()
+        waiting = spare.result(timeout=120)
+        pid = waiting.process.pid
+        [looked] = sandbox.run_exercise([case("look(__v0)", timeout=30, __v0=pid)], (), None, time.monotonic() + 60)
+        seen = codec.decode(looked.value)
+        if sandbox.isolation.namespaces:   # its own pid namespace: the number is no process of its
+            assert pid not in seen["procs"] and seen["status"] == "FileNotFoundError", seen
+            assert seen["kill"] == "ProcessLookupError", seen
+    assert waiting.process.poll() is None and os.sched_getaffinity(pid) == set(lone_worker[:1]), seen
+    ran = run_cases(statements(CPUS_SEEN), [asked], prefetch=True, spare_next=False)
+    assert codec.decode(ran.outcomes[0].value) == lone_worker[:1]
+    process.settle()
+    assert waiting.process.poll() is not None   # it graded the next student, and went with that sandbox

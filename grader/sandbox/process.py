@@ -1735,8 +1735,8 @@ def memory_cgroup_bytes(isolation: Isolation, limits: ProcessLimits) -> int:
 
 def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str], scratch: str | None,
             pids: PidsGroup | None, group: MemoryGroup | None = None, cpu: CpuGroup | None = None,
-            preload: Sequence[str] = ()) -> dict[str, Any]:
-    """What the zygote's child needs to know: plain data, sent as JSON."""
+            preload: Sequence[str] = (), cpus: Sequence[int] = ()) -> dict[str, Any]:
+    """What the zygote's child needs to know: plain data, sent as JSON. `cpus`: where it starts (else _cpus())."""
     memory = limits.memory_mb * 1024 * 1024
     if isolation.namespaces:   # the scratch is a tmpfs: what it holds is memory, in the same budget
         memory = max(memory // 2, memory - limits.disk_mb * 1024 * 1024)
@@ -1745,7 +1745,7 @@ def _config(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[st
         "protect": supervisor.protected_pids() if not isolation.namespaces and os.geteuid() != 0 else [],
         "scratch_bytes": limits.disk_mb * 1024 * 1024, "scratch_files": limits.files,
         "cgroup_procs": [each.procs for each in (pids, group, cpu) if each is not None], "hide": list(hide_paths),
-        "cover": list(hide_paths), "preload": list(preload), "cpus": _cpus(),
+        "cover": list(hide_paths), "preload": list(preload), "cpus": list(cpus) or _cpus(),
         "limits": {"memory_bytes": memory, "cpu_seconds": limits.cpu_seconds,
                    "file_bytes": min(limits.file_mb, limits.disk_mb) * 1024 * 1024, "open_files": limits.open_files,
                    "processes": limits.processes if pids is None else limits.processes + NPROC_ROOM}}
@@ -1792,8 +1792,10 @@ def _starter_thread() -> None:
 
 
 def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str],
-           preload: Sequence[str] = ()) -> _Child:
-    """Have the zygote fork a child, jailed where the machine allows, and wait until it is ready."""
+           preload: Sequence[str] = (), start_on: Sequence[int] = ()) -> _Child:
+    """Have the zygote fork a child, jailed where the machine allows, and wait until it is ready. `start_on`: the
+    CPUs it starts on, where they are not the worker's (a spare, on the CPU no worker keeps to: _order_spare);
+    once ready it is moved to the worker's (_cpus), before anything of a student's runs in it."""
     made = time.monotonic()
     scratch = None if isolation.namespaces else supervisor.make_temp_folder("submission-")
     pids = None
@@ -1822,7 +1824,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
     try:
         zygote = supervisor.zygote()
         queued = 0.0 if zygote.born >= made else zygote.queued()
-        process = zygote.spawn(_config(isolation, limits, hide_paths, scratch, pids, memory, cpu, preload),
+        process = zygote.spawn(_config(isolation, limits, hide_paths, scratch, pids, memory, cpu, preload, start_on),
                                [request_read, response_write, output])
         waited = max(0.0, zygote.queued() - queued)
     except (SpawnError, OSError) as error:
@@ -1838,7 +1840,9 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
         ready = reader.read(time.monotonic() + RUNTIME_SECONDS * 2)
         if ready.get("op") != "ready":
             raise wire.FrameError("not a ready frame")
-    except (wire.Timeout, wire.Closed, wire.FrameError) as error:
+        if start_on and sorted(start_on) != _cpus():
+            zygote.keep(process.pid, _cpus())
+    except (wire.Timeout, wire.Closed, wire.FrameError, SpawnError) as error:
         process.kill()
         process.wait(timeout=5)
         process.close()
@@ -1875,7 +1879,11 @@ def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_p
     with _SPARES_LOCK:
         if key in _SPARES:
             return
-        _SPARES[key] = _starter().submit(_spawn, isolation, limits, list(hide_paths), tuple(preload))
+        # Started on the starter's CPU where it has one of its own (keep_children_to): the jail's making and the
+        # runtime's start (~3 ms of CPU a Taoistic notebook) then run beside the worker's current child, not on its
+        # CPU; ready, it is moved there (_spawn).
+        _SPARES[key] = _starter().submit(_spawn, isolation, limits, list(hide_paths), tuple(preload),
+                                         sorted(_STARTER_CPUS) if _CHILD_CPUS else [])
 
 
 def _answering(isolate: Sequence[str], methods: Mapping[str, Any] | None) -> frozenset[tuple[str, str]]:
@@ -1931,6 +1939,9 @@ def _take_spare(key: tuple, preload: Sequence[str] = ()) -> _Child | None:
 
 
 def _discard(child: _Child) -> None:
+    group = child.pids or child.cpu or child.memory
+    if _STARTER_CPUS and _CHILD_CPUS and group is not None:   # its exit runs beside the worker, not on its CPU
+        group.move_members(_STARTER_CPUS)
     child.process.kill()
     child.process.wait(timeout=5)
     child.process.close()

@@ -336,6 +336,21 @@ class Zygote:
         return Jail(int(reply["pid"]), received[0], status_read, seen_read, preload=tuple(
             str(name) for name in preload) if isinstance(preload, list) else ())
 
+    def keep(self, pid: int, cpus: list[int]) -> None:
+        """Have the zygote keep its ready child `pid` to `cpus` from now on (zygote.Zygote.keep); SpawnError if
+        it could not (the child is then not to be used: it would run where the worker does not)."""
+        try:
+            with self.lock:
+                socket.send_fds(self.socket, [json.dumps({"op": "keep", "pid": pid, "cpus": cpus}).encode()], [])
+                data, received, _, _ = socket.recv_fds(self.socket, 1 << 16, 2)
+        except OSError as error:
+            raise SpawnError(f"the zygote is gone: {error}") from None
+        for fd in received:
+            os.close(fd)
+        reply = json.loads(data) if data else {"error": "the zygote closed its socket"}
+        if reply.get("kept") is not True:
+            raise SpawnError(str(reply.get("error", "not kept")))
+
     def stop(self) -> None:
         """Close the socket: the zygote kills every child it started (and sweeps their uids), then exits."""
         try:

@@ -5,10 +5,11 @@ It never imports `grader` or a reference: it preloads the runtime (with codec, w
 spawn request asks for it (see preload), and waits for
 spawn requests on a SOCK_SEQPACKET socket. A request carries the child's configuration as JSON and its
 descriptors (request pipe, response pipe, output file, exit-status pipe, refusals pipe); the reply carries a
-pidfd of the child, so the grader can kill it without ever naming a pid that may have been reused. The exit-status
-pipe stays with the zygote, which writes the child's status there once it has reaped it, and so does the refusals
-pipe: the zygote answers each call the child's seccomp filter refused (a user notification, see notified) and
-writes its kind there.
+pidfd of the child, so the grader can kill it without ever naming a pid that may have been reused. A keep request
+moves a ready child to the worker's CPUs (Zygote.keep: a spare is started beside the worker, see process._spawn).
+The exit-status pipe stays with the zygote, which writes the child's status there once it has reaped it, and so
+does the refusals pipe: the zygote answers each call the child's seccomp filter refused (a user notification, see
+notified) and writes its kind there.
 
 The chain, each link dying with the one before it (PR_SET_PDEATHSIG):
 
@@ -466,6 +467,24 @@ class Zygote:
                 self.elsewhere[pidfd] = elsewhere
         return pid, pidfd
 
+    def keep(self, pid, cpus):
+        """Keep child `pid`, started and ready, to `cpus` from now on (its next load, cases and forks run there).
+
+        A worker with a CPU to spare starts its next sandbox there (the spare: its jail's making costs the CPU
+        that grades the current student nothing), and moves it to its own CPU once it is ready, before any of
+        the student's code runs in it: its forks then inherit the worker's CPUs, as cpuclock.waits_by_choice
+        expects. Done here, not by the grader: only this process reaps its children, so `pid` is the child's
+        until this returns (a child that ended meanwhile is a zombie: its pid is not anyone else's yet). The
+        runtime is one thread until student code runs (affinity is a thread's): a child of more is refused."""
+        if type(pid) is not int or not isinstance(cpus, list) or not cpus or \
+                not all(type(cpu) is int for cpu in cpus) or not any(p == pid for p, *_ in self.children.values()):
+            raise ValueError("not a child of this zygote's to keep")
+        with open(f"/proc/{pid}/status", "rb") as status:
+            threads = next((line.split()[1] for line in status if line.startswith(b"Threads:")), b"")
+        if threads != b"1":
+            raise ValueError(f"the child runs {threads.decode(errors='replace') or 'no'} threads")
+        os.sched_setaffinity(pid, cpus)
+
     def stop_all(self):
         for pidfd in list(self.children):
             try:
@@ -510,6 +529,13 @@ class Zygote:
                 request = json.loads(data)
                 if request.get("op") == "stop":
                     return
+                if request.get("op") == "keep":
+                    for fd in fds:
+                        os.close(fd)
+                    fds = []
+                    self.keep(request.get("pid"), request.get("cpus"))
+                    socket.send_fds(self.control, [b'{"kept": true}'], [])
+                    continue
                 if len(fds) != 5:
                     raise ValueError("a spawn needs five descriptors")
                 pid, pidfd = self.spawn(request["config"], fds)
