@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -78,6 +79,9 @@ def _grade_batch(args: argparse.Namespace) -> int:
         for path in missing:
             print(f"{path}: no such file or folder", file=sys.stderr)
         return 2
+    for path in args.paths:   # a device or a pipe (`grade /dev/null`) was "no such file or folder", and exit 1
+        if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+            raise UsageError(f"{path}: neither a file nor a folder (give notebooks, zips or folders of them)")
     _check_rubric(args.rubric)
     _check_folder(args.out, "--out")
     if args.gradescope:
@@ -124,9 +128,12 @@ def _grade_batch(args: argparse.Namespace) -> int:
                                           "CPU past the submission's time, even moved; not the students' mistakes). "
                                           "The next run grades them again"),
                           style="magenta", highlight=False, markup=False)
+    named = {row.student for row in rows if row.state == "failed"}   # the table's notes gave these their reason
     for student in batch.failed:
-        out.console.print(f"[red]{student}[/]: the grader could not finish this submission: {batch.reasons[student]}",
-                      highlight=False)
+        if student not in named:    # --quiet, or a failure the machine caused: not recorded, not in the table
+            from rich.markup import escape
+            out.console.print(f"[red]{escape(terminal(student))}[/]: the grader could not finish this submission: "
+                              f"{escape(terminal(batch.reasons[student]))}", highlight=False)
     out.line(summary_line(batch, args.out, rows))
     changed = grade_change_line(batch.gradebook, batch.rubric, started)
     if changed:
@@ -195,6 +202,19 @@ def _check_rubric(path: str) -> None:
         raise UsageError(f"{path}: no such rubric file")
     if not rubric.is_file():
         raise UsageError(f"{path}: a rubric is a YAML file, and this is {_kind(rubric)}")
+    if _starts_a_kit(rubric):   # read as a rubric, a kit is two hundred lines of unknown keys
+        raise UsageError(f"{path}: a student kit (made by grader kit), not a rubric; a kit is for grader check --kit")
+
+
+def _starts_a_kit(path: Path) -> bool:
+    """The file is a student kit: grader kit writes its kind first (kit.KIT_KIND, not imported: `grade` checks its
+    rubric before its imports)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(256)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"kind": "puzzle-grader-kit"' in head
 
 
 def _check_folder(path: str, option: str) -> None:
@@ -323,7 +343,7 @@ def _report(args: argparse.Namespace) -> int:
     _check_results(args.results)
     _check_folder(args.out, "--out")
     chosen = _formats(args.format, args.annotated)
-    template = _template(args)
+    template = _template(args) or _guessed_template(args.results)
     # With a gradebook: TA overrides applied, and a student's reports made from the same are kept (stamps).
     reading = (Reading(Classroom(Path(args.results)), report_context(args.notebooks, template, args.hidden_details))
                if _gradebook_beside(args.results) is not None else None)
@@ -411,23 +431,41 @@ def _template(args: argparse.Namespace) -> Path | None:
     return None
 
 
-def _classroom(args: argparse.Namespace, **more: Any) -> Classroom:
-    """The class of a results folder as the class outputs read it. Without --template or --rubric, the
-    template of rubrics/<assignment>.yaml is used when there is one."""
-    from grader.report.class_outputs import Classroom
-    from grader.report.class_outputs import iter_class
-    template = _template(args)
-    if template is None:
-        first = next(iter(iter_class(args.results)), None)
-        guess = Path("rubrics") / f"{first.rubric}.yaml" if first is not None else None
-        if guess is not None and guess.is_file():
-            from grader.rubric.schema import RubricError, load_rubric
+def _guessed_template(results: str) -> Path | None:
+    """Without --template or --rubric: the template of the rubric the folder was graded with (its `.assignment`
+    mark names it), else of rubrics/<assignment>.yaml under the current folder. Only the second was tried, so run
+    from anywhere but the course's folder the class outputs counted the template's code as every student's (the
+    similarity of the class) and the reports called given code the student's. A guess that does not load, or is
+    another assignment's, is no template: nothing is said, none is used."""
+    import json
+    from grader.intake.gather import RESULTS_MARK
+    from grader.rubric.schema import RubricError, load_rubric
+    try:
+        mark = json.loads((Path(results) / RESULTS_MARK).read_text(encoding="utf-8"))
+        assignment, graded = str(mark["assignment"]), Path(str(mark.get("rubric") or ""))
+    except (OSError, ValueError, TypeError, KeyError):
+        from grader.report.class_outputs import iter_class
+        first = next(iter(iter_class(results)), None)
+        if first is None:
+            return None
+        assignment, graded = first.rubric, Path()
+    for guess in (graded, Path("rubrics") / f"{assignment}.yaml"):
+        if guess.name and guess.is_file():
             try:
-                template = load_rubric(guess).template
+                rubric = load_rubric(guess)
             except RubricError:
-                template = None      # a guess that does not load is no template: say nothing, use none
-            else:
-                print(f"template: {template} (from {guess}; --template or --rubric to choose another)")
+                continue
+            if rubric.assignment == assignment and rubric.template is not None:
+                print(f"template: {rubric.template} (from {guess}; --template or --rubric to choose another)")
+                return rubric.template
+    return None
+
+
+def _classroom(args: argparse.Namespace, **more: Any) -> Classroom:
+    """The class of a results folder as the class outputs read it, with the template the folder was graded with
+    unless --template or --rubric names one (_guessed_template)."""
+    from grader.report.class_outputs import Classroom
+    template = _template(args) or _guessed_template(args.results)
     notebooks = getattr(args, "notebooks", None)
     return Classroom(Path(args.results), notebooks=Path(notebooks) if notebooks else None, template=template,
                      title=getattr(args, "title", None), threshold=getattr(args, "threshold", 0.6), **more)
@@ -471,10 +509,54 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gradebook_file(path: str) -> str:
+    """A results folder given where a gradebook is asked for (`merge other/results --into results`): its
+    gradebook.sqlite. The folder was "no such gradebook file", or a folder --into could not write."""
+    from grader.intake.gather import RESULTS_MARK
+    folder = Path(path)
+    if folder.is_dir() and any((folder / name).is_file() for name in ("gradebook.sqlite", RESULTS_MARK)):
+        return str(folder / "gradebook.sqlite")
+    return path
+
+
+def _assignments_of(gradebook: Path) -> list[str]:
+    """The assignments a gradebook file holds results of, read without writing to it. One that cannot be read is a
+    usage mistake before the target is made (a merge of a notebook given by mistake left an empty gradebook)."""
+    import sqlite3
+    try:
+        with contextlib.closing(sqlite3.connect(gradebook.resolve().as_uri() + "?mode=ro", uri=True)) as db:
+            return [rubric for (rubric,) in db.execute("SELECT DISTINCT rubric FROM submissions ORDER BY rubric")]
+    except sqlite3.Error as error:
+        raise UsageError(f"{gradebook}: not a gradebook of grader grade ({error})") from None
+
+
+def _check_merge(into: Path, others: Sequence[Path]) -> None:
+    """Before the target is made or touched: every gradebook merged in is there, and a results folder's gradebook
+    takes only its own assignment's results (`grade` refuses to mix them; a merge of another assignment's
+    gradebook wrote a CSV of both, two `correct` rows under two sets of columns, for the LMS)."""
+    import json
+    from grader.intake.gather import RESULTS_MARK
+    for other in others:
+        _check_file(str(other), "a gradebook")
+    held_by = {other: _assignments_of(other) for other in others}
+    try:
+        held = json.loads((into.parent / RESULTS_MARK).read_text(encoding="utf-8"))["assignment"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return   # no results folder's gradebook: a gradebook of several assignments is allowed
+    for other in others:
+        foreign = [assignment for assignment in held_by[other] if assignment != held]
+        if foreign:
+            raise UsageError(f"{other}: holds results of {', '.join(foreign)}, and {into.parent} is a results folder "
+                             f"of {held}; merge it into that assignment's results folder (--into)")
+
+
 def _merge(args: argparse.Namespace) -> int:
     from grader.store import overrides
     from grader.store.gradebook import merge_files
+    args.into = _gradebook_file(args.into)
+    args.gradebooks = [_gradebook_file(other) for other in args.gradebooks]
     _check_target(args.into, "--into")
+    _check_merge(Path(args.into), [Path(other) for other in args.gradebooks])
     for other, merged_results in merge_files(Path(args.into), [Path(other) for other in args.gradebooks]):
         print(f"{other}: {merged_results} results merged into {args.into}")
     for other in args.gradebooks:
@@ -562,6 +644,8 @@ def _check(args: argparse.Namespace) -> int:
         _check_rubric(args.rubric)
     else:
         _check_file(args.kit, "--kit")
+        if Path(args.kit).suffix.lower() in (".yaml", ".yml"):   # was "not JSON: Expecting value"
+            raise UsageError(f"{args.kit}: a rubric (YAML), not a student kit: give it as --rubric {args.kit}")
     if Path(args.notebook).is_dir():   # a student's folder: the notebook grade would take among its files
         args.notebook = _graded_in(args.notebook, args)
     _check_file(args.notebook, "the notebook")

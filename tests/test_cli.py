@@ -123,6 +123,122 @@ def test_a_zip_members_result_and_reason_name_the_zip_never_the_graders_temporar
             in flat(similar.stdout + similar.stderr)), similar.stdout + similar.stderr
 
 
+def test_an_lms_export_keeps_a_row_for_every_student_it_names_and_skips_none_of_them(tmp_path: Path,
+                                                                                     grader_cache: Path) -> None:
+    """A Canvas export where one student's upload is a zip that does not open, one handed in a PDF, one an empty
+    notebook: each keeps a row at zero saying why (the zip's student had none: only a "skipped" line, and the CSV
+    imported into the LMS left their grade as it was), and none of their files is also counted "skipped"."""
+    import csv
+    import zipfile
+    export = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.write(REPO / CORRECT, "smithjohn_12345_67890_lab.ipynb")
+        archive.writestr("hugoli_12346_67891_lab.zip", b"not a zip at all")
+        archive.writestr("leebob_12347_67892_report.pdf", b"%PDF-1.4")
+        archive.writestr("kimann_12348_67893_lab.ipynb", b"")
+    out = tmp_path / "results"
+    done = run("grade", str(export), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 submissions: 1 graded, 3 unreadable, 0 failed, 0 unchanged; 0 skipped" in done.stdout, done.stdout
+    with open(out / "gradebook.csv", encoding="utf-8", newline="") as file:
+        students = {row["student"] for row in csv.DictReader(file)}
+    assert students == {"smithjohn_12345", "hugoli_12346", "leebob_12347", "kimann_12348"}
+    hugo = json.loads((out / "hugoli_12346.json").read_text(encoding="utf-8"))
+    assert hugo["state"] == "unreadable"
+    assert "hugoli_12346_67891_lab.zip (not a readable zip archive" in hugo["warnings"][0]["text"]
+    table = run("grade", str(export), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert "skipped:" not in table.stdout, table.stdout
+    assert "hugoli_12346: unreadable:" in flat(table.stdout)
+
+
+def test_a_notebook_of_another_assignment_is_named_and_exits_3_on_every_run(tmp_path: Path,
+                                                                             grader_cache: Path) -> None:
+    """The first run named it and exited 3; the rerun, finding it unchanged, exited 0 without a word, so a TA who
+    ran the class twice (or a script that only saw the second run) took its zero for the student's."""
+    import shutil
+    other = str(shutil.copy(REPO / "assignments/sliding-3x3/submissions/correct.ipynb", tmp_path / "sliding.ipynb"))
+    out = tmp_path / "results"
+    common = ("--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    for quiet in ((), ("--quiet",), ()):
+        done = run("grade", CORRECT, other, *common, *quiet)
+        assert done.returncode == 3, (quiet, done.stdout, done.stderr)
+        assert "does not look like taoistic-search" in done.stdout, done.stdout
+        assert "1 of 2 submissions do not look like taoistic-search" in flat(done.stdout)
+    assert "0 graded, 0 unreadable, 0 failed, 2 unchanged" in flat(done.stdout)
+    assert run("grade", CORRECT, other, *common, "--allow-mismatch").returncode == 0
+
+
+def test_a_pipe_in_the_class_folder_is_that_students_unreadable_row_and_never_read(tmp_path: Path,
+                                                                                   grader_cache: Path) -> None:
+    """A FIFO named lab.ipynb in a student's folder (an archive extracted by hand can make one): reading it waits
+    for a writer that never comes, and the whole batch hung."""
+    import shutil
+    klass = tmp_path / "class"
+    (klass / "alice").mkdir(parents=True)
+    os.mkfifo(klass / "alice" / "lab.ipynb")
+    shutil.copy(REPO / CORRECT, klass / "bob.ipynb")
+    out = tmp_path / "results"
+    done = run("grade", str(klass), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "alice: unreadable:" in flat(done.stdout) and "not a regular file" in flat(done.stdout)
+    assert json.loads((out / "bob.json").read_text(encoding="utf-8"))["total"] == 30
+
+
+def test_class_outputs_run_outside_the_course_folder_leave_out_the_template_the_class_was_graded_with(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """Two students who handed in the template unchanged share only given code. From the course's folder the
+    template was found (rubrics/<assignment>.yaml); from anywhere else it was not, and similarity flagged the pair at
+    100 %. The results folder's mark names the rubric it was graded with: its template is used."""
+    import shutil
+    template = REPO / "assignments/taoistic-search/template.ipynb"
+    for name in ("ann", "bob"):
+        shutil.copy(template, tmp_path / f"{name}.ipynb")
+    out = tmp_path / "results"
+    done = run("grade", str(tmp_path / "ann.ipynb"), str(tmp_path / "bob.ipynb"), "--rubric", RUBRIC, "--out",
+               str(out), "--cache", str(grader_cache), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    similar = subprocess.run([sys.executable, "-m", "grader", "similarity", str(out), "--out", "s.html"],
+                             cwd=elsewhere, capture_output=True, text=True, timeout=within(600))
+    assert similar.returncode == 0, similar.stderr
+    assert f"template: {template} (from {REPO / RUBRIC};" in similar.stdout
+    assert "0 at or above 0.6" in similar.stdout, similar.stdout
+
+
+class _Stopped:
+    """The local pool, with every worker stopped by its watchdog (a submission that hung its worker): the first
+    student's failure is recorded, the second's is the machine's (reported, not recorded, tried again)."""
+
+    def __init__(self, setup, jobs=None, watchdog_seconds=None, plan=None) -> None:
+        pass
+
+    def run(self, jobs):
+        from grader.run.executor import Done
+        for n, job in enumerate(sorted(jobs, key=lambda job: job.student)):
+            yield Done(job, None, f"worker stopped {n}", record=n == 0)
+
+
+def test_a_student_the_grader_could_not_finish_is_named_once_with_the_reason(tmp_path: Path, capsys,
+                                                                            monkeypatch, grader_cache: Path) -> None:
+    """The table's notes named a failed student with the reason, and a red line below named them again."""
+    from grader.cli import main
+    from grader.run import executor
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(executor, "LocalPool", _Stopped)
+    common = [CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", str(tmp_path / "results"), "--cache",
+              str(grader_cache)]
+    assert main(["grade", *common]) == 1
+    shown = flat(capsys.readouterr().out)
+    assert shown.count("worker stopped 0") == 1 and shown.count("worker stopped 1") == 1, shown
+    assert "correct: failed: worker stopped 0" in shown
+    assert "move-dir-transposed: the grader could not finish this submission: worker stopped 1" in shown
+    assert main(["grade", *common, "--force", "--quiet"]) == 1
+    shown = flat(capsys.readouterr().out)
+    assert "correct: the grader could not finish this submission: worker stopped 0" in shown, shown
+    assert "move-dir-transposed: the grader could not finish this submission: worker stopped 1" in shown
+
+
 def test_the_table_of_a_regrade_names_the_students_whose_exported_score_a_ta_override_changed(
         tmp_path: Path, grader_cache: Path) -> None:
     """The table shows automatic scores; the CSV, Gradescope and the reports the overridden ones. The TA who reran
@@ -190,6 +306,29 @@ def test_merging_another_results_folders_gradebook_rewrites_the_csv_and_brings_i
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "feedback" / "move-dir-transposed.html").read_text(encoding="utf-8")
     assert "<h3>Your code</h3>" in page and "move_dir" in page
+
+
+def test_a_results_folder_merges_in_only_its_own_assignments_gradebook(tmp_path: Path, grader_cache: Path) -> None:
+    """Another assignment's gradebook merged into a results folder made its CSV (the LMS's import) a file of both:
+    two `correct` rows under two sets of columns. It is refused before anything is touched, as `grade` refuses to
+    mix them; results folders are taken for their gradebooks, and a file that is no gradebook makes no target."""
+    taoistic, sliding = tmp_path / "taoistic", tmp_path / "sliding"
+    for out, notebook, rubric in ((taoistic, CORRECT, RUBRIC), (sliding, "assignments/sliding-3x3/submissions/"
+                                                                 "correct.ipynb", "rubrics/sliding-3x3.yaml")):
+        done = run("grade", notebook, "--rubric", rubric, "--out", str(out), "--cache", str(grader_cache), "--quiet")
+        assert done.returncode == 0, done.stderr
+    before = (taoistic / "gradebook.csv").read_bytes()
+    refused = run("merge", str(sliding / "gradebook.sqlite"), "--into", str(taoistic / "gradebook.sqlite"))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip() == (f"{sliding / 'gradebook.sqlite'}: holds results of sliding-3x3, and {taoistic} is"
+                                      f" a results folder of taoistic-search; merge it into that assignment's results "
+                                      f"folder (--into)")
+    assert (taoistic / "gradebook.csv").read_bytes() == before
+    merged = run("merge", str(taoistic), "--into", str(tmp_path / "both.sqlite"))   # a plain gradebook: any
+    assert merged.returncode == 0, merged.stderr
+    assert run("merge", str(sliding), "--into", str(tmp_path / "both.sqlite")).returncode == 0
+    not_one = run("merge", CORRECT, "--into", str(tmp_path / "never.sqlite"))
+    assert not_one.returncode == 2 and "not a gradebook" in not_one.stderr and not (tmp_path / "never.sqlite").exists()
 
 
 # ------------------------------------------------------------------------------------------------ check
@@ -506,6 +645,8 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["grade", CORRECT, "--rubric", os.devnull, "--out", str(tmp / "o")],
          f"{os.devnull}: a rubric is a YAML file, and this is neither a file nor a folder"),
         (["check", CORRECT, "--kit", os.devnull], f"{os.devnull}: --kit must be a file, and this is neither"),
+        # A device among what is graded: "no such file or folder" of a path that is there, and exit 1.
+        (["grade", os.devnull, "--rubric", RUBRIC, "--out", str(tmp / "o")], f"{os.devnull}: neither a file nor"),
         # A file that is no notebook: `check` graded it, 13 failing exercises and exit 1, for a mistyped name.
         (["check", str(a_file), "--rubric", RUBRIC], str(a_file)),
     ]

@@ -719,3 +719,20 @@ def test_the_kit_carries_the_given_code_so_a_library_user_checks_as_graded(tmp_p
     h1 = result.exercise("h1")
     assert h1.cases and all(c.status == "pass" for c in h1.cases), [(c.status, c.message) for c in h1.cases]
     assert any(w.subject == "Problem, Node" for w in result.warnings)
+
+
+def test_a_kit_given_as_the_rubric_or_a_rubric_as_the_kit_is_one_line_naming_the_swap(kit_path: Path, tmp_path: Path,
+                                                                                       capsys) -> None:
+    """`check --rubric kit.json` printed two hundred lines of unknown rubric keys, and `check --kit rubric.yaml`
+    "not JSON: Expecting value": options swapped are one line saying which is which, exit 2, nothing written."""
+    from grader.cli import main
+    notebook = str(SUBMISSIONS / "correct.ipynb")
+    for argv, said in ((["check", notebook, "--rubric", str(kit_path)], "a student kit (made by grader kit), not a "
+                                                                         "rubric"),
+                       (["grade", notebook, "--rubric", str(kit_path), "--out", str(tmp_path / "out")], "not a rubric"),
+                       (["check", notebook, "--kit", str(RUBRIC)], f"{RUBRIC}: a rubric (YAML), not a student kit: "
+                                                                   f"give it as --rubric {RUBRIC}")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, (argv, err)
+    assert not (tmp_path / "out").exists()

@@ -66,6 +66,9 @@ MAX_DIRECTORY_BYTES = 8 * 1024 * 1024
 # upload) can hold a link to a classmate's notebook (taking it, and leaving the classmate without a row) or to the
 # course's reference (graded as the student's own and copied into their results). A path the TA names is followed.
 LINKED = "a symbolic link, not followed (a link can name a classmate's notebook or a course file); hand in the file"
+# A pipe, socket or device among the class's files: reading a pipe waits for a writer that never comes (a FIFO named
+# lab.ipynb in a student's folder hung the whole batch), and a device's bytes are no hand-in.
+NOT_REGULAR = "not a regular file (a pipe, socket or device), not read"
 _CHUNK = 1024 * 1024
 _LOCAL_HEADER = 30                      # the smallest local file header (no name, no extra field), in bytes
 
@@ -166,7 +169,7 @@ def convention(name: str, lms: bool = False) -> Callable[[Convention], Conventio
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_file_?$")
 MOODLE_FILE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_file_(?P<original>.+)$")
 # Moodle's other submission plugins (online text, comments) are never notebooks.
-MOODLE_OTHER = re.compile(r"^.+?_\d+_assignsubmission_(?!file_)[a-z]+_")
+MOODLE_OTHER = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?!file_)(?P<plugin>[a-z]+)_")
 # Canvas squeezes "Last First" to lowercase letters; ids are database ids (3+ digits, so that a plain
 # "hw_1_2_final.ipynb" is not taken for a Canvas name).
 CANVAS_FILE = re.compile(
@@ -650,6 +653,8 @@ class _Collector:
             self._take_folder(path, self._walk(path), walked=True)
         elif path.is_file():
             self._take_direct(path)
+        elif os.path.exists(text):
+            self.problems.append(f"{text}: {NOT_REGULAR}")
         else:
             self.problems.append(f"{text}: no such file or folder")
 
@@ -687,7 +692,8 @@ class _Collector:
                 # The folder given is a results folder too (`grade . --out .`): its students are graded, the
                 # copies and shared values the grader keeps there are not.
                 dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
-            dirs[:] = sorted(d for d in dirs if not _skipped_name(d) and not is_workdir(os.path.join(folder, d)))
+            # (Moodle's other plugins' folders are entered: their files name a student, see _moodle_other)
+            dirs[:] = sorted(d for d in dirs if not _debris(d) and not is_workdir(os.path.join(folder, d)))
             found.extend(Path(folder, name) for name in sorted(names))
         return found
 
@@ -704,10 +710,11 @@ class _Collector:
         if not linked:              # a refused link never takes the file it names (a glob through a linked folder)
             self.seen.add(key)
         when = datetime.fromtimestamp(info.st_mtime).strftime("%Y-%m-%d %H:%M:%S")
+        why = LINKED if linked else NOT_REGULAR if not stat.S_ISREG(info.st_mode) else ""
 
         def refused() -> Path:
-            raise _Problem(LINKED)
-        return _Item(place, str(path), info.st_size, info.st_mtime, when, refused if linked else lambda: path)
+            raise _Problem(why)
+        return _Item(place, str(path), info.st_size, info.st_mtime, when, refused if why else lambda: path)
 
     def _take_direct(self, path: Path) -> None:
         above = os.path.basename(os.path.realpath(path.parent))
@@ -742,6 +749,10 @@ class _Collector:
         for item in items:
             inner = item.place.parts[len(item.place.parts) - item.place.inside:]
             if _skipped(inner):
+                other = _moodle_other(inner)
+                if other is not None:
+                    self.unusable.append(_Unusable(other[0], item.source, f"Moodle's {other[1]} submission, not a "
+                                                                          f"notebook", stray=True))
                 continue
             name = item.place.name
             suffix = _suffix(name)
@@ -827,21 +838,21 @@ class _Collector:
         of an upload were handed in when it was (`handed`): their own dates are the student's clock."""
         directory = _directory_bytes(path)
         if directory > MAX_DIRECTORY_BYTES:
-            self.problems.append(f"{label}: a member list of {directory:,} bytes, more than the "
-                                 f"{MAX_DIRECTORY_BYTES:,} one archive may have; archive not read")
+            self._refused_archive(label, f"a member list of {directory:,} bytes, more than the "
+                                         f"{MAX_DIRECTORY_BYTES:,} one archive may have; archive not read", upload)
             return
         try:
             archive = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as error:
-            self.problems.append(f"{label}: not a readable zip archive ({error})")
+            self._refused_archive(label, f"not a readable zip archive ({error})", upload)
             return
         with archive:
             members = self._members(archive, label)
             wanted = sum(1 for parts, _ in members
                          if not _skipped(parts) and _suffix(parts[-1]) in (*NOTEBOOK_SUFFIXES, ARCHIVE_SUFFIX))
             if wanted > MAX_MEMBERS:
-                self.problems.append(f"{label}: {wanted:,} notebook, script and zip members, more than the "
-                                     f"{MAX_MEMBERS:,} one archive may hold; archive not read")
+                self._refused_archive(label, f"{wanted:,} notebook, script and zip members, more than the "
+                                             f"{MAX_MEMBERS:,} one archive may hold; archive not read", upload)
                 return
             if upload is None and fallback is not None and not any(
                     identify(Place(parts, len(parts))).convention in ("canvas", "moodle") for parts, _ in members):
@@ -857,6 +868,14 @@ class _Collector:
             if upload is not None:
                 items = [replace(item, handed=handed) for item in items]
             self._take_items(items, level, upload, direct=False)
+
+    def _refused_archive(self, label: str, reason: str, upload: Owner | None) -> None:
+        """A zip that is not read. A student's upload (`upload`, its owner) is that student's file: an LMS's
+        student whose only hand-in it was keeps a row at zero saying why (a Canvas `smith_..._lab.zip` that did
+        not open was only "skipped", and the CSV had no row for them)."""
+        self.problems.append(f"{label}: {reason}")
+        if upload is not None:
+            self.unusable.append(_Unusable(upload, label, reason, stray=False))
 
     def _members(self, archive: zipfile.ZipFile, label: str) -> list[tuple[tuple[str, ...], zipfile.ZipInfo]]:
         """The archive's files with safe relative paths; unsafe, linked and repeated names are problems."""
@@ -900,8 +919,15 @@ class _Collector:
     def finish(self, defines: Defines | None = None) -> Intake:
         self.candidates, apart = _apart(self.candidates)
         found = {(c.owner.convention, c.owner.student) for c in self.candidates}
-        strays = self._stray_problems(found)
-        self.candidates.extend(self._handed_nothing(found))
+        nothing = self._handed_nothing(found)
+        # A student given a row for handing in nothing gradable has each file and why in that row: the same files
+        # are no "skipped" line too (one student counted twice, and skipped counted files that were graded zero).
+        rowed = {(c.owner.convention, c.owner.student) for c in nothing}
+        told = {f"{u.source}: {u.reason}" for u in self.unusable
+                if not u.stray and (u.owner.convention, u.owner.student) in rowed}
+        problems = [problem for problem in self.problems if problem not in told]
+        strays = self._stray_problems(found | rowed)
+        self.candidates.extend(nothing)
         groups: dict[tuple[str, str], list[_Candidate]] = {}
         candidates, named = self._named()
         for candidate in candidates:
@@ -919,7 +945,7 @@ class _Collector:
             if note:
                 notes.append(note)
         entries.sort(key=lambda e: e.student)
-        return Intake(tuple(entries), tuple(self.problems + strays),
+        return Intake(tuple(entries), tuple(problems + strays),
                       tuple(self.worksheets + named + sorted(notes) + apart + id_notes))
 
     def _stray_problems(self, found: set[tuple[str, str]]) -> list[str]:
@@ -945,7 +971,9 @@ class _Collector:
         for owner, source, reason, _ in self.unusable:
             key = (owner.convention, owner.student)
             if owner.convention in LMS_EXPORTS and key not in found:
-                why.setdefault(key, (owner, []))[1].append((source, reason))
+                files = why.setdefault(key, (owner, []))[1]
+                if all((_member(source), reason) != (_member(seen), said) for seen, said in files):
+                    files.append((source, reason))   # one file reached twice (the export and its extracted folder)
         return [_Candidate(owner, self.workdir / "unreadable" / safe_id(files[0][0]), files[0][0], "", 0.0, "",
                            "handed in no notebook or script to grade: "
                            + "; ".join(f"{_member(source)} ({reason})" for source, reason in files))
@@ -1144,7 +1172,25 @@ def _kept_by_the_grader(path: Path) -> bool:
 
 
 def _skipped_name(name: str) -> bool:
-    return name.startswith(".") or name in SKIPPED_FOLDERS or bool(MOODLE_OTHER.match(name))
+    return _debris(name) or bool(MOODLE_OTHER.match(name))
+
+
+def _debris(name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_FOLDERS
+
+
+def _moodle_other(parts: Sequence[str]) -> tuple[Owner, str] | None:
+    """The student and plugin of a file of Moodle's other submission plugins (`Dee Ra_2104_assignsubmission_
+    onlinetext_/onlinetext.html`): never a notebook, but a student whose only hand-in it is keeps a row (they had
+    none, and were named nowhere)."""
+    if any(_debris(part) for part in parts):
+        return None
+    for part in parts:
+        match = MOODLE_OTHER.match(part)
+        if match:
+            named = f"{match['name']}_{match['id']}"
+            return Owner(safe_id(named), "moodle", lms_id=match["id"], former=_former(named)), match["plugin"]
+    return None
 
 
 def _skipped(parts: Sequence[str]) -> bool:

@@ -50,7 +50,8 @@ class Batch:
     failed: list[str] = field(default_factory=list)       # the grader could not finish these (see their reasons)
     failed_before: list[str] = field(default_factory=list)  # unchanged, and their stored result is still `failed`
     reasons: dict[str, str] = field(default_factory=dict)  # student -> why it failed
-    mismatch: dict[str, str] = field(default_factory=dict)  # student -> "does not look like <assignment>" (graded now)
+    mismatch: dict[str, str] = field(default_factory=dict)  # student -> "does not look like <assignment>" (now, or
+                                                            # unchanged since: a rerun exits 3 as the first run did)
     problems: list[str] = field(default_factory=list)     # intake: unreadable entries, skipped
     notes: list[str] = field(default_factory=list)        # intake: decisions such as several notebooks
     levels: Counter[str] = field(default_factory=Counter)  # isolation level -> this batch's students with it
@@ -112,6 +113,18 @@ def _recorded_path(path: str | Path, source: str, extracted: Path) -> str:
     absolute, `/course/export.zip:smithjohn_12345_67890_lab.ipynb`."""
     resolved = Path(path).resolve()
     return os.path.abspath(source) if resolved.is_relative_to(extracted) else str(resolved)
+
+
+def _mismatch_before(book: Gradebook, assignment: str, row: ScoreRow) -> str:
+    """An unchanged student's stored "does not look like the assignment" (judge.grading.mismatch_note), so a rerun
+    names that notebook and exits 3 again: it said nothing and exited 0. Its result is read only where the note can
+    be (over half the exercises scored 0: an absent function scores nothing), so a class that did its work reads
+    none."""
+    zeros = sum(1 for score in row.scores.values() if not score)
+    if row.state != "graded" or len(row.scores) < 2 or 2 * zeros <= len(row.scores):
+        return ""
+    result = book.result(row.student, assignment)
+    return result.mismatch if result is not None else ""
 
 
 def _row(result: SubmissionResult) -> ScoreRow:
@@ -380,6 +393,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     batch.unchanged += 1
                     if previous.state == "failed":   # not retried unless forced, and said so
                         batch.failed_before.append(student)
+                    mismatch = _mismatch_before(book, rubric.assignment, previous)
+                    if mismatch:
+                        batch.mismatch[student] = mismatch
                     if _undated(entry):
                         if previous.late:
                             batch.notes.append(f"{student}: nothing given this run says when {source} was handed "
