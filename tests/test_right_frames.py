@@ -55,6 +55,30 @@ def test_a_result_frame_heard_before_is_not_parsed_again_and_judged_the_same(pla
     assert verdicts(second) == verdicts(first)
 
 
+def test_the_frames_around_each_exercise_heard_before_are_not_parsed_again(plan, monkeypatch):
+    """Every exercise request is framed by the fork's `forked` and `exited` (26 requests a Taoistic notebook): the
+    same few bytes for every notebook (`exited` of a fork that goes on; `forked` with a pid of the child's own pid
+    namespace), parsed once per worker as result frames are, and judged the same."""
+    from grader.sandbox.isolation import detect
+    monkeypatch.setattr(process, "_HEARD", SizedMemo(process._HEARD.limit))
+    ops: list[str] = []
+    parse = frames.parse
+
+    def counted(message, *bounds):
+        ops.append(message.get("op"))
+        return parse(message, *bounds)
+    monkeypatch.setattr(frames, "parse", counted)
+    first = grade_path(CORRECT, plan, support_sources(plan))
+    assert ops.count("exited") >= 1 and ops.count("forked") >= 1
+    ops.clear()
+    second = grade_path(CORRECT, plan, support_sources(plan))
+    assert "exited" not in ops, ops
+    if detect().namespaces:   # elsewhere a fork's pid is the host's, another for every fork
+        assert "forked" not in ops, ops
+    assert [(c.id, c.status, c.got) for e in second.exercises for c in e.cases] == \
+        [(c.id, c.status, c.got) for e in first.exercises for c in e.cases]
+
+
 def test_the_memo_of_heard_frames_keeps_no_more_than_its_bytes():
     memo: SizedMemo[bytes, int] = SizedMemo(10)
     memo.put(b"a", 1, 4)

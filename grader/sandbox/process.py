@@ -1269,11 +1269,14 @@ class Sandbox:
 
 # Result frames parsed before, by their bytes: the same bytes parse to the same message, so a class's many equal
 # answers to a case the judge must check (a search's path, a run's output) are parsed once per worker, and the
-# judge meets the very value again (its memo by identity). Only what the parent parses, never sent to a child.
-# Bounded in bytes (a parsed frame of small lists costs ~30 times its bytes), oldest out.
+# judge meets the very value again (its memo by identity). Likewise the `forked` and `exited` that frame every
+# exercise request (two of each notebook's 26 Taoistic requests: ~6 us each to parse, the same few bytes for every
+# notebook, a fork's pid in its own pid namespace being one of a few). Only what the parent parses, never sent to a
+# child. Bounded in bytes (a parsed frame of small lists costs ~30 times its bytes), oldest out.
 _HEARD_FRAME = 16 * 1024          # a larger frame is parsed every time
 _HEARD: SizedMemo[bytes, tuple[frames.Bounds, frames.Message]] = SizedMemo(512 * 1024)
-_RESULT_HEAD = b'{"op":"result",'   # how the runtime writes a result frame (any other spelling is parsed)
+# How the runtime writes the frames kept there (any other spelling is parsed every time).
+_HEARD_HEADS = (b'{"op":"result",', b'{"op":"forked",', b'{"op":"exited",')
 
 
 def skipped_after_timeouts(cases: Sequence[CaseRequest], timeouts: int) -> list[Outcome]:
@@ -1297,9 +1300,9 @@ def with_timeouts_left(cases: Sequence[CaseRequest], max_timeouts: int, timeouts
 
 
 def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
-    """The frame's message (frames.Invalid or wire.FrameError when it does not fit); a result frame heard before
-    is taken from _HEARD."""
-    if len(body) > _HEARD_FRAME or not body.startswith(_RESULT_HEAD):
+    """The frame's message (frames.Invalid or wire.FrameError when it does not fit); a result, forked or exited
+    frame heard before is taken from _HEARD."""
+    if len(body) > _HEARD_FRAME or not body.startswith(_HEARD_HEADS):
         return frames.parse(wire.parse_body(body), bounds)
     known = _HEARD.get(body)
     if known is not None and known[0] == bounds:
