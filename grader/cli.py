@@ -100,13 +100,15 @@ def _grade_batch(args: argparse.Namespace) -> int:
                             gradebook=Path(args.gradebook) if args.gradebook else None, force=args.force,
                             dask=args.dask, gradescope=Path(args.gradescope) if args.gradescope else None,
                             on_start=progress.start, on_result=progress.result)
+    # Every line below is one line however long (soft_wrap): rich wrapped them at 160 columns outside a terminal,
+    # so a logged note or reason broke mid-path and a grep for the student found half of it.
     if not args.quiet:
         from rich.markup import escape
         console = out.console
         for problem in batch.problems:   # they quote file names: any byte, any markup
-            console.print(f"[yellow]skipped:[/] {escape(terminal(problem))}", highlight=False)
+            console.print(f"[yellow]skipped:[/] {escape(terminal(problem))}", highlight=False, soft_wrap=True)
         for note in batch.notes:
-            console.print(f"note: {terminal(note)}", highlight=False, markup=False)
+            console.print(f"note: {terminal(note)}", highlight=False, markup=False, soft_wrap=True)
     if not batch.students:
         out.console.print("no submissions found", style="yellow")
         return 1
@@ -118,39 +120,41 @@ def _grade_batch(args: argparse.Namespace) -> int:
         print_rows(rows, out.console, reasons, overridden)
         if args.gradescope:
             out.console.print(f"Gradescope results.json files of the whole class in {args.gradescope}/",
-                          highlight=False)
+                          highlight=False, soft_wrap=True)
     if batch.grader_problems:
         out.console.print(not_judged_line(batch.grader_problems, "grader problem (a check or reference helper of the "
                                           "rubric crashed; not the students' mistakes). Fix the rubric, then regrade "
-                                          "with --force"), style="magenta", highlight=False, markup=False)
+                                          "with --force"), style="magenta", highlight=False, markup=False,
+                          soft_wrap=True)
     if batch.busy:
         out.console.print(not_judged_line(batch.busy, "the machine was too busy (it kept the grading waiting for a "
                                           "CPU past the submission's time, even moved; not the students' mistakes). "
                                           "The next run grades them again"),
-                          style="magenta", highlight=False, markup=False)
+                          style="magenta", highlight=False, markup=False, soft_wrap=True)
     named = {row.student for row in rows if row.state == "failed"}   # the table's notes gave these their reason
     for student in batch.failed:
         if student not in named:    # --quiet, or a failure the machine caused: not recorded, not in the table
             from rich.markup import escape
             out.console.print(f"[red]{escape(terminal(student))}[/]: the grader could not finish this submission: "
-                              f"{escape(terminal(batch.reasons[student]))}", highlight=False)
+                              f"{escape(terminal(batch.reasons[student]))}", highlight=False, soft_wrap=True)
     out.line(summary_line(batch, args.out, rows))
     changed = grade_change_line(batch.gradebook, batch.rubric, started)
     if changed:
-        out.console.print(terminal(changed), style="cyan", highlight=False, markup=False)
+        out.console.print(terminal(changed), style="cyan", highlight=False, markup=False, soft_wrap=True)
     attacked = incident_line(batch.gradebook, batch.rubric, batch.students,
                              forgiven_in(batch.gradebook, batch.rubric) if batch.gradebook is not None else None)
     if attacked:
-        out.console.print(terminal(attacked), style="red", highlight=False, markup=False)
+        out.console.print(terminal(attacked), style="red", highlight=False, markup=False, soft_wrap=True)
     for n, line in enumerate(same_file_lines(batch.gradebook, batch.rubric)):
         out.console.print(("warning: " if n == 0 else "") + terminal(line), style="yellow", highlight=False,
-                          markup=False)
+                          markup=False, soft_wrap=True)
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]
     for student in mismatched:
-        out.console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False)
+        out.console.print(f"[red]{student}[/]: {batch.mismatch[student]}", highlight=False, soft_wrap=True)
     if mismatched and not args.allow_mismatch:
         out.console.print(f"{len(mismatched)} of {len(batch.students)} submissions do not look like {batch.rubric}: "
-                      f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False)
+                          f"exiting with an error (--allow-mismatch to accept them)", style="red", highlight=False,
+                          soft_wrap=True)
     return exit_code(batch, args.allow_mismatch)
 
 

@@ -71,14 +71,15 @@ def print_rows(rows: Sequence[ScoreRow], console: Console | None = None, reasons
         if row.state != "graded":
             why = reasons.get(row.student)
             console.print(Text.assemble((terminal(row.student), "yellow"), f": {row.state}: {terminal(why)}" if why
-                                        else f": {row.state} (the reason is in its JSON result)"), highlight=False)
+                                        else f": {row.state} (the reason is in its JSON result)"), highlight=False,
+                          soft_wrap=True)   # one line each, never wrapped: a log is grepped by student
     for result in overridden:   # the CSV, Gradescope and the reports have these scores, not the table's
         from grader.store.overrides import describe
         automatic = result.extra.get("automatic_total", result.total)
         console.print(Text.assemble((terminal(result.submission), "yellow"),
                                     f": {_score(result.total)}/{_score(result.max_total)} with TA overrides "
                                     f"(automatic {_score(automatic)}): {terminal('; '.join(describe(result)))}"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
 
 
 def student_console() -> Console:
