@@ -168,6 +168,29 @@ def test_a_moodle_student_who_handed_in_online_text_only_keeps_a_row_saying_so(t
         assert result.problems == (), source
 
 
+def test_a_canvas_upload_of_only_refused_members_keeps_its_students_row(tmp_path: Path) -> None:
+    """A student's zip whose members are all refused (a link, a '..' path) left the student no row, only
+    "skipped" lines, as a zip that did not open did."""
+    import io
+    import stat
+    import zipfile
+    upload = io.BytesIO()
+    with zipfile.ZipFile(upload, "w") as archive:
+        link = zipfile.ZipInfo("lab.ipynb")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(link, "/etc/passwd")
+        archive.writestr("../escape.ipynb", notebook("out"))
+    export = make_zip(tmp_path / "export.zip", {"smithjohn_12345_67890_lab.zip": upload.getvalue(),
+                                                "doejane_23456_78901_lab.ipynb": notebook("doe")})
+    result = gather([export], tmp_path / "work")
+    students = by_student(result)
+    assert sorted(students) == ["doejane_23456", "smithjohn_12345"]
+    assert students["smithjohn_12345"].problem == (
+        "handed in no notebook or script to grade: lab.ipynb (symbolic link, not extracted); escape.ipynb (unsafe "
+        "member path (absolute or '..'), not extracted)")
+    assert result.problems == ()
+
+
 def test_an_export_given_with_its_extracted_folder_names_each_unusable_file_once(tmp_path: Path) -> None:
     """The zip and the folder it was extracted to, given together: the row of a student who handed in only a PDF
     named it twice, once from each."""

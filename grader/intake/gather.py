@@ -847,7 +847,7 @@ class _Collector:
             self._refused_archive(label, f"not a readable zip archive ({error})", upload)
             return
         with archive:
-            members = self._members(archive, label)
+            members = self._members(archive, label, upload)
             wanted = sum(1 for parts, _ in members
                          if not _skipped(parts) and _suffix(parts[-1]) in (*NOTEBOOK_SUFFIXES, ARCHIVE_SUFFIX))
             if wanted > MAX_MEMBERS:
@@ -877,8 +877,11 @@ class _Collector:
         if upload is not None:
             self.unusable.append(_Unusable(upload, label, reason, stray=False))
 
-    def _members(self, archive: zipfile.ZipFile, label: str) -> list[tuple[tuple[str, ...], zipfile.ZipInfo]]:
-        """The archive's files with safe relative paths; unsafe, linked and repeated names are problems."""
+    def _members(self, archive: zipfile.ZipFile, label: str,
+                 upload: Owner | None = None) -> list[tuple[tuple[str, ...], zipfile.ZipInfo]]:
+        """The archive's files with safe relative paths; unsafe, linked and repeated names are problems, and in a
+        student's `upload` that student's files (an upload of nothing else keeps its row, as a zip that does not
+        open does)."""
         members: list[tuple[tuple[str, ...], zipfile.ZipInfo]] = []
         names: set[tuple[str, ...]] = set()
         for info in archive.infolist():
@@ -887,17 +890,18 @@ class _Collector:
             name = info.filename.replace("\\", "/")
             parts = tuple(part for part in name.split("/") if part not in ("", "."))
             if name.startswith("/") or ".." in parts or not parts or re.match(r"^[A-Za-z]:", parts[0]):
-                self.problems.append(f"{label}:{info.filename}: unsafe member path (absolute or '..'), not extracted")
+                reason = "unsafe member path (absolute or '..'), not extracted"
+            elif stat.S_ISLNK(info.external_attr >> 16):
+                reason = "symbolic link, not extracted"
+            elif parts in names:
+                reason = "the archive holds this name twice; only the first is read"
+            else:
+                names.add(parts)
+                members.append((parts, info))
                 continue
-            if stat.S_ISLNK(info.external_attr >> 16):
-                self.problems.append(f"{label}:{info.filename}: symbolic link, not extracted")
-                continue
-            if parts in names:
-                self.problems.append(f"{label}:{info.filename}: the archive holds this name twice; "
-                                     "only the first is read")
-                continue
-            names.add(parts)
-            members.append((parts, info))
+            self.problems.append(f"{label}:{info.filename}: {reason}")
+            if upload is not None:
+                self.unusable.append(_Unusable(upload, f"{label}:{info.filename}", reason, stray=False))
         return members
 
     def _member_item(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo, parts: tuple[str, ...],
