@@ -16,9 +16,11 @@ def case(code: str) -> CaseRequest:
     return CaseRequest(id=f"c{abs(hash(code)) % 10000}", code=code, timeout=2.0)
 
 
-def exercises(source: str, *calls: str, isolate: tuple[str, ...] = (), oracle=None, more: bool = True) -> list:
+def exercises(source: str, *calls: str, isolate: tuple[str, ...] = (), oracle=None, more: bool = True,
+              restarts: list[int] | None = None) -> list:
     """Each call its own exercise, in one sandbox: the decoded values. `more`: each request but the last says
-    another exercise follows, as grading's own runs do (the fork checks itself before the next request comes)."""
+    another exercise follows, as grading's own runs do (the fork checks itself before the next request comes).
+    `restarts`: gets how many times the sandbox's child was started again."""
     values = []
     with Sandbox([statement(source, count=1, cell=1)], {}, ProcessLimits()) as sandbox:
         sandbox.load()
@@ -27,6 +29,8 @@ def exercises(source: str, *calls: str, isolate: tuple[str, ...] = (), oracle=No
                                            more=more and number < len(calls))[0]
             assert outcome.status == "ok", outcome.error
             values.append(codec.decode(outcome.value))
+        if restarts is not None:
+            restarts.append(sandbox.restarts)
     return values
 
 
@@ -140,6 +144,55 @@ CHANGES = {
                                   "    t = threading.Thread(target=lambda: seen.append(decimal.getcontext().prec))\n"
                                   "    t.start()\n    t.join()\n    return seen[0]\n", 28),
 }
+
+
+# The check reads /proc through descriptors its process opened before any student code ran (pristine.Files). An
+# exercise that puts files of its own at their numbers, shaped as /proc's (a folder of 3 links: "one thread"; for a
+# file, a copy of what it says now: "no children", "the fork is the runtime's only child"), then leaves a thread or
+# a process reading the request pipe, which would take the next request (and its cases) if the check believed
+# them: the next exercise must still come, in a fresh fork.
+FORGE = ("import os, stat, fcntl, threading\n"
+         "def _request():\n"
+         "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+         "        try:\n            kind = os.fstat(fd).st_mode\n        except OSError:\n            continue\n"
+         "        if stat.S_ISFIFO(kind) and not fcntl.fcntl(fd, fcntl.F_GETFL) & 3:\n            return fd\n"
+         "def _forge():\n"
+         "    os.makedirs('forged/one', exist_ok=True)\n"
+         "    assert os.stat('forged').st_nlink == 3\n"
+         "    folder = os.open('forged', os.O_RDONLY | os.O_DIRECTORY)\n"
+         "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+         "        try:\n            target = os.readlink('/proc/self/fd/%d' % fd)\n        except OSError:\n"
+         "            continue\n"
+         "        if not target.startswith('/proc/'):\n            continue\n"
+         "        if target.endswith('/task'):\n            os.dup2(folder, fd)\n"
+         "        if stat.S_ISDIR(os.fstat(fd).st_mode):\n            continue\n"
+         "        copy = os.open('forged/%d' % fd, os.O_RDWR | os.O_CREAT)\n"
+         "        os.write(copy, os.pread(fd, 1 << 16, 0))\n"
+         "        os.dup2(copy, fd)\n        os.close(copy)\n"
+         "    os.close(folder)\n")
+FORGED = {
+    "a thread": FORGE + ("def change():\n    fd = _request()\n    _forge()\n"
+                         "    threading.Thread(target=os.read, args=(fd, 1 << 20), daemon=True).start()\n"
+                         "    return 0\n"
+                         "def look():\n    return threading.active_count()\n"),
+    "a process": FORGE + ("def change():\n    fd = _request()\n    _forge()\n    if os.fork() == 0:\n"
+                          "        os.read(fd, 1 << 20)\n        os._exit(0)\n    return 0\n"
+                          "def look():\n"
+                          "    return len(open('/proc/self/task/%d/children' % os.getpid()).read().split())\n"),
+}
+
+
+@pytest.mark.parametrize("more", [True, False])
+@pytest.mark.parametrize("name", sorted(FORGED))
+def test_an_exercise_that_forges_the_checks_proc_files_cannot_take_the_next_request(name, more):
+    """The forged descriptors are not the files the check opened (fstat: another inode), so it knows no company:
+    the exercise's process ends with what it left, and the next exercise is served by a fresh fork."""
+    source = FORGED[name] + "import os as _os\ndef pid():\n    return _os.getpid()\n"
+    restarts: list[int] = []
+    before, _, after, seen = exercises(source, "pid()", "change()", "pid()", "look()", more=more, restarts=restarts)
+    assert seen == (1 if name == "a thread" else 0)
+    assert before != after
+    assert restarts == [0]   # a request taken by what the exercise left: the parent waits, then starts anew
 
 
 @pytest.mark.parametrize("more", [True, False])

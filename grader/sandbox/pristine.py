@@ -517,12 +517,15 @@ def _loaded(roots: list[Any], own: tuple[Any, ...], cache: Leaves | None) -> Loa
 def _modules(met: set[int], loaded: Loaded) -> list[tuple[int, ...]]:
     """Which modules are loaded, and the bindings (by identity) of those the student's objects reach (`met`:
     modules and module dicts by id): `heapq.heappush` patched shows when the notebook uses heapq. Every
-    module's bindings would cost 25 ms with numpy loaded."""
+    module's bindings would cost 25 ms with numpy loaded. A root's namespace (builtins, reached through every
+    function's `__builtins__`) is left out: the walk reads it whole, by identity too."""
     found: list[tuple[int, ...]] = list(loaded.key)
-    where = loaded.where
+    where, stop = loaded.where, loaded.stop
     bindings = loaded.bindings
     for position in sorted({where[ident] for ident in met if ident in where}):
         module, namespace = loaded.modules[position]
+        if _id(namespace) not in stop:
+            continue
         seen = bindings.get(position)   # the same names bound to the same objects: the same token as then
         if seen is None or not (_same(namespace, seen[0]) and _same(namespace.values(), seen[1])):
             seen = bindings[position] = (list(namespace), list(namespace.values()), (
@@ -543,6 +546,109 @@ def _read(path: str) -> bytes:
     return b"".join(parts)
 
 
+def _pread(fd: int) -> bytes:
+    """A /proc file's text from its start, through a descriptor kept open (a read at offset 0 makes it afresh)."""
+    parts = [os.pread(fd, 65536, 0)]
+    while len(parts[-1]) == 65536:
+        parts.append(os.pread(fd, 65536, 65536 * len(parts)))
+    return b"".join(parts)
+
+
+class Files:
+    """The /proc files a check reads, opened once by an exercise's process as it starts (before any code of the
+    student's runs in it) and read again with pread: by path each cost an open, two reads and a close, and /proc's
+    walk of the path (~4 times a pread; a check read a dozen). A folder's count is its fstat: /proc/PID/task links
+    2 + the process's threads (since Linux 2.6), /proc/PID/fd's size is how many descriptors are open (Linux >=
+    6.2); the first reading (the state as the process starts) lists them as before and learns whether the counts
+    agree here; where they do not, every reading lists them.
+
+    The student's code shares the process and may close any of these descriptors or put another file at its
+    number (dup2, or a close and an open): a file is read only once fstat shows it is still the procfs file opened
+    here (its st_dev and st_ino, recorded at the open; the descriptor holds that inode, so no other file takes its
+    number while it is open). What is not is no company known (`company` None: the process ends, as where /proc
+    cannot be read) or a descriptor changed (`process`: the check says no): a fresh fork, the student's cost."""
+
+    __slots__ = ("counted", "fds", "marks", "pid", "ppid", "threads")
+
+    # name -> (its path, from this process's /proc folder or its parent's, opened as a folder)
+    PATHS = {"task": ("task", False, True), "children": ("task/{pid}/children", False, False),
+             "fd": ("fd", False, True), "statm": ("statm", False, False), "timers": ("timers", False, False),
+             "parent_task": ("task", True, True), "parent_children": ("task/{pid}/children", True, False),
+             "parent_stat": ("stat", True, False), "parent_status": ("status", True, False)}
+
+    def __init__(self, pid: int, ppid: int) -> None:
+        self.pid, self.ppid = pid, ppid
+        self.fds: dict[str, int] = {}
+        self.marks: dict[str, tuple[int, int]] = {}
+        self.threads: bool | None = None   # whether /proc/PID/task's links count its threads here (None: not known)
+        self.counted = False               # whether /proc/PID/fd's size counts the open descriptors here
+
+    @classmethod
+    def open(cls) -> "Files | None":
+        """This process's files (None where one cannot be opened: then every check reads by path, as before)."""
+        files = cls(os.getpid(), os.getppid())
+        try:
+            for name, (path, parents, folder) in cls.PATHS.items():
+                pid = files.ppid if parents else files.pid
+                flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_DIRECTORY if folder else 0)
+                fd = files.fds[name] = os.open(f"/proc/{pid}/{path.format(pid=pid)}", flags)
+                status = os.fstat(fd)
+                files.marks[name] = (status.st_dev, status.st_ino)
+        except OSError:
+            files.close()
+            return None
+        return files
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds.clear()
+
+    def changed(self, descriptors: list[tuple[str, int, int]]) -> bool:
+        """Whether a listing of the open descriptors lacks one of these files, as opened (number and inode)."""
+        listed = set(descriptors)
+        return not all((str(fd), *self.marks[name]) in listed for name, fd in self.fds.items())
+
+    def _status(self, name: str) -> Any:
+        """The file's fstat, once it shows the file is the one opened (OSError otherwise)."""
+        status = os.fstat(self.fds[name])
+        if (status.st_dev, status.st_ino) != self.marks[name]:
+            raise OSError(f"/proc's {name} replaced")
+        return status
+
+    def read(self, name: str) -> bytes:
+        """The file's text, once fstat shows it is the one opened (OSError otherwise)."""
+        self._status(name)
+        return _pread(self.fds[name])
+
+    def links(self, name: str) -> int:
+        """A task folder's threads: its links less its own two."""
+        return int(self._status(name).st_nlink) - 2
+
+    def count(self) -> int:
+        """How many descriptors are open, by the size of /proc/PID/fd (meaningful where `counted`)."""
+        return int(self._status("fd").st_size)
+
+    def company(self) -> tuple[Any, ...]:
+        """As _company reads it by path, where each process has one thread (a fork starts with one; the runtime
+        too, unless the notebook's load left threads there): its one thread's children from the kept file."""
+        if os.getppid() != self.ppid:
+            raise OSError("the runtime is gone")
+        threads = self.links("task") if self.threads else -1
+        children = sorted(self.read("children").split()) if threads == 1 else None
+        parents = self.links("parent_task") if self.threads else -1
+        siblings = sorted(self.read("parent_children").split()) if parents == 1 else None
+        if children is None or siblings is None:   # several threads, or the first reading: each one's children
+            tasks, others = os.listdir("/proc/self/task"), os.listdir(f"/proc/{self.ppid}/task")
+            if self.threads is None:
+                self.threads = self.links("task") == len(tasks) and self.links("parent_task") == len(others)
+            return (len(tasks), _children(self.pid, tasks), _children(self.ppid, others))
+        return (threads, children, siblings)
+
+
 def _children(pid: int, tasks: list[str] | None = None) -> list[bytes] | None:
     """The children of every thread of `pid` (`tasks`: its threads, listed already)."""
     found: list[bytes] = []
@@ -554,31 +660,41 @@ def _children(pid: int, tasks: list[str] | None = None) -> list[bytes] | None:
     return sorted(found)
 
 
-def _parent(pid: int) -> tuple[Any, ...]:
+_PENDING = (b"\nSigPnd:", b"\nShdPnd:")   # the lines of /proc/PID/status that hold its waiting signals
+
+
+def _parent(pid: int, files: Files | None = None) -> tuple[Any, ...]:
     """The runtime as its fork sees it: its pid, its state and the signals waiting for it. A student's kill of
     the runtime is sent before the exercise's last answer but may act later (the runtime waits for a CPU): a
-    fork that went on serving would then die in the middle of the next exercise."""
+    fork that went on serving would then die in the middle of the next exercise. `files`: the kept files, known
+    to be the ones opened (see _process)."""
     try:
-        flags = int(_read(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[6])
-        pending = [line for line in _read(f"/proc/{pid}/status").splitlines()
-                   if line.startswith((b"SigPnd:", b"ShdPnd:"))]
+        if files is not None and pid == files.ppid:
+            stat, status = _pread(files.fds["parent_stat"]), _pread(files.fds["parent_status"])
+        else:
+            stat, status = _read(f"/proc/{pid}/stat"), _read(f"/proc/{pid}/status")
+        flags = int(stat.rsplit(b")", 1)[1].split()[6])
+        pending = [status[at + 1:status.find(b"\n", at + 1)] for at in map(status.find, _PENDING) if at >= 0]
     except (OSError, IndexError, ValueError):
         return (pid,)
     # Not its state letter: just after the fork the runtime may still be running on its way to waitpid.
     return (pid, flags & _PF_EXITING, *pending)
 
 
-def company() -> tuple[Any, ...] | None:
+def company(files: Files | None = None) -> tuple[Any, ...] | None:
     """Who else could read this process's pipes: its other threads, its children and its parent's (an orphan of
-    the student's becomes the runtime's child), as `process` records them; None when /proc cannot be read."""
+    the student's becomes the runtime's child), as `process` records them; None when /proc cannot be read, or
+    one of the kept `files` is no longer the file opened."""
     try:
-        return _company()
+        return _company(files)
     except Exception:  # noqa: BLE001 - as snapshot
         return None
 
 
-def _company() -> tuple[Any, ...]:
+def _company(files: Files | None = None) -> tuple[Any, ...]:
     """company, raising where /proc cannot be read: one reading for both the check and the `process` state."""
+    if files is not None:
+        return files.company()
     tasks = os.listdir("/proc/self/task")   # its threads, counted and asked for their children
     return (len(tasks), _children(os.getpid(), tasks), _children(os.getppid()))
 
@@ -601,30 +717,36 @@ def same_files(state: Any, fds: tuple[int, ...]) -> bool:
     return True
 
 
-def _process(known: tuple[Any, ...] | None) -> dict[str, Any]:
-    """What the process itself carries from one exercise to the next (`known`: its company, read just before)."""
-    threads, children, siblings = known if known is not None else _company()
+def _process(known: tuple[Any, ...] | None, files: Files | None = None,
+             before: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the process itself carries from one exercise to the next (`known`: its company, read just before;
+    `files`: its kept /proc files; `before`: the state this one will be compared with)."""
+    threads, children, siblings = known if known is not None else _company(files)
     umask = os.umask(0o077)
     os.umask(umask)
-    descriptors: list[tuple[Any, ...]] = []
-    for fd in sorted(os.listdir("/proc/self/fd"), key=int):
-        try:
-            status = os.fstat(int(fd))
-            descriptors.append((fd, status.st_dev, status.st_ino))
-        except OSError:
-            descriptors.append((fd,))
+    descriptors = _descriptors(files, before)
+    # The kept files are read only where they are the very files opened: each is among the descriptors recorded
+    # with its inode when the process started (opened just before). Else by path: the state differs anyway.
+    if files is not None:
+        if before is None:   # the state as the process starts: does /proc/PID/fd's size count them here?
+            files.counted = files.count() == len(descriptors)
+            opened = not files.changed(descriptors)
+        else:
+            opened = descriptors == before["descriptors"]
+        files = files if opened else None
     limits = list(map(resource.getrlimit, _RLIMITS))
     # The C function (signal.getsignal makes an enum of each number and handler): each handler by identity, in
     # the order of _SIGNALS.
     handlers = list(map(_id, map(_getsignal, _SIGNALS)))
     timers = [signal.getitimer(which) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)]
-    size = int(_read("/proc/self/statm").split()[0]) * resource.getpagesize()
+    statm = _pread(files.fds["statm"]) if files is not None else _read("/proc/self/statm")
+    size = int(statm.split()[0]) * resource.getpagesize()
     try:   # POSIX timers (timer_create, through ctypes): getitimer does not see them, and one left armed would
-        posix_timers = _read("/proc/self/timers")   # run a handler of the load's in the next exercise
+        posix_timers = _pread(files.fds["timers"]) if files is not None else _read("/proc/self/timers")
     except OSError:   # a kernel without the file: the same answer before and after, as for what pristine never saw
-        posix_timers = b"?"
+        posix_timers = b"?"   # (run a handler of the load's in the next exercise)
     return {
-        "threads": threads, "children": children, "siblings": siblings, "parent": _parent(os.getppid()),
+        "threads": threads, "children": children, "siblings": siblings, "parent": _parent(os.getppid(), files),
         "cwd": os.getcwd(), "umask": umask,
         "descriptors": descriptors,
         "environ": _environment(), "limits": limits, "handlers": handlers,
@@ -632,6 +754,37 @@ def _process(known: tuple[Any, ...] | None) -> dict[str, Any]:
         "group": (os.getpgid(0), os.getsid(0)), "priority": os.getpriority(os.PRIO_PROCESS, 0),
         "ids": (os.getresuid(), os.getresgid()), "size": size,
     }
+
+
+def _listed() -> list[tuple[str, int, int]]:
+    """Each open descriptor (its number as text, as /proc lists it) with the device and inode of its file. The
+    listing's own descriptor is listed too, closed by the time it is asked: left out."""
+    descriptors: list[tuple[str, int, int]] = []
+    for fd in sorted(os.listdir("/proc/self/fd"), key=int):
+        try:
+            status = os.fstat(int(fd))
+        except OSError:
+            continue
+        descriptors.append((fd, status.st_dev, status.st_ino))
+    return descriptors
+
+
+def _descriptors(files: Files | None, before: dict[str, Any] | None) -> list[tuple[str, int, int]]:
+    """_listed, without listing where /proc/PID/fd counts as many open as `before` recorded, each still the
+    file it was: then those are all the open ones, and the listing would say the same."""
+    if files is not None and files.counted and before is not None:
+        recorded = before["descriptors"]
+        try:
+            if files.count() == len(recorded):
+                now = []
+                for fd, _device, _inode in recorded:
+                    status = os.fstat(int(fd))
+                    now.append((fd, status.st_dev, status.st_ino))
+                if now == recorded:
+                    return now
+        except OSError:
+            pass
+    return _listed()
 
 
 def _environment() -> dict[Any, Any]:
@@ -759,12 +912,13 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
             gc.enable()
 
 
-def process(known: tuple[Any, ...] | None = None) -> Any:
+def process(known: tuple[Any, ...] | None = None, files: Files | None = None, before: Any = None) -> Any:
     """What the process itself carries from one exercise to the next (taken by the fork when it starts: its
     pid, children and parent are its own); None when /proc cannot be read. `known`: its `company`, read since
-    the exercise's end with no student code run in between (the runtime's hooks are off)."""
+    the exercise's end with no student code run in between (the runtime's hooks are off). `files`: its kept
+    /proc files (Files.open, before the first state); `before`: the state this one is for comparing with."""
     try:
-        return _process(known)
+        return _process(known, files, before)
     except Exception:  # noqa: BLE001 - as snapshot
         return None
 

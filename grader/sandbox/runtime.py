@@ -808,7 +808,10 @@ class Child:
         Returns when the next one needs a fresh fork (the runtime then reports this one's end), or ends the fork
         with PASS_ON when it said so itself and left the next request to a fresh fork; ends it with SESSION_OVER
         when the grader has nothing more to ask."""
-        started = _pristine.process() if self.pristine is not None else None
+        # The /proc files its checks read, opened before any student code runs here (pristine.Files), and its
+        # state as a fork starts: what each check compares with.
+        files = _pristine.Files.open() if self.pristine is not None else None
+        started = _pristine.process(files=files) if self.pristine is not None else None
         if request is None:   # made ahead of its request (serve)
             request = self.next_exercise()
         while True:
@@ -831,7 +834,7 @@ class Child:
                 # check says so, the next request stays unread in the pipe, for a fresh fork (PASS_ON). No thread
                 # or process the exercise left may be there to read it first, and the pipes must be the runtime's
                 # own: otherwise this process ends now and the runtime reports it, as before.
-                company = _pristine.company()
+                company = _pristine.company(files)
                 if company is None or company != _pristine.company_of(started) \
                         or not _pristine.same_files(started, (self.request_fd, self.response_fd)):
                     return
@@ -847,11 +850,12 @@ class Child:
             # no thread, process or hook of the student's is left to change anything (company, above; hooks off),
             # and the next request stays unread until then either way. A wrong hint costs time, never a check:
             # without it the check waits for the request, and after the last exercise none is spent.
-            same = self.still_pristine(started, company) if more else None   # None: asked once the request came
-            if not _wire.pending(self.request_fd, None):
-                _exit(SESSION_OVER)
-            if not (self.still_pristine(started, company) if same is None else same):
-                _exit(PASS_ON)
+            same = self.still_pristine(started, company, files) if more else None   # None: once the request came
+            if same is not True:   # (known already to be pristine: the request is read as it comes, no wait first)
+                if not _wire.pending(self.request_fd, None):
+                    _exit(SESSION_OVER)
+                if not (self.still_pristine(started, company, files) if same is None else same):
+                    _exit(PASS_ON)
             self.empty_scratch()
             request = self.next_exercise()
 
@@ -874,10 +878,11 @@ class Child:
             _wire.send(self.response_fd, self.run_case(case, isolate, methods))
         return self.run_case(cases[-1], isolate, methods) if cases else b""
 
-    def still_pristine(self, started, company):
+    def still_pristine(self, started, company, files=None):
         """Whether this fork may serve the next exercise: nothing it could observe changed since the load
-        (pristine.py), `company` read since the exercise's end."""
-        return _pristine.unchanged(self.pristine, self.snapshot(), started, _pristine.process(company))
+        (pristine.py), `company` read since the exercise's end (`files`: the /proc files it keeps open)."""
+        return _pristine.unchanged(self.pristine, self.snapshot(), started,
+                                   _pristine.process(company, files, started))
 
     def snapshot(self):
         """What the next exercise could observe of this process (pristine.snapshot), from the notebook's
