@@ -362,8 +362,11 @@ def test_a_class_graded_into_its_own_folder_is_graded_again_without_its_copies(t
     write(subs / "notebooks" / f"{'a' * 64}.ipynb", notebook("alice"))
     write(subs / RUBRIC_MARK, b'{"assignment": "x"}\n')
     write(subs / "gradebook.sqlite", b"")
+    write(subs / "gradebook.sqlite-wal", b"")
     result = gather([subs], tmp_path / "work")
     assert [e.student for e in result.entries] == ["alice", "bob"]
+    # nor is its own gradebook "skipped: gradebook.sqlite: not a notebook", on every run
+    assert result.problems == ()
     globbed = gather([str(subs / "**" / "*.ipynb")], tmp_path / "work")
     assert [e.student for e in globbed.entries] == ["alice", "bob"]
 

@@ -42,6 +42,9 @@ SKIPPED_FOLDERS = frozenset({"__MACOSX", ".ipynb_checkpoints", "__pycache__"})
 # of graded notebooks (notebooks/<sha256>.ipynb), never a submission, even inside the folder being graded.
 RESULTS_MARK = ".assignment"
 RESULTS_FOLDERS = ("notebooks", "shared")   # what the grader keeps in a results folder: never a student's
+# The files it keeps at the top of one (the gradebook and SQLite's files beside it): `grade . --out .` reported its
+# own gradebook as "skipped: gradebook.sqlite: not a notebook" on every run.
+RESULTS_FILES = re.compile(r"^gradebook\.sqlite(-wal|-shm|-journal)?$")
 # Files that travel with submissions but are never one: a student folder holding only these has no submission.
 QUIET_SUFFIXES = frozenset({
     ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".svg", ".webp", ".tif", ".tiff", ".ico",
@@ -692,6 +695,7 @@ class _Collector:
                 # The folder given is a results folder too (`grade . --out .`): its students are graded, the
                 # copies and shared values the grader keeps there are not.
                 dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
+                names = [name for name in names if not RESULTS_FILES.match(name)]
             # (Moodle's other plugins' folders are entered: their files name a student, see _moodle_other)
             dirs[:] = sorted(d for d in dirs if not _debris(d) and not is_workdir(os.path.join(folder, d)))
             found.extend(Path(folder, name) for name in sorted(names))
