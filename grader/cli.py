@@ -579,7 +579,7 @@ def _merge(args: argparse.Namespace) -> int:
 def _override(args: argparse.Namespace) -> int:
     import getpass
     from grader.store import overrides
-    book = Path(args.gradebook)
+    book = Path(_gradebook_file(args.gradebook))   # the results folder is taken for its gradebook
     if [args.remove, args.points is not None, args.forgive].count(True) != 1:
         print("give one of --points P, --forgive or --remove", file=sys.stderr)
         return 2

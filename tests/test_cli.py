@@ -250,7 +250,7 @@ def test_the_table_of_a_regrade_names_the_students_whose_exported_score_a_ta_ove
     assert first.returncode == 0, first.stderr
     assert "with TA overrides" not in first.stdout
     made = run("override", "correct", "search", "--points", "2", "--why", "copied the search", "--by", "ta",
-               "--gradebook", str(out / "gradebook.sqlite"))
+               "--gradebook", str(out))   # the results folder, taken for its gradebook ("no such gradebook")
     assert made.returncode == 0, made.stderr
     again = run("grade", CORRECT, TRANSPOSED, "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
     assert again.returncode == 0, again.stderr

@@ -87,7 +87,8 @@ def write_class_similarity(classroom: Classroom, target: Path) -> Written:
     from grader.report.similarity import class_similarity
     similarity = class_similarity(classroom)
     page, table = write_similarity(similarity, target, classroom.similarity_csv)
-    lines = [f"{len(similarity.students)} submissions, {similarity.pairs_compared} pairs compared, "
+    compared = similarity.pairs_compared
+    lines = [f"{len(similarity.students)} submissions, {compared} pair{'s' if compared != 1 else ''} compared, "
              f"{len(similarity.pairs)} share code, {len(similarity.flagged)} at or above {similarity.threshold:g}: "
              f"{page} (and {table})"]
     lines += [f"  {pair.score:.0%}  {pair.left}  {pair.right}" for pair in similarity.flagged[:10]]
