@@ -654,6 +654,57 @@ def test_the_statement_walk_finds_the_imports_a_full_walk_finds() -> None:
         assert set(_imports_in(source, str(module))) == every_node(source), module
 
 
+def _course_files_parsing_every_module(reference: Path, support: Path | None) -> list[tuple[str, Path]]:
+    """course_files as it was before a module naming no course module went unparsed: every module parsed."""
+    from unittest import mock
+
+    from grader.rubric import schema
+    with mock.patch.object(schema, "_course_names", lambda folders: None):
+        return schema.course_files(reference, support)
+
+
+@pytest.mark.parametrize("rubric", sorted((Path(__file__).parents[1] / "rubrics").glob("*.yaml"))
+                         + sorted(FIXTURES.glob("*.yaml")), ids=lambda p: p.name)
+def test_a_reference_naming_no_course_module_gives_the_course_files_a_parse_gives(rubric: Path) -> None:
+    from grader.rubric.schema import RubricError, course_files, load_rubric
+    try:
+        loaded = load_rubric(rubric)
+    except RubricError:
+        pytest.skip("a rubric with a problem: its reference is not hashed")
+    assert course_files(loaded.reference, loaded.support) == \
+        _course_files_parsing_every_module(loaded.reference, loaded.support)
+
+
+@pytest.mark.parametrize("source", [
+    b"import helper\n", b"def f():\n    from helper.sub import x\n", b"import os\n# helper, not imported\n",
+    b"import os\n", b"x = 1\n", b"import Helper\n", b"import pkg.mod\n", b"from . import helper\n",
+    b"# -*- coding: raw_unicode_escape -*-\nimport \\u0068elper\n", "import hélper\n".encode("utf-8"),
+    b"import helper as h\nimport other\n", b"def broken(:\n import helper\n"])
+def test_the_course_modules_found_without_a_parse_are_those_a_parse_finds(tmp_path: Path, source: bytes) -> None:
+    """A module is left unparsed only when it spells no course module's name; whatever it imports (nested, a
+    package, a relative import, a name decoded by its PEP 263 declaration, a broken module), the list is the same."""
+    from grader.rubric.schema import _course_names, course_files
+    (tmp_path / "reference.py").write_bytes(source)
+    (tmp_path / "helper.py").write_text("import other\n", encoding="utf-8")
+    (tmp_path / "other.py").write_text("VALUE = 1\n", encoding="utf-8")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "pkg" / "mod.py").write_text("from helper import x\n", encoding="utf-8")
+    support = tmp_path / "support"
+    support.mkdir()
+    (support / "Set.py").write_text("import helper\n", encoding="utf-8")
+    assert _course_names([tmp_path, support]) is not None   # this file system keeps case: names are compared
+    assert course_files(tmp_path / "reference.py", support) == \
+        _course_files_parsing_every_module(tmp_path / "reference.py", support)
+
+
+def test_a_course_folder_with_a_name_not_ascii_has_every_module_parsed(tmp_path: Path) -> None:
+    from grader.rubric.schema import _course_names
+    (tmp_path / "modulé.py").write_text("", encoding="utf-8")
+    assert _course_names([tmp_path]) is None
+    assert _course_names([tmp_path / "missing"]) is None
+
+
 def test_support_reads_follow_an_edited_support_module(tmp_path):
     """What the support modules read is remembered per text (load_rubric and the plan both ask): an edited module
     is read again, a module read twice gives the same names, a notebook's cells count, and magics are skipped."""

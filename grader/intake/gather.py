@@ -437,8 +437,10 @@ def safe_id(text: str) -> str:
     return _ident("".join(kept), text, ASCII_UNSAFE)
 
 
-# What is neither [A-Za-z0-9._-] nor kept by safe_id (its only non-ASCII characters are letters, digits and marks).
-ASCII_UNSAFE = re.compile(r"[^A-Za-z0-9._\-\u0080-\U0010ffff]+")
+# What is neither [A-Za-z0-9._-] nor kept by safe_id (its only non-ASCII characters are letters, digits and marks):
+# the other ASCII characters, spelt as ranges. Written as "not those, nor \u0080-\U0010ffff" it took 2.5 ms of
+# every start-up to compile (a negated class over all of Unicode); this one takes 0.1.
+ASCII_UNSAFE = re.compile(r"[\x00-,/:-@\[-^`{-\x7f]+")
 UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Letters (category Lo) that show as nothing: Hangul's fillers.
 INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
