@@ -188,6 +188,23 @@ def test_a_demo_search_bound_to_a_name_cases_give_their_own_value_is_not_run() -
         "assignment to result: nothing graded reads result (it calls notebook function astar_search())")
 
 
+def test_a_name_a_case_binds_with_an_assignment_expression_is_no_root() -> None:
+    """A call's own `(s := ...)` gives s its value: s is no root unless grading needs it otherwise; a call
+    without `:=` binds nothing (and is not parsed for it)."""
+    from grader.plan.cases import Case, slice_policy
+    rubric = load_rubric(RUBRIC)
+    exercise = rubric.exercises[0]
+    spec = exercise.cases[0]
+    roots = frozenset({"own", "kept", exercise.names[0].split(".")[0]})
+    rubric = replace(rubric, policy=replace(rubric.policy, roots=roots))
+
+    def case(call: str) -> Case:
+        return Case(f"{exercise.id}#1", exercise.id, call, "public", spec.check)
+
+    assert slice_policy(rubric, {}, {exercise.id: (case(f"(own := {spec.call}) and own"),)}).roots == roots - {"own"}
+    assert slice_policy(rubric, {}, {exercise.id: (case(f"{spec.call} and own"),)}).roots == roots
+
+
 def test_an_assignment_expression_in_any_statement_binds_its_name() -> None:
     """`print(goal := f())` shows and binds goal in Jupyter: dropped as a call, goal kept an earlier value (or
     none). So does one in a loop's iterable or an if's test."""
