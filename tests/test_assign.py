@@ -533,3 +533,23 @@ def test_a_data_file_the_notebook_reads_is_found_in_the_support_folder_by_the_re
     assert ("reference/ladder.py:4: the reference module fails to import: FileNotFoundError: [Errno 2] No such file "
             "or directory: 'dictionary.txt' (open() finds a relative path in the rubric's support folder, else in the "
             f"folder grader runs in, {other}: put the data file in the support folder") in done.stderr, done.stderr
+
+
+def test_a_master_in_another_assignments_folder_beside_its_support_is_refused_naming_both(tmp_path: Path) -> None:
+    """`assignments/lab3/master.ipynb` saying `assignment: sliding-3x3`, its support folder beside it: assign wrote
+    the template into assignments/sliding-3x3/ and looked for support there, so validate failed on a name only
+    the support module defines, advising to add it to the fixtures. One line naming both folders; nothing
+    written."""
+    import shutil
+    bundled = REPO / "assignments" / "sliding-3x3"
+    lab = tmp_path / "assignments" / "lab3"
+    (tmp_path / "rubrics").mkdir()
+    lab.mkdir(parents=True)
+    shutil.copy(bundled / "master.ipynb", lab / "master.ipynb")
+    shutil.copytree(bundled / "support", lab / "support")
+    done = grader("assign", str(lab / "master.ipynb"), "--no-validate", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"but the support folder is beside the master in {lab}" in done.stderr
+    assert sorted(p.name for p in (tmp_path / "assignments").iterdir()) == ["lab3"]
+    assert not any((tmp_path / "rubrics").iterdir())

@@ -416,6 +416,7 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
     root = Path(course) if course is not None else _course_of(master)
     module = re.sub(r"\W", "_", name)
     folder = root / "assignments" / name
+    _check_own_folder(master, folder)
     relative = {"reference": f"../reference/{module}.py", "template": f"../assignments/{name}/template.ipynb"}
     for key in ("support", "submissions"):
         if (folder / key).is_dir():
@@ -504,6 +505,22 @@ def _notebook_text(master: Path, parts: _Parts) -> str:
     # Written as Jupyter writes it (sources as lists of lines), so an instructor's save of the template and
     # build scripts that fill it in with nbformat produce the same bytes.
     return nbformat.writes(nbformat.from_dict(notebook)) + "\n"
+
+
+def _check_own_folder(master: Path, folder: Path) -> None:
+    """A master in another assignment folder than its id's (`assignments/lab3/master.ipynb` with `assignment:
+    sliding-3x3`), beside a support or submissions folder: assign wrote the template into assignments/sliding-3x3/
+    and looked for `support` there, so the master's own support folder was silently left out and validate failed
+    on names only it defines ("add 'search' to fixtures"). Refused, naming both folders."""
+    own = master.resolve().parent
+    if own == folder.resolve() or own.parent != folder.resolve().parent:
+        return
+    beside = [key for key in ("support", "submissions") if (own / key).is_dir()]
+    if beside:
+        raise AssignError(f"{master}: its rubric cell says 'assignment: {folder.name}', so assign writes the "
+                          f"template to {folder} and takes support and submissions from there, but the "
+                          f"{' and '.join(beside)} folder{'s are' if len(beside) > 1 else ' is'} beside the master in "
+                          f"{own}: move the master's folder to {folder}, or make its 'assignment:' {own.name}")
 
 
 def _course_of(master: Path) -> Path:
