@@ -92,7 +92,7 @@ def _grade_batch(args: argparse.Namespace) -> int:
                       memory_mb=args.memory_mb, allow_root_sandbox=args.allow_root_sandbox)
     from grader.store.gradebook import grade_change_line, incident_line, same_file_lines, utc_now
     from grader.store.overrides import forgiven_in
-    from grader.textsafe import terminal   # file names, student ids: any text (the gradebook imports it anyway)
+    from grader.textsafe import one_line   # file names, student ids: any text (the gradebook imports it anyway)
     started = utc_now()
     with BatchProgress(None if args.quiet else out.console, quiet=args.quiet) as progress:
         batch = grade_batch(args.paths, args.rubric, args.out, jobs=args.jobs, options=options,
@@ -106,9 +106,9 @@ def _grade_batch(args: argparse.Namespace) -> int:
         from rich.markup import escape
         console = out.console
         for problem in batch.problems:   # they quote file names: any byte, any markup
-            console.print(f"[yellow]skipped:[/] {escape(terminal(problem))}", highlight=False, soft_wrap=True)
+            console.print(f"[yellow]skipped:[/] {escape(one_line(problem))}", highlight=False, soft_wrap=True)
         for note in batch.notes:
-            console.print(f"note: {terminal(note)}", highlight=False, markup=False, soft_wrap=True)
+            console.print(f"note: {one_line(note)}", highlight=False, markup=False, soft_wrap=True)
     if not batch.students:
         out.console.print("no submissions found", style="yellow")
         return 1
@@ -135,18 +135,18 @@ def _grade_batch(args: argparse.Namespace) -> int:
     for student in batch.failed:
         if student not in named:    # --quiet, or a failure the machine caused: not recorded, not in the table
             from rich.markup import escape
-            out.console.print(f"[red]{escape(terminal(student))}[/]: the grader could not finish this submission: "
-                              f"{escape(terminal(batch.reasons[student]))}", highlight=False, soft_wrap=True)
+            out.console.print(f"[red]{escape(one_line(student))}[/]: the grader could not finish this submission: "
+                              f"{escape(one_line(batch.reasons[student]))}", highlight=False, soft_wrap=True)
     out.line(summary_line(batch, args.out, rows))
     changed = grade_change_line(batch.gradebook, batch.rubric, started)
     if changed:
-        out.console.print(terminal(changed), style="cyan", highlight=False, markup=False, soft_wrap=True)
+        out.console.print(one_line(changed), style="cyan", highlight=False, markup=False, soft_wrap=True)
     attacked = incident_line(batch.gradebook, batch.rubric, batch.students,
                              forgiven_in(batch.gradebook, batch.rubric) if batch.gradebook is not None else None)
     if attacked:
-        out.console.print(terminal(attacked), style="red", highlight=False, markup=False, soft_wrap=True)
+        out.console.print(one_line(attacked), style="red", highlight=False, markup=False, soft_wrap=True)
     for n, line in enumerate(same_file_lines(batch.gradebook, batch.rubric)):
-        out.console.print(("warning: " if n == 0 else "") + terminal(line), style="yellow", highlight=False,
+        out.console.print(("warning: " if n == 0 else "") + one_line(line), style="yellow", highlight=False,
                           markup=False, soft_wrap=True)
     mismatched = [student for student in batch.students if batch.mismatch.get(student)]
     for student in mismatched:

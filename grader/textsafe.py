@@ -52,6 +52,12 @@ def terminal(text: str) -> str:
     return _TERMINAL_UNSAFE.sub(REPLACEMENT, text) if _TERMINAL_UNSAFE.search(text) else text
 
 
+def one_line(text: str) -> str:
+    """terminal() for a line that must stay one line (a note naming a student's file, a reason): newlines and
+    carriage returns become U+FFFD too, so a file name holding one cannot print a made-up line of its own."""
+    return terminal(text).replace("\n", REPLACEMENT)
+
+
 def cut(text: str, limit: int) -> str:
     """At most `limit` characters: the head and the tail of `text` around a marker saying how much was cut.
 

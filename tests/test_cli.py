@@ -285,6 +285,26 @@ def test_rerunning_the_class_after_a_one_student_regrade_says_it_replaces_that_s
     assert "ada,2,0," in (Path(out) / "gradebook.csv").read_text(encoding="utf-8")   # what it says happened
 
 
+def test_a_note_naming_a_students_file_stays_one_line_whatever_the_name_holds(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """A file name is the student's: one holding a carriage return or a newline printed its note over two lines
+    (terminal() keeps newlines), so a name could print a made-up line (a fake warning) in the TA's terminal. The
+    note is one line, the name's CR and LF shown as U+FFFD as its escape sequence is."""
+    import shutil
+    bob = tmp_path / "class" / "bob"
+    bob.mkdir(parents=True)
+    shutil.copy(REPO / CORRECT, bob / "lab.ipynb")
+    (bob / "no\x1b[31mte\rwarning: forged\nbad.ipynb").write_text("{", encoding="utf-8")
+    done = run("grade", str(tmp_path / "class"), "--rubric", RUBRIC, "--out", str(tmp_path / "results"),
+               "--cache", str(grader_cache))
+    assert done.returncode == 0, done.stderr
+    noted = [line for line in done.stdout.splitlines() if "not graded:" in line]
+    assert len(noted) == 1, done.stdout
+    assert noted[0].startswith("note: bob: 2 ") and "no\ufffd[31mte\ufffdwarning: forged\ufffdbad.ipynb" in noted[0]
+    assert not any(line.startswith(("warning: forged", "bad.ipynb")) for line in done.stdout.splitlines())
+    assert "\x1b" not in done.stdout and "\r" not in done.stdout
+
+
 def test_merging_another_results_folders_gradebook_rewrites_the_csv_and_brings_its_notebooks(
         tmp_path: Path, grader_cache: Path) -> None:
     """Two TAs grade half a class each and merge: the results folder's gradebook.csv, the file imported into the

@@ -127,6 +127,14 @@ def test_terminal_text_has_no_control_characters_and_encodes(text: str) -> None:
     assert not any(ord(c) < 32 and c not in "\n\t" or 0x7F <= ord(c) <= 0x9F or c == "\u202e" for c in shown)
 
 
+@SETTINGS
+@given(text=HOSTILE_TEXT)
+def test_one_line_text_is_terminal_text_without_line_breaks(text: str) -> None:
+    shown = textsafe.one_line(text)
+    assert "\n" not in shown and "\r" not in shown
+    assert shown == textsafe.terminal(text).replace("\n", textsafe.REPLACEMENT)
+
+
 # ------------------------------------------------------------------------------------------------ writers
 
 

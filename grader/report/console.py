@@ -18,7 +18,7 @@ from grader.store.gradebook import ScoreRow
 from grader.store.results import CaseResult, SubmissionResult
 from grader import codec
 from grader.store.status import COLOURS, FAILING, SYMBOLS, alike_words, limit_note, machine_busy
-from grader.textsafe import terminal
+from grader.textsafe import one_line, terminal
 
 if TYPE_CHECKING:
     from grader.run.batch import Batch
@@ -70,15 +70,15 @@ def print_rows(rows: Sequence[ScoreRow], console: Console | None = None, reasons
     for row in rows:
         if row.state != "graded":
             why = reasons.get(row.student)
-            console.print(Text.assemble((terminal(row.student), "yellow"), f": {row.state}: {terminal(why)}" if why
+            console.print(Text.assemble((one_line(row.student), "yellow"), f": {row.state}: {one_line(why)}" if why
                                         else f": {row.state} (the reason is in its JSON result)"), highlight=False,
                           soft_wrap=True)   # one line each, never wrapped: a log is grepped by student
     for result in overridden:   # the CSV, Gradescope and the reports have these scores, not the table's
         from grader.store.overrides import describe
         automatic = result.extra.get("automatic_total", result.total)
-        console.print(Text.assemble((terminal(result.submission), "yellow"),
+        console.print(Text.assemble((one_line(result.submission), "yellow"),
                                     f": {_score(result.total)}/{_score(result.max_total)} with TA overrides "
-                                    f"(automatic {_score(automatic)}): {terminal('; '.join(describe(result)))}"),
+                                    f"(automatic {_score(automatic)}): {one_line('; '.join(describe(result)))}"),
                       highlight=False, soft_wrap=True)
 
 
