@@ -187,13 +187,16 @@ def moodle(place: Place) -> Owner | None:
     for folder in place.folders:
         match = MOODLE_FOLDER.match(folder)
         if match:
-            named = f"{match['name']}_{match['id']}"
-            return Owner(safe_id(named), "moodle", lms_id=match["id"], former=_former(named))
+            return _moodle_owner(match)
     match = MOODLE_FILE.match(place.name)
-    if match:
-        named = f"{match['name']}_{match['id']}"
-        return Owner(safe_id(named), "moodle", lms_id=match["id"], former=_former(named))
-    return None
+    return _moodle_owner(match) if match else None
+
+
+def _moodle_owner(match: re.Match[str]) -> Owner:
+    """The student a Moodle name's `name` and `id` groups say (a submission folder's, a flat file's, another
+    plugin's): one id for all of them, so a student's file and online text are one row."""
+    named = f"{match['name']}_{match['id']}"
+    return Owner(safe_id(named), "moodle", lms_id=match["id"], former=_former(named))
 
 
 @convention("canvas", lms=True)
@@ -1198,8 +1201,7 @@ def _moodle_other(parts: Sequence[str]) -> tuple[Owner, str] | None:
     for part in parts:
         match = MOODLE_OTHER.match(part)
         if match:
-            named = f"{match['name']}_{match['id']}"
-            return Owner(safe_id(named), "moodle", lms_id=match["id"], former=_former(named)), match["plugin"]
+            return _moodle_owner(match), match["plugin"]
     return None
 
 
