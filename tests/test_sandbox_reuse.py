@@ -8,6 +8,7 @@ import pytest
 
 from grader import codec
 from grader.sandbox import runtime
+from grader.sandbox.isolation import Isolation, detect
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 from sandbox_run import statement
 
@@ -205,6 +206,33 @@ def test_an_exercise_that_changed_something_is_followed_by_a_fresh_fork(name, mo
     before, _, after, seen = exercises(source, "pid()", "change()", "pid()", "look()", more=more)
     assert seen == pristine
     assert before != after
+
+
+LEAVER = ("import os, time\n"
+          "def leave():\n"   # a sleeper in a session of its own, its parent gone: the runtime's orphan
+          "    middle = os.fork()\n    if middle == 0:\n        os.setsid()\n"
+          "        if os.fork() == 0:\n            time.sleep(60)\n        os._exit(0)\n"
+          "    os.waitpid(middle, 0)\n    return 0\n"
+          "def others():\n"   # the runtime's children but this fork (a zombie too)
+          "    runtime = os.getppid()\n"
+          "    with open('/proc/%d/task/%d/children' % (runtime, runtime)) as children:\n"
+          "        return [int(pid) for pid in children.read().split() if int(pid) != os.getpid()]\n")
+
+
+@pytest.mark.parametrize("jail", [True, False], ids=["detected", "rlimits"])
+def test_an_orphan_an_exercise_left_is_killed_and_reaped_before_the_next(jail):
+    """Its own session and process group: the fork's end does not take it along. It becomes the runtime's child
+    (its subreaper, or its jail's PID 1), which kills and reaps it (runtime._kill_orphans) before the next fork."""
+    isolation = detect() if jail else Isolation(namespaces=False, pids_root=None)
+    found = []
+    with Sandbox([statement(LEAVER, count=1, cell=1)], {}, ProcessLimits(), isolation=isolation,
+                 allow_root=True) as sandbox:
+        sandbox.load()
+        for call in ("others()", "leave()", "others()"):
+            outcome = sandbox.run_exercise([case(call)], (), None, time.monotonic() + 60, more=True)[0]
+            assert outcome.status == "ok", outcome.error
+            found.append(codec.decode(outcome.value))
+    assert found == [[], 0, []]
 
 
 def test_an_audit_hook_is_not_added_so_it_cannot_act_after_the_walk():

@@ -1297,21 +1297,24 @@ def _become_subreaper():
         pass
 
 
+SWEEPS = 100   # rounds of _kill_orphans: each kills the children there are, whose own children then come here
+
+
 def _kill_orphans():
-    """Kill and reap every child still attached to this process (the exercise's fork is already gone)."""
-    me = str(os.getpid())
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
-                parent = stat.read().rsplit(")", 1)[1].split()[1]
-        except (OSError, IndexError):
-            continue
-        if parent == me:
+    """Kill and reap every child still attached to this process (the exercise's fork is already gone): the
+    children of its threads as /proc lists them (an exercise's orphans come here: the runtime is their
+    subreaper, or its jail's PID 1), then those a killed child's death handed over, until none is left. It read
+    every process's /proc/PID/stat for its parent instead: 3 ms a call with 140 processes on the machine, ~38 ms
+    with a busy machine's, twice a notebook in rlimits mode (a jail's procfs shows its own processes only)."""
+    me = os.getpid()
+    for _ in range(SWEEPS):
+        children = _pristine._children(me)
+        if not children:   # none left (or /proc unreadable: nothing more to find either way)
+            return
+        for child in map(int, children):
             try:
-                os.kill(int(entry), signal.SIGKILL)
-                os.waitpid(int(entry), 0)
+                os.kill(child, signal.SIGKILL)
+                os.waitpid(child, 0)
             except OSError:
                 pass
 
