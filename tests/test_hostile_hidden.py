@@ -275,3 +275,64 @@ def test_hidden_cases_still_run_and_are_judged(attacked) -> None:
         cases = [c for c in result.exercise(exercise).cases if c.visibility == "hidden"]
         judged = [c for c in cases if not machine_busy(c.status, c.reason)]   # a busy machine may keep a few
         assert judged and all(c.status == status for c in judged), [(c.id, c.status, c.message) for c in cases]
+
+
+# A notebook whose inversions is wrong, so h1, h2 and h run again with the reference's inversions after every
+# hidden case, and whose heuristics raise in that second run once in each process (the first case that reaches
+# them) and answer right after: the second run earns more and counts. Its first case's message is what a notebook
+# that carried hidden inputs across through the host's page cache (which outlives the child) would fill.
+RERUN = r'''
+import os as _os
+
+def inversions(state):
+    return -1
+
+_MINE = inversions
+_SPOKEN = set()
+
+
+class EightPuzzle(EightPuzzle):
+    def _rerun(self, name, node):
+        if globals()["inversions"] is not _MINE and _os.getpid() in _SPOKEN:
+            return getattr(super(), name)(node)
+        if globals()["inversions"] is not _MINE:
+            _SPOKEN.add(_os.getpid())
+        raise ValueError("RERUN-MARK")
+
+    def h1(self, node):
+        return self._rerun("h1", node)
+
+    def h2(self, node):
+        return self._rerun("h2", node)
+
+    def h(self, node):
+        return self._rerun("h", node)
+'''
+
+
+@pytest.fixture(scope="module")
+def rerun(tmp_path_factory: pytest.TempPathFactory, grader_cache: Path):
+    folder = tmp_path_factory.mktemp("after-hidden")
+    path = folder / "second-run-speaks.ipynb"
+    nbformat.write(appended(CORRECT, RERUN), path)
+    [result] = grade([path], RUBRIC, folder / "out", jobs=1, cache=grader_cache)
+    return result
+
+
+def test_a_run_after_the_hidden_cases_shows_verdicts_only(rerun) -> None:
+    """The reference's run comes after every hidden case; the child is new, the host's page cache is not (README
+    "Hidden cases' inputs never reach a public case"): what its public cases print, return or raise reaches no
+    student view. The TA's view keeps it, and the scores are the second run's."""
+    rerun_ones = [rerun.exercise(name) for name in ("h1", "h2", "h")]
+    for exercise in rerun_ones:
+        assert exercise.isolated, (exercise.id, exercise.notes)
+        assert all(case.visibility == "hidden" for case in exercise.cases), exercise.id
+        assert any("shown by its verdict only" in note for note in exercise.notes), exercise.notes
+        assert exercise.score > 0, exercise.id
+    marked = [case for exercise in rerun_ones for case in exercise.cases if "RERUN-MARK" in (case.message or "")]
+    assert marked, "no case of the second runs raised (a busy machine kept all three first cases?)"
+    assert "RERUN-MARK" in markdown_report(rerun, hidden_details=True)
+    for view, text in _student_views(rerun).items():
+        assert "RERUN-MARK" not in text, view
+    # The own runs' public cases came before any hidden input and stay as they were.
+    assert any(case.visibility == "public" for case in rerun.exercise("inversions").cases)

@@ -1053,6 +1053,7 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
         # The whole exercise again, every case, the same limits: the child learns nothing of which cases failed.
         second, second_chosen = _run(plan, exercise, cases, requests, sandbox, deadline, isolate, allowed, graded,
                                      extracted, lacking)
+        second = after_hidden(plan, second)
         if exercise_score(second, exercise.points, exercise.scoring, planned=planned) > \
                 exercise_score(results, exercise.points, exercise.scoring, planned=planned):
             results, chosen = second, second_chosen
@@ -1069,7 +1070,9 @@ def grade_exercise(plan: Plan, exercise: Exercise, sandbox: CaseRunner | None, n
         expected = {case.id: plan.expected[case.id].value for case in cases if case.id in plan.expected}
         notes += spelling_notes(results, expected, name)
     if isolate:
-        notes += (_isolation_note(isolate, plan),)
+        notes += (_isolation_note(isolate, plan) + (
+            "; that run came after the hidden cases, so each of its cases is shown by its verdict only"
+            if _has_hidden(plan) else ""),)
     notes += same_failures(results)
     score = exercise_score(results, exercise.points, exercise.scoring, planned=planned)
     if score < exercise.points:
@@ -1171,6 +1174,23 @@ def _judged_as(result: ExerciseResult | None, verdict: str) -> bool:
         return False
     right = result.score >= result.max_score
     return right if verdict == "right" else not right
+
+
+def after_hidden(plan: Plan, rerun: list[CaseResult]) -> list[CaseResult]:
+    """A run with the reference's helpers as the student may see it: its public cases like hidden ones, the
+    verdict only, where the rubric has hidden cases. That run comes after every own run's hidden part
+    (OwnRunsFirst) in a child that never heard a hidden input (Sandbox._retire_for), but the host's page cache
+    outlives the child: a hidden case can evict or read pages of the interpreter's files and the next child read
+    them back by the time a read takes, exactly (README "Hidden cases' inputs never reach a public case"). What
+    such a public case prints, returns or raises could thus spell a hidden input; its verdict, like a hidden
+    case's, is the one bit the student sees. Never changes a verdict or a score."""
+    if not _has_hidden(plan):
+        return rerun
+    return [replace(case, visibility="hidden") if case.visibility == "public" else case for case in rerun]
+
+
+def _has_hidden(plan: Plan) -> bool:
+    return any(case.visibility != "public" for cases in plan.cases.values() for case in cases)
 
 
 def busy_in_rerun(own: list[CaseResult], rerun: Sequence[CaseResult]) -> list[CaseResult]:
