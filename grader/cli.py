@@ -768,13 +768,7 @@ ALLOW_ROOT = ("where the machine offers no user namespaces and no unused uid can
               "root anyway (otherwise such a submission is refused)")
 
 
-def parser() -> argparse.ArgumentParser:
-    from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
-    main = argparse.ArgumentParser(prog="grader", description="Grade puzzle notebooks against a reference.")
-    main.add_argument("--version", action="version", version=f"puzzle-grader {__version__}")
-    verbs = main.add_subparsers(dest="verb", required=True)
-
-    grade = verbs.add_parser("grade", help="grade submissions and write one JSON result each")
+def _grade_arguments(grade: argparse.ArgumentParser) -> None:
     grade.add_argument("paths", nargs="+", help="notebooks (.ipynb/.py), folders, globs or LMS zip downloads")
     grade.add_argument("--rubric", required=True)
     grade.add_argument("--out", required=True, help="folder for <submission>.json results")
@@ -795,7 +789,8 @@ def parser() -> argparse.ArgumentParser:
                        help="also write a Gradescope results.json per submission into DIR")
     grade.set_defaults(run=_grade)
 
-    gradescope = verbs.add_parser("gradescope", help="build a Gradescope autograder zip for a rubric")
+
+def _gradescope_arguments(gradescope: argparse.ArgumentParser) -> None:
     gradescope.add_argument("rubric")
     gradescope.add_argument("-o", "--output", required=True, help="the zip to write, e.g. autograder.zip")
     gradescope.add_argument("--source", action="store_true", help="ship the grader's source instead of a wheel")
@@ -803,7 +798,8 @@ def parser() -> argparse.ArgumentParser:
                                                           "(default: the grader's cache folder)")
     gradescope.set_defaults(run=_gradescope)
 
-    report = verbs.add_parser("report", help="per-student feedback: Markdown and HTML (and annotated notebooks)")
+
+def _report_arguments(report: argparse.ArgumentParser) -> None:
     report.add_argument("results", help="a results folder written by grade --out")
     report.add_argument("--out", required=True, help="folder for <student>.md / .html")
     report.add_argument("--notebooks", default=None, help="folder of the submitted notebooks (default: their "
@@ -821,7 +817,8 @@ def parser() -> argparse.ArgumentParser:
     report_template.add_argument("--rubric", default=None, help="take the template notebook from this rubric")
     report.set_defaults(run=_report)
 
-    class_report = verbs.add_parser("class-report", help="one HTML dashboard of the whole class (and the CSV)")
+
+def _class_report_arguments(class_report: argparse.ArgumentParser) -> None:
     class_report.add_argument("results", help="a results folder written by grade --out")
     class_report.add_argument("-o", "--output", required=True, help="the HTML file to write")
     class_report.add_argument("--title", default=None)
@@ -834,7 +831,8 @@ def parser() -> argparse.ArgumentParser:
     class_report.add_argument("--no-similarity", action="store_true", help="leave out the similarity check")
     class_report.set_defaults(run=_class_report)
 
-    similarity = verbs.add_parser("similarity", help="pairwise similarity of each graded function across the class")
+
+def _similarity_arguments(similarity: argparse.ArgumentParser) -> None:
     similarity.add_argument("results", help="a results folder written by grade --out")
     similarity.add_argument("--out", required=True, help="the HTML page to write, e.g. similarity.html")
     similarity.add_argument("--csv", default=None, help="the CSV of every pair (default: beside the page)")
@@ -846,9 +844,9 @@ def parser() -> argparse.ArgumentParser:
                                                               "recorded paths)")
     similarity.set_defaults(run=_similarity)
 
+
+def _export_arguments(export: argparse.ArgumentParser) -> None:
     from grader.report.class_outputs import OUTPUTS, defaults   # light: the writers load only when used
-    export = verbs.add_parser("export", help="write class-level outputs (CSV, dashboard, similarity, Gradescope) "
-                                             "of a results folder")
     export.add_argument("results", help="a results folder written by grade --out")
     export.add_argument("--out", required=True, help="the folder to write them to")
     export.add_argument("--format", default=None,
@@ -864,18 +862,21 @@ def parser() -> argparse.ArgumentParser:
                                                           "recorded paths)")
     export.set_defaults(run=_export)
 
-    kit = verbs.add_parser("kit", help="export a student self-check kit (public cases only, no reference code)")
+
+def _kit_arguments(kit: argparse.ArgumentParser) -> None:
     kit.add_argument("rubric")
     kit.add_argument("-o", "--output", required=True, help="the kit to write, e.g. kit.json")
     kit.add_argument("--cache", default=None)
     kit.set_defaults(run=_kit)
 
-    merge = verbs.add_parser("merge", help="merge gradebooks (e.g. graded on several machines) into one")
+
+def _merge_arguments(merge: argparse.ArgumentParser) -> None:
     merge.add_argument("gradebooks", nargs="+", help="gradebook files to merge in")
     merge.add_argument("--into", required=True, help="the gradebook that receives them (created if missing)")
     merge.set_defaults(run=_merge)
 
-    override = verbs.add_parser("override", help="set a student's points for an exercise (or case), with why and who")
+
+def _override_arguments(override: argparse.ArgumentParser) -> None:
     override.add_argument("student")
     override.add_argument("exercise")
     override.add_argument("--points", type=float, default=None, help="the points the exercise (or case) gets")
@@ -889,7 +890,8 @@ def parser() -> argparse.ArgumentParser:
     override.add_argument("--rubric", default=None, help="the rubric id, when the gradebook holds several")
     override.set_defaults(run=_override)
 
-    check = verbs.add_parser("check", help="self-check a notebook on the public cases")
+
+def _check_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("notebook", help="the notebook (.ipynb or .py), or a folder: the one grading would take from it")
     source = check.add_mutually_exclusive_group(required=True)
     source.add_argument("--rubric", help="the course's rubric (TAs, instructors)")
@@ -898,41 +900,87 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
     check.set_defaults(run=_check)
 
-    doctor = verbs.add_parser("doctor", help="what containment this machine offers student code, and what to "
-                                             "change for full isolation")
+
+def _doctor_arguments(doctor: argparse.ArgumentParser) -> None:
     doctor.set_defaults(run=_doctor)
 
-    assign = verbs.add_parser("assign", help="from one master notebook: the student template, the reference "
-                                             "module and the rubric; then validate them")
+
+def _assign_arguments(assign: argparse.ArgumentParser) -> None:
     assign.add_argument("master", help="the instructor's notebook (solution regions, # tests cells, a # rubric cell)")
     assign.add_argument("--course", default=None, help="the course folder (default: the nearest folder above the "
                                                        "master with a rubrics/ folder)")
     assign.add_argument("--no-validate", action="store_true", help="write the files only")
     assign.add_argument("--force", action="store_true", help="replace a rubric or reference that grader assign "
                                                              "did not write")
-    validators = [assign]
-
-    validate = verbs.add_parser("validate", help="prove a rubric: reference full marks, template zero, "
-                                                "mistakes caught, mutation score per exercise")
-    validate.add_argument("rubric")
-    validators.append(validate)
-    for command in validators:
-        command.add_argument("--cache", default=None)
-        command.add_argument("--mutants", type=int, default=DEFAULT_MUTANTS, metavar="N",
-                              help=f"mutants graded per exercise (default {DEFAULT_MUTANTS}; 0: no mutation testing)")
-        command.add_argument("--mutation-seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
-                              help=f"time budget of mutation testing (default {DEFAULT_SECONDS:g} s)")
-        command.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
-        command.add_argument("--show-survivors", type=int, default=3, metavar="K",
-                              help="surviving mutants shown with their diff per exercise (default 3)")
-        command.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
+    _validator_arguments(assign)
     assign.set_defaults(run=_assign)
+
+
+def _validate_arguments(validate: argparse.ArgumentParser) -> None:
+    validate.add_argument("rubric")
+    _validator_arguments(validate)
     validate.set_defaults(run=_validate)
 
-    extract = verbs.add_parser("extract", help="print the module the grader would run, and what it left out")
+
+def _validator_arguments(command: argparse.ArgumentParser) -> None:
+    """What assign and validate share: both end in a validation."""
+    from grader.authoring.mutants import DEFAULT_MUTANTS, DEFAULT_SECONDS
+    command.add_argument("--cache", default=None)
+    command.add_argument("--mutants", type=int, default=DEFAULT_MUTANTS, metavar="N",
+                         help=f"mutants graded per exercise (default {DEFAULT_MUTANTS}; 0: no mutation testing)")
+    command.add_argument("--mutation-seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
+                         help=f"time budget of mutation testing (default {DEFAULT_SECONDS:g} s)")
+    command.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
+    command.add_argument("--show-survivors", type=int, default=3, metavar="K",
+                         help="surviving mutants shown with their diff per exercise (default 3)")
+    command.add_argument("--allow-root-sandbox", action="store_true", help=ALLOW_ROOT)
+
+
+def _extract_arguments(extract: argparse.ArgumentParser) -> None:
     extract.add_argument("notebook")
     extract.add_argument("--rubric", default=None, help="use this rubric's extraction policy")
     extract.set_defaults(run=_extract)
+
+
+VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "grade": ("grade submissions and write one JSON result each", _grade_arguments),
+    "gradescope": ("build a Gradescope autograder zip for a rubric", _gradescope_arguments),
+    "report": ("per-student feedback: Markdown and HTML (and annotated notebooks)", _report_arguments),
+    "class-report": ("one HTML dashboard of the whole class (and the CSV)", _class_report_arguments),
+    "similarity": ("pairwise similarity of each graded function across the class", _similarity_arguments),
+    "export": ("write class-level outputs (CSV, dashboard, similarity, Gradescope) of a results folder",
+               _export_arguments),
+    "kit": ("export a student self-check kit (public cases only, no reference code)", _kit_arguments),
+    "merge": ("merge gradebooks (e.g. graded on several machines) into one", _merge_arguments),
+    "override": ("set a student's points for an exercise (or case), with why and who", _override_arguments),
+    "check": ("self-check a notebook on the public cases", _check_arguments),
+    "doctor": ("what containment this machine offers student code, and what to change for full isolation",
+               _doctor_arguments),
+    "assign": ("from one master notebook: the student template, the reference module and the rubric; then "
+               "validate them", _assign_arguments),
+    "validate": ("prove a rubric: reference full marks, template zero, mistakes caught, mutation score per "
+                 "exercise", _validate_arguments),
+    "extract": ("print the module the grader would run, and what it left out", _extract_arguments),
+}
+"""Every verb: its line in `grader --help`, and what adds its arguments (the help defaults of some import report
+and authoring modules)."""
+
+
+def parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The command line's parser for `argv`: every verb is listed (in --help, and as the choices a mistyped verb is
+    told), but only the running verb's arguments are made, the verb being argv's first word that is not an option
+    (the top level's options, --help and --version, take no value). Making every verb's imported report.formats,
+    report.class_outputs and authoring.mutants for their help texts, modules `grade` never uses: ~9 ms of CPU at
+    each start-up, before the first worker is forked. With no verb, or one that is none, every verb's arguments
+    are made."""
+    main = argparse.ArgumentParser(prog="grader", description="Grade puzzle notebooks against a reference.")
+    main.add_argument("--version", action="version", version=f"puzzle-grader {__version__}")
+    verbs = main.add_subparsers(dest="verb", required=True)
+    running = next((word for word in argv if not word.startswith("-")), None)
+    for name, (help_line, arguments) in VERBS.items():
+        command = verbs.add_parser(name, help=help_line)
+        if running not in VERBS or name == running:
+            arguments(command)
     return main
 
 
@@ -940,7 +988,9 @@ def main(argv: list[str] | None = None) -> int:
     # Parsed before anything else is imported: `grade` and `check` start their sandboxes' probe and zygotes the
     # moment their arguments are known, and those interpreters then start beside this one's imports (the
     # rubric's and the notebook's errors below bring yaml, dataclasses and ast: ~40 ms of CPU).
-    args = parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = parser(argv).parse_args(argv)
     try:
         _check_numbers(args)
         _check_paths(args)

@@ -730,3 +730,31 @@ def test_output_piped_into_a_reader_that_leaves_early_ends_quietly() -> None:
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (1, "")
+
+
+def test_each_verb_parses_as_it_does_with_every_verbs_arguments_made_and_grade_loads_no_report_module() -> None:
+    """parser() makes only the running verb's arguments: what each verb parses to, and what --help lists, are
+    those of the parser with every verb's arguments made (a verb that is none makes them all); `grade` leaves
+    the report and authoring modules other verbs' help texts import unloaded (they cost its start-up)."""
+    script = (
+        "import sys\n"
+        "from grader import cli\n"
+        "lines = [\n"
+        "    ['grade', 'a.ipynb', 'b', '--rubric', 'r.yaml', '--out', 'o', '--jobs', '2', '--quiet'],\n"
+        "    ['report', 'results', '--out', 'f', '--format', 'md'], ['export', 'results', '--out', 'o'],\n"
+        "    ['validate', 'r.yaml', '--mutants', '3'], ['assign', 'm.ipynb', '--no-validate'],\n"
+        "    ['override', 's', 'e', '--points', '1', '--why', 'w'], ['check', 'n.ipynb', '--kit', 'k.json'],\n"
+        "    ['doctor'], ['extract', 'n.ipynb'], ['merge', 'g.sqlite', '--into', 'h.sqlite'],\n"
+        "]\n"
+        "grade = cli.parser(lines[0]).parse_args(lines[0])\n"
+        "loaded = sorted(m for m in ('grader.report.formats', 'grader.report.class_outputs',\n"
+        "                            'grader.authoring.mutants') if m in sys.modules)\n"
+        "assert not loaded, loaded\n"
+        "every = cli.parser(['no-such-verb'])\n"
+        "for line in lines:\n"
+        "    assert vars(cli.parser(line).parse_args(line)) == vars(every.parse_args(line)), line\n"
+        "assert cli.parser(['grade']).format_help() == every.format_help()\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
+                          timeout=within(120))
+    assert done.stdout.strip() == "ok", done.stderr
