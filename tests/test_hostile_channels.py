@@ -9,6 +9,7 @@ lock nothing) and watches are refused, in a jail and in rlimits mode (confine._L
 from __future__ import annotations
 
 import errno
+import os
 
 import pytest
 
@@ -115,3 +116,79 @@ def test_a_jail_reads_no_counter_of_the_machine_in_its_procfs():
              for outcome in ran.outcomes]
     assert found[0] == dict.fromkeys(found[0], errno.ENOENT)
     assert found[1] == [True, True, 3, ["self", "thread-self"]]
+
+
+# The page cache, written and read as only the kernel's own reads should: posix_fadvise(POSIX_FADV_DONTNEED) needs no
+# write access and evicted a stdlib file's pages for every later sandbox, and preadv2(RWF_NOWAIT) told a cached page
+# from one that is not without reading it in (an exact bit, written again and again: 64 of 64 from one jail to the
+# next). cachestat, mincore and Linux AIO (RWF_NOWAIT in an IOCB) would tell too where the uid owns the file. The
+# eviction now seems to succeed and does nothing (the grader sees the page still cached), the looks are refused, and
+# honest advice and reads still work (confine._CACHE_PROBES).
+CACHE = r'''
+import ctypes, errno, mmap, os
+_libc = ctypes.CDLL(None, use_errno=True)
+CALLS = {"x86_64": {"cachestat": 451, "io_setup": 206},
+         "aarch64": {"cachestat": 451, "io_setup": 0}}[os.uname().machine]
+
+def evict(path, page):
+    seen = {}
+    fd = os.open(path, os.O_RDONLY)
+    os.pread(fd, 1, page * 4096)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    seen["fadvise"] = "done"
+    try:
+        seen["nowait"] = len(os.preadv(fd, [bytearray(1)], page * 4096, os.RWF_NOWAIT) * "x")
+    except OSError as error:
+        seen["nowait"] = error.errno
+    stat, span = ctypes.create_string_buffer(40), ctypes.create_string_buffer(16)
+    seen["cachestat"] = _libc.syscall(CALLS["cachestat"], fd, span, stat, 0) or "told"
+    seen["cachestat"] = ctypes.get_errno() if seen["cachestat"] == -1 else seen["cachestat"]
+    context = ctypes.c_ulong(0)
+    seen["io_setup"] = ctypes.get_errno() if _libc.syscall(CALLS["io_setup"], 1, ctypes.byref(context)) else "set up"
+    _libc.mmap.restype, _libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                                                ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    mapped, resident = _libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_PRIVATE, fd, page * 4096), ctypes.c_ubyte()
+    told = _libc.mincore(ctypes.c_void_p(mapped), 4096, ctypes.byref(resident))
+    seen["mincore"] = ctypes.get_errno() if told else "told"
+    os.close(fd)
+    return seen
+
+def honest(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    first, buffer = os.pread(fd, 16, 0), bytearray(16)
+    read = os.preadv(fd, [buffer], 0, os.RWF_HIPRI)
+    os.close(fd)
+    return [first == bytes(buffer), read]
+'''
+
+
+def _cached(path: str, page: int) -> bool:
+    """Whether the page of the file is in the host's page cache: the grader's own look, which the filter never sees."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.preadv(fd, [bytearray(1)], page * 4096, os.RWF_NOWAIT) == 1
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("jail", [True, False], ids=["detected", "rlimits"])
+def test_no_sandbox_evicts_or_looks_at_the_page_cache(jail: bool):
+    # a page of a file no grading reads, so the grader's look below is not warmed by anyone else meanwhile
+    path = os.path.join(os.path.dirname(os.__file__), "test", "test_decimal.py")
+    page = 7 if jail else 11
+    isolation = detect() if jail else Isolation(namespaces=False, pids_root=None)
+    ran = run_cases([statement(CACHE, kind="other")],
+                    [CaseRequest(id="evict#0", code=f"evict({path!r}, {page})", timeout=20.0),
+                     CaseRequest(id="honest#0", code=f"honest({path!r})", timeout=20.0)],
+                    isolation=isolation, allow_root=True)
+    still = _cached(path, page)
+    found = [codec.decode(outcome.value) if outcome.status == "ok" else (outcome.status, outcome.error)
+             for outcome in ran.outcomes]
+    assert found == [{"fadvise": "done", "nowait": errno.EOPNOTSUPP, "cachestat": errno.EPERM,
+                      "io_setup": errno.EPERM, "mincore": errno.EPERM},
+                     [True, 16]]
+    assert still, "the sandbox's posix_fadvise(DONTNEED) evicted a host file's page"

@@ -481,6 +481,22 @@ _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
 # fanotify needs no privilege since Linux 5.13 (FAN_REPORT_FID, inode marks): a case's mark on os.py heard another
 # process's reads of it, in a jail and as an unused uid, as inotify did (tests/test_hostile_channels.py).
 # What stays shared: the page cache and the CPUs (README "What is not protected").
+# The page cache can be written and read only as the kernel's own reads do: posix_fadvise(POSIX_FADV_DONTNEED), which
+# needs no write access, evicted any page of a host file for every later sandbox (a jail's case emptied a stdlib file
+# a root process then found not cached), and preadv2(RWF_NOWAIT) read a page's state without changing it (EAGAIN when
+# not cached): an exact bit that could be written again and again, 64 of 64 from one jail to the next (session 23).
+# So DONTNEED seems to succeed and evicts nothing (as the kernel's own advice may do nothing), preadv2's RWF_NOWAIT
+# fails as a file system without it does (EOPNOTSUPP), and cachestat, mincore and Linux AIO (io_setup: IOCB's
+# RWF_NOWAIT) are refused: the kernel's checks (a file the uid may write or owns) answer for an unused uid's
+# sandbox already, not for the grader's uid's venv (rlimits mode without root). No notebook uses them (Python calls
+# none, os.preadv's flags and os.posix_fadvise only when asked). What stays: a page no one has read since the
+# machine started (or reclaimed) is read slowly once (~42 us against 1-2 cached), so each such page carries one bit
+# once, by the first read's time; madvise(MADV_PAGEOUT) reclaims no page of a file the uid cannot write (Linux >= 6.3)
+# and a jail filling its memory cgroup did not reclaim what it read of the interpreter's files (this machine).
+_FADVISE = {"x86_64": 221, "aarch64": 223}   # fadvise64, fadvise64_64: by advice (fourth argument)
+_PREADV2 = {"x86_64": 327, "aarch64": 286}   # by flags (sixth argument)
+_CACHE_PROBES = {"x86_64": (451, 27, 206), "aarch64": (451, 232, 0)}   # cachestat, mincore, io_setup
+POSIX_FADV_DONTNEED, RWF_NOWAIT = 4, 0x8
 _FLOCK = {"x86_64": 73, "aarch64": 32}
 # inotify_init, inotify_init1, inotify_add_watch; fanotify_init (a mark needs its descriptor)
 _INOTIFY_CALLS = {"x86_64": (253, 254, 294, 300), "aarch64": (26, 27, 262)}
@@ -563,10 +579,10 @@ def _filter(own_uid, protected=(), network=True, notify=False):
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
         return None
     arch, calls = known
-    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    ld_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     refuse, allow, pretend = 0x00050000 | errno.EPERM, 0x7FFF0000, 0x00050000   # SECCOMP_RET_ERRNO with 0: returns 0
     deny = SECCOMP_RET_USER_NOTIF if notify else refuse
-    arg0, arg1, arg2 = 16, 24, 32   # the low 32 bits of the first three arguments (little-endian): a pid_t is an int
+    arg0, arg1, arg2, arg3, arg5 = 16, 24, 32, 40, 56   # arguments' low 32 bits (little-endian): a pid_t is an int
     program: list = [(ld_abs, 4, None, None), (jeq, arch, None, "deny"), (ld_abs, 0, None, None),
                      (jge, 0x40000000, "deny", None)]   # x32 (bit 30) -> deny
     # "deny": what only hostile code does, an incident where the zygote hears of it (`notify`); "refuse": what
@@ -578,7 +594,8 @@ def _filter(own_uid, protected=(), network=True, notify=False):
     program += [(jeq, nr, "refuse", None) for nr in calls if nr not in (setpriority, setaffinity)]
     program += [(jeq, nr, "deny", None) for nr in _KEYRING_CALLS[machine]]
     program += [(jeq, _FLOCK[machine], "pretend", None), (jeq, _FCNTL[machine], "fcntl", None)]
-    program += [(jeq, nr, "refuse", None) for nr in _INOTIFY_CALLS[machine]]
+    program += [(jeq, nr, "refuse", None) for nr in (*_INOTIFY_CALLS[machine], *_CACHE_PROBES[machine])]
+    program += [(jeq, _FADVISE[machine], "fadvise", None), (jeq, _PREADV2[machine], "preadv2", None)]
     # call -> (the argument it is refused by, the values refused, how, the argument holding its signal or None): a
     # signal 0 sends nothing (os.kill(os.getppid(), 0) asks whether the parent lives), so it is let through at once.
     # "allow" after the last.
@@ -606,6 +623,9 @@ def _filter(own_uid, protected=(), network=True, notify=False):
     program += [(jeq, command, "pretend", None) for command in _LOCKS]
     program += [(jeq, command, "refuse", None) for command in (*_WATCHES, *(() if own_uid else _SET_OWNER[0]))]
     program += [(ret, allow, None, None)]
+    # the page cache's: an eviction pretended, a look that changes nothing refused (see _CACHE_PROBES)
+    program += ["fadvise", (ld_abs, arg3, None, None), (jeq, POSIX_FADV_DONTNEED, "pretend", "allow")]
+    program += ["preadv2", (ld_abs, arg5, None, None), (jset, RWF_NOWAIT, "unsupported", "allow")]
     for nr, (offset, refused, how, signal_at) in checked.items():
         program += [f"check {nr}"]
         if signal_at is not None:
@@ -618,7 +638,7 @@ def _filter(own_uid, protected=(), network=True, notify=False):
         else:
             program += [(jeq, value, how, None) for value in refused] + [(ret, allow, None, None)]
     program += ["allow", (ret, allow, None, None), "deny", (ret, deny, None, None), "refuse", (ret, refuse, None, None),
-                "pretend", (ret, pretend, None, None)]
+                "pretend", (ret, pretend, None, None), "unsupported", (ret, 0x00050000 | errno.EOPNOTSUPP, None, None)]
     instructions = _assemble(program)
     filters = (_SockFilter * len(instructions))(*instructions)
     return filters, _SockFprog(len(instructions), filters)
