@@ -46,14 +46,16 @@ class _Terminal:
 
 def _grade(args: argparse.Namespace) -> int:
     import gc
+    from grader.run.beside import started_aside
     from grader.sandbox import isolation, supervisor
     book = Path(args.gradebook) if args.gradebook else Path(args.out) / "gradebook.sqlite"
     if args.dask is None and (args.force or not book.exists()):
         # A class graded for the first time (or forced) runs its submissions: the probe and a zygote per worker
         # start now, beside the imports, rubric and plan. Otherwise the batch starts them once its gradebook says
         # a student changed, and an unchanged regrade starts none.
-        isolation.start_probe()
-        supervisor.start_spares(max(1, args.jobs or os.cpu_count() or 1))
+        with started_aside():   # off the CPU the coordinator's own start-up runs on, until the fork
+            isolation.start_probe()
+            supervisor.start_spares(max(1, args.jobs or os.cpu_count() or 1))
     # No collection until the results stream in (batch.results_collector turns the collector on for them): what
     # the start-up makes lives for the batch (modules, the rubric, the plan and what is prepared from it), and its
     # ~90 young collections walked it again and again, ~10 ms of the coordinator's CPU on the path to the first

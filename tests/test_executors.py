@@ -350,6 +350,61 @@ def test_the_class_outputs_are_written_before_the_executor_winds_down(tmp_path, 
     assert short.seen[0] in (tmp_path / "short" / "gradebook.csv").read_text(encoding="utf-8")
 
 
+class _Sized(_Timed):
+    """A _Timed executor that notes the gradebook file's size (the database, not its write-ahead log) when it starts
+    and again just before it yields its last result."""
+
+    def __init__(self, results, book: Path):
+        super().__init__(results, {})
+        self.book, self.sizes = book, []
+
+    def run(self, jobs):
+        self.sizes.append(self.book.stat().st_size)
+        for number, done in enumerate(super().run(jobs), 1):
+            if number == len(jobs):
+                self.sizes.append(self.book.stat().st_size)
+            yield done
+
+
+def test_the_gradebook_is_checkpointed_before_the_last_result(tmp_path, pool_results):
+    """Once every result but the last is recorded, the gradebook's write-ahead log is copied into its file (while
+    the last submission is graded), so closing it at the batch's end has only the last result left to copy and
+    sync: the database file has grown by the first results before the last one comes."""
+    results, cache = pool_results
+    by_student = {r.submission: r for r in results}
+    paths = [SUBMISSIONS / f"{name}.ipynb" for name in ("correct", "move-dir-transposed")]
+    sized = _Sized(by_student, tmp_path / "out" / "gradebook.sqlite")
+    batch = grade_batch(paths, RUBRIC, tmp_path / "out", cache=cache, executor=sized)
+    assert batch.graded == 2
+    created, before_last = sized.sizes
+    assert before_last > created
+
+
+def _after_last_events(count: int, yielded: int) -> list[str]:
+    """What after_last did around an executor of `yielded` results for `count` jobs, in order."""
+    from grader.run.batch import after_last
+    events: list[str] = []
+
+    def results():
+        for index in range(yielded):
+            events.append(f"asked {index + 1}")
+            yield index + 1
+
+    for item in after_last(results(), count, lambda: events.append("then"), lambda: events.append("before")):
+        events.append(f"took {item}")
+    return events
+
+
+def test_after_last_runs_before_while_the_last_result_is_awaited():
+    """`before` runs once the caller has taken every result but the last (at once for a single job), `then` once
+    it has taken the last; neither runs twice, and an executor that yields fewer results runs neither."""
+    for count in (1, 2, 3):
+        expected = [event for index in range(1, count + 1) for event in (f"asked {index}", f"took {index}")]
+        expected.insert(expected.index(f"asked {count}"), "before")
+        assert _after_last_events(count, count) == [*expected, "then"], count
+    assert _after_last_events(3, 1) == ["asked 1", "took 1"]
+
+
 def test_longest_first_is_stable_and_keeps_unknowns_typical():
     from grader.run.batch import longest_first
     jobs = [Job(name, f"/x/{name}.ipynb") for name in "abcde"]

@@ -341,9 +341,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             own_folder(Path(gradescope))
         # The results folder's store of shared values: one writer for the batch, so each file is checked once.
         shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
+        # Whether the pool will fork its workers with the plan (executor.LocalPool: from a process of one thread)
+        forking = _forking()
         # A gradebook made now (a class graded for the first time) is made on a thread: its creation waits ~25 ms
-        # for the disk (SQLite syncs the new file, its journal and its folder), while this thread reads the class
-        # and builds the plan, which every readable notebook of a new gradebook will need.
+        # for the disk (SQLite syncs the new file, its journal and its folder), while this thread reads the class,
+        # builds the plan and prepares it for the workers, which every readable notebook of a new gradebook needs.
         making = _NewGradebook(Path(book_path)) if book_path is not None and not Path(book_path).exists() else None
         early = False    # the probe and the spares started beside it (stopped at the end as the later ones)
         book: Gradebook | None = None
@@ -360,6 +362,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         early = True
                         _start_sandboxes(jobs)
                     the_plan()
+                    if local and forking:   # the pool prepares it anyway: now, while the gradebook's thread waits
+                        from grader.run.executor import prepare_workers
+                        prepare_workers(the_plan(), options)
             finally:
                 if making is not None:
                     making.wait()
@@ -463,8 +468,14 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     _export(book, rubric.assignment, out_dir, gradescope)
                 exported = received
 
+            def before_end() -> None:
+                if book is not None:   # closing at the end then copies and syncs only the last results' pages
+                    book.checkpoint()
+                if out_dir is not None:   # the export's modules, imported before the last result rather than after
+                    _load_exports(gradescope is not None)
+
             with results_collector():   # the plan and the grader frozen out of the collector's sight
-                for done in after_last(runner.run(jobs_to_run), len(jobs_to_run), export):
+                for done in after_last(runner.run(jobs_to_run), len(jobs_to_run), export, before_end):
                     received += 1
                     student = done.job.student
                     if done.result is not None:
@@ -517,11 +528,20 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
     return batch
 
 
+def _forking() -> bool:
+    """Whether a pool made now would fork its workers (supervisor.can_fork), asked before the batch starts a thread
+    of its own."""
+    from grader.sandbox.supervisor import can_fork
+    return can_fork()
+
+
 def _start_sandboxes(jobs: int | None) -> None:
     """The isolation probe and a spare zygote per worker, started ahead (the forked workers inherit them)."""
+    from grader.run.beside import started_aside
     from grader.sandbox import isolation, supervisor
-    isolation.start_probe()
-    supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
+    with started_aside():   # off the CPU the coordinator's own start-up runs on, until the fork (beside.py)
+        isolation.start_probe()
+        supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
 
 
 def _stop_sandboxes() -> None:
@@ -600,15 +620,23 @@ class _NewGradebook:
             raise self.error
 
 
-def after_last(done: Iterator[Done], count: int, then: Callable[[], None]) -> Iterator[Done]:
+def after_last(done: Iterator[Done], count: int, then: Callable[[], None],
+               before: Callable[[], None] | None = None) -> Iterator[Done]:
     """The executor's results as they come; once the caller has recorded the `count`-th (the last job's), `then`
     runs before the executor is asked for more. The class outputs (the CSV) are then written while the pool's
     workers exit, their sandboxes end and their cgroups go, instead of after the pool has waited for all that:
-    nothing else is left to do at the batch's end, so every millisecond there is wall time (~12 ms of 60)."""
+    nothing else is left to do at the batch's end, so every millisecond there is wall time (~12 ms of 60).
+    `before` runs once every result but the last is recorded (at once for one job): what the end needs that the
+    last result does not change is done while the last submission is graded, alone on its worker, the other
+    CPUs idle and the coordinator waiting."""
+    if before is not None and count == 1:
+        before()
     for seen, item in enumerate(done, 1):
         yield item
         if seen == count:
             then()
+        elif seen == count - 1 and before is not None:
+            before()
 
 
 class _Idle:
@@ -666,6 +694,14 @@ def _restore_missing(book: Gradebook, student: str, rubric: str, path: Path, out
         return
     copy = keep_notebook(path, result.sha256, out_dir)
     write_json(replace(result, notebook=copy or result.notebook), out_dir)
+
+
+def _load_exports(gradescope: bool) -> None:
+    """Import the writers _export will run (each output's module is imported when it is first written)."""
+    import importlib
+    from grader.report.class_outputs import OUTPUTS
+    for name in ("csv", *(("gradescope",) if gradescope else ())):
+        importlib.import_module(OUTPUTS[name].writer.partition(":")[0])
 
 
 def _export(book: Gradebook, rubric: str, out_dir: Path, gradescope: Path | None) -> None:

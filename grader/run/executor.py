@@ -273,6 +273,21 @@ def _by_value(result: dict, names: tuple[tuple[int, int, int, str], ...], plan: 
     return result
 
 
+def prepare_workers(plan: "Plan", options: Options) -> None:
+    """What the judge prepares per plan, worked out in this process for the workers it will fork with the plan
+    (LocalPool): once per plan and options, whoever asks first. A batch asks while its new gradebook is still
+    being made on a thread (batch._NewGradebook), which it must wait for before it forks: the preparation's
+    ~40 ms of CPU then runs while that thread waits for the disk (~15 ms it waited alone before, quiet)."""
+    def make() -> bool:
+        from grader.judge.grading import prepare
+        try:
+            prepare(plan, replace(options, prefetch=True))
+        except Exception:  # noqa: BLE001 - only a head start: what fails here fails (and is reported) per job
+            pass
+        return True
+    plan.memo.get(("prepared for workers", replace(options, prefetch=True)), make)
+
+
 def worker_cpus(allowed: Sequence[int], index: int) -> set[int] | None:
     """The one CPU worker `index` keeps to (its sandboxes with it), round robin over the CPUs the grader may use,
     or None (no pin) where it may use only one. On a quiet machine a worker and its sandbox on two CPUs paid for
@@ -509,11 +524,7 @@ class LocalPool:
         forkable = plan is not None and can_fork()
         self.plan = plan if forkable else None
         if self.plan is not None:   # once, before the fork: every worker shares the grading machinery and what the
-            from grader.judge.grading import prepare   # judge prepares per plan (not each on its first submission)
-            try:
-                prepare(self.plan, replace(setup.options, prefetch=True))
-            except Exception:  # noqa: BLE001 - only a head start: what fails here fails (and is reported) per job
-                pass
+            prepare_workers(self.plan, setup.options)   # judge prepares per plan (not each on its first submission)
         if self.plan is not None and self.size > 1:   # forked workers share the reference's isolated answers
             from grader.judge.grading import share_replies
             share_replies(self.plan)
@@ -604,6 +615,10 @@ class LocalPool:
     def run(self, jobs: Sequence[Job]) -> Iterator[Done]:
         pending = list(jobs)[::-1]
         slots: list[_Slot] = []
+        if pending:   # the spare zygotes the workers adopt were started off the coordinator's CPU: all CPUs now
+            from grader.run.beside import rejoin
+            from grader.sandbox.supervisor import spare_pids
+            rejoin(spare_pids())
         try:
             for index in range(min(self.size, len(pending))):   # each grades its first job while the next is forked
                 slots.append(self._start(index))

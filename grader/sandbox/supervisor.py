@@ -439,6 +439,13 @@ def start_spares(count: int) -> None:
             _SPARES.append(spare)
 
 
+def spare_pids() -> list[int]:
+    """The spare zygotes no worker has taken yet (start_spares): a coordinator that started them kept off its own
+    CPU gives them every CPU back before its workers fork (grader.run.beside)."""
+    with _LOCK:
+        return [spare.process.pid for spare in _SPARES]
+
+
 @contextlib.contextmanager
 def handing_over() -> Iterator[None]:
     """Around a fork of a worker: its child adopts a spare zygote (if one is left); this process lets it go."""
