@@ -25,7 +25,9 @@ references and compared by identity or, for exact builtin values, by value), wha
 
 The runtime takes the snapshot once, after the load (every fork starts from that state). Equal snapshots
 and process states mean nothing the next exercise can observe has changed; anything else, or
-"unknown", means a fresh fork, as before. What this does not see (deep changes inside a library module's
+"unknown", means a fresh fork, as before. The fork's check (`check`) lets no code of the student's run after
+it read what that code could change (signals blocked, the collector's garbage found first, the company read
+after the library calls that may run some), or says no. What this does not see (deep changes inside a library module's
 own objects, state kept in C by ctypes) only a student's own code can set there, and only that student's
 later exercises can see it.
 
@@ -80,14 +82,24 @@ _TYPE_DICT = type.__dict__["__dict__"].__get__
 _MODULE_DICT: Any = vars(types.ModuleType)["__dict__"].__get__
 _KEYS, _VALUES_OF = dict.keys, dict.values
 _IS = __import__("operator").is_
+_DEVICE_INODE = __import__("operator").attrgetter("st_dev", "st_ino")
 
 
 _getsignal = __import__("_signal").getsignal
+_gettrace, _getprofile, _getrecursionlimit = sys.gettrace, sys.getprofile, sys.getrecursionlimit
+_getswitchinterval, _get_int_max_str_digits = sys.getswitchinterval, sys.get_int_max_str_digits
+# The C function: signal's own makes an enum of each signal of the mask it returns (~1 us each, 60 when all).
+_sigmask = __import__("_signal").pthread_sigmask
 _UNCAUGHT = (int(signal.SIGKILL), int(signal.SIGSTOP))
 # The signals whose handler a process can set (the kernel's list: the same for every process) and the kinds of
 # rlimit, named once: each check then asks for them in C (map), not in a loop of Python.
 _SIGNALS = tuple(sorted(number for number in __import__("_signal").valid_signals() if number not in _UNCAUGHT))
 _RLIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
+# The mask with every signal blocked, as this system has it (the C library keeps a few of its own out of reach):
+# read once, in the zygote, before any thread or student code.
+_OLD_MASK = _sigmask(signal.SIG_BLOCK, _SIGNALS)
+_ALL_BLOCKED = _sigmask(signal.SIG_SETMASK, _OLD_MASK)
+del _OLD_MASK
 _C_RANDOM = __import__("_random").Random
 _PY_RANDOM = __import__("random").Random
 
@@ -114,10 +126,10 @@ def _generator_state(generator: Any) -> Any:
     if isinstance(generator, _C_RANDOM):
         return _C_RANDOM.getstate(generator)
     namespace = _TYPE_DICT(type(generator))
-    bits = (namespace.get("bit_generator") or namespace["_bit_generator"]).__get__(generator)
+    bits = (_own(namespace, "bit_generator") or _own(namespace, "_bit_generator")).__get__(generator)
     if _FLAGS(type(bits)) & _HEAPTYPE:
         raise Unknown("a bit generator of a Python class")
-    if "bit_generator" in namespace:
+    if _own(namespace, "bit_generator") is not None:
         return repr(generator.bit_generator.state)
     name, keys, position, gauss, cached = generator.get_state()
     return (name, keys.tobytes(), position, gauss, cached)
@@ -127,11 +139,20 @@ class Unknown(Exception):
     """The walk met something whose state it cannot read: the process is not known to be pristine."""
 
 
+def _own(namespace: Any, name: str) -> Any:
+    """A class's own `name` (None if it has none), read where no key of the student's can answer: a lookup
+    compares the keys that share the name's hash with it, through their __eq__ (code of the student's, in the
+    middle of a walk) unless all are exact str. Any other key: Unknown."""
+    if not all(map(_IS, map(type, namespace), repeat(str))):
+        raise Unknown("a key that is not a str in a class's namespace")
+    return namespace.get(name)
+
+
 def _instance_dict(obj: object, kind: type) -> dict[str, Any] | None:
     """The instance's own attribute dict, read through the interpreter's descriptor (never a student's), or
     None when it has none. Python 3.11 keeps small instance dicts as bare values, invisible to the collector."""
     for cls in _MRO(kind):
-        entry = _TYPE_DICT(cls).get("__dict__")
+        entry = _own(_TYPE_DICT(cls), "__dict__")
         if entry is None:
             continue
         if type(entry) is not types.GetSetDescriptorType:
@@ -153,7 +174,8 @@ def _open_type(kind: type) -> bool:
 def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_OBJECTS,
          met: set[int] | None = None, homes: set[str] | None = None, leaves: dict[int, bool] | None = None,
          found: list[Any] | None = None, known: dict[int, tuple[list[Any], list[Any]]] | None = None,
-         record: dict[int, list[Any]] | None = None, trace: list[Any] | None = None) -> list[Any]:
+         record: dict[int, list[Any]] | None = None, trace: list[Any] | None = None,
+         kinds: tuple[Any, Any, set[int]] | None = None) -> list[Any]:
     """Tokens describing every object reachable from `roots` (depth first), or raise Unknown. Objects are named
     by id, exact builtin values by value; an entered object's token names what it references by id. `stop` holds
     ids not entered (other modules' dicts). The modules and module dicts the walk meets are added to `met`.
@@ -164,12 +186,13 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
     `known` (Leaves.known): each entered object of the load (held alive) with what it referenced then, and
     the non-leaves among those; an object that still references the very same objects is not described again.
     `trace` (the load's snapshot, see Replay) gets each entered object: how its references were read and what
-    they were, or where its token holds a state read otherwise (an array's bytes, a generator's state).
+    they were, or where its token holds a state read otherwise (an array's bytes, a generator's state). `kinds`:
+    _state_kinds, read before (it looks in sys.modules, whose keys are the student's).
 
     It runs at every exercise's end, over about a thousand objects (builtins and the notebook's names), so its
     loop keeps what it looks up in locals. Kinds are asked with issubclass on the real type, never isinstance:
     that would read a student object's `__class__`, which may be a property."""
-    ndarray, generic, generators = kinds = _state_kinds()
+    ndarray, generic, generators = kinds = kinds if kinds is not None else _state_kinds()
     if trace is not None:
         trace.append(kinds)   # what the walk took for arrays, numpy scalars and generators (Replay asks again)
     tokens: list[Any] = []
@@ -229,7 +252,7 @@ def walk(roots: list[Any], stop: frozenset[int] = frozenset(), limit: int = MAX_
             if trace is not None:
                 trace.append((_S_ARRAY, obj, kind, len(tokens) - 1))
             continue
-        elif generic is not None and issubclass(kind, generic):
+        elif generic is not None and not _FLAGS(kind) & _HEAPTYPE and issubclass(kind, generic):   # numpy's own
             append((key, obj.tobytes()))
             if trace is not None:
                 trace.append((_S_SCALAR, obj, kind, len(tokens) - 1))
@@ -272,7 +295,7 @@ def _class_references(obj: type, kind: type, homes: set[str] | None) -> list[Any
     """What a walk enters of a class of the student's (a heap type of a module in `homes`), or None for a
     library's class (fixed)."""
     namespace = _TYPE_DICT(obj)           # the class's own names, as a mapping proxy of its dict
-    home = namespace.get("__module__")
+    home = _own(namespace, "__module__")
     if homes is not None and not (type(home) is str and home in homes):
         return None
     return [kind, *_MRO(obj), *namespace.keys(), *namespace.values()]
@@ -347,7 +370,7 @@ def _immutable(obj: Any, known: dict[int, bool], homes: set[str] | None, depth: 
     if kind is type or issubclass(kind, type):
         if not _FLAGS(obj) & _HEAPTYPE:
             return True
-        home = _TYPE_DICT(obj).get("__module__")
+        home = _own(_TYPE_DICT(obj), "__module__")
         return homes is not None and not (type(home) is str and home in homes)   # a library's class
     if kind is not tuple and kind is not frozenset:
         return False
@@ -363,7 +386,7 @@ class Loaded:
     the walk's `stop` set made from them, and where each module and module dict is. While sys.modules holds the
     same objects in the same order, the next snapshot (the same roots and own objects) reuses it."""
 
-    __slots__ = ("bindings", "key", "modules", "names", "stop", "values", "where")
+    __slots__ = ("bindings", "key", "modules", "names", "placed", "stop", "values", "where")
 
     def __init__(self, roots: list[Any], own: tuple[Any, ...]) -> None:
         # Names too: an id in `key` is always the object it was, and `_same` compares with these by identity.
@@ -376,6 +399,7 @@ class Loaded:
         namespaces = {_id(namespace) for _, namespace in self.modules}
         self.stop = frozenset(namespaces - set(map(_id, roots)) | set(map(_id, own)))
         self.where: dict[int, int] = {}
+        self.placed: tuple[frozenset[int], list[int]] | None = None   # the replay's met modules' positions
         for position, (module, namespace) in enumerate(self.modules):
             self.where[_id(module)] = self.where[_id(namespace)] = position
 
@@ -391,7 +415,8 @@ class Replay:
     then taken, as before). Most of it runs in C (map over the objects), where the walk's loop spends ~1 us
     of Python per object."""
 
-    __slots__ = ("dict_keys", "dict_sizes", "dict_values", "dicts", "homes", "kinds", "loaded", "met", "objects",
+    __slots__ = ("dict_keys", "dict_sizes", "dict_values", "dicts", "homes", "instance_kinds", "instance_mros",
+                 "instance_references", "instance_sizes", "instances", "kinds", "loaded", "met", "objects",
                  "opened", "opened_references", "opened_sizes", "others", "own", "roots", "state_kinds", "states",
                  "walked")
 
@@ -409,6 +434,15 @@ class Replay:
         self.opened: list[Any] = []
         self.opened_sizes: list[int] = []
         self.opened_references: list[Any] = []
+        # Instances of Python classes (not of dict's subclasses): what the collector shows of each (its class and
+        # its dict, made a real dict by the load's walk, which it stays), compared in C as `opened`; the walk's
+        # _instance_references would say the same while each class's MRO is the very tuple it was (a class's
+        # __bases__ set anew makes a new one): whether the class hides state depends on nothing else.
+        self.instances: list[Any] = []
+        self.instance_kinds: list[type] = []
+        self.instance_mros: list[tuple[type, ...]] = []
+        self.instance_sizes: list[int] = []
+        self.instance_references: list[Any] = []
         self.others: list[tuple[Any, type, int, list[Any]]] = []
         self.states: list[tuple[int, Any, Any, int]] = []
         self.state_kinds = trace[0]
@@ -428,6 +462,12 @@ class Replay:
                 self.opened.append(obj)
                 self.opened_sizes.append(len(then))
                 self.opened_references.extend(then)
+            elif mode == _INSTANCE and not issubclass(kind, dict):
+                self.instances.append(obj)
+                self.instance_kinds.append(kind)
+                self.instance_mros.append(_MRO(kind))
+                self.instance_sizes.append(len(then))
+                self.instance_references.extend(then)
             else:
                 self.others.append((obj, kind, mode, then))
 
@@ -439,14 +479,16 @@ class Replay:
             return None
         return Replay(trace, walked, met, loaded, roots, own, homes)
 
-    def same(self, roots: list[Any], own: tuple[Any, ...], homes: set[str] | None, loaded: Loaded) -> bool:
-        """Whether a walk from `roots` now would return the load's tokens (see the class)."""
+    def same(self, roots: list[Any], own: tuple[Any, ...], homes: set[str] | None, loaded: Loaded,
+             kinds: tuple[Any, Any, set[int]]) -> bool:
+        """Whether a walk from `roots` now would return the load's tokens (see the class; `kinds`: _state_kinds)."""
         try:
-            return self._same(roots, own, homes, loaded)
+            return self._same(roots, own, homes, loaded, kinds)
         except Exception:  # noqa: BLE001 - Unknown or anything unforeseen: the walk decides
             return False
 
-    def _same(self, roots: list[Any], own: tuple[Any, ...], homes: set[str] | None, loaded: Loaded) -> bool:
+    def _same(self, roots: list[Any], own: tuple[Any, ...], homes: set[str] | None, loaded: Loaded,
+              kinds: tuple[Any, Any, set[int]]) -> bool:
         if loaded is not self.loaded or len(roots) != len(self.roots) or len(own) != len(self.own):
             return False
         if not (all(map(_IS, roots, self.roots)) and all(map(_IS, own, self.own))):
@@ -455,7 +497,7 @@ class Replay:
             return False
         if not all(map(_IS, map(type, self.objects), self.kinds)):
             return False
-        ndarray, generic, generators = _state_kinds()
+        ndarray, generic, generators = kinds
         then_array, then_generic, then_generators = self.state_kinds
         if ndarray is not then_array or generic is not then_generic or generators != then_generators:
             return False
@@ -468,6 +510,12 @@ class Replay:
         now = list(map(gc.get_referents, self.opened))
         if list(map(len, now)) != self.opened_sizes \
                 or not all(map(_IS, chain.from_iterable(now), self.opened_references)):
+            return False
+        if not all(map(_IS, map(_MRO, self.instance_kinds), self.instance_mros)):
+            return False
+        now = list(map(gc.get_referents, self.instances))
+        if list(map(len, now)) != self.instance_sizes \
+                or not all(map(_IS, chain.from_iterable(now), self.instance_references)):
             return False
         for obj, kind, mode, then in self.others:
             if mode == _CLASS:
@@ -514,7 +562,7 @@ def _loaded(roots: list[Any], own: tuple[Any, ...], cache: Leaves | None) -> Loa
     return loaded
 
 
-def _modules(met: set[int], loaded: Loaded) -> list[tuple[int, ...]]:
+def _modules(met: set[int] | frozenset[int], loaded: Loaded) -> list[tuple[int, ...]]:
     """Which modules are loaded, and the bindings (by identity) of those the student's objects reach (`met`:
     modules and module dicts by id): `heapq.heappush` patched shows when the notebook uses heapq. Every
     module's bindings would cost 25 ms with numpy loaded. A root's namespace (builtins, reached through every
@@ -522,7 +570,14 @@ def _modules(met: set[int], loaded: Loaded) -> list[tuple[int, ...]]:
     found: list[tuple[int, ...]] = list(loaded.key)
     where, stop = loaded.where, loaded.stop
     bindings = loaded.bindings
-    for position in sorted({where[ident] for ident in met if ident in where}):
+    placed = loaded.placed
+    if placed is not None and placed[0] is met:   # the replay's (a frozenset): where its modules are, found once
+        positions = placed[1]
+    else:
+        positions = sorted({where[ident] for ident in met if ident in where})
+        if type(met) is frozenset:
+            loaded.placed = (met, positions)
+    for position in positions:
         module, namespace = loaded.modules[position]
         if _id(namespace) not in stop:
             continue
@@ -568,7 +623,7 @@ class Files:
     number while it is open). What is not is no company known (`company` None: the process ends, as where /proc
     cannot be read) or a descriptor changed (`process`: the check says no): a fresh fork, the student's cost."""
 
-    __slots__ = ("counted", "fds", "marks", "pid", "ppid", "threads")
+    __slots__ = ("counted", "expected", "fds", "marks", "pid", "ppid", "threads")
 
     # name -> (its path, from this process's /proc folder or its parent's, opened as a folder)
     PATHS = {"task": ("task", False, True), "children": ("task/{pid}/children", False, False),
@@ -582,6 +637,7 @@ class Files:
         self.marks: dict[str, tuple[int, int]] = {}
         self.threads: bool | None = None   # whether /proc/PID/task's links count its threads here (None: not known)
         self.counted = False               # whether /proc/PID/fd's size counts the open descriptors here
+        self.expected: tuple[Any, list[int], list[tuple[int, int]]] | None = None   # see _descriptors
 
     @classmethod
     def open(cls) -> "Files | None":
@@ -718,9 +774,10 @@ def same_files(state: Any, fds: tuple[int, ...]) -> bool:
 
 
 def _process(known: tuple[Any, ...] | None, files: Files | None = None,
-             before: dict[str, Any] | None = None) -> dict[str, Any]:
+             before: dict[str, Any] | None = None, mask: Any = None) -> dict[str, Any]:
     """What the process itself carries from one exercise to the next (`known`: its company, read just before;
-    `files`: its kept /proc files; `before`: the state this one will be compared with)."""
+    `files`: its kept /proc files; `before`: the state this one will be compared with; `mask`: its signal mask,
+    where the check has changed it)."""
     threads, children, siblings = known if known is not None else _company(files)
     umask = os.umask(0o077)
     os.umask(umask)
@@ -750,7 +807,8 @@ def _process(known: tuple[Any, ...] | None, files: Files | None = None,
         "cwd": os.getcwd(), "umask": umask,
         "descriptors": descriptors,
         "environ": _environment(), "limits": limits, "handlers": handlers,
-        "mask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), "timers": timers, "posix_timers": posix_timers,
+        "mask": sorted(_sigmask(signal.SIG_BLOCK, ()) if mask is None else mask),
+        "timers": timers, "posix_timers": posix_timers,
         "group": (os.getpgid(0), os.getsid(0)), "priority": os.getpriority(os.PRIO_PROCESS, 0),
         "ids": (os.getresuid(), os.getresgid()), "size": size,
     }
@@ -771,17 +829,17 @@ def _listed() -> list[tuple[str, int, int]]:
 
 def _descriptors(files: Files | None, before: dict[str, Any] | None) -> list[tuple[str, int, int]]:
     """_listed, without listing where /proc/PID/fd counts as many open as `before` recorded, each still the
-    file it was: then those are all the open ones, and the listing would say the same."""
+    file it was: then those are all the open ones, and the listing would say the same. Each one's fstat in C
+    (map), against its number and file as recorded, unpacked once per `before` (Files.expected)."""
     if files is not None and files.counted and before is not None:
-        recorded = before["descriptors"]
+        recorded: list[tuple[str, int, int]] = before["descriptors"]
+        expected = files.expected
+        if expected is None or expected[0] is not recorded:
+            expected = files.expected = (recorded, [int(fd) for fd, _, _ in recorded],
+                                         [(device, inode) for _, device, inode in recorded])
         try:
-            if files.count() == len(recorded):
-                now = []
-                for fd, _device, _inode in recorded:
-                    status = os.fstat(int(fd))
-                    now.append((fd, status.st_dev, status.st_ino))
-                if now == recorded:
-                    return now
+            if files.count() == len(recorded) and list(map(_DEVICE_INODE, map(os.fstat, expected[1]))) == expected[2]:
+                return recorded   # (the very list: `before` holds it, unchanged)
         except OSError:
             pass
     return _listed()
@@ -801,17 +859,10 @@ def _environment() -> dict[Any, Any]:
 def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
     """The interpreter's own settings and hooks, and the libraries' global state that outlives a call
     (`collecting`: whether the collector was on before the snapshot turned it off; numpy's global generator is
-    left out when it is among `own`: the runtime seeds it at each case's start)."""
-    hooks = [_id(getattr(sys, name, None)) for name in (
-        "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "displayhook", "excepthook",
-        "unraisablehook", "breakpointhook")]
-    state: dict[str, Any] = {
-        "hooks": hooks, "trace": (_id(sys.gettrace()), _id(sys.getprofile())),
-        "limits": (sys.getrecursionlimit(), sys.getswitchinterval(), sys.get_int_max_str_digits()),
-        "path": [_id(entry) for entry in sys.path] + [(type(e) is str and e) for e in sys.path],
-        "meta_path": list(map(_id, sys.meta_path)), "path_hooks": list(map(_id, sys.path_hooks)),
-        "gc": (collecting, gc.get_threshold(), gc.get_debug(), list(map(_id, gc.callbacks)), len(gc.garbage)),
-    }
+    left out when it is among `own`: the runtime seeds it at each case's start). The libraries' state first:
+    reading it may run the student's code (numpy.geterr replaced), whose hooks are then read after it, through
+    the interpreter's own functions (sys.gettrace rebound would run more of it)."""
+    state: dict[str, Any] = {}
     if "_decimal" in sys.modules:
         state["decimal"] = _decimal()
     warnings = sys.modules.get("warnings")
@@ -828,6 +879,14 @@ def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
         if generator is not None and not any(generator is mine for mine in own):
             name, keys, position, gauss, cached = generator.get_state()
             state["numpy.random"] = (name, keys.tobytes(), position, gauss, cached)
+    state["hooks"] = [_id(getattr(sys, name, None)) for name in (
+        "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "displayhook", "excepthook",
+        "unraisablehook", "breakpointhook")]
+    state["path"] = [_id(entry) for entry in sys.path] + [(type(e) is str and e) for e in sys.path]
+    state["meta_path"], state["path_hooks"] = list(map(_id, sys.meta_path)), list(map(_id, sys.path_hooks))
+    state["limits"] = (_getrecursionlimit(), _getswitchinterval(), _get_int_max_str_digits())
+    state["gc"] = (collecting, gc.get_threshold(), gc.get_debug(), list(map(_id, gc.callbacks)), len(gc.garbage))
+    state["trace"] = (_id(_gettrace()), _id(_getprofile()))
     return state
 
 
@@ -878,28 +937,32 @@ def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None =
 
 
 def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None,
-             skip: Leaves | None = None) -> Any:
+             skip: Leaves | None = None, settle: Any = None) -> Any:
     """What an exercise could observe of the student's objects and the libraries, reachable from `roots` (the
     namespaces the student's code lives in; `own`: the grader's objects among them, not entered; `homes`: the
     names of the modules whose classes are the student's; `skip`: the load's leaves, the same for every
     snapshot compared); None when part of it cannot be read (then only a fresh fork is known to be pristine).
-    The runtime takes it once, after the load: every fork starts from it."""
+    The runtime takes it once, after the load: every fork starts from it. `settle` (check's): asked once what
+    may run the student's code has run, before the walk; False makes the answer None."""
     collecting = gc.isenabled()
     gc.disable()    # no collection (and no student __del__) in the middle of the walk
     try:
-        # First: what reading the libraries' state runs (numpy.geterr, which a notebook may replace) may change
-        # what the walk sees, never after it.
+        # First: what reading the libraries' state runs (numpy.geterr, which a notebook may replace; sys.modules'
+        # keys compared in lookups) may change what the walk sees, never after it.
         interpreter = _interpreter(collecting, own)
         met = {_id(sys)}   # sys's names, even where the notebook reaches sys only through __import__
         loaded = _loaded(roots, own, skip)
+        kinds = _state_kinds()
+        if settle is not None and not settle():
+            return None
         replay = skip.replay if skip is not None else None
-        if replay is not None and replay.same(roots, own, homes, loaded):
-            return (replay.walked, _modules(set(replay.met), loaded), interpreter)   # what the walk would say
+        if replay is not None and replay.same(roots, own, homes, loaded, kinds):
+            return (replay.walked, _modules(replay.met, loaded), interpreter)   # what the walk would say
         trace: list[Any] | None = None
         if skip is not None and not skip.traced:   # the load's snapshot: every later one is checked against it
             skip.traced, trace = True, []
         walked = walk(roots, loaded.stop, met=met, homes=homes, leaves=skip.ids if skip is not None else None,
-                      known=skip.known if skip is not None else None, trace=trace)
+                      known=skip.known if skip is not None else None, trace=trace, kinds=kinds)
         if skip is not None and trace is not None:
             skip.replay = Replay.of(trace, walked, met, loaded, roots, own, homes)
         return (walked, _modules(met, loaded), interpreter)
@@ -908,6 +971,52 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
     except Exception:  # noqa: BLE001 - a state this code did not foresee: not known to be pristine
         return None
     finally:
+        if collecting:
+            gc.enable()
+
+
+def check(before: Any, take: Any, started: Any, files: Files | None = None) -> bool:
+    """Whether an exercise's process is still as pristine as a fresh fork: `before` the load's snapshot, `take`
+    a function of `settle` that takes this one (snapshot's arguments but `settle`), `started` the process state
+    as the fork started (`files`: its kept /proc files).
+
+    Nothing of the student's may run inside the check after it read what that code could change: it would
+    change it back, or act later, and the check would say yes to a process that is not. So every signal is
+    blocked for the check's length (a handler of the student's, fired by a timer, ran after the walk, changed
+    what it had seen and put the runtime's handler back before it was read), and one still waiting when it ends
+    makes the answer no; the collector stays off (a collection in the middle runs the finalizers of what the
+    exercise left). Student code may still run where the snapshot reads the libraries' state (numpy.geterr
+    replaced), before the walk: `settle` then makes sure that nothing it could leave acts later, unseen: the
+    signals still blocked, no garbage left for a collection after the check (its finalizers would run in the
+    next exercise), and the company (threads, children: a thread started there could act after the walk)
+    read only now, for the process state."""
+    if before is None or started is None:
+        return False
+    try:
+        mask = _sigmask(signal.SIG_BLOCK, _SIGNALS)
+    except (OSError, ValueError):
+        return False
+    collecting = gc.isenabled()   # the snapshot turns it off for its length, and reads whether it was on
+    company: list[Any] = []
+
+    def settle() -> bool:
+        if _sigmask(signal.SIG_BLOCK, _SIGNALS) != _ALL_BLOCKED or gc.collect():
+            return False
+        gc.freeze()   # what is left is alive: the next check's collection need not look at it again
+        company.append(_company(files))
+        return bool(company[0] == company_of(started))
+
+    try:
+        after = take(settle)
+        gc.disable()
+        if not company:
+            return False
+        now = _process(company[0], files, started, mask)
+        return unchanged(before, after, started, now) and not signal.sigpending()
+    except Exception:  # noqa: BLE001 - as snapshot
+        return False
+    finally:
+        _sigmask(signal.SIG_SETMASK, mask)
         if collecting:
             gc.enable()
 

@@ -880,13 +880,14 @@ class Child:
 
     def still_pristine(self, started, company, files=None):
         """Whether this fork may serve the next exercise: nothing it could observe changed since the load
-        (pristine.py), `company` read since the exercise's end (`files`: the /proc files it keeps open)."""
-        return _pristine.unchanged(self.pristine, self.snapshot(), started,
-                                   _pristine.process(company, files, started))
+        (pristine.check; `files`: the /proc files it keeps open). The check reads the company again itself
+        (`company`, read at the exercise's end, was before code of the student's that the check may run)."""
+        return _pristine.check(self.pristine, self.snapshot, started, files)
 
-    def snapshot(self):
+    def snapshot(self, settle=None):
         """What the next exercise could observe of this process (pristine.snapshot), from the notebook's
-        module, the support modules it imported and builtins; the runtime's own objects are not the student's."""
+        module, the support modules it imported and builtins; the runtime's own objects are not the student's.
+        `settle`: pristine.check's."""
         roots = [self.module.__dict__, _builtins.__dict__]
         homes = {"__main__"}
         for name in self.support:
@@ -898,7 +899,7 @@ class Child:
         own = (globals(), __builtins__, self, self.__dict__, _RANDOM, *(self.numpy_random or ())[:1])
         if self.leaves is None:   # once, after the load: what no exercise can change, for every walk to skip
             self.leaves = _pristine.leaves(roots, own=own, homes=homes, base=_BASE_LEAVES[0])
-        return _pristine.snapshot(roots, own=own, homes=homes, skip=self.leaves)
+        return _pristine.snapshot(roots, own=own, homes=homes, skip=self.leaves, settle=settle)
 
     def restore_data(self):
         """Put each of the course's data files in the scratch (the working folder) as it came, whatever is at its

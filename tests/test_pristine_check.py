@@ -1,0 +1,120 @@
+"""pristine.check: nothing of the student's runs inside the check after it read what that code could change, or it
+says no. Each test runs in a fork of this process, single-threaded as an exercise's fork (test_pristine_files), with
+a small loaded module; `take` stands in for the runtime's snapshot, `during` for a library function of the student's
+that the check runs before its walk (numpy.geterr replaced)."""
+
+from __future__ import annotations
+
+import builtins
+import gc
+import os
+import signal
+import threading
+import types
+from typing import Any
+
+from grader.sandbox import pristine
+from test_pristine_files import in_a_fork
+
+
+def _loaded(files: pristine.Files) -> tuple[types.ModuleType, Any, Any, Any]:
+    """The module, its snapshot function, the load's snapshot and the process state as the fork starts."""
+    module = types.ModuleType("__main__x")
+    exec("X = [1]\ndef f():\n    return X\n", module.__dict__)  # noqa: S102 - the notebook's code
+    roots = [module.__dict__, builtins.__dict__]
+    leaves = pristine.leaves(roots, homes={"__main__x"})
+
+    def take(settle: Any = None) -> Any:
+        return pristine.snapshot(roots, homes={"__main__x"}, skip=leaves, settle=settle)
+    before = take()
+    gc.collect()   # what the test process left is no exercise's garbage
+    gc.freeze()
+    return module, take, before, pristine.process(files=files)
+
+
+@in_a_fork
+def test_a_process_as_it_was_is_pristine_and_its_signal_mask_is_left_as_it_was(files):
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+    module, take, before, started = _loaded(files)
+    assert pristine.check(before, take, started, files)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == {signal.SIGUSR2}
+    module.X.append(2)
+    assert not pristine.check(before, take, started, files)
+
+
+@in_a_fork
+def test_a_signal_that_comes_during_the_check_waits_for_its_end_and_makes_it_say_no(files):
+    handled: list[str] = []
+    signal.signal(signal.SIGUSR1, lambda *_: handled.append("handled"))
+    _, take, before, started = _loaded(files)
+
+    def during(settle: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        handled.append("sent")
+        return take(settle)
+    assert not pristine.check(before, during, started, files)
+    assert handled == ["sent", "handled"]
+    assert pristine.check(before, take, started, files)   # nothing waiting any more
+
+
+@in_a_fork
+def test_garbage_an_exercise_left_makes_the_check_say_no_once_collected(files):
+    _, take, before, started = _loaded(files)
+    finalized: list[int] = []
+
+    class Cycle:
+        def __del__(self) -> None:
+            finalized.append(1)
+    cycle = Cycle()
+    cycle.me = cycle   # type: ignore[attr-defined]
+    del cycle
+    assert not pristine.check(before, take, started, files)
+    assert finalized == [1]
+    assert pristine.check(before, take, started, files)
+
+
+@in_a_fork
+def test_a_thread_started_by_what_the_check_runs_makes_it_say_no(files):
+    _, take, before, started = _loaded(files)
+    stop = threading.Event()
+
+    def during(settle: Any) -> Any:
+        threading.Thread(target=stop.wait, daemon=True).start()
+        return take(settle)
+    try:
+        assert not pristine.check(before, during, started, files)
+    finally:
+        stop.set()
+
+
+@in_a_fork
+def test_a_numpy_scalar_of_a_python_class_is_not_read_through_its_own_methods(files):
+    numpy = __import__("numpy")
+    calls: list[int] = []
+
+    class Scalar(numpy.float64):
+        def tobytes(self, *args: Any) -> bytes:
+            calls.append(1)
+            return bytes(numpy.float64.tobytes(self, *args))
+    module, take, before, started = _loaded(files)
+    module.S = Scalar(1.0)   # type: ignore[attr-defined]
+    assert not pristine.check(before, take, started, files)
+    assert calls == []
+
+
+@in_a_fork
+def test_a_class_whose_namespace_holds_a_key_of_its_own_is_not_looked_up_through_it(files):
+    calls: list[int] = []
+
+    class Key:
+        def __hash__(self) -> int:
+            return hash("__module__")
+
+        def __eq__(self, other: object) -> bool:
+            calls.append(1)
+            return self is other
+    module, take, before, started = _loaded(files)
+    module.Odd = type("Odd", (), {Key(): 1})   # type: ignore[attr-defined]
+    calls.clear()   # type() looked up its own names in that namespace
+    assert not pristine.check(before, take, started, files)
+    assert calls == []
