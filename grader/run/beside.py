@@ -34,7 +34,8 @@ def aside(allowed: Iterable[int]) -> set[int]:
 
 @contextlib.contextmanager
 def started_aside() -> Iterator[None]:
-    """Processes started inside keep to `aside` of this thread's CPUs, which are set back as they were after."""
+    """Processes started inside keep to `aside` of this thread's CPUs, which are set back as they were after, this
+    thread moved first to the CPU left to it (the scheduler would leave it beside what it started)."""
     allowed = _allowed()
     cpus = aside(allowed)
     if not cpus:
@@ -48,7 +49,11 @@ def started_aside() -> Iterator[None]:
     try:
         yield
     finally:
-        os.sched_setaffinity(0, allowed)
+        try:   # moved to the CPU left to it first: set back to all at once, it stayed where they are (traced)
+            os.sched_setaffinity(0, set(allowed) - cpus)
+            os.sched_setaffinity(0, allowed)
+        except (OSError, ValueError):   # a CPU gone offline meanwhile: every CPU this process may still use
+            os.sched_setaffinity(0, range(os.cpu_count() or 1))
 
 
 def rejoin(pids: Iterable[int]) -> None:
