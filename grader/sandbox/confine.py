@@ -16,7 +16,7 @@ import socket
 import stat
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE, MS_SLAVE = 32, 4096, 16384, 1 << 18, 1 << 19
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 MNT_DETACH = 2
 # statvfs flag -> mount flag, for the flags the kernel locks on mounts seen from a user namespace:
@@ -283,7 +283,8 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
     """pivot_root into a fresh tmpfs holding read-only binds of `trees` (same paths), /dev with a few
     character devices, a generated /etc without credentials, this pid namespace's procfs and one bounded
     tmpfs scratch, bound at HOME (the working folder) and at /tmp. Folders of `cover` inside a tree are covered
-    by an empty tmpfs. The host's root is detached: nothing else exists.
+    by an empty tmpfs. The host's root is detached: nothing else exists. (enter_root makes the same root from
+    the fixed part a zygote prepared once: prepare_root.)
 
     Must run as PID 1 of a new pid namespace with CAP_SYS_ADMIN in its user namespace."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)          # nothing we do propagates to the host
@@ -294,19 +295,52 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
     os.chdir("/")
     old, new = "/oldroot", "/newroot"
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
-    # The scratch first, mounted outside the new root and bound into it twice: at HOME, the working folder, and at
-    # /tmp, where a tree that lives under /tmp on the host (a venv or a clone in a temp folder) is bound below. When
-    # /tmp was the working folder too, a case listing it saw the host's layout ('fresh21-1'), and what it saw
-    # depended on where the grader was installed. Its own mount, neither can be removed or renamed by the student.
-    os.mkdir("/scratch")
-    _mount("tmpfs", "/scratch", "tmpfs", MS_NOSUID | MS_NODEV,
+    for target in SCRATCH_FOLDERS.values():
+        os.makedirs(new + target)
+    _scratch("/scratch", new, scratch_bytes, scratch_files, owner)
+    _static_root(new, old, trees)
+    _cover(new, trees, cover)
+    _mount_proc(new + "/proc")
+    _check(_libc.umount2(old.encode(), MNT_DETACH), "umount old root")
+    os.rmdir(old)
+    os.chdir(new)
+    _check(_libc.syscall(155, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", MNT_DETACH), "umount base")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+# The scratch's folders and where each is bound in the jail. The scratch is mounted outside the new root and
+# bound into it twice: at HOME, the working folder, and at /tmp, where a tree that lives under /tmp on the host (a
+# venv or a clone in a temp folder) is bound below. When /tmp was the working folder too, a case listing it saw the
+# host's layout ('fresh21-1'), and what it saw depended on where the grader was installed. Its own mount, neither
+# can be removed or renamed by the student.
+SCRATCH_FOLDERS = {"home": HOME, "tmp": "/tmp"}
+
+
+def _scratch(at, new, scratch_bytes, scratch_files, owner):
+    """The sandbox's bounded tmpfs, mounted at `at` (a folder outside the new root, detached with the host's
+    root), its folders bound into the new root at `new` (SCRATCH_FOLDERS, folders there already)."""
+    if not os.path.isdir(at):
+        os.mkdir(at)
+    _mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV,
            f"size={max(4096, int(scratch_bytes))},nr_inodes={max(16, int(scratch_files))},mode=700,"
            f"uid={owner},gid={owner}")
-    for folder, target in (("home", HOME), ("tmp", "/tmp")):
-        os.mkdir(f"/scratch/{folder}", 0o700)
-        os.chown(f"/scratch/{folder}", owner, owner)
-        os.makedirs(new + target)
-        _mount(f"/scratch/{folder}", new + target, None, MS_BIND)
+    for folder, target in SCRATCH_FOLDERS.items():
+        os.mkdir(f"{at}/{folder}", 0o700)
+        os.chown(f"{at}/{folder}", owner, owner)
+        _mount(f"{at}/{folder}", new + target, None, MS_BIND)
+
+
+def _in_scratch(tree):
+    return any(_inside(tree, target) for target in SCRATCH_FOLDERS.values())
+
+
+def _static_root(new, old, trees, skip_scratch=False):
+    """What a jail's root at `new` holds whatever its sandbox: read-only binds of the system's trees and of
+    `trees` (same paths) from the host seen at `old`, a generated /etc without credentials, /dev with a few
+    character devices, and the folder its procfs is mounted on. `skip_scratch`: the trees that lie in a
+    scratch folder (a venv under /tmp) are left out, for enter_root to bind once the scratch is there."""
     for path in SYSTEM_TREES:
         source = old + path
         if os.path.islink(source):
@@ -314,15 +348,11 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
         elif os.path.isdir(source) and not any(_inside(path, tree) for tree in trees):
             _ro_bind(source, new + path)
     for tree in trees:
-        if os.path.isdir(old + tree) and not _lexists(new + tree):
+        if not (skip_scratch and _in_scratch(tree)) and os.path.isdir(old + tree) and not _lexists(new + tree):
             _ro_bind(old + tree, new + tree)
-    for folder in cover:
-        if any(_inside(folder, tree) and folder != tree for tree in (*trees, *SYSTEM_TREES)) \
-                and os.path.isdir(new + folder):
-            _mount("tmpfs", new + folder, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
     os.makedirs(new + "/etc", exist_ok=True)
-    for path in ETC_FILES:
-        if os.path.isfile(old + path):
+    for path in ETC_FILES:   # a link to an absolute path is not followed (build_root sees the host's root at `old`)
+        if os.path.isfile(old + path) and not (os.path.islink(old + path) and os.readlink(old + path).startswith("/")):
             _ro_bind(old + path, new + path, is_dir=False)
     _write(new + "/etc/passwd", f"student:x:{STUDENT_ID}:{STUDENT_ID}:student:{HOME}:/bin/sh\n"
                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
@@ -338,12 +368,70 @@ def build_root(trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID, 
                          ("stderr", "/proc/self/fd/2"), ("shm", "/tmp")):
         os.symlink(target, f"{new}/dev/{name}")
     os.makedirs(new + "/proc")
-    _mount_proc(new + "/proc")
-    _check(_libc.umount2(old.encode(), MNT_DETACH), "umount old root")
-    os.rmdir(old)
-    os.chdir(new)
-    _check(_libc.syscall(155, b".", b"."), "pivot_root")
-    _check(_libc.umount2(b".", MNT_DETACH), "umount base")
+
+
+def _cover(new, trees, cover):
+    for folder in cover:
+        if any(_inside(folder, tree) and folder != tree for tree in (*trees, *SYSTEM_TREES)) \
+                and os.path.isdir(new + folder):
+            _mount("tmpfs", new + folder, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
+
+
+# A prepared root (prepare_root): the folder the zygote mounts it in holds the root itself and the folder each
+# sandbox mounts its scratch on.
+PREPARED_ROOT, PREPARED_SCRATCH = "/root", "/scratch"
+
+
+def prepare_root(folder, trees):
+    """In the zygote, as real root, once: the part of every jail's root that is the same for all its sandboxes
+    (_static_root: the system's and the interpreter's binds, /etc, /dev), made in an empty `folder` of a mount
+    namespace of the zygote's own, for each child's enter_root to start from. build_root made it again in every
+    sandbox (~1 ms of the child's CPU and ~100 pages it copied from the zygote, of a start of ~3); a child's clone
+    now copies these mounts with the rest of the zygote's namespace, in the kernel.
+
+    The zygote's namespace is a slave of the host's: the host's mounts still reach it, none of its own reaches the
+    host, where `folder` stays an empty folder. Its tmpfs superblocks are made read-only once built: every sandbox
+    shares them (a copy of a mount is the same file system), and no one may write them again, so nothing one
+    sandbox does there is seen by another (no file, no time, no count changes). Raises JailError (OSError) where it
+    cannot; the caller then builds each root whole (build_root)."""
+    _check(_libc.unshare(CLONE_NEWNS), "unshare mount")
+    _mount(None, "/", None, MS_REC | MS_SLAVE)
+    _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=8,mode=700")
+    root, scratch = folder + PREPARED_ROOT, folder + PREPARED_SCRATCH
+    os.mkdir(root, 0o755)
+    os.mkdir(scratch, 0o700)
+    _mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
+    for target in SCRATCH_FOLDERS.values():
+        os.makedirs(root + target)
+    _static_root(root, "", trees, skip_scratch=True)
+    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def drop_prepared_root(folder):
+    """The zygote's end: its prepared root detached, and `folder`, empty then, removed (on the host it always was)."""
+    _libc.umount2(folder.encode(), MNT_DETACH)
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def enter_root(folder, trees, scratch_bytes, scratch_files, cover=(), owner=STUDENT_ID):
+    """build_root's jail, from the root the zygote prepared in `folder` (prepare_root): this child's copy of it
+    gets this sandbox's scratch (and the trees that lie in it), its covers and its procfs, and becomes the root;
+    the host's root is detached. Same conditions as build_root."""
+    root = folder + PREPARED_ROOT
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)          # nothing we do propagates to the host or the zygote
+    _scratch(folder + PREPARED_SCRATCH, root, scratch_bytes, scratch_files, owner)
+    for tree in trees:
+        if _in_scratch(tree) and os.path.isdir(tree) and not _lexists(root + tree):
+            _ro_bind(tree, root + tree)
+    _cover(root, trees, cover)
+    _mount_proc(root + "/proc")
+    os.chdir(root)
+    _check(_libc.syscall(155, b".", b"."), "pivot_root")   # SYS_pivot_root: the host's root is stacked on top
+    _check(_libc.umount2(b".", MNT_DETACH), "umount host root")
     os.chdir("/")
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 

@@ -188,11 +188,12 @@ def _outer(config, request_fd, response_fd, output_fd, status_fd, handoff=None):
     os._exit(code)   # as _init ends a failed start: 70 (EX_SOFTWARE), never a status that reads as a clean exit
 
 
-def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, handoff=None):
+def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, handoff=None, prepared=None):
     """The jail's one process before any fork, cloned by the zygote straight into its namespaces
     (confine.clone_namespaces): PID 1 of the sandbox's pid namespace. Moves into the sandbox's cgroups, builds
     the root, gives up every privilege and becomes the runtime; never returns. `uid`/`gid`: the zygote's, which
-    the student's id maps to (root: this process becomes an unused uid instead).
+    the student's id maps to (root: this process becomes an unused uid instead). `prepared`: the folder of the
+    root the zygote prepared (Zygote.prepare), which this child's copy of its mounts holds; None: built whole.
 
     Why the runtime is PID 1 itself and no init waits above it: a second process per sandbox cost a fork, an
     exit and the pages both copied (about 2 ms of CPU a start). What an init did is done here or by the kernel:
@@ -221,7 +222,10 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, handoff=
         trees = _trees(config)
         owner = drop_to if drop_to is not None else confine.STUDENT_ID
         cover = [*config.get("cover", ()), *confine.unrelated_site_packages()]
-        confine.build_root(trees, config["scratch_bytes"], config["scratch_files"], cover, owner)
+        if prepared and not config.get("allow"):   # the zygote's prepared root holds the interpreter's trees only
+            confine.enter_root(prepared, trees, config["scratch_bytes"], config["scratch_files"], cover, owner)
+        else:
+            confine.build_root(trees, config["scratch_bytes"], config["scratch_files"], cover, owner)
         facts["filesystem"] = "allowlist"
         try:
             socket.sethostname("sandbox")
@@ -253,8 +257,11 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, handoff=
 
 
 class Zygote:
-    def __init__(self, control, preloaded=0):
+    def __init__(self, control, preloaded=0, grader=0, folder=""):
         self.control = control
+        self.grader, self.folder = grader, folder   # who it serves, and where that one's temp folders are
+        # The folder of the root prepared for its jails (prepare): None until the first jail asks, "" where none was.
+        self.prepared = None
         # pidfd -> (pid, host uid swept when it ends or None, its exit-status pipe, its refusals' pipe)
         self.children = {}
         self.handoffs = {}       # fd -> (the socket a child sends its seccomp listener on, its pidfd)
@@ -279,6 +286,35 @@ class Zygote:
             self.asked.update(new)
             self.preloaded += preload(new)
             gc.freeze()
+
+    def prepare(self):
+        """The folder of the part of a jail's root that is the same for all this zygote's sandboxes, made at its
+        first jail (confine.prepare_root), or "" where it cannot be (not real root: a jail is then built whole in
+        each child, as before). The folder is named like the grader's own temp folders (by its pid: swept with
+        them if the zygote is killed) and made like mkdtemp (a fresh name, exclusively, 0700). Looked at again
+        before each jail: a folder removed from the host (a clean-up of another grader's) took its mounts with it
+        in this namespace too, and the jails are built whole again from then on."""
+        if self.prepared is None:
+            self.prepared = ""
+            if os.geteuid() == 0 and self.folder and self.grader > 0:
+                folder = os.path.join(self.folder, f"puzzle-grader-{os.getuid()}-{self.grader}-{os.urandom(6).hex()}")
+                try:
+                    os.mkdir(folder, 0o700)
+                except OSError:
+                    return ""
+                try:
+                    confine.prepare_root(folder, confine.python_trees())
+                    self.prepared = folder
+                except OSError:
+                    confine.drop_prepared_root(folder)
+        elif self.prepared and not os.path.isdir(self.prepared + confine.PREPARED_ROOT + "/proc"):
+            self.drop_prepared()
+        return self.prepared
+
+    def drop_prepared(self):
+        if self.prepared:
+            confine.drop_prepared_root(self.prepared)
+        self.prepared = ""
 
     def _sweep(self, uid):
         """kill(-1) as `uid`: every process of that (unique, sandbox-only) uid dies, escapees included."""
@@ -430,6 +466,7 @@ class Zygote:
         if self.preloaded and isinstance(limits.get("memory_bytes"), int):
             config = {**config, "limits": {**limits, "memory_bytes": limits["memory_bytes"] + self.preloaded}}
         jailed = bool(config.get("namespaces"))
+        prepared = self.prepare() if jailed else ""
         zygote, uid, gid = os.getpid(), os.geteuid(), os.getegid()
         pid = confine.clone_namespaces(user=uid != 0) if jailed else os.fork()
         if pid == 0:
@@ -448,7 +485,7 @@ class Zygote:
                 sock.close()
             if jailed:
                 os.close(status_fd)   # the zygote's to write, once the jail has ended
-                _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, theirs)
+                _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, theirs, prepared or None)
             _outer(config, request_fd, response_fd, output_fd, status_fd, theirs)
         theirs.close()
         for fd in (request_fd, response_fd, output_fd):
@@ -657,7 +694,8 @@ def main(argv):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # pdeathsig: clean up, then go
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
-    zygote = Zygote(control)
+    grader, folder = (int(argv[2]), argv[3]) if len(argv) >= 4 else (0, "")
+    zygote = Zygote(control, grader=grader, folder=folder)
     # What every child needs and nothing of a student's: the interpreter's trees for the jail, worked out once
     # here instead of in each sandbox's init (about 2 ms of CPU: sysconfig imported, every tree resolved).
     confine.python_trees()
@@ -667,12 +705,12 @@ def main(argv):
     # Everything the zygote holds now is what each child starts from: the collector leaves it alone, so a
     # collection in a child does not copy every page of numpy's objects.
     gc.freeze()
-    grader, folder = (int(argv[2]), argv[3]) if len(argv) >= 4 else (0, "")
     try:
         if os.getppid() != 1:
             zygote.serve()
     finally:
         zygote.stop_all()
+        zygote.drop_prepared()   # before the grader's folders: its mounts are never walked
         remove_grader_folders(grader, folder)
 
 
