@@ -134,3 +134,19 @@ def test_no_sandbox_writes_the_prepared_root_and_the_host_sees_an_empty_folder()
     while folders[0].exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not folders[0].exists()
+
+
+def test_a_prepared_folder_removed_from_the_host_leaves_the_jails_built_whole():
+    """Removing the zygote's empty folder on the host (a clean-up of another grader's) takes its mounts with it in
+    the zygote's namespace too: the next jails are built whole, and grade as before."""
+    kept, case = [statement("def f(x):\n    return x + 1\n")], CaseRequest("f#1", "f(1)", timeout=30.0)
+    supervisor.stop()
+    assert codec.decode(run_cases(kept, [case]).outcomes[0].value) == 2
+    folders = [path for path in Path(tempfile.gettempdir()).glob(f"puzzle-grader-{os.getuid()}-{os.getpid()}-*")
+               if re.fullmatch(r"puzzle-grader-\d+-\d+-[0-9a-f]{12}", path.name)]
+    assert len(folders) == 1, folders
+    folders[0].rmdir()
+    for _ in range(2):
+        assert codec.decode(run_cases(kept, [case]).outcomes[0].value) == 2
+    assert folders[0].name not in Path(f"/proc/{supervisor.zygote().process.pid}/mountinfo").read_text()
+    supervisor.stop()

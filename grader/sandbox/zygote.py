@@ -305,7 +305,7 @@ class Zygote:
                 try:
                     confine.prepare_root(folder, confine.python_trees())
                     self.prepared = folder
-                except OSError:
+                except Exception:  # noqa: BLE001 - whatever failed, each jail is then built whole, as before
                     confine.drop_prepared_root(folder)
         elif self.prepared and not os.path.isdir(self.prepared + confine.PREPARED_ROOT + "/proc"):
             self.drop_prepared()
