@@ -9,7 +9,7 @@ import pytest
 
 from grader.judge.grading import grade_path, support_sources
 from grader.kept import SizedMemo
-from grader.sandbox import frames, process
+from grader.sandbox import frames, process, wire
 from notebook_build import appended, write
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,11 +55,11 @@ def test_a_result_frame_heard_before_is_not_parsed_again_and_judged_the_same(pla
     assert verdicts(second) == verdicts(first)
 
 
-def test_the_frames_around_each_exercise_heard_before_are_not_parsed_again(plan, monkeypatch):
-    """Every exercise request is framed by the fork's `forked` and `exited` (26 requests a Taoistic notebook): the
-    same few bytes for every notebook (`exited` of a fork that goes on; `forked` with a pid of the child's own pid
-    namespace), parsed once per worker as result frames are, and judged the same."""
-    from grader.sandbox.isolation import detect
+def test_the_frames_around_each_exercise_are_read_from_their_bytes_and_never_kept(plan, monkeypatch):
+    """Every exercise request is framed by the fork's `forked` and `exited` (26 requests a Taoistic notebook): read
+    from their bytes as the runtime writes them (process._framing), never parsed, and never kept among the result
+    frames heard before (in rlimits mode a fork's pid is the host's, another for every fork: kept, they pushed the
+    result frames out). Judged the same."""
     monkeypatch.setattr(process, "_HEARD", SizedMemo(process._HEARD.limit))
     ops: list[str] = []
     parse = frames.parse
@@ -68,15 +68,46 @@ def test_the_frames_around_each_exercise_heard_before_are_not_parsed_again(plan,
         ops.append(message.get("op"))
         return parse(message, *bounds)
     monkeypatch.setattr(frames, "parse", counted)
+    framed: list[object] = []
+    framing = process._framing
+
+    def read(body):
+        found = framing(body)
+        framed.append(found)
+        return found
+    monkeypatch.setattr(process, "_framing", read)
     first = grade_path(CORRECT, plan, support_sources(plan))
-    assert ops.count("exited") >= 1 and ops.count("forked") >= 1
-    ops.clear()
     second = grade_path(CORRECT, plan, support_sources(plan))
-    assert "exited" not in ops, ops
-    if detect().namespaces:   # elsewhere a fork's pid is the host's, another for every fork
-        assert "forked" not in ops, ops
+    assert "exited" not in ops and "forked" not in ops, ops
+    assert sum(isinstance(message, frames.Forked) for message in framed) >= 2 * 13
+    assert sum(isinstance(message, frames.Exited) for message in framed) >= 2 * 13
+    assert not any(key.startswith(process._FRAMING_HEADS) for key in process._HEARD._values)
     assert [(c.id, c.status, c.got) for e in second.exercises for c in e.cases] == \
         [(c.id, c.status, c.got) for e in first.exercises for c in e.cases]
+
+
+@pytest.mark.parametrize("body", [
+    b'{"op":"forked","pid":2}', b'{"op":"forked","pid":0}', b'{"op":"forked","pid":4194304}',
+    b'{"op":"forked","pid":4194305}', b'{"op":"forked","pid":99999999}', b'{"op":"forked","pid":-1}',
+    b'{"op":"forked","pid":07}', b'{"op":"forked","pid":2.0}', b'{"op":"forked", "pid":2}',
+    b'{"op":"forked","pid":2,"pid":3}', b'{"op":"forked","pid":"2"}', b'{"op":"forked","pid":2}x',
+    b'{"op":"exited","status":0}', b'{"op":"exited","status":-0}', b'{"op":"exited","status":-1024}',
+    b'{"op":"exited","status":1024}', b'{"op":"exited","status":1025}', b'{"op":"exited","status":-1025}',
+    b'{"op":"exited","status":87}', b'{"op":"exited","status":00}', b'{"op":"exited","status":1e2}',
+    b'{"op":"exited","status":0,"pid":2}', b'{"op":"exited","status":true}'])
+def test_a_framing_frame_read_from_its_bytes_is_what_parsing_it_gives(body):
+    """Whatever the child writes (these frames are student code's too), the bytes read as the parser reads them:
+    the same message, or left to the parser, which refuses what does not fit."""
+    read = process._framing(body)
+    try:
+        parsed = frames.parse(wire.parse_body(body), frames.Bounds())
+    except (frames.Invalid, wire.FrameError):
+        assert read is None   # refused by the parser: never taken from its bytes either
+        with pytest.raises((frames.Invalid, wire.FrameError)):
+            process._parsed(body, frames.Bounds())
+        return
+    assert read is None or read == parsed
+    assert process._parsed(body, frames.Bounds()) == parsed
 
 
 def test_the_memo_of_heard_frames_keeps_no_more_than_its_bytes():

@@ -42,6 +42,7 @@ ERROR_FIELDS = {"type": 200, "message": 4_000, "where": 1_000, "traceback": 20_0
 PROBE_FIELDS = ("value", "error")
 MAX_SECONDS = 1e9        # an advisory duration beyond this is not a duration
 MAX_PID = 1 << 22        # pid_max on Linux
+EXIT_STATUSES = range(-1024, 1025)   # what an `exited` frame's status may be
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,7 @@ def parse(message: dict, bounds: Bounds = Bounds()) -> Message:
         return Forked(_int(message["pid"], "'pid'", 0, MAX_PID))
     if operation == "exited":
         _keys(message, ("status",))
-        return Exited(_int(message["status"], "'status'", -1024, 1024))
+        return Exited(_int(message["status"], "'status'", EXIT_STATUSES[0], EXIT_STATUSES[-1]))
     if operation == "done":
         _keys(message, ())
         return Done()

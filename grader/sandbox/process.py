@@ -1269,14 +1269,20 @@ class Sandbox:
 
 # Result frames parsed before, by their bytes: the same bytes parse to the same message, so a class's many equal
 # answers to a case the judge must check (a search's path, a run's output) are parsed once per worker, and the
-# judge meets the very value again (its memo by identity). Likewise the `forked` and `exited` that frame every
-# exercise request (two of each notebook's 26 Taoistic requests: ~6 us each to parse, the same few bytes for every
-# notebook, a fork's pid in its own pid namespace being one of a few). Only what the parent parses, never sent to a
-# child. Bounded in bytes (a parsed frame of small lists costs ~30 times its bytes), oldest out.
+# judge meets the very value again (its memo by identity). Only what the parent parses, never sent to a child.
+# Bounded in bytes (a parsed frame of small lists costs ~30 times its bytes), oldest out.
 _HEARD_FRAME = 16 * 1024          # a larger frame is parsed every time
 _HEARD: SizedMemo[bytes, tuple[frames.Bounds, frames.Message]] = SizedMemo(512 * 1024)
 # How the runtime writes the frames kept there (any other spelling is parsed every time).
-_HEARD_HEADS = (b'{"op":"result",', b'{"op":"forked",', b'{"op":"exited",')
+_HEARD_HEADS = b'{"op":"result",'
+# The `forked` and `exited` that frame every exercise request (two of each notebook's 26 Taoistic requests: ~6 us
+# each to parse), as the runtime writes them: read from their bytes (_framing), never parsed, never kept in _HEARD.
+# Kept there, in rlimits mode a fork's host pid, which never repeats, made each notebook put ~26 `forked` frames in
+# it that no later frame matched, pushing out the result frames it is for. Any other spelling is parsed as ever.
+_FRAMING_HEADS = (b'{"op":"forked",', b'{"op":"exited",')
+_FORKED_FRAME = re.compile(rb'\{"op":"forked","pid":(0|[1-9][0-9]{0,6})\}')
+_EXITED_FRAME = re.compile(rb'\{"op":"exited","status":(-?(?:0|[1-9][0-9]{0,3}))\}')
+_FRAMING_LONGEST = 40
 
 
 def skipped_after_timeouts(cases: Sequence[CaseRequest], timeouts: int) -> list[Outcome]:
@@ -1300,8 +1306,12 @@ def with_timeouts_left(cases: Sequence[CaseRequest], max_timeouts: int, timeouts
 
 
 def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
-    """The frame's message (frames.Invalid or wire.FrameError when it does not fit); a result, forked or exited
-    frame heard before is taken from _HEARD."""
+    """The frame's message (frames.Invalid or wire.FrameError when it does not fit); a result frame heard before is
+    taken from _HEARD, a forked or exited frame as the runtime writes it is read from its bytes (_framing)."""
+    if len(body) <= _FRAMING_LONGEST and body.startswith(_FRAMING_HEADS):
+        framing = _framing(body)
+        if framing is not None:
+            return framing
     if len(body) > _HEARD_FRAME or not body.startswith(_HEARD_HEADS):
         return frames.parse(wire.parse_body(body), bounds)
     known = _HEARD.get(body)
@@ -1310,6 +1320,20 @@ def _parsed(body: bytes, bounds: frames.Bounds) -> frames.Message:
     message = frames.parse(wire.parse_body(body), bounds)
     _HEARD.put(body, (bounds, message), len(body))
     return message
+
+
+def _framing(body: bytes) -> frames.Forked | frames.Exited | None:
+    """The message of a `forked` or `exited` frame spelt as the runtime writes it, the very one parsing gives
+    (frames.parse: a pid up to MAX_PID, a status in EXIT_STATUSES); None for any other frame, which is parsed."""
+    found = _FORKED_FRAME.fullmatch(body)
+    if found is not None:
+        pid = int(found[1])
+        return frames.Forked(pid) if pid <= frames.MAX_PID else None
+    found = _EXITED_FRAME.fullmatch(body)
+    if found is not None:
+        status = int(found[1])
+        return frames.Exited(status) if status in frames.EXIT_STATUSES else None
+    return None
 
 
 def _unread(body: bytes, case: CaseRequest, bounds: frames.Bounds) -> frames.Result | None:

@@ -54,10 +54,12 @@ os, signal, time, random = (  # type: ignore[assignment]  # snapshots stand in f
     types.SimpleNamespace(**vars(_module)) for _module in (os, signal, time, random))
 _STDOUT, _STDERR = sys.__stdout__, sys.__stderr__
 _INPUT = _builtins.input   # the interpreter's, before any student code: NoKeyboard stands in for it in a case
-# The global generator is set at each case's start to the state random.seed(0) gives, by the C setstate (seed
-# mixes 624 words each time, twice as long; Random.seed is Python code, which runs on patchable builtins).
+# The global generator is set at each case's start to the state random.seed(0) gives, by a copy of its bytes or the
+# C setstate (_seed_random; seed mixes 624 words each time, twice as long; Random.seed is Python code, which runs
+# on patchable builtins).
 _RANDOM, _C_RANDOM = random._inst, random.Random.__mro__[1]
 _SET_STATE, _SEEDED = _C_RANDOM.setstate, _C_RANDOM.getstate(_C_RANDOM(0))  # type: ignore[attr-defined]
+
 _SOURCES: dict = {}   # pseudo-file name -> source lines, for tracebacks (see _describe)
 _PRISTINE: dict = dict(_builtins.__dict__)   # copied for each case's rubric expressions
 
@@ -123,6 +125,53 @@ _FLAGS = type.__dict__["__flags__"].__get__
 _TYPE_DICT = type.__dict__["__dict__"].__get__
 _MODULE_DICT = vars(types.ModuleType)["__dict__"].__get__
 _MODULES = sys.modules       # the interpreter's own dict, whatever the student binds to `sys.modules`
+
+
+def _state_memory(generator):
+    """The bytes of a C generator's state where they lie in its object (CPython's RandomObject: the object's head,
+    then `int index` and `uint32_t state[624]`), writable: one copy into them seeds it."""
+    import ctypes
+    return memoryview((ctypes.c_char * (4 + 624 * 4)).from_address(id(generator) + object.__basicsize__)).cast("B")
+
+
+def _seeder():
+    """The global generator's state memory and the bytes of the state random.seed(0) gives, when this interpreter
+    lays its generators out as _state_memory reads them: checked here, before any student code, on generators of
+    its own (a seeded one read back word for word, and a drawn one seeded by the copy and read by getstate). None
+    otherwise: each case's start then seeds by setstate. Why: setstate converts 625 ints, ~7.7 us at every case's
+    start (half the runtime's own work a case: ~1 ms of a correct Taoistic notebook's 137 cases); the copy is one
+    memcpy of 2.5 kB, and gives the very same state."""
+    try:
+        if _C_RANDOM.__basicsize__ not in range(object.__basicsize__ + 4 + 624 * 4, object.__basicsize__ + 2508):
+            return None
+        index, words = _SEEDED[-1], _SEEDED[:-1]
+        if len(words) != 624:
+            return None
+        seeded = index.to_bytes(4, sys.byteorder, signed=True) + b"".join(
+            word.to_bytes(4, sys.byteorder) for word in words)
+        fresh = _C_RANDOM(0)   # held while its memory is read
+        if bytes(_state_memory(fresh)) != seeded:
+            return None
+        drawn = _C_RANDOM(12345)
+        drawn.random()
+        _state_memory(drawn)[:] = seeded
+        if _C_RANDOM.getstate(drawn) != _SEEDED or drawn.random() != _C_RANDOM(0).random():  # type: ignore[attr-defined]
+            return None
+        return _state_memory(_RANDOM), seeded
+    except Exception:  # noqa: BLE001 - any surprise: setstate, as before
+        return None
+
+
+_SEEDER = _seeder()
+
+
+def _seed_random():
+    """Put the global generator in the state random.seed(0) gives (_SEEDED), by C code only."""
+    if _SEEDER is not None:
+        _SEEDER[0][:] = _SEEDER[1]
+    else:
+        _SET_STATE(_RANDOM, _SEEDED)
+    _RANDOM.gauss_next = None  # type: ignore[attr-defined]  # what Random.seed resets too
 
 
 class CaseTimeout(BaseException):
@@ -484,8 +533,7 @@ class Child:
         self.restore_data()   # the notebook's top-level code reads them as in Jupyter (words.txt beside it)
         sys.meta_path.insert(0, _SupportFinder(self.support))
         sys.meta_path.insert(0, _SeedNumpyRandom())
-        _SET_STATE(_RANDOM, _SEEDED)   # what the load draws from the global generators is the same on every run
-        _RANDOM.gauss_next = None  # type: ignore[attr-defined]
+        _seed_random()   # what the load draws from the global generators is the same on every run
         _seed_numpy(_numpy_random())
         module = types.ModuleType("__main__")
         module.__dict__.update({
@@ -704,8 +752,7 @@ class Child:
         # see the builtins module, patched or not, as they left it.
         scope["__builtins__"] = dict(_PRISTINE)
         capture = Capture(self.output_limit)
-        _SET_STATE(_RANDOM, _SEEDED)   # what random.seed(0) does (see _SEEDED)
-        _RANDOM.gauss_next = None  # type: ignore[attr-defined]  # what Random.seed resets too
+        _seed_random()   # what random.seed(0) does (see _SEEDED)
         numpy_random = self.numpy_random
         if numpy_random is None and "numpy.random.mtrand" in _MODULES:   # imported by an exercise's own code
             numpy_random = self.numpy_random = _numpy_random()
