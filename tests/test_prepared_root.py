@@ -71,6 +71,13 @@ def _jail(trees: list[str], prepared: bool) -> dict:
     return json.loads(data)
 
 
+def _prepared_folders() -> list[Path]:
+    """The folders on the host of this process's zygote's prepared root (named by the zygote's pid)."""
+    pid = supervisor.zygote().process.pid
+    return [path for path in Path(tempfile.gettempdir()).glob(f"puzzle-grader-{os.getuid()}-{pid}-*")
+            if re.fullmatch(r"puzzle-grader-\d+-\d+-[0-9a-f]{12}", path.name)]
+
+
 def test_a_prepared_root_is_the_root_built_whole_with_a_tree_that_lies_under_tmp(tmp_path: Path):
     """A fresh clone's venv lies under /tmp, where the jail has its scratch: such a tree is bound in each jail, on
     its own scratch, as build_root binds it; every other mount is the prepared one."""
@@ -124,8 +131,7 @@ def test_no_sandbox_writes_the_prepared_root_and_the_host_sees_an_empty_folder()
     assert codec.decode(second.value) == codec.decode(first.value)
     assert "passwd" in etc and "home" in root and mtime > 0
 
-    folders = [path for path in Path(tempfile.gettempdir()).glob(f"puzzle-grader-{os.getuid()}-{os.getpid()}-*")
-               if re.fullmatch(r"puzzle-grader-\d+-\d+-[0-9a-f]{12}", path.name)]
+    folders = _prepared_folders()
     assert len(folders) == 1, folders
     assert os.listdir(folders[0]) == [] and (folders[0].stat().st_mode & 0o777) == 0o700
     assert folders[0].name in Path(f"/proc/{supervisor.zygote().process.pid}/mountinfo").read_text()
@@ -142,11 +148,25 @@ def test_a_prepared_folder_removed_from_the_host_leaves_the_jails_built_whole():
     kept, case = [statement("def f(x):\n    return x + 1\n")], CaseRequest("f#1", "f(1)", timeout=30.0)
     supervisor.stop()
     assert codec.decode(run_cases(kept, [case]).outcomes[0].value) == 2
-    folders = [path for path in Path(tempfile.gettempdir()).glob(f"puzzle-grader-{os.getuid()}-{os.getpid()}-*")
-               if re.fullmatch(r"puzzle-grader-\d+-\d+-[0-9a-f]{12}", path.name)]
+    folders = _prepared_folders()
     assert len(folders) == 1, folders
     folders[0].rmdir()
     for _ in range(2):
         assert codec.decode(run_cases(kept, [case]).outcomes[0].value) == 2
     assert folders[0].name not in Path(f"/proc/{supervisor.zygote().process.pid}/mountinfo").read_text()
     supervisor.stop()
+
+
+def test_a_killed_zygotes_prepared_folder_is_swept_by_the_next_clean_up():
+    """A zygote killed outright cannot remove its folder (empty on the host: its mounts died with it): named by its
+    pid, it goes with the next grader process's clean_leftovers, as a dead grader's temp folder does."""
+    kept, case = [statement("def f(x):\n    return x + 1\n")], CaseRequest("f#1", "f(1)", timeout=30.0)
+    supervisor.stop()
+    assert codec.decode(run_cases(kept, [case]).outcomes[0].value) == 2
+    folders = _prepared_folders()
+    assert len(folders) == 1, folders
+    supervisor.zygote().process.kill()
+    supervisor.stop()     # reaps it: a zombie's pid still looks alive
+    assert folders[0].exists() and os.listdir(folders[0]) == []
+    assert str(folders[0]) in supervisor.clean_leftovers()
+    assert not folders[0].exists()

@@ -257,9 +257,9 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, handoff=
 
 
 class Zygote:
-    def __init__(self, control, preloaded=0, grader=0, folder=""):
+    def __init__(self, control, preloaded=0, folder=""):
         self.control = control
-        self.grader, self.folder = grader, folder   # who it serves, and where that one's temp folders are
+        self.folder = folder     # where the grader's temp folders are (its prepared root's goes there too)
         # The folder of the root prepared for its jails (prepare): None until the first jail asks, "" where none was.
         self.prepared = None
         # pidfd -> (pid, host uid swept when it ends or None, its exit-status pipe, its refusals' pipe)
@@ -290,14 +290,15 @@ class Zygote:
     def prepare(self):
         """The folder of the part of a jail's root that is the same for all this zygote's sandboxes, made at its
         first jail (confine.prepare_root), or "" where it cannot be (not real root: a jail is then built whole in
-        each child, as before). The folder is named like the grader's own temp folders (by its pid: swept with
-        them if the zygote is killed) and made like mkdtemp (a fresh name, exclusively, 0700). Looked at again
+        each child, as before). The folder is named like a grader's temp folders, by the zygote's own pid (a
+        killed zygote's is swept by the next grader process's clean_leftovers, as a dead grader's folder is), and
+        made like mkdtemp (a fresh name, exclusively, 0700). Looked at again
         before each jail: a folder removed from the host (a clean-up of another grader's) took its mounts with it
         in this namespace too, and the jails are built whole again from then on."""
         if self.prepared is None:
             self.prepared = ""
-            if os.geteuid() == 0 and self.folder and self.grader > 0:
-                folder = os.path.join(self.folder, f"puzzle-grader-{os.getuid()}-{self.grader}-{os.urandom(6).hex()}")
+            if os.geteuid() == 0 and self.folder:
+                folder = os.path.join(self.folder, f"puzzle-grader-{os.getuid()}-{os.getpid()}-{os.urandom(6).hex()}")
                 try:
                     os.mkdir(folder, 0o700)
                 except OSError:
@@ -695,7 +696,7 @@ def main(argv):
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
     grader, folder = (int(argv[2]), argv[3]) if len(argv) >= 4 else (0, "")
-    zygote = Zygote(control, grader=grader, folder=folder)
+    zygote = Zygote(control, folder=folder)
     # What every child needs and nothing of a student's: the interpreter's trees for the jail, worked out once
     # here instead of in each sandbox's init (about 2 ms of CPU: sysconfig imported, every tree resolved).
     confine.python_trees()
