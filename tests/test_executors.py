@@ -894,13 +894,20 @@ def test_grade_collects_no_garbage_before_its_results_and_restores_the_collector
         seen.append(("after the results", gc.isenabled()))
         return 0
 
+    started = cli._grade_started
+
+    def imports(args):   # the sandbox modules' imports and the probe's start: collector off already
+        seen.append(("imports", gc.isenabled()))
+        return started(args)
+
     monkeypatch.setattr(cli, "_grade_batch", batch)
+    monkeypatch.setattr(cli, "_grade_started", imports)
     (tmp_path / "gradebook.sqlite").write_bytes(b"")   # not a first grading: no probe or zygote is started
     args = argparse.Namespace(gradebook=str(tmp_path / "gradebook.sqlite"), out=str(tmp_path), dask=None,
                               force=False, jobs=1)
     assert gc.isenabled()
     assert cli._grade(args) == 0
-    assert seen == [("start-up", False), ("results", True), ("after the results", False)]
+    assert seen == [("imports", False), ("start-up", False), ("results", True), ("after the results", False)]
     assert gc.isenabled()
 
 FAILS_BEFORE_ITS_POOL = """
