@@ -61,16 +61,16 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _grade_started(args: argparse.Namespace) -> int:
-    from grader.run.beside import started_aside
+    from grader.run.beside import keep_aside
     from grader.sandbox import isolation, supervisor
     book = Path(args.gradebook) if args.gradebook else Path(args.out) / "gradebook.sqlite"
     if args.dask is None and (args.force or not book.exists()):
         # A class graded for the first time (or forced) runs its submissions: the probe and a zygote per worker
         # start now, beside the imports, rubric and plan. Otherwise the batch starts them once its gradebook says
         # a student changed, and an unchanged regrade starts none.
-        with started_aside():   # off the CPU the coordinator's own start-up runs on, until the fork
-            isolation.start_probe()
-            supervisor.start_spares(max(1, args.jobs or os.cpu_count() or 1))
+        isolation.start_probe()
+        supervisor.start_spares(max(1, args.jobs or os.cpu_count() or 1))
+        keep_aside([*isolation.probe_pids(), *supervisor.spare_pids()])   # off the coordinator's CPU, until the fork
     try:
         return _grade_batch(args)
     finally:

@@ -96,3 +96,43 @@ def test_own_code_runs_the_cases_the_grader_sends_and_gets_the_graders_verdicts(
     assert run > 100 and passed == run
     assert cases > 0 and cases_cpu > 0
     assert wrong_row[4] == run and wrong_row[5] < run
+
+
+def _switch(cpu: int, moment: float, before: int, state: str, after: int) -> str:
+    return (f"          python {before:5d} [{cpu:03d}] {moment:.6f}:       sched:sched_switch: prev_comm=python "
+            f"prev_pid={before} prev_prio=120 prev_state={state} ==> next_comm=python next_pid={after} next_prio=120")
+
+
+def test_selfwait_counts_the_cpus_no_task_of_the_run_could_use_and_what_the_coordinator_waited_behind():
+    """A run of a coordinator (10) that starts a zygote (11, a program of its own) and forks a worker (12), beside
+    someone else's task (99), on two CPUs, from perf script's sched lines: each CPU with no task of the run running
+    or waiting there is counted per phase; the coordinator's waits are told apart by what held its CPU."""
+    import selfwait
+    lines = [
+        "          python    10 [000] 1.000000: sched:sched_process_exec: filename=/usr/bin/python pid=10 old_pid=10",
+        _switch(0, 1.000001, 0, "S", 10),                  # the coordinator runs on CPU 0; CPU 1 has nothing of it
+        "          python    10 [000] 1.100000: sched:sched_process_fork: comm=python pid=10 child_comm=python "
+        "child_pid=11",
+        "          python    10 [000] 1.100001: sched:sched_wakeup_new: comm=python pid=11 prio=120 target_cpu=001",
+        "          python    11 [001] 1.100002: sched:sched_process_exec: filename=/usr/bin/python pid=11 old_pid=11",
+        _switch(1, 1.100003, 0, "S", 11),                  # the zygote runs on CPU 1: both CPUs busy from here
+        _switch(0, 1.200000, 10, "R", 99),                 # someone else's task preempts the coordinator: 0.1 s
+        "        python    99 [000] 1.300000: sched:sched_migrate_task: comm=python pid=10 prio=120 orig_cpu=0 "
+        "dest_cpu=1",
+        _switch(0, 1.300001, 99, "S", 0),
+        _switch(1, 1.400000, 11, "S", 10),                 # behind the zygote on CPU 1 until it sleeps: 0.1 s
+        "          python    10 [001] 1.450000: sched:sched_process_fork: comm=python pid=10 child_comm=python "
+        "child_pid=12",
+        "          python    10 [001] 1.450001: sched:sched_wakeup_new: comm=python pid=12 prio=120 target_cpu=000",
+        _switch(0, 1.450002, 0, "S", 12),                  # the worker on CPU 0
+        _switch(1, 1.500000, 10, "S", 0),                  # the coordinator waits for results: CPU 1 idle
+        _switch(0, 1.700000, 12, "X", 0),                  # the worker ends: both idle
+    ]
+    assert selfwait.coordinator(lines, "/usr/bin/python") == 10
+    assert selfwait.lifetime(lines, 10) == (1.0, 1.7)
+    waits = selfwait.read(lines, 10, [("start-up", 1.0, 1.45), ("submissions", 1.45, 1.6), ("end", 1.6, 1.7)], 2)
+    assert abs(waits.gaps["start-up"] - (0.1 + 0.15)) < 1e-3   # CPU 1 before the zygote; CPU 0 once it moved
+    assert abs(waits.gaps["submissions"] - 0.1) < 1e-3         # CPU 1 once the coordinator sleeps
+    assert abs(waits.gaps["end"] - 0.1) < 1e-3                 # CPU 1; the worker runs on CPU 0 to its end
+    assert abs(waits.behind_others - 0.1) < 1e-3 and abs(waits.behind_own - 0.1) < 1e-3
+    assert abs(waits.coordinator_ran - 0.25) < 1e-3 and waits.behind_rest == 0

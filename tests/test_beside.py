@@ -21,17 +21,18 @@ def test_aside_is_every_cpu_but_the_first():
 
 
 @several
-def test_a_process_started_aside_keeps_off_the_first_cpu_and_the_caller_keeps_all():
-    with beside.started_aside():
-        child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+def test_a_process_kept_aside_keeps_off_the_first_cpu_and_rejoins_them_all():
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
-        assert os.sched_getaffinity(0) == set(CPUS)          # the caller's CPUs are its own again at once
+        beside.keep_aside([child.pid])
+        assert os.sched_getaffinity(0) == set(CPUS)          # the caller's CPUs are never changed
         assert os.sched_getaffinity(child.pid) == set(CPUS[1:])
         beside.rejoin([child.pid])
         assert os.sched_getaffinity(child.pid) == set(CPUS)
     finally:
         child.communicate(b"")
-    beside.rejoin([child.pid])     # gone: nothing to do, nothing raised
+    beside.keep_aside([child.pid])   # gone: nothing to do, nothing raised
+    beside.rejoin([child.pid])
 
 
 SPARES = """
@@ -40,10 +41,12 @@ from grader.run import beside
 from grader.run.batch import _start_sandboxes, _stop_sandboxes
 from grader.sandbox import supervisor
 cpus = os.sched_getaffinity(0)
+from grader.sandbox import isolation
 _start_sandboxes(2)
 try:
     pids = supervisor.spare_pids()
-    print(len(pids), sorted(os.sched_getaffinity(0)), [sorted(os.sched_getaffinity(pid)) for pid in pids])
+    probe = isolation.probe_pids()
+    print(len(pids), sorted(os.sched_getaffinity(0)), [sorted(os.sched_getaffinity(pid)) for pid in pids + probe])
     beside.rejoin(supervisor.spare_pids())
     print([sorted(os.sched_getaffinity(pid)) for pid in pids])
 finally:
@@ -59,7 +62,7 @@ def test_the_spare_zygotes_start_aside_and_rejoin_before_the_workers_fork():
     done = subprocess.run([sys.executable, "-c", SPARES], capture_output=True, text=True, timeout=within(60))
     assert done.returncode == 0, done.stderr
     started, rejoined, left = done.stdout.splitlines()
-    assert started == f"2 {CPUS} {[CPUS[1:]] * 2}"     # the coordinator keeps every CPU; its spares one aside
+    assert started == f"2 {CPUS} {[CPUS[1:]] * 3}"     # the coordinator keeps every CPU; spares and probe aside
     assert rejoined == str([CPUS] * 2) and left == "[]"
 
 

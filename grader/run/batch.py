@@ -537,11 +537,11 @@ def _forking() -> bool:
 
 def _start_sandboxes(jobs: int | None) -> None:
     """The isolation probe and a spare zygote per worker, started ahead (the forked workers inherit them)."""
-    from grader.run.beside import started_aside
+    from grader.run.beside import keep_aside
     from grader.sandbox import isolation, supervisor
-    with started_aside():   # off the CPU the coordinator's own start-up runs on, until the fork (beside.py)
-        isolation.start_probe()
-        supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
+    isolation.start_probe()
+    supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
+    keep_aside([*isolation.probe_pids(), *supervisor.spare_pids()])   # off the coordinator's CPU, until the fork
 
 
 def _stop_sandboxes() -> None:

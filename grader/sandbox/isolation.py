@@ -66,6 +66,13 @@ def start_probe() -> None:
             _PENDING = None
 
 
+def probe_pids() -> list[int]:
+    """The probe started ahead and not yet read (start_probe), as a pid list (empty: none): a coordinator keeps it
+    off its own CPU while it starts (grader.run.beside)."""
+    pending = _PENDING
+    return [pending.pid] if pending is not None else []
+
+
 def drop_probe() -> None:
     """Stop a probe started ahead that nobody asked for (a regrade with nothing to grade)."""
     global _PENDING

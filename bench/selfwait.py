@@ -1,0 +1,216 @@
+"""Where a `grader grade` run left a CPU without work of its own, read from the kernel's scheduler events, so that a
+busy machine does not hide it: wall time there is mostly other people's processes, but whether any task of the
+run was running or runnable on a CPU is the run's own dependency structure (a worker waiting for its sandbox's
+start, the coordinator's start-up with nothing else to do).
+
+    python bench/selfwait.py [--correct 40] [--jobs 2]      (root, `perf` installed)
+
+Records `perf sched record -k CLOCK_MONOTONIC` around `python -m grader grade` of distinct correct notebooks and
+prints, per phase of the run (its start to the first submission's start, the submissions, the last result to its
+end; the submissions' times are the results' own, as bench/idle.py reads them):
+- the CPU time no task of the run could use (`gaps`): on each CPU, the time with no task of the run running there
+  or waiting for it. On a machine of its own that CPU was idle (under load the phases stretch, so compare
+  runs alternated, as with any other number here).
+- before the first submission began: how long the coordinator waited for a CPU held by a process of its own (a
+  zygote, the probe) rather than by someone else's (grader.run.beside keeps them apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import idle
+
+_LINE = re.compile(r"\s*(.*?)\s+(-?\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):")
+_FORK = re.compile(r"sched_process_fork: comm=.* pid=(\d+) child_comm=.* child_pid=(\d+)")
+_SWITCH = re.compile(r"prev_comm=.* prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> next_comm=.* next_pid=(\d+)")
+_WAKE = re.compile(r"sched_wak(?:ing|eup|eup_new): comm=.* pid=(\d+) prio=\d+ target_cpu=(\d+)")
+_EXEC = re.compile(r"sched_process_exec: filename=(.*) pid=(\d+) old_pid=")
+_MIGRATE = re.compile(r"sched_migrate_task: comm=.* pid=(\d+) prio=\d+ orig_cpu=(\d+) dest_cpu=(\d+)")
+
+
+@dataclass
+class Waits:
+    """What the events said, in seconds: CPU time left idle by the run per phase, and the coordinator's waits."""
+
+    gaps: dict[str, float] = field(default_factory=dict)        # phase -> CPU-seconds with no task of the run
+    spans: dict[str, float] = field(default_factory=dict)       # phase -> its wall seconds
+    coordinator_ran: float = 0.0             # before the first submission began
+    behind_own: float = 0.0                  # runnable, on a CPU running a zygote or the probe (a program it ran)
+    behind_rest: float = 0.0                 # runnable, on a CPU running another task of the run (a worker)
+    behind_others: float = 0.0               # runnable, on a CPU running someone else's
+
+
+def read(lines: list[str], root: int, phases: list[tuple[str, float, float]], cpus: int) -> Waits:
+    """Replay `perf script` lines of sched events: `root` is the coordinator (every task it forks, and theirs, is
+    the run's); `phases` are (name, start, end) on the events' clock; the first is the one before the first
+    submission."""
+    mine = {root}
+    started: set[int] = set()      # the run's tasks that executed a program: the coordinator, zygotes, the probe
+    state: dict[int, str] = {}     # task -> "run", "ready" or "sleep" (never seen: asleep)
+    where: dict[int, int] = {}     # task -> the CPU it runs or waits on
+    running: dict[int, int] = {}   # CPU -> the task running there
+    demand = [0] * cpus            # CPU -> tasks of the run running or waiting there
+    waits = Waits(gaps={name: 0.0 for name, _, _ in phases}, spans={name: end - start for name, start, end in phases})
+    first = phases[0]
+    last = None
+
+    def account(start: float, end: float) -> None:
+        for name, low, high in phases:
+            a, b = max(start, low), min(end, high)
+            if b > a:
+                waits.gaps[name] += (b - a) * sum(1 for count in demand if count == 0)
+        a, b = max(start, first[1]), min(end, first[2])
+        if b > a:
+            if state.get(root) == "run":
+                waits.coordinator_ran += b - a
+            elif state.get(root) == "ready":
+                holder = running.get(where.get(root, -1))
+                if holder in started and holder != root:   # a zygote or the probe (a worker runs no new program)
+                    waits.behind_own += b - a
+                elif holder in mine and holder != root:    # a worker, a thread, a zygote's own fork
+                    waits.behind_rest += b - a
+                else:
+                    waits.behind_others += b - a
+
+    def move(task: int, new: str, cpu: int) -> None:
+        old = state.get(task, "sleep")
+        if old != "sleep" and task in where and where[task] < cpus:
+            demand[where[task]] -= 1
+        if new != "sleep" and cpu < cpus:
+            demand[cpu] += 1
+        state[task], where[task] = new, cpu
+
+    for line in lines:
+        found = _LINE.match(line)
+        if not found:
+            continue
+        moment, event, cpu = float(found.group(4)), found.group(5), int(found.group(3))
+        if last is not None:
+            account(last, moment)
+        last = moment
+        if event == "sched:sched_process_fork":
+            fork = _FORK.search(line)
+            if fork and int(fork.group(1)) in mine:
+                mine.add(int(fork.group(2)))
+        elif event == "sched:sched_process_exec":
+            exec_ = _EXEC.search(line)
+            if exec_ and int(exec_.group(2)) in mine:
+                started.add(int(exec_.group(2)))
+        elif event == "sched:sched_switch":
+            switch = _SWITCH.search(line)
+            if not switch:
+                continue
+            before, left, after = int(switch.group(1)), switch.group(2), int(switch.group(3))
+            if before in mine:
+                move(before, "ready" if left.startswith("R") else "sleep", cpu)
+            running[cpu] = after
+            if after in mine:
+                move(after, "run", cpu)
+        elif event in ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_wakeup_new"):
+            wake = _WAKE.search(line)
+            if wake and int(wake.group(1)) in mine and state.get(int(wake.group(1)), "sleep") == "sleep":
+                move(int(wake.group(1)), "ready", int(wake.group(2)))
+        elif event == "sched:sched_migrate_task":
+            migrate = _MIGRATE.search(line)
+            if migrate and int(migrate.group(1)) in mine:
+                task = int(migrate.group(1))
+                move(task, state.get(task, "sleep"), int(migrate.group(3)))
+    return waits
+
+
+def record(notebooks: Path, out: Path, cache: Path, jobs: int) -> tuple[list[str], int]:
+    """Run the grade under `perf sched record`: its events (CLOCK_MONOTONIC) as `perf script` lines, and the
+    coordinator's pid."""
+    from bench_grading import RUBRIC
+    with tempfile.TemporaryDirectory(prefix="pg-selfwait-") as scratch:
+        data = Path(scratch) / "perf.data"
+        done = subprocess.run(["perf", "sched", "record", "-k", "CLOCK_MONOTONIC", "-e", "sched:sched_process_exec",
+                               "-o", str(data), "--",
+                               sys.executable, "-m", "grader", "grade", str(notebooks), "--rubric", str(RUBRIC),
+                               "--out", str(out), "--cache", str(cache), "--jobs", str(jobs), "--quiet"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"perf sched record or grader grade failed:\n{done.stderr[-3000:]}")
+        lines = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, text=True,
+                               check=True).stdout.splitlines()
+    return lines, coordinator(lines, sys.executable)
+
+
+def coordinator(lines: list[str], executable: str) -> int:
+    """The pid of the recorded command: the first to execute `executable` (perf starts it once it records)."""
+    for line in lines:
+        found = _EXEC.search(line)
+        if found and found.group(1) == executable:
+            return int(found.group(2))
+    raise SystemExit(f"no process executed {executable} while perf recorded")
+
+
+def lifetime(lines: list[str], root: int) -> tuple[float, float]:
+    """When the run's first task started (`root` executed) and its last one ended (perf's own start and end are
+    not the run's)."""
+    mine, started, ended = {root}, None, 0.0
+    for line in lines:
+        found = _LINE.match(line)
+        if not found:
+            continue
+        moment, event = float(found.group(4)), found.group(5)
+        if event == "sched:sched_process_fork":
+            fork = _FORK.search(line)
+            if fork and int(fork.group(1)) in mine:
+                mine.add(int(fork.group(2)))
+        elif event == "sched:sched_process_exec" and started is None:
+            exec_ = _EXEC.search(line)
+            if exec_ and int(exec_.group(2)) == root:
+                started = moment
+        elif event == "sched:sched_switch":
+            switch = _SWITCH.search(line)
+            if switch and int(switch.group(1)) in mine:
+                ended = moment
+    return (started if started is not None else ended), ended
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--correct", type=int, default=40, help="distinct correct notebooks graded")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    import bench_grading
+    import treecpu
+    treecpu.installed_bytecode()
+    offset = time.time() - time.monotonic()    # the results' times are the wall clock's
+    with tempfile.TemporaryDirectory(prefix="pg-selfwait-") as tmp:
+        root_dir = Path(tmp)
+        (root_dir / "class").mkdir()
+        bench_grading.generate(root_dir / "class", args.correct, mix=[("correct", 1)], own_cells=True)
+        subprocess.run([sys.executable, "-m", "grader", "kit", str(bench_grading.RUBRIC), "-o",
+                        str(root_dir / "kit.json"), "--cache", str(root_dir / "cache")], check=True,
+                       capture_output=True)     # expected values computed and cached, as bench_grading does
+        loaded = treecpu.load()
+        lines, root = record(root_dir / "class", root_dir / "out", root_dir / "cache", args.jobs)
+        spans = idle.spans(root_dir / "out" / "gradebook.sqlite")
+    launched, ended = lifetime(lines, root)
+    first = min(start for start, _ in spans) - offset
+    last = max(end for _, end in spans) - offset
+    phases = [("start-up", launched, first), ("submissions", first, last), ("end", last, ended)]
+    waits = read(lines, root, phases, os.cpu_count() or 1)
+    print(f"{args.correct} correct notebooks, {args.jobs} workers, {loaded}; CPU time no task of the run could use "
+          f"(idle on a machine of its own):")
+    for name, _, _ in phases:
+        print(f"  {name}: {waits.spans[name]:.3f} s wall, {waits.gaps[name]:.3f} CPU-s left idle")
+    waited = waits.behind_own + waits.behind_rest + waits.behind_others
+    print(f"  before the first submission the coordinator ran {1000 * waits.coordinator_ran:.0f} ms and waited for a "
+          f"CPU {1000 * waited:.0f} ms: behind a zygote or the probe {1000 * waits.behind_own:.0f} ms, another task "
+          f"of the run (a worker) {1000 * waits.behind_rest:.0f} ms, others' {1000 * waits.behind_others:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
