@@ -377,10 +377,13 @@ class Gradebook:
 
     def same_files(self, rubric: str) -> tuple[SameFile, ...]:
         """Ids whose current results were graded from the same file's bytes from different places (twins.py):
-        one student graded under two ids, or a copy, for the TA to decide. Read from the rows' columns."""
+        one student graded under two ids, or a copy, for the TA to decide. Read from the rows' columns: the state
+        from the results_heads index, as a row's columns after its json are read only through that json's overflow
+        pages (200 correct Taoistic results: 4.0-5.5 ms of CPU, at every `grade`'s end, against 1.1-1.2)."""
         rows = self._db.execute(
-            """SELECT s.student, r.sha256, r.source, r.state
-               FROM submissions s JOIN results r ON r.id = s.current_result
+            """SELECT s.student, h.sha256, r.source, h.state
+               FROM submissions s JOIN results h INDEXED BY results_heads ON h.id = s.current_result
+               JOIN results r ON r.id = s.current_result
                WHERE s.rubric = ? ORDER BY s.student""", (rubric,))
         return same_files(rows)
 
@@ -410,10 +413,11 @@ class Gradebook:
 
     def durations(self, rubric: str) -> dict[str, float]:
         """How long each student's current result took to grade (its `seconds`), by student: what orders a
-        regrade longest first. Failed results (stopped, or their worker died) and unknown times are left out."""
+        regrade longest first. Failed results (stopped, or their worker died) and unknown times are left out.
+        From the results_heads index: the two columns come after the json (see same_files)."""
         rows = self._db.execute(
-            """SELECT s.student, r.seconds FROM submissions s JOIN results r ON r.id = s.current_result
-               WHERE s.rubric = ? AND r.state = 'graded' AND r.seconds > 0""", (rubric,))
+            """SELECT s.student, r.seconds FROM submissions s JOIN results r INDEXED BY results_heads
+               ON r.id = s.current_result WHERE s.rubric = ? AND r.state = 'graded' AND r.seconds > 0""", (rubric,))
         return {student: float(seconds) for student, seconds in rows}
 
     def counts(self, rubric: str) -> dict[str, int]:
