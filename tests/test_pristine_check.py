@@ -118,3 +118,20 @@ def test_a_class_whose_namespace_holds_a_key_of_its_own_is_not_looked_up_through
     calls.clear()   # type() looked up its own names in that namespace
     assert not pristine.check(before, take, started, files)
     assert calls == []
+
+
+@in_a_fork
+def test_a_namespace_changed_and_put_back_as_it_was_is_pristine_and_a_change_is_not(files):
+    """The check reads a dict's version tag where the interpreter keeps one (pristine._tag_reader), and its
+    entries where the tag moved: a value rebound and bound back again is the same dict, a new value is not."""
+    assert pristine._TAG_READ is not None or __import__("sys").version_info[:2] != (3, 11)
+    module, take, before, started = _loaded(files)
+    first = module.X
+    module.X = [1]
+    module.X = first
+    assert pristine.check(before, take, started, files)
+    assert pristine.check(before, take, started, files)   # the tag read again is the one kept
+    module.X = [1]
+    assert not pristine.check(before, take, started, files)
+    module.X = first
+    assert pristine.check(before, take, started, files)

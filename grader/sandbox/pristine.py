@@ -101,6 +101,43 @@ _OLD_MASK = _sigmask(signal.SIG_BLOCK, _SIGNALS)
 _ALL_BLOCKED = _sigmask(signal.SIG_SETMASK, _OLD_MASK)
 del _OLD_MASK
 _C_RANDOM = __import__("_random").Random
+
+
+def _tag_reader() -> tuple[Any, Any]:
+    """How to read a dict's version tag (PEP 509), or (None, None) where it is not known to be where it is read.
+    CPython 3.11 gives a dict a new number, from one counter, at every change of what it holds (a value rebound
+    to the very same object is no change), so a dict whose tag is what it was holds the very keys and values it
+    held then: one read of its memory instead of comparing each of its entries. Read through ctypes (loaded in
+    the zygote already), a view made once per dict (held alive, so its memory stays its own) and the C getter of
+    _SimpleCData's `value` (c_uint64's own attributes are a Python class's, which the student may patch). Checked
+    here on a dict of its own: a change moves the tag, an equal rebinding does not."""
+    if sys.version_info[:2] != (3, 11):
+        return None, None
+    try:
+        import ctypes
+        view, read = ctypes.c_uint64.from_address, vars(ctypes._SimpleCData)["value"].__get__
+        probe: dict[str, int] = {}
+        tag = view(id(probe) + _TAG_OFFSET)
+        before = read(tag)
+        probe["x"] = 1
+        added = read(tag)
+        probe["x"] = 1
+        again = read(tag)
+        del probe["x"]
+        if before < added == again < read(tag):
+            return view, read
+    except Exception:  # noqa: BLE001 - no ctypes, or a layout not as this expects: entries compared, as before
+        pass
+    return None, None
+
+
+_TAG_OFFSET = 24   # PyDictObject: reference count, type, ma_used, then ma_version_tag (8 bytes each)
+_TAG_VIEW, _TAG_READ = _tag_reader()
+
+
+def _tag_view(namespace: dict[Any, Any]) -> Any:
+    """A view of a dict's version tag (None without one: see _tag_reader); the dict must be held alive."""
+    return None if _TAG_VIEW is None else _TAG_VIEW(id(namespace) + _TAG_OFFSET)
 _PY_RANDOM = __import__("random").Random
 
 
@@ -386,14 +423,19 @@ class Loaded:
     the walk's `stop` set made from them, and where each module and module dict is. While sys.modules holds the
     same objects in the same order, the next snapshot (the same roots and own objects) reuses it."""
 
-    __slots__ = ("bindings", "key", "modules", "names", "placed", "stop", "values", "where")
+    __slots__ = ("bindings", "key", "modules", "names", "namespace", "placed", "stop", "tag", "tag_view",
+                 "values", "where")
 
     def __init__(self, roots: list[Any], own: tuple[Any, ...]) -> None:
         # Names too: an id in `key` is always the object it was, and `_same` compares with these by identity.
-        self.names, self.values = list(sys.modules), list(sys.modules.values())
+        self.namespace = sys.modules   # (the dict itself: its tag is read, see _loaded)
+        self.tag_view = _tag_view(self.namespace)
+        self.tag = _TAG_READ(self.tag_view) if self.tag_view is not None else None
+        self.names, self.values = list(self.namespace), list(self.namespace.values())
         self.key = (tuple(map(_id, self.names)), tuple(map(_id, self.values)))
-        # A met module's bindings as _modules found them: its names and values (held) and their token.
-        self.bindings: dict[int, tuple[list[Any], list[Any], tuple[int, ...]]] = {}
+        # A met module's bindings as _modules found them: its names and values (held), their token, a view of
+        # the namespace's version tag (_tag_reader) and the tag then.
+        self.bindings: dict[int, tuple[list[Any], list[Any], tuple[int, ...], Any, Any]] = {}
         self.modules = [(module, _MODULE_DICT(module)) for module in list(sys.modules.values())
                         if issubclass(type(module), types.ModuleType)]
         namespaces = {_id(namespace) for _, namespace in self.modules}
@@ -415,14 +457,16 @@ class Replay:
     then taken, as before). Most of it runs in C (map over the objects), where the walk's loop spends ~1 us
     of Python per object."""
 
-    __slots__ = ("dict_keys", "dict_sizes", "dict_values", "dicts", "homes", "instance_kinds", "instance_mros",
-                 "instance_references", "instance_sizes", "instances", "kinds", "loaded", "met", "objects",
-                 "opened", "opened_references", "opened_sizes", "others", "own", "roots", "state_kinds", "states",
-                 "walked")
+    __slots__ = ("dict_keys", "dict_sizes", "dict_tags", "dict_values", "dict_views", "dicts", "homes",
+                 "instance_kinds", "instance_mros", "instance_references", "instance_sizes", "instances", "kinds",
+                 "loaded", "met", "objects", "opened", "opened_references", "opened_sizes", "others", "own",
+                 "roots", "state_kinds", "states", "walked")
 
     def __init__(self, trace: list[Any], walked: list[Any], met: set[int], loaded: Loaded, roots: list[Any],
                  own: tuple[Any, ...], homes: set[str] | None) -> None:
         self.walked, self.met, self.loaded = walked, frozenset(met), loaded
+        self.dict_views: list[Any] | None = None   # each dict's version tag (_tag_reader), read as the walk ended
+        self.dict_tags: list[int] = []
         self.roots, self.own = list(roots), tuple(own)
         self.homes = None if homes is None else frozenset(homes)
         self.objects: list[Any] = []
@@ -470,6 +514,9 @@ class Replay:
                 self.instance_references.extend(then)
             else:
                 self.others.append((obj, kind, mode, then))
+        if _TAG_VIEW is not None:   # the walk, just taken, ran no code that could change a dict since it read it
+            self.dict_views = list(map(_tag_view, self.dicts))
+            self.dict_tags = list(map(_TAG_READ, self.dict_views))
 
     @staticmethod
     def of(trace: list[Any], walked: list[Any], met: set[int], loaded: Loaded, roots: list[Any],
@@ -502,11 +549,15 @@ class Replay:
         if ndarray is not then_array or generic is not then_generic or generators != then_generators:
             return False
         dicts = self.dicts
-        if list(map(len, dicts)) != self.dict_sizes:
-            return False
-        if not (all(map(_IS, chain.from_iterable(map(_KEYS, dicts)), self.dict_keys))
-                and all(map(_IS, chain.from_iterable(map(_VALUES_OF, dicts)), self.dict_values))):
-            return False
+        views = self.dict_views
+        if views is None or list(map(_TAG_READ, views)) != self.dict_tags:   # else none changed (_tag_reader)
+            if list(map(len, dicts)) != self.dict_sizes:
+                return False
+            if not (all(map(_IS, chain.from_iterable(map(_KEYS, dicts)), self.dict_keys))
+                    and all(map(_IS, chain.from_iterable(map(_VALUES_OF, dicts)), self.dict_values))):
+                return False
+            if views is not None:   # changed back to the very same objects
+                self.dict_tags = list(map(_TAG_READ, views))
         now = list(map(gc.get_referents, self.opened))
         if list(map(len, now)) != self.opened_sizes \
                 or not all(map(_IS, chain.from_iterable(now), self.opened_references)):
@@ -554,8 +605,14 @@ def _same(now: Any, then: list[Any]) -> bool:
 
 def _loaded(roots: list[Any], own: tuple[Any, ...], cache: Leaves | None) -> Loaded:
     known = cache.loaded if cache is not None else None
-    if known is not None and _same(sys.modules, known.names) and _same(sys.modules.values(), known.values):
-        return known
+    if known is not None:
+        modules = sys.modules
+        if modules is known.namespace and known.tag_view is not None and _TAG_READ(known.tag_view) == known.tag:
+            return known   # unchanged since (_tag_reader)
+        if _same(modules, known.names) and _same(modules.values(), known.values):
+            if modules is known.namespace and known.tag_view is not None:
+                known.tag = _TAG_READ(known.tag_view)   # changed back to the very same: the same view
+            return known
     loaded = Loaded(roots, own)
     if cache is not None:
         cache.loaded = loaded
@@ -582,9 +639,14 @@ def _modules(met: set[int] | frozenset[int], loaded: Loaded) -> list[tuple[int, 
         if _id(namespace) not in stop:
             continue
         seen = bindings.get(position)   # the same names bound to the same objects: the same token as then
+        if seen is not None and seen[3] is not None and _TAG_READ(seen[3]) == seen[4]:
+            found.append(seen[2])   # unchanged since (_tag_reader)
+            continue
         if seen is None or not (_same(namespace, seen[0]) and _same(namespace.values(), seen[1])):
-            seen = bindings[position] = (list(namespace), list(namespace.values()), (
-                _id(module), *map(_id, namespace), -1, *map(_id, namespace.values())))
+            seen = (list(namespace), list(namespace.values()), (
+                _id(module), *map(_id, namespace), -1, *map(_id, namespace.values())), None, None)
+        view = _tag_view(namespace)   # (a module's dict lives as long as the module, which Loaded holds)
+        bindings[position] = (*seen[:3], view, _TAG_READ(view) if view is not None else None)
         found.append(seen[2])
     return found
 
