@@ -87,3 +87,36 @@ def test_a_known_mistake_judged_again_from_the_memo_keeps_every_field_of_its_ver
     first, again = (grading.judge(plan, exercise, case, _answer(case.id, codec.encode(7))) for _ in range(2))
     assert first.mistake == "double_plus_one" and first.detail and first.advice
     assert asdict(again) == asdict(first)
+
+
+def test_a_variants_question_of_the_plans_own_answers_is_asked_once_and_never_of_a_childs_value(
+        plan, monkeypatch: pytest.MonkeyPatch) -> None:
+    """_reads_as (an accepted variant's `when`: were an earlier exercise's answers a function's?) asks the check
+    once per plan when both values are the plan's own objects: a known answer against the expected value, or
+    against a right answer (the stored expected value). A value the child sent, equal or not, is asked each time,
+    so a memo entry can never answer for it."""
+    case = plan.cases["move_dir"][0]
+    known = plan.expected[case.id]
+    transposed = dict(known.mistakes)["move_dir_transposed"]
+    asked: list[object] = []
+    is_answer = grading._is_answer
+
+    def counted(plan_, case_, outcome, answer, base):
+        asked.append(outcome.value)
+        return is_answer(plan_, case_, outcome, answer, base)
+    monkeypatch.setattr(grading, "_is_answer", counted)
+    right = grading.stored_expected(plan, case.id)
+    first = grading._reads_as(plan)(case.id, transposed, right)
+    again = grading._reads_as(plan)(case.id, transposed, right)
+    base = {"id": case.id, "visibility": case.visibility}
+    assert first is again is is_answer(plan, case, Outcome(case.id, "ok", value=right), transposed, base) is False
+    assert len(asked) == 1
+    assert grading._reads_as(plan)(case.id, transposed, known.value) == first and len(asked) <= 2
+    before = len(asked)
+    sent = json.loads(json.dumps(transposed))       # the mistake's answer, as a child's frame would bring it
+    assert sent is not transposed
+    assert grading._reads_as(plan)(case.id, transposed, sent) is True
+    assert grading._reads_as(plan)(case.id, transposed, sent) is True
+    other = json.loads(json.dumps(right))
+    assert grading._reads_as(plan)(case.id, transposed, other) is first
+    assert len(asked) == before + 3

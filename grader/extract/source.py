@@ -136,20 +136,21 @@ def extract(notebook: Notebook, policy: Policy = Policy()) -> Extracted:
             for line, stem in p.runs
         ]
         body = p.tree.body if p.tree is not None and keep else []
-        for n, node in enumerate(body):
-            code = _statement_code(p.lines, body, n)
+        for node in body:
+            fact = facts[id(node)]
+            code = fact.code    # its cell's parse's (shared by a class's notebooks), not cut out again
             if (module := _written_import(node, writes)) is not None:
-                dropped_here.append(_dropped(p.cell, _first_line(node), f"import from {module}, which the "
+                dropped_here.append(_dropped(p.cell, fact.line, f"import from {module}, which the "
                                              "notebook writes with %%writefile: that cell's code runs instead", code))
                 continue
             why = needed.get(id(node))
             if why is not None:
-                bound = (*facts[id(node)].bound, *sorted(through.get(id(node), ())))
-                kept_here.append((_statement(node, code, p.cell, bound, why), node))
+                bound = (*fact.bound, *sorted(through.get(id(node), ())))
+                kept_here.append((_statement(node, code, p.cell, bound, why, fact.line), node))
             else:
-                reason = _why_dropped(node, facts[id(node)].bound, policy, judge) if policy.roots is not None \
+                reason = _why_dropped(node, fact.bound, policy, judge) if policy.roots is not None \
                     else judge.reason_to_drop(node)
-                dropped_here.append(_dropped(p.cell, _first_line(node), reason or "not needed", code))
+                dropped_here.append(_dropped(p.cell, fact.line, reason or "not needed", code))
         kept += sorted(kept_here, key=lambda pair: pair[0].line)
         dropped += sorted(dropped_here, key=lambda d: d.line)
     if policy.roots is not None:
@@ -221,7 +222,7 @@ def _slice(located: list[tuple[Cell, ast.stmt]], policy: Policy, judge: "_Judge"
     queue: list[tuple[str, str]] = [(name, "the rubric's cases") for name in sorted(roots | policy.allow_calls)]
     for cell, node, _ in candidates:
         if kept.get(id(node)):
-            queue.extend((name, f"{cell.label}, line {_first_line(node)}") for name in reads(node))
+            queue.extend((name, f"{cell.label}, line {facts[id(node)].line}") for name in reads(node))
     needed: set[str] = set()
     while queue:
         name, reader = queue.pop(0)
@@ -458,10 +459,13 @@ class _Facts:
     """What one top-level statement binds, changes and reads: questions of its tree alone, each answered once
     (the slice and the reordering both ask them) and, for a cell many notebooks share, once per process."""
 
-    __slots__ = ("node", "declares", "_bound", "_mutated", "_reads", "_binds", "_definition_reads", "_global_sets")
+    __slots__ = ("node", "declares", "code", "line", "_bound", "_mutated", "_reads", "_binds", "_definition_reads",
+                 "_global_sets")
 
-    def __init__(self, node: ast.stmt, declares: bool = True) -> None:
+    def __init__(self, node: ast.stmt, declares: bool = True, code: str = "") -> None:
         self.node = node
+        self.code = code                # its source lines in its cell (_statement_code), as the child runs them
+        self.line = _first_line(node)
         # Whether the text parsed to it may hold a `global` statement: False where its cell's parsed lines have no
         # `global` at all, and global_sets' walk of a def (most notebooks' every def) is then not needed.
         self.declares = declares
@@ -559,7 +563,9 @@ def _parsed(source: str, fresh: bool = False) -> _Parsed:
     prepared = _prepare(Cell(0, "code", source, None))
     tree = prepared.tree
     declares = any("global" in line for line in prepared.lines)   # the text parsed is made of these lines
-    entry = _Parsed(prepared, tuple(_Facts(node, declares) for node in (tree.body if tree is not None else ())),
+    body = tree.body if tree is not None else []
+    entry = _Parsed(prepared, tuple(_Facts(node, declares, _statement_code(prepared.lines, body, n))
+                                    for n, node in enumerate(body)),
                     _tree_callables(tree) if tree is not None else (),
                     _names_bound_anywhere([tree]) if tree is not None else frozenset())
     if fresh or len(source) > _PARSED_CELL_CHARS:
@@ -1227,7 +1233,7 @@ def _is_main_guard(test: ast.expr) -> bool:
 # ---------------------------------------------------------------- kept statements and definitions
 
 
-def _statement(node: ast.stmt, code: str, cell: Cell, bound: Sequence[str], why: str) -> Statement:
+def _statement(node: ast.stmt, code: str, cell: Cell, bound: Sequence[str], why: str, line: int) -> Statement:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         kind = "import"
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1238,7 +1244,7 @@ def _statement(node: ast.stmt, code: str, cell: Cell, bound: Sequence[str], why:
         kind = "assign"
     else:
         kind = "other"
-    return Statement(code, cell.index, _first_line(node), cell.label, kind, tuple(dict.fromkeys(bound)), why=why)
+    return Statement(code, cell.index, line, cell.label, kind, tuple(dict.fromkeys(bound)), why=why)
 
 
 def _call_run(stem: str) -> str:

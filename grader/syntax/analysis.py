@@ -101,7 +101,10 @@ class _Scope:
     def resolve(self, name: str, reads: set[str]) -> None:
         if name in self.declared_global:
             reads.add(name)
-        elif name not in self.local and not any(name in scope for scope in self.parents):
+        elif name not in self.local:
+            for scope in self.parents:
+                if name in scope:
+                    return
             reads.add(name)
 
 
@@ -154,8 +157,7 @@ def _collect(node: ast.AST, scope: _Scope, reads: set[str]) -> None:
             scope.resolve(node.id, reads)   # type: ignore[attr-defined]
         return
     if kind not in _READ_APART:   # most nodes: what they read is what their children read
-        for child in child_nodes(node):
-            _collect(child, scope, reads)
+        _collect_children(node, scope, reads)
         return
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         for expression in [*node.decorator_list, *_defaults(node.args)]:
@@ -182,8 +184,25 @@ def _collect(node: ast.AST, scope: _Scope, reads: set[str]) -> None:
         return
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         scope.resolve(node.target.id, reads)  # `x += 1` reads x before it binds it
+    _collect_children(node, scope, reads)
+
+
+def _collect_children(node: ast.AST, scope: _Scope, reads: set[str]) -> None:
+    """_collect of each child of `node`, a Name read here and a leaf (a constant, an operator) not entered: two
+    nodes in five of a function's body are names, whose own _collect call cost more than the name's lookup."""
     for child in child_nodes(node):
-        _collect(child, scope, reads)
+        kind = type(child)
+        if kind is ast.Name:
+            if isinstance(child.ctx, ast.Load):   # type: ignore[attr-defined]
+                scope.resolve(child.id, reads)   # type: ignore[attr-defined]
+        elif kind not in _LEAVES:
+            _collect(child, scope, reads)
+
+
+# Nodes with no child that can read or bind a name: a constant, an operator, a bare statement.
+_LEAVES = frozenset({ast.Constant, ast.Pass, ast.Break, ast.Continue,
+                     *(kind for base in (ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+                       for kind in base.__subclasses__())})
 
 
 # The classes _collect does not simply enter (but ast.Name, asked first): one set lookup lets every other node
@@ -227,8 +246,14 @@ def _bindings(body: Iterable[ast.AST]) -> tuple[set[str], set[str]]:
             if isinstance(node.ctx, (ast.Store, ast.Del)):   # type: ignore[attr-defined]
                 local.add(node.id)   # type: ignore[attr-defined]
             continue
-        if kind not in _BINDING_APART:   # most nodes bind nothing themselves
-            stack.extend(child_nodes(node))
+        if kind not in _BINDING_APART:   # most nodes bind nothing themselves: their children are looked at
+            for child in child_nodes(node):   # a name here, a leaf not at all (see _collect_children)
+                inner = type(child)
+                if inner is ast.Name:
+                    if isinstance(child.ctx, (ast.Store, ast.Del)):   # type: ignore[attr-defined]
+                        local.add(child.id)   # type: ignore[attr-defined]
+                elif inner not in _LEAVES:
+                    stack.append(child)
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             local.add(node.name)
