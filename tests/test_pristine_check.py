@@ -135,3 +135,29 @@ def test_a_namespace_changed_and_put_back_as_it_was_is_pristine_and_a_change_is_
     assert not pristine.check(before, take, started, files)
     module.X = first
     assert pristine.check(before, take, started, files)
+
+
+@in_a_fork
+def test_hooks_no_name_of_sys_shows_and_exit_functions_make_it_say_no(files):
+    """An exercise's async generator hooks (a closure holding what its cases saw), coroutine origin depth or atexit
+    function reached the next exercise the fork served: sys.get_asyncgen_hooks().firstiter.__defaults__ gave it back,
+    atexit._run_exitfuncs ran it there."""
+    import atexit
+    import sys
+    _, take, before, started = _loaded(files)
+    seen = ["a hidden board"]
+    assert pristine.check(before, take, started, files)
+    for change, undo in ((lambda: sys.set_asyncgen_hooks(firstiter=lambda agen, kept=seen: None),
+                          lambda: sys.set_asyncgen_hooks(firstiter=None)),
+                         (lambda: sys.set_asyncgen_hooks(finalizer=lambda agen, kept=seen: None),
+                          lambda: sys.set_asyncgen_hooks(finalizer=None)),
+                         (lambda: sys.set_coroutine_origin_tracking_depth(7),
+                          lambda: sys.set_coroutine_origin_tracking_depth(0))):
+        change()
+        assert not pristine.check(before, take, started, files)
+        undo()
+        assert pristine.check(before, take, started, files)
+    atexit.register(seen.append, "left")
+    assert not pristine.check(before, take, started, files)
+    atexit.unregister(seen.append)   # its count stays: a fork that ever held one is not taken again (the safe side)
+    assert not pristine.check(before, take, started, files)

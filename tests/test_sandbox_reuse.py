@@ -127,6 +127,16 @@ CHANGES = {
                                     "    return 0\ndef look():\n    return __import__('gc').get_debug()\n", 0),
     "the decimal context": ("import decimal\ndef change():\n    decimal.getcontext().prec = 5\n    return 0\n"
                             "def look():\n    return decimal.getcontext().prec\n", 28),
+    # Hooks no name of sys shows, and atexit's functions (its C list): a closure set there held what a case saw, and
+    # the next exercise got it back (sys.get_asyncgen_hooks().firstiter.__defaults__, atexit._run_exitfuncs).
+    "an async generator hook": ("def change():\n    __import__('sys').set_asyncgen_hooks(firstiter=lambda g, s=[1]: 0)"
+                                "\n    return 0\ndef look():\n"
+                                "    return __import__('sys').get_asyncgen_hooks().firstiter is None\n", True),
+    "the coroutine origin depth": ("def change():\n    __import__('sys').set_coroutine_origin_tracking_depth(7)\n"
+                                   "    return 0\ndef look():\n"
+                                   "    return __import__('sys').get_coroutine_origin_tracking_depth()\n", 0),
+    "an exit function": ("import atexit\nAT_LOAD = atexit._ncallbacks()\ndef change():\n    atexit.register(print)\n"
+                         "    return 0\ndef look():\n    return atexit._ncallbacks() == AT_LOAD\n", True),
     # Left running, they could read the next request before the check (the fork checks who is left first).
     "a thread left running": ("import threading, time\ndef change():\n"
                               "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
