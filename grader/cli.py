@@ -356,7 +356,7 @@ def _report(args: argparse.Namespace) -> int:
     _check_results(args.results)
     _check_folder(args.out, "--out")
     chosen = _formats(args.format, args.annotated)
-    template = _template(args) or _guessed_template(args.results)
+    template = _class_template(args)
     # With a gradebook: TA overrides applied, and a student's reports made from the same are kept (stamps).
     reading = (Reading(Classroom(Path(args.results)), report_context(args.notebooks, template, args.hidden_details))
                if _gradebook_beside(args.results) is not None else None)
@@ -444,19 +444,23 @@ def _template(args: argparse.Namespace) -> Path | None:
     return None
 
 
+def _class_template(args: argparse.Namespace) -> Path | None:
+    """The template a class output of `args.results` leaves out: --template, --rubric's, else the guess."""
+    return _template(args) or _guessed_template(args.results)
+
+
 def _guessed_template(results: str) -> Path | None:
     """Without --template or --rubric: the template of the rubric the folder was graded with (its `.assignment`
     mark names it), else of rubrics/<assignment>.yaml under the current folder. Only the second was tried, so run
     from anywhere but the course's folder the class outputs counted the template's code as every student's (the
     similarity of the class) and the reports called given code the student's. A guess that does not load, or is
     another assignment's, is no template: nothing is said, none is used."""
-    import json
-    from grader.intake.gather import RESULTS_MARK
+    from grader.intake.gather import read_mark
     from grader.rubric.schema import RubricError, load_rubric
-    try:
-        mark = json.loads((Path(results) / RESULTS_MARK).read_text(encoding="utf-8"))
-        assignment, graded = str(mark["assignment"]), Path(str(mark.get("rubric") or ""))
-    except (OSError, ValueError, TypeError, KeyError):
+    mark = read_mark(results)
+    if mark is not None:
+        assignment, graded = mark.assignment, Path(mark.rubric)
+    else:
         from grader.report.class_outputs import iter_class
         first = next(iter(iter_class(results)), None)
         if first is None:
@@ -478,7 +482,7 @@ def _classroom(args: argparse.Namespace, **more: Any) -> Classroom:
     """The class of a results folder as the class outputs read it, with the template the folder was graded with
     unless --template or --rubric names one (_guessed_template)."""
     from grader.report.class_outputs import Classroom
-    template = _template(args) or _guessed_template(args.results)
+    template = _class_template(args)
     notebooks = getattr(args, "notebooks", None)
     return Classroom(Path(args.results), notebooks=Path(notebooks) if notebooks else None, template=template,
                      title=getattr(args, "title", None), threshold=getattr(args, "threshold", 0.6), **more)
@@ -547,15 +551,14 @@ def _check_merge(into: Path, others: Sequence[Path]) -> None:
     """Before the target is made or touched: every gradebook merged in is there, and a results folder's gradebook
     takes only its own assignment's results (`grade` refuses to mix them; a merge of another assignment's
     gradebook wrote a CSV of both, two `correct` rows under two sets of columns, for the LMS)."""
-    import json
-    from grader.intake.gather import RESULTS_MARK
+    from grader.intake.gather import read_mark
     for other in others:
         _check_file(str(other), "a gradebook")
     held_by = {other: _assignments_of(other) for other in others}
-    try:
-        held = json.loads((into.parent / RESULTS_MARK).read_text(encoding="utf-8"))["assignment"]
-    except (OSError, ValueError, TypeError, KeyError):
+    mark = read_mark(into.parent)
+    if mark is None:
         return   # no results folder's gradebook: a gradebook of several assignments is allowed
+    held = mark.assignment
     for other in others:
         foreign = [assignment for assignment in held_by[other] if assignment != held]
         if foreign:

@@ -208,6 +208,99 @@ def test_class_outputs_run_outside_the_course_folder_leave_out_the_template_the_
     assert "0 at or above 0.6" in similar.stdout, similar.stdout
 
 
+def test_a_class_graded_into_a_folder_inside_it_takes_a_browsers_copy_for_its_student_and_skips_nothing(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """`grade class --out class/results`: its own results folder was "1 skipped" on every run; a browser's second
+    download `bob (1).ipynb` was a second student `bob_1`; and a student's folder holding a `.assignment` file and
+    a `notebooks/` folder was taken for a results folder and skipped, with no row. Now the run's own --out is left
+    out unsaid, bob is one student (the later download graded, the other named), and dave has his row."""
+    import shutil
+    klass = tmp_path / "class"
+    (klass / "dave" / "notebooks").mkdir(parents=True)
+    shutil.copy(REPO / TRANSPOSED, klass / "bob.ipynb")
+    shutil.copy(REPO / CORRECT, klass / "bob (1).ipynb")
+    for copy in ("bob.ipynb", "bob (1).ipynb"):   # copied without their times: content and time do not decide
+        os.utime(klass / copy, (1_700_000_000, 1_700_000_000))
+    shutil.copy(REPO / TRANSPOSED, klass / "dave" / "notebooks" / "lab.ipynb")
+    (klass / "dave" / ".assignment").write_text('{"assignment": "taoistic-search"}\n', encoding="utf-8")
+    out = klass / "results"
+    common = ("--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    first = run("grade", str(klass), *common)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (f"note: bob: 2 notebooks, graded {klass / 'bob (1).ipynb'} (the later browser download"
+            in flat(first.stdout)), first.stdout
+    assert f"not graded: {klass / 'bob.ipynb'}" in flat(first.stdout)
+    assert sorted(p.name for p in out.glob("*.json")) == ["bob.json", "dave.json"]
+    assert json.loads((out / "bob.json").read_text(encoding="utf-8"))["total"] == 30
+    assert json.loads((out / "dave.json").read_text(encoding="utf-8"))["total"] == 28
+    for _ in range(2):
+        again = run("grade", str(klass), *common, "--quiet")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "2 submissions: 0 graded, 0 unreadable, 0 failed, 2 unchanged; 0 skipped" in again.stdout, again.stdout
+
+
+def test_every_student_an_lms_lists_keeps_a_row_even_with_nothing_in_the_export(tmp_path: Path,
+                                                                               grader_cache: Path) -> None:
+    """Moodle's worksheet lists a participant whose Status is "No submission" (its export has no folder for them),
+    and a Gradescope export holds a submission's folder with no file in it: neither student had a row, so the CSV
+    imported into the LMS left their grade as it was. Each has one now, at zero with the reason."""
+    import csv
+    import zipfile
+    moodle = tmp_path / "moodle"
+    (moodle / "Ann Bell_2101_assignsubmission_file_").mkdir(parents=True)
+    (moodle / "Ann Bell_2101_assignsubmission_file_" / "lab.ipynb").write_bytes((REPO / CORRECT).read_bytes())
+    sheet = tmp_path / "grades.csv"
+    sheet.write_text('"Identifier","Full name","Email address","Status","Last modified (submission)"\n'
+                     '"Participant 2101","Ann Bell","ann@example.org","Submitted for grading",'
+                     '"Friday, 20 November 2026, 10:00 PM"\n'
+                     '"Participant 2103","Eve Fox","eve@example.org","No submission","-"\n', encoding="utf-8")
+    export = tmp_path / "gradescope.zip"
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.writestr("assignment_7_export/submission_metadata.yml", (
+            "submission_1001:\n  :submitters:\n  - :name: Gil Hart\n    :sid: '501'\n"
+            "submission_1002:\n  :submitters:\n  - :name: Ida Jones\n    :sid: '502'\n"))
+        archive.write(REPO / TRANSPOSED, "assignment_7_export/submission_1001/lab.ipynb")
+        archive.writestr(zipfile.ZipInfo("assignment_7_export/submission_1002/"), b"")
+    out = tmp_path / "results"
+    done = run("grade", str(moodle), str(sheet), str(export), "--rubric", RUBRIC, "--out", str(out), "--cache",
+               str(grader_cache))
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(out / "gradebook.csv", encoding="utf-8", newline="") as file:
+        rows = {row["student"]: (row["total"], row["state"]) for row in csv.DictReader(file)}
+    assert rows == {"Ann_Bell_2101": ("30", "graded"), "Eve_Fox_2103": ("0", "unreadable"),
+                    "Gil_Hart_501": ("28", "graded"), "Ida_Jones_502": ("0", "unreadable")}
+    shown = flat(done.stdout)
+    assert f"Eve_Fox_2103: unreadable: {sheet}: handed in nothing (the worksheet's Status: 'No submission')" in shown
+    assert (f"Ida_Jones_502: unreadable: {export}:assignment_7_export/submission_1002: handed in no notebook or "
+            f"script to grade: submission_1002 (a folder with no file in it)") in shown, shown
+    assert "skipped" not in shown.split("4 submissions:")[0]
+    assert "4 submissions: 2 graded, 2 unreadable, 0 failed, 0 unchanged; 0 skipped" in shown
+
+
+def test_an_unreadable_students_feedback_names_their_own_file_never_the_tas_path_to_the_export(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """Why a file was not graded is `<source>: <why>`, the source as the TA gave it: the student's report and
+    Gradescope's results.json showed the TA's path to the export (`/home/ta/Downloads/canvas.zip:...`). The TA's
+    terminal and the JSON keep it; what the student reads names their own file only."""
+    import zipfile
+    export = tmp_path / "downloads" / "canvas-export.zip"
+    export.parent.mkdir()
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.writestr("doeada_12346_67891_lab.ipynb", '{"cells": [{"cell_type": "code", "source": "def f(')
+    out, feedback, scope = tmp_path / "results", tmp_path / "feedback", tmp_path / "gradescope"
+    done = run("grade", str(export), "--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache),
+               "--gradescope", str(scope))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"doeada_12346: unreadable: {export}:doeada_12346_67891_lab.ipynb: not valid JSON" in flat(done.stdout)
+    assert run("report", str(out), "--out", str(feedback)).returncode == 0
+    pages = {path.name: path.read_text(encoding="utf-8") for path in (
+        feedback / "doeada_12346.md", feedback / "doeada_12346.html", scope / "doeada_12346.json")}
+    for name, page in pages.items():
+        assert "downloads" not in page and "canvas-export.zip" not in page, name
+    assert "doeada\\_12346\\_67891\\_lab.ipynb: not valid JSON" in pages["doeada_12346.md"]
+    assert "could not be graded: doeada_12346_67891_lab.ipynb: not valid JSON" in pages["doeada_12346.json"]
+
+
 class _Stopped:
     """The local pool, with every worker stopped by its watchdog (a submission that hung its worker): the first
     student's failure is recorded, the second's is the machine's (reported, not recorded, tried again)."""

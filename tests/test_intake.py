@@ -88,7 +88,8 @@ def test_canvas_highest_resubmission_is_graded_even_when_its_date_is_older(tmp_p
     assert [s.rsplit(":", 1)[1] for s in smith.others] == [
         "smithjohn_12345_67891_taoistic-1.ipynb", "smithjohn_12345_67890_taoistic.ipynb"]
     [note] = [n for n in result.notes if n.startswith("smithjohn_12345:")]
-    assert "3 notebooks, graded" in note and "taoistic-2.ipynb (highest Canvas resubmission number, -2)" in note
+    assert "3 notebooks, graded" in note
+    assert "taoistic-2.ipynb (highest Canvas resubmission number, -2)" in note
     assert "not graded:" in note and "taoistic-1.ipynb" in note
 
 
@@ -762,3 +763,17 @@ def test_ascii_unsafe_is_every_ascii_character_an_id_does_not_keep_and_nothing_e
     every = "".join(map(chr, range(0x110000)))
     kept = set(string.ascii_letters + string.digits + "._-")
     assert set("".join(ASCII_UNSAFE.findall(every))) == {chr(code) for code in range(128)} - kept
+
+
+def test_a_results_folders_mark_is_read_one_way_and_a_damaged_one_is_none(tmp_path: Path) -> None:
+    """The batch's claim, the class outputs' template guess and merge read `.assignment` three ways (one took a
+    number for an assignment, another refused it); a mark is a JSON object with a non-empty string `assignment`."""
+    from grader.intake.gather import RESULTS_MARK, ResultsMark, read_mark
+    assert read_mark(tmp_path) is None
+    for damaged in ("", "{", "[]", '{"assignment": 5}', '{"assignment": ""}', '{"rubric": "r.yaml"}'):
+        (tmp_path / RESULTS_MARK).write_text(damaged, encoding="utf-8")
+        assert read_mark(tmp_path) is None, damaged
+    (tmp_path / RESULTS_MARK).write_text('{"assignment": "lab", "rubric": 3}', encoding="utf-8")
+    assert read_mark(tmp_path) == ResultsMark("lab", "")
+    (tmp_path / RESULTS_MARK).write_text('{"assignment": "lab", "rubric": "rubrics/lab.yaml"}', encoding="utf-8")
+    assert read_mark(tmp_path) == ResultsMark("lab", "rubrics/lab.yaml")

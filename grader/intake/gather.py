@@ -18,6 +18,7 @@ import csv
 import glob
 import hashlib
 import io
+import json
 import os
 import re
 import stat
@@ -74,6 +75,29 @@ LINKED = "a symbolic link, not followed (a link can name a classmate's notebook 
 NOT_REGULAR = "not a regular file (a pipe, socket or device), not read"
 _CHUNK = 1024 * 1024
 _LOCAL_HEADER = 30                      # the smallest local file header (no name, no extra field), in bytes
+
+
+@dataclass(frozen=True)
+class ResultsMark:
+    """A results folder's mark: the assignment it holds, the rubric it was graded with."""
+
+    assignment: str     # the rubric's `assignment` id the folder holds results of
+    rubric: str = ""    # the rubric file it was graded with, as the batch was given it ("" when not written)
+
+
+def read_mark(folder: str | Path) -> ResultsMark | None:
+    """The folder's mark, or None when it has none that reads as one. One reader for the batch's claim on its
+    folder, the class outputs' guess of the template and merge's refusal of another assignment's gradebook, which
+    read it three ways: a mark is a JSON object whose `assignment` is a non-empty string; anything else (no file,
+    not JSON, a list, a number where the name goes) is no mark, and each falls back as for a missing one."""
+    try:
+        data = json.loads((Path(folder) / RESULTS_MARK).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("assignment"), str) or not data["assignment"]:
+        return None
+    rubric = data.get("rubric")
+    return ResultsMark(data["assignment"], rubric if isinstance(rubric, str) else "")
 
 
 @dataclass(frozen=True)
@@ -195,8 +219,14 @@ def moodle(place: Place) -> Owner | None:
 def _moodle_owner(match: re.Match[str]) -> Owner:
     """The student a Moodle name's `name` and `id` groups say (a submission folder's, a flat file's, another
     plugin's): one id for all of them, so a student's file and online text are one row."""
-    named = f"{match['name']}_{match['id']}"
-    return Owner(safe_id(named), "moodle", lms_id=match["id"], former=_former(named))
+    return _moodle_named(match["name"], match["id"])
+
+
+def _moodle_named(name: str, lms_id: str) -> Owner:
+    """The student Moodle names `name` (their full name) with participant id `lms_id`: in its export's folder
+    names, and in its worksheet (a student who handed in nothing is only there)."""
+    named = f"{name}_{lms_id}"
+    return Owner(safe_id(named), "moodle", lms_id=lms_id, former=_former(named))
 
 
 @convention("canvas", lms=True)
@@ -232,10 +262,17 @@ def folder(place: Place) -> Owner | None:
 
 @convention("file")
 def file(place: Place) -> Owner | None:
-    """`<student>.ipynb`: the file name without its suffix."""
-    name = place.name
-    stem = name[:-len(_suffix(name))] if _suffix(name) else name
+    """`<student>.ipynb`: the file name without its suffix, and without a browser's copy number (`bob (1).ipynb`,
+    the second download of bob's file, is bob's: it was a second student `bob_1`)."""
+    stem = _stem(place.name)
+    copy = BROWSER_COPY.match(stem)
+    stem = copy["base"] if copy else stem
     return Owner(safe_id(stem), "file", name=stem, former=_former(stem))
+
+
+# A browser's name for a second download of a file it already has: `lab (1).ipynb` (Chrome, Edge), `lab(1).ipynb`
+# (Firefox). Where content and time do not decide, the later download is graded (_attempts).
+BROWSER_COPY = re.compile(r"^(?P<base>.*?\S) ?\((?P<n>[1-9]\d{0,3})\)$")
 
 
 @dataclass(frozen=True)
@@ -249,6 +286,9 @@ class Record:
                                      # (Gradescope's submitters: several for a group's hand-in)
     formers: tuple[str, ...] = ()    # for each of `students`, the id an older grader gave that name ("" if the
                                      # same; keep_former_ids)
+    nothing: str = ""       # the LMS's word that this student handed in nothing (Moodle's Status "No submission")
+    named: str = ""         # the student's name as the worksheet lists them (Moodle's "Full name"), for their row
+    worksheet: str = ""     # the worksheet it was read from (set when it is read)
 
 
 Worksheet = Callable[[str], "dict[str, Record] | None"]
@@ -270,6 +310,8 @@ def worksheet(name: str, suffixes: tuple[str, ...] = (".csv",)) -> Callable[[Wor
 MOODLE_LATE = " late"      # the English "{$a} late" Moodle adds to a late submission's status ("2 days 3 hours late")
 MOODLE_MODIFIED = "Last modified (submission)"
 MOODLE_EXTENSION = "extension granted until"   # a Status part, "Extension granted until Monday, 23 November ..."
+# Status parts that say a participant handed in nothing: their export has no folder, the worksheet alone lists them.
+MOODLE_NOTHING = frozenset({"no submission", "no attempt", "draft (not submitted)"})
 # userdate's English strftimedatetime, "%A, %d %B %Y, %I:%M %p" with Moodle's leading zeros dropped:
 # "Saturday, 21 November 2026, 2:00 AM"
 MOODLE_TIME = re.compile(r"(\d{1,2}) ([A-Za-z]+) (\d{4}), (\d{1,2}):(\d{2})(?: ?([AaPp][Mm]))?")   # or 24-hour
@@ -310,8 +352,10 @@ def moodle_worksheet(text: str) -> dict[str, Record] | None:
             parts = str(row.get("Status") or "").split(" - ")
             extension = next((moodle_time(part) for part in parts if part.strip().lower().startswith(
                 MOODLE_EXTENSION)), "")
+            nothing = next((part.strip() for part in parts if part.strip().lower() in MOODLE_NOTHING), "")
             records[digits] = Record(any(part.strip().endswith(MOODLE_LATE) for part in parts),
-                                     moodle_time(str(row.get(MOODLE_MODIFIED) or "")), extension)
+                                     moodle_time(str(row.get(MOODLE_MODIFIED) or "")), extension, nothing=nothing,
+                                     named=str(row.get("Full name") or "").strip())
     return records
 
 
@@ -514,10 +558,13 @@ Defines = Callable[[Path], int]
 knows the rubric, so a scratch notebook beside the real one is not graded."""
 
 
-def gather(paths: Sequence[str | Path], workdir: Path, defines: Defines | None = None) -> Intake:
+def gather(paths: Sequence[str | Path], workdir: Path, defines: Defines | None = None,
+           own: Sequence[Path] = ()) -> Intake:
     """Every student's submission among `paths` (files, folders, glob patterns, .zip exports);
-    archive members are extracted under `workdir`. Of a student's several notebooks one is graded (`choose`)."""
-    collector = _Collector(Path(workdir))
+    archive members are extracted under `workdir`. Of a student's several notebooks one is graded (`choose`).
+    `own`: the folders this run writes (its results folder), left out unsaid wherever the paths reach them
+    (`grade class --out class/results` counted its own results folder "skipped" on every run)."""
+    collector = _Collector(Path(workdir), own)
     for raw in paths:
         collector.add(raw)
     return collector.finish(defines)
@@ -621,9 +668,10 @@ class _Problem(Exception):
 class _Collector:
     """The state of one `gather` call: what was found so far, and where archives are extracted."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, own: Sequence[Path] = ()) -> None:
         self.workdir = workdir
         self.workdir_real = os.path.realpath(workdir)
+        self.own_real = tuple(os.path.realpath(folder) for folder in own)   # the run's own output folders
         self.candidates: list[_Candidate] = []
         self.unusable: list[_Unusable] = []           # files that cannot be graded, by owner: why
         self.problems: list[str] = []
@@ -631,6 +679,9 @@ class _Collector:
         self.records: dict[tuple[str, str], Record] = {}   # (convention, LMS id) -> LMS worksheets' word
         self.worksheets: list[str] = []               # notes: which worksheets were read
         self.allowances: dict[tuple[str, str], _Allowance] = {}  # (convention, student) -> their upload's extraction
+        # The folders an LMS's export names as a student's (a Gradescope `submission_N/`, a Moodle `..._file_/`), with
+        # where each is: one that holds nothing to grade (an empty folder) still makes its student's row.
+        self.folders: list[tuple[Owner, str]] = []
 
     # -- inputs on disk -----------------------------------------------------------------------------
 
@@ -649,16 +700,18 @@ class _Collector:
                 return
             root = _glob_root(text)
             files: list[Path] = []
+            folders: list[Path] = []
             for match in map(Path, matches):
-                if self._in_workdir(match):
+                if self._in_workdir(match) or self._in_own(match):
                     continue
                 if match.is_dir():
-                    files.extend(self._walk(match))
+                    files.extend(self._walk(match, folders))
                 elif match.is_file() and not _kept_by_the_grader(match):
                     files.append(match)
-            self._take_folder(root, files)
+            self._take_folder(root, files, folders=folders)
         elif path.is_dir():
-            self._take_folder(path, self._walk(path), walked=True)
+            folders = []
+            self._take_folder(path, self._walk(path, folders), walked=True, folders=folders)
         elif path.is_file():
             self._take_direct(path)
         elif os.path.exists(text):
@@ -670,28 +723,44 @@ class _Collector:
         real = os.path.realpath(path)
         return real == self.workdir_real or real.startswith(self.workdir_real + os.sep)
 
-    def _walk(self, top: Path) -> list[Path]:
+    def _in_own(self, path: Path) -> bool:
+        """A pattern's match that is a folder this run writes, or what the grader keeps in one (its copies, shared
+        values and gradebook): never a student's, and never "skipped" either. The students' files beside them
+        (`grade '*.ipynb' --out .`) are graded."""
+        real = os.path.realpath(path)
+        for own in self.own_real:
+            if real == own or (os.path.dirname(real) == own and RESULTS_FILES.match(os.path.basename(real))):
+                return True
+            if any(real == kept or real.startswith(kept + os.sep)
+                   for kept in (os.path.join(own, name) for name in RESULTS_FOLDERS)):
+                return True
+        return False
+
+    def _walk(self, top: Path, folders: list[Path] | None = None) -> list[Path]:
+        """The files below `top` (the folders entered added to `folders`)."""
         found: list[Path] = []
         def unreadable(error: OSError) -> None:
             self.problems.append(f"{error.filename}: cannot be read ({error.strerror or error})")
 
-        try:
-            workdir = os.stat(self.workdir)
-            ours: tuple[int, int] | None = (workdir.st_dev, workdir.st_ino)
-        except OSError:
-            ours = None     # not made yet: nothing of it to leave out
+        ours: set[tuple[int, int]] = set()   # the batch's work folder and the run's own output folders
+        for made in (str(self.workdir), *self.own_real):
+            try:
+                info = os.stat(made)
+            except OSError:
+                continue     # not made yet: nothing of it to leave out
+            ours.add((info.st_dev, info.st_ino))
 
-        def is_workdir(path: str) -> bool:   # an identity, not a realpath: one stat, however deep the folder
-            if ours is None:
+        def is_ours(path: str) -> bool:   # an identity, not a realpath: one stat, however deep the folder
+            if not ours:
                 return False
             try:
                 info = os.stat(path, follow_symlinks=False)
             except OSError:
                 return False
-            return (info.st_dev, info.st_ino) == ours
+            return (info.st_dev, info.st_ino) in ours
 
         for folder, dirs, names in walk(top, onerror=unreadable):
-            if _results_folder(folder, names):
+            if (folder == str(top) and is_ours(folder)) or _results_folder(folder, names, top):
                 if folder != str(top):
                     self.problems.append(f"{folder}: a results folder of grader grade (its notebooks are copies "
                                          f"of graded ones), not a student's: not graded")
@@ -702,8 +771,10 @@ class _Collector:
                 dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
                 names = [name for name in names if not RESULTS_FILES.match(name)]
             # (Moodle's other plugins' folders are entered: their files name a student, see _moodle_other)
-            dirs[:] = sorted(d for d in dirs if not _debris(d) and not is_workdir(os.path.join(folder, d)))
+            dirs[:] = sorted(d for d in dirs if not _debris(d) and not is_ours(os.path.join(folder, d)))
             found.extend(Path(folder, name) for name in sorted(names))
+            if folders is not None:
+                folders.append(Path(folder))
         return found
 
     def _disk_item(self, path: Path, place: Place, linked: bool = False) -> _Item | None:
@@ -731,9 +802,11 @@ class _Collector:
         if item is not None:
             self._take_items([item], level=0, owner=None, direct=True)
 
-    def _take_folder(self, root: Path, files: Iterable[Path], walked: bool = False) -> None:
+    def _take_folder(self, root: Path, files: Iterable[Path], walked: bool = False,
+                     folders: Iterable[Path] = ()) -> None:
         """`walked`: the files come from _walk, which enters no linked folder, so only a file itself can be a link
-        (one lstat; a realpath per file costs a stat per level of a folder a student may nest 1,500 deep)."""
+        (one lstat; a realpath per file costs a stat per level of a folder a student may nest 1,500 deep).
+        `folders`: the folders _walk entered (an LMS student's is noted, _lms_folder)."""
         root_real = os.path.realpath(root)
         above = os.path.basename(root_real)
         relative: list[tuple[tuple[str, ...], Path, bool]] = []
@@ -745,6 +818,13 @@ class _Collector:
                 parts, linked = (path.name,), path.is_symlink()
             relative.append((parts, path, linked))
         wrappers = _wrappers([parts for parts, _, _ in relative if not _skipped(parts)], None)
+        named = []
+        for folder in folders:
+            try:
+                named.append((folder.relative_to(root).parts, str(folder)))
+            except ValueError:
+                continue
+        self._lms_folders(above, named, [parts for parts, _, _ in relative], None)
         items = []
         for parts, path, linked in relative:
             item = self._disk_item(path, Place((above, *parts), len(parts) - wrappers), linked)
@@ -813,7 +893,8 @@ class _Collector:
                 records = None
             if records is not None:
                 # (a reader written for {id: late} still works: a bare flag is a record without times)
-                records = {lms_id: r if isinstance(r, Record) else Record(bool(r)) for lms_id, r in records.items()}
+                records = {lms_id: replace(r, worksheet=item.source) if isinstance(r, Record)
+                           else Record(bool(r), worksheet=item.source) for lms_id, r in records.items()}
                 self.records.update(((name, lms_id), record) for lms_id, record in records.items())
                 students = sum(len(r.students) or 1 for r in records.values())
                 timed = sum(bool(r.recorded) for r in records.values())
@@ -868,6 +949,11 @@ class _Collector:
                 upload = fallback
             wrappers = 0 if upload is not None else _wrappers(
                 [parts for parts, _ in members if not _skipped(parts)], _stem(name))
+            if upload is None:   # an export's folders (a zip holds an empty one as a folder entry alone)
+                named = [(parts, f"{label}:{info.filename.rstrip('/')}") for parts, info in (
+                    (tuple(part for part in info.filename.replace("\\", "/").split("/") if part not in ("", ".")), info)
+                    for info in archive.infolist() if info.is_dir()) if parts and ".." not in parts]
+                self._lms_folders(_stem(name), named, [parts for parts, _ in members], _stem(name))
             folder = self.workdir / _archive_folder(name, label)
             overlapping = _overlapping(archive)
             allowance = None if upload is None else self.allowances.setdefault(
@@ -877,6 +963,23 @@ class _Collector:
             if upload is not None:
                 items = [replace(item, handed=handed) for item in items]
             self._take_items(items, level, upload, direct=False)
+
+    def _lms_folders(self, above: str, folders: Sequence[tuple[tuple[str, ...], str]],
+                     files: Sequence[tuple[str, ...]], stem: str | None) -> None:
+        """Note the folders of an input (each as its parts and where it is) that an LMS's export names as a student's:
+        if nothing of that student's is found, the folder still makes their row (finish). Only a folder named as an
+        LMS names a student's (`submission_N`, Moodle's `..._assignsubmission_file_`), and its place is read below
+        the folders that wrap the whole input, the empty ones counted (an export whose only folder is empty)."""
+        named = [(parts, source) for parts, source in folders if parts and not _skipped(parts)
+                 and (GRADESCOPE_FOLDER.match(parts[-1]) or MOODLE_FOLDER.match(parts[-1]))]
+        if not named:
+            return
+        wrappers = _wrappers([p for p in files if not _skipped(p)] + [(*parts, "") for parts, _ in named], stem)
+        for parts, source in named:
+            if len(parts) > wrappers:
+                owner = identify(Place((above, *parts, ""), len(parts) + 1 - wrappers))
+                if owner.convention in LMS_EXPORTS:
+                    self.folders.append((owner, source))
 
     def _refused_archive(self, label: str, reason: str, upload: Owner | None) -> None:
         """A zip that is not read. A student's upload (`upload`, its owner) is that student's file: an LMS's
@@ -932,7 +1035,8 @@ class _Collector:
     def finish(self, defines: Defines | None = None) -> Intake:
         self.candidates, apart = _apart(self.candidates)
         found = {(c.owner.convention, c.owner.student) for c in self.candidates}
-        nothing = self._handed_nothing(found)
+        self._nothing_in_folders(found)
+        nothing = self._handed_nothing(found) + self._listed_absent(found)
         # A student given a row for handing in nothing gradable has each file and why in that row: the same files
         # are no "skipped" line too (one student counted twice, and skipped counted files that were graded zero).
         rowed = {(c.owner.convention, c.owner.student) for c in nothing}
@@ -992,6 +1096,34 @@ class _Collector:
                            + "; ".join(f"{_member(source)} ({reason})" for source, reason in files))
                 for owner, files in why.values()]
 
+    def _nothing_in_folders(self, found: set[tuple[str, str]]) -> None:
+        """An LMS student's folder with no file of theirs in it (Gradescope's `submission_N/` of a hand-in with no
+        file, a Moodle folder emptied) is their hand-in of nothing: a row at zero (_handed_nothing) rather than no
+        row at all."""
+        known = found | {(u.owner.convention, u.owner.student) for u in self.unusable}
+        for owner, source in self.folders:
+            key = (owner.convention, owner.student)
+            if key not in known:
+                known.add(key)
+                self.unusable.append(_Unusable(owner, source, "a folder with no file in it", stray=False))
+
+    def _listed_absent(self, found: set[tuple[str, str]]) -> list[_Candidate]:
+        """A row at zero for each student an LMS's worksheet lists as having handed in nothing (Moodle's "No
+        submission": its export has no folder for them), unless this intake has something of theirs: the CSV had no
+        row for them, and an LMS import left their grade as it was."""
+        rows = []
+        rowed = found | {(u.owner.convention, u.owner.student) for u in self.unusable}
+        for (convention_name, lms_id), record in sorted(self.records.items()):
+            if not record.nothing or convention_name != "moodle" or not record.named:
+                continue
+            owner = _moodle_named(record.named, lms_id)
+            if (owner.convention, owner.student) in rowed:
+                continue
+            rowed.add((owner.convention, owner.student))
+            rows.append(_Candidate(owner, self.workdir / "unreadable" / owner.student, record.worksheet, "", 0.0, "",
+                                   f"handed in nothing (the worksheet's Status: {record.nothing!r})"))
+        return rows
+
     def _named(self) -> tuple[list[_Candidate], list[str]]:
         """The candidates under the students their LMS's worksheet names (Gradescope's files sit in folders named by
         the submission's number): one per student of a group's hand-in, each graded (a row each, as in the LMS)."""
@@ -1048,6 +1180,7 @@ CHOICE_RULE = (
     "highest Canvas resubmission number",
     "defines the most graded names",
     "newest modification time",
+    "the later browser download (`lab (1).ipynb` after `lab.ipynb`)",
     "last by file name, modified at the same time",
     "last by source, same file name and time",
 )
@@ -1061,9 +1194,10 @@ def choose(student: str, group: Sequence[_Candidate], defines: Defines | None = 
 
     `defines` counts the rubric's graded names in a file (only read when there is a choice to make)."""
     attempts = _attempts(group)
+    copies = _attempts(group, browser=True)
     counted = [defines(c.path) if defines is not None and len(group) > 1 and not c.problem else 0 for c in group]
-    ranked = sorted(((not c.problem, c.name.lower().endswith(".ipynb"), attempts[i], counted[i], c.modified, c.name,
-                      c.source, i) for i, c in enumerate(group)), reverse=True)
+    ranked = sorted(((not c.problem, c.name.lower().endswith(".ipynb"), attempts[i], counted[i], c.modified,
+                      copies[i], c.name, c.source, i) for i, c in enumerate(group)), reverse=True)
     order = [group[key[-1]] for key in ranked]
     chosen, others = order[0], order[1:]
     if not others:
@@ -1082,24 +1216,43 @@ def choose(student: str, group: Sequence[_Candidate], defines: Defines | None = 
                             f"not graded: {', '.join(shown)}")
 
 
-def _attempts(group: Sequence[_Candidate]) -> list[int]:
-    """Canvas resubmission numbers. Canvas renames a re-uploaded `lab.ipynb` to `lab-1.ipynb`, `lab-2.ipynb`;
-    a "-N" counts only when the same student also has `lab.ipynb` or another `lab-M.ipynb`, so that a
-    file the student named `lab-2023.ipynb` is not taken for attempt 2023."""
-    parsed = []
-    for candidate in group:
-        match = re.match(r"^(?P<base>.*)-(?P<n>\d+)(?P<ext>\.[^.]*)?$", candidate.owner.lms_name)
-        if match and match["base"]:
-            parsed.append((match["base"] + (match["ext"] or ""), int(match["n"])))
-        else:
-            parsed.append((candidate.owner.lms_name, 0))
-    names = {c.owner.lms_name for c in group if c.owner.lms_name}
+def _attempts(group: Sequence[_Candidate], browser: bool = False) -> list[int]:
+    """Canvas resubmission numbers: Canvas renames a re-uploaded `lab.ipynb` to `lab-1.ipynb`, `lab-2.ipynb`. With
+    `browser`, a browser's download numbers instead: it saves a second download of `bob.ipynb` as `bob (1).ipynb`
+    (BROWSER_COPY; a weaker word than the LMS's, so it decides only after the file's content and time). A number
+    counts only when the same student also has `lab.ipynb` or another numbered copy of it, so that a file the student
+    named `lab-2023.ipynb` is not taken for attempt 2023."""
+    parsed = [_numbered(candidate, browser) for candidate in group]
+    names = {_own_name(c) for c in group}
     result = []
     for candidate, (base, number) in zip(group, parsed, strict=True):
-        siblings = base in names or any(b == base and n and c.owner.lms_name != candidate.owner.lms_name
+        siblings = base in names or any(b == base and n and _own_name(c) != _own_name(candidate)
                                         for c, (b, n) in zip(group, parsed, strict=True))
-        result.append(number if number and candidate.owner.lms_name and siblings else 0)
+        result.append(number if number and siblings else 0)
     return result
+
+
+def _own_name(candidate: _Candidate) -> str:
+    """The file's name as its student gave it: inside a Canvas name, the student's own (`lab-1.ipynb`)."""
+    return candidate.owner.lms_name or candidate.name
+
+
+def _numbered(candidate: _Candidate, browser: bool) -> tuple[str, int]:
+    """(the name without its number, the number): Canvas's `lab-2.ipynb`, or with `browser` a browser's
+    `lab (2).ipynb`; (the name, 0) without one."""
+    name = _own_name(candidate)
+    if not browser:
+        if not candidate.owner.lms_name:
+            return name, 0
+        match = re.match(r"^(?P<base>.*)-(?P<n>\d+)(?P<ext>\.[^.]*)?$", name)
+        if match and match["base"]:
+            return match["base"] + (match["ext"] or ""), int(match["n"])
+        return name, 0
+    if candidate.owner.lms_name:
+        return name, 0
+    suffix = _suffix(name)
+    copy = BROWSER_COPY.match(_stem(name))
+    return (copy["base"] + name[len(name) - len(suffix):], int(copy["n"])) if copy else (name, 0)
 
 
 def _apart(candidates: Sequence[_Candidate]) -> tuple[list[_Candidate], list[str]]:
@@ -1172,10 +1325,19 @@ def _stem(name: str) -> str:
     return name[:-len(suffix)] if suffix else name
 
 
-def _results_folder(folder: str, names: Sequence[str]) -> bool:
+def _results_folder(folder: str, names: Sequence[str], top: str | Path | None = None) -> bool:
     """Whether a folder is one `grader grade --out` wrote (`grade . --out results`, run twice, graded the
-    copies in results/notebooks/ as a student named "results"): its mark, and its gradebook or copies."""
-    return RESULTS_MARK in names and ("gradebook.sqlite" in names or os.path.isdir(os.path.join(folder, "notebooks")))
+    copies in results/notebooks/ as a student named "results"): its mark and its gradebook. A mark beside a
+    `notebooks/` folder alone is a student's folder (it was skipped, and the student had no row), and so is a
+    folder an LMS's export names as a student's (below `top`, the folder given), whatever it holds: a student
+    cannot hide their hand-in as the grader's. (The run's own results folder is left out by gather's `own`.)"""
+    if not (RESULTS_MARK in names and "gradebook.sqlite" in names and os.path.isfile(os.path.join(folder,
+                                                                                                 "gradebook.sqlite"))):
+        return False
+    if top is None:
+        return True
+    parts = Path(folder).relative_to(top).parts if folder != str(top) else ()
+    return identify(Place((*parts, RESULTS_MARK), len(parts) + 1)).convention not in LMS_EXPORTS
 
 
 def _kept_by_the_grader(path: Path) -> bool:

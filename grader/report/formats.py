@@ -82,6 +82,7 @@ def write(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path,
         with stamped(folder, "report " + ",".join(formats), out) as stamps:
             return write(results, out, formats, notebooks=notebooks, hidden_details=hidden_details,
                          results_folder=folder, template=template, made_from=made_from, stamps=stamps)
+    from grader.report.own_name import for_student
     from grader.report.student import iter_results, locate_notebook
     chosen = [FORMATS[name] for name in formats]
     written = 0
@@ -91,7 +92,8 @@ def write(results: str | Path | Iterable[SubmissionResult], out_dir: str | Path,
         if key is not None and stamps is not None and all(stamps.holds(file, key) for file in files):
             written += len(files)
             continue
-        page = Page(result, locate_notebook(result, notebooks, folder), hidden_details, template)
+        # The student reads their file by its own name, not the TA's path to the export (own_name).
+        page = Page(for_student(result), locate_notebook(result, notebooks, folder), hidden_details, template)
         for format, target in zip(chosen, files, strict=True):
             text = format.render(page)
             if text is not None:

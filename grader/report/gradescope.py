@@ -24,6 +24,7 @@ from typing import Sequence
 from grader.files import write_text
 from grader.judge.feedback import renoted, same_failures
 from grader.report.class_outputs import Classroom, Written
+from grader.report.own_name import for_student, own_name
 from grader.store.results import CaseResult, ExerciseResult, SubmissionResult, late_line
 from grader import codec
 from grader.store.status import MISSING, headline
@@ -163,7 +164,7 @@ def public_notes(exercise: ExerciseResult) -> tuple[str, ...]:
 
 def _summary(result: SubmissionResult) -> str:
     """The top-level text every student sees: total, per-exercise scores, notes, isolation and warnings."""
-    lines = [f"{result.rubric}: {result.total:g} / {result.max_total:g} points for {Path(result.path).name}"]
+    lines = [f"{result.rubric}: {result.total:g} / {result.max_total:g} points for {own_name(result.path)}"]
     cases = [c for e in result.exercises for c in e.cases]
     if cases and result.warnings and result.state != "graded":
         lines.append(f"Your submission could not be graded: {result.warnings[0].shown}")
@@ -194,7 +195,9 @@ def _summary(result: SubmissionResult) -> str:
 
 
 def to_gradescope(result: SubmissionResult) -> dict:
-    """Gradescope's results.json for one graded submission (plain JSON data)."""
+    """Gradescope's results.json for one graded submission (plain JSON data). The student reads their file by its
+    own name, never the TA's path to the export (own_name.for_student)."""
+    result = for_student(result)
     tests = _tests(result)
     return {
         "score": _points(_units(result.total)),

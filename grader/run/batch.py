@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequenc
 from grader.files import write_bytes
 from grader import __version__
 from grader.store.gradebook import Gradebook, ScoreRow
-from grader.intake.gather import RESULTS_MARK, WORKSHEETS, Entry, gather, keep_former_ids
+from grader.intake.gather import RESULTS_MARK, WORKSHEETS, Entry, gather, keep_former_ids, read_mark
 from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess, copied_times, penalty_of
 from grader.judge.options import Options
@@ -197,11 +197,12 @@ def _defines(rubric: Rubric) -> Callable[[Path], int]:
     return defines
 
 
-def _entries(paths: Iterable[str | Path], workdir: Path,
-             rubric: Rubric | None = None) -> tuple[list[Entry], list[str], list[str]]:
+def _entries(paths: Iterable[str | Path], workdir: Path, rubric: Rubric | None = None,
+             out_dir: Path | None = None) -> tuple[list[Entry], list[str], list[str]]:
     """Every submission, with the intake's problems and notes (of a student's several notebooks, the rubric
-    says which defines the most of what it grades)."""
-    intake = gather(list(paths), workdir, _defines(rubric) if rubric is not None else None)
+    says which defines the most of what it grades). The run's own results folder (`out_dir`) is none of them."""
+    intake = gather(list(paths), workdir, _defines(rubric) if rubric is not None else None,
+                    own=(out_dir,) if out_dir is not None else ())
     return list(intake.entries), list(intake.problems), list(intake.notes)
 
 
@@ -354,7 +355,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
         sandboxes = False
         try:
             try:
-                entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric)
+                entries, batch.problems, batch.notes = _entries(paths, Path(workdir), rubric, out_dir)
                 copied = copied_times([entry.handed_in for entry in entries if not entry.recorded], rubric.late)
                 batch.notes += [copied] if copied else []
                 if making is not None and any(not entry.problem for entry in entries):   # nothing is current in it
@@ -725,11 +726,8 @@ class ResultsFolderError(ValueError):
 def claim_results_folder(folder: Path, rubric: Rubric) -> None:
     """Remember which assignment a results folder holds, and refuse to mix another one in."""
     mark = folder / RUBRIC_MARK
-    held = None
-    try:
-        held = json.loads(mark.read_text(encoding="utf-8")).get("assignment")
-    except (OSError, ValueError, AttributeError):
-        held = None
+    marked = read_mark(folder)
+    held = marked.assignment if marked is not None else None
     if held is None and folder.is_dir():     # a folder written before the mark existed: ask its results
         for result in sorted(p for p in folder.glob("*.json") if p.name != RUBRIC_MARK)[:20]:
             try:
