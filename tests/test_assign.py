@@ -553,3 +553,32 @@ def test_a_master_in_another_assignments_folder_beside_its_support_is_refused_na
     assert f"but the support folder is beside the master in {lab}" in done.stderr
     assert sorted(p.name for p in (tmp_path / "assignments").iterdir()) == ["lab3"]
     assert not any((tmp_path / "rubrics").iterdir())
+
+
+def test_a_first_assign_in_a_course_without_rubrics_writes_beside_assignments_and_refuses_a_lost_support(
+        tmp_path: Path) -> None:
+    """The README's `grader assign assignments/NAME/master.ipynb` in a new course (no rubrics/ folder yet) took the
+    master's own folder for the course: it wrote assignments/NAME/assignments/NAME/template.ipynb and rubrics/ and
+    reference/ inside the assignment, and left out the support folder beside the master (validate then failed on
+    names only it defines). The course is the folder holding assignments/; a master elsewhere with a support folder
+    beside it that assign would not read is refused, saying where to put it."""
+    import shutil
+    bundled = REPO / "assignments" / "sliding-3x3"
+    course = tmp_path / "course"
+    lab = course / "assignments" / "sliding-3x3"
+    lab.mkdir(parents=True)
+    shutil.copy(bundled / "master.ipynb", lab / "master.ipynb")
+    shutil.copytree(bundled / "support", lab / "support")
+    done = grader("assign", "assignments/sliding-3x3/master.ipynb", "--no-validate", cwd=course)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (lab / "template.ipynb").is_file() and (course / "reference" / "sliding_3x3.py").is_file()
+    rubric = (course / "rubrics" / "sliding-3x3.yaml").read_text(encoding="utf-8")
+    assert "support: ../assignments/sliding-3x3/support" in rubric
+    assert not (lab / "assignments").exists() and not (lab / "rubrics").exists()
+    loose = tmp_path / "loose" / "sliding-3x3"
+    shutil.copytree(lab, loose)
+    refused = grader("assign", str(loose / "master.ipynb"), "--no-validate", cwd=tmp_path)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr
+    assert f"but the support folder is beside the master in {loose}: put the master with its support in " \
+           "assignments/sliding-3x3/ of the course folder" in refused.stderr, refused.stderr
+    assert sorted(p.name for p in loose.iterdir()) == ["master.ipynb", "support", "template.ipynb"]

@@ -416,7 +416,7 @@ def build(master: str | Path, course: str | Path | None = None) -> tuple[Assignm
     root = Path(course) if course is not None else _course_of(master)
     module = re.sub(r"\W", "_", name)
     folder = root / "assignments" / name
-    _check_own_folder(master, folder)
+    _check_own_folder(master, folder, chosen=course is not None)
     relative = {"reference": f"../reference/{module}.py", "template": f"../assignments/{name}/template.ipynb"}
     for key in ("support", "submissions"):
         if (folder / key).is_dir():
@@ -507,28 +507,43 @@ def _notebook_text(master: Path, parts: _Parts) -> str:
     return nbformat.writes(nbformat.from_dict(notebook)) + "\n"
 
 
-def _check_own_folder(master: Path, folder: Path) -> None:
+def _check_own_folder(master: Path, folder: Path, chosen: bool = False) -> None:
     """A master in another assignment folder than its id's (`assignments/lab3/master.ipynb` with `assignment:
     sliding-3x3`), beside a support or submissions folder: assign wrote the template into assignments/sliding-3x3/
     and looked for `support` there, so the master's own support folder was silently left out and validate failed
-    on names only it defines ("add 'search' to fixtures"). Refused, naming both folders."""
+    on names only it defines ("add 'search' to fixtures"). Refused, naming both folders; and so is a master outside
+    any assignments/ folder beside its support, unless `chosen` (--course names the course to build into)."""
     own = master.resolve().parent
-    if own == folder.resolve() or own.parent != folder.resolve().parent:
+    if own == folder.resolve():
         return
     beside = [key for key in ("support", "submissions") if (own / key).is_dir()]
-    if beside:
-        raise AssignError(f"{master}: its rubric cell says 'assignment: {folder.name}', so assign writes the "
-                          f"template to {folder} and takes support and submissions from there, but the "
-                          f"{' and '.join(beside)} folder{'s are' if len(beside) > 1 else ' is'} beside the master in "
-                          f"{own}: move the master's folder to {folder}, or make its 'assignment:' {own.name}")
+    if not beside:
+        return
+    said = (f"{master}: its rubric cell says 'assignment: {folder.name}', so assign writes the template to {folder} "
+            f"and takes support and submissions from there, but the {' and '.join(beside)} "
+            f"folder{'s are' if len(beside) > 1 else ' is'} beside the master in {own}")
+    if own.parent == folder.resolve().parent:
+        raise AssignError(f"{said}: move the master's folder to {folder}, or make its 'assignment:' {own.name}")
+    if chosen:    # --course names another course (the bundled master built into a copy): its folders are that one's
+        return
+    # Elsewhere (a master outside any assignments/ folder): its support folder was silently left out.
+    raise AssignError(f"{said}: put the master with its {' and '.join(beside)} in assignments/{folder.name}/ of the "
+                      f"course folder and run grader assign assignments/{folder.name}/master.ipynb there")
 
 
 def _course_of(master: Path) -> Path:
-    """The course folder: the nearest folder above the master with `rubrics/` in it, else the master's own."""
-    for folder in master.resolve().parents:
+    """The course folder: the nearest folder above the master with `rubrics/` in it; in a course that has none yet,
+    the folder holding `assignments/` when the master is in `assignments/<name>/` (the layout the README gives:
+    the master's own folder was taken, and a first `grader assign assignments/lab/master.ipynb` wrote
+    assignments/lab/assignments/lab/template.ipynb and left out the support folder beside the master); else the
+    master's own folder."""
+    resolved = master.resolve()
+    for folder in resolved.parents:
         if (folder / "rubrics").is_dir():
             return folder
-    return master.resolve().parent
+    if resolved.parent.parent.name == "assignments":
+        return resolved.parent.parent.parent
+    return resolved.parent
 
 
 def write(assignment: Assignment, root: Path, *, force: bool = False) -> dict[str, Path]:
