@@ -161,3 +161,18 @@ def test_hooks_no_name_of_sys_shows_and_exit_functions_make_it_say_no(files):
     assert not pristine.check(before, take, started, files)
     atexit.unregister(seen.append)   # its count stays: a fork that ever held one is not taken again (the safe side)
     assert not pristine.check(before, take, started, files)
+
+
+@in_a_fork
+def test_garbage_that_a_collection_of_the_exercise_moved_to_the_oldest_generation_is_found(files):
+    _, take, before, started = _loaded(files)
+
+    class Cycle:
+        pass
+    kept = [Cycle()]
+    kept[0].me = kept[0]   # type: ignore[attr-defined]
+    gc.collect(1)   # survivors of the two young generations go to the oldest
+    assert gc.get_objects(2)
+    del kept
+    assert not pristine.check(before, take, started, files)
+    assert pristine.check(before, take, started, files)
