@@ -61,21 +61,17 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _grade_started(args: argparse.Namespace) -> int:
-    from grader.run.beside import keep_aside
-    from grader.sandbox import isolation, supervisor
+    from grader.run.beside import start_sandboxes, stop_sandboxes
     book = Path(args.gradebook) if args.gradebook else Path(args.out) / "gradebook.sqlite"
     if args.dask is None and (args.force or not book.exists()):
         # A class graded for the first time (or forced) runs its submissions: the probe and a zygote per worker
         # start now, beside the imports, rubric and plan. Otherwise the batch starts them once its gradebook says
         # a student changed, and an unchanged regrade starts none.
-        isolation.start_probe()
-        supervisor.start_spares(max(1, args.jobs or os.cpu_count() or 1))
-        keep_aside([*isolation.probe_pids(), *supervisor.spare_pids()])   # off the coordinator's CPU, until the fork
+        start_sandboxes(args.jobs)
     try:
         return _grade_batch(args)
     finally:
-        isolation.drop_probe()
-        supervisor.stop_spares()
+        stop_sandboxes()
 
 
 def _grade_batch(args: argparse.Namespace) -> int:

@@ -38,11 +38,10 @@ def test_a_process_kept_aside_keeps_off_the_first_cpu_and_rejoins_them_all():
 SPARES = """
 import os
 from grader.run import beside
-from grader.run.batch import _start_sandboxes, _stop_sandboxes
 from grader.sandbox import supervisor
 cpus = os.sched_getaffinity(0)
 from grader.sandbox import isolation
-_start_sandboxes(2)
+beside.start_sandboxes(2)
 try:
     pids = supervisor.spare_pids()
     probe = isolation.probe_pids()
@@ -50,7 +49,7 @@ try:
     beside.rejoin(supervisor.spare_pids())
     print([sorted(os.sched_getaffinity(pid)) for pid in pids])
 finally:
-    _stop_sandboxes()
+    beside.stop_sandboxes()
 print(supervisor.spare_pids())
 """
 

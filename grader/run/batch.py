@@ -25,6 +25,7 @@ from grader.store.results import (ExerciseResult, SubmissionResult, from_dict, n
                                   write_json)
 from grader.store.shared import SharedWriter
 from grader.rubric.schema import Rubric, load_rubric
+from grader.run.beside import start_sandboxes, stop_sandboxes
 from grader.sandbox.supervisor import temp_root
 
 if TYPE_CHECKING:   # the grading machinery (judge, sandbox, extractor, plan) is imported when a submission runs
@@ -361,7 +362,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if making is not None and any(not entry.problem for entry in entries):   # nothing is current in it
                     if local:
                         early = True
-                        _start_sandboxes(jobs)
+                        start_sandboxes(jobs)
                     the_plan()
                     if local and forking:   # the pool prepares it anyway: now, while the gradebook's thread waits
                         from grader.run.executor import prepare_workers
@@ -441,7 +442,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 # Only now that a submission will run (an unchanged regrade starts none): the probe and a zygote
                 # per worker start beside the plan and the grading machinery's imports; the forked workers
                 # inherit the probe's answer and a zygote each.
-                _start_sandboxes(jobs)
+                start_sandboxes(jobs)
             plan = the_plan() if jobs_to_run else None   # before any worker: they read the expected values cached
             hide = tuple(str(p) for p in (out_dir, cache_dir, Path(workdir)) if p is not None)
             runner: Executor
@@ -520,7 +521,7 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 export()
         finally:   # however the batch ends (Ctrl-C too), what it opened is closed
             if sandboxes or early:
-                _stop_sandboxes()
+                stop_sandboxes()
             if started_cluster is not None:
                 batch.notes.extend(started_cluster.notes)
             if book:
@@ -534,22 +535,6 @@ def _forking() -> bool:
     of its own."""
     from grader.sandbox.supervisor import can_fork
     return can_fork()
-
-
-def _start_sandboxes(jobs: int | None) -> None:
-    """The isolation probe and a spare zygote per worker, started ahead (the forked workers inherit them)."""
-    from grader.run.beside import keep_aside
-    from grader.sandbox import isolation, supervisor
-    isolation.start_probe()
-    supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
-    keep_aside([*isolation.probe_pids(), *supervisor.spare_pids()])   # off the coordinator's CPU, until the fork
-
-
-def _stop_sandboxes() -> None:
-    """What _start_sandboxes started and no worker took."""
-    from grader.sandbox import isolation, supervisor
-    isolation.drop_probe()
-    supervisor.stop_spares()
 
 
 @contextmanager

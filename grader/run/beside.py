@@ -17,6 +17,23 @@ import os
 from typing import Iterable
 
 
+def start_sandboxes(jobs: int | None) -> None:
+    """The isolation probe and a spare zygote per worker (`jobs`, None: one per CPU), started ahead and kept aside:
+    the workers forked later inherit the probe's answer and adopt a zygote each. One start for both callers: grade
+    as it begins (a class graded for the first time) and the batch once it knows a submission will run."""
+    from grader.sandbox import isolation, supervisor
+    isolation.start_probe()
+    supervisor.start_spares(max(1, jobs or os.cpu_count() or 1))
+    keep_aside([*isolation.probe_pids(), *supervisor.spare_pids()])   # off the coordinator's CPU, until the fork
+
+
+def stop_sandboxes() -> None:
+    """What start_sandboxes started and no worker took."""
+    from grader.sandbox import isolation, supervisor
+    isolation.drop_probe()
+    supervisor.stop_spares()
+
+
 def _allowed() -> set[int]:
     try:
         return os.sched_getaffinity(0)
