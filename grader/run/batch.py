@@ -26,7 +26,7 @@ from grader.store.results import (ExerciseResult, SubmissionResult, from_dict, n
 from grader.store.shared import SharedWriter
 from grader.rubric.schema import Rubric, load_rubric
 from grader.run.beside import start_sandboxes, stop_sandboxes
-from grader.sandbox.supervisor import temp_root
+from grader.sandbox.supervisor import can_fork, temp_root
 
 if TYPE_CHECKING:   # the grading machinery (judge, sandbox, extractor, plan) is imported when a submission runs
     from grader.plan.cases import Plan
@@ -343,8 +343,9 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             own_folder(Path(gradescope))
         # The results folder's store of shared values: one writer for the batch, so each file is checked once.
         shared_values = SharedWriter(out_dir, rubric.sha256) if out_dir is not None else None
-        # Whether the pool will fork its workers with the plan (executor.LocalPool: from a process of one thread)
-        forking = _forking()
+        # Whether the pool will fork its workers with the plan (executor.LocalPool: from a process of one thread),
+        # asked before the batch starts a thread of its own
+        forking = can_fork()
         # A gradebook made now (a class graded for the first time) is made on a thread: its creation waits ~25 ms
         # for the disk (SQLite syncs the new file, its journal and its folder), while this thread reads the class,
         # builds the plan and prepares it for the workers, which every readable notebook of a new gradebook needs.
@@ -528,13 +529,6 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 book.close()
     batch.seconds = time.monotonic() - started
     return batch
-
-
-def _forking() -> bool:
-    """Whether a pool made now would fork its workers (supervisor.can_fork), asked before the batch starts a thread
-    of its own."""
-    from grader.sandbox.supervisor import can_fork
-    return can_fork()
 
 
 @contextmanager
