@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.syntax.analysis import definition_reads, global_data_reads, is_stub
+from grader.syntax.analysis import definition_reads, global_data_reads, is_stub, statement_reads
 from grader.extract.source import extract
 from grader.intake.notebook import notebook_from_source, read_notebook
 
@@ -234,3 +234,130 @@ def test_definition_reads_are_what_a_def_or_class_statement_evaluates_not_its_fu
                                         "InnerBase", "LIMIT", "staticmethod", "GOAL"}
     assert definition_reads(solve) == {"LIMIT2", "heuristic"}
     assert definition_reads(ast.parse("x = later()").body[0]) == frozenset()
+
+
+# What a function or class statement reads, scope by scope: a walrus in a default or an annotation binds in the
+# enclosing scope, `x += 1` binds x, a class body's names are not its methods', a comprehension's first iterable is
+# read outside it, match captures and `except ... as` bind, nonlocal is local. The walk that answers it looks at
+# each node once for the scope's bindings and its loads together (analysis._ScopeWalk): these are the answers of
+# the two walks it replaced.
+SCOPES = [
+    ('def f(a, b=(y := g)):\n'
+     '    x: (z := int) = y\n'
+     '    return x + z + w',
+     ('g', 'w', 'y')),
+    ('def f():\n'
+     '    global G\n'
+     '    G += 1\n'
+     '    del H\n'
+     '    return [G for G in G if (k := G)] + [k]',
+     ('G',)),
+    ('def f():\n'
+     '    class C(Base, metaclass=M, k=(q := 1)):\n'
+     '        a = b\n'
+     '        def m(self, d=a): return a + d + q\n'
+     '        z = [a for _ in range(3)]\n'
+     '    return C',
+     ('Base', 'M', 'a', 'b', 'q', 'range')),
+    ('def f(x):\n'
+     '    match x:\n'
+     "        case {'k': v, **rest}: return v, rest, free\n"
+     '        case [a, *others] if a > lim: return others\n'
+     '        case Point(x=px) as p: return px, p\n'
+     '        case _: return None',
+     ('Point', 'free', 'lim')),
+    ('def f():\n'
+     '    try:\n'
+     '        pass\n'
+     '    except E as e:\n'
+     '        return e\n'
+     '    return e2',
+     ('E', 'e2')),
+    ('def f():\n'
+     '    def g():\n'
+     '        nonlocal n\n'
+     '        n = 1\n'
+     '        return n, m\n'
+     '    n = 0\n'
+     '    return g',
+     ('m',)),
+    ('def f():\n'
+     '    return lambda a, b=c: (lambda d=a: d + e)(a) + b',
+     ('c', 'e')),
+    ('def f():\n'
+     '    import os.path, sys as s\n'
+     '    from x import *\n'
+     '    from y import z as w\n'
+     '    return os, s, w, z',
+     ('z',)),
+    ('def f():\n'
+     '    x += 1\n'
+     '    return x',
+     ()),
+    ('def f():\n'
+     '    for i, (j, k) in enumerate(t):\n'
+     '        yield i + j + k + u\n'
+     '    while (m := n()):\n'
+     '        print(m)',
+     ('enumerate', 'n', 'print', 't', 'u')),
+    ('def f():\n'
+     '    with open(p) as fh, ctx() as (a, b):\n'
+     '        return fh, a, b, q',
+     ('ctx', 'open', 'p', 'q')),
+    ('def f():\n'
+     '    x: int\n'
+     '    y: List[int] = []\n'
+     '    return x, y, List',
+     ('List',)),
+    ('async def f():\n'
+     '    async with a as b:\n'
+     '        async for c in b:\n'
+     '            await d(c)\n'
+     '    return [e async for e in g]',
+     ('a', 'd', 'g')),
+    ('def f():\n'
+     '    @dec(arg)\n'
+     '    def inner(p=q):\n'
+     '        return p\n'
+     '    @cls_dec\n'
+     '    class K: pass\n'
+     '    return inner, K',
+     ('arg', 'cls_dec', 'dec', 'q')),
+    ('def f():\n'
+     '    return {k: v for k, v in items if v} | {s for s in S} | (g for g in G if (h := g))',
+     ('G', 'S', 'items')),
+    ('def f():\n'
+     '    d = {}; d[key] += 1; obj.attr = val\n'
+     '    return d',
+     ('key', 'obj', 'val')),
+    ('def f():\n'
+     '    print(*args, **kwargs); x = a if b else c; y = not z; w = -v\n'
+     '    assert cond, msg\n'
+     '    raise Err from cause',
+     ('Err', 'a', 'args', 'b', 'c', 'cause', 'cond', 'kwargs', 'msg', 'print', 'v', 'z')),
+    ('class A:\n'
+     '    x = 1\n'
+     '    y = [x for _ in range(2)]\n'
+     '    def m(self): return x\n'
+     '    z: T = (q := 3)',
+     ('range', 'x')),
+    ('def f():\n'
+     '    global g\n'
+     '    def h():\n'
+     '        return g\n'
+     '    g = 1\n'
+     '    return h',
+     ('g',)),
+    ('def outer():\n'
+     '    v = 1\n'
+     '    class C:\n'
+     '        v = 2\n'
+     '        def m(self): return v\n'
+     '    return C',
+     ()),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), SCOPES)
+def test_statement_reads_resolve_each_scope_as_python_does(source: str, expected: tuple[str, ...]) -> None:
+    assert tuple(sorted(statement_reads(ast.parse(source).body[0]))) == expected

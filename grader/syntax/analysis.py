@@ -112,18 +112,111 @@ def _function_reads(
     node: FunctionNode | ast.Lambda, parents: tuple[frozenset[str], ...], reads: set[str]
 ) -> None:
     body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
-    local, declared = _bindings(body)
-    local = (local | set(_parameters(node.args))) - declared
-    scope = _Scope(local, declared, parents)
-    for statement in body:
-        _collect(statement, scope, reads)
+    walk = _ScopeWalk(body)
+    local = (walk.local | set(_parameters(node.args))) - walk.declared
+    walk.finish(_Scope(local, walk.declared, parents), reads)
 
 
 def _class_reads(node: ast.ClassDef, parents: tuple[frozenset[str], ...], reads: set[str]) -> None:
-    local, declared = _bindings(node.body)
-    scope = _Scope(local - declared, declared, parents, is_class=True)
-    for statement in node.body:
-        _collect(statement, scope, reads)
+    walk = _ScopeWalk(node.body)
+    walk.finish(_Scope(walk.local - walk.declared, walk.declared, parents, is_class=True), reads)
+
+
+class _ScopeWalk:
+    """One walk of a scope's body for both of its questions: what it binds (as _bindings) and which names it
+    loads (as _collect), the loads resolved once the bindings are all known (finish). Each node is looked at
+    once, not by _bindings and then again by _collect: a notebook's functions are walked once each."""
+
+    __slots__ = ("local", "declared", "loads", "later", "nested")
+
+    def __init__(self, body: Iterable[ast.AST]) -> None:
+        self.local: set[str] = set()
+        self.declared: set[str] = set()
+        self.loads: list[str] = []              # names loaded in this scope, resolved by finish
+        self.later: list[ast.AST] = []          # parts only _collect enters (decorators, defaults, bases, ...)
+        self.nested: list[ast.AST] = []         # scopes of their own, walked by finish with this one's names
+        local, loads, stack = self.local, self.loads, list(body)
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                if isinstance(node.ctx, ast.Load):   # type: ignore[attr-defined]
+                    loads.append(node.id)   # type: ignore[attr-defined]
+                else:
+                    local.add(node.id)   # type: ignore[attr-defined]
+                continue
+            if kind not in _WALK_APART:
+                for child in child_nodes(node):
+                    inner = type(child)
+                    if inner is ast.Name:
+                        if isinstance(child.ctx, ast.Load):   # type: ignore[attr-defined]
+                            loads.append(child.id)   # type: ignore[attr-defined]
+                        else:
+                            local.add(child.id)   # type: ignore[attr-defined]
+                    elif inner not in _LEAVES:
+                        stack.append(child)
+                continue
+            self._apart(node, stack)
+
+    def _apart(self, node: ast.AST, stack: list[ast.AST]) -> None:
+        """A node _bindings or _collect does not simply enter (_WALK_APART)."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.local.add(node.name)
+            self.later.extend([*node.decorator_list, *_defaults(node.args)])
+            self.nested.append(node)
+        elif isinstance(node, ast.ClassDef):
+            self.local.add(node.name)
+            self.later.extend([*node.decorator_list, *node.bases, *(k.value for k in node.keywords)])
+            self.nested.append(node)
+        elif isinstance(node, ast.Lambda):
+            self.later.extend(_defaults(node.args))
+            self.nested.append(node)
+        elif isinstance(node, _COMPREHENSIONS):
+            # Only an assignment expression inside a comprehension binds in the enclosing scope.
+            self.local |= {n.target.id for n in walk_outside_lambdas(node) if isinstance(n, ast.NamedExpr)}
+            self.later.append(node.generators[0].iter)   # evaluated outside, the rest inside (finish)
+            self.nested.append(node)
+        elif isinstance(node, ast.AnnAssign):
+            stack.append(node.target)   # the annotation binds what a walrus in it binds, and is read by nobody
+            if node.value is not None:
+                stack.append(node.value)
+            local, declared = _bindings([node.annotation])
+            self.local |= local
+            self.declared |= declared
+        elif isinstance(node, ast.AugAssign):
+            if isinstance(node.target, ast.Name):
+                self.loads.append(node.target.id)   # `x += 1` reads x before it binds it
+            stack.extend(child_nodes(node))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    self.local.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.Global):
+            self.declared.update(node.names)
+        elif isinstance(node, ast.Nonlocal):
+            self.local.update(node.names)
+        else:
+            if isinstance(node, ast.ExceptHandler) and node.name:
+                self.local.add(node.name)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                self.local.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                self.local.add(node.rest)
+            stack.extend(child_nodes(node))
+
+    def finish(self, scope: _Scope, reads: set[str]) -> None:
+        """Add what the scope reads (its loads, what only _collect enters, its nested scopes) to `reads`."""
+        for name in self.loads:
+            scope.resolve(name, reads)
+        for part in self.later:
+            _collect(part, scope, reads)
+        for node in self.nested:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                _function_reads(node, scope.children, reads)
+            elif isinstance(node, ast.ClassDef):
+                _class_reads(node, scope.children, reads)
+            else:
+                _comprehension_inner(node, scope, reads)   # type: ignore[arg-type]
 
 
 # Per node type, the fields that can hold child nodes: every field but `ctx`, whose Load/Store/Del is a leaf that
@@ -215,8 +308,15 @@ def _comprehension_reads(
     node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, scope: _Scope, reads: set[str]
 ) -> None:
     # The first iterable is evaluated outside; everything else sees the comprehension's own variables.
+    _collect(node.generators[0].iter, scope, reads)
+    _comprehension_inner(node, scope, reads)
+
+
+def _comprehension_inner(
+    node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, scope: _Scope, reads: set[str]
+) -> None:
+    """What a comprehension reads but its first iterable: in a scope of its own inside `scope`."""
     generators = node.generators
-    _collect(generators[0].iter, scope, reads)
     targets: set[str] = set()
     for generator in generators:
         targets |= _target_names(generator.target)
@@ -289,6 +389,8 @@ def _bindings(body: Iterable[ast.AST]) -> tuple[set[str], set[str]]:
 _BINDING_APART = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, *_COMPREHENSIONS,
                             ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs,
                             ast.MatchStar, ast.MatchMapping})
+# The classes _ScopeWalk does not simply enter: those of either walk it stands for.
+_WALK_APART = frozenset({ast.AnnAssign, ast.AugAssign, *_BINDING_APART})
 
 
 def walk_outside_lambdas(node: ast.AST) -> Iterable[ast.AST]:
