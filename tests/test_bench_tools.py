@@ -136,3 +136,8 @@ def test_selfwait_counts_the_cpus_no_task_of_the_run_could_use_and_what_the_coor
     assert abs(waits.gaps["end"] - 0.1) < 1e-3                 # CPU 1; the worker runs on CPU 0 to its end
     assert abs(waits.behind_others - 0.1) < 1e-3 and abs(waits.behind_own - 0.1) < 1e-3
     assert abs(waits.coordinator_ran - 0.25) < 1e-3 and waits.behind_rest == 0
+    # every CPU's time is one of: a task of the run ran, someone else's ran while one waited there, left idle
+    assert abs(waits.displaced["start-up"] - 0.1) < 1e-3 and abs(waits.displaced_by["python"] - 0.1) < 1e-3
+    assert abs(waits.ran["start-up"] - 0.55) < 1e-3
+    for name, span in waits.spans.items():
+        assert abs(waits.ran[name] + waits.displaced[name] + waits.waking[name] + waits.gaps[name] - 2 * span) < 1e-3
