@@ -547,6 +547,19 @@ _AF_UNIX = 1
 # F_SETOWN_EX and ioctl FIOSETOWN / SIOCSPGRP always (SIGIO to a pid of the student's choosing when a pipe becomes
 # readable).
 _SIGNAL_BY_PID = {"x86_64": (234, 129, 297, 434), "aarch64": (131, 138, 240, 434)}
+# That left every other process of the uid to a sandbox: below Landlock ABI 6 (Ubuntu 24.04's 6.8 kernel, where a
+# TA's laptop falls to rlimits mode, has ABI 4) a case SIGKILLed the sandbox grading another student in the batch's
+# other worker (tests/test_hostile_signal.py: the victim's correct notebook lost every point). A seccomp filter sees a
+# call's numbers, never whose the pid is, and a sandbox's own pids (its forks, a pool's workers) are not known ahead.
+# So where the zygote can answer (a user notification, and SECCOMP_USER_NOTIF_FLAG_CONTINUE: Linux >= 5.5) every
+# signal but 0 and kill(0) (the caller's own process group: its session is the sandbox's, made by the runtime's
+# setsid or a process of it) goes to the zygote, which lets through what names a process of the sandbox and refuses
+# the rest (signal_target). The sandbox's own kills (the runtime's sweeps, a pool's terminate) cost a round trip to
+# the zygote each, and only in this mode (a jail's pid namespace or an unused uid keeps the others away by itself).
+# What it leaves: the pid looked at may die and be given to another process between the look and the kernel's
+# delivery, which takes the machine's whole pid range (pid_max, 4,194,304 on 64-bit) started within those
+# microseconds; and the call is delivered as the caller's, from its own thread (CONTINUE), so nothing else changes.
+_SIGNAL_CALLS = {"x86_64": (62, 234, 129, 297), "aarch64": (129, 131, 138, 240)}   # kill, tgkill, rt_(tg)sigqueueinfo
 _TKILL = {"x86_64": 200, "aarch64": 130}
 # pidfd_send_signal, any signal but 0, refused whoever it names: its pidfd need not come from pidfd_open. An fd of the
 # folder /proc/PID (os.open(f"/proc/{pid}", os.O_DIRECTORY), which the rlimits-mode allowlist lets it read) is one,
@@ -612,6 +625,77 @@ _SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = {"x86_64":
 SECCOMP_RET_USER_NOTIF = 0x7FC00000
 REFUSED = ("keyring", "signal to a process not its own", "another architecture's call")
 NOTIFY_RECV, NOTIFY_SEND = 0xC0502100, 0xC0182101   # SECCOMP_IOCTL_NOTIF_RECV / _SEND (struct sizes 80, 24)
+SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1
+
+
+ANSWERS_SIGNALS = b"S"   # the handoff's byte of a listener whose sandbox's signals the zygote answers (else b"L")
+SIGNAL_LOOK_DEPTH = 64   # parents looked up from a signal's target for the sandbox's runtime (honest code nests few)
+
+
+def continues():
+    """The kernel lets a user notification's call go on as it was made (SECCOMP_USER_NOTIF_FLAG_CONTINUE, Linux
+    >= 5.5): only then can the zygote answer a sandbox's signals (see _SIGNAL_CALLS)."""
+    numbers = [int(part) for part in os.uname().release.split("-")[0].split(".")[:2] if part.isdigit()]
+    return len(numbers) == 2 and tuple(numbers) >= (5, 5)
+
+
+def signal_call(nr, arch):
+    """Whether a notified call (seccomp_notif's nr and arch) sends a signal: kill, tgkill, rt_(tg)sigqueueinfo."""
+    machine = os.uname().machine
+    known = _SCHEDULING_CALLS.get(machine)
+    return known is not None and arch == known[0] and nr in _SIGNAL_CALLS[machine]
+
+
+def _parent_and_group(pid):
+    """A process's parent and process group, from /proc (None: no such process now)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[2])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _descends(pid, runtime):
+    """`pid` is the sandbox's runtime or below it: every process of the sandbox is (the runtime is the subreaper
+    of its orphans), and no other process can become so. None: no such process."""
+    if pid == runtime:
+        return True
+    found = _parent_and_group(pid)
+    if found is None:
+        return None
+    for _ in range(SIGNAL_LOOK_DEPTH):
+        if found is None or found[0] <= 1:
+            return False
+        if found[0] == runtime:
+            return True
+        found = _parent_and_group(found[0])
+    return False
+
+
+def signal_target(runtime, target):
+    """Where the signal of a sandbox whose runtime is `runtime` to `target` (the pid argument of kill, tgkill or
+    rt_(tg)sigqueueinfo, as an int) goes: "inside" (a process of the sandbox, or a process group of its sessions),
+    "outside" (refused: an incident) or "gone" (no such process or group: ESRCH, as the kernel says).
+
+    A group -g is the sandbox's where its leader g lives in the sandbox (a group's number is its maker's pid, not
+    given again while the group lives), or, its leader gone, where a process of the sandbox is in it: a group lies
+    within one session, and the sandbox's sessions are made by its own processes (the runtime's setsid, a
+    student's), whose every member descends from them."""
+    if target == -1:
+        return "outside"
+    if target > 0:
+        found = _descends(target, runtime)
+        return "gone" if found is None else "inside" if found else "outside"
+    group = -target
+    leader = _descends(group, runtime)
+    if leader is not None:
+        return "inside" if leader else "outside"
+    for pid in tree_pids(runtime, None):
+        found = _parent_and_group(pid)
+        if found is not None and found[1] == group:
+            return "inside"
+    return "gone"
 
 
 def refused_kind(nr, arch):
@@ -653,7 +737,7 @@ def _assemble(program):
             for index, (code, k, true, false) in enumerate(instructions)]
 
 
-def _filter(own_uid, protected=(), network=True, notify=False):
+def _filter(own_uid, protected=(), network=True, notify=False, answered=False):
     """The seccomp program of keep_scheduling for this machine's architecture (None where it is not known here).
     `own_uid`: the sandbox runs as a uid of its own (a jail's, or an unused uid), so kill(-1) reaches only its
     processes (the runtime sweeps with it) and a socket reaches nothing of the uid's; else both are refused (see
@@ -661,7 +745,9 @@ def _filter(own_uid, protected=(), network=True, notify=False):
     setting an owner for SIGIO (see _SIGNAL_BY_PID), and System V IPC and POSIX message queues (_IPC_CALLS).
     `network` False (a sandbox in the host's network namespace, rlimits mode): socket() of any family but AF_UNIX
     is refused, so the sandbox has no network, as a jail has none (see _SOCKET). `notify`: a refusal only hostile
-    code meets ("deny") is a user notification for the zygote to answer (SECCOMP_RET_USER_NOTIF), else EPERM."""
+    code meets ("deny") is a user notification for the zygote to answer (SECCOMP_RET_USER_NOTIF), else EPERM.
+    `answered` (with `notify`, not `own_uid`): every signal but 0, to any pid but 0 (kill), is such a notification,
+    which the zygote lets through where it names a process of the sandbox (see _SIGNAL_CALLS)."""
     machine = os.uname().machine
     known = _SCHEDULING_CALLS.get(machine)
     if known is None or ctypes.sizeof(ctypes.c_void_p) != 8:   # a 32-bit interpreter on a 64-bit kernel: not ours
@@ -700,6 +786,10 @@ def _filter(own_uid, protected=(), network=True, notify=False):
         # tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo (their signal: third, second, third argument), pidfd_open
         checked.update({nr: (arg0, tuple(pids), "deny", signal_at) for nr, signal_at in
                         zip(_SIGNAL_BY_PID[machine], (arg2, arg1, arg2, None), strict=True)})
+        if notify and answered:   # the zygote looks at every one but kill(0) (see _SIGNAL_CALLS)
+            checked[_KILL[machine]] = (arg0, 0, "deny", arg1)
+            checked.update({nr: (arg0, None, "deny", signal_at) for nr, signal_at in
+                            zip(_SIGNAL_CALLS[machine][1:], (arg2, arg1, arg2), strict=True)})
         checked[_PIDFD_SEND_SIGNAL[machine]] = (arg1, None, "refuse", None)   # its signal: every value but 0
         checked[_IOCTL[machine]] = (arg1, _SET_OWNER[1], "refuse", None)
     program += [(jeq, nr, f"check {nr}", None) for nr in checked]
@@ -754,9 +844,13 @@ def keep_scheduling(own_uid=True, protected=(), network=True, handoff=None):
 
     `handoff`: a unix socket to the zygote. Where the kernel gives the filter a listener (SECCOMP_RET_USER_NOTIF),
     the refusals only hostile code meets wait for the zygote's EPERM, and the listener goes to it on it (REFUSED);
-    else (Linux < 5.0) they are plain EPERM, as before. The socket is closed either way."""
+    else (Linux < 5.0) they are plain EPERM, as before. Not `own_uid`, on Linux >= 5.5, the zygote answers every
+    signal too (_SIGNAL_CALLS), and the listener goes with ANSWERS_SIGNALS. The socket is closed either way."""
+    answered = not own_uid and continues()   # the zygote answers this sandbox's signals (see _SIGNAL_CALLS)
+
     def made(notify):
-        return _FILTERS[bool(network), notify] if own_uid else _filter(False, protected, notify=notify)
+        return _FILTERS[bool(network), notify] if own_uid else \
+            _filter(False, protected, notify=notify, answered=notify and answered)
     found = made(False)
     if found is None:
         if handoff is not None:
@@ -769,7 +863,7 @@ def keep_scheduling(own_uid=True, protected=(), network=True, handoff=None):
                                      SECCOMP_FILTER_FLAG_NEW_LISTENER, ctypes.byref(made(True)[1]))
             if listener >= 0:
                 try:   # never kept here: a process holding its own listener could let its refused calls through
-                    socket.send_fds(handoff, [b"L"], [listener])
+                    socket.send_fds(handoff, [ANSWERS_SIGNALS if answered else b"L"], [listener])
                 finally:
                     os.close(listener)
                 return True

@@ -65,6 +65,11 @@ WATCH_SECONDS = 0.1
 # the kernel answers them itself (ENOSYS), and a loop of refused calls costs the zygote, which serves every sandbox
 # of its worker, nothing more. The count the grader reads stops there; an incident is an incident.
 MAX_NOTIFIED = 64
+# Where the zygote answers a sandbox's signals too (rlimits mode as the grader's uid, confine._SIGNAL_CALLS), its own
+# sweeps and kills wait for these answers: no listener let go there, the sandbox is killed instead when it reaches
+# MAX_NOTIFIED refusals, or this many signals let through (a kill loop of its own processes costs the zygote a round
+# trip each; honest code sends a few: a pool's terminate, the runtime's sweep after each exercise's fork).
+MAX_SIGNALS = 4096
 UNLINKED_LOOKS = 5       # every 0.5 s, the files a sandbox unlinked and holds open (confine.held_unlinked)
 
 
@@ -265,7 +270,9 @@ class Zygote:
         # pidfd -> (pid, host uid swept when it ends or None, its exit-status pipe, its refusals' pipe)
         self.children = {}
         self.handoffs = {}       # fd -> (the socket a child sends its seccomp listener on, its pidfd)
-        self.listeners = {}      # listener fd -> [its child's pidfd, how many refused calls it reported]
+        # listener fd -> [its child's pidfd, refused calls reported, signals let through, whether it answers signals]
+        self.listeners = {}
+        self.parked = {}         # listener fd -> its child's pidfd: a sandbox ended at MAX_SIGNALS, not read any more
         self.over = {}           # pidfd -> why watch killed it (1 + an index of confine.OVER_LIMIT)
         self.preloaded = preloaded   # bytes of address space the preloaded modules take in every child
         self.asked = set()       # modules of PRELOAD a request asked for (imported, or found missing), once each
@@ -380,17 +387,17 @@ class Zygote:
         without user notifications, a start that failed)."""
         sock, pidfd = self.handoffs.pop(fd)
         try:
-            _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+            said, fds, _, _ = socket.recv_fds(sock, 16, 1)
         except OSError:
-            fds = []
+            said, fds = b"", []
         sock.close()
         for fd in fds:   # only a seccomp listener is taken (a child's start that failed sends nothing)
             try:
                 listener = os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:seccomp notify"
             except OSError:
                 listener = False
-            if listener and pidfd in self.children and not any(o == pidfd for o, _ in self.listeners.values()):
-                self.listeners[fd] = [pidfd, 0]
+            if listener and pidfd in self.children and not any(seen[0] == pidfd for seen in self.listeners.values()):
+                self.listeners[fd] = [pidfd, 0, 0, said == confine.ANSWERS_SIGNALS]
             else:
                 os.close(fd)
 
@@ -398,7 +405,10 @@ class Zygote:
         """One call the sandbox's filter refused: EPERM for it, as the filter alone answers, and its kind
         (confine.REFUSED) for the grader on the refusals' pipe, written first, so it is there before the call
         returns. Read only when the listener says a notification waits (POLLIN): the kernel then never blocks the
-        receive (a target killed meanwhile is ENOENT)."""
+        receive (a target killed meanwhile is ENOENT). Where the zygote answers the sandbox's signals, a signal to
+        a process or group of the sandbox goes on as made (CONTINUE), one to nothing that exists is ESRCH (the
+        runtime's sweep of a group its reaped fork left empty), and only the rest is refused
+        (confine.signal_target)."""
         entry = self.listeners[listener]
         ready = select.poll()   # asked again: this number may be a listener taken since the events were read
         ready.register(listener, select.POLLIN)
@@ -410,19 +420,34 @@ class Zygote:
         except OSError:
             return
         child = self.children.get(entry[0])
-        if child is not None:
+        nr, arch = int.from_bytes(notice[16:20], "little", signed=True), int.from_bytes(notice[20:24], "little")
+        where = "outside"
+        if entry[3] and child is not None and confine.signal_call(nr, arch):   # its first argument: the pid
+            where = confine.signal_target(child[0], int.from_bytes(notice[32:36], "little", signed=True))
+        if where == "outside" and child is not None:
             try:
-                os.write(child[3], bytes([confine.refused_kind(int.from_bytes(notice[16:20], "little", signed=True),
-                                                               int.from_bytes(notice[20:24], "little"))]))
+                os.write(child[3], bytes([confine.refused_kind(nr, arch)]))
             except OSError:
                 pass
-        answer = bytearray(notice[:8] + (0).to_bytes(8, "little") + (-errno.EPERM).to_bytes(4, "little", signed=True)
-                           + bytes(4))
+        entry[1 if where == "outside" else 2] += 1
+        if entry[3] and (entry[1] >= MAX_NOTIFIED or entry[2] >= MAX_SIGNALS):
+            # Its own signals wait for this listener's answers: the sandbox ends instead. This call and any later
+            # one stay unanswered (the listener is no longer read, kept until the sandbox is reaped): the caller
+            # cannot go on before the runtime's end kills it (every fork of the runtime dies with it).
+            self.parked[listener] = self.listeners.pop(listener)[0]
+            try:
+                signal.pidfd_send_signal(entry[0], signal.SIGKILL)
+            except OSError:
+                pass
+            return
+        error, flags = {"inside": (0, confine.SECCOMP_USER_NOTIF_FLAG_CONTINUE), "gone": (-errno.ESRCH, 0)}.get(
+            where, (-errno.EPERM, 0))
+        answer = bytearray(notice[:8] + (0).to_bytes(8, "little") + error.to_bytes(4, "little", signed=True)
+                           + flags.to_bytes(4, "little"))
         try:
             fcntl.ioctl(listener, confine.NOTIFY_SEND, answer, True)
         except OSError:
             pass
-        entry[1] += 1
         if entry[1] >= MAX_NOTIFIED:
             self._drop_listener(listener)
 
@@ -435,8 +460,11 @@ class Zygote:
         elsewhere = self.elsewhere.pop(pidfd, ())
         over = self.over.pop(pidfd, 0)
         pid, uid, status_fd, seen_fd = self.children.pop(pidfd)
-        for listener in [fd for fd, (owner, _) in self.listeners.items() if owner == pidfd]:
+        for listener in [fd for fd, seen in self.listeners.items() if seen[0] == pidfd]:
             self._drop_listener(listener)
+        for listener in [fd for fd, owner in self.parked.items() if owner == pidfd]:
+            del self.parked[listener]
+            os.close(listener)
         for fd in [fd for fd, (_, owner) in self.handoffs.items() if owner == pidfd]:
             self.handoffs.pop(fd)[0].close()
         os.close(seen_fd)
@@ -480,7 +508,7 @@ class Zygote:
                 os.close(other)
                 os.close(other_status)
                 os.close(other_seen)
-            for listener in self.listeners:   # one would let another sandbox's refused calls through
+            for listener in (*self.listeners, *self.parked):   # one would let another sandbox's calls through
                 os.close(listener)
             for sock, _ in self.handoffs.values():
                 sock.close()
