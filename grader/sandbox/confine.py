@@ -442,8 +442,8 @@ def enter_root(folder, trees, scratch_bytes, scratch_files, cover=(), owner=STUD
 # 200 +- 15 for the other to read, and 60 threads /proc/loadavg's count by 60 (binary, 100 ms a bit, load 6-8 on 2
 # cores: 100 of 100 bits right, 10 bits/s; the counts are exact enough to carry several bits a reading); likewise
 # inode-nr, dentry-state, aio-nr, /proc/stat's forks and times, meminfo, vmstat, pressure, interrupts, /proc/locks.
-# Honest code keeps what it reads there: os.cpu_count() (glibc falls back to the CPUs it may use),
-# os.getloadavg() and sysconf's memory (sysinfo(2), which is not a file: see README "Isolation and trust").
+# Honest code keeps what it reads there: os.cpu_count() (glibc falls back to the CPUs it may use). sysinfo(2), which
+# is not a file and tells the same counters, is refused (_SYSINFO).
 # forbid_user_namespaces writes the one sysctl the jail needs through a descriptor of a full procfs of its own,
 # mounted first and covered at once (_SYSCTL: closed by that write, before any student code).
 _SYSCTL: list = []
@@ -597,6 +597,14 @@ _SET_OWNER = ((8, 15), (0x8901, 0x8902))   # fcntl's commands, ioctl's requests
 _FADVISE = {"x86_64": 221, "aarch64": 223}   # fadvise64, fadvise64_64: by advice (fourth argument)
 _PREADV2 = {"x86_64": 327, "aarch64": 286}   # by flags (sixth argument)
 _CACHE_PROBES = {"x86_64": (451, 27, 206), "aarch64": (451, 232, 0)}   # cachestat, mincore, io_setup
+# sysinfo(2), refused (EPERM) in every mode: the machine's count of threads, its free memory and load, the same for
+# every sandbox whatever its namespaces (no file: a procfs of the jail's own hides the rest). A case starting 0-210
+# threads in steps of 30 moved that count for another jail graded at once to read: 55 of 60 symbols of 3 bits right
+# at 100 ms (~23-29 bits/s with 4 levels at 50 ms, load 10-12), enough to hand a hidden board (19 bits) from one
+# student's hidden case to another's public one in a second. No sandboxed process of a correct notebook calls it
+# (strace -f of a grade); os.getloadavg() then raises OSError, as where the kernel has no load averages, and glibc's
+# sysconf(_SC_PHYS_PAGES) reads whatever its own buffer held. seccomp cannot answer it with other numbers.
+_SYSINFO = {"x86_64": 99, "aarch64": 179}
 POSIX_FADV_DONTNEED, RWF_NOWAIT = 4, 0x8
 _FLOCK = {"x86_64": 73, "aarch64": 32}
 # inotify_init, inotify_init1, inotify_add_watch; fanotify_init (a mark needs its descriptor)
@@ -768,7 +776,8 @@ def _filter(own_uid, protected=(), network=True, notify=False, answered=False):
     program += [(jeq, nr, "refuse", None) for nr in calls if nr not in (setpriority, setaffinity)]
     program += [(jeq, nr, "deny", None) for nr in _KEYRING_CALLS[machine]]
     program += [(jeq, _FLOCK[machine], "pretend", None), (jeq, _FCNTL[machine], "fcntl", None)]
-    program += [(jeq, nr, "refuse", None) for nr in (*_INOTIFY_CALLS[machine], *_CACHE_PROBES[machine])]
+    program += [(jeq, nr, "refuse", None) for nr in (*_INOTIFY_CALLS[machine], *_CACHE_PROBES[machine],
+                                                  _SYSINFO[machine])]
     program += [(jeq, _FADVISE[machine], "fadvise", None), (jeq, _PREADV2[machine], "preadv2", None)]
     # call -> (the argument it is refused by, the values refused, how, the argument holding its signal or None): a
     # signal 0 sends nothing (os.kill(os.getppid(), 0) asks whether the parent lives), so it is let through at once.
