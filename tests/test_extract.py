@@ -514,7 +514,8 @@ def test_data_cells_left_out_unparsed_do_not_starve_the_solution_cells_after_the
     monkeypatch.setattr(source, "_parse", lambda text: parsed.append(text) or parse(text))
     scanned: list[str] = []
     scan = source._replace_line_magics
-    monkeypatch.setattr(source, "_replace_line_magics", lambda p: scanned.append(p.cell.source) or scan(p))
+    monkeypatch.setattr(source, "_replace_line_magics",
+                        lambda p, **options: scanned.append(p.cell.source) or scan(p, **options))
     with_data = extract(dataclasses.replace(notebook, cells=cells))
     assert not big & set(parsed) and data not in scanned
     assert [d.cell for d in with_data.syntax_errors] == [0]
@@ -777,3 +778,40 @@ def test_a_cell_too_short_to_nest_past_the_limit_is_not_walked(monkeypatch: pyte
     assert [d.cell for d in extracted.syntax_errors] == [1]
     assert "nested too deeply" in extracted.syntax_errors[0].reason
     assert "def f(x):" in extracted.source()
+
+
+def test_a_cell_seen_once_is_not_kept_and_one_seen_again_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker kept every cell text's parse, a student's own cells too, which no later notebook has: their trees
+    (~2,000 objects a notebook) outlived the grading and filled the collector's young generation. A text is kept
+    from its second sight on: a student's tree dies with its extraction (the judge's global-reads memo does not
+    hold it either), and the template's cells, which every notebook has, are still parsed once per process."""
+    import gc
+    import weakref
+    from grader.extract import source
+    from grader.intake.notebook import Notebook
+    from grader.syntax.analysis import global_data_reads
+
+    monkeypatch.setattr(source, "_PARSED", {})
+    monkeypatch.setattr(source, "_SEEN_ONCE", set())
+    template = "GOAL = (1, 2, 3)\n"
+    own = "def find(state):\n    return GOAL.index(state)  # written by this student alone\n"
+
+    def definitions() -> tuple[weakref.ref, weakref.ref]:
+        extracted = extract(Notebook("nb.ipynb", (Cell(0, "code", template, 1), Cell(1, "code", own, 2)), ()))
+        find = extracted.definitions["find"].node
+        assert isinstance(find, ast.FunctionDef)
+        assert global_data_reads(find, extracted.definitions) == ("GOAL",)
+        return weakref.ref(extracted.definitions["GOAL"].node), weakref.ref(find)
+
+    was = gc.isenabled()
+    gc.disable()     # reference counting alone frees what nothing holds
+    try:
+        goal, find = definitions()
+        assert goal() is None and find() is None        # first sight: nothing kept
+        goal, find = definitions()
+        assert goal() is not None and find() is not None   # second sight: kept
+        again, _ = definitions()
+        assert again() is goal()                         # and not parsed again
+    finally:
+        if was:
+            gc.enable()

@@ -552,10 +552,20 @@ _PARSED_CELL_CHARS = 50_000          # a longer cell is parsed every time (a lar
 _PARSED_CHARS = 20_000_000           # in all
 _parsed_chars = 0
 _PARSED_LOCK = threading.Lock()      # mutation testing extracts in threads
+# The hashes of the cell texts parsed once and not kept (see _parsed); cleared whole when full. A hash two texts
+# share only has the second kept on its first sight, which costs memory within _PARSED's bounds, never a wrong tree.
+_SEEN_ONCE: set[int] = set()
+_SEEN_ONCE_LIMIT = 65_536
 
 
 def _parsed(source: str, fresh: bool = False) -> _Parsed:
-    """The cell text's parse, from the process's cache when it was parsed before (unless `fresh`)."""
+    """The cell text's parse, from the process's cache when it was parsed before (unless `fresh`).
+
+    Kept from a text's second sight on, not its first: what a class shares (the template's cells) is seen again
+    at the next notebook, and a student's own cell never is. Kept, a worker's every student cell's tree (~2,000
+    objects a Taoistic notebook) outlived its grading: the collector's young generation filled with trees every
+    few notebooks and walked them (48 collections in a worker's 117 notebooks), and every later collection
+    walked them again. Not kept, they die by reference counting when their grading ends."""
     global _parsed_chars
     entry = None if fresh else _PARSED.get(source)
     if entry is not None:
@@ -573,6 +583,11 @@ def _parsed(source: str, fresh: bool = False) -> _Parsed:
     with _PARSED_LOCK:
         if source in _PARSED:            # another thread parsed it meanwhile: one entry, counted once
             return _PARSED[source]
+        if hash(source) not in _SEEN_ONCE:
+            if len(_SEEN_ONCE) >= _SEEN_ONCE_LIMIT:
+                _SEEN_ONCE.clear()
+            _SEEN_ONCE.add(hash(source))
+            return entry
         while _PARSED and (len(_PARSED) >= _PARSED_LIMIT or _parsed_chars + len(source) > _PARSED_CHARS):
             _parsed_chars -= len(_PARSED.pop(next(iter(_PARSED))).prepared.cell.source)
         _PARSED[source] = entry

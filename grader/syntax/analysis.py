@@ -8,6 +8,7 @@ that looks global may be a parameter, a local or a comprehension variable.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -68,21 +69,24 @@ def global_data_reads(func: FunctionNode, definitions: Mapping[str, Binding]) ->
 
 
 # A function's global reads by its node: extraction shares a cell's tree among the notebooks that hold the same
-# text, so a template's function is walked once per process. Each node is held here, so its id names it alone.
-_GLOBALS: dict[int, tuple[ast.AST, frozenset[str]]] = {}
-_GLOBALS_LIMIT = 1_000     # functions (a student's own are held until the next clear: few, so little memory)
+# text, so a template's function is walked once per process. Each node is named by a weak reference, checked on
+# every hit (an id is another node's once the first is gone): held here, a student's own function's tree (the
+# cell's, whole) outlived its grading until the next clear, and the collector walked it meanwhile.
+_GLOBALS: dict[int, tuple[weakref.ref[ast.AST], frozenset[str]]] = {}
+_GLOBALS_LIMIT = 1_000     # functions
 
 
 def _globals_of(func: FunctionNode) -> frozenset[str]:
     known = _GLOBALS.get(id(func))
-    if known is not None and known[0] is func:
+    if known is not None and known[0]() is func:
         return known[1]
     reads: set[str] = set()
     _function_reads(func, (), reads)
     if len(_GLOBALS) >= _GLOBALS_LIMIT:
         _GLOBALS.clear()
-    _GLOBALS[id(func)] = (func, frozenset(reads))
-    return frozenset(reads)
+    found = frozenset(reads)
+    _GLOBALS[id(func)] = (weakref.ref(func), found)
+    return found
 
 
 @dataclass
