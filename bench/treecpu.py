@@ -159,12 +159,16 @@ def breakdown(tree: TreeCpu, cases: CasesCpu | None, count: int, indent: str = "
 
 
 def beyond(tree: TreeCpu, indent: str = "  ") -> str:
-    """How much of the wall time was not every core busy with the run: wall less CPU over cores."""
+    """How much of the wall time was not every core busy with the run: wall less CPU over cores. Under load that is
+    mostly others' processes; at quiet, the kernel's own threads (the sandboxes' namespaces and cgroups torn down,
+    in no count of the run's CPU) and the machine's background as well as the run's idle CPUs: selfwait.py splits
+    it for one run."""
     cores = os.cpu_count() or 1
     if tree.total is None:
         return f"{indent}wall {tree.wall:.2f} s (the run's CPU not measured: no cpuacct cgroup)"
     return (f"{indent}wall {tree.wall:.2f} s = CPU / {cores} cores {tree.total / cores:.2f} s + "
-            f"{tree.wall - tree.total / cores:.2f} s when not every core was busy with the run")
+            f"{tree.wall - tree.total / cores:.2f} s when not every core was busy with the run (idle, or others' "
+            f"tasks: bench/selfwait.py splits it)")
 
 
 def budget(wall: float, total: float | None, cases: CasesCpu | None, label: str) -> str:

@@ -185,3 +185,23 @@ def test_a_batchs_results_gradebook_and_gradescope_files_are_the_graders_alone(t
             done = subprocess.run(["cat", str(path)], user=60999, group=60999, extra_groups=[], capture_output=True,
                                   text=True, timeout=within(120), cwd="/")
             assert done.returncode != 0 and "Permission denied" in done.stderr, (path, done.stderr)
+
+
+def test_a_result_records_the_real_path_of_its_file_or_the_archive_it_came_from(tmp_path: Path) -> None:
+    """A job's path is resolved once, when the job is made: its result records it as it is (a link made later
+    changes nothing); any other path is resolved. An archive member's records the archive, never the batch's
+    temporary folder it was extracted into."""
+    from grader.run.batch import _recorded_path
+    real = tmp_path / "class"
+    real.mkdir()
+    (real / "lab.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "link").symlink_to(real)
+    extracted = tmp_path / "intake"
+    (extracted / "a").mkdir(parents=True)
+    assert _recorded_path(tmp_path / "link" / "lab.ipynb", "link/lab.ipynb", extracted) == str(real / "lab.ipynb")
+    job_path = str((tmp_path / "link" / "lab.ipynb").resolve())
+    assert _recorded_path(job_path, "link/lab.ipynb", extracted, resolved=True) == str(real / "lab.ipynb")
+    member = str(extracted / "a" / "lab.ipynb")
+    for resolved in (False, True):
+        assert _recorded_path(member, "/course/export.zip:lab.ipynb", extracted, resolved=resolved) == \
+            "/course/export.zip:lab.ipynb"

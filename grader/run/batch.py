@@ -108,12 +108,13 @@ def _unreadable(plan: Plan, entry: Entry, extracted: Path) -> SubmissionResult:
                                  entry.student), path=_recorded_path(entry.path, entry.source, extracted))
 
 
-def _recorded_path(path: str | Path, source: str, extracted: Path) -> str:
+def _recorded_path(path: str | Path, source: str, extracted: Path, resolved: bool = False) -> str:
     """The `path` a result records: the file's absolute path, or for an archive member (extracted into the batch's
     temporary folder `extracted`, gone after it, and no name the TA or the student knows) its source made
-    absolute, `/course/export.zip:smithjohn_12345_67890_lab.ipynb`."""
-    resolved = Path(path).resolve()
-    return os.path.abspath(source) if resolved.is_relative_to(extracted) else str(resolved)
+    absolute, `/course/export.zip:smithjohn_12345_67890_lab.ipynb`. `resolved`: `path` is a job's, resolved
+    when the job was made (not walked again, link by link, for each result)."""
+    real = Path(path) if resolved else Path(path).resolve()
+    return os.path.abspath(source) if real.is_relative_to(extracted) else str(real)
 
 
 def _mismatch_before(book: Gradebook, assignment: str, row: ScoreRow) -> str:
@@ -150,8 +151,11 @@ def keep_notebook(path: Path, sha256: str, out_dir: Path) -> str:
         return ""
     if hashlib.sha256(data).hexdigest() != sha256:
         return ""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(target, data)
+    try:
+        write_bytes(target, data)
+    except FileNotFoundError:   # the batch's first copy: no `notebooks` folder yet
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(target, data)
     return relative
 
 
@@ -491,7 +495,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         result = _failure_result(the_plan(), done.job, done.failure)
                     result = (_kept_late(result, kept_late[student], rubric.late) if student in kept_late
                               else _with_lateness(result, by_student[student], rubric.late))
-                    result = replace(result, path=_recorded_path(done.job.path, done.job.source, extracted))
+                    result = replace(result, path=_recorded_path(done.job.path, done.job.source, extracted,
+                                                                 resolved=True))
                     form = None
                     if out_dir is not None:
                         copy = keep_notebook(Path(done.job.path), result.sha256, out_dir)
