@@ -176,3 +176,43 @@ def test_garbage_that_a_collection_of_the_exercise_moved_to_the_oldest_generatio
     del kept
     assert not pristine.check(before, take, started, files)
     assert pristine.check(before, take, started, files)
+
+
+@in_a_fork
+def test_what_an_exercise_leaves_in_a_registry_makes_it_say_no_and_taken_back_yes(files):
+    """The interpreter's codec search functions and functions run at a fork, and the standard library's registries
+    (sys.path_importer_cache, linecache.cache, copyreg's, weakref.finalize's): a closure or an entry left there came
+    back to the next exercise the fork served. What is taken back (the very objects again) is as it was."""
+    import codecs
+    import copyreg
+    import linecache
+    import sys
+    import weakref
+    class Kept:
+        pass
+    weakref.finalize(Kept, int)   # the registry's first registers an atexit function (counted: see above)
+    _, take, before, started = _loaded(files)
+    seen = ["a hidden board"]
+    made: list[Any] = []
+
+    def search(name: str, kept: list[str] = seen) -> None:
+        return None
+    for change, undo in (
+            (lambda: codecs.register(search), lambda: codecs.unregister(search)),
+            (lambda: sys.path_importer_cache.__setitem__("left", seen),
+             lambda: sys.path_importer_cache.pop("left")),
+            (lambda: linecache.cache.__setitem__("left", (0, None, seen, "left")), lambda: linecache.cache.pop("left")),
+            (lambda: copyreg.pickle(Kept, lambda k, kept=seen: (Kept, ())), lambda: copyreg.dispatch_table.pop(Kept)),
+            (lambda: copyreg.add_extension("left", "x", 4321), lambda: copyreg.remove_extension("left", "x", 4321)),
+            (lambda: made.append(weakref.finalize(Kept, seen.append, "left")), lambda: made.pop().detach())):
+        change()
+        assert not pristine.check(before, take, started, files)
+        undo()
+        assert pristine.check(before, take, started, files)
+    cache = linecache.cache
+    linecache.cache = dict(cache)   # an equal registry, but another: what a later exercise adds goes there
+    assert not pristine.check(before, take, started, files)
+    linecache.cache = cache
+    assert pristine.check(before, take, started, files)
+    os.register_at_fork(after_in_child=lambda kept=seen: None)   # no way to take one back
+    assert not pristine.check(before, take, started, files)

@@ -137,6 +137,30 @@ CHANGES = {
                                    "    return __import__('sys').get_coroutine_origin_tracking_depth()\n", 0),
     "an exit function": ("import atexit\nAT_LOAD = atexit._ncallbacks()\ndef change():\n    atexit.register(print)\n"
                          "    return 0\ndef look():\n    return atexit._ncallbacks() == AT_LOAD\n", True),
+    # The interpreter's and the standard library's registries, which no name of the notebook's reaches: what a case
+    # left there came back to the next exercise (a search function's answer, a function run at a fork, an entry).
+    "a codec search function": ("import codecs\ndef change():\n    codecs.register(lambda name: name == 'left' and "
+                                "codecs.CodecInfo(None, None, name=name) or None)\n    return 0\ndef look():\n"
+                                "    try:\n        return codecs.lookup('left').name\n    except LookupError:\n"
+                                "        return None\n", None),
+    "a function run at a fork": ("import os\ndef change():\n"
+                                 "    os.register_at_fork(after_in_child=lambda: os.write(WRITE, b'x'))\n    return 0\n"
+                                 "READ, WRITE = os.pipe()\ndef look():\n    pid = os.fork()\n    if pid == 0:\n"
+                                 "        os._exit(0)\n    os.waitpid(pid, 0)\n    os.set_blocking(READ, False)\n"
+                                 "    try:\n        return os.read(READ, 8)\n    except BlockingIOError:\n"
+                                 "        return b''\n", b""),
+    "an importer cache entry": ("import sys\ndef change():\n    sys.path_importer_cache['left'] = None\n    return 0\n"
+                                "def look():\n    return 'left' in sys.path_importer_cache\n", False),
+    "a linecache entry": ("import linecache\ndef change():\n    linecache.cache['left'] = (0, None, ['x'], 'left')\n"
+                          "    return 0\ndef look():\n    return 'left' in linecache.cache\n", False),
+    "a copyreg reducer": ("import copyreg\nclass K:\n    pass\ndef change():\n"
+                          "    copyreg.pickle(K, lambda k: (K, ()))\n    return 0\n"
+                          "def look():\n    return K in copyreg.dispatch_table\n", False),
+    "a copyreg extension code": ("import copyreg\ndef change():\n    copyreg.add_extension('left', 'x', 4321)\n"
+                                 "    return 0\ndef look():\n    return 4321 in copyreg._inverted_registry\n", False),
+    "a finalizer's arguments": ("import weakref\nclass K:\n    pass\nFIRST = weakref.finalize(K, int)\n"
+                                "def change():\n    weakref.finalize(K, print, 'left')\n    return 0\ndef look():\n"
+                                "    return [i.args for i in weakref.finalize._registry.values()]\n", [()]),
     # Left running, they could read the next request before the check (the fork checks who is left first).
     "a thread left running": ("import threading, time\ndef change():\n"
                               "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"

@@ -144,6 +144,97 @@ _TAG_VIEW, _TAG_READ = _tag_reader()
 def _tag_view(namespace: dict[Any, Any]) -> Any:
     """A view of a dict's version tag (None without one: see _tag_reader); the dict must be held alive."""
     return None if _TAG_VIEW is None else _TAG_VIEW(id(namespace) + _TAG_OFFSET)
+
+
+# A C callable of this module's own, run at every fork of the process (a bound method of a list no one else holds:
+# a new empty list each time, nothing else): registered before, in the parent after and in the child after each
+# fork, so that the interpreter's three lists of such functions exist and can be found by what they hold.
+_AT_FORK: Any = [].copy
+os.register_at_fork(before=_AT_FORK, after_in_parent=_AT_FORK, after_in_child=_AT_FORK)
+
+
+def _interpreter_lists() -> list[list[Any]] | None:
+    """The lists the interpreter keeps, with no name of any module on them: the codec search functions
+    (codecs.register; the encodings package's is the first, from the interpreter's start) and the functions run at
+    a fork (os.register_at_fork; this module's own in each of the three). Found once, by what refers to those
+    functions, in the zygote before any student code ran (the collector shows what it does not freeze: a frozen
+    process finds nothing, and then no snapshot is taken, the safe side). None where they are not as expected."""
+    search = getattr(sys.modules.get("encodings"), "search_function", None)
+    found = [holder for holder in gc.get_referrers(search, _AT_FORK) if type(holder) is list]
+    codecs = [holder for holder in found if any(item is search for item in holder)]
+    forks = [holder for holder in found if any(item is _AT_FORK for item in holder)]
+    if search is None or len(codecs) != 1 or len(forks) != 3 or len(found) != 4:
+        return None
+    return codecs + forks
+
+
+class _Registries:
+    """What an exercise can leave where no object of the notebook's reaches, in the interpreter's lists
+    (_interpreter_lists) and in the standard library's registries: `sys.path_importer_cache`, `linecache.cache`,
+    copyreg's dispatch table and extension registries, `weakref.finalize`'s registry (it holds each finalizer's
+    arguments). A closure or a value left there came back to the next exercise the fork served (a search function's
+    CodecInfo, a function run at the next fork, an entry read back). Compared by identity: which objects each
+    holds, in order, and the registry itself. A registry is found through its module's (or class's) namespace, so a
+    rebinding shows. Read again only where a version tag moved (_tag_reader): a registry's, or its holder's where
+    the holder's names are not all bound to the very objects they were. But sys's: its tag moves at every case (the
+    runtime swaps its streams), and its names are compared at every snapshot anyway (_modules: sys is always met),
+    so a rebound `sys.path_importer_cache` makes the snapshot differ there."""
+
+    __slots__ = ("dicts", "held", "lists", "places", "tags", "token", "views")
+
+    def __init__(self) -> None:
+        self.lists = _interpreter_lists()
+        import copyreg
+        import linecache
+        import weakref
+        finalize = gc.get_referents(vars(weakref.finalize))   # the class's own dict, under its mapping proxy
+        self.places: list[tuple[dict[str, Any], str]] = [
+            (vars(sys), "path_importer_cache"), (vars(linecache), "cache"),
+            *((vars(copyreg), name) for name in ("dispatch_table", "_extension_registry", "_inverted_registry",
+                                                 "_extension_cache")),
+            *((holder, "_registry") for holder in finalize if type(holder) is dict)]
+        # As last read: the registries (held alive for their tags' views), their token, and each holder with its
+        # names and values (the very objects, held: an identity met again is the same object).
+        self.dicts: list[dict[Any, Any]] = []
+        self.token: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        self.held: list[tuple[dict[str, Any], list[Any], list[Any]]] = []
+        self.views: list[Any] | None = None   # the version tags' views (_tag_reader): the registries', the holders'
+        self.tags: list[int] = []
+
+    def state(self) -> tuple[Any, ...]:
+        """What the lists and registries hold, by identity (Unknown where they cannot be read)."""
+        if self.lists is None or len(self.places) != 7:
+            raise Unknown("the interpreter's registries not found")
+        lists = (tuple(map(len, self.lists)), tuple(map(_id, chain.from_iterable(self.lists))))
+        if self.views is not None:
+            tags = list(map(_TAG_READ, self.views))
+            if tags == self.tags:
+                return lists, self.token   # (the usual case: one read of each tag)
+            count = len(self.dicts)
+            if tags[count:] == self.tags[count:] or all(
+                    _same(holder, names) and _same(holder.values(), values) for holder, names, values in self.held):
+                if tags[:count] != self.tags[:count]:
+                    self.token = self._token(self.dicts)
+                self.tags = tags   # (the same bindings: these tags stand for them now)
+                return lists, self.token
+        dicts = [_own(holder, name) for holder, name in self.places]
+        token = self._token(dicts)
+        if _TAG_VIEW is not None:   # (the holders are modules' and a class's namespaces: alive as long as they are)
+            holders = list({id(holder): holder for holder, _ in self.places if holder is not vars(sys)}.values())
+            self.dicts, self.token = dicts, token
+            self.held = [(holder, list(holder), list(holder.values())) for holder in holders]
+            self.views = [*map(_tag_view, dicts), *map(_tag_view, holders)]   # the registries' first
+            self.tags = list(map(_TAG_READ, self.views))
+        return lists, token
+
+    @staticmethod
+    def _token(dicts: list[Any]) -> list[tuple[int, tuple[int, ...], tuple[int, ...]]]:
+        if not all(type(found) is dict for found in dicts):
+            raise Unknown("a registry replaced")
+        return [(_id(found), tuple(map(_id, found)), tuple(map(_id, found.values()))) for found in dicts]
+
+
+_REGISTRIES = _Registries()
 _PY_RANDOM = __import__("random").Random
 
 
@@ -947,6 +1038,7 @@ def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
         if generator is not None and not any(generator is mine for mine in own):
             name, keys, position, gauss, cached = generator.get_state()
             state["numpy.random"] = (name, keys.tobytes(), position, gauss, cached)
+    state["registries"] = _REGISTRIES.state()
     state["hooks"] = [_id(getattr(sys, name, None)) for name in (
         "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "displayhook", "excepthook",
         "unraisablehook", "breakpointhook")]
