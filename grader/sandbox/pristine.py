@@ -1097,6 +1097,42 @@ def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None =
             gc.enable()
 
 
+# What the grader's own gc.freeze() left (freeze: the runtime's after the load, each check's settle). An exercise that
+# froze its garbage put it where no collection looks, and the next exercise of the fork unfroze and collected it, so
+# a finalizer handed it what the exercise before it saw (a real sandbox's second exercise got the first one's input).
+# Only gc.freeze() adds to the permanent generation (frozen objects that die leave it), so more there than the grader
+# left is a change; and a canary, garbage the grader froze itself, dies only where the frozen objects were unfrozen
+# and collected (which also frees the load's frozen garbage: the count alone could then look level). A count kept
+# level by freeing frozen objects reached among the runtime's own is README's open class (values on runtime objects).
+_FROZEN: list[Any] = [None, None]   # the permanent generation's count then, a weak reference to the canary
+
+
+class _Canary:
+    """Garbage of the grader's, frozen: alive exactly as long as no one unfroze and collected the frozen objects."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+_gc_freeze, _freeze_count, _weak = gc.freeze, gc.get_freeze_count, __import__("weakref").ref   # as loaded
+
+
+def freeze() -> None:
+    """gc.freeze() as the grader's own: what it leaves frozen is what the next check compares with."""
+    if _FROZEN[1] is None:
+        canary = _Canary()
+        _FROZEN[1] = _weak(canary)
+        del canary
+    _gc_freeze()
+    _FROZEN[0] = _freeze_count()
+
+
+def _froze_more() -> bool:
+    """Whether an exercise froze objects or unfroze and collected the frozen ones since the grader's last freeze
+    (none yet: True)."""
+    return _FROZEN[0] is None or _freeze_count() > _FROZEN[0] or _FROZEN[1]() is None
+
+
 def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None,
              skip: Leaves | None = None, settle: Any = None) -> Any:
     """What an exercise could observe of the student's objects and the libraries, reachable from `roots` (the
@@ -1126,7 +1162,7 @@ def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None
                       known=skip.known if skip is not None else None, trace=trace, kinds=kinds)
         if skip is not None and trace is not None:
             skip.replay = Replay.of(trace, walked, met, loaded, roots, own, homes)
-            gc.freeze()   # the leaves and the replay with the load's objects: no fork's collection looks at them
+            freeze()   # the leaves and the replay with the load's objects: no fork's collection looks at them
         return (walked, _modules(met, loaded), interpreter)
     except Unknown:
         return None
@@ -1166,9 +1202,9 @@ def check(before: Any, take: Any, started: Any, files: Files | None = None) -> b
         # young generations unless a collection of theirs moved some to the oldest, and only then is that one
         # collected too (a full collection also empties the interpreter's free lists: ~0.1 ms of a fork's pages).
         young = 2 if gc.get_objects(2) else 1
-        if _sigmask(signal.SIG_BLOCK, _SIGNALS) != _ALL_BLOCKED or gc.collect(young):
+        if _sigmask(signal.SIG_BLOCK, _SIGNALS) != _ALL_BLOCKED or _froze_more() or gc.collect(young):
             return False
-        gc.freeze()   # what is left is alive: the next check's collection need not look at it again
+        freeze()   # what is left is alive: the next check's collection need not look at it again
         company.append(_company(files))
         return bool(company[0] == company_of(started))
 

@@ -68,7 +68,6 @@ _marshal_loads, _CODE_TYPE = marshal.loads, types.CodeType
 _MAGIC = getattr(sys.modules.get("_frozen_importlib_external"), "MAGIC_NUMBER", None)
 _write = os.write
 _fork = os.fork
-_freeze = gc.freeze
 _get_threshold, _set_threshold = gc.get_threshold, gc.set_threshold
 _THRESHOLD = gc.get_threshold()   # the interpreter's, before any student code
 # During the load and the cases the collector walks its youngest generation every YOUNG_OBJECTS container
@@ -1051,7 +1050,8 @@ class Child:
                 self.reset()
                 # The loaded module is what every exercise's fork starts from: the collector leaves it alone
                 # from now on, so a collection in a fork does not copy every page the module's objects are on.
-                _freeze()
+                # The grader's own freeze: what each check compares the frozen objects with (pristine.freeze).
+                _pristine.freeze()
                 self.numpy_random = _numpy_random()
                 if reuse:
                     self.pristine = self.snapshot()   # what a fork that goes on must still show (pristine.py)
