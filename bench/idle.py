@@ -3,7 +3,12 @@ worker's time on it, from reading the file to the verdict) ending at its gradebo
 coordinator recorded it). Idle worker time is split into start-up (before the first submission began), the middle
 (fewer submissions running than workers: hand-offs, and the tail where the last worker grades alone) and the end
 (after the last result: exports, the workers' exit). Read from the run's own records, so load stretches it but does
-not make it up, unlike a difference of two wall times on a shared machine."""
+not make it up, unlike a difference of two wall times on a shared machine.
+
+Not all of it is idle CPU: between two submissions a worker sends one's result and takes the next (its sandbox's
+spare child, its file read ahead), which no result's `seconds` covers, and a span ends when the coordinator
+recorded it, after the result's transit. At quiet (200 correct, session 25) the middle read 0.51 worker-s while
+the kernel's scheduler events (bench/selfwait.py) found 0.04 CPU-s idle over the submissions."""
 
 from __future__ import annotations
 
@@ -27,7 +32,8 @@ class Idle:
         return self.startup + self.middle + self.end
 
     def line(self, indent: str = "  ") -> str:
-        return (f"{indent}workers idle (the results' own times): {self.total:.2f} worker-s = {self.startup:.2f} before "
+        return (f"{indent}workers outside a submission (the results' own times; busy between two, selfwait.py reads "
+                f"the idle CPU): {self.total:.2f} worker-s = {self.startup:.2f} before "
                 f"the first submission began + {self.middle:.2f} while fewer than {self.workers} ran (hand-offs, the "
                 f"last one alone) + {self.end:.2f} after the last result")
 
