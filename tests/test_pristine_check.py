@@ -121,6 +121,30 @@ def test_a_class_whose_namespace_holds_a_key_of_its_own_is_not_looked_up_through
 
 
 @in_a_fork
+def test_os_environs_own_attributes_holding_a_key_of_its_own_are_not_looked_up_through_it(files):
+    """The process state reads os.environ's mapping from its attributes, after the walk: a key there that shares
+    the mapping's name's hash had its __eq__ run by that lookup."""
+    calls: list[int] = []
+
+    class Key:
+        def __hash__(self) -> int:
+            return hash("_data")
+
+        def __eq__(self, other: object) -> bool:
+            calls.append(1)
+            return self is other
+    _, take, before, started = _loaded(files)
+    assert pristine.check(before, take, started, files)   # the environment as it was: the same copy, read again
+    attributes = vars(os.environ)
+    data = attributes.pop("_data")
+    attributes[Key()] = 1
+    attributes["_data"] = data   # now probed after the key of the student's
+    calls.clear()
+    assert not pristine.check(before, take, started, files)
+    assert calls == []
+
+
+@in_a_fork
 def test_a_namespace_changed_and_put_back_as_it_was_is_pristine_and_a_change_is_not(files):
     """The check reads a dict's version tag where the interpreter keeps one (pristine._tag_reader), and its
     entries where the tag moved: a value rebound and bound back again is the same dict, a new value is not."""

@@ -1004,15 +1004,30 @@ def _descriptors(files: Files | None, before: dict[str, Any] | None) -> list[tup
     return _listed()
 
 
+# os.environ's mapping as _environment last read it: the dict itself (held), a view of its version tag
+# (_tag_reader), the tag then and the copy made of it.
+_ENVIRON: list[Any] = [None, None, None, None]
+
+
 def _environment() -> dict[Any, Any]:
     """os.environ's mapping, read as the plain dict of str or bytes it is: a subclass of the student's, a property
-    over it or a key of a str subclass would run the student's code while the check runs, after its walk. A copy:
-    two such dicts compare in C (exact str and bytes compare by value, whatever the order of their keys)."""
+    over it or a key of a str subclass would run the student's code while the check runs, after its walk (so would
+    a key of the student's in os.environ's own attributes: _own). A copy: two such dicts compare in C (exact str and
+    bytes compare by value, whatever the order of their keys). The very copy made last while the mapping's version
+    tag is what it was then: nothing in it changed, and the state's comparison finds the same object."""
     attributes = _instance_dict(os.environ, type(os.environ))
-    data = attributes.get("_data") if attributes is not None else None
-    if type(data) is not dict or not set(map(type, data)) | set(map(type, data.values())) <= {bytes, str}:
+    data = _own(attributes, "_data") if attributes is not None else None
+    if type(data) is not dict:
         raise Unknown("os.environ's mapping replaced")
-    return dict(data)
+    last, view, tag, copy = _ENVIRON
+    if data is last and view is not None and _TAG_READ(view) == tag:
+        return copy  # type: ignore[no-any-return]
+    if not set(map(type, data)) | set(map(type, data.values())) <= {bytes, str}:
+        raise Unknown("os.environ's mapping replaced")
+    copy = dict(data)
+    view = _tag_view(data)
+    _ENVIRON[:] = data, view, _TAG_READ(view) if view is not None else None, copy
+    return copy
 
 
 def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
