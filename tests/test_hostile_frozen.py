@@ -13,15 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.rubric.schema import load_rubric
-from grader.run.batch import grade
-from notebook_build import appended, write
-
-REPO = Path(__file__).resolve().parents[1]
-RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
-CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
-FUNCTIONS = ("find_tile", "move_dir", "next_states", "matches", "manhattan", "find_numbers", "replace_numbers",
-             "intermediate_goals", "extract_move", "extract_move_list", "apply_move_list", "search", "main")
+from taoistic_attack import REQUEST, graded, lost, wrapped
 
 CARRY = '''
 import functools as _functools, gc as _gc, sys as _sys
@@ -34,16 +26,7 @@ class _Keeper:
         self.request, self.me = request, self    # a cycle: only a collection frees it
     def __del__(self):
         _HANDED.append(self.request)
-
-
-def _request():
-    frame = _sys._getframe()
-    while frame is not None:
-        if frame.f_code.co_name == "run_cases":
-            return frame.f_locals.get("request")
-        frame = frame.f_back
-    return None
-
+''' + REQUEST + '''
 
 def _carried(function):
     @_functools.wraps(function)
@@ -60,13 +43,10 @@ def _carried(function):
     return call
 
 
-''' + "".join(f"{name} = _carried({name})\n" for name in FUNCTIONS)
+''' + wrapped("_carried")
 
 
 def test_what_an_exercise_freezes_never_reaches_the_next(tmp_path: Path):
-    path = write(tmp_path / "frozen.ipynb", appended(CORRECT, CARRY))
-    result, = grade([path], load_rubric(RUBRIC), tmp_path / "out", jobs=1, cache=tmp_path / "cache")
-    lost = {e.id: [(c.id, c.status, c.message[:80]) for c in e.cases if c.status != "pass"][:2]
-            for e in result.exercises if e.score < e.max_score}
-    assert lost == {}
+    result = graded(tmp_path, {"frozen": CARRY}, jobs=1)["frozen"]
+    assert lost(result) == {}
     assert result.total == result.max_total == 30

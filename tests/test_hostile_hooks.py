@@ -8,32 +8,13 @@ notebook keeps full marks exactly when the fork's check saw the change and took 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from grader.rubric.schema import load_rubric
-from grader.run.batch import grade
-from notebook_build import appended, write
-
-REPO = Path(__file__).resolve().parents[1]
-RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
-CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
-FUNCTIONS = ("find_tile", "move_dir", "next_states", "matches", "manhattan", "find_numbers", "replace_numbers",
-             "intermediate_goals", "extract_move", "extract_move_list", "apply_move_list", "search", "main")
+from taoistic_attack import REQUEST, graded, lost, wrapped
 
 CARRY = '''
 import functools as _functools, sys as _sys
-
-
-def _request():
-    frame = _sys._getframe()
-    while frame is not None:
-        if frame.f_code.co_name == "run_cases":
-            return frame.f_locals.get("request")
-        frame = frame.f_back
-    return None
-
+''' + REQUEST + '''
 
 def _from_another_exercise(request):
     {look}
@@ -69,19 +50,12 @@ WAYS = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("hooks")
-    paths = []
-    for name, (look, leave) in WAYS.items():
-        cell = CARRY.format(look=look, leave=leave) + "".join(f"{f} = _carried({f})\n" for f in FUNCTIONS)
-        paths.append(write(folder / f"{name.replace(' ', '_')}.ipynb", appended(CORRECT, cell)))
-    graded = grade(paths, load_rubric(RUBRIC), folder / "out", jobs=2, cache=folder / "cache")
-    return {result.submission: result for result in graded}
+    return graded(tmp_path_factory.mktemp("hooks"), {name: CARRY.format(look=look, leave=leave) + wrapped("_carried")
+                                                    for name, (look, leave) in WAYS.items()})
 
 
 @pytest.mark.parametrize("name", sorted(WAYS))
 def test_what_an_exercise_leaves_in_the_interpreters_hooks_never_reaches_the_next(results, name):
-    result = results[name.replace(" ", "_")]
-    lost = {e.id: [(c.id, c.status, c.message[:80]) for c in e.cases if c.status != "pass"][:2]
-            for e in result.exercises if e.score < e.max_score}
-    assert lost == {}
+    result = results[name]
+    assert lost(result) == {}
     assert result.total == result.max_total == 30

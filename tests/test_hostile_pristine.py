@@ -19,17 +19,9 @@ says no (a fresh fork) or nothing of the student's runs inside it at all.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from grader.rubric.schema import load_rubric
-from grader.run.batch import grade
-from notebook_build import appended, write
-
-REPO = Path(__file__).resolve().parents[1]
-RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
-CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
+from taoistic_attack import REQUEST, graded, lost, wrapped
 
 WATCH = '''
 import _thread, gc as _gc, functools as _functools, signal as _signal, sys as _sys, time as _time
@@ -43,16 +35,7 @@ def _in_check(frame=None):
             return True
         frame = frame.f_back
     return False
-
-
-def _request():
-    frame = _sys._getframe()
-    while frame is not None:
-        if frame.f_code.co_name == "run_cases":
-            return frame.f_locals.get("request")
-        frame = frame.f_back
-    return None
-
+''' + REQUEST + '''
 
 def _act_after_the_check(what):
     """A thread that waits while the process is inside its check, then fills _LEFT."""
@@ -87,20 +70,7 @@ def _watched(function):
     return call
 
 
-find_tile = _watched(find_tile)
-move_dir = _watched(move_dir)
-next_states = _watched(next_states)
-matches = _watched(matches)
-manhattan = _watched(manhattan)
-find_numbers = _watched(find_numbers)
-replace_numbers = _watched(replace_numbers)
-intermediate_goals = _watched(intermediate_goals)
-extract_move = _watched(extract_move)
-extract_move_list = _watched(extract_move_list)
-apply_move_list = _watched(apply_move_list)
-search = _watched(search)
-main = _watched(main)
-'''
+''' + wrapped("_watched")
 
 NOTHING = '''
 def _setup():
@@ -209,19 +179,13 @@ def _arm():
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("pristine-attacks")
-    paths = []
-    for name, attack in {"nothing": NOTHING, **ATTACKS}.items():
-        paths.append(write(folder / f"{name.replace(' ', '_')}.ipynb", appended(CORRECT, attack + WATCH)))
-    graded = grade(paths, load_rubric(RUBRIC), folder / "out", jobs=2, cache=folder / "cache")
-    return {result.submission: result for result in graded}
+    return graded(tmp_path_factory.mktemp("pristine-attacks"),
+                  {name: attack + WATCH for name, attack in {"nothing": NOTHING, **ATTACKS}.items()})
 
 
 @pytest.mark.parametrize("name", ["nothing", *sorted(ATTACKS)])
 def test_what_the_check_runs_cannot_leave_anything_for_the_next_exercise(results, name):
     """"nothing": the watch alone, which costs no point (each attack's lost points are the attack's)."""
-    result = results[name.replace(" ", "_")]
-    lost = {e.id: [(c.id, c.status, c.message[:80]) for c in e.cases if c.status != "pass"][:2]
-            for e in result.exercises if e.score < e.max_score}
-    assert lost == {}
+    result = results[name]
+    assert lost(result) == {}
     assert result.total == result.max_total == 30

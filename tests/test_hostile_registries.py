@@ -11,18 +11,10 @@ notebook keeps full marks exactly when the fork's check saw the change and took 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from grader.rubric.schema import load_rubric
-from grader.run.batch import grade
-from notebook_build import appended, write
-from test_hostile_hooks import CARRY, FUNCTIONS
-
-REPO = Path(__file__).resolve().parents[1]
-RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
-CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
+from taoistic_attack import graded, lost, wrapped
+from test_hostile_hooks import CARRY
 
 # The cell's own names, defined before the carrying wrapper (a class for the copyreg and weakref registries to key
 # on; at the load, one finalize: the registry's first registers its atexit function, which the check counts, and
@@ -89,19 +81,13 @@ WAYS = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("registries")
-    paths = []
-    for name, (look, leave) in WAYS.items():
-        cell = SETUP + CARRY.format(look=look, leave=leave) + "".join(f"{f} = _carried({f})\n" for f in FUNCTIONS)
-        paths.append(write(folder / f"{name.replace(' ', '_')}.ipynb", appended(CORRECT, cell)))
-    graded = grade(paths, load_rubric(RUBRIC), folder / "out", jobs=2, cache=folder / "cache")
-    return {result.submission: result for result in graded}
+    return graded(tmp_path_factory.mktemp("registries"),
+                  {name: SETUP + CARRY.format(look=look, leave=leave) + wrapped("_carried")
+                   for name, (look, leave) in WAYS.items()})
 
 
 @pytest.mark.parametrize("name", sorted(WAYS))
 def test_what_an_exercise_leaves_in_a_registry_never_reaches_the_next(results, name):
-    result = results[name.replace(" ", "_")]
-    lost = {e.id: [(c.id, c.status, c.message[:80]) for c in e.cases if c.status != "pass"][:2]
-            for e in result.exercises if e.score < e.max_score}
-    assert lost == {}
+    result = results[name]
+    assert lost(result) == {}
     assert result.total == result.max_total == 30
