@@ -655,18 +655,26 @@ def read_ahead(setup, job):
         os._exit(3)      # the worker dies while it reads this one ahead
     return original_read(setup, job)
 
-def grade_result(setup, job, read=None):
+def grade_result(setup, job, read=None, preloaded=None):
     note(f"grade {job.student} {'ahead' if read is not None else 'now'}")
     if job.student == "first":      # graded only once the next file is read: it was read while this one ran
         for _ in range(600):
             if "read second" in open(log).read():
                 break
             time.sleep(0.1)
-    result = original_grade(setup, job, read)
+    result = original_grade(setup, job, read, preloaded)
     note(f"graded {job.student}")
     return result
 
-executor.read_ahead, executor.grade_result = read_ahead, grade_result
+from grader.judge import grading
+original_preload = grading.preload
+
+def preload(*args, **kwargs):      # a lone worker on two CPUs or more loads its next submission ahead too
+    preloaded = original_preload(*args, **kwargs)
+    note(f"loaded ahead, moved {preloaded.moved}")
+    return preloaded
+
+executor.read_ahead, executor.grade_result, grading.preload = read_ahead, grade_result, preload
 setup = Setup(load_rubric(Path(rubric)), cache)
 pool = LocalPool(setup, jobs=1, plan=build_plan(setup.rubric, Path(cache)))
 assert threading.active_count() == 1 and pool.context.get_start_method() == "fork"
@@ -699,6 +707,8 @@ def test_a_worker_reads_its_next_submission_while_it_grades_one_and_a_death_name
     assert report["replaced"] == 2      # killer read ahead of second, then alone
     # second, whose grading the death cut short, is graded again; killer is read again, alone, and kills again
     assert (lines.count("graded second"), lines.count("read killer")) == (1, 2), lines
+    if len(os.sched_getaffinity(0)) >= 2:    # loaded ahead on the CPU the worker does not keep to, and moved
+        assert "loaded ahead, moved True" in lines, lines
 
 
 def test_each_worker_gets_its_first_job_before_the_next_worker_is_forked(tmp_path, monkeypatch):

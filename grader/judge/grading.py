@@ -37,7 +37,7 @@ from grader.plan.given import support_data, support_texts, visible_data, with_gi
 from grader.plan.sealed import default_cache
 from grader.store.results import (CASE_BOUNDS, CaseResult, ExerciseResult, SubmissionResult, advised,
                                   bound_case, bound_result, case_from_dict, case_json_at_most, fitting, sized_case)
-from grader.rubric.schema import Exercise, IsolatedMethod, Rubric
+from grader.rubric.schema import Exercise, IsolatedMethod, Limits, Rubric
 from grader import codec
 from grader.kept import SizedMemo
 from grader.store import status as vocabulary
@@ -45,8 +45,8 @@ from grader.sandbox import cpuclock, frames
 from grader.sandbox.alarm import bounded
 from grader.sandbox.budget import Budget, Mark
 from grader.sandbox.isolation import isolation_report
-from grader.sandbox.process import (CaseRequest, MachineBusy, Oracle, Outcome, ProcessLimits, PureOracle, Replies,
-                                    Sandbox, SandboxError, SharedReplies, preloads, right_answer,
+from grader.sandbox.process import (CaseRequest, LoadReport, MachineBusy, Oracle, Outcome, ProcessLimits, PureOracle,
+                                    Replies, Sandbox, SandboxError, SharedReplies, preloads, right_answer,
                                     timed_out, with_timeouts_left)
 from grader.judge.scoring import exercise_score, total
 
@@ -1466,48 +1466,133 @@ def _data(rubric: Rubric, data: Mapping[str, bytes], hide_paths: Sequence[str]) 
     return visible_data(data, rubric.support, hide_paths) if data and rubric.support is not None else data
 
 
+@dataclass
+class _Opened:
+    """A notebook's sandbox made, not yet loaded, and what grading it goes on with (grade_notebook, preload)."""
+
+    extracted: Extracted
+    said: list[GraderWarning]
+    limits: Limits                    # the rubric's limits with the command line's
+    process_limits: ProcessLimits
+    sandbox: Sandbox
+
+
+def _open(notebook: Notebook, plan: Plan, support: Mapping[str, str], options: Options, since: Mark,
+          hide_paths: Sequence[str], warnings: Sequence[GraderWarning], extracted: Extracted | None,
+          data: Mapping[str, bytes] | None) -> _Opened:
+    """grade_notebook's first step: the extraction with the course's given code, and the sandbox for it."""
+    rubric = plan.rubric
+    if extracted is None:
+        extracted = extract(notebook, rubric.policy)
+    limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
+    extracted, given_said = with_given(rubric, extracted, plan.given_code())
+    said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings, *given_said]
+    process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
+                                   load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
+    sandbox = Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
+                      data=_data(rubric, support_data(rubric) if data is None else data, hide_paths),
+                      allow_root=options.allow_root_sandbox,
+                      prefetch=options.prefetch, spare_next=not options.last,
+                      preload=course_preload(rubric.template, support),
+                      slack=limits.submission_seconds * cpuclock.SLACK_SHARE, since=since)
+    return _Opened(extracted, said, limits, process_limits, sandbox)
+
+
+def _load(sandbox: Sandbox, deadline: float, aside: Sequence[int] = ()) -> LoadReport | SandboxError:
+    """The notebook loaded in its sandbox (Sandbox.load), or why it could not be."""
+    try:
+        return sandbox.load(deadline, aside=aside)
+    except SandboxError as error:
+        return error
+
+
+@dataclass
+class Preloaded:
+    """A submission's sandbox made and its notebook loaded ahead (preload), on the CPU a lone worker has to spare
+    while it grades the submission before: grade_notebook goes on from that load.
+
+    Its time counts as the load's would have counted when the worker came to it: from the submission's start (its
+    reading, done ahead too) to the load's end, its wall time under the same limits (the load's own, moved by what
+    the sandbox waited for a CPU; the submission's deadline), and what the loading thread waited and computed in
+    it; the wait from the load's end until the worker is free is nobody's (Budget.handed_over). What the sandbox saw
+    the notebook try there (Sandbox.seen) is the submission's as at any load."""
+
+    opened: _Opened
+    since: Mark                       # the submission's start, as the loading thread counted it
+    loaded: LoadReport | SandboxError
+    moved: bool                       # its child is on the worker's CPUs (Sandbox.to_worker): else loaded again
+    ended: float                      # monotonic: when the load ended
+    waited: float                     # the loading thread's run-queue time since the submission's start
+    computed: float                   # and its CPU time
+
+    def handed_over(self) -> Mark:
+        """The submission's start for the thread that grades it from now (called on that thread)."""
+        since = Mark.now(self.ended - self.since.at, self.waited, self.computed)
+        self.opened.sandbox.budget.handed_over(since)
+        return since
+
+    def close(self) -> None:
+        """Not graded after all (the worker is stopping): its sandbox goes."""
+        self.opened.sandbox.close()
+
+
+def preload(read: Read, plan: Plan, support: Mapping[str, str], options: Options, aside: Sequence[int]) -> Preloaded:
+    """A read submission's sandbox made and its notebook loaded on the `aside` CPUs (process.aside_cpus), then moved
+    to the worker's for its cases (Sandbox.to_worker), while the worker grades the submission before it: grade_read
+    then goes on from here. The load is the one grade_notebook would run, with the same budget (see Preloaded);
+    a sandbox that cannot be moved (its load left a thread running, or not all its processes could be) is not
+    used: the notebook is loaded again, on the worker's CPUs, when its turn comes."""
+    assert read.notebook is not None and read.extracted is not None
+    since = Mark.now(read.seconds, read.waited, read.computed)
+    opened = _open(read.notebook, plan, support, options, since, read.hide_paths, (), read.extracted, None)
+    try:
+        loaded = _load(opened.sandbox, since.at + opened.limits.submission_seconds, aside)
+        moved = not isinstance(loaded, SandboxError) and opened.sandbox.to_worker()
+    except BaseException:
+        opened.sandbox.close()
+        raise
+    ended = time.monotonic()
+    return Preloaded(opened, since, loaded, moved, ended, max(0.0, cpuclock.own_waiting() - since.waited),
+                     max(0.0, time.thread_time() - since.computed))
+
+
 def grade_notebook(notebook: Notebook, plan: Plan, *, path: Path, sha256: str, support: Mapping[str, str],
                    options: Options = Options(), submission: str | None = None,
                    hide_paths: Sequence[str] = (), warnings: Sequence[GraderWarning] = (),
                    cases: ExerciseRunner | None = None, settle: Settle | None = None,
                    extracted: Extracted | None = None, spent: float = 0.0, waited: float = 0.0,
-                   computed: float = 0.0, data: Mapping[str, bytes] | None = None) -> SubmissionResult:
+                   computed: float = 0.0, data: Mapping[str, bytes] | None = None,
+                   preloaded: Preloaded | None = None) -> SubmissionResult:
     """One notebook, extracted, loaded in its own sandbox and judged exercise by exercise: `grader grade`,
     `grader check` and `grader check --kit` all come through here. `warnings` go first (the kit's own);
     `cases` and `settle` are the kit's (see ExerciseRunner, Settle). `extracted`: the notebook's extraction
     under the rubric's policy, made ahead (read_submission), and the `spent` seconds it took, which count in the
     submission's budget and time as they would have here; of them, its thread `waited` for a CPU (credited on a
     busy machine, as the grading's own waiting is) and `computed` (budget.Mark). `data`: the course's data files
-    the sandbox puts in the notebook's working folder (the kit's; None: the support folder's, given.support_data)."""
-    since = Mark.now(spent, waited, computed)     # the budget counts from the deadline's start (budget.Mark)
+    the sandbox puts in the notebook's working folder (the kit's; None: the support folder's, given.support_data).
+    `preloaded`: its sandbox made and loaded ahead (preload), from the same read."""
+    if preloaded is not None:
+        since = preloaded.handed_over()
+        opened = preloaded.opened
+    else:
+        since = Mark.now(spent, waited, computed)     # the budget counts from the deadline's start (budget.Mark)
+        opened = _open(notebook, plan, support, options, since, hide_paths, warnings, extracted, data)
     started = since.at
     rubric = plan.rubric
-    if extracted is None:
-        extracted = extract(notebook, rubric.policy)
-    limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
-    deadline = started + limits.submission_seconds
-    extracted, given_said = with_given(rubric, extracted, plan.given_code())
-    said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings, *given_said]
-    process_limits = ProcessLimits(memory_mb=limits.memory_mb, cpu_seconds=int(limits.submission_seconds) + 5,
-                                   load_seconds=limits.load_seconds, disk_mb=limits.disk_mb, files=limits.files)
-    with Sandbox(child_statements(extracted), support, process_limits, limits.output_bytes, hide_paths,
-                 data=_data(rubric, support_data(rubric) if data is None else data, hide_paths),
-                 allow_root=options.allow_root_sandbox,
-                 prefetch=options.prefetch, spare_next=not options.last,
-                 preload=course_preload(rubric.template, support),
-                 slack=limits.submission_seconds * cpuclock.SLACK_SHARE, since=since) as sandbox:
+    extracted, said, process_limits = opened.extracted, opened.said, opened.process_limits
+    deadline = started + opened.limits.submission_seconds
+    with opened.sandbox as sandbox:
         sandbox_level = sandbox.isolation.level
-        try:
-            report = sandbox.load(deadline)
-            loaded: Sequence[str] = report.names
-            said.extend(report.warnings)
-            environment = report.environment
-        except SandboxError as error:
-            said.append(GraderWarning(Kind.NOT_LOADED, str(error)))
-            loaded = ()
-            environment = ()
-            busy_load = isinstance(error, MachineBusy)
+        loaded_as = preloaded.loaded if preloaded is not None and preloaded.moved else _load(sandbox, deadline)
+        if isinstance(loaded_as, SandboxError):
+            said.append(GraderWarning(Kind.NOT_LOADED, str(loaded_as)))
+            loaded: Sequence[str] = ()
+            environment: tuple[GraderWarning, ...] = ()
+            busy_load = isinstance(loaded_as, MachineBusy)
         else:
+            loaded = loaded_as.names
+            said.extend(loaded_as.warnings)
+            environment = loaded_as.environment
             busy_load = False
         exercises = grade_exercises(plan, notebook, extracted, sandbox if loaded else None, loaded, deadline,
                                     options, cases)
@@ -1666,14 +1751,15 @@ def _read(read: Read, started: Mark) -> Read:
 
 
 def grade_read(read: Read, plan: Plan, support: Mapping[str, str], options: Options = Options(),
-               submission: str | None = None) -> SubmissionResult:
-    """Grade a submission read_submission read; a file that could not be read gets a result, at zero, saying why."""
+               submission: str | None = None, preloaded: Preloaded | None = None) -> SubmissionResult:
+    """Grade a submission read_submission read; a file that could not be read gets a result, at zero, saying why.
+    `preloaded`: its sandbox loaded ahead (preload, from this read)."""
     if read.notebook is None:
         return bound_result(empty_result(read.path, plan, read.sha256, read.problem, time.monotonic() - read.seconds,
                                          submission))
     return grade_notebook(read.notebook, plan, path=read.path, sha256=read.sha256, support=support, options=options,
                           submission=submission, hide_paths=read.hide_paths, extracted=read.extracted,
-                          spent=read.seconds, waited=read.waited, computed=read.computed)
+                          spent=read.seconds, waited=read.waited, computed=read.computed, preloaded=preloaded)
 
 
 def grade_path(path: Path, plan: Plan, support: Mapping[str, str], options: Options = Options(),

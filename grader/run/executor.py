@@ -29,7 +29,7 @@ from grader.judge.options import Options
 from grader.sandbox.supervisor import temp_root
 
 if TYPE_CHECKING:
-    from grader.judge.grading import Read
+    from grader.judge.grading import Preloaded, Read
     from grader.plan.cases import Case, Plan
     from grader.store.results import SubmissionResult
     from grader.rubric.schema import Rubric
@@ -112,8 +112,9 @@ def grade_job(setup: Setup, job: Job, read: "Read | None" = None) -> dict:
     return to_dict(grade_result(setup, job, read))
 
 
-def grade_result(setup: Setup, job: Job, read: "Read | None" = None) -> "SubmissionResult":
-    """grade_job's result before it is made a dict."""
+def grade_result(setup: Setup, job: Job, read: "Read | None" = None,
+                 preloaded: "Preloaded | None" = None) -> "SubmissionResult":
+    """grade_job's result before it is made a dict. `preloaded`: `read` loaded ahead too (_Inbox)."""
     import tempfile
     from grader.judge.grading import grade_read, read_submission
     plan, support = _plan(setup)
@@ -121,7 +122,7 @@ def grade_result(setup: Setup, job: Job, read: "Read | None" = None) -> "Submiss
     if job.data is None:
         if read is None:
             read = read_job(setup, job)
-        return grade_read(read, plan, support, options, submission=job.student)
+        return grade_read(read, plan, support, options, submission=job.student, preloaded=preloaded)
     hide = tuple(Path(h) for h in setup.hide)
     with tempfile.TemporaryDirectory(prefix="job-", dir=temp_root()) as folder:   # the bytes travelled with the job
         local = Path(folder) / Path(job.path).name
@@ -331,7 +332,7 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
     _pin(cpus)
     if aside and cpus:
         from grader.sandbox import process
-        process.keep_children_to(cpus, starter=aside)
+        process.keep_children_to(cpus, starter=aside, preload=True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the coordinator's to handle
     if plan is not None:
         _adopt_plan(setup, plan)
@@ -359,9 +360,9 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
             got = inbox.next()
             if got is None:
                 return
-            job, read = got
+            job, read, preloaded = got
             try:
-                outbox.put(job, grade_result(setup, job, read))
+                outbox.put(job, grade_result(setup, job, read, preloaded))
             except (BrokenPipeError, OSError):
                 return
             except WorkerProblem as problem:
@@ -369,6 +370,7 @@ def _worker(connection: Connection, setup: Setup, plan: "Plan | None" = None, by
             except Exception as error:  # a grader bug on one submission must not stop the others
                 outbox.put(job, None, _grader_failed(error))
     finally:
+        inbox.close()
         outbox.close()
 
 
@@ -449,16 +451,23 @@ WORKER_SWITCH = 0.0005
 
 class _Inbox:
     """A worker's jobs as they come, each read on arrival by a thread of the worker's own, and extracted there if
-    small enough (read_ahead, READ_AHEAD_*).
+    small enough (read_ahead, READ_AHEAD_*); where the worker has a CPU to spare (executor.aside_cpus), loaded
+    there too (grading.preload).
 
     The coordinator sends a worker its next job while the current one is graded (LocalPool._hand_out), so the
     next file is read and extracted while the current one's child runs its cases, when the worker has nothing
     else to do; the worker then goes from one submission to the next without waiting for the coordinator or for
     its own extraction. Whatever goes wrong reading ahead (an unreadable file, a notebook the extractor chokes
-    on) is left for the grading itself to meet again, on the main thread, as it did before."""
+    on) is left for the grading itself to meet again, on the main thread, as it did before.
+
+    A lone worker on two CPUs also loads the next notebook in its sandbox on the spare CPU (~5 ms of a Taoistic
+    notebook's wall time on the worker's, its top-level code and the runtime's snapshot), while the one before it
+    runs its cases on the worker's: two loaded sandboxes at once, each in its own groups and limits. The load is
+    budgeted as it would have been when its turn came (grading.Preloaded); a load that hangs holds this thread,
+    not the worker's current student, and the worker waits for it only when its turn comes."""
 
     def __init__(self, connection: Connection, setup: Setup, cpus: set[int] | None = None):
-        self.jobs: queue.SimpleQueue[tuple[Job, Read | None] | None] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[tuple[Job, Read | None, Preloaded | None] | None] = queue.SimpleQueue()
         threading.Thread(target=self._receive, args=(connection, setup, cpus), name="read-ahead",
                          daemon=True).start()
 
@@ -472,11 +481,39 @@ class _Inbox:
             if job is None:
                 self.jobs.put(None)
                 return
-            self.jobs.put((job, read_ahead(setup, job)))
+            read = read_ahead(setup, job)
+            self.jobs.put((job, read, self._preload(setup, job, read)))
 
-    def next(self) -> tuple[Job, Read | None] | None:
-        """The next job and its file read ahead (None: read it now), or None when there are no more."""
+    @staticmethod
+    def _preload(setup: Setup, job: Job, read: "Read | None") -> "Preloaded | None":
+        """The job's notebook loaded on the worker's spare CPU (grading.preload), or None: the worker has none, the
+        notebook was not extracted ahead, or anything went wrong (the grading loads it, as it did before)."""
+        from grader.sandbox.process import aside_cpus
+        aside = aside_cpus()
+        if not aside or read is None or read.notebook is None or read.extracted is None:
+            return None
+        from grader.judge.grading import preload
+        plan, support = _plan(setup)
+        try:
+            return preload(read, plan, support, replace(setup.options, last=True) if job.last else setup.options,
+                           aside)
+        except Exception:  # noqa: BLE001 - only a head start: the grading loads it again and meets what failed
+            return None
+
+    def next(self) -> tuple[Job, Read | None, Preloaded | None] | None:
+        """The next job, its file read ahead (None: read it now) and loaded ahead (None: load it then), or None
+        when there are no more."""
         return self.jobs.get()
+
+    def close(self) -> None:
+        """The worker stops: a sandbox loaded ahead for a job it will not grade goes."""
+        while True:
+            try:
+                got = self.jobs.get_nowait()
+            except queue.Empty:
+                return
+            if got is not None and got[2] is not None:
+                got[2].close()
 
 
 def _key(job: Job) -> tuple[str, str]:

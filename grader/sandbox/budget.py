@@ -74,6 +74,13 @@ class Budget:
         """Counted from the submission's start (`since`), on the thread that grades it."""
         return cls(slack, since.at, own=since.waited, own_cpu=since.computed)
 
+    def handed_over(self, since: Mark) -> None:
+        """The submission is graded on from here by another thread (a load ahead: grading.preload), which counts
+        from `since` as the loading thread did (`since`'s spent, waited and computed are that thread's since the
+        submission's start): the wall time between the load's end and `since` (the worker finishing the submission
+        before) is nobody's, and the thread clocks are this thread's from now."""
+        self.started, self.own, self.own_cpu = since.at, since.waited, since.computed
+
     def child_started(self, pid: int, stall: Stall | None = None, made: float = 0.0, before: float = 0.0) -> None:
         """A new child: its waiting is its group's stall where `stall` reads one, else its processes' run-queue
         time (the runtime's, and each exercise's fork, read now and then: fork_read). A child whose groups were

@@ -289,6 +289,68 @@ class Cgroup:
         return moved
 
 
+    def keep_all_to(self, cpus: set[int], expected: int = 1, most: int = MOVED_MOST, rounds: int = 3,
+                    wait: float = 0.5) -> bool:
+        """Keep every process of the group to `cpus`, and say whether all of them are now, each one thread: the
+        group as a whole moved, so whatever runs in it from now on runs there (a task inherits its maker's CPUs).
+
+        A sandbox loaded ahead on the CPU a lone worker has to spare (process.Sandbox.to_worker): its runtime and
+        the exercise's fork it makes ahead once loaded, each one thread. False where the group holds more than
+        `most` processes, a process of more threads (affinity is a thread's: the others would stay), or the group
+        still shows processes not moved after `rounds` listings (each lists what the last one's processes made
+        before they were moved). Each process is held by a pidfd while it is moved and checked, so the pid is the
+        group's process throughout. PermissionError where this process may not move them (not root).
+
+        `expected`: how many processes the group holds once settled (a loaded runtime makes its exercise's fork
+        right after the load), waited for up to `wait` seconds before anything is moved: a fork in flight copies
+        its maker's CPUs before the group lists it, so one made while its maker is moved could be missed.
+        Fewer by then: False."""
+        kept: set[int] = set()
+        until = time.monotonic() + wait
+        while True:
+            try:
+                listed = [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                return False
+            if len(listed) >= expected:
+                break
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.0005)
+        for round in range(rounds):
+            if round:
+                try:
+                    listed = [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()]
+                except (OSError, ValueError):
+                    return False
+            if len(listed) > most:
+                return False
+            new = [pid for pid in listed if pid not in kept]
+            if not new:
+                return True
+            for pid in new:
+                try:
+                    pidfd = os.pidfd_open(pid)
+                except OSError:   # ended since the listing: nothing of it runs
+                    continue
+                try:
+                    os.sched_setaffinity(pid, cpus)
+                    with open(f"/proc/{pid}/status", "rb") as status:   # after the move: a thread made since has it
+                        threads = next((line.split()[1] for line in status if line.startswith(b"Threads:")), b"")
+                    if select.select([pidfd], [], [], 0)[0]:   # ended: the pid may be another's by now
+                        continue
+                    if threads != b"1":
+                        return False
+                    kept.add(pid)
+                except PermissionError:
+                    raise
+                except OSError:   # ended meanwhile
+                    continue
+                finally:
+                    os.close(pidfd)
+        return False
+
+
 class PidsGroup(Cgroup):
     """A pids cgroup for one child: a fork bomb stops at PIDS_MAX instead of taking the machine."""
 
@@ -312,6 +374,11 @@ class PidsGroup(Cgroup):
             if name == b"max" and value.strip().isdigit():
                 return int(value)
         return 0
+
+    def tasks(self) -> int:
+        """How many tasks (processes and threads alike) the group holds now: the kernel's count (pids.current).
+        OSError or ValueError where it cannot be read."""
+        return int((self.path / "pids.current").read_text())
 
     def close_events(self) -> None:
         if self.events is not None:

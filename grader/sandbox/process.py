@@ -563,11 +563,13 @@ class Sandbox:
         _release(self.pids, self.memory, self.cpu, self.scratch)
         self.pids, self.memory, self.cpu, self.scratch = None, None, None, None
 
-    def _start(self) -> None:
+    def _start(self, aside: Sequence[int] = ()) -> None:
+        """A child for the next load: the spare if one is ready, else a new one; kept to `aside` (a load ahead,
+        see load) or else to the worker's CPUs."""
         key = (self.isolation, self.limits, tuple(self.hide_paths))
-        child = _take_spare(key, self.preload) if self.prefetch and self.restarts == 0 else None
+        child = _take_spare(key, self.preload, aside) if self.prefetch and self.restarts == 0 else None
         if child is None:
-            child = _spawn(self.isolation, self.limits, self.hide_paths, self.preload)
+            child = _spawn(self.isolation, self.limits, self.hide_paths, self.preload, aside, stay=bool(aside))
         if self.prefetch and self.spare_next:   # the next submission is taken to be like this one (one course)
             _order_spare(key, self.isolation, self.limits, self.hide_paths, self.preload)
         self.process, self.request_fd, self.reader, self.pids, self.scratch, self.memory, self.cpu = \
@@ -608,8 +610,10 @@ class Sandbox:
         outbox = self.outbox if self._outbox_reader is self.reader else None
         return self.reader.read_body(deadline, outbox)
 
-    def load(self, deadline: float | None = None, reuse: bool = True) -> LoadReport:
+    def load(self, deadline: float | None = None, reuse: bool = True, aside: Sequence[int] = ()) -> LoadReport:
         """Start (or restart) the child and run the kept statements; a statement that hangs is left out.
+        `aside`: the CPUs the child loads on, not the worker's (a worker loading its next submission while the one
+        before it is graded: aside_cpus); the caller moves it to the worker's before its cases (to_worker).
         `reuse` False: the runtime takes no snapshot of the loaded module (pristine.py), so no exercise's fork
         goes on to serve the next: each gets a fresh fork, as where the snapshot cannot be read. A reload for
         an exercise that isolates helpers asks so: such a fork ends with its exercise anyway (runtime.Child
@@ -625,7 +629,7 @@ class Sandbox:
         while True:
             self._stop()
             self.near = ""   # what happens now is the notebook's top-level code's
-            self._start()
+            self._start(aside)
             if self.process is not None:
                 self.budget.child_started(self.process.pid, self.meter.stalled if self.meter is not None else None,
                                           self.made, self.started_waiting)
@@ -718,6 +722,28 @@ class Sandbox:
                 time.monotonic() - started, message.names,
                 tuple(w for w in warnings if w.kind == Kind.MISSING_MODULE))
             return self.load_report
+
+    def to_worker(self) -> bool:
+        """Move a child loaded `aside` (load) to the worker's CPUs, where its cases and forks run: False if it
+        cannot be, and then it is not to be used (the caller loads the notebook again, on the worker's CPUs).
+
+        Every process of its sandbox is moved (isolation.Cgroup.keep_all_to): the runtime, the exercise's fork it
+        made ahead, and any process the notebook's load left running, which would otherwise stay on the CPU where
+        the worker loads the next student. Refused where one of them runs more than one thread (affinity is a
+        thread's; the student's threads cannot move themselves: confine.keep_scheduling), or more processes than
+        are moved at once. Where this process may not move them (not root), nothing is loaded ahead again. A
+        process made by a signal handler of the notebook's (its only code that runs in a loaded sandbox unasked)
+        while the group is moved could still start where it was: it stays in the sandbox's groups and limits,
+        and goes with them."""
+        global _SPARES_STAY
+        group = self.pids or self.cpu or self.memory
+        if self.process is None or group is None or not _CHILD_CPUS:
+            return False
+        try:
+            return group.keep_all_to(set(_CHILD_CPUS), expected=FORKED_AHEAD, wait=SETTLE_SECONDS)
+        except PermissionError:
+            _SPARES_STAY = False
+            return False
 
     def _leave_out(self, positions: Sequence[int], indices: Sequence[int]) -> None:
         """Statements the child says it stopped on time: leaving them out costs only the student."""
@@ -1752,6 +1778,7 @@ class _Child:
     cpu: CpuGroup | None = None
     made: float = 0.0      # when its groups were made (monotonic): its start waited and computed from then on
     waited: float = 0.0    # the zygote's run-queue time while it started this child (and itself, if it was new)
+    cpus: tuple[int, ...] = ()   # the CPUs it keeps to now (moved only by the zygote: Zygote.keep)
 
 
 def memory_cgroup_bytes(isolation: Isolation, limits: ProcessLimits) -> int:
@@ -1788,14 +1815,26 @@ NPROC_ROOM = 64
 # children keep to (its own), and those of the thread that starts its spare children.
 _CHILD_CPUS: list[int] = []
 _STARTER_CPUS: set[int] = set()
+# The processes of a loaded sandbox once settled: its runtime and the exercise's fork it makes ahead (runtime.serve).
+FORKED_AHEAD = 2
+SETTLE_SECONDS = 2.0   # waited for the fork made ahead: a few ms, more on a busy machine (else loaded again in turn)
+# Set with them where the worker loads its next submission ahead on `starter` (Sandbox.load's `aside`): a spare then
+# stays there once ready, and whoever takes it moves it where it is needed (_take_spare).
+_SPARES_STAY = False
 
 
-def keep_children_to(cpus: set[int], starter: set[int]) -> None:
+def keep_children_to(cpus: set[int], starter: set[int], preload: bool = False) -> None:
     """In a pool worker kept to `cpus` (executor.worker_cpus): every child keeps to them, whichever thread starts
     it, and the thread that starts spare children runs on `starter` (executor.aside_cpus), beside the child that
-    grades a student rather than queued behind it on the worker's CPU."""
-    global _CHILD_CPUS, _STARTER_CPUS
-    _CHILD_CPUS, _STARTER_CPUS = sorted(cpus), set(starter)
+    grades a student rather than queued behind it on the worker's CPU. `preload`: the worker loads its next
+    submission on `starter` too (executor._Inbox), so spares stay there when ready."""
+    global _CHILD_CPUS, _STARTER_CPUS, _SPARES_STAY
+    _CHILD_CPUS, _STARTER_CPUS, _SPARES_STAY = sorted(cpus), set(starter), preload and bool(cpus and starter)
+
+
+def aside_cpus() -> list[int]:
+    """The CPUs a submission is loaded on ahead (Sandbox.load's `aside`), or [] where the worker has none."""
+    return sorted(_STARTER_CPUS) if _SPARES_STAY and _CHILD_CPUS else []
 
 
 def _cpus() -> list[int]:
@@ -1819,10 +1858,11 @@ def _starter_thread() -> None:
 
 
 def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str],
-           preload: Sequence[str] = (), start_on: Sequence[int] = ()) -> _Child:
+           preload: Sequence[str] = (), start_on: Sequence[int] = (), stay: bool = False) -> _Child:
     """Have the zygote fork a child, jailed where the machine allows, and wait until it is ready. `start_on`: the
     CPUs it starts on, where they are not the worker's (a spare, on the CPU no worker keeps to: _order_spare);
-    once ready it is moved to the worker's (_cpus), before anything of a student's runs in it."""
+    once ready it is moved to the worker's (_cpus), before anything of a student's runs in it, unless it is to
+    `stay` there (a worker that loads ahead: _take_spare moves it where its taker needs it)."""
     made = time.monotonic()
     scratch = None if isolation.namespaces else supervisor.make_temp_folder("submission-")
     pids = None
@@ -1867,8 +1907,10 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
         ready = reader.read(time.monotonic() + RUNTIME_SECONDS * 2)
         if ready.get("op") != "ready":
             raise wire.FrameError("not a ready frame")
-        if start_on and sorted(start_on) != _cpus():
+        cpus = tuple(sorted(start_on)) if start_on else tuple(_cpus())
+        if start_on and sorted(start_on) != _cpus() and not stay:
             zygote.keep(process.pid, _cpus())
+            cpus = tuple(_cpus())
     except (wire.Timeout, wire.Closed, wire.FrameError, SpawnError) as error:
         process.kill()
         process.wait(timeout=5)
@@ -1881,7 +1923,7 @@ def _spawn(isolation: Isolation, limits: ProcessLimits, hide_paths: Sequence[str
     # Set here, never taken from the child: the limit in MB of the cgroup that holds the whole sandbox.
     facts["memory_cgroup"] = memory.limit >> 20 if memory is not None else None
     return _Child(process, request_write, reader, pids, scratch, str(ready.get("isolation", "unknown")), facts,
-                  memory, cpu, made, waited)
+                  memory, cpu, made, waited, cpus)
 
 
 # Spare children started ahead by sandboxes made with prefetch=True, by (isolation, limits, hidden paths).
@@ -1910,7 +1952,7 @@ def _order_spare(key: tuple, isolation: Isolation, limits: ProcessLimits, hide_p
         # runtime's start (~3 ms of CPU a Taoistic notebook) then run beside the worker's current child, not on its
         # CPU; ready, it is moved there (_spawn).
         _SPARES[key] = _starter().submit(_spawn, isolation, limits, list(hide_paths), tuple(preload),
-                                         sorted(_STARTER_CPUS) if _CHILD_CPUS else [])
+                                         sorted(_STARTER_CPUS) if _CHILD_CPUS else [], _SPARES_STAY)
 
 
 def _answering(isolate: Sequence[str], methods: Mapping[str, Any] | None) -> frozenset[tuple[str, str]]:
@@ -1945,9 +1987,10 @@ def _forget_inherited_spares() -> None:
 os.register_at_fork(after_in_child=_forget_inherited_spares)
 
 
-def _take_spare(key: tuple, preload: Sequence[str] = ()) -> _Child | None:
+def _take_spare(key: tuple, preload: Sequence[str] = (), cpus: Sequence[int] = ()) -> _Child | None:
     """The spare started for `key`, if it started and has what `preload` asks for (the zygote was asked for
-    it before the spare's fork); else None, and a spare without it is discarded, off the critical path."""
+    it before the spare's fork), kept to `cpus` (else the worker's: _cpus) where it is not yet; else None, and a
+    spare without it is discarded, off the critical path."""
     with _SPARES_LOCK:
         future = _SPARES.pop(key, None)
     if future is None:
@@ -1962,6 +2005,14 @@ def _take_spare(key: tuple, preload: Sequence[str] = ()) -> _Child | None:
     if not set(preload) <= set(child.process.preload):
         _later(_discard, child)
         return None
+    wanted = tuple(sorted(cpus)) if cpus else tuple(_cpus())
+    if wanted and child.cpus != wanted:   # a spare that stayed where it started (_SPARES_STAY): one thread still
+        try:
+            supervisor.zygote().keep(child.process.pid, list(wanted))
+        except (SpawnError, OSError):
+            _later(_discard, child)
+            return None
+        child.cpus = wanted
     return child
 
 
