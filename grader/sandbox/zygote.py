@@ -261,6 +261,18 @@ def _init(config, request_fd, response_fd, output_fd, zygote, uid, gid, handoff=
     os._exit(70)
 
 
+class _Listening:
+    """A sandbox's seccomp listener as the zygote reads it: whose it is and what it answered so far."""
+
+    __slots__ = ("pidfd", "answers_signals", "refused", "let_through")
+
+    def __init__(self, pidfd, answers_signals):
+        self.pidfd = pidfd                        # its child's
+        self.answers_signals = answers_signals    # the zygote answers its signals too (confine.ANSWERS_SIGNALS)
+        self.refused = 0                          # calls refused (reported to the grader)
+        self.let_through = 0                      # signals let through (to the sandbox's own processes)
+
+
 class Zygote:
     def __init__(self, control, preloaded=0, folder=""):
         self.control = control
@@ -270,8 +282,7 @@ class Zygote:
         # pidfd -> (pid, host uid swept when it ends or None, its exit-status pipe, its refusals' pipe)
         self.children = {}
         self.handoffs = {}       # fd -> (the socket a child sends its seccomp listener on, its pidfd)
-        # listener fd -> [its child's pidfd, refused calls reported, signals let through, whether it answers signals]
-        self.listeners = {}
+        self.listeners = {}      # listener fd -> _Listening
         self.parked = {}         # listener fd -> its child's pidfd: a sandbox ended at MAX_SIGNALS, not read any more
         self.over = {}           # pidfd -> why watch killed it (1 + an index of confine.OVER_LIMIT)
         self.preloaded = preloaded   # bytes of address space the preloaded modules take in every child
@@ -396,8 +407,8 @@ class Zygote:
                 listener = os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:seccomp notify"
             except OSError:
                 listener = False
-            if listener and pidfd in self.children and not any(seen[0] == pidfd for seen in self.listeners.values()):
-                self.listeners[fd] = [pidfd, 0, 0, said == confine.ANSWERS_SIGNALS]
+            if listener and pidfd in self.children and not any(seen.pidfd == pidfd for seen in self.listeners.values()):
+                self.listeners[fd] = _Listening(pidfd, said == confine.ANSWERS_SIGNALS)
             else:
                 os.close(fd)
 
@@ -419,24 +430,28 @@ class Zygote:
             fcntl.ioctl(listener, confine.NOTIFY_RECV, notice, True)
         except OSError:
             return
-        child = self.children.get(entry[0])
+        child = self.children.get(entry.pidfd)
         nr, arch = int.from_bytes(notice[16:20], "little", signed=True), int.from_bytes(notice[20:24], "little")
         where = "outside"
-        if entry[3] and child is not None and confine.signal_call(nr, arch):   # its first argument: the pid
+        if entry.answers_signals and child is not None and confine.signal_call(nr, arch):
+            # (its first argument: the pid)
             where = confine.signal_target(child[0], int.from_bytes(notice[32:36], "little", signed=True))
         if where == "outside" and child is not None:
             try:
                 os.write(child[3], bytes([confine.refused_kind(nr, arch)]))
             except OSError:
                 pass
-        entry[1 if where == "outside" else 2] += 1
-        if entry[3] and (entry[1] >= MAX_NOTIFIED or entry[2] >= MAX_SIGNALS):
+        if where == "outside":
+            entry.refused += 1
+        else:
+            entry.let_through += 1
+        if entry.answers_signals and (entry.refused >= MAX_NOTIFIED or entry.let_through >= MAX_SIGNALS):
             # Its own signals wait for this listener's answers: the sandbox ends instead. This call and any later
             # one stay unanswered (the listener is no longer read, kept until the sandbox is reaped): the caller
             # cannot go on before the runtime's end kills it (every fork of the runtime dies with it).
-            self.parked[listener] = self.listeners.pop(listener)[0]
+            self.parked[listener] = self.listeners.pop(listener).pidfd
             try:
-                signal.pidfd_send_signal(entry[0], signal.SIGKILL)
+                signal.pidfd_send_signal(entry.pidfd, signal.SIGKILL)
             except OSError:
                 pass
             return
@@ -448,7 +463,7 @@ class Zygote:
             fcntl.ioctl(listener, confine.NOTIFY_SEND, answer, True)
         except OSError:
             pass
-        if entry[1] >= MAX_NOTIFIED:
+        if entry.refused >= MAX_NOTIFIED:
             self._drop_listener(listener)
 
     def _drop_listener(self, listener):
@@ -460,7 +475,7 @@ class Zygote:
         elsewhere = self.elsewhere.pop(pidfd, ())
         over = self.over.pop(pidfd, 0)
         pid, uid, status_fd, seen_fd = self.children.pop(pidfd)
-        for listener in [fd for fd, seen in self.listeners.items() if seen[0] == pidfd]:
+        for listener in [fd for fd, seen in self.listeners.items() if seen.pidfd == pidfd]:
             self._drop_listener(listener)
         for listener in [fd for fd, owner in self.parked.items() if owner == pidfd]:
             del self.parked[listener]
