@@ -259,25 +259,13 @@ class Cgroup:
         cases. Never a process outside the group: each pid is held by a pidfd from before the group is read again,
         and one that is not alive after the move may have been another's pid by then (nothing is undone: none is
         ours to restore). Any error skips that process: it dies where it is, as before."""
-        try:
-            listed = [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()[:most]]
-        except (OSError, ValueError):
+        listed = self._listed()
+        if listed is None:
             return 0
-        held = {}
-        for pid in listed:
-            try:
-                held[pid] = os.pidfd_open(pid)
-            except OSError:
-                pass
+        held = self._held(listed[:most])
         moved = 0
         try:
-            try:   # listed again after the pidfds: a pid still here is the group's process that its pidfd holds
-                still = {int(pid) for pid in (self.path / "cgroup.procs").read_text().split()}
-            except (OSError, ValueError):
-                still = set()
             for pid, pidfd in held.items():
-                if pid not in still:
-                    continue
                 try:
                     os.sched_setaffinity(pid, cpus)
                 except OSError:
@@ -288,6 +276,27 @@ class Cgroup:
                 os.close(pidfd)
         return moved
 
+    def _listed(self) -> list[int] | None:
+        """The group's processes now (None: the group cannot be read)."""
+        try:
+            return [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return None
+
+    def _held(self, pids: list[int]) -> dict[int, int]:
+        """Of `pids` (listed in the group), those a listing after their pidfds were opened still shows, each with
+        its pidfd: such a pid is the group's process its pidfd holds, not another process given the pid of one
+        that ended since the first listing. The caller closes the pidfds."""
+        held = {}
+        for pid in pids:
+            try:
+                held[pid] = os.pidfd_open(pid)
+            except OSError:   # ended since the listing
+                pass
+        still = set(self._listed() or ())
+        for pid in [pid for pid in held if pid not in still]:
+            os.close(held.pop(pid))
+        return held
 
     def keep_all_to(self, cpus: set[int], expected: int = 1, most: int = MOVED_MOST, rounds: int = 3,
                     wait: float = 0.5) -> bool:
@@ -299,7 +308,7 @@ class Cgroup:
         `most` processes, a process of more threads (affinity is a thread's: the others would stay), or the group
         still shows processes not moved after `rounds` listings (each lists what the last one's processes made
         before they were moved). Each process is held by a pidfd while it is moved and checked, so the pid is the
-        group's process throughout. PermissionError where this process may not move them (not root).
+        group's process throughout (_held). PermissionError where this process may not move them (not root).
 
         `expected`: how many processes the group holds once settled (a loaded runtime makes its exercise's fork
         right after the load), waited for up to `wait` seconds before anything is moved: a fork in flight copies
@@ -308,45 +317,42 @@ class Cgroup:
         kept: set[int] = set()
         until = time.monotonic() + wait
         while True:
-            try:
-                listed = [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()]
-            except (OSError, ValueError):
+            listed = self._listed()
+            if listed is None:
                 return False
             if len(listed) >= expected:
                 break
             if time.monotonic() >= until:
                 return False
             time.sleep(0.0005)
-        for round in range(rounds):
-            if round:
-                try:
-                    listed = [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()]
-                except (OSError, ValueError):
+        for turn in range(rounds):
+            if turn:
+                listed = self._listed()
+                if listed is None:
                     return False
             if len(listed) > most:
                 return False
             new = [pid for pid in listed if pid not in kept]
             if not new:
                 return True
-            for pid in new:
-                try:
-                    pidfd = os.pidfd_open(pid)
-                except OSError:   # ended since the listing: nothing of it runs
-                    continue
-                try:
-                    os.sched_setaffinity(pid, cpus)
-                    with open(f"/proc/{pid}/status", "rb") as status:   # after the move: a thread made since has it
-                        threads = next((line.split()[1] for line in status if line.startswith(b"Threads:")), b"")
-                    if select.select([pidfd], [], [], 0)[0]:   # ended: the pid may be another's by now
+            held = self._held(new)
+            try:
+                for pid, pidfd in held.items():
+                    try:
+                        os.sched_setaffinity(pid, cpus)
+                        with open(f"/proc/{pid}/status", "rb") as status:   # after the move: a thread since has it
+                            threads = next((line.split()[1] for line in status if line.startswith(b"Threads:")), b"")
+                        if select.select([pidfd], [], [], 0)[0]:   # ended: the pid may be another's by now
+                            continue
+                        if threads != b"1":
+                            return False
+                        kept.add(pid)
+                    except PermissionError:
+                        raise
+                    except OSError:   # ended meanwhile
                         continue
-                    if threads != b"1":
-                        return False
-                    kept.add(pid)
-                except PermissionError:
-                    raise
-                except OSError:   # ended meanwhile
-                    continue
-                finally:
+            finally:
+                for pidfd in held.values():
                     os.close(pidfd)
         return False
 
@@ -374,11 +380,6 @@ class PidsGroup(Cgroup):
             if name == b"max" and value.strip().isdigit():
                 return int(value)
         return 0
-
-    def tasks(self) -> int:
-        """How many tasks (processes and threads alike) the group holds now: the kernel's count (pids.current).
-        OSError or ValueError where it cannot be read."""
-        return int((self.path / "pids.current").read_text())
 
     def close_events(self) -> None:
         if self.events is not None:
