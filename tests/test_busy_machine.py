@@ -89,6 +89,50 @@ def test_a_grading_starved_of_cpu_past_its_deadline_keeps_the_verdicts_of_a_quie
     assert starved["reached"] and starved["granted"] > 0   # the deadline passed, and the kernel's waiting moved it
 
 
+
+# One case of five isolated-helper calls, limit 0.3 s; the reference's answer to the call of 3 takes 0.6 s: of wall
+# time asleep (what a busy machine does to the parent's thread: it computes nothing), or of CPU time computing.
+# Prints the outcome's status and message.
+HELD_ANSWER = r'''
+import json, sys, time
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+computing = sys.argv[1] == "computing"
+source = "def many(helper, a, b):\n    return sum(helper(i) for i in range(a, b))\n"
+
+def reference(name, args, kwargs):
+    if args[0] == 3 and computing:
+        end = time.thread_time() + 0.6
+        while time.thread_time() < end:
+            pass
+    elif args[0] == 3:
+        time.sleep(0.6)
+    return args[0]
+
+statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
+with Sandbox(statements, {}, ProcessLimits(load_seconds=30)) as sandbox:
+    sandbox.load(time.monotonic() + 600)
+    [outcome] = sandbox.run_exercise([CaseRequest("c", "many(helper, 0, 5)", timeout=0.3, oracle_calls=10)],
+                                     ["helper"], reference, time.monotonic() + 600)
+    print(json.dumps([outcome.status, (outcome.error or {}).get("message", "")]))
+'''
+
+
+@pytest.mark.parametrize("reference", ["asleep", "computing"])
+def test_the_references_answer_is_bounded_by_the_cpu_time_it_computes_not_by_the_wall_clock(reference: str):
+    """The reference's answer to an isolated-helper call may take the case's limit of the parent's CPU time; the wall
+    time the parent's thread spends off a CPU is the machine's. At load 18-36 on 2 cores one answer of about 0.01 s
+    of CPU outlasted its case's 1 s of wall time, and int-tiles lost a search case it answered right ("stopped while
+    the reference answered its call", 3 gradings of 14, test_gradescope's one flake). An answer that computes past
+    the limit still ends the case: the child's arguments must not hold the parent."""
+    out = subprocess.run([sys.executable, "-c", HELD_ANSWER, reference], cwd=ROOT, capture_output=True, text=True,
+                         timeout=within(300))
+    status, message = json.loads(out.stdout.strip().splitlines()[-1])
+    if reference == "asleep":
+        assert status == "ok", message
+    else:
+        assert status == "timeout" and "while the reference answered" in message, message
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
 def test_a_grading_starved_past_its_moved_deadline_is_the_machines_fault_not_the_students():
     """The same starved grading, its deadline 0.5 s away and allowed to move by 0.05 s only: the machine took more

@@ -222,7 +222,20 @@ def test_answers_sent_ahead_never_shorten_the_time_the_reference_has_for_the_cal
     clock.prefetch_spent = 5.0
     assert clock.prefetch_seconds() <= 0 and clock.reference_seconds() == 1.0
     clock.paused(9.5)                  # and the calls asked theirs, but for half a second
+    clock.cpu_base -= 9.5              # computing all the while (the thread's CPU time since the first answer)
     assert clock.reference_seconds() == 0.5
+
+
+def test_the_wall_time_the_parent_spent_off_its_cpu_is_not_the_references_share():
+    """The share of the calls asked (10 times the limit) is the parent's work, so it is spent only once the grading
+    thread's CPU time since the case's first computed answer is: wall time its thread waited (a busy machine, the
+    GIL, a page read back in) leaves the share whole."""
+    clock = process._CaseClock(1.0, 0.0, None)
+    assert clock.reference_seconds() == 1.0
+    clock.paused(11.0)                 # more than the share's wall time answering, next to no CPU time
+    assert clock.reference_seconds() == 1.0
+    clock.cpu_base -= 9.7              # now 9.7 s of CPU time since the first answer: 0.3 s of the share is left
+    assert 0.25 < clock.reference_seconds() <= 0.3
 
 
 def test_the_parents_work_for_one_reply_is_bounded_whatever_the_rules():

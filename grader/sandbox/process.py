@@ -1536,6 +1536,7 @@ class _CaseClock:
         self.reference_spent = 0.0          # the parent's time answering, answers sent ahead included
         self.prefetch_spent = 0.0           # of which answers sent ahead (see Sandbox._with_prefetched)
         self.waiting_base: float | None = None   # the parent's run-queue time at the case's first computed answer
+        self.cpu_base = 0.0                 # and its thread's CPU time then
 
     def _read(self) -> cpuclock.Usage | None:
         return cpuclock.read_usage(self.process()) if self.process is not None else None
@@ -1583,12 +1584,17 @@ class _CaseClock:
         ahead have a share of their own (prefetch_seconds): they never shorten this one. The share is wall time,
         and the parent's own waiting for a CPU since the case's first answer is not the reference's: at load 16
         eight-puzzle's A* rerun spent its 10 s on thousands of round trips that each waited for a CPU, and a case
-        the notebook answered right was a timeout "while the reference answered"."""
+        the notebook answered right was a timeout "while the reference answered". Nor is the wall time the thread
+        spent off a CPU for any other reason (another thread's turn with the GIL, a page read back in): the share
+        is spent only once the thread's CPU time since that first answer, the answers' and the parent's other
+        work on the case, is spent too, so it bounds the grader's CPU, which a busy machine does not inflate."""
         if self.waiting_base is None:
-            self.waiting_base = cpuclock.own_waiting()
-        left = cpuclock.WALL_FACTOR * self.limit - (self.reference_spent - self.prefetch_spent)
-        if left < self.limit:   # running short: read how long the parent waited (one read, only then)
-            left += max(0.0, cpuclock.own_waiting() - self.waiting_base)
+            self.waiting_base, self.cpu_base = cpuclock.own_waiting(), time.thread_time()
+        share = cpuclock.WALL_FACTOR * self.limit
+        left = share - (self.reference_spent - self.prefetch_spent)
+        if left < self.limit:   # running short: read how long the parent waited and computed (only then)
+            left = max(left + max(0.0, cpuclock.own_waiting() - self.waiting_base),
+                       share - (time.thread_time() - self.cpu_base))
         return min(self.limit, left)
 
     def prefetch_seconds(self) -> float:
@@ -1752,15 +1758,18 @@ class _Unreadable(Exception):
 
 
 def _bounded(call: Callable[[], Any], seconds: float) -> Any:
-    """Run a trusted call for at most `seconds` (alarm.bounded: an alarm, or off the main thread, as in a Dask
-    worker, the ringer thread)."""
+    """Run a trusted call for at most `seconds` of this thread's CPU time (alarm.bounded: an alarm, or off the
+    main thread, as in a Dask worker, the ringer thread). CPU, not wall time: the child's arguments can make the
+    reference compute, not wait, and a thread a busy machine keeps off its CPU computes nothing (at load 18-36 on
+    2 cores one answer that took ~0.01 s of CPU outlasted its 1 s of wall, and int-tiles lost a search case the
+    notebook answered right, "stopped while the reference answered": 3 gradings of 14)."""
     if seconds <= 0:
         raise _ReferenceTooSlow("the case's time ran out")
 
     def too_slow() -> _ReferenceTooSlow:
-        return _ReferenceTooSlow(f"the reference took longer than {seconds:.2g} s on these arguments")
+        return _ReferenceTooSlow(f"the reference took longer than {seconds:.2g} s of CPU time on these arguments")
 
-    return bounded(call, seconds, too_slow)
+    return bounded(call, seconds, too_slow, cpu=True)
 
 
 @dataclass
