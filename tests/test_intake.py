@@ -372,6 +372,55 @@ def test_a_class_graded_into_its_own_folder_is_graded_again_without_its_copies(t
     assert [e.student for e in globbed.entries] == ["alice", "bob"]
 
 
+def test_a_students_folder_is_checked_by_its_own_notebook_never_by_what_grade_wrote_in_it(tmp_path: Path) -> None:
+    """`grader grade ada --out ada/results`, then `grader check ada`: the copy in ada/results/notebooks/ (same
+    content, newer) was the one checked, and named by its hash. The folder's notebook is taken, as gather takes
+    it; so where the folder given is a results folder itself (`--out ada`), its copies are not candidates."""
+    from grader.intake.gather import RESULTS_MARK, choose_in_folder
+    ada = tmp_path / "ada"
+    write(ada / "lab.ipynb", notebook("ada"), mtime=1_000_000)
+    for results in (ada / "results", ada):
+        write(results / "notebooks" / f"{'a' * 64}.ipynb", notebook("ada"), mtime=2_000_000)
+        write(results / RESULTS_MARK, b'{"assignment": "x"}\n')
+        write(results / "gradebook.sqlite", b"")
+        chosen, others, note = choose_in_folder(ada)
+        assert (chosen, others, note) == (ada / "lab.ipynb", [], ""), results
+    write(ada / "notebooks" / "old.ipynb", notebook("ada"), mtime=500_000)   # without the mark: a student's own
+    (ada / "gradebook.sqlite").unlink()
+    chosen, others, _ = choose_in_folder(ada)
+    assert sorted([chosen, *others]) == sorted([ada / "lab.ipynb", ada / "notebooks" / "old.ipynb",
+                                                ada / "notebooks" / f"{'a' * 64}.ipynb"])
+
+
+GIL_AND_IDA = (b"submission_1001:\n  :submitters:\n  - :name: Gil Hart\n    :sid: '501'\n"
+               b"  :created_at: 2026-11-20 21:10:05.123456000 Z\n"
+               b"submission_1002:\n  :submitters:\n  - :name: Ida Jones\n    :sid: '502'\n")
+
+
+def test_a_gradescope_export_of_empty_submission_folders_still_reads_its_metadata(tmp_path: Path) -> None:
+    """`export/submission_metadata.yml` beside `export/submission_N/` folders that are all empty (on disk, or as a
+    zip's folder entries): `export/` was not taken for a wrapper, as it is when a folder holds a file, so the
+    metadata was a stray file of a student "export" ("skipped: not a notebook") and the rows were named by number
+    with no hand-in time. They are the students the metadata names, at zero."""
+    export = tmp_path / "download" / "assignment_7_export"
+    write(export / "submission_metadata.yml", GIL_AND_IDA)
+    for number in ("1001", "1002"):
+        (export / f"submission_{number}").mkdir()
+    archive = tmp_path / "gradescope.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("assignment_7_export/submission_metadata.yml", GIL_AND_IDA)
+        for number in ("1001", "1002"):
+            zipped.writestr(zipfile.ZipInfo(f"assignment_7_export/submission_{number}/"), b"")
+    for source in (export.parent, archive):
+        result = gather([source], tmp_path / "work")
+        assert [(e.student, e.problem) for e in result.entries] == [
+            ("Gil_Hart_501", "handed in no notebook or script to grade: submission_1001 (a folder with no file in it)"),
+            ("Ida_Jones_502", "handed in no notebook or script to grade: submission_1002 (a folder with no file in it)")
+        ], source
+        assert result.entries[0].recorded.startswith("2026-11-20T21:10:05"), result.entries[0]
+        assert result.problems == () and any("gradescope worksheet, 2 students" in n for n in result.notes), result
+
+
 def test_notebook_is_preferred_to_a_newer_helper_script(tmp_path: Path) -> None:
     write(tmp_path / "subs" / "alice" / "lab.ipynb", notebook("alice"), mtime=1_000_000)
     write(tmp_path / "subs" / "alice" / "helpers.py", b"x = 1\n", mtime=2_000_000)

@@ -605,13 +605,16 @@ def choose_in_folder(folder: Path, defines: Defines | None = None, student: str 
 def collect(paths: Iterable[str | Path]) -> list[Path]:
     """Submission files from files and folders (folders searched recursively, checkpoints skipped). Inside a folder
     a symbolic link is never followed (LINKED): a Gradescope upload or a git clone can hold a link to the course's
-    reference, which would be graded as the student's own."""
+    reference, which would be graded as the student's own. What `grader grade` wrote is left out as gather leaves
+    it out: a results folder inside (`grade ada --out ada/results`, then `grader check ada` checked the copy in
+    results/notebooks/, the newest file of the same content), and the copies and shared values of the folder given
+    where it is one itself."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             real = os.path.realpath(path)
-            files = (Path(folder, name) for folder, _, names in walk(path) for name in names)   # not rglob: see walk
+            files = (Path(folder, name) for folder, names in _outside_results(path) for name in names)
             found.extend(sorted(
                 p for p in files
                 if p.is_file() and p.suffix in NOTEBOOK_SUFFIXES
@@ -620,6 +623,19 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
         else:
             found.append(path)
     return found
+
+
+def _outside_results(top: Path) -> Iterator[tuple[str, list[str]]]:
+    """walk(top)'s folders and file names, without what a results folder of grader grade keeps (_Collector._walk's
+    rule, not walk for walk: no LMS export is read here)."""
+    for folder, dirs, names in walk(top):   # not rglob: see walk
+        if _results_folder(folder, names, top):
+            if folder != str(top):
+                dirs[:] = []
+                continue
+            dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
+            names = [name for name in names if not RESULTS_FILES.match(name)]
+        yield folder, names
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -817,13 +833,13 @@ class _Collector:
             except ValueError:
                 parts, linked = (path.name,), path.is_symlink()
             relative.append((parts, path, linked))
-        wrappers = _wrappers([parts for parts, _, _ in relative if not _skipped(parts)], None)
         named = []
         for folder in folders:
             try:
                 named.append((folder.relative_to(root).parts, str(folder)))
             except ValueError:
                 continue
+        wrappers = _wrappers([parts for parts, _, _ in relative if not _skipped(parts)] + _lms_named(named), None)
         self._lms_folders(above, named, [parts for parts, _, _ in relative], None)
         items = []
         for parts, path, linked in relative:
@@ -947,12 +963,13 @@ class _Collector:
             if upload is None and fallback is not None and not any(
                     identify(Place(parts, len(parts))).convention in ("canvas", "moodle") for parts, _ in members):
                 upload = fallback
-            wrappers = 0 if upload is not None else _wrappers(
-                [parts for parts, _ in members if not _skipped(parts)], _stem(name))
+            wrappers = 0
             if upload is None:   # an export's folders (a zip holds an empty one as a folder entry alone)
                 named = [(parts, f"{label}:{info.filename.rstrip('/')}") for parts, info in (
                     (tuple(part for part in info.filename.replace("\\", "/").split("/") if part not in ("", ".")), info)
                     for info in archive.infolist() if info.is_dir()) if parts and ".." not in parts]
+                wrappers = _wrappers([parts for parts, _ in members if not _skipped(parts)] + _lms_named(named),
+                                     _stem(name))
                 self._lms_folders(_stem(name), named, [parts for parts, _ in members], _stem(name))
             folder = self.workdir / _archive_folder(name, label)
             overlapping = _overlapping(archive)
@@ -970,8 +987,7 @@ class _Collector:
         if nothing of that student's is found, the folder still makes their row (finish). Only a folder named as an
         LMS names a student's (`submission_N`, Moodle's `..._assignsubmission_file_`), and its place is read below
         the folders that wrap the whole input, the empty ones counted (an export whose only folder is empty)."""
-        named = [(parts, source) for parts, source in folders if parts and not _skipped(parts)
-                 and (GRADESCOPE_FOLDER.match(parts[-1]) or MOODLE_FOLDER.match(parts[-1]))]
+        named = [(parts, source) for parts, source in folders if _is_lms_named(parts)]
         if not named:
             return
         wrappers = _wrappers([p for p in files if not _skipped(p)] + [(*parts, "") for parts, _ in named], stem)
@@ -1433,6 +1449,20 @@ def _wrappers(paths: Sequence[tuple[str, ...]], archive_stem: str | None) -> int
             break
         depth += 1
     return depth
+
+
+def _is_lms_named(parts: tuple[str, ...]) -> bool:
+    """A folder an LMS's export names as a student's (`submission_N`, Moodle's `..._assignsubmission_file_`)."""
+    return bool(parts) and not _skipped(parts) and bool(GRADESCOPE_FOLDER.match(parts[-1])
+                                                        or MOODLE_FOLDER.match(parts[-1]))
+
+
+def _lms_named(folders: Sequence[tuple[tuple[str, ...], str]]) -> list[tuple[str, ...]]:
+    """The LMS-named `folders` as paths of a file inside each, for _wrappers: an export whose student folders are
+    all empty (Gradescope's `export/submission_N/` beside `export/submission_metadata.yml`) is wrapped by `export/`
+    as one with files is, so its worksheet is read at its top (it was taken for a file of a student `export`: the
+    rows were named by number, with no hand-in time)."""
+    return [(*parts, "") for parts, _ in folders if _is_lms_named(parts)]
 
 
 def _archive_folder(name: str, label: str) -> str:
