@@ -815,3 +815,27 @@ def test_a_cell_seen_once_is_not_kept_and_one_seen_again_is(monkeypatch: pytest.
     finally:
         if was:
             gc.enable()
+
+
+def test_grading_extracts_what_grader_extract_does_but_the_list_of_drops() -> None:
+    """Grading asks for no list of what was left out (extract's `drops`): each drop's reason walked its calls (a
+    tenth of extracting a Taoistic notebook) and nothing but `grader extract` reads them. Every bundled notebook
+    under every bundled rubric's policy: the same statements, definitions, syntax errors, warnings and runs."""
+    from grader.rubric.schema import load_rubric
+    from grader.intake.notebook import NotebookError
+    repo = Path(__file__).parents[1]
+    policies = [Policy(), *(load_rubric(path).policy for path in sorted((repo / "rubrics").glob("*.yaml")))]
+    seen = 0
+    for path in sorted([*(repo / "assignments").rglob("*.ipynb"), *(repo / "tests" / "fixtures").rglob("*.ipynb")]):
+        try:
+            notebook = read_notebook(path)
+        except NotebookError:
+            continue
+        for policy in policies:
+            whole, graded = extract(notebook, policy), extract(notebook, policy, drops=False)
+            assert graded.dropped == ()
+            assert (graded.statements, dict(graded.definitions), graded.syntax_errors, graded.warnings,
+                    graded.runs) == (whole.statements, dict(whole.definitions), whole.syntax_errors, whole.warnings,
+                                     whole.runs), path
+            seen += bool(whole.dropped)
+    assert seen > 100

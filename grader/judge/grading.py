@@ -1483,7 +1483,7 @@ def _open(notebook: Notebook, plan: Plan, support: Mapping[str, str], options: O
     """grade_notebook's first step: the extraction with the course's given code, and the sandbox for it."""
     rubric = plan.rubric
     if extracted is None:
-        extracted = extract(notebook, rubric.policy)
+        extracted = extract(notebook, rubric.policy, drops=False)
     limits = rubric.limits.merged({"submission_seconds": options.submission_seconds, "memory_mb": options.memory_mb})
     extracted, given_said = with_given(rubric, extracted, plan.given_code())
     said: list[GraderWarning] = [*warnings, *notebook.warnings, *extracted.warnings, *given_said]
@@ -1739,7 +1739,7 @@ def read_submission(path: Path, plan: Plan, hide: Sequence[Path | None] = (),
         code = [len(cell.source) for cell in notebook.cells if cell.kind == "code"]
         if max(code, default=0) > cells[0] or sum(code) > cells[1]:
             return _read(Read(path, sha256, notebook, None, tuple(hidden_folders(plan, path, hide))), started)
-    extracted = extract(notebook, plan.rubric.policy)
+    extracted = extract(notebook, plan.rubric.policy, drops=False)
     return _read(Read(path, sha256, notebook, extracted, tuple(hidden_folders(plan, path, hide))), started)
 
 
