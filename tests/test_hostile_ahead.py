@@ -1,14 +1,14 @@
 """A case's time limit is its own: work a later case needs cannot be paid in an earlier case's spare time.
 
-Every case has a CPU limit (the rubric's floor, or a multiple of the reference's time on it), but the runtime holds
-a whole request's cases before it runs the first: a case walks the interpreter's objects (`gc`), finds the
-runtime's later case requests, decodes their inputs with the runtime's own `_input` and does their work on its own
-clock, so the later case answers at once. Graded for real: the correct eight-puzzle notebook plus one cell whose
+Every case has a CPU limit (the rubric's floor, or a multiple of the reference's time on it). Where the runtime held
+a whole request's cases before it ran the first (before the parent sent each case once the last one answered), a
+case walked the interpreter's objects (`gc`), found the runtime's later case requests, decoded their inputs with the
+runtime's own `_input` and did their work on its own clock, so the later case answered at once.
+Graded for real: the correct eight-puzzle notebook plus one cell whose
 `astar_search` needs 2 s of CPU on e5 (the notebook's 27-move problem, a public case whose limit is the 1 s floor)
 and nothing more elsewhere. Left to e5 that work is a timeout; what matters is whether another case can do it
 ahead: an earlier exercise's cases (best_first_search's, which never see astar_search's requests: each exercise
-is its own request) or astar_search's own earlier cases (e1..e4, which do: one request holds them all; not closed,
-README "Isolation and trust").
+is its own request) or astar_search's own earlier cases (e1..e4, which did while one request held them all).
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ def test_an_earlier_exercise_cannot_pay_a_later_exercises_case(graded):
     assert graded["paid by an earlier exercise"][HARD][0] == "timeout"
 
 
-@pytest.mark.xfail(strict=True, reason="not closed: one request holds an exercise part's cases, and a case can "
-                                       "read and work on the later ones (README 'Isolation and trust')")
 def test_an_earlier_case_cannot_pay_a_later_case_of_its_exercise(graded):
+    """astar_search's e1..e4 look for e5's request: it is sent only once e4's answer came (a request holds its first
+    case; process._case_frame)."""
     cases = graded["paid by its own earlier cases"]
     assert cases[HARD][0] == "timeout"

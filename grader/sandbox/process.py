@@ -817,7 +817,7 @@ class Sandbox:
         public = [case for case in cases if not case.hidden]
         if not public or len(public) == len(cases):
             return self._run_part(cases, isolate, oracle, deadline, max_timeouts, methods, more)
-        # Two requests: the child is sent a request's every case at once.
+        # Two requests (each sends the child its cases one by one, each once the last one's answer came).
         found = dict(zip((case.id for case in public),
                          self._run_part(public, isolate, oracle, deadline, max_timeouts, methods, True), strict=True))
         hidden = [case for case in cases if case.hidden]
@@ -1036,6 +1036,11 @@ class Sandbox:
                     outcomes.append(_broken_rule(current, clock.started, "sent an answer to a case it was not "
                                                                          "running"))
                     return outcomes, False
+                # The next case's input only now (no earlier case could work on it: _exercise_message), and at
+                # once where it runs whatever this answer's verdict: the child waits for it.
+                released = None
+                if timeouts_left > 1 and len(outcomes) + 1 < len(cases):
+                    released = self._release(cases[len(outcomes) + 1], isolate, methods)
                 usage = clock.usage()
                 outcomes.append(self._outcome(current, message, now - clock.started,
                                               usage.cpu if usage is not None else None))
@@ -1047,6 +1052,12 @@ class Sandbox:
                         return outcomes, False   # enough waiting on this exercise: the rest are skipped
                 if len(outcomes) < len(cases):
                     current, calls, asked = cases[len(outcomes)], 0, 0
+                    if released is None:   # (else sent above)
+                        released = self._release(current, isolate, methods)
+                    if released:
+                        outcomes.append(_broken_rule(current, now, released) if released != "crash" else
+                                        self._crash(current, now, wire.Closed("the child closed its pipe")))
+                        return outcomes, False
                     clock = _CaseClock(current.timeout, now, process, self.meter, spent=reading)
                     if prefetch is not None:
                         prefetch.start_case(current.oracle_calls)
@@ -1080,6 +1091,17 @@ class Sandbox:
                 outcomes.append(_broken_rule(current, clock.started, "sent a frame of its start, load or fork "
                                                                      "while running a case"))
                 return outcomes, False
+
+    def _release(self, case: CaseRequest, isolate: Sequence[str], methods: Mapping[str, Any] | None) -> str:
+        """Send the child the exercise's next case (runtime.Child.next_case): "" once queued, "crash" where the
+        child closed its end, else why the case is lost (the child does not read its requests)."""
+        try:
+            self._send(_case_frame(case, isolate, methods))
+        except wire.Closed:
+            return "crash"
+        except wire.FrameError:
+            return "does not read the grader's requests"
+        return ""
 
     def _verified_fork(self, pid: Any) -> int | None:
         """The pid a child says it forked, if the kernel agrees it is its child: a forged message must never
@@ -1423,9 +1445,16 @@ def right_answer(case_id: str, value: Any) -> tuple[bytes, frames.Result] | None
 
 def _exercise_message(cases: Sequence[CaseRequest], isolate: Sequence[str],
                       methods: Mapping[str, Any] | None, more: bool) -> dict:
-    return {"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "more": more, "cases": [
-        {"id": c.id, "code": c.code, "values": dict(c.values), "set": dict(c.set), "probes": dict(c.probes),
-         "timeout": c.timeout, "reduce": c.reduce} for c in cases]}
+    """The exercise request: its first case only, and how many there are (`count`). Each next case is sent
+    once the last one's answer arrived (_case_frame): the child never holds a later case's input, which a case
+    could find (gc) and work on, on its own clock, so that the later case answers at once."""
+    return {"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "more": more,
+            "cases": [_case_message(c) for c in cases[:1]], "count": len(cases)}
+
+
+def _case_message(case: CaseRequest) -> dict:
+    return {"id": case.id, "code": case.code, "values": dict(case.values), "set": dict(case.set),
+            "probes": dict(case.probes), "timeout": case.timeout, "reduce": case.reduce}
 
 
 # An own run's exercise frame by the requests it carries: every student of a batch gets the plan's very requests
@@ -1447,12 +1476,34 @@ def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
     message = _exercise_message(cases, (), None, more)
     for request in message["cases"]:
         request["values"], request["set"] = _packed(request["values"]), _packed(request["set"])
-    # The rubric's expressions compiled here, once per worker with the frame (see precompiled.expressions).
-    message["magic"], message["codes"] = precompiled.MAGIC, precompiled.expressions(message["cases"])
+    # The rubric's expressions of every case compiled here, once per worker with the frame (see
+    # precompiled.expressions): calls and probes, over placeholders, never an input.
+    message["magic"], message["codes"] = precompiled.MAGIC, precompiled.expressions([_case_message(c) for c in cases])
     frame = wire.marshal_frame(message)
     if len(_FRAMES) >= _FRAMES_LIMIT:
         _FRAMES.clear()
     _FRAMES[key] = (tuple(cases), frame)
+    return frame
+
+
+# The frames of own runs' later cases (_case_frame), made once per worker, kept with their request.
+_CASE_FRAMES: dict[int, tuple[CaseRequest, bytes]] = {}
+
+
+def _case_frame(case: CaseRequest, isolate: Sequence[str], methods: Mapping[str, Any] | None) -> dict | bytes:
+    """An exercise's next case for the child (runtime.Child.next_case), sent once the last one's answer
+    arrived: the frame's bytes for an own run (its inputs packed), the message for an isolated one."""
+    if isolate or methods:
+        return {"op": "case", "case": _case_message(case)}
+    known = _CASE_FRAMES.get(id(case))
+    if known is not None and known[0] is case:
+        return known[1]
+    message = _case_message(case)
+    message["values"], message["set"] = _packed(message["values"]), _packed(message["set"])
+    frame = wire.marshal_frame({"op": "case", "case": message})
+    if len(_CASE_FRAMES) >= 8 * _FRAMES_LIMIT:
+        _CASE_FRAMES.clear()
+    _CASE_FRAMES[id(case)] = (case, frame)
     return frame
 
 

@@ -918,11 +918,32 @@ class Child:
 
     def run_cases(self, request):
         """An exercise's cases, each result written as its case ends, but the last: its frame is returned, to go
-        with what this process says next (Child.exercises)."""
+        with what this process says next (Child.exercises). The request holds its first case and how many there
+        are (`count`); each next one comes once the last one's answer reached the grader (next_case): no case
+        holds a later case's input, to do that case's work on its own clock."""
         cases, isolate, methods = request["cases"], request.get("isolate", []), request.get("methods", {})
-        for case in cases[:-1]:   # a result is a frame already (_result_frame)
-            _wire.send(self.response_fd, self.run_case(case, isolate, methods))
-        return self.run_case(cases[-1], isolate, methods) if cases else b""
+        count = request.get("count")
+        count = count if type(count) is int and count > len(cases) else len(cases)
+        last = count - 1
+        for number in range(count):
+            frame = self.run_case(cases[number] if number < len(cases) else self.next_case(), isolate, methods)
+            if number == last:
+                return frame
+            _wire.send(self.response_fd, frame)   # a result is a frame already (_result_frame)
+        return b""
+
+    def next_case(self):
+        """The exercise's next case, which the grader sends once the last answer reached it (process.py:
+        _case_frame). Read through the exercise's stream of replies where there is one (it may hold what it read
+        ahead); a reply an exchange cut short left there is skipped, as Child.ask skips it."""
+        while True:
+            body = self.replies.read_body() if self.replies is not None else _wire.read_body_blocking(self.request_fd)
+            if not body.startswith(b'{"seq":'):
+                break
+        message = _wire.request_of(body)
+        if message.get("op") != "case" or type(message.get("case")) is not dict:
+            raise _wire.FrameError("the grader sent no next case")
+        return message["case"]
 
     def still_pristine(self, started, company, files=None):
         """Whether this fork may serve the next exercise: nothing it could observe changed since the load

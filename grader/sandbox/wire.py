@@ -481,7 +481,16 @@ def read_frame_blocking(fd: int) -> dict:
 def read_request_blocking(fd: int) -> dict:
     """The parent's next request, as read_frame_blocking, JSON or marshal data (marshal_frame). Only the child
     reads requests: the parent, the trusted writer, is the only one that can make them."""
-    body = _read_body_blocking(fd)
+    return request_of(_read_body_blocking(fd))
+
+
+def read_body_blocking(fd: int) -> bytes:
+    """Exactly one frame's body (the child's side), unparsed: ``request_of`` makes it a request."""
+    return bytes(_read_body_blocking(fd))
+
+
+def request_of(body: bytes | bytearray) -> dict:
+    """A request's body as its message: JSON, or marshal data after MARSHALLED (read_request_blocking)."""
     if body[:1] != MARSHALLED:
         return _parse(body)
     try:

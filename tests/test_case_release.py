@@ -1,0 +1,77 @@
+"""A case's input reaches the child only once the case before it answered: no case can hold a later one's input
+(to work on it on its own clock), whatever it reads, writes or forges."""
+
+from __future__ import annotations
+
+import time
+
+from grader import codec, incidents
+from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
+from sandbox_run import RUN_SECONDS, run_cases, statement
+
+# What a case can see of the runtime's case requests: every dict the collector tracks that looks like one.
+SEEN = """
+import gc
+def seen():
+    return sorted(held["id"] for held in gc.get_objects()
+                  if type(held) is dict and isinstance(held.get("id"), str) and "values" in held)
+def echo(x):
+    return x
+"""
+
+
+def test_a_case_holds_no_later_cases_input():
+    cases = [CaseRequest("c0", "seen()"), CaseRequest("c1", "echo(__v0)", values={"__v0": codec.encode([4, 5])}),
+             CaseRequest("c2", "seen()"), CaseRequest("c3", "echo(__v0)", values={"__v0": codec.encode(6)})]
+    ran = run_cases([statement(SEEN)], cases)
+    assert [o.status for o in ran.outcomes] == ["ok"] * 4
+    assert codec.decode(ran.outcomes[0].value) == ["c0"]
+    assert "c3" not in codec.decode(ran.outcomes[2].value)
+    assert [codec.decode(ran.outcomes[1].value), codec.decode(ran.outcomes[3].value)] == [[4, 5], 6]
+
+
+def test_the_next_case_comes_through_the_stream_of_helper_answers():
+    """In an isolated run the child reads the reference's answers through a buffered stream of the same pipe: the
+    next case is read through it too, whatever it read ahead, and a case that asks nothing follows one that did."""
+    source = "def helper(x):\n    return -1\ndef twice(x):\n    return helper(x) + helper(x + 1)\n"
+    cases = [CaseRequest(f"c{n}", "twice(__v0)" if n != 2 else "__v0 * 3", values={"__v0": codec.encode(n)})
+             for n in range(5)]
+    ran = run_cases([statement(source)], cases, isolate=("helper",), oracle=lambda name, args, kwargs: 10 * args[0])
+    assert [o.status for o in ran.outcomes] == ["ok"] * 5, [o.error for o in ran.outcomes]
+    assert [codec.decode(o.value) for o in ran.outcomes] == [10, 30, 6, 70, 90]
+
+
+STEAL = """
+import json, os, select, struct, sys
+def _fds():
+    frame = sys._getframe(1)
+    while "self" not in frame.f_locals or not hasattr(frame.f_locals["self"], "response_fd"):
+        frame = frame.f_back
+    return frame.f_locals["self"].request_fd, frame.f_locals["self"].response_fd
+def steal():
+    request, response = _fds()
+    body = json.dumps({"op": "result", "case": "c0", "status": "ok", "value": 1, "probes": {},
+                       "output": ""}).encode()
+    os.write(response, struct.pack(">I", len(body)) + body)   # its own answer, early: the next case comes now
+    readable, _, _ = select.select([request], [], [], 5)
+    return len(os.read(request, 1 << 16)) if readable else 0
+def echo(x):
+    return x
+"""
+
+
+def test_a_case_that_answers_early_and_takes_the_next_case_costs_the_next_case():
+    """The first case writes its own answer, then reads the next case's frame off the pipe before the runtime can:
+    it holds that input, but the next case's clock started with the early answer, and the runtime's own answer
+    to the first case then arrives while the next case runs: a forged frame, the next case's loss. The grader
+    neither hangs nor gives the next case its point."""
+    cases = [CaseRequest("c0", "steal()"), CaseRequest("c1", "echo(__v0)", values={"__v0": codec.encode(2)}),
+             CaseRequest("c2", "echo(__v0)", values={"__v0": codec.encode(3)})]
+    started = time.monotonic()
+    with Sandbox([statement(STEAL)], {}, ProcessLimits(load_seconds=10)) as sandbox:
+        sandbox.load(time.monotonic() + RUN_SECONDS)
+        outcomes = sandbox.run_exercise(cases, (), lambda *a: None, time.monotonic() + RUN_SECONDS)
+    assert time.monotonic() - started < RUN_SECONDS
+    assert outcomes[0].status == "ok" and codec.decode(outcomes[0].value) == 1   # its own word for itself
+    assert outcomes[1].status in ("error", "timeout", "crash") and outcomes[2].status == "ok"
+    assert any(seen.kind == incidents.FORGED_FRAME for seen in sandbox.seen)
