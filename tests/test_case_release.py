@@ -30,6 +30,31 @@ def test_a_case_holds_no_later_cases_input():
     assert [codec.decode(ran.outcomes[1].value), codec.decode(ran.outcomes[3].value)] == [[4, 5], 6]
 
 
+# A literal input in a later case's call (the rubric's `inversions((8, 7, 6, 5, 4, 3, 2, 1, 0))`): its text, compiled
+# by the parent with the case's other expressions, comes with that case too.
+LITERAL = """
+import gc
+def leaked():
+    needle = "(8, 7, " + "6, 5"
+    for held in gc.get_objects():
+        items = list(held) if type(held) in (dict, list, tuple) else ()
+        for item in items:
+            if any(type(text) is str and needle in text for text in (item if type(item) is tuple else (item,))):
+                return True
+    return False
+def echo(x):
+    return x
+"""
+
+
+def test_a_later_cases_literal_input_is_not_in_the_child_before_its_turn():
+    cases = [CaseRequest("c0", "leaked()"), CaseRequest("c1", "echo(1)"),
+             CaseRequest("c2", "echo((8, 7, 6, 5, 4, 3, 2, 1, 0))"), CaseRequest("c3", "leaked()")]
+    ran = run_cases([statement(LITERAL)], cases)
+    assert [o.status for o in ran.outcomes] == ["ok"] * 4
+    assert [codec.decode(o.value) for o in ran.outcomes] == [False, 1, (8, 7, 6, 5, 4, 3, 2, 1, 0), True]
+
+
 def test_the_next_case_comes_through_the_stream_of_helper_answers():
     """In an isolated run the child reads the reference's answers through a buffered stream of the same pipe: the
     next case is read through it too, whatever it read ahead, and a case that asks nothing follows one that did."""

@@ -1476,9 +1476,9 @@ def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
     message = _exercise_message(cases, (), None, more)
     for request in message["cases"]:
         request["values"], request["set"] = _packed(request["values"]), _packed(request["set"])
-    # The rubric's expressions of every case compiled here, once per worker with the frame (see
-    # precompiled.expressions): calls and probes, over placeholders, never an input.
-    message["magic"], message["codes"] = precompiled.MAGIC, precompiled.expressions([_case_message(c) for c in cases])
+    # The rubric's expressions compiled here, once per worker with the frame (see precompiled.expressions): the
+    # first case's only, each next case's with it (_case_frame): a call may hold a literal input.
+    message["magic"], message["codes"] = precompiled.MAGIC, precompiled.expressions(message["cases"])
     frame = wire.marshal_frame(message)
     if len(_FRAMES) >= _FRAMES_LIMIT:
         _FRAMES.clear()
@@ -1500,7 +1500,8 @@ def _case_frame(case: CaseRequest, isolate: Sequence[str], methods: Mapping[str,
         return known[1]
     message = _case_message(case)
     message["values"], message["set"] = _packed(message["values"]), _packed(message["set"])
-    frame = wire.marshal_frame({"op": "case", "case": message})
+    frame = wire.marshal_frame({"op": "case", "case": message, "magic": precompiled.MAGIC,
+                                "codes": precompiled.expressions([message])})
     if len(_CASE_FRAMES) >= 8 * _FRAMES_LIMIT:
         _CASE_FRAMES.clear()
     _CASE_FRAMES[id(case)] = (case, frame)

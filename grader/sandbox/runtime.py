@@ -943,6 +943,7 @@ class Child:
         message = _wire.request_of(body)
         if message.get("op") != "case" or type(message.get("case")) is not dict:
             raise _wire.FrameError("the grader sent no next case")
+        _take_codes(message)
         return message["case"]
 
     def still_pristine(self, started, company, files=None):
@@ -1197,16 +1198,17 @@ def _input(value):
 
 
 def _take_codes(request):
-    """An exercise's rubric expressions as the parent compiled them (precompiled.expressions), into _CODE, when
+    """A case's rubric expressions as the parent compiled them (precompiled.expressions), into _CODE, when
     this interpreter can load its code: a load costs a fifteenth of a compile. What is not there is compiled
-    by _compiled, as before."""
+    by _compiled, as before. Each comes with its case (the request's first, then each next: Child.next_case),
+    as an expression may hold a literal input; one this exercise loaded already is not loaded again."""
     if not _compiled_here(request) or type(request.get("codes")) is not list:
         return
     for entry in request["codes"][:_CODE_ENTRIES]:
         if type(entry) is not tuple or len(entry) != 3:
             continue
         text, filename, data = entry
-        if type(text) is str and type(filename) is str:
+        if type(text) is str and type(filename) is str and (text, filename) not in _CODE:
             code = _parents_code(data)
             if code is not None:
                 _CODE[(text, filename)] = code
