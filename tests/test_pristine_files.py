@@ -15,32 +15,25 @@ from typing import Any
 
 import pytest
 
+import testclock
 from grader.sandbox import pristine
 
 
 def in_a_fork(test: Callable[..., None]) -> Callable[..., None]:
-    """Run the test in a fork of this process with `files` opened there; its failure is reported here."""
+    """Run the test in a fork of this process with `files` opened there; its failure is reported here, and a fork
+    that never answers is killed and fails the test (testclock.in_a_fork) instead of holding the run."""
     @functools.wraps(test)
     def run(*args: Any, **kwargs: Any) -> None:
-        reader, writer = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
+        def actions() -> str | None:
             try:
-                os.close(reader)
                 files = pristine.Files.open()
                 assert files is not None
                 test(files, *args, **kwargs)
-                code = 0
+                return None
             except BaseException:  # noqa: BLE001 - reported to the test's own process
-                os.write(writer, traceback.format_exc().encode())
-            finally:
-                os._exit(code)
-        os.close(writer)
-        with os.fdopen(reader, "rb") as said:
-            report = said.read().decode()
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, report
+                return traceback.format_exc()
+        report = testclock.in_a_fork(actions)
+        assert report is None, report
     run.__signature__ = None  # type: ignore[attr-defined]
     return run
 
