@@ -18,6 +18,7 @@ from grader.judge.options import Options
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 from notebook_build import appended, write
 from sandbox_run import statement
+from test_hostile_incidents import FORGED_AT_LOAD
 
 REPO = Path(__file__).resolve().parents[1]
 CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ipynb"
@@ -161,17 +162,7 @@ def test_a_notebook_graded_from_its_load_ahead_is_graded_as_without_it(loads_ahe
 
 # Top-level code that forges a frame (left out: the load goes on) and leaves a thread running: its load ahead is
 # not moved, the notebook is loaded again, and what the sandbox saw in the load ahead is still the student's.
-FORGED_AND_THREADED = '''
-import json as _rt_json, os as _rt_os, struct as _rt_struct, threading as _rt_threading, time as _rt_time
-def _rt_forging(function):
-    body = _rt_json.dumps({"op": "ready", "pid": 1}).encode()
-    for fd in range(3, 32):
-        try:
-            _rt_os.write(fd, _rt_struct.pack(">I", len(body)) + body)
-        except OSError:
-            pass
-    return function
-find_tile = _rt_forging(find_tile)
+FORGED_AND_THREADED = FORGED_AT_LOAD + '''import threading as _rt_threading, time as _rt_time
 def _rt_threaded(function):
     _rt_threading.Thread(target=_rt_time.sleep, args=(30,), daemon=True).start()
     return function
