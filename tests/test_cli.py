@@ -277,6 +277,40 @@ def test_every_student_an_lms_lists_keeps_a_row_even_with_nothing_in_the_export(
     assert "4 submissions: 2 graded, 2 unreadable, 0 failed, 0 unchanged; 0 skipped" in shown
 
 
+def test_a_later_no_submission_keeps_the_graded_row(tmp_path: Path, grader_cache: Path) -> None:
+    """A student graded from an earlier Moodle export, whom a later export's worksheet lists as "No submission":
+    their graded row was replaced by a 0 ("handed in nothing"). The notebook graded is still their last hand-in
+    in our records: the row is kept, and a note says the latest export had no submission for them."""
+    import csv
+    sheet_head = '"Identifier","Full name","Email address","Status","Last modified (submission)"\n'
+    first = tmp_path / "first"
+    (first / "Eve Fox_2103_assignsubmission_file_").mkdir(parents=True)
+    (first / "Eve Fox_2103_assignsubmission_file_" / "lab.ipynb").write_bytes((REPO / CORRECT).read_bytes())
+    first_sheet = tmp_path / "first.csv"
+    first_sheet.write_text(sheet_head + '"Participant 2103","Eve Fox","eve@example.org","Submitted for grading",'
+                           '"Friday, 20 November 2026, 10:00 PM"\n', encoding="utf-8")
+    second = tmp_path / "second"
+    (second / "Ann Bell_2101_assignsubmission_file_").mkdir(parents=True)
+    (second / "Ann Bell_2101_assignsubmission_file_" / "lab.ipynb").write_bytes((REPO / TRANSPOSED).read_bytes())
+    second_sheet = tmp_path / "second.csv"
+    second_sheet.write_text(sheet_head + '"Participant 2101","Ann Bell","ann@example.org","Submitted for grading",'
+                            '"Friday, 20 November 2026, 10:00 PM"\n'
+                            '"Participant 2103","Eve Fox","eve@example.org","No submission","-"\n', encoding="utf-8")
+    out = tmp_path / "results"
+    common = ("--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    graded = run("grade", str(first), str(first_sheet), *common)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    later = run("grade", str(second), str(second_sheet), *common)
+    assert later.returncode == 0, later.stdout + later.stderr
+    with open(out / "gradebook.csv", encoding="utf-8", newline="") as file:
+        rows = {row["student"]: (row["total"], row["state"]) for row in csv.DictReader(file)}
+    assert rows == {"Ann_Bell_2101": ("28", "graded"), "Eve_Fox_2103": ("30", "graded")}
+    assert json.loads((out / "Eve_Fox_2103.json").read_text(encoding="utf-8"))["total"] == 30
+    assert (f"note: Eve_Fox_2103: {second_sheet} says 'No submission' for this student: their graded row "
+            f"is kept") in flat(later.stdout), later.stdout
+    assert "2 submissions: 1 graded, 0 unreadable, 0 failed, 1 unchanged; 0 skipped" in flat(later.stdout)
+
+
 def test_an_unreadable_students_feedback_names_their_own_file_never_the_tas_path_to_the_export(
         tmp_path: Path, grader_cache: Path) -> None:
     """Why a file was not graded is `<source>: <why>`, the source as the TA gave it: the student's report and

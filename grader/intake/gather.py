@@ -119,6 +119,8 @@ class Entry:
     extended: str = ""      # the student's own due date from the LMS (an extension; ISO, no zone), "" if none
     former: str = ""        # the id an older grader gave this student, when safe_id now gives another (see
                             # keep_former_ids)
+    nothing: str = ""       # the LMS's word that the student handed in nothing (Moodle's Status "No submission"),
+                            # when this intake has no file of theirs: an earlier hand-in's row outlives it
 
 
 @dataclass(frozen=True)
@@ -665,6 +667,7 @@ class _Candidate:
     when: str
     problem: str = ""       # why this notebook cannot be read (empty, a member that does not extract)
     handed: Stamp = Stamp()  # when it was handed in, as far as its time says (`_handed`)
+    nothing: str = ""       # the worksheet's Status that says no file was handed in (_listed_absent)
 
 
 class _Unusable(NamedTuple):
@@ -1074,7 +1077,7 @@ class _Collector:
             entries.append(Entry(ids[key], chosen.path, chosen.source, key[0], tuple(c.source for c in others),
                                  chosen.owner.late or record.late, chosen.modified, chosen.problem,
                                  chosen.handed.at, record.recorded or chosen.handed.local, record.extended,
-                                 chosen.owner.former if ids[key] == chosen.owner.student else ""))
+                                 chosen.owner.former if ids[key] == chosen.owner.student else "", chosen.nothing))
             if note:
                 notes.append(note)
         entries.sort(key=lambda e: e.student)
@@ -1137,7 +1140,8 @@ class _Collector:
                 continue
             rowed.add((owner.convention, owner.student))
             rows.append(_Candidate(owner, self.workdir / "unreadable" / owner.student, record.worksheet, "", 0.0, "",
-                                   f"handed in nothing (the worksheet's Status: {record.nothing!r})"))
+                                   f"handed in nothing (the worksheet's Status: {record.nothing!r})",
+                                   nothing=record.nothing))
         return rows
 
     def _named(self) -> tuple[list[_Candidate], list[str]]:

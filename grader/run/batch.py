@@ -287,6 +287,17 @@ def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_di
     return replace(row, late=lateness.late, penalty=lateness.penalty)
 
 
+def _kept_for_nothing(book: Gradebook | None, entry: Entry, assignment: str) -> ScoreRow | None:
+    """The student's current row when the LMS says they handed in nothing this time (Moodle's "No submission") and
+    an earlier intake graded a notebook of theirs: that notebook is still their last hand-in on record, and a 0
+    for "nothing" would replace a grade the TA expects kept. An unreadable row (nothing gradable before either)
+    is replaced, its reason brought up to date."""
+    if book is None or not entry.nothing:
+        return None
+    row = next(book.score_rows(assignment, entry.student), None)
+    return row if row is not None and row.state != "unreadable" else None
+
+
 def missing_paths(paths: Iterable[str | Path]) -> list[str]:
     """Command-line paths that name nothing: no file or folder, and no match for a pattern."""
     import glob
@@ -389,6 +400,16 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
             compared = book is not None and making is None
             for entry in entries:
                 student, path, source = entry.student, entry.path, entry.source
+                standing = _kept_for_nothing(book, entry, rubric.assignment) if compared else None
+                if book and standing is not None:
+                    batch.levels[standing.isolation] += 1
+                    batch.unchanged += 1
+                    batch.notes.append(f"{student}: {source} says {entry.nothing!r} for this student: their "
+                                       f"{standing.state} row is kept (the notebook it graded is still their last "
+                                       f"hand-in on record)")
+                    if on_result:
+                        on_result(summaries.of(standing), True)
+                    continue
                 sha256 = file_sha256(path) if compared else ""
                 previous = (book.unchanged_row(rubric.assignment, student, sha256, rubric.sha256, __version__)
                             if book and compared and not force else None)
