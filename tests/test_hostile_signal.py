@@ -22,8 +22,11 @@ from pathlib import Path
 import pytest
 import testclock
 
-from grader import incidents
+from grader import codec, incidents
+from grader.sandbox.isolation import detect
+from grader.sandbox.process import CaseRequest, ProcessLimits
 from notebook_build import appended, write
+from sandbox_run import run_cases, statement
 from test_hostile_rlimits import NOTIFIES, _as_grader, _environment, _interpreter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -200,3 +203,22 @@ def test_a_loop_of_signals_costs_the_zygote_a_bounded_number_of_answers():
         [(status, _), then] = report["outcomes"]
         assert status != "ok" and then == ["ok", 45], report
         assert report["incidents"] == incidents_seen, report
+
+
+@pytest.mark.skipif(not detect().namespaces, reason="no user namespaces here: no jail, no scratch tmpfs of its own")
+def test_a_jails_mountinfo_does_not_tell_its_host_pid():
+    """A signal names a host pid, and a jail should not learn its own: under a root grader the scratch tmpfs was
+    mounted with uid= and gid= its unused uid, UID_BASE + the runtime's host pid, which /proc/self/mountinfo shows
+    as given (`uid=1073764227`). It is now given to that uid by chown, as its folders were: the student still owns
+    them, and the options name no uid."""
+    source = ("import os\ndef probe():\n"
+              "    return open('/proc/self/mountinfo').read(), os.stat('.').st_uid == os.getuid()\n")
+    ran = run_cases([statement(source)], [CaseRequest(id="probe", code="probe()", timeout=30.0)],
+                    limits=ProcessLimits())
+    [outcome] = ran.outcomes
+    assert outcome.status == "ok", outcome
+    mountinfo, owned = codec.decode(outcome.value)
+    assert owned and ran.sandbox.level == "namespaces", ran.sandbox.facts
+    scratch = [line for line in mountinfo.splitlines() if line.split()[4] in ("/tmp", "/home/student")]
+    assert len(scratch) == 2 and not any("uid=" in line or "gid=" in line for line in scratch), scratch
+    assert str(ran.sandbox.facts["host_uid"]) not in mountinfo

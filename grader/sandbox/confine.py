@@ -320,12 +320,14 @@ SCRATCH_FOLDERS = {"home": HOME, "tmp": "/tmp"}
 
 def _scratch(at, new, scratch_bytes, scratch_files, owner):
     """The sandbox's bounded tmpfs, mounted at `at` (a folder outside the new root, detached with the host's
-    root), its folders bound into the new root at `new` (SCRATCH_FOLDERS, folders there already)."""
+    root), its folders bound into the new root at `new` (SCRATCH_FOLDERS, folders there already). Given to `owner`
+    by chown, not by the mount's uid= and gid=: the jail's /proc/self/mountinfo shows a mount's options as given,
+    and under a root grader `owner` is UID_BASE + the runtime's host pid, which told a jail its host pid."""
     if not os.path.isdir(at):
         os.mkdir(at)
     _mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV,
-           f"size={max(4096, int(scratch_bytes))},nr_inodes={max(16, int(scratch_files))},mode=700,"
-           f"uid={owner},gid={owner}")
+           f"size={max(4096, int(scratch_bytes))},nr_inodes={max(16, int(scratch_files))},mode=700")
+    os.chown(at, owner, owner)
     for folder, target in SCRATCH_FOLDERS.items():
         os.mkdir(f"{at}/{folder}", 0o700)
         os.chown(f"{at}/{folder}", owner, owner)
