@@ -8,8 +8,9 @@ itself; this process hides Landlock from itself, its zygote and every sandbox wi
 landlock_create_ruleset ENOSYS, as a kernel without Landlock does (the grader then reads ABI 0 and restricts
 nothing). Nothing of the grader is changed: the filter is the kernel's answer, inherited as a kernel's would be.
 
-Run as `python hostile_signal_grader.py NOTEBOOK CACHE` with PYTHONPATH naming the repo: grades NOTEBOOK with the
-Taoistic rubric (expected values in CACHE) and prints one JSON line: the scores by exercise, the incidents, the
+Run as `python hostile_signal_grader.py NOTEBOOK CACHE [--wait]` with PYTHONPATH naming the repo: grades NOTEBOOK
+with the Taoistic rubric (expected values in CACHE; --wait: once ready, prints "ready" and grades when a line comes
+on stdin) and prints one JSON line: the scores by exercise, the incidents, the
 cases that did not pass and how the submission was isolated. `python hostile_signal_grader.py own` runs OWN's
 probe() instead, a case that signals its own processes and groups and a sleeper of the uid outside it (this process
 starts it), and `... loop KIND` a case that loops on signals (LOOPS), then a plain case: each prints its cases'
@@ -160,6 +161,11 @@ def main() -> None:
 
     notebook, cache = Path(sys.argv[1]), Path(sys.argv[2])
     plan = build_plan(load_rubric(RUBRIC), cache)
+    if sys.argv[3:] == ["--wait"]:   # ready to grade at once (its zygote started): the test says when
+        from grader.sandbox import supervisor
+        supervisor.zygote()
+        print("ready", flush=True)
+        sys.stdin.readline()
     result = grade_path(notebook, plan, support_sources(plan))
     print(json.dumps({
         "total": result.total, "max_total": result.max_total, "uid": os.geteuid(),

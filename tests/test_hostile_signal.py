@@ -36,7 +36,8 @@ CORRECT = REPO / "assignments" / "taoistic-search" / "submissions" / "correct.ip
 # Top-level code, at load (within its 10 s; bound to a graded name, so the load keeps it). Its own zygote is its first
 # ancestor running zygote.py whose parent does not (a sandbox is a fork of a zygote); every other zygote of the uid is
 # another worker's, and each process below one is of a sandbox it runs. Each is sent SIGKILL, every few ms, until
-# the other worker has gone (it saw one) or 8 s have passed.
+# the other worker has gone (it saw one) or 8 s have passed. It first makes the file MARKER (no Landlock: it writes
+# what its uid may), which the test waits for before it lets the victim's worker grade.
 ATTACK = '''
 import os as _rt_os, signal as _rt_signal, time as _rt_time
 def _rt_stat(pid):
@@ -58,6 +59,7 @@ def _rt_below(pid):
             todo += below
     return found
 def _rt_attack(seconds):
+    _rt_os.close(_rt_os.open(MARKER, _rt_os.O_CREAT | _rt_os.O_WRONLY, 0o600))
     own = _rt_os.getpid()
     while not _rt_is_zygote(own):
         own = int(_rt_stat(own)[1])
@@ -94,23 +96,10 @@ find_tile = _rt_attacking(find_tile)
 '''
 
 
-def _grading(interpreter: str, notebook: Path, cache: Path) -> subprocess.Popen:
-    return subprocess.Popen([interpreter, str(HARNESS), str(notebook), str(cache)], env=_environment(), cwd="/",
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **_as_grader())
-
-
-def _sandbox_started(grader: int) -> bool:
-    """A zygote of `grader` runs a child: the attacker's sandbox exists, its load about to start."""
-    try:
-        with open(f"/proc/{grader}/task/{grader}/children") as children:
-            zygotes = children.read().split()
-        for zygote in zygotes:
-            with open(f"/proc/{zygote}/task/{zygote}/children") as children:
-                if children.read().split():
-                    return True
-    except OSError:
-        pass
-    return False
+def _grading(interpreter: str, notebook: Path, cache: Path, *wait: str) -> subprocess.Popen:
+    return subprocess.Popen([interpreter, str(HARNESS), str(notebook), str(cache), *wait], env=_environment(),
+                            cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            **_as_grader())
 
 
 def _report(process: subprocess.Popen) -> dict:
@@ -127,25 +116,30 @@ def test_a_student_in_rlimits_mode_cannot_kill_another_students_sandbox_of_the_s
         pytest.skip("no seccomp user notifications here: the filter alone cannot tell a sandbox's own processes")
     folder = Path(tempfile.mkdtemp(prefix="hostile-signal-"))
     try:
-        attacker_notebook = write(folder / "attacker.ipynb", appended(CORRECT, ATTACK))
+        marker = folder / "attacking"
+        attacker_notebook = write(folder / "attacker.ipynb", appended(CORRECT, f"MARKER = {str(marker)!r}\n" + ATTACK))
         for cache in ("victim-cache", "attacker-cache"):
             (folder / cache).mkdir()
         if os.geteuid() == 0:
             for path in (folder, attacker_notebook, folder / "victim-cache", folder / "attacker-cache"):
                 os.chown(path, _as_grader()["user"], _as_grader()["group"])
-        attacker = _grading(interpreter, attacker_notebook, folder / "attacker-cache")
+        victim = _grading(interpreter, CORRECT, folder / "victim-cache", "--wait")
         try:
-            end = time.monotonic() + testclock.within(120)
-            while not _sandbox_started(attacker.pid) and attacker.poll() is None and time.monotonic() < end:
-                time.sleep(0.02)
-            victim = _grading(interpreter, CORRECT, folder / "victim-cache")
+            assert victim.stdout is not None and victim.stdin is not None
+            assert victim.stdout.readline() == b"ready\n", victim.communicate()[1].decode(errors="replace")[-3000:]
+            attacker = _grading(interpreter, attacker_notebook, folder / "attacker-cache")
             try:
+                end = time.monotonic() + testclock.within(120)
+                while not marker.exists() and attacker.poll() is None and time.monotonic() < end:
+                    time.sleep(0.01)
+                victim.stdin.write(b"go\n")
+                victim.stdin.flush()
                 graded = _report(victim)
+                attacked = _report(attacker)
             finally:
-                victim.kill()
-            attacked = _report(attacker)
+                attacker.kill()
         finally:
-            attacker.kill()
+            victim.kill()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     # The victim: every answer right, nothing of the attacker's reached it (before: cases "died from SIGKILL").
