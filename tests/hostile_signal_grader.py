@@ -68,13 +68,18 @@ def gone(pid, seconds=20):   # dead: a zombie, or reaped (an orphan's reaper is 
         time.sleep(0.01)
     return False
 
-def sleeper(session=False):
+def sleeper(session=False):   # returns once the child is in its own session, if asked
+    read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         if session:
             os.setsid()
+        os.write(write, b"!")
         time.sleep(60)
         os._exit(0)
+    os.read(read, 1)
+    os.close(read)
+    os.close(write)
     return pid
 
 def probe(outside):
