@@ -216,7 +216,15 @@ def test_other_arguments_are_taken_only_in_the_text_the_runtime_writes_for_them(
         assert prefetch._values(other) is None, other
 
 
-def test_answers_sent_ahead_never_shorten_the_time_the_reference_has_for_the_calls_asked():
+def _still_thread(monkeypatch):
+    """The grading thread's run-queue time and CPU time held still, so that only what a test moves moves: a busy
+    machine may keep the test's own thread waiting for a CPU between two readings, which the share counts back."""
+    monkeypatch.setattr(process.cpuclock, "own_waiting", lambda: 0.0)
+    monkeypatch.setattr(process.time, "thread_time", lambda: 100.0)
+
+
+def test_answers_sent_ahead_never_shorten_the_time_the_reference_has_for_the_calls_asked(monkeypatch):
+    _still_thread(monkeypatch)
     clock = process._CaseClock(1.0, 0.0, None)
     clock.paused(5.0)                  # answering ahead used its whole share
     clock.prefetch_spent = 5.0
@@ -226,10 +234,11 @@ def test_answers_sent_ahead_never_shorten_the_time_the_reference_has_for_the_cal
     assert clock.reference_seconds() == 0.5
 
 
-def test_the_wall_time_the_parent_spent_off_its_cpu_is_not_the_references_share():
+def test_the_wall_time_the_parent_spent_off_its_cpu_is_not_the_references_share(monkeypatch):
     """The share of the calls asked (10 times the limit) is the parent's work, so it is spent only once the grading
     thread's CPU time since the case's first computed answer is: wall time its thread waited (a busy machine, the
     GIL, a page read back in) leaves the share whole."""
+    _still_thread(monkeypatch)
     clock = process._CaseClock(1.0, 0.0, None)
     assert clock.reference_seconds() == 1.0
     clock.paused(11.0)                 # more than the share's wall time answering, next to no CPU time
