@@ -1,0 +1,71 @@
+"""What an exercise can leave for the next exercise its fork serves where the fork's check does not look: the
+bindings of a library module no name of the notebook's reaches (pristine compares the bindings of the modules the
+notebook's objects reach, and sys's), the codec error handlers (`codecs.register_error`: the interpreter's registry,
+which no module names), re's compiled-pattern cache and the encodings package's cache (README's open class).
+
+Graded for real as tests/test_hostile_registries.py (taoistic_attack: the correct Taoistic notebook plus one cell):
+each case's call first looks whether what is left there came from another exercise (the runtime's request it was
+left under, or that request's id, is not its own), answers None if so (every case of that exercise lost), then
+leaves it under its own request. A fresh fork has nothing left, so the notebook keeps full marks exactly when the
+fork's check saw the change and took a fresh fork.
+
+FOUND (session 26): every one of them reaches the next exercise. The first two carry whole objects (a closure, the
+runtime's request with its cases' inputs), the caches an id (any string: data); the student's own computation can
+go the same way (a table built on an earlier exercise's clock, looked up by a later exercise's cases). What they can
+reach is the same child's later exercises only: a public case never runs in a child that heard a hidden input, and
+a child the reference answered is replaced before any exercise that does not isolate those helpers
+(Sandbox._retire_for), so neither a hidden input nor a reference's answer reaches a case the student sees through
+them. Strict xfails: a check that closes one flips its test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from taoistic_attack import graded, lost, wrapped
+from test_hostile_hooks import CARRY
+
+SETUP = '''
+import codecs as _codecs
+
+
+def _handler(seen, error):
+    raise error
+'''
+
+WAYS = {
+    # json.decoder: loaded in every sandbox (the runtime's codec), named by no object of the notebook's
+    "library module binding": ("left = getattr(_sys.modules['json.decoder'], 'carried', None)\n"
+                                   "    return left is not None and left is not request",
+                                   "_sys.modules['json.decoder'].carried = request"),
+    "codec error handler": ("try:\n        left = _codecs.lookup_error('carried')\n"
+                            "    except LookupError:\n        return False\n"
+                            "    return left.args[0] is not request",
+                            "_codecs.register_error('carried', _functools.partial(_handler, request))"),
+    "re cache": ("mine = 'carried%d' % id(request)\n"
+                   "    return any(type(key[1]) is str and key[1].startswith('carried') and key[1] != mine\n"
+                   "               for key in _sys.modules['re']._cache)",
+                   "_sys.modules['re'].compile('carried%d' % id(request))"),
+    "encodings cache": ("mine = 'carried_%d' % id(request)\n"
+                         "    return any(key.startswith('carried_') and key != mine\n"
+                         "               for key in _sys.modules['encodings']._cache)",
+                         "try:\n        _codecs.lookup('carried_%d' % id(request))\n"
+                         "    except LookupError:\n        pass"),
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory):
+    return graded(tmp_path_factory.mktemp("carriers"),
+                  {name: SETUP + CARRY.format(look=look, leave=leave) + wrapped("_carried")
+                   for name, (look, leave) in WAYS.items()})
+
+
+@pytest.mark.xfail(strict=True, reason="not closed: the fork's check compares the bindings of the library modules "
+                                       "the notebook reaches only, and reads neither the codec error handlers nor "
+                                       "re's or the encodings package's caches")
+@pytest.mark.parametrize("name", sorted(WAYS))
+def test_what_an_exercise_leaves_where_the_check_does_not_look_never_reaches_the_next(results, name):
+    result = results[name]
+    assert lost(result) == {}
+    assert result.total == result.max_total == 30
