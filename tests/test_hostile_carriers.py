@@ -1,7 +1,8 @@
 """What an exercise can leave for the next exercise its fork serves where the fork's check does not look: the
 bindings of a library module no name of the notebook's reaches (pristine compares the bindings of the modules the
 notebook's objects reach, and sys's), the codec error handlers (`codecs.register_error`: the interpreter's registry,
-which no module names), re's compiled-pattern cache and the encodings package's cache (README's open class).
+which no module names), re's compiled-pattern cache and the encodings package's cache (README's open class), and
+the scratch folder's extended attributes and times (the scratch is emptied between exercises, not its folder).
 
 Graded for real as tests/test_hostile_registries.py (taoistic_attack: the correct Taoistic notebook plus one cell):
 each case's call first looks whether what is left there came from another exercise (the runtime's request it was
@@ -10,7 +11,8 @@ leaves it under its own request. A fresh fork has nothing left, so the notebook 
 fork's check saw the change and took a fresh fork.
 
 FOUND (session 26): every one of them reaches the next exercise. The first two carry whole objects (a closure, the
-runtime's request with its cases' inputs), the caches an id (any string: data); the student's own computation can
+runtime's request with its cases' inputs), the caches and the scratch folder an id (any string, 64 kB bytes a name
+of an extended attribute, 2 x 64 bits of times: data); the student's own computation can
 go the same way (a table built on an earlier exercise's clock, looked up by a later exercise's cases). What they can
 reach is the same child's later exercises only: a public case never runs in a child that heard a hidden input, and
 a child the reference answered is replaced before any exercise that does not isolate those helpers
@@ -26,7 +28,7 @@ from taoistic_attack import graded, lost, wrapped
 from test_hostile_hooks import CARRY
 
 SETUP = '''
-import codecs as _codecs
+import codecs as _codecs, os as _os
 
 
 def _handler(seen, error):
@@ -46,6 +48,15 @@ WAYS = {
                    "    return any(type(key[1]) is str and key[1].startswith('carried') and key[1] != mine\n"
                    "               for key in _sys.modules['re']._cache)",
                    "_sys.modules['re'].compile('carried%d' % id(request))"),
+    # the scratch is emptied between exercises, but its folder keeps what is set on it: an extended attribute (up to
+    # 64 kB a name on a tmpfs), its times, its mode
+    "scratch folder attribute": ("try:\n        left = _os.getxattr('.', 'user.carried')\n"
+                                 "    except OSError:\n        return False\n"
+                                 "    return left != b'%d' % id(request)",
+                                 "_os.setxattr('.', 'user.carried', b'%d' % id(request))"),
+    "scratch folder times": ("left = _os.stat('.').st_mtime_ns\n"
+                             "    return left < 10**15 and left != id(request) % 10**15",
+                             "_os.utime('.', ns=(0, id(request) % 10**15))"),
     "encodings cache": ("mine = 'carried_%d' % id(request)\n"
                          "    return any(key.startswith('carried_') and key != mine\n"
                          "               for key in _sys.modules['encodings']._cache)",
@@ -63,7 +74,8 @@ def results(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.xfail(strict=True, reason="not closed: the fork's check compares the bindings of the library modules "
                                        "the notebook reaches only, and reads neither the codec error handlers nor "
-                                       "re's or the encodings package's caches")
+                                       "re's or the encodings package's caches; emptying the scratch leaves its "
+                                       "folder's attributes and times")
 @pytest.mark.parametrize("name", sorted(WAYS))
 def test_what_an_exercise_leaves_where_the_check_does_not_look_never_reaches_the_next(results, name):
     result = results[name]
