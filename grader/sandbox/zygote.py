@@ -99,6 +99,20 @@ def preload(modules=PRELOAD):
     return max(0, _address_space() - before)
 
 
+def trim():
+    """Give the heap's free pages back to the kernel (glibc's malloc_trim; elsewhere nothing), once what every
+    child starts from is made. Where the zygote compiled its modules (no bytecode written: PYTHONDONTWRITEBYTECODE,
+    a folder it may not write), the compiler's freed memory stayed in its heap, 2.7 of its 14.6 MB of anonymous
+    memory: every clone copied its page-table entries, every exit zapped them, and a child's malloc wrote into
+    it by copy-on-write faults. Trimmed, it is unmapped (11.8 MB, as with bytecode). Frees only memory no object
+    holds: nothing a child sees changes."""
+    try:
+        trim_heap = confine._libc.malloc_trim
+    except AttributeError:   # not glibc (musl): the heap stays as it is
+        return
+    trim_heap(0)
+
+
 def _status_bytes(status, over=0):
     """What the status pipe carries: the exit code (negative: the signal that ended it) and why the zygote killed
     it (1 + the index of confine.OVER_LIMIT; 0: it did not)."""
@@ -304,6 +318,7 @@ class Zygote:
             self.asked.update(new)
             self.preloaded += preload(new)
             gc.freeze()
+            trim()
 
     def prepare(self):
         """The folder of the part of a jail's root that is the same for all this zygote's sandboxes, made at its
@@ -749,6 +764,7 @@ def main(argv):
     # Everything the zygote holds now is what each child starts from: the collector leaves it alone, so a
     # collection in a child does not copy every page of numpy's objects.
     gc.freeze()
+    trim()
     try:
         if os.getppid() != 1:
             zygote.serve()
