@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from grader import codec
-from grader.sandbox.confine import empty_folder, remove_tree
+from grader.sandbox import confine
+from grader.sandbox.confine import EMPTY_TMPFS_FOLDER, empty_folder, remove_tree
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 from sandbox_run import run_cases, statement
 from testclock import in_a_fork, within
@@ -165,6 +166,126 @@ def test_without_root_a_folder_the_student_closed_is_removed():
             if path.is_dir() and not path.is_symlink():
                 path.chmod(0o700)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+
+def _tmpfs_folder() -> str | None:
+    """A tmpfs mounted on this machine that this process may write (/dev/shm on most), from /proc/self/mounts."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return None
+    for line in mounts:
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == "tmpfs" and os.access(fields[1], os.W_OK) and "ro" not in \
+                fields[3].split(","):
+            return fields[1]
+    return None
+
+
+# Each kind of name a case can leave in a folder (made with the folder's descriptor `at`; `outside`: a folder of the
+# same tmpfs beside it), as the shortcut of confine.empty_folder must see it.
+NAMES = {
+    "file": lambda at, outside: os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=at)),
+    "empty folder": lambda at, outside: os.mkdir("d", dir_fd=at),
+    "link": lambda at, outside: os.symlink("/nowhere", "l", dir_fd=at),
+    "dangling link to itself": lambda at, outside: os.symlink("s", "s", dir_fd=at),
+    "pipe": lambda at, outside: os.mkfifo("p", dir_fd=at),
+    "hard link": lambda at, outside: os.link(os.path.join(outside, "kept"), "h", dst_dir_fd=at),
+    "renamed in": lambda at, outside: os.rename(os.path.join(outside, "moved"), "m", dst_dir_fd=at),
+    "hidden name": lambda at, outside: os.close(os.open(".x", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=at)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NAMES))
+def test_a_tmpfs_folder_is_empty_by_its_size_whatever_name_a_case_leaves(kind: str):
+    """confine.empty_folder leaves a folder of the jail's tmpfs alone when its size is EMPTY_TMPFS_FOLDER (one lstat
+    instead of a walk of 12 system calls, twice at every exercise's end). The kernel fact that rests on: any name in
+    the folder, of any kind, makes it longer, and the walk then empties it back to that size."""
+    top = _tmpfs_folder()
+    if top is None:
+        pytest.skip("no writable tmpfs on this machine")
+    with tempfile.TemporaryDirectory(dir=top, prefix="pg-tmpfs-") as base:
+        folder, outside = os.path.join(base, "scratch"), os.path.join(base, "outside")
+        os.mkdir(folder)
+        os.mkdir(outside)
+        Path(outside, "kept").write_text("mine")
+        Path(outside, "moved").write_text("moved")
+        device = os.lstat(folder).st_dev
+        assert os.lstat(folder).st_size == EMPTY_TMPFS_FOLDER
+        at = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            NAMES[kind](at, outside)
+        finally:
+            os.close(at)
+        assert os.lstat(folder).st_size > EMPTY_TMPFS_FOLDER
+        empty_folder(folder, device)
+        assert os.listdir(folder) == [] and os.lstat(folder).st_size == EMPTY_TMPFS_FOLDER
+        assert Path(outside, "kept").read_text() == "mine"
+
+
+def test_an_empty_tmpfs_folder_is_not_walked_but_gets_its_owner_bits_back(monkeypatch):
+    """The shortcut opens nothing, and still gives the folder its owner's bits back (a case's os.chmod('.', 0o500)
+    of an empty working folder would have the next exercise's writes fail); another device is walked as before."""
+    top = _tmpfs_folder()
+    if top is None:
+        pytest.skip("no writable tmpfs on this machine")
+    opened: list[object] = []
+    real_open = confine._open
+    monkeypatch.setattr(confine, "_open", lambda *args, **kwargs: opened.append(args) or real_open(*args, **kwargs))
+    with tempfile.TemporaryDirectory(dir=top, prefix="pg-tmpfs-") as folder:
+        os.chmod(folder, 0o500)
+        empty_folder(folder, os.lstat(folder).st_dev)
+        assert opened == [] and os.lstat(folder).st_mode & 0o700 == 0o700
+        empty_folder(folder, os.lstat(folder).st_dev + 1)   # not the scratch's device: walked
+        assert len(opened) == 1
+        empty_folder(folder)
+        assert len(opened) == 2
+
+
+# Exercise A leaves one name of each kind in the working folder and in /tmp (one tmpfs in a jail), then another
+# empties its folder and takes the write bit off it; each exercise after lists both and writes a file.
+LEFT = """
+import os
+def leave():
+    for folder in (".", "/tmp"):
+        open(f"{folder}/file", "w").write("a")
+        os.mkdir(f"{folder}/folder")
+        open(f"{folder}/folder/inner", "w").write("a")
+        os.symlink("/nowhere", f"{folder}/link")
+        os.mkfifo(f"{folder}/pipe")
+        os.link(f"{folder}/file", f"{folder}/hard")
+    return look()
+def close():
+    os.chmod(".", 0o500)
+    return listed()
+def look():
+    seen = listed()
+    open("mine", "w").write("b")
+    os.remove("mine")
+    return seen
+def listed():   # /tmp less what the load found there (a grader's tree bound below /tmp)
+    return [sorted(os.listdir(".")), sorted(set(os.listdir("/tmp")) - BOUND)]
+BOUND = set(os.listdir("/tmp"))
+"""
+
+
+def test_what_an_exercise_leaves_in_a_jails_tmpfs_is_gone_for_the_next_and_its_closed_folder_open():
+    """The shortcut in a real sandbox: a case leaving every kind of name (a file, a folder, a link, a pipe, a hard
+    link) in its working folder and in /tmp, and one leaving its empty working folder closed: each next exercise
+    finds both empty and can write. A case that writes and removes its file leaves the folder empty by its size."""
+    with Sandbox([statement(LEFT, kind="other")], {}, ProcessLimits()) as sandbox:
+        sandbox.load()
+        seen = []
+        calls = ("look()", "leave()", "look()", "close()", "look()")
+        for number, call in enumerate(calls):
+            outcome = sandbox.run_exercise([CaseRequest(id=f"c#{number}", code=call, timeout=10.0)], (),
+                                           lambda *args: None, time.monotonic() + 120,
+                                           more=number < len(calls) - 1)[0]
+            assert outcome.status == "ok", outcome.error
+            seen.append(codec.decode(outcome.value))
+    names = ["file", "folder", "hard", "link", "pipe"]
+    assert seen == [[[], []], [names, names], [[], []], [[], []], [[], []]]
 
 
 # What a case sees of its working folder at the load and in an exercise, and of /tmp (None: not readable).

@@ -445,6 +445,7 @@ class Child:
         self.replies = None          # the exercise's stream of answers from the parent (wire.FrameStream)
         self.scratch = None          # the working folder, where the course's data files are put (restore_data)
         self.emptied: tuple = ()     # what the student may write, emptied between phases (a jail's /tmp too)
+        self.tmpfs = None            # the device of a jail's scratch, a tmpfs (confine.empty_folder's `tmpfs`)
         self.data = {}               # the course's data files (path -> bytes), put in the scratch (restore_data)
         self.written = {}            # data file -> (st_mode, st_mtime_ns) of the file restore_data last wrote there
         self.look = None             # restore_data's buffer for comparing a data file's bytes (64 kB, made once)
@@ -1052,7 +1053,7 @@ class Child:
         """Empty every folder the student may write (the working folder, and in a jail /tmp, which shares its tmpfs):
         nothing a phase wrote is there for the next."""
         for folder in self.emptied:
-            _confine.empty_folder(folder)
+            _confine.empty_folder(folder, self.tmpfs)
 
     def serve(self):
         while True:
@@ -1471,6 +1472,8 @@ def start(request_fd, response_fd, config, facts, jailed):
                            or any(_confine._inside(os.path.realpath(p or "."), keep) for keep in needed)]
     child.scratch, child.sweep, child.jailed = scratch, jailed or unique, jailed
     child.emptied = (scratch, "/tmp") if jailed else (scratch,) if scratch else ()
+    if jailed and scratch:   # the tmpfs confine mounted for this jail (_scratch), at HOME and /tmp: one device
+        child.tmpfs = os.lstat(scratch).st_dev
     if jailed and os.getpid() != 1:
         child.sweep = False
     facts = dict(facts, uid=os.getuid(), student_uid=os.getuid(), host_uid=facts.get("host_uid", os.geteuid()),
