@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import gc
 import os
+import resource
 import signal
 import threading
 import types
@@ -240,3 +241,25 @@ def test_what_an_exercise_leaves_in_a_registry_makes_it_say_no_and_taken_back_ye
     assert pristine.check(before, take, started, files)
     os.register_at_fork(after_in_child=lambda kept=seen: None)   # no way to take one back
     assert not pristine.check(before, take, started, files)
+
+
+@in_a_fork
+def test_every_kind_of_rlimit_an_exercise_changes_makes_it_say_no_and_each_is_asked_once(files):
+    """The check reads each kind of rlimit once (a name that is another's alias, Linux's RLIMIT_OFILE, cost a system
+    call more at every check), and a change to any of them, by any of its names, makes it say no."""
+    assert len(set(pristine._RLIMITS)) == len(pristine._RLIMITS)
+    _, take, before, started = _loaded(files)
+    for name in sorted(name for name in dir(resource) if name.startswith("RLIMIT_")):
+        kind = getattr(resource, name)
+        assert kind in pristine._RLIMITS, name
+        soft, hard = resource.getrlimit(kind)
+        if soft == resource.RLIM_INFINITY:
+            changed = 1 << 40 if hard == resource.RLIM_INFINITY else hard - 1
+        else:
+            changed = soft - 1 if soft > 0 else 1
+        if changed == soft or not (hard == resource.RLIM_INFINITY or 0 <= changed <= hard):
+            continue   # (a soft and hard limit of 0: nothing an unprivileged exercise could change either)
+        resource.setrlimit(kind, (changed, hard))
+        assert not pristine.check(before, take, started, files), name
+        resource.setrlimit(kind, (soft, hard))
+        assert pristine.check(before, take, started, files), name

@@ -98,9 +98,10 @@ _exit_functions = getattr(__import__("atexit"), "_ncallbacks", lambda: 0)   # pr
 _sigmask = __import__("_signal").pthread_sigmask
 _UNCAUGHT = (int(signal.SIGKILL), int(signal.SIGSTOP))
 # The signals whose handler a process can set (the kernel's list: the same for every process) and the kinds of
-# rlimit, named once: each check then asks for them in C (map), not in a loop of Python.
+# rlimit, named once: each check then asks for them in C (map), not in a loop of Python. Each kind once: a name may be
+# another's alias (Linux's RLIMIT_OFILE is RLIMIT_NOFILE), which cost a system call more at every check.
 _SIGNALS = tuple(sorted(number for number in __import__("_signal").valid_signals() if number not in _UNCAUGHT))
-_RLIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
+_RLIMITS = tuple(dict.fromkeys(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")))
 # The mask with every signal blocked, as this system has it (the C library keeps a few of its own out of reach):
 # read once, in the zygote, before any thread or student code.
 _OLD_MASK = _sigmask(signal.SIG_BLOCK, _SIGNALS)
