@@ -177,13 +177,17 @@ def summary_line(batch: Batch, out: str, rows: Sequence[ScoreRow] = ()) -> str:
     'unreadable' while this run's count is 0."""
     levels = ", ".join(f"{level} ({count})" for level, count in batch.isolation.items()) or "none"
     before = len(batch.failed_before)
+    from grader.store.results import NO_SUBMISSION   # imported by the batch already
     still = sum(row.state == "unreadable" for row in rows) - batch.unreadable
+    still_absent = sum(row.state == NO_SUBMISSION for row in rows) - batch.absent
     unchanged = f"{batch.unchanged} unchanged" + "".join(
         f" ({count} of them {what})" for count, what in ((before, "failed before: --force grades them again"),
-                                                         (still, "unreadable")) if count > 0)
+                                                         (still, "unreadable"), (still_absent, NO_SUBMISSION))
+        if count > 0)
     count = len(batch.students)
+    absent = f"{batch.absent} {NO_SUBMISSION}, " if batch.absent else ""   # only in a class an LMS names them in
     return (f"{count} submission{'s' if count != 1 else ''}: {batch.graded} graded, {batch.unreadable} unreadable, "
-            f"{len(batch.failed)} failed, {unchanged}; {batch.skipped} skipped in {batch.seconds:.1f} s; "
+            f"{absent}{len(batch.failed)} failed, {unchanged}; {batch.skipped} skipped in {batch.seconds:.1f} s; "
             f"isolation: {levels}; results in {out}/")
 
 
@@ -389,11 +393,12 @@ def _formats(given: str | None, annotated: bool) -> list[str]:
 
 
 def _without_notebook(results, notebooks, folder: Path) -> list[str]:
-    """Students whose graded file is not found. An unreadable one (empty, broken) has no code to show: it is
-    not sent looking for it."""
+    """Students whose graded file is not found. An unreadable one (empty, broken) or one with no submission has no
+    code to show: it is not sent looking for it."""
     from grader.report.student import locate_notebook
+    from grader.store.results import NO_CODE
     return [r.submission for r in results
-            if r.state != "unreadable" and locate_notebook(r, notebooks, folder) is None]
+            if r.state not in NO_CODE and locate_notebook(r, notebooks, folder) is None]
 
 
 def _no_results(folder: str) -> None:

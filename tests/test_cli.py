@@ -243,7 +243,8 @@ def test_every_student_an_lms_lists_keeps_a_row_even_with_nothing_in_the_export(
                                                                                grader_cache: Path) -> None:
     """Moodle's worksheet lists a participant whose Status is "No submission" (its export has no folder for them),
     and a Gradescope export holds a submission's folder with no file in it: neither student had a row, so the CSV
-    imported into the LMS left their grade as it was. Each has one now, at zero with the reason."""
+    imported into the LMS left their grade as it was. Each has one now, at zero with the reason, and the state
+    `no submission` (no file came: not a notebook that did not open)."""
     import csv
     import zipfile
     moodle = tmp_path / "moodle"
@@ -267,14 +268,15 @@ def test_every_student_an_lms_lists_keeps_a_row_even_with_nothing_in_the_export(
     assert done.returncode == 0, done.stdout + done.stderr
     with open(out / "gradebook.csv", encoding="utf-8", newline="") as file:
         rows = {row["student"]: (row["total"], row["state"]) for row in csv.DictReader(file)}
-    assert rows == {"Ann_Bell_2101": ("30", "graded"), "Eve_Fox_2103": ("0", "unreadable"),
-                    "Gil_Hart_501": ("28", "graded"), "Ida_Jones_502": ("0", "unreadable")}
+    assert rows == {"Ann_Bell_2101": ("30", "graded"), "Eve_Fox_2103": ("0", "no submission"),
+                    "Gil_Hart_501": ("28", "graded"), "Ida_Jones_502": ("0", "no submission")}
     shown = flat(done.stdout)
-    assert f"Eve_Fox_2103: unreadable: {sheet}: handed in nothing (the worksheet's Status: 'No submission')" in shown
-    assert (f"Ida_Jones_502: unreadable: {export}:assignment_7_export/submission_1002: handed in no notebook or "
+    assert (f"Eve_Fox_2103: no submission: {sheet}: handed in nothing (the worksheet's Status: 'No submission')"
+            in shown)
+    assert (f"Ida_Jones_502: no submission: {export}:assignment_7_export/submission_1002: handed in no notebook or "
             f"script to grade: submission_1002 (a folder with no file in it)") in shown, shown
     assert "skipped" not in shown.split("4 submissions:")[0]
-    assert "4 submissions: 2 graded, 2 unreadable, 0 failed, 0 unchanged; 0 skipped" in shown
+    assert "4 submissions: 2 graded, 0 unreadable, 2 no submission, 0 failed, 0 unchanged; 0 skipped" in shown
 
 
 def test_a_later_no_submission_keeps_the_graded_row(tmp_path: Path, grader_cache: Path) -> None:
@@ -300,15 +302,61 @@ def test_a_later_no_submission_keeps_the_graded_row(tmp_path: Path, grader_cache
     common = ("--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
     graded = run("grade", str(first), str(first_sheet), *common)
     assert graded.returncode == 0, graded.stdout + graded.stderr
+    (out / "Eve_Fox_2103.json").unlink()   # a kept row's result file deleted since is written back
     later = run("grade", str(second), str(second_sheet), *common)
     assert later.returncode == 0, later.stdout + later.stderr
     with open(out / "gradebook.csv", encoding="utf-8", newline="") as file:
         rows = {row["student"]: (row["total"], row["state"]) for row in csv.DictReader(file)}
     assert rows == {"Ann_Bell_2101": ("28", "graded"), "Eve_Fox_2103": ("30", "graded")}
     assert json.loads((out / "Eve_Fox_2103.json").read_text(encoding="utf-8"))["total"] == 30
-    assert (f"note: Eve_Fox_2103: {second_sheet} says 'No submission' for this student: their graded row "
-            f"is kept") in flat(later.stdout), later.stdout
+    assert (f"note: Eve_Fox_2103: no file of theirs in this intake ({second_sheet}: No submission): their graded "
+            f"row is kept") in flat(later.stdout), later.stdout
     assert "2 submissions: 1 graded, 0 unreadable, 0 failed, 1 unchanged; 0 skipped" in flat(later.stdout)
+
+
+def test_no_submission_is_a_state_of_its_own_and_an_emptied_folder_keeps_the_graded_row(
+        tmp_path: Path, grader_cache: Path) -> None:
+    """A student Moodle lists as "No submission" had a row at 0 whose state said `unreadable`, as a notebook that did
+    not open: a TA uploading the CSV could not tell the two apart. Their state is `no submission`, counted apart in
+    the summary and in the class report. And a student whose folder a later export holds empty (the file removed)
+    had their graded row replaced by that 0: no file came, as with "No submission", so the row is kept, said in a
+    note, and its result file, deleted since, written back."""
+    import csv
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text('"Identifier","Full name","Email address","Status","Last modified (submission)"\n'
+                     '"Participant 2101","Ann Bell","ann@example.org","Submitted for grading",'
+                     '"Friday, 20 November 2026, 10:00 PM"\n'
+                     '"Participant 2104","Bo Cy","bo@example.org","No submission","-"\n', encoding="utf-8")
+    export = tmp_path / "export"
+    folder = export / "Ann Bell_2101_assignsubmission_file_"
+    folder.mkdir(parents=True)
+    (folder / "lab.ipynb").write_bytes((REPO / CORRECT).read_bytes())
+    out = tmp_path / "results"
+    common = ("--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+
+    def states() -> dict[str, tuple[str, str]]:
+        with open(out / "gradebook.csv", encoding="utf-8", newline="") as file:
+            return {row["student"]: (row["total"], row["state"]) for row in csv.DictReader(file)}
+
+    graded = run("grade", str(export), str(sheet), *common)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert states() == {"Ann_Bell_2101": ("30", "graded"), "Bo_Cy_2104": ("0", "no submission")}
+    assert "2 submissions: 1 graded, 0 unreadable, 1 no submission, 0 failed, 0 unchanged" in flat(graded.stdout)
+    (folder / "lab.ipynb").unlink()
+    (out / "Ann_Bell_2101.json").unlink()
+    later = run("grade", str(export), str(sheet), *common)
+    assert later.returncode == 0, later.stdout + later.stderr
+    assert states() == {"Ann_Bell_2101": ("30", "graded"), "Bo_Cy_2104": ("0", "no submission")}
+    assert json.loads((out / "Ann_Bell_2101.json").read_text(encoding="utf-8"))["total"] == 30
+    assert (f"note: Ann_Bell_2101: no file of theirs in this intake ({folder}: a folder with no file in it): their "
+            f"graded row is kept") in flat(later.stdout), later.stdout
+    assert "2 unchanged (1 of them no submission)" in flat(later.stdout), later.stdout
+    page = tmp_path / "class.html"
+    made = run("class-report", str(out), "-o", str(page), "--no-similarity")
+    assert made.returncode == 0, made.stdout + made.stderr
+    shown = page.read_text(encoding="utf-8")
+    assert "could not be graded (1 with no submission)" in shown
+    assert '<span class="badge missing">no submission</span>' in shown
 
 
 def test_an_unreadable_students_feedback_names_their_own_file_never_the_tas_path_to_the_export(

@@ -119,8 +119,9 @@ class Entry:
     extended: str = ""      # the student's own due date from the LMS (an extension; ISO, no zone), "" if none
     former: str = ""        # the id an older grader gave this student, when safe_id now gives another (see
                             # keep_former_ids)
-    nothing: str = ""       # the LMS's word that the student handed in nothing (Moodle's Status "No submission"),
-                            # when this intake has no file of theirs: an earlier hand-in's row outlives it
+    nothing: str = ""       # the LMS's word that the student handed in nothing (Moodle's Status "No submission",
+                            # EMPTY_FOLDER), when this intake has no file of theirs: an earlier hand-in's row outlives
+                            # it, and a first one's state is `no submission`, not `unreadable`
 
 
 @dataclass(frozen=True)
@@ -312,6 +313,9 @@ def worksheet(name: str, suffixes: tuple[str, ...] = (".csv",)) -> Callable[[Wor
 MOODLE_LATE = " late"      # the English "{$a} late" Moodle adds to a late submission's status ("2 days 3 hours late")
 MOODLE_MODIFIED = "Last modified (submission)"
 MOODLE_EXTENSION = "extension granted until"   # a Status part, "Extension granted until Monday, 23 November ..."
+# Why an LMS student's folder made a row at zero (_nothing_in_folders): no file came, as with "No submission", so a
+# row an earlier intake graded is kept (Entry.nothing), where a .pdf alone is a hand-in of the wrong file.
+EMPTY_FOLDER = "a folder with no file in it"
 # Status parts that say a participant handed in nothing: their export has no folder, the worksheet alone lists them.
 MOODLE_NOTHING = frozenset({"no submission", "no attempt", "draft (not submitted)"})
 # userdate's English strftimedatetime, "%A, %d %B %Y, %I:%M %p" with Moodle's leading zeros dropped:
@@ -667,7 +671,7 @@ class _Candidate:
     when: str
     problem: str = ""       # why this notebook cannot be read (empty, a member that does not extract)
     handed: Stamp = Stamp()  # when it was handed in, as far as its time says (`_handed`)
-    nothing: str = ""       # the worksheet's Status that says no file was handed in (_listed_absent)
+    nothing: str = ""       # why no file was handed in: the worksheet's Status (_listed_absent), EMPTY_FOLDER
 
 
 class _Unusable(NamedTuple):
@@ -1112,7 +1116,8 @@ class _Collector:
                     files.append((source, reason))   # one file reached twice (the export and its extracted folder)
         return [_Candidate(owner, self.workdir / "unreadable" / safe_id(files[0][0]), files[0][0], "", 0.0, "",
                            "handed in no notebook or script to grade: "
-                           + "; ".join(f"{_member(source)} ({reason})" for source, reason in files))
+                           + "; ".join(f"{_member(source)} ({reason})" for source, reason in files),
+                           nothing=EMPTY_FOLDER if all(reason == EMPTY_FOLDER for _, reason in files) else "")
                 for owner, files in why.values()]
 
     def _nothing_in_folders(self, found: set[tuple[str, str]]) -> None:
@@ -1124,7 +1129,7 @@ class _Collector:
             key = (owner.convention, owner.student)
             if key not in known:
                 known.add(key)
-                self.unusable.append(_Unusable(owner, source, "a folder with no file in it", stray=False))
+                self.unusable.append(_Unusable(owner, source, EMPTY_FOLDER, stray=False))
 
     def _listed_absent(self, found: set[tuple[str, str]]) -> list[_Candidate]:
         """A row at zero for each student an LMS's worksheet lists as having handed in nothing (Moodle's "No

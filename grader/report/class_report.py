@@ -15,7 +15,7 @@ from grader.intake.warning import GraderWarning, Kind
 from grader.report.dashboard import (
     AnswerGroup, AnswerTally, GeneratorRate, StudentLine, StudentRow, StudentTable, generator_rates, student_line)
 from grader.store.gradebook import incident_cell
-from grader.store.results import CaseResult, SubmissionResult, not_judged
+from grader.store.results import NO_SUBMISSION, CaseResult, SubmissionResult, not_judged
 from grader.store.twins import same_files, warning_lines
 from grader.report.similarity import Pair, Similarity
 from grader.report.student import shown_title
@@ -53,6 +53,7 @@ class ClassSummary:
     totals: tuple[float, ...]              # every submission's total, in submission order
     unreadable: int = 0                    # of `ungraded`: the file could not be read
     failed: int = 0                        # of `ungraded`: the grader could not finish it (worker stopped, died)
+    absent: int = 0                        # of `ungraded`: no submission (the LMS names them, no file of theirs came)
     late: int = 0                          # flagged late by the LMS or the due date
     grader_problems: int = 0               # cases where a reference check or helper crashed (status "problem")
     problem_submissions: int = 0           # submissions with at least one such case: regrade after the fix
@@ -340,7 +341,8 @@ class ClassTally:
             full_marks=self.full_marks, zero=self.zero, zero_ungraded=self.zero_ungraded,
             isolation=tuple(sorted(self.levels.items(), key=lambda item: (-item[1], item[0]))),
             rubrics=tuple(sorted(self.rubrics)), grader_versions=tuple(sorted(self.versions)), totals=totals,
-            unreadable=self.states.get("unreadable", 0), failed=self.states.get("failed", 0), late=self.late,
+            unreadable=self.states.get("unreadable", 0), failed=self.states.get("failed", 0),
+            absent=self.states.get(NO_SUBMISSION, 0), late=self.late,
             grader_problems=self.grader_problems, problem_submissions=self.problem_submissions,
             busy_cases=self.busy_cases, busy_submissions=self.busy_submissions)
 

@@ -122,7 +122,8 @@ class ScoreLine:
 
 def write_score_csv(columns: Sequence[str], rows: Iterable[ScoreRowLike], path: Path,
                     more: Sequence[str] = ()) -> None:
-    """The CSV from score rows, streamed: one row per student, then `state` (graded, unreadable, failed), the
+    """The CSV from score rows, streamed: one row per student, then `state` (graded, unreadable, failed, no
+    submission: a zero the LMS's import must not read as a notebook's), the
     lateness (`late`, the late policy's `late_penalty` and `total_after_penalty`: the score itself stays in
     `total`), `incidents` (what the sandbox stopped that only hostile code does, for the TA: grader.incidents;
     the rubric's policy already took its cost from the exercise's score) and the `more` columns (a row's `more`

@@ -36,6 +36,7 @@ class StudentRow:
     ungraded: bool
     busy: int = 0                            # cases a busy machine kept from being judged (graded again next run)
     penalty: float = 0.0                     # the late policy's, apart from `total`
+    state: str = "graded"                    # the result's (results.STATES): "no submission" is not a file's zero
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ class StudentTable:
                 student=line.student, report=report_href(line.student, self.reports),
                 scores=tuple(scores.get(e) for e in self.exercises), total=line.total, max_total=line.max_total,
                 late=line.late, overrides=line.overrides, review=line.review, similarity=similarity,
-                similarity_link=link, ungraded=line.ungraded, busy=line.busy, penalty=line.penalty)
+                similarity_link=link, ungraded=line.ungraded, busy=line.busy, penalty=line.penalty, state=line.state)
 
     def __len__(self) -> int:
         return len(self.lines)

@@ -303,10 +303,11 @@ def class_code(results, notebooks=None, results_folder=None) -> tuple[dict[str, 
     """Student -> graded function -> that student's code, read from each result's notebook; and the
     submissions left out (notebook not found, nothing extracted), each with why."""
     from grader.report.student import function_code, locate_notebook
+    from grader.store.results import NO_CODE
     code: dict[str, dict[str, str]] = {}
     notes: list[str] = []
     for result in results:
-        if result.state == "unreadable":   # its copy holds no code, and the TA knows the file by its own name
+        if result.state in NO_CODE:   # its copy holds no code, and the TA knows the file by its own name
             why = result.warnings[0].shown if result.warnings else "its file could not be read"
             notes.append(f"{result.submission}: left out, not graded: {why}")
             continue

@@ -21,8 +21,8 @@ from grader.intake.notebook import MAX_SUBMISSION_BYTES, file_sha256
 from grader.rubric.lateness import LATE_SHARE, HandIn, Lateness, LatePolicy, assess, copied_times, penalty_of
 from grader.judge.options import Options
 from grader.plan.sealed import default_cache
-from grader.store.results import (ExerciseResult, SubmissionResult, from_dict, not_judged, stored_form, stored_form_of,
-                                  write_json)
+from grader.store.results import (NO_CODE, NO_SUBMISSION, ExerciseResult, SubmissionResult, from_dict, not_judged,
+                                  stored_form, stored_form_of, write_json)
 from grader.store.shared import SharedWriter
 from grader.rubric.schema import Rubric, load_rubric
 from grader.run.beside import start_sandboxes, stop_sandboxes
@@ -47,6 +47,7 @@ class Batch:
     students: list[str] = field(default_factory=list)     # this batch's students, in intake order
     graded: int = 0                                       # graded in this run (their cases ran)
     unreadable: int = 0                                   # in this run: the file could not be read
+    absent: int = 0                                       # in this run: the LMS names them, no file of theirs came
     unchanged: int = 0                                    # not graded again: same file, rubric and grader
     failed: list[str] = field(default_factory=list)       # the grader could not finish these (see their reasons)
     failed_before: list[str] = field(default_factory=list)  # unchanged, and their stored result is still `failed`
@@ -102,10 +103,12 @@ def _failure_result(plan: Plan, job: Job, reason: str) -> SubmissionResult:
 
 
 def _unreadable(plan: Plan, entry: Entry, extracted: Path) -> SubmissionResult:
+    """The zero of a file that cannot be read; `no submission` when the LMS says no file came (entry.nothing)."""
     from grader.judge.grading import empty_result
     return replace(empty_result(entry.path, plan, file_sha256(entry.path), f"{entry.source}: {entry.problem}",
                                  time.monotonic(),
-                                 entry.student), path=_recorded_path(entry.path, entry.source, extracted))
+                                 entry.student), path=_recorded_path(entry.path, entry.source, extracted),
+                   state=NO_SUBMISSION if entry.nothing else "unreadable")
 
 
 def _recorded_path(path: str | Path, source: str, extracted: Path, resolved: bool = False) -> str:
@@ -288,14 +291,14 @@ def _relate(book: Gradebook, row: ScoreRow, entry: Entry, rubric: Rubric, out_di
 
 
 def _kept_for_nothing(book: Gradebook | None, entry: Entry, assignment: str) -> ScoreRow | None:
-    """The student's current row when the LMS says they handed in nothing this time (Moodle's "No submission") and
-    an earlier intake graded a notebook of theirs: that notebook is still their last hand-in on record, and a 0
-    for "nothing" would replace a grade the TA expects kept. An unreadable row (nothing gradable before either)
-    is replaced, its reason brought up to date."""
+    """The student's current row when the LMS says they handed in nothing this time (Moodle's "No submission", an
+    empty submission folder) and an earlier intake graded a notebook of theirs: that notebook is still their last
+    hand-in on record, and a 0 for "nothing" would replace a grade the TA expects kept. A row that graded no code
+    (unreadable, no submission: nothing gradable before either) is replaced, its reason brought up to date."""
     if book is None or not entry.nothing:
         return None
     row = next(book.score_rows(assignment, entry.student), None)
-    return row if row is not None and row.state != "unreadable" else None
+    return row if row is not None and row.state not in NO_CODE else None
 
 
 def missing_paths(paths: Iterable[str | Path]) -> list[str]:
@@ -404,9 +407,11 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                 if book and standing is not None:
                     batch.levels[standing.isolation] += 1
                     batch.unchanged += 1
-                    batch.notes.append(f"{student}: {source} says {entry.nothing!r} for this student: their "
-                                       f"{standing.state} row is kept (the notebook it graded is still their last "
-                                       f"hand-in on record)")
+                    batch.notes.append(f"{student}: no file of theirs in this intake ({source}: {entry.nothing}): "
+                                       f"their {standing.state} row is kept (the notebook it graded is still their "
+                                       f"last hand-in on record)")
+                    if out_dir is not None:   # its result file deleted since: written back, as an unchanged one's
+                        _restore_missing(book, student, rubric.assignment, path, out_dir)
                     if on_result:
                         on_result(summaries.of(standing), True)
                     continue
@@ -442,7 +447,10 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                         on_result(summaries.of(previous), True)
                 elif entry.problem:    # unreadable before any worker sees it: its row says why
                     result = _with_lateness(_unreadable(the_plan(), entry, extracted), entry, rubric.late)
-                    batch.unreadable += 1
+                    if result.state == NO_SUBMISSION:
+                        batch.absent += 1
+                    else:
+                        batch.unreadable += 1
                     if out_dir is not None:
                         write_json(result, out_dir, store=shared_values)
                     if book:

@@ -20,7 +20,7 @@ Tables (schema version 7):
                     rubric: a result's json leaves out `call` and `expected` of a case whose values are the
                     shared ones, and reading puts them back (a class of 10,000 stores 136 expected values, not
                     1.36 million)
-    results.state   graded | unreadable | failed (results.STATES), for counts in SQL (version 2)
+    results.state   graded | unreadable | failed | no submission (results.STATES), for counts in SQL (version 2)
     results.late, penalty, busy, seconds
                     the result's lateness, late penalty, cases a busy machine kept from being judged (counted from
                     its cases, results.not_judged, as every report counts them) and grading time, as columns

@@ -22,8 +22,13 @@ SCHEMA_VERSION = 2
 # "problem": the grader or the rubric failed on this case (a reference check or helper raised), not the student.
 # What happened to a submission as a whole: graded (its cases ran), unreadable (the file could not be read or
 # parsed: a zero with the reason in `warnings`), failed (the grader could not finish it: its worker died or was
-# stopped by the watchdog; not retried unless forced).
-STATES = ("graded", "unreadable", "failed")
+# stopped by the watchdog; not retried unless forced), no submission (the LMS names the student but this intake has
+# no file of theirs: Moodle's Status "No submission", an empty submission folder; a zero a TA must tell from a
+# notebook that scored 0 or did not open).
+NO_SUBMISSION = "no submission"
+STATES = ("graded", "unreadable", "failed", NO_SUBMISSION)
+# The states of a result that graded no code of the student's: there is no notebook of theirs to show or compare.
+NO_CODE = ("unreadable", NO_SUBMISSION)
 
 
 @dataclass(frozen=True)
