@@ -28,6 +28,10 @@ from pathlib import Path
 
 os.environ["PUZZLE_GRADER_ISOLATION"] = "rlimits"
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from probe_source import ATTEMPT  # noqa: E402
+
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
 LANDLOCK_CREATE_RULESET = 444   # the same number on x86-64 and arm64 (the unified syscall table)
 
@@ -49,13 +53,7 @@ NOT_A_SIGNAL = 65   # a kernel that was let send it answers EINVAL: a probe that
 OWN = f"""
 import os, signal, threading, time
 
-def attempt(action):
-    try:
-        action()
-        return "done"
-    except OSError as error:
-        return type(error).__name__
-
+{ATTEMPT}
 def gone(pid, seconds=20):   # dead: a zombie, or reaped (an orphan's reaper is the runtime, busy until the case ends)
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -153,7 +151,6 @@ def own(code: str) -> None:
 
 def main() -> None:
     hide_landlock()
-    sys.path.insert(0, str(REPO / "tests"))
     if sys.argv[1:2] == ["own"]:
         own("probe(OUTSIDE)")
         return

@@ -635,13 +635,23 @@ def _outside_results(top: Path) -> Iterator[tuple[str, list[str]]]:
     """walk(top)'s folders and file names, without what a results folder of grader grade keeps (_Collector._walk's
     rule, not walk for walk: no LMS export is read here)."""
     for folder, dirs, names in walk(top):   # not rglob: see walk
-        if _results_folder(folder, names, top):
-            if folder != str(top):
-                dirs[:] = []
-                continue
-            dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
-            names = [name for name in names if not RESULTS_FILES.match(name)]
-        yield folder, names
+        kept = _without_results(folder, dirs, names, top, _results_folder(folder, names, top))
+        if kept is not None:
+            yield folder, kept
+
+
+def _without_results(folder: str, dirs: list[str], names: list[str], top: Path, results: bool) -> list[str] | None:
+    """The names of a walked folder that are read, `results` when it is a results folder of grader grade: None for
+    one below the folder given (nothing of it, nor of its subfolders: `dirs` is emptied); for the folder given
+    itself (`grade . --out .`: its students are graded) all but the copies and shared values the grader keeps
+    there (`dirs` loses RESULTS_FOLDERS). Any other folder's names as they are."""
+    if not results:
+        return names
+    if folder != str(top):
+        dirs[:] = []
+        return None
+    dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
+    return [name for name in names if not RESULTS_FILES.match(name)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -783,16 +793,13 @@ class _Collector:
             return (info.st_dev, info.st_ino) in ours
 
         for folder, dirs, names in walk(top, onerror=unreadable):
-            if (folder == str(top) and is_ours(folder)) or _results_folder(folder, names, top):
-                if folder != str(top):
-                    self.problems.append(f"{folder}: a results folder of grader grade (its notebooks are copies "
-                                         f"of graded ones), not a student's: not graded")
-                    dirs[:] = []
-                    continue
-                # The folder given is a results folder too (`grade . --out .`): its students are graded, the
-                # copies and shared values the grader keeps there are not.
-                dirs[:] = [d for d in dirs if d not in RESULTS_FOLDERS]
-                names = [name for name in names if not RESULTS_FILES.match(name)]
+            kept = _without_results(folder, dirs, names, top,
+                                    (folder == str(top) and is_ours(folder)) or _results_folder(folder, names, top))
+            if kept is None:
+                self.problems.append(f"{folder}: a results folder of grader grade (its notebooks are copies of "
+                                     f"graded ones), not a student's: not graded")
+                continue
+            names = kept
             # (Moodle's other plugins' folders are entered: their files name a student, see _moodle_other)
             dirs[:] = sorted(d for d in dirs if not _debris(d) and not is_ours(os.path.join(folder, d)))
             found.extend(Path(folder, name) for name in sorted(names))
