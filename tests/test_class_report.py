@@ -444,6 +444,22 @@ def test_the_zero_card_says_how_many_of_its_zeros_could_not_be_graded():
     assert '<div class="label">scored zero</div>' in class_report_html(small_class())
 
 
+def test_the_could_not_be_graded_card_counts_each_state_apart():
+    """'3 could not be graded' lumped a notebook that did not open, one the grader could not finish and a student
+    the LMS lists with no file: a TA uploading grades must know which zeros are the student's and which are not
+    a hand-in at all. The card names each count (results.STATES)."""
+    def ungraded_one(name: str, state: str):
+        return submission(name, [exercise("manhattan", [case("manhattan#1", "missing", "not graded: " + state)])],
+                          warnings=(GraderWarning(Kind.UNREADABLE, state),), state=state)
+    results = small_class() + [ungraded_one("broken", "unreadable"), ungraded_one("stopped", "failed"),
+                               ungraded_one("away", "no submission"), ungraded_one("gone", "no submission")]
+    summary = summarize(results)
+    assert (summary.ungraded, summary.unreadable, summary.failed, summary.absent) == (4, 1, 1, 2)
+    assert ('<div class="label">could not be graded (1 unreadable, 1 failed, 2 with no submission)</div>'
+            in class_report_html(results))
+    assert '<div class="label">could not be graded</div>' in class_report_html(small_class())
+
+
 # ------------------------------------------------------------------------------------------------ figures
 
 
