@@ -244,3 +244,13 @@ def test_design_links_to_readme_sections_that_exist():
                for heading in re.findall(r"^#+ (.+)$", README, re.MULTILINE)}
     links = re.findall(r"\]\(\.\./README\.md#([\w-]+)\)", DESIGN.read_text(encoding="utf-8"))
     assert links and set(links) <= anchors, set(links) - anchors
+
+
+def test_readme_results_section_names_every_state_of_a_result():
+    """The Results section lists every `state` a result can have (results.STATES): a TA reading gradebook.csv's
+    column or the JSON learns each there (`no submission` came after the list was written, and it went unsaid)."""
+    from grader.store.results import STATES
+    section = README[README.index("\n## Results"):]
+    listed = re.search(r"`state` \(([^)]*)\)", section)
+    assert listed is not None
+    assert set(re.findall(r"`([^`]+)`", listed.group(1))) == set(STATES)

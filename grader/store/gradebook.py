@@ -421,7 +421,7 @@ class Gradebook:
         return {student: float(seconds) for student, seconds in rows}
 
     def counts(self, rubric: str) -> dict[str, int]:
-        """How many students of the rubric are in each state (graded, unreadable, failed)."""
+        """How many students of the rubric are in each state (results.STATES)."""
         rows = self._db.execute(
             """SELECT r.state, count(*) FROM submissions s JOIN results r ON r.id = s.current_result
                WHERE s.rubric = ? GROUP BY r.state""", (rubric,))
