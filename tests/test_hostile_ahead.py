@@ -5,10 +5,13 @@ a whole request's cases before it ran the first (before the parent sent each cas
 case walked the interpreter's objects (`gc`), found the runtime's later case requests, decoded their inputs with the
 runtime's own `_input` and did their work on its own clock, so the later case answered at once.
 Graded for real: the correct eight-puzzle notebook plus one cell whose
-`astar_search` needs 2 s of CPU on e5 (the notebook's 27-move problem, a public case whose limit is the 1 s floor)
-and nothing more elsewhere. Left to e5 that work is a timeout; what matters is whether another case can do it
-ahead: an earlier exercise's cases (best_first_search's, which never see astar_search's requests: each exercise
-is its own request) or astar_search's own earlier cases (e1..e4, which did while one request held them all).
+`astar_search` needs 2 s of CPU on the last hidden case (a medium problem whose limit is the 1 s floor) and nothing
+more elsewhere. Left to that case the work is a timeout; what matters is whether another case can do it ahead: an
+earlier exercise's cases (best_first_search's, which never see astar_search's requests: each exercise is its own
+request) or astar_search's own earlier cases (its public part, which never sees a hidden input, and the hidden ones
+before it, which did while one request held them all). A public case is no target: its input is in the student's kit
+(tests/test_case_release.py), so a notebook can hard-code it and pay its work ahead whatever the child holds; a
+public part comes whole (process._held).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.plan.cases import build_plan
 from grader.rubric.schema import load_rubric
 from grader.run.batch import grade
 from notebook_build import appended, write
@@ -24,15 +28,16 @@ from notebook_build import appended, write
 ROOT = Path(__file__).resolve().parents[1]
 RUBRIC = ROOT / "rubrics" / "eight-puzzle-astar.yaml"
 CORRECT = ROOT / "assignments" / "eight-puzzle-astar" / "submissions" / "correct.ipynb"
-HARD = "astar_search.seed_problems[5]"
+HARD = "astar_search.medium_problems[4]"   # the hidden part's last case
+HARD_BOARD = (2, 3, 5, 0, 1, 7, 6, 8, 4)
 
-# The slow search: e5 costs WORK seconds of CPU, paid wherever the notebook likes; every other board nothing more.
+# The slow search: HARD costs WORK seconds of CPU, paid wherever the notebook likes; every other board nothing more.
 # _pay_ahead(prefix): the current case spends up to SHARE of its own limit on the boards of the requests it can find
 # whose ids start with `prefix` (cases not run yet included: the runtime keeps them all until its request ends).
 SLOW = r'''
 import gc as _gc, sys as _sys, time as _time
 
-_HARD = (8, 6, 7, 2, 5, 4, 3, 0, 1)
+_HARD = (2, 3, 5, 0, 1, 7, 6, 8, 4)   # HARD_BOARD
 WORK, SHARE = 2.0, 0.7
 _PAID = {}
 
@@ -109,13 +114,16 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, tupl
     paths = [write(folder / f"{name.replace(' ', '_')}.ipynb", appended(CORRECT, way + SLOW))
              for name, way in WAYS.items()]
     results = grade(paths, load_rubric(RUBRIC), folder / "out", jobs=2, cache=folder / "cache")
+    plan = build_plan(load_rubric(RUBRIC), folder / "cache")
+    hard = next(case for case in plan.cases["astar_search"] if case.id == HARD)
+    assert hard.visibility == "hidden" and plan.data(hard)["state"] == HARD_BOARD
     return {result.submission.replace("_", " "): {case.id: (case.status, case.cpu_seconds)
                                                    for exercise in result.exercises if exercise.id == "astar_search"
                                                    for case in exercise.cases}
             for result in results}
 
 
-def test_the_slow_search_is_over_its_limit_on_e5_alone(graded):
+def test_the_slow_search_is_over_its_limit_on_the_hard_case_alone(graded):
     cases = graded["slow"]
     assert cases[HARD][0] == "timeout"
     assert [case for case, (status, _) in cases.items() if status != "pass"] == [HARD]
@@ -127,7 +135,8 @@ def test_an_earlier_exercise_cannot_pay_a_later_exercises_case(graded):
 
 
 def test_an_earlier_case_cannot_pay_a_later_case_of_its_exercise(graded):
-    """astar_search's e1..e4 look for e5's request: it is sent only once e4's answer came (a request holds its first
-    case; process._case_frame)."""
+    """astar_search's earlier cases look for HARD's request: its public part never holds it (the hidden part is its
+    own request), and each hidden case is sent only once the one before it answered (a hidden part's request holds
+    its first case; process._case_frame)."""
     cases = graded["paid by its own earlier cases"]
     assert cases[HARD][0] == "timeout"

@@ -354,3 +354,32 @@ def test_the_childs_answer_stream_reads_whole_split_and_joined_frames_alike(pipe
     close_writer(pipe)
     with pytest.raises(Closed):
         stream.read_body()
+
+
+def test_the_next_case_is_read_whole_in_one_read_and_what_else_the_pipe_held_with_it(pipe):
+    """read_bodies (runtime.Child.next_case, where the grader sends one case and then waits for its answer): one
+    frame comes in one read; frames queued before it (a reply to a call a case forged) come with it, each whole;
+    a frame longer than one read, or cut mid-header or mid-body, is read to its end; EOF and an oversized header
+    are as read_frame_blocking says."""
+    read_fd, write_fd = pipe["read"], pipe["write"]
+    case = marshal_frame({"op": "case", "case": {"id": "a#2", "values": {"x": b"M..."}}})
+    os.write(write_fd, case)
+    assert wire.read_bodies(read_fd) == [case[4:]]
+    reply = wire.frame_of(b'{"seq":3,"answer":1}')
+    os.write(write_fd, reply + case)
+    assert wire.read_bodies(read_fd) == [reply[4:], case[4:]]
+    large = wire.frame_of(b"x" * (3 * wire.SMALL_READ + 5))
+    writer = write_later(write_fd, large, piece=wire.SMALL_READ)
+    assert wire.read_bodies(read_fd) == [large[4:]]
+    writer.join()
+    for cut in (2, 9):   # half a header, half a body: the rest comes later
+        os.write(write_fd, case[:cut])
+        threading.Timer(0.05, os.write, (write_fd, case[cut:])).start()
+        assert wire.read_bodies(read_fd) == [case[4:]]
+    os.write(write_fd, struct.pack(">I", MAX_FRAME + 1) + b"xx")
+    with pytest.raises(FrameError):
+        wire.read_bodies(read_fd)
+    os.write(write_fd, case[:6])
+    close_writer(pipe)
+    with pytest.raises(Closed):
+        wire.read_bodies(read_fd)

@@ -817,7 +817,7 @@ class Sandbox:
         public = [case for case in cases if not case.hidden]
         if not public or len(public) == len(cases):
             return self._run_part(cases, isolate, oracle, deadline, max_timeouts, methods, more)
-        # Two requests (each sends the child its cases one by one, each once the last one's answer came).
+        # Two requests (the public one whole, the hidden one case by case, each once the last one's answer came).
         found = dict(zip((case.id for case in public),
                          self._run_part(public, isolate, oracle, deadline, max_timeouts, methods, True), strict=True))
         hidden = [case for case in cases if case.hidden]
@@ -909,6 +909,7 @@ class Sandbox:
         # The first case is charged from the load's end or the last exercise's last answer, where all went well
         # (a case that crashed was not answered: its CPU time must not be charged again to the next).
         carried, self.carried = self.carried, None
+        held = _held(cases)                # the cases the request holds; each later one is released (_release)
         try:
             self._send(_exercise_frame(cases, isolate, methods, more))
         except (wire.Closed, wire.FrameError):
@@ -1041,10 +1042,11 @@ class Sandbox:
                 # one's (an answer forged early, then the next input stolen off the pipe while the worker waited
                 # for a CPU, would have had the later case's work paid on this one's clock).
                 usage = clock.usage()
-                # The next case's input only now (no earlier case could work on it: _exercise_message), and at
-                # once where it runs whatever this answer's verdict: the child waits for it.
+                # A hidden part's next case's input only now (no earlier case could work on it:
+                # _exercise_message), and at once where it runs whatever this answer's verdict: the child waits
+                # for it. A public part's cases are all in the child already (held).
                 released = None
-                if timeouts_left > 1 and len(outcomes) + 1 < len(cases):
+                if timeouts_left > 1 and held <= len(outcomes) + 1 < len(cases):
                     released = self._release(cases[len(outcomes) + 1], isolate, methods)
                 outcomes.append(self._outcome(current, message, now - clock.started,
                                               usage.cpu if usage is not None else None))
@@ -1056,7 +1058,7 @@ class Sandbox:
                         return outcomes, False   # enough waiting on this exercise: the rest are skipped
                 if len(outcomes) < len(cases):
                     current, calls, asked = cases[len(outcomes)], 0, 0
-                    if released is None:   # (else sent above)
+                    if released is None and held <= len(outcomes):   # (else sent above, or held)
                         released = self._release(current, isolate, methods)
                     if released:
                         outcomes.append(_broken_rule(current, now, released) if released != "crash" else
@@ -1449,11 +1451,19 @@ def right_answer(case_id: str, value: Any) -> tuple[bytes, frames.Result] | None
 
 def _exercise_message(cases: Sequence[CaseRequest], isolate: Sequence[str],
                       methods: Mapping[str, Any] | None, more: bool) -> dict:
-    """The exercise request: its first case only, and how many there are (`count`). Each next case is sent
-    once the last one's answer arrived (_case_frame): the child never holds a later case's input, which a case
-    could find (gc) and work on, on its own clock, so that the later case answers at once."""
+    """The exercise request, and how many cases it has (`count`). A hidden part holds its first case only, each
+    next one sent once the last one's answer arrived (_case_frame): the child never holds a later hidden case's
+    input, which a case could find (gc) and work on, on its own clock, so that the later case answers at once.
+    A public part comes whole (_held): its inputs are the student's already (the kit carries each public case as
+    the sandbox receives it), so a notebook can do a later public case's work on an earlier case's clock
+    whatever the child holds, and sending them one by one would cost a round trip a case for no trust."""
     return {"op": "exercise", "isolate": list(isolate), "methods": dict(methods or {}), "more": more,
-            "cases": [_case_message(c) for c in cases[:1]], "count": len(cases)}
+            "cases": [_case_message(c) for c in cases[:_held(cases)]], "count": len(cases)}
+
+
+def _held(cases: Sequence[CaseRequest]) -> int:
+    """How many of a part's cases its request holds: all of a public part, the first of a hidden one."""
+    return 1 if any(case.hidden for case in cases) else len(cases)
 
 
 def _case_message(case: CaseRequest) -> dict:
@@ -1481,7 +1491,7 @@ def _exercise_frame(cases: Sequence[CaseRequest], isolate: Sequence[str],
     for request in message["cases"]:
         request["values"], request["set"] = _packed(request["values"]), _packed(request["set"])
     # The rubric's expressions compiled here, once per worker with the frame (see precompiled.expressions): the
-    # first case's only, each next case's with it (_case_frame): a call may hold a literal input.
+    # cases' it holds only, each next case's with it (_case_frame): a call may hold a literal input.
     message["magic"], message["codes"] = precompiled.MAGIC, precompiled.expressions(message["cases"])
     frame = wire.marshal_frame(message)
     if len(_FRAMES) >= _FRAMES_LIMIT:

@@ -484,9 +484,40 @@ def read_request_blocking(fd: int) -> dict:
     return request_of(_read_body_blocking(fd))
 
 
-def read_body_blocking(fd: int) -> bytes:
-    """Exactly one frame's body (the child's side), unparsed: ``request_of`` makes it a request."""
-    return bytes(_read_body_blocking(fd))
+def read_bodies(fd: int) -> list[bytes]:
+    """The bodies of the frames the pipe holds now, the last read to its end (the child's side), unparsed:
+    ``request_of`` makes each a request. Only where the trusted writer sends nothing more until this side
+    answers (an exercise's next case): one read takes the frame whole, where reading its header and then its
+    body took two."""
+    while True:
+        try:
+            chunk = _os_read(fd, SMALL_READ)
+            break
+        except BlockingIOError:
+            _wait_readable(fd, None)
+    if not chunk:
+        raise Closed("the writer closed the pipe")
+    if len(chunk) >= _HEADER.size and _HEADER.unpack_from(chunk)[0] == len(chunk) - _HEADER.size:
+        return [chunk[_HEADER.size:]]   # the usual case: one whole frame
+    bodies = []
+    at = 0
+    while at < len(chunk):
+        if len(chunk) - at < _HEADER.size:
+            chunk += _read_exactly(fd, _HEADER.size - (len(chunk) - at), "a frame header")
+        (length,) = _HEADER.unpack_from(chunk, at)
+        if length > MAX_FRAME:
+            raise FrameError(f"frame length {length} is over the {MAX_FRAME}-byte limit")
+        end = at + _HEADER.size + length
+        if end > len(chunk):
+            chunk += _read_exactly(fd, end - len(chunk), "a frame body")
+        bodies.append(chunk[at + _HEADER.size:end])
+        at = end
+    return bodies
+
+
+# Below this many bytes a request's marshal data is loaded from a copy: loading it through a memoryview costs
+# more (~1.5 us for a case frame's 300 bytes) than the copy.
+_COPIED = 1 << 16
 
 
 def request_of(body: bytes | bytearray) -> dict:
@@ -494,7 +525,7 @@ def request_of(body: bytes | bytearray) -> dict:
     if body[:1] != MARSHALLED:
         return _parse(body)
     try:
-        message = _marshal_loads(memoryview(body)[1:])
+        message = _marshal_loads(body[1:] if len(body) < _COPIED else memoryview(body)[1:])
     except (EOFError, ValueError, TypeError) as error:
         raise FrameError(f"frame is not valid marshal data: {error}") from None
     if type(message) is not dict:
