@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from testclock import within
 from grader import codec
 from grader.run.batch import grade_batch
 from grader.judge.grading import error_cause
@@ -675,13 +676,13 @@ def test_bundled_report_renders_in_chromium(results, tmp_path):
     page = write_class_report(results, tmp_path / "report.html")
     common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
               f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0"]
-    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=within(120))
     for heading in HEADINGS:
         assert f"<h2>{heading}</h2>" in dom.stdout
     assert "CONSOLE" not in dom.stderr
     shot = tmp_path / "shot.png"
     subprocess.run([*common, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+                   capture_output=True, timeout=within(120), check=True)
     from PIL import Image
     with Image.open(shot) as image:
         colours = image.convert("L").getextrema()

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testclock import within
 from grader.run.autograder import MANIFEST, build_autograder, run
 from grader.run.batch import grade
 from grader.plan.cases import build_plan
@@ -244,7 +245,7 @@ def fake_tree(zip_path: Path, root: Path, submission: Path | None) -> Path:
 def run_autograder(root: Path, python: str = sys.executable) -> dict:
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHON": python}
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=within(300))
     assert done.returncode == 0, done.stderr
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
 
@@ -280,7 +281,7 @@ def test_a_second_zip_of_the_same_source_takes_the_sealed_wheel_from_the_cache(t
     def zip_of(name: str) -> tuple[subprocess.CompletedProcess[str], bytes]:
         target = tmp_path / name
         done = subprocess.run([sys.executable, "-m", "grader", "gradescope", str(RUBRIC), "-o", str(target),
-                               "--cache", str(cache)], capture_output=True, text=True, timeout=600)
+                               "--cache", str(cache)], capture_output=True, text=True, timeout=within(600))
         assert done.returncode == 0, done.stderr
         with zipfile.ZipFile(target) as archive:
             [wheel] = [n for n in archive.namelist() if n.startswith("wheels/")]

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from testclock import within
 from grader.report.similarity_page import marked, similarity_csv, similarity_html
 from grader.store.results import ExerciseResult, SubmissionResult, write_json
 from grader.report.similarity import class_code, compare, fingerprints, score_pair, template_code, template_fingerprints
@@ -108,7 +109,7 @@ def test_the_command_writes_page_and_csv(planted_class, tmp_path: Path) -> None:
     folder, _ = planted_class
     out = tmp_path / "similarity.html"
     done = subprocess.run([sys.executable, "-m", "grader", "similarity", str(folder / "results"), "--out", str(out),
-                           "--rubric", str(RUBRIC)], capture_output=True, text=True, timeout=300)
+                           "--rubric", str(RUBRIC)], capture_output=True, text=True, timeout=within(300))
     assert done.returncode == 0, done.stderr
     assert "1 at or above 0.6" in done.stdout and "copier  original" in done.stdout
     rows = list(csv.DictReader(out.with_suffix(".csv").read_text(encoding="utf-8").splitlines()))
@@ -119,7 +120,7 @@ def test_without_a_template_option_the_course_rubric_of_the_assignment_is_used(p
     folder, _ = planted_class
     out = tmp_path / "similarity.html"
     done = subprocess.run([sys.executable, "-m", "grader", "similarity", str(folder / "results"), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=RUBRIC.parents[1])
+                          capture_output=True, text=True, timeout=within(300), cwd=RUBRIC.parents[1])
     assert done.returncode == 0, done.stderr
     assert "template: " in done.stdout and "taoistic-search.yaml" in done.stdout
     assert "1 at or above 0.6" in done.stdout and "copier  original" in done.stdout
@@ -177,6 +178,6 @@ def test_the_same_class_scores_the_same_whatever_the_hash_seed(tmp_path: Path) -
               "print(similarity_csv(compare(synthetic_class(30))))\n")
     tests = str(Path(__file__).resolve().parent)
     outputs = {subprocess.run([sys.executable, "-c", script, tests], capture_output=True, text=True, check=True,
-                              env={**os.environ, "PYTHONHASHSEED": seed}, timeout=300).stdout
+                              env={**os.environ, "PYTHONHASHSEED": seed}, timeout=within(300)).stdout
                for seed in ("1", "2")}
     assert len(outputs) == 1 and outputs.pop().count("\n") > 10

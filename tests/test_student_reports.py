@@ -307,7 +307,7 @@ def test_image_patterns_take_time_linear_in_the_markdown(tmp_path: Path) -> None
             _embed_images(unit * (400_000 // len(unit)), Path({str(tmp_path)!r}), None)
         print("read")
         """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=within(600))
     assert done.stdout.strip() == "read", (done.returncode, done.stderr[-2000:])
     (tmp_path / "picture.png").write_bytes(_tiny_png())
     for written in ('<img src="picture.png">', "<IMG alt='p' src='picture.png' width=30>",
@@ -338,7 +338,7 @@ def test_highlighting_takes_time_linear_in_the_students_text_and_only_trusted_le
                     for n, cell in enumerate(cells)]
         print(len(annotated._export(nb, "eve")) > 800_000)
         """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=within(600))
     assert done.stdout.strip() == "True", (done.returncode, done.stderr[-2000:])
     nb = nbformat.v4.new_notebook()
     nb.metadata = annotated._shown_metadata({"language_info": {"name": "sml", "pygments_lexer": "sml"}})
