@@ -12,6 +12,7 @@ from grader import codec
 from grader.judge import grading
 from grader.plan.cases import build_plan
 from grader.rubric.schema import load_rubric
+from grader.store import results
 from grader.sandbox.process import Outcome
 
 MINI = Path(__file__).parent / "fixtures" / "rubrics" / "mini.yaml"
@@ -52,6 +53,39 @@ def test_identical_answers_are_checked_once_and_keep_their_own_output(solve):
     assert (second.message, second.fraction, second.got) == (first.message, first.fraction, first.got)
     assert (first.output, second.output) == ("one\n", "two\n")
     assert (first.seconds, second.seconds) == (0.5, 0.25)
+
+
+def test_a_checked_right_answer_again_is_made_from_its_template_as_the_full_path_makes_it(solve):
+    """A path check's second answer of the expected wire comes from the template the first one's verdict left
+    (sized where it is made, results.sized_case): every field as the full path makes it, in the same order, but
+    its own time, output and traceback."""
+    plan, exercise, case, calls = solve
+    path = plan.expected[case.id].value
+    grading.judge(plan, exercise, case, _answer(case.id, path, seconds=0.5, output="one\n"))
+    outcome = Outcome(case.id, "ok", value=json.loads(json.dumps(path)), seconds=0.25, output="two\n",
+                      cpu_seconds=0.125, error={"traceback": "a warning's"})
+    second = grading.judge(plan, exercise, case, outcome)
+    full = grading._without_shown_inputs(grading._judge(plan, exercise, case, outcome))
+    assert results._known_size(second) is not None and results._known_size(full) is None
+    assert list(second.__dict__.items()) == list(full.__dict__.items())
+    assert second.path_answer and (second.output, second.cpu_seconds, second.traceback) == ("two\n", 0.125,
+                                                                                          "a warning's")
+    assert len(calls) == 1
+    assert results.bound_case(second) is second
+
+
+def test_an_answer_with_probes_or_another_value_is_judged_in_full(solve):
+    plan, exercise, case, calls = solve
+    path = plan.expected[case.id].value
+    grading.judge(plan, exercise, case, _answer(case.id, path))
+    probed = Outcome(case.id, "ok", value=path, probes={"p": {"value": 1}})
+    shorter = codec.encode(codec.decode(path)[:-1])
+    for outcome in (probed, _answer(case.id, shorter)):
+        judged = grading.judge(plan, exercise, case, outcome)
+        assert results._known_size(judged) is None
+        again = grading._judge(plan, exercise, case, outcome)
+        assert grading._without_shown_inputs(judged) == grading._without_shown_inputs(again)
+    assert len(calls) == 3
 
 
 def test_a_different_answer_is_checked_and_its_verdict_kept_for_the_next(solve):

@@ -484,11 +484,67 @@ def case_inputs(plan: Plan, case: Case) -> dict[str, Any]:
 
 def judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
     """Turn the child's answer into a verdict, in the parent, on plain data only."""
-    if outcome.status == "ok" and case.check.name == "equal" and not outcome.unread:   # most answers: right ones
-        right = _right_template(plan, case)
-        if right is not None and (outcome.value is plan.expected[case.id].value
-                                  or _marshalled(outcome.value) == _marshalled_expected(plan, case.id)):
-            return _from_template(right, outcome)
+    if outcome.status == "ok" and not outcome.unread:    # most answers: right ones
+        if case.check.name == "equal":
+            right = _right_template(plan, case)
+            if right is not None and (outcome.value is plan.expected[case.id].value
+                                      or _marshalled(outcome.value) == _marshalled_expected(plan, case.id)):
+                return _from_template(right, outcome)
+        elif not outcome.probes and not case.probe and _is_expected(plan, case.id, outcome.value):
+            learned = _checked_template(plan, case)
+            if learned[0] is not None:
+                return _from_template(learned[0], outcome)
+            result = _judge(plan, exercise, case, outcome)
+            learned[0] = _learned_template(result)
+            return result
+    return _judge(plan, exercise, case, outcome)
+
+
+def _is_expected(plan: Plan, case_id: str, got: Any) -> bool:
+    """Whether an answer is the expected value: the same canonical text, by which judge keeps a verdict
+    (_answer_key), asked only of an answer of the expected value's type and length (a wrong one is mostly not
+    made canonical here). A frame a worker met before is the very object parsed then, whose text _answer_text
+    keeps: a class's many equal paths are made canonical once."""
+    expected = plan.expected[case_id].value
+    if got is expected:
+        return True
+    kind = type(got)
+    if kind is not type(expected) or (kind is list or kind is dict) and len(got) != len(expected):
+        return False
+    wanted = _canonical_expected(plan, case_id)
+    return wanted is not None and _answer_text(got)[0] == wanted
+
+
+def _checked_template(plan: Plan, case: Case) -> list[tuple[dict[str, Any], int | None] | None]:
+    """Where a case whose check is not `equal` (unordered, a path, a course's own) keeps its right answer's
+    template (_right_template's form) once an answer of the expected value's canonical text has passed it: None
+    until then.
+
+    The verdict of an answer is a function of the case, the answer and its probes (judge keeps it in the plan's
+    memo under those: _answer_key), so the next answer of the same text and no probes gets the same fields; only
+    its own (times, output, traceback) differ. Learned from a real verdict, not worked out ahead: the check is
+    the course's code, run here as for any answer. Without it each such answer (a path: 12 of a Taoistic notebook's
+    137 cases, the unordered find_numbers 9 more) was looked up in the memo and made a CaseResult through its
+    __init__, then bounded field by field and measured whole (its path twice) as the result was stored."""
+    return plan.memo.get(("checked right answer", case.id), lambda: [None])
+
+
+def _learned_template(result: CaseResult) -> tuple[dict[str, Any], int | None] | None:
+    """_right_template's form of a passing verdict of the expected value (see _checked_template), or None: a verdict
+    that is not a pass is made again each time, as before."""
+    if result.status != "pass":
+        return None
+    right = object.__new__(CaseResult)
+    right.__dict__.update(result.__dict__)
+    right.__dict__.update(seconds=0.0, output="", cpu_seconds=None, traceback="", inputs={})
+    fields = dict(right.__dict__)
+    within = bound_case(right) is right
+    return fields, case_json_at_most({name: value for name, value in fields.items()
+                                      if name not in _ANSWERS_OWN}) if within else None
+
+
+def _judge(plan: Plan, exercise: Exercise, case: Case, outcome: Outcome) -> CaseResult:
+    """judge, without the right answers' templates."""
     # The weight as a float, as results store it (bound_case would otherwise copy every case to convert it).
     base = dict(id=case.id, visibility=case.visibility, call=case.shown_call, expected=stored_expected(plan, case.id),
                 seconds=round(outcome.seconds, 4), output=outcome.output, weight=float(case.weight),
