@@ -72,11 +72,13 @@ def results(tmp_path_factory: pytest.TempPathFactory):
                    for name, (look, leave) in WAYS.items()})
 
 
-@pytest.mark.xfail(strict=True, reason="not closed: the fork's check compares the bindings of the library modules "
-                                       "the notebook reaches only, and reads neither the codec error handlers nor "
-                                       "re's or the encodings package's caches; emptying the scratch leaves its "
-                                       "folder's attributes and times")
-@pytest.mark.parametrize("name", sorted(WAYS))
+# The scratch folder's: the runtime's emptying of the scratch is syscalls' to mend (COORD, session 26).
+OPEN = pytest.mark.xfail(strict=True,
+                         reason="not closed: emptying the scratch leaves its folder's attributes and times")
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=OPEN) if name.startswith("scratch") else name
+                                  for name in sorted(WAYS)])
 def test_what_an_exercise_leaves_where_the_check_does_not_look_never_reaches_the_next(results, name):
     result = results[name]
     assert lost(result) == {}

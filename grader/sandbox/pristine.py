@@ -16,8 +16,10 @@ references and compared by identity or, for exact builtin values, by value), wha
   attributes, numpy arrays with their bytes, random generators with their state. An object whose state the
   collector cannot show (a generator, an `lru_cache`, a C type's hidden fields) makes the answer "unknown";
 - the library: which modules are loaded, what the names of the modules those objects reach are bound to (a
-  patched `heapq.heappush`), numpy's error and print state and its global random state (unless the runtime
-  seeds it at each case's start, as it does Python's), the warnings filters, the locale;
+  patched `heapq.heappush`) and, by their dicts' version tags, every other module's (an attribute set on
+  json.decoder), the codec error handlers, re's and encodings' caches, numpy's error and print state and its
+  global random state (unless the runtime seeds it at each case's start, as it does Python's), the warnings
+  filters, the locale;
 - the interpreter's hooks and limits, sys's names, the collector's settings and callbacks, decimal's contexts;
 - the process (`process`, taken by the fork when it starts): other processes and threads, descriptors,
   working folder, umask, environment, rlimits, signal handlers and mask, interval and POSIX timers, process group and
@@ -169,6 +171,19 @@ def _interpreter_lists() -> list[list[Any]] | None:
     return codecs + forks
 
 
+def _error_handlers() -> dict[str, Any] | None:
+    """The interpreter's registry of codec error handlers (codecs.register_error), which no module names: found
+    once, in the zygote before any student code ran, as the dict that holds the built-in handlers under their
+    names (a handler registered by one exercise came back to the next, tests/test_hostile_carriers.py). None
+    where it is not as expected."""
+    import codecs
+    names = ("strict", "ignore", "replace", "surrogateescape")
+    handlers = [codecs.lookup_error(name) for name in names]
+    found = [holder for holder in gc.get_referrers(handlers[0]) if type(holder) is dict
+             and all(holder.get(name) is handler for name, handler in zip(names, handlers, strict=True))]
+    return found[0] if len(found) == 1 else None
+
+
 class _Registries:
     """What an exercise can leave where no object of the notebook's reaches, in the interpreter's lists
     (_interpreter_lists) and in the standard library's registries: `sys.path_importer_cache`, `linecache.cache`,
@@ -181,10 +196,11 @@ class _Registries:
     runtime swaps its streams), and its names are compared at every snapshot anyway (_modules: sys is always met),
     so a rebound `sys.path_importer_cache` makes the snapshot differ there."""
 
-    __slots__ = ("dicts", "held", "lists", "places", "tags", "token", "views")
+    __slots__ = ("dicts", "errors", "held", "lists", "places", "tags", "token", "views")
 
     def __init__(self) -> None:
         self.lists = _interpreter_lists()
+        self.errors = _error_handlers()
         import copyreg
         import linecache
         import weakref
@@ -204,9 +220,11 @@ class _Registries:
 
     def state(self) -> tuple[Any, ...]:
         """What the lists and registries hold, by identity (Unknown where they cannot be read)."""
-        if self.lists is None or len(self.places) != 7:
+        if self.lists is None or len(self.places) != 7 or self.errors is None:
             raise Unknown("the interpreter's registries not found")
-        lists = (tuple(map(len, self.lists)), tuple(map(_id, chain.from_iterable(self.lists))))
+        errors = self.errors
+        lists = (tuple(map(len, self.lists)), tuple(map(_id, chain.from_iterable(self.lists))),
+                 tuple(map(_id, errors)), tuple(map(_id, errors.values())))
         if self.views is not None:
             tags = list(map(_TAG_READ, self.views))
             if tags == self.tags:
@@ -516,13 +534,16 @@ def _immutable(obj: Any, known: dict[int, bool], homes: set[str] | None, depth: 
     return known[ident]
 
 
+_LOADED: list[Any] = [None]   # the last Loaded made: the load's, which every fork starts from (rebase)
+
+
 class Loaded:
     """sys.modules as a snapshot found it: which modules (by id, held alive so no later module takes one's id),
     the walk's `stop` set made from them, and where each module and module dict is. While sys.modules holds the
     same objects in the same order, the next snapshot (the same roots and own objects) reuses it."""
 
-    __slots__ = ("bindings", "key", "modules", "names", "namespace", "placed", "stop", "tag", "tag_view",
-                 "values", "where")
+    __slots__ = ("bindings", "key", "modules", "names", "namespace", "placed", "rest", "rest_bindings", "rest_tags",
+                 "rest_views", "stop", "tag", "tag_view", "values", "where")
 
     def __init__(self, roots: list[Any], own: tuple[Any, ...]) -> None:
         # Names too: an id in `key` is always the object it was, and `_same` compares with these by identity.
@@ -542,6 +563,17 @@ class Loaded:
         self.placed: tuple[frozenset[int], list[int]] | None = None   # the replay's met modules' positions
         for position, (module, namespace) in enumerate(self.modules):
             self.where[_id(module)] = self.where[_id(namespace)] = position
+        # Every module's bindings as this snapshot found them, those no object of the notebook's reaches included
+        # (_modules reads the reached ones by identity): an attribute set on json.decoder, which no name of the
+        # notebook's reaches, came back to the next exercise (tests/test_hostile_carriers.py). Their version tags
+        # (_tag_reader): one read each, in C; sys's moves at every case (the runtime swaps its streams) and its
+        # names are read by identity anyway. Where no tag can be read, the bindings themselves, by identity.
+        self.rest = [(position, namespace) for position, (module, namespace) in enumerate(self.modules)
+                     if _id(namespace) in self.stop and module is not sys]
+        self.rest_views = [_tag_view(namespace) for _, namespace in self.rest] if _TAG_VIEW is not None else None
+        self.rest_tags = list(map(_TAG_READ, self.rest_views)) if self.rest_views is not None else []
+        self.rest_bindings = [(list(namespace), list(namespace.values())) for _, namespace in self.rest]
+        _LOADED[0] = self
 
 
 class Replay:
@@ -717,6 +749,23 @@ def _loaded(roots: list[Any], own: tuple[Any, ...], cache: Leaves | None) -> Loa
     return loaded
 
 
+def rebase() -> None:
+    """As a fork starts, before any student code runs there: the library modules' bindings it starts with become
+    what its checks compare with (_rest_unchanged). A fork is not its parent: threading's fork handler binds new
+    locks (_active_limbo_lock, _shutdown_locks), in every fork alike, so a fresh fork differs from the load there
+    too; what an exercise binds afterwards is what the next exercise must not see."""
+    loaded = _LOADED[0]
+    if loaded is None:
+        return
+    views = loaded.rest_views
+    tags = list(map(_TAG_READ, views)) if views is not None else None
+    for index, (_, namespace) in enumerate(loaded.rest):
+        if tags is None or tags[index] != loaded.rest_tags[index]:
+            loaded.rest_bindings[index] = (list(namespace), list(namespace.values()))
+    if tags is not None:
+        loaded.rest_tags = tags
+
+
 def _modules(met: set[int] | frozenset[int], loaded: Loaded) -> list[tuple[int, ...]]:
     """Which modules are loaded, and the bindings (by identity) of those the student's objects reach (`met`:
     modules and module dicts by id): `heapq.heappush` patched shows when the notebook uses heapq. Every
@@ -746,7 +795,32 @@ def _modules(met: set[int] | frozenset[int], loaded: Loaded) -> list[tuple[int, 
         view = _tag_view(namespace)   # (a module's dict lives as long as the module, which Loaded holds)
         bindings[position] = (*seen[:3], view, _TAG_READ(view) if view is not None else None)
         found.append(seen[2])
+    _rest_unchanged(loaded, positions)
     return found
+
+
+def _rest_unchanged(loaded: Loaded, positions: list[int]) -> None:
+    """Raise Unknown unless every module not among `positions` (read by identity in _modules) holds the bindings it
+    held when `loaded` was made (the load's snapshot, for every later one while sys.modules is the same): the very
+    objects, compared only where a module's tag moved."""
+    views = loaded.rest_views
+    if views is not None:
+        tags = list(map(_TAG_READ, views))
+        if tags == loaded.rest_tags:
+            return   # (the usual case: one read of each tag, in C)
+        moved = [index for index, (then, now) in enumerate(zip(loaded.rest_tags, tags, strict=True)) if then != now]
+    else:
+        moved = list(range(len(loaded.rest)))
+    reached = set(positions)
+    for index in moved:
+        position, namespace = loaded.rest[index]
+        names, values = loaded.rest_bindings[index]
+        if position in reached:
+            continue
+        if not (_same(namespace, names) and _same(namespace.values(), values)):
+            raise Unknown("a library module's binding changed")
+        if views is not None:   # changed back to the very same: this tag stands for them now
+            loaded.rest_tags[index] = tags[index]
 
 
 def _read(path: str) -> bytes:
@@ -939,6 +1013,8 @@ def _process(known: tuple[Any, ...] | None, files: Files | None = None,
     `files`: its kept /proc files; `before`: the state this one will be compared with; `mask`: its signal mask,
     where the check has changed it)."""
     threads, children, siblings = known if known is not None else _company(files)
+    if before is None:   # the state as the fork starts (see rebase)
+        rebase()
     umask = os.umask(0o077)
     os.umask(umask)
     descriptors = _descriptors(files, before)
@@ -1055,6 +1131,7 @@ def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
             name, keys, position, gauss, cached = generator.get_state()
             state["numpy.random"] = (name, keys.tobytes(), position, gauss, cached)
     state["registries"] = _REGISTRIES.state()
+    state["caches"] = _caches()
     state["hooks"] = [_id(getattr(sys, name, None)) for name in (
         "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "displayhook", "excepthook",
         "unraisablehook", "breakpointhook")]
@@ -1065,6 +1142,28 @@ def _interpreter(collecting: bool, own: tuple[Any, ...] = ()) -> dict[str, Any]:
     state["trace"] = (_id(_gettrace()), _id(_getprofile()), *map(_id, _get_asyncgen_hooks()), _get_origin_depth(),
                       _exit_functions())
     return state
+
+
+# The library's caches that outlive a call and that any string reaches: re's compiled patterns (keyed by the
+# pattern's text) and the encodings package's search results (keyed by the name asked for). A key left by one
+# exercise came back to the next (tests/test_hostile_carriers.py: the fork's check read neither). Compared by identity:
+# a pattern an exercise compiled that the load did not makes the next exercise's fork a fresh one.
+_CACHES = (("re", "_cache"), ("encodings", "_cache"))
+
+
+def _caches() -> list[tuple[int, ...]]:
+    found = []
+    for module_name, name in _CACHES:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        if type(module) is not types.ModuleType:
+            raise Unknown(f"{module_name} replaced")
+        cache = _MODULE_DICT(module).get(name)
+        if type(cache) is not dict:
+            raise Unknown(f"{module_name}.{name} replaced")
+        found.append((_id(cache), len(cache), *map(_id, cache), -1, *map(_id, cache.values())))
+    return found
 
 
 def _decimal() -> tuple[Any, ...]:
