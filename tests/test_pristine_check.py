@@ -29,7 +29,7 @@ def _loaded(files: pristine.Files) -> tuple[types.ModuleType, Any, Any, Any]:
         return pristine.snapshot(roots, homes={"__main__x"}, skip=leaves, settle=settle)
     before = take()
     gc.collect()   # what the test process left is no exercise's garbage
-    pristine.freeze()   # as the grader's own (what the check compares the frozen count with)
+    pristine.freeze()   # as the grader's own (what the check compares the frozen objects with)
     return module, take, before, pristine.process(files=files)
 
 
@@ -263,3 +263,32 @@ def test_every_kind_of_rlimit_an_exercise_changes_makes_it_say_no_and_each_is_as
         assert not pristine.check(before, take, started, files), name
         resource.setrlimit(kind, (soft, hard))
         assert pristine.check(before, take, started, files), name
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+@in_a_fork
+def test_an_exercise_that_froze_objects_makes_it_say_no_and_a_collection_of_its_own_does_not(files):
+    """gc.freeze() puts an exercise's objects, garbage included, where no collection looks (the next exercise of the
+    fork could unfreeze and collect them, and a finalizer hand it what this one saw): the check says no whatever was
+    frozen, garbage or live objects only. Told by the grader's young canary leaving the young generations, not by the
+    permanent generation's count (a walk of all of it, the load's ~100,000 objects in a jail: 1.7 ms a check). A
+    collection of the exercise's own moves the canary to an older young generation, and the check still says yes;
+    gc.unfreeze() puts the grader's frozen garbage canary where the check's own collection frees it: no."""
+    _, take, before, started = _loaded(files)
+    assert pristine.check(before, take, started, files)
+    held: list[Any] = []
+    for leave in (_Cycle, lambda: held.append([1])):   # garbage, then a live object only
+        leave()
+        gc.freeze()
+        assert not pristine.check(before, take, started, files)
+        pristine.freeze()   # the grader's own again (a real fork would be gone): the check sees nothing more
+        assert pristine.check(before, take, started, files)
+    for generation in (0, 1, 2):
+        gc.collect(generation)
+        assert pristine.check(before, take, started, files)
+    gc.unfreeze()
+    assert not pristine.check(before, take, started, files)

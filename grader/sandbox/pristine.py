@@ -1215,11 +1215,15 @@ def leaves(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None =
 # What the grader's own gc.freeze() left (freeze: the runtime's after the load, each check's settle). An exercise that
 # froze its garbage put it where no collection looks, and the next exercise of the fork unfroze and collected it, so
 # a finalizer handed it what the exercise before it saw (a real sandbox's second exercise got the first one's input).
-# Only gc.freeze() adds to the permanent generation (frozen objects that die leave it), so more there than the grader
-# left is a change; and a canary, garbage the grader froze itself, dies only where the frozen objects were unfrozen
-# and collected (which also frees the load's frozen garbage: the count alone could then look level). A count kept
-# level by freeing frozen objects reached among the runtime's own is README's open class (values on runtime objects).
-_FROZEN: list[Any] = [None, None]   # the permanent generation's count then, a weak reference to the canary
+# gc.freeze() moves every object of the young generations to the permanent one, and nothing else does: so a live
+# object of the grader's made just after its own freeze (the young canary, held here) stays in the young generations
+# (a collection moves it to an older one at most) until someone freezes them, and found outside them it says the
+# exercise froze. And a canary that is garbage the grader froze itself dies only where the frozen objects were unfrozen
+# and collected. (The permanent generation's count, gc.get_freeze_count, told the first as well, but CPython walks the
+# whole generation to count it: the load's ~100,000 frozen objects, 1.7 ms of each check's ~2.2 in a jail, twice a
+# check; the young generations hold only what the exercise left there.) A canary replaced or freed through the
+# runtime's own objects is README's open class (values on runtime objects).
+_FROZEN: list[Any] = [None, None]   # the young canary, a weak reference to the frozen garbage canary
 
 
 class _Canary:
@@ -1229,7 +1233,11 @@ class _Canary:
         self.me = self
 
 
-_gc_freeze, _freeze_count, _weak = gc.freeze, gc.get_freeze_count, __import__("weakref").ref   # as loaded
+class _Young:
+    """The young canary: in the young generations until someone freezes them (see _FROZEN)."""
+
+
+_gc_freeze, _get_objects, _weak = gc.freeze, gc.get_objects, __import__("weakref").ref   # as loaded
 
 
 def freeze() -> None:
@@ -1239,13 +1247,17 @@ def freeze() -> None:
         _FROZEN[1] = _weak(canary)
         del canary
     _gc_freeze()
-    _FROZEN[0] = _freeze_count()
+    _FROZEN[0] = _Young()   # (the last one, frozen by now, is freed: a frozen object that dies leaves its generation)
 
 
-def _froze_more() -> bool:
+def _froze_more(*generations: list[Any]) -> bool:
     """Whether an exercise froze objects or unfroze and collected the frozen ones since the grader's last freeze
-    (none yet: True)."""
-    return _FROZEN[0] is None or _freeze_count() > _FROZEN[0] or _FROZEN[1]() is None
+    (none yet: True). `generations`: the objects of each young generation now (gc.get_objects), each listed before
+    any container holds the lists: a list made first lists a container made before the next, and that cycle of the
+    grader's own is garbage the check's collection finds."""
+    canary = _FROZEN[0]
+    return canary is None or not any(any(map(_IS, objects, repeat(canary))) for objects in generations) \
+        or _FROZEN[1]() is None
 
 
 def snapshot(roots: list[Any], own: tuple[Any, ...] = (), homes: set[str] | None = None,
@@ -1316,8 +1328,12 @@ def check(before: Any, take: Any, started: Any, files: Files | None = None) -> b
         # Everything older is frozen (the load, and what each check left): the exercise's objects are in the two
         # young generations unless a collection of theirs moved some to the oldest, and only then is that one
         # collected too (a full collection also empties the interpreter's free lists: ~0.1 ms of a fork's pages).
-        young = 2 if gc.get_objects(2) else 1
-        if _sigmask(signal.SIG_BLOCK, _SIGNALS) != _ALL_BLOCKED or _froze_more() or gc.collect(young):
+        youngest, younger, oldest = _get_objects(0), _get_objects(1), _get_objects(2)
+        young = 2 if oldest else 1
+        if _sigmask(signal.SIG_BLOCK, _SIGNALS) != _ALL_BLOCKED or _froze_more(youngest, younger, oldest):
+            return False
+        del youngest, younger, oldest   # (they hold every young object: the collection must see what the exercise left)
+        if gc.collect(young):
             return False
         freeze()   # what is left is alive: the next check's collection need not look at it again
         company.append(_company(files))
