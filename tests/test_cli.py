@@ -359,6 +359,29 @@ def test_no_submission_is_a_state_of_its_own_and_an_emptied_folder_keeps_the_gra
     assert '<span class="badge missing">no submission</span>' in shown
 
 
+def test_a_no_submission_row_recorded_as_unreadable_before_is_recorded_again(tmp_path: Path,
+                                                                          grader_cache: Path) -> None:
+    """A gradebook written before the state `no submission` existed holds a Moodle "No submission" student as
+    `unreadable`: the same worksheet graded again found the row unchanged and kept it, so the CSV never said it.
+    It is recorded again, as `no submission` (nothing runs: the row is the intake's)."""
+    import csv
+    import sqlite3
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text('"Identifier","Full name","Email address","Status","Last modified (submission)"\n'
+                     '"Participant 2104","Bo Cy","bo@example.org","No submission","-"\n', encoding="utf-8")
+    out = tmp_path / "results"
+    common = ("--rubric", RUBRIC, "--out", str(out), "--cache", str(grader_cache))
+    assert run("grade", str(sheet), *common).returncode == 0
+    with sqlite3.connect(out / "gradebook.sqlite") as book:   # as a grader before the state recorded it
+        book.execute("UPDATE results SET state = 'unreadable'")
+    (out / "gradebook.csv").unlink()   # and its CSV, written from that state
+    again = run("grade", str(sheet), *common)
+    assert again.returncode == 0, again.stdout + again.stderr
+    with open(out / "gradebook.csv", encoding="utf-8", newline="") as file:
+        assert [(row["student"], row["state"]) for row in csv.DictReader(file)] == [("Bo_Cy_2104", "no submission")]
+    assert "1 submission: 0 graded, 0 unreadable, 1 no submission, 0 failed, 0 unchanged" in flat(again.stdout)
+
+
 def test_an_unreadable_students_feedback_names_their_own_file_never_the_tas_path_to_the_export(
         tmp_path: Path, grader_cache: Path) -> None:
     """Why a file was not graded is `<source>: <why>`, the source as the TA gave it: the student's report and

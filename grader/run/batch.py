@@ -426,6 +426,8 @@ def grade_batch(paths: Iterable[str | Path], rubric: str | Path | Rubric, out: s
                     batch.notes.append(f"{student}: {source} is older than its current result's file, {older[0]} "
                                        f"(graded {older[1][:16].replace('T', ' ')} UTC), and replaces it now; to keep "
                                        f"that one, grade {older[0]} again")
+                if previous is not None and entry.nothing and previous.state != NO_SUBMISSION:
+                    previous = None   # recorded `unreadable` before the state existed: recorded again as what it is
                 if book and previous is not None:
                     batch.levels[previous.isolation] += 1
                     batch.unchanged += 1
