@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from testclock import read_line
+from testclock import read_line, within
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,8 +49,10 @@ def stop(processes: list[subprocess.Popen]) -> None:
 def run_beside_hogs(args: list[str], cpu: int, count: int, ready: str | None = "ready", timeout: float = 600) -> str:
     """Run the Python child `args` (the repository on its path) and, once it prints `ready` and waits for a line,
     `count` busy processes on `cpu` beside it until it ends (`ready` None: none, nothing awaited). Returns its
-    standard output; its exit status must be 0, all within `timeout` s from its start (its `ready` line too).
-    Every process started here is gone when this returns."""
+    standard output; its exit status must be 0, all within `timeout` s from its start (its `ready` line too), or
+    what is left of the test's budget if less (testclock.within). Every process started here is gone when this
+    returns."""
+    timeout = within(timeout)
     deadline = time.monotonic() + timeout
     child = subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

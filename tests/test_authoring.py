@@ -10,6 +10,7 @@ import pytest
 from grader.authoring.findings import authoring_findings
 from grader.plan.cases import build_plan
 from grader.rubric.schema import RubricError, load_rubric
+from testclock import within
 
 REFERENCE = '''
 import random
@@ -254,7 +255,7 @@ def test_an_expect_the_reference_does_not_make_is_named_at_its_case_with_both_va
         "      - call: rotate(Start)\n", "      - call: rotate(Start)\n        expect: \"(2, 3, 1)\"\n")
     path = write(tmp_path, rubric, reference)
     done = subprocess.run([sys.executable, "-m", "grader", "validate", str(path), "--mutants", "0", "--cache",
-                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=within(300), cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     shown = done.stdout + done.stderr
     assert (f"{path}:{line_of(path, 'call: rotate(Start)')}: exercise 'rotate', case rotate#1: the reference, graded "

@@ -212,7 +212,7 @@ def test_a_fork_that_serves_several_exercises_has_its_waiting_counted_once():
             assert read_line(child, 120).strip() == "ready"   # the first exercise is done
         finally:
             stop(hogs)
-        out, err = child.communicate(input="go\n" * 8, timeout=240)
+        out, err = child.communicate(input="go\n" * 8, timeout=within(240))
     finally:
         if child.poll() is None:
             child.kill()

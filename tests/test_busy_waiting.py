@@ -16,6 +16,7 @@ import pytest
 
 from grader.sandbox.isolation import detect
 from hogs import run_beside_hogs
+from testclock import within
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
@@ -72,8 +73,8 @@ def test_a_notebooks_processes_waiting_for_each_other_earn_no_credit():
     which none of the sandbox's processes ran (its wall time less its CPU time): the machine's, whatever its load,
     where the fork's own run-queue time is at least three quarters of that CPU time more."""
     cpu = min(os.sched_getaffinity(0))
-    found = subprocess.run([sys.executable, "-c", SELF_MADE, str(cpu)], capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    found = subprocess.run([sys.executable, "-c", SELF_MADE, str(cpu)], capture_output=True, text=True,
+                           timeout=within(600), env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert found.returncode == 0, found.stderr[-3000:]
     run = json.loads(found.stdout.strip().splitlines()[-1])
     assert run["status"] == "ok", run

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 import pytest
-from testclock import in_a_fork
+from testclock import in_a_fork, within
 
 from grader import codec
 from grader.codec import (
@@ -320,7 +320,7 @@ def test_set_encoding_does_not_depend_on_the_hash_seed():
         environment = dict(os.environ, PYTHONHASHSEED=seed)
         result = subprocess.run(
             [sys.executable, "-c", SET_SCRIPT, str(SANDBOX_DIR.parent)],   # the folder that holds codec.py
-            capture_output=True, text=True, env=environment, timeout=60, check=True,
+            capture_output=True, text=True, env=environment, timeout=within(60), check=True,
         )
         outputs.add(result.stdout)
     assert len(outputs) == 1
@@ -661,7 +661,7 @@ print(codec.canonical(codec.encode({"a": (1, {2})})))
 def test_codec_loads_as_a_plain_top_level_module_without_the_package():
     result = subprocess.run(
         [sys.executable, "-I", "-c", STANDALONE_SCRIPT, str(SANDBOX_DIR), str(Path(codec.__file__).resolve())],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=within(60),
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == '{"dict":[["a",{"tuple":[1,{"set":[2]}]}]]}'

@@ -402,12 +402,13 @@ def test_a_dead_graders_deep_folder_is_swept_and_removed_by_its_zygote(tmp_path:
     # the zygote's own: its grader's folder is not swept first (clean_leftovers would take it too)
     os.rename(left, tmp_path / "aside")
     found = subprocess.run([sys.executable, "-c", SWEEP, str(swept), str(left), str(pid)], capture_output=True,
-                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
+                           text=True, timeout=within(300),
+                           env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
     assert found.returncode == 0, found.stderr[-2000:]
     assert json.loads(found.stdout) == {"swept": False, "left": False}
     os.rename(tmp_path / "aside", left)
     found = subprocess.run([sys.executable, "-c", SWEEP.replace("    clean_leftovers()\n", ""), str(swept), str(left),
-                            str(pid)], capture_output=True, text=True, timeout=300,
+                            str(pid)], capture_output=True, text=True, timeout=within(300),
                            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
     assert found.returncode == 0, found.stderr[-2000:]
     assert json.loads(found.stdout) == {"swept": False, "left": False}

@@ -14,6 +14,7 @@ from grader.run.batch import grade_batch
 from grader.run.executor import Job, LocalPool, Setup
 from grader.store.results import to_dict
 from grader.rubric.schema import load_rubric
+from testclock import within
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "rubrics" / "taoistic-search.yaml"
@@ -217,7 +218,8 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2_and_leaves_nothing_behi
     import sys
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(SUBMISSIONS / "correct.ipynb"),
                            "--rubric", str(RUBRIC), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"),
-                           "--dask", f"tcp://127.0.0.1:{_free_port()}"], capture_output=True, text=True, timeout=120)
+                           "--dask", f"tcp://127.0.0.1:{_free_port()}"], capture_output=True, text=True,
+                          timeout=within(120))
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("cannot reach the Dask scheduler at tcp://127.0.0.1:")
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
@@ -502,7 +504,7 @@ def test_a_batch_probes_the_sandbox_once_beside_its_start_up_and_its_forked_work
     paths = [str(SUBMISSIONS / f"{name}.ipynb") for name in ("correct", "seed-000", "old-era")]
     done = subprocess.run([sys.executable, "-c", PROBES, str(tmp_path / "probes.log"), "grade", *paths, "--rubric",
                            str(RUBRIC), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
-                           "--jobs", "2", "--quiet"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+                           "--jobs", "2", "--quiet"], capture_output=True, text=True, timeout=within(600), cwd=tmp_path)
     first = ["probe-coordinator", "zygote-coordinator", "zygote-coordinator"]
     *_, log = done.stdout.splitlines()[-1].partition("] ")
     assert done.stdout.splitlines()[-1].startswith(f"0 0 True True {first} "), done.stdout + done.stderr
@@ -696,7 +698,7 @@ def test_a_worker_reads_its_next_submission_while_it_grades_one_and_a_death_name
     log = tmp_path / "log"
     log.touch()
     done = subprocess.run([sys.executable, "-c", AHEAD, str(log), str(tmp_path / "cache"), str(RUBRIC),
-                           str(SUBMISSIONS)], capture_output=True, text=True, timeout=600, cwd=REPO)
+                           str(SUBMISSIONS)], capture_output=True, text=True, timeout=within(600), cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
     lines = log.read_text().splitlines()
@@ -956,7 +958,7 @@ def test_a_new_gradebooks_batch_that_fails_before_its_pool_leaves_no_spare_zygot
     _, cache = pool_results
     done = subprocess.run([sys.executable, "-c", FAILS_BEFORE_ITS_POOL, str(tmp_path / "out"),
                            str(SUBMISSIONS / "correct.ipynb"), str(RUBRIC), str(cache)],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+                          capture_output=True, text=True, cwd=REPO, timeout=within(120))
     assert done.stdout.split() == ["0", "True"], (done.stdout, done.stderr[-2000:])
 
 

@@ -54,7 +54,7 @@ def _interpreter() -> str | None:
             continue
         try:
             subprocess.run([candidate, "-c", "import grader.sandbox.process"], env=_environment(), cwd="/",
-                           check=True, capture_output=True, timeout=120, **_as_grader())
+                           check=True, capture_output=True, timeout=testclock.within(120), **_as_grader())
         except (OSError, subprocess.SubprocessError):
             continue
         return candidate
@@ -76,7 +76,7 @@ def test_a_student_running_as_the_graders_uid_can_reach_neither_it_nor_the_uid()
     process = subprocess.Popen([interpreter, str(HARNESS)], env=_environment(), cwd="/", stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, **_as_grader())
     try:
-        stdout, stderr = process.communicate(timeout=180)
+        stdout, stderr = process.communicate(timeout=testclock.within(180))
     except subprocess.TimeoutExpired:   # stopped by the student: let it go on to its end, then fail
         os.kill(process.pid, signal.SIGCONT)
         process.kill()

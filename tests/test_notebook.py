@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from grader.intake.notebook import Cell, NotebookError, notebook_from_source, read_notebook
 from grader.intake.warning import Kind
+from testclock import within
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = FIXTURES / "seeds"
@@ -294,5 +295,6 @@ def test_grading_reads_notebooks_without_importing_nbformat(tmp_path: Path) -> N
         "{'nbformat', 'jsonschema', 'jinja2', 'nbconvert', 'numpy', 'dask', 'nh3'}) + sorted({m for m in sys.modules "
         "if m.startswith(('grader.authoring.validate', 'grader.authoring.mutation', 'grader.kit.'))})\n"
         "print(code, heavy)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=within(600))
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr

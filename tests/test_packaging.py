@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.extras import EXTRA_OF
+from testclock import within
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
@@ -35,7 +36,7 @@ def _name(requirement: str) -> str:
 
 def _run(code: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=600)
+                          timeout=within(600))
 
 
 def _blocking(then: str) -> str:

@@ -59,7 +59,7 @@ def test_a_batch_killed_with_kill_9_and_rerun_ends_as_if_never_interrupted(tmp_p
     cache = tmp_path / "cache"
 
     whole = start(tmp_path / "whole", cache, submissions)
-    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+    assert whole.wait(timeout=within(300)) == 0, whole.stderr.read()
 
     interrupted = tmp_path / "interrupted"
     process = start(interrupted, cache, submissions)
@@ -75,7 +75,7 @@ def test_a_batch_killed_with_kill_9_and_rerun_ends_as_if_never_interrupted(tmp_p
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
     again = start(interrupted, cache, submissions)
-    output, errors = again.communicate(timeout=300)
+    output, errors = again.communicate(timeout=within(300))
     assert again.returncode == 0, errors
     unchanged = int(output.split(" unchanged")[0].rsplit(" ", 1)[-1])
     assert unchanged >= finished_before - 2      # at most the results in flight were lost, and redone
@@ -175,7 +175,7 @@ def test_a_class_graded_into_a_new_gradebook_hashes_no_file_before_grading(tmp_p
     for name in ("correct", "syntax-error"):
         shutil.copy(EXAMPLES / f"{name}.ipynb", submissions / f"{name}.ipynb")
     done = subprocess.run([sys.executable, "-c", HASHED, str(submissions), str(RUBRIC), str(tmp_path / "out"),
-                           str(tmp_path / "cache")], cwd=REPO, capture_output=True, text=True, timeout=300)
+                           str(tmp_path / "cache")], cwd=REPO, capture_output=True, text=True, timeout=within(300))
     assert done.returncode == 0, done.stderr[-3000:]
     names = ["correct.ipynb", "syntax-error.ipynb"]
     assert json.loads(done.stdout.splitlines()[-1]) == [[[], 2, 0], [names, 0, 2]]

@@ -23,7 +23,7 @@ from grader import codec
 from grader.sandbox import confine, supervisor
 from grader.sandbox.isolation import Isolation, detect
 from grader.sandbox.process import MAX_RESTARTS, CaseRequest, ProcessLimits, Sandbox, SandboxError
-from testclock import read_line
+from testclock import read_line, within
 from sandbox_run import processes_running, run_cases, statement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -815,7 +815,7 @@ def test_a_batch_stopped_by_ctrl_c_or_kill_leaves_nothing_behind(tmp_path: Path,
         zygotes = [pid for pid in processes_running("zygote.py") if grader.pid in _ancestors(pid)]
         assert zygotes, "no zygote under the grader"
         os.killpg(grader.pid, stop)
-        grader.wait(timeout=120)
+        grader.wait(timeout=within(120))
         assert _until(lambda: not processes_running(_mark(8))), "a sandbox outlived the stopped batch"
         assert _until(lambda: not [pid for pid in zygotes if supervisor._alive(pid) and _state(pid) != "Z"])
         # What the batch left goes at once or when the next grader process starts (clean_leftovers): a killed
@@ -878,7 +878,7 @@ def test_a_planted_temp_folder_is_never_the_graders():
     """Attack 2 of the red-team report: a student plants world-writable /tmp/puzzle-grader-UID-PID folders
     for future grader pids; the grader's temp folder has a name no one can plant (mkdtemp), and is its own."""
     done = subprocess.run([sys.executable, "-c", PLANTED], capture_output=True, text=True, cwd=str(REPO),
-                          timeout=120)
+                          timeout=within(120))
     assert done.stdout.split() == ["True", "True", "True", "0o711"], done.stderr
 
 
@@ -1057,5 +1057,5 @@ def test_a_zygote_finds_its_modules_compiled_where_the_grader_may_write_bytecode
     for flags, written in ((["-B"], False), ([], True)):
         for source in sources:
             Path(importlib.util.cache_from_source(str(source))).unlink(missing_ok=True)
-        subprocess.run([sys.executable, *flags, "-c", start], env=environment, check=True, timeout=120)
+        subprocess.run([sys.executable, *flags, "-c", start], env=environment, check=True, timeout=within(120))
         assert [_current_bytecode(source) for source in sources] == [written] * 2, flags

@@ -20,6 +20,7 @@ from grader.store.gradebook import Gradebook
 from grader.store.results import SCHEMA_VERSION, read_json, write_json
 
 from conftest import REPO, RUBRIC, SUBMISSIONS
+from testclock import within
 
 OLD_RESULTS = REPO / "tests" / "fixtures" / "results-schema1"   # written by the grader of results schema 1
 
@@ -90,7 +91,7 @@ def test_results_of_the_previous_schema_still_read_and_report(tmp_path: Path) ->
     folder = tmp_path / "old"
     shutil.copytree(OLD_RESULTS, folder)
     done = subprocess.run([sys.executable, "-m", "grader", "report", str(folder), "--out", str(tmp_path / "fb")],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=within(600))
     assert done.returncode == 0, done.stderr
     assert "move_dir" in (tmp_path / "fb" / "move-dir-transposed.md").read_text(encoding="utf-8")
 
@@ -117,7 +118,7 @@ def test_a_damaged_shared_value_is_an_error_naming_its_file(graded: Path, tmp_pa
     assert any(key in problem and "correct.json" in problem for problem in loaded.problems), loaded.problems
     # `grader report` stops with one line naming the file, no traceback, no report written from a wrong value.
     done = subprocess.run([sys.executable, "-m", "grader", "report", str(results), "--out", str(tmp_path / "fb")],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=within(600))
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert key in done.stderr and "Traceback" not in done.stderr
     # Writing a result of the rubric again puts the value back whole.

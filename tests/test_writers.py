@@ -39,6 +39,7 @@ from grader.store.results import (SUBMISSION_CHARS, CaseResult, ExerciseResult, 
 from grader.intake.warning import GraderWarning, Kind
 from grader.judge.grading import TOO_LARGE
 from grader.plan.cases import Memo
+from testclock import within
 
 REPO = Path(__file__).resolve().parents[1]
 WRITERS = REPO / "tests" / "fixtures" / "writers"
@@ -364,7 +365,7 @@ def test_a_cell_the_parser_cannot_handle_is_left_out_like_a_syntax_error(cell: s
 def _cli(*args: str, cwd: Path = REPO, timeout: float = 900) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "COLUMNS": "100", "PYTHONIOENCODING": "utf-8"}
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, env=env, capture_output=True,
-                          timeout=timeout)
+                          timeout=within(timeout))
 
 
 @pytest.mark.parametrize("name", ["deep_cells", "lone_surrogate", "hostile_markdown"])
