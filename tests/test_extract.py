@@ -839,3 +839,11 @@ def test_grading_extracts_what_grader_extract_does_but_the_list_of_drops() -> No
                                      whole.runs), path
             seen += bool(whole.dropped)
     assert seen > 100
+
+
+@given(st.text(alphabet="?!%= \t\r\nax(", max_size=40))
+@settings(max_examples=400, deadline=None)
+def test_the_quick_test_for_ipython_lines_says_what_the_pattern_says(text: str) -> None:
+    """_maybe_ipython skips the pattern for a text without `?`, `!` or `%`: it must still agree on every text."""
+    from grader.extract import source
+    assert source._maybe_ipython(text) == (source._MAYBE_IPYTHON.search(text) is not None)
