@@ -22,7 +22,9 @@ The chain, each link dying with the one before it (PR_SET_PDEATHSIG):
 Without namespaces (rlimits mode) the zygote's child (`_outer`) drops to an unused uid and becomes the
 runtime itself. When the grader
 goes (the control socket reads EOF, or the zygote is told to stop) every child is killed, and in rlimits
-mode each child's uid is swept with kill(-1) so a double-forked escapee goes too. A grader that went without
+mode each child's uid is swept with kill(-1) so a double-forked escapee goes too (as root: an unused uid of its
+own); as the grader's uid, an escapee of a runtime that was killed comes to the zygote, the subreaper of its
+children's orphans, which kills and reaps it (reap_strays). A grader that went without
 its exit handlers (killed) also leaves its temp folder to the zygote to remove (remove_grader_folders).
 """
 
@@ -308,6 +310,7 @@ class Zygote:
         self.looks = 0
         self.landlock_abi = None
         self.elsewhere = {}      # pidfd -> WORLD_WRITABLE, for a sandbox whose unused uid Landlock does not keep there
+        self.strays = False      # a process this zygote never started came to it (see reap_strays) and is not reaped
 
     def preload(self, wanted):
         """Import what a request asks for of PRELOAD that is not loaded yet, and freeze it like the rest. One
@@ -401,6 +404,31 @@ class Zygote:
                     signal.pidfd_send_signal(pidfd, signal.SIGKILL)
                 except OSError:
                     pass
+
+    def reap_strays(self):
+        """Kill and reap every child of this zygote's that it did not start. The zygote is the subreaper of what its
+        children leave (main): a runtime the grader killed never swept its exercises' processes, and one that left
+        its session (forked twice, setsid) came here instead of to the machine's init. As root each sandbox's
+        unused uid is swept anyway (_sweep), and a jail's processes end with its pid namespace; as the grader's uid
+        without a pids cgroup nothing else would end it (it ran on after the grader, tests/test_hostile_survivor).
+        A child's pid stays its own until this process reaps it, so the kill reaches no one else; one killed but
+        not yet gone is reaped at the next look (serve looks every WATCH_SECONDS while one is left)."""
+        known = {pid for pid, *_ in self.children.values()}
+        try:
+            with open(f"/proc/self/task/{os.getpid()}/children", "rb") as listing:
+                strays = [int(pid) for pid in listing.read().split() if int(pid) not in known]
+        except (OSError, ValueError):
+            strays = []
+        left = False
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                left = left or os.waitpid(pid, os.WNOHANG)[0] == 0
+            except ChildProcessError:
+                pass
+            except OSError:
+                left = True
+        self.strays = left or bool(strays)
 
     def landlock(self):
         """The kernel's Landlock ABI, read once: where it is 0 a sandbox's unused uid writes outside its scratch."""
@@ -512,6 +540,7 @@ class Zygote:
                 pass
         os.close(status_fd)
         self._sweep(uid)
+        self.reap_strays()
         if elsewhere and uid is not None:   # its processes are gone: what it left outside its scratch goes
             confine.remove_owned(elsewhere, uid)
 
@@ -597,8 +626,10 @@ class Zygote:
             poller = select.poll()
             for fd in (control, *self.children, *self.handoffs, *self.listeners):
                 poller.register(fd, select.POLLIN)
-            events = poller.poll(WATCH_SECONDS * 1000 if self.scratches else None)
+            events = poller.poll(WATCH_SECONDS * 1000 if self.scratches or self.strays else None)
             self.watch()
+            if self.strays:
+                self.reap_strays()
             ready = set()
             for fd, event in events:
                 if fd in self.listeners:
@@ -753,6 +784,7 @@ def main(argv):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # pdeathsig: clean up, then go
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
+    confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)   # what a killed runtime left comes here (reap_strays)
     grader, folder = (int(argv[2]), argv[3]) if len(argv) >= 4 else (0, "")
     zygote = Zygote(control, folder=folder)
     # What every child needs and nothing of a student's: the interpreter's trees for the jail, worked out once
@@ -770,6 +802,11 @@ def main(argv):
             zygote.serve()
     finally:
         zygote.stop_all()
+        for _ in range(50):   # what the last ones left, and what that left in turn (each killed, then reaped)
+            if not zygote.strays:
+                break
+            time.sleep(0.01)
+            zygote.reap_strays()
         zygote.drop_prepared()   # before the grader's folders: its mounts are never walked
         remove_grader_folders(grader, folder)
 
