@@ -83,3 +83,19 @@ def test_what_an_exercise_leaves_where_the_check_does_not_look_never_reaches_the
     result = results[name]
     assert lost(result) == {}
     assert result.total == result.max_total == 30
+
+
+def test_an_exercise_that_compiles_its_own_patterns_keeps_its_fork():
+    """re's cache is put back as the load left it where every entry is re's own (review, session 26: compared by
+    identity alone, a notebook calling re in its functions took a fresh fork for every exercise, +38% of its CPU);
+    what an exercise compiled is gone in the next, and a key of another kind still costs the next a fresh fork."""
+    from test_sandbox_reuse import exercises
+    source = ("import os, re\n"
+              "def find(tail):\n    return [os.getpid(), re.findall(r'\\d+' + tail, '12a 34b'), len(re._cache)]\n"
+              "def odd():\n    re._cache[(str, 'odd', 0)] = None\n    return os.getpid()\n")
+    first, second, third = exercises(source, "find('a')", "find('b')", "find('c')")
+    assert first[0] == second[0] == third[0]   # one fork served all three
+    assert [first[1], second[1], third[1]] == [["12a"], ["34b"], []]
+    assert first[2] == second[2] == third[2]   # each found the load's cache, and added one pattern
+    before, after = exercises(source, "odd()", "find('a')")
+    assert before != after[0]
