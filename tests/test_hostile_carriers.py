@@ -99,3 +99,50 @@ def test_an_exercise_that_compiles_its_own_patterns_keeps_its_fork():
     assert first[2] == second[2] == third[2]   # each found the load's cache, and added one pattern
     before, after = exercises(source, "odd()", "find('a')")
     assert before != after[0]
+
+
+# A pattern made by hand (_sre.compile, as re's compiler calls it) whose group tuple holds an object of the exercise's:
+# freed when the check puts re's cache back, its __del__ would run in the middle of the check, after the registries
+# were read (review, session 26: a codec error handler it registered there carried the first exercise's data into the
+# next exercise of the same fork).
+LATE = r'''
+import codecs, functools, os, re, _sre
+from re import _parser, _compiler
+
+
+class _Late:
+    def __init__(self, data):
+        self.data = data
+
+    def __del__(self):
+        codecs.register_error("carried", functools.partial(_handler, self.data))
+
+
+def _handler(data, error):
+    raise error
+
+
+def plant(data):
+    text = "(?P<a>z)"
+    parsed = _parser.parse(text, 0)
+    pattern = _sre.compile(text, parsed.state.flags, _compiler._code(parsed, 0), parsed.state.groups - 1,
+                           {"a": 1}, (None, _Late(data)))
+    re._cache[(str, text, 0)] = pattern
+    return os.getpid()
+
+
+def look():
+    try:
+        return [os.getpid(), codecs.lookup_error("carried").args[0]]
+    except LookupError:
+        return [os.getpid(), None]
+'''
+
+
+def test_a_pattern_made_by_hand_in_res_cache_runs_nothing_in_the_check():
+    """Only an entry of re's own making is put back by the check (nothing of the student's runs as it goes); a
+    pattern holding an object of the exercise's costs the next exercise a fresh fork, which finds no handler."""
+    from test_sandbox_reuse import exercises
+    planted, (pid, found) = exercises(LATE, "plant('left by the first exercise')", "look()")
+    assert found is None
+    assert pid != planted

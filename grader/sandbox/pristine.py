@@ -1156,9 +1156,26 @@ _PATTERN = type(__import__("re").compile(""))
 _CACHE_BASE: dict[str, tuple[Any, list[Any], list[Any], bool]] = {}   # the load's: the cache, keys, values, plain
 
 
+_REFERENTS = gc.get_referents   # as loaded
+
+
 def _plain_pattern(key: Any, value: Any) -> bool:
-    return (type(key) is tuple and len(key) == 3 and (key[0] is str or key[0] is bytes) and type(key[1]) is key[0]
-            and type(key[2]) is int and type(value) is _PATTERN)
+    """Whether a cache entry is re's own making, so that its removal runs nothing of the student's: the key re
+    makes and a pattern that holds (as its traverse lists them, which runs no code) its class, that very text, a
+    dict of group names to numbers and a tuple of names. A pattern made by hand (_sre.compile) may hold any object
+    there: one whose __del__ ran as the check put the cache back registered a codec error handler after the
+    registries were read, and the next exercise of the same fork read the first one's data from it."""
+    if not (type(key) is tuple and len(key) == 3 and (key[0] is str or key[0] is bytes) and type(key[1]) is key[0]
+            and type(key[2]) is int and type(value) is _PATTERN):
+        return False
+    for held in _REFERENTS(value):
+        kind = type(held)
+        if held is _PATTERN or held is key[1] \
+                or kind is dict and all(type(name) is str and type(number) is int for name, number in held.items()) \
+                or kind is tuple and all(name is None or type(name) is str for name in held):
+            continue
+        return False
+    return True
 
 
 def _caches() -> list[tuple[int, ...]]:
