@@ -412,3 +412,34 @@ def test_a_dead_graders_deep_folder_is_swept_and_removed_by_its_zygote(tmp_path:
                            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
     assert found.returncode == 0, found.stderr[-2000:]
     assert json.loads(found.stdout) == {"swept": False, "left": False}
+
+
+@pytest.mark.parametrize("holding", [False, True])
+def test_the_folder_itself_is_put_back_as_made_empty_or_not(holding: bool):
+    """The scratch's folder carried what an exercise set on it to the next (test_hostile_carriers): with `made`
+    (confine.folder_as_made, read as the runtime starts), empty_folder puts back its mode, removes every extended
+    attribute it did not have and sets its times as made, on the shortcut (an empty tmpfs folder) and after a walk."""
+    top = _tmpfs_folder()
+    if top is None:
+        pytest.skip("no writable tmpfs on this machine")
+    with tempfile.TemporaryDirectory(dir=top, prefix="pg-tmpfs-") as folder:
+        made = confine.folder_as_made(folder)
+        assert made is not None
+        try:
+            os.setxattr(folder, "user.carried", b"x" * 4096)
+        except OSError:
+            pytest.skip("this tmpfs keeps no user.* attributes")
+        os.chmod(folder, 0o1755)
+        os.utime(folder, ns=(12345, 67890))
+        if holding:
+            Path(folder, "left").write_text("left")
+        before = os.lstat(folder)
+        empty_folder(folder, before.st_dev, made)
+        after = os.lstat(folder)
+        assert os.listdir(folder) == [] and os.listxattr(folder) == [a for a, _ in made[2] or ()]
+        assert stat_mode(after) == made[0] and (after.st_atime_ns, after.st_mtime_ns) == made[1]
+        assert after.st_ctime_ns >= before.st_ctime_ns
+
+
+def stat_mode(status: os.stat_result) -> int:
+    return status.st_mode & 0o7777

@@ -2,22 +2,23 @@
 bindings of a library module no name of the notebook's reaches (pristine compares the bindings of the modules the
 notebook's objects reach, and sys's), the codec error handlers (`codecs.register_error`: the interpreter's registry,
 which no module names), re's compiled-pattern cache and the encodings package's cache (README's open class), and
-the scratch folder's extended attributes and times (the scratch is emptied between exercises, not its folder).
+the scratch folder's extended attributes, times and mode (the scratch was emptied between exercises, not its folder).
 
 Graded for real as tests/test_hostile_registries.py (taoistic_attack: the correct Taoistic notebook plus one cell):
 each case's call first looks whether what is left there came from another exercise (the runtime's request it was
-left under, or that request's id, is not its own), answers None if so (every case of that exercise lost), then
+left under, or a mark of its exercise's, is not its own), answers None if so (every case of that exercise lost), then
 leaves it under its own request. A fresh fork has nothing left, so the notebook keeps full marks exactly when the
 fork's check saw the change and took a fresh fork.
 
 FOUND (session 26): every one of them reaches the next exercise. The first two carry whole objects (a closure, the
-runtime's request with its cases' inputs), the caches and the scratch folder an id (any string, 64 kB bytes a name
+runtime's request with its cases' inputs), the caches and the scratch folder a mark (any string, 64 kB bytes a name
 of an extended attribute, 2 x 64 bits of times: data); the student's own computation can
 go the same way (a table built on an earlier exercise's clock, looked up by a later exercise's cases). What they can
 reach is the same child's later exercises only: a public case never runs in a child that heard a hidden input, and
 a child the reference answered is replaced before any exercise that does not isolate those helpers
 (Sandbox._retire_for), so neither a hidden input nor a reference's answer reaches a case the student sees through
-them. Strict xfails: a check that closes one flips its test.
+them. All closed in session 26: the check reads the first four, and the runtime puts the scratch folder's
+attributes, mode and times back as it empties it (confine.empty_folder's `made`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from taoistic_attack import graded, lost, wrapped
 from test_hostile_hooks import CARRY
 
 SETUP = '''
-import codecs as _codecs, os as _os
+import codecs as _codecs, os as _os, zlib as _zlib
+
+
+def _token(request):
+    # the exercise's own mark, its first case's id: id(request) could be the next exercise's request's too (the
+    # address of the freed one), and would pass for its own
+    return _zlib.crc32(repr(request['cases'][0]['id']).encode())
 
 
 def _handler(seen, error):
@@ -44,23 +51,27 @@ WAYS = {
                             "    except LookupError:\n        return False\n"
                             "    return left.args[0] is not request",
                             "_codecs.register_error('carried', _functools.partial(_handler, request))"),
-    "re cache": ("mine = 'carried%d' % id(request)\n"
+    "re cache": ("mine = 'carried%d' % _token(request)\n"
                    "    return any(type(key[1]) is str and key[1].startswith('carried') and key[1] != mine\n"
                    "               for key in _sys.modules['re']._cache)",
-                   "_sys.modules['re'].compile('carried%d' % id(request))"),
+                   "_sys.modules['re'].compile('carried%d' % _token(request))"),
     # the scratch is emptied between exercises, but its folder keeps what is set on it: an extended attribute (up to
     # 64 kB a name on a tmpfs), its times, its mode
     "scratch folder attribute": ("try:\n        left = _os.getxattr('.', 'user.carried')\n"
                                  "    except OSError:\n        return False\n"
-                                 "    return left != b'%d' % id(request)",
-                                 "_os.setxattr('.', 'user.carried', b'%d' % id(request))"),
+                                 "    return left != b'%d' % _token(request)",
+                                 "_os.setxattr('.', 'user.carried', b'%d' % _token(request))"),
     "scratch folder times": ("left = _os.stat('.').st_mtime_ns\n"
-                             "    return left < 10**15 and left != id(request) % 10**15",
-                             "_os.utime('.', ns=(0, id(request) % 10**15))"),
-    "encodings cache": ("mine = 'carried_%d' % id(request)\n"
+                             "    return left < 10**15 and left != _token(request) % 10**15",
+                             "_os.utime('.', ns=(0, _token(request) % 10**15))"),
+    # the sticky bit marks that an exercise set the others (the folder is made without it)
+    "scratch folder mode": ("left = _os.stat('.').st_mode\n"
+                            "    return bool(left & 0o1000) and left & 0o77 != _token(request) % 64",
+                            "_os.chmod('.', 0o1700 | _token(request) % 64)"),
+    "encodings cache": ("mine = 'carried_%d' % _token(request)\n"
                          "    return any(key.startswith('carried_') and key != mine\n"
                          "               for key in _sys.modules['encodings']._cache)",
-                         "try:\n        _codecs.lookup('carried_%d' % id(request))\n"
+                         "try:\n        _codecs.lookup('carried_%d' % _token(request))\n"
                          "    except LookupError:\n        pass"),
 }
 
@@ -72,13 +83,7 @@ def results(tmp_path_factory: pytest.TempPathFactory):
                    for name, (look, leave) in WAYS.items()})
 
 
-# The scratch folder's: the runtime's emptying of the scratch is syscalls' to mend (COORD, session 26).
-OPEN = pytest.mark.xfail(strict=True,
-                         reason="not closed: emptying the scratch leaves its folder's attributes and times")
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=OPEN) if name.startswith("scratch") else name
-                                  for name in sorted(WAYS)])
+@pytest.mark.parametrize("name", sorted(WAYS))
 def test_what_an_exercise_leaves_where_the_check_does_not_look_never_reaches_the_next(results, name):
     result = results[name]
     assert lost(result) == {}

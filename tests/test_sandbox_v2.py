@@ -582,6 +582,36 @@ def test_each_exercise_starts_with_an_empty_scratch():
     assert _value(second[0]) == ["three"]
 
 
+@pytest.mark.parametrize("jail", [pytest.param(True, marks=needs_jail), False])
+def test_each_exercise_finds_the_scratch_folder_itself_as_made(jail):
+    """The scratch's folder, not only its entries: an extended attribute, the times and the mode an exercise set on
+    it were the next exercise's to read (in the same fork, or a fresh one after the runtime's reset); the runtime
+    puts them back at each emptying (confine.empty_folder's `made`), in a jail's tmpfs and in rlimits mode's host
+    folder alike."""
+    source = """
+    import os
+    def leave():
+        try:
+            os.setxattr(".", "user.carried", b"left")
+        except OSError:
+            pass   # a file system without user.* attributes
+        os.chmod(".", 0o1751)
+        os.utime(".", ns=(12345, 67890))
+        return look()
+    def look():
+        status = os.stat(".")
+        return [os.listxattr("."), status.st_mode & 0o7777, status.st_atime_ns, status.st_mtime_ns]
+    """
+    isolation = None if jail else Isolation(namespaces=False, pids_root=None)
+    with Sandbox(_statements(source), {}, ProcessLimits(), isolation=isolation, allow_root=True) as sandbox:
+        sandbox.load()
+        [made] = sandbox.run_exercise([_case("look()")], (), None, time.monotonic() + 60, more=True)
+        [left] = sandbox.run_exercise([_case("leave()")], (), None, time.monotonic() + 60, more=True)
+        [found] = sandbox.run_exercise([_case("look()")], (), None, time.monotonic() + 60)
+    assert _value(left)[1:] == [0o1751, 12345, 67890]   # the exercise did set them
+    assert _value(found) == _value(made)
+
+
 # ------------------------------------------------------------------------------------------------ what outlives it
 
 def _mark(number: int) -> str:

@@ -49,6 +49,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 # clock, and change what each later fresh fork starts from.
 _listdir, _lstat, _chmod, _rmdir, _unlink = os.listdir, os.lstat, os.chmod, os.rmdir, os.unlink
 _open, _close, _fstat = os.open, os.close, os.fstat
+_listxattr, _getxattr, _setxattr, _removexattr = os.listxattr, os.getxattr, os.setxattr, os.removexattr
+_utime = os.utime
 _S_IMODE = stat.S_IMODE
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _S_ISDIR = stat.S_ISDIR
@@ -994,7 +996,7 @@ def landlock_paths(trees, scratch):
 EMPTY_TMPFS_FOLDER = 40
 
 
-def empty_folder(path, tmpfs=None):
+def empty_folder(path, tmpfs=None, made=None):
     """Remove everything under `path` (the scratch between exercises), whatever modes the student set, through
     this module's own references (see _listdir), never through a link and never into another device (a read-only
     tree bound into the scratch). As remove_tree, by descriptors (one open at a time, the way up checked) and a
@@ -1008,16 +1010,90 @@ def empty_folder(path, tmpfs=None):
     `tmpfs`: the device of a tmpfs that `path` is on when it is the jail's scratch (_scratch; None elsewhere). A
     folder there whose size says it holds no name (EMPTY_TMPFS_FOLDER) is left as it is: most exercises write
     nothing, and the walk of an empty folder took 12 system calls (its open, the listing's own duplicate, reads,
-    seek and closes), ~10 us, for each of a jail's two folders at every exercise's end."""
-    status = open_to_owner(path)
-    if tmpfs is not None and status is not None and status.st_dev == tmpfs \
-            and status.st_size == EMPTY_TMPFS_FOLDER:
-        return
+    seek and closes), ~10 us, for each of a jail's two folders at every exercise's end.
+
+    `made`: the folder as the runtime found it (folder_as_made; None: its entries only). Its mode and extended
+    attributes are put back before the shortcut, its times after the walk: the folder itself, not only what it
+    holds, was a carrier from one exercise to the next (a user.* attribute of 64 kB a name, the times set by
+    os.utime, its mode's bits; tests/test_hostile_carriers.py). The times are set at every call, written or not:
+    that also moves the folder's change time (which no call sets, but each change of the folder's moves to the
+    clock's time, one the exercise chose) to the boundary's, which the next exercise's clock tells it anyway."""
+    status = open_to_owner(path) if made is None else _put_back(path, made)
+    if not (tmpfs is not None and status is not None and status.st_dev == tmpfs
+            and status.st_size == EMPTY_TMPFS_FOLDER):
+        try:
+            current = _open(path, _FOLDER_FLAGS)
+        except OSError:
+            current = None
+        if current is not None:
+            _empty_below(current, _emptied)
+    if made is not None:
+        try:
+            _utime(path, ns=made[1], follow_symlinks=False)
+        except OSError:
+            pass
+
+
+def folder_as_made(path):
+    """What empty_folder puts back on the folder `path` (the scratch) at each call, read as the runtime starts, before
+    any code of the student's: (its mode with its owner's bits, (its access and modification times in ns), its
+    extended attributes as (name, value) pairs, None where the file system keeps none). None: not a folder.
+    Immutable: nothing of it is an object an exercise could add to."""
     try:
-        current = _open(path, _FOLDER_FLAGS)
+        status = _lstat(path)
     except OSError:
-        return
-    _empty_below(current, _emptied)
+        return None
+    if not _S_ISDIR(status.st_mode):
+        return None
+    try:
+        attributes = tuple((name, _getxattr(path, name, follow_symlinks=False))
+                           for name in _listxattr(path, follow_symlinks=False))
+    except OSError:   # ENOTSUP: a file system without them
+        attributes = None
+    return _S_IMODE(status.st_mode) | 0o700, (status.st_atime_ns, status.st_mtime_ns), attributes
+
+
+def _put_back(path, made):
+    """open_to_owner's, for a folder whose state as made is known: its mode as made (the write bit a case took off,
+    and any other bit it set), and its extended attributes as made (one flistxattr when there were none: the
+    usual; each name an exercise added removed, each it changed or removed written back). Its lstat, as
+    open_to_owner's (taken before: the mode and attributes do not move the size the shortcut reads)."""
+    mode, _, attributes = made
+    try:
+        status = _lstat(path)
+        if not _S_ISDIR(status.st_mode):
+            return None
+        if _S_IMODE(status.st_mode) != mode:
+            _chmod(path, mode)
+    except OSError:
+        return None
+    if attributes is not None:
+        try:
+            names = _listxattr(path, follow_symlinks=False)
+        except OSError:
+            names = []
+        if names or attributes:
+            _attributes_back(path, names, attributes)
+    return status
+
+
+def _attributes_back(path, names, attributes):
+    """The extended attributes of the folder `path`, listed as `names`, made `attributes` again (best effort: one
+    the owner may not remove, a security.* label, was there when it was made, and is not one an exercise set)."""
+    kept = dict(attributes)
+    for name in names:
+        try:
+            if name not in kept:
+                _removexattr(path, name, follow_symlinks=False)
+            elif _getxattr(path, name, follow_symlinks=False) != kept[name]:
+                _setxattr(path, name, kept[name], follow_symlinks=False)
+        except OSError:
+            pass
+    for name in kept.keys() - set(names):
+        try:
+            _setxattr(path, name, kept[name], follow_symlinks=False)
+        except OSError:
+            pass
 
 
 def open_to_owner(path):

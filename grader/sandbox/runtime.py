@@ -446,6 +446,7 @@ class Child:
         self.scratch = None          # the working folder, where the course's data files are put (restore_data)
         self.emptied: tuple = ()     # what the student may write, emptied between phases (a jail's /tmp too)
         self.tmpfs = None            # the device of a jail's scratch, a tmpfs (confine.empty_folder's `tmpfs`)
+        self.made: tuple = ()        # each of `emptied` as the runtime found it (confine.folder_as_made)
         self.data = {}               # the course's data files (path -> bytes), put in the scratch (restore_data)
         self.written = {}            # data file -> (st_mode, st_mtime_ns) of the file restore_data last wrote there
         self.look = None             # restore_data's buffer for comparing a data file's bytes (64 kB, made once)
@@ -1057,10 +1058,11 @@ class Child:
         self.empty_scratch()
 
     def empty_scratch(self):
-        """Empty every folder the student may write (the working folder, and in a jail /tmp, which shares its tmpfs):
-        nothing a phase wrote is there for the next."""
-        for folder in self.emptied:
-            _confine.empty_folder(folder, self.tmpfs)
+        """Empty every folder the student may write (the working folder, and in a jail /tmp, which shares its tmpfs)
+        and put each folder's own mode, attributes and times back as made: nothing a phase wrote is there for the
+        next."""
+        for folder, made in zip(self.emptied, self.made, strict=True):
+            _confine.empty_folder(folder, self.tmpfs, made)
 
     def serve(self):
         while True:
@@ -1479,6 +1481,7 @@ def start(request_fd, response_fd, config, facts, jailed):
                            or any(_confine._inside(os.path.realpath(p or "."), keep) for keep in needed)]
     child.scratch, child.sweep, child.jailed = scratch, jailed or unique, jailed
     child.emptied = (scratch, "/tmp") if jailed else (scratch,) if scratch else ()
+    child.made = tuple(_confine.folder_as_made(folder) for folder in child.emptied)
     if jailed and scratch:   # the tmpfs confine mounted for this jail (_scratch), at HOME and /tmp: one device
         child.tmpfs = os.lstat(scratch).st_dev
     if jailed and os.getpid() != 1:
