@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
+import sys
 import time
 
 import pytest
 
 from grader import codec
+from grader.sandbox import supervisor, zygote
 from grader.sandbox.process import CaseRequest, ProcessLimits, Sandbox
 from grader.intake.warning import Kind
 from sandbox_run import processes_left, run_cases, statement
+import testclock
 
 
 def statements(source: str) -> list[dict]:
@@ -283,6 +288,20 @@ def test_child_environment_holds_no_grader_secrets(monkeypatch):
     environment = codec.decode(outcomes[0].value)
     assert "GRADER_SECRET_TOKEN" not in environment
     assert environment["PYTHONHASHSEED"] == "0"
+
+
+def test_the_sandbox_starts_with_its_interpreters_site_but_no_finder_of_an_editable_grader():
+    # zygote.start_site: the zygote (started with -S) runs `site` as every interpreter of the environment does, all
+    # but the .pth of an editable install of this package (its finder imported 8 modules into every sandbox)
+    source = ("import sys\ndef start():\n    return (sys.path[1:], sorted(name for name in sys.modules if "
+              "name.startswith('__editable__')), callable(exit), callable(help))\n")
+    outcomes, _ = run(source, case("start()"))
+    path, editable, exits, helps = codec.decode(outcomes[0].value)
+    plain = subprocess.run([sys.executable, "-s", "-P", "-c", "import json, sys; print(json.dumps(sys.path))"],
+                           env=supervisor.child_environment(), cwd="/", capture_output=True, text=True, check=True,
+                           timeout=testclock.within(120))
+    assert path == [entry for entry in json.loads(plain.stdout) if not entry.startswith(zygote.OWN_EDITABLE)]
+    assert editable == [] and exits and helps
 
 
 @pytest.mark.parametrize("spawn", [

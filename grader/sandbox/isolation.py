@@ -45,7 +45,7 @@ class Isolation:
                                              and not (self.memory_root / "memory.limit_in_bytes").exists())
 
 
-_PROBE = [sys.executable, "-s", "-P", str(ZYGOTE), "--probe"]
+_PROBE = [sys.executable, "-s", "-S", "-P", str(ZYGOTE), "--probe"]
 _PENDING: subprocess.Popen[bytes] | None = None   # a probe started ahead (start_probe), not yet read
 
 

@@ -292,7 +292,9 @@ class Zygote:
         self.lock = threading.Lock()
         self.process = subprocess.Popen(
             # Who it serves and where that one's temp folder is: a killed grader's folder is the zygote's to remove.
-            [sys.executable, "-s", "-P", str(ZYGOTE), str(theirs.fileno()), str(os.getpid()), tempfile.gettempdir()],
+            # -S: the zygote runs `site` itself, all but an editable grader's finder (zygote.start_site).
+            [sys.executable, "-s", "-S", "-P", str(ZYGOTE), str(theirs.fileno()), str(os.getpid()),
+             tempfile.gettempdir()],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL, env=child_environment(), cwd="/", start_new_session=True, close_fds=True)
         theirs.close()
