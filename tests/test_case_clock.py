@@ -335,10 +335,11 @@ def test_work_between_exercises_is_charged_to_the_next_exercises_first_case():
     and student code can run there too: here numpy.geterr, replaced at load, which the check calls, spins 0.3 s
     of CPU (little enough to end within RUNTIME_SECONDS at any load). That time was charged to no case (up to
     RUNTIME_SECONDS of wall time per exercise, work a notebook could do outside every limit); the next
-    exercise's first case is charged from the last answer."""
-    source = ("import numpy, time\n_real = numpy.geterr\n"
-              "def _slow():\n    count = __import__('codecs').__dict__.setdefault('x_calls', [0])\n"
-              "    count[0] += 1\n    if count[0] == 2:\n        end = time.process_time() + 0.3\n"
+    exercise's first case is charged from the last answer. The spin keeps no count of its calls: a count kept
+    in a library module is a change the check sees (a fresh fork, whose check never runs), so it spins at every
+    call in a fork of the loaded runtime and never in the runtime itself."""
+    source = ("import numpy, os, time\n_real = numpy.geterr\n_LOADED_IN = os.getpid()\n"
+              "def _slow():\n    if os.getpid() != _LOADED_IN:\n        end = time.process_time() + 0.3\n"
               "        while time.process_time() < end:\n            pass\n    return _real()\n"
               "numpy.geterr = _slow\ndef quick():\n    return 1\n")
     statements = [{"code": source, "filename": "In [1] (cell 1)", "line": 1, "kind": "def"}]
