@@ -292,3 +292,8 @@ def test_an_exercise_that_froze_objects_makes_it_say_no_and_a_collection_of_its_
         assert pristine.check(before, take, started, files)
     gc.unfreeze()
     assert not pristine.check(before, take, started, files)
+    assert not pristine.check(before, take, started, files)   # the canary stays dead until the grader freezes
+    # A process the grader goes on with after an unfreeze of its own (a batch's collector in this test process,
+    # which earlier tests' snapshots froze a canary in) makes a new canary at its next freeze: checks say yes again.
+    pristine.freeze()
+    assert pristine.check(before, take, started, files)

@@ -1277,8 +1277,11 @@ _gc_freeze, _get_objects, _weak = gc.freeze, gc.get_objects, __import__("weakref
 
 
 def freeze() -> None:
-    """gc.freeze() as the grader's own: what it leaves frozen is what the next check compares with."""
-    if _FROZEN[1] is None:
+    """gc.freeze() as the grader's own: what it leaves frozen is what the next check compares with. A frozen
+    garbage canary already freed is made again: a process the grader goes on with after a gc.unfreeze() of its
+    own (a batch's `_collector` in the process that also takes snapshots) would else say no to every later check.
+    No check heals an exercise's unfreeze this way: the check reads the canary (_froze_more) before it freezes."""
+    if _FROZEN[1] is None or _FROZEN[1]() is None:
         canary = _Canary()
         _FROZEN[1] = _weak(canary)
         del canary
