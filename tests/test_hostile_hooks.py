@@ -10,33 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from taoistic_attack import REQUEST, graded, lost, wrapped
-
-CARRY = '''
-import functools as _functools, sys as _sys
-''' + REQUEST + '''
-
-def _from_another_exercise(request):
-    {look}
-
-
-def _leave(request):
-    {leave}
-
-
-def _carried(function):
-    @_functools.wraps(function)
-    def call(*args, **kwargs):
-        if _sys._getframe(1).f_code.co_name == "<module>":   # called by a case, not by another function
-            request = _request()
-            if _from_another_exercise(request):
-                return None
-            _leave(request)
-        return function(*args, **kwargs)
-    return call
-
-
-'''
+from taoistic_attack import graded_ways, lost
 
 WAYS = {
     "asyncgen hooks": ("left = _sys.get_asyncgen_hooks().firstiter\n"
@@ -50,8 +24,7 @@ WAYS = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory):
-    return graded(tmp_path_factory.mktemp("hooks"), {name: CARRY.format(look=look, leave=leave) + wrapped("_carried")
-                                                    for name, (look, leave) in WAYS.items()})
+    return graded_ways(tmp_path_factory.mktemp("hooks"), WAYS)
 
 
 @pytest.mark.parametrize("name", sorted(WAYS))
