@@ -572,7 +572,7 @@ class Loaded:
                      if _id(namespace) in self.stop and module is not sys]
         self.rest_views = [_tag_view(namespace) for _, namespace in self.rest] if _TAG_VIEW is not None else None
         self.rest_tags = list(map(_TAG_READ, self.rest_views)) if self.rest_views is not None else []
-        self.rest_bindings = [(list(namespace), list(namespace.values())) for _, namespace in self.rest]
+        self.rest_bindings = [_bindings(namespace) for _, namespace in self.rest]
         _LOADED[0] = self
 
 
@@ -733,6 +733,16 @@ def _same(now: Any, then: list[Any]) -> bool:
     return len(now) == len(then) and all(map(_IS, now, then))
 
 
+def _bindings(namespace: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    """A module's names and the objects bound to them, held, for _holds to compare with later."""
+    return list(namespace), list(namespace.values())
+
+
+def _holds(namespace: dict[str, Any], bindings: tuple[list[str], list[Any]]) -> bool:
+    """Whether `namespace` binds the very names and objects of `bindings` (_bindings), in order."""
+    return _same(namespace, bindings[0]) and _same(namespace.values(), bindings[1])
+
+
 def _loaded(roots: list[Any], own: tuple[Any, ...], cache: Leaves | None) -> Loaded:
     known = cache.loaded if cache is not None else None
     if known is not None:
@@ -761,7 +771,7 @@ def rebase() -> None:
     tags = list(map(_TAG_READ, views)) if views is not None else None
     for index, (_, namespace) in enumerate(loaded.rest):
         if tags is None or tags[index] != loaded.rest_tags[index]:
-            loaded.rest_bindings[index] = (list(namespace), list(namespace.values()))
+            loaded.rest_bindings[index] = _bindings(namespace)
     if tags is not None:
         loaded.rest_tags = tags
 
@@ -814,10 +824,9 @@ def _rest_unchanged(loaded: Loaded, positions: list[int]) -> None:
     reached = set(positions)
     for index in moved:
         position, namespace = loaded.rest[index]
-        names, values = loaded.rest_bindings[index]
         if position in reached:
             continue
-        if not (_same(namespace, names) and _same(namespace.values(), values)):
+        if not _holds(namespace, loaded.rest_bindings[index]):
             raise Unknown("a library module's binding changed")
         if views is not None:   # changed back to the very same: this tag stands for them now
             loaded.rest_tags[index] = tags[index]
